@@ -1,0 +1,363 @@
+package cube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Client applies workloads to a cluster and follows the releases it made. It
+// talks through a controller-runtime client and sends unstructured objects, so
+// it needs no scheme for third-party kinds: any CRD installed in the cluster
+// works. A Client is safe for concurrent use.
+type Client struct {
+	c         client.Client
+	clientset kubernetes.Interface
+	namespace string
+	readers   map[schema.GroupKind]StatusFunc
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithNamespace sets the namespace of namespaced objects that do not name one
+// (default "default").
+func WithNamespace(ns string) Option { return func(c *Client) { c.namespace = ns } }
+
+// WithClientset sets the clientset used for pod logs. New creates one from
+// its rest.Config; NewFromClient has none unless this option gives it.
+func WithClientset(cs kubernetes.Interface) Option { return func(c *Client) { c.clientset = cs } }
+
+// WithStatus overrides, for this client only, how the phase of a kind is read.
+func WithStatus(gk schema.GroupKind, read StatusFunc) Option {
+	return func(c *Client) {
+		if c.readers == nil {
+			c.readers = map[schema.GroupKind]StatusFunc{}
+		}
+		c.readers[gk] = read
+	}
+}
+
+// New returns a Client for the cluster cfg points at. Its controller-runtime
+// client supports watches, which Release.Wait uses.
+func New(cfg *rest.Config, opts ...Option) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("cube: rest config is nil")
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("build scheme: %w", err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create clientset: %w", err)
+	}
+	return NewFromClient(c, append([]Option{WithClientset(cs)}, opts...)...), nil
+}
+
+// NewFromClient returns a Client on an existing controller-runtime client, for
+// programs that already run a manager. Release.Wait needs c to implement
+// client.WithWatch (the clients of client.NewWithWatch and of
+// controller-runtime's fake package do; a manager's cached client does not:
+// build one with client.NewWithWatch(mgr.GetConfig(), …) for waiting).
+func NewFromClient(c client.Client, opts ...Option) *Client {
+	cl := &Client{c: c, namespace: metav1.NamespaceDefault}
+	for _, o := range opts {
+		o(cl)
+	}
+	return cl
+}
+
+// ApplyOption changes how Apply works.
+type ApplyOption interface{ applyToApply(*applyOptions) }
+
+type applyOptions struct {
+	dryRun bool
+	force  bool
+}
+
+type applyOptionFunc func(*applyOptions)
+
+func (f applyOptionFunc) applyToApply(o *applyOptions) { f(o) }
+
+var (
+	// DryRun asks the API server to validate and default everything without
+	// storing anything (server-side dry run).
+	DryRun ApplyOption = applyOptionFunc(func(o *applyOptions) { o.dryRun = true })
+	// Force takes ownership of fields that another field manager owns instead
+	// of failing with a conflict.
+	Force ApplyOption = applyOptionFunc(func(o *applyOptions) { o.force = true })
+)
+
+// Apply renders w and applies its objects with server-side apply (field
+// manager "cube", strict field validation, namespaces and configuration
+// first). Applying the same workload twice changes nothing. A field owned by
+// another manager fails with an error IsConflict recognises, unless Force is
+// given. Apply records the release in a ConfigMap so that Releases and
+// Release.Delete find its objects later.
+func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*Release, error) {
+	var o applyOptions
+	for _, opt := range opts {
+		opt.applyToApply(&o)
+	}
+	if w == nil {
+		return nil, errors.New("apply: workload is nil")
+	}
+	built, err := w.Objects()
+	if err != nil {
+		return nil, err
+	}
+	if len(built) == 0 {
+		return nil, errors.New("apply: workload has no objects")
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(built))
+	for _, b := range built {
+		u, err := ToUnstructured(b)
+		if err != nil {
+			return nil, fmt.Errorf("apply: %w", err)
+		}
+		objs = append(objs, u)
+	}
+	SortForApply(objs)
+	rel, err := c.newRelease(objs)
+	if err != nil {
+		return nil, err
+	}
+	applyOpts := []client.ApplyOption{client.FieldOwner(ManagedBy)}
+	if o.force {
+		applyOpts = append(applyOpts, client.ForceOwnership)
+	}
+	if o.dryRun {
+		applyOpts = append(applyOpts, client.DryRunAll)
+	}
+	for _, u := range objs {
+		if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
+			return nil, applyError(RefOf(u), err)
+		}
+	}
+	if !o.dryRun {
+		if err := c.writeRecord(ctx, rel, applyOpts); err != nil {
+			return nil, err
+		}
+	}
+	return rel, nil
+}
+
+// newRelease checks that all objects belong to one release and fills the
+// namespace of namespaced objects.
+func (c *Client) newRelease(objs []*unstructured.Unstructured) (*Release, error) {
+	rel := &Release{client: c}
+	var errs []error
+	for _, u := range objs {
+		name := u.GetLabels()[LabelRelease]
+		switch {
+		case name == "":
+			errs = append(errs, fmt.Errorf("%s %q has no %s label: build it with cube.Identity", u.GetKind(), u.GetName(), LabelRelease))
+			continue
+		case rel.Name == "":
+			rel.Name = name
+		case rel.Name != name:
+			errs = append(errs, fmt.Errorf("%s %q belongs to release %q, not %q: apply one release at a time", u.GetKind(), u.GetName(), name, rel.Name))
+		}
+		namespaced, err := c.c.IsObjectNamespaced(u)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", u.GetKind(), u.GetName(), err))
+			continue
+		}
+		if namespaced && u.GetNamespace() == "" {
+			u.SetNamespace(c.namespace)
+		}
+		if !namespaced {
+			u.SetNamespace("")
+		}
+		if namespaced && rel.Namespace == "" {
+			rel.Namespace = u.GetNamespace()
+		}
+		rel.Objects = append(rel.Objects, RefOf(u))
+	}
+	if rel.Namespace == "" {
+		rel.Namespace = c.namespace
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("apply: %w", errors.Join(errs...))
+	}
+	return rel, nil
+}
+
+// ConflictError is returned when server-side apply finds fields owned by
+// another field manager.
+type ConflictError struct {
+	Object    ObjectRef
+	Conflicts []FieldConflict
+	Err       error
+}
+
+// FieldConflict is one field another manager owns.
+type FieldConflict struct {
+	Field   string // e.g. .spec.replicas
+	Manager string // e.g. kubectl-edit
+	Message string // the API server's text
+}
+
+func (e *ConflictError) Error() string {
+	parts := make([]string, 0, len(e.Conflicts))
+	for _, c := range e.Conflicts {
+		parts = append(parts, fmt.Sprintf("%s owned by %q", c.Field, c.Manager))
+	}
+	return fmt.Sprintf("apply %s: conflict: %s (use cube.Force to take them)", e.Object, strings.Join(parts, ", "))
+}
+
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// IsConflict reports whether err is a field-manager conflict from Apply.
+func IsConflict(err error) bool {
+	var ce *ConflictError
+	return errors.As(err, &ce)
+}
+
+func applyError(ref ObjectRef, err error) error {
+	var status apierrors.APIStatus
+	if apierrors.IsConflict(err) && errors.As(err, &status) {
+		details := status.Status().Details
+		ce := &ConflictError{Object: ref, Err: err}
+		if details != nil {
+			for _, cause := range details.Causes {
+				if cause.Type != metav1.CauseTypeFieldManagerConflict {
+					continue
+				}
+				ce.Conflicts = append(ce.Conflicts, FieldConflict{
+					Field: cause.Field, Manager: managerOf(cause.Message), Message: cause.Message,
+				})
+			}
+		}
+		if len(ce.Conflicts) > 0 {
+			return ce
+		}
+	}
+	return fmt.Errorf("apply %s: %w", ref, err)
+}
+
+// managerOf extracts the manager from `conflict with "kubectl" using apps/v1`.
+func managerOf(msg string) string {
+	_, rest, ok := strings.Cut(msg, `"`)
+	if !ok {
+		return ""
+	}
+	name, _, ok := strings.Cut(rest, `"`)
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// recordPrefix names the ConfigMap that records a release's objects.
+const recordPrefix = "cube-release-"
+
+const recordKey = "objects"
+
+func (c *Client) writeRecord(ctx context.Context, rel *Release, applyOpts []client.ApplyOption) error {
+	refs := slices.Clone(rel.Objects)
+	slices.SortFunc(refs, compareRefs)
+	lines := make([]string, len(refs))
+	for i, r := range refs {
+		lines[i] = r.encode()
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      recordPrefix + rel.Name,
+			Namespace: rel.Namespace,
+			Labels: map[string]string{
+				LabelManagedBy: ManagedBy,
+				LabelRelease:   rel.Name,
+				LabelKind:      "release",
+			},
+		},
+		Data: map[string]string{recordKey: strings.Join(lines, "\n")},
+	}
+	u, err := ToUnstructured(cm)
+	if err != nil {
+		return err
+	}
+	if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
+		return fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
+	}
+	return nil
+}
+
+// Release returns the release name in namespace as recorded by an earlier
+// Apply, for programs that follow a release they did not apply themselves.
+func (c *Client) Release(ctx context.Context, namespace, name string) (*Release, error) {
+	var cm corev1.ConfigMap
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	if err := c.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: recordPrefix + name}, u); err != nil {
+		return nil, fmt.Errorf("get release %s/%s: %w", namespace, name, err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm); err != nil {
+		return nil, fmt.Errorf("read release %s/%s: %w", namespace, name, err)
+	}
+	return c.releaseFromRecord(&cm)
+}
+
+func (c *Client) releaseFromRecord(cm *corev1.ConfigMap) (*Release, error) {
+	rel := &Release{client: c, Name: cm.Labels[LabelRelease], Namespace: cm.Namespace}
+	for line := range strings.SplitSeq(cm.Data[recordKey], "\n") {
+		if line == "" {
+			continue
+		}
+		ref, err := decodeRef(line)
+		if err != nil {
+			return nil, fmt.Errorf("read release %s/%s: %w", cm.Namespace, rel.Name, err)
+		}
+		rel.Objects = append(rel.Objects, ref)
+	}
+	return rel, nil
+}
+
+// Releases lists the releases recorded in namespace (all namespaces when
+// namespace is empty), sorted by namespace and name.
+func (c *Client) Releases(ctx context.Context, namespace string) ([]*Release, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMapList"})
+	opts := []client.ListOption{client.MatchingLabels{LabelManagedBy: ManagedBy, LabelKind: "release"}}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := c.c.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("list releases: %w", err)
+	}
+	var out []*Release
+	for i := range list.Items {
+		var cm corev1.ConfigMap
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &cm); err != nil {
+			return nil, fmt.Errorf("read release record %s: %w", list.Items[i].GetName(), err)
+		}
+		rel, err := c.releaseFromRecord(&cm)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rel)
+	}
+	slices.SortFunc(out, func(a, b *Release) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out, nil
+}

@@ -1,0 +1,125 @@
+package cube
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// LogOptions selects which logs Release.Logs streams.
+type LogOptions struct {
+	// Container names the container; empty means the pod's default container
+	// (the kubectl.kubernetes.io/default-container annotation, else the first).
+	Container string
+	// Follow keeps streaming until ctx ends or the reader is closed.
+	Follow bool
+	// TailLines, when positive, starts from the last TailLines lines of each pod.
+	TailLines int64
+	// Since, when positive, starts from logs newer than this.
+	Since time.Duration
+}
+
+// Logs streams the logs of every pod of the release (pods carrying its
+// cube.dev/release label), each line prefixed with "[pod-name] ". Lines of one
+// pod keep their order; lines of different pods interleave as they arrive.
+// Close the reader to stop following.
+func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, error) {
+	cs := r.client.clientset
+	if cs == nil {
+		return nil, errors.New("logs: client has no clientset: build it with cube.New or cube.WithClientset")
+	}
+	pods, err := cs.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{LabelRelease: r.Name}).String(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("logs: list pods of release %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	if len(pods.Items) == 0 {
+		return nil, fmt.Errorf("logs: release %s/%s has no pods", r.Namespace, r.Name)
+	}
+	items := slices.Clone(pods.Items)
+	slices.SortFunc(items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+
+	ctx, cancel := context.WithCancel(ctx)
+	streams := make([]io.ReadCloser, 0, len(items))
+	for i := range items {
+		pod := &items[i]
+		podOpts := &corev1.PodLogOptions{Container: defaultContainer(pod, opts.Container), Follow: opts.Follow}
+		if opts.TailLines > 0 {
+			podOpts.TailLines = &opts.TailLines
+		}
+		if opts.Since > 0 {
+			secs := int64(opts.Since / time.Second)
+			podOpts.SinceSeconds = &secs
+		}
+		s, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, podOpts).Stream(ctx)
+		if err != nil {
+			cancel()
+			for _, open := range streams {
+				open.Close()
+			}
+			return nil, fmt.Errorf("logs: pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		streams = append(streams, s)
+	}
+
+	pr, pw := io.Pipe()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, s := range streams {
+		wg.Go(func() {
+			defer s.Close()
+			prefix := "[" + items[i].Name + "] "
+			sc := bufio.NewScanner(s)
+			sc.Buffer(make([]byte, 64*1024), 1024*1024)
+			for sc.Scan() {
+				mu.Lock()
+				_, err := io.WriteString(pw, prefix+sc.Text()+"\n")
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		cancel()
+		pw.Close()
+	}()
+	return &logReader{PipeReader: pr, cancel: cancel}, nil
+}
+
+type logReader struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+}
+
+// Close stops every stream.
+func (l *logReader) Close() error {
+	l.cancel()
+	return l.PipeReader.Close()
+}
+
+func defaultContainer(pod *corev1.Pod, asked string) string {
+	if asked != "" {
+		return asked
+	}
+	if c := pod.Annotations["kubectl.kubernetes.io/default-container"]; c != "" {
+		return c
+	}
+	if len(pod.Spec.Containers) > 0 {
+		return pod.Spec.Containers[0].Name
+	}
+	return ""
+}

@@ -1,0 +1,139 @@
+package cube
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ObjectRef names one object of a release.
+type ObjectRef struct {
+	schema.GroupVersionKind
+	Namespace string
+	Name      string
+}
+
+// RefOf returns the reference of obj.
+func RefOf(obj client.Object) ObjectRef {
+	return ObjectRef{GroupVersionKind: obj.GetObjectKind().GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// String reads like kubectl: "Deployment team-a/qwen" or
+// "PyTorchJob.kubeflow.org team-a/llama-sft".
+func (r ObjectRef) String() string {
+	kind := r.Kind
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if r.Namespace == "" {
+		return kind + " " + r.Name
+	}
+	return kind + " " + r.Namespace + "/" + r.Name
+}
+
+func (r ObjectRef) encode() string {
+	apiVersion, kind := r.ToAPIVersionAndKind()
+	ns := r.Namespace
+	if ns == "" {
+		ns = "-"
+	}
+	return strings.Join([]string{apiVersion, kind, ns, r.Name}, " ")
+}
+
+func decodeRef(line string) (ObjectRef, error) {
+	f := strings.Fields(line)
+	if len(f) != 4 {
+		return ObjectRef{}, fmt.Errorf("bad object reference %q", line)
+	}
+	gv, err := schema.ParseGroupVersion(f[0])
+	if err != nil {
+		return ObjectRef{}, fmt.Errorf("bad object reference %q: %w", line, err)
+	}
+	ns := f[2]
+	if ns == "-" {
+		ns = ""
+	}
+	return ObjectRef{GroupVersionKind: gv.WithKind(f[1]), Namespace: ns, Name: f[3]}, nil
+}
+
+func compareRefs(a, b ObjectRef) int {
+	return cmp.Or(
+		cmp.Compare(rankOf(a.Kind), rankOf(b.Kind)),
+		cmp.Compare(a.Group, b.Group),
+		cmp.Compare(a.Kind, b.Kind),
+		cmp.Compare(a.Namespace, b.Namespace),
+		cmp.Compare(a.Name, b.Name),
+	)
+}
+
+// Release is what one Apply created: a name, the namespace its record lives
+// in, and references to its objects in apply order.
+type Release struct {
+	Name      string
+	Namespace string
+	Objects   []ObjectRef
+
+	client *Client
+}
+
+func (r *Release) get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ref.GroupVersionKind)
+	err := r.client.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
+	return u, err
+}
+
+// Status reads every object of the release once and summarises them. An
+// object that does not exist is InProgress with reason NotFound.
+func (r *Release) Status(ctx context.Context) (Status, error) {
+	objs := make([]ObjectStatus, 0, len(r.Objects))
+	for _, ref := range r.Objects {
+		u, err := r.get(ctx, ref)
+		switch {
+		case apierrors.IsNotFound(err):
+			objs = append(objs, ObjectStatus{Ref: ref, Phase: InProgress, Reason: "NotFound"})
+		case err != nil:
+			return Status{}, fmt.Errorf("status of %s: %w", ref, err)
+		default:
+			objs = append(objs, readStatusWith(r.client.readers, u))
+		}
+	}
+	return Summarize(objs), nil
+}
+
+// Delete deletes every object of the release, last applied first, with
+// foreground propagation (dependents such as pods go before their owner), and
+// then the release record. Objects already gone are not an error.
+func (r *Release) Delete(ctx context.Context) error {
+	var errs []error
+	policy := metav1.DeletePropagationForeground
+	for i := len(r.Objects) - 1; i >= 0; i-- {
+		ref := r.Objects[i]
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(ref.GroupVersionKind)
+		u.SetNamespace(ref.Namespace)
+		u.SetName(ref.Name)
+		if err := r.client.c.Delete(ctx, u, client.PropagationPolicy(policy)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	record := &unstructured.Unstructured{}
+	record.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	record.SetNamespace(r.Namespace)
+	record.SetName(recordPrefix + r.Name)
+	if err := r.client.c.Delete(ctx, record); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete release record %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return nil
+}

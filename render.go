@@ -1,0 +1,153 @@
+package cube
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// Render writes the objects of every workload as multi-document YAML that
+// `kubectl apply -f -` accepts: apiVersion and kind filled in, no status, no
+// empty creationTimestamp, in apply order (namespaces and configuration before
+// workloads; objects of the same rank keep the workload's order). The output
+// for the same workloads is byte-for-byte the same on every call.
+func Render(w io.Writer, ws ...Workload) error {
+	var objs []*unstructured.Unstructured
+	var errs []error
+	for i, wl := range ws {
+		if wl == nil {
+			errs = append(errs, fmt.Errorf("workload %d is nil", i))
+			continue
+		}
+		built, err := wl.Objects()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, o := range built {
+			u, err := ToUnstructured(o)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			objs = append(objs, u)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	SortForApply(objs)
+	var buf bytes.Buffer
+	for i, u := range objs {
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return fmt.Errorf("render %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		buf.Write(b)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// ToUnstructured converts a typed object to the unstructured form cube sends
+// to the API server and renders: status and an empty creationTimestamp are
+// removed, and apiVersion/kind must be set (every cube builder sets them).
+func ToUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+	if obj == nil {
+		return nil, errors.New("object is nil")
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("object %q of type %T has no apiVersion/kind set", obj.GetName(), obj)
+	}
+	var content map[string]any
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		content = runtime.DeepCopyJSON(u.Object)
+	} else {
+		var err error
+		content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("convert %s %q: %w", gvk.Kind, obj.GetName(), err)
+		}
+	}
+	delete(content, "status")
+	if md, ok := content["metadata"].(map[string]any); ok {
+		if ts, present := md["creationTimestamp"]; present && ts == nil {
+			delete(md, "creationTimestamp")
+		}
+	}
+	stripNullTimestamps(content)
+	return &unstructured.Unstructured{Object: content}, nil
+}
+
+// stripNullTimestamps removes the `creationTimestamp: null` that every
+// embedded ObjectMeta (pod templates, volume claim templates) converts to.
+func stripNullTimestamps(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if k == "creationTimestamp" && child == nil {
+				delete(t, k)
+				continue
+			}
+			stripNullTimestamps(child)
+		}
+	case []any:
+		for _, child := range t {
+			stripNullTimestamps(child)
+		}
+	}
+}
+
+// applyRank orders kinds so that what others depend on exists first, as Helm
+// does on install.
+var applyRank = map[string]int{
+	"Namespace":                0,
+	"NetworkPolicy":            1,
+	"ResourceQuota":            2,
+	"LimitRange":               3,
+	"PodDisruptionBudget":      4,
+	"ServiceAccount":           5,
+	"Secret":                   6,
+	"ConfigMap":                7,
+	"StorageClass":             8,
+	"PersistentVolume":         9,
+	"PersistentVolumeClaim":    10,
+	"CustomResourceDefinition": 11,
+	"ClusterRole":              12,
+	"ClusterRoleBinding":       13,
+	"Role":                     14,
+	"RoleBinding":              15,
+	"Queue":                    16,
+	"PriorityClass":            17,
+	"Service":                  18,
+}
+
+const workloadRank = 100
+
+func rankOf(kind string) int {
+	if r, ok := applyRank[kind]; ok {
+		return r
+	}
+	return workloadRank
+}
+
+// SortForApply orders objects for creation: namespaces, policy, service
+// accounts, secrets, config maps and claims before services and workloads. The
+// sort is stable, so objects of one rank keep their order.
+func SortForApply(objs []*unstructured.Unstructured) {
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return cmp.Compare(rankOf(a.GetKind()), rankOf(b.GetKind()))
+	})
+}

@@ -1,0 +1,259 @@
+package cube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var (
+	// ErrTimeout is wrapped by the error Wait returns when the release did not
+	// reach the phase in time. errors.As to *WaitError gives the last status.
+	ErrTimeout = errors.New("timed out")
+	// ErrFailed is wrapped by the error Wait returns when the release failed.
+	ErrFailed = errors.New("release failed")
+)
+
+// WaitError is returned by Wait when it stops before the release reached the
+// phase it waited for: it carries the last status seen and unwraps to
+// ErrTimeout, ErrFailed or the context's error.
+type WaitError struct {
+	Release string
+	Until   Phase
+	Last    Status
+	errs    []error
+}
+
+func (e *WaitError) Error() string {
+	return fmt.Sprintf("wait for release %s to be %s: %v; last status: %s", e.Release, e.Until, errors.Join(e.errs...), e.Last)
+}
+
+// Unwrap returns the causes, so errors.Is works for ErrTimeout, ErrFailed and
+// context errors.
+func (e *WaitError) Unwrap() []error { return e.errs }
+
+// WaitOption changes how Wait works.
+type WaitOption func(*waitOptions)
+
+type waitOptions struct {
+	timeout  time.Duration
+	progress func(Status)
+}
+
+// Timeout bounds the wait; when it passes, Wait returns an error wrapping
+// ErrTimeout with the last status.
+func Timeout(d time.Duration) WaitOption { return func(o *waitOptions) { o.timeout = d } }
+
+// OnProgress calls fn with the release status each time it changes, starting
+// with the first status read. fn runs on Wait's goroutine.
+func OnProgress(fn func(Status)) WaitOption { return func(o *waitOptions) { o.progress = fn } }
+
+// Wait blocks until the release reaches until (Ready: every object Ready or
+// Succeeded; Succeeded: the release Succeeded), it fails, the timeout passes
+// or ctx ends. It follows the objects with watches, one per kind and
+// namespace, re-listing when a watch ends; it never polls.
+func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (Status, error) {
+	if until != Ready && until != Succeeded {
+		return Status{}, fmt.Errorf("wait: until must be %s or %s, not %q", Ready, Succeeded, until)
+	}
+	wc, ok := r.client.c.(client.WithWatch)
+	if !ok {
+		return Status{}, fmt.Errorf("wait: client %T cannot watch: build cube.Client with cube.New or pass a client.WithWatch", r.client.c)
+	}
+	var o waitOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var timer <-chan time.Time
+	if o.timeout > 0 {
+		t := time.NewTimer(o.timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+
+	type key struct {
+		gvk schema.GroupVersionKind
+		ns  string
+	}
+	groups := map[key]map[string]bool{}
+	current := map[ObjectRef]ObjectStatus{}
+	for _, ref := range r.Objects {
+		k := key{ref.GroupVersionKind, ref.Namespace}
+		if groups[k] == nil {
+			groups[k] = map[string]bool{}
+		}
+		groups[k][ref.Name] = true
+		current[ref] = ObjectStatus{Ref: ref, Phase: InProgress, Reason: "NotFound"}
+	}
+	updates := make(chan objectUpdate)
+	errc := make(chan error, len(groups))
+	group := 0
+	for k, names := range groups {
+		go r.follow(waitCtx, wc, group, k.gvk, k.ns, names, updates, errc)
+		group++
+	}
+
+	listed := map[int]bool{}
+	var last Status
+	reported := false
+	for {
+		select {
+		case up := <-updates:
+			for _, st := range up.statuses {
+				current[st.Ref] = st
+			}
+			for _, ref := range up.gone {
+				current[ref] = ObjectStatus{Ref: ref, Phase: InProgress, Reason: "NotFound"}
+			}
+			if up.listed {
+				listed[up.group] = true
+			}
+			if len(listed) < len(groups) {
+				continue // judge only once every kind has been listed
+			}
+			objs := make([]ObjectStatus, 0, len(r.Objects))
+			for _, ref := range r.Objects {
+				objs = append(objs, current[ref])
+			}
+			st := Summarize(objs)
+			if o.progress != nil && (!reported || !sameStatus(st, last)) {
+				o.progress(st)
+			}
+			reported, last = true, st
+			switch {
+			case st.Phase == Failed:
+				return st, &WaitError{Release: r.Name, Until: until, Last: st, errs: []error{ErrFailed}}
+			case st.Phase == until, until == Ready && st.Phase == Succeeded:
+				return st, nil
+			}
+		case err := <-errc:
+			return last, &WaitError{Release: r.Name, Until: until, Last: last, errs: []error{err}}
+		case <-timer:
+			return last, &WaitError{Release: r.Name, Until: until, Last: last, errs: []error{ErrTimeout}}
+		case <-ctx.Done():
+			errs := []error{ctx.Err()}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				errs = append(errs, ErrTimeout)
+			}
+			return last, &WaitError{Release: r.Name, Until: until, Last: last, errs: errs}
+		}
+	}
+}
+
+type objectUpdate struct {
+	group    int
+	statuses []ObjectStatus
+	gone     []ObjectRef
+	listed   bool // a full list of one group: every object's state is known
+}
+
+func sameStatus(a, b Status) bool {
+	if a.Phase != b.Phase || a.Reason != b.Reason || len(a.Objects) != len(b.Objects) {
+		return false
+	}
+	for i := range a.Objects {
+		if a.Objects[i] != b.Objects[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// follow lists the release's objects of one kind in one namespace, then
+// watches them from the list's resource version, and starts over when the
+// watch ends. It reports every change on updates.
+func (r *Release) follow(ctx context.Context, wc client.WithWatch, group int, gvk schema.GroupVersionKind, ns string, names map[string]bool, updates chan<- objectUpdate, errc chan<- error) {
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	selector := client.MatchingLabels{LabelRelease: r.Name}
+	send := func(up objectUpdate) bool {
+		select {
+		case updates <- up:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for ctx.Err() == nil {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(listGVK)
+		opts := []client.ListOption{selector}
+		if ns != "" {
+			opts = append(opts, client.InNamespace(ns))
+		}
+		if err := wc.List(ctx, list, opts...); err != nil {
+			if ctx.Err() == nil {
+				errc <- fmt.Errorf("list %s: %w", gvk.Kind, err)
+			}
+			return
+		}
+		up := objectUpdate{group: group, listed: true}
+		found := map[string]bool{}
+		for i := range list.Items {
+			item := &list.Items[i]
+			if !names[item.GetName()] {
+				continue
+			}
+			found[item.GetName()] = true
+			up.statuses = append(up.statuses, readStatusWith(r.client.readers, item))
+		}
+		for name := range names {
+			if !found[name] {
+				up.gone = append(up.gone, ObjectRef{GroupVersionKind: gvk, Namespace: ns, Name: name})
+			}
+		}
+		if !send(up) {
+			return
+		}
+		watchList := &unstructured.UnstructuredList{}
+		watchList.SetGroupVersionKind(listGVK)
+		wopts := append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
+		w, err := wc.Watch(ctx, watchList, wopts...)
+		if err != nil {
+			if ctx.Err() == nil {
+				errc <- fmt.Errorf("watch %s: %w", gvk.Kind, err)
+			}
+			return
+		}
+		r.forward(ctx, w, gvk, names, send)
+		w.Stop()
+	}
+}
+
+// forward turns watch events into updates until the watch ends or fails.
+func (r *Release) forward(ctx context.Context, w watch.Interface, gvk schema.GroupVersionKind, names map[string]bool, send func(objectUpdate) bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return // re-list: the watch expired or the server closed it
+			}
+			u, isU := ev.Object.(*unstructured.Unstructured)
+			if !isU || !names[u.GetName()] {
+				continue
+			}
+			if u.GroupVersionKind().Kind == "" {
+				u.SetGroupVersionKind(gvk)
+			}
+			var up objectUpdate
+			if ev.Type == watch.Deleted {
+				up.gone = []ObjectRef{{GroupVersionKind: gvk, Namespace: u.GetNamespace(), Name: u.GetName()}}
+			} else {
+				up.statuses = []ObjectStatus{readStatusWith(r.client.readers, u)}
+			}
+			if !send(up) {
+				return
+			}
+		}
+	}
+}
