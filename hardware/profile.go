@@ -1,0 +1,365 @@
+package hardware
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Vendor names who makes an accelerator. The empty Vendor means CPU only.
+type Vendor string
+
+// Vendors known to the catalogue.
+const (
+	NoAccelerator Vendor = ""
+	NVIDIA        Vendor = "NVIDIA"
+	Huawei        Vendor = "Huawei"
+)
+
+// Flavour is the device plugin a cluster runs. The same card is advertised
+// under different resource names depending on it.
+type Flavour string
+
+// Device-plugin flavours.
+const (
+	// NVIDIADevicePlugin is NVIDIA's k8s-device-plugin with migStrategy none:
+	// whole GPUs as nvidia.com/gpu. It is the default for NVIDIA profiles.
+	NVIDIADevicePlugin Flavour = "nvidia-device-plugin"
+	// MIGSingle is the NVIDIA device plugin with migStrategy single: every
+	// GPU of a node is cut into identical MIG devices, each advertised as
+	// nvidia.com/gpu.
+	MIGSingle Flavour = "nvidia-mig-single"
+	// MIGMixed is the NVIDIA device plugin with migStrategy mixed: MIG
+	// devices are advertised as nvidia.com/mig-<profile>, whole GPUs as
+	// nvidia.com/gpu.
+	MIGMixed Flavour = "nvidia-mig-mixed"
+	// HuaweiDevicePlugin is Huawei's Ascend device plugin (MindX DL /
+	// MindCluster): every 910B is huawei.com/Ascend910, 310P is
+	// huawei.com/Ascend310P. It is the default for Ascend profiles.
+	HuaweiDevicePlugin Flavour = "huawei-device-plugin"
+	// HAMi is Project-HAMi: nvidia.com/gpu with gpumem/gpucores for NVIDIA,
+	// per-SKU names such as huawei.com/Ascend910B3 for Ascend.
+	HAMi Flavour = "hami"
+)
+
+// Architectures of nodes, as the kubernetes.io/arch label spells them.
+const (
+	AMD64 = "amd64"
+	ARM64 = "arm64"
+)
+
+// Well-known label, annotation and resource names.
+const (
+	LabelArch               = "kubernetes.io/arch"
+	LabelGPUProduct         = "nvidia.com/gpu.product"
+	LabelGPUMemory          = "nvidia.com/gpu.memory"
+	LabelGPUCount           = "nvidia.com/gpu.count"
+	LabelMIGStrategy        = "nvidia.com/mig.strategy"
+	LabelNPUChipName        = "node.kubernetes.io/npu.chip.name"
+	LabelAccelerator        = "accelerator"
+	LabelAcceleratorType    = "accelerator-type"
+	LabelNPUChipMemory      = "mind-cluster/npu-chip-memory"
+	LabelRingController     = "ring-controller.atlas"
+	LabelCPUVendor          = "feature.node.kubernetes.io/cpu-model.vendor_id"
+	AnnotationMultus        = "k8s.v1.cni.cncf.io/networks"
+	AnnotationHAMiGPUType   = "nvidia.com/use-gputype"
+	ResourceNVIDIAGPU       = corev1.ResourceName("nvidia.com/gpu")
+	ResourceAscend910       = corev1.ResourceName("huawei.com/Ascend910")
+	ResourceAscend310P      = corev1.ResourceName("huawei.com/Ascend310P")
+	DefaultRDMASharedDevice = corev1.ResourceName("rdma/rdma_shared_device_a")
+)
+
+// MIGSlices is the geometry every MIG-capable card shares: 7 compute slices
+// and 8 memory slices.
+const (
+	MIGComputeSlices = 7
+	MIGMemorySlices  = 8
+)
+
+// MIGProfile is one GPU-instance profile a card offers, as `nvidia-smi mig
+// -lgip` lists it.
+type MIGProfile struct {
+	// Name is the profile as the driver prints it, e.g. "1g.10gb" or
+	// "1g.10gb+me".
+	Name string
+	// ComputeSlices out of MIGComputeSlices and MemorySlices out of
+	// MIGMemorySlices.
+	ComputeSlices, MemorySlices int
+	// MaxInstances per GPU.
+	MaxInstances int
+	// SMs is the streaming-multiprocessor count of one instance.
+	SMs int
+	// MemoryMiB is the memory the driver reports for one instance.
+	MemoryMiB int64
+	// Placements are the memory-slice indices an instance may start at
+	// (`nvidia-smi mig -lgipp`); it occupies MemorySlices slices from there.
+	Placements []int
+}
+
+// ResourceName is the mixed-strategy resource of the profile:
+// nvidia.com/mig-1g.10gb, with "+" replaced by "." (nvidia.com/mig-1g.10gb.me).
+func (m MIGProfile) ResourceName() corev1.ResourceName {
+	return corev1.ResourceName("nvidia.com/mig-" + strings.ReplaceAll(m.Name, "+", "."))
+}
+
+// VNPUTemplate is an Ascend virtualisation template (`npu-smi info -t
+// template-info`) such as vir05_1c_16g.
+type VNPUTemplate struct {
+	// Name is the template name, e.g. "vir10_3c_32g".
+	Name string
+	// AICores and AICPUs the vNPU gets.
+	AICores, AICPUs int
+	// MemoryMiB of device memory.
+	MemoryMiB int64
+	// Media is "dvpp" (with media engines), "ndvpp" (without) or "".
+	Media string
+	// Static says Huawei's device plugin offers the template as a static
+	// vNPU resource; HAMi says HAMi's vnpus configuration lists it.
+	Static, HAMi bool
+}
+
+// StaticType is the vNPU type Huawei's device plugin appends to the
+// resource name: "5c.1cpu.16g" for vir05_1c_16g, "2c" for vir02.
+func (t VNPUTemplate) StaticType() string {
+	s := strconv.Itoa(t.AICores) + "c"
+	if t.AICPUs > 0 {
+		s += "." + strconv.Itoa(t.AICPUs) + "cpu"
+	}
+	if g := templateGB(t.Name); g != "" {
+		s += "." + g + "g"
+	}
+	if t.Media != "" {
+		s += "." + t.Media
+	}
+	return s
+}
+
+// Profile describes one kind of accelerator (or a CPU-only node) and how a
+// cluster advertises it. Profiles are values: copy one and change fields to
+// describe a card the catalogue lacks or to override a default marked
+// unverified.
+type Profile struct {
+	// Name identifies the profile, e.g. "H100-SXM-80GB".
+	Name   string
+	Vendor Vendor
+	// Product is what the cluster calls the card: the GPU Feature Discovery
+	// product name for NVIDIA ("NVIDIA-H100-80GB-HBM3"), the chip name for
+	// Ascend ("910B3").
+	Product string
+	// MemoryBytes of device memory per device (0 for CPU).
+	MemoryBytes         int64
+	MemoryBandwidthGBps float64
+	// BF16TFLOPS and FP16TFLOPS are dense (no 2:4 sparsity) peak numbers.
+	BF16TFLOPS, FP16TFLOPS float64
+	Interconnect           string
+	// MaxPerNode is how many devices a node of this type holds.
+	MaxPerNode int
+	// Flavour is the device plugin the profile renders for.
+	Flavour Flavour
+	// ResourceName is the extended resource for one whole device under
+	// Flavour.
+	ResourceName corev1.ResourceName
+	// NodeLabels select nodes that carry the device. Copy before changing.
+	NodeLabels map[string]string
+	// Tolerations let pods onto nodes tainted for the device.
+	Tolerations []corev1.Toleration
+	// MIG lists the MIG profiles the card offers; nil when it has no MIG.
+	MIG []MIGProfile
+	// Arch is the node architecture the profile implies ("" = any).
+	Arch string
+	// HAMiType is the HAMi name of the card: the nvidia.com/use-gputype
+	// value for NVIDIA ("A100"), the per-SKU resource base for Ascend
+	// ("Ascend910B3"); "" when HAMi does not know the card.
+	HAMiType string
+	// HuaweiType is the Huawei device-plugin resource base ("Ascend910",
+	// "Ascend310P").
+	HuaweiType string
+	// AICores per Ascend chip.
+	AICores int
+	// VNPU lists the Ascend virtualisation templates of the chip.
+	VNPU []VNPUTemplate
+	// AscendRuntime says the nodes run the Ascend Docker Runtime, which
+	// mounts the driver into containers. When false, Apply mounts the driver
+	// host paths itself.
+	AscendRuntime bool
+	// OnChipRoCE says the devices carry their own RoCE ports (Ascend 910B):
+	// collective traffic between nodes needs no RDMA device plugin or Multus
+	// network.
+	OnChipRoCE bool
+	// VisibleDevicesFromAnnotation sets ASCEND_VISIBLE_DEVICES from the
+	// scheduler's allocation annotation (Volcano with Huawei's plugin).
+	VisibleDevicesFromAnnotation bool
+	// RingController is the ring-controller.atlas label value of Ascend jobs
+	// ("ascend-910b"); workload builders copy it onto their jobs.
+	RingController string
+}
+
+// IsZero reports whether p is the zero Profile.
+func (p Profile) IsZero() bool { return p.Name == "" && p.Vendor == "" && p.ResourceName == "" }
+
+// Accelerated reports whether p has devices a pod can request.
+func (p Profile) Accelerated() bool { return p.Vendor != NoAccelerator }
+
+// HasMIG reports whether the card supports MIG.
+func (p Profile) HasMIG() bool { return len(p.MIG) > 0 }
+
+// MIGProfile returns the MIG profile named name ("3g.40gb").
+func (p Profile) MIGProfile(name string) (MIGProfile, bool) {
+	for _, m := range p.MIG {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return MIGProfile{}, false
+}
+
+// VNPUTemplate returns the vNPU template named name ("vir05_1c_16g").
+func (p Profile) VNPUTemplate(name string) (VNPUTemplate, bool) {
+	for _, t := range p.VNPU {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return VNPUTemplate{}, false
+}
+
+// WithFlavour returns p rendered for the device-plugin flavour f: its
+// ResourceName changes to what f advertises. A flavour that does not suit
+// the vendor is kept and reported by Apply.
+func (p Profile) WithFlavour(f Flavour) Profile {
+	p = p.clone()
+	p.Flavour = f
+	p.ResourceName = resourceFor(p, f)
+	return p
+}
+
+// WithNodeLabels returns p with labels merged into its node selectors; an
+// empty value removes the label.
+func (p Profile) WithNodeLabels(labels map[string]string) Profile {
+	p = p.clone()
+	if p.NodeLabels == nil {
+		p.NodeLabels = map[string]string{}
+	}
+	for k, v := range labels {
+		if v == "" {
+			delete(p.NodeLabels, k)
+			continue
+		}
+		p.NodeLabels[k] = v
+	}
+	return p
+}
+
+// WithResourceName returns p requesting name for one whole device, for
+// clusters whose device plugin renames resources.
+func (p Profile) WithResourceName(name corev1.ResourceName) Profile {
+	p = p.clone()
+	p.ResourceName = name
+	return p
+}
+
+// WithMaxPerNode returns p for nodes holding n devices (16 for an Atlas
+// 200T A2 Box16).
+func (p Profile) WithMaxPerNode(n int) Profile {
+	p = p.clone()
+	p.MaxPerNode = n
+	return p
+}
+
+// WithAscendRuntime returns p for nodes with (true) or without (false) the
+// Ascend Docker Runtime. Without it Apply mounts the driver host paths.
+func (p Profile) WithAscendRuntime(present bool) Profile {
+	p = p.clone()
+	p.AscendRuntime = present
+	return p
+}
+
+// WithMIG returns p with its MIG table replaced, for drivers that name
+// profiles differently (an A100-80GB reporting 3g.39gb).
+func (p Profile) WithMIG(profiles ...MIGProfile) Profile {
+	p = p.clone()
+	p.MIG = cloneMIG(profiles)
+	return p
+}
+
+func (p Profile) clone() Profile {
+	p.NodeLabels = maps.Clone(p.NodeLabels)
+	p.Tolerations = slices.Clone(p.Tolerations)
+	p.MIG = cloneMIG(p.MIG)
+	p.VNPU = slices.Clone(p.VNPU)
+	return p
+}
+
+func cloneMIG(in []MIGProfile) []MIGProfile {
+	if in == nil {
+		return nil
+	}
+	out := make([]MIGProfile, len(in))
+	for i, m := range in {
+		m.Placements = slices.Clone(m.Placements)
+		out[i] = m
+	}
+	return out
+}
+
+// resourceFor is the whole-device resource of p under flavour f; "" when f
+// does not suit p.
+func resourceFor(p Profile, f Flavour) corev1.ResourceName {
+	switch p.Vendor {
+	case NVIDIA:
+		switch f {
+		case NVIDIADevicePlugin, MIGSingle, MIGMixed, HAMi:
+			return ResourceNVIDIAGPU
+		}
+	case Huawei:
+		switch f {
+		case HuaweiDevicePlugin:
+			if p.HuaweiType != "" {
+				return corev1.ResourceName("huawei.com/" + p.HuaweiType)
+			}
+		case HAMi:
+			if p.HAMiType != "" {
+				return corev1.ResourceName("huawei.com/" + p.HAMiType)
+			}
+		}
+	}
+	return ""
+}
+
+// flavourSuits reports whether f is a flavour of p's vendor.
+func flavourSuits(p Profile, f Flavour) bool {
+	switch p.Vendor {
+	case NVIDIA:
+		return f == NVIDIADevicePlugin || f == MIGSingle || f == MIGMixed || f == HAMi
+	case Huawei:
+		return f == HuaweiDevicePlugin || f == HAMi
+	default:
+		return f == ""
+	}
+}
+
+// templateGB is the memory part of a template name: "16" for vir05_1c_16g.
+func templateGB(name string) string {
+	parts := strings.Split(name, "_")
+	for _, part := range parts[1:] {
+		if gb, ok := strings.CutSuffix(part, "g"); ok && isDigits(gb) {
+			return gb
+		}
+	}
+	return ""
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
