@@ -1,0 +1,153 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNamespaceBase(t *testing.T) {
+	cases := map[string]string{
+		"TestApply":                           "testapply",
+		"TestApply/PyTorch_Job#01":            "testapply-pytorch-job-01",
+		"Test__Double//Slash":                 "test-double-slash",
+		"___":                                 "test",
+		"Ünïcode":                             "n-code",
+		"-Leading/and/trailing-":              "leading-and-trailing",
+		strings.Repeat("a", 70):               strings.Repeat("a", maxNamespaceBase),
+		strings.Repeat("a", 56) + "/b":        strings.Repeat("a", 56), // the cut lands on a dash
+		"TestX/" + strings.Repeat("Long_", 9): "testx-long-long-long-long-long-long-long-long-long",
+	}
+	for in, want := range cases {
+		assert.Equal(t, want, namespaceBase(in), "namespaceBase(%q)", in)
+	}
+}
+
+func TestDecodeCRDs(t *testing.T) {
+	const manifest = `
+---
+# an empty document
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: not-a-crd
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  names: {kind: Gadget, plural: gadgets}
+  scope: Cluster
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+`
+	crds, err := decodeCRDs(strings.NewReader(manifest), "test.yaml")
+	require.NoError(t, err)
+	require.Len(t, crds, 2)
+	assert.Equal(t, "widgets.example.com", crds[0].Name)
+	assert.Equal(t, "Widget", crds[0].Spec.Names.Kind)
+	assert.Equal(t, "object", crds[0].Spec.Versions[0].Schema.OpenAPIV3Schema.Type)
+	assert.Equal(t, "gadgets.example.com", crds[1].Name)
+	assert.Equal(t, "Cluster", string(crds[1].Spec.Scope))
+
+	_, err = decodeCRDs(strings.NewReader("apiVersion: apiextensions.k8s.io/v1\nkind: [unclosed\n"), "bad.yaml")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "decode bad.yaml document 0")
+}
+
+func TestLoadCRDs(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "empty"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty", "policy.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\n"), 0o644))
+	_, err := loadCRDs(dir)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "no CustomResourceDefinition in "+filepath.Join(dir, "empty"))
+
+	_, err = loadCRDs(filepath.Join(dir, "missing"))
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "read crds")
+}
+
+func TestRequiredVersion(t *testing.T) {
+	gomod := []byte(`module example.com/m
+
+go 1.26.0
+
+replace k8s.io/api => k8s.io/api v0.37.2
+
+require k8s.io/kubernetes v1.37.2
+
+require (
+	go.etcd.io/etcd/server/v3 v3.7.0
+	volcano.sh/apis v1.14.0 // indirect
+)
+`)
+	for module, want := range map[string]string{
+		"k8s.io/kubernetes":         "v1.37.2",
+		"go.etcd.io/etcd/server/v3": "v3.7.0",
+		"volcano.sh/apis":           "v1.14.0",
+	} {
+		got, err := requiredVersion(gomod, module)
+		require.NoError(t, err, module)
+		assert.Equal(t, want, got, module)
+	}
+	_, err := requiredVersion(gomod, "k8s.io/api")
+	require.Error(t, err)
+	assert.EqualError(t, err, "k8s.io/api is not required")
+}
+
+func TestLockFileExcludesSecondHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "build.lock")
+	unlock, err := lockFile(t.Context(), path)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
+	defer cancel()
+	_, err = lockFile(ctx, path)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+	unlock()
+	unlockAgain, err := lockFile(t.Context(), path)
+	require.NoError(t, err)
+	unlockAgain()
+}
+
+func TestVersionLDFlags(t *testing.T) {
+	l := &layout{kubernetesVersion: "v1.37.2"}
+	assert.Equal(t,
+		"-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean",
+		l.versionLDFlags())
+}
+
+func TestLastLines(t *testing.T) {
+	assert.Equal(t, "c\nd", lastLines("a\nb\nc\nd\n", 2))
+	assert.Equal(t, "a", lastLines("a", 5))
+}

@@ -1,0 +1,371 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// startAttempts bounds the retries when a port picked as free was taken by
+// someone else before the process bound it.
+const startAttempts = 3
+
+// startTimeout bounds the wait for one process to become ready. A cold
+// kube-apiserver on two busy cores takes well under a minute.
+const startTimeout = 3 * time.Minute
+
+// launcher starts child processes from one OS thread that stays locked
+// until the environment stops. Pdeathsig fires when the thread that started
+// a child exits, not the process; Go may retire threads, so children started
+// from an arbitrary goroutine could be killed in the middle of the tests.
+type launcher struct {
+	requests chan launchRequest
+	stop     chan struct{}
+}
+
+type launchRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func newLauncher() *launcher {
+	l := &launcher{requests: make(chan launchRequest), stop: make(chan struct{})}
+	go func() {
+		// Never unlocked: when this goroutine returns, its thread exits and
+		// the kernel sends SIGKILL to every child it started.
+		runtime.LockOSThread()
+		for {
+			select {
+			case req := <-l.requests:
+				req.done <- req.cmd.Start()
+			case <-l.stop:
+				return
+			}
+		}
+	}()
+	return l
+}
+
+func (l *launcher) start(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	l.requests <- launchRequest{cmd: cmd, done: done}
+	return <-done
+}
+
+func (l *launcher) close() { close(l.stop) }
+
+// process is a running child with its output in a log file.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+	waitErr error
+}
+
+// startProcess runs bin in its own process group, killed with the test
+// binary, with stdout and stderr appended to logPath.
+func startProcess(l *launcher, name, bin string, args []string, logPath string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	fmt.Fprintf(logFile, "=== %s %s\n", bin, strings.Join(args, " "))
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := l.start(cmd); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		_ = logFile.Close()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// kill ends the process group and waits for the process.
+func (p *process) kill() {
+	if p == nil {
+		return
+	}
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// hasExited reports whether the process has ended.
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// failure describes why the process did not come up, with the tail of its
+// log.
+func (p *process) failure(err error) error {
+	state := "running"
+	if p.hasExited() {
+		state = fmt.Sprintf("exited: %v", p.waitErr)
+	}
+	return fmt.Errorf("start %s (%s): %w\n--- last lines of %s ---\n%s", p.name, state, err, p.logPath, logTail(p.logPath, 40))
+}
+
+// bindFailed reports whether the process died because its port was taken.
+func (p *process) bindFailed() bool {
+	return p.hasExited() && strings.Contains(logTail(p.logPath, 40), "address already in use")
+}
+
+// logTail returns the last n lines of the file at path.
+func logTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer f.Close()
+	const maxRead = 64 << 10
+	if info, err := f.Stat(); err == nil && info.Size() > maxRead {
+		_, _ = f.Seek(-maxRead, io.SeekEnd)
+	}
+	data, _ := io.ReadAll(f)
+	return lastLines(string(data), n)
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitUntil polls ready every interval until it returns true, the process
+// exits, or ctx ends.
+func waitUntil(ctx context.Context, p *process, interval time.Duration, ready func(context.Context) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		if ready(ctx) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready: %w", ctx.Err())
+		case <-p.exited:
+			return errors.New("exited before it was ready")
+		case <-ticker.C:
+		}
+	}
+}
+
+// startEtcd starts etcd on free loopback ports and waits until it is
+// healthy. It returns the client URL.
+func startEtcd(ctx context.Context, l *launcher, bin, dir string) (*process, string, error) {
+	var lastErr error
+	for attempt := range startAttempts {
+		clientPort, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		peerPort, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
+		peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+		dataDir := filepath.Join(dir, fmt.Sprintf("etcd-data-%d", attempt))
+		args := []string{
+			"--name=testenv",
+			"--data-dir=" + dataDir,
+			"--listen-client-urls=" + clientURL,
+			"--advertise-client-urls=" + clientURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=testenv=" + peerURL,
+			// Test data is thrown away: skipping fsync makes every write
+			// far cheaper.
+			"--unsafe-no-fsync=true",
+			"--quota-backend-bytes=" + strconv.Itoa(4<<30),
+			// Argo's full CRDs are larger than etcd's default 1.5 MiB
+			// request limit.
+			"--max-request-bytes=" + strconv.Itoa(16<<20),
+			"--log-level=warn",
+		}
+		p, err := startProcess(l, "etcd", bin, args, filepath.Join(dir, "etcd.log"))
+		if err != nil {
+			return nil, "", err
+		}
+		httpClient := &http.Client{Timeout: time.Second}
+		err = waitUntil(ctx, p, 50*time.Millisecond, func(ctx context.Context) bool {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/health", nil)
+			if err != nil {
+				return false
+			}
+			resp, err := httpClient.Do(req)
+			if err != nil {
+				return false
+			}
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`)
+		})
+		if err == nil {
+			return p, clientURL, nil
+		}
+		retry := p.bindFailed()
+		lastErr = p.failure(err)
+		p.kill()
+		if !retry {
+			break
+		}
+	}
+	return nil, "", lastErr
+}
+
+// apiServer is what startAPIServer hands back.
+type apiServer struct {
+	proc   *process
+	config *rest.Config
+}
+
+// startAPIServer writes the credentials, starts kube-apiserver against
+// etcdURL and waits for /readyz.
+func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string) (*apiServer, error) {
+	token, err := randomHex(32)
+	if err != nil {
+		return nil, err
+	}
+	tokenFile := filepath.Join(dir, "tokens.csv")
+	// token,user,uid,"groups": system:masters is bound to cluster-admin.
+	if err := os.WriteFile(tokenFile, []byte(token+`,testenv-admin,testenv-admin,"system:masters"`+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("write token file: %w", err)
+	}
+	keyFile := filepath.Join(dir, "service-account.key")
+	if err := writeRSAKey(keyFile); err != nil {
+		return nil, err
+	}
+	certDir := filepath.Join(dir, "certs")
+
+	var lastErr error
+	for range startAttempts {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		args := []string{
+			"--etcd-servers=" + etcdURL,
+			"--cert-dir=" + certDir,
+			"--secure-port=" + strconv.Itoa(port),
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			"--endpoint-reconciler-type=none",
+			"--service-cluster-ip-range=10.0.0.0/24",
+			"--service-account-issuer=https://kubernetes.default.svc",
+			"--service-account-key-file=" + keyFile,
+			"--service-account-signing-key-file=" + keyFile,
+			"--token-auth-file=" + tokenFile,
+			"--authorization-mode=RBAC",
+			"--allow-privileged=true",
+			// No controller-manager creates the default service account,
+			// so the ServiceAccount plugin would reject every pod.
+			// PodSecurity and ResourceQuota stay on.
+			"--disable-admission-plugins=ServiceAccount",
+			"--profiling=false",
+		}
+		p, err := startProcess(l, "kube-apiserver", bin, args, filepath.Join(dir, "kube-apiserver.log"))
+		if err != nil {
+			return nil, err
+		}
+		config := &rest.Config{
+			Host:        "https://127.0.0.1:" + strconv.Itoa(port),
+			BearerToken: token,
+			// kube-apiserver writes a self-signed certificate and its CA
+			// into --cert-dir before it listens.
+			TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(certDir, "apiserver.crt")},
+			// Tests create many objects quickly; client-side throttling
+			// would only slow them down.
+			QPS:   1000,
+			Burst: 2000,
+		}
+		err = waitUntil(ctx, p, 100*time.Millisecond, func(ctx context.Context) bool {
+			if _, err := os.Stat(config.CAFile); err != nil {
+				return false
+			}
+			clientset, err := kubernetes.NewForConfig(config)
+			if err != nil {
+				return false
+			}
+			_, err = clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+			return err == nil
+		})
+		if err == nil {
+			return &apiServer{proc: p, config: config}, nil
+		}
+		retry := p.bindFailed()
+		lastErr = p.failure(err)
+		p.kill()
+		if !retry {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// writeRSAKey writes a fresh RSA private key for signing service account
+// tokens.
+func writeRSAKey(path string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return fmt.Errorf("generate service account key: %w", err)
+	}
+	block := &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		return fmt.Errorf("write service account key: %w", err)
+	}
+	return nil
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("read random bytes: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

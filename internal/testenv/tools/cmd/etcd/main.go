@@ -1,0 +1,11 @@
+// Command etcd is etcd's own main, built from the Go module proxy so that the
+// test API server needs no downloaded binaries.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
