@@ -1,0 +1,72 @@
+package market
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCatalogueHoldsTheRequiredModels(t *testing.T) {
+	for _, id := range []string{
+		"meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct",
+		"meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct",
+		"Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-14B-Instruct",
+		"Qwen/Qwen2.5-32B-Instruct", "Qwen/Qwen2.5-72B-Instruct",
+		"deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+		"THUDM/glm-4-9b-chat", "mistralai/Mistral-7B-Instruct-v0.3",
+	} {
+		m := mustLookup(t, id)
+		assert.Equal(t, id, m.HFID)
+		assert.NoError(t, m.Validate(), id)
+		assert.NotEmpty(t, m.License, id)
+		assert.Equal(t, "https://huggingface.co/"+id+"/blob/main/config.json", m.Source)
+	}
+}
+
+func TestCatalogueIsACopy(t *testing.T) {
+	all := Catalogue()
+	require.Len(t, all, len(catalogue))
+	all[0].Layers = 1
+	assert.Equal(t, 32, Catalogue()[0].Layers)
+	assert.Equal(t, "Llama-3.1-8B", Catalogue()[0].Name)
+}
+
+func TestLookup(t *testing.T) {
+	for _, tc := range []struct {
+		query, name, hfid string
+		context           int
+	}{
+		{"Qwen/Qwen2.5-7B-Instruct", "Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", 32768},
+		{"qwen/qwen2.5-7b-instruct", "Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", 32768},
+		{"Qwen2.5-7B-Instruct", "Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", 32768},
+		{" Qwen2.5-7B ", "Qwen2.5-7B", "Qwen/Qwen2.5-7B", 131072},
+		{"meta-llama/Meta-Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", 131072},
+		{"llama-3.1-70b", "Llama-3.1-70B", "meta-llama/Llama-3.1-70B", 131072},
+		{"THUDM/glm-4-9b-chat-hf", "glm-4-9b-chat", "THUDM/glm-4-9b-chat", 131072},
+		{"Mistral-7B", "Mistral-7B-v0.3", "mistralai/Mistral-7B-v0.3", 32768},
+		{"deepseek-r1", "DeepSeek-R1", "deepseek-ai/DeepSeek-R1", 163840},
+		// Siblings the catalogue does not list resolve to the one it does.
+		{"Qwen/Qwen2.5-72B", "Qwen2.5-72B", "Qwen/Qwen2.5-72B", 32768},
+		{"qwen2.5-72b", "Qwen2.5-72B-Instruct", "Qwen/Qwen2.5-72B-Instruct", 32768},
+		{"Qwen/Qwen2.5-7B-Chat", "Qwen2.5-7B-Chat", "Qwen/Qwen2.5-7B-Chat", 32768},
+		{"mistralai/Mistral-7B-it", "Mistral-7B-it", "mistralai/Mistral-7B-it", 32768},
+	} {
+		m, err := Lookup(tc.query)
+		require.NoError(t, err, tc.query)
+		assert.Equal(t, tc.name, m.Name, tc.query)
+		assert.Equal(t, tc.hfid, m.HFID, tc.query)
+		assert.Equal(t, tc.context, m.ContextLength, tc.query)
+	}
+	assert.Equal(t, mustLookup(t, "Qwen/Qwen2.5-72B-Instruct").Parameters, mustLookup(t, "Qwen/Qwen2.5-72B").Parameters)
+}
+
+func TestLookupUnknown(t *testing.T) {
+	for _, q := range []string{"", "  ", "gpt-4", "Qwen/Qwen2.5-3B-Instruct", "org/"} {
+		_, err := Lookup(q)
+		require.ErrorIs(t, err, ErrUnknownModel, q)
+		assert.Contains(t, err.Error(), "look up model")
+	}
+	_, err := Lookup("gpt-4")
+	assert.Contains(t, err.Error(), "known: Llama-3.1-8B, Llama-3.1-8B-Instruct")
+}

@@ -1,0 +1,226 @@
+package market
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// seedConfigs maps each file in testdata to the catalogue entry it is the
+// config.json of.
+var seedConfigs = map[string]string{
+	"Llama-3.1-8B-Instruct.json":       "meta-llama/Llama-3.1-8B-Instruct",
+	"Llama-3.1-70B-Instruct.json":      "meta-llama/Llama-3.1-70B-Instruct",
+	"Qwen2.5-7B-Instruct.json":         "Qwen/Qwen2.5-7B-Instruct",
+	"Qwen2.5-14B-Instruct.json":        "Qwen/Qwen2.5-14B-Instruct",
+	"Qwen2.5-32B.json":                 "Qwen/Qwen2.5-32B",
+	"Qwen2.5-72B-Instruct.json":        "Qwen/Qwen2.5-72B-Instruct",
+	"DeepSeek-V3.json":                 "deepseek-ai/DeepSeek-V3",
+	"DeepSeek-R1-Distill-Qwen-7B.json": "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+	"glm-4-9b-chat.json":               "THUDM/glm-4-9b-chat",
+	"glm-4-9b-chat-hf.json":            "THUDM/glm-4-9b-chat",
+	"Mistral-7B-Instruct-v0.3.json":    "mistralai/Mistral-7B-Instruct-v0.3",
+}
+
+func readSeed(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return b
+}
+
+// Every published config reads to the same facts the catalogue holds, so the
+// catalogue and the parser check each other.
+func TestFromHFConfigMatchesCatalogue(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	require.NoError(t, err)
+	require.Len(t, files, len(seedConfigs))
+	for file, id := range seedConfigs {
+		t.Run(file, func(t *testing.T) {
+			got, err := FromHFConfig(readSeed(t, file))
+			require.NoError(t, err)
+			want := mustLookup(t, id)
+			assert.Equal(t, want.Parameters, got.Parameters)
+			assert.Equal(t, want.ActiveParameters, got.ActiveParameters)
+			assert.Equal(t, want.Layers, got.Layers)
+			assert.Equal(t, want.HiddenSize, got.HiddenSize)
+			assert.Equal(t, want.IntermediateSize, got.IntermediateSize)
+			assert.Equal(t, want.AttentionHeads, got.AttentionHeads)
+			assert.Equal(t, want.KVHeads, got.KVHeads)
+			assert.Equal(t, want.HeadDim, got.HeadDim)
+			assert.Equal(t, want.VocabSize, got.VocabSize)
+			assert.Equal(t, want.ContextLength, got.ContextLength)
+			assert.Equal(t, want.TiedEmbeddings, got.TiedEmbeddings)
+			assert.Equal(t, want.QKVBias, got.QKVBias)
+			assert.Equal(t, want.MLA, got.MLA)
+			assert.Equal(t, want.MoE, got.MoE)
+			assert.Equal(t, want.DType, got.DType)
+			assert.Equal(t, want.KVBytesPerToken(BF16), got.KVBytesPerToken(BF16))
+			assert.Equal(t, "config.json", got.Source)
+			assert.Empty(t, got.License)
+		})
+	}
+}
+
+func TestFromHFConfigArchitectureNames(t *testing.T) {
+	for file, arch := range map[string]string{
+		"glm-4-9b-chat.json":    "chatglm",
+		"glm-4-9b-chat-hf.json": "glm",
+		"DeepSeek-V3.json":      "deepseek_v3",
+		"Qwen2.5-32B.json":      "qwen2",
+	} {
+		m, err := FromHFConfig(readSeed(t, file))
+		require.NoError(t, err)
+		assert.Equal(t, arch, m.Architecture)
+	}
+	// _name_or_path holding a repository id names the model; a local path does not.
+	m, err := FromHFConfig(readSeed(t, "glm-4-9b-chat.json"))
+	require.NoError(t, err)
+	assert.Equal(t, "THUDM/glm4-9b-chat", m.HFID)
+	assert.Equal(t, "glm4-9b-chat", m.Name)
+	m, err = FromHFConfig([]byte(`{"_name_or_path":"/data/models/x","num_hidden_layers":1,"hidden_size":8,
+		"num_attention_heads":2,"vocab_size":10,"intermediate_size":16}`))
+	require.NoError(t, err)
+	assert.Empty(t, m.HFID)
+	assert.Empty(t, m.Name)
+}
+
+func TestFromHFConfigMixtralStyleMoE(t *testing.T) {
+	// The architecture fields of mistralai/Mixtral-8x7B-v0.1's config.json;
+	// its model card states 46.7 B parameters, 12.9 B active.
+	m, err := FromHFConfig([]byte(`{"model_type":"mixtral","hidden_size":4096,"intermediate_size":14336,
+		"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"vocab_size":32000,
+		"num_local_experts":8,"num_experts_per_tok":2,"max_position_embeddings":32768,"tie_word_embeddings":false,
+		"torch_dtype":"bfloat16"}`))
+	require.NoError(t, err)
+	assert.Equal(t, MoE{Experts: 8, ExpertsPerToken: 2, ExpertIntermediateSize: 14336}, m.MoE)
+	assert.Equal(t, int64(46_702_792_704), m.Parameters)
+	assert.Equal(t, int64(12_879_925_248), m.ActiveParameters)
+}
+
+func TestFromHFConfigOptionalFields(t *testing.T) {
+	const base = `"num_hidden_layers":2,"hidden_size":8,"num_attention_heads":2,"vocab_size":10,"intermediate_size":16`
+	parse := func(extra string) Model {
+		t.Helper()
+		m, err := FromHFConfig([]byte("{" + base + extra + "}"))
+		require.NoError(t, err, extra)
+		return m
+	}
+	m := parse("")
+	assert.Equal(t, 2, m.KVHeads, "KV heads default to attention heads")
+	assert.Equal(t, 4, m.HeadDim, "head_dim defaults to hidden/heads")
+	assert.Equal(t, BF16, m.DType)
+	// 2 layers × (4·8·8 attention + 3·8·16 MLP + 2·8 norms) + 2·10·8 embeddings + 8 final norm.
+	assert.Equal(t, int64(2*(256+384+16)+160+8), m.Parameters)
+
+	assert.Equal(t, m.Parameters-80, parse(`,"tie_word_embeddings":true`).Parameters)
+	assert.Equal(t, m.Parameters+2*(8+8+8+8), parse(`,"attention_bias":true`).Parameters, "q,k,v and o biases")
+	assert.Equal(t, m.Parameters+2*(2*16+8), parse(`,"mlp_bias":true`).Parameters)
+	assert.Equal(t, int64(42), parse(`,"num_parameters":42`).Parameters)
+	assert.Equal(t, int64(42), parse(`,"num_parameters":42`).ActiveParameters)
+	assert.Equal(t, FP16, parse(`,"torch_dtype":"float16"`).DType)
+	assert.Equal(t, FP32, parse(`,"dtype":"float32"`).DType)
+	assert.Equal(t, FP8, parse(`,"quantization_config":{"quant_method":"fp8"}`).DType)
+	assert.Equal(t, INT4, parse(`,"quantization_config":{"quant_method":"gptq","bits":4}`).DType)
+	assert.Equal(t, INT4, parse(`,"quantization_config":{"quant_method":"awq","w_bit":4}`).DType)
+	assert.Equal(t, INT8, parse(`,"quantization_config":{"quant_method":"gptq","bits":8}`).DType)
+	assert.Equal(t, INT4, parse(`,"quantization_config":{"quant_method":"bitsandbytes","load_in_4bit":true}`).DType)
+	assert.Equal(t, INT8, parse(`,"quantization_config":{"quant_method":"bitsandbytes","load_in_8bit":true}`).DType)
+	assert.Equal(t, BF16, parse(`,"quantization_config":{"quant_method":"compressed-tensors"}`).DType)
+	assert.Equal(t, 4096, parse(`,"max_position_embeddings":4096,"head_dim":null`).ContextLength)
+
+	chatglm := parse(`,"ffn_hidden_size":16,"multi_query_attention":true,"multi_query_group_num":1,"kv_channels":4,"add_bias_linear":true`)
+	assert.Equal(t, 1, chatglm.KVHeads)
+	assert.Equal(t, 4, chatglm.HeadDim)
+	assert.Equal(t, m.Parameters-2*(2*8*4)+2*(8+2*16+8), chatglm.Parameters, "one KV group instead of two, plus linear biases")
+	assert.Equal(t, 2, parse(`,"ffn_hidden_size":16,"multi_query_attention":false,"multi_query_group_num":1`).KVHeads)
+
+	nested, err := FromHFConfig([]byte(`{"model_type":"llava","torch_dtype":"float16","text_config":{` + base + `}}`))
+	require.NoError(t, err)
+	assert.Equal(t, m.Parameters, nested.Parameters)
+	assert.Equal(t, FP16, nested.DType, "torch_dtype of the outer config applies to the decoder")
+}
+
+func TestFromHFConfigErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name, json string
+		want       []string
+	}{
+		{"syntax", `{"num_hidden_layers": `, []string{"parse hugging face config: unexpected end of JSON input"}},
+		{"not an object", `[1,2]`, []string{"parse hugging face config: json: cannot unmarshal array"}},
+		{"null", `null`, []string{"parse hugging face config: want a JSON object, got null"}},
+		{"empty", `{}`, []string{
+			"num_hidden_layers: Required value", "hidden_size: Required value",
+			"num_attention_heads: Required value", "vocab_size: Required value",
+			"intermediate_size: Required value: dense models need the FFN width",
+		}},
+		{"wrong types", `{"num_hidden_layers":"32","hidden_size":4096.5,"num_attention_heads":-1,"vocab_size":1e12,
+			"intermediate_size":true,"tie_word_embeddings":"no","model_type":7,"torch_dtype":"float8","num_parameters":-3}`, []string{
+			`num_hidden_layers: Invalid value: "32": must be a number`,
+			"hidden_size: Invalid value: 4096.5: must be a whole number",
+			"num_attention_heads: Invalid value: -1: must be between 0 and 65536",
+			"vocab_size: Invalid value: 1e+12: must be between 0 and 16777216",
+			`intermediate_size: Invalid value: "true": must be a number`,
+			`tie_word_embeddings: Invalid value: "no": must be true or false`,
+			`model_type: Invalid value: "7": must be a string`,
+			`torch_dtype: Unsupported value: "float8"`,
+			`num_parameters: Invalid value: "-3": must be a non-negative integer`,
+		}},
+		{"zero layers", `{"num_hidden_layers":0,"hidden_size":8,"num_attention_heads":2,"vocab_size":10,"intermediate_size":16}`,
+			[]string{"num_hidden_layers: Invalid value: 0: must be positive"}},
+		{"kv heads", `{"num_hidden_layers":1,"hidden_size":8,"num_attention_heads":4,"num_key_value_heads":3,"vocab_size":10,"intermediate_size":16}`,
+			[]string{"num_key_value_heads: Invalid value: 3: must divide num_attention_heads (4)"}},
+		{"mla incomplete", `{"num_hidden_layers":1,"hidden_size":8,"num_attention_heads":2,"vocab_size":10,"intermediate_size":16,"kv_lora_rank":4}`,
+			[]string{"qk_rope_head_dim: Required value", "qk_nope_head_dim: Required value", "v_head_dim: Required value"}},
+		{"moe incomplete", `{"num_hidden_layers":1,"hidden_size":8,"num_attention_heads":2,"vocab_size":10,"n_routed_experts":4}`,
+			[]string{"num_experts_per_tok: Required value"}},
+		{"nested", `{"text_config":{"num_hidden_layers":1,"hidden_size":"8"},"quantization_config":[1]}`,
+			[]string{`text_config.hidden_size: Invalid value: "8": must be a number`, `quantization_config: Invalid value: "[1]": must be an object`,
+				"text_config.num_attention_heads: Required value"}},
+		{"text_config not object", `{"text_config":3}`, []string{`text_config: Invalid value: "3": must be an object`}},
+		{"quantization bits", `{"num_hidden_layers":1,"hidden_size":8,"num_attention_heads":2,"vocab_size":10,"intermediate_size":16,
+			"quantization_config":{"quant_method":"gptq","bits":"4"}}`, []string{`quantization_config.bits: Invalid value: "4": must be a number`}},
+		{"overflow", `{"num_hidden_layers":65536,"hidden_size":16777216,"num_attention_heads":65536,"num_key_value_heads":65536,
+			"head_dim":16777216,"vocab_size":16777216,"intermediate_size":16777216}`,
+			[]string{"num_hidden_layers: Invalid value: 65536: parameter count overflows int64"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := FromHFConfig([]byte(tc.json))
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+// FuzzFromHFConfig checks that no input panics, and that every accepted
+// config describes a model the planners can use. Plain `go test` runs the
+// published configs in testdata as seeds.
+func FuzzFromHFConfig(f *testing.F) {
+	for file := range seedConfigs {
+		f.Add(readSeed(f, file))
+	}
+	f.Add([]byte(`{"text_config":{"num_hidden_layers":1}}`))
+	f.Add([]byte(`{"num_hidden_layers":1e308,"hidden_size":-0,"kv_lora_rank":null}`))
+	f.Add([]byte(`{"num_hidden_layers":2,"hidden_size":8,"num_attention_heads":2,"vocab_size":10,"n_routed_experts":4,"num_experts_per_tok":9}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := FromHFConfig(data)
+		if err != nil {
+			if strings.TrimSpace(err.Error()) == "" {
+				t.Fatalf("empty error for %q", data)
+			}
+			return
+		}
+		if verr := m.Validate(); verr != nil {
+			t.Fatalf("accepted an invalid model: %v", verr)
+		}
+		if m.Parameters <= 0 || m.ActiveParameters <= 0 || m.KVBytesPerToken(BF16) <= 0 {
+			t.Fatalf("accepted a model without size: %+v", m)
+		}
+	})
+}
