@@ -1,0 +1,132 @@
+package pod
+
+import (
+	"maps"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube"
+)
+
+// Meta holds what every builder's objects share: the release name, namespace,
+// extra labels and annotations. Embed it (through Builder, or directly in
+// builders without pods) and call InitMeta from the constructor; its methods
+// return the embedding builder so chains stay fluent.
+type Meta[T any] struct {
+	self        *T
+	kind        string
+	name        string
+	namespace   string
+	partOf      string
+	labels      map[string]string
+	annotations map[string]string
+}
+
+// InitMeta binds m to the builder that embeds it. kind is the builder kind
+// recorded in the cube.dev/kind label (e.g. "pytorchjob"); name is the release
+// name, which also names the primary object.
+func (m *Meta[T]) InitMeta(self *T, kind, name string) {
+	m.self, m.kind, m.name = self, kind, name
+}
+
+// Namespace sets the namespace of every object; empty means the client's.
+func (m *Meta[T]) Namespace(ns string) *T { m.namespace = ns; return m.self }
+
+// Label adds a label to every object and pod. The standard cube labels win
+// over a label of the same key.
+func (m *Meta[T]) Label(key, value string) *T {
+	if m.labels == nil {
+		m.labels = map[string]string{}
+	}
+	m.labels[key] = value
+	return m.self
+}
+
+// Annotation adds an annotation to every top-level object.
+func (m *Meta[T]) Annotation(key, value string) *T {
+	if m.annotations == nil {
+		m.annotations = map[string]string{}
+	}
+	m.annotations[key] = value
+	return m.self
+}
+
+// PartOf sets app.kubernetes.io/part-of, the application the release belongs
+// to (default: the release name).
+func (m *Meta[T]) PartOf(app string) *T { m.partOf = app; return m.self }
+
+// Name returns the release name given to the constructor.
+func (m *Meta[T]) Name() string { return m.name }
+
+// NamespaceName returns the namespace set with Namespace (may be empty).
+func (m *Meta[T]) NamespaceName() string { return m.namespace }
+
+// Identity returns the release identity that labels every object.
+func (m *Meta[T]) Identity() cube.Identity {
+	return cube.Identity{Kind: m.kind, Release: m.name, PartOf: m.partOf}
+}
+
+// ObjectMeta returns fresh metadata for one object of the release: its name,
+// the namespace, the extra labels under the standard ones, the annotations.
+func (m *Meta[T]) ObjectMeta(name string) metav1.ObjectMeta {
+	return m.Identity().ObjectMeta(name, m.namespace, m.labels, m.annotations)
+}
+
+// PodLabels returns the labels of the release's pods: the extra labels, the
+// standard ones and the given component labels, freshly allocated.
+func (m *Meta[T]) PodLabels(extra map[string]string) map[string]string {
+	out := maps.Clone(m.labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, m.Identity().Labels())
+	maps.Copy(out, extra)
+	return out
+}
+
+// ValidateMeta checks the release name (a DNS-1123 label of at most
+// maxNameLen characters, because it prefixes the names of generated objects
+// and pods), the namespace, labels and annotations.
+func (m *Meta[T]) ValidateMeta(maxNameLen int) field.ErrorList {
+	var errs field.ErrorList
+	namePath := field.NewPath("metadata", "name")
+	switch {
+	case m.name == "":
+		errs = append(errs, field.Required(namePath, "a name is required"))
+	default:
+		for _, msg := range validation.IsDNS1123Label(m.name) {
+			errs = append(errs, field.Invalid(namePath, m.name, msg))
+		}
+		if maxNameLen > 0 && len(m.name) > maxNameLen {
+			errs = append(errs, field.TooLong(namePath, m.name, maxNameLen))
+		}
+	}
+	if m.namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(m.namespace) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "namespace"), m.namespace, msg))
+		}
+	}
+	errs = append(errs, ValidateLabels(m.labels, field.NewPath("metadata", "labels"))...)
+	for _, k := range sortedKeys(m.annotations) {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(k), k, msg))
+		}
+	}
+	return errs
+}
+
+// ValidateLabels checks label keys and values as the API server does.
+func ValidateLabels(labels map[string]string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedKeys(labels) {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(path.Key(k), k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(labels[k]) {
+			errs = append(errs, field.Invalid(path.Key(k), labels[k], msg))
+		}
+	}
+	return errs
+}
