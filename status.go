@@ -277,3 +277,35 @@ func nonEmpty(s, fallback string) string {
 	}
 	return s
 }
+
+// Completion states when a run-to-completion kind has succeeded or failed,
+// in the JSON-path selector syntax of Argo Workflows' resource templates
+// (successCondition/failureCondition), e.g. Success
+// "status.conditions.#(type==\"Succeeded\").status == True". A package that
+// registers a reader for such a kind registers its Completion too, so that a
+// pipeline step can create the object and wait for it exactly as Release.Wait
+// would.
+type Completion struct {
+	Success string
+	Failure string
+}
+
+var completionRegistry = struct {
+	sync.RWMutex
+	m map[schema.GroupKind]Completion
+}{m: map[schema.GroupKind]Completion{}}
+
+// RegisterCompletion registers the completion conditions of a kind.
+func RegisterCompletion(gk schema.GroupKind, c Completion) {
+	completionRegistry.Lock()
+	defer completionRegistry.Unlock()
+	completionRegistry.m[gk] = c
+}
+
+// CompletionOf returns the completion conditions registered for a kind.
+func CompletionOf(gk schema.GroupKind) (Completion, bool) {
+	completionRegistry.RLock()
+	defer completionRegistry.RUnlock()
+	c, ok := completionRegistry.m[gk]
+	return c, ok
+}
