@@ -65,6 +65,11 @@ const (
 
 const mib = int64(1) << 20
 
+// ComputeUnits is one device's compute in the planner's integer units:
+// divisible by 100 (HAMi percent), 7 (MIG compute slices) and 20, 24 and 8
+// (Ascend AI cores), so every kind of share is exact.
+const ComputeUnits = 8400
+
 // Spec is a fractional (or whole) accelerator request. Build it with Slice,
 // MIG, VNPU or Whole; methods chain, never fail and copy nothing the caller
 // keeps. Problems are reported by Validate and Apply.
@@ -236,10 +241,11 @@ func parseMemory(q string) (int64, error) {
 
 // demandShape is what a valid spec occupies on one device.
 type demandShape struct {
-	memBytes int64
-	compute  int // percent of the device
-	mig      hardware.MIGProfile
-	tmpl     hardware.VNPUTemplate
+	memBytes  int64 // reserved on each device
+	requested int64 // asked for on each device (before template rounding)
+	compute   int   // ComputeUnits of each device
+	mig       hardware.MIGProfile
+	tmpl      hardware.VNPUTemplate
 }
 
 // demand validates s and returns what it occupies per device.
@@ -271,7 +277,7 @@ func (s *Spec) demand(path *field.Path) (demandShape, field.ErrorList) {
 		if s.backend != "" && s.backend != DevicePlugin && s.backend != HAMi {
 			errs = append(errs, field.NotSupported(path.Child("backend"), s.backend, []Backend{DevicePlugin, HAMi}))
 		}
-		d = demandShape{memBytes: p.MemoryBytes, compute: 100}
+		d = demandShape{memBytes: p.MemoryBytes, requested: p.MemoryBytes, compute: ComputeUnits}
 	case KindMIG:
 		d, errs = s.migDemand(path, d, errs)
 	case KindVNPU:
@@ -315,7 +321,7 @@ func (s *Spec) sliceDemand(path *field.Path, b Backend, errs field.ErrorList) (d
 	p := s.profile
 	errs = s.checkCores(path, errs)
 	memBytes, errs := s.memoryRequest(path, errs)
-	d := demandShape{memBytes: memBytes, compute: s.cores}
+	d := demandShape{memBytes: memBytes, requested: memBytes, compute: s.cores * ComputeUnits / 100}
 	if s.memory == "" && s.memPct == 0 && !s.coresSet {
 		errs = append(errs, field.Required(path.Child("memory"), "a slice needs Memory, MemoryPercent or Cores"))
 	}
@@ -360,6 +366,7 @@ func (s *Spec) sliceDemand(path *field.Path, b Backend, errs field.ErrorList) (d
 				fmt.Sprintf("no %s vNPU template of %s fits %s memory and %d%% of the AI cores", b, p.Name, s.memoryLabel(), s.cores)))
 		}
 		d = templateDemand(p, t)
+		d.requested = memBytes
 	}
 	return d, errs
 }
@@ -410,9 +417,9 @@ func (s *Spec) fitTemplate() (hardware.VNPUTemplate, bool) {
 func templateDemand(p hardware.Profile, t hardware.VNPUTemplate) demandShape {
 	compute := 0
 	if p.AICores > 0 {
-		compute = t.AICores * 100 / p.AICores
+		compute = t.AICores * ComputeUnits / p.AICores
 	}
-	return demandShape{memBytes: t.MemoryMiB * mib, compute: compute, tmpl: t}
+	return demandShape{memBytes: t.MemoryMiB * mib, requested: t.MemoryMiB * mib, compute: compute, tmpl: t}
 }
 
 func (s *Spec) migDemand(path *field.Path, d demandShape, errs field.ErrorList) (demandShape, field.ErrorList) {
@@ -441,9 +448,10 @@ func (s *Spec) migDemand(path *field.Path, d demandShape, errs field.ErrorList) 
 		errs = append(errs, field.Invalid(path.Child("mig"), s.migName, "media-extension profiles are not exposed under the single strategy"))
 	}
 	return demandShape{
-		memBytes: p.MemoryBytes * int64(m.MemorySlices) / hardware.MIGMemorySlices,
-		compute:  m.ComputeSlices * 100 / hardware.MIGComputeSlices,
-		mig:      m,
+		memBytes:  p.MemoryBytes * int64(m.MemorySlices) / hardware.MIGMemorySlices,
+		requested: p.MemoryBytes * int64(m.MemorySlices) / hardware.MIGMemorySlices,
+		compute:   m.ComputeSlices * ComputeUnits / hardware.MIGComputeSlices,
+		mig:       m,
 	}, errs
 }
 

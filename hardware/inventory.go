@@ -1,0 +1,225 @@
+package hardware
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Inventory is a cluster's accelerators, node by node.
+type Inventory struct {
+	Nodes []NodeInventory
+}
+
+// NodeInventory is what one node offers.
+type NodeInventory struct {
+	Name string
+	// Arch is the node's architecture (kubernetes.io/arch or its node info).
+	Arch string
+	// Profile is the catalogue profile the node's labels match: a GPU or NPU
+	// profile, or CPU/CPUArm64 for nodes without accelerators. Zero when the
+	// node has accelerators no profile describes.
+	Profile Profile
+	// Product is the raw product label (nvidia.com/gpu.product or
+	// node.kubernetes.io/npu.chip.name), kept when no profile matched.
+	Product string
+	// Devices is the number of physical devices: GPU Feature Discovery's
+	// nvidia.com/gpu.count when present, else the allocatable whole-device
+	// resource.
+	Devices int
+	// MIG counts MIG devices per profile from nvidia.com/mig-<profile>.count
+	// labels (mixed strategy).
+	MIG map[string]int
+	// Allocatable holds the node's accelerator and RDMA extended resources
+	// (nvidia.com/*, huawei.com/*, rdma/*, volcano.sh/*).
+	Allocatable map[corev1.ResourceName]int64
+	// Labels are the node's labels.
+	Labels map[string]string
+	// Unschedulable mirrors spec.unschedulable (cordoned nodes).
+	Unschedulable bool
+}
+
+// extendedPrefixes are the resource-name prefixes an inventory keeps.
+var extendedPrefixes = []string{"nvidia.com/", "huawei.com/", "rdma/", "volcano.sh/"}
+
+// ReadInventory lists the cluster's Nodes through c and reads them into an
+// Inventory. opts narrow the list (client.MatchingLabels…).
+func ReadInventory(ctx context.Context, c client.Reader, opts ...client.ListOption) (Inventory, error) {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes, opts...); err != nil {
+		return Inventory{}, fmt.Errorf("list nodes: %w", err)
+	}
+	return InventoryFromNodes(nodes.Items), nil
+}
+
+// InventoryFromNodes reads nodes into an Inventory, matching each against
+// profiles (the Catalogue when none are given). Nodes keep their order.
+func InventoryFromNodes(nodes []corev1.Node, profiles ...Profile) Inventory {
+	if len(profiles) == 0 {
+		profiles = Catalogue()
+	}
+	inv := Inventory{Nodes: make([]NodeInventory, 0, len(nodes))}
+	for i := range nodes {
+		inv.Nodes = append(inv.Nodes, readNode(&nodes[i], profiles))
+	}
+	return inv
+}
+
+func readNode(n *corev1.Node, profiles []Profile) NodeInventory {
+	ni := NodeInventory{
+		Name:          n.Name,
+		Labels:        maps.Clone(n.Labels),
+		Unschedulable: n.Spec.Unschedulable,
+		Allocatable:   map[corev1.ResourceName]int64{},
+	}
+	ni.Arch = n.Labels[LabelArch]
+	if ni.Arch == "" {
+		ni.Arch = n.Status.NodeInfo.Architecture
+	}
+	for name, q := range n.Status.Allocatable {
+		for _, prefix := range extendedPrefixes {
+			if strings.HasPrefix(string(name), prefix) {
+				ni.Allocatable[name] = q.Value()
+			}
+		}
+	}
+	for k, v := range n.Labels {
+		if rest, ok := strings.CutPrefix(k, "nvidia.com/mig-"); ok {
+			if prof, ok := strings.CutSuffix(rest, ".count"); ok {
+				if c, err := strconv.Atoi(v); err == nil && c > 0 {
+					if ni.MIG == nil {
+						ni.MIG = map[string]int{}
+					}
+					ni.MIG[prof] = c
+				}
+			}
+		}
+	}
+	switch {
+	case n.Labels[LabelGPUProduct] != "":
+		ni.Product = n.Labels[LabelGPUProduct]
+		if p, ok := matchGPU(ni.Product, n.Labels[LabelGPUMemory], profiles); ok {
+			ni.Profile = p
+		}
+		ni.Devices = int(ni.Allocatable[ResourceNVIDIAGPU])
+		if c, err := strconv.Atoi(n.Labels[LabelGPUCount]); err == nil && c >= 0 && n.Labels[LabelMIGStrategy] != "single" {
+			ni.Devices = c
+		}
+	case n.Labels[LabelNPUChipName] != "" || strings.HasPrefix(n.Labels[LabelAccelerator], "huawei-"):
+		ni.Product = n.Labels[LabelNPUChipName]
+		for _, p := range profiles {
+			if p.Vendor == Huawei && p.Product == ni.Product {
+				ni.Profile = p.clone()
+				break
+			}
+		}
+		for _, name := range []corev1.ResourceName{ResourceAscend910, ResourceAscend310P, ni.Profile.ResourceName} {
+			if v := int(ni.Allocatable[name]); v > ni.Devices {
+				ni.Devices = v
+			}
+		}
+		if ni.Profile.HAMiType != "" {
+			if v := int(ni.Allocatable[corev1.ResourceName("huawei.com/"+ni.Profile.HAMiType)]); v > ni.Devices {
+				ni.Devices = v
+			}
+		}
+	case ni.Allocatable[ResourceNVIDIAGPU] > 0:
+		ni.Devices = int(ni.Allocatable[ResourceNVIDIAGPU])
+	default:
+		for _, p := range profiles {
+			if !p.Accelerated() && p.Arch == ni.Arch && labelsMatch(p.NodeLabels, n.Labels) {
+				if ni.Profile.IsZero() || len(p.NodeLabels) > len(ni.Profile.NodeLabels) {
+					ni.Profile = p.clone()
+				}
+			}
+		}
+	}
+	return ni
+}
+
+// matchGPU finds the profile for a GPU Feature Discovery product label:
+// exact product first, then by model token and memory.
+func matchGPU(product, memoryMiB string, profiles []Profile) (Profile, bool) {
+	base := product
+	if i := strings.Index(base, "-MIG-"); i >= 0 {
+		base = base[:i]
+	}
+	base = strings.TrimSuffix(base, "-SHARED")
+	for _, p := range profiles {
+		if p.Vendor == NVIDIA && p.Product == base {
+			return p.clone(), true
+		}
+	}
+	tokens := strings.FieldsFunc(strings.ToUpper(base), func(r rune) bool { return r == '-' || r == ' ' || r == '_' })
+	var candidates []Profile
+	for _, p := range profiles {
+		if p.Vendor == NVIDIA && p.HAMiType != "" && slices.Contains(tokens, strings.ToUpper(p.HAMiType)) {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 0 {
+		return Profile{}, false
+	}
+	memMiB, _ := strconv.ParseInt(memoryMiB, 10, 64)
+	best := candidates[0]
+	bestScore := int64(-1)
+	for _, p := range candidates {
+		gb := strconv.FormatInt(p.MemoryBytes/gib, 10) + "GB"
+		var score int64
+		switch {
+		case slices.Contains(tokens, gb):
+			score = 0
+		case memMiB > 0:
+			score = abs(p.MemoryBytes>>20 - memMiB)
+		default:
+			score = 1 << 40
+		}
+		if bestScore < 0 || score < bestScore {
+			best, bestScore = p, score
+		}
+	}
+	return best.clone(), true
+}
+
+func labelsMatch(want, have map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// Add appends a node of n devices of profile p, for plans and tests
+// without a cluster.
+func (inv *Inventory) Add(node string, p Profile, n int) *Inventory {
+	inv.Nodes = append(inv.Nodes, NodeInventory{
+		Name: node, Arch: p.Arch, Profile: p.clone(), Product: p.Product, Devices: n,
+		Labels: maps.Clone(p.NodeLabels),
+	})
+	return inv
+}
+
+// Devices counts schedulable devices per profile name.
+func (inv Inventory) Devices() map[string]int {
+	out := map[string]int{}
+	for _, n := range inv.Nodes {
+		if n.Profile.Accelerated() && !n.Unschedulable && n.Devices > 0 {
+			out[n.Profile.Name] += n.Devices
+		}
+	}
+	return out
+}
