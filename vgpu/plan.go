@@ -517,8 +517,6 @@ func residual(d *device, nd need) float64 {
 	return rm*rm + rc*rc
 }
 
-
-
 // place finds devices for nd and commits them.
 func (pk *packer) place(nd need) (*Assignment, string) {
 	if len(pk.byType[nd.typ]) == 0 {
