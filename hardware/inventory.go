@@ -132,8 +132,15 @@ func readNode(n *corev1.Node, profiles []Profile) NodeInventory {
 	case ni.Allocatable[ResourceNVIDIAGPU] > 0:
 		ni.Devices = int(ni.Allocatable[ResourceNVIDIAGPU])
 	default:
+		labels := maps.Clone(n.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		if labels[LabelArch] == "" {
+			labels[LabelArch] = ni.Arch
+		}
 		for _, p := range profiles {
-			if !p.Accelerated() && p.Arch == ni.Arch && labelsMatch(p.NodeLabels, n.Labels) {
+			if !p.Accelerated() && p.Arch == ni.Arch && labelsMatch(p.NodeLabels, labels) {
 				if ni.Profile.IsZero() || len(p.NodeLabels) > len(ni.Profile.NodeLabels) {
 					ni.Profile = p.clone()
 				}

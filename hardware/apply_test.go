@@ -1,0 +1,304 @@
+package hardware_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/hardware"
+)
+
+func errStrings(errs field.ErrorList) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+func TestApplyWholeGPUsWithInfiniBand(t *testing.T) {
+	tmpl := baseTemplate()
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{
+		Profile: hardware.H100, Count: 8,
+		Fabric: hardware.InfiniBand(hardware.HCAs("mlx5_0", "mlx5_1"), hardware.SocketInterface("eth0"),
+			hardware.Networks("ib-a", "ib-b"), hardware.GDRLevel("PHB"), hardware.NCCLDebug("INFO")),
+	}, tmplPath)
+	require.Empty(t, errs)
+	c := tmpl.Spec.Containers[0]
+	eight := resource.MustParse("8")
+	one := resource.MustParse("1")
+	assert.True(t, eight.Equal(c.Resources.Limits["nvidia.com/gpu"]))
+	assert.True(t, eight.Equal(c.Resources.Requests["nvidia.com/gpu"]))
+	assert.True(t, one.Equal(c.Resources.Limits["rdma/rdma_shared_device_a"]))
+	assert.True(t, one.Equal(c.Resources.Requests["rdma/rdma_shared_device_a"]))
+	assert.Equal(t, []corev1.EnvVar{
+		{Name: "NCCL_IB_HCA", Value: "mlx5_0,mlx5_1"},
+		{Name: "NCCL_SOCKET_IFNAME", Value: "eth0"},
+		{Name: "NCCL_NET_GDR_LEVEL", Value: "PHB"},
+		{Name: "NCCL_DEBUG", Value: "INFO"},
+	}, c.Env)
+	assert.Equal(t, []corev1.Capability{"IPC_LOCK"}, c.SecurityContext.Capabilities.Add)
+	assert.Equal(t, map[string]string{"k8s.v1.cni.cncf.io/networks": "ib-a,ib-b"}, tmpl.Annotations)
+	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, tmpl.Spec.NodeSelector)
+	assert.Equal(t, []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		tmpl.Spec.Tolerations)
+	require.Len(t, tmpl.Spec.Volumes, 1)
+	assert.Equal(t, "dshm", tmpl.Spec.Volumes[0].Name)
+	assert.Equal(t, corev1.StorageMediumMemory, tmpl.Spec.Volumes[0].EmptyDir.Medium)
+	assert.Equal(t, "16Gi", tmpl.Spec.Volumes[0].EmptyDir.SizeLimit.String())
+	assert.Equal(t, []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}}, c.VolumeMounts)
+}
+
+func TestApplyAscendWithoutRuntime(t *testing.T) {
+	tmpl := baseTemplate()
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{
+		Profile: hardware.Ascend910B3.WithAscendRuntime(false), Count: 4,
+		Fabric: hardware.RoCE(hardware.SocketInterface("eth0"), hardware.HCCLBufferSize(1024),
+			hardware.HCCLConnectTimeout(30*time.Minute)),
+	}, tmplPath)
+	require.Empty(t, errs)
+	c := tmpl.Spec.Containers[0]
+	four := resource.MustParse("4")
+	assert.True(t, four.Equal(c.Resources.Limits["huawei.com/Ascend910"]))
+	assert.NotContains(t, c.Resources.Limits, corev1.ResourceName("rdma/rdma_shared_device_a"))
+	assert.Nil(t, c.SecurityContext, "910B RoCE needs no IPC_LOCK from an RDMA plugin")
+	assert.Equal(t, map[string]string{"ring-controller.atlas": "ascend-910b"}, tmpl.Labels)
+	assert.Empty(t, tmpl.Annotations)
+	assert.Equal(t, []corev1.EnvVar{
+		{Name: "ASCEND_VISIBLE_DEVICES", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			APIVersion: "v1", FieldPath: "metadata.annotations['huawei.com/Ascend910']"}}},
+		{Name: "HCCL_IF_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			APIVersion: "v1", FieldPath: "status.podIP"}}},
+		{Name: "HCCL_SOCKET_IFNAME", Value: "eth0"},
+		{Name: "HCCL_CONNECT_TIMEOUT", Value: "1800"},
+		{Name: "HCCL_BUFFSIZE", Value: "1024"},
+	}, c.Env)
+	var paths []string
+	for _, m := range c.VolumeMounts {
+		paths = append(paths, m.MountPath)
+		if m.MountPath != "/dev/shm" {
+			assert.True(t, m.ReadOnly, m.MountPath)
+		}
+	}
+	assert.Equal(t, []string{"/usr/local/dcmi", "/usr/local/bin/npu-smi", "/usr/local/Ascend/driver/lib64",
+		"/usr/local/Ascend/driver/version.info", "/etc/ascend_install.info",
+		"/usr/local/Ascend/driver/tools/hccn_tool", "/etc/hccn.conf", "/dev/shm"}, paths)
+	assert.Equal(t, map[string]string{"accelerator": "huawei-Ascend910", "node.kubernetes.io/npu.chip.name": "910B3"},
+		tmpl.Spec.NodeSelector)
+}
+
+func TestApplyAscendHAMiAndSliceHost(t *testing.T) {
+	// Count 0 is how the pod settings call Apply before a vgpu slice: node
+	// selectors, labels and mounts come, devices do not.
+	tmpl := baseTemplate()
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B4.WithAscendRuntime(false)}, tmplPath))
+	c := tmpl.Spec.Containers[0]
+	assert.Empty(t, c.Resources.Limits)
+	assert.Empty(t, c.Env, "ASCEND_VISIBLE_DEVICES only comes with whole NPUs")
+	assert.Len(t, c.VolumeMounts, 5, "driver mounts, no /dev/shm without devices or fabric")
+	assert.Equal(t, "ascend-910b", tmpl.Labels["ring-controller.atlas"])
+
+	tmpl = baseTemplate()
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3.WithFlavour(hardware.HAMi), Count: 2}, tmplPath))
+	two := resource.MustParse("2")
+	assert.True(t, two.Equal(tmpl.Spec.Containers[0].Resources.Limits["huawei.com/Ascend910B3"]))
+	assert.Empty(t, tmpl.Labels, "ring-controller is for Huawei's own scheduler stack")
+	assert.Empty(t, tmpl.Spec.Containers[0].Env)
+}
+
+func TestApplyNVIDIAFlavours(t *testing.T) {
+	tmpl := baseTemplate()
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.WithFlavour(hardware.HAMi), Count: 1}, tmplPath))
+	lim := tmpl.Spec.Containers[0].Resources.Limits
+	assert.Equal(t, "1", ptr(lim["nvidia.com/gpu"]).String())
+	assert.Equal(t, "100", ptr(lim["nvidia.com/gpumem-percentage"]).String())
+	assert.Equal(t, "100", ptr(lim["nvidia.com/gpucores"]).String())
+	assert.Equal(t, map[string]string{"nvidia.com/use-gputype": "A100"}, tmpl.Annotations)
+
+	tmpl = baseTemplate()
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H200.WithFlavour(hardware.MIGSingle), Count: 7}, tmplPath))
+	assert.Equal(t, map[string]string{"nvidia.com/mig.strategy": "single"}, tmpl.Spec.NodeSelector)
+
+	tmpl = baseTemplate()
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.B200.WithFlavour(hardware.MIGMixed), Count: 1}, tmplPath))
+	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-B200"}, tmpl.Spec.NodeSelector)
+}
+
+func ptr(q resource.Quantity) *resource.Quantity { return &q }
+
+func TestApplyTCPAndCPU(t *testing.T) {
+	tmpl := baseTemplate()
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.L4, Count: 2, Fabric: hardware.TCP()}, tmplPath))
+	assert.Equal(t, []corev1.EnvVar{{Name: "NCCL_IB_DISABLE", Value: "1"}, {Name: "NCCL_DEBUG", Value: "WARN"}}, tmpl.Spec.Containers[0].Env)
+	assert.Nil(t, tmpl.Spec.Containers[0].SecurityContext)
+	assert.Equal(t, "4Gi", tmpl.Spec.Volumes[0].EmptyDir.SizeLimit.String())
+
+	tmpl = baseTemplate()
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.CPUArm64}, tmplPath))
+	assert.Equal(t, map[string]string{"kubernetes.io/arch": "arm64"}, tmpl.Spec.NodeSelector)
+	assert.Empty(t, tmpl.Spec.Volumes)
+	assert.Empty(t, tmpl.Spec.Tolerations)
+
+	tmpl = baseTemplate()
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{}, tmplPath))
+	assert.Equal(t, baseTemplate(), tmpl, "the zero placement changes nothing")
+}
+
+func TestApplyIsIdempotentAndMerges(t *testing.T) {
+	tmpl := baseTemplate()
+	tmpl.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": "default/macvlan"}
+	tmpl.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "TRACE"}, {Name: "KEEP", Value: "1"}}
+	tmpl.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "zone": "a"}
+	p := hardware.Placement{Profile: hardware.A100_80G, Count: 4, Fabric: hardware.RoCE(hardware.Networks("roce-a", "default/macvlan"))}
+	require.Empty(t, hardware.Apply(&tmpl, "main", p, tmplPath))
+	once := *tmpl.DeepCopy()
+	require.Empty(t, hardware.Apply(&tmpl, "main", p, tmplPath))
+	assert.Equal(t, once, tmpl)
+	assert.Equal(t, "default/macvlan,roce-a", tmpl.Annotations["k8s.v1.cni.cncf.io/networks"])
+	assert.Equal(t, []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "WARN"}, {Name: "KEEP", Value: "1"}}, tmpl.Spec.Containers[0].Env)
+	assert.Equal(t, "a", tmpl.Spec.NodeSelector["zone"])
+	assert.Len(t, tmpl.Spec.Tolerations, 1)
+	assert.Equal(t, []corev1.Capability{"IPC_LOCK"}, tmpl.Spec.Containers[0].SecurityContext.Capabilities.Add)
+
+	// A second container joins the same /dev/shm volume.
+	tmpl.Spec.Containers = append(tmpl.Spec.Containers, corev1.Container{Name: "sidecar", Image: "x"})
+	require.Empty(t, hardware.Apply(&tmpl, "sidecar", hardware.Placement{Profile: hardware.A100_80G, Count: 4}, tmplPath))
+	assert.Len(t, tmpl.Spec.Volumes, 1)
+	assert.Equal(t, []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}}, tmpl.Spec.Containers[1].VolumeMounts)
+}
+
+func TestApplyPlacementErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		p    hardware.Placement
+		want []string
+	}{
+		{"no profile", hardware.Placement{Count: 1},
+			[]string{"spec.template.profile: Required value: a hardware profile is required for devices or a fabric"}},
+		{"flavour of another vendor", hardware.Placement{Profile: hardware.H100.WithFlavour(hardware.HuaweiDevicePlugin), Count: 1},
+			[]string{`spec.template.profile.flavour: Unsupported value: "huawei-device-plugin": supported values: "nvidia-device-plugin", "nvidia-mig-single", "nvidia-mig-mixed", "hami"`,
+				`spec.template.profile.resourceName: Required value: H100-SXM-80GB has no resource name under flavour "huawei-device-plugin"; set one with WithResourceName`}},
+		{"MIG on a card without MIG", hardware.Placement{Profile: hardware.T4.WithFlavour(hardware.MIGMixed), Count: 1},
+			[]string{`spec.template.profile.flavour: Invalid value: "nvidia-mig-mixed": T4 has no MIG; use nvidia-device-plugin`}},
+		{"negative count", hardware.Placement{Profile: hardware.H100, Count: -1},
+			[]string{"spec.template.count: Invalid value: -1: must not be negative"}},
+		{"too many devices", hardware.Placement{Profile: hardware.Ascend910B2, Count: 16},
+			[]string{"spec.template.count: Invalid value: 16: more devices per pod than a Ascend910B2 node holds (8)"}},
+		{"devices on CPU", hardware.Placement{Profile: hardware.CPU, Count: 2},
+			[]string{"spec.template.count: Invalid value: 2: cpu-amd64 has no accelerators to request"}},
+		{"no HAMi name", hardware.Placement{Profile: hardware.Ascend910B1.WithFlavour(hardware.HAMi), Count: 1},
+			[]string{`spec.template.profile.resourceName: Required value: Ascend910B1 has no resource name under flavour "hami"; set one with WithResourceName`}},
+		{"negative shared memory", hardware.Placement{Profile: hardware.H100, SharedMemory: resource.MustParse("-1Gi")},
+			[]string{`spec.template.sharedMemory: Invalid value: "-1Gi": must not be negative`}},
+		{"RDMA without a resource", hardware.Placement{Profile: hardware.H100, Count: 8, Fabric: hardware.InfiniBand(hardware.RDMASharedDevice(""))},
+			[]string{"spec.template.fabric.rdmaResource: Required value: an RDMA fabric needs an RDMA device resource (RDMASharedDevice or SRIOV)"}},
+		{"bad fabric options", hardware.Placement{Profile: hardware.H100, Count: 8, Fabric: hardware.RoCE(
+			hardware.GDRLevel("FAST"), hardware.NCCLDebug("LOUD"), hardware.GIDIndex(-2), hardware.SRIOV("nvidia.com/mlnxnics", 0), hardware.Networks(""))},
+			[]string{
+				`spec.template.fabric.gdrLevel: Invalid value: "FAST": must be one of LOC,PIX,PXB,PHB,SYS,NVL,C2C,P2C`,
+				`spec.template.fabric.ncclDebug: Invalid value: "LOUD": must be one of VERSION,WARN,INFO,ABORT,TRACE`,
+				"spec.template.fabric.gidIndex: Invalid value: -2: must not be negative",
+				"spec.template.fabric.sriov: Invalid value: 0: must request at least one virtual function",
+				`spec.template.fabric.networks: Invalid value: "": network name must not be empty`,
+			}},
+		{"HCCL options out of range", hardware.Placement{Profile: hardware.Ascend910B3, Count: 8, Fabric: hardware.RoCE(
+			hardware.HCCLConnectTimeout(time.Second), hardware.HCCLBufferSize(0))},
+			[]string{
+				`spec.template.fabric.hcclConnectTimeout: Invalid value: "1s": must be between 2m0s and 2h0m0s`,
+				"spec.template.fabric.hcclBufferSize: Invalid value: 0: must be at least 1 MB",
+			}},
+		{"Ascend with NCCL settings", hardware.Placement{Profile: hardware.Ascend910B3, Count: 8, Fabric: hardware.RoCE(
+			hardware.HCAs("mlx5_0"), hardware.LegacyNCCL(), hardware.NCCLDebug("INFO"))},
+			[]string{
+				"spec.template.fabric.hcas: Forbidden: Ascend910B3 collectives use HCCL; NCCL settings do not apply",
+				"spec.template.fabric.gidIndex: Forbidden: Ascend910B3 collectives use HCCL; NCCL settings do not apply",
+				"spec.template.fabric.ncclDebug: Forbidden: Ascend910B3 collectives use HCCL; NCCL settings do not apply",
+			}},
+		{"Ascend on InfiniBand", hardware.Placement{Profile: hardware.Ascend910B4, Count: 8, Fabric: hardware.InfiniBand()},
+			[]string{`spec.template.fabric.kind: Invalid value: "infiniband": Ascend910B4 has no InfiniBand; Ascend NPUs talk RoCE over their own ports`}},
+		{"Ascend with RDMA plugin and Multus", hardware.Placement{Profile: hardware.Ascend910B2, Count: 8, Fabric: hardware.RoCE(
+			hardware.RDMASharedDevice("rdma/hca"), hardware.Networks("roce"))},
+			[]string{
+				"spec.template.fabric.rdmaSharedDevice: Forbidden: Ascend910B2 nodes talk over the NPUs' own RoCE ports; RDMA device plugins and Multus networks do not apply",
+				"spec.template.fabric.networks: Forbidden: Ascend910B2 nodes talk over the NPUs' own RoCE ports; RDMA device plugins and Multus networks do not apply",
+			}},
+		{"310P on RoCE", hardware.Placement{Profile: hardware.Ascend310P3, Count: 1, Fabric: hardware.RoCE()},
+			[]string{`spec.template.fabric.kind: Invalid value: "roce": Ascend310P3 has no RoCE ports; use TCP`}},
+		{"NVIDIA with HCCL settings", hardware.Placement{Profile: hardware.A10, Count: 1, Fabric: hardware.TCP(hardware.HCCLBufferSize(100))},
+			[]string{"spec.template.fabric.hcclBufferSize: Forbidden: A10 collectives use NCCL; HCCL settings do not apply"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tmpl := baseTemplate()
+			errs := hardware.Apply(&tmpl, "main", c.p, tmplPath)
+			assert.Equal(t, c.want, errStrings(errs))
+			assert.Equal(t, baseTemplate(), tmpl, "an invalid placement leaves the template unchanged")
+		})
+	}
+}
+
+func TestApplyTemplateErrors(t *testing.T) {
+	p := hardware.Placement{Profile: hardware.Ascend910B3, Count: 1, Fabric: hardware.RoCE()}
+	assert.Equal(t, []string{"spec.template: Required value: pod template must not be nil"},
+		errStrings(hardware.Apply(nil, "main", p, tmplPath)))
+
+	tmpl := baseTemplate()
+	assert.Equal(t, []string{`spec.template.spec.containers: Not found: "trainer"`},
+		errStrings(hardware.Apply(&tmpl, "trainer", p, tmplPath)))
+
+	tmpl = baseTemplate()
+	tmpl.Labels = map[string]string{"ring-controller.atlas": "ascend-910"}
+	tmpl.Spec.NodeSelector = map[string]string{"node.kubernetes.io/npu.chip.name": "910B4"}
+	tmpl.Spec.Volumes = []corev1.Volume{{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	before := *tmpl.DeepCopy()
+	assert.Equal(t, []string{
+		`spec.template.spec.nodeSelector[node.kubernetes.io/npu.chip.name]: Invalid value: "910B4": conflicts with "910B3" required by the hardware profile`,
+		`spec.template.metadata.labels[ring-controller.atlas]: Invalid value: "ascend-910": conflicts with "ascend-910b" required by the hardware`,
+		`spec.template.spec.volumes[0].name: Duplicate value: "dshm"`,
+	}, errStrings(hardware.Apply(&tmpl, "main", p, tmplPath)))
+	assert.Equal(t, before, tmpl)
+
+	tmpl = baseTemplate()
+	tmpl.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": `[{"name":"a"}]`, "nvidia.com/use-gputype": "V100"}
+	tmpl.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/dev/shm"}}
+	assert.Equal(t, []string{
+		`spec.template.metadata.annotations[nvidia.com/use-gputype]: Invalid value: "V100": conflicts with "H100" required by the hardware`,
+		`spec.template.metadata.annotations[k8s.v1.cni.cncf.io/networks]: Invalid value: "[{\"name\":\"a\"}]": a JSON network list cannot be merged with the fabric's networks; give them all as Networks`,
+		`spec.template.spec.containers[0].volumeMounts[0].mountPath: Duplicate value: "/dev/shm"`,
+	}, errStrings(hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100.WithFlavour(hardware.HAMi), Count: 1,
+		Fabric: hardware.InfiniBand(hardware.Networks("ib"))}, tmplPath)))
+}
+
+func TestApplyDevices(t *testing.T) {
+	r := hardware.DeviceRequest{
+		Resources:    map[corev1.ResourceName]int64{"nvidia.com/gpu": 1, "nvidia.com/gpumem": 10240},
+		Annotations:  map[string]string{"nvidia.com/use-gputype": "A100"},
+		Labels:       map[string]string{"team": "a"},
+		NodeSelector: map[string]string{"nvidia.com/gpu.product": "X-MIG-1g.10gb"},
+		Env:          []corev1.EnvVar{{Name: "A", Value: "1"}},
+	}
+	tmpl := baseTemplate()
+	tmpl.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "X"}
+	require.Empty(t, hardware.ApplyDevices(&tmpl, "main", r, tmplPath))
+	assert.Equal(t, "X-MIG-1g.10gb", tmpl.Spec.NodeSelector["nvidia.com/gpu.product"], "a slice narrows the profile's selector")
+	assert.Equal(t, "10240", ptr(tmpl.Spec.Containers[0].Resources.Requests["nvidia.com/gpumem"]).String())
+	assert.Equal(t, "a", tmpl.Labels["team"])
+	assert.Equal(t, []corev1.EnvVar{{Name: "A", Value: "1"}}, tmpl.Spec.Containers[0].Env)
+
+	assert.Equal(t, []string{"spec.template: Required value: pod template must not be nil"}, errStrings(hardware.ApplyDevices(nil, "main", r, tmplPath)))
+	tmpl = baseTemplate()
+	assert.Equal(t, []string{`spec.template.spec.containers: Not found: "x"`}, errStrings(hardware.ApplyDevices(&tmpl, "x", r, tmplPath)))
+	tmpl = baseTemplate()
+	tmpl.Annotations = map[string]string{"nvidia.com/use-gputype": "H100"}
+	tmpl.Labels = map[string]string{"team": "b"}
+	assert.Equal(t, []string{
+		`spec.template.metadata.annotations[nvidia.com/use-gputype]: Invalid value: "H100": conflicts with "A100" required by the hardware`,
+		`spec.template.metadata.labels[team]: Invalid value: "b": conflicts with "a" required by the hardware`,
+	}, errStrings(hardware.ApplyDevices(&tmpl, "main", r, tmplPath)))
+	assert.Empty(t, tmpl.Spec.Containers[0].Resources.Limits, "unchanged on error")
+}
