@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -168,12 +168,26 @@ func sameStatus(a, b Status) bool {
 	return true
 }
 
-// follow lists the release's objects of one kind in one namespace, then
-// watches them from the list's resource version, and starts over when the
+func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: content}, nil
+}
+
+// follow watches the release's objects of one kind in one namespace, lists
+// them, and starts over when the
 // watch ends. It reports every change on updates.
 func (r *Release) follow(ctx context.Context, wc client.WithWatch, group int, gvk schema.GroupVersionKind, ns string, names map[string]bool, updates chan<- objectUpdate, errc chan<- error) {
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	selector := client.MatchingLabels{LabelRelease: r.Name}
+	opts := []client.ListOption{client.MatchingLabels{LabelRelease: r.Name}}
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
 	send := func(up objectUpdate) bool {
 		select {
 		case updates <- up:
@@ -183,13 +197,23 @@ func (r *Release) follow(ctx context.Context, wc client.WithWatch, group int, gv
 		}
 	}
 	for ctx.Err() == nil {
+		// Watch first, then list: every change after the list is seen, even
+		// by watch implementations that ignore resourceVersion (the fake
+		// client's). Events older than the list may follow it; they are
+		// superseded by the events after them.
+		watchList := &unstructured.UnstructuredList{}
+		watchList.SetGroupVersionKind(listGVK)
+		w, err := wc.Watch(ctx, watchList, opts...)
+		if err != nil {
+			if ctx.Err() == nil {
+				errc <- fmt.Errorf("watch %s: %w", gvk.Kind, err)
+			}
+			return
+		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(listGVK)
-		opts := []client.ListOption{selector}
-		if ns != "" {
-			opts = append(opts, client.InNamespace(ns))
-		}
 		if err := wc.List(ctx, list, opts...); err != nil {
+			w.Stop()
 			if ctx.Err() == nil {
 				errc <- fmt.Errorf("list %s: %w", gvk.Kind, err)
 			}
@@ -211,16 +235,7 @@ func (r *Release) follow(ctx context.Context, wc client.WithWatch, group int, gv
 			}
 		}
 		if !send(up) {
-			return
-		}
-		watchList := &unstructured.UnstructuredList{}
-		watchList.SetGroupVersionKind(listGVK)
-		wopts := append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
-		w, err := wc.Watch(ctx, watchList, wopts...)
-		if err != nil {
-			if ctx.Err() == nil {
-				errc <- fmt.Errorf("watch %s: %w", gvk.Kind, err)
-			}
+			w.Stop()
 			return
 		}
 		r.forward(ctx, w, gvk, names, send)
@@ -238,8 +253,8 @@ func (r *Release) forward(ctx context.Context, w watch.Interface, gvk schema.Gro
 			if !ok || ev.Type == watch.Error {
 				return // re-list: the watch expired or the server closed it
 			}
-			u, isU := ev.Object.(*unstructured.Unstructured)
-			if !isU || !names[u.GetName()] {
+			u, err := asUnstructured(ev.Object)
+			if err != nil || !names[u.GetName()] {
 				continue
 			}
 			if u.GroupVersionKind().Kind == "" {

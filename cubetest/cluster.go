@@ -1,0 +1,179 @@
+package cubetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/cubestudio/cube"
+)
+
+// ExperimentGVK is Katib's Experiment, known to the fake cluster without
+// importing Katib's Go module.
+var ExperimentGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1beta1", Kind: "Experiment"}
+
+// Scheme returns a fresh scheme with every kind cube builds: client-go's
+// built-in kinds, the training-operator jobs, Volcano, Argo Workflows,
+// LeaderWorkerSet, KubeRay and the Gateway API.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		kubeflowv1.AddToScheme,
+		vcbatch.AddToScheme,
+		vcscheduling.AddToScheme,
+		wfv1.AddToScheme,
+		lwsv1.AddToScheme,
+		rayv1.AddToScheme,
+		gatewayv1.Install,
+	} {
+		if err := add(s); err != nil {
+			panic(fmt.Sprintf("cubetest: build scheme: %v", err)) // programmer error: upstream schemes conflict
+		}
+	}
+	return s
+}
+
+// clusterScoped lists the cluster-scoped kinds of the scheme.
+var clusterScoped = map[schema.GroupKind]bool{
+	{Kind: "Namespace"}:        true,
+	{Kind: "Node"}:             true,
+	{Kind: "PersistentVolume"}: true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:         true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:  true,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                   true,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:               true,
+	{Group: "scheduling.volcano.sh", Kind: "Queue"}:                   true,
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true,
+	{Group: "gateway.networking.k8s.io", Kind: "GatewayClass"}:        true,
+}
+
+func restMapper(s *runtime.Scheme) meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	for gvk := range s.AllKnownTypes() {
+		if strings.HasSuffix(gvk.Kind, "List") || strings.HasSuffix(gvk.Kind, "Options") {
+			continue
+		}
+		scope := meta.RESTScopeNamespace
+		if clusterScoped[gvk.GroupKind()] {
+			scope = meta.RESTScopeRoot
+		}
+		m.Add(gvk, scope)
+	}
+	m.Add(ExperimentGVK, meta.RESTScopeNamespace)
+	return m
+}
+
+// Cluster is an in-memory cluster for unit tests of code that uses cube: a
+// cube.Client on controller-runtime's fake client (with server-side apply and
+// watches) and client-go's fake clientset for logs. Nothing runs in it: the
+// Mark methods move a release's objects the way their controllers would.
+type Cluster struct {
+	// Client is the cube client under test.
+	Client *cube.Client
+	// Fake is the fake controller-runtime client the cube client uses.
+	Fake client.WithWatch
+	// Clientset serves pod logs ("fake logs" for every pod it holds).
+	Clientset *k8sfake.Clientset
+}
+
+// NewCluster returns an empty in-memory cluster holding objs. Options are
+// passed to the cube client (cube.WithNamespace and friends).
+func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
+	s := Scheme()
+	var withStatus []client.Object
+	for gk := range writers {
+		for gvk := range s.AllKnownTypes() {
+			if gvk.GroupKind() != gk {
+				continue
+			}
+			if o, err := s.New(gvk); err == nil {
+				if co, ok := o.(client.Object); ok {
+					withStatus = append(withStatus, co)
+				}
+			}
+		}
+	}
+	exp := &unstructured.Unstructured{}
+	exp.SetGroupVersionKind(ExperimentGVK)
+	withStatus = append(withStatus, exp)
+	fc := fake.NewClientBuilder().
+		WithScheme(s).
+		WithRESTMapper(restMapper(s)).
+		WithStatusSubresource(withStatus...).
+		WithObjects(objs...).
+		Build()
+	cs := k8sfake.NewClientset()
+	c := cube.NewFromClient(fc, append([]cube.Option{cube.WithClientset(cs)}, opts...)...)
+	return &Cluster{Client: c, Fake: fc, Clientset: cs}
+}
+
+// MarkReady moves every object of rel that has a controller to Ready
+// (Deployments available, claims bound…; jobs succeed).
+func (c *Cluster) MarkReady(ctx context.Context, rel *cube.Release) error {
+	return c.Mark(ctx, rel, cube.Ready, "", "")
+}
+
+// MarkSucceeded moves run-to-completion objects of rel to Succeeded and the
+// long-running ones to Ready.
+func (c *Cluster) MarkSucceeded(ctx context.Context, rel *cube.Release) error {
+	return c.Mark(ctx, rel, cube.Succeeded, "", "")
+}
+
+// MarkFailed moves every object of rel that has a controller to Failed with
+// the given reason and message.
+func (c *Cluster) MarkFailed(ctx context.Context, rel *cube.Release, reason, message string) error {
+	return c.Mark(ctx, rel, cube.Failed, reason, message)
+}
+
+// Mark writes the status that each object's controller would write for
+// phase, through the status subresource, as a controller does.
+func (c *Cluster) Mark(ctx context.Context, rel *cube.Release, phase cube.Phase, reason, message string) error {
+	if rel == nil {
+		return errors.New("cubetest: release is nil")
+	}
+	var errs []error
+	for _, ref := range rel.Objects {
+		if !HasStatus(ref.GroupKind()) {
+			continue
+		}
+		if err := MarkObject(ctx, c.Fake, ref, phase, reason, message); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MarkObject writes the status of one object as its controller would, on
+// any client: the fake one here, or a real API server in integration tests.
+func MarkObject(ctx context.Context, c client.Client, ref cube.ObjectRef, phase cube.Phase, reason, message string) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ref.GroupVersionKind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+		return fmt.Errorf("cubetest: get %s: %w", ref, err)
+	}
+	if err := SetStatus(u, phase, reason, message); err != nil {
+		return err
+	}
+	if err := c.Status().Update(ctx, u); err != nil {
+		return fmt.Errorf("cubetest: update status of %s: %w", ref, err)
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package cubetest_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/cubetest"
+)
+
+// webApp is the kind of workload a user's automation applies.
+func webApp(name string, replicas int32) cube.Workload {
+	id := cube.Identity{Kind: "web", Release: name}
+	return cube.WorkloadFunc(func() ([]client.Object, error) {
+		return []client.Object{
+			&corev1.ConfigMap{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+				ObjectMeta: id.ObjectMeta(name+"-config", "", nil, nil),
+				Data:       map[string]string{"mode": "prod"},
+			},
+			&appsv1.Deployment{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+				ObjectMeta: id.ObjectMeta(name, "", nil, nil),
+				Spec: appsv1.DeploymentSpec{
+					Replicas: &replicas,
+					Selector: &metav1.LabelSelector{MatchLabels: id.Selector("")},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: id.Labels()},
+						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+					},
+				},
+			},
+		}, nil
+	})
+}
+
+// deployAndWait is the user's own automation under test: apply, wait, react.
+func deployAndWait(ctx context.Context, c *cube.Client, w cube.Workload) (string, error) {
+	rel, err := c.Apply(ctx, w)
+	if err != nil {
+		return "", err
+	}
+	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Second))
+	if errors.Is(err, cube.ErrFailed) {
+		return "rolled back: " + st.Reason, rel.Delete(ctx)
+	}
+	if err != nil {
+		return "", err
+	}
+	return "serving", nil
+}
+
+func TestUserAutomationReady(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	done := make(chan struct{})
+	var outcome string
+	var err error
+	go func() {
+		defer close(done)
+		outcome, err = deployAndWait(ctx, cluster.Client, webApp("shop", 3))
+	}()
+	rel := waitForRelease(t, cluster, "team-a", "shop")
+	require.NoError(t, cluster.MarkReady(ctx, rel))
+	<-done
+	require.NoError(t, err)
+	assert.Equal(t, "serving", outcome)
+
+	var d appsv1.Deployment
+	require.NoError(t, cluster.Fake.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "shop"}, &d))
+	assert.Equal(t, int32(3), d.Status.AvailableReplicas)
+	assert.Equal(t, "cube", d.Labels[cube.LabelManagedBy])
+}
+
+func TestUserAutomationFailure(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil)
+	done := make(chan struct{})
+	var outcome string
+	var err error
+	go func() {
+		defer close(done)
+		outcome, err = deployAndWait(ctx, cluster.Client, webApp("shop", 1))
+	}()
+	rel := waitForRelease(t, cluster, "default", "shop")
+	require.NoError(t, cluster.MarkFailed(ctx, rel, "ProgressDeadlineExceeded", "image pull failed"))
+	<-done
+	require.NoError(t, err)
+	assert.Contains(t, outcome, "rolled back: Deployment.apps default/shop Failed (ProgressDeadlineExceeded")
+	rels, err := cluster.Client.Releases(ctx, "")
+	require.NoError(t, err)
+	assert.Empty(t, rels, "the automation deleted the failed release")
+}
+
+func TestJobSucceedsAndTimesOut(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil)
+	id := cube.Identity{Kind: "batch", Release: "etl"}
+	job := cube.Objects(&batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: id.ObjectMeta("etl", "", nil, nil),
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: id.Labels()},
+			Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "etl", Image: "busybox"}}},
+		}},
+	})
+	rel, err := cluster.Client.Apply(ctx, job)
+	require.NoError(t, err)
+
+	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(50*time.Millisecond))
+	require.ErrorIs(t, err, cube.ErrTimeout)
+	var we *cube.WaitError
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, cube.InProgress, we.Last.Phase)
+	assert.Equal(t, cube.InProgress, st.Phase)
+
+	require.NoError(t, cluster.MarkSucceeded(ctx, rel))
+	var seen []cube.Phase
+	st, err = rel.Wait(ctx, cube.Succeeded, cube.OnProgress(func(s cube.Status) { seen = append(seen, s.Phase) }))
+	require.NoError(t, err)
+	assert.Equal(t, cube.Succeeded, st.Phase)
+	assert.Equal(t, []cube.Phase{cube.Succeeded}, seen)
+}
+
+func TestLogs(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil)
+	rel, err := cluster.Client.Apply(ctx, webApp("shop", 1))
+	require.NoError(t, err)
+	for _, name := range []string{"shop-b", "shop-a"} {
+		_, err := cluster.Clientset.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{cube.LabelRelease: "shop"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	r, err := rel.Logs(ctx, cube.LogOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	out, err := io.ReadAll(r)
+	require.NoError(t, err)
+	// client-go's fake clientset answers every log request with "fake logs".
+	assert.ElementsMatch(t, []string{"[shop-a] fake logs", "[shop-b] fake logs"}, splitLines(string(out)))
+}
+
+func waitForRelease(t *testing.T, c *cubetest.Cluster, ns, name string) *cube.Release {
+	t.Helper()
+	var rel *cube.Release
+	require.Eventually(t, func() bool {
+		r, err := c.Client.Release(t.Context(), ns, name)
+		rel = r
+		return err == nil
+	}, 5*time.Second, time.Millisecond)
+	return rel
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := range len(s) {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,310 @@
+package cubetest
+
+import (
+	"fmt"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/cubestudio/cube"
+)
+
+// statusWriter writes, into a stored object, the status its controller would
+// write when the object reaches phase.
+type statusWriter func(u *unstructured.Unstructured, phase cube.Phase, reason, message string) error
+
+// typedWriter adapts a writer of a typed object.
+func typedWriter[T any, PT interface {
+	*T
+	runtime.Object
+}](write func(obj PT, phase cube.Phase, reason, message string)) statusWriter {
+	return func(u *unstructured.Unstructured, phase cube.Phase, reason, message string) error {
+		obj := PT(new(T))
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+			return fmt.Errorf("read %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		write(obj, phase, reason, message)
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return fmt.Errorf("write %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		u.Object["status"] = content["status"]
+		return nil
+	}
+}
+
+var writers = map[schema.GroupKind]statusWriter{
+	{Group: "apps", Kind: "Deployment"}:  typedWriter(deployment),
+	{Group: "apps", Kind: "StatefulSet"}: typedWriter(statefulSet),
+	{Group: "batch", Kind: "Job"}:        typedWriter(job),
+	{Kind: "Pod"}:                        typedWriter(pod),
+	{Kind: "PersistentVolumeClaim"}:      typedWriter(pvc),
+	{Kind: "Service"}:                    typedWriter(service),
+	{Group: "kubeflow.org", Kind: "PyTorchJob"}: typedWriter(func(j *kubeflowv1.PyTorchJob, p cube.Phase, r, m string) {
+		trainingJob(&j.Status, p, r, m)
+	}),
+	{Group: "kubeflow.org", Kind: "TFJob"}: typedWriter(func(j *kubeflowv1.TFJob, p cube.Phase, r, m string) {
+		trainingJob(&j.Status, p, r, m)
+	}),
+	{Group: "kubeflow.org", Kind: "MPIJob"}: typedWriter(func(j *kubeflowv1.MPIJob, p cube.Phase, r, m string) {
+		trainingJob(&j.Status, p, r, m)
+	}),
+	{Group: "kubeflow.org", Kind: "PaddleJob"}: typedWriter(func(j *kubeflowv1.PaddleJob, p cube.Phase, r, m string) {
+		trainingJob(&j.Status, p, r, m)
+	}),
+	{Group: "kubeflow.org", Kind: "XGBoostJob"}: typedWriter(func(j *kubeflowv1.XGBoostJob, p cube.Phase, r, m string) {
+		trainingJob(&j.Status, p, r, m)
+	}),
+	{Group: "kubeflow.org", Kind: "MXJob"}: typedWriter(func(j *kubeflowv1.MXJob, p cube.Phase, r, m string) {
+		trainingJob(&j.Status, p, r, m)
+	}),
+	{Group: "kubeflow.org", Kind: "Experiment"}:                  experiment,
+	{Group: "batch.volcano.sh", Kind: "Job"}:                     typedWriter(volcanoJob),
+	{Group: "ray.io", Kind: "RayJob"}:                            typedWriter(rayJob),
+	{Group: "argoproj.io", Kind: "Workflow"}:                     typedWriter(workflow),
+	{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}: typedWriter(leaderWorkerSet),
+}
+
+// SetStatus writes into u the status that u's controller would write when
+// the object reaches phase (Ready, Succeeded, Failed or InProgress), with
+// reason and message where the kind has them. It knows the kinds cube builds:
+// Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim, Service, the
+// training-operator jobs, Katib Experiment, Volcano Job, RayJob, Argo
+// Workflow and LeaderWorkerSet. Long-running kinds asked to Succeed become
+// Ready. The caller stores the result with a status update.
+func SetStatus(u *unstructured.Unstructured, phase cube.Phase, reason, message string) error {
+	w, ok := writers[u.GroupVersionKind().GroupKind()]
+	if !ok {
+		return fmt.Errorf("cubetest: no status writer for %s", u.GroupVersionKind().GroupKind())
+	}
+	return w(u, phase, reason, message)
+}
+
+// HasStatus reports whether SetStatus knows the kind of u.
+func HasStatus(gk schema.GroupKind) bool {
+	_, ok := writers[gk]
+	return ok
+}
+
+func replicasOf(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+func deployment(d *appsv1.Deployment, phase cube.Phase, reason, message string) {
+	n := replicasOf(d.Spec.Replicas)
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n}
+	switch phase {
+	case cube.Ready, cube.Succeeded:
+		d.Status.ReadyReplicas, d.Status.AvailableReplicas = n, n
+		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastUpdateTime: now(), LastTransitionTime: now()}}
+	case cube.Failed:
+		d.Status.UnavailableReplicas = n
+		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: message, LastUpdateTime: now(), LastTransitionTime: now()}}
+	default:
+		d.Status.UnavailableReplicas = n
+	}
+}
+
+func statefulSet(s *appsv1.StatefulSet, phase cube.Phase, _, _ string) {
+	n := replicasOf(s.Spec.Replicas)
+	s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: n, UpdatedReplicas: n, CurrentReplicas: n}
+	if phase == cube.Ready || phase == cube.Succeeded {
+		s.Status.ReadyReplicas, s.Status.AvailableReplicas = n, n
+	}
+}
+
+func job(j *batchv1.Job, phase cube.Phase, reason, message string) {
+	start := now()
+	j.Status = batchv1.JobStatus{StartTime: &start}
+	switch phase {
+	case cube.Succeeded, cube.Ready:
+		done := now()
+		j.Status.CompletionTime = &done
+		j.Status.Succeeded = replicasOf(j.Spec.Completions)
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now(), LastProbeTime: now()},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now(), LastProbeTime: now()},
+		}
+	case cube.Failed:
+		if reason == "" {
+			reason = "BackoffLimitExceeded"
+		}
+		j.Status.Failed = 1
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastTransitionTime: now(), LastProbeTime: now()},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastTransitionTime: now(), LastProbeTime: now()},
+		}
+	default:
+		active := int32(1)
+		j.Status.Active = active
+		ready := int32(0)
+		j.Status.Ready = &ready
+	}
+}
+
+func pod(p *corev1.Pod, phase cube.Phase, reason, message string) {
+	switch phase {
+	case cube.Ready:
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now()}}}
+	case cube.Succeeded:
+		p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded}
+	case cube.Failed:
+		p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: message}
+	default:
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	}
+}
+
+func pvc(c *corev1.PersistentVolumeClaim, phase cube.Phase, _, _ string) {
+	switch phase {
+	case cube.Failed:
+		c.Status.Phase = corev1.ClaimLost
+	case cube.InProgress:
+		c.Status.Phase = corev1.ClaimPending
+	default:
+		c.Status.Phase = corev1.ClaimBound
+		c.Status.Capacity = c.Spec.Resources.Requests.DeepCopy()
+		c.Status.AccessModes = append([]corev1.PersistentVolumeAccessMode(nil), c.Spec.AccessModes...)
+	}
+}
+
+func service(s *corev1.Service, phase cube.Phase, _, _ string) {
+	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && (phase == cube.Ready || phase == cube.Succeeded) {
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	}
+}
+
+// trainingJob writes the conditions the training-operator writes: Created,
+// Running, then Succeeded or Failed (the Running condition turns false).
+func trainingJob(st *kubeflowv1.JobStatus, phase cube.Phase, reason, message string) {
+	cond := func(t kubeflowv1.JobConditionType, s corev1.ConditionStatus, r, m string) kubeflowv1.JobCondition {
+		return kubeflowv1.JobCondition{Type: t, Status: s, Reason: r, Message: m, LastUpdateTime: now(), LastTransitionTime: now()}
+	}
+	start := now()
+	st.StartTime = &start
+	st.Conditions = []kubeflowv1.JobCondition{cond(kubeflowv1.JobCreated, corev1.ConditionTrue, "JobCreated", "job created")}
+	switch phase {
+	case cube.Succeeded, cube.Ready:
+		done := now()
+		st.CompletionTime = &done
+		st.Conditions = append(st.Conditions,
+			cond(kubeflowv1.JobRunning, corev1.ConditionFalse, "JobRunning", "job running"),
+			cond(kubeflowv1.JobSucceeded, corev1.ConditionTrue, nonEmpty(reason, "JobSucceeded"), nonEmpty(message, "job succeeded")))
+	case cube.Failed:
+		st.Conditions = append(st.Conditions,
+			cond(kubeflowv1.JobRunning, corev1.ConditionFalse, "JobRunning", "job running"),
+			cond(kubeflowv1.JobFailed, corev1.ConditionTrue, nonEmpty(reason, "JobFailed"), nonEmpty(message, "job failed")))
+	default:
+		st.Conditions = append(st.Conditions, cond(kubeflowv1.JobRunning, corev1.ConditionTrue, "JobRunning", "job running"))
+	}
+}
+
+// experiment writes Katib's Experiment conditions (Created, Running,
+// Succeeded/Failed) without importing Katib's Go module.
+func experiment(u *unstructured.Unstructured, phase cube.Phase, reason, message string) error {
+	ts := now().UTC().Format("2006-01-02T15:04:05Z")
+	cond := func(t, s, r, m string) any {
+		return map[string]any{"type": t, "status": s, "reason": r, "message": m, "lastUpdateTime": ts, "lastTransitionTime": ts}
+	}
+	conds := []any{cond("Created", "True", "ExperimentCreated", "experiment created")}
+	status := map[string]any{"startTime": ts}
+	switch phase {
+	case cube.Succeeded, cube.Ready:
+		conds = append(conds, cond("Running", "False", "ExperimentRunning", "experiment running"),
+			cond("Succeeded", "True", nonEmpty(reason, "ExperimentGoalReached"), nonEmpty(message, "experiment has succeeded")))
+		status["completionTime"] = ts
+	case cube.Failed:
+		conds = append(conds, cond("Running", "False", "ExperimentRunning", "experiment running"),
+			cond("Failed", "True", nonEmpty(reason, "ExperimentFailed"), nonEmpty(message, "experiment has failed")))
+		status["completionTime"] = ts
+	default:
+		conds = append(conds, cond("Running", "True", "ExperimentRunning", "experiment running"))
+	}
+	status["conditions"] = conds
+	u.Object["status"] = status
+	return nil
+}
+
+func volcanoJob(j *vcbatch.Job, phase cube.Phase, reason, message string) {
+	state := vcbatch.Running
+	switch phase {
+	case cube.Succeeded, cube.Ready:
+		state = vcbatch.Completed
+	case cube.Failed:
+		state = vcbatch.Failed
+	}
+	j.Status.State = vcbatch.JobState{Phase: state, Reason: reason, Message: message, LastTransitionTime: now()}
+	j.Status.MinAvailable = j.Spec.MinAvailable
+}
+
+func rayJob(j *rayv1.RayJob, phase cube.Phase, reason, message string) {
+	switch phase {
+	case cube.Succeeded, cube.Ready:
+		j.Status.JobDeploymentStatus = rayv1.JobDeploymentStatusComplete
+		j.Status.JobStatus = rayv1.JobStatusSucceeded
+	case cube.Failed:
+		j.Status.JobDeploymentStatus = rayv1.JobDeploymentStatusFailed
+		j.Status.JobStatus = rayv1.JobStatusFailed
+		j.Status.Reason = rayv1.JobFailedReason(nonEmpty(reason, string(rayv1.AppFailed)))
+	default:
+		j.Status.JobDeploymentStatus = rayv1.JobDeploymentStatusRunning
+		j.Status.JobStatus = rayv1.JobStatusRunning
+	}
+	j.Status.Message = message
+}
+
+func workflow(w *wfv1.Workflow, phase cube.Phase, _, message string) {
+	switch phase {
+	case cube.Succeeded, cube.Ready:
+		w.Status.Phase = wfv1.WorkflowSucceeded
+	case cube.Failed:
+		w.Status.Phase = wfv1.WorkflowFailed
+	default:
+		w.Status.Phase = wfv1.WorkflowRunning
+	}
+	w.Status.Message = message
+	w.Status.StartedAt = now()
+	if phase != cube.InProgress {
+		w.Status.FinishedAt = now()
+	}
+}
+
+func leaderWorkerSet(l *lwsv1.LeaderWorkerSet, phase cube.Phase, reason, message string) {
+	n := replicasOf(l.Spec.Replicas)
+	l.Status.Replicas = n
+	l.Status.UpdatedReplicas = n
+	status := metav1.ConditionFalse
+	typ := string(lwsv1.LeaderWorkerSetProgressing)
+	switch phase {
+	case cube.Ready, cube.Succeeded:
+		l.Status.ReadyReplicas = n
+		status, typ = metav1.ConditionTrue, string(lwsv1.LeaderWorkerSetAvailable)
+	case cube.Failed:
+		typ = string(lwsv1.LeaderWorkerSetAvailable)
+	default:
+		status = metav1.ConditionTrue
+	}
+	l.Status.Conditions = []metav1.Condition{{Type: typ, Status: status, Reason: nonEmpty(reason, typ), Message: message, LastTransitionTime: now(), ObservedGeneration: l.Generation}}
+}
+
+func now() metav1.Time { return metav1.Now().Rfc3339Copy() }
+
+func nonEmpty(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
