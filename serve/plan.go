@@ -1,0 +1,464 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/market"
+)
+
+// Planner defaults. They follow vLLM's: gpu_memory_utilization 0.9 (the
+// value most releases and their documentation use), 16-token KV blocks,
+// max_num_batched_tokens 8192 and max_num_seqs 256 for an OpenAI server.
+const (
+	DefaultMemoryUtilization = 0.9
+	KVBlockSize              = 16
+	DefaultMaxBatchedTokens  = 8192
+	DefaultMaxNodes          = 16
+
+	// DefaultOverheadBytes is the fixed part of the per-device reserve: the
+	// CUDA (or CANN) context, NCCL/HCCL buffers and captured CUDA graphs.
+	DefaultOverheadBytes = int64(1) << 30
+
+	maxSequences    = 256 // vLLM's default max_num_seqs: logits rows in the profile run
+	activationBytes = 2   // activations run in 16-bit
+	logitBytes      = 4   // the sampler upcasts logits to fp32
+)
+
+// ErrDoesNotFit is wrapped by the *FitError Plan returns when no layout
+// within its limits holds the model.
+var ErrDoesNotFit = errors.New("model does not fit")
+
+// FitError says by how much a model misses the memory of the largest layout
+// Plan was allowed to try.
+type FitError struct {
+	Model, Accelerator string
+	// TensorParallel, PipelineParallel and Nodes describe the largest layout
+	// tried.
+	TensorParallel, PipelineParallel, Nodes int
+	// NeedBytes is what one device needs: weights, reserve and the KV cache
+	// of one sequence at the planned context length.
+	NeedBytes int64
+	// UsableBytes is gpu_memory_utilization × device memory.
+	UsableBytes int64
+}
+
+// ShortBytes is how many bytes per device are missing.
+func (e *FitError) ShortBytes() int64 { return e.NeedBytes - e.UsableBytes }
+
+func (e *FitError) Error() string {
+	return fmt.Sprintf("needs %s per device at %s but %s has %s usable: short by %s",
+		gib(e.NeedBytes), layout(e.TensorParallel, e.PipelineParallel, e.Nodes),
+		e.Accelerator, gib(e.UsableBytes), gib(e.ShortBytes()))
+}
+
+// Unwrap lets errors.Is(err, ErrDoesNotFit) match.
+func (e *FitError) Unwrap() error { return ErrDoesNotFit }
+
+func layout(tp, pp, nodes int) string {
+	s := fmt.Sprintf("TP=%d", tp)
+	if pp > 1 {
+		s += fmt.Sprintf(", PP=%d", pp)
+	}
+	if nodes > 1 {
+		s += fmt.Sprintf(" (%d nodes)", nodes)
+	}
+	return s
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+
+// PlanResult is how a model is laid out on an accelerator and what memory
+// each device spends on what. serve.Plan computes it.
+type PlanResult struct {
+	// Model and Accelerator are the names of what was planned.
+	Model, Accelerator string
+
+	// TensorParallel is vLLM's --tensor-parallel-size: the ranks one layer
+	// is split across, within a node.
+	TensorParallel int
+	// PipelineParallel is --pipeline-parallel-size: the stages the layers
+	// are split into.
+	PipelineParallel int
+	// Nodes is how many nodes one replica spans; more than one means a
+	// multi-node (LeaderWorkerSet) deployment.
+	Nodes int
+	// DevicesPerNode is how many accelerators each of those nodes gives the
+	// replica.
+	DevicesPerNode int
+
+	// ContextLength is the --max-model-len the plan was made for.
+	ContextLength int
+	// MemoryUtilization is --gpu-memory-utilization.
+	MemoryUtilization float64
+	// WeightDType and KVCacheDType are the formats weights and KV cache are
+	// sized in.
+	WeightDType, KVCacheDType market.DType
+	// BlockSize is the number of tokens in one KV-cache block.
+	BlockSize int
+
+	// DeviceMemoryBytes is the memory of one device.
+	DeviceMemoryBytes int64
+	// UsableBytesPerDevice is ⌈MemoryUtilization × DeviceMemoryBytes⌉, the
+	// memory vLLM claims.
+	UsableBytesPerDevice int64
+	// WeightBytesPerDevice is the weights one device holds.
+	WeightBytesPerDevice int64
+	// ReserveBytesPerDevice is held back for activations, logits, CUDA
+	// graphs and communication buffers (see the package documentation).
+	ReserveBytesPerDevice int64
+	// KVCacheBytesPerDevice is what is left for the KV cache on one device.
+	KVCacheBytesPerDevice int64
+	// KVCacheBytes is the KV-cache memory of all devices of the replica.
+	KVCacheBytes int64
+
+	// KVBytesPerToken is the model's KV bytes per token over all layers,
+	// before any split (market.Model.KVBytesPerToken).
+	KVBytesPerToken int64
+	// KVBytesPerTokenPerDevice is one device's share: its layers, its KV
+	// heads (replicated when TP exceeds them, all of an MLA latent).
+	KVBytesPerTokenPerDevice int64
+
+	// KVBlocks is the number of KV-cache blocks of the replica (every rank
+	// holds the same number, each for its share of heads and layers).
+	KVBlocks int64
+	// KVTokenCapacity is KVBlocks × BlockSize: the tokens the replica can
+	// hold in flight.
+	KVTokenCapacity int64
+	// MaxConcurrentSequences is how many sequences of ContextLength tokens
+	// fit at once (vLLM's "maximum concurrency").
+	MaxConcurrentSequences int64
+}
+
+// Devices is the accelerator count of one replica.
+func (p PlanResult) Devices() int { return p.TensorParallel * p.PipelineParallel }
+
+// String prints the plan for people, one fact a line.
+func (p PlanResult) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s on %s: TP=%d × PP=%d, %s × %s\n",
+		p.Model, p.Accelerator, p.TensorParallel, p.PipelineParallel,
+		plural(p.Nodes, "node"), plural(p.DevicesPerNode, "device"))
+	fmt.Fprintf(&b, "  per device: %s usable (%g of %s) = %s weights (%s) + %s reserve + %s KV cache (%s)\n",
+		gib(p.UsableBytesPerDevice), p.MemoryUtilization, gib(p.DeviceMemoryBytes),
+		gib(p.WeightBytesPerDevice), p.WeightDType, gib(p.ReserveBytesPerDevice),
+		gib(p.KVCacheBytesPerDevice), p.KVCacheDType)
+	fmt.Fprintf(&b, "  KV cache: %s a token per device (model: %s a token), %d blocks of %d = %d tokens\n",
+		kib(p.KVBytesPerTokenPerDevice), kib(p.KVBytesPerToken), p.KVBlocks, p.BlockSize, p.KVTokenCapacity)
+	fmt.Fprintf(&b, "  at %d tokens a sequence: %s at once",
+		p.ContextLength, plural(int(min(p.MaxConcurrentSequences, math.MaxInt32)), "sequence"))
+	return b.String()
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func kib(b int64) string {
+	if b%1024 == 0 {
+		return fmt.Sprintf("%d KiB", b/1024)
+	}
+	return fmt.Sprintf("%.1f KiB", float64(b)/1024)
+}
+
+// PlanOption changes how Plan sizes a deployment.
+type PlanOption interface {
+	applyPlan(*planOptions)
+}
+
+type planOptions struct {
+	contextLength    int
+	utilization      float64
+	kvDType          market.DType
+	weightDType      market.DType
+	maxTP            int
+	tp               int
+	maxNodes         int
+	overhead         int64
+	maxBatchedTokens int
+}
+
+type planOptionFunc func(*planOptions)
+
+func (f planOptionFunc) applyPlan(o *planOptions) { f(o) }
+
+// ContextLength plans for sequences of n tokens (vLLM --max-model-len)
+// instead of the model's full context.
+func ContextLength(n int) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.contextLength = n })
+}
+
+// MemoryUtilization sets the fraction of each device's total memory vLLM
+// may claim (--gpu-memory-utilization, default 0.9).
+func MemoryUtilization(f float64) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.utilization = f })
+}
+
+// KVCacheDType sizes the KV cache in format d (--kv-cache-dtype); market.FP8
+// halves it. The default is the model's 16-bit compute format: FP16 for
+// FP16 and FP32 checkpoints, BF16 otherwise.
+func KVCacheDType(d market.DType) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.kvDType = d })
+}
+
+// Quantization sizes the weights in format d (FP8, INT8 or INT4 for a
+// quantized checkpoint) instead of the format the model is published in.
+func Quantization(d market.DType) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.weightDType = d })
+}
+
+// MaxTensorParallel caps the tensor-parallel size Plan may choose (it never
+// exceeds the accelerator's devices per node).
+func MaxTensorParallel(n int) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.maxTP = n })
+}
+
+// TensorParallel forces the tensor-parallel size; Plan then only adds
+// pipeline stages if the model does not fit.
+func TensorParallel(n int) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.tp = n })
+}
+
+// MaxNodes caps how many nodes one replica may span (default 16).
+func MaxNodes(n int) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.maxNodes = n })
+}
+
+// Overhead replaces the fixed part of the per-device reserve (default
+// 1 GiB for runtime context, communication buffers and CUDA graphs).
+func Overhead(bytes int64) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.overhead = bytes })
+}
+
+// MaxBatchedTokens sets the tokens of one forward pass the activation
+// reserve is sized for (--max-num-batched-tokens, default 8192).
+func MaxBatchedTokens(n int) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.maxBatchedTokens = n })
+}
+
+// Plan chooses how to serve model on accelerator acc with vLLM and sizes
+// its memory: the smallest power-of-two tensor-parallel size up to the
+// node's devices that divides the attention heads and fits; failing that,
+// the largest such size with pipeline stages added across nodes until the
+// model fits. It returns a *FitError (errors.Is ErrDoesNotFit) saying by how
+// much the model misses when nothing within the limits fits, and every
+// invalid input at once as a field.ErrorList aggregate.
+func Plan(model market.Model, acc hardware.Profile, opts ...PlanOption) (PlanResult, error) {
+	o := planOptions{
+		contextLength:    model.ContextLength,
+		utilization:      DefaultMemoryUtilization,
+		kvDType:          defaultKVDType(model.DType),
+		weightDType:      model.DType,
+		maxTP:            acc.MaxPerNode,
+		maxNodes:         DefaultMaxNodes,
+		overhead:         DefaultOverheadBytes,
+		maxBatchedTokens: DefaultMaxBatchedTokens,
+	}
+	for _, opt := range opts {
+		opt.applyPlan(&o)
+	}
+	if err := validatePlan(model, acc, o); err != nil {
+		return PlanResult{}, fmt.Errorf("plan %s on %s: %w", model.Name, acc.Name, err)
+	}
+
+	p := planner{model: model, acc: acc, o: o}
+	var tps []int
+	if o.tp > 0 {
+		tps = []int{o.tp}
+	} else {
+		for tp := 1; tp <= min(acc.MaxPerNode, o.maxTP); tp *= 2 {
+			if p.splits(tp) {
+				tps = append(tps, tp)
+			}
+		}
+		if len(tps) == 0 {
+			return PlanResult{}, fmt.Errorf("plan %s on %s: %w", model.Name, acc.Name, field.ErrorList{
+				field.Invalid(field.NewPath("maxTensorParallel"), o.maxTP,
+					fmt.Sprintf("no power of two up to it divides %s's %d attention heads", model.Name, model.AttentionHeads)),
+			}.ToAggregate())
+		}
+	}
+
+	// One node, one stage, smallest TP first.
+	var last PlanResult
+	for _, tp := range tps {
+		r := p.size(tp, 1)
+		if r.fits() {
+			return r, nil
+		}
+		last = r
+	}
+	// Pipeline stages on the largest TP: first on the same node, then one
+	// or more whole nodes per step.
+	tp := tps[len(tps)-1]
+	stagesPerNode := max(1, acc.MaxPerNode/tp)
+	for pp := 2; pp <= model.Layers; pp++ {
+		if pp > stagesPerNode && pp%stagesPerNode != 0 {
+			continue
+		}
+		if (pp+stagesPerNode-1)/stagesPerNode > o.maxNodes {
+			break
+		}
+		r := p.size(tp, pp)
+		if r.fits() {
+			return r, nil
+		}
+		last = r
+	}
+	return PlanResult{}, fmt.Errorf("plan %s on %s: %w", model.Name, acc.Name, &FitError{
+		Model: model.Name, Accelerator: acc.Name,
+		TensorParallel: last.TensorParallel, PipelineParallel: last.PipelineParallel, Nodes: last.Nodes,
+		NeedBytes: last.needBytes(), UsableBytes: last.UsableBytesPerDevice,
+	})
+}
+
+// defaultKVDType mirrors vLLM's "auto": FP16 checkpoints (and FP32 ones,
+// which vLLM serves in FP16) cache in FP16, everything else in BF16.
+func defaultKVDType(weights market.DType) market.DType {
+	if weights == market.FP16 || weights == market.FP32 {
+		return market.FP16
+	}
+	return market.BF16
+}
+
+func validatePlan(model market.Model, acc hardware.Profile, o planOptions) error {
+	var errs field.ErrorList
+	if err := model.Validate(); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("model"), model.Name, err.Error()))
+	}
+	if acc.MemoryBytes <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("accelerator", "memoryBytes"), acc.MemoryBytes,
+			fmt.Sprintf("%s has no device memory to serve from", acc.Name)))
+	}
+	if acc.MaxPerNode < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("accelerator", "maxPerNode"), acc.MaxPerNode, "must be at least 1"))
+	}
+	if o.contextLength <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("contextLength"), o.contextLength,
+			"must be positive (the model states no context length: set serve.ContextLength)"))
+	}
+	if !(o.utilization > 0 && o.utilization <= 1) {
+		errs = append(errs, field.Invalid(field.NewPath("memoryUtilization"), o.utilization, "must be in (0, 1]"))
+	}
+	switch o.kvDType {
+	case market.FP32, market.BF16, market.FP16, market.FP8:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("kvCacheDType"), o.kvDType,
+			[]market.DType{market.BF16, market.FP16, market.FP8, market.FP32}))
+	}
+	if !o.weightDType.Valid() {
+		errs = append(errs, field.NotSupported(field.NewPath("quantization"), o.weightDType,
+			[]market.DType{market.FP32, market.BF16, market.FP16, market.FP8, market.INT8, market.INT4}))
+	}
+	if o.maxTP < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("maxTensorParallel"), o.maxTP, "must be at least 1"))
+	}
+	if o.tp != 0 {
+		p := planner{model: model}
+		switch {
+		case o.tp < 1:
+			errs = append(errs, field.Invalid(field.NewPath("tensorParallel"), o.tp, "must be at least 1"))
+		case acc.MaxPerNode >= 1 && o.tp > acc.MaxPerNode:
+			errs = append(errs, field.Invalid(field.NewPath("tensorParallel"), o.tp,
+				fmt.Sprintf("%s nodes hold %d devices", acc.Name, acc.MaxPerNode)))
+		case model.AttentionHeads > 0 && model.KVHeads > 0 && !p.splits(o.tp):
+			errs = append(errs, field.Invalid(field.NewPath("tensorParallel"), o.tp, p.splitProblem(o.tp)))
+		}
+	}
+	if o.maxNodes < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("maxNodes"), o.maxNodes, "must be at least 1"))
+	}
+	if o.overhead < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("overhead"), o.overhead, "must not be negative"))
+	}
+	if o.maxBatchedTokens < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("maxBatchedTokens"), o.maxBatchedTokens, "must be at least 1"))
+	}
+	return errs.ToAggregate()
+}
+
+type planner struct {
+	model market.Model
+	acc   hardware.Profile
+	o     planOptions
+}
+
+// splits reports whether tp ranks can share the attention layers the way
+// vLLM's QKVParallelLinear requires: tp divides the attention heads, and KV
+// heads are either divided evenly or replicated evenly.
+func (p planner) splits(tp int) bool { return p.splitProblem(tp) == "" }
+
+func (p planner) splitProblem(tp int) string {
+	m := p.model
+	if m.AttentionHeads%tp != 0 {
+		return fmt.Sprintf("must divide %s's %d attention heads", m.Name, m.AttentionHeads)
+	}
+	if !m.UsesMLA() && m.KVHeads%tp != 0 && tp%m.KVHeads != 0 {
+		return fmt.Sprintf("must divide, or be a multiple of, %s's %d KV heads", m.Name, m.KVHeads)
+	}
+	return ""
+}
+
+// size lays the model out on tp × pp devices and sizes every device's
+// memory the way vLLM does (see the package documentation).
+func (p planner) size(tp, pp int) PlanResult {
+	m, o := p.model, p.o
+	stagesPerNode := max(1, p.acc.MaxPerNode/tp)
+	nodes := (pp + stagesPerNode - 1) / stagesPerNode
+	r := PlanResult{
+		Model: m.Name, Accelerator: p.acc.Name,
+		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, DevicesPerNode: tp * min(pp, stagesPerNode),
+		ContextLength: o.contextLength, MemoryUtilization: o.utilization,
+		WeightDType: o.weightDType, KVCacheDType: o.kvDType, BlockSize: KVBlockSize,
+		DeviceMemoryBytes: p.acc.MemoryBytes,
+	}
+	r.UsableBytesPerDevice = int64(math.Ceil(float64(p.acc.MemoryBytes) * o.utilization))
+	r.WeightBytesPerDevice = ceilDiv(m.WeightBytes(o.weightDType), int64(tp*pp))
+	r.ReserveBytesPerDevice = p.reserve(tp)
+	r.KVCacheBytesPerDevice = max(0, r.UsableBytesPerDevice-r.WeightBytesPerDevice-r.ReserveBytesPerDevice)
+	r.KVCacheBytes = r.KVCacheBytesPerDevice * int64(tp*pp)
+
+	r.KVBytesPerToken = m.KVBytesPerToken(o.kvDType)
+	layersPerStage := (m.Layers + pp - 1) / pp // the fullest stage bounds the pool
+	r.KVBytesPerTokenPerDevice = int64(layersPerStage) * m.KVBytesPerTokenPerLayer(o.kvDType, tp)
+	r.KVBlocks = r.KVCacheBytesPerDevice / (KVBlockSize * r.KVBytesPerTokenPerDevice)
+	r.KVTokenCapacity = r.KVBlocks * KVBlockSize
+	r.MaxConcurrentSequences = r.KVTokenCapacity / int64(o.contextLength)
+	return r
+}
+
+// reserve is the non-KV, non-weight memory of one rank: the fixed
+// overhead, the gated-MLP activation of one max_num_batched_tokens forward
+// (gate and up outputs, 16-bit, this rank's share of the FFN width) and the
+// fp32 logits of max_num_seqs sequences.
+func (p planner) reserve(tp int) int64 {
+	m := p.model
+	ffn := m.IntermediateSize
+	if m.IsMoE() {
+		ffn = max(ffn, (m.MoE.ExpertsPerToken+m.MoE.SharedExperts)*m.MoE.ExpertIntermediateSize)
+	}
+	perRank := (ffn + tp - 1) / tp
+	activation := int64(p.o.maxBatchedTokens) * 2 * int64(perRank) * activationBytes
+	logits := int64(maxSequences) * int64(m.VocabSize) * logitBytes
+	return p.o.overhead + activation + logits
+}
+
+// needBytes is the memory one device needs to start: weights, reserve and
+// the blocks of one sequence of ContextLength tokens (vLLM refuses to start
+// with less).
+func (r PlanResult) needBytes() int64 {
+	blocks := ceilDiv(int64(r.ContextLength), KVBlockSize)
+	return r.WeightBytesPerDevice + r.ReserveBytesPerDevice + blocks*KVBlockSize*r.KVBytesPerTokenPerDevice
+}
+
+func (r PlanResult) fits() bool { return r.KVTokenCapacity >= int64(r.ContextLength) }
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -1,0 +1,303 @@
+package serve_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/serve"
+)
+
+func lookup(t testing.TB, id string) market.Model {
+	t.Helper()
+	m, err := market.Lookup(id)
+	require.NoError(t, err)
+	return m
+}
+
+// expectPlan computes a plan from hardware.md §4.4, written out here
+// independently of the planner: vLLM claims ⌈utilisation × total memory⌉; weights
+// are P × bytes split over TP × PP ranks; the reserve is 1 GiB + one
+// 8192-token forward's gate/up activations (2 × FFN/TP × 2 bytes) + 256
+// rows of fp32 logits; the KV page of a layer is 2 × KV heads per rank
+// (at least 1) × head_dim × bytes, or the MLA latent (kv_lora_rank +
+// qk_rope_head_dim) × bytes on every rank; blocks = KV memory ÷ (16 ×
+// page × layers of the fullest stage).
+func expectPlan(m market.Model, acc hardware.Profile, util float64, tp, pp, nodes, perNode, ctx int, weight, kv market.DType) serve.PlanResult {
+	gib := int64(1) << 30
+	usable := int64(math.Ceil(float64(acc.MemoryBytes) * util))
+	allWeights := (m.Parameters*int64(weight.Bits()) + 7) / 8
+	weights := (allWeights + int64(tp*pp) - 1) / int64(tp*pp)
+	ffn := m.IntermediateSize
+	if m.IsMoE() {
+		ffn = max(ffn, (m.MoE.ExpertsPerToken+m.MoE.SharedExperts)*m.MoE.ExpertIntermediateSize)
+	}
+	reserve := gib + 8192*2*int64((ffn+tp-1)/tp)*2 + 256*int64(m.VocabSize)*4
+	kvBytes := int64(kv.Bits() / 8)
+	var page int64
+	if m.UsesMLA() {
+		page = int64(m.MLA.KVLoraRank+m.MLA.QKRopeHeadDim) * kvBytes
+	} else {
+		page = 2 * int64(max(1, m.KVHeads/tp)) * int64(m.HeadDim) * kvBytes
+	}
+	layers := int64((m.Layers + pp - 1) / pp)
+	kvPerDevice := usable - weights - reserve
+	blocks := kvPerDevice / (16 * page * layers)
+	var modelKV int64
+	if m.UsesMLA() {
+		modelKV = int64(m.Layers) * page
+	} else {
+		modelKV = int64(m.Layers) * 2 * int64(m.KVHeads*m.HeadDim) * kvBytes
+	}
+	return serve.PlanResult{
+		Model: m.Name, Accelerator: acc.Name,
+		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, DevicesPerNode: perNode,
+		ContextLength: ctx, MemoryUtilization: util, WeightDType: weight, KVCacheDType: kv, BlockSize: 16,
+		DeviceMemoryBytes: acc.MemoryBytes, UsableBytesPerDevice: usable,
+		WeightBytesPerDevice: weights, ReserveBytesPerDevice: reserve,
+		KVCacheBytesPerDevice: kvPerDevice, KVCacheBytes: kvPerDevice * int64(tp*pp),
+		KVBytesPerToken: modelKV, KVBytesPerTokenPerDevice: page * layers,
+		KVBlocks: blocks, KVTokenCapacity: blocks * 16, MaxConcurrentSequences: blocks * 16 / int64(ctx),
+	}
+}
+
+func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
+	llama8 := lookup(t, "meta-llama/Llama-3.1-8B-Instruct")
+	llama70 := lookup(t, "meta-llama/Llama-3.1-70B-Instruct")
+	qwen7 := lookup(t, "Qwen/Qwen2.5-7B-Instruct")
+	dsv3 := lookup(t, "deepseek-ai/DeepSeek-V3")
+	for _, tc := range []struct {
+		model              market.Model
+		acc                hardware.Profile
+		opts               []serve.PlanOption
+		tp, pp, nodes, per int
+		ctx                int
+		weight, kv         market.DType
+		util               float64
+	}{
+		// Llama-3.1-8B, full 131072-token context (16 GiB of KV per sequence).
+		{llama8, hardware.H100, nil, 1, 1, 1, 1, 131072, market.BF16, market.BF16, 0.9},
+		{llama8, hardware.A100_40G, nil, 1, 1, 1, 1, 131072, market.BF16, market.BF16, 0.9},
+		{llama8, hardware.L4, nil, 2, 1, 1, 2, 131072, market.BF16, market.BF16, 0.9}, // 5.1 GiB left at TP=1
+		{llama8, hardware.H200, nil, 1, 1, 1, 1, 131072, market.BF16, market.BF16, 0.9},
+		{llama8, hardware.L4, []serve.PlanOption{serve.ContextLength(8192)}, 1, 1, 1, 1, 8192, market.BF16, market.BF16, 0.9},
+		// Llama-3.1-70B: 131.4 GiB of bf16 weights.
+		{llama70, hardware.H100, nil, 4, 1, 1, 4, 131072, market.BF16, market.BF16, 0.9},
+		{llama70, hardware.H100, []serve.PlanOption{serve.ContextLength(8192)}, 2, 1, 1, 2, 8192, market.BF16, market.BF16, 0.9},
+		{llama70, hardware.A100_40G, nil, 8, 1, 1, 8, 131072, market.BF16, market.BF16, 0.9},
+		{llama70, hardware.L4, nil, 8, 2, 2, 8, 131072, market.BF16, market.BF16, 0.9}, // multi-node
+		{llama70, hardware.H200, nil, 2, 1, 1, 2, 131072, market.BF16, market.BF16, 0.9},
+		{llama70, hardware.H100, []serve.PlanOption{serve.Quantization(market.FP8), serve.KVCacheDType(market.FP8)}, 2, 1, 1, 2, 131072, market.FP8, market.FP8, 0.9},
+		{llama70, hardware.A100_40G, []serve.PlanOption{serve.Quantization(market.INT4), serve.ContextLength(8192)}, 2, 1, 1, 2, 8192, market.INT4, market.BF16, 0.9},
+		// Qwen2.5-7B-Instruct: 32768-token context, 28 heads (TP ∈ {1, 2, 4}).
+		{qwen7, hardware.H100, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
+		{qwen7, hardware.A100_40G, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
+		{qwen7, hardware.L4, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
+		{qwen7, hardware.H200, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
+		{qwen7, hardware.L4, []serve.PlanOption{serve.TensorParallel(4)}, 4, 1, 1, 4, 32768, market.BF16, market.BF16, 0.9},
+		{qwen7, hardware.L4, []serve.PlanOption{serve.MemoryUtilization(0.5), serve.ContextLength(4096)}, 2, 1, 1, 2, 4096, market.BF16, market.BF16, 0.5},
+		// Qwen2.5-7B on 4 GB devices: TP=4 is the most its heads allow, so
+		// pipeline stages are added on the same node (2 per node of 8).
+		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.2), serve.ContextLength(1024)}, 4, 2, 1, 8, 1024, market.BF16, market.BF16, 0.2},
+		// DeepSeek-V3: 625 GiB of FP8 weights, MLA latent on every rank.
+		{dsv3, hardware.H100, nil, 8, 2, 2, 8, 163840, market.FP8, market.BF16, 0.9},
+		{dsv3, hardware.A100_40G, nil, 8, 3, 3, 8, 163840, market.FP8, market.BF16, 0.9},
+		{dsv3, hardware.L4, nil, 8, 5, 5, 8, 163840, market.FP8, market.BF16, 0.9},
+		{dsv3, hardware.H200, nil, 8, 1, 1, 8, 163840, market.FP8, market.BF16, 0.9},
+		{dsv3, hardware.H200, []serve.PlanOption{serve.KVCacheDType(market.FP8)}, 8, 1, 1, 8, 163840, market.FP8, market.FP8, 0.9},
+	} {
+		name := tc.model.Name + "/" + tc.acc.Name
+		util := tc.util
+		got, err := serve.Plan(tc.model, tc.acc, tc.opts...)
+		require.NoError(t, err, name)
+		assert.Equal(t, expectPlan(tc.model, tc.acc, util, tc.tp, tc.pp, tc.nodes, tc.per, tc.ctx, tc.weight, tc.kv), got, name)
+		assert.Equal(t, tc.tp*tc.pp, got.Devices(), name)
+		assert.GreaterOrEqual(t, got.KVTokenCapacity, int64(tc.ctx), name)
+	}
+}
+
+// A few plans checked against numbers worked by hand.
+func TestPlanHandChecked(t *testing.T) {
+	// Llama-3.1-8B on H100: ⌈0.9 × 80 GiB⌉ = 77,309,411,328 B usable;
+	// 8,030,261,248 × 2 = 16,060,522,496 B weights; reserve 1,073,741,824 +
+	// 8192·2·14336·2 + 256·128256·4 = 1,674,838,016 B; 59,574,050,816 B of KV
+	// at 128 KiB a token = 28,407 blocks = 454,512 tokens = 3 × 131072.
+	p, err := serve.Plan(lookup(t, "meta-llama/Llama-3.1-8B-Instruct"), hardware.H100)
+	require.NoError(t, err)
+	assert.Equal(t, int64(77_309_411_328), p.UsableBytesPerDevice)
+	assert.Equal(t, int64(16_060_522_496), p.WeightBytesPerDevice)
+	assert.Equal(t, int64(1_674_838_016), p.ReserveBytesPerDevice)
+	assert.Equal(t, int64(59_574_050_816), p.KVCacheBytesPerDevice)
+	assert.Equal(t, int64(131072), p.KVBytesPerToken)
+	assert.Equal(t, int64(28_407), p.KVBlocks)
+	assert.Equal(t, int64(454_512), p.KVTokenCapacity)
+	assert.Equal(t, int64(3), p.MaxConcurrentSequences)
+
+	// DeepSeek-V3 on 8 × H200: 671,026,404,352 B of FP8 over 8 ranks =
+	// 83,878,300,544 B each; the 576-wide latent is not split, so every rank
+	// caches 576 × 2 × 61 = 70,272 B a token: 45,446 blocks.
+	p, err = serve.Plan(lookup(t, "deepseek-ai/DeepSeek-V3"), hardware.H200)
+	require.NoError(t, err)
+	assert.Equal(t, int64(83_878_300_544), p.WeightBytesPerDevice)
+	assert.Equal(t, int64(70_272), p.KVBytesPerTokenPerDevice)
+	assert.Equal(t, p.KVBytesPerToken, p.KVBytesPerTokenPerDevice, "MLA KV does not shrink with TP")
+	assert.Equal(t, int64(45_446), p.KVBlocks)
+	assert.Equal(t, int64(4), p.MaxConcurrentSequences)
+
+	// Llama-3.1-70B on L4 needs two nodes of 8: 40 layers per stage,
+	// 1 KV head per rank (8 heads over 8 ranks): 20,480 B a token.
+	p, err = serve.Plan(lookup(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4)
+	require.NoError(t, err)
+	assert.Equal(t, 2, p.Nodes)
+	assert.Equal(t, 8, p.DevicesPerNode)
+	assert.Equal(t, int64(8_819_213_312), p.WeightBytesPerDevice)
+	assert.Equal(t, int64(20_480), p.KVBytesPerTokenPerDevice)
+	assert.Equal(t, int64(39_828), p.KVBlocks)
+}
+
+func TestPlanReplicatesKVHeadsBeyondTheirCount(t *testing.T) {
+	glm := lookup(t, "THUDM/glm-4-9b-chat") // 2 KV heads
+	for tp, perLayer := range map[int]int64{1: 2 * 2 * 128 * 2, 2: 2 * 1 * 128 * 2, 4: 2 * 1 * 128 * 2, 8: 2 * 1 * 128 * 2} {
+		p, err := serve.Plan(glm, hardware.H100, serve.TensorParallel(tp), serve.ContextLength(8192))
+		require.NoError(t, err)
+		assert.Equal(t, perLayer*40, p.KVBytesPerTokenPerDevice, "TP=%d", tp)
+	}
+}
+
+func TestPlanForcedTensorParallelMustDivideHeads(t *testing.T) {
+	qwen7 := lookup(t, "Qwen/Qwen2.5-7B-Instruct")
+	_, err := serve.Plan(qwen7, hardware.H100, serve.TensorParallel(8))
+	require.EqualError(t, err, "plan Qwen2.5-7B-Instruct on H100-SXM-80GB: tensorParallel: Invalid value: 8: "+
+		"must divide Qwen2.5-7B-Instruct's 28 attention heads")
+
+	_, err = serve.Plan(qwen7, hardware.H100, serve.TensorParallel(16))
+	require.EqualError(t, err, "plan Qwen2.5-7B-Instruct on H100-SXM-80GB: tensorParallel: Invalid value: 16: "+
+		"H100-SXM-80GB nodes hold 8 devices")
+
+	odd := qwen7
+	odd.Name, odd.AttentionHeads, odd.KVHeads = "odd", 24, 6 // 4 divides 24 but neither divides 6 nor is a multiple of it
+	_, err = serve.Plan(odd, hardware.H100, serve.TensorParallel(4))
+	require.EqualError(t, err, "plan odd on H100-SXM-80GB: tensorParallel: Invalid value: 4: "+
+		"must divide, or be a multiple of, odd's 6 KV heads")
+
+	_, err = serve.Plan(odd, hardware.H100, serve.TensorParallel(5))
+	require.EqualError(t, err, "plan odd on H100-SXM-80GB: tensorParallel: Invalid value: 5: must divide odd's 24 attention heads")
+	p, err := serve.Plan(odd, hardware.H100, serve.MaxTensorParallel(1), serve.TensorParallel(3), serve.ContextLength(1024))
+	require.NoError(t, err, "a forced TP need not be a power of two; it overrides MaxTensorParallel")
+	assert.Equal(t, 3, p.TensorParallel)
+
+	oddHeads := qwen7
+	oddHeads.Name, oddHeads.AttentionHeads, oddHeads.KVHeads = "odd-heads", 7, 7
+	_, err = serve.Plan(oddHeads, hardware.H100, serve.Quantization(market.INT4), serve.ContextLength(1024))
+	require.NoError(t, err, "TP=1 divides anything")
+}
+
+func TestPlanCannotFit(t *testing.T) {
+	need := func(p serve.PlanResult) int64 {
+		blocks := (int64(p.ContextLength) + 15) / 16
+		return p.WeightBytesPerDevice + p.ReserveBytesPerDevice + blocks*16*p.KVBytesPerTokenPerDevice
+	}
+
+	// Llama-3.1-70B on a single L4.
+	llama70 := lookup(t, "meta-llama/Llama-3.1-70B-Instruct")
+	single := hardware.L4.WithMaxPerNode(1)
+	_, err := serve.Plan(llama70, single, serve.MaxNodes(1), serve.ContextLength(8192))
+	want := expectPlan(llama70, single, 0.9, 1, 1, 1, 1, 8192, market.BF16, market.BF16)
+	require.EqualError(t, err, "plan Llama-3.1-70B-Instruct on L4: needs 135.9 GiB per device at TP=1 "+
+		"but L4 has 21.6 GiB usable: short by 114.3 GiB")
+	var fit *serve.FitError
+	require.ErrorAs(t, err, &fit)
+	assert.ErrorIs(t, err, serve.ErrDoesNotFit)
+	assert.Equal(t, serve.FitError{
+		Model: "Llama-3.1-70B-Instruct", Accelerator: "L4", TensorParallel: 1, PipelineParallel: 1, Nodes: 1,
+		NeedBytes: need(want), UsableBytes: want.UsableBytesPerDevice,
+	}, *fit)
+	assert.Equal(t, need(want)-want.UsableBytesPerDevice, fit.ShortBytes())
+
+	// DeepSeek-V3 upcast to BF16 (1.25 TiB) on at most two nodes of L4s.
+	dsv3 := lookup(t, "deepseek-ai/DeepSeek-V3")
+	_, err = serve.Plan(dsv3, hardware.L4, serve.Quantization(market.BF16), serve.MaxNodes(2))
+	want = expectPlan(dsv3, hardware.L4, 0.9, 8, 2, 2, 8, 163840, market.BF16, market.BF16)
+	require.ErrorAs(t, err, &fit)
+	assert.Equal(t, 8, fit.TensorParallel)
+	assert.Equal(t, 2, fit.PipelineParallel)
+	assert.Equal(t, 2, fit.Nodes)
+	assert.Equal(t, need(want), fit.NeedBytes)
+	assert.EqualError(t, err, "plan DeepSeek-V3 on L4: needs 84.8 GiB per device at TP=8, PP=2 (2 nodes) "+
+		"but L4 has 21.6 GiB usable: short by 63.2 GiB")
+
+	// The context alone can be too long: Llama-3.1-8B on one L4 with a
+	// million-token context and no room to grow.
+	_, err = serve.Plan(lookup(t, "meta-llama/Llama-3.1-8B"), single, serve.MaxNodes(1), serve.ContextLength(1<<20))
+	require.ErrorIs(t, err, serve.ErrDoesNotFit)
+	assert.Contains(t, err.Error(), "needs 144.5 GiB per device at TP=1 but L4 has 21.6 GiB usable")
+}
+
+func TestPlanRejectsBadInput(t *testing.T) {
+	qwen7 := lookup(t, "Qwen/Qwen2.5-7B-Instruct")
+	_, err := serve.Plan(qwen7, hardware.H100,
+		serve.ContextLength(-1), serve.MemoryUtilization(1.5), serve.KVCacheDType(market.INT4),
+		serve.Quantization("fp6"), serve.MaxTensorParallel(0), serve.TensorParallel(-2), serve.MaxNodes(0),
+		serve.Overhead(-1), serve.MaxBatchedTokens(0))
+	require.Error(t, err)
+	for _, want := range []string{
+		"plan Qwen2.5-7B-Instruct on H100-SXM-80GB: [",
+		"contextLength: Invalid value: -1: must be positive",
+		"memoryUtilization: Invalid value: 1.5: must be in (0, 1]",
+		`kvCacheDType: Unsupported value: "int4"`,
+		`quantization: Unsupported value: "fp6"`,
+		"maxTensorParallel: Invalid value: 0: must be at least 1",
+		"tensorParallel: Invalid value: -2: must be at least 1",
+		"maxNodes: Invalid value: 0: must be at least 1",
+		"overhead: Invalid value: -1: must not be negative",
+		"maxBatchedTokens: Invalid value: 0: must be at least 1",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	_, err = serve.Plan(market.Model{Name: "empty"}, hardware.CPU)
+	require.Error(t, err)
+	for _, want := range []string{
+		`model: Invalid value: "empty": [num_hidden_layers: Invalid value: 0: must be positive`,
+		"accelerator.memoryBytes: Invalid value: 0: cpu-amd64 has no device memory to serve from",
+		"accelerator.maxPerNode: Invalid value: 0: must be at least 1",
+		"contextLength: Invalid value: 0: must be positive (the model states no context length: set serve.ContextLength)",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	_, err = serve.Plan(qwen7, hardware.H100, serve.MemoryUtilization(math.NaN()))
+	require.ErrorContains(t, err, "memoryUtilization: Invalid value: NaN: must be in (0, 1]")
+
+	noPowerOfTwo := qwen7
+	noPowerOfTwo.Name, noPowerOfTwo.AttentionHeads, noPowerOfTwo.KVHeads = "three-heads", 3, 3
+	_, err = serve.Plan(noPowerOfTwo, hardware.H100, serve.MaxTensorParallel(1))
+	require.NoError(t, err, "TP=1 always splits")
+}
+
+func TestPlanDefaultsFollowTheModel(t *testing.T) {
+	fp16 := lookup(t, "Qwen/Qwen2.5-7B-Instruct")
+	fp16.DType = market.FP16
+	p, err := serve.Plan(fp16, hardware.H100)
+	require.NoError(t, err)
+	assert.Equal(t, market.FP16, p.KVCacheDType, "vLLM's auto KV dtype is the model's 16-bit format")
+	fp16.DType = market.FP32
+	p, err = serve.Plan(fp16, hardware.H100)
+	require.NoError(t, err)
+	assert.Equal(t, market.FP16, p.KVCacheDType)
+	assert.Equal(t, market.FP32, p.WeightDType)
+
+	p, err = serve.Plan(lookup(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.Overhead(0), serve.MaxBatchedTokens(1))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1*2*18944*2+256*152064*4), p.ReserveBytesPerDevice)
+}
+
+func TestPlanErrorsAreDistinct(t *testing.T) {
+	_, err := serve.Plan(lookup(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.TensorParallel(8))
+	assert.False(t, errors.Is(err, serve.ErrDoesNotFit), "a bad option is not a capacity problem")
+}
