@@ -389,6 +389,9 @@ func (l *layout) collectCRDs(ctx context.Context) error {
 	if err := l.generateVolcanoCRDs(ctx, filepath.Join(tmp, volcanoCRDDir)); err != nil {
 		return fmt.Errorf("collect crds: %w", err)
 	}
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp made it private
+		return fmt.Errorf("collect crds: %w", err)
+	}
 	if err := os.Rename(tmp, l.artifacts.crds); err != nil {
 		return fmt.Errorf("collect crds: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,7 +144,11 @@ func start(ctx context.Context) (_ *Env, err error) {
 	if e.dynamic, err = dynamic.NewForConfig(e.Config); err != nil {
 		return nil, fmt.Errorf("create dynamic client: %w", err)
 	}
-	installer, err := client.New(e.Config, client.Options{Scheme: scheme})
+	// A logger of its own keeps controller-runtime from complaining, with a
+	// stack trace, that no global logger was set.
+	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, "testenv:", prefix, args) }, funcr.Options{})
+	options := client.Options{Scheme: scheme, Log: logger}
+	installer, err := client.New(e.Config, options)
 	if err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
@@ -151,7 +156,7 @@ func start(ctx context.Context) (_ *Env, err error) {
 		return nil, e.apiServer.failure(fmt.Errorf("install crds: %w", err))
 	}
 	// Created after the CRDs so that its REST mapper starts out knowing them.
-	if e.Client, err = client.NewWithWatch(e.Config, client.Options{Scheme: scheme}); err != nil {
+	if e.Client, err = client.NewWithWatch(e.Config, options); err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
 	return e, nil

@@ -186,7 +186,7 @@ func TestApplyStrict(t *testing.T) {
 	}}
 	err := env.ApplyStrict(t.Context(), unknown, "cube-test")
 	require.Error(t, err)
-	assert.ErrorContains(t, err, `unknown field "dat"`)
+	assert.ErrorContains(t, err, ".dat: field not declared in schema")
 }
 
 func TestInstalledKindsAreServed(t *testing.T) {
