@@ -276,11 +276,34 @@ type run struct {
 	used          int
 }
 
+// better prefers more demands placed, then more device-work placed (so a
+// big job is not dropped for a small one), then fewer devices used.
 func (r run) better(than run) bool {
 	if r.placed != than.placed {
 		return r.placed > than.placed
 	}
+	if w, tw := r.work(), than.work(); w != tw {
+		return w > tw
+	}
 	return r.used < than.used
+}
+
+// work is the device share of the placed demands, in ComputeUnits-sized
+// shares of memory or compute, whichever is larger.
+func (r run) work() int64 {
+	var total int64
+	for i, a := range r.assignments {
+		if a == nil {
+			continue
+		}
+		nd := r.needs[i]
+		share := int64(nd.comp)
+		if nd.devMemory > 0 {
+			share = max(share, nd.mem*ComputeUnits/nd.devMemory)
+		}
+		total += share * int64(nd.n)
+	}
+	return total
 }
 
 // pack places needs in order with policy.

@@ -3,6 +3,7 @@ package vgpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/cubestudio/cube/hardware"
 )
@@ -16,6 +17,9 @@ type TraceMix struct {
 	Notebooks float64
 	// Training: whole devices, 1, 2 or 4 on one node.
 	Training float64
+	// MIG: one instance of a random profile of the card (cards without MIG
+	// get a notebook instead).
+	MIG float64
 }
 
 // DefaultTraceMix is the benchmark's mix: mostly inference and notebooks,
@@ -52,7 +56,7 @@ func SyntheticTrace(seed uint64, n int, mix TraceMix, profiles []hardware.Profil
 		return len(ws) - 1
 	}
 	between := func(lo, hi int) int { return lo + rng.IntN(hi-lo+1) }
-	kinds := []float64{mix.Inference, mix.Notebooks, mix.Training}
+	kinds := []float64{mix.Inference, mix.Notebooks, mix.Training, mix.MIG}
 	out := make([]Demand, n)
 	for i := range out {
 		p := profiles[pick(weights)]
@@ -63,16 +67,29 @@ func SyntheticTrace(seed uint64, n int, mix TraceMix, profiles []hardware.Profil
 		case 1:
 			out[i] = Demand{Name: fmt.Sprintf("notebook-%04d", i),
 				Spec: Slice(p).Memory(fmt.Sprintf("%dGi", between(4, 10))).Cores(between(5, 20))}
-		default:
+		case 2:
 			gpus := []int{1, 1, 1, 2, 2, 4}[rng.IntN(6)]
 			out[i] = Demand{Name: fmt.Sprintf("train-%04d", i), Spec: Whole(p, gpus)}
+		default:
+			var names []string
+			for _, m := range p.MIG {
+				if m.ComputeSlices < hardware.MIGComputeSlices && !strings.Contains(m.Name, "+") {
+					names = append(names, m.Name)
+				}
+			}
+			if len(names) == 0 {
+				out[i] = Demand{Name: fmt.Sprintf("notebook-%04d", i),
+					Spec: Slice(p).Memory(fmt.Sprintf("%dGi", between(4, 10))).Cores(between(5, 20))}
+				continue
+			}
+			out[i] = Demand{Name: fmt.Sprintf("mig-%04d", i), Spec: MIG(p, names[rng.IntN(len(names))])}
 		}
 	}
 	return out
 }
 
-// SyntheticInventory is nodes of eight devices: perNode8 nodes of each
-// profile, named <profile>-<n>.
+// SyntheticInventory is nodes[profile name] full nodes (MaxPerNode devices,
+// 8 when unset) of each profile, named <profile>-<n>.
 func SyntheticInventory(nodes map[string]int, profiles ...hardware.Profile) hardware.Inventory {
 	var inv hardware.Inventory
 	for _, p := range profiles {
