@@ -46,9 +46,15 @@ type fakeRequest struct {
 
 func newFakeOpenAI(t *testing.T, key string, models ...string) *fakeOpenAI {
 	t.Helper()
+	f := startFakeOpenAI(key, models...)
+	t.Cleanup(f.Close)
+	return f
+}
+
+// startFakeOpenAI starts the fake for examples, which close it themselves.
+func startFakeOpenAI(key string, models ...string) *fakeOpenAI {
 	f := &fakeOpenAI{key: key, models: models}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.Close)
 	return f
 }
 

@@ -1,0 +1,98 @@
+package serve_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cubestudio/cube/serve"
+)
+
+// The examples talk to an httptest server that speaks the OpenAI API the
+// way vLLM does (see fakeOpenAI in client_test.go); in a cluster the
+// endpoint is the engine's Service, such as http://qwen-chat.team-a:8000.
+
+func ExampleNewClient() {
+	srv := startFakeOpenAI("sk-team-a", "qwen-chat")
+	defer srv.Close()
+	os.Setenv("QWEN_CHAT_API_KEY", "sk-team-a")
+	defer os.Unsetenv("QWEN_CHAT_API_KEY")
+
+	c, err := serve.NewClient(srv.URL, serve.ServedModel("qwen-chat"), serve.APIKeyFromEnv("QWEN_CHAT_API_KEY"))
+	if err != nil {
+		panic(err)
+	}
+	resp, err := c.Chat(context.Background(), serve.SystemMessage("Answer in one line."), serve.UserMessage("ping"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.Choices[0].Message.Content)
+
+	_, err = serve.NewClient("qwen-chat:8000")
+	fmt.Println(err)
+	// Output:
+	// You said: ping
+	// new openai client: endpoint: Invalid value: "qwen-chat:8000": must be an http or https URL
+}
+
+func ExampleClient_ChatStream() {
+	srv := startFakeOpenAI("", "qwen-chat")
+	defer srv.Close()
+	// No ServedModel: the client asks /v1/models and takes the only model.
+	c, err := serve.NewClient(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	stream, err := c.ChatStream(context.Background(), serve.UserMessage("hello"))
+	if err != nil {
+		panic(err)
+	}
+	defer stream.Close()
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) { // the server sent data: [DONE]
+			break
+		}
+		if err != nil {
+			panic(err)
+		}
+		fmt.Print(chunk.Choices[0].Delta.Content)
+	}
+	fmt.Println()
+	fmt.Println(c.Model())
+	// Output:
+	// Hello there
+	// qwen-chat
+}
+
+func ExampleClient_Complete() {
+	srv := startFakeOpenAI("", "qwen-base")
+	defer srv.Close()
+	c, err := serve.NewClient(srv.URL, serve.ServedModel("qwen-base"))
+	if err != nil {
+		panic(err)
+	}
+	resp, err := c.Complete(context.Background(), "hello")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.Choices[0].Text)
+	// Output: hello world
+}
+
+func ExampleClient_Embed() {
+	srv := startFakeOpenAI("", "bge-m3")
+	defer srv.Close()
+	c, err := serve.NewClient(srv.URL+"/v1", serve.ServedModel("bge-m3"))
+	if err != nil {
+		panic(err)
+	}
+	vectors, err := c.Embed(context.Background(), "a", "bbb")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(vectors)
+	// Output: [[1 0] [3 1]]
+}

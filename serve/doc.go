@@ -1,0 +1,66 @@
+// Package serve runs models behind an OpenAI-compatible API on Kubernetes,
+// sizes them for the accelerators they run on, and talks to them.
+//
+// # Engines and objects
+//
+// A Service is one served model. Its constructor picks the engine: VLLM,
+// SGLang, TGI, Ollama, MindIE (Ascend NPUs) or Triton. Objects renders a
+// Deployment (a LeaderWorkerSet when one replica spans several nodes), the
+// Service in front of it, a PodDisruptionBudget for more than one replica,
+// a HorizontalPodAutoscaler when it autoscales and a ConfigMap when the
+// engine reads a config file. Pod settings and hardware come from the
+// shared pod builder, so the same service renders for NVIDIA or Ascend by
+// swapping the hardware profile:
+//
+//	svc := serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").On(hardware.L4).Auto()
+//	objs, err := svc.Objects()
+//
+// # Planner
+//
+// Plan chooses the layout Auto renders and says what each device's memory
+// holds. It follows how vLLM sizes its KV cache (hardware.md §4.4):
+//
+//   - vLLM claims gpu_memory_utilization (default 0.9) of each device's
+//     TOTAL memory, ⌈0.9 × memory⌉, not of the free memory.
+//   - Weights take parameters × bytes per parameter (bf16 2, fp8 and int8 1,
+//     int4 0.5; group-quantization scales not counted), split evenly over
+//     TP × PP ranks.
+//   - A reserve is held back for what vLLM's profiling run measures: a fixed
+//     overhead (1 GiB for the CUDA or CANN context, NCCL/HCCL buffers and
+//     CUDA graphs; change it with Overhead), the gate and up activations of
+//     one forward pass of max_num_batched_tokens tokens (8192 × 2 × FFN
+//     width ÷ TP × 2 bytes; the FFN width of an MoE layer is the larger of
+//     the dense width and (top-k + shared experts) × expert width), and the
+//     fp32 logits of max_num_seqs = 256 sequences (256 × vocabulary × 4
+//     bytes). This is an estimate: vLLM measures the real peak at start-up.
+//   - The rest is KV cache. One layer's page for one token is 2 × KV heads
+//     per rank × head_dim × bytes, with KV heads split over TP ranks and
+//     replicated (one per rank) when TP exceeds them; for DeepSeek's MLA it
+//     is (kv_lora_rank + qk_rope_head_dim) × bytes on every rank, since the
+//     latent is shared by all heads and not split. A rank holds the layers
+//     of its pipeline stage (the fullest stage counts).
+//   - Blocks = KV memory ÷ (16 tokens × page × layers), rounded down;
+//     token capacity = blocks × 16; concurrent sequences = capacity ÷
+//     context length, rounded down.
+//   - A layout fits when one sequence of the context length fits, the
+//     condition under which vLLM starts.
+//
+// Plan tries tensor-parallel sizes 1, 2, 4 … up to the node's devices that
+// divide the attention heads (and divide, or are a multiple of, the KV
+// heads), smallest first, then adds pipeline stages on the largest of them:
+// on the same node while it has devices left, then across nodes. The
+// returned PlanResult carries TensorParallel, PipelineParallel, Nodes and
+// DevicesPerNode for the builders and every memory figure for people
+// (String prints them). When nothing fits, a *FitError says by how much.
+//
+// # Client
+//
+// NewClient returns a Client for any OpenAI-compatible server (vLLM,
+// SGLang, Ollama's /v1, TGI, MindIE). It embeds the go-openai client and
+// adds Chat, ChatStream, Complete and Embed, which fill in the served model
+// name:
+//
+//	c, err := serve.NewClient("http://qwen-chat.team-a:8000",
+//		serve.ServedModel("qwen-chat"), serve.APIKeyFromEnv("QWEN_API_KEY"))
+//	resp, err := c.Chat(ctx, serve.UserMessage("Hello"))
+package serve

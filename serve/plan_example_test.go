@@ -1,0 +1,67 @@
+package serve_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/serve"
+)
+
+func ExamplePlan() {
+	model, err := market.Lookup("Qwen/Qwen2.5-7B-Instruct")
+	if err != nil {
+		panic(err)
+	}
+	plan, err := serve.Plan(model, hardware.L4, serve.ContextLength(8192))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan)
+	// Output:
+	// Qwen2.5-7B-Instruct on L4: TP=1 × PP=1, 1 node × 1 device
+	//   per device: 21.6 GiB usable (0.9 of 24.0 GiB) = 14.2 GiB weights (bf16) + 1.7 GiB reserve + 5.7 GiB KV cache (bf16)
+	//   KV cache: 56 KiB a token per device (model: 56 KiB a token), 6660 blocks of 16 = 106560 tokens
+	//   at 8192 tokens a sequence: 13 sequences at once
+}
+
+// A model larger than one node gets pipeline stages across nodes; the
+// serve builders turn Nodes > 1 into a LeaderWorkerSet.
+func ExamplePlan_multiNode() {
+	model, err := market.Lookup("deepseek-ai/DeepSeek-R1")
+	if err != nil {
+		panic(err)
+	}
+	plan, err := serve.Plan(model, hardware.H100, serve.ContextLength(32768), serve.KVCacheDType(market.FP8))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.TensorParallel, plan.PipelineParallel, plan.Nodes, plan.DevicesPerNode)
+	fmt.Println(plan)
+	// Output:
+	// 8 2 2 8
+	// DeepSeek-R1 on H100-SXM-80GB: TP=8 × PP=2, 2 nodes × 8 devices
+	//   per device: 72.0 GiB usable (0.9 of 80.0 GiB) = 39.1 GiB weights (fp8) + 1.2 GiB reserve + 31.7 GiB KV cache (fp8)
+	//   KV cache: 17.4 KiB a token per device (model: 34.3 KiB a token), 119317 blocks of 16 = 1909072 tokens
+	//   at 32768 tokens a sequence: 58 sequences at once
+}
+
+func ExamplePlan_doesNotFit() {
+	model, err := market.Lookup("meta-llama/Llama-3.1-70B-Instruct")
+	if err != nil {
+		panic(err)
+	}
+	_, err = serve.Plan(model, hardware.L4, serve.MaxNodes(1)) // full 131072-token context
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, serve.ErrDoesNotFit))
+
+	var fit *serve.FitError
+	if errors.As(err, &fit) {
+		fmt.Printf("short by %d bytes per device\n", fit.ShortBytes())
+	}
+	// Output:
+	// plan Llama-3.1-70B-Instruct on L4: needs 22.7 GiB per device at TP=8 but L4 has 21.6 GiB usable: short by 1.1 GiB
+	// true
+	// short by 1136828825 bytes per device
+}
