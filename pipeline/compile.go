@@ -1,0 +1,556 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/pod"
+)
+
+// Names and paths the compiled Workflow uses.
+const (
+	// EnvOutputs names the directory a step writes its outputs to, one file
+	// per output.
+	EnvOutputs = "CUBE_OUTPUTS"
+	// EnvWorkspace names the shared workspace directory.
+	EnvWorkspace = "CUBE_WORKSPACE"
+
+	// OutputsPath is where container steps write outputs in Argo (an emptyDir).
+	OutputsPath = "/tmp/cube/outputs"
+	// DefaultWorkspacePath is where the workspace is mounted in Argo.
+	DefaultWorkspacePath = "/workspace"
+
+	outputsVolume   = "cube-outputs"
+	workspaceVolume = "workspace"
+	fanOutSuffix    = "-fanout"
+	mainContainer   = "main"
+	workflowVersion = "argoproj.io/v1alpha1"
+)
+
+// Build compiles the pipeline to a fresh Argo Workflow, or returns every
+// problem found.
+func (p *Pipeline) Build() (*wfv1.Workflow, error) {
+	wf, _, err := p.compile()
+	return wf, err
+}
+
+// Objects compiles the pipeline: the objects workload steps create around
+// their jobs (ConfigMaps, Services…), relabelled into this release, and the
+// Workflow. It makes Pipeline a cube.Workload.
+func (p *Pipeline) Objects() ([]client.Object, error) {
+	wf, aux, err := p.compile()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, 0, len(aux)+1)
+	for _, u := range aux {
+		out = append(out, u)
+	}
+	return append(out, wf), nil
+}
+
+// compileSpec analyses the pipeline and compiles its Workflow spec.
+func (p *Pipeline) compileSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured, field.ErrorList) {
+	g, errs := p.analyze()
+	spec, aux, cerrs := g.workflowSpec()
+	return spec, aux, append(errs, cerrs...)
+}
+
+func (p *Pipeline) compile() (*wfv1.Workflow, []*unstructured.Unstructured, error) {
+	spec, aux, errs := p.compileSpec()
+	if len(errs) > 0 {
+		return nil, nil, errs.ToAggregate()
+	}
+	return &wfv1.Workflow{
+		TypeMeta:   metav1.TypeMeta{APIVersion: workflowVersion, Kind: "Workflow"},
+		ObjectMeta: p.ObjectMeta(p.Name()),
+		Spec:       spec,
+	}, aux, nil
+}
+
+func (g *graph) workspacePath() string {
+	if g.p.workspace != nil && g.p.workspace.MountPath != "" {
+		return g.p.workspace.MountPath
+	}
+	return DefaultWorkspacePath
+}
+
+// workflowSpec compiles the spec shared by Workflow and CronWorkflow.
+func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured, field.ErrorList) {
+	p := g.p
+	var errs field.ErrorList
+	spec := wfv1.WorkflowSpec{
+		Entrypoint:         p.Name(),
+		ServiceAccountName: p.serviceAccount,
+		PodMetadata:        &wfv1.Metadata{Labels: p.PodLabels(nil)},
+	}
+	for _, pr := range p.params {
+		spec.Arguments.Parameters = append(spec.Arguments.Parameters, wfv1.Parameter{Name: pr.name, Value: wfv1.AnyStringPtr(pr.value)})
+	}
+	if p.parallelismSet {
+		n := int64(p.parallelism)
+		spec.Parallelism = &n
+	}
+	if t := p.ttl; t.completion != nil || t.success != nil || t.failure != nil {
+		spec.TTLStrategy = &wfv1.TTLStrategy{
+			SecondsAfterCompletion: seconds32(t.completion),
+			SecondsAfterSuccess:    seconds32(t.success),
+			SecondsAfterFailure:    seconds32(t.failure),
+		}
+	}
+	if p.podGC != "" {
+		switch p.podGC {
+		case PodGCOnPodCompletion, PodGCOnPodSuccess, PodGCOnWorkflowCompletion, PodGCOnWorkflowSuccess:
+			spec.PodGC = &wfv1.PodGC{Strategy: p.podGC}
+		default:
+			errs = append(errs, field.NotSupported(field.NewPath("podGC"), p.podGC,
+				[]PodGCStrategy{PodGCOnPodCompletion, PodGCOnPodSuccess, PodGCOnWorkflowCompletion, PodGCOnWorkflowSuccess}))
+		}
+	}
+	if w := p.workspace; w != nil {
+		pvc, werrs := workspaceClaim(*w)
+		errs = append(errs, werrs...)
+		spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{pvc}
+	}
+
+	c := &compiler{g: g, names: map[string]string{p.Name(): "the DAG template"}}
+	dag := wfv1.Template{Name: p.Name(), DAG: &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(g.nodes))}}
+	spec.Templates = make([]wfv1.Template, 1, len(g.nodes)+2)
+	for _, n := range g.nodes {
+		task, terrs := c.step(n)
+		errs = append(errs, terrs...)
+		if task != nil {
+			dag.DAG.Tasks = append(dag.DAG.Tasks, *task)
+		}
+	}
+	if g.exit != nil {
+		if task, terrs := c.step(g.exit); len(terrs) > 0 {
+			errs = append(errs, terrs...)
+		} else if task != nil {
+			spec.OnExit = task.Template
+		}
+	}
+	spec.Templates[0] = dag
+	spec.Templates = append(spec.Templates, c.templates...)
+	spec.ImagePullSecrets = c.pullSecrets
+	return spec, c.aux, errs
+}
+
+func seconds32(d *time.Duration) *int32 {
+	if d == nil {
+		return nil
+	}
+	s := int32(math.Ceil(d.Seconds()))
+	return &s
+}
+
+func workspaceClaim(w Workspace) (corev1.PersistentVolumeClaim, field.ErrorList) {
+	var errs field.ErrorList
+	wp := field.NewPath("workspace")
+	mode := w.AccessMode
+	if mode == "" {
+		mode = corev1.ReadWriteOnce
+	}
+	switch mode {
+	case corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod:
+	default:
+		errs = append(errs, field.NotSupported(wp.Child("accessMode"), mode,
+			[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}))
+	}
+	pvc := corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: workspaceVolume},
+		Spec:       corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}},
+	}
+	if w.Size != "" {
+		q, err := resource.ParseQuantity(w.Size)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(wp.Child("size"), w.Size, err.Error()))
+		case q.Sign() <= 0:
+			errs = append(errs, field.Invalid(wp.Child("size"), w.Size, "must be positive"))
+		default:
+			pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: q}
+		}
+	}
+	if w.StorageClass != "" {
+		sc := w.StorageClass
+		pvc.Spec.StorageClassName = &sc
+	}
+	return pvc, errs
+}
+
+// compiler accumulates the templates of a Workflow.
+type compiler struct {
+	g           *graph
+	templates   []wfv1.Template
+	names       map[string]string // template name → what it is, to catch collisions
+	pullSecrets []corev1.LocalObjectReference
+	aux         []*unstructured.Unstructured
+}
+
+// claim records a template name, reporting a collision at path.
+func (c *compiler) claim(name, what string, path *field.Path) field.ErrorList {
+	if other, ok := c.names[name]; ok {
+		return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("template name %q of %s is already %s", name, what, other))}
+	}
+	c.names[name] = what
+	return nil
+}
+
+// inTemplate rewrites a placeholder inside a step's template.
+func (c *compiler) inTemplate(r ref) string {
+	switch r.kind {
+	case refParam:
+		return "{{workflow.parameters." + r.name + "}}"
+	case refOutput, refItem:
+		return "{{inputs.parameters." + inputName(r) + "}}"
+	case refOutputPath:
+		return OutputsPath + "/" + r.name
+	case refWorkspace:
+		return c.g.workspacePath()
+	case refPipelineName:
+		return "{{workflow.name}}"
+	case refPipelineStatus:
+		return "{{workflow.status}}"
+	}
+	return ""
+}
+
+// inTask rewrites a placeholder in a DAG task (when, withParam, arguments).
+func inTask(r ref) string {
+	switch r.kind {
+	case refParam:
+		return "{{workflow.parameters." + r.name + "}}"
+	case refOutput:
+		return "{{tasks." + r.step + ".outputs.parameters." + r.name + "}}"
+	case refItem:
+		if r.name == "" {
+			return "{{item}}"
+		}
+		return "{{item." + r.name + "}}"
+	case refPipelineName:
+		return "{{workflow.name}}"
+	case refPipelineStatus:
+		return "{{workflow.status}}"
+	}
+	return ""
+}
+
+// step compiles one step into its templates and returns its DAG task.
+func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
+	var (
+		tmpl wfv1.Template
+		errs field.ErrorList
+	)
+	switch s := n.step.(type) {
+	case *FuncStep:
+		return nil, field.ErrorList{field.Invalid(n.path, n.c.name,
+			"a Go function step runs only locally: use a container or workload step to compile the pipeline for Argo")}
+	case *ContainerStep:
+		tmpl, errs = c.container(n, s)
+	case *WorkloadStep:
+		tmpl, errs = c.workload(n)
+	}
+	tmpl.Name = n.c.name
+	for _, r := range n.inputs {
+		tmpl.Inputs.Parameters = append(tmpl.Inputs.Parameters, wfv1.Parameter{Name: inputName(r)})
+	}
+	if r := n.c.retry; r != nil {
+		tmpl.RetryStrategy = retryStrategy(*r)
+	}
+	if n.c.timeoutSet && n.c.timeout > 0 {
+		secs := int32(math.Ceil(n.c.timeout.Seconds()))
+		deadline := intstr.FromInt32(secs)
+		tmpl.ActiveDeadlineSeconds = &deadline
+	}
+	errs = append(errs, c.claim(tmpl.Name, fmt.Sprintf("step %q", n.c.name), n.path.Child("name"))...)
+
+	task := &wfv1.DAGTask{Name: n.c.name, Template: tmpl.Name}
+	for _, d := range n.deps {
+		task.Dependencies = append(task.Dependencies, c.g.nodes[d].c.name)
+	}
+	task.When = substitute(n.c.when, inTask)
+	fanned := n.c.itemsSet || n.c.itemsFrom != ""
+	var items []wfv1.Item
+	for _, it := range n.c.items {
+		raw, _ := json.Marshal(it) // a string always marshals
+		items = append(items, wfv1.Item{Value: raw})
+	}
+	withParam := substitute(n.c.itemsFrom, inTask)
+	args := make([]wfv1.Parameter, 0, len(n.inputs))
+	for _, r := range n.inputs {
+		args = append(args, wfv1.Parameter{Name: inputName(r), Value: wfv1.AnyStringPtr(inTask(r))})
+	}
+
+	if !fanned || !n.c.maxParSet {
+		task.Arguments.Parameters = nilIfEmpty(args)
+		task.WithItems, task.WithParam = items, withParam
+		c.templates = append(c.templates, tmpl)
+		return task, errs
+	}
+
+	// A bounded fan-out runs inside a DAG template of its own, whose
+	// parallelism limits the items running at once.
+	wrapper := wfv1.Template{Name: n.c.name + fanOutSuffix, Parallelism: ptrInt64(int64(n.c.maxPar))}
+	errs = append(errs, c.claim(wrapper.Name, fmt.Sprintf("the fan-out of step %q", n.c.name), n.path.Child("name"))...)
+	inner := wfv1.DAGTask{Name: n.c.name, Template: tmpl.Name, WithItems: items}
+	var outer []wfv1.Parameter
+	for _, a := range args {
+		if a.Name == "item" || len(a.Name) > 6 && a.Name[:6] == "item__" {
+			inner.Arguments.Parameters = append(inner.Arguments.Parameters, a)
+			continue
+		}
+		wrapper.Inputs.Parameters = append(wrapper.Inputs.Parameters, wfv1.Parameter{Name: a.Name})
+		inner.Arguments.Parameters = append(inner.Arguments.Parameters, wfv1.Parameter{Name: a.Name, Value: wfv1.AnyStringPtr("{{inputs.parameters." + a.Name + "}}")})
+		outer = append(outer, a)
+	}
+	if withParam != "" {
+		wrapper.Inputs.Parameters = append(wrapper.Inputs.Parameters, wfv1.Parameter{Name: "items"})
+		inner.WithParam = "{{inputs.parameters.items}}"
+		outer = append(outer, wfv1.Parameter{Name: "items", Value: wfv1.AnyStringPtr(withParam)})
+	}
+	for _, o := range n.c.outputs {
+		wrapper.Outputs.Parameters = append(wrapper.Outputs.Parameters, wfv1.Parameter{Name: o,
+			ValueFrom: &wfv1.ValueFrom{Parameter: "{{tasks." + n.c.name + ".outputs.parameters." + o + "}}"}})
+	}
+	wrapper.DAG = &wfv1.DAGTemplate{Tasks: []wfv1.DAGTask{inner}}
+	task.Template = wrapper.Name
+	task.Arguments.Parameters = nilIfEmpty(outer)
+	c.templates = append(c.templates, wrapper, tmpl)
+	return task, errs
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func ptrInt64(v int64) *int64 { return &v }
+
+func retryStrategy(r Retry) *wfv1.RetryStrategy {
+	limit := intstr.FromInt(r.Limit)
+	rs := &wfv1.RetryStrategy{Limit: &limit, RetryPolicy: wfv1.RetryPolicy(r.Policy)}
+	if r.Backoff > 0 || r.Factor > 0 || r.MaxBackoff > 0 || r.MaxDuration > 0 {
+		rs.Backoff = &wfv1.Backoff{}
+		if r.Backoff > 0 {
+			rs.Backoff.Duration = r.Backoff.String()
+		}
+		if r.Factor > 0 {
+			f := intstr.FromInt(r.Factor)
+			rs.Backoff.Factor = &f
+		}
+		if r.MaxBackoff > 0 {
+			rs.Backoff.Cap = r.MaxBackoff.String()
+		}
+		if r.MaxDuration > 0 {
+			rs.Backoff.MaxDuration = r.MaxDuration.String()
+		}
+	}
+	return rs
+}
+
+// standardLabels are the cube labels the Workflow's podMetadata gives every
+// pod; a step's own pod labels would otherwise name the step as a release.
+var standardLabels = []string{cube.LabelName, cube.LabelManagedBy, cube.LabelPartOf, cube.LabelKind, cube.LabelRelease}
+
+// container compiles a container step to a container template.
+func (c *compiler) container(n *node, s *ContainerStep) (wfv1.Template, field.ErrorList) {
+	var errs field.ErrorList
+	if s.NamespaceName() != "" {
+		errs = append(errs, field.Forbidden(n.path.Child("namespace"), "steps run in the pipeline's namespace: set it on the pipeline"))
+	}
+	pt, terrs := s.Template(n.path.Child("template"), pod.TemplateOptions{Container: mainContainer})
+	errs = append(errs, terrs...)
+	spec := pt.Spec
+	ctr := spec.Containers[0]
+	if len(n.c.outputs) > 0 {
+		ctr.Env = setDefaultEnv(ctr.Env, EnvOutputs, OutputsPath)
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: outputsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: outputsVolume, MountPath: OutputsPath})
+	}
+	if c.g.p.workspace != nil {
+		ctr.Env = setDefaultEnv(ctr.Env, EnvWorkspace, c.g.workspacePath())
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: workspaceVolume, MountPath: c.g.workspacePath()})
+	}
+	rewrite := func(v string) string { return substitute(v, c.inTemplate) }
+	ctr.Image = rewrite(ctr.Image)
+	ctr.WorkingDir = rewrite(ctr.WorkingDir)
+	for i := range ctr.Command {
+		ctr.Command[i] = rewrite(ctr.Command[i])
+	}
+	for i := range ctr.Args {
+		ctr.Args[i] = rewrite(ctr.Args[i])
+	}
+	for i := range ctr.Env {
+		ctr.Env[i].Value = rewrite(ctr.Env[i].Value)
+	}
+	spec.Containers[0] = ctr
+
+	t := wfv1.Template{}
+	for _, o := range n.c.outputs {
+		t.Outputs.Parameters = append(t.Outputs.Parameters, wfv1.Parameter{Name: o, ValueFrom: &wfv1.ValueFrom{Path: OutputsPath + "/" + o}})
+	}
+	labels := maps.Clone(pt.Labels)
+	for _, k := range standardLabels {
+		delete(labels, k)
+	}
+	labels[LabelStep] = n.c.name
+	annotations := maps.Clone(pt.Annotations)
+	if extra := s.ObjectMeta(n.c.name).Annotations; len(extra) > 0 {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		maps.Copy(annotations, extra)
+	}
+	t.Metadata = wfv1.Metadata{Labels: labels, Annotations: annotations}
+	pull, err := fromPodSpec(&t, spec)
+	if err != nil {
+		errs = append(errs, field.InternalError(n.path, err))
+	}
+	for _, ps := range pull {
+		if !slices.Contains(c.pullSecrets, ps) {
+			c.pullSecrets = append(c.pullSecrets, ps)
+		}
+	}
+	return t, errs
+}
+
+func setDefaultEnv(env []corev1.EnvVar, name, value string) []corev1.EnvVar {
+	if slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == name }) {
+		return env
+	}
+	return append(env, corev1.EnvVar{Name: name, Value: value})
+}
+
+// fromPodSpec moves a pod spec into an Argo template: the fields a template
+// has, the image pull secrets returned for the Workflow (Argo has them only
+// there), and whatever is left as a podSpecPatch.
+func fromPodSpec(t *wfv1.Template, spec corev1.PodSpec) ([]corev1.LocalObjectReference, error) {
+	ctr := spec.Containers[0]
+	t.Container = &ctr
+	for _, ic := range spec.InitContainers {
+		t.InitContainers = append(t.InitContainers, wfv1.UserContainer{Container: ic})
+	}
+	t.Volumes = spec.Volumes
+	t.NodeSelector = spec.NodeSelector
+	t.Affinity = spec.Affinity
+	t.Tolerations = spec.Tolerations
+	t.SchedulerName = spec.SchedulerName
+	t.PriorityClassName = spec.PriorityClassName
+	t.ServiceAccountName = spec.ServiceAccountName
+	t.SecurityContext = spec.SecurityContext
+	t.HostAliases = spec.HostAliases
+	pull := spec.ImagePullSecrets
+
+	rest := spec
+	rest.Containers, rest.InitContainers, rest.Volumes = nil, nil, nil
+	rest.NodeSelector, rest.Affinity, rest.Tolerations = nil, nil, nil
+	rest.SchedulerName, rest.PriorityClassName, rest.ServiceAccountName = "", "", ""
+	rest.SecurityContext, rest.HostAliases, rest.ImagePullSecrets = nil, nil, nil
+	rest.RestartPolicy = "" // Argo sets it
+	if reflect.DeepEqual(rest, corev1.PodSpec{}) {
+		return pull, nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rest)
+	if err != nil {
+		return nil, fmt.Errorf("pod spec patch: %w", err)
+	}
+	delete(m, "containers")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("pod spec patch: %w", err)
+	}
+	t.PodSpecPatch = string(b)
+	return pull, nil
+}
+
+// workload compiles a workload step to a resource template that creates its
+// job and waits on the kind's registered completion conditions.
+func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
+	wp := n.path.Child("workload")
+	if n.primary == nil {
+		return wfv1.Template{}, nil // analyze reported why
+	}
+	gk := n.primary.GroupVersionKind().GroupKind()
+	done, ok := cube.CompletionOf(gk)
+	if !ok {
+		return wfv1.Template{}, field.ErrorList{field.Invalid(wp, gk.String(), fmt.Sprintf(
+			"step %q: no cube.Completion is registered for %s, so Argo cannot tell when it finishes: import the package that builds it or call cube.RegisterCompletion",
+			n.c.name, gk))}
+	}
+	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(n.primary.Object)}
+	rewriteStrings(obj.Object, func(v string) string { return substitute(v, c.inTemplate) })
+	// Every run (and retry) creates its own job.
+	if name := obj.GetName(); name != "" {
+		obj.SetGenerateName(name + "-")
+		obj.SetName("")
+	}
+	manifest, err := yaml.Marshal(obj.Object)
+	if err != nil {
+		return wfv1.Template{}, field.ErrorList{field.Invalid(wp, gk.String(), fmt.Sprintf("render manifest: %v", err))}
+	}
+	for _, a := range n.aux {
+		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(a.Object)}
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[cube.LabelRelease] = c.g.p.Name()
+		u.SetLabels(labels)
+		if u.GetNamespace() == "" && c.g.p.NamespaceName() != "" {
+			u.SetNamespace(c.g.p.NamespaceName())
+		}
+		c.aux = append(c.aux, u)
+	}
+	return wfv1.Template{
+		Metadata: wfv1.Metadata{Labels: map[string]string{LabelStep: n.c.name}},
+		Resource: &wfv1.ResourceTemplate{
+			Action:            "create",
+			SetOwnerReference: true,
+			Manifest:          string(manifest),
+			SuccessCondition:  done.Success,
+			FailureCondition:  done.Failure,
+		},
+	}, nil
+}
+
+// rewriteStrings replaces every string in a JSON-like value with fn(string).
+func rewriteStrings(v any, fn func(string) string) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if s, ok := child.(string); ok {
+				t[k] = fn(s)
+				continue
+			}
+			rewriteStrings(child, fn)
+		}
+	case []any:
+		for i, child := range t {
+			if s, ok := child.(string); ok {
+				t[i] = fn(s)
+				continue
+			}
+			rewriteStrings(child, fn)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+// Package pipeline builds DAGs of steps, compiles them to Argo Workflows
+// (v3.7) and runs them in-process with no cluster.
+//
+// A pipeline is a list of steps and the dependencies between them:
+//
+//	prepare := pipeline.Container("prepare").Image("python:3.12").
+//		Command("python", "prepare.py", "--out", pipeline.OutputFile("data")).
+//		Outputs("data")
+//	train := pipeline.Workload("train", pytorchJob) // any cube.Workload whose main object is a job
+//	evaluate := pipeline.Container("evaluate").Image("python:3.12").
+//		Command("python", "eval.py", "--data", prepare.Output("data")).
+//		After(train)
+//	p := pipeline.New("llm-flow").Param("lr", "3e-4").Step(prepare, train, evaluate)
+//
+// There are three kinds of step. A ContainerStep runs one container and
+// embeds pod.Builder, so image, command, env, secrets, resources, hardware
+// profiles and volumes are set as on every other cube workload. A
+// WorkloadStep wraps a cube.Workload (a PyTorchJob, a Volcano Job, a RayJob…)
+// and waits for it with the success and failure conditions its package
+// registered with cube.RegisterCompletion. A FuncStep calls a Go function;
+// it runs only locally.
+//
+// Values move between steps through placeholders: ParamRef(name) for
+// pipeline parameters, step.Output(name) for another step's output (which
+// also makes the step depend on it), OutputFile(name) for the file a
+// container step writes an output to ($CUBE_OUTPUTS/NAME), ItemRef and
+// ItemField for fan-out items, WorkspaceDir for the shared workspace and
+// PipelineStatus in the exit handler. After adds dependencies on side
+// effects. Steps can retry with backoff, time out, run When a condition
+// holds, and fan out with ForEach (a list) or ForEachIn (a JSON list from a
+// parameter or an output), MaxParallel at a time.
+//
+// # Compiling for Argo
+//
+// Build (and Objects: a Pipeline is a cube.Workload) returns a typed
+// wfv1.Workflow: one DAG template named after the pipeline, one template per
+// step (a container template, or a resource template that creates the job
+// with setOwnerReference and waits on its completion conditions), output
+// parameters read from files (valueFrom.path), inputs passed as
+// {{tasks.X.outputs.parameters.Y}}, a per-run workspace claim
+// (volumeClaimTemplates), retryStrategy, activeDeadlineSeconds, when,
+// withItems/withParam (with a DAG of its own for a bounded fan-out),
+// onExit, parallelism, ttlStrategy, podGC, the service account and labels.
+// Schedule compiles the same pipeline to a CronWorkflow. Every problem is
+// reported at once with a field path: a dependency cycle ("a → b → a"), an
+// unknown dependency, a bad or duplicate step name (Argo's template name rule),
+// a reference to an output that does not exist, an empty pipeline, a
+// function step, a job kind with no registered completion.
+//
+// The package registers status readers for Workflow (Pending and Running
+// are in progress, Succeeded, Failed and Error) and CronWorkflow (ready), so
+// cube.Client's Release.Wait follows a pipeline like any other workload.
+//
+// # Running locally
+//
+// Run runs the same pipeline in-process. Function steps are called;
+// container steps run their command as a local subprocess in the caller's
+// working directory — the image, resources, hardware and volumes are
+// ignored, and env values from Secrets do not exist; workload steps run their
+// main container's command once as a single process, or a function given
+// with Replace. Dependencies, Concurrency, retries, timeouts, When and
+// fan-out behave as in Argo, including failing fast: after a failure no new
+// step starts. Parameters, inputs, outputs and each step's log are files in
+// the run directory; progress events stream to OnEvent handlers and to a
+// terminal printer. Cancelling the context kills the process group of every
+// running step. Run again in the same RunDir and the steps whose spec and
+// inputs have not changed and that succeeded are skipped (a cache keyed by
+// their hash): a failed run resumes where it stopped. A function step's hash
+// covers its name and inputs, not its code.
+//
+// DOT and Mermaid draw any pipeline; Result.DOT and Result.Mermaid draw a
+// finished run coloured by step status.
+package pipeline

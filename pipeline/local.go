@@ -1,0 +1,1080 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Status is the outcome of a step in a local run.
+type Status string
+
+// Step outcomes.
+const (
+	StatusSucceeded Status = "Succeeded"
+	StatusFailed    Status = "Failed"
+	// StatusSkipped: the step's When was false.
+	StatusSkipped Status = "Skipped"
+	// StatusCached: an earlier run in the same directory ran the same spec
+	// with the same inputs; its outputs were reused.
+	StatusCached Status = "Cached"
+	// StatusOmitted: the step did not run because a step it depends on
+	// failed, another step failed first, or the run was cancelled.
+	StatusOmitted Status = "Omitted"
+)
+
+func (s Status) done() bool { return s == StatusSucceeded || s == StatusCached || s == StatusSkipped }
+
+// RunOption changes how Run works.
+type RunOption interface{ applyToRun(*runOptions) }
+
+type runOptions struct {
+	dir         string
+	concurrency int
+	params      map[string]string
+	handlers    []func(Event)
+	progress    io.Writer
+	progressSet bool
+	replace     map[string]StepFunc
+	noCache     bool
+	problems    field.ErrorList
+}
+
+type runOptionFunc func(*runOptions)
+
+func (f runOptionFunc) applyToRun(o *runOptions) { f(o) }
+
+// RunDir keeps the run in dir: parameters, each step's inputs, outputs and
+// log, the workspace and the cache. Running again in the same directory skips
+// the steps that already succeeded with the same spec and inputs, so a failed
+// run resumes where it stopped. Without RunDir each run gets a fresh
+// temporary directory.
+func RunDir(dir string) RunOption { return runOptionFunc(func(o *runOptions) { o.dir = dir }) }
+
+// Concurrency bounds how many steps (and fan-out items) run at once
+// (default: the number of CPUs; the pipeline's Parallelism caps it).
+func Concurrency(n int) RunOption {
+	return runOptionFunc(func(o *runOptions) {
+		if n < 1 {
+			o.problems = append(o.problems, field.Invalid(field.NewPath("concurrency"), n, "must be at least 1"))
+		}
+		o.concurrency = n
+	})
+}
+
+// SetParam sets a pipeline parameter for this run.
+func SetParam(name, value string) RunOption {
+	return runOptionFunc(func(o *runOptions) {
+		if o.params == nil {
+			o.params = map[string]string{}
+		}
+		o.params[name] = value
+	})
+}
+
+// OnEvent calls fn with every progress event, one at a time.
+func OnEvent(fn func(Event)) RunOption {
+	return runOptionFunc(func(o *runOptions) { o.handlers = append(o.handlers, fn) })
+}
+
+// Progress sends the terminal progress printer's lines to w (default
+// os.Stderr); nil turns the printer off.
+func Progress(w io.Writer) RunOption {
+	return runOptionFunc(func(o *runOptions) { o.progress, o.progressSet = w, true })
+}
+
+// Replace runs fn instead of the named step, for workload steps whose job
+// cannot run as one local process, or to stub a step in tests.
+func Replace(step string, fn StepFunc) RunOption {
+	return runOptionFunc(func(o *runOptions) {
+		if o.replace == nil {
+			o.replace = map[string]StepFunc{}
+		}
+		o.replace[step] = fn
+	})
+}
+
+// NoCache runs every step again; results are still recorded for later runs.
+var NoCache RunOption = runOptionFunc(func(o *runOptions) { o.noCache = true })
+
+// Result is what a local run did.
+type Result struct {
+	Pipeline string
+	// Dir is the run directory.
+	Dir string
+	// Status is StatusSucceeded or StatusFailed.
+	Status   Status
+	Duration time.Duration
+	// Steps are in pipeline order, the exit handler last.
+	Steps []StepResult
+
+	g *graph
+}
+
+// StepResult is what one step did.
+type StepResult struct {
+	Name   string
+	Status Status
+	// Reason says why a step was skipped, omitted or failed.
+	Reason string
+	// Attempts counts the attempts made (of every item, for a fan-out).
+	Attempts int
+	Duration time.Duration
+	// Outputs are the step's output values; of a fanned-out step, JSON lists.
+	Outputs map[string]string
+	Err     error
+	// Log is the log file (of a step without fan-out).
+	Log string
+	// Items are the runs of a fanned-out step, in item order.
+	Items []ItemResult
+}
+
+// ItemResult is one item of a fanned-out step.
+type ItemResult struct {
+	Item     string
+	Status   Status
+	Attempts int
+	Duration time.Duration
+	Outputs  map[string]string
+	Err      error
+	Log      string
+}
+
+// Step returns the result of the named step.
+func (r *Result) Step(name string) (StepResult, bool) {
+	for _, s := range r.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return StepResult{}, false
+}
+
+// StepError is a step that failed in a local run.
+type StepError struct {
+	Step string
+	Item int // -1 when the step does not fan out
+	Log  string
+	Err  error
+}
+
+func (e *StepError) Error() string {
+	name := e.Step
+	if e.Item >= 0 {
+		name += "[" + strconv.Itoa(e.Item) + "]"
+	}
+	if e.Log != "" {
+		return fmt.Sprintf("step %s: %v (log: %s)", name, e.Err, e.Log)
+	}
+	return fmt.Sprintf("step %s: %v", name, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Run runs the pipeline in-process, with no cluster: function steps are
+// called, container steps run their command and args as a local subprocess
+// (the image, resources, hardware and volumes are ignored, and the working
+// directory is the caller's), workload steps run their main container's
+// command once as a single local process (or the function Replace gives).
+// It honours dependencies, the concurrency bound, retries with backoff,
+// timeouts, When and fan-out, and runs the exit handler last. Values move
+// through files in the run directory. Cancelling ctx kills the whole process
+// tree of every running step.
+//
+// Run returns the result of every step and, if any failed or ctx ended, an
+// error joining each *StepError (and ctx's error). A pipeline that does not
+// validate returns no result and every problem at once.
+func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) (*Result, error) {
+	o := runOptions{concurrency: runtime.NumCPU(), progress: os.Stderr}
+	for _, opt := range opts {
+		opt.applyToRun(&o)
+	}
+	if !o.progressSet {
+		o.progress = os.Stderr
+	}
+	g, errs := p.analyze()
+	errs = append(errs, o.problems...)
+	errs = append(errs, g.validateLocal(&o)...)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	r, err := newRun(g, o)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+// validateLocal checks what only the local runner needs.
+func (g *graph) validateLocal(o *runOptions) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range sortedKeys(o.replace) {
+		if _, ok := g.byName[name]; !ok && (g.exit == nil || g.exit.c.name != name) {
+			errs = append(errs, field.NotFound(field.NewPath("replace"), name))
+		}
+	}
+	for _, name := range sortedKeys(o.params) {
+		if _, ok := g.params[name]; !ok {
+			errs = append(errs, field.NotFound(field.NewPath("params"), name))
+		}
+	}
+	all := slices.Clone(g.nodes)
+	if g.exit != nil {
+		all = append(all, g.exit)
+	}
+	for _, n := range all {
+		if o.replace[n.c.name] != nil {
+			continue
+		}
+		switch s := n.step.(type) {
+		case *ContainerStep:
+			if cmd, args := s.CommandLine(); len(cmd)+len(args) == 0 {
+				errs = append(errs, field.Required(n.path.Child("command"), "a container step needs a command to run locally (the image's entrypoint is unknown)"))
+			}
+		case *WorkloadStep:
+			if n.primary == nil {
+				continue
+			}
+			if argv, _ := localCommand(n.primary); len(argv) == 0 {
+				errs = append(errs, field.Required(n.path.Child("workload"), fmt.Sprintf(
+					"%s %q has no container command to run locally: register a function with pipeline.Replace(%q, fn)", n.primary.GetKind(), n.primary.GetName(), n.c.name)))
+			}
+		}
+	}
+	return errs
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// run is one local execution.
+type run struct {
+	g         *graph
+	o         runOptions
+	dir       string
+	workspace string
+	params    map[string]string
+	limit     int
+	nodes     []*nodeState // by node index; the exit handler last
+	done      chan instanceDone
+	running   int
+	stopped   string // why no more steps start, once set
+	status    string // the pipeline status the exit handler sees
+
+	emitMu   sync.Mutex
+	handlers []func(Event)
+}
+
+type nodeState struct {
+	n         *node
+	status    Status // "" while pending or running
+	reason    string
+	err       error
+	waiting   int // dependencies not finished
+	activated bool
+	items     []json.RawMessage // nil without fan-out
+	fanned    bool
+	insts     []*instance
+	next      int // next instance to start
+	running   int
+	finished  int
+	limit     int
+	outputs   map[string]string
+	start     time.Time
+	end       time.Time
+}
+
+type instance struct {
+	index    int // -1 without fan-out
+	item     string
+	status   Status
+	attempts int
+	start    time.Time
+	duration time.Duration
+	outputs  map[string]string
+	err      error
+	log      string
+}
+
+type instanceDone struct{ ns *nodeState }
+
+func newRun(g *graph, o runOptions) (*run, error) {
+	dir := o.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "cube-pipeline-"+g.p.Name()+"-")
+		if err != nil {
+			return nil, fmt.Errorf("create run directory: %w", err)
+		}
+		dir = d
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	r := &run{g: g, o: o, dir: dir, workspace: filepath.Join(dir, "workspace"), params: map[string]string{}, done: make(chan instanceDone)}
+	for _, sub := range []string{"params", "workspace", "cache", "steps"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("create run directory: %w", err)
+		}
+	}
+	for _, pr := range g.p.params {
+		v := pr.value
+		if ov, ok := o.params[pr.name]; ok {
+			v = ov
+		}
+		r.params[pr.name] = v
+		if err := os.WriteFile(filepath.Join(dir, "params", pr.name), []byte(v), 0o644); err != nil {
+			return nil, fmt.Errorf("write parameter %s: %w", pr.name, err)
+		}
+	}
+	r.limit = o.concurrency
+	if g.p.parallelismSet && g.p.parallelism < r.limit {
+		r.limit = g.p.parallelism
+	}
+	r.handlers = slices.Clone(o.handlers)
+	if o.progress != nil {
+		r.handlers = append(r.handlers, NewPrinter(o.progress).Handle)
+	}
+	for _, n := range g.nodes {
+		r.nodes = append(r.nodes, &nodeState{n: n, waiting: len(n.deps)})
+	}
+	if g.exit != nil {
+		r.nodes = append(r.nodes, &nodeState{n: g.exit})
+	}
+	return r, nil
+}
+
+func (r *run) emit(ev Event) {
+	ev.Time = time.Now()
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	for _, h := range r.handlers {
+		h(ev)
+	}
+}
+
+func (r *run) run(ctx context.Context) (*Result, error) {
+	began := time.Now()
+	steps := r.nodes
+	if r.g.exit != nil {
+		steps = r.nodes[:len(r.nodes)-1]
+	}
+	for _, ns := range steps {
+		if ns.waiting == 0 {
+			r.activate(ctx, ns)
+		}
+	}
+	r.loop(ctx)
+	for _, i := range r.g.order {
+		r.settle(steps[i])
+	}
+	for _, ns := range steps { // steps in a cycle have no order; analyze rejected them
+		r.settle(ns)
+	}
+	failed := slices.ContainsFunc(steps, func(ns *nodeState) bool { return ns.status == StatusFailed })
+	r.status = string(StatusSucceeded)
+	if failed {
+		r.status = string(StatusFailed)
+	}
+	if r.g.exit != nil {
+		exit := r.nodes[len(r.nodes)-1]
+		if ctx.Err() == nil {
+			r.stopped = ""
+			r.activate(ctx, exit)
+			r.loop(ctx)
+		}
+		r.settle(exit)
+	}
+	return r.result(ctx, began)
+}
+
+// loop starts what may start and collects what finishes until nothing runs.
+func (r *run) loop(ctx context.Context) {
+	ctxDone := ctx.Done()
+	for {
+		if ctx.Err() != nil && r.stopped == "" {
+			r.stopped = "the run was cancelled"
+		}
+		r.launch(ctx)
+		if r.running == 0 {
+			return
+		}
+		select {
+		case d := <-r.done:
+			r.running--
+			d.ns.running--
+			d.ns.finished++
+			r.checkNode(ctx, d.ns)
+		case <-ctxDone:
+			ctxDone = nil
+			r.stopped = "the run was cancelled"
+		}
+	}
+}
+
+// launch starts instances while the bounds allow, in pipeline order.
+func (r *run) launch(ctx context.Context) {
+	if r.stopped != "" {
+		return
+	}
+	for _, ns := range r.nodes {
+		for r.running < r.limit && ns.activated && ns.status == "" && ns.next < len(ns.insts) && (ns.limit == 0 || ns.running < ns.limit) {
+			inst := ns.insts[ns.next]
+			ns.next++
+			spec, err := r.prepare(ns, inst)
+			if err != nil {
+				inst.status, inst.err = StatusFailed, &StepError{Step: ns.n.c.name, Item: inst.index, Err: err}
+				r.emit(Event{Type: EventFailed, Step: ns.n.c.name, Index: inst.index, Item: inst.item, Err: err})
+				ns.finished++
+				r.checkNode(ctx, ns)
+				continue
+			}
+			r.running++
+			ns.running++
+			if ns.start.IsZero() {
+				ns.start = time.Now()
+			}
+			go func() {
+				r.execute(ctx, spec)
+				r.done <- instanceDone{ns}
+			}()
+		}
+		if r.running >= r.limit {
+			return
+		}
+	}
+}
+
+// activate is called once every dependency of a step has finished.
+func (r *run) activate(ctx context.Context, ns *nodeState) {
+	if ns.activated {
+		return
+	}
+	ns.activated = true
+	name := ns.n.c.name
+	for _, d := range ns.n.deps {
+		up := r.nodes[d]
+		if !up.status.done() {
+			r.omit(ctx, ns, fmt.Sprintf("step %s %s", up.n.c.name, strings.ToLower(string(up.status))))
+			return
+		}
+	}
+	if r.stopped != "" {
+		r.omit(ctx, ns, r.stopped)
+		return
+	}
+	if w := ns.n.c.when; w != "" {
+		text, err := r.resolve(ns, nil, w)
+		var ok bool
+		if err == nil {
+			ok, err = evalWhen(text)
+		}
+		if err != nil {
+			r.fail(ctx, ns, err)
+			return
+		}
+		if !ok {
+			ns.status, ns.reason = StatusSkipped, "when "+text+" is false"
+			r.emit(Event{Type: EventSkipped, Step: name, Index: -1, Reason: ns.reason})
+			r.finishNode(ctx, ns)
+			return
+		}
+	}
+	c := ns.n.c
+	switch {
+	case c.itemsSet:
+		ns.fanned = true
+		for _, it := range c.items {
+			raw, _ := json.Marshal(it) // a string always marshals
+			ns.items = append(ns.items, raw)
+		}
+	case c.itemsFrom != "":
+		ns.fanned = true
+		text, err := r.resolve(ns, nil, c.itemsFrom)
+		if err == nil {
+			err = json.Unmarshal([]byte(text), &ns.items)
+			if err != nil {
+				err = fmt.Errorf("ForEachIn: %q is not a JSON list: %w", text, err)
+			}
+		}
+		if err != nil {
+			r.fail(ctx, ns, err)
+			return
+		}
+	}
+	if c.maxParSet {
+		ns.limit = c.maxPar
+	}
+	if !ns.fanned {
+		ns.insts = []*instance{{index: -1}}
+		return
+	}
+	if len(ns.items) == 0 {
+		ns.status, ns.reason = StatusSucceeded, "no items"
+		ns.outputs = map[string]string{}
+		for _, o := range c.outputs {
+			ns.outputs[o] = "[]"
+		}
+		r.emit(Event{Type: EventSucceeded, Step: name, Index: -1, Reason: ns.reason})
+		r.finishNode(ctx, ns)
+		return
+	}
+	for i, raw := range ns.items {
+		ns.insts = append(ns.insts, &instance{index: i, item: itemText(raw)})
+	}
+}
+
+// itemText is how an item reads through {{item}}: strings bare, anything
+// else as JSON.
+func itemText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+func (r *run) omit(ctx context.Context, ns *nodeState, reason string) {
+	ns.status, ns.reason = StatusOmitted, reason
+	r.emit(Event{Type: EventSkipped, Step: ns.n.c.name, Index: -1, Reason: reason})
+	r.finishNode(ctx, ns)
+}
+
+func (r *run) fail(ctx context.Context, ns *nodeState, err error) {
+	ns.status, ns.err, ns.reason = StatusFailed, err, err.Error()
+	r.emit(Event{Type: EventFailed, Step: ns.n.c.name, Index: -1, Err: err})
+	r.finishNode(ctx, ns)
+}
+
+func (r *run) checkNode(ctx context.Context, ns *nodeState) {
+	if ns.finished < len(ns.insts) || ns.status != "" {
+		return
+	}
+	r.conclude(ns)
+	r.finishNode(ctx, ns)
+}
+
+// conclude sets a node's status and outputs from its instances.
+func (r *run) conclude(ns *nodeState) {
+	allCached := true
+	started := false
+	for _, in := range ns.insts {
+		switch in.status {
+		case StatusFailed:
+			ns.status, ns.err, ns.reason = StatusFailed, in.err, in.err.Error()
+		case "":
+			if ns.status == "" {
+				ns.status, ns.reason = StatusOmitted, r.stopped
+			}
+			allCached = false
+			continue
+		}
+		started = true
+		if in.status != StatusCached {
+			allCached = false
+		}
+	}
+	if ns.status == StatusOmitted && !started {
+		return
+	}
+	if ns.status == "" {
+		ns.status = StatusSucceeded
+		if allCached {
+			ns.status = StatusCached
+		}
+	}
+	if !ns.status.done() {
+		return
+	}
+	ns.outputs = map[string]string{}
+	for _, o := range ns.n.c.outputs {
+		if !ns.fanned {
+			ns.outputs[o] = ns.insts[0].outputs[o]
+			continue
+		}
+		vals := make([]string, len(ns.insts))
+		for i, in := range ns.insts {
+			vals[i] = in.outputs[o]
+		}
+		b, _ := json.Marshal(vals) // strings always marshal
+		ns.outputs[o] = string(b)
+	}
+}
+
+// finishNode records a finished node and activates the steps waiting on it.
+func (r *run) finishNode(ctx context.Context, ns *nodeState) {
+	ns.end = time.Now()
+	if ns.status == StatusFailed && r.stopped == "" {
+		// Argo's DAGs fail fast: no new step starts after a failure.
+		r.stopped = "step " + ns.n.c.name + " failed"
+	}
+	if ns.n.exit {
+		return
+	}
+	for _, d := range ns.n.down {
+		down := r.nodes[d]
+		down.waiting--
+		if down.waiting == 0 {
+			r.activate(ctx, down)
+		}
+	}
+}
+
+// settle gives a status to a step the run never finished.
+func (r *run) settle(ns *nodeState) {
+	if ns.status != "" {
+		return
+	}
+	if len(ns.insts) > 0 {
+		r.conclude(ns)
+	}
+	if ns.status == "" || (ns.status == StatusOmitted && ns.reason == "") {
+		reason := r.stopped
+		if reason == "" {
+			reason = "not started"
+		}
+		ns.status, ns.reason = StatusOmitted, reason
+	}
+	if ns.end.IsZero() {
+		ns.end = time.Now()
+	}
+}
+
+// taskSpec is one instance made ready to execute.
+type taskSpec struct {
+	ns      *nodeState
+	inst    *instance
+	dir     string
+	argv    []string
+	env     []string
+	fn      StepFunc
+	task    *Task
+	key     string
+	inputs  map[string]string // file name → value, written to inputs/
+	outputs []string
+}
+
+// resolve replaces the placeholders of s with this run's values.
+func (r *run) resolve(ns *nodeState, inst *instance, s string) (string, error) {
+	var errs []error
+	out := substitute(s, func(ref ref) string {
+		switch ref.kind {
+		case refParam:
+			return r.params[ref.name]
+		case refOutput:
+			up := r.nodes[r.g.byName[ref.step].index]
+			if up.status == StatusSkipped {
+				errs = append(errs, fmt.Errorf("step %s was skipped, so its output %s does not exist", ref.step, ref.name))
+				return ""
+			}
+			return up.outputs[ref.name]
+		case refOutputPath:
+			return filepath.Join(r.instanceDir(ns, inst), "outputs", ref.name)
+		case refItem:
+			if inst == nil || inst.index < 0 {
+				return ""
+			}
+			if ref.name == "" {
+				return inst.item
+			}
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(ns.items[inst.index], &obj); err != nil {
+				errs = append(errs, fmt.Errorf("item %s is not a JSON object, so it has no field %s", inst.item, ref.name))
+				return ""
+			}
+			v, ok := obj[ref.name]
+			if !ok {
+				errs = append(errs, fmt.Errorf("item %s has no field %s", inst.item, ref.name))
+				return ""
+			}
+			return itemText(v)
+		case refWorkspace:
+			return r.workspace
+		case refPipelineName:
+			return r.g.p.Name()
+		case refPipelineStatus:
+			return r.status
+		}
+		return ""
+	})
+	return out, errors.Join(errs...)
+}
+
+func (r *run) instanceDir(ns *nodeState, inst *instance) string {
+	d := filepath.Join(r.dir, "steps", ns.n.c.name)
+	if inst != nil && inst.index >= 0 {
+		d = filepath.Join(d, strconv.Itoa(inst.index))
+	}
+	return d
+}
+
+// prepare resolves an instance's strings and computes its cache key.
+func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
+	n := ns.n
+	spec := &taskSpec{ns: ns, inst: inst, dir: r.instanceDir(ns, inst), outputs: n.c.outputs, inputs: map[string]string{}}
+	var errs []error
+	res := func(s string) string {
+		v, err := r.resolve(ns, inst, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return v
+	}
+	h := sha256.New()
+	write := func(parts ...string) {
+		for _, p := range parts {
+			h.Write([]byte(strconv.Itoa(len(p))))
+			h.Write([]byte{':'})
+			h.Write([]byte(p))
+		}
+	}
+	write("v1", n.typ.String(), n.c.name, inst.item)
+	write(n.c.outputs...)
+	for _, t := range n.texts() {
+		write(t.path.String(), res(t.value))
+	}
+	for _, in := range n.inputs {
+		spec.inputs[inputName(in)] = res("{{" + refString(in) + "}}")
+	}
+	for _, pn := range n.params {
+		spec.inputs["param_"+pn] = r.params[pn]
+	}
+	outDir := filepath.Join(spec.dir, "outputs")
+	env := []string{EnvOutputs + "=" + outDir, EnvWorkspace + "=" + r.workspace, "CUBE_INPUTS=" + filepath.Join(spec.dir, "inputs")}
+	if fn := r.o.replace[n.c.name]; fn != nil {
+		write("replaced")
+		spec.fn = fn
+	} else {
+		switch s := n.step.(type) {
+		case *FuncStep:
+			spec.fn = s.fn
+		case *ContainerStep:
+			cmd, args := s.CommandLine()
+			for _, a := range append(cmd, args...) {
+				spec.argv = append(spec.argv, res(a))
+			}
+			spec.env = append(env, envPairs(s.EnvVars(), res)...)
+		case *WorkloadStep:
+			argv, cenv := localCommand(n.primary)
+			for _, a := range argv {
+				spec.argv = append(spec.argv, res(a))
+			}
+			spec.env = append(env, envPairs(cenv, res)...)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if spec.fn != nil {
+		t := &Task{step: n.c.name, item: inst.item, index: inst.index, params: r.params, workspace: r.workspace, dir: spec.dir, declared: n.c.outputs}
+		if fs, ok := n.step.(*FuncStep); ok && r.o.replace[n.c.name] == nil {
+			t.inputs = map[string]string{}
+			for _, in := range fs.inputs {
+				t.inputs[in.name] = res(in.value)
+			}
+		}
+		spec.task = t
+	}
+	spec.key = hex.EncodeToString(h.Sum(nil))
+	return spec, nil
+}
+
+func refString(r ref) string {
+	switch r.kind {
+	case refOutput:
+		return "steps." + r.step + ".outputs." + r.name
+	case refItem:
+		if r.name == "" {
+			return "item"
+		}
+		return "item." + r.name
+	}
+	return ""
+}
+
+// envPairs turns a step's plain env values into KEY=VALUE pairs; values
+// taken from Secrets, ConfigMaps or pod fields do not exist locally.
+func envPairs(env []corev1.EnvVar, res func(string) string) []string {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
+		if e.ValueFrom == nil {
+			out = append(out, e.Name+"="+res(e.Value))
+		}
+	}
+	return out
+}
+
+// cacheEntry is what the cache keeps of a succeeded instance.
+type cacheEntry struct {
+	Step    string            `json:"step"`
+	Outputs map[string]string `json:"outputs"`
+}
+
+func (r *run) cachePath(key string) string { return filepath.Join(r.dir, "cache", key+".json") }
+
+// execute runs one instance with its retries.
+func (r *run) execute(ctx context.Context, spec *taskSpec) {
+	inst, name := spec.inst, spec.ns.n.c.name
+	inst.log = filepath.Join(spec.dir, "log")
+	inst.start = time.Now()
+	defer func() { inst.duration = time.Since(inst.start) }()
+	if !r.o.noCache {
+		if b, err := os.ReadFile(r.cachePath(spec.key)); err == nil {
+			var e cacheEntry
+			if json.Unmarshal(b, &e) == nil && e.Step == name {
+				inst.status, inst.outputs = StatusCached, e.Outputs
+				r.emit(Event{Type: EventSkipped, Step: name, Index: inst.index, Item: inst.item, Reason: "cached"})
+				return
+			}
+		}
+	}
+	retry := Retry{}
+	if rp := spec.ns.n.c.retry; rp != nil {
+		retry = *rp
+	}
+	for {
+		inst.attempts++
+		r.emit(Event{Type: EventStarted, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts})
+		began := time.Now()
+		outputs, err := r.attempt(ctx, spec)
+		if err == nil {
+			inst.status, inst.outputs = StatusSucceeded, outputs
+			if b, merr := json.Marshal(cacheEntry{Step: name, Outputs: outputs}); merr == nil {
+				_ = os.WriteFile(r.cachePath(spec.key), b, 0o644) // a lost cache entry only costs a rerun
+			}
+			r.emit(Event{Type: EventSucceeded, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Duration: time.Since(began)})
+			return
+		}
+		if delay, ok := r.retryAfter(ctx, retry, inst, err); ok {
+			r.emit(Event{Type: EventRetried, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Err: err, Duration: delay})
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				err = errors.Join(err, ctx.Err())
+			}
+		}
+		inst.status, inst.err = StatusFailed, &StepError{Step: name, Item: inst.index, Log: inst.log, Err: err}
+		r.emit(Event{Type: EventFailed, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Err: err, Duration: time.Since(began)})
+		return
+	}
+}
+
+// retryAfter says whether a failed attempt is retried, and after how long.
+func (r *run) retryAfter(ctx context.Context, retry Retry, inst *instance, err error) (time.Duration, bool) {
+	if ctx.Err() != nil || inst.attempts > retry.Limit {
+		return 0, false
+	}
+	var se *startError
+	isError := errors.As(err, &se)
+	switch retry.Policy {
+	case RetryOnError, RetryOnTransientError:
+		if !isError {
+			return 0, false
+		}
+	case RetryAlways:
+	default:
+		if isError {
+			return 0, false
+		}
+	}
+	delay := retry.delay(inst.attempts)
+	if retry.MaxDuration > 0 && time.Since(inst.start)+delay > retry.MaxDuration {
+		return 0, false
+	}
+	return delay, true
+}
+
+// startError is a step that could not start: Argo calls it an error, not a
+// failure, for retry policies.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
+
+// attempt runs an instance once and reads its outputs.
+func (r *run) attempt(ctx context.Context, spec *taskSpec) (map[string]string, error) {
+	outDir := filepath.Join(spec.dir, "outputs")
+	if err := os.RemoveAll(outDir); err != nil {
+		return nil, &startError{fmt.Errorf("clear outputs: %w", err)}
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, &startError{fmt.Errorf("create step directory: %w", err)}
+	}
+	if len(spec.inputs) > 0 {
+		inDir := filepath.Join(spec.dir, "inputs")
+		if err := os.MkdirAll(inDir, 0o755); err != nil {
+			return nil, &startError{fmt.Errorf("create inputs: %w", err)}
+		}
+		for name, v := range spec.inputs {
+			if err := os.WriteFile(filepath.Join(inDir, name), []byte(v), 0o644); err != nil {
+				return nil, &startError{fmt.Errorf("write input %s: %w", name, err)}
+			}
+		}
+	}
+	log, err := os.OpenFile(filepath.Join(spec.dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, &startError{fmt.Errorf("open log: %w", err)}
+	}
+	defer log.Close()
+	if spec.inst.attempts > 1 {
+		fmt.Fprintf(log, "--- attempt %d ---\n", spec.inst.attempts)
+	}
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if c := spec.ns.n.c; c.timeoutSet {
+		actx, cancel = context.WithTimeoutCause(ctx, c.timeout, fmt.Errorf("timed out after %s", c.timeout))
+	}
+	defer cancel()
+	if spec.fn != nil {
+		t := *spec.task
+		t.attempt, t.log = spec.inst.attempts, log
+		err = callFunc(actx, spec.fn, &t)
+	} else {
+		err = runProcess(actx, spec.argv, append(os.Environ(), spec.env...), log)
+	}
+	if err != nil {
+		if cause := context.Cause(actx); cause != nil && ctx.Err() == nil {
+			return nil, cause // the step's own timeout, not the run's end
+		}
+		return nil, err
+	}
+	outputs := make(map[string]string, len(spec.outputs))
+	for _, o := range spec.outputs {
+		b, err := os.ReadFile(filepath.Join(outDir, o))
+		if err != nil {
+			return nil, fmt.Errorf("output %s was not written to %s", o, filepath.Join(outDir, o))
+		}
+		outputs[o] = strings.TrimSuffix(string(b), "\n")
+	}
+	return outputs, nil
+}
+
+func callFunc(ctx context.Context, fn StepFunc, t *Task) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return fn(ctx, t)
+}
+
+// result builds the Result and the run's error.
+func (r *run) result(ctx context.Context, began time.Time) (*Result, error) {
+	res := &Result{Pipeline: r.g.p.Name(), Dir: r.dir, Status: StatusSucceeded, Duration: time.Since(began), g: r.g}
+	var errs []error
+	for _, ns := range r.nodes {
+		sr := StepResult{Name: ns.n.c.name, Status: ns.status, Reason: ns.reason, Outputs: ns.outputs, Err: ns.err}
+		if !ns.start.IsZero() {
+			sr.Duration = ns.end.Sub(ns.start)
+		}
+		for _, in := range ns.insts {
+			sr.Attempts += in.attempts
+			if in.status == StatusFailed {
+				errs = append(errs, in.err)
+			}
+			if !ns.fanned {
+				sr.Log, sr.Duration = in.log, in.duration
+				if in.err != nil {
+					sr.Err = in.err
+				}
+				continue
+			}
+			st := in.status
+			if st == "" {
+				st = StatusOmitted
+			}
+			sr.Items = append(sr.Items, ItemResult{Item: in.item, Status: st, Attempts: in.attempts, Duration: in.duration, Outputs: in.outputs, Err: in.err, Log: in.log})
+		}
+		if ns.status == StatusFailed {
+			res.Status = StatusFailed
+			if len(ns.insts) == 0 { // failed before any item started (When, ForEachIn)
+				errs = append(errs, &StepError{Step: ns.n.c.name, Item: -1, Err: ns.err})
+			}
+		}
+		res.Steps = append(res.Steps, sr)
+	}
+	if ctx.Err() != nil {
+		res.Status = StatusFailed
+		errs = append(errs, ctx.Err())
+	}
+	if len(errs) > 0 {
+		return res, fmt.Errorf("run %s: %w", r.g.p.Name(), errors.Join(errs...))
+	}
+	return res, nil
+}
+
+// Task is one execution of a function step: one attempt of one item.
+type Task struct {
+	step      string
+	item      string
+	index     int
+	attempt   int
+	inputs    map[string]string
+	params    map[string]string
+	workspace string
+	dir       string
+	declared  []string
+	log       *os.File
+}
+
+// Step returns the step name.
+func (t *Task) Step() string { return t.step }
+
+// Attempt returns the attempt number, from 1.
+func (t *Task) Attempt() int { return t.attempt }
+
+// Item returns the item of a fanned-out step, and its index (-1 without
+// fan-out).
+func (t *Task) Item() (string, int) { return t.item, t.index }
+
+// Input returns the value of an input set with FuncStep.Input, with its
+// placeholders replaced.
+func (t *Task) Input(name string) string { return t.inputs[name] }
+
+// Param returns the value of a pipeline parameter.
+func (t *Task) Param(name string) string { return t.params[name] }
+
+// Workspace returns the run's shared workspace directory.
+func (t *Task) Workspace() string { return t.workspace }
+
+// Log returns the step's log file.
+func (t *Task) Log() io.Writer { return t.log }
+
+// Logf writes a line to the step's log.
+func (t *Task) Logf(format string, args ...any) {
+	fmt.Fprintf(t.log, format+"\n", args...)
+}
+
+// SetOutput records the value of a declared output.
+func (t *Task) SetOutput(name, value string) error {
+	if !slices.Contains(t.declared, name) {
+		return fmt.Errorf("set output %s of step %s: not declared with Outputs", name, t.step)
+	}
+	if err := os.WriteFile(filepath.Join(t.dir, "outputs", name), []byte(value), 0o644); err != nil {
+		return fmt.Errorf("set output %s of step %s: %w", name, t.step, err)
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Placeholders that steps use in their command, args, env, function inputs,
+// workload objects, When and ForEachIn. The compiler turns them into Argo
+// expressions; the local runner replaces them with values.
+const (
+	// ItemRef is the current item of a fanned-out step ({{item}}).
+	ItemRef = "{{item}}"
+	// WorkspaceDir is the shared workspace directory ({{workspace}}): the
+	// workspace mount path in Argo, a directory of the run directory locally.
+	WorkspaceDir = "{{workspace}}"
+	// PipelineName is the name of the run ({{pipeline.name}}): the Workflow's
+	// name in Argo, the pipeline's name locally.
+	PipelineName = "{{pipeline.name}}"
+	// PipelineStatus is the outcome of the run, for the exit handler only
+	// ({{pipeline.status}}): Succeeded, Failed or Error.
+	PipelineStatus = "{{pipeline.status}}"
+)
+
+// ParamRef returns the placeholder of pipeline parameter name
+// ({{params.NAME}}).
+func ParamRef(name string) string { return "{{params." + name + "}}" }
+
+// ItemField returns the placeholder of field key of the current item, for
+// fan-out over a list of JSON objects ({{item.KEY}}).
+func ItemField(key string) string { return "{{item." + key + "}}" }
+
+// OutputFile returns the placeholder of the file a container step writes its
+// output name to ({{outputs.NAME.path}}); the directory is also in
+// $CUBE_OUTPUTS.
+func OutputFile(name string) string { return "{{outputs." + name + ".path}}" }
+
+type refKind int
+
+const (
+	refParam      refKind = iota + 1 // {{params.NAME}}
+	refOutput                        // {{steps.STEP.outputs.NAME}}
+	refOutputPath                    // {{outputs.NAME.path}}
+	refItem                          // {{item}} or {{item.KEY}}
+	refWorkspace                     // {{workspace}}
+	refPipelineName                  // {{pipeline.name}}
+	refPipelineStatus                // {{pipeline.status}}
+)
+
+// ref is one placeholder found in a string.
+type ref struct {
+	kind refKind
+	step string // refOutput
+	name string // param, output or item key
+}
+
+var (
+	placeholderRe = regexp.MustCompile(`\{\{\s*([^{}]*?)\s*\}\}`)
+	// paramNameRe is Argo's parameter and artifact name rule
+	// (workflow/validate: paramOrArtifactNameRegex), made to start with a
+	// letter or digit.
+	paramNameRe = regexp.MustCompile(`^[a-zA-Z0-9][-a-zA-Z0-9_]*$`)
+)
+
+// ours reports whether the inside of a placeholder belongs to cube's syntax;
+// anything else ({{workflow.uid}}, {{=expr}}) is left for Argo.
+func ours(inner string) bool {
+	for _, p := range []string{"params.", "steps.", "outputs.", "pipeline."} {
+		if strings.HasPrefix(inner, p) {
+			return true
+		}
+	}
+	return inner == "item" || strings.HasPrefix(inner, "item.") || inner == "workspace" || inner == "params" || inner == "steps"
+}
+
+// parseRef parses the inside of one of cube's placeholders.
+func parseRef(inner string) (ref, error) {
+	parts := strings.Split(inner, ".")
+	bad := fmt.Errorf("malformed placeholder {{%s}}", inner)
+	switch parts[0] {
+	case "params":
+		if len(parts) != 2 || !paramNameRe.MatchString(parts[1]) {
+			return ref{}, bad
+		}
+		return ref{kind: refParam, name: parts[1]}, nil
+	case "steps":
+		if len(parts) != 4 || parts[2] != "outputs" || parts[1] == "" || !paramNameRe.MatchString(parts[3]) {
+			return ref{}, fmt.Errorf("%w: want {{steps.STEP.outputs.NAME}}", bad)
+		}
+		return ref{kind: refOutput, step: parts[1], name: parts[3]}, nil
+	case "outputs":
+		if len(parts) != 3 || parts[2] != "path" || !paramNameRe.MatchString(parts[1]) {
+			return ref{}, fmt.Errorf("%w: want {{outputs.NAME.path}}", bad)
+		}
+		return ref{kind: refOutputPath, name: parts[1]}, nil
+	case "item":
+		switch {
+		case len(parts) == 1:
+			return ref{kind: refItem}, nil
+		case len(parts) == 2 && paramNameRe.MatchString(parts[1]):
+			return ref{kind: refItem, name: parts[1]}, nil
+		}
+		return ref{}, bad
+	case "workspace":
+		if len(parts) == 1 {
+			return ref{kind: refWorkspace}, nil
+		}
+	case "pipeline":
+		if len(parts) == 2 && parts[1] == "name" {
+			return ref{kind: refPipelineName}, nil
+		}
+		if len(parts) == 2 && parts[1] == "status" {
+			return ref{kind: refPipelineStatus}, nil
+		}
+	}
+	return ref{}, bad
+}
+
+// scanRefs returns the placeholders of s that belong to cube, and an error
+// for each malformed one.
+func scanRefs(s string) ([]ref, []error) {
+	if !strings.Contains(s, "{{") {
+		return nil, nil
+	}
+	var refs []ref
+	var errs []error
+	for _, m := range placeholderRe.FindAllStringSubmatch(s, -1) {
+		inner := m[1]
+		if !ours(inner) {
+			continue
+		}
+		r, err := parseRef(inner)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		refs = append(refs, r)
+	}
+	return refs, errs
+}
+
+// substitute replaces each of cube's placeholders in s with what fn returns
+// for it; other placeholders stay as they are.
+func substitute(s string, fn func(ref) string) string {
+	if !strings.Contains(s, "{{") {
+		return s
+	}
+	return placeholderRe.ReplaceAllStringFunc(s, func(m string) string {
+		inner := strings.TrimSpace(m[2 : len(m)-2])
+		if !ours(inner) {
+			return m
+		}
+		r, err := parseRef(inner)
+		if err != nil {
+			return m
+		}
+		return fn(r)
+	})
+}
+
+// inputName is the Argo input parameter a template receives a reference
+// through. Step names cannot contain '_' and names cannot start with one, so
+// "STEP_NAME" and "item__KEY" never collide.
+func inputName(r ref) string {
+	switch r.kind {
+	case refOutput:
+		return r.step + "_" + r.name
+	case refItem:
+		if r.name == "" {
+			return "item"
+		}
+		return "item__" + r.name
+	}
+	return ""
+}

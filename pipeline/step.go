@@ -1,0 +1,237 @@
+package pipeline
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/pod"
+)
+
+// Step is one node of a pipeline: a *ContainerStep, a *WorkloadStep or a
+// *FuncStep. The interface is sealed; build steps with Container, Workload
+// and Func.
+type Step interface {
+	// Name returns the step name given to the constructor.
+	Name() string
+	core() *stepCore
+}
+
+// stepCore holds what every kind of step shares.
+type stepCore struct {
+	name       string
+	after      []Step
+	outputs    []string
+	retry      *Retry
+	timeout    time.Duration
+	timeoutSet bool
+	when       string
+	items      []string
+	itemsSet   bool
+	itemsFrom  string
+	maxPar     int
+	maxParSet  bool
+}
+
+// StepOptions holds the settings every kind of step shares: dependencies,
+// outputs, retries, timeout, condition and fan-out. It is embedded in
+// ContainerStep, WorkloadStep and FuncStep; its methods return the embedding
+// step so chains stay fluent.
+type StepOptions[T any] struct {
+	self *T
+	c    stepCore
+}
+
+func (s *StepOptions[T]) init(self *T, name string) { s.self, s.c.name = self, name }
+
+func (s *StepOptions[T]) core() *stepCore { return &s.c }
+
+// Name returns the step name given to the constructor.
+func (s *StepOptions[T]) Name() string { return s.c.name }
+
+// After makes the step wait for steps (appends). Dependencies are also
+// inferred from the outputs a step uses, so After is only needed when a step
+// depends on another's side effects (files in the workspace, a registry).
+func (s *StepOptions[T]) After(steps ...Step) *T {
+	s.c.after = append(s.c.after, steps...)
+	return s.self
+}
+
+// Outputs declares output parameters (appends). A container step writes
+// output NAME to the file $CUBE_OUTPUTS/NAME (also given by
+// OutputFile(NAME)); a function step calls Task.SetOutput. One trailing
+// newline is trimmed, as Argo does. Names match Argo's parameter names:
+// letters, digits, '-' and '_', starting with a letter or digit.
+func (s *StepOptions[T]) Outputs(names ...string) *T {
+	s.c.outputs = append(s.c.outputs, names...)
+	return s.self
+}
+
+// Output returns a placeholder for the value of this step's output name,
+// for use in a later step's command, args, env, function inputs, When or
+// ForEachIn: {{steps.STEP.outputs.NAME}}. Using it makes that step depend on
+// this one. Compiled for Argo it becomes {{tasks.STEP.outputs.parameters.NAME}}
+// passed in as an input parameter. Of a fanned-out step, the value is a JSON
+// list with one value per item.
+func (s *StepOptions[T]) Output(name string) string {
+	return "{{steps." + s.c.name + ".outputs." + name + "}}"
+}
+
+// Retry sets how a failed step is retried (Argo's retryStrategy).
+func (s *StepOptions[T]) Retry(r Retry) *T { s.c.retry = &r; return s.self }
+
+// Timeout bounds each attempt of the step (Argo's activeDeadlineSeconds,
+// rounded up to whole seconds; locally the exact duration).
+func (s *StepOptions[T]) Timeout(d time.Duration) *T {
+	s.c.timeout, s.c.timeoutSet = d, true
+	return s.self
+}
+
+// When runs the step only if the expression is true, e.g.
+// ParamRef("env") + " == prod". The expression is Argo's `when` syntax after
+// substitution (govaluate: comparisons, &&, ||, !, parentheses; bare words are
+// strings). A step that is skipped counts as done for the steps after it.
+func (s *StepOptions[T]) When(expr string) *T { s.c.when = expr; return s.self }
+
+// ForEach fans the step out over items (Argo's withItems): one run per item,
+// which reads its item through ItemRef. Replaces an earlier ForEach or
+// ForEachIn.
+func (s *StepOptions[T]) ForEach(items ...string) *T {
+	s.c.items, s.c.itemsSet, s.c.itemsFrom = slices.Clone(items), true, ""
+	return s.self
+}
+
+// ForEachIn fans the step out over a JSON list held by a parameter or an
+// upstream output (Argo's withParam), e.g. ForEachIn(split.Output("shards")).
+// Items that are JSON objects expose their fields through ItemField.
+// Replaces an earlier ForEach or ForEachIn.
+func (s *StepOptions[T]) ForEachIn(list string) *T {
+	s.c.itemsFrom, s.c.items, s.c.itemsSet = list, nil, false
+	return s.self
+}
+
+// MaxParallel bounds how many items of a fanned-out step run at once.
+func (s *StepOptions[T]) MaxParallel(n int) *T {
+	s.c.maxPar, s.c.maxParSet = n, true
+	return s.self
+}
+
+// RetryPolicy says which failures are retried (Argo's retryPolicy).
+type RetryPolicy string
+
+// Retry policies. Locally a failure is a non-zero exit, a function's error or
+// a timeout; an error is a step that could not start (a missing executable).
+const (
+	RetryOnFailure        RetryPolicy = "OnFailure"
+	RetryOnError          RetryPolicy = "OnError"
+	RetryOnTransientError RetryPolicy = "OnTransientError"
+	RetryAlways           RetryPolicy = "Always"
+)
+
+// Retry is a retry strategy: up to Limit more attempts, waiting Backoff,
+// multiplied by Factor after each retry and capped at MaxBackoff; no retry
+// starts after MaxDuration from the first attempt.
+type Retry struct {
+	Limit       int
+	Policy      RetryPolicy // default RetryOnFailure
+	Backoff     time.Duration
+	Factor      int // default 1
+	MaxBackoff  time.Duration
+	MaxDuration time.Duration
+}
+
+// delay returns the wait before retry n (1-based).
+func (r Retry) delay(n int) time.Duration {
+	d := r.Backoff
+	factor := r.Factor
+	if factor < 1 {
+		factor = 1
+	}
+	for i := 1; i < n; i++ {
+		d *= time.Duration(factor)
+		if r.MaxBackoff > 0 && d >= r.MaxBackoff {
+			return r.MaxBackoff
+		}
+	}
+	if r.MaxBackoff > 0 && d > r.MaxBackoff {
+		return r.MaxBackoff
+	}
+	return d
+}
+
+// ContainerStep runs one container: the shared pod settings of pod.Builder
+// (image, command, args, env, resources, hardware, volumes…) plus the step
+// settings of StepOptions. Locally its command runs as a subprocess; the
+// image is ignored.
+type ContainerStep struct {
+	pod.Builder[ContainerStep]
+	StepOptions[ContainerStep]
+}
+
+// Name returns the step name given to Container.
+func (c *ContainerStep) Name() string { return c.StepOptions.Name() }
+
+// Container returns a container step named name.
+func Container(name string) *ContainerStep {
+	c := &ContainerStep{}
+	c.Init(c, stepKind, name)
+	c.init(c, name)
+	return c
+}
+
+// stepKind is the cube.dev/kind the pod settings of steps are initialised with.
+const stepKind = "pipeline-step"
+
+// WorkloadStep runs a cube.Workload whose primary object is a job (a
+// PyTorchJob, a Volcano Job, a RayJob…): compiled for Argo, a resource
+// template creates it and waits on the success and failure conditions
+// registered for its kind with cube.RegisterCompletion. Its other objects
+// (ConfigMaps, Services…) are applied with the pipeline. Locally the main
+// container's command runs once as a single process, unless Replace gives a
+// function for the step.
+type WorkloadStep struct {
+	StepOptions[WorkloadStep]
+	workload cube.Workload
+}
+
+// Workload returns a step named name that runs w.
+func Workload(name string, w cube.Workload) *WorkloadStep {
+	s := &WorkloadStep{workload: w}
+	s.init(s, name)
+	return s
+}
+
+// StepFunc is the body of a function step; t gives its inputs and takes its
+// outputs. It must return when ctx ends.
+type StepFunc func(ctx context.Context, t *Task) error
+
+// FuncStep runs a Go function. It runs only locally: compiling a pipeline
+// with one for Argo is an error naming the step.
+type FuncStep struct {
+	StepOptions[FuncStep]
+	fn     StepFunc
+	inputs []funcInput
+}
+
+type funcInput struct{ name, value string }
+
+// Func returns a function step named name that calls fn.
+func Func(name string, fn StepFunc) *FuncStep {
+	s := &FuncStep{fn: fn}
+	s.init(s, name)
+	return s
+}
+
+// Input sets an input the function reads with Task.Input, replacing one of
+// the same name. The value may hold placeholders (another step's Output,
+// ParamRef, ItemRef); using another step's output makes this step depend on
+// it.
+func (s *FuncStep) Input(name, value string) *FuncStep {
+	if i := slices.IndexFunc(s.inputs, func(in funcInput) bool { return in.name == name }); i >= 0 {
+		s.inputs[i].value = value
+		return s
+	}
+	s.inputs = append(s.inputs, funcInput{name, value})
+	return s
+}
