@@ -39,6 +39,8 @@
 //     is (kv_lora_rank + qk_rope_head_dim) × bytes on every rank, since the
 //     latent is shared by all heads and not split. A rank holds the layers
 //     of its pipeline stage (the fullest stage counts).
+//     On the Ascend 310P, vLLM-Ascend keeps only half of what is left for
+//     the KV cache, and so does Plan.
 //   - Blocks = KV memory ÷ (16 tokens × page × layers), rounded down;
 //     token capacity = blocks × 16; concurrent sequences = capacity ÷
 //     context length, rounded down.

@@ -316,7 +316,7 @@ func Plan(model market.Model, acc hardware.Profile, opts ...PlanOption) (PlanRes
 	return PlanResult{}, fmt.Errorf("plan %s on %s: %w", model.Name, acc.Name, &FitError{
 		Model: model.Name, Accelerator: acc.Name,
 		TensorParallel: last.TensorParallel, PipelineParallel: last.PipelineParallel, Nodes: last.Nodes,
-		NeedBytes: last.needBytes(), UsableBytes: last.UsableBytesPerDevice,
+		NeedBytes: last.needBytes(acc), UsableBytes: last.UsableBytesPerDevice,
 	})
 }
 
@@ -424,6 +424,9 @@ func (p planner) size(tp, pp int) PlanResult {
 	r.WeightBytesPerDevice = ceilDiv(m.WeightBytes(o.weightDType), int64(tp*pp))
 	r.ReserveBytesPerDevice = p.reserve(tp)
 	r.KVCacheBytesPerDevice = max(0, r.UsableBytesPerDevice-r.WeightBytesPerDevice-r.ReserveBytesPerDevice)
+	if halvesKVCache(p.acc) {
+		r.KVCacheBytesPerDevice /= 2
+	}
 	r.KVCacheBytes = r.KVCacheBytesPerDevice * int64(tp*pp)
 
 	r.KVBytesPerToken = m.KVBytesPerToken(o.kvDType)
@@ -433,6 +436,14 @@ func (p planner) size(tp, pp int) PlanResult {
 	r.KVTokenCapacity = r.KVBlocks * KVBlockSize
 	r.MaxConcurrentSequences = r.KVTokenCapacity / int64(o.contextLength)
 	return r
+}
+
+// halvesKVCache reports the Ascend 310P, whose vLLM-Ascend worker keeps
+// only half of the memory left after weights and activations for the KV
+// cache, "to reserve more memory for other operators workspace"
+// (vllm_ascend/_310p/worker_310p.py).
+func halvesKVCache(acc hardware.Profile) bool {
+	return acc.Vendor == hardware.Huawei && strings.HasPrefix(acc.Product, "310P")
 }
 
 // reserve is the non-KV, non-weight memory of one rank: the fixed
@@ -453,10 +464,13 @@ func (p planner) reserve(tp int) int64 {
 
 // needBytes is the memory one device needs to start: weights, reserve and
 // the blocks of one sequence of ContextLength tokens (vLLM refuses to start
-// with less).
-func (r PlanResult) needBytes() int64 {
-	blocks := ceilDiv(int64(r.ContextLength), KVBlockSize)
-	return r.WeightBytesPerDevice + r.ReserveBytesPerDevice + blocks*KVBlockSize*r.KVBytesPerTokenPerDevice
+// with less), twice those blocks where the engine halves the KV memory.
+func (r PlanResult) needBytes(acc hardware.Profile) int64 {
+	kv := ceilDiv(int64(r.ContextLength), KVBlockSize) * KVBlockSize * r.KVBytesPerTokenPerDevice
+	if halvesKVCache(acc) {
+		kv *= 2
+	}
+	return r.WeightBytesPerDevice + r.ReserveBytesPerDevice + kv
 }
 
 func (r PlanResult) fits() bool { return r.KVTokenCapacity >= int64(r.ContextLength) }

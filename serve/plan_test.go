@@ -47,6 +47,9 @@ func expectPlan(m market.Model, acc hardware.Profile, util float64, tp, pp, node
 	}
 	layers := int64((m.Layers + pp - 1) / pp)
 	kvPerDevice := usable - weights - reserve
+	if acc.Product == "310P3" {
+		kvPerDevice /= 2 // vllm_ascend/_310p/worker_310p.py
+	}
 	blocks := kvPerDevice / (16 * page * layers)
 	var modelKV int64
 	if m.UsesMLA() {
@@ -70,6 +73,8 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 	llama8 := lookup(t, "meta-llama/Llama-3.1-8B-Instruct")
 	llama70 := lookup(t, "meta-llama/Llama-3.1-70B-Instruct")
 	qwen7 := lookup(t, "Qwen/Qwen2.5-7B-Instruct")
+	qwen7base := lookup(t, "Qwen/Qwen2.5-7B")
+	qwen72 := lookup(t, "Qwen/Qwen2.5-72B-Instruct")
 	dsv3 := lookup(t, "deepseek-ai/DeepSeek-V3")
 	for _, tc := range []struct {
 		model              market.Model
@@ -104,6 +109,11 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 		// Qwen2.5-7B on 4 GB devices: TP=4 is the most its heads allow, so
 		// pipeline stages are added on the same node (2 per node of 8).
 		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.2), serve.ContextLength(1024)}, 4, 2, 1, 8, 1024, market.BF16, market.BF16, 0.2},
+		// Ascend: Qwen2.5-72B on 64 GB 910B3s; Qwen2.5-7B on 24 GB 310P3s,
+		// which keep half the remainder for the KV cache.
+		{qwen72, hardware.Ascend910B3, nil, 4, 1, 1, 4, 32768, market.BF16, market.BF16, 0.9},
+		{qwen7, hardware.Ascend310P3, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
+		{qwen7base, hardware.Ascend310P3, nil, 2, 1, 1, 2, 131072, market.BF16, market.BF16, 0.9}, // 53,280 tokens at TP=1
 		// DeepSeek-V3: 625 GiB of FP8 weights, MLA latent on every rank.
 		{dsv3, hardware.H100, nil, 8, 2, 2, 8, 163840, market.FP8, market.BF16, 0.9},
 		{dsv3, hardware.A100_40G, nil, 8, 3, 3, 8, 163840, market.FP8, market.BF16, 0.9},
@@ -230,6 +240,17 @@ func TestPlanCannotFit(t *testing.T) {
 	assert.Equal(t, need(want), fit.NeedBytes)
 	assert.EqualError(t, err, "plan DeepSeek-V3 on L4: needs 84.8 GiB per device at TP=8, PP=2 (2 nodes) "+
 		"but L4 has 21.6 GiB usable: short by 63.2 GiB")
+
+	// On a 310P the KV cache gets half of what is left, so one sequence
+	// needs twice its blocks.
+	one310P := hardware.Ascend310P3.WithMaxPerNode(1)
+	qwen7base := lookup(t, "Qwen/Qwen2.5-7B")
+	_, err = serve.Plan(qwen7base, one310P, serve.MaxNodes(1))
+	want = expectPlan(qwen7base, one310P, 0.9, 1, 1, 1, 1, 131072, market.BF16, market.BF16)
+	require.ErrorAs(t, err, &fit)
+	assert.Equal(t, want.WeightBytesPerDevice+want.ReserveBytesPerDevice+2*131072*57344, fit.NeedBytes)
+	assert.EqualError(t, err, "plan Qwen2.5-7B on Ascend310P3: needs 29.9 GiB per device at TP=1 "+
+		"but Ascend310P3 has 21.6 GiB usable: short by 8.3 GiB")
 
 	// The context alone can be too long: Llama-3.1-8B on one L4 with a
 	// million-token context and no room to grow.
