@@ -1,0 +1,50 @@
+// Package train builds distributed training jobs as typed Kubernetes
+// objects: one builder per framework, every one a cube.Workload.
+//
+//	builder        object                                   replicas
+//	PyTorch        training-operator PyTorchJob              Master + Workers, or elastic Workers
+//	TensorFlow     TFJob                                     Chief, PS, Workers, Evaluator
+//	MPI, Horovod   MPIJob (kubeflow.org/v1)                  Launcher + Workers
+//	DeepSpeed      PyTorchJob + ConfigMap (ds_config.json)   Master + Workers (torchrun)
+//	ColossalAI     PyTorchJob                                Master + Workers (torchrun or colossalai run)
+//	Paddle         PaddleJob                                 Workers (collective) or Master servers + Workers
+//	XGBoost        XGBoostJob                                Master + Workers
+//	MXNet          MXJob                                     Scheduler, Servers, Workers
+//	Ray            KubeRay RayJob                            head + worker groups
+//	Volcano        Volcano batch.volcano.sh/v1alpha1 Job     tasks
+//
+// Every builder embeds pod.Builder, so image, command, env, secrets,
+// volumes, resources, node placement, the hardware profile (On), vGPU
+// slices (Slice) and the fabric (Fabric) are set the same way everywhere
+// and land on every replica's pod template through hardware.Apply: the
+// same job moves from NVIDIA to Ascend by changing the argument of On.
+// The training-operator builders also embed RunPolicy (clean-pod policy,
+// TTL, deadline, backoff, suspend, restart policy and gang scheduling
+// through Volcano); the replica, run-policy and gang plumbing is written
+// once for all of them.
+//
+//	job := train.PyTorch("llama-sft").
+//		Namespace("team-a").
+//		Image("registry.example.com/llm/train:2.4").
+//		Torchrun("sft.py", "--model", "/models/llama").
+//		Workers(3).
+//		On(hardware.H100).GPUs(8).
+//		Fabric(hardware.InfiniBand()).
+//		PVC("datasets", "/data").
+//		Gang().Queue("team-a")
+//	rel, err := client.Apply(ctx, job)
+//	...
+//	_, err = rel.Wait(ctx, cube.Succeeded)
+//
+// Chained methods never fail; Build (the primary typed object) and Objects
+// report every problem at once with field paths. The training-operator's
+// own defaulting (SetObjectDefaults_*) is applied to the rendered jobs,
+// and its exported validation (ValidateV1MpiJobSpec, ValidateV1MXJob) runs
+// after cube's own.
+//
+// Importing the package registers, with the cube client, how to read the
+// phase of every kind it builds (so Release.Wait reports Running, Succeeded
+// and Failed) and the Argo resource-template success and failure
+// conditions of each (cube.CompletionOf), so a pipeline step waits the
+// same way.
+package train

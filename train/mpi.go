@@ -1,0 +1,115 @@
+package train
+
+import (
+	"slices"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// MPIJob builds a training-operator MPIJob (kubeflow.org/v1): a Launcher
+// without accelerators that runs mpirun over Workers, which idle until
+// mpirun starts ranks in them through kubectl exec. The command set with
+// Command/Args is the program every rank runs; the Launcher wraps it in
+// MPIRunCommand (HorovodMPIRunCommand for Horovod) with Workers ×
+// SlotsPerWorker ranks. Create one with MPI or Horovod.
+type MPIJob struct {
+	operatorJob[MPIJob]
+	workers    int
+	slots      *int
+	horovod    bool
+	mpirunArgs []string
+}
+
+// MPI starts an MPIJob named name with one Worker.
+func MPI(name string) *MPIJob {
+	j := &MPIJob{workers: 1}
+	j.init(j, "mpijob", name)
+	return j
+}
+
+// Horovod starts an MPIJob named name for Horovod: the Launcher runs the
+// program with Horovod's Open MPI flags (HorovodMPIRunCommand).
+func Horovod(name string) *MPIJob {
+	j := &MPIJob{workers: 1, horovod: true}
+	j.init(j, "horovodjob", name)
+	return j
+}
+
+// Workers sets the Worker replicas (default 1).
+func (j *MPIJob) Workers(n int) *MPIJob { j.workers = n; return j }
+
+// SlotsPerWorker sets the MPI ranks per Worker. By default it is the
+// accelerators per pod, or 1 for pods without accelerators.
+func (j *MPIJob) SlotsPerWorker(n int) *MPIJob { j.slots = &n; return j }
+
+// MPIRunArgs adds flags to mpirun, placed before the program.
+func (j *MPIJob) MPIRunArgs(args ...string) *MPIJob {
+	j.mpirunArgs = append(j.mpirunArgs, args...)
+	return j
+}
+
+const mpiSpecs = "mpiReplicaSpecs"
+
+func (j *MPIJob) slotsPerWorker() int {
+	switch {
+	case j.slots != nil:
+		return *j.slots
+	case j.Devices() > 0:
+		return j.Devices()
+	}
+	return 1
+}
+
+func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
+	errs := atLeast(j.workers, 1, replicasPath(mpiSpecs, kubeflowv1.MPIJobReplicaTypeWorker), "worker")
+	slots := j.slotsPerWorker()
+	if slots < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "slotsPerWorker"), slots, "must be at least 1"))
+	}
+	command, args := j.CommandLine()
+	program := append(command, args...)
+	if len(program) == 0 {
+		errs = append(errs, field.Required(field.NewPath("spec", mpiSpecs).Key(string(kubeflowv1.MPIJobReplicaTypeLauncher)).
+			Child("template", "spec", "containers").Index(0).Child("command"), "the program mpirun runs is required: set Command"))
+	}
+	launch := slices.Concat(j.mpirunArgs, program)
+	var launcher []string
+	if j.horovod {
+		launcher = HorovodMPIRunCommand(max(j.workers, 0)*max(slots, 0), launch...)
+	} else {
+		launcher = MPIRunCommand(max(j.workers, 0)*max(slots, 0), launch...)
+	}
+	roles := []role{
+		{typ: kubeflowv1.MPIJobReplicaTypeLauncher, replicas: 1, noDevices: true, override: true, command: launcher},
+		// Workers keep no command: the operator makes them sleep until
+		// mpirun reaches them.
+		{typ: kubeflowv1.MPIJobReplicaTypeWorker, replicas: int32(max(j.workers, 0)), override: true},
+	}
+	r, renderErrs := j.render(layout{specsField: mpiSpecs, container: kubeflowv1.MPIJobDefaultContainerName, roles: roles})
+	errs = append(errs, renderErrs...)
+	slots32 := int32(max(slots, 0))
+	job := &kubeflowv1.MPIJob{
+		TypeMeta:   typeMeta(kubeflowv1.MPIJobKind),
+		ObjectMeta: r.meta,
+		Spec: kubeflowv1.MPIJobSpec{
+			SlotsPerWorker:  &slots32,
+			MPIReplicaSpecs: r.replicas,
+			MainContainer:   kubeflowv1.MPIJobDefaultContainerName,
+			RunPolicy:       r.runPolicy,
+		},
+	}
+	kubeflowv1.SetObjectDefaults_MPIJob(job)
+	if err := kubeflowv1.ValidateV1MpiJobSpec(&job.Spec); err != nil {
+		errs = append(errs, operatorError(err))
+	}
+	return job, dedupe(errs)
+}
+
+// Build validates the settings and returns the MPIJob, or every problem at
+// once.
+func (j *MPIJob) Build() (*kubeflowv1.MPIJob, error) { return result(j.build()) }
+
+// Objects returns the MPIJob; it implements cube.Workload.
+func (j *MPIJob) Objects() ([]client.Object, error) { return objects(j.Build()) }

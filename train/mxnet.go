@@ -1,0 +1,65 @@
+package train
+
+import (
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// MXNetJob builds a training-operator MXJob in training mode: a Scheduler
+// and Servers (without accelerators) and Workers, in a container named
+// mxnet running the same command (the operator's DMLC_* variables tell each
+// its role). Create one with MXNet.
+type MXNetJob struct {
+	operatorJob[MXNetJob]
+	workers, servers int
+}
+
+// MXNet starts an MXJob named name with a Scheduler, one Server and one
+// Worker.
+func MXNet(name string) *MXNetJob {
+	j := &MXNetJob{workers: 1, servers: 1}
+	j.init(j, "mxjob", name)
+	return j
+}
+
+// Workers sets the Worker replicas (default 1).
+func (j *MXNetJob) Workers(n int) *MXNetJob { j.workers = n; return j }
+
+// Servers sets the parameter-server replicas (default 1).
+func (j *MXNetJob) Servers(n int) *MXNetJob { j.servers = n; return j }
+
+const mxnetSpecs = "mxReplicaSpecs"
+
+func (j *MXNetJob) build() (*kubeflowv1.MXJob, field.ErrorList) {
+	errs := atLeast(j.workers, 1, replicasPath(mxnetSpecs, kubeflowv1.MXJobReplicaTypeWorker), "worker")
+	errs = append(errs, atLeast(j.servers, 1, replicasPath(mxnetSpecs, kubeflowv1.MXJobReplicaTypeServer), "server")...)
+	roles := []role{
+		{typ: kubeflowv1.MXJobReplicaTypeScheduler, replicas: 1, noDevices: true},
+		{typ: kubeflowv1.MXJobReplicaTypeServer, replicas: int32(max(j.servers, 0)), noDevices: true},
+		{typ: kubeflowv1.MXJobReplicaTypeWorker, replicas: int32(max(j.workers, 0))},
+	}
+	r, renderErrs := j.render(layout{specsField: mxnetSpecs, container: kubeflowv1.MXJobDefaultContainerName, roles: roles})
+	errs = append(errs, renderErrs...)
+	job := &kubeflowv1.MXJob{
+		TypeMeta:   typeMeta(kubeflowv1.MXJobKind),
+		ObjectMeta: r.meta,
+		Spec: kubeflowv1.MXJobSpec{
+			RunPolicy:      r.runPolicy,
+			JobMode:        kubeflowv1.MXTrain,
+			MXReplicaSpecs: r.replicas,
+		},
+	}
+	kubeflowv1.SetObjectDefaults_MXJob(job)
+	if err := kubeflowv1.ValidateV1MXJob(job); err != nil {
+		errs = append(errs, operatorError(err))
+	}
+	return job, dedupe(errs)
+}
+
+// Build validates the settings and returns the MXJob, or every problem at
+// once.
+func (j *MXNetJob) Build() (*kubeflowv1.MXJob, error) { return result(j.build()) }
+
+// Objects returns the MXJob; it implements cube.Workload.
+func (j *MXNetJob) Objects() ([]client.Object, error) { return objects(j.Build()) }

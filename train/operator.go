@@ -1,0 +1,214 @@
+package train
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/pod"
+)
+
+// LabelComponent carries the replica role (master, worker, ps, head…) on
+// every pod template.
+const LabelComponent = "app.kubernetes.io/component"
+
+// operatorJob is the core every training-operator builder embeds: the pod
+// settings written once (pod.Builder) and the run policy. Its render method
+// turns them into replica specs for the roles a framework asks for.
+type operatorJob[T any] struct {
+	pod.Builder[T]
+	RunPolicy[T]
+}
+
+func (o *operatorJob[T]) init(self *T, kind, name string) {
+	o.Init(self, kind, name)
+	o.initRunPolicy(self)
+}
+
+// role is one replica type of a job.
+type role struct {
+	typ      kubeflowv1.ReplicaType
+	replicas int32
+	// noDevices renders the role without accelerators or fabric (a
+	// parameter server, an MPI launcher, an MXNet scheduler).
+	noDevices bool
+	// override replaces the pod settings' command and args with command
+	// and args (nil clears them, leaving the image's entrypoint).
+	override      bool
+	command, args []string
+}
+
+// layout is what a framework asks of the shared core.
+type layout struct {
+	// specsField names the replica-spec map in the job's spec, e.g.
+	// "pytorchReplicaSpecs"; validation paths use it.
+	specsField string
+	// container is the name the operator requires of the main container.
+	container string
+	roles     []role
+	// gangSize is how many pods must start together (0: all replicas).
+	gangSize int32
+}
+
+// rendered is the framework-independent part of a training-operator job.
+type rendered struct {
+	meta      metav1.ObjectMeta
+	replicas  map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec
+	runPolicy kubeflowv1.RunPolicy
+}
+
+// render builds the metadata, replica specs and run policy of a job from
+// the shared settings, and reports every problem with its field path.
+func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
+	longest := ""
+	var total int32
+	for _, r := range l.roles {
+		suffix := "-" + strings.ToLower(string(r.typ)) + "-" + strconv.Itoa(int(max(r.replicas-1, 0)))
+		if len(suffix) > len(longest) {
+			longest = suffix
+		}
+		total += r.replicas
+	}
+	errs := validateJobName(o, len(longest))
+	gangSize := l.gangSize
+	if gangSize == 0 {
+		gangSize = total
+	}
+	rp, gang, rpErrs := o.RunPolicy.render(o.QueueName(), o.PriorityClassName(), o.SchedulerName(), gangSize, total)
+	errs = append(errs, rpErrs...)
+
+	specsPath := field.NewPath("spec", l.specsField)
+	if o.restart != nil && !slices.Contains(restartPolicies, *o.restart) && len(l.roles) > 0 {
+		errs = append(errs, field.NotSupported(specsPath.Key(string(l.roles[0].typ)).Child("restartPolicy"), *o.restart, restartPolicies))
+	}
+	out := rendered{
+		meta:      o.ObjectMeta(o.Name()),
+		replicas:  make(map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec, len(l.roles)),
+		runPolicy: rp,
+	}
+	for _, r := range l.roles {
+		rolePath := specsPath.Key(string(r.typ))
+		tmpl, tmplErrs := o.Template(rolePath.Child("template"), pod.TemplateOptions{
+			Container: l.container,
+			NoDevices: r.noDevices,
+			Labels:    map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
+		})
+		errs = append(errs, tmplErrs...)
+		if r.override {
+			c := &tmpl.Spec.Containers[0]
+			c.Command, c.Args = slices.Clone(r.command), slices.Clone(r.args)
+		}
+		if gang.on {
+			tmpl.Spec.SchedulerName = VolcanoScheduler
+		}
+		copyJobLabels(&out.meta, tmpl.Labels)
+		n := r.replicas
+		spec := &kubeflowv1.ReplicaSpec{Replicas: &n, Template: tmpl}
+		if o.restart != nil {
+			spec.RestartPolicy = *o.restart
+		}
+		out.replicas[r.typ] = spec
+	}
+	return out, dedupe(errs)
+}
+
+// jobLabels are pod-template labels that the job object must carry too:
+// Ascend's ring-controller.atlas, which hardware.Apply sets on the pods and
+// the Ascend scheduler plugins read from the job.
+var jobLabels = []string{hardware.LabelRingController}
+
+func copyJobLabels(meta *metav1.ObjectMeta, podLabels map[string]string) {
+	for _, k := range jobLabels {
+		if v, ok := podLabels[k]; ok {
+			if meta.Labels == nil {
+				meta.Labels = map[string]string{}
+			}
+			meta.Labels[k] = v
+		}
+	}
+}
+
+// metaValidator is the part of pod.Builder that validates names.
+type metaValidator interface {
+	Name() string
+	ValidateMeta(maxNameLen int) field.ErrorList
+}
+
+// validateJobName checks the release name as pod.Builder does, leaving
+// room for the longest suffix the controller appends to name pods and
+// services, and then as a DNS-1035 label: the operators name Services
+// after the job, so it must start with a letter.
+func validateJobName(m metaValidator, suffix int) field.ErrorList {
+	errs := m.ValidateMeta(validation.DNS1035LabelMaxLength - suffix)
+	namePath := field.NewPath("metadata", "name")
+	for _, e := range errs {
+		if e.Field == namePath.String() {
+			return errs
+		}
+	}
+	for _, msg := range validation.IsDNS1035Label(m.Name()) {
+		errs = append(errs, field.Invalid(namePath, m.Name(), msg))
+	}
+	return errs
+}
+
+// dedupe drops repeated errors: settings shared by every replica (a
+// negative GPU count, a bad /dev/shm size) are reported once.
+func dedupe(errs field.ErrorList) field.ErrorList {
+	seen := map[string]bool{}
+	out := errs[:0:0]
+	for _, e := range errs {
+		if k := e.Error(); !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// replicasPath is where a role's replica count lives.
+func replicasPath(specsField string, typ kubeflowv1.ReplicaType) *field.Path {
+	return field.NewPath("spec", specsField).Key(string(typ)).Child("replicas")
+}
+
+// atLeast reports a replica count below least under path.
+func atLeast(n, least int, path *field.Path, what string) field.ErrorList {
+	if n < least {
+		return field.ErrorList{field.Invalid(path, n, "at least "+strconv.Itoa(least)+" "+what+" required")}
+	}
+	return nil
+}
+
+// operatorError turns an error of the training-operator's own validation
+// into a field error on spec.
+func operatorError(err error) *field.Error {
+	return field.Invalid(field.NewPath("spec"), "", "rejected by the training-operator's validation: "+err.Error())
+}
+
+func typeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: kubeflowv1.SchemeGroupVersion.String(), Kind: kind}
+}
+
+// objects wraps the primary object of a builder for Objects.
+func objects[J client.Object](obj J, err error) ([]client.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []client.Object{obj}, nil
+}
+
+// result returns obj, or nil and every problem at once.
+func result[J any](obj J, errs field.ErrorList) (J, error) {
+	if err := errs.ToAggregate(); err != nil {
+		var zero J
+		return zero, err
+	}
+	return obj, nil
+}

@@ -1,0 +1,231 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// VolcanoScheduler is the scheduler name of Volcano, which gang-schedules
+// training jobs.
+const VolcanoScheduler = "volcano"
+
+// Lifecycle holds how long a job may run and what happens when it ends:
+// the settings the training-operator jobs and KubeRay's RayJob share. It is
+// embedded by the builders; its methods return the embedding builder.
+type Lifecycle[T any] struct {
+	self     *T
+	ttl      *time.Duration
+	deadline *time.Duration
+	backoff  *int
+	suspend  bool
+}
+
+// TTLAfterFinished deletes the job this long after it finished (whole
+// seconds, rounded up). Zero deletes it at once.
+func (l *Lifecycle[T]) TTLAfterFinished(d time.Duration) *T { l.ttl = &d; return l.self }
+
+// ActiveDeadline fails the job when it has run this long (whole seconds,
+// rounded up).
+func (l *Lifecycle[T]) ActiveDeadline(d time.Duration) *T { l.deadline = &d; return l.self }
+
+// BackoffLimit is how many times the job is retried before it fails.
+func (l *Lifecycle[T]) BackoffLimit(n int) *T { l.backoff = &n; return l.self }
+
+// Suspend creates the job suspended (true) or running (false, the
+// default); a suspended job creates no pods until it is resumed.
+func (l *Lifecycle[T]) Suspend(on bool) *T { l.suspend = on; return l.self }
+
+// lifecyclePaths are where a kind keeps the lifecycle fields.
+type lifecyclePaths struct {
+	ttl, deadline, backoff *field.Path
+}
+
+// lifecycle is the validated form of a Lifecycle.
+type lifecycle struct {
+	ttl      *int32
+	deadline *int64
+	backoff  *int32
+	suspend  bool
+}
+
+func (l *Lifecycle[T]) render(p lifecyclePaths) (lifecycle, field.ErrorList) {
+	var errs field.ErrorList
+	out := lifecycle{suspend: l.suspend}
+	if l.ttl != nil {
+		secs, err := seconds(*l.ttl, p.ttl, false)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			v := int32(secs)
+			out.ttl = &v
+		}
+	}
+	if l.deadline != nil {
+		secs, err := seconds(*l.deadline, p.deadline, true)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			out.deadline = &secs
+		}
+	}
+	if l.backoff != nil {
+		switch {
+		case *l.backoff < 0:
+			errs = append(errs, field.Invalid(p.backoff, *l.backoff, "must not be negative"))
+		case *l.backoff > math.MaxInt32:
+			errs = append(errs, field.Invalid(p.backoff, *l.backoff, "must fit in 32 bits"))
+		default:
+			v := int32(*l.backoff)
+			out.backoff = &v
+		}
+	}
+	return out, errs
+}
+
+// seconds converts d to whole seconds, rounding up, within int32.
+func seconds(d time.Duration, p *field.Path, positive bool) (int64, *field.Error) {
+	switch {
+	case d < 0:
+		return 0, field.Invalid(p, d.String(), "must not be negative")
+	case positive && d == 0:
+		return 0, field.Invalid(p, d.String(), "must be positive")
+	}
+	secs := int64((d + time.Second - 1) / time.Second)
+	if secs > math.MaxInt32 {
+		return 0, field.Invalid(p, d.String(), fmt.Sprintf("must be at most %d seconds", math.MaxInt32))
+	}
+	return secs, nil
+}
+
+// RunPolicy is the run policy every training-operator job shares (PyTorch,
+// TensorFlow, MPI, Horovod, DeepSpeed, ColossalAI, Paddle, XGBoost, MXNet):
+// the Lifecycle, the clean-pod policy, the replicas' restart policy and
+// gang scheduling through Volcano. It is embedded by the builders.
+type RunPolicy[T any] struct {
+	Lifecycle[T]
+	cleanPod        *kubeflowv1.CleanPodPolicy
+	restart         *kubeflowv1.RestartPolicy
+	gang            bool
+	minAvailable    *int
+	scheduleTimeout *time.Duration
+}
+
+func (r *RunPolicy[T]) initRunPolicy(self *T) { r.Lifecycle.self = self }
+
+// CleanPodPolicy says which pods are deleted when the job finishes:
+// kubeflowv1.CleanPodPolicyAll, Running or None (the operator's default).
+func (r *RunPolicy[T]) CleanPodPolicy(p kubeflowv1.CleanPodPolicy) *T {
+	r.cleanPod = &p
+	return r.Lifecycle.self
+}
+
+// RestartPolicy sets the restart policy of every replica: Always,
+// OnFailure, Never or ExitCode (restart on retryable exit codes). Unset,
+// each replica gets the operator's default for the framework.
+func (r *RunPolicy[T]) RestartPolicy(p kubeflowv1.RestartPolicy) *T {
+	r.restart = &p
+	return r.Lifecycle.self
+}
+
+// Gang schedules all replicas together through Volcano: the pods get
+// schedulerName volcano and the job a scheduling policy (minAvailable = all
+// replicas unless GangMinAvailable says otherwise, the Queue and the
+// PriorityClass of the pod settings). The operator creates the PodGroup.
+func (r *RunPolicy[T]) Gang() *T { r.gang = true; return r.Lifecycle.self }
+
+// GangMinAvailable gang-schedules the job (as Gang) with at least n pods
+// started together.
+func (r *RunPolicy[T]) GangMinAvailable(n int) *T {
+	r.gang = true
+	r.minAvailable = &n
+	return r.Lifecycle.self
+}
+
+// ScheduleTimeout gang-schedules the job (as Gang) and gives up scheduling
+// it after d.
+func (r *RunPolicy[T]) ScheduleTimeout(d time.Duration) *T {
+	r.gang = true
+	r.scheduleTimeout = &d
+	return r.Lifecycle.self
+}
+
+var (
+	cleanPodPolicies = []kubeflowv1.CleanPodPolicy{kubeflowv1.CleanPodPolicyAll, kubeflowv1.CleanPodPolicyRunning, kubeflowv1.CleanPodPolicyNone}
+	restartPolicies  = []kubeflowv1.RestartPolicy{kubeflowv1.RestartPolicyAlways, kubeflowv1.RestartPolicyOnFailure, kubeflowv1.RestartPolicyNever, kubeflowv1.RestartPolicyExitCode}
+)
+
+// gangSettings is what the pod templates and the scheduling policy need.
+type gangSettings struct {
+	on           bool
+	minAvailable int32
+	timeout      *int32
+}
+
+// render returns the run policy for a job whose gang needs gangSize pods
+// (all replicas, or the elastic minimum) out of total.
+func (r *RunPolicy[T]) render(queue, priorityClass, scheduler string, gangSize, total int32) (kubeflowv1.RunPolicy, gangSettings, field.ErrorList) {
+	path := field.NewPath("spec", "runPolicy")
+	lc, errs := r.Lifecycle.render(lifecyclePaths{
+		ttl:      path.Child("ttlSecondsAfterFinished"),
+		deadline: path.Child("activeDeadlineSeconds"),
+		backoff:  path.Child("backoffLimit"),
+	})
+	rp := kubeflowv1.RunPolicy{
+		TTLSecondsAfterFinished: lc.ttl,
+		ActiveDeadlineSeconds:   lc.deadline,
+		BackoffLimit:            lc.backoff,
+	}
+	if lc.suspend {
+		rp.Suspend = &lc.suspend
+	}
+	if r.cleanPod != nil {
+		if !slices.Contains(cleanPodPolicies, *r.cleanPod) {
+			errs = append(errs, field.NotSupported(path.Child("cleanPodPolicy"), *r.cleanPod, cleanPodPolicies))
+		} else {
+			p := *r.cleanPod
+			rp.CleanPodPolicy = &p
+		}
+	}
+	gang := gangSettings{on: r.gang, minAvailable: gangSize}
+	if !r.gang {
+		return rp, gang, errs
+	}
+	spPath := path.Child("schedulingPolicy")
+	if scheduler != "" && scheduler != VolcanoScheduler {
+		errs = append(errs, field.Invalid(field.NewPath("schedulerName"), scheduler,
+			"gang scheduling runs through Volcano; remove Scheduler or set it to "+VolcanoScheduler))
+	}
+	if r.minAvailable != nil {
+		switch {
+		case *r.minAvailable < 1:
+			errs = append(errs, field.Invalid(spPath.Child("minAvailable"), *r.minAvailable, "must be at least 1"))
+		case *r.minAvailable > int(total):
+			errs = append(errs, field.Invalid(spPath.Child("minAvailable"), *r.minAvailable,
+				fmt.Sprintf("must not exceed the job's %d replicas", total)))
+		default:
+			gang.minAvailable = int32(*r.minAvailable)
+		}
+	}
+	if r.scheduleTimeout != nil {
+		secs, err := seconds(*r.scheduleTimeout, spPath.Child("scheduleTimeoutSeconds"), true)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			v := int32(secs)
+			gang.timeout = &v
+		}
+	}
+	minAvailable := gang.minAvailable
+	rp.SchedulingPolicy = &kubeflowv1.SchedulingPolicy{
+		MinAvailable:           &minAvailable,
+		Queue:                  queue,
+		PriorityClass:          priorityClass,
+		ScheduleTimeoutSeconds: gang.timeout,
+	}
+	return rp, gang, errs
+}

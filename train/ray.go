@@ -1,0 +1,219 @@
+package train
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cubestudio/cube/pod"
+)
+
+// RuntimeEnv is the Ray runtime environment of a job's entrypoint; it
+// renders to the RayJob's runtimeEnvYAML.
+type RuntimeEnv struct {
+	// WorkingDir is a local directory or a remote URI (s3://, gs://,
+	// https://….zip) uploaded to every worker.
+	WorkingDir string `json:"working_dir,omitempty"`
+	// Pip packages installed for the job.
+	Pip []string `json:"pip,omitempty"`
+	// EnvVars are set for the job's processes.
+	EnvVars map[string]string `json:"env_vars,omitempty"`
+	// PyModules are modules (paths or URIs) importable by the job.
+	PyModules []string `json:"py_modules,omitempty"`
+}
+
+// rayGroup is one worker group.
+type rayGroup struct {
+	name               string
+	replicas, min, max int
+}
+
+// RayJob builds a KubeRay RayJob: a Ray cluster (a head group and worker
+// groups sharing the pod settings) that runs an entrypoint and, by
+// default, is shut down when the entrypoint finishes. Worker pods get the
+// accelerators; the head gets none unless HeadAccelerators is called. The
+// containers run `ray start` (KubeRay writes it), so the program goes in
+// Entrypoint rather than Command. Create one with Ray.
+type RayJob struct {
+	pod.Builder[RayJob]
+	Lifecycle[RayJob]
+	entrypoint  string
+	runtimeEnv  *RuntimeEnv
+	groups      []rayGroup
+	keepCluster bool
+	rayVersion  string
+	headDevices bool
+}
+
+// Ray starts a RayJob named name; add at least one WorkerGroup.
+func Ray(name string) *RayJob {
+	j := &RayJob{}
+	j.Init(j, "rayjob", name)
+	j.Lifecycle.self = j
+	return j
+}
+
+// Entrypoint sets the command the job submits to the cluster, e.g.
+// "python train.py --epochs 3".
+func (j *RayJob) Entrypoint(cmd string) *RayJob { j.entrypoint = cmd; return j }
+
+// RuntimeEnv sets the runtime environment of the entrypoint.
+func (j *RayJob) RuntimeEnv(env RuntimeEnv) *RayJob {
+	env.Pip = slices.Clone(env.Pip)
+	env.PyModules = slices.Clone(env.PyModules)
+	env.EnvVars = maps.Clone(env.EnvVars)
+	j.runtimeEnv = &env
+	return j
+}
+
+// WorkerGroup adds a worker group of a fixed size.
+func (j *RayJob) WorkerGroup(name string, replicas int) *RayJob {
+	return j.AutoscaledWorkerGroup(name, replicas, replicas, replicas)
+}
+
+// AutoscaledWorkerGroup adds a worker group that starts with replicas
+// workers and that Ray's autoscaler scales between min and max.
+func (j *RayJob) AutoscaledWorkerGroup(name string, replicas, min, max int) *RayJob {
+	j.groups = append(j.groups, rayGroup{name: name, replicas: replicas, min: min, max: max})
+	return j
+}
+
+// KeepClusterAfterFinish keeps the Ray cluster running when the entrypoint
+// finishes (by default it is shut down).
+func (j *RayJob) KeepClusterAfterFinish() *RayJob { j.keepCluster = true; return j }
+
+// RayVersion records the Ray version of the image (spec.rayClusterSpec.rayVersion).
+func (j *RayJob) RayVersion(v string) *RayJob { j.rayVersion = v; return j }
+
+// HeadAccelerators gives the head pod the accelerators too, so that it runs
+// GPU or NPU tasks.
+func (j *RayJob) HeadAccelerators() *RayJob { j.headDevices = true; return j }
+
+// maxRayJobName is KubeRay's limit on RayJob names (MaxRayJobNameLength):
+// the RayCluster it creates appends a suffix and names pods after it.
+const maxRayJobName = 47
+
+func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
+	errs := validateJobName(j, validation.DNS1035LabelMaxLength-maxRayJobName)
+	spec := field.NewPath("spec")
+	lc, lcErrs := j.Lifecycle.render(lifecyclePaths{
+		ttl:      spec.Child("ttlSecondsAfterFinished"),
+		deadline: spec.Child("activeDeadlineSeconds"),
+		backoff:  spec.Child("backoffLimit"),
+	})
+	errs = append(errs, lcErrs...)
+	if j.entrypoint == "" {
+		errs = append(errs, field.Required(spec.Child("entrypoint"), "an entrypoint is required"))
+	}
+	if command, args := j.CommandLine(); len(command)+len(args) > 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("command"), "Ray containers run `ray start`; put the program in Entrypoint"))
+	}
+	if j.keepCluster {
+		if lc.suspend {
+			errs = append(errs, field.Forbidden(spec.Child("suspend"), "a RayJob that keeps its cluster cannot be suspended"))
+		}
+		if lc.ttl != nil && *lc.ttl > 0 {
+			errs = append(errs, field.Forbidden(spec.Child("ttlSecondsAfterFinished"), "a RayJob that keeps its cluster has no TTL"))
+		}
+	}
+	if len(j.groups) == 0 {
+		errs = append(errs, field.Required(spec.Child("rayClusterSpec", "workerGroupSpecs"), "at least one worker group is required"))
+	}
+
+	cluster := &rayv1.RayClusterSpec{RayVersion: j.rayVersion}
+	headPath := spec.Child("rayClusterSpec", "headGroupSpec", "template")
+	head, headErrs := j.Template(headPath, pod.TemplateOptions{
+		Container: "ray-head",
+		NoDevices: !j.headDevices,
+		Labels:    map[string]string{LabelComponent: "head"},
+	})
+	errs = append(errs, headErrs...)
+	cluster.HeadGroupSpec = rayv1.HeadGroupSpec{
+		Template:       head,
+		RayStartParams: map[string]string{"dashboard-host": "0.0.0.0"},
+	}
+	meta := j.ObjectMeta(j.Name())
+	copyJobLabels(&meta, head.Labels)
+	names := map[string]bool{}
+	for i, g := range j.groups {
+		gPath := spec.Child("rayClusterSpec", "workerGroupSpecs").Index(i)
+		for _, msg := range validation.IsDNS1123Label(g.name) {
+			errs = append(errs, field.Invalid(gPath.Child("groupName"), g.name, msg))
+		}
+		if names[g.name] {
+			errs = append(errs, field.Duplicate(gPath.Child("groupName"), g.name))
+		}
+		names[g.name] = true
+		switch {
+		case g.min < 1:
+			errs = append(errs, field.Invalid(gPath.Child("minReplicas"), g.min, "must be at least 1"))
+		case g.min > g.max:
+			errs = append(errs, field.Invalid(gPath.Child("maxReplicas"), g.max, fmt.Sprintf("must not be less than minReplicas (%d)", g.min)))
+		case g.replicas < g.min || g.replicas > g.max:
+			errs = append(errs, field.Invalid(gPath.Child("replicas"), g.replicas, fmt.Sprintf("must be within %d..%d", g.min, g.max)))
+		case g.max > math.MaxInt32:
+			errs = append(errs, field.Invalid(gPath.Child("maxReplicas"), g.max, "must fit in 32 bits"))
+		}
+		tmpl, tmplErrs := j.Template(gPath.Child("template"), pod.TemplateOptions{
+			Container: "ray-worker",
+			Labels:    map[string]string{LabelComponent: "worker"},
+		})
+		errs = append(errs, tmplErrs...)
+		copyJobLabels(&meta, tmpl.Labels)
+		replicas, lo, hi := int32(g.replicas), int32(g.min), int32(g.max)
+		cluster.WorkerGroupSpecs = append(cluster.WorkerGroupSpecs, rayv1.WorkerGroupSpec{
+			GroupName:      g.name,
+			Replicas:       &replicas,
+			MinReplicas:    &lo,
+			MaxReplicas:    &hi,
+			RayStartParams: map[string]string{},
+			Template:       tmpl,
+		})
+		if g.min != g.max {
+			autoscale := true
+			cluster.EnableInTreeAutoscaling = &autoscale
+		}
+	}
+
+	job := &rayv1.RayJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayJob"},
+		ObjectMeta: meta,
+		Spec: rayv1.RayJobSpec{
+			Entrypoint:               j.entrypoint,
+			RayClusterSpec:           cluster,
+			ShutdownAfterJobFinishes: !j.keepCluster,
+			Suspend:                  lc.suspend,
+			BackoffLimit:             lc.backoff,
+		},
+	}
+	if lc.ttl != nil {
+		job.Spec.TTLSecondsAfterFinished = *lc.ttl
+	}
+	if lc.deadline != nil {
+		d := int32(*lc.deadline)
+		job.Spec.ActiveDeadlineSeconds = &d
+	}
+	if j.runtimeEnv != nil {
+		out, err := yaml.Marshal(j.runtimeEnv)
+		if err != nil { // only strings, lists and maps of strings
+			errs = append(errs, field.InternalError(spec.Child("runtimeEnvYAML"), err))
+		}
+		job.Spec.RuntimeEnvYAML = string(out)
+	}
+	return job, dedupe(errs)
+}
+
+// Build validates the settings and returns the RayJob, or every problem at
+// once.
+func (j *RayJob) Build() (*rayv1.RayJob, error) { return result(j.build()) }
+
+// Objects returns the RayJob; it implements cube.Workload.
+func (j *RayJob) Objects() ([]client.Object, error) { return objects(j.Build()) }

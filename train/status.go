@@ -1,0 +1,151 @@
+package train
+
+import (
+	"fmt"
+	"strings"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/cubestudio/cube"
+)
+
+// The kinds train builds, for status readers and completion conditions.
+var (
+	PyTorchJobKind = kubeflowv1.SchemeGroupVersion.WithKind(kubeflowv1.PyTorchJobKind).GroupKind()
+	TFJobKind      = kubeflowv1.SchemeGroupVersion.WithKind(kubeflowv1.TFJobKind).GroupKind()
+	MPIJobKind     = kubeflowv1.SchemeGroupVersion.WithKind(kubeflowv1.MPIJobKind).GroupKind()
+	PaddleJobKind  = kubeflowv1.SchemeGroupVersion.WithKind(kubeflowv1.PaddleJobKind).GroupKind()
+	XGBoostJobKind = kubeflowv1.SchemeGroupVersion.WithKind(kubeflowv1.XGBoostJobKind).GroupKind()
+	MXJobKind      = kubeflowv1.SchemeGroupVersion.WithKind(kubeflowv1.MXJobKind).GroupKind()
+	RayJobKind     = schema.GroupKind{Group: rayv1.GroupVersion.Group, Kind: "RayJob"}
+	VolcanoJobKind = schema.GroupKind{Group: vcbatch.SchemeGroupVersion.Group, Kind: "Job"}
+)
+
+// trainingJobCompletion is the completion of every training-operator job,
+// in the grammar of Argo's resource templates: a Kubernetes label selector
+// whose keys are gjson paths into the object. That grammar cannot search a
+// list by a field (a key such as status.conditions.#(type=="Failed") does
+// not parse), so it leans on two facts of the operator:
+//
+//   - it appends each new condition at the end and keeps at most one of
+//     each type, and its jobs carry at most five (Created, Running or
+//     Restarting, Suspended, Succeeded, Failed). Argo fails a step when
+//     any one requirement of the failure condition matches, so checking
+//     the type at each of the five positions finds a Failed condition
+//     wherever it is;
+//   - it sets status.completionTime in the same update that adds
+//     Succeeded or Failed. Argo checks the failure condition first, so a
+//     completion time without a Failed condition means success.
+var trainingJobCompletion = cube.Completion{
+	Success: "status.completionTime",
+	Failure: failedAtAnyPosition(5),
+}
+
+func failedAtAnyPosition(n int) string {
+	reqs := make([]string, n)
+	for i := range reqs {
+		reqs[i] = fmt.Sprintf("status.conditions.%d.type == %s", i, kubeflowv1.JobFailed)
+	}
+	return strings.Join(reqs, ", ")
+}
+
+// Volcano and KubeRay keep their state in single fields.
+var (
+	volcanoCompletion = cube.Completion{
+		Success: "status.state.phase == Completed",
+		Failure: "status.state.phase in (Failed, Aborted, Terminated)",
+	}
+	// Argo's success condition needs all its requirements, its failure
+	// condition any one of them.
+	rayCompletion = cube.Completion{
+		Success: "status.jobDeploymentStatus == Complete, status.jobStatus == SUCCEEDED",
+		Failure: "status.jobDeploymentStatus in (Failed, ValidationFailed), status.jobStatus in (FAILED, STOPPED)",
+	}
+)
+
+func init() {
+	cube.RegisterStatus(PyTorchJobKind, cube.TypedStatus(func(j *kubeflowv1.PyTorchJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
+	cube.RegisterStatus(TFJobKind, cube.TypedStatus(func(j *kubeflowv1.TFJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
+	cube.RegisterStatus(MPIJobKind, cube.TypedStatus(func(j *kubeflowv1.MPIJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
+	cube.RegisterStatus(PaddleJobKind, cube.TypedStatus(func(j *kubeflowv1.PaddleJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
+	cube.RegisterStatus(XGBoostJobKind, cube.TypedStatus(func(j *kubeflowv1.XGBoostJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
+	cube.RegisterStatus(MXJobKind, cube.TypedStatus(func(j *kubeflowv1.MXJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
+	cube.RegisterStatus(RayJobKind, cube.TypedStatus(RayJobStatus))
+	cube.RegisterStatus(VolcanoJobKind, cube.TypedStatus(VolcanoJobStatus))
+	for _, gk := range []schema.GroupKind{PyTorchJobKind, TFJobKind, MPIJobKind, PaddleJobKind, XGBoostJobKind, MXJobKind} {
+		cube.RegisterCompletion(gk, trainingJobCompletion)
+	}
+	cube.RegisterCompletion(RayJobKind, rayCompletion)
+	cube.RegisterCompletion(VolcanoJobKind, volcanoCompletion)
+}
+
+// TrainingJobStatus reads the phase of a training-operator job from its
+// conditions: Succeeded or Failed when that condition is true, otherwise
+// in progress with the latest true condition as the reason (Created,
+// Running, Restarting, Suspended).
+func TrainingJobStatus(st kubeflowv1.JobStatus) cube.ObjectStatus {
+	var latest *kubeflowv1.JobCondition
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case kubeflowv1.JobSucceeded:
+			return cube.ObjectStatus{Phase: cube.Succeeded, Reason: nonEmpty(c.Reason, string(c.Type)), Message: c.Message}
+		case kubeflowv1.JobFailed:
+			return cube.ObjectStatus{Phase: cube.Failed, Reason: nonEmpty(c.Reason, string(c.Type)), Message: c.Message}
+		}
+		latest = c
+	}
+	if latest == nil {
+		return cube.ObjectStatus{Phase: cube.InProgress, Reason: "Pending", Message: "the operator has not reported on the job yet"}
+	}
+	return cube.ObjectStatus{Phase: cube.InProgress, Reason: string(latest.Type), Message: latest.Message}
+}
+
+// VolcanoJobStatus reads the phase of a Volcano Job from status.state:
+// Completed succeeds; Failed, Aborted and Terminated fail; the rest
+// (Pending, Running, Restarting, Completing…) are in progress.
+func VolcanoJobStatus(j *vcbatch.Job) cube.ObjectStatus {
+	s := j.Status.State
+	msg := s.Message
+	if msg == "" {
+		msg = fmt.Sprintf("%d running, %d succeeded, %d failed", j.Status.Running, j.Status.Succeeded, j.Status.Failed)
+	}
+	switch s.Phase {
+	case vcbatch.Completed:
+		return cube.ObjectStatus{Phase: cube.Succeeded, Reason: nonEmpty(s.Reason, string(s.Phase)), Message: msg}
+	case vcbatch.Failed, vcbatch.Aborted, vcbatch.Terminated:
+		return cube.ObjectStatus{Phase: cube.Failed, Reason: nonEmpty(s.Reason, string(s.Phase)), Message: msg}
+	}
+	return cube.ObjectStatus{Phase: cube.InProgress, Reason: nonEmpty(string(s.Phase), string(vcbatch.Pending)), Message: msg}
+}
+
+// RayJobStatus reads the phase of a RayJob: Complete with the Ray job
+// SUCCEEDED succeeds; a Failed or ValidationFailed deployment, or a Ray job
+// that FAILED or was STOPPED, fails; the rest is in progress with the
+// deployment status as the reason.
+func RayJobStatus(j *rayv1.RayJob) cube.ObjectStatus {
+	s := j.Status
+	switch {
+	case s.JobDeploymentStatus == rayv1.JobDeploymentStatusFailed || s.JobDeploymentStatus == rayv1.JobDeploymentStatusValidationFailed:
+		return cube.ObjectStatus{Phase: cube.Failed, Reason: nonEmpty(string(s.Reason), string(s.JobDeploymentStatus)), Message: s.Message}
+	case s.JobStatus == rayv1.JobStatusFailed || s.JobStatus == rayv1.JobStatusStopped:
+		return cube.ObjectStatus{Phase: cube.Failed, Reason: nonEmpty(string(s.Reason), string(s.JobStatus)), Message: s.Message}
+	case s.JobDeploymentStatus == rayv1.JobDeploymentStatusComplete && s.JobStatus == rayv1.JobStatusSucceeded:
+		return cube.ObjectStatus{Phase: cube.Succeeded, Reason: string(s.JobStatus), Message: s.Message}
+	}
+	return cube.ObjectStatus{Phase: cube.InProgress, Reason: nonEmpty(string(s.JobDeploymentStatus), "New"), Message: s.Message}
+}
+
+func nonEmpty(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}

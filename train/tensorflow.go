@@ -1,0 +1,88 @@
+package train
+
+import (
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TFJob builds a training-operator TFJob: Workers, and optionally a Chief,
+// parameter servers and an Evaluator, all in a container named tensorflow
+// running the same command (the operator's TF_CONFIG tells each its role).
+// Parameter servers get no accelerators. Create one with TensorFlow.
+type TFJob struct {
+	operatorJob[TFJob]
+	workers, ps     int
+	chief, eval     bool
+	allWorkersMatch bool
+}
+
+// TensorFlow starts a TFJob named name with one Worker.
+func TensorFlow(name string) *TFJob {
+	j := &TFJob{workers: 1}
+	j.init(j, "tfjob", name)
+	return j
+}
+
+// Workers sets the Worker replicas (default 1; a TFJob needs at least one).
+func (j *TFJob) Workers(n int) *TFJob { j.workers = n; return j }
+
+// ParameterServers adds n PS replicas (parameter-server strategy); they
+// run without accelerators.
+func (j *TFJob) ParameterServers(n int) *TFJob { j.ps = n; return j }
+
+// Chief adds a Chief replica, which coordinates and whose success ends the
+// job.
+func (j *TFJob) Chief() *TFJob { j.chief = true; return j }
+
+// Evaluator adds an Evaluator replica, which evaluates checkpoints beside
+// the training.
+func (j *TFJob) Evaluator() *TFJob { j.eval = true; return j }
+
+// SucceedWhenAllWorkersSucceed makes the job succeed only when every
+// Worker has (SuccessPolicyAllWorkers) instead of when the Chief, or
+// Worker 0, has.
+func (j *TFJob) SucceedWhenAllWorkersSucceed() *TFJob { j.allWorkersMatch = true; return j }
+
+const tfSpecs = "tfReplicaSpecs"
+
+func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
+	errs := atLeast(j.workers, 1, replicasPath(tfSpecs, kubeflowv1.TFJobReplicaTypeWorker), "worker")
+	if j.ps < 0 {
+		errs = append(errs, field.Invalid(replicasPath(tfSpecs, kubeflowv1.TFJobReplicaTypePS), j.ps, "must not be negative"))
+	}
+	var roles []role
+	if j.chief {
+		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeChief, replicas: 1})
+	}
+	if j.ps > 0 {
+		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypePS, replicas: int32(j.ps), noDevices: true})
+	}
+	roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeWorker, replicas: int32(max(j.workers, 0))})
+	if j.eval {
+		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeEval, replicas: 1})
+	}
+	r, renderErrs := j.render(layout{specsField: tfSpecs, container: kubeflowv1.TFJobDefaultContainerName, roles: roles})
+	errs = append(errs, renderErrs...)
+	job := &kubeflowv1.TFJob{
+		TypeMeta:   typeMeta(kubeflowv1.TFJobKind),
+		ObjectMeta: r.meta,
+		Spec: kubeflowv1.TFJobSpec{
+			RunPolicy:      r.runPolicy,
+			TFReplicaSpecs: r.replicas,
+		},
+	}
+	if j.allWorkersMatch {
+		p := kubeflowv1.SuccessPolicyAllWorkers
+		job.Spec.SuccessPolicy = &p
+	}
+	kubeflowv1.SetObjectDefaults_TFJob(job)
+	return job, dedupe(errs)
+}
+
+// Build validates the settings and returns the TFJob, or every problem at
+// once.
+func (j *TFJob) Build() (*kubeflowv1.TFJob, error) { return result(j.build()) }
+
+// Objects returns the TFJob; it implements cube.Workload.
+func (j *TFJob) Objects() ([]client.Object, error) { return objects(j.Build()) }
