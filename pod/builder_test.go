@@ -1,0 +1,192 @@
+package pod_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/vgpu"
+)
+
+// job is the smallest builder that embeds the shared pod settings.
+type job struct{ pod.Builder[job] }
+
+func newJob(name string) *job {
+	j := &job{}
+	j.Init(j, "job", name)
+	return j
+}
+
+var tmplPath = field.NewPath("spec", "template")
+
+func qty(l corev1.ResourceList, name corev1.ResourceName) string {
+	q, ok := l[name]
+	if !ok {
+		return "<unset>"
+	}
+	return q.String()
+}
+
+func errorStrings(errs field.ErrorList) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+func TestTemplateCarriesEverySetting(t *testing.T) {
+	cmd := []string{"python", "train.py"}
+	j := newJob("sft").
+		Namespace("team-a").Label("team", "nlp").PartOf("llm").
+		Image("pytorch:2.4").Command(cmd...).Args("--epochs", "3").AddArgs("--bf16").
+		Env("A", "1").Env("A", "2").EnvFromSecret("HF_TOKEN", "hf", "token").
+		CPU("8").Memory("64Gi").
+		PVC("datasets", "/data").SecretVolume("ssh", "/etc/ssh-keys").
+		NodeSelector("zone", "a").PriorityClass("high").ServiceAccount("trainer").
+		ImagePullSecret("registry").Queue("team-a").Scheduler("volcano").
+		PodLabel("role", "x").Port("http", 8080)
+	cmd[0] = "mutated"
+
+	tmpl, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch", Labels: map[string]string{"component": "worker"}, RestartPolicy: corev1.RestartPolicyOnFailure})
+	require.Empty(t, errs)
+	c := tmpl.Spec.Containers[0]
+	assert.Equal(t, "pytorch", c.Name)
+	assert.Equal(t, "pytorch:2.4", c.Image)
+	assert.Equal(t, []string{"python", "train.py"}, c.Command, "caller's slice was copied")
+	assert.Equal(t, []string{"--epochs", "3", "--bf16"}, c.Args)
+	assert.Equal(t, []corev1.EnvVar{
+		{Name: "A", Value: "2"},
+		{Name: "HF_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "hf"}, Key: "token"}}},
+	}, c.Env)
+	assert.Equal(t, resource.MustParse("8"), c.Resources.Requests[corev1.ResourceCPU])
+	assert.Equal(t, resource.MustParse("64Gi"), c.Resources.Limits[corev1.ResourceMemory])
+	assert.Equal(t, []corev1.VolumeMount{
+		{Name: "pvc-datasets", MountPath: "/data"},
+		{Name: "secret-ssh", MountPath: "/etc/ssh-keys", ReadOnly: true},
+	}, c.VolumeMounts)
+	assert.Equal(t, "datasets", tmpl.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+	assert.Equal(t, map[string]string{"zone": "a"}, tmpl.Spec.NodeSelector)
+	assert.Equal(t, "high", tmpl.Spec.PriorityClassName)
+	assert.Equal(t, "trainer", tmpl.Spec.ServiceAccountName)
+	assert.Equal(t, "volcano", tmpl.Spec.SchedulerName)
+	assert.Equal(t, corev1.RestartPolicyOnFailure, tmpl.Spec.RestartPolicy)
+	assert.Equal(t, []corev1.LocalObjectReference{{Name: "registry"}}, tmpl.Spec.ImagePullSecrets)
+	assert.Equal(t, "team-a", tmpl.Annotations[pod.VolcanoQueueAnnotation])
+	assert.Equal(t, map[string]string{
+		"team": "nlp", "role": "x", "component": "worker",
+		cube.LabelName: "sft", cube.LabelManagedBy: "cube", cube.LabelPartOf: "llm", cube.LabelKind: "job", cube.LabelRelease: "sft",
+	}, tmpl.Labels)
+
+	meta := j.ObjectMeta("sft-config")
+	assert.Equal(t, "team-a", meta.Namespace)
+	assert.Equal(t, "nlp", meta.Labels["team"])
+	assert.Equal(t, "sft", meta.Labels[cube.LabelRelease])
+
+	again, _ := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch"})
+	again.Spec.Containers[0].Args[0] = "changed"
+	third, _ := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch"})
+	assert.Equal(t, "--epochs", third.Spec.Containers[0].Args[0], "every call is fresh")
+}
+
+func TestTemplateHardware(t *testing.T) {
+	j := newJob("ddp").Image("pytorch:2.4").On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand())
+	tmpl, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch"})
+	require.Empty(t, errs)
+	c := tmpl.Spec.Containers[0]
+	assert.Equal(t, "8", qty(c.Resources.Limits, "nvidia.com/gpu"))
+	assert.Equal(t, c.Resources.Limits["nvidia.com/gpu"], c.Resources.Requests["nvidia.com/gpu"])
+	assert.Contains(t, c.SecurityContext.Capabilities.Add, corev1.Capability("IPC_LOCK"))
+	envNames := map[string]bool{}
+	for _, e := range c.Env {
+		envNames[e.Name] = true
+	}
+	assert.True(t, envNames["NCCL_DEBUG"], "NCCL variables set: %v", envNames)
+	assert.Equal(t, "1", qty(c.Resources.Limits, "rdma/rdma_shared_device_a"))
+	assert.Equal(t, 8, j.Devices())
+
+	// A parameter-server-like role keeps the profile's placement but no devices.
+	ps, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch", NoDevices: true})
+	require.Empty(t, errs)
+	_, hasGPU := ps.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]
+	assert.False(t, hasGPU)
+
+	// The same builder on Ascend renders Huawei's resource and HCCL.
+	j.On(hardware.Ascend910B3).Fabric(hardware.RoCE())
+	npu, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch"})
+	require.Empty(t, errs)
+	nc := npu.Spec.Containers[0]
+	assert.Equal(t, "8", qty(nc.Resources.Limits, "huawei.com/Ascend910"))
+	hccl := false
+	for _, e := range nc.Env {
+		if e.Name == "HCCL_IF_IP" {
+			hccl = true
+		}
+		assert.NotContains(t, e.Name, "NCCL_", "no NCCL on Ascend")
+	}
+	assert.True(t, hccl)
+}
+
+func TestTemplateSlice(t *testing.T) {
+	j := newJob("nb").Image("jupyter").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30))
+	tmpl, errs := j.Template(tmplPath, pod.TemplateOptions{})
+	require.Empty(t, errs)
+	lim := tmpl.Spec.Containers[0].Resources.Limits
+	assert.Equal(t, "1", qty(lim, "nvidia.com/gpu"))
+	assert.Equal(t, "10240", qty(lim, "nvidia.com/gpumem"))
+	assert.Equal(t, "30", qty(lim, "nvidia.com/gpucores"))
+	assert.Equal(t, 0, j.Devices())
+	p, ok := j.Profile()
+	require.True(t, ok)
+	assert.Equal(t, hardware.A100_80G.Name, p.Name)
+}
+
+func TestTemplateReportsEveryProblem(t *testing.T) {
+	j := newJob("bad").
+		CPU("eight").Memory("-1Gi").Env("A=B", "x").EnvFromSecret("TOKEN", "", "").
+		PVC("Bad_Claim", "data").HostPath("relative", "/host").EmptyDir("a", "/scratch").EmptyDir("b", "/scratch/").
+		GPUs(-1).SharedMemory("lots").PodLabel("bad key!", "v")
+	_, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "main"})
+	assert.ElementsMatch(t, []string{
+		`gpus: Invalid value: -1: must not be negative`,
+		`env[TOKEN].valueFrom.secretKeyRef: Required value: secret name and key are required`,
+		`spec.template.spec.containers[0].image: Required value: an image is required`,
+		`spec.template.spec.containers[0].env[0].name: Invalid value: "A=B": a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')`,
+		`spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "eight": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+		`spec.template.spec.containers[0].resources.requests[memory]: Invalid value: "-1Gi": must not be negative`,
+		`spec.template.spec.containers[0].resources.limits[cpu]: Invalid value: "eight": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+		`spec.template.spec.containers[0].resources.limits[memory]: Invalid value: "-1Gi": must not be negative`,
+		`spec.template.spec.volumes[0].persistentVolumeClaim.claimName: Invalid value: "Bad_Claim": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		`spec.template.spec.containers[0].volumeMounts[0].mountPath: Invalid value: "data": must be an absolute path`,
+		`spec.template.spec.volumes[1].hostPath.path: Invalid value: "relative": must be an absolute path`,
+		`spec.template.spec.containers[0].volumeMounts[3].mountPath: Duplicate value: "/scratch/"`,
+		`sharedMemory: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+		`spec.template.metadata.labels[bad key!]: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+	}, errorStrings(errs))
+}
+
+func TestGPUsNeedAProfile(t *testing.T) {
+	_, errs := newJob("x").Image("i").GPUs(2).Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 1)
+	assert.Equal(t, `on: Required value: 2 accelerators asked for without a hardware profile: call On(hardware.H100) or similar`, errs[0].Error())
+}
+
+func TestValidateMeta(t *testing.T) {
+	assert.Empty(t, newJob("ok-name").ValidateMeta(63))
+	errs := newJob("Bad_Name").Namespace("Team A").Label("k", "bad value!").ValidateMeta(63)
+	require.Len(t, errs, 3)
+	assert.Equal(t, "metadata.name", errs[0].Field)
+	assert.Equal(t, "metadata.namespace", errs[1].Field)
+	assert.Equal(t, "metadata.labels[k]", errs[2].Field)
+	long := newJob("a-name-that-is-longer-than-twenty").ValidateMeta(20)
+	require.Len(t, long, 1)
+	assert.Equal(t, field.ErrorTypeTooLong, long[0].Type)
+	assert.Equal(t, field.ErrorTypeRequired, newJob("").ValidateMeta(63)[0].Type)
+}
