@@ -23,7 +23,8 @@ var (
 
 // WaitError is returned by Wait when it stops before the release reached the
 // phase it waited for: it carries the last status seen and unwraps to
-// ErrTimeout, ErrFailed or the context's error.
+// ErrTimeout, ErrFailed or the context's error. Last is the zero Status when
+// Wait stopped before it had read every object once.
 type WaitError struct {
 	Release string
 	Until   Phase

@@ -1,0 +1,94 @@
+package cube_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/cubetest"
+)
+
+func ExampleRender() {
+	id := cube.Identity{Kind: "config", Release: "settings"}
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: id.ObjectMeta("settings", "team-a", nil, nil),
+		Data:       map[string]string{"LOG_LEVEL": "info"},
+	}
+	ns := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: id.ObjectMeta("team-a", "", nil, nil),
+	}
+	// Namespaces render before what lives in them.
+	if err := cube.Render(os.Stdout, cube.Objects(cm, ns)); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// apiVersion: v1
+	// kind: Namespace
+	// metadata:
+	//   labels:
+	//     app.kubernetes.io/managed-by: cube
+	//     app.kubernetes.io/name: settings
+	//     app.kubernetes.io/part-of: settings
+	//     cube.dev/kind: config
+	//     cube.dev/release: settings
+	//   name: team-a
+	// spec: {}
+	// ---
+	// apiVersion: v1
+	// data:
+	//   LOG_LEVEL: info
+	// kind: ConfigMap
+	// metadata:
+	//   labels:
+	//     app.kubernetes.io/managed-by: cube
+	//     app.kubernetes.io/name: settings
+	//     app.kubernetes.io/part-of: settings
+	//     cube.dev/kind: config
+	//     cube.dev/release: settings
+	//   name: settings
+	//   namespace: team-a
+}
+
+func ExampleIdentity() {
+	id := cube.Identity{Kind: "vllm", Release: "qwen-chat", PartOf: "assistant"}
+	fmt.Println(id.Labels())
+	fmt.Println(id.Selector("server"))
+	// Output:
+	// map[app.kubernetes.io/managed-by:cube app.kubernetes.io/name:qwen-chat app.kubernetes.io/part-of:assistant cube.dev/kind:vllm cube.dev/release:qwen-chat]
+	// map[app.kubernetes.io/component:server app.kubernetes.io/managed-by:cube cube.dev/release:qwen-chat]
+}
+
+// Apply a workload, wait for it, and read its status. The cluster here is
+// cubetest's in-memory one; with cube.New(restConfig) it is a real cluster.
+func ExampleClient_Apply() {
+	ctx := context.Background()
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	rel, err := cluster.Client.Apply(ctx, webApp("shop", "", 2))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(rel.Name, rel.Namespace, rel.Objects)
+
+	// In a real cluster the Deployment controller does this.
+	_ = cluster.MarkReady(ctx, rel)
+
+	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(time.Minute))
+	fmt.Println(st.Phase, err)
+	for _, o := range st.Objects {
+		fmt.Println(o)
+	}
+	// Output:
+	// shop team-a [ConfigMap team-a/shop-config Service team-a/shop Deployment.apps team-a/shop]
+	// Ready <nil>
+	// ConfigMap team-a/shop-config Ready
+	// Service team-a/shop Ready (Ready)
+	// Deployment.apps team-a/shop Ready (Available: 2/2 available)
+}
