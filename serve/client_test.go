@@ -100,7 +100,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		for _, id := range f.models {
 			data = append(data, map[string]any{"id": id, "object": "model", "created": 1700000000, "owned_by": "vllm"})
 		}
-		writeJSON(w, map[string]any{"object": "list", "data": data})
+		writeFakeJSON(w, map[string]any{"object": "list", "data": data})
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -145,7 +145,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		if msgs, _ := req.Body["messages"].([]any); len(msgs) > 0 {
 			last, _ = msgs[len(msgs)-1].(map[string]any)["content"].(string)
 		}
-		writeJSON(w, map[string]any{
+		writeFakeJSON(w, map[string]any{
 			"id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": model,
 			"choices": []any{map[string]any{
 				"index": 0, "finish_reason": "stop",
@@ -155,7 +155,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		})
 	case "/v1/completions":
 		prompt, _ := req.Body["prompt"].(string)
-		writeJSON(w, map[string]any{
+		writeFakeJSON(w, map[string]any{
 			"id": "cmpl-1", "object": "text_completion", "created": 1700000000, "model": model,
 			"choices": []any{map[string]any{"index": 0, "text": prompt + " world", "logprobs": nil, "finish_reason": "length"}},
 			"usage":   usage,
@@ -168,14 +168,14 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 			s, _ := inputs[i].(string)
 			data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": []float32{float32(len(s)), float32(i)}})
 		}
-		writeJSON(w, map[string]any{"object": "list", "data": data, "model": model,
+		writeFakeJSON(w, map[string]any{"object": "list", "data": data, "model": model,
 			"usage": map[string]any{"prompt_tokens": 3, "total_tokens": 3}})
 	default:
 		f.fail(w, http.StatusNotFound, "invalid_request_error", "", "no route "+r.URL.Path)
 	}
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+func writeFakeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
 }

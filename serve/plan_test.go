@@ -13,7 +13,7 @@ import (
 	"github.com/cubestudio/cube/serve"
 )
 
-func lookup(t testing.TB, id string) market.Model {
+func catalogueModel(t testing.TB, id string) market.Model {
 	t.Helper()
 	m, err := market.Lookup(id)
 	require.NoError(t, err)
@@ -70,12 +70,12 @@ func expectPlan(m market.Model, acc hardware.Profile, util float64, tp, pp, node
 }
 
 func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
-	llama8 := lookup(t, "meta-llama/Llama-3.1-8B-Instruct")
-	llama70 := lookup(t, "meta-llama/Llama-3.1-70B-Instruct")
-	qwen7 := lookup(t, "Qwen/Qwen2.5-7B-Instruct")
-	qwen7base := lookup(t, "Qwen/Qwen2.5-7B")
-	qwen72 := lookup(t, "Qwen/Qwen2.5-72B-Instruct")
-	dsv3 := lookup(t, "deepseek-ai/DeepSeek-V3")
+	llama8 := catalogueModel(t, "meta-llama/Llama-3.1-8B-Instruct")
+	llama70 := catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct")
+	qwen7 := catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct")
+	qwen7base := catalogueModel(t, "Qwen/Qwen2.5-7B")
+	qwen72 := catalogueModel(t, "Qwen/Qwen2.5-72B-Instruct")
+	dsv3 := catalogueModel(t, "deepseek-ai/DeepSeek-V3")
 	for _, tc := range []struct {
 		model              market.Model
 		acc                hardware.Profile
@@ -137,7 +137,7 @@ func TestPlanHandChecked(t *testing.T) {
 	// 8,030,261,248 × 2 = 16,060,522,496 B weights; reserve 1,073,741,824 +
 	// 8192·2·14336·2 + 256·128256·4 = 1,674,838,016 B; 59,574,050,816 B of KV
 	// at 128 KiB a token = 28,407 blocks = 454,512 tokens = 3 × 131072.
-	p, err := serve.Plan(lookup(t, "meta-llama/Llama-3.1-8B-Instruct"), hardware.H100)
+	p, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-8B-Instruct"), hardware.H100)
 	require.NoError(t, err)
 	assert.Equal(t, int64(77_309_411_328), p.UsableBytesPerDevice)
 	assert.Equal(t, int64(16_060_522_496), p.WeightBytesPerDevice)
@@ -151,7 +151,7 @@ func TestPlanHandChecked(t *testing.T) {
 	// DeepSeek-V3 on 8 × H200: 671,026,404,352 B of FP8 over 8 ranks =
 	// 83,878,300,544 B each; the 576-wide latent is not split, so every rank
 	// caches 576 × 2 × 61 = 70,272 B a token: 45,446 blocks.
-	p, err = serve.Plan(lookup(t, "deepseek-ai/DeepSeek-V3"), hardware.H200)
+	p, err = serve.Plan(catalogueModel(t, "deepseek-ai/DeepSeek-V3"), hardware.H200)
 	require.NoError(t, err)
 	assert.Equal(t, int64(83_878_300_544), p.WeightBytesPerDevice)
 	assert.Equal(t, int64(70_272), p.KVBytesPerTokenPerDevice)
@@ -161,7 +161,7 @@ func TestPlanHandChecked(t *testing.T) {
 
 	// Llama-3.1-70B on L4 needs two nodes of 8: 40 layers per stage,
 	// 1 KV head per rank (8 heads over 8 ranks): 20,480 B a token.
-	p, err = serve.Plan(lookup(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4)
+	p, err = serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4)
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.Nodes)
 	assert.Equal(t, 8, p.DevicesPerNode)
@@ -171,7 +171,7 @@ func TestPlanHandChecked(t *testing.T) {
 }
 
 func TestPlanReplicatesKVHeadsBeyondTheirCount(t *testing.T) {
-	glm := lookup(t, "THUDM/glm-4-9b-chat") // 2 KV heads
+	glm := catalogueModel(t, "THUDM/glm-4-9b-chat") // 2 KV heads
 	for tp, perLayer := range map[int]int64{1: 2 * 2 * 128 * 2, 2: 2 * 1 * 128 * 2, 4: 2 * 1 * 128 * 2, 8: 2 * 1 * 128 * 2} {
 		p, err := serve.Plan(glm, hardware.H100, serve.TensorParallel(tp), serve.ContextLength(8192))
 		require.NoError(t, err)
@@ -180,7 +180,7 @@ func TestPlanReplicatesKVHeadsBeyondTheirCount(t *testing.T) {
 }
 
 func TestPlanForcedTensorParallelMustDivideHeads(t *testing.T) {
-	qwen7 := lookup(t, "Qwen/Qwen2.5-7B-Instruct")
+	qwen7 := catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct")
 	_, err := serve.Plan(qwen7, hardware.H100, serve.TensorParallel(8))
 	require.EqualError(t, err, "plan Qwen2.5-7B-Instruct on H100-SXM-80GB: tensorParallel: Invalid value: 8: "+
 		"must divide Qwen2.5-7B-Instruct's 28 attention heads")
@@ -214,7 +214,7 @@ func TestPlanCannotFit(t *testing.T) {
 	}
 
 	// Llama-3.1-70B on a single L4.
-	llama70 := lookup(t, "meta-llama/Llama-3.1-70B-Instruct")
+	llama70 := catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct")
 	single := hardware.L4.WithMaxPerNode(1)
 	_, err := serve.Plan(llama70, single, serve.MaxNodes(1), serve.ContextLength(8192))
 	want := expectPlan(llama70, single, 0.9, 1, 1, 1, 1, 8192, market.BF16, market.BF16)
@@ -230,7 +230,7 @@ func TestPlanCannotFit(t *testing.T) {
 	assert.Equal(t, need(want)-want.UsableBytesPerDevice, fit.ShortBytes())
 
 	// DeepSeek-V3 upcast to BF16 (1.25 TiB) on at most two nodes of L4s.
-	dsv3 := lookup(t, "deepseek-ai/DeepSeek-V3")
+	dsv3 := catalogueModel(t, "deepseek-ai/DeepSeek-V3")
 	_, err = serve.Plan(dsv3, hardware.L4, serve.Quantization(market.BF16), serve.MaxNodes(2))
 	want = expectPlan(dsv3, hardware.L4, 0.9, 8, 2, 2, 8, 163840, market.BF16, market.BF16)
 	require.ErrorAs(t, err, &fit)
@@ -244,7 +244,7 @@ func TestPlanCannotFit(t *testing.T) {
 	// On a 310P the KV cache gets half of what is left, so one sequence
 	// needs twice its blocks.
 	one310P := hardware.Ascend310P3.WithMaxPerNode(1)
-	qwen7base := lookup(t, "Qwen/Qwen2.5-7B")
+	qwen7base := catalogueModel(t, "Qwen/Qwen2.5-7B")
 	_, err = serve.Plan(qwen7base, one310P, serve.MaxNodes(1))
 	want = expectPlan(qwen7base, one310P, 0.9, 1, 1, 1, 1, 131072, market.BF16, market.BF16)
 	require.ErrorAs(t, err, &fit)
@@ -254,13 +254,13 @@ func TestPlanCannotFit(t *testing.T) {
 
 	// The context alone can be too long: Llama-3.1-8B on one L4 with a
 	// million-token context and no room to grow.
-	_, err = serve.Plan(lookup(t, "meta-llama/Llama-3.1-8B"), single, serve.MaxNodes(1), serve.ContextLength(1<<20))
+	_, err = serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-8B"), single, serve.MaxNodes(1), serve.ContextLength(1<<20))
 	require.ErrorIs(t, err, serve.ErrDoesNotFit)
 	assert.Contains(t, err.Error(), "needs 144.5 GiB per device at TP=1 but L4 has 21.6 GiB usable")
 }
 
 func TestPlanRejectsBadInput(t *testing.T) {
-	qwen7 := lookup(t, "Qwen/Qwen2.5-7B-Instruct")
+	qwen7 := catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct")
 	_, err := serve.Plan(qwen7, hardware.H100,
 		serve.ContextLength(-1), serve.MemoryUtilization(1.5), serve.KVCacheDType(market.INT4),
 		serve.Quantization("fp6"), serve.MaxTensorParallel(0), serve.TensorParallel(-2), serve.MaxNodes(0),
@@ -302,7 +302,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 }
 
 func TestPlanDefaultsFollowTheModel(t *testing.T) {
-	fp16 := lookup(t, "Qwen/Qwen2.5-7B-Instruct")
+	fp16 := catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct")
 	fp16.DType = market.FP16
 	p, err := serve.Plan(fp16, hardware.H100)
 	require.NoError(t, err)
@@ -313,13 +313,13 @@ func TestPlanDefaultsFollowTheModel(t *testing.T) {
 	assert.Equal(t, market.FP16, p.KVCacheDType)
 	assert.Equal(t, market.FP32, p.WeightDType)
 
-	p, err = serve.Plan(lookup(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.Overhead(0), serve.MaxBatchedTokens(1))
+	p, err = serve.Plan(catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.Overhead(0), serve.MaxBatchedTokens(1))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1*2*18944*2+256*152064*4), p.ReserveBytesPerDevice)
 }
 
 func TestPlanErrorsAreDistinct(t *testing.T) {
-	_, err := serve.Plan(lookup(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.TensorParallel(8))
+	_, err := serve.Plan(catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.TensorParallel(8))
 	assert.False(t, errors.Is(err, serve.ErrDoesNotFit), "a bad option is not a capacity problem")
 }
 
@@ -343,7 +343,7 @@ func BenchmarkPlan(b *testing.B) {
 
 // BenchmarkPlanOne plans one model on one accelerator.
 func BenchmarkPlanOne(b *testing.B) {
-	m := lookup(b, "meta-llama/Llama-3.1-70B-Instruct")
+	m := catalogueModel(b, "meta-llama/Llama-3.1-70B-Instruct")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := serve.Plan(m, hardware.H100); err != nil {
