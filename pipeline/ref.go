@@ -39,13 +39,13 @@ func OutputFile(name string) string { return "{{outputs." + name + ".path}}" }
 type refKind int
 
 const (
-	refParam      refKind = iota + 1 // {{params.NAME}}
-	refOutput                        // {{steps.STEP.outputs.NAME}}
-	refOutputPath                    // {{outputs.NAME.path}}
-	refItem                          // {{item}} or {{item.KEY}}
-	refWorkspace                     // {{workspace}}
-	refPipelineName                  // {{pipeline.name}}
-	refPipelineStatus                // {{pipeline.status}}
+	refParam          refKind = iota + 1 // {{params.NAME}}
+	refOutput                            // {{steps.STEP.outputs.NAME}}
+	refOutputPath                        // {{outputs.NAME.path}}
+	refItem                              // {{item}} or {{item.KEY}}
+	refWorkspace                         // {{workspace}}
+	refPipelineName                      // {{pipeline.name}}
+	refPipelineStatus                    // {{pipeline.status}}
 )
 
 // ref is one placeholder found in a string.
