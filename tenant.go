@@ -68,7 +68,6 @@ type TenantBuilder struct {
 	weight      int
 	reclaimable *bool
 	allowFrom   []string
-	problems    field.ErrorList
 }
 
 // Tenant starts the tenant named name, which also names its namespace and
@@ -238,7 +237,7 @@ var podSecurityLevels = []PodSecurityLevel{PodSecurityPrivileged, PodSecurityBas
 // they have members) and the NetworkPolicy <name>-isolation. Every problem
 // is reported at once.
 func (t *TenantBuilder) Objects() ([]client.Object, error) {
-	errs := slices.Clone(t.problems)
+	var errs field.ErrorList
 	id := t.Identity()
 	namePath := field.NewPath("metadata", "name")
 	for _, msg := range validation.IsDNS1123Label(t.name) {
