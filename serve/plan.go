@@ -274,16 +274,11 @@ func Plan(model market.Model, acc hardware.Profile, opts ...PlanOption) (PlanRes
 	if o.tp > 0 {
 		tps = []int{o.tp}
 	} else {
+		// TP=1 always splits, so tps is never empty.
 		for tp := 1; tp <= min(acc.MaxPerNode, o.maxTP); tp *= 2 {
 			if p.splits(tp) {
 				tps = append(tps, tp)
 			}
-		}
-		if len(tps) == 0 {
-			return PlanResult{}, fmt.Errorf("plan %s on %s: %w", model.Name, acc.Name, field.ErrorList{
-				field.Invalid(field.NewPath("maxTensorParallel"), o.maxTP,
-					fmt.Sprintf("no power of two up to it divides %s's %d attention heads", model.Name, model.AttentionHeads)),
-			}.ToAggregate())
 		}
 	}
 
