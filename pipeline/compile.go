@@ -259,6 +259,9 @@ func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
 		tmpl wfv1.Template
 		errs field.ErrorList
 	)
+	if n.badName {
+		return nil, nil
+	}
 	switch s := n.step.(type) {
 	case *FuncStep:
 		return nil, field.ErrorList{field.Invalid(n.path, n.c.name,

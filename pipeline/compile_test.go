@@ -29,7 +29,7 @@ func TestGoldenSchedule(t *testing.T) {
 	s := llmFlow().Schedule("0 2 * * *", "30 14 * * MON-FRI").
 		Timezone("Asia/Shanghai").
 		Concurrency(pipeline.ForbidConcurrent).
-		StartingDeadline(10 * time.Minute).
+		StartingDeadline(10*time.Minute).
 		KeepHistory(3, 5)
 	golden(t, "llm-flow-schedule", s)
 }

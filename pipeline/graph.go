@@ -55,6 +55,9 @@ type node struct {
 	typ   stepType
 	path  *field.Path
 	exit  bool
+	// badName: the name failed validation, so the step is not compiled
+	// (its errors would only repeat the name's).
+	badName bool
 
 	deps []int // upstream steps, in pipeline order
 	down []int // downstream steps, in pipeline order
@@ -116,6 +119,7 @@ func (p *Pipeline) analyze() (*graph, field.ErrorList) {
 		}
 		if n.c.name == p.Name() && n.c.name != "" {
 			errs = append(errs, field.Invalid(n.path.Child("name"), n.c.name, "must differ from the pipeline name, which names the DAG template"))
+			n.badName = true
 		}
 		g.byName[n.c.name] = n
 		g.nodes = append(g.nodes, n)
@@ -126,8 +130,10 @@ func (p *Pipeline) analyze() (*graph, field.ErrorList) {
 		if n != nil {
 			if _, dup := g.byName[n.c.name]; dup {
 				errs = append(errs, field.Duplicate(n.path.Child("name"), n.c.name))
+				n.badName = true
 			} else if n.c.name == p.Name() {
 				errs = append(errs, field.Invalid(n.path.Child("name"), n.c.name, "must differ from the pipeline name, which names the DAG template"))
+				n.badName = true
 			}
 			g.exit = n
 		}
@@ -193,6 +199,7 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 			errs = append(errs, field.Required(path.Child("func"), "function is nil"))
 		}
 	}
+	n.badName = true
 	switch {
 	case c.name == "":
 		errs = append(errs, field.Required(path.Child("name"), "a step name is required"))
@@ -200,6 +207,8 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 		errs = append(errs, field.TooLong(path.Child("name"), c.name, maxStepNameLen))
 	case !stepNameRe.MatchString(c.name):
 		errs = append(errs, field.Invalid(path.Child("name"), c.name, "must consist of letters, digits or '-' and start with a letter (Argo's template name rule)"))
+	default:
+		n.badName = false
 	}
 	seen := map[string]bool{}
 	for j, o := range c.outputs {
