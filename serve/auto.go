@@ -1,0 +1,248 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/market"
+)
+
+// modelFacts returns the architecture of the served model: the one given
+// to ModelFacts, or the catalogue's entry for a hub id; nil when neither is
+// known.
+func (s *Service) modelFacts(src Source) *market.Model {
+	if s.facts != nil {
+		m := *s.facts
+		return &m
+	}
+	if src.Kind == SourceHuggingFace || src.Kind == SourceModelScope {
+		if m, err := market.Lookup(src.Repo); err == nil {
+			return &m
+		}
+	}
+	return nil
+}
+
+// layout works out the tensor and pipeline parallel sizes, the devices per
+// pod and the nodes of a replica: with the planner under Auto, otherwise
+// from GPUs, Nodes, TensorParallel and PipelineParallel, checked against
+// the model's facts when they are known.
+func (s *Service) layout(r *rendering, sourceOK bool) field.ErrorList {
+	r.maxModelLen = s.maxModelLen
+	if r.maxModelLen == 0 {
+		r.maxModelLen = s.engine.defaultMaxLen
+	}
+	r.memoryUtilization = s.memoryUtilization
+	if s.auto != nil {
+		return s.autoLayout(r, sourceOK)
+	}
+	errs := s.explicitLayout(r)
+	if len(errs) == 0 {
+		errs = append(errs, s.checkFit(r)...)
+	}
+	return append(errs, s.checkPlacement(r)...)
+}
+
+// explicitLayout derives what was not given from what was: TP × PP equals
+// the devices of a replica, GPUs per pod × nodes.
+func (s *Service) explicitLayout(r *rendering) field.ErrorList {
+	e := s.engine
+	spec := field.NewPath("spec")
+	nodes, devices := max(1, s.nodes), s.Devices()
+	r.nodes, r.devices, r.tp, r.pp = nodes, devices, 1, 1
+	if e.flags.tensorParallel == "" {
+		// Ollama and Triton use the devices they are given as they see fit.
+		return nil
+	}
+	var errs field.ErrorList
+	tp, pp, total := s.tp, s.pp, devices*nodes
+	switch {
+	case tp == 0 && pp == 0 && !e.pipeline:
+		tp, pp = max(total, 1), 1
+	case tp == 0 && pp == 0:
+		tp, pp = max(devices, 1), nodes
+	case tp == 0:
+		tp = 1
+		if devices > 0 {
+			if total%pp != 0 {
+				errs = append(errs, field.Invalid(spec.Child("pipelineParallel"), pp,
+					fmt.Sprintf("must divide the %d devices of a replica (%d per pod × %d nodes)", total, devices, nodes)))
+			} else {
+				tp = total / pp
+			}
+		}
+	case pp == 0:
+		pp = 1
+		if devices > 0 && total%tp == 0 {
+			pp = total / tp
+		} else if devices == 0 && e.pipeline {
+			pp = nodes
+		}
+	}
+	if devices == 0 && tp*pp > 1 {
+		if (tp*pp)%nodes != 0 {
+			errs = append(errs, field.Invalid(spec.Child("nodes"), nodes,
+				fmt.Sprintf("must divide tensorParallel × pipelineParallel = %d", tp*pp)))
+		} else {
+			devices = tp * pp / nodes
+		}
+	}
+	if devices > 0 && tp*pp != devices*nodes {
+		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
+			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d must equal the devices of a replica, %d (%d per pod × %d nodes)",
+				tp, pp, devices*nodes, devices, nodes)))
+	}
+	r.tp, r.pp, r.devices = tp, pp, devices
+	return errs
+}
+
+// checkPlacement reports layouts the hardware or the engine cannot hold.
+func (s *Service) checkPlacement(r *rendering) field.ErrorList {
+	e := s.engine
+	spec := field.NewPath("spec")
+	r.templateDevices = r.devices
+	var errs field.ErrorList
+	if r.nodes > 1 && !e.multiNode {
+		errs = append(errs, field.Invalid(spec.Child("nodes"), r.nodes, e.title+" serves a replica from one node; use vLLM, SGLang or MindIE across nodes"))
+	}
+	if r.nodes > 1 && r.devices == 0 {
+		errs = append(errs, field.Required(spec.Child("gpus"), "a replica across nodes needs accelerators on each node: call On and GPUs"))
+	}
+	if r.hasProfile && r.profile.MaxPerNode > 0 && r.devices > r.profile.MaxPerNode {
+		errs = append(errs, field.Invalid(spec.Child("gpus"), r.devices,
+			fmt.Sprintf("%d devices per pod (tensor parallel %d × pipeline parallel %d) but a %s node holds %d: spread the replica over nodes with Nodes, or size it with Auto",
+				r.devices, r.tp, r.pp, r.profile.Name, r.profile.MaxPerNode)))
+		r.templateDevices = 0 // reported here; keep hardware.Apply from repeating it
+	}
+	if e == mindieEngine && r.devices == 0 {
+		errs = append(errs, field.Required(spec.Child("gpus"), "MindIE needs at least one NPU: call GPUs, TensorParallel or Auto"))
+	}
+	return errs
+}
+
+// checkFit checks explicit settings against the model's facts when they are
+// known: the tensor-parallel size must split the attention heads, and the
+// weights plus one sequence of the context length must fit the devices.
+func (s *Service) checkFit(r *rendering) field.ErrorList {
+	e := s.engine
+	if r.facts == nil || !e.autoSizes || !r.hasProfile || !r.profile.Accelerated() || r.devices == 0 {
+		return nil
+	}
+	spec := field.NewPath("spec")
+	m := *r.facts
+	if problem := (planner{model: m}).splitProblem(r.tp); problem != "" {
+		return field.ErrorList{field.Invalid(spec.Child("tensorParallel"), r.tp, problem)}
+	}
+	if r.tp > r.profile.MaxPerNode {
+		return nil // a MindIE world spanning nodes; the planner splits by node
+	}
+	opts := append(s.planOptions(r), TensorParallel(r.tp), MaxNodes(max(r.nodes, DefaultMaxNodes)))
+	plan, err := Plan(m, r.profile, opts...)
+	var fit *FitError
+	switch {
+	case errors.As(err, &fit):
+		return field.ErrorList{field.Invalid(spec.Child("model"), s.model,
+			fmt.Sprintf("does not fit at tensor parallel %d on %s even across %d nodes: %v; lower MaxModelLen or quantize", r.tp, r.profile.Name, fit.Nodes, fit))}
+	case err != nil:
+		return field.ErrorList{field.Invalid(spec.Child("model"), s.model, err.Error())}
+	case plan.PipelineParallel > r.pp:
+		return field.ErrorList{field.Invalid(spec.Child("gpus"), r.devices*r.nodes,
+			fmt.Sprintf("%s needs %d %s devices (tensor parallel %d × pipeline parallel %d) to hold its weights and one %d-token sequence, but the replica has %d: add GPUs or Nodes, lower MaxModelLen, or use Auto",
+				m.Name, plan.Devices(), r.profile.Name, plan.TensorParallel, plan.PipelineParallel, plan.ContextLength, r.tp*r.pp))}
+	}
+	return nil
+}
+
+// autoLayout sizes the service with the planner.
+func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
+	e := s.engine
+	spec := field.NewPath("spec")
+	autoPath := spec.Child("auto")
+	r.nodes, r.tp, r.pp = 1, 1, 1
+	if !e.autoSizes {
+		return field.ErrorList{field.Forbidden(autoPath, e.title+" is not sized by the planner: set GPUs instead")}
+	}
+	var errs field.ErrorList
+	if s.Devices() > 0 || s.nodes > 0 || s.pp > 0 {
+		errs = append(errs, field.Forbidden(autoPath, "Auto chooses the GPUs, nodes and pipeline stages: drop GPUs, Nodes and PipelineParallel, or drop Auto"))
+	}
+	if !r.hasProfile || !r.profile.Accelerated() {
+		errs = append(errs, field.Required(spec.Child("on"), "Auto sizes the service for an accelerator: call On(hardware.H100) or another profile"))
+	}
+	if sourceOK && r.facts == nil {
+		why := fmt.Sprintf("%s is not in the model catalogue (market.Lookup)", r.src.Repo)
+		if r.src.Repo == "" {
+			why = "a model on a volume has no catalogue entry"
+		}
+		errs = append(errs, field.Invalid(spec.Child("model"), s.model,
+			"Auto needs the model's architecture and "+why+": give it with ModelFacts, or size the service yourself with GPUs and TensorParallel instead of Auto"))
+	}
+	if len(errs) > 0 || !sourceOK {
+		return errs
+	}
+	opts := append(s.planOptions(r), s.auto.opts...)
+	plan, err := Plan(*r.facts, r.profile, opts...)
+	if err != nil {
+		var fit *FitError
+		if errors.As(err, &fit) {
+			return field.ErrorList{field.Invalid(autoPath, r.facts.Name,
+				fmt.Sprintf("cannot be served on %s within %d nodes: %v", r.profile.Name, fit.Nodes, fit))}
+		}
+		return field.ErrorList{field.Invalid(autoPath, r.facts.Name, err.Error())}
+	}
+	r.plan = &plan
+	r.tp, r.pp, r.nodes, r.devices = plan.TensorParallel, plan.PipelineParallel, plan.Nodes, plan.DevicesPerNode
+	r.maxModelLen, r.memoryUtilization = plan.ContextLength, plan.MemoryUtilization
+	if r.pp > 1 && !e.pipeline {
+		if !e.multiNode {
+			return field.ErrorList{field.Invalid(autoPath, r.facts.Name,
+				fmt.Sprintf("the plan splits %s into %d pipeline stages (%d devices) and %s has no pipeline parallelism: use vLLM or SGLang",
+					r.facts.Name, r.pp, plan.Devices(), e.title))}
+		}
+		// MindIE spans nodes with one tensor-parallel world.
+		r.tp, r.pp = r.tp*r.pp, 1
+		if problem := (planner{model: *r.facts}).splitProblem(r.tp); problem != "" {
+			return field.ErrorList{field.Invalid(autoPath, r.facts.Name,
+				fmt.Sprintf("the plan needs %d NPUs and %s runs them as one tensor-parallel world, which %s", r.tp, e.title, problem))}
+		}
+	}
+	return s.checkPlacement(r)
+}
+
+// planOptions passes the service's own settings to the planner.
+func (s *Service) planOptions(r *rendering) []PlanOption {
+	var opts []PlanOption
+	if r.maxModelLen > 0 {
+		opts = append(opts, ContextLength(r.maxModelLen))
+	}
+	if s.memoryUtilization > 0 {
+		opts = append(opts, MemoryUtilization(s.memoryUtilization))
+	}
+	if s.tp > 0 {
+		opts = append(opts, TensorParallel(s.tp))
+	}
+	if d, ok := quantizedDType(s.quantization); ok {
+		opts = append(opts, Quantization(d))
+	}
+	if strings.HasPrefix(strings.ToLower(s.kvCacheDType), "fp8") {
+		opts = append(opts, KVCacheDType(market.FP8))
+	}
+	return opts
+}
+
+// quantizedDType is the weight format of a quantization method whose width
+// is unambiguous; other methods are planned at the published format.
+func quantizedDType(method string) (market.DType, bool) {
+	switch strings.ToLower(method) {
+	case "fp8", "fbgemm_fp8", "ptpc_fp8":
+		return market.FP8, true
+	case "awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "bitsandbytes-nf4", "bitsandbytes-fp4":
+		return market.INT4, true
+	case "eetq", "int8", "w8a8", "w8a8_int8", "experts_int8":
+		return market.INT8, true
+	}
+	return "", false
+}

@@ -1,0 +1,207 @@
+package serve
+
+import (
+	"fmt"
+	"slices"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// ScaleMetric is one signal the autoscaler follows. Make one with
+// ScaleOnCPU, ScaleOnMemory, ScaleOnQueue or ScaleOnPodMetric.
+type ScaleMetric struct {
+	kind    metricKind
+	percent int32
+	name    string
+	target  string
+}
+
+type metricKind int
+
+const (
+	metricCPU metricKind = iota
+	metricMemory
+	metricQueue
+	metricPods
+)
+
+// ScaleOnCPU scales to keep the pods' CPU use at percent of their CPU
+// request (the service needs CPU set).
+func ScaleOnCPU(percent int32) ScaleMetric { return ScaleMetric{kind: metricCPU, percent: percent} }
+
+// ScaleOnMemory scales to keep the pods' memory use at percent of their
+// memory request (the service needs Memory set).
+func ScaleOnMemory(percent int32) ScaleMetric {
+	return ScaleMetric{kind: metricMemory, percent: percent}
+}
+
+// ScaleOnQueue scales on the engine's own count of requests waiting per pod
+// (vLLM vllm:num_requests_waiting, SGLang sglang:num_queue_reqs, TGI
+// tgi_queue_size, Triton nv_inference_pending_request_count), keeping its
+// average at averageWaiting ("5"). The cluster must serve the metric through
+// the custom metrics API (prometheus-adapter or KEDA) under that name.
+func ScaleOnQueue(averageWaiting string) ScaleMetric {
+	return ScaleMetric{kind: metricQueue, target: averageWaiting}
+}
+
+// ScaleOnPodMetric scales on any per-pod custom metric, keeping its average
+// at averageValue (a quantity: "10", "500m").
+func ScaleOnPodMetric(name, averageValue string) ScaleMetric {
+	return ScaleMetric{kind: metricPods, name: name, target: averageValue}
+}
+
+type autoscaling struct {
+	min, max int32
+	metrics  []ScaleMetric
+}
+
+// Autoscale adds an autoscaling/v2 HorizontalPodAutoscaler that keeps
+// between minReplicas and maxReplicas replicas (LeaderWorkerSet groups for
+// a multi-node service) following metrics. The workload then carries no
+// replica count, so that applying it again does not undo the autoscaler.
+func (s *Service) Autoscale(minReplicas, maxReplicas int32, metrics ...ScaleMetric) *Service {
+	s.autoscale = &autoscaling{min: minReplicas, max: maxReplicas, metrics: slices.Clone(metrics)}
+	return s
+}
+
+type autoscaleTarget struct{ apiVersion, kind string }
+
+func (s *Service) horizontalPodAutoscaler(r *rendering, target autoscaleTarget, objs []client.Object) (*autoscalingv2.HorizontalPodAutoscaler, field.ErrorList) {
+	a := s.autoscale
+	p := field.NewPath("spec", "autoscale")
+	var errs field.ErrorList
+	if a.min < 1 {
+		errs = append(errs, field.Invalid(p.Child("minReplicas"), a.min, "must be at least 1"))
+	}
+	if a.max < a.min {
+		errs = append(errs, field.Invalid(p.Child("maxReplicas"), a.max, fmt.Sprintf("must be at least minReplicas (%d)", a.min)))
+	}
+	if s.replicas != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "replicas"), "Replicas and Autoscale both set: the autoscaler owns the replica count"))
+	}
+	if len(a.metrics) == 0 {
+		errs = append(errs, field.Required(p.Child("metrics"), "give at least one metric: ScaleOnQueue, ScaleOnCPU, ScaleOnMemory or ScaleOnPodMetric"))
+	}
+	requests := servingRequests(objs)
+	var metrics []autoscalingv2.MetricSpec
+	for i, m := range a.metrics {
+		mp := p.Child("metrics").Index(i)
+		switch m.kind {
+		case metricCPU, metricMemory:
+			res, setter := corev1.ResourceCPU, "CPU"
+			if m.kind == metricMemory {
+				res, setter = corev1.ResourceMemory, "Memory"
+			}
+			if m.percent < 1 {
+				errs = append(errs, field.Invalid(mp.Child("percent"), m.percent, "must be at least 1"))
+			}
+			if _, ok := requests[res]; !ok {
+				errs = append(errs, field.Required(mp, fmt.Sprintf("scaling on %s utilisation needs a %s request: call %s", res, res, setter)))
+			}
+			metrics = append(metrics, autoscalingv2.MetricSpec{
+				Type: autoscalingv2.ResourceMetricSourceType,
+				Resource: &autoscalingv2.ResourceMetricSource{Name: res, Target: autoscalingv2.MetricTarget{
+					Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(m.percent),
+				}},
+			})
+		case metricQueue, metricPods:
+			name := m.name
+			if m.kind == metricQueue {
+				name = s.engine.queueMetric
+				if name == "" {
+					errs = append(errs, field.Forbidden(mp, s.engine.title+" exports no queue metric: use ScaleOnPodMetric"))
+					continue
+				}
+			} else if name == "" {
+				errs = append(errs, field.Required(mp.Child("name"), "a metric name is required"))
+				continue
+			}
+			q, err := resource.ParseQuantity(m.target)
+			switch {
+			case err != nil:
+				errs = append(errs, field.Invalid(mp.Child("averageValue"), m.target, err.Error()))
+				continue
+			case q.Sign() <= 0:
+				errs = append(errs, field.Invalid(mp.Child("averageValue"), m.target, "must be positive"))
+				continue
+			}
+			metrics = append(metrics, autoscalingv2.MetricSpec{
+				Type: autoscalingv2.PodsMetricSourceType,
+				Pods: &autoscalingv2.PodsMetricSource{
+					Metric: autoscalingv2.MetricIdentifier{Name: name},
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: &q},
+				},
+			})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
+		ObjectMeta: s.ObjectMeta(s.Name()),
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: target.apiVersion, Kind: target.kind, Name: s.Name()},
+			MinReplicas:    ptr.To(a.min),
+			MaxReplicas:    a.max,
+			Metrics:        metrics,
+		},
+	}, nil
+}
+
+// servingRequests returns the resource requests of the serving container of
+// the rendered workload (the leader's, for a LeaderWorkerSet).
+func servingRequests(objs []client.Object) corev1.ResourceList {
+	for _, o := range objs {
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			if cs := w.Spec.Template.Spec.Containers; len(cs) > 0 {
+				return cs[0].Resources.Requests
+			}
+		case *lwsv1.LeaderWorkerSet:
+			if t := w.Spec.LeaderWorkerTemplate.LeaderTemplate; t != nil && len(t.Spec.Containers) > 0 {
+				return t.Spec.Containers[0].Resources.Requests
+			}
+		}
+	}
+	return nil
+}
+
+// disruptionBudget limits voluntary disruptions (drains, upgrades) to
+// one replica at a time (one group's pods for a LeaderWorkerSet), when
+// there is more than one replica or a budget was asked for.
+func (s *Service) disruptionBudget(r *rendering) *policyv1.PodDisruptionBudget {
+	least := int32(1)
+	switch {
+	case s.autoscale != nil:
+		least = s.autoscale.min
+	case s.replicas != nil:
+		least = *s.replicas
+	}
+	if s.maxUnavailable == nil && least <= 1 {
+		return nil
+	}
+	groups := int32(1)
+	if s.maxUnavailable != nil {
+		groups = *s.maxUnavailable
+	}
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: s.ObjectMeta(s.Name()),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(groups * int32(max(r.nodes, 1)))),
+			Selector:       &metav1.LabelSelector{MatchLabels: s.selector()},
+		},
+	}
+}

@@ -1,0 +1,441 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/pod"
+)
+
+// Labels and annotations the serving objects carry.
+const (
+	// LabelComponent marks the serving pods; the Service, the
+	// PodDisruptionBudget and the Deployment select on it.
+	LabelComponent = "app.kubernetes.io/component"
+	// ComponentServer is the LabelComponent value of serving pods.
+	ComponentServer = "server"
+	// AnnotationConfigHash on the pod template changes with the engine's
+	// config file, so that editing it rolls the pods.
+	AnnotationConfigHash = "cube.dev/config-hash"
+)
+
+// rendering is what Objects works out before it builds the objects: the
+// parsed source, the layout, the model's path in the container and what the
+// engine adds to the pods.
+type rendering struct {
+	engine *engine
+	src    Source
+	facts  *market.Model
+
+	profile    hardware.Profile
+	hasProfile bool
+
+	// Layout of one replica.
+	tp, pp, nodes, devices int
+	// templateDevices is what the pod template requests: devices, or 0
+	// when devices is already reported as more than a node holds.
+	templateDevices   int
+	maxModelLen       int
+	memoryUtilization float64
+	plan              *PlanResult
+
+	// What the engine loads and calls it.
+	modelArg           string
+	servedName         string
+	servedNameExplicit bool
+	loras              []resolvedLoRA
+	cached             bool
+
+	// What the main container (the leader, for multi-node) gets.
+	command, args  []string
+	env            []corev1.EnvVar
+	volumes        []corev1.Volume
+	mounts         []corev1.VolumeMount
+	initContainers []corev1.Container
+	// files are the ConfigMap's keys, mounted at configMount.
+	files       map[string]string
+	configMount string
+
+	// What multi-node workers get instead of command and args; they share
+	// env, volumes and init containers with the leader.
+	workerCommand, workerArgs []string
+	hostNetwork               bool
+	// fabric is used when the caller set none (MindIE across nodes).
+	fabric *hardware.Fabric
+}
+
+type resolvedLoRA struct{ name, path string }
+
+// Objects validates the service and returns fresh objects: a ConfigMap when
+// the engine reads a config file, the Deployment (or LeaderWorkerSet), the
+// Service, a PodDisruptionBudget and a HorizontalPodAutoscaler when they
+// apply. Every problem comes back at once as a field.ErrorList aggregate.
+func (s *Service) Objects() ([]client.Object, error) {
+	objs, errs := s.render()
+	if len(errs) > 0 {
+		return nil, dedupe(errs).ToAggregate()
+	}
+	return objs, nil
+}
+
+func (s *Service) render() ([]client.Object, field.ErrorList) {
+	e := s.engine
+	errs := s.ValidateMeta(maxNameLength)
+	if name := s.Name(); name != "" && !(name[0] >= 'a' && name[0] <= 'z') {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name, "must start with a letter: it names the Service"))
+	}
+	errs = append(errs, s.problems...)
+	errs = append(errs, s.checkSupport()...)
+
+	r := &rendering{engine: e}
+	r.profile, r.hasProfile = s.Profile()
+	var srcErrs field.ErrorList
+	modelPath := field.NewPath("spec", "model")
+	r.src, srcErrs = parseSource(s.model, modelPath, e.bare)
+	errs = append(errs, srcErrs...)
+	sourceOK := len(srcErrs) == 0
+	if sourceOK && !e.supportsSource(r.src.Kind) {
+		errs = append(errs, field.Invalid(modelPath, s.model,
+			fmt.Sprintf("%s cannot load %s:// sources; it loads %s", e.title, r.src.Kind, schemes(e.sources))))
+		sourceOK = false
+	}
+	errs = append(errs, s.checkHardware(r)...)
+	if sourceOK {
+		r.facts = s.modelFacts(r.src)
+	}
+	errs = append(errs, s.layout(r, sourceOK)...)
+	if sourceOK {
+		errs = append(errs, s.resolveModel(r)...)
+		errs = append(errs, e.launch(s, r)...)
+	}
+	objs, objErrs := s.objects(r)
+	return objs, append(errs, objErrs...)
+}
+
+func schemes(kinds []SourceKind) string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k) + "://"
+	}
+	return strings.Join(out, ", ")
+}
+
+// checkHardware reports an engine on hardware it does not run on.
+func (s *Service) checkHardware(r *rendering) field.ErrorList {
+	e := s.engine
+	on := field.NewPath("spec", "on")
+	accelerated := r.hasProfile && r.profile.Accelerated()
+	switch {
+	case !e.cpu && !e.nvidia && (!accelerated || r.profile.Vendor != hardware.Huawei):
+		return field.ErrorList{field.Required(on, e.title+" runs on Ascend NPUs: call On(hardware.Ascend910B3) or another 910B profile")}
+	case !accelerated:
+		return nil
+	case r.profile.Vendor == hardware.Huawei && !e.ascend:
+		return field.ErrorList{field.Invalid(on, r.profile.Name, e.title+" does not run on Ascend NPUs; use MindIE or vLLM")}
+	case r.profile.Vendor == hardware.Huawei && e.ascendImage == "" && s.ImageName() == "":
+		return field.ErrorList{field.Required(field.NewPath("spec", "image"),
+			fmt.Sprintf("cube pins no %s image for Ascend NPUs: set Image", e.title))}
+	case r.profile.Vendor == hardware.NVIDIA && !e.nvidia:
+		return field.ErrorList{field.Invalid(on, r.profile.Name, e.title+" does not run on NVIDIA GPUs")}
+	}
+	return nil
+}
+
+// image is the default image for the profile.
+func (e *engine) defaultImage(r *rendering) string {
+	if r.hasProfile && r.profile.Vendor == hardware.Huawei && e.ascendImage != "" {
+		return e.ascendImage
+	}
+	return e.image
+}
+
+// objects builds the Kubernetes objects from the rendering.
+func (s *Service) objects(r *rendering) ([]client.Object, field.ErrorList) {
+	var objs []client.Object
+	var errs field.ErrorList
+	if len(r.files) > 0 {
+		objs = append(objs, s.configMap(r))
+	}
+	target := autoscaleTarget{apiVersion: "apps/v1", kind: "Deployment"}
+	if r.nodes > 1 {
+		lws, lwsErrs := s.leaderWorkerSet(r)
+		errs = append(errs, lwsErrs...)
+		objs = append(objs, lws)
+		target = autoscaleTarget{apiVersion: lwsAPIVersion, kind: "LeaderWorkerSet"}
+	} else {
+		dep, depErrs := s.deployment(r)
+		errs = append(errs, depErrs...)
+		objs = append(objs, dep)
+	}
+	objs = append(objs, s.service(r))
+	if pdb := s.disruptionBudget(r); pdb != nil {
+		objs = append(objs, pdb)
+	}
+	if s.autoscale != nil {
+		hpa, hpaErrs := s.horizontalPodAutoscaler(r, target, objs)
+		errs = append(errs, hpaErrs...)
+		if hpa != nil {
+			objs = append(objs, hpa)
+		}
+	}
+	return objs, errs
+}
+
+// selector selects the serving pods of the release.
+func (s *Service) selector() map[string]string { return s.Identity().Selector(ComponentServer) }
+
+// replicaCount is the replica count rendered on the workload: nil when an
+// autoscaler owns it.
+func (s *Service) replicaCount() *int32 {
+	if s.autoscale != nil {
+		return nil
+	}
+	if s.replicas == nil {
+		return ptr.To[int32](1)
+	}
+	return ptr.To(*s.replicas)
+}
+
+func (s *Service) startup() (timeoutSeconds int32) {
+	d := s.startupTimeout
+	if d == 0 {
+		d = DefaultStartupTimeout
+	}
+	return int32(min(d.Seconds(), math.MaxInt32/2))
+}
+
+func (s *Service) deployment(r *rendering) (*appsv1.Deployment, field.ErrorList) {
+	p := field.NewPath("spec", "template")
+	tmpl, errs := s.podTemplate(r, p, roleSingle)
+	d := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: s.ObjectMeta(s.Name()),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: s.replicaCount(),
+			Selector: &metav1.LabelSelector{MatchLabels: s.selector()},
+			Template: tmpl,
+			// Model downloads outlast the 10-minute default; a Deployment
+			// past its deadline reads as failed.
+			ProgressDeadlineSeconds: ptr.To(s.startup() + 600),
+		},
+	}
+	return d, errs
+}
+
+func (s *Service) service(r *rendering) *corev1.Service {
+	e := s.engine
+	meta := s.ObjectMeta(s.Name())
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	if port, path := e.metricsTarget(); path != "" {
+		meta.Annotations["prometheus.io/scrape"] = "true"
+		meta.Annotations["prometheus.io/port"] = fmt.Sprint(port)
+		meta.Annotations["prometheus.io/path"] = path
+	}
+	sel := s.selector()
+	if r.nodes > 1 {
+		// Only the leader of each group serves HTTP.
+		sel[lwsWorkerIndexLabel] = "0"
+	}
+	var ports []corev1.ServicePort
+	for _, cp := range e.containerPorts() {
+		ports = append(ports, corev1.ServicePort{
+			Name: cp.Name, Port: cp.ContainerPort, TargetPort: intstr.FromString(cp.Name), Protocol: corev1.ProtocolTCP,
+		})
+	}
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta,
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: sel,
+			Ports:    ports,
+		},
+	}
+}
+
+func (s *Service) configMapName() string { return s.Name() + "-config" }
+
+func (s *Service) configMap(r *rendering) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: s.ObjectMeta(s.configMapName()),
+		Data:       maps.Clone(r.files),
+	}
+}
+
+// configHash is a digest of the config files, stable across calls.
+func configHash(files map[string]string) string {
+	h := sha256.New()
+	for _, k := range sortedKeys(files) {
+		fmt.Fprintf(h, "%s\x00%s\x00", k, files[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+type podRole int
+
+const (
+	roleSingle podRole = iota // a Deployment pod
+	roleLeader                // the LeaderWorkerSet leader
+	roleWorker                // a LeaderWorkerSet worker
+)
+
+// podTemplate renders the pod of one role: the shared pod settings through
+// pod.Builder.Template (which applies the hardware), then the engine's
+// command, environment, ports, volumes, init containers and probes. The
+// caller's own env, ports, command and volumes win over the engine's.
+func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1.PodTemplateSpec, field.ErrorList) {
+	e := s.engine
+	// A shallow copy carries the layout into the shared builder without
+	// changing s: GPUs, Fabric and HostNetwork only assign fields.
+	c := *s
+	if r.templateDevices > 0 {
+		c.GPUs(r.templateDevices)
+	}
+	if r.fabric != nil && c.FabricSetting().IsZero() {
+		c.Fabric(*r.fabric)
+	}
+	if r.hostNetwork {
+		c.HostNetwork(true)
+	}
+	tmpl, errs := c.Template(p, pod.TemplateOptions{
+		Container:    e.kind,
+		DefaultImage: e.defaultImage(r),
+		Labels:       map[string]string{LabelComponent: ComponentServer},
+	})
+	if len(tmpl.Spec.Containers) == 0 {
+		return tmpl, errs
+	}
+	main := &tmpl.Spec.Containers[0]
+	cPath := p.Child("spec", "containers").Index(0)
+
+	userCommand, userArgs := s.CommandLine()
+	command, args := r.command, r.args
+	if role == roleWorker {
+		command, args = r.workerCommand, r.workerArgs
+	}
+	if len(userCommand) > 0 {
+		main.Command = userCommand
+	} else {
+		main.Command = slices.Clone(command)
+	}
+	main.Args = append(slices.Clone(args), userArgs...)
+	if len(main.Args) == 0 {
+		main.Args = nil
+	}
+
+	for _, v := range r.env {
+		if !slices.ContainsFunc(main.Env, func(have corev1.EnvVar) bool { return have.Name == v.Name }) {
+			main.Env = append(main.Env, *v.DeepCopy())
+		}
+	}
+	for _, port := range e.containerPorts() {
+		if !slices.ContainsFunc(main.Ports, func(have corev1.ContainerPort) bool { return have.Name == port.Name }) {
+			main.Ports = append(main.Ports, port)
+		}
+	}
+
+	volumes := slices.Clone(r.volumes)
+	mounts := slices.Clone(r.mounts)
+	if len(r.files) > 0 {
+		volumes = append(volumes, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s.configMapName()},
+				// MindIE refuses config files others may write.
+				DefaultMode: ptr.To[int32](0o640),
+			},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "config", MountPath: r.configMount, ReadOnly: true})
+		if tmpl.Annotations == nil {
+			tmpl.Annotations = map[string]string{}
+		}
+		tmpl.Annotations[AnnotationConfigHash] = configHash(r.files)
+	}
+	for _, v := range volumes {
+		if i := slices.IndexFunc(tmpl.Spec.Volumes, func(have corev1.Volume) bool { return have.Name == v.Name }); i >= 0 {
+			errs = append(errs, field.Duplicate(p.Child("spec", "volumes").Index(i).Child("name"), v.Name))
+			continue
+		}
+		tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, *v.DeepCopy())
+	}
+	for _, m := range mounts {
+		if i := slices.IndexFunc(main.VolumeMounts, func(have corev1.VolumeMount) bool { return have.MountPath == m.MountPath }); i >= 0 {
+			errs = append(errs, field.Duplicate(cPath.Child("volumeMounts").Index(i).Child("mountPath"), m.MountPath))
+			continue
+		}
+		main.VolumeMounts = append(main.VolumeMounts, m)
+	}
+	for _, ic := range r.initContainers {
+		tmpl.Spec.InitContainers = append(tmpl.Spec.InitContainers, *ic.DeepCopy())
+	}
+	if tmpl.Spec.HostNetwork {
+		tmpl.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	if role != roleWorker {
+		s.setProbes(main)
+	}
+	return tmpl, errs
+}
+
+// setProbes gives the serving container a startup probe long enough to
+// download and load the model, a readiness probe on the engine's health
+// (or model list) endpoint and a liveness probe.
+func (s *Service) setProbes(c *corev1.Container) {
+	e := s.engine
+	readyPort := e.readyPort
+	if readyPort == 0 {
+		readyPort = e.port
+	}
+	ready := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: e.readyPath, Port: intstr.FromInt32(readyPort)}}
+	const period = 10
+	c.StartupProbe = &corev1.Probe{
+		ProbeHandler:     *ready.DeepCopy(),
+		PeriodSeconds:    period,
+		TimeoutSeconds:   5,
+		FailureThreshold: (s.startup() + period - 1) / period,
+	}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: ready, PeriodSeconds: period, TimeoutSeconds: 5, FailureThreshold: 3}
+	live := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(e.port)}}
+	if e.livePath != "" {
+		live = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: e.livePath, Port: intstr.FromInt32(e.port)}}
+	}
+	c.LivenessProbe = &corev1.Probe{ProbeHandler: live, PeriodSeconds: 30, TimeoutSeconds: 10, FailureThreshold: 5}
+}
+
+// dedupe drops repeated errors: the shared pod settings are validated once
+// per pod template, and a LeaderWorkerSet has two.
+func dedupe(errs field.ErrorList) field.ErrorList {
+	seen := map[string]bool{}
+	var out field.ErrorList
+	for _, e := range errs {
+		key := e.Error()
+		if rel := strings.Index(key, "spec.leaderWorkerTemplate.workerTemplate"); rel >= 0 {
+			key = strings.Replace(key, "workerTemplate", "leaderTemplate", 1)
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, e)
+	}
+	return out
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

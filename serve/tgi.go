@@ -1,0 +1,69 @@
+package serve
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// tgiEngine is Hugging Face Text Generation Inference,
+// `text-generation-launcher` (flags from docs/source/reference/launcher.md).
+// It shards a model across the GPUs of one node and has no pipeline
+// parallelism.
+var tgiEngine = &engine{
+	kind: "tgi", title: "TGI",
+	image:  DefaultTGIImage,
+	nvidia: true, cpu: true,
+	port:      8080,
+	readyPath: "/health", livePath: "/health",
+	metricsPath: "/metrics", queueMetric: "tgi_queue_size",
+	bare:        SourceHuggingFace,
+	sources:     []SourceKind{SourceHuggingFace, SourcePVC, SourceS3},
+	loraSources: []SourceKind{SourceHuggingFace, SourcePVC},
+	hub:         true,
+	flags: flagSet{
+		model:             "--model-id",
+		host:              "--hostname",
+		port:              "--port",
+		tensorParallel:    "--num-shard",
+		maxModelLen:       "--max-total-tokens",
+		maxInputLen:       "--max-input-tokens",
+		memoryUtilization: "--cuda-memory-fraction",
+		dtype:             "--dtype",
+		quantization:      "--quantize",
+		kvCacheDType:      "--kv-cache-dtype",
+		trustRemoteCode:   "--trust-remote-code",
+		revision:          "--revision",
+		prefixEnv:         "PREFIX_CACHING",
+		dtypes:            []string{"float16", "bfloat16"},
+		lora: func(adapters []resolvedLoRA) []string {
+			list := make([]string, len(adapters))
+			for i, a := range adapters {
+				list[i] = a.name + "=" + a.path
+			}
+			return []string{"--lora-adapters", strings.Join(list, ",")}
+		},
+	},
+	autoSizes: true,
+}
+
+func init() { tgiEngine.launch = launchTGI }
+
+func launchTGI(s *Service, r *rendering) field.ErrorList {
+	r.command = []string{"text-generation-launcher"}
+	r.args = cliArgs(r.engine.flags, s, r)
+	if s.prefixCaching != nil {
+		v := "0"
+		if *s.prefixCaching {
+			v = "1"
+		}
+		r.env = append(r.env, corev1.EnvVar{Name: r.engine.flags.prefixEnv, Value: v})
+	}
+	if s.cacheClaim != "" {
+		// The TGI image points the hub cache at /data; HF_HOME alone does
+		// not move it.
+		r.env = append(r.env, corev1.EnvVar{Name: "HUGGINGFACE_HUB_CACHE", Value: CachePath + "/huggingface/hub"})
+	}
+	return nil
+}
