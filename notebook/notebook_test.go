@@ -109,7 +109,7 @@ func TestJupyterObjects(t *testing.T) {
 		Namespace("team-a").
 		AuthSecret("alice-token", "token").
 		Storage("50Gi", "fast-ssd").
-		MaxLifetime(72 * time.Hour).
+		MaxLifetime(72*time.Hour).
 		AllowNamespace(istio).
 		AllowPods(nil, map[string]string{"app": "culler"})
 	policy, headless, ui, sts := objects(t, nb)

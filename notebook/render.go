@@ -100,10 +100,11 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 	errs = append(errs, n.validateAllow()...)
 
 	tmplPath := field.NewPath("spec", "template")
+	labels := n.notebookLabels()
 	tmpl, tmplErrs := n.Template(tmplPath, pod.TemplateOptions{
 		Container:    ContainerName,
 		DefaultImage: srv.image,
-		Labels:       n.notebookLabels(),
+		Labels:       labels,
 	})
 	errs = append(errs, tmplErrs...)
 	if len(tmpl.Spec.Containers) == 1 {
@@ -124,14 +125,14 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 		annotations[AnnotationMaxLifetime] = n.maxLifetime.String()
 	}
 
-	stsMeta := n.meta(name)
+	stsMeta := n.meta(name, labels)
 	for k, v := range annotations {
 		if stsMeta.Annotations == nil {
 			stsMeta.Annotations = map[string]string{}
 		}
 		stsMeta.Annotations[k] = v
 	}
-	claim.ObjectMeta = metav1.ObjectMeta{Name: HomeVolume, Labels: n.meta(HomeVolume).Labels}
+	claim.ObjectMeta = metav1.ObjectMeta{Name: HomeVolume, Labels: n.meta(HomeVolume, labels).Labels}
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: stsMeta,
@@ -155,7 +156,7 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 	servicePort := corev1.ServicePort{Name: PortName, Port: port, TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP}
 	headless := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: n.meta(HeadlessServiceName(name)),
+		ObjectMeta: n.meta(HeadlessServiceName(name), labels),
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  maps.Clone(selector),
@@ -164,7 +165,7 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 	}
 	ui := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: n.meta(name),
+		ObjectMeta: n.meta(name, labels),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: maps.Clone(selector),
@@ -177,7 +178,7 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 	}
 	policy := &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-		ObjectMeta: n.meta(name),
+		ObjectMeta: n.meta(name, labels),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: maps.Clone(selector)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
@@ -194,10 +195,10 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 }
 
 // meta is the metadata of one top-level object: the builder's labels and
-// annotations plus the notebook's IDE and user labels.
-func (n *Notebook) meta(name string) metav1.ObjectMeta {
+// annotations plus the notebook's labels.
+func (n *Notebook) meta(name string, labels map[string]string) metav1.ObjectMeta {
 	m := n.ObjectMeta(name)
-	maps.Copy(m.Labels, n.notebookLabels())
+	maps.Copy(m.Labels, labels)
 	return m
 }
 

@@ -1,0 +1,39 @@
+package notebook_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/vgpu"
+)
+
+// BenchmarkRender1000 renders 1,000 notebooks per operation — a department's
+// worth, a third each of Jupyter on an H100, code-server on a HAMi A100 slice
+// and RStudio on CPU — from builders made once.
+func BenchmarkRender1000(b *testing.B) {
+	nbs := make([]*notebook.Notebook, 1000)
+	for i := range nbs {
+		user := "user" + strconv.Itoa(i)
+		switch i % 3 {
+		case 0:
+			nbs[i] = notebook.Jupyter(user+"-lab", user).On(hardware.H100).GPUs(1)
+		case 1:
+			nbs[i] = notebook.VSCode(user+"-code", user).Slice(vgpu.Slice(hardware.A100_80G).Memory("20Gi").Cores(30))
+		default:
+			nbs[i] = notebook.RStudio(user+"-r", user).CPU("4").Memory("16Gi")
+		}
+		nbs[i].Namespace("team-a").AuthSecret(user+"-credential", "token").
+			Storage("50Gi", "fast-ssd").MaxLifetime(72 * 3600e9).
+			AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "istio-system"})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, nb := range nbs {
+			if _, err := nb.Objects(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

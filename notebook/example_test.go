@@ -1,0 +1,171 @@
+package notebook_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/vgpu"
+)
+
+var ingress = map[string]string{"kubernetes.io/metadata.name": "istio-system"}
+
+func ExampleJupyter() {
+	nb := notebook.Jupyter("alice-lab", "alice").
+		Namespace("team-a").
+		AuthSecret("alice-lab-token", "token").
+		On(hardware.H100).GPUs(1).
+		Storage("50Gi", "fast-ssd").
+		MaxLifetime(72 * time.Hour).
+		AllowNamespace(ingress)
+	objs, err := nb.Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range objs {
+		fmt.Println(o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+	}
+	c := objs[3].(*appsv1.StatefulSet).Spec.Template.Spec.Containers[0]
+	fmt.Println(strings.Join(c.Args, " "))
+	fmt.Println("probe:", c.ReadinessProbe.HTTPGet.Path)
+	fmt.Println("token from:", c.Env[0].Name, "<-", c.Env[0].ValueFrom.SecretKeyRef.Name, c.Env[0].ValueFrom.SecretKeyRef.Key)
+	fmt.Println("gpus:", c.Resources.Limits.Name("nvidia.com/gpu", "DecimalSI"))
+	// Output:
+	// NetworkPolicy alice-lab
+	// Service alice-lab-headless
+	// Service alice-lab
+	// StatefulSet alice-lab
+	// start-notebook.py --ServerApp.ip=0.0.0.0 --ServerApp.port=8888 --ServerApp.base_url=/notebook/team-a/alice-lab/ --ServerApp.root_dir=/home/jovyan
+	// probe: /notebook/team-a/alice-lab/api
+	// token from: JUPYTER_TOKEN <- alice-lab-token token
+	// gpus: 1
+}
+
+func ExampleVSCode() {
+	// Every problem comes back at once, with its field path.
+	_, err := notebook.VSCode("bob-code", "bob").
+		Slice(vgpu.Slice(hardware.A100_80G).Memory("20Gi").Cores(30)).
+		Storage("lots", "").
+		Objects()
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		for _, e := range agg.Errors() {
+			fmt.Println(e)
+		}
+	}
+	// Output:
+	// authSecret: Required value: name the Secret and key holding the notebook's password with AuthSecret
+	// storage.size: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'
+	// networkPolicy.from: Required value: name who may reach the notebook with AllowNamespace or AllowPods (an ingress controller, a gateway, the culler)
+}
+
+func ExampleRStudio() {
+	sts, err := notebook.RStudio("carol-r", "carol").
+		Namespace("team-a").
+		AuthSecret("carol-password", "password").
+		On(hardware.Ascend910B3).GPUs(1).
+		AllowPods(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"},
+			map[string]string{"app.kubernetes.io/name": "ingress-nginx"}).
+		Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	spec := sts.Spec.Template.Spec
+	out, _ := yaml.Marshal(map[string]any{
+		"command":         spec.Containers[0].Command,
+		"args":            spec.Containers[0].Args,
+		"securityContext": spec.SecurityContext,
+		"mounts":          spec.Containers[0].VolumeMounts,
+		"claim":           sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests,
+	})
+	fmt.Print(string(out))
+	// Output:
+	// args:
+	// - --server-daemonize=0
+	// - --www-address=0.0.0.0
+	// - --www-port=8787
+	// - --server-user=rstudio
+	// - --auth-none=0
+	// - --auth-pam-helper-path=pam-helper
+	// claim:
+	//   storage: 10Gi
+	// command:
+	// - /usr/lib/rstudio-server/bin/rserver
+	// mounts:
+	// - mountPath: /dev/shm
+	//   name: dshm
+	// - mountPath: /home/rstudio
+	//   name: home
+	// - mountPath: /run
+	//   name: rstudio-run
+	// - mountPath: /var/lib/rstudio-server
+	//   name: rstudio-lib
+	// - mountPath: /tmp
+	//   name: tmp
+	// securityContext:
+	//   fsGroup: 1000
+	//   fsGroupChangePolicy: OnRootMismatch
+	//   runAsGroup: 1000
+	//   runAsNonRoot: true
+	//   runAsUser: 1000
+	//   seccompProfile:
+	//     type: RuntimeDefault
+}
+
+func ExampleCull() {
+	ctx := context.Background()
+	// A notebook as the API server would hold it, running and ready.
+	nb := notebook.Jupyter("alice-lab", "alice").Namespace("team-a").
+		AuthSecret("alice-lab-token", "token").AllowNamespace(ingress)
+	objs, _ := nb.Objects()
+	objs[3].(*appsv1.StatefulSet).Status.ReadyReplicas = 1
+	token := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "alice-lab-token", Namespace: "team-a"},
+		Data:       map[string][]byte{"token": []byte("s3cret")},
+	}
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).WithObjects(token).Build()
+
+	// Jupyter Server's GET /api/status, last active at 09:00.
+	jupyter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "token s3cret" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		fmt.Fprint(w, `{"connections": 0, "kernels": 1, "last_activity": "2026-07-01T09:00:00.000000Z", "started": "2026-07-01T08:00:00.000000Z"}`)
+	}))
+	defer jupyter.Close()
+
+	culled, err := notebook.Cull(ctx, c, "team-a", 2*time.Hour,
+		notebook.WithServiceURL(func(*corev1.Service) (string, error) { return jupyter.URL, nil }),
+		notebook.WithClock(func() time.Time { return time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) }))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, cu := range culled {
+		fmt.Println(cu)
+	}
+	sts := &appsv1.StatefulSet{}
+	_ = c.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: "alice-lab"}, sts)
+	fmt.Println("replicas:", *sts.Spec.Replicas)
+	// Output:
+	// team-a/alice-lab Idle: no activity for 3h0m0s since 2026-07-01T09:00:00Z, longer than the limit of 2h0m0s
+	// replicas: 0
+}
