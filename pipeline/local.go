@@ -855,7 +855,7 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 	}
 	for {
 		inst.attempts++
-		r.emit(Event{Type: EventStarted, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts})
+		r.emit(Event{Type: EventStarted, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Log: inst.log})
 		began := time.Now()
 		outputs, err := r.attempt(ctx, spec)
 		if err == nil {
@@ -863,11 +863,11 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 			if b, merr := json.Marshal(cacheEntry{Step: name, Outputs: outputs}); merr == nil {
 				_ = os.WriteFile(r.cachePath(spec.key), b, 0o644) // a lost cache entry only costs a rerun
 			}
-			r.emit(Event{Type: EventSucceeded, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Duration: time.Since(began)})
+			r.emit(Event{Type: EventSucceeded, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Duration: time.Since(began), Log: inst.log})
 			return
 		}
 		if delay, ok := r.retryAfter(ctx, retry, inst, err); ok {
-			r.emit(Event{Type: EventRetried, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Err: err, Duration: delay})
+			r.emit(Event{Type: EventRetried, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Err: err, Duration: delay, Log: inst.log})
 			t := time.NewTimer(delay)
 			select {
 			case <-t.C:
@@ -878,7 +878,7 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 			}
 		}
 		inst.status, inst.err = StatusFailed, &StepError{Step: name, Item: inst.index, Log: inst.log, Err: err}
-		r.emit(Event{Type: EventFailed, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Err: err, Duration: time.Since(began)})
+		r.emit(Event{Type: EventFailed, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Err: err, Duration: time.Since(began), Log: inst.log})
 		return
 	}
 }

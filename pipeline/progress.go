@@ -34,6 +34,8 @@ type Event struct {
 	Attempt int
 	Reason  string
 	Err     error
+	// Log is the step's log file (started, retried, succeeded, failed).
+	Log string
 	// Duration is the attempt's duration (succeeded, failed) or the wait
 	// before the next attempt (retried).
 	Duration time.Duration
@@ -76,6 +78,9 @@ func (p *Printer) Handle(ev Event) {
 		}
 	case EventFailed:
 		line = fmt.Sprintf("✗ %s: %v", name, ev.Err)
+		if ev.Log != "" {
+			line += " (log: " + ev.Log + ")"
+		}
 	case EventSkipped:
 		line = fmt.Sprintf("⊘ %s: %s", name, ev.Reason)
 	default:
