@@ -604,8 +604,8 @@ func TestRunWhen(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, map[string]pipeline.Status{
 		"score": pipeline.StatusSucceeded, "deploy": pipeline.StatusSkipped, "good": pipeline.StatusSucceeded,
-		"after": pipeline.StatusSucceeded, // a skipped step counts as done, as in Argo
-		"announce": pipeline.StatusFailed, // but its outputs do not exist
+		"after":    pipeline.StatusSucceeded, // a skipped step counts as done, as in Argo
+		"announce": pipeline.StatusFailed,    // but its outputs do not exist
 	}, statuses(res))
 	assert.Equal(t, "when no == yes && 0.82 > 0.8 is false", stepResult(t, res, "deploy").Reason)
 	assert.ErrorContains(t, stepResult(t, res, "announce").Err, "step deploy was skipped, so its output url does not exist")

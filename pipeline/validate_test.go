@@ -198,7 +198,7 @@ func TestValidatePipelineSettings(t *testing.T) {
 		Param("bad param!", "v").
 		Step(ctr("s")).
 		Parallelism(0).
-		TTL(-time.Second).TTLAfterSuccess(time.Duration(1<<62)).
+		TTL(-time.Second).TTLAfterSuccess(time.Duration(1 << 62)).
 		PodGC("Sometimes").
 		Workspace(pipeline.Workspace{MountPath: "relative"})
 	_, err := p.Build()
