@@ -1,0 +1,122 @@
+package vgpu_test
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/vgpu"
+)
+
+func printRequest(s *vgpu.Spec) {
+	r, errs := s.Request(field.NewPath("gpu"))
+	if len(errs) > 0 {
+		fmt.Println(errs.ToAggregate())
+		return
+	}
+	var names []string
+	for n := range r.Resources {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Printf("  %s: %d\n", n, r.Resources[corev1.ResourceName(n)])
+	}
+	for k, v := range r.Annotations {
+		fmt.Printf("  annotation %s: %s\n", k, v)
+	}
+}
+
+// A slice is memory and compute on one device: HAMi by default, Volcano's
+// vGPU plugin on request.
+func ExampleSlice() {
+	fmt.Println("HAMi:")
+	printRequest(vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30))
+	fmt.Println("Volcano:")
+	printRequest(vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30).Backend(vgpu.Volcano))
+	fmt.Println("too big:")
+	printRequest(vgpu.Slice(hardware.L4).Memory("30Gi"))
+	// Output:
+	// HAMi:
+	//   nvidia.com/gpu: 1
+	//   nvidia.com/gpucores: 30
+	//   nvidia.com/gpumem: 10240
+	//   annotation nvidia.com/use-gputype: A100
+	// Volcano:
+	//   volcano.sh/vgpu-cores: 30
+	//   volcano.sh/vgpu-memory: 10240
+	//   volcano.sh/vgpu-number: 1
+	//   annotation nvidia.com/use-gputype: A100
+	// too big:
+	// gpu.memory: Invalid value: "30Gi": more memory than a L4 has (24Gi)
+}
+
+// MIG instances render per the device plugin's strategy.
+func ExampleMIG() {
+	fmt.Println("mixed:")
+	printRequest(vgpu.MIG(hardware.A100_80G, "1g.10gb"))
+	fmt.Println("single:")
+	printRequest(vgpu.MIG(hardware.A100_80G, "1g.10gb").Strategy(vgpu.Single))
+	fmt.Println("not on this card:")
+	printRequest(vgpu.MIG(hardware.H100, "1g.5gb"))
+	// Output:
+	// mixed:
+	//   nvidia.com/mig-1g.10gb: 1
+	// single:
+	//   nvidia.com/gpu: 1
+	// not on this card:
+	// gpu.mig: Unsupported value: "1g.5gb": supported values: "1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"
+}
+
+// Ascend vNPUs: Huawei's static names by default, HAMi's per-SKU names when
+// the cluster runs HAMi; a memory-sized slice rounds up to a template.
+func ExampleVNPU() {
+	fmt.Println("static:")
+	printRequest(vgpu.VNPU(hardware.Ascend910B3, "vir10_3c_32g"))
+	fmt.Println("HAMi, 2000Mi rounded up:")
+	printRequest(vgpu.Slice(hardware.Ascend910B3.WithFlavour(hardware.HAMi)).Memory("2000Mi"))
+	// Output:
+	// static:
+	//   huawei.com/Ascend910-10c.3cpu.32g: 1
+	// HAMi, 2000Mi rounded up:
+	//   huawei.com/Ascend910B3: 1
+	//   huawei.com/Ascend910B3-memory: 16384
+}
+
+// A plan puts every demand on a device or says why not.
+func ExamplePack() {
+	var inv hardware.Inventory
+	inv.Add("gpu-node", hardware.A100_80G, 3)
+	demands := []vgpu.Demand{
+		{Name: "chat", Spec: vgpu.Slice(hardware.A100_80G).Memory("20Gi").Cores(30)},
+		{Name: "notebook", Spec: vgpu.Slice(hardware.A100_80G).Memory("8Gi").Cores(10)},
+		{Name: "embed", Spec: vgpu.MIG(hardware.A100_80G, "3g.40gb")},
+		{Name: "rerank", Spec: vgpu.MIG(hardware.A100_80G, "2g.20gb")},
+		{Name: "train", Spec: vgpu.Whole(hardware.A100_80G, 1)},
+		{Name: "huge", Spec: vgpu.Slice(hardware.A100_80G).Memory("100Gi")},
+	}
+	plan, err := vgpu.Pack(inv, demands, vgpu.Planner)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, a := range plan.Assignments {
+		fmt.Printf("%-8s -> %s/%v\n", a.Name, a.Node, a.Devices)
+	}
+	for _, u := range plan.Unplaced {
+		fmt.Printf("%-8s unplaced: %s\n", u.Name, u.Reason)
+	}
+	s := plan.Summary
+	fmt.Printf("devices %d of %d, lower bound %d, memory %.0f%%\n", s.DevicesUsed, s.DevicesTotal, s.LowerBound, 100*s.MemoryUtilisation)
+	// Output:
+	// chat     -> gpu-node/[2]
+	// notebook -> gpu-node/[2]
+	// embed    -> gpu-node/[1]
+	// rerank   -> gpu-node/[1]
+	// train    -> gpu-node/[0]
+	// huge     unplaced: memory: Invalid value: "100Gi": more memory than a A100-SXM-80GB has (80Gi)
+	// devices 3 of 3, lower bound 3, memory 70%
+}
