@@ -128,7 +128,10 @@ func pytorchJob(name string) cube.Workload {
 // llmFlow is the pipeline of the issue: prepare → tokenize (fan-out over an
 // output, four at a time) → train (a PyTorchJob) → evaluate and benchmark →
 // publish when asked, and a notification on exit.
-func llmFlow() *pipeline.Pipeline {
+func llmFlow() *pipeline.Pipeline { return llmFlowNamed("llm-flow") }
+
+// llmFlowNamed is llmFlow under another name.
+func llmFlowNamed(name string) *pipeline.Pipeline {
 	prepare := pipeline.Container("prepare").Image("python:3.12").
 		Command("python", "prepare.py", "--out", pipeline.WorkspaceDir+"/data").
 		Args("--shards-file", pipeline.OutputFile("shards"), "--rows-file", pipeline.OutputFile("rows")).
@@ -161,7 +164,7 @@ func llmFlow() *pipeline.Pipeline {
 		When(pipeline.ParamRef("publish") + " == yes")
 	notify := pipeline.Container("notify").Image("curlimages/curl:8.10.1").
 		Command("sh", "-c", "echo run "+pipeline.PipelineName+" ended: "+pipeline.PipelineStatus)
-	return pipeline.New("llm-flow").Namespace("ml").Label("team", "nlp").
+	return pipeline.New(name).Namespace("ml").Label("team", "nlp").
 		Param("lr", "3e-4").Param("publish", "no").
 		Step(prepare, tokenize, train, evaluate, benchmark, publish).
 		Workspace(pipeline.Workspace{Size: "50Gi", StorageClass: "standard", AccessMode: corev1.ReadWriteMany}).

@@ -1,0 +1,166 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/pipeline"
+)
+
+// apiServerPipelines are compiled and applied to a real API server with
+// Argo's full CRDs, which rejects any field their schema does not know.
+func apiServerPipelines(ns string) map[string]cube.Workload {
+	hw := pipeline.Container("sft").Image("nvcr.io/nvidia/pytorch:24.08-py3").
+		Command("torchrun", "--nproc-per-node=8", "sft.py").
+		On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).SharedMemory("64Gi").
+		ImagePullSecret("registry").HostNetwork(true).PVC("models", "/models").
+		PodLabel("tier", "gpu").Annotation("owner", "nlp")
+	shard := pipeline.Container("shard").Image("busybox").
+		Command("sh", "-c", "echo "+pipeline.ItemRef+" > "+pipeline.OutputFile("part")).
+		ForEach("a", "b").MaxParallel(1).Outputs("part")
+	merge := pipeline.Container("merge").Image("busybox").Command("echo", shard.Output("part"))
+	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1})
+	return map[string]cube.Workload{
+		"workflow": llmFlowNamed("llm-flow").Namespace(ns),
+		"schedule": llmFlowNamed("llm-nightly").Namespace(ns).Schedule("0 2 * * *").Timezone("Asia/Shanghai").
+			Concurrency(pipeline.ReplaceConcurrent).StartingDeadline(time.Minute).KeepHistory(1, 2),
+		"hardware": pipeline.New("sft-h100").Namespace(ns).Step(hw),
+		"fan-out":  pipeline.New("fan").Namespace(ns).Step(shard, merge),
+		"job":      pipeline.New("batch").Namespace(ns).Param("lr", "0.1").Step(job).PodGC(pipeline.PodGCOnWorkflowCompletion).TTLAfterFailure(time.Hour),
+	}
+}
+
+func TestAPIServerAcceptsCompiledObjects(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	for name, w := range apiServerPipelines(ns) {
+		t.Run(name, func(t *testing.T) {
+			built, err := w.Objects()
+			require.NoError(t, err)
+			rel, err := c.Apply(ctx, w)
+			require.NoError(t, err, "strict server-side apply")
+			require.Len(t, rel.Objects, len(built))
+
+			// What the server stored is what was built: nothing was dropped.
+			main := built[len(built)-1]
+			stored := &unstructured.Unstructured{}
+			stored.SetGroupVersionKind(main.GetObjectKind().GroupVersionKind())
+			require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(main), stored))
+			want, err := cube.ToUnstructured(main)
+			require.NoError(t, err)
+			wantSpec, err := json.Marshal(want.Object["spec"])
+			require.NoError(t, err)
+			gotSpec, err := json.Marshal(stored.Object["spec"])
+			require.NoError(t, err)
+			assert.JSONEq(t, string(wantSpec), string(gotSpec))
+
+			// The job a resource template creates is valid on its own.
+			var templates []wfv1.Template
+			switch o := main.(type) {
+			case *wfv1.Workflow:
+				templates = o.Spec.Templates
+			case *wfv1.CronWorkflow:
+				templates = o.Spec.WorkflowSpec.Templates
+			}
+			for _, tm := range templates {
+				if tm.Resource == nil {
+					continue
+				}
+				var content map[string]any
+				require.NoError(t, yaml.Unmarshal([]byte(tm.Resource.Manifest), &content))
+				job := &unstructured.Unstructured{Object: content}
+				job.SetNamespace(ns)
+				require.NoError(t, env.CreateStrict(ctx, job), "manifest of template %s", tm.Name)
+				assert.NotEmpty(t, job.GetName(), "generateName gave the job a name")
+			}
+		})
+	}
+}
+
+func TestAPIServerRejectsUnknownFields(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	wf, err := pipeline.New("strict").Namespace(ns).Step(ctr("s")).Build()
+	require.NoError(t, err)
+	u, err := cube.ToUnstructured(wf)
+	require.NoError(t, err)
+	tmpls, _, _ := unstructured.NestedSlice(u.Object, "spec", "templates")
+	tmpls[1].(map[string]any)["bogusField"] = true
+	require.NoError(t, unstructured.SetNestedSlice(u.Object, tmpls, "spec", "templates"))
+	_, err = cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(t.Context(), cube.Objects(u))
+	require.Error(t, err, "the schema is enforced, so the acceptance above means something")
+	assert.Contains(t, err.Error(), "bogusField")
+}
+
+// markWorkflow writes the status Argo's controller writes. Argo's Workflow
+// CRD has no status subresource (its controller updates the whole object),
+// so the status goes through a plain update here.
+func markWorkflow(ctx context.Context, c client.Client, ref cube.ObjectRef, phase cube.Phase, message string) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ref.GroupVersionKind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+		return err
+	}
+	if err := cubetest.SetStatus(u, phase, "", message); err != nil {
+		return err
+	}
+	return c.Update(ctx, u)
+}
+
+func TestAPIServerWaitWorkflow(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	for _, final := range []cube.Phase{cube.Succeeded, cube.Failed} {
+		t.Run(string(final), func(t *testing.T) {
+			p := pipeline.New("wait-"+string(map[cube.Phase]rune{cube.Succeeded: 's', cube.Failed: 'f'}[final])).Step(ctr("s"))
+			rel, err := c.Apply(ctx, p)
+			require.NoError(t, err)
+			require.Len(t, rel.Objects, 1)
+			ref := rel.Objects[0]
+
+			progressed := make(chan cube.Status, 8)
+			type result struct {
+				st  cube.Status
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(30*time.Second), cube.OnProgress(func(s cube.Status) { progressed <- s }))
+				done <- result{st, err}
+			}()
+			first := <-progressed
+			assert.Equal(t, cube.InProgress, first.Phase)
+			assert.Equal(t, "Pending", first.Objects[0].Reason)
+			require.NoError(t, markWorkflow(ctx, env.Client, ref, cube.InProgress, ""))
+			running := <-progressed
+			assert.Equal(t, "Running", running.Objects[0].Reason)
+			require.NoError(t, markWorkflow(ctx, env.Client, ref, final, "child 's' failed"))
+			r := <-done
+			assert.Equal(t, final, r.st.Phase)
+			if final == cube.Failed {
+				require.True(t, errors.Is(r.err, cube.ErrFailed), "%v", r.err)
+				assert.Equal(t, "child 's' failed", r.st.Objects[0].Message)
+			} else {
+				require.NoError(t, r.err)
+			}
+		})
+	}
+}
