@@ -120,7 +120,7 @@ func TestCompletionsFollowTheStatusWriters(t *testing.T) {
 			completion, ok := cube.CompletionOf(gvk.GroupKind())
 			require.True(t, ok, "completion registered for %s", gvk.GroupKind())
 			for _, tc := range []struct {
-				phase              cube.Phase
+				phase             cube.Phase
 				succeeded, failed bool
 			}{
 				{cube.InProgress, false, false},
