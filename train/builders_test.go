@@ -1,0 +1,465 @@
+package train_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/train"
+)
+
+func container(spec *kubeflowv1.ReplicaSpec) corev1.Container { return spec.Template.Spec.Containers[0] }
+
+func envValue(c corev1.Container, name string) (string, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+func qstr(q resource.Quantity) string { return q.String() }
+
+func TestPyTorchMasterAndWorkers(t *testing.T) {
+	job, err := train.PyTorch("llama").Namespace("team-a").Image(img).
+		Torchrun("train.py", "--epochs", "3").
+		Workers(3).
+		On(hardware.H100).GPUs(8).
+		CleanPodPolicy(kubeflowv1.CleanPodPolicyAll).
+		RestartPolicy(kubeflowv1.RestartPolicyExitCode).
+		TTLAfterFinished(1500 * time.Millisecond).
+		ActiveDeadline(2 * time.Hour).
+		BackoffLimit(4).
+		Suspend(true).
+		Build()
+	require.NoError(t, err)
+	assert.Equal(t, "kubeflow.org/v1", job.APIVersion)
+	assert.Equal(t, "PyTorchJob", job.Kind)
+	assert.Equal(t, "team-a", job.Namespace)
+	assert.Equal(t, "pytorchjob", job.Labels["cube.dev/kind"])
+	require.Len(t, job.Spec.PyTorchReplicaSpecs, 2)
+	master, worker := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster], job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker]
+	assert.Equal(t, int32(1), *master.Replicas)
+	assert.Equal(t, int32(3), *worker.Replicas)
+	assert.Equal(t, kubeflowv1.RestartPolicyExitCode, master.RestartPolicy)
+	assert.Equal(t, "8", *job.Spec.NprocPerNode, "one process per GPU")
+	assert.Nil(t, job.Spec.ElasticPolicy)
+	for _, spec := range []*kubeflowv1.ReplicaSpec{master, worker} {
+		c := container(spec)
+		assert.Equal(t, "pytorch", c.Name)
+		assert.Equal(t, []string{"torchrun", "train.py", "--epochs", "3"}, c.Command)
+		assert.Empty(t, c.Args)
+		assert.Equal(t, "8", qstr(c.Resources.Limits["nvidia.com/gpu"]))
+		assert.Equal(t, []corev1.ContainerPort{{Name: "pytorchjob-port", ContainerPort: 23456}}, c.Ports, "the operator's defaults apply")
+		assert.Empty(t, spec.Template.Spec.SchedulerName)
+	}
+	assert.Equal(t, "master", master.Template.Labels[train.LabelComponent])
+	assert.Equal(t, "worker", worker.Template.Labels[train.LabelComponent])
+	rp := job.Spec.RunPolicy
+	assert.Equal(t, kubeflowv1.CleanPodPolicyAll, *rp.CleanPodPolicy)
+	assert.Equal(t, int32(2), *rp.TTLSecondsAfterFinished, "rounded up to whole seconds")
+	assert.Equal(t, int64(7200), *rp.ActiveDeadlineSeconds)
+	assert.Equal(t, int32(4), *rp.BackoffLimit)
+	assert.True(t, *rp.Suspend)
+	assert.Nil(t, rp.SchedulingPolicy, "no gang unless asked")
+}
+
+func TestPyTorchElastic(t *testing.T) {
+	job, err := train.PyTorch("elastic").Image(img).
+		Elastic(2, 6).
+		Rendezvous(kubeflowv1.BackendETCD, "etcd.infra", 2379).
+		RendezvousConf("timeout", "900").
+		MaxRestarts(5).
+		NprocPerNode(4).
+		Gang().
+		Build()
+	require.NoError(t, err)
+	require.Len(t, job.Spec.PyTorchReplicaSpecs, 1, "an elastic job has no Master")
+	worker := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker]
+	assert.Equal(t, int32(6), *worker.Replicas, "starts at the maximum")
+	ep := job.Spec.ElasticPolicy
+	assert.Equal(t, int32(2), *ep.MinReplicas)
+	assert.Equal(t, int32(6), *ep.MaxReplicas)
+	assert.Equal(t, kubeflowv1.BackendETCD, *ep.RDZVBackend)
+	assert.Equal(t, "etcd.infra", *ep.RDZVHost)
+	assert.Equal(t, int32(2379), *ep.RDZVPort)
+	assert.Equal(t, []kubeflowv1.RDZVConf{{Key: "timeout", Value: "900"}}, ep.RDZVConf)
+	assert.Equal(t, int32(5), *ep.MaxRestarts)
+	assert.Equal(t, "4", *job.Spec.NprocPerNode)
+	assert.Equal(t, int32(2), *job.Spec.RunPolicy.SchedulingPolicy.MinAvailable, "the gang is the elastic minimum")
+	assert.Equal(t, train.VolcanoScheduler, worker.Template.Spec.SchedulerName)
+
+	job, err = train.PyTorch("elastic").Image(img).Elastic(1, 4).Workers(2).Build()
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), *job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker].Replicas)
+	assert.Nil(t, job.Spec.ElasticPolicy.RDZVBackend, "the operator defaults to c10d on the first worker")
+	assert.Equal(t, "1", *job.Spec.NprocPerNode, "pods without accelerators run one process")
+}
+
+func TestGangSchedulingPolicy(t *testing.T) {
+	job, err := train.TensorFlow("tf").Image(img).Workers(3).ParameterServers(1).
+		Queue("team-a").PriorityClass("high").ScheduleTimeout(90 * time.Second).
+		Build()
+	require.NoError(t, err)
+	sp := job.Spec.RunPolicy.SchedulingPolicy
+	require.NotNil(t, sp)
+	assert.Equal(t, int32(4), *sp.MinAvailable, "every replica")
+	assert.Equal(t, "team-a", sp.Queue)
+	assert.Equal(t, "high", sp.PriorityClass)
+	assert.Equal(t, int32(90), *sp.ScheduleTimeoutSeconds)
+	for typ, spec := range job.Spec.TFReplicaSpecs {
+		assert.Equal(t, train.VolcanoScheduler, spec.Template.Spec.SchedulerName, typ)
+		assert.Equal(t, "team-a", spec.Template.Annotations["scheduling.volcano.sh/queue-name"], typ)
+		assert.Equal(t, "high", spec.Template.Spec.PriorityClassName, typ)
+	}
+
+	job, err = train.TensorFlow("tf").Image(img).Workers(3).GangMinAvailable(2).Scheduler(train.VolcanoScheduler).Build()
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), *job.Spec.RunPolicy.SchedulingPolicy.MinAvailable)
+}
+
+// TestOneArgumentMovesAJobToAscend renders the same builder on H100 and on
+// Ascend 910B3 by changing only the argument of On, and checks that the
+// Ascend form reaches every replica.
+func TestOneArgumentMovesAJobToAscend(t *testing.T) {
+	build := func(p hardware.Profile) *kubeflowv1.PyTorchJob {
+		job, err := train.PyTorch("move").Image(img).Workers(2).
+			On(p).GPUs(8).Fabric(hardware.RoCE()).
+			Build()
+		require.NoError(t, err)
+		return job
+	}
+	nvidia, ascend := build(hardware.H100), build(hardware.Ascend910B3)
+	assert.NotContains(t, nvidia.Labels, hardware.LabelRingController)
+	assert.Equal(t, "ascend-910b", ascend.Labels[hardware.LabelRingController], "the job carries ring-controller.atlas")
+	for typ, spec := range ascend.Spec.PyTorchReplicaSpecs {
+		c := container(spec)
+		assert.Equal(t, "8", qstr(c.Resources.Limits["huawei.com/Ascend910"]), typ)
+		assert.NotContains(t, c.Resources.Limits, corev1.ResourceName("nvidia.com/gpu"), typ)
+		assert.Equal(t, "ascend-910b", spec.Template.Labels[hardware.LabelRingController], typ)
+		v, ok := envValue(c, "HCCL_CONNECT_TIMEOUT")
+		assert.True(t, ok, typ)
+		assert.Equal(t, "600", v, typ)
+		_, nccl := envValue(c, "NCCL_DEBUG")
+		assert.False(t, nccl, typ)
+		assert.Equal(t, "910B3", spec.Template.Spec.NodeSelector[hardware.LabelNPUChipName], typ)
+
+		nc := container(nvidia.Spec.PyTorchReplicaSpecs[typ])
+		assert.Equal(t, "8", qstr(nc.Resources.Limits["nvidia.com/gpu"]), typ)
+		_, nccl = envValue(nc, "NCCL_DEBUG")
+		assert.True(t, nccl, typ)
+	}
+	assert.Equal(t, *nvidia.Spec.NprocPerNode, *ascend.Spec.NprocPerNode, "one process per device on both")
+
+	// Without the Ascend Docker Runtime the driver mounts go into every
+	// replica, with and without devices.
+	tf, err := train.TensorFlow("tf").Image(img).Workers(2).ParameterServers(1).
+		On(hardware.Ascend910B3.WithAscendRuntime(false)).GPUs(8).
+		Build()
+	require.NoError(t, err)
+	for typ, spec := range tf.Spec.TFReplicaSpecs {
+		var mounts []string
+		for _, m := range container(spec).VolumeMounts {
+			mounts = append(mounts, m.MountPath)
+		}
+		assert.Contains(t, mounts, "/usr/local/Ascend/driver/lib64", typ)
+		assert.Contains(t, mounts, "/usr/local/dcmi", typ)
+	}
+	assert.NotContains(t, container(tf.Spec.TFReplicaSpecs[kubeflowv1.TFJobReplicaTypePS]).Resources.Limits, corev1.ResourceName("huawei.com/Ascend910"))
+}
+
+func TestTensorFlowRoles(t *testing.T) {
+	job, err := train.TensorFlow("tf").Image(img).Command("python", "t.py").
+		Chief().ParameterServers(2).Workers(4).Evaluator().SucceedWhenAllWorkersSucceed().
+		On(hardware.L4).GPUs(1).
+		Build()
+	require.NoError(t, err)
+	specs := job.Spec.TFReplicaSpecs
+	require.Len(t, specs, 4)
+	for typ, want := range map[kubeflowv1.ReplicaType]int32{"Chief": 1, "PS": 2, "Worker": 4, "Evaluator": 1} {
+		assert.Equal(t, want, *specs[typ].Replicas, typ)
+		c := container(specs[typ])
+		assert.Equal(t, "tensorflow", c.Name, typ)
+		assert.Equal(t, []string{"python", "t.py"}, c.Command, typ)
+		if typ == kubeflowv1.TFJobReplicaTypePS {
+			assert.NotContains(t, c.Resources.Limits, corev1.ResourceName("nvidia.com/gpu"), "parameter servers get no GPU")
+		} else {
+			assert.Equal(t, "1", qstr(c.Resources.Limits["nvidia.com/gpu"]), typ)
+		}
+	}
+	assert.Equal(t, kubeflowv1.SuccessPolicyAllWorkers, *job.Spec.SuccessPolicy)
+
+	job, err = train.TensorFlow("tf").Image(img).Build()
+	require.NoError(t, err)
+	require.Len(t, job.Spec.TFReplicaSpecs, 1)
+	assert.Equal(t, int32(1), *job.Spec.TFReplicaSpecs[kubeflowv1.TFJobReplicaTypeWorker].Replicas)
+	assert.Equal(t, kubeflowv1.SuccessPolicyDefault, *job.Spec.SuccessPolicy, "the operator's default")
+}
+
+func TestMPILauncherAndWorkers(t *testing.T) {
+	job, err := train.MPI("mpi").Image(img).Command("python", "/app/a.py").Args("--steps", "10").
+		Workers(3).On(hardware.A100_80G).GPUs(4).MPIRunArgs("-x", "NCCL_IB_HCA").
+		Build()
+	require.NoError(t, err)
+	launcher, worker := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher], job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker]
+	assert.Equal(t, []string{"mpirun", "--allow-run-as-root", "-np", "12", "-bind-to", "none", "-map-by", "slot",
+		"-x", "NCCL_IB_HCA", "python", "/app/a.py", "--steps", "10"}, container(launcher).Command)
+	assert.Empty(t, container(launcher).Args)
+	assert.NotContains(t, container(launcher).Resources.Limits, corev1.ResourceName("nvidia.com/gpu"), "the launcher holds no GPU")
+	assert.Empty(t, container(worker).Command, "the operator keeps workers idle until mpirun reaches them")
+	assert.Empty(t, container(worker).Args)
+	assert.Equal(t, "4", qstr(container(worker).Resources.Limits["nvidia.com/gpu"]))
+	assert.Equal(t, int32(3), *worker.Replicas)
+	assert.Equal(t, int32(4), *job.Spec.SlotsPerWorker, "a slot per GPU")
+	assert.Equal(t, "mpi", job.Spec.MainContainer)
+	assert.Equal(t, "mpijob", job.Labels["cube.dev/kind"])
+
+	hvd, err := train.Horovod("hvd").Image(img).Command("python", "h.py").Workers(2).SlotsPerWorker(2).Build()
+	require.NoError(t, err)
+	assert.Equal(t, train.HorovodMPIRunCommand(4, "python", "h.py"), container(hvd.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher]).Command)
+	assert.Equal(t, "horovodjob", hvd.Labels["cube.dev/kind"])
+}
+
+func TestDeepSpeedConfigMap(t *testing.T) {
+	objs, err := train.DeepSpeed("ds").Image(img).
+		Torchrun("pretrain.py", "--lr", "1e-4").
+		Config(train.DeepSpeedConfig{
+			ZeROStage:        3,
+			OffloadOptimizer: train.Offload{Device: train.OffloadNVMe, NVMePath: "/nvme", PinMemory: true},
+			OffloadParams:    train.Offload{Device: train.OffloadCPU},
+			Precision:        train.FP16,
+			MicroBatchPerGPU: 4,
+		}).
+		On(hardware.H100).GPUs(8).
+		Objects()
+	require.NoError(t, err)
+	require.Len(t, objs, 2)
+	cm := objs[0].(*corev1.ConfigMap)
+	assert.Equal(t, "ds-deepspeed", cm.Name)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal([]byte(cm.Data[train.DeepSpeedConfigKey]), &cfg))
+	assert.Equal(t, map[string]any{
+		"train_micro_batch_size_per_gpu": 4.0,
+		"gradient_accumulation_steps":    1.0,
+		"fp16":                           map[string]any{"enabled": true},
+		"zero_optimization": map[string]any{
+			"stage":             3.0,
+			"offload_optimizer": map[string]any{"device": "nvme", "nvme_path": "/nvme", "pin_memory": true},
+			"offload_param":     map[string]any{"device": "cpu"},
+		},
+	}, cfg)
+	job := objs[1].(*kubeflowv1.PyTorchJob)
+	assert.Equal(t, "deepspeedjob", job.Labels["cube.dev/kind"])
+	for typ, spec := range job.Spec.PyTorchReplicaSpecs {
+		c := container(spec)
+		assert.Equal(t, []string{"torchrun", "pretrain.py", "--lr", "1e-4", "--deepspeed", "--deepspeed_config", train.DeepSpeedConfigFile}, c.Command, typ)
+		assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "deepspeed-config", MountPath: train.DeepSpeedConfigDir, ReadOnly: true}, typ)
+		assert.Contains(t, spec.Template.Spec.Volumes, corev1.Volume{Name: "deepspeed-config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "ds-deepspeed"}},
+		}}, typ)
+	}
+	built, err := train.DeepSpeed("ds").Image(img).Build()
+	require.NoError(t, err)
+	assert.Equal(t, "PyTorchJob", built.Kind)
+}
+
+func TestColossalAILaunch(t *testing.T) {
+	command := func(j *train.ColossalAIJob) []string {
+		job, err := j.Build()
+		require.NoError(t, err)
+		return container(job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker]).Command
+	}
+	base := func() *train.ColossalAIJob {
+		return train.ColossalAI("cai").Image(img).Script("train.py", "--epochs", "1").On(hardware.H100).GPUs(8)
+	}
+	assert.Equal(t, []string{"torchrun", "train.py", "--epochs", "1", "--plugin", "torch_ddp"}, command(base()))
+	assert.Equal(t, []string{"torchrun", "train.py", "--epochs", "1", "--plugin", "gemini"}, command(base().Plugin(train.PluginGemini)))
+	assert.Equal(t, []string{"torchrun", "train.py", "--epochs", "1", "--plugin", "low_level_zero", "--zero_stage", "2"},
+		command(base().Plugin(train.PluginZeRO)))
+	assert.Equal(t, []string{"torchrun", "train.py", "--epochs", "1", "--plugin", "hybrid_parallel", "--tp_size", "4", "--pp_size", "2", "--zero_stage", "1"},
+		command(base().Plugin(train.PluginHybridParallel).TensorParallel(4).PipelineParallel(2).ZeROStage(1)))
+	assert.Equal(t, []string{"colossalai", "run", "--nproc_per_node", "8", "--master_addr", "$(MASTER_ADDR)", "--master_port", "$(MASTER_PORT)",
+		"--extra_launch_args", "nnodes=$(PET_NNODES),node_rank=$(PET_NODE_RANK)", "train.py", "--epochs", "1", "--plugin", "torch_ddp"},
+		command(base().Launcher(train.LaunchColossalAI)))
+	elastic, err := base().Elastic(1, 3).Plugin(train.PluginHybridParallel).TensorParallel(3).Build()
+	require.NoError(t, err, "world size is unknown for elastic jobs, so it is not checked")
+	assert.Equal(t, "colossalaijob", elastic.Labels["cube.dev/kind"])
+}
+
+func TestPaddleModes(t *testing.T) {
+	collective, err := train.Paddle("pd").Image(img).Launch("train.py", "--lr", "0.1").Workers(4).On(hardware.A100_80G).GPUs(8).Build()
+	require.NoError(t, err)
+	require.Len(t, collective.Spec.PaddleReplicaSpecs, 1, "collective mode runs workers only")
+	w := collective.Spec.PaddleReplicaSpecs[kubeflowv1.PaddleJobReplicaTypeWorker]
+	assert.Equal(t, int32(4), *w.Replicas)
+	assert.Equal(t, "paddle", container(w).Name)
+	assert.Equal(t, []string{"python", "-m", "paddle.distributed.launch", "train.py", "--lr", "0.1"}, container(w).Command)
+
+	ps, err := train.Paddle("pd").Image(img).ParameterServers(2).Workers(3).On(hardware.A100_80G).GPUs(1).Build()
+	require.NoError(t, err)
+	servers := ps.Spec.PaddleReplicaSpecs[kubeflowv1.PaddleJobReplicaTypeMaster]
+	assert.Equal(t, int32(2), *servers.Replicas, "the operator's Master replicas are the parameter servers")
+	assert.NotContains(t, container(servers).Resources.Limits, corev1.ResourceName("nvidia.com/gpu"))
+	assert.Equal(t, int32(3), *ps.Spec.PaddleReplicaSpecs[kubeflowv1.PaddleJobReplicaTypeWorker].Replicas)
+}
+
+func TestXGBoostAndMXNetRoles(t *testing.T) {
+	xgb, err := train.XGBoost("xgb").Image(img).Workers(5).Build()
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), *xgb.Spec.XGBReplicaSpecs[kubeflowv1.XGBoostJobReplicaTypeMaster].Replicas)
+	assert.Equal(t, int32(5), *xgb.Spec.XGBReplicaSpecs[kubeflowv1.XGBoostJobReplicaTypeWorker].Replicas)
+	assert.Equal(t, "xgboost", container(xgb.Spec.XGBReplicaSpecs[kubeflowv1.XGBoostJobReplicaTypeWorker]).Name)
+
+	mx, err := train.MXNet("mx").Image(img).Servers(2).Workers(3).On(hardware.T4).GPUs(1).Build()
+	require.NoError(t, err)
+	assert.Equal(t, kubeflowv1.MXTrain, mx.Spec.JobMode)
+	for typ, want := range map[kubeflowv1.ReplicaType]int32{"Scheduler": 1, "Server": 2, "Worker": 3} {
+		spec := mx.Spec.MXReplicaSpecs[typ]
+		assert.Equal(t, want, *spec.Replicas, typ)
+		assert.Equal(t, "mxnet", container(spec).Name, typ)
+		_, gpu := container(spec).Resources.Limits["nvidia.com/gpu"]
+		assert.Equal(t, typ == kubeflowv1.MXJobReplicaTypeWorker, gpu, typ)
+	}
+}
+
+func TestRayJob(t *testing.T) {
+	job, err := train.Ray("ray").Image("rayproject/ray:2.40.0").
+		Entrypoint("python train.py").
+		RuntimeEnv(train.RuntimeEnv{WorkingDir: "s3://bucket/code.zip", Pip: []string{"torch"}, EnvVars: map[string]string{"A": "1"}}).
+		WorkerGroup("gpu", 2).
+		AutoscaledWorkerGroup("spot", 1, 0+1, 8).
+		On(hardware.H100).GPUs(8).
+		ActiveDeadline(time.Hour).BackoffLimit(2).TTLAfterFinished(time.Minute).
+		Build()
+	require.NoError(t, err)
+	assert.Equal(t, "ray.io/v1", job.APIVersion)
+	assert.Equal(t, "python train.py", job.Spec.Entrypoint)
+	assert.Equal(t, "env_vars:\n  A: \"1\"\npip:\n- torch\nworking_dir: s3://bucket/code.zip\n", job.Spec.RuntimeEnvYAML)
+	assert.True(t, job.Spec.ShutdownAfterJobFinishes)
+	assert.Equal(t, int32(60), job.Spec.TTLSecondsAfterFinished)
+	assert.Equal(t, int32(3600), *job.Spec.ActiveDeadlineSeconds)
+	assert.Equal(t, int32(2), *job.Spec.BackoffLimit)
+	cluster := job.Spec.RayClusterSpec
+	head := cluster.HeadGroupSpec.Template.Spec.Containers[0]
+	assert.Equal(t, "ray-head", head.Name)
+	assert.NotContains(t, head.Resources.Limits, corev1.ResourceName("nvidia.com/gpu"), "the head gets no GPU by default")
+	assert.Equal(t, map[string]string{"dashboard-host": "0.0.0.0"}, cluster.HeadGroupSpec.RayStartParams)
+	require.Len(t, cluster.WorkerGroupSpecs, 2)
+	gpu, spot := cluster.WorkerGroupSpecs[0], cluster.WorkerGroupSpecs[1]
+	assert.Equal(t, "gpu", gpu.GroupName)
+	assert.Equal(t, [3]int32{2, 2, 2}, [3]int32{*gpu.Replicas, *gpu.MinReplicas, *gpu.MaxReplicas})
+	assert.Equal(t, [3]int32{1, 1, 8}, [3]int32{*spot.Replicas, *spot.MinReplicas, *spot.MaxReplicas})
+	assert.Equal(t, "8", qstr(gpu.Template.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]))
+	assert.Equal(t, "ray-worker", gpu.Template.Spec.Containers[0].Name)
+	require.NotNil(t, cluster.EnableInTreeAutoscaling)
+	assert.True(t, *cluster.EnableInTreeAutoscaling)
+
+	kept, err := train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).HeadAccelerators().
+		On(hardware.L4).GPUs(1).KeepClusterAfterFinish().Build()
+	require.NoError(t, err)
+	assert.False(t, kept.Spec.ShutdownAfterJobFinishes)
+	assert.Nil(t, kept.Spec.RayClusterSpec.EnableInTreeAutoscaling)
+	assert.Equal(t, "1", qstr(kept.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]))
+	assert.Empty(t, kept.Spec.RuntimeEnvYAML)
+}
+
+func TestVolcanoJob(t *testing.T) {
+	job, err := train.Volcano("vc").Image(img).Command("python", "w.py").
+		AddTask(train.VolcanoTask{Name: "launcher", Replicas: 1, Command: []string{"mpirun", "python", "w.py"}, NoAccelerators: true,
+			Policies: []vcbatch.LifecyclePolicy{{Event: vcbus.TaskCompletedEvent, Action: vcbus.CompleteJobAction}}}).
+		AddTask(train.VolcanoTask{Name: "worker", Replicas: 4, MinAvailable: ptr(2), MaxRetry: 3}).
+		Plugin(train.PluginSSH).WithoutPlugin(train.PluginEnv).Plugin(train.PluginSvc, "--publish-not-ready-addresses=true").
+		MinAvailable(3).MaxRetry(5).TTLAfterFinished(time.Hour).
+		Policy(vcbus.PodEvictedEvent, vcbus.RestartJobAction).
+		PriorityClass("batch").
+		On(hardware.H100).GPUs(8).
+		Build()
+	require.NoError(t, err)
+	assert.Equal(t, "batch.volcano.sh/v1alpha1", job.APIVersion)
+	assert.Equal(t, "Job", job.Kind)
+	s := job.Spec
+	assert.Equal(t, train.VolcanoScheduler, s.SchedulerName)
+	assert.Equal(t, train.DefaultVolcanoQueue, s.Queue)
+	assert.Equal(t, "batch", s.PriorityClassName)
+	assert.Equal(t, int32(3), s.MinAvailable)
+	assert.Equal(t, int32(5), s.MaxRetry)
+	assert.Equal(t, int32(3600), *s.TTLSecondsAfterFinished)
+	assert.Equal(t, map[string][]string{"ssh": {}, "svc": {"--publish-not-ready-addresses=true"}}, s.Plugins)
+	assert.Equal(t, []vcbatch.LifecyclePolicy{{Event: vcbus.PodEvictedEvent, Action: vcbus.RestartJobAction}}, s.Policies)
+	require.Len(t, s.Tasks, 2)
+	launcher, worker := s.Tasks[0], s.Tasks[1]
+	assert.Equal(t, []string{"mpirun", "python", "w.py"}, launcher.Template.Spec.Containers[0].Command)
+	assert.NotContains(t, launcher.Template.Spec.Containers[0].Resources.Limits, corev1.ResourceName("nvidia.com/gpu"))
+	assert.Equal(t, []vcbatch.LifecyclePolicy{{Event: vcbus.TaskCompletedEvent, Action: vcbus.CompleteJobAction}}, launcher.Policies)
+	assert.Equal(t, []string{"python", "w.py"}, worker.Template.Spec.Containers[0].Command)
+	assert.Equal(t, "worker", worker.Template.Spec.Containers[0].Name)
+	assert.Equal(t, int32(4), worker.Replicas)
+	assert.Equal(t, int32(2), *worker.MinAvailable)
+	assert.Equal(t, int32(3), worker.MaxRetry)
+	assert.Equal(t, "8", qstr(worker.Template.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]))
+	assert.Equal(t, train.VolcanoScheduler, worker.Template.Spec.SchedulerName)
+
+	def, err := train.Volcano("vc").Image(img).Task("worker", 2).Build()
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), def.Spec.MinAvailable, "the gang is every pod")
+	assert.Equal(t, map[string][]string{"env": {}, "svc": {}}, def.Spec.Plugins)
+}
+
+// TestObjectsAreFresh checks that every call builds new objects and that
+// the builders copy what they are given.
+func TestObjectsAreFresh(t *testing.T) {
+	args := []string{"--lr", "0.1"}
+	env := train.RuntimeEnv{Pip: []string{"torch"}}
+	policies := []vcbatch.LifecyclePolicy{{Event: vcbus.PodFailedEvent, Action: vcbus.AbortJobAction}}
+	for _, bc := range builderCases {
+		t.Run(bc.name, func(t *testing.T) {
+			w := bc.build(bc.name, setups[0])
+			first, err := w.Objects()
+			require.NoError(t, err)
+			second, err := w.Objects()
+			require.NoError(t, err)
+			require.Len(t, second, len(first))
+			for i := range first {
+				assert.NotSame(t, first[i], second[i])
+				first[i].SetLabels(map[string]string{"changed": "yes"})
+				assert.NotEqual(t, first[i].GetLabels(), second[i].GetLabels())
+			}
+		})
+	}
+	cai := train.ColossalAI("cai").Image(img).Script("t.py", args...)
+	ray := train.Ray("ray").Image(img).Entrypoint("e").WorkerGroup("w", 1).RuntimeEnv(env)
+	vc := train.Volcano("vc").Image(img).AddTask(train.VolcanoTask{Name: "w", Replicas: 1, Command: args, Policies: policies})
+	args[0], env.Pip[0], policies[0].Action = "changed", "changed", "changed"
+	c, err := cai.Build()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"torchrun", "t.py", "--lr", "0.1", "--plugin", "torch_ddp"}, container(c.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster]).Command)
+	r, err := ray.Build()
+	require.NoError(t, err)
+	assert.Equal(t, "pip:\n- torch\n", r.Spec.RuntimeEnvYAML)
+	v, err := vc.Build()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--lr", "0.1"}, v.Spec.Tasks[0].Template.Spec.Containers[0].Command)
+	assert.Equal(t, vcbus.AbortJobAction, v.Spec.Tasks[0].Policies[0].Action)
+}
+
+func TestCommandHelpers(t *testing.T) {
+	assert.Equal(t, []string{"torchrun", "t.py", "-x"}, train.TorchrunCommand("t.py", "-x"))
+	assert.Equal(t, []string{"mpirun", "--allow-run-as-root", "-np", "8", "-bind-to", "none", "-map-by", "slot", "./a.out"}, train.MPIRunCommand(8, "./a.out"))
+	assert.Equal(t, []string{"mpirun", "--allow-run-as-root", "-np", "2", "-bind-to", "none", "-map-by", "slot",
+		"-x", "LD_LIBRARY_PATH", "-x", "PATH", "-x", "NCCL_DEBUG", "-mca", "pml", "ob1", "-mca", "btl", "^openib", "python", "h.py"},
+		train.HorovodMPIRunCommand(2, "python", "h.py"))
+	assert.Equal(t, []string{"horovodrun", "-np", "16", "--hostfile", "/etc/volcano/worker.host", "python", "h.py"},
+		train.HorovodRunCommand(16, "/etc/volcano/worker.host", "python", "h.py"))
+	assert.Equal(t, []string{"python", "-m", "paddle.distributed.launch", "t.py", "--x"}, train.PaddleLaunchCommand("t.py", "--x"))
+	assert.Equal(t, "/etc/mpi/hostfile", train.MPIHostfile)
+}
