@@ -17,7 +17,9 @@ import (
 	"github.com/cubestudio/cube/train"
 )
 
-func container(spec *kubeflowv1.ReplicaSpec) corev1.Container { return spec.Template.Spec.Containers[0] }
+func container(spec *kubeflowv1.ReplicaSpec) corev1.Container {
+	return spec.Template.Spec.Containers[0]
+}
 
 func envValue(c corev1.Container, name string) (string, bool) {
 	for _, e := range c.Env {
