@@ -1,0 +1,184 @@
+// Command quickstart is cube's main journey in one program: a team tenant, a
+// distributed training job, a pipeline that runs here and compiles to Argo,
+// and a model server sized by the memory planner.
+//
+// With no flags it needs no cluster: it runs the pipeline locally and prints
+// every object as YAML that `kubectl apply -f -` accepts (commentary goes out
+// as YAML comments, so the whole output stays valid YAML). With -apply it
+// applies the release to the cluster KUBECONFIG points at and waits for it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/train"
+)
+
+func main() {
+	apply := flag.Bool("apply", false, "apply to the cluster KUBECONFIG points at and wait")
+	namespace := flag.String("namespace", "team-nlp", "the team's namespace")
+	wait := flag.Duration("wait", 10*time.Minute, "how long -apply waits for each release")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, *namespace, *apply, *wait); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Duration) error {
+	// 1. A team: namespace, quota, queue, access.
+	tenant := cube.Tenant(ns).
+		Editors("alice@example.com").Viewers("bob@example.com").
+		CPU("512").Memory("4Ti").Pods(200).Storage("20Ti").
+		Accelerators("nvidia.com/gpu", 32).
+		QueueWeight(2)
+
+	// 2. Distributed fine-tuning: 4 pods × 8 H100 over InfiniBand. Moving it
+	// to Ascend is one argument: On(hardware.Ascend910B3).
+	sft := train.PyTorch("llama-sft").Namespace(ns).
+		Image("nvcr.io/nvidia/pytorch:24.05-py3").
+		Torchrun("/workspace/sft.py", "--model", "meta-llama/Llama-3.1-8B", "--bf16").
+		Workers(3).
+		On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).
+		CPU("64").Memory("512Gi").
+		EnvFromSecret("HF_TOKEN", "hf-token", "token").
+		PVC("datasets", "/data").
+		Queue(ns).Gang()
+
+	// 3. The same steps as a pipeline: run here as Go functions, then
+	// compiled for Argo with the training step as the PyTorchJob above.
+	result, err := runLocally(ctx)
+	if err != nil {
+		return err
+	}
+	prepare := pipeline.Container("prepare").Image("python:3.12").
+		Command("python", "/workspace/prepare.py", "--out", pipeline.OutputFile("rows")).
+		Outputs("rows")
+	finetune := pipeline.Workload("train", sft).After(prepare)
+	evaluate := pipeline.Container("evaluate").Image("python:3.12").
+		Command("python", "/workspace/evaluate.py", "--rows", prepare.Output("rows")).
+		After(finetune)
+	flow := pipeline.New("sft-flow").Namespace(ns).Step(prepare, finetune, evaluate)
+
+	// 4. Serving: the planner sizes Qwen2.5-72B on H100s, and Auto applies it.
+	qwen, err := market.Lookup("Qwen/Qwen2.5-72B-Instruct")
+	if err != nil {
+		return err
+	}
+	plan, err := serve.Plan(qwen, hardware.H100, serve.ContextLength(32768))
+	if err != nil {
+		return err
+	}
+	chat := serve.VLLM("qwen-chat", "hf://Qwen/Qwen2.5-72B-Instruct").Namespace(ns).
+		On(hardware.H100).Auto(serve.ContextLength(32768)).
+		HFToken("hf-token", "token").
+		Autoscale(1, 4, serve.ScaleOnQueue("10"))
+
+	comment(out, "cube quickstart: tenant, training job, pipeline, served model")
+	comment(out, "")
+	comment(out, "pipeline ran locally in "+result.Duration.Round(time.Millisecond).String()+": "+string(result.Status))
+	for _, s := range result.Steps {
+		comment(out, fmt.Sprintf("  %-9s %-9s outputs=%v", s.Name, s.Status, s.Outputs))
+	}
+	comment(out, "")
+	comment(out, result.Mermaid())
+	comment(out, "")
+	comment(out, "serving plan: "+plan.String())
+	comment(out, "")
+
+	workloads := []cube.Workload{tenant, sft, flow, chat}
+	for i, w := range workloads {
+		if i > 0 {
+			fmt.Fprintln(out, "---")
+		}
+		if err := cube.Render(out, w); err != nil {
+			return err
+		}
+	}
+	if !apply {
+		return nil
+	}
+	return applyAll(ctx, ns, wait, workloads)
+}
+
+// runLocally runs prepare → train → evaluate in-process, as Go functions.
+func runLocally(ctx context.Context) (*pipeline.Result, error) {
+	prepare := pipeline.Func("prepare", func(ctx context.Context, t *pipeline.Task) error {
+		rows := 0
+		for _, line := range strings.Split("the quick brown fox\njumps over\nthe lazy dog", "\n") {
+			if line != "" {
+				rows++
+			}
+		}
+		return t.SetOutput("rows", fmt.Sprint(rows))
+	}).Outputs("rows")
+	fit := pipeline.Func("train", func(ctx context.Context, t *pipeline.Task) error {
+		t.Logf("training on %s rows", t.Input("rows"))
+		return t.SetOutput("loss", "0.42")
+	}).Input("rows", prepare.Output("rows")).Outputs("loss")
+	evaluate := pipeline.Func("evaluate", func(ctx context.Context, t *pipeline.Task) error {
+		if t.Input("loss") == "" {
+			return errors.New("no loss from train")
+		}
+		return t.SetOutput("accuracy", "0.91")
+	}).Input("loss", fit.Output("loss")).Outputs("accuracy")
+
+	dir, err := os.MkdirTemp("", "cube-quickstart-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	return pipeline.New("sft-local").Step(prepare, fit, evaluate).Run(ctx, pipeline.RunDir(dir), pipeline.Progress(io.Discard))
+}
+
+func applyAll(ctx context.Context, ns string, wait time.Duration, ws []cube.Workload) error {
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	c, err := cube.New(cfg, cube.WithNamespace(ns))
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		rel, err := c.Apply(ctx, w)
+		if err != nil {
+			return err
+		}
+		log.Printf("applied %s/%s (%d objects)", rel.Namespace, rel.Name, len(rel.Objects))
+		until := cube.Ready
+		st, err := rel.Wait(ctx, until, cube.Timeout(wait), cube.OnProgress(func(s cube.Status) {
+			log.Printf("%s: %s", rel.Name, s)
+		}))
+		if err != nil {
+			return err
+		}
+		log.Printf("%s: %s", rel.Name, st.Phase)
+	}
+	return nil
+}
+
+// comment writes s as YAML comment lines.
+func comment(w io.Writer, s string) {
+	for line := range strings.SplitSeq(s, "\n") {
+		fmt.Fprintln(w, strings.TrimRight("# "+line, " "))
+	}
+}
