@@ -118,7 +118,7 @@ func TestJobSucceedsAndTimesOut(t *testing.T) {
 	rel, err := cluster.Client.Apply(ctx, job)
 	require.NoError(t, err)
 
-	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(50*time.Millisecond))
+	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(time.Second))
 	require.ErrorIs(t, err, cube.ErrTimeout)
 	var we *cube.WaitError
 	require.ErrorAs(t, err, &we)
