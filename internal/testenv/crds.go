@@ -2,19 +2,24 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -86,6 +91,79 @@ func decodeCRDs(r io.Reader, name string) ([]*apiextensionsv1.CustomResourceDefi
 	}
 }
 
+// servedCRD is what a test environment checks of an installed CRD: that
+// each served version of its resource is in discovery.
+type servedCRD struct {
+	Name       string   `json:"name"`
+	Group      string   `json:"group"`
+	Kind       string   `json:"kind"`
+	Plural     string   `json:"plural"`
+	Namespaced bool     `json:"namespaced"`
+	Versions   []string `json:"versions"`
+}
+
+// indexCRDs summarizes crds for the index file.
+func indexCRDs(crds []*apiextensionsv1.CustomResourceDefinition) []servedCRD {
+	index := make([]servedCRD, 0, len(crds))
+	for _, crd := range crds {
+		entry := servedCRD{
+			Name:       crd.Name,
+			Group:      crd.Spec.Group,
+			Kind:       crd.Spec.Names.Kind,
+			Plural:     crd.Spec.Names.Plural,
+			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				entry.Versions = append(entry.Versions, v.Name)
+			}
+		}
+		index = append(index, entry)
+	}
+	return index
+}
+
+// writeIndex writes the index of crds to path.
+func writeIndex(path string, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	data, err := json.MarshalIndent(indexCRDs(crds), "", "  ")
+	if err != nil {
+		return fmt.Errorf("write crd index: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write crd index: %w", err)
+	}
+	return nil
+}
+
+// readIndex reads an index written by writeIndex.
+func readIndex(path string) ([]servedCRD, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read crd index: %w", err)
+	}
+	var index []servedCRD
+	if err := json.Unmarshal(data, &index); err != nil {
+		return nil, fmt.Errorf("read crd index %s: %w", path, err)
+	}
+	if len(index) == 0 {
+		return nil, fmt.Errorf("read crd index %s: empty", path)
+	}
+	return index, nil
+}
+
+// newCRDClient returns a client that knows CustomResourceDefinitions.
+func newCRDClient(config *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("create crd client: %w", err)
+	}
+	c, err := client.New(config, client.Options{Scheme: scheme, Log: logr.Discard()})
+	if err != nil {
+		return nil, fmt.Errorf("create crd client: %w", err)
+	}
+	return c, nil
+}
+
 // installCRDs creates the CRDs and waits until each is Established and its
 // resources are in discovery. They are created, not applied client-side:
 // Argo's full CRDs are far larger than the 256 KiB a last-applied
@@ -116,69 +194,66 @@ func installCRDs(ctx context.Context, c client.Client, disc discovery.DiscoveryI
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-
-	for _, crd := range crds {
-		if err := waitEstablished(ctx, c, crd.Name); err != nil {
-			return err
-		}
+	// Discovery first: it is cheap to poll, and the API server publishes a
+	// CRD there only once it is Established. Polling the CRDs themselves
+	// would make the server encode megabytes of schema many times over.
+	if err := waitServed(ctx, disc, indexCRDs(crds)); err != nil {
+		return err
 	}
-	for _, crd := range crds {
-		if err := waitDiscoverable(ctx, disc, crd); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkEstablished(ctx, c, crds)
 }
 
-// waitEstablished waits for the Established condition of the named CRD.
-func waitEstablished(ctx context.Context, c client.Client, name string) error {
-	var last string
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			last = err.Error()
-			return false, nil
-		}
+// checkEstablished confirms, with one list, that every CRD is Established.
+func checkEstablished(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	list := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := c.List(ctx, list); err != nil {
+		return fmt.Errorf("list crds: %w", err)
+	}
+	established := map[string]bool{}
+	for _, crd := range list.Items {
 		for _, cond := range crd.Status.Conditions {
 			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-			if cond.Type == apiextensionsv1.NamesAccepted && cond.Status == apiextensionsv1.ConditionFalse {
-				return false, fmt.Errorf("names not accepted: %s", cond.Message)
+				established[crd.Name] = true
 			}
 		}
-		last = "no Established condition yet"
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for crd %s to be established (%s): %w", name, last, err)
+	}
+	var missing []string
+	for _, crd := range crds {
+		if !established[crd.Name] {
+			missing = append(missing, crd.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("crds not established: %s", strings.Join(missing, ", "))
 	}
 	return nil
 }
 
-// waitDiscoverable waits until every served version of crd lists its
-// resource in discovery, which is what clients map kinds with.
-func waitDiscoverable(ctx context.Context, disc discovery.DiscoveryInterface, crd *apiextensionsv1.CustomResourceDefinition) error {
-	for _, version := range crd.Spec.Versions {
-		if !version.Served {
-			continue
-		}
-		groupVersion := crd.Spec.Group + "/" + version.Name
-		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-			list, err := disc.ServerResourcesForGroupVersion(groupVersion)
-			if err != nil {
-				return false, nil
-			}
+// waitServed waits until every served version of every CRD in index lists
+// its resource in discovery, which is what clients map kinds with.
+func waitServed(ctx context.Context, disc discovery.DiscoveryInterface, index []servedCRD) error {
+	var missing []string
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		// A partial answer (some group failed) still lists the rest.
+		_, lists, _ := disc.ServerGroupsAndResources()
+		served := map[string]bool{}
+		for _, list := range lists {
 			for _, r := range list.APIResources {
-				if r.Name == crd.Spec.Names.Plural {
-					return true, nil
+				served[list.GroupVersion+"/"+r.Name] = true
+			}
+		}
+		missing = missing[:0]
+		for _, crd := range index {
+			for _, version := range crd.Versions {
+				if key := crd.Group + "/" + version + "/" + crd.Plural; !served[key] {
+					missing = append(missing, key)
 				}
 			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("wait for %s in discovery of %s: %w", crd.Spec.Names.Plural, groupVersion, err)
 		}
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for crds in discovery (missing %s): %w", strings.Join(missing, ", "), err)
 	}
 	return nil
 }

@@ -151,3 +151,74 @@ func TestLastLines(t *testing.T) {
 	assert.Equal(t, "c\nd", lastLines("a\nb\nc\nd\n", 2))
 	assert.Equal(t, "a", lastLines("a", 5))
 }
+
+func TestIndexRoundTrip(t *testing.T) {
+	crds, err := decodeCRDs(strings.NewReader(`
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - {name: v1, served: true, storage: true}
+  - {name: v1beta1, served: false, storage: false}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Gadget, plural: gadgets}
+  scope: Cluster
+  versions:
+  - {name: v1alpha1, served: true, storage: true}
+`), "index.yaml")
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "index.json")
+	require.NoError(t, writeIndex(path, crds))
+
+	index, err := readIndex(path)
+	require.NoError(t, err)
+	assert.Equal(t, []servedCRD{
+		{Name: "widgets.example.com", Group: "example.com", Kind: "Widget", Plural: "widgets", Namespaced: true, Versions: []string{"v1"}},
+		{Name: "gadgets.example.com", Group: "example.com", Kind: "Gadget", Plural: "gadgets", Namespaced: false, Versions: []string{"v1alpha1"}},
+	}, index)
+}
+
+func TestReadIndexErrors(t *testing.T) {
+	dir := t.TempDir()
+	_, err := readIndex(filepath.Join(dir, "missing.json"))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	for name, content := range map[string]string{"bad.json": "{", "empty.json": "[]"} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+		_, err := readIndex(path)
+		require.Error(t, err, name)
+		assert.ErrorContains(t, err, "read crd index "+path)
+	}
+}
+
+func TestCopyDir(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "member", "wal"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "member", "wal", "0.wal"), []byte("wal"), 0o400))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "top"), []byte("top"), 0o644))
+
+	dst := filepath.Join(t.TempDir(), "copy")
+	require.NoError(t, copyDir(src, dst))
+	data, err := os.ReadFile(filepath.Join(dst, "member", "wal", "0.wal"))
+	require.NoError(t, err)
+	assert.Equal(t, "wal", string(data))
+	data, err = os.ReadFile(filepath.Join(dst, "top"))
+	require.NoError(t, err)
+	assert.Equal(t, "top", string(data))
+	info, err := os.Stat(filepath.Join(dst, "member", "wal", "0.wal"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), info.Mode().Perm(), "copies are writable for etcd")
+
+	require.Error(t, copyDir(filepath.Join(src, "missing"), filepath.Join(t.TempDir(), "x")))
+}

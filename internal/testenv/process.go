@@ -1,11 +1,13 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -124,6 +126,22 @@ func (p *process) kill() {
 	}
 }
 
+// terminate asks the process to shut down cleanly and waits for it, killing
+// it if it takes longer than timeout.
+func (p *process) terminate(timeout time.Duration) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		p.kill()
+	}
+}
+
 // hasExited reports whether the process has ended.
 func (p *process) hasExited() bool {
 	select {
@@ -195,22 +213,35 @@ func waitUntil(ctx context.Context, p *process, interval time.Duration, ready fu
 	}
 }
 
+// etcdServer is what startEtcd hands back.
+type etcdServer struct {
+	proc    *process
+	url     string // client URL
+	dataDir string
+}
+
 // startEtcd starts etcd on free loopback ports and waits until it is
-// healthy. It returns the client URL.
-func startEtcd(ctx context.Context, l *launcher, bin, dir string) (*process, string, error) {
+// healthy. Its data directory starts as a copy of template, or empty when
+// template is "".
+func startEtcd(ctx context.Context, l *launcher, bin, dir, template string, extraArgs ...string) (*etcdServer, error) {
 	var lastErr error
 	for attempt := range startAttempts {
 		clientPort, err := freePort()
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		peerPort, err := freePort()
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 		peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 		dataDir := filepath.Join(dir, fmt.Sprintf("etcd-data-%d", attempt))
+		if template != "" {
+			if err := copyDir(template, dataDir); err != nil {
+				return nil, fmt.Errorf("copy etcd template: %w", err)
+			}
+		}
 		args := []string{
 			"--name=testenv",
 			"--data-dir=" + dataDir,
@@ -228,9 +259,16 @@ func startEtcd(ctx context.Context, l *launcher, bin, dir string) (*process, str
 			"--max-request-bytes=" + strconv.Itoa(16<<20),
 			"--log-level=warn",
 		}
+		if template != "" {
+			// The copied data remembers the member and peer URL of the
+			// etcd that wrote it; this makes it a new one-member cluster
+			// on the URLs above.
+			args = append(args, "--force-new-cluster=true")
+		}
+		args = append(args, extraArgs...)
 		p, err := startProcess(l, "etcd", bin, args, filepath.Join(dir, "etcd.log"))
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		httpClient := &http.Client{Timeout: time.Second}
 		err = waitUntil(ctx, p, 50*time.Millisecond, func(ctx context.Context) bool {
@@ -247,7 +285,7 @@ func startEtcd(ctx context.Context, l *launcher, bin, dir string) (*process, str
 			return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`)
 		})
 		if err == nil {
-			return p, clientURL, nil
+			return &etcdServer{proc: p, url: clientURL, dataDir: dataDir}, nil
 		}
 		retry := p.bindFailed()
 		lastErr = p.failure(err)
@@ -256,7 +294,46 @@ func startEtcd(ctx context.Context, l *launcher, bin, dir string) (*process, str
 			break
 		}
 	}
-	return nil, "", lastErr
+	return nil, lastErr
+}
+
+// servers are an etcd and a kube-apiserver that keep their data,
+// credentials and logs in dir.
+type servers struct {
+	dir       string
+	launcher  *launcher
+	etcd      *etcdServer
+	apiServer *process
+	config    *rest.Config
+}
+
+// launchServers starts etcd, on a copy of template unless it is "", and
+// kube-apiserver on top of it.
+func launchServers(ctx context.Context, art artifacts, dir, template string, etcdArgs ...string) (_ *servers, err error) {
+	s := &servers{dir: dir, launcher: newLauncher()}
+	defer func() {
+		if err != nil {
+			s.kill()
+		}
+	}()
+	if s.etcd, err = startEtcd(ctx, s.launcher, art.etcd, dir, template, etcdArgs...); err != nil {
+		return nil, err
+	}
+	server, err := startAPIServer(ctx, s.launcher, art.kubeAPIServer, dir, s.etcd.url)
+	if err != nil {
+		return nil, err
+	}
+	s.apiServer, s.config = server.proc, server.config
+	return s, nil
+}
+
+// kill ends both processes at once.
+func (s *servers) kill() {
+	s.apiServer.kill()
+	if s.etcd != nil {
+		s.etcd.proc.kill()
+	}
+	s.launcher.close()
 }
 
 // apiServer is what startAPIServer hands back.
@@ -368,4 +445,77 @@ func randomHex(n int) (string, error) {
 		return "", fmt.Errorf("read random bytes: %w", err)
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// copyDir copies the regular files and directories under src to dst.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		return copyFile(path, target)
+	})
+}
+
+// compactEtcd drops all history before the current revision and
+// defragments, through etcd's JSON gateway, so that a template holds only
+// the live data.
+func compactEtcd(ctx context.Context, etcdURL string) error {
+	var status struct {
+		Header struct {
+			Revision json.Number `json:"revision"`
+		} `json:"header"`
+	}
+	// A range over an empty key reads nothing but returns the revision.
+	if err := etcdGateway(ctx, etcdURL, "/v3/kv/range", map[string]any{"key": "AA=="}, &status); err != nil {
+		return err
+	}
+	revision := strings.Trim(string(status.Header.Revision), `"`)
+	if revision == "" {
+		return errors.New("compact etcd: no revision in range response")
+	}
+	if err := etcdGateway(ctx, etcdURL, "/v3/kv/compaction", map[string]any{"revision": revision, "physical": true}, nil); err != nil {
+		return err
+	}
+	return etcdGateway(ctx, etcdURL, "/v3/maintenance/defragment", map[string]any{}, nil)
+}
+
+// etcdGateway posts body as JSON to an etcd gateway path and decodes the
+// answer into out unless it is nil.
+func etcdGateway(ctx context.Context, etcdURL, path string, body, out any) error {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("etcd %s: %w", path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, etcdURL+path, bytes.NewReader(payload))
+	if err != nil {
+		return fmt.Errorf("etcd %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("etcd %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("etcd %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("etcd %s: %s: %s", path, resp.Status, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("etcd %s: %w", path, err)
+		}
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,11 +46,9 @@ type Env struct {
 	// and start the environment.
 	StartupTime time.Duration
 
-	dir       string // temporary directory: data, credentials, logs
-	launcher  *launcher
-	etcd      *process
-	apiServer *process
-	dynamic   dynamic.Interface
+	dir     string // temporary directory: data, credentials, logs
+	servers *servers
+	dynamic dynamic.Interface
 
 	namespacedOnce      sync.Once
 	namespacedResources []schema.GroupVersionResource
@@ -99,7 +98,8 @@ func Get(tb testing.TB) *Env {
 	return shared.env
 }
 
-// start builds what is missing and starts etcd and kube-apiserver.
+// start builds what is missing and starts etcd, from the template with the
+// CRDs installed, and kube-apiserver.
 func start(ctx context.Context) (_ *Env, err error) {
 	l, err := newLayout(ctx)
 	if err != nil {
@@ -108,11 +108,11 @@ func start(ctx context.Context) (_ *Env, err error) {
 	if err := l.ensure(ctx); err != nil {
 		return nil, err
 	}
-	scheme, err := NewScheme()
+	index, err := readIndex(l.artifacts.crdIndex())
 	if err != nil {
 		return nil, err
 	}
-	crds, err := loadCRDs(l.artifacts.crds)
+	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
 	}
@@ -120,53 +120,63 @@ func start(ctx context.Context) (_ *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create temp dir: %w", err)
 	}
-	e := &Env{Scheme: scheme, dir: dir, launcher: newLauncher()}
+	e := &Env{Scheme: scheme, dir: dir}
 	defer func() {
 		if err != nil {
 			e.stop()
 		}
 	}()
-
-	var etcdURL string
-	e.etcd, etcdURL, err = startEtcd(ctx, e.launcher, l.artifacts.etcd, dir)
-	if err != nil {
+	if e.servers, err = launchServers(ctx, l.artifacts, dir, l.artifacts.etcdTemplate); err != nil {
 		return nil, err
 	}
-	server, err := startAPIServer(ctx, e.launcher, l.artifacts.kubeAPIServer, dir, etcdURL)
-	if err != nil {
-		return nil, err
-	}
-	e.apiServer, e.Config = server.proc, server.config
+	e.Config = e.servers.config
+	// The CLI tools' default warning handler goes through klog; this one
+	// prints server warnings (deprecations, mostly) plainly.
+	e.Config.WarningHandlerWithContext = warningPrinter{}
 
 	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}
-	if e.dynamic, err = dynamic.NewForConfig(e.Config); err != nil {
+	waitCtx, cancel := context.WithTimeout(ctx, crdInstallTimeout)
+	defer cancel()
+	if err := waitServed(waitCtx, e.Clientset.Discovery(), index); err != nil {
+		return nil, e.servers.apiServer.failure(fmt.Errorf("%w (the cached etcd template may be broken: delete %s)", err, l.artifacts.dir))
+	}
+	// The namespace cleanup deletes every kind in a namespace; warnings
+	// such as "v1 Endpoints is deprecated" are noise there.
+	quiet := rest.CopyConfig(e.Config)
+	quiet.WarningHandlerWithContext = rest.NoWarnings{}
+	if e.dynamic, err = dynamic.NewForConfig(quiet); err != nil {
 		return nil, fmt.Errorf("create dynamic client: %w", err)
 	}
 	// A logger of its own keeps controller-runtime from complaining, with a
 	// stack trace, that no global logger was set.
-	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, "testenv:", prefix, args) }, funcr.Options{})
-	options := client.Options{Scheme: scheme, Log: logger}
-	installer, err := client.New(e.Config, options)
+	e.Client, err = client.NewWithWatch(e.Config, client.Options{Scheme: scheme, Log: stderrLogger()})
 	if err != nil {
-		return nil, fmt.Errorf("create client: %w", err)
-	}
-	if err := installCRDs(ctx, installer, e.Clientset.Discovery(), crds); err != nil {
-		return nil, e.apiServer.failure(fmt.Errorf("install crds: %w", err))
-	}
-	// Created after the CRDs so that its REST mapper starts out knowing them.
-	if e.Client, err = client.NewWithWatch(e.Config, options); err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
 	return e, nil
 }
 
+// stderrLogger logs controller-runtime client messages to stderr.
+func stderrLogger() logr.Logger {
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, "testenv:", prefix, args) }, funcr.Options{})
+}
+
+// warningPrinter prints API server warnings to stderr.
+type warningPrinter struct{}
+
+func (warningPrinter) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, message string) {
+	if code == 299 && message != "" {
+		fmt.Fprintln(os.Stderr, "testenv: API server warning:", message)
+	}
+}
+
 // stop kills the processes and removes the temporary directory.
 func (e *Env) stop() {
-	e.apiServer.kill()
-	e.etcd.kill()
-	e.launcher.close()
+	if e.servers != nil {
+		e.servers.kill()
+	}
 	_ = os.RemoveAll(e.dir)
 }
 
