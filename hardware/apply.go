@@ -400,40 +400,27 @@ func (m *mutator) setResource(name corev1.ResourceName, n int64) {
 }
 
 func (m *mutator) setNodeSelector(k, v string) {
-	sel := m.tmpl.Spec.NodeSelector
-	if have, ok := sel[k]; ok && have != v {
-		m.errs = append(m.errs, field.Invalid(m.path.Child("spec", "nodeSelector").Key(k), have,
-			fmt.Sprintf("conflicts with %q required by the hardware profile", v)))
-		return
-	}
-	if sel == nil {
-		m.tmpl.Spec.NodeSelector = map[string]string{}
-	}
-	m.tmpl.Spec.NodeSelector[k] = v
+	m.setKey(&m.tmpl.Spec.NodeSelector, m.path.Child("spec", "nodeSelector"), k, v, "the hardware profile")
 }
 
 func (m *mutator) setAnnotation(k, v string) {
-	if have, ok := m.tmpl.Annotations[k]; ok && have != v {
-		m.errs = append(m.errs, field.Invalid(m.path.Child("metadata", "annotations").Key(k), have,
-			fmt.Sprintf("conflicts with %q required by the hardware", v)))
-		return
-	}
-	if m.tmpl.Annotations == nil {
-		m.tmpl.Annotations = map[string]string{}
-	}
-	m.tmpl.Annotations[k] = v
+	m.setKey(&m.tmpl.Annotations, m.path.Child("metadata", "annotations"), k, v, "the hardware")
 }
 
 func (m *mutator) setLabel(k, v string) {
-	if have, ok := m.tmpl.Labels[k]; ok && have != v {
-		m.errs = append(m.errs, field.Invalid(m.path.Child("metadata", "labels").Key(k), have,
-			fmt.Sprintf("conflicts with %q required by the hardware", v)))
+	m.setKey(&m.tmpl.Labels, m.path.Child("metadata", "labels"), k, v, "the hardware")
+}
+
+// setKey sets k=v in *dst; a different existing value is a conflict.
+func (m *mutator) setKey(dst *map[string]string, p *field.Path, k, v, owner string) {
+	if have, ok := (*dst)[k]; ok && have != v {
+		m.errs = append(m.errs, field.Invalid(p.Key(k), have, fmt.Sprintf("conflicts with %q required by %s", v, owner)))
 		return
 	}
-	if m.tmpl.Labels == nil {
-		m.tmpl.Labels = map[string]string{}
+	if *dst == nil {
+		*dst = map[string]string{}
 	}
-	m.tmpl.Labels[k] = v
+	(*dst)[k] = v
 }
 
 // setEnv sets variables on the container, replacing any of the same name.

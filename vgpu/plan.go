@@ -609,29 +609,12 @@ func (pk *packer) choosePlanner(nd need) []fit {
 			return []fit{f}
 		}
 		// A fresh device on the busiest node that has one.
-		var pick *device
-		pickUsed := -1
-		for _, group := range pk.groups[nd.typ] {
-			used := 0
-			var free *device
-			for _, d := range group {
-				if d.mode != "" {
-					used++
-				} else if free == nil {
-					free = d
-				}
-			}
-			if free != nil && used > pickUsed {
-				if _, ok := pk.fits(free, nd); ok {
-					pick, pickUsed = free, used
-				}
+		if d := pk.freshDevice(nd.typ); d != nil {
+			if f, ok := pk.fits(d, nd); ok {
+				return []fit{f}
 			}
 		}
-		if pick == nil {
-			return nil
-		}
-		f, _ := pk.fits(pick, nd)
-		return []fit{f}
+		return nil
 	}
 	var best []fit
 	bestScore := math.Inf(1)
