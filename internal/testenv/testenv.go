@@ -98,6 +98,20 @@ func Get(tb testing.TB) *Env {
 	return shared.env
 }
 
+// Prepare builds whatever the environment needs and the cache lacks, and
+// returns the cache directory. Get does the same on first use; Prepare lets
+// a script build ahead, outside go test's timeout (see cmd/prebuild).
+func Prepare(ctx context.Context) (string, error) {
+	l, err := newLayout(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := l.ensure(ctx); err != nil {
+		return "", err
+	}
+	return l.artifacts.dir, nil
+}
+
 // start builds what is missing and starts etcd, from the template with the
 // CRDs installed, and kube-apiserver.
 func start(ctx context.Context) (_ *Env, err error) {

@@ -1,0 +1,106 @@
+// Package testenv runs a real kube-apiserver backed by its own etcd for the
+// module's tests, with the CRDs of every engine cube targets installed:
+// training-operator (PyTorchJob, TFJob, MPIJob, PaddleJob, XGBoostJob,
+// MXJob), Katib (Experiment, Trial, Suggestion), Argo Workflows (the full
+// CRDs: Workflow, CronWorkflow, WorkflowTemplate, ...), LeaderWorkerSet,
+// KubeRay (RayJob, RayCluster, RayService), Volcano (batch Job and CronJob,
+// scheduling Queue and PodGroup) and Gateway API (standard channel).
+// Objects are checked against the real schemas: CreateStrict and
+// ApplyStrict turn a field the server does not know into an error.
+//
+// # Use
+//
+//	func TestMain(m *testing.M) { testenv.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		env := testenv.Get(t)   // shared by the test binary, started once
+//		ns := env.Namespace(t) // fresh, deleted when t ends
+//		job := ... // a typed object in ns
+//		require.NoError(t, env.CreateStrict(t.Context(), job))
+//	}
+//
+// Get fails the test (it never skips) when the environment cannot start;
+// the error carries the last lines of the failing process's log. Main stops
+// the processes and deletes their temporary directory after the tests; the
+// processes also die with the test binary (Pdeathsig), however it ends.
+//
+// # What runs and what does not
+//
+// Only etcd and kube-apiserver run. No controller-manager, scheduler or
+// kubelet, so:
+//
+//   - No default service account is created, and the ServiceAccount
+//     admission plugin is disabled so that pods can be created at all.
+//   - PodSecurity admission is on (privileged by default; a namespace's
+//     pod-security.kubernetes.io/enforce label applies as in a cluster).
+//   - ResourceQuota admission is on, but only the quota controller would
+//     fill a quota's status. Admission enforces a quota only once its
+//     status.hard is set, so a test writes status.hard (and status.used)
+//     through the status subresource, as the controller would.
+//   - Nothing schedules pods, runs workloads, garbage-collects dependents
+//     or updates the status of custom resources. Lifecycle tests drive
+//     status themselves through the status subresource.
+//   - No namespace controller: Namespace's cleanup deletes the namespace,
+//     deletes every namespaced object in it, and removes the namespace's
+//     finalizer so that it is really gone. Objects held by finalizers of
+//     their own stay behind in etcd; cluster-scoped objects (a Volcano
+//     Queue, say) are the test's to delete.
+//
+// The admin credential in Env.Config is a bearer token of a user in
+// system:masters; authorization is RBAC.
+//
+// # Build and cache
+//
+// Nothing is downloaded but Go modules. kube-apiserver is built from
+// k8s.io/kubernetes and etcd from go.etcd.io/etcd/server/v3 in the nested
+// module ./tools, whose go.mod pins the versions (Kubernetes v1.37.2 with
+// its staging modules replaced by the published k8s.io/* v0.37.2, etcd
+// v3.7.0). The CRD manifests are copied out of the Go modules of each
+// project at the versions the main module uses (go mod download); Volcano
+// ships none, so they are generated from volcano.sh/apis by controller-gen
+// v0.23.0, which is installed the same way.
+//
+// Everything goes into a cache outside the repository:
+//
+//	$(os.UserCacheDir)/cube-testenv/kubernetes-<v>-etcd-<v>-<hash>/
+//	    bin/kube-apiserver, bin/etcd, bin/controller-gen
+//	    crds/<project>/*.yaml, crds/index.json
+//	    etcd-template/
+//
+// os.UserCacheDir is $XDG_CACHE_HOME or ~/.cache on Linux. The hash covers
+// tools/go.sum, the CRD sources, the Volcano and controller-gen versions
+// and the cache layout, so changing any of them builds a new directory
+// beside the old one. A file lock (flock on <dir>.lock) makes parallel test
+// binaries (go test ./... runs packages in parallel) wait for one build
+// instead of building twice; every artifact is written under a temporary
+// name and renamed into place, so a killed build leaves nothing half-made.
+//
+// The build prints one line to stderr when it starts. On a machine's first
+// run it takes about 8 minutes on two idle cores, most of it compiling
+// kube-apiserver, and longer on a busy machine: run go test with
+// -timeout 30m, or build ahead with
+//
+//	go run ./internal/testenv/cmd/prebuild
+//
+// # The etcd template
+//
+// Creating the ~40 CRDs, several of them megabytes of schema (Argo's full
+// CRDs, KubeRay, training-operator), costs the API server about a minute of
+// CPU and most of a gigabyte of memory churn, far more than starting it. So
+// the build installs them once into a fresh etcd (create, then wait until
+// each is Established and served), compacts it, and keeps that etcd's data
+// as etcd-template. Each start copies the template, starts etcd on it as a
+// new one-member cluster and kube-apiserver on top, and then waits until
+// every CRD's served versions are in discovery (the API server publishes a
+// CRD there only once it is Established). A warm start takes a few seconds
+// of wall time on idle cores and about 10 CPU-seconds of kube-apiserver;
+// the two processes take about 1 GiB of memory (kube-apiserver most of it).
+//
+// # Reset
+//
+// Delete the cache directory (rm -rf ~/.cache/cube-testenv) and the next
+// test run builds everything again; the Go build cache makes that rebuild
+// much faster than the first one. If a start reports that CRDs are missing
+// from discovery, the template is suspect: delete the directory named in
+// the error.
+package testenv
