@@ -1,18 +1,34 @@
 // Package vgpu describes fractional accelerators and packs them onto
 // devices.
 //
-// A Spec is a share of a device: a HAMi or Volcano slice sized by memory
-// and compute, a MIG instance, or an Ascend vNPU template.
+// A Spec is a share of a device: a slice sized by memory and compute
+// (HAMi's nvidia.com/gpumem and gpucores, or Volcano's volcano.sh/vgpu-*),
+// a MIG instance (mixed strategy nvidia.com/mig-1g.10gb or the single
+// strategy's nvidia.com/gpu with the MIG product selector), an Ascend vNPU
+// template (Huawei's static huawei.com/Ascend910-5c.1cpu.16g or HAMi's
+// huawei.com/Ascend910B3 with -memory, rounded up to the smallest template
+// that fits as HAMi does), or whole devices. Constructors take the
+// hardware profile; methods chain and never fail; Validate, Request and
+// Apply report every problem with field paths.
 //
 //	s := vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30)
-//	errs := s.Apply(&tmpl, "main", field.NewPath("spec", "template"))
+//	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_80G}, path)
+//	errs = append(errs, s.Apply(&tmpl, "main", path)...)
 //
-// Apply renders the spec through hardware.ApplyDevices; call it after
-// hardware.Apply with Placement.Count 0 so the profile still supplies node
-// selectors, environment and mounts.
-//
-// The planner (Plan) assigns demands to the devices of a
-// hardware.Inventory, respecting MIG placement geometry and both memory
-// and compute of slices, and compares itself with whole-device
-// allocation, first-fit, HAMi-style binpack and spread.
+// Pack assigns demands to the devices of a hardware.Inventory with a
+// Policy: WholeDevice, FirstFit, HAMi-style Binpack and Spread, or this
+// package's Planner. Every policy respects memory and compute of slices,
+// HAMi's shares per device and MIG placement geometry (an instance occupies
+// fixed memory slices out of 8 and compute slices out of 7, so not every
+// mix fits). The Planner places whole devices and MIG instances largest
+// first (MIG instances where they keep aligned blocks free), then fills
+// devices one at a time with shares in arrival order, topping each off
+// with the shares whose size best matches the room left, and finally
+// empties lightly used devices where it can. When the devices cannot hold
+// every demand it also tries arrival order and smallest first and keeps the
+// run that places most. A Plan reports assignments, the reasons for what
+// could not be placed, per-device memory and compute, utilisation, stranded
+// memory and the lower bound; Compare runs every policy; WriteSVG draws a
+// plan. SyntheticTrace is the seeded generator behind the package
+// benchmark (see testdata/benchmark.golden).
 package vgpu

@@ -187,7 +187,12 @@ func (s *Spec) EffectiveBackend() Backend {
 		return s.backend
 	}
 	switch s.kind {
-	case KindWhole, KindMIG:
+	case KindWhole:
+		if s.profile.Flavour == hardware.HAMi {
+			return HAMi
+		}
+		return DevicePlugin
+	case KindMIG:
 		return DevicePlugin
 	case KindVNPU:
 		if s.profile.Flavour == hardware.HAMi {

@@ -77,6 +77,10 @@ func TestRequests(t *testing.T) {
 			res{"nvidia.com/gpu": 4}, nil, nil},
 		{"whole hami", vgpu.Whole(hardware.B200, 1).Backend(vgpu.HAMi),
 			res{"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 100, "nvidia.com/gpucores": 100}, nil, nil},
+		{"whole on a HAMi profile", vgpu.Whole(hardware.L40S.WithFlavour(hardware.HAMi), 2),
+			res{"nvidia.com/gpu": 2, "nvidia.com/gpumem-percentage": 100, "nvidia.com/gpucores": 100}, nil, nil},
+		{"whole Ascend under HAMi", vgpu.Whole(hardware.Ascend910B2.WithFlavour(hardware.HAMi), 8),
+			res{"huawei.com/Ascend910B2": 8}, nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
