@@ -477,3 +477,26 @@ func TestAccessors(t *testing.T) {
 	assert.Equal(t, notebook.IDEJupyter, notebook.Jupyter("a", "b").IDE())
 	assert.Equal(t, notebook.IDEVSCode, notebook.VSCode("a", "b").IDE())
 }
+
+// FuzzBaseURL checks that Objects never panics on a base URL and that every
+// base URL it accepts is one Jupyter and a proxy read the same way: an
+// absolute, clean path ending in a slash, passed through unchanged.
+func FuzzBaseURL(f *testing.F) {
+	for _, seed := range []string{"/", "/notebook/team-a/lab/", "/a/../b/", "//host/", "/a b/", "/%2e%2e/", "/a?b/", "/a#b/", "", "x/", "/ü/"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, base string) {
+		nb := notebook.Jupyter("lab", "alice").BaseURL(base).AuthSecret("t", "token").AllowNamespace(istio)
+		sts, err := nb.Build()
+		if err != nil {
+			require.Contains(t, fieldErrors(t, err), "FieldValueInvalid baseURL")
+			return
+		}
+		require.True(t, strings.HasPrefix(base, "/") && strings.HasSuffix(base, "/"), base)
+		require.False(t, base != "/" && filepath.Clean(base)+"/" != base, "clean: %q", base)
+		require.NotContains(t, base, "//")
+		require.Equal(t, base, sts.Annotations[notebook.AnnotationBaseURL])
+		require.Equal(t, base+"api", sts.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Path)
+		require.Contains(t, sts.Spec.Template.Spec.Containers[0].Args, "--ServerApp.base_url="+base)
+	})
+}

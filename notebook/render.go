@@ -126,11 +126,11 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 	}
 
 	stsMeta := n.meta(name, labels)
-	for k, v := range annotations {
+	if len(annotations) > 0 {
 		if stsMeta.Annotations == nil {
 			stsMeta.Annotations = map[string]string{}
 		}
-		stsMeta.Annotations[k] = v
+		maps.Copy(stsMeta.Annotations, annotations)
 	}
 	claim.ObjectMeta = metav1.ObjectMeta{Name: HomeVolume, Labels: n.meta(HomeVolume, labels).Labels}
 	sts := &appsv1.StatefulSet{
