@@ -153,3 +153,19 @@ func TestCatalogueAndLookup(t *testing.T) {
 	_, ok := hardware.Lookup("V100")
 	assert.False(t, ok)
 }
+
+func TestClusterSettings(t *testing.T) {
+	var defaults hardware.Cluster
+	assert.Equal(t, hardware.H100, defaults.Profile(hardware.H100))
+	assert.Equal(t, hardware.Ascend910B3, defaults.Profile(hardware.Ascend910B3))
+	assert.Equal(t, hardware.CPU, defaults.Profile(hardware.CPU))
+
+	hami := hardware.Cluster{NVIDIA: hardware.MIGMixed, Ascend: hardware.HAMi, NoAscendRuntime: true}
+	p := hami.Profile(hardware.Ascend910B4)
+	assert.Equal(t, hardware.HAMi, p.Flavour)
+	assert.Equal(t, corev1.ResourceName("huawei.com/Ascend910B4"), p.ResourceName)
+	assert.False(t, p.AscendRuntime)
+	g := hami.Profile(hardware.A100_80G)
+	assert.Equal(t, hardware.MIGMixed, g.Flavour)
+	assert.Equal(t, corev1.ResourceName("nvidia.com/gpu"), g.ResourceName)
+}
