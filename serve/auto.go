@@ -47,18 +47,30 @@ func (s *Service) layout(r *rendering, sourceOK bool) field.ErrorList {
 }
 
 // explicitLayout derives what was not given from what was: TP × PP equals
-// the devices of a replica, GPUs per pod × nodes.
+// the devices of a replica, GPUs per pod × nodes. On an accelerator profile
+// a pod gets at least one device.
 func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 	e := s.engine
 	spec := field.NewPath("spec")
 	nodes, devices := max(1, s.nodes), s.Devices()
+	accelerated := r.hasProfile && r.profile.Accelerated()
 	r.nodes, r.devices, r.tp, r.pp = nodes, devices, 1, 1
 	if e.flags.tensorParallel == "" {
 		// Ollama and Triton use the devices they are given as they see fit.
+		if devices == 0 && accelerated {
+			r.devices = 1
+		}
 		return nil
 	}
-	var errs field.ErrorList
-	tp, pp, total := s.tp, s.pp, devices*nodes
+	if devices == 0 && nodes > 1 {
+		return field.ErrorList{field.Required(spec.Child("gpus"), "a replica across nodes needs accelerators on each node: call On and GPUs")}
+	}
+	// Settings the engine lacks are reported by checkSupport; ignore them.
+	tp, pp := s.tp, s.pp
+	if e.flags.pipelineParallel == "" {
+		pp = 0
+	}
+	total := devices * nodes
 	switch {
 	case tp == 0 && pp == 0 && !e.pipeline:
 		tp, pp = max(total, 1), 1
@@ -68,35 +80,27 @@ func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 		tp = 1
 		if devices > 0 {
 			if total%pp != 0 {
-				errs = append(errs, field.Invalid(spec.Child("pipelineParallel"), pp,
-					fmt.Sprintf("must divide the %d devices of a replica (%d per pod × %d nodes)", total, devices, nodes)))
-			} else {
-				tp = total / pp
+				return field.ErrorList{field.Invalid(spec.Child("pipelineParallel"), pp,
+					fmt.Sprintf("must divide the %d devices of a replica (%d per pod × %d nodes)", total, devices, nodes))}
 			}
+			tp = total / pp
 		}
 	case pp == 0:
 		pp = 1
 		if devices > 0 && total%tp == 0 {
 			pp = total / tp
-		} else if devices == 0 && e.pipeline {
-			pp = nodes
 		}
 	}
-	if devices == 0 && tp*pp > 1 {
-		if (tp*pp)%nodes != 0 {
-			errs = append(errs, field.Invalid(spec.Child("nodes"), nodes,
-				fmt.Sprintf("must divide tensorParallel × pipelineParallel = %d", tp*pp)))
-		} else {
-			devices = tp * pp / nodes
-		}
-	}
-	if devices > 0 && tp*pp != devices*nodes {
-		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
-			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d must equal the devices of a replica, %d (%d per pod × %d nodes)",
-				tp, pp, devices*nodes, devices, nodes)))
+	if devices == 0 && (tp*pp > 1 || accelerated) {
+		devices = tp * pp // one node: multi-node needs GPUs, checked above
 	}
 	r.tp, r.pp, r.devices = tp, pp, devices
-	return errs
+	if devices > 0 && tp*pp != devices*nodes {
+		return field.ErrorList{field.Invalid(spec.Child("tensorParallel"), tp,
+			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d must equal the devices of a replica, %d (%d per pod × %d nodes)",
+				tp, pp, devices*nodes, devices, nodes))}
+	}
+	return nil
 }
 
 // checkPlacement reports layouts the hardware or the engine cannot hold.
@@ -116,9 +120,6 @@ func (s *Service) checkPlacement(r *rendering) field.ErrorList {
 			fmt.Sprintf("%d devices per pod (tensor parallel %d × pipeline parallel %d) but a %s node holds %d: spread the replica over nodes with Nodes, or size it with Auto",
 				r.devices, r.tp, r.pp, r.profile.Name, r.profile.MaxPerNode)))
 		r.templateDevices = 0 // reported here; keep hardware.Apply from repeating it
-	}
-	if e == mindieEngine && r.devices == 0 {
-		errs = append(errs, field.Required(spec.Child("gpus"), "MindIE needs at least one NPU: call GPUs, TensorParallel or Auto"))
 	}
 	return errs
 }
@@ -150,8 +151,8 @@ func (s *Service) checkFit(r *rendering) field.ErrorList {
 		return field.ErrorList{field.Invalid(spec.Child("model"), s.model, err.Error())}
 	case plan.PipelineParallel > r.pp:
 		return field.ErrorList{field.Invalid(spec.Child("gpus"), r.devices*r.nodes,
-			fmt.Sprintf("%s needs %d %s devices (tensor parallel %d × pipeline parallel %d) to hold its weights and one %d-token sequence, but the replica has %d: add GPUs or Nodes, lower MaxModelLen, or use Auto",
-				m.Name, plan.Devices(), r.profile.Name, plan.TensorParallel, plan.PipelineParallel, plan.ContextLength, r.tp*r.pp))}
+			fmt.Sprintf("%s does not fit %d %s device(s) with one %d-token sequence: at tensor parallel %d it needs %d pipeline stages (%d devices); add GPUs or Nodes, lower MaxModelLen, or use Auto",
+				m.Name, r.tp*r.pp, r.profile.Name, plan.ContextLength, plan.TensorParallel, plan.PipelineParallel, plan.Devices()))}
 	}
 	return nil
 }
@@ -215,10 +216,11 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 // planOptions passes the service's own settings to the planner.
 func (s *Service) planOptions(r *rendering) []PlanOption {
 	var opts []PlanOption
-	if r.maxModelLen > 0 {
+	if r.maxModelLen >= 2 {
 		opts = append(opts, ContextLength(r.maxModelLen))
 	}
-	if s.memoryUtilization > 0 {
+	// Out-of-range settings are reported by their setters, not again here.
+	if s.memoryUtilization > 0 && s.memoryUtilization <= 1 {
 		opts = append(opts, MemoryUtilization(s.memoryUtilization))
 	}
 	if s.tp > 0 {

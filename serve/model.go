@@ -86,6 +86,9 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 		r.initContainers = append(r.initContainers, s.s3Download(r.src, r.modelArg))
 	}
 
+	if len(e.loraSources) == 0 {
+		return errs // checkSupport reports the adapters
+	}
 	for i, l := range s.loras {
 		p := spec.Child("loras").Index(i)
 		for _, msg := range validation.IsDNS1123Label(l.name) {
@@ -110,8 +113,9 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 			r.volumes = append(r.volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src.Claim, ReadOnly: true},
 			}})
-			r.mounts = append(r.mounts, corev1.VolumeMount{Name: vol, MountPath: path.Join(LoRAPath, l.name), ReadOnly: true})
-			r.loras = append(r.loras, resolvedLoRA{name: l.name, path: path.Join(LoRAPath, l.name, src.Path)})
+			// The adapter's directory itself sits at LoRAPath/name.
+			r.mounts = append(r.mounts, corev1.VolumeMount{Name: vol, MountPath: path.Join(LoRAPath, l.name), SubPath: src.Path, ReadOnly: true})
+			r.loras = append(r.loras, resolvedLoRA{name: l.name, path: path.Join(LoRAPath, l.name)})
 		default:
 			r.loras = append(r.loras, resolvedLoRA{name: l.name, path: src.Repo})
 		}

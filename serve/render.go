@@ -306,7 +306,7 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	// A shallow copy carries the layout into the shared builder without
 	// changing s: GPUs, Fabric and HostNetwork only assign fields.
 	c := *s
-	if r.templateDevices > 0 {
+	if r.templateDevices != s.Devices() {
 		c.GPUs(r.templateDevices)
 	}
 	if r.fabric != nil && c.FabricSetting().IsZero() {
