@@ -238,9 +238,9 @@ func Pack(inv hardware.Inventory, demands []Demand, policy Policy, opts ...PackO
 	if policy != Planner {
 		r = pack(inv, policy, cfg, base, order, false)
 	} else {
-		// Largest first packs tightest. When the devices cannot take every
-		// demand, arrival order and smallest first may place more; keep the
-		// run that places most, then uses fewest devices.
+		// Largest first, then device-by-device filling, packs tightest.
+		// When the devices cannot take every demand, arrival order and
+		// smallest first may place more; keep the better run (see better).
 		largest := slices.Clone(order)
 		sortLargestFirst(largest, base)
 		r = pack(inv, policy, cfg, base, largest, true)
@@ -306,9 +306,8 @@ func (r run) work() int64 {
 	return total
 }
 
-// pack places needs in order with policy.
-// With binCentric, single-device shares are left to fillDevices after
-// everything else is placed.
+// pack places needs in order with policy. With binCentric, single-device
+// shares are left to fillDevices after everything else is placed.
 func pack(inv hardware.Inventory, policy Policy, cfg packConfig, base []need, order []int, binCentric bool) run {
 	r := run{pk: newPacker(inv, policy, cfg), needs: slices.Clone(base), assignments: make([]*Assignment, len(base))}
 	var deferred []int
