@@ -1,0 +1,134 @@
+package train_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/train"
+)
+
+func benchJob(name string) *train.PyTorchJob {
+	return train.PyTorch(name).
+		Image("registry.example.com/llm/train:2.4").
+		Torchrun("sft.py", "--model", "/models/llama").
+		Workers(3).
+		On(hardware.H100).GPUs(8).
+		Fabric(hardware.InfiniBand()).
+		PVC("datasets", "/data").
+		EnvFromSecret("HF_TOKEN", "hf", "token").
+		Gang().Queue("team-a")
+}
+
+// BenchmarkRender1000PyTorchJobs builds, validates and renders to YAML a
+// thousand 4-replica PyTorchJobs on H100 with InfiniBand per iteration.
+func BenchmarkRender1000PyTorchJobs(b *testing.B) {
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%d", i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, name := range names {
+			if err := cube.Render(io.Discard, benchJob(name)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "µs/job")
+}
+
+// BenchmarkBuild1000PyTorchJobs is the builders' share of the above:
+// validation and the typed objects, without YAML.
+func BenchmarkBuild1000PyTorchJobs(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range 1000 {
+			if _, err := benchJob(fmt.Sprintf("job-%d", i)).Objects(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "µs/job")
+}
+
+// BenchmarkApply200PyTorchJobs creates 200 PyTorchJobs on the test API
+// server with cube.Client.Apply (render, validate, server-side apply with
+// strict validation, release record) and the same 200 jobs, rendered once,
+// with controller-runtime's server-side apply alone, in the same run, and
+// reports both times and their ratio.
+func BenchmarkApply200PyTorchJobs(b *testing.B) {
+	env := testenv.Get(b)
+	ns := env.Namespace(b)
+	// Delete the jobs before the namespace cleanup, which has a short
+	// deadline for everything the namespace holds.
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		for _, obj := range []client.Object{&kubeflowv1.PyTorchJob{}, &corev1.ConfigMap{}} {
+			if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+				b.Errorf("delete %T: %v", obj, err)
+			}
+		}
+	})
+	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	ctx := b.Context()
+	var cubeTime, ssaTime time.Duration
+	round := 0
+	for b.Loop() {
+		round++
+		builders := make([]*train.PyTorchJob, 200)
+		rendered := make([]client.Object, 200)
+		for i := range builders {
+			builders[i] = benchJob(fmt.Sprintf("cube-%d-%d", round, i))
+			objs, err := benchJob(fmt.Sprintf("ssa-%d-%d", round, i)).Namespace(ns).Objects()
+			if err != nil {
+				b.Fatal(err)
+			}
+			rendered[i] = objs[0]
+		}
+		apply := func() {
+			start := time.Now()
+			for _, j := range builders {
+				if _, err := c.Apply(ctx, j); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cubeTime += time.Since(start)
+		}
+		ssa := func() {
+			start := time.Now()
+			for _, obj := range rendered {
+				u, err := cube.ToUnstructured(obj)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("bench")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ssaTime += time.Since(start)
+		}
+		// Alternate which goes first so that neither always meets a
+		// warmer server.
+		if round%2 == 1 {
+			apply()
+			ssa()
+		} else {
+			ssa()
+			apply()
+		}
+	}
+	b.ReportMetric(float64(cubeTime.Milliseconds())/float64(round), "cube-ms/200")
+	b.ReportMetric(float64(ssaTime.Milliseconds())/float64(round), "ssa-ms/200")
+	b.ReportMetric(float64(cubeTime)/float64(ssaTime), "cube/ssa")
+}
