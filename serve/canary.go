@@ -22,6 +22,11 @@ import (
 // an existing Gateway, whose two weighted backendRefs are the Services of
 // the stable and the canary Service builders.
 //
+// cube pins sigs.k8s.io/gateway-api v1.6.3: v1.7.0 needs Go 1.27, which
+// cube does not use. The route uses only standard-channel v1 fields
+// (parentRefs, hostnames, path matches, weighted backendRefs, request
+// timeouts), which later releases keep.
+//
 // The cluster needs a Gateway API implementation (Envoy Gateway, Istio,
 // Cilium, NGINX Gateway Fabric, kgateway…) with the standard-channel CRDs
 // installed and a Gateway that allows routes from the route's namespace.

@@ -33,6 +33,9 @@ type engine struct {
 	kind, title string
 	image       string
 	ascendImage string // "" = no default image for Ascend NPUs
+	// gpuImage says the default image is built for accelerators: on a CPU
+	// node the caller must give a CPU build with Image.
+	gpuImage bool
 	// nvidia, ascend and cpu say where the engine runs: on NVIDIA GPUs, on
 	// Ascend NPUs, on nodes without accelerators.
 	nvidia, ascend, cpu bool
@@ -158,6 +161,15 @@ func cliArgs(f flagSet, s *Service, r *rendering) []string {
 		args = append(args, f.lora(r.loras)...)
 	}
 	return args
+}
+
+// loraPairs spells adapters name=path, as every engine that takes them does.
+func loraPairs(adapters []resolvedLoRA) []string {
+	out := make([]string, len(adapters))
+	for i, a := range adapters {
+		out[i] = a.name + "=" + a.path
+	}
+	return out
 }
 
 // prefixCachingSupported reports whether f can switch prefix caching at all.

@@ -90,15 +90,15 @@ func TestValidationErrors(t *testing.T) {
 			[]wantErr{{field.ErrorTypeInvalid, "spec.model", "does not fit at tensor parallel 1 on L4 even across"}},
 		},
 		"a bad model source": {
-			serve.VLLM("q", "s3://Bad_Bucket/x"),
+			serve.VLLM("q", "s3://Bad_Bucket/x").On(hardware.H100),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.model", `bucket "Bad_Bucket" may only hold lower-case letters`}},
 		},
 		"an unknown scheme": {
-			serve.VLLM("q", "gs://bucket/x"),
+			serve.VLLM("q", "gs://bucket/x").On(hardware.H100),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.model", `unknown scheme "gs"`}},
 		},
 		"no model": {
-			serve.TGI("q", ""),
+			serve.TGI("q", "").On(hardware.L4),
 			[]wantErr{{field.ErrorTypeRequired, "spec.model", "a model is required"}},
 		},
 		"a source the engine does not load": {
@@ -157,7 +157,7 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"more unsupported settings": {
-			serve.TGI("t", qwen).PipelineParallel(2).ServedModelName("x").RankTable("r").ModelControl("poll").
+			serve.TGI("t", qwen).On(hardware.L4).PipelineParallel(2).ServedModelName("x").RankTable("r").ModelControl("poll").
 				ConfigureMindIE(func(*serve.MindIEConfig) {}),
 			[]wantErr{
 				{field.ErrorTypeForbidden, "spec.pipelineParallel", "TGI has no PipelineParallel setting"},
@@ -177,7 +177,7 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"a dtype the engine does not know": {
-			serve.TGI("t", qwen).DType("float32"),
+			serve.TGI("t", qwen).On(hardware.L4).DType("float32"),
 			[]wantErr{{field.ErrorTypeNotSupported, "spec.dtype", `"float16", "bfloat16"`}},
 		},
 
@@ -193,6 +193,10 @@ func TestValidationErrors(t *testing.T) {
 		"SGLang on Ascend without an image": {
 			serve.SGLang("s", "pvc://models/x").On(hardware.Ascend910B3).GPUs(1),
 			[]wantErr{{field.ErrorTypeRequired, "spec.image", "cube pins no SGLang image for Ascend NPUs: set Image"}},
+		},
+		"a GPU image on a CPU node": {
+			serve.SGLang("s", "pvc://models/x").CPU("16"),
+			[]wantErr{{field.ErrorTypeRequired, "spec.image", "the default SGLang image is built for GPUs: call On with an accelerator, or set Image to a CPU build"}},
 		},
 		"GPUs without a profile": {
 			serve.VLLM("q", "pvc://models/x").GPUs(2),
@@ -266,7 +270,7 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"bad layout values": {
-			serve.VLLM("q", "pvc://models/x").TensorParallel(0).PipelineParallel(0).Nodes(0),
+			serve.VLLM("q", "pvc://models/x").On(hardware.H100).TensorParallel(0).PipelineParallel(0).Nodes(0),
 			[]wantErr{
 				{field.ErrorTypeInvalid, "spec.tensorParallel", "at least 1"},
 				{field.ErrorTypeInvalid, "spec.pipelineParallel", "at least 1"},
@@ -274,7 +278,7 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"bad s3 settings and cache": {
-			serve.VLLM("q", "s3://bucket/x").S3Credentials("").S3Endpoint("minio:9000").ModelCache("Bad_Claim"),
+			serve.VLLM("q", "s3://bucket/x").On(hardware.H100).S3Credentials("").S3Endpoint("minio:9000").ModelCache("Bad_Claim"),
 			[]wantErr{
 				{field.ErrorTypeRequired, "spec.s3Credentials", "a Secret name"},
 				{field.ErrorTypeInvalid, "spec.s3Endpoint", "http(s) URL"},
@@ -282,15 +286,15 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"bad names": {
-			serve.VLLM("1-qwen", qwen),
+			serve.VLLM("1-qwen", qwen).On(hardware.H100),
 			[]wantErr{{field.ErrorTypeInvalid, "metadata.name", "must start with a letter: it names the Service"}},
 		},
 		"too long a name": {
-			serve.VLLM(strings.Repeat("a", 53), qwen),
+			serve.VLLM(strings.Repeat("a", 53), qwen).On(hardware.H100),
 			[]wantErr{{field.ErrorTypeTooLong, "metadata.name", "52"}},
 		},
 		"bad LoRA adapters": {
-			serve.VLLM("q", qwen).LoRA("Bad_Name", "org/a").LoRA("a", "org/a").LoRA("a", "s3://bucket/a").LoRA("b", "hf://x"),
+			serve.VLLM("q", qwen).On(hardware.H100).LoRA("Bad_Name", "org/a").LoRA("a", "org/a").LoRA("a", "s3://bucket/a").LoRA("b", "hf://x"),
 			[]wantErr{
 				{field.ErrorTypeInvalid, "spec.loras[0].name", "RFC 1123 label"},
 				{field.ErrorTypeDuplicate, "spec.loras[2].name", ""},

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -268,12 +268,15 @@ if [ -n "$RANKTABLEFILE" ]; then
 fi
 cd /usr/local/Ascend/mindie/latest/mindie-service && exec ./bin/mindieservice_daemon`
 
+// mindieModelName is the modelName rule of MindIE's reference.
+var mindieModelName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+
 func launchMindIE(s *Service, r *rendering) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	if strings.ContainsAny(r.servedName, "/:") || strings.HasPrefix(r.servedName, "-") || len(r.servedName) > 256 {
+	if !mindieModelName.MatchString(r.servedName) || len(r.servedName) > 256 {
 		errs = append(errs, field.Invalid(spec.Child("servedModelName"), r.servedName,
-			"MindIE model names hold letters, digits, '-', '.' and '_' only"))
+			"MindIE model names hold letters, digits, '-', '.' and '_', start and end with a letter or digit, at most 256 characters"))
 	}
 	cfg := DefaultMindIEConfig()
 	be := &cfg.BackendConfig

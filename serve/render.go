@@ -86,14 +86,40 @@ type resolvedLoRA struct{ name, path string }
 // Service, a PodDisruptionBudget and a HorizontalPodAutoscaler when they
 // apply. Every problem comes back at once as a field.ErrorList aggregate.
 func (s *Service) Objects() ([]client.Object, error) {
-	objs, errs := s.render()
+	objs, _, errs := s.render()
 	if len(errs) > 0 {
 		return nil, dedupe(errs).ToAggregate()
 	}
 	return objs, nil
 }
 
-func (s *Service) render() ([]client.Object, field.ErrorList) {
+// AutoPlan returns the plan Auto sized the service with: the layout it
+// renders and what each device's memory holds (PlanResult.String prints
+// it). It fails like Objects, and when the service does not use Auto.
+func (s *Service) AutoPlan() (PlanResult, error) {
+	if s.auto == nil {
+		return PlanResult{}, field.ErrorList{field.Required(field.NewPath("spec", "auto"),
+			"the service is not sized by the planner: call Auto")}.ToAggregate()
+	}
+	_, r, errs := s.render()
+	if len(errs) > 0 {
+		return PlanResult{}, dedupe(errs).ToAggregate()
+	}
+	return *r.plan, nil
+}
+
+// Endpoint is the in-cluster URL of the service's HTTP API, for NewClient:
+// http://<name>.<namespace>:<port>, or http://<name>:<port> from the same
+// namespace when none was set.
+func (s *Service) Endpoint() string {
+	host := s.Name()
+	if ns := s.NamespaceName(); ns != "" {
+		host += "." + ns
+	}
+	return fmt.Sprintf("http://%s:%d", host, s.engine.port)
+}
+
+func (s *Service) render() ([]client.Object, *rendering, field.ErrorList) {
 	e := s.engine
 	errs := s.ValidateMeta(maxNameLength)
 	if name := s.Name(); name != "" && !(name[0] >= 'a' && name[0] <= 'z') {
@@ -124,7 +150,7 @@ func (s *Service) render() ([]client.Object, field.ErrorList) {
 		errs = append(errs, e.launch(s, r)...)
 	}
 	objs, objErrs := s.objects(r)
-	return objs, append(errs, objErrs...)
+	return objs, r, append(errs, objErrs...)
 }
 
 func schemes(kinds []SourceKind) string {
@@ -143,6 +169,10 @@ func (s *Service) checkHardware(r *rendering) field.ErrorList {
 	switch {
 	case !e.cpu && !e.nvidia && (!accelerated || r.profile.Vendor != hardware.Huawei):
 		return field.ErrorList{field.Required(on, e.title+" runs on Ascend NPUs: call On(hardware.Ascend910B3) or another 910B profile")}
+	case !accelerated && e.gpuImage && s.ImageName() == "" && s.Devices() == 0 && s.auto == nil:
+		// (GPUs and Auto without a profile are reported as a missing On.)
+		return field.ErrorList{field.Required(field.NewPath("spec", "image"),
+			fmt.Sprintf("the default %s image is built for GPUs: call On with an accelerator, or set Image to a CPU build", e.title))}
 	case !accelerated:
 		return nil
 	case r.profile.Vendor == hardware.Huawei && !e.ascend:

@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -452,12 +453,13 @@ func TestExplicitLayouts(t *testing.T) {
 		tp, pp string // "" = flag absent
 		gpus   int64
 	}{
-		"gpus only":         {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(4), "4", "", 4},
-		"tp only":           {serve.VLLM("a", "pvc://m/x").On(hardware.H100).TensorParallel(2), "2", "", 2},
-		"tp and pp":         {serve.VLLM("a", "pvc://m/x").On(hardware.H100).TensorParallel(2).PipelineParallel(2), "2", "2", 4},
-		"pp splits the pod": {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(8).PipelineParallel(2), "4", "2", 8},
-		"tp splits the pod": {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(8).TensorParallel(4), "4", "2", 8},
-		"cpu":               {serve.VLLM("a", "pvc://m/x").CPU("16"), "", "", 0},
+		"gpus only":          {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(4), "4", "", 4},
+		"tp only":            {serve.VLLM("a", "pvc://m/x").On(hardware.H100).TensorParallel(2), "2", "", 2},
+		"tp and pp":          {serve.VLLM("a", "pvc://m/x").On(hardware.H100).TensorParallel(2).PipelineParallel(2), "2", "2", 4},
+		"pp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(8).PipelineParallel(2), "4", "2", 8},
+		"tp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(8).TensorParallel(4), "4", "2", 8},
+		"cpu":                {serve.VLLM("a", "pvc://m/x").CPU("16").Image("registry.local/vllm-cpu:0.18.0"), "", "", 0},
+		"one GPU by default": {serve.VLLM("a", "pvc://m/x").On(hardware.L4), "", "", 1},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -546,10 +548,10 @@ func TestAutoscaling(t *testing.T) {
 	require.NotNil(t, r.pdb, "at least two replicas")
 
 	for engine, metric := range map[*serve.Service]string{
-		serve.SGLang("s", "pvc://m/x"): "sglang:num_queue_reqs",
-		serve.TGI("s", "pvc://m/x"):    "tgi_queue_size",
-		serve.Triton("s", "pvc://m/x"): "nv_inference_pending_request_count",
-		serve.VLLM("s", "pvc://m/x"):   "vllm:num_requests_waiting",
+		serve.SGLang("s", "pvc://m/x").On(hardware.H100): "sglang:num_queue_reqs",
+		serve.TGI("s", "pvc://m/x").On(hardware.L4):      "tgi_queue_size",
+		serve.Triton("s", "pvc://m/x"):                   "nv_inference_pending_request_count",
+		serve.VLLM("s", "pvc://m/x").On(hardware.H100):   "vllm:num_requests_waiting",
 	} {
 		h := render(t, engine.Autoscale(1, 2, serve.ScaleOnQueue("3"))).hpa
 		assert.Equal(t, metric, h.Spec.Metrics[0].Pods.Metric.Name, engine.EngineName())
@@ -579,3 +581,34 @@ func TestHardwareDefaults(t *testing.T) {
 }
 
 var _ client.Object = (*lwsv1.LeaderWorkerSet)(nil)
+
+func TestAutoPlan(t *testing.T) {
+	plan, err := serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).Auto().AutoPlan()
+	require.NoError(t, err)
+	assert.Equal(t, "L4", plan.Accelerator)
+	assert.Equal(t, 2, plan.TensorParallel)
+	assert.Equal(t, 1, plan.PipelineParallel)
+	assert.Equal(t, 1, plan.Nodes)
+	assert.Equal(t, 131072, plan.ContextLength)
+
+	_, err = serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).AutoPlan()
+	errs := fieldErrors(t, err)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec.auto", errs[0].Field)
+	assert.Equal(t, field.ErrorTypeRequired, errs[0].Type)
+
+	_, err = serve.VLLM("q", "my-org/my-model").On(hardware.H100).Auto().AutoPlan()
+	errs = fieldErrors(t, err)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec.model", errs[0].Field)
+}
+
+func TestEndpointFeedsTheClient(t *testing.T) {
+	svc := serve.VLLM("qwen", qwen).Namespace("team-a")
+	assert.Equal(t, "http://qwen.team-a:8000", svc.Endpoint())
+	assert.Equal(t, "http://chat:11434", serve.Ollama("chat", "qwen2.5:7b").Endpoint())
+	assert.Equal(t, "http://npu:1025", serve.MindIE("npu", "pvc://m/x").Endpoint())
+	c, err := serve.NewClient(svc.Endpoint())
+	require.NoError(t, err)
+	assert.Equal(t, "http://qwen.team-a:8000/v1", c.BaseURL())
+}

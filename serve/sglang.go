@@ -13,7 +13,7 @@ import (
 var sglangEngine = &engine{
 	kind: "sglang", title: "SGLang",
 	image:  DefaultSGLangImage,
-	nvidia: true, ascend: true, cpu: true,
+	nvidia: true, ascend: true, cpu: true, gpuImage: true,
 	port:      30000,
 	readyPath: "/health", livePath: "/health",
 	metricsPath: "/metrics", queueMetric: "sglang:num_queue_reqs",
@@ -40,11 +40,7 @@ var sglangEngine = &engine{
 		prefixOff: "--disable-radix-cache",
 		dtypes:    []string{"auto", "half", "float16", "bfloat16", "float", "float32"},
 		lora: func(adapters []resolvedLoRA) []string {
-			args := []string{"--lora-paths"}
-			for _, a := range adapters {
-				args = append(args, a.name+"="+a.path)
-			}
-			return args
+			return append([]string{"--lora-paths"}, loraPairs(adapters)...)
 		},
 	},
 	autoSizes: true, pipeline: true, multiNode: true,

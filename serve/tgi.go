@@ -14,7 +14,7 @@ import (
 var tgiEngine = &engine{
 	kind: "tgi", title: "TGI",
 	image:  DefaultTGIImage,
-	nvidia: true, cpu: true,
+	nvidia: true, cpu: true, gpuImage: true,
 	port:      8080,
 	readyPath: "/health", livePath: "/health",
 	metricsPath: "/metrics", queueMetric: "tgi_queue_size",
@@ -38,11 +38,7 @@ var tgiEngine = &engine{
 		prefixEnv:         "PREFIX_CACHING",
 		dtypes:            []string{"float16", "bfloat16"},
 		lora: func(adapters []resolvedLoRA) []string {
-			list := make([]string, len(adapters))
-			for i, a := range adapters {
-				list[i] = a.name + "=" + a.path
-			}
-			return []string{"--lora-adapters", strings.Join(list, ",")}
+			return []string{"--lora-adapters", strings.Join(loraPairs(adapters), ",")}
 		},
 	},
 	autoSizes: true,

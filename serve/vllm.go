@@ -12,7 +12,7 @@ import (
 var vllmEngine = &engine{
 	kind: "vllm", title: "vLLM",
 	image: DefaultVLLMImage, ascendImage: DefaultVLLMAscendImage,
-	nvidia: true, ascend: true, cpu: true,
+	nvidia: true, ascend: true, cpu: true, gpuImage: true,
 	port:      8000,
 	readyPath: "/health", livePath: "/health",
 	metricsPath: "/metrics", queueMetric: "vllm:num_requests_waiting",
@@ -37,11 +37,7 @@ var vllmEngine = &engine{
 		prefixOff:         "--no-enable-prefix-caching",
 		dtypes:            []string{"auto", "half", "float16", "bfloat16", "float", "float32"},
 		lora: func(adapters []resolvedLoRA) []string {
-			args := []string{"--enable-lora", "--lora-modules"}
-			for _, a := range adapters {
-				args = append(args, a.name+"="+a.path)
-			}
-			return args
+			return append([]string{"--enable-lora", "--lora-modules"}, loraPairs(adapters)...)
 		},
 	},
 	autoSizes: true, pipeline: true, multiNode: true,
