@@ -1,0 +1,227 @@
+package cube_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/cubestudio/cube"
+)
+
+func tenantQuantities(l corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for k, v := range l {
+		out[string(k)] = v.String()
+	}
+	return out
+}
+
+func TestTenantObjects(t *testing.T) {
+	objs, err := cube.Tenant("team-a").
+		Label("cost-center", "ml-42").
+		Editors("alice", "bob").EditorGroups("ml-engineers").
+		Viewers("carol").ViewerGroups("auditors").
+		CPU("256").Memory("2Ti").Pods(200).Storage("50Ti").
+		Accelerators("nvidia.com/gpu", 32).
+		Accelerators("huawei.com/Ascend910", 16).
+		Quota("persistentvolumeclaims", "40").
+		DefaultCPU("500m", "2").DefaultMemory("1Gi", "4Gi").
+		QueueWeight(3).QueueReclaimable(false).
+		AllowIngressFromNamespace("monitoring").
+		Objects()
+	require.NoError(t, err)
+	require.Len(t, objs, 7)
+
+	ns := objs[0].(*corev1.Namespace)
+	assert.Equal(t, metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ns.TypeMeta)
+	assert.Equal(t, "team-a", ns.Name)
+	assert.Equal(t, map[string]string{
+		"cost-center":                        "ml-42",
+		"pod-security.kubernetes.io/enforce": "baseline",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+		"pod-security.kubernetes.io/warn":            "baseline",
+		"pod-security.kubernetes.io/audit":           "baseline",
+		cube.LabelName:      "team-a",
+		cube.LabelManagedBy: "cube",
+		cube.LabelPartOf:    "team-a",
+		cube.LabelKind:      "tenant",
+		cube.LabelRelease:   "team-a",
+	}, ns.Labels)
+
+	quota := objs[1].(*corev1.ResourceQuota)
+	assert.Equal(t, "v1", quota.APIVersion)
+	assert.Equal(t, "ResourceQuota", quota.Kind)
+	assert.Equal(t, "team-a", quota.Name)
+	assert.Equal(t, "team-a", quota.Namespace)
+	assert.Equal(t, map[string]string{
+		"requests.cpu":                  "256",
+		"limits.cpu":                    "256",
+		"requests.memory":               "2Ti",
+		"limits.memory":                 "2Ti",
+		"pods":                          "200",
+		"requests.storage":              "50Ti",
+		"requests.nvidia.com/gpu":       "32",
+		"requests.huawei.com/Ascend910": "16",
+		"persistentvolumeclaims":        "40",
+	}, tenantQuantities(quota.Spec.Hard))
+
+	lr := objs[2].(*corev1.LimitRange)
+	assert.Equal(t, "LimitRange", lr.Kind)
+	require.Len(t, lr.Spec.Limits, 1)
+	assert.Equal(t, corev1.LimitTypeContainer, lr.Spec.Limits[0].Type)
+	assert.Equal(t, map[string]string{"cpu": "500m", "memory": "1Gi"}, tenantQuantities(lr.Spec.Limits[0].DefaultRequest))
+	assert.Equal(t, map[string]string{"cpu": "2", "memory": "4Gi"}, tenantQuantities(lr.Spec.Limits[0].Default))
+
+	queue := objs[3].(*vcscheduling.Queue)
+	assert.Equal(t, metav1.TypeMeta{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "Queue"}, queue.TypeMeta)
+	assert.Equal(t, "team-a", queue.Name)
+	assert.Empty(t, queue.Namespace, "queues are cluster-scoped")
+	assert.Equal(t, int32(3), queue.Spec.Weight)
+	require.NotNil(t, queue.Spec.Reclaimable)
+	assert.False(t, *queue.Spec.Reclaimable)
+	assert.Equal(t, map[string]string{"cpu": "256", "memory": "2Ti", "nvidia.com/gpu": "32", "huawei.com/Ascend910": "16"},
+		tenantQuantities(queue.Spec.Capability))
+
+	edit := objs[4].(*rbacv1.RoleBinding)
+	assert.Equal(t, metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, edit.TypeMeta)
+	assert.Equal(t, "team-a-edit", edit.Name)
+	assert.Equal(t, "team-a", edit.Namespace)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"}, edit.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{
+		{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "alice"},
+		{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "bob"},
+		{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "ml-engineers"},
+	}, edit.Subjects)
+	view := objs[5].(*rbacv1.RoleBinding)
+	assert.Equal(t, "team-a-view", view.Name)
+	assert.Equal(t, "view", view.RoleRef.Name)
+	assert.Equal(t, []rbacv1.Subject{
+		{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "carol"},
+		{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "auditors"},
+	}, view.Subjects)
+
+	np := objs[6].(*networkingv1.NetworkPolicy)
+	assert.Equal(t, metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}, np.TypeMeta)
+	assert.Equal(t, "team-a-isolation", np.Name)
+	assert.Equal(t, "team-a", np.Namespace)
+	assert.Equal(t, networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+			{PodSelector: &metav1.LabelSelector{}},
+			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}},
+		}}},
+	}, np.Spec)
+
+	for _, o := range objs {
+		assert.Equal(t, "team-a", o.GetLabels()[cube.LabelRelease], "%T", o)
+	}
+}
+
+func TestTenantDefaults(t *testing.T) {
+	tenant := cube.Tenant("team-b")
+	assert.Equal(t, "team-b", tenant.Name())
+	objs, err := tenant.Objects()
+	require.NoError(t, err)
+	require.Len(t, objs, 5, "no role bindings without members")
+	assert.Equal(t, "baseline", objs[0].GetLabels()[cube.LabelPodSecurityEnforce])
+	assert.Empty(t, objs[1].(*corev1.ResourceQuota).Spec.Hard)
+	lr := objs[2].(*corev1.LimitRange).Spec.Limits[0]
+	assert.Equal(t, map[string]string{"cpu": cube.DefaultCPURequest, "memory": cube.DefaultMemoryRequest}, tenantQuantities(lr.DefaultRequest))
+	assert.Equal(t, map[string]string{"cpu": cube.DefaultCPULimit, "memory": cube.DefaultMemoryLimit}, tenantQuantities(lr.Default))
+	queue := objs[3].(*vcscheduling.Queue)
+	assert.Equal(t, int32(1), queue.Spec.Weight)
+	assert.Nil(t, queue.Spec.Capability)
+	assert.Nil(t, queue.Spec.Reclaimable, "Volcano's default")
+	np := objs[4].(*networkingv1.NetworkPolicy)
+	assert.Equal(t, []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}, np.Spec.Ingress[0].From)
+
+	rdma, err := cube.Tenant("team-c").AllowRDMA().Objects()
+	require.NoError(t, err)
+	for _, k := range []string{cube.LabelPodSecurityEnforce, cube.LabelPodSecurityWarn, cube.LabelPodSecurityAudit} {
+		assert.Equal(t, "privileged", rdma[0].GetLabels()[k])
+	}
+	restricted, err := cube.Tenant("team-d").PodSecurity(cube.PodSecurityRestricted).Objects()
+	require.NoError(t, err)
+	assert.Equal(t, "restricted", restricted[0].GetLabels()[cube.LabelPodSecurityEnforce])
+
+	// Every call returns fresh objects.
+	again, err := tenant.Objects()
+	require.NoError(t, err)
+	objs[0].SetLabels(nil)
+	assert.NotEmpty(t, again[0].GetLabels())
+}
+
+func TestTenantValidation(t *testing.T) {
+	_, err := cube.Tenant("Team_A").
+		Label("bad key!", "v").Label("ok", "bad value!").
+		PodSecurity("lenient").
+		Editors("").ViewerGroups("").
+		CPU("lots").Memory("-1Gi").Accelerators("nvidia.com/gpu", -2).
+		Quota("bad/key/name", "1").
+		DefaultCPU("4", "2").DefaultMemory("x", "y").
+		QueueWeight(0).
+		AllowIngressFromNamespace("Other_NS").
+		Objects()
+	require.Error(t, err)
+	var agg utilerrors.Aggregate
+	require.ErrorAs(t, err, &agg)
+	var got []string
+	for _, e := range agg.Errors() {
+		got = append(got, e.Error())
+	}
+	assert.Equal(t, []string{
+		`metadata.name: Invalid value: "Team_A": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+		`metadata.labels[pod-security.kubernetes.io/enforce]: Unsupported value: "lenient": supported values: "privileged", "baseline", "restricted"`,
+		`metadata.labels[bad key!]: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+		`metadata.labels[ok]: Invalid value: "bad value!": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+		`spec.hard[limits.cpu]: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+		`spec.hard[limits.memory]: Invalid value: "-1Gi": must not be negative`,
+		`spec.hard[requests.cpu]: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+		`spec.hard[requests.memory]: Invalid value: "-1Gi": must not be negative`,
+		`spec.hard[requests.nvidia.com/gpu]: Invalid value: "-2": must not be negative`,
+		`spec.hard[bad/key/name]: Invalid value: "bad/key/name": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
+		`spec.limits[0].defaultRequest[cpu]: Invalid value: "4": must not exceed the default limit 2`,
+		`spec.limits[0].defaultRequest[memory]: Invalid value: "x": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+		`spec.limits[0].default[memory]: Invalid value: "y": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+		`queue.spec.weight: Invalid value: 0: must be at least 1`,
+		`roleBindings[Team_A-edit].subjects[0].name: Required value: a user or group name is required`,
+		`roleBindings[Team_A-view].subjects[0].name: Required value: a user or group name is required`,
+		`networkPolicy.spec.ingress[0].from[1]: Invalid value: "Other_NS": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+	}, got)
+}
+
+func TestAsQuotaExceeded(t *testing.T) {
+	msg := `exceeded quota: team-a, requested: limits.cpu=2,requests.nvidia.com/gpu=16, used: limits.cpu=0,requests.nvidia.com/gpu=0, limited: limits.cpu=64,requests.nvidia.com/gpu=8`
+	apiErr := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "big", errors.New(msg))
+	wrapped := fmt.Errorf("apply Pod team-a/big: %w", apiErr)
+	qe, ok := cube.AsQuotaExceeded(wrapped)
+	require.True(t, ok)
+	assert.Equal(t, "team-a", qe.Quota)
+	assert.Equal(t, "limits.cpu=2,requests.nvidia.com/gpu=16", qe.Requested)
+	assert.Equal(t, "limits.cpu=0,requests.nvidia.com/gpu=0", qe.Used)
+	assert.Equal(t, "limits.cpu=64,requests.nvidia.com/gpu=8", qe.Limited)
+	assert.Equal(t, "exceeded quota team-a: requested limits.cpu=2,requests.nvidia.com/gpu=16, used limits.cpu=0,requests.nvidia.com/gpu=0, limited to limits.cpu=64,requests.nvidia.com/gpu=8", qe.Error())
+	assert.True(t, apierrors.IsForbidden(qe), "the API error is kept")
+	again, ok := cube.AsQuotaExceeded(fmt.Errorf("retry: %w", qe))
+	assert.True(t, ok)
+	assert.Same(t, qe, again)
+
+	_, ok = cube.AsQuotaExceeded(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New(`violates PodSecurity "baseline:latest"`)))
+	assert.False(t, ok, "other refusals are not quota")
+	_, ok = cube.AsQuotaExceeded(errors.New("exceeded quota: team-a"))
+	assert.False(t, ok, "only the API server's refusals")
+	_, ok = cube.AsQuotaExceeded(nil)
+	assert.False(t, ok)
+}
