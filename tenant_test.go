@@ -47,16 +47,16 @@ func TestTenantObjects(t *testing.T) {
 	assert.Equal(t, metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ns.TypeMeta)
 	assert.Equal(t, "team-a", ns.Name)
 	assert.Equal(t, map[string]string{
-		"cost-center":                        "ml-42",
-		"pod-security.kubernetes.io/enforce": "baseline",
+		"cost-center":                                "ml-42",
+		"pod-security.kubernetes.io/enforce":         "baseline",
 		"pod-security.kubernetes.io/enforce-version": "latest",
 		"pod-security.kubernetes.io/warn":            "baseline",
 		"pod-security.kubernetes.io/audit":           "baseline",
-		cube.LabelName:      "team-a",
-		cube.LabelManagedBy: "cube",
-		cube.LabelPartOf:    "team-a",
-		cube.LabelKind:      "tenant",
-		cube.LabelRelease:   "team-a",
+		cube.LabelName:                               "team-a",
+		cube.LabelManagedBy:                          "cube",
+		cube.LabelPartOf:                             "team-a",
+		cube.LabelKind:                               "tenant",
+		cube.LabelRelease:                            "team-a",
 	}, ns.Labels)
 
 	quota := objs[1].(*corev1.ResourceQuota)
