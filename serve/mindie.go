@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/cubestudio/cube/hardware"
 )
 
 // MindIEConfig is MindIE Server's config.json
@@ -317,7 +315,8 @@ func launchMindIE(s *Service, r *rendering) field.ErrorList {
 
 	if r.nodes > 1 {
 		// Across 910B nodes: one world of every NPU of the group, ranks and
-		// device IPs from the rank table, HCCL over the NPUs' RoCE ports.
+		// device IPs from the rank table, HCCL over the NPUs' RoCE ports
+		// (the default fabric across Ascend nodes, see render).
 		be.MultiNodesInferEnabled = true
 		table := s.rankTable
 		if table == "" {
@@ -335,8 +334,6 @@ func launchMindIE(s *Service, r *rendering) field.ErrorList {
 		}})
 		r.mounts = append(r.mounts, corev1.VolumeMount{Name: "rank-table", MountPath: RankTablePath, ReadOnly: true})
 		r.hostNetwork = true
-		roce := hardware.RoCE()
-		r.fabric = &roce
 		r.workerCommand = r.command
 	} else if s.rankTable != "" {
 		errs = append(errs, field.Invalid(spec.Child("rankTable"), s.rankTable, "a rank table is for a replica across nodes (Nodes or Auto)"))

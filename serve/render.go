@@ -149,6 +149,12 @@ func (s *Service) render() ([]client.Object, *rendering, field.ErrorList) {
 		errs = append(errs, s.resolveModel(r)...)
 		errs = append(errs, e.launch(s, r)...)
 	}
+	if r.nodes > 1 && r.hasProfile && r.profile.OnChipRoCE {
+		// Ascend 910B nodes talk HCCL over the NPUs' own RoCE ports; the
+		// caller's Fabric, if any, wins.
+		roce := hardware.RoCE()
+		r.fabric = &roce
+	}
 	objs, objErrs := s.objects(r)
 	return objs, r, append(errs, objErrs...)
 }

@@ -612,3 +612,15 @@ func TestEndpointFeedsTheClient(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "http://qwen.team-a:8000/v1", c.BaseURL())
 }
+
+func TestAscendAcrossNodesTalksRoCE(t *testing.T) {
+	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2))
+	for _, tmpl := range []corev1.PodTemplateSpec{*r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate, r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate} {
+		c := tmpl.Spec.Containers[0]
+		assert.True(t, hasEnv(c, "HCCL_IF_IP"))
+		assert.Equal(t, serve.DefaultVLLMAscendImage, c.Image)
+		assert.False(t, tmpl.Spec.HostNetwork, "only MindIE's rank table needs the host network")
+	}
+	c := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2)).lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
+	assert.False(t, hasEnv(c, "NCCL_DEBUG"), "NVIDIA nodes get a fabric only when asked")
+}
