@@ -15,6 +15,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/train"
+	"github.com/cubestudio/cube/vgpu"
 )
 
 func container(spec *kubeflowv1.ReplicaSpec) corev1.Container {
@@ -464,4 +465,22 @@ func TestCommandHelpers(t *testing.T) {
 		train.HorovodRunCommand(16, "/etc/volcano/worker.host", "python", "h.py"))
 	assert.Equal(t, []string{"python", "-m", "paddle.distributed.launch", "t.py", "--x"}, train.PaddleLaunchCommand("t.py", "--x"))
 	assert.Equal(t, "/etc/mpi/hostfile", train.MPIHostfile)
+}
+
+// TestSlicesReachEveryReplica gives each pod a fraction of a device
+// instead of whole ones.
+func TestSlicesReachEveryReplica(t *testing.T) {
+	job, err := train.PyTorch("mig").Image(img).Workers(2).Slice(vgpu.MIG(hardware.A100_80G, "3g.40gb")).Build()
+	require.NoError(t, err)
+	assert.Equal(t, "1", *job.Spec.NprocPerNode, "a slice is one device")
+	for typ, spec := range job.Spec.PyTorchReplicaSpecs {
+		c := container(spec)
+		assert.Equal(t, "1", qstr(c.Resources.Limits["nvidia.com/mig-3g.40gb"]), typ)
+		assert.NotContains(t, c.Resources.Limits, corev1.ResourceName("nvidia.com/gpu"), typ)
+	}
+	mpi, err := train.MPI("mpi").Image(img).Command("./a.out").Slice(vgpu.MIG(hardware.A100_80G, "1g.10gb")).Build()
+	require.NoError(t, err)
+	assert.NotContains(t, container(mpi.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher]).Resources.Limits,
+		corev1.ResourceName("nvidia.com/mig-1g.10gb"), "the launcher gets no slice either")
+	assert.Equal(t, "1", qstr(container(mpi.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker]).Resources.Limits["nvidia.com/mig-1g.10gb"]))
 }
