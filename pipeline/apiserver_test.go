@@ -130,7 +130,7 @@ func TestAPIServerWaitWorkflow(t *testing.T) {
 	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
 	for _, final := range []cube.Phase{cube.Succeeded, cube.Failed} {
 		t.Run(string(final), func(t *testing.T) {
-			p := pipeline.New("wait-"+string(map[cube.Phase]rune{cube.Succeeded: 's', cube.Failed: 'f'}[final])).Step(ctr("s"))
+			p := pipeline.New("wait-" + string(map[cube.Phase]rune{cube.Succeeded: 's', cube.Failed: 'f'}[final])).Step(ctr("s"))
 			rel, err := c.Apply(ctx, p)
 			require.NoError(t, err)
 			require.Len(t, rel.Objects, 1)

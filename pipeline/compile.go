@@ -130,9 +130,17 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 		spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{pvc}
 	}
 
-	c := &compiler{g: g, names: map[string]string{p.Name(): "the DAG template"}}
+	// Templates are large structs: the slice is sized once, not grown. One
+	// for the DAG, one per step, one per bounded fan-out, one for onExit.
+	size := len(g.nodes) + 2
+	for _, n := range g.nodes {
+		if n.c.maxParSet {
+			size++
+		}
+	}
+	c := &compiler{g: g, names: make(map[string]string, size), templates: make([]wfv1.Template, 1, size)}
+	c.names[p.Name()] = "the DAG template"
 	dag := wfv1.Template{Name: p.Name(), DAG: &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(g.nodes))}}
-	spec.Templates = make([]wfv1.Template, 1, len(g.nodes)+2)
 	for _, n := range g.nodes {
 		task, terrs := c.step(n)
 		errs = append(errs, terrs...)
@@ -147,8 +155,8 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 			spec.OnExit = task.Template
 		}
 	}
-	spec.Templates[0] = dag
-	spec.Templates = append(spec.Templates, c.templates...)
+	c.templates[0] = dag
+	spec.Templates = c.templates
 	spec.ImagePullSecrets = c.pullSecrets
 	return spec, c.aux, errs
 }
@@ -470,7 +478,7 @@ func fromPodSpec(t *wfv1.Template, spec corev1.PodSpec) ([]corev1.LocalObjectRef
 	rest.SchedulerName, rest.PriorityClassName, rest.ServiceAccountName = "", "", ""
 	rest.SecurityContext, rest.HostAliases, rest.ImagePullSecrets = nil, nil, nil
 	rest.RestartPolicy = "" // Argo sets it
-	if reflect.DeepEqual(rest, corev1.PodSpec{}) {
+	if reflect.ValueOf(&rest).Elem().IsZero() {
 		return pull, nil
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rest)

@@ -498,8 +498,7 @@ func (g *graph) link(n *node) field.ErrorList {
 	if c.itemsFrom != "" {
 		fp := n.path.Child("forEachIn")
 		check(fp, c.itemsFrom, true)
-		if refs, _ := scanRefs(c.itemsFrom); len(refs) != 1 || strings.TrimSpace(c.itemsFrom) != c.itemsFrom || !placeholderRe.MatchString(c.itemsFrom) ||
-			placeholderRe.FindString(c.itemsFrom) != c.itemsFrom || (refs[0].kind != refParam && refs[0].kind != refOutput) {
+		if r, ok := soleRef(c.itemsFrom); !ok || (r.kind != refParam && r.kind != refOutput) {
 			errs = append(errs, field.Invalid(fp, c.itemsFrom, "must be one ParamRef or step Output holding a JSON list"))
 		}
 	}

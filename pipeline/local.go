@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -138,7 +139,8 @@ type StepResult struct {
 	// Outputs are the step's output values; of a fanned-out step, JSON lists.
 	Outputs map[string]string
 	Err     error
-	// Log is the log file (of a step without fan-out).
+	// Log is the log file of a step without fan-out (a function step that
+	// wrote nothing has none).
 	Log string
 	// Items are the runs of a fanned-out step, in item order.
 	Items []ItemResult
@@ -281,6 +283,8 @@ type run struct {
 	running   int
 	stopped   string // why no more steps start, once set
 	status    string // the pipeline status the exit handler sees
+	cache     *cache
+	ready     []*nodeState // activated steps with instances not yet started
 
 	emitMu   sync.Mutex
 	handlers []func(Event)
@@ -348,6 +352,9 @@ func newRun(g *graph, o runOptions) (*run, error) {
 			return nil, fmt.Errorf("write parameter %s: %w", pr.name, err)
 		}
 	}
+	if r.cache, err = openCache(dir); err != nil {
+		return nil, err
+	}
 	r.limit = o.concurrency
 	if g.p.parallelismSet && g.p.parallelism < r.limit {
 		r.limit = g.p.parallelism
@@ -375,6 +382,7 @@ func (r *run) emit(ev Event) {
 }
 
 func (r *run) run(ctx context.Context) (*Result, error) {
+	defer r.cache.close()
 	began := time.Now()
 	steps := r.nodes
 	if r.g.exit != nil {
@@ -433,37 +441,51 @@ func (r *run) loop(ctx context.Context) {
 	}
 }
 
-// launch starts instances while the bounds allow, in pipeline order.
+// launch starts instances while the bounds allow, taking the ready steps
+// in the order they became ready.
 func (r *run) launch(ctx context.Context) {
-	if r.stopped != "" {
-		return
-	}
-	for _, ns := range r.nodes {
-		for r.running < r.limit && ns.activated && ns.status == "" && ns.next < len(ns.insts) && (ns.limit == 0 || ns.running < ns.limit) {
-			inst := ns.insts[ns.next]
-			ns.next++
-			spec, err := r.prepare(ns, inst)
-			if err != nil {
-				inst.status, inst.err = StatusFailed, &StepError{Step: ns.n.c.name, Item: inst.index, Err: err}
-				r.emit(Event{Type: EventFailed, Step: ns.n.c.name, Index: inst.index, Item: inst.item, Err: err})
-				ns.finished++
-				r.checkNode(ctx, ns)
-				continue
+	for r.stopped == "" && r.running < r.limit && len(r.ready) > 0 {
+		pending := r.ready
+		r.ready = nil // steps that become ready during this pass land here
+		var kept []*nodeState
+		for i, ns := range pending {
+			for r.running < r.limit && ns.status == "" && ns.next < len(ns.insts) && (ns.limit == 0 || ns.running < ns.limit) {
+				inst := ns.insts[ns.next]
+				ns.next++
+				spec, err := r.prepare(ns, inst)
+				if err != nil {
+					inst.status, inst.err = StatusFailed, &StepError{Step: ns.n.c.name, Item: inst.index, Err: err}
+					r.emit(Event{Type: EventFailed, Step: ns.n.c.name, Index: inst.index, Item: inst.item, Err: err})
+					ns.finished++
+					r.checkNode(ctx, ns)
+					continue
+				}
+				r.running++
+				ns.running++
+				if ns.start.IsZero() {
+					ns.start = time.Now()
+				}
+				go r.runInstance(ctx, spec)
 			}
-			r.running++
-			ns.running++
-			if ns.start.IsZero() {
-				ns.start = time.Now()
+			if ns.status == "" && ns.next < len(ns.insts) {
+				kept = append(kept, ns)
 			}
-			go func() {
-				r.execute(ctx, spec)
-				r.done <- instanceDone{ns}
-			}()
+			if r.running >= r.limit {
+				kept = append(kept, pending[i+1:]...)
+				break
+			}
 		}
-		if r.running >= r.limit {
+		fresh := r.ready
+		r.ready = append(kept, fresh...)
+		if len(fresh) == 0 {
 			return
 		}
 	}
+}
+
+func (r *run) runInstance(ctx context.Context, spec *taskSpec) {
+	r.execute(ctx, spec)
+	r.done <- instanceDone{spec.ns}
 }
 
 // activate is called once every dependency of a step has finished.
@@ -528,6 +550,7 @@ func (r *run) activate(ctx context.Context, ns *nodeState) {
 	}
 	if !ns.fanned {
 		ns.insts = []*instance{{index: -1}}
+		r.ready = append(r.ready, ns)
 		return
 	}
 	if len(ns.items) == 0 {
@@ -543,6 +566,7 @@ func (r *run) activate(ctx context.Context, ns *nodeState) {
 	for i, raw := range ns.items {
 		ns.insts = append(ns.insts, &instance{index: i, item: itemText(raw)})
 	}
+	r.ready = append(r.ready, ns)
 }
 
 // itemText is how an item reads through {{item}}: strings bare, anything
@@ -827,11 +851,100 @@ func envPairs(env []corev1.EnvVar, res func(string) string) []string {
 
 // cacheEntry is what the cache keeps of a succeeded instance.
 type cacheEntry struct {
+	Key     string            `json:"key"`
 	Step    string            `json:"step"`
 	Outputs map[string]string `json:"outputs"`
 }
 
-func (r *run) cachePath(key string) string { return filepath.Join(r.dir, "cache", key+".json") }
+// cache records the instances that succeeded in a run directory: one JSON
+// line each in cache/index.jsonl, read once when a run starts and appended to
+// as steps succeed. A torn last line (a crash mid-write) is ignored.
+type cache struct {
+	mu      sync.Mutex
+	entries map[string]cacheEntry
+	f       *os.File
+}
+
+func openCache(dir string) (*cache, error) {
+	path := filepath.Join(dir, "cache", "index.jsonl")
+	c := &cache{entries: map[string]cacheEntry{}}
+	if b, err := os.ReadFile(path); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			var e cacheEntry
+			if json.Unmarshal([]byte(line), &e) == nil && e.Key != "" {
+				c.entries[e.Key] = e
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read cache: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open cache: %w", err)
+	}
+	c.f = f
+	return c, nil
+}
+
+func (c *cache) get(key string) (cacheEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	return e, ok
+}
+
+// put records an entry; losing one only costs a rerun, so errors are not
+// reported.
+func (c *cache) put(e cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[e.Key]; ok && old.Step == e.Step && maps.Equal(old.Outputs, e.Outputs) {
+		return // already recorded: reruns do not grow the index
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	c.entries[e.Key] = e
+	_, _ = c.f.Write(append(b, '\n'))
+}
+
+func (c *cache) close() error { return c.f.Close() }
+
+// stepLog is a step's log file, created on the first write so that function
+// steps that log nothing cost no file.
+type stepLog struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	err  error
+}
+
+func (l *stepLog) open() (*os.File, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil && l.err == nil {
+		l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	}
+	return l.f, l.err
+}
+
+func (l *stepLog) Write(p []byte) (int, error) {
+	f, err := l.open()
+	if err != nil {
+		return 0, err
+	}
+	return f.Write(p)
+}
+
+func (l *stepLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		_ = l.f.Close()
+		l.f = nil
+	}
+}
 
 // execute runs one instance with its retries.
 func (r *run) execute(ctx context.Context, spec *taskSpec) {
@@ -840,13 +953,10 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 	inst.start = time.Now()
 	defer func() { inst.duration = time.Since(inst.start) }()
 	if !r.o.noCache {
-		if b, err := os.ReadFile(r.cachePath(spec.key)); err == nil {
-			var e cacheEntry
-			if json.Unmarshal(b, &e) == nil && e.Step == name {
-				inst.status, inst.outputs = StatusCached, e.Outputs
-				r.emit(Event{Type: EventSkipped, Step: name, Index: inst.index, Item: inst.item, Reason: "cached"})
-				return
-			}
+		if e, ok := r.cache.get(spec.key); ok && e.Step == name {
+			inst.status, inst.outputs = StatusCached, e.Outputs
+			r.emit(Event{Type: EventSkipped, Step: name, Index: inst.index, Item: inst.item, Reason: "cached"})
+			return
 		}
 	}
 	retry := Retry{}
@@ -860,9 +970,7 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 		outputs, err := r.attempt(ctx, spec)
 		if err == nil {
 			inst.status, inst.outputs = StatusSucceeded, outputs
-			if b, merr := json.Marshal(cacheEntry{Step: name, Outputs: outputs}); merr == nil {
-				_ = os.WriteFile(r.cachePath(spec.key), b, 0o644) // a lost cache entry only costs a rerun
-			}
+			r.cache.put(cacheEntry{Key: spec.key, Step: name, Outputs: outputs})
 			r.emit(Event{Type: EventSucceeded, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Duration: time.Since(began), Log: inst.log})
 			return
 		}
@@ -918,11 +1026,13 @@ func (e *startError) Unwrap() error { return e.err }
 // attempt runs an instance once and reads its outputs.
 func (r *run) attempt(ctx context.Context, spec *taskSpec) (map[string]string, error) {
 	outDir := filepath.Join(spec.dir, "outputs")
-	if err := os.RemoveAll(outDir); err != nil {
-		return nil, &startError{fmt.Errorf("clear outputs: %w", err)}
-	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, &startError{fmt.Errorf("create step directory: %w", err)}
+	}
+	for _, o := range spec.outputs { // an earlier attempt's or run's value must not count
+		if err := os.Remove(filepath.Join(outDir, o)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, &startError{fmt.Errorf("clear output %s: %w", o, err)}
+		}
 	}
 	if len(spec.inputs) > 0 {
 		inDir := filepath.Join(spec.dir, "inputs")
@@ -935,11 +1045,8 @@ func (r *run) attempt(ctx context.Context, spec *taskSpec) (map[string]string, e
 			}
 		}
 	}
-	log, err := os.OpenFile(filepath.Join(spec.dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, &startError{fmt.Errorf("open log: %w", err)}
-	}
-	defer log.Close()
+	log := &stepLog{path: filepath.Join(spec.dir, "log")}
+	defer log.close()
 	if spec.inst.attempts > 1 {
 		fmt.Fprintf(log, "--- attempt %d ---\n", spec.inst.attempts)
 	}
@@ -948,12 +1055,17 @@ func (r *run) attempt(ctx context.Context, spec *taskSpec) (map[string]string, e
 		actx, cancel = context.WithTimeoutCause(ctx, c.timeout, fmt.Errorf("timed out after %s", c.timeout))
 	}
 	defer cancel()
+	var err error
 	if spec.fn != nil {
 		t := *spec.task
 		t.attempt, t.log = spec.inst.attempts, log
 		err = callFunc(actx, spec.fn, &t)
 	} else {
-		err = runProcess(actx, spec.argv, append(os.Environ(), spec.env...), log)
+		var f *os.File
+		if f, err = log.open(); err != nil {
+			return nil, &startError{fmt.Errorf("open log: %w", err)}
+		}
+		err = runProcess(actx, spec.argv, append(os.Environ(), spec.env...), f)
 	}
 	if err != nil {
 		if cause := context.Cause(actx); cause != nil && ctx.Err() == nil {
@@ -1037,7 +1149,7 @@ type Task struct {
 	workspace string
 	dir       string
 	declared  []string
-	log       *os.File
+	log       io.Writer
 }
 
 // Step returns the step name.
@@ -1060,7 +1172,7 @@ func (t *Task) Param(name string) string { return t.params[name] }
 // Workspace returns the run's shared workspace directory.
 func (t *Task) Workspace() string { return t.workspace }
 
-// Log returns the step's log file.
+// Log returns the step's log file, created on the first write.
 func (t *Task) Log() io.Writer { return t.log }
 
 // Logf writes a line to the step's log.

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 )
@@ -56,7 +55,6 @@ type ref struct {
 }
 
 var (
-	placeholderRe = regexp.MustCompile(`\{\{\s*([^{}]*?)\s*\}\}`)
 	// paramNameRe is Argo's parameter and artifact name rule
 	// (workflow/validate: paramOrArtifactNameRegex), made to start with a
 	// letter or digit.
@@ -77,7 +75,7 @@ func ours(inner string) bool {
 // parseRef parses the inside of one of cube's placeholders.
 func parseRef(inner string) (ref, error) {
 	parts := strings.Split(inner, ".")
-	bad := fmt.Errorf("malformed placeholder {{%s}}", inner)
+	bad := errMalformed(inner)
 	switch parts[0] {
 	case "params":
 		if len(parts) != 2 || !paramNameRe.MatchString(parts[1]) {
@@ -86,12 +84,12 @@ func parseRef(inner string) (ref, error) {
 		return ref{kind: refParam, name: parts[1]}, nil
 	case "steps":
 		if len(parts) != 4 || parts[2] != "outputs" || parts[1] == "" || !paramNameRe.MatchString(parts[3]) {
-			return ref{}, fmt.Errorf("%w: want {{steps.STEP.outputs.NAME}}", bad)
+			return ref{}, errMalformed(inner + "}}: want {{steps.STEP.outputs.NAME")
 		}
 		return ref{kind: refOutput, step: parts[1], name: parts[3]}, nil
 	case "outputs":
 		if len(parts) != 3 || parts[2] != "path" || !paramNameRe.MatchString(parts[1]) {
-			return ref{}, fmt.Errorf("%w: want {{outputs.NAME.path}}", bad)
+			return ref{}, errMalformed(inner + "}}: want {{outputs.NAME.path")
 		}
 		return ref{kind: refOutputPath, name: parts[1]}, nil
 	case "item":
@@ -117,27 +115,70 @@ func parseRef(inner string) (ref, error) {
 	return ref{}, bad
 }
 
+// placeholders calls fn for each {{...}} in s, left to right, with its
+// bounds and its trimmed inside, which holds no brace (the regular expression
+// \{\{\s*([^{}]*?)\s*\}\}, scanned by hand because it runs on every string
+// of every step).
+func placeholders(s string, fn func(start, end int, inner string)) {
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], "{{")
+		if j < 0 {
+			return
+		}
+		j += i
+		k := strings.Index(s[j+2:], "}}")
+		if k < 0 {
+			return
+		}
+		k += j + 2
+		inner := s[j+2 : k]
+		if strings.ContainsAny(inner, "{}") {
+			i = j + 1
+			continue
+		}
+		fn(j, k+2, strings.TrimSpace(inner))
+		i = k + 2
+	}
+}
+
+// errMalformed is a placeholder cube cannot parse. It is built only when
+// returned: parseRef runs on every placeholder of every step.
+type errMalformed string
+
+func (e errMalformed) Error() string { return "malformed placeholder {{" + string(e) + "}}" }
+
 // scanRefs returns the placeholders of s that belong to cube, and an error
 // for each malformed one.
 func scanRefs(s string) ([]ref, []error) {
-	if !strings.Contains(s, "{{") {
-		return nil, nil
-	}
 	var refs []ref
 	var errs []error
-	for _, m := range placeholderRe.FindAllStringSubmatch(s, -1) {
-		inner := m[1]
+	placeholders(s, func(_, _ int, inner string) {
 		if !ours(inner) {
-			continue
+			return
 		}
 		r, err := parseRef(inner)
 		if err != nil {
 			errs = append(errs, err)
-			continue
+			return
 		}
 		refs = append(refs, r)
-	}
+	})
 	return refs, errs
+}
+
+// soleRef returns the placeholder s consists of, if it is exactly one of
+// cube's.
+func soleRef(s string) (ref, bool) {
+	var r ref
+	ok := false
+	placeholders(s, func(start, end int, inner string) {
+		if start != 0 || end != len(s) || !ours(inner) {
+			return
+		}
+		parsed, err := parseRef(inner)
+		r, ok = parsed, err == nil
+	})
+	return r, ok
 }
 
 // substitute replaces each of cube's placeholders in s with what fn returns
@@ -146,17 +187,25 @@ func substitute(s string, fn func(ref) string) string {
 	if !strings.Contains(s, "{{") {
 		return s
 	}
-	return placeholderRe.ReplaceAllStringFunc(s, func(m string) string {
-		inner := strings.TrimSpace(m[2 : len(m)-2])
+	var b strings.Builder
+	last := 0
+	placeholders(s, func(start, end int, inner string) {
 		if !ours(inner) {
-			return m
+			return
 		}
 		r, err := parseRef(inner)
 		if err != nil {
-			return m
+			return
 		}
-		return fn(r)
+		b.WriteString(s[last:start])
+		b.WriteString(fn(r))
+		last = end
 	})
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // inputName is the Argo input parameter a template receives a reference
