@@ -52,19 +52,9 @@ func (j *MPIJob) MPIRunArgs(args ...string) *MPIJob {
 
 const mpiSpecs = "mpiReplicaSpecs"
 
-func (j *MPIJob) slotsPerWorker() int {
-	switch {
-	case j.slots != nil:
-		return *j.slots
-	case j.Devices() > 0:
-		return j.Devices()
-	}
-	return 1
-}
-
 func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 	errs := atLeast(j.workers, 1, replicasPath(mpiSpecs, kubeflowv1.MPIJobReplicaTypeWorker), "worker")
-	slots := j.slotsPerWorker()
+	slots := perPod(j.slots, j.Devices())
 	if slots < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "slotsPerWorker"), slots, "must be at least 1"))
 	}

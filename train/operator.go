@@ -186,6 +186,18 @@ func atLeast(n, least int, path *field.Path, what string) field.ErrorList {
 	return nil
 }
 
+// perPod is a count per pod (processes, MPI slots): set explicitly, or one
+// per accelerator, or 1 for pods without accelerators.
+func perPod(set *int, devices int) int {
+	switch {
+	case set != nil:
+		return *set
+	case devices > 0:
+		return devices
+	}
+	return 1
+}
+
 // operatorError turns an error of the training-operator's own validation
 // into a field error on spec.
 func operatorError(err error) *field.Error {

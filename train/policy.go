@@ -56,22 +56,10 @@ type lifecycle struct {
 func (l *Lifecycle[T]) render(p lifecyclePaths) (lifecycle, field.ErrorList) {
 	var errs field.ErrorList
 	out := lifecycle{suspend: l.suspend}
-	if l.ttl != nil {
-		secs, err := seconds(*l.ttl, p.ttl, false)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			v := int32(secs)
-			out.ttl = &v
-		}
-	}
-	if l.deadline != nil {
-		secs, err := seconds(*l.deadline, p.deadline, true)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			out.deadline = &secs
-		}
+	out.ttl = optionalSeconds(l.ttl, p.ttl, false, &errs)
+	if d := optionalSeconds(l.deadline, p.deadline, true, &errs); d != nil {
+		secs := int64(*d)
+		out.deadline = &secs
 	}
 	if l.backoff != nil {
 		switch {
@@ -85,6 +73,33 @@ func (l *Lifecycle[T]) render(p lifecyclePaths) (lifecycle, field.ErrorList) {
 		}
 	}
 	return out, errs
+}
+
+// optionalSeconds converts an optional duration to whole seconds (nil when
+// d is nil or wrong, with the problem added to errs).
+func optionalSeconds(d *time.Duration, p *field.Path, positive bool, errs *field.ErrorList) *int32 {
+	if d == nil {
+		return nil
+	}
+	secs, err := seconds(*d, p, positive)
+	if err != nil {
+		*errs = append(*errs, err)
+		return nil
+	}
+	v := int32(secs)
+	return &v
+}
+
+// minAvailable checks a gang size n against the total pods or replicas
+// (what names them in the message).
+func minAvailable(n, total int, p *field.Path, what string) *field.Error {
+	switch {
+	case n < 1:
+		return field.Invalid(p, n, "must be at least 1")
+	case n > total:
+		return field.Invalid(p, n, fmt.Sprintf("must not exceed the job's %d %s", total, what))
+	}
+	return nil
 }
 
 // seconds converts d to whole seconds, rounding up, within int32.
@@ -201,25 +216,13 @@ func (r *RunPolicy[T]) render(queue, priorityClass, scheduler string, gangSize, 
 			"gang scheduling runs through Volcano; remove Scheduler or set it to "+VolcanoScheduler))
 	}
 	if r.minAvailable != nil {
-		switch {
-		case *r.minAvailable < 1:
-			errs = append(errs, field.Invalid(spPath.Child("minAvailable"), *r.minAvailable, "must be at least 1"))
-		case *r.minAvailable > int(total):
-			errs = append(errs, field.Invalid(spPath.Child("minAvailable"), *r.minAvailable,
-				fmt.Sprintf("must not exceed the job's %d replicas", total)))
-		default:
+		if err := minAvailable(*r.minAvailable, int(total), spPath.Child("minAvailable"), "replicas"); err != nil {
+			errs = append(errs, err)
+		} else {
 			gang.minAvailable = int32(*r.minAvailable)
 		}
 	}
-	if r.scheduleTimeout != nil {
-		secs, err := seconds(*r.scheduleTimeout, spPath.Child("scheduleTimeoutSeconds"), true)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			v := int32(secs)
-			gang.timeout = &v
-		}
-	}
+	gang.timeout = optionalSeconds(r.scheduleTimeout, spPath.Child("scheduleTimeoutSeconds"), true, &errs)
 	minAvailable := gang.minAvailable
 	rp.SchedulingPolicy = &kubeflowv1.SchedulingPolicy{
 		MinAvailable:           &minAvailable,

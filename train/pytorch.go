@@ -82,15 +82,7 @@ func (t *torchJob[T]) Torchrun(script string, args ...string) *T {
 }
 
 // nprocPerNode is the process count per pod.
-func (t *torchJob[T]) nprocPerNode() int {
-	switch {
-	case t.nproc != nil:
-		return *t.nproc
-	case t.Devices() > 0:
-		return t.Devices()
-	}
-	return 1
-}
+func (t *torchJob[T]) nprocPerNode() int { return perPod(t.nproc, t.Devices()) }
 
 const pytorchSpecs = "pytorchReplicaSpecs"
 

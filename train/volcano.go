@@ -179,12 +179,9 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		job.Spec.Plugins[name] = slices.Clone(j.plugins[name])
 	}
 	if j.minAvailable != nil {
-		switch {
-		case *j.minAvailable < 1:
-			errs = append(errs, field.Invalid(spec.Child("minAvailable"), *j.minAvailable, "must be at least 1"))
-		case *j.minAvailable > total:
-			errs = append(errs, field.Invalid(spec.Child("minAvailable"), *j.minAvailable, fmt.Sprintf("must not exceed the job's %d pods", total)))
-		default:
+		if err := minAvailable(*j.minAvailable, total, spec.Child("minAvailable"), "pods"); err != nil {
+			errs = append(errs, err)
+		} else {
 			job.Spec.MinAvailable = int32(*j.minAvailable)
 		}
 	}
@@ -194,15 +191,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		}
 		job.Spec.MaxRetry = int32(max(*j.maxRetry, 0))
 	}
-	if j.ttl != nil {
-		secs, err := seconds(*j.ttl, spec.Child("ttlSecondsAfterFinished"), false)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			v := int32(secs)
-			job.Spec.TTLSecondsAfterFinished = &v
-		}
-	}
+	job.Spec.TTLSecondsAfterFinished = optionalSeconds(j.ttl, spec.Child("ttlSecondsAfterFinished"), false, &errs)
 	errs = append(errs, validatePolicies(j.policies, spec.Child("policies"))...)
 	job.Spec.Policies = slices.Clone(j.policies)
 
