@@ -3,6 +3,7 @@ package serve
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -105,6 +106,9 @@ func (s *Service) AutoPlan() (PlanResult, error) {
 	if len(errs) > 0 {
 		return PlanResult{}, dedupe(errs).ToAggregate()
 	}
+	if r.plan == nil {
+		return PlanResult{}, field.ErrorList{field.InternalError(field.NewPath("spec", "auto"), errors.New("no plan was made"))}.ToAggregate()
+	}
 	return *r.plan, nil
 }
 
@@ -192,7 +196,7 @@ func (s *Service) checkHardware(r *rendering) field.ErrorList {
 	return nil
 }
 
-// image is the default image for the profile.
+// defaultImage is the engine's image for the profile.
 func (e *engine) defaultImage(r *rendering) string {
 	if r.hasProfile && r.profile.Vendor == hardware.Huawei && e.ascendImage != "" {
 		return e.ascendImage

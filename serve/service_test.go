@@ -624,3 +624,25 @@ func TestAscendAcrossNodesTalksRoCE(t *testing.T) {
 	c := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2)).lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	assert.False(t, hasEnv(c, "NCCL_DEBUG"), "NVIDIA nodes get a fabric only when asked")
 }
+
+// TestObjectsConcurrently: Objects only reads the builder, so callers may
+// render one service from many goroutines (run with -race).
+func TestObjectsConcurrently(t *testing.T) {
+	svcs := []*serve.Service{
+		serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Autoscale(2, 4, serve.ScaleOnQueue("5")),
+		serve.SGLang("s", "pvc://models/x").On(hardware.H100).GPUs(8).Nodes(2),
+		serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).GPUs(8).Nodes(2),
+	}
+	done := make(chan error, 8*len(svcs))
+	for range 8 {
+		for _, svc := range svcs {
+			go func() {
+				_, err := svc.Objects()
+				done <- err
+			}()
+		}
+	}
+	for range 8 * len(svcs) {
+		require.NoError(t, <-done)
+	}
+}
