@@ -447,11 +447,12 @@ func (g *graph) link(n *node) field.ErrorList {
 				case up == n:
 					errs = append(errs, field.Invalid(path, s, "refers to the step's own output: use OutputFile to name the file it writes"))
 					continue
-				case !slices.Contains(up.c.outputs, r.name):
+				}
+				deps[up.index] = true // even for a missing output: the step is meant to wait
+				if !slices.Contains(up.c.outputs, r.name) {
 					errs = append(errs, field.Invalid(path, s, fmt.Sprintf("step %q has no output %q (declared: %s)", r.step, r.name, declared(up.c.outputs))))
 					continue
 				}
-				deps[up.index] = true
 				if !taskLevel && !inputSeen[inputName(r)] {
 					inputSeen[inputName(r)] = true
 					n.inputs = append(n.inputs, r)

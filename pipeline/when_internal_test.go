@@ -1,0 +1,87 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEvalWhen(t *testing.T) {
+	for expr, want := range map[string]bool{
+		"1 == 1":           true,
+		"prod == prod":     true,
+		"prod != staging":  true,
+		"'x y' == \"x y\"": true,
+		"3 > 10":           false, // numbers compare as numbers
+		"'3' > '10'":       true,  // quoted strings compare as text
+		"0.82 >= 0.8":      true,
+		"-1 < 0":           true,
+		"!(a == b)":        true,
+		"a == b || c != d": true,
+		"true && false":    false,
+		"!true || !false":  true,
+		"v1.2 =~ '^v1\\.'": true,
+		"abc !~ 'z'":       true,
+		"5 == '5'":         false, // a number is not a string
+		"true == true":     true,
+	} {
+		got, err := evalWhen(expr)
+		require.NoError(t, err, expr)
+		assert.Equal(t, want, got, expr)
+	}
+}
+
+func TestEvalWhenErrors(t *testing.T) {
+	for expr, msg := range map[string]string{
+		"":              "empty expression",
+		"a ==":          "unexpected end of expression",
+		"(a == b":       "missing )",
+		"a == b)":       `unexpected ")"`,
+		"my-model == x": "hint: quote the value",
+		"1 < a":         "cannot compare 1 with a",
+		"a < true":      "cannot compare a with true",
+		"true < false":  "cannot order true",
+		"a && b":        "&& needs booleans",
+		"!a":            "! needs a boolean",
+		"5":             "is 5, not a boolean",
+		"'open":         "unterminated string",
+		"a $ b":         `invalid token "$"`,
+		"a = b":         `invalid token "="`,
+		"a =~ '('":      "bad pattern",
+		"1 =~ 'x'":      "=~ needs strings",
+		"3abc == 1":     "hint: quote the value",
+		"a == b == c":   `unexpected "=="`,
+		"== a":          `unexpected "=="`,
+	} {
+		_, err := evalWhen(expr)
+		require.Error(t, err, expr)
+		assert.Contains(t, err.Error(), msg, expr)
+	}
+}
+
+func TestPlaceholders(t *testing.T) {
+	var found []string
+	placeholders("a {{ params.x }} {{{item}} {{a}b}} {{steps.s.outputs.o}}{{", func(start, end int, inner string) {
+		found = append(found, inner)
+	})
+	assert.Equal(t, []string{"params.x", "item", "steps.s.outputs.o"}, found)
+
+	out := substitute("{{params.x}}-{{workflow.uid}}-{{item.k}}-{{params.}}", func(r ref) string { return "<" + inputName(r) + ">" })
+	assert.Equal(t, "<>-{{workflow.uid}}-<item__k>-{{params.}}", out, "foreign and malformed placeholders stay")
+	assert.Equal(t, "plain", substitute("plain", func(ref) string { return "x" }))
+
+	r, ok := soleRef("{{steps.a.outputs.b}}")
+	assert.True(t, ok)
+	assert.Equal(t, ref{kind: refOutput, step: "a", name: "b"}, r)
+	for _, s := range []string{" {{params.a}}", "{{params.a}}{{params.b}}", "{{workflow.uid}}", "x"} {
+		_, ok := soleRef(s)
+		assert.False(t, ok, s)
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	r := Retry{Backoff: 10, Factor: 3, MaxBackoff: 200}
+	assert.Equal(t, []int64{10, 30, 90, 200, 200}, []int64{int64(r.delay(1)), int64(r.delay(2)), int64(r.delay(3)), int64(r.delay(4)), int64(r.delay(5))})
+	assert.Equal(t, int64(10), int64(Retry{Backoff: 10}.delay(4)), "factor defaults to 1")
+}
