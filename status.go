@@ -280,8 +280,9 @@ func nonEmpty(s, fallback string) string {
 
 // Completion states when a run-to-completion kind has succeeded or failed,
 // in the JSON-path selector syntax of Argo Workflows' resource templates
-// (successCondition/failureCondition), e.g. Success
-// "status.conditions.#(type==\"Succeeded\").status == True". A package that
+// (successCondition/failureCondition): comma-separated requirements on
+// JSON paths parsed as label selectors, e.g. Success "status.succeeded > 0"
+// and Failure "status.failed > 3". A package that
 // registers a reader for such a kind registers its Completion too, so that a
 // pipeline step can create the object and wait for it exactly as Release.Wait
 // would.

@@ -204,6 +204,8 @@ func trainingJob(st *kubeflowv1.JobStatus, phase cube.Phase, reason, message str
 			cond(kubeflowv1.JobRunning, corev1.ConditionFalse, "JobRunning", "job running"),
 			cond(kubeflowv1.JobSucceeded, corev1.ConditionTrue, nonEmpty(reason, "JobSucceeded"), nonEmpty(message, "job succeeded")))
 	case cube.Failed:
+		done := now()
+		st.CompletionTime = &done
 		st.Conditions = append(st.Conditions,
 			cond(kubeflowv1.JobRunning, corev1.ConditionFalse, "JobRunning", "job running"),
 			cond(kubeflowv1.JobFailed, corev1.ConditionTrue, nonEmpty(reason, "JobFailed"), nonEmpty(message, "job failed")))
