@@ -15,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pipeline"
 )
 
@@ -727,4 +730,29 @@ func TestRunPrinter(t *testing.T) {
 	assert.Equal(t, "▶ fail", lines[7])
 	assert.Regexp(t, `^✗ fail: bad \(log: .*/steps/fail/log\)$`, lines[8])
 	// The default printer writes to stderr; Progress(nil) silences it.
+}
+
+func TestRunRayJobEntrypoint(t *testing.T) {
+	ray := cube.Objects(&rayv1.RayJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "ray.io/v1", Kind: "RayJob"},
+		ObjectMeta: metav1.ObjectMeta{Name: "tune"},
+		Spec:       rayv1.RayJobSpec{Entrypoint: `echo "ray $RAY_LR" > "$CUBE_WORKSPACE/ray"`},
+	})
+	step := pipeline.Workload("tune", ray)
+	dir := t.TempDir()
+	_, err := pipeline.New("ray").Step(step).Run(t.Context(), pipeline.RunDir(dir), pipeline.Progress(nil))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "workspace", "ray"))
+	require.NoError(t, err)
+	assert.Equal(t, "ray \n", string(b), "a RayJob runs its entrypoint through sh -c")
+}
+
+func TestPipelineSteps(t *testing.T) {
+	a, b := ctr("a"), ctr("b")
+	p := pipeline.New("p").Step(a, b)
+	steps := p.Steps()
+	require.Len(t, steps, 2)
+	assert.Same(t, a, steps[0].(*pipeline.ContainerStep))
+	steps[0] = ctr("other")
+	assert.Equal(t, "a", p.Steps()[0].Name(), "Steps returns a copy")
 }

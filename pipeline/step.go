@@ -186,7 +186,8 @@ const stepKind = "pipeline-step"
 // WorkloadStep runs a cube.Workload whose primary object is a job (a
 // PyTorchJob, a Volcano Job, a RayJob…): compiled for Argo, a resource
 // template creates it and waits on the success and failure conditions
-// registered for its kind with cube.RegisterCompletion. Its other objects
+// registered for its kind with cube.RegisterCompletion; the pipeline's
+// service account needs RBAC to create that kind. Its other objects
 // (ConfigMaps, Services…) are applied with the pipeline. Locally the main
 // container's command runs once as a single process, unless Replace gives a
 // function for the step.

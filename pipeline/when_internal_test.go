@@ -85,3 +85,37 @@ func TestRetryDelay(t *testing.T) {
 	assert.Equal(t, []int64{10, 30, 90, 200, 200}, []int64{int64(r.delay(1)), int64(r.delay(2)), int64(r.delay(3)), int64(r.delay(4)), int64(r.delay(5))})
 	assert.Equal(t, int64(10), int64(Retry{Backoff: 10}.delay(4)), "factor defaults to 1")
 }
+
+func TestParseRefErrors(t *testing.T) {
+	for inner, msg := range map[string]string{
+		"params.":          "malformed placeholder {{params.}}",
+		"params.a.b":       "malformed placeholder {{params.a.b}}",
+		"steps.a.outputs":  "want {{steps.STEP.outputs.NAME}}",
+		"steps..outputs.x": "want {{steps.STEP.outputs.NAME}}",
+		"outputs.x":        "want {{outputs.NAME.path}}",
+		"outputs.x.file":   "want {{outputs.NAME.path}}",
+		"item.":            "malformed placeholder {{item.}}",
+		"item.a.b":         "malformed placeholder {{item.a.b}}",
+		"workspace.x":      "malformed placeholder {{workspace.x}}",
+		"pipeline.uid":     "malformed placeholder {{pipeline.uid}}",
+		"steps":            "want {{steps.STEP.outputs.NAME}}",
+	} {
+		_, err := parseRef(inner)
+		require.Error(t, err, inner)
+		assert.Contains(t, err.Error(), msg, inner)
+	}
+	for inner, want := range map[string]ref{
+		"params.lr":             {kind: refParam, name: "lr"},
+		"steps.train.outputs.m": {kind: refOutput, step: "train", name: "m"},
+		"outputs.m.path":        {kind: refOutputPath, name: "m"},
+		"item":                  {kind: refItem},
+		"item.k":                {kind: refItem, name: "k"},
+		"workspace":             {kind: refWorkspace},
+		"pipeline.name":         {kind: refPipelineName},
+		"pipeline.status":       {kind: refPipelineStatus},
+	} {
+		got, err := parseRef(inner)
+		require.NoError(t, err, inner)
+		assert.Equal(t, want, got, inner)
+	}
+}
