@@ -310,3 +310,27 @@ func CompletionOf(gk schema.GroupKind) (Completion, bool) {
 	c, ok := completionRegistry.m[gk]
 	return c, ok
 }
+
+// AnyConditionOfType returns the requirements that match a condition of
+// type condType at any of the first positions places of status.conditions,
+// for the Failure of a Completion. Argo's selector grammar cannot search a
+// list by field, but it fails a step when any one failure requirement
+// matches, so listing each position finds the condition wherever the
+// controller appended it.
+func AnyConditionOfType(condType string, positions int) string {
+	reqs := make([]string, positions)
+	for i := range reqs {
+		reqs[i] = fmt.Sprintf("status.conditions.%d.type == %s", i, condType)
+	}
+	return strings.Join(reqs, ", ")
+}
+
+func init() {
+	// The Job controller sets completionTime only when a Job succeeds, and
+	// a Job carries at most five conditions (Suspended, FailureTarget,
+	// SuccessCriteriaMet, Complete, Failed).
+	RegisterCompletion(schema.GroupKind{Group: "batch", Kind: "Job"}, Completion{
+		Success: "status.completionTime",
+		Failure: AnyConditionOfType(string(batchv1.JobFailed), 5),
+	})
+}

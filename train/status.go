@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"strings"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -42,15 +41,7 @@ var (
 //     completion time without a Failed condition means success.
 var trainingJobCompletion = cube.Completion{
 	Success: "status.completionTime",
-	Failure: failedAtAnyPosition(5),
-}
-
-func failedAtAnyPosition(n int) string {
-	reqs := make([]string, n)
-	for i := range reqs {
-		reqs[i] = fmt.Sprintf("status.conditions.%d.type == %s", i, kubeflowv1.JobFailed)
-	}
-	return strings.Join(reqs, ", ")
+	Failure: cube.AnyConditionOfType(string(kubeflowv1.JobFailed), 5),
 }
 
 // Volcano and KubeRay keep their state in single fields.
