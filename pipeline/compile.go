@@ -59,11 +59,16 @@ func (p *Pipeline) Objects() ([]client.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	return withAux(aux, wf), nil
+}
+
+// withAux lists the auxiliary objects, then main.
+func withAux(aux []*unstructured.Unstructured, main client.Object) []client.Object {
 	out := make([]client.Object, 0, len(aux)+1)
 	for _, u := range aux {
 		out = append(out, u)
 	}
-	return append(out, wf), nil
+	return append(out, main)
 }
 
 // compileSpec analyses the pipeline and compiles its Workflow spec.

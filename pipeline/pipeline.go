@@ -21,7 +21,7 @@ type Pipeline struct {
 	pod.Meta[Pipeline]
 
 	steps          []Step
-	params         []param
+	params         []namedValue
 	workspace      *Workspace
 	parallelism    int
 	parallelismSet bool
@@ -32,7 +32,19 @@ type Pipeline struct {
 	onExitSet      bool
 }
 
-type param struct{ name, value string }
+// namedValue is a pipeline parameter or a function step's input.
+type namedValue struct{ name, value string }
+
+// setNamed replaces the entry of the same name, or appends.
+func setNamed(list []namedValue, v namedValue) []namedValue {
+	for i := range list {
+		if list[i].name == v.name {
+			list[i] = v
+			return list
+		}
+	}
+	return append(list, v)
+}
 
 type ttl struct {
 	completion, success, failure *time.Duration
@@ -78,11 +90,7 @@ func (p *Pipeline) Step(steps ...Step) *Pipeline {
 // of the same name. Steps read it through ParamRef(name); Run overrides it
 // with SetParam, Argo with the Workflow's arguments.
 func (p *Pipeline) Param(name, defaultValue string) *Pipeline {
-	if i := slices.IndexFunc(p.params, func(pr param) bool { return pr.name == name }); i >= 0 {
-		p.params[i].value = defaultValue
-		return p
-	}
-	p.params = append(p.params, param{name, defaultValue})
+	p.params = setNamed(p.params, namedValue{name, defaultValue})
 	return p
 }
 

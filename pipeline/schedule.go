@@ -121,11 +121,7 @@ func (s *Schedule) Objects() ([]client.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]client.Object, 0, len(aux)+1)
-	for _, u := range aux {
-		out = append(out, u)
-	}
-	return append(out, cw), nil
+	return withAux(aux, cw), nil
 }
 
 func (s *Schedule) validate() field.ErrorList {

@@ -212,10 +212,8 @@ type StepFunc func(ctx context.Context, t *Task) error
 type FuncStep struct {
 	StepOptions[FuncStep]
 	fn     StepFunc
-	inputs []funcInput
+	inputs []namedValue
 }
-
-type funcInput struct{ name, value string }
 
 // Func returns a function step named name that calls fn.
 func Func(name string, fn StepFunc) *FuncStep {
@@ -229,10 +227,6 @@ func Func(name string, fn StepFunc) *FuncStep {
 // ParamRef, ItemRef); using another step's output makes this step depend on
 // it.
 func (s *FuncStep) Input(name, value string) *FuncStep {
-	if i := slices.IndexFunc(s.inputs, func(in funcInput) bool { return in.name == name }); i >= 0 {
-		s.inputs[i].value = value
-		return s
-	}
-	s.inputs = append(s.inputs, funcInput{name, value})
+	s.inputs = setNamed(s.inputs, namedValue{name, value})
 	return s
 }

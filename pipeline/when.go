@@ -247,34 +247,23 @@ func (p *whenParser) peekOp(ops ...string) string {
 	return ""
 }
 
-func (p *whenParser) or() (whenExpr, error) {
-	l, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	for p.peekOp("||") != "" {
-		p.pos++
-		r, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		l = whenBinary{"||", l, r}
-	}
-	return l, nil
-}
+func (p *whenParser) or() (whenExpr, error) { return p.chain("||", p.and) }
 
-func (p *whenParser) and() (whenExpr, error) {
-	l, err := p.not()
+func (p *whenParser) and() (whenExpr, error) { return p.chain("&&", p.not) }
+
+// chain parses operands joined by a left-associative operator.
+func (p *whenParser) chain(op string, operand func() (whenExpr, error)) (whenExpr, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.peekOp("&&") != "" {
+	for p.peekOp(op) != "" {
 		p.pos++
-		r, err := p.not()
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		l = whenBinary{"&&", l, r}
+		l = whenBinary{op, l, r}
 	}
 	return l, nil
 }
