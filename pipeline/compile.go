@@ -515,6 +515,9 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 	}
 	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(n.primary.Object)}
 	rewriteStrings(obj.Object, func(v string) string { return substitute(v, c.inTemplate) })
+	if n.usesWorkspace {
+		mountWorkspace(obj.Object, c.g.workspacePath())
+	}
 	// Every run (and retry) creates its own job.
 	if name := obj.GetName(); name != "" {
 		obj.SetGenerateName(name + "-")
@@ -547,6 +550,45 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 			FailureCondition:  done.Failure,
 		},
 	}, nil
+}
+
+// mountWorkspace mounts the run's workspace claim, which Argo names
+// WORKFLOW-workspace, in every pod spec of a job (every map with a
+// "containers" list) that does not have a volume of that name already.
+func mountWorkspace(v any, mountPath string) {
+	switch t := v.(type) {
+	case map[string]any:
+		if containers, ok := t["containers"].([]any); ok {
+			volumes, _ := t["volumes"].([]any)
+			for _, vol := range volumes {
+				if m, ok := vol.(map[string]any); ok && m["name"] == workspaceVolume {
+					return
+				}
+			}
+			t["volumes"] = append(volumes, map[string]any{
+				"name":                  workspaceVolume,
+				"persistentVolumeClaim": map[string]any{"claimName": "{{workflow.name}}-" + workspaceVolume},
+			})
+			for _, ctr := range containers {
+				m, ok := ctr.(map[string]any)
+				if !ok {
+					continue
+				}
+				mounts, _ := m["volumeMounts"].([]any)
+				m["volumeMounts"] = append(mounts, map[string]any{"name": workspaceVolume, "mountPath": mountPath})
+				env, _ := m["env"].([]any)
+				m["env"] = append(env, map[string]any{"name": EnvWorkspace, "value": mountPath})
+			}
+			return
+		}
+		for _, child := range t {
+			mountWorkspace(child, mountPath)
+		}
+	case []any:
+		for _, child := range t {
+			mountWorkspace(child, mountPath)
+		}
+	}
 }
 
 // rewriteStrings replaces every string in a JSON-like value with fn(string).

@@ -259,6 +259,20 @@ func TestBuildWorkloadTemplate(t *testing.T) {
 	require.Len(t, master, 1)
 	assert.Equal(t, []any{"--data", "/workspace/tokens", "--lr", "{{workflow.parameters.lr}}"}, master[0].(map[string]any)["args"])
 	assert.NotContains(t, r.Manifest, "status")
+	// The job mentions the workspace, so each of its pods mounts the run's
+	// claim, which Argo names WORKFLOW-workspace.
+	for _, role := range []string{"Master", "Worker"} {
+		spec, _, _ := unstructured.NestedMap(manifest, "spec", "pytorchReplicaSpecs", role, "template", "spec")
+		assert.Equal(t, []any{map[string]any{"name": "workspace", "persistentVolumeClaim": map[string]any{"claimName": "{{workflow.name}}-workspace"}}}, spec["volumes"], role)
+		c := spec["containers"].([]any)[0].(map[string]any)
+		assert.Equal(t, []any{map[string]any{"name": "workspace", "mountPath": "/workspace"}}, c["volumeMounts"], role)
+		assert.Equal(t, []any{map[string]any{"name": "CUBE_WORKSPACE", "value": "/workspace"}}, c["env"], role)
+	}
+
+	// A job that does not mention the workspace is left alone.
+	wf2, err := pipeline.New("plain").Workspace(pipeline.Workspace{Size: "1Gi"}).Step(pipeline.Workload("job", batchJob("j", "true"))).Build()
+	require.NoError(t, err)
+	assert.NotContains(t, template(t, wf2, "job").Resource.Manifest, "workspace")
 }
 
 func TestBuildHardwareTemplate(t *testing.T) {

@@ -67,6 +67,8 @@ type node struct {
 	inputs []ref
 	// params are the pipeline parameters the step reads (for cache keys).
 	params []string
+	// usesWorkspace: the step's own strings mention {{workspace}}.
+	usesWorkspace bool
 
 	primary *unstructured.Unstructured // workload steps
 	aux     []*unstructured.Unstructured
@@ -474,10 +476,13 @@ func (g *graph) link(n *node) field.ErrorList {
 					n.inputs = append(n.inputs, r)
 				}
 			case refWorkspace:
-				if g.p.workspace == nil {
+				switch {
+				case g.p.workspace == nil:
 					errs = append(errs, field.Invalid(path, s, "the pipeline has no workspace: call Workspace"))
-				} else if taskLevel {
+				case taskLevel:
 					errs = append(errs, field.Invalid(path, s, "the workspace is known only inside the step"))
+				default:
+					n.usesWorkspace = true
 				}
 			case refPipelineStatus:
 				if !n.exit {

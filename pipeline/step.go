@@ -187,8 +187,10 @@ const stepKind = "pipeline-step"
 // PyTorchJob, a Volcano Job, a RayJob…): compiled for Argo, a resource
 // template creates it and waits on the success and failure conditions
 // registered for its kind with cube.RegisterCompletion; the pipeline's
-// service account needs RBAC to create that kind. Its other objects
-// (ConfigMaps, Services…) are applied with the pipeline. Locally the main
+// service account needs RBAC to create that kind. A job that mentions
+// WorkspaceDir gets the run's workspace claim mounted in each of its pods
+// (give the workspace a ReadWriteMany class when they span nodes). Its other
+// objects (ConfigMaps, Services…) are applied with the pipeline. Locally the main
 // container's command runs once as a single process, unless Replace gives a
 // function for the step.
 type WorkloadStep struct {
