@@ -31,7 +31,7 @@ const (
 
 	// cacheFormat changes whenever what this package puts in the cache
 	// changes, so that a new layout is built beside an old one.
-	cacheFormat = "2"
+	cacheFormat = "3"
 )
 
 // crdSource is a directory of CRD manifests inside a Go module.
@@ -541,7 +541,10 @@ func copyFile(src, dst string) error {
 // module requires it. -mod=readonly keeps it from editing the main module's
 // go.mod and go.sum.
 func (l *layout) generateVolcanoCRDs(ctx context.Context, dst string) error {
-	args := []string{"crd"}
+	// The flags of Volcano's own Makefile: without
+	// generateEmbeddedObjectMeta the API server prunes the labels and
+	// annotations of task pod templates.
+	args := []string{"crd:crdVersions=v1,generateEmbeddedObjectMeta=true"}
 	for _, p := range volcanoPackages {
 		args = append(args, "paths="+p)
 	}

@@ -68,6 +68,13 @@ var shared struct {
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 func Main(m *testing.M) {
 	shared.mainCalled.Store(true)
+	// Build what the cache lacks before the tests start, so that a cold
+	// build (minutes) does not count against go test's -timeout, which
+	// starts with m.Run. With a warm cache this only checks the files.
+	if _, err := Prepare(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if shared.env != nil {
 		shared.env.stop()
@@ -218,7 +225,7 @@ func (e *Env) Namespace(tb testing.TB) string {
 		}
 		tb.Cleanup(func() {
 			// tb.Context is already canceled when cleanups run.
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			if err := e.deleteNamespace(ctx, name); err != nil {
 				tb.Errorf("testenv: %v", err)
