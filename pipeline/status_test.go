@@ -142,11 +142,11 @@ func TestWaitWorkflowFails(t *testing.T) {
 }
 
 func TestWaitHonoursContext(t *testing.T) {
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("ml"))
+	rel, err := cluster.Client.Apply(t.Context(), pipeline.New("idle").Step(ctr("s")))
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("ml"))
-	rel, err := cluster.Client.Apply(ctx, pipeline.New("idle").Step(ctr("s")))
-	require.NoError(t, err)
 	st, err := rel.Wait(ctx, cube.Succeeded)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, cube.InProgress, st.Phase)
