@@ -11,7 +11,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -269,7 +268,7 @@ func (t *TenantBuilder) Objects() ([]client.Object, error) {
 		ObjectMeta: id.ObjectMeta(t.name, "", nsLabels, nil),
 	}
 
-	hard, hardErrs := parseQuantities(t.hard, field.NewPath("spec", "hard"))
+	hard, hardErrs := ParseResourceList(t.hard, field.NewPath("spec", "hard"))
 	errs = append(errs, hardErrs...)
 	for _, name := range slices.Sorted(maps.Keys(t.hard)) {
 		for _, msg := range validation.IsQualifiedName(string(name)) {
@@ -323,13 +322,13 @@ func (t *TenantBuilder) limitRange(id Identity) (*corev1.LimitRange, field.Error
 	p := field.NewPath("spec", "limits").Index(0)
 	for _, name := range slices.Sorted(maps.Keys(t.defaults)) {
 		d := t.defaults[name]
-		req, reqErr := resource.ParseQuantity(d[0])
-		lim, limErr := resource.ParseQuantity(d[1])
+		req, reqErr := ParseQuantity(p.Child("defaultRequest").Key(string(name)), d[0], NonNegative)
+		lim, limErr := ParseQuantity(p.Child("default").Key(string(name)), d[1], NonNegative)
 		if reqErr != nil {
-			errs = append(errs, field.Invalid(p.Child("defaultRequest").Key(string(name)), d[0], reqErr.Error()))
+			errs = append(errs, reqErr)
 		}
 		if limErr != nil {
-			errs = append(errs, field.Invalid(p.Child("default").Key(string(name)), d[1], limErr.Error()))
+			errs = append(errs, limErr)
 		}
 		if reqErr != nil || limErr != nil {
 			continue
@@ -403,23 +402,6 @@ func (t *TenantBuilder) networkPolicy(id Identity) (*networkingv1.NetworkPolicy,
 			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: peers}},
 		},
 	}, errs
-}
-
-func parseQuantities(in map[corev1.ResourceName]string, p *field.Path) (corev1.ResourceList, field.ErrorList) {
-	var errs field.ErrorList
-	out := corev1.ResourceList{}
-	for _, name := range slices.Sorted(maps.Keys(in)) {
-		q, err := resource.ParseQuantity(in[name])
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(p.Key(string(name)), in[name], err.Error()))
-		case q.Sign() < 0:
-			errs = append(errs, field.Invalid(p.Key(string(name)), in[name], "must not be negative"))
-		default:
-			out[name] = q
-		}
-	}
-	return out, errs
 }
 
 // QuotaExceededError is the API server refusing to create an object

@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -314,12 +314,9 @@ func credentialWord(ide IDE) string {
 func (n *Notebook) homeClaim() (corev1.PersistentVolumeClaim, field.ErrorList) {
 	var errs field.ErrorList
 	p := field.NewPath("storage")
-	size, err := resource.ParseQuantity(n.storageSize)
-	switch {
-	case err != nil:
-		errs = append(errs, field.Invalid(p.Child("size"), n.storageSize, err.Error()))
-	case size.Sign() <= 0:
-		errs = append(errs, field.Invalid(p.Child("size"), n.storageSize, "must be positive"))
+	size, err := cube.ParseQuantity(p.Child("size"), n.storageSize, cube.Positive)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	claim := corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -441,8 +442,8 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 			errs = append(errs, field.Invalid(cPath.Child("env").Index(i).Child("name"), e.Name, msg))
 		}
 	}
-	reqs, reqErrs := parseResources(b.requests, cPath.Child("resources", "requests"))
-	lims, limErrs := parseResources(b.limits, cPath.Child("resources", "limits"))
+	reqs, reqErrs := cube.ParseResourceList(b.requests, cPath.Child("resources", "requests"))
+	lims, limErrs := cube.ParseResourceList(b.limits, cPath.Child("resources", "limits"))
 	errs = append(errs, reqErrs...)
 	errs = append(errs, limErrs...)
 	if len(reqs) > 0 {
@@ -563,15 +564,11 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 	var errs field.ErrorList
 	var shm resource.Quantity
 	if b.sharedMemory != "" {
-		q, err := resource.ParseQuantity(b.sharedMemory)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(field.NewPath("sharedMemory"), b.sharedMemory, err.Error()))
-		case q.Sign() <= 0:
-			errs = append(errs, field.Invalid(field.NewPath("sharedMemory"), b.sharedMemory, "must be positive"))
-		default:
-			shm = q
+		q, err := cube.ParseQuantity(field.NewPath("sharedMemory"), b.sharedMemory, cube.Positive)
+		if err != nil {
+			errs = append(errs, err)
 		}
+		shm = q
 	}
 	if b.profile == nil {
 		if b.devicesSet && b.devices > 0 {
@@ -595,23 +592,6 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 		errs = append(errs, b.slice.Apply(tmpl, container, p)...)
 	}
 	return errs
-}
-
-func parseResources(in map[corev1.ResourceName]string, p *field.Path) (corev1.ResourceList, field.ErrorList) {
-	var errs field.ErrorList
-	out := corev1.ResourceList{}
-	for _, name := range sortedKeys(in) {
-		q, err := resource.ParseQuantity(in[name])
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(p.Key(string(name)), in[name], err.Error()))
-		case q.Sign() < 0:
-			errs = append(errs, field.Invalid(p.Key(string(name)), in[name], "must not be negative"))
-		default:
-			out[name] = q
-		}
-	}
-	return out, errs
 }
 
 func volumeName(kind, source string) string {

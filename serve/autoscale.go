@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	appsv1 "k8s.io/api/apps/v1"
+	"github.com/cubestudio/cube"
 )
 
 // ScaleMetric is one signal the autoscaler follows. Make one with
@@ -127,13 +127,9 @@ func (s *Service) horizontalPodAutoscaler(r *rendering, target autoscaleTarget, 
 				errs = append(errs, field.Required(mp.Child("name"), "a metric name is required"))
 				continue
 			}
-			q, err := resource.ParseQuantity(m.target)
-			switch {
-			case err != nil:
-				errs = append(errs, field.Invalid(mp.Child("averageValue"), m.target, err.Error()))
-				continue
-			case q.Sign() <= 0:
-				errs = append(errs, field.Invalid(mp.Child("averageValue"), m.target, "must be positive"))
+			q, err := cube.ParseQuantity(mp.Child("averageValue"), m.target, cube.Positive)
+			if err != nil {
+				errs = append(errs, err)
 				continue
 			}
 			metrics = append(metrics, autoscalingv2.MetricSpec{

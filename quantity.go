@@ -1,0 +1,51 @@
+package cube
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Sign says what a quantity given by a user may be.
+type Sign int
+
+// Signs for ParseQuantity.
+const (
+	NonNegative Sign = iota // zero or more, e.g. a request
+	Positive                // more than zero, e.g. a volume size
+)
+
+// ParseQuantity parses a quantity a user gave ("16Gi", "500m") and reports
+// a problem under path instead of panicking: not a quantity, negative, or
+// zero when sign is Positive. Every builder parses user quantities with it.
+func ParseQuantity(path *field.Path, value string, sign Sign) (resource.Quantity, *field.Error) {
+	q, err := resource.ParseQuantity(value)
+	switch {
+	case err != nil:
+		return resource.Quantity{}, field.Invalid(path, value, err.Error())
+	case sign == Positive && q.Sign() <= 0:
+		return resource.Quantity{}, field.Invalid(path, value, "must be positive")
+	case q.Sign() < 0:
+		return resource.Quantity{}, field.Invalid(path, value, "must not be negative")
+	}
+	return q, nil
+}
+
+// ParseResourceList parses a map of non-negative quantities by resource
+// name, reporting each bad one under path[name], in name order.
+func ParseResourceList(in map[corev1.ResourceName]string, path *field.Path) (corev1.ResourceList, field.ErrorList) {
+	var errs field.ErrorList
+	out := corev1.ResourceList{}
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		q, err := ParseQuantity(path.Key(string(name)), in[name], NonNegative)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[name] = q
+	}
+	return out, errs
+}
