@@ -8,10 +8,10 @@ import (
 	"io"
 	"slices"
 
+	yaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	yaml "go.yaml.in/yaml/v2"
 )
 
 // Render writes the objects of every workload as multi-document YAML that

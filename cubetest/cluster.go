@@ -9,6 +9,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -172,7 +173,13 @@ func MarkObject(ctx context.Context, c client.Client, ref cube.ObjectRef, phase 
 	if err := SetStatus(u, phase, reason, message); err != nil {
 		return err
 	}
-	if err := c.Status().Update(ctx, u); err != nil {
+	err := c.Status().Update(ctx, u)
+	if apierrors.IsNotFound(err) {
+		// Kinds without a status subresource (Argo's Workflow) take their
+		// status in a plain update, as their controllers write it.
+		err = c.Update(ctx, u)
+	}
+	if err != nil {
 		return fmt.Errorf("cubetest: update status of %s: %w", ref, err)
 	}
 	return nil

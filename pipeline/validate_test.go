@@ -231,7 +231,7 @@ func TestValidatePodSettings(t *testing.T) {
 		wantErr{field.ErrorTypeInvalid, "steps[0].template.spec.containers[0].resources.requests[cpu]", "lots"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].template.spec.containers[0].resources.limits[cpu]", "lots"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].template.spec.containers[0].env[0].name", "BAD NAME"},
-		wantErr{field.ErrorTypeRequired, "on", "without a hardware profile"},
+		wantErr{field.ErrorTypeRequired, "steps[0].template.on", "without a hardware profile"},
 	)
 }
 

@@ -407,7 +407,15 @@ type TemplateOptions struct {
 // problem reported under path (the path of the template in the workload's
 // object, e.g. spec.pytorchReplicaSpecs[Worker].template).
 func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTemplateSpec, field.ErrorList) {
-	errs := slices.Clone(b.problems)
+	// Problems recorded while chaining name the setting (gpus, env[X]…);
+	// place them under the template so a multi-template workload says
+	// which template they belong to.
+	var errs field.ErrorList
+	for _, e := range b.problems {
+		placed := *e
+		placed.Field = p.String() + "." + e.Field
+		errs = append(errs, &placed)
+	}
 	specPath := p.Child("spec")
 	cPath := specPath.Child("containers").Index(0)
 	name := opts.Container
@@ -564,7 +572,7 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 	var errs field.ErrorList
 	var shm resource.Quantity
 	if b.sharedMemory != "" {
-		q, err := cube.ParseQuantity(field.NewPath("sharedMemory"), b.sharedMemory, cube.Positive)
+		q, err := cube.ParseQuantity(p.Child("sharedMemory"), b.sharedMemory, cube.Positive)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -572,7 +580,7 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 	}
 	if b.profile == nil {
 		if b.devicesSet && b.devices > 0 {
-			errs = append(errs, field.Required(field.NewPath("on"), fmt.Sprintf("%d accelerators asked for without a hardware profile: call On(hardware.H100) or similar", b.devices)))
+			errs = append(errs, field.Required(p.Child("on"), fmt.Sprintf("%d accelerators asked for without a hardware profile: call On(hardware.H100) or similar", b.devices)))
 		}
 		if !shm.IsZero() || !b.fabric.IsZero() {
 			errs = append(errs, hardware.Apply(tmpl, container, hardware.Placement{Profile: hardware.CPU, Fabric: b.fabric, SharedMemory: shm}, p)...)

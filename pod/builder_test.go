@@ -155,8 +155,8 @@ func TestTemplateReportsEveryProblem(t *testing.T) {
 		GPUs(-1).SharedMemory("lots").PodLabel("bad key!", "v")
 	_, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "main"})
 	assert.ElementsMatch(t, []string{
-		`gpus: Invalid value: -1: must not be negative`,
-		`env[TOKEN].valueFrom.secretKeyRef: Required value: secret name and key are required`,
+		`spec.template.gpus: Invalid value: -1: must not be negative`,
+		`spec.template.env[TOKEN].valueFrom.secretKeyRef: Required value: secret name and key are required`,
 		`spec.template.spec.containers[0].image: Required value: an image is required`,
 		`spec.template.spec.containers[0].env[0].name: Invalid value: "A=B": a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')`,
 		`spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "eight": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
@@ -167,7 +167,7 @@ func TestTemplateReportsEveryProblem(t *testing.T) {
 		`spec.template.spec.containers[0].volumeMounts[0].mountPath: Invalid value: "data": must be an absolute path`,
 		`spec.template.spec.volumes[1].hostPath.path: Invalid value: "relative": must be an absolute path`,
 		`spec.template.spec.containers[0].volumeMounts[3].mountPath: Duplicate value: "/scratch/"`,
-		`sharedMemory: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+		`spec.template.sharedMemory: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
 		`spec.template.metadata.labels[bad key!]: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
 	}, errorStrings(errs))
 }
@@ -175,7 +175,7 @@ func TestTemplateReportsEveryProblem(t *testing.T) {
 func TestGPUsNeedAProfile(t *testing.T) {
 	_, errs := newJob("x").Image("i").GPUs(2).Template(tmplPath, pod.TemplateOptions{})
 	require.Len(t, errs, 1)
-	assert.Equal(t, `on: Required value: 2 accelerators asked for without a hardware profile: call On(hardware.H100) or similar`, errs[0].Error())
+	assert.Equal(t, `spec.template.on: Required value: 2 accelerators asked for without a hardware profile: call On(hardware.H100) or similar`, errs[0].Error())
 }
 
 func TestValidateMeta(t *testing.T) {

@@ -200,7 +200,7 @@ func TestValidationErrors(t *testing.T) {
 		},
 		"GPUs without a profile": {
 			serve.VLLM("q", "pvc://models/x").GPUs(2),
-			[]wantErr{{field.ErrorTypeRequired, "on", "2 accelerators asked for without a hardware profile"}},
+			[]wantErr{{field.ErrorTypeRequired, "spec.template.on", "2 accelerators asked for without a hardware profile"}},
 		},
 
 		// Layout.

@@ -67,9 +67,10 @@ func TestValidation(t *testing.T) {
 			`spec.pytorchReplicaSpecs[Master].template.count: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
 			`spec.pytorchReplicaSpecs[Worker].template.count: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
 		}},
-		{"negative GPUs reported once", pytorch().On(hardware.H100).GPUs(-1), []string{
-			`gpus: Invalid value: -1: must not be negative`,
+		{"negative GPUs reported per template", pytorch().On(hardware.H100).GPUs(-1), []string{
+			`spec.pytorchReplicaSpecs[Master].template.gpus: Invalid value: -1: must not be negative`,
 			`spec.pytorchReplicaSpecs[Master].template.count: Invalid value: -1: must not be negative`,
+			`spec.pytorchReplicaSpecs[Worker].template.gpus: Invalid value: -1: must not be negative`,
 			`spec.pytorchReplicaSpecs[Worker].template.count: Invalid value: -1: must not be negative`,
 		}},
 
