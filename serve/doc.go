@@ -15,6 +15,19 @@
 //	svc := serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").On(hardware.L4).Auto()
 //	objs, err := svc.Objects()
 //
+// Models come from a PVC path (pvc://claim/path), Hugging Face
+// (hf://org/model, the token through a secretKeyRef, an optional mirror),
+// S3 (s3://bucket/prefix, downloaded by an init container) or ModelScope
+// (modelscope://org/model). Multi-node serving uses LeaderWorkerSet
+// (sigs.k8s.io/lws v0.8.0): vLLM and SGLang over Ray, MindIE across 910B
+// nodes, which also needs the rank-table ConfigMap (see RankTable) that
+// Ascend's own tooling fills; cube does not generate it.
+//
+// Canary splits traffic between two Services by weight with a Gateway API
+// HTTPRoute (module sigs.k8s.io/gateway-api v1.6.3: v1.7.0 needs Go 1.27).
+// The cluster needs a Gateway API implementation (Envoy Gateway, Istio,
+// Cilium…) and a Gateway for the route to attach to (Split.Gateway).
+//
 // # Planner
 //
 // Plan chooses the layout Auto renders and says what each device's memory
