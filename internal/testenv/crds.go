@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -157,7 +156,7 @@ func newCRDClient(config *rest.Config) (client.Client, error) {
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("create crd client: %w", err)
 	}
-	c, err := client.New(config, client.Options{Scheme: scheme, Log: logr.Discard()})
+	c, err := client.New(config, client.Options{Scheme: scheme, Log: stderrLogger()})
 	if err != nil {
 		return nil, fmt.Errorf("create crd client: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -221,4 +222,23 @@ func TestCopyDir(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o644), info.Mode().Perm(), "copies are writable for etcd")
 
 	require.Error(t, copyDir(filepath.Join(src, "missing"), filepath.Join(t.TempDir(), "x")))
+}
+
+// TestReportResources logs what the shared environment costs: how long it
+// took to start and the memory of its two processes.
+func TestReportResources(t *testing.T) {
+	env := Get(t)
+	rss := func(p *process) string {
+		require.False(t, p.hasExited(), "%s is running", p.name)
+		status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid), "status"))
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(status), "\n") {
+			if value, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				return strings.TrimSpace(value)
+			}
+		}
+		t.Fatalf("no VmRSS for %s", p.name)
+		return ""
+	}
+	t.Logf("started in %s; kube-apiserver RSS %s, etcd RSS %s", env.StartupTime.Round(time.Millisecond), rss(env.servers.apiServer), rss(env.servers.etcd.proc))
 }

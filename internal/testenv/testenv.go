@@ -179,7 +179,9 @@ func start(ctx context.Context) (_ *Env, err error) {
 	return e, nil
 }
 
-// stderrLogger logs controller-runtime client messages to stderr.
+// stderrLogger logs controller-runtime client messages to stderr. (A
+// client given logr.Discard, which counts as no logger, would fall back to
+// the global one.)
 func stderrLogger() logr.Logger {
 	return funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, "testenv:", prefix, args) }, funcr.Options{})
 }
