@@ -253,7 +253,7 @@ func (l *layout) ensure(ctx context.Context) error {
 	if len(missing) == 0 {
 		return nil // another test binary built it while this one waited
 	}
-	fmt.Fprintf(os.Stderr, "testenv: building %s (kubernetes %s, etcd %s) into %s; the first build on a machine takes about 8 minutes on 2 idle cores (use go test -timeout 30m, or go run ./internal/testenv/cmd/prebuild first); later starts take seconds\n",
+	fmt.Fprintf(os.Stderr, "testenv: building %s (kubernetes %s, etcd %s) into %s; the first build on a machine takes 8-10 minutes on 2 idle cores and 20 or more on a busy machine (run go run ./internal/testenv/cmd/prebuild first, or go test -timeout 45m); later starts take seconds\n",
 		strings.Join(missing, ", "), l.kubernetesVersion, l.etcdVersion, l.artifacts.dir)
 
 	if _, err := os.Stat(l.artifacts.etcd); err != nil {

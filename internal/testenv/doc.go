@@ -76,11 +76,15 @@
 // name and renamed into place, so a killed build leaves nothing half-made.
 //
 // The build prints one line to stderr when it starts. On a machine's first
-// run it takes about 8 minutes on two idle cores, most of it compiling
-// kube-apiserver, and longer on a busy machine: run go test with
-// -timeout 30m, or build ahead with
+// run it takes 8 to 10 minutes on two idle cores, most of it compiling
+// kube-apiserver, and 20 minutes or more on a busy machine with an empty Go
+// build cache. That is more than go test's default 10-minute timeout, and a
+// test binary waiting on the lock spends its timeout too, so build ahead
+// with
 //
 //	go run ./internal/testenv/cmd/prebuild
+//
+// or give the first go test run -timeout 45m.
 //
 // # The etcd template
 //
@@ -93,8 +97,9 @@
 // new one-member cluster and kube-apiserver on top, and then waits until
 // every CRD's served versions are in discovery (the API server publishes a
 // CRD there only once it is Established). A warm start takes a few seconds
-// of wall time on idle cores and about 10 CPU-seconds of kube-apiserver;
-// the two processes take about 1 GiB of memory (kube-apiserver most of it).
+// of wall time on idle cores and about 10 CPU-seconds of kube-apiserver
+// (half a minute or more of wall time while the machine is busy compiling);
+// the two processes take about 1 GiB of memory, kube-apiserver most of it.
 //
 // # Reset
 //
