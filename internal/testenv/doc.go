@@ -75,11 +75,13 @@
 // instead of building twice; every artifact is written under a temporary
 // name and renamed into place, so a killed build leaves nothing half-made.
 //
-// The build prints one line to stderr when it starts. On a machine's first
-// run it takes 8 to 10 minutes on two idle cores, most of it compiling
+// Main builds what the cache lacks before it runs the tests, and prints one
+// line to stderr when a build starts. On a machine's first run the build
+// takes 8 to 10 minutes on two idle cores, most of it compiling
 // kube-apiserver, and 20 minutes or more on a busy machine with an empty Go
-// build cache. That is more than go test's default 10-minute timeout, and a
-// test binary waiting on the lock spends its timeout too, so build ahead
+// build cache. The tests' own -timeout alarm starts after it, but the go
+// command kills a test binary that runs longer than -timeout plus one
+// minute in all (a binary waiting on the lock included), so build ahead
 // with
 //
 //	go run ./internal/testenv/cmd/prebuild

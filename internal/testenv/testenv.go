@@ -69,8 +69,11 @@ var shared struct {
 func Main(m *testing.M) {
 	shared.mainCalled.Store(true)
 	// Build what the cache lacks before the tests start, so that a cold
-	// build (minutes) does not count against go test's -timeout, which
-	// starts with m.Run. With a warm cache this only checks the files.
+	// build does not count against the tests' own -timeout alarm, which
+	// starts with m.Run. The go command still kills a test binary that runs
+	// longer than -timeout plus one minute in all, so a cold build of more
+	// than that needs cmd/prebuild or a longer -timeout. With a warm cache
+	// this only checks the files.
 	if _, err := Prepare(context.Background()); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		os.Exit(1)
