@@ -1,0 +1,21 @@
+// Package cubetest lets users unit-test their own automation built on cube
+// without a cluster or binaries.
+//
+// NewCluster returns an in-memory cluster: a cube.Client on
+// controller-runtime's fake client (server-side apply, watches, status
+// subresources, a REST mapper for every kind cube builds) and client-go's
+// fake clientset for logs. Nothing runs in it, so the Mark methods move a
+// release's objects to Ready, Succeeded or Failed by writing the status each
+// controller would write (Deployment, StatefulSet, Job, Pod, PVC, Service,
+// the training-operator jobs, Katib Experiment, Volcano Job, RayJob, Argo
+// Workflow, LeaderWorkerSet). A test of "apply, wait, react" runs in
+// milliseconds:
+//
+//	cluster := cubetest.NewCluster(nil)
+//	rel, _ := cluster.Client.Apply(ctx, myWorkload)
+//	_ = cluster.MarkFailed(ctx, rel, "BackoffLimitExceeded", "")
+//	_, err := rel.Wait(ctx, cube.Succeeded) // errors.Is(err, cube.ErrFailed)
+//
+// SetStatus and MarkObject are the same status writers for any client,
+// including a real API server in integration tests.
+package cubetest
