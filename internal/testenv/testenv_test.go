@@ -1,8 +1,10 @@
 package testenv_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/stretchr/testify/assert"
@@ -336,8 +338,15 @@ func TestPodAdmission(t *testing.T) {
 	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
 	require.NoError(t, env.Client.Update(t.Context(), nsObj))
 
-	err := env.CreateStrict(t.Context(), pod("privileged-denied", true))
-	require.Error(t, err)
+	// PodSecurity admission reads namespaces from an informer: the new
+	// label reaches it shortly after the update, not with it.
+	var err error
+	attempt := 0
+	require.Eventually(t, func() bool {
+		attempt++
+		err = env.CreateStrict(t.Context(), pod(fmt.Sprintf("privileged-denied-%d", attempt), true))
+		return err != nil
+	}, 30*time.Second, 50*time.Millisecond)
 	assert.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
 	assert.ErrorContains(t, err, `violates PodSecurity "baseline:latest"`)
 }
