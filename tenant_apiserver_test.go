@@ -7,6 +7,7 @@ package cube_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -101,8 +102,14 @@ func TestTenantQuotaRefusesAPodOverIt(t *testing.T) {
 
 	// A pod within the quota is admitted, and its defaults come from the
 	// LimitRange.
-	_, err := c.Apply(ctx, tenantPod("small", tenantResources("1", "1Gi", "2")))
-	require.NoError(t, err)
+	// Admission plugins read quotas and namespaces through informers: what
+	// the test just wrote reaches them shortly after, so the first requests
+	// are retried until the server answers from the new state.
+	var err error
+	require.Eventually(t, func() bool {
+		_, err = c.Apply(ctx, tenantPod("small", tenantResources("1", "1Gi", "2")))
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "the quota's status reaches admission")
 	_, err = c.Apply(ctx, tenantPod("defaults", nil))
 	require.NoError(t, err)
 	var defaulted corev1.Pod
@@ -136,7 +143,14 @@ func TestTenantRDMANeedsTheOptIn(t *testing.T) {
 	ctx := t.Context()
 	c := applyTenant(t, env, cube.Tenant(ns))
 
-	_, err := c.Apply(ctx, tenantPod("rdma", nil, "IPC_LOCK"))
+	// PodSecurity reads the namespace's labels through an informer.
+	var err error
+	attempt := 0
+	require.Eventually(t, func() bool {
+		attempt++
+		_, err = c.Apply(ctx, tenantPod(fmt.Sprintf("rdma-%d", attempt), nil, "IPC_LOCK"))
+		return err != nil
+	}, 30*time.Second, 50*time.Millisecond)
 	require.Error(t, err, "baseline refuses IPC_LOCK")
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	assert.Contains(t, err.Error(), `violates PodSecurity "baseline:latest"`)
@@ -144,6 +158,8 @@ func TestTenantRDMANeedsTheOptIn(t *testing.T) {
 	assert.False(t, quota)
 
 	applyTenant(t, env, cube.Tenant(ns).AllowRDMA())
-	_, err = c.Apply(ctx, tenantPod("rdma", nil, "IPC_LOCK"))
-	require.NoError(t, err, "the privileged level admits IPC_LOCK")
+	require.Eventually(t, func() bool {
+		_, err = c.Apply(ctx, tenantPod("rdma", nil, "IPC_LOCK"))
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "the privileged level admits IPC_LOCK")
 }
