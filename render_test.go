@@ -3,9 +3,6 @@ package cube_test
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,26 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, string(want), string(got))
-}
 
 func TestRenderGolden(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, cube.Render(&buf, webApp("shop", "team-a", 2)))
-	golden(t, "render.golden", buf.Bytes())
+	golden.Assert(t, "render.golden", buf.Bytes())
 
 	out := buf.String()
 	assert.NotContains(t, out, "creationTimestamp")

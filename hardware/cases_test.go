@@ -1,7 +1,6 @@
 package hardware_test
 
 import (
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // applyCase is one golden pod template: a placement applied to a plain
 // template.

@@ -1,12 +1,12 @@
 package hardware_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cubestudio/cube/internal/golden"
 )
 
 func TestApplyGolden(t *testing.T) {
@@ -21,13 +21,7 @@ func TestApplyGolden(t *testing.T) {
 				got, err = yaml.Marshal(tmpl)
 				require.NoError(t, err)
 			}
-			path := filepath.Join("testdata", c.name+".golden")
-			if *update {
-				require.NoError(t, os.WriteFile(path, got, 0o644))
-			}
-			want, err := os.ReadFile(path)
-			require.NoError(t, err, "run go test -update to create %s", path)
-			require.Equal(t, string(want), string(got))
+			golden.Assert(t, c.name+".golden", got)
 		})
 	}
 }

@@ -3,8 +3,6 @@ package notebook_test
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,11 +21,10 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/golden"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/vgpu"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 var istio = map[string]string{"kubernetes.io/metadata.name": "istio-system"}
 
@@ -78,15 +75,7 @@ func TestGolden(t *testing.T) {
 	for ki, k := range kinds {
 		for _, v := range variants {
 			t.Run(k.name+"-"+v.name, func(t *testing.T) {
-				var buf bytes.Buffer
-				require.NoError(t, cube.Render(&buf, sample(ki, v, "team-a")))
-				path := filepath.Join("testdata", k.name+"-"+v.name+".golden")
-				if *update {
-					require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-				}
-				want, err := os.ReadFile(path)
-				require.NoError(t, err, "run go test -update to create the golden file")
-				assert.Equal(t, string(want), buf.String())
+				golden.AssertRender(t, k.name+"-"+v.name+".golden", sample(ki, v, "team-a"))
 			})
 		}
 	}

@@ -18,11 +18,12 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/golden"
 	"github.com/cubestudio/cube/pipeline"
 )
 
 func TestGoldenLLMFlow(t *testing.T) {
-	golden(t, "llm-flow", llmFlow())
+	golden.AssertRender(t, "llm-flow.golden", llmFlow())
 }
 
 func TestGoldenSchedule(t *testing.T) {
@@ -31,7 +32,7 @@ func TestGoldenSchedule(t *testing.T) {
 		Concurrency(pipeline.ForbidConcurrent).
 		StartingDeadline(10*time.Minute).
 		KeepHistory(3, 5)
-	golden(t, "llm-flow-schedule", s)
+	golden.AssertRender(t, "llm-flow-schedule.golden", s)
 }
 
 func TestGoldenHardware(t *testing.T) {
@@ -41,7 +42,7 @@ func TestGoldenHardware(t *testing.T) {
 		ImagePullSecret("registry").HostNetwork(true).
 		PVC("models", "/models").
 		PodLabel("tier", "gpu").Annotation("owner", "nlp")
-	golden(t, "hardware", pipeline.New("sft-h100").Step(sft))
+	golden.AssertRender(t, "hardware.golden", pipeline.New("sft-h100").Step(sft))
 }
 
 func buildFlow(t *testing.T) *wfv1.Workflow {

@@ -1,15 +1,10 @@
 package pipeline_test
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
-	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +16,6 @@ import (
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/pipeline"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
@@ -47,21 +40,6 @@ var pytorchCompletion = cube.Completion{
 func init() {
 	cube.RegisterCompletion(jobKind, jobCompletion)
 	cube.RegisterCompletion(pytorchKind, pytorchCompletion)
-}
-
-// golden compares the rendered YAML of ws with testdata/name.golden.
-func golden(t *testing.T, name string, ws ...cube.Workload) {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, cube.Render(&buf, ws...))
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./pipeline -update to create it")
-	require.Equal(t, string(want), buf.String())
 }
 
 // batchJob is a batch/v1 Job workload running command in busybox.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/golden"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -124,7 +125,7 @@ func TestTraceBenchmark(t *testing.T) {
 	// CPU time, not wall time: the machine running the tests may be shared.
 	assert.Less(t, bestCPU, time.Second)
 	assert.LessOrEqual(t, float64(plan.Summary.DevicesUsed), 1.05*float64(plan.Summary.LowerBound))
-	golden(t, "benchmark.golden", []byte(report.String()))
+	golden.Assert(t, "benchmark.golden", []byte(report.String()))
 }
 
 func BenchmarkPack(b *testing.B) {

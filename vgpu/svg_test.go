@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,21 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/golden"
 	"github.com/cubestudio/cube/vgpu"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata golden files from the current output")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update to create %s", path)
-	require.Equal(t, string(want), string(got))
-}
 
 func TestWriteSVG(t *testing.T) {
 	var inv hardware.Inventory
@@ -47,7 +32,7 @@ func TestWriteSVG(t *testing.T) {
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	require.NoError(t, plan.WriteSVG(&buf))
-	golden(t, "plan.svg", buf.Bytes())
+	golden.Assert(t, "plan.svg", buf.Bytes())
 
 	// Well-formed XML, one row per device, one segment per slice.
 	dec := xml.NewDecoder(bytes.NewReader(buf.Bytes()))
