@@ -40,7 +40,8 @@
 // report every problem at once with field paths. The training-operator's
 // own defaulting (SetObjectDefaults_*) is applied to the rendered jobs,
 // and its exported validation (ValidateV1MpiJobSpec, ValidateV1MXJob) runs
-// after cube's own.
+// as a backstop once cube's own checks pass: it stops at its first finding,
+// and cube's checks report every problem with its field path.
 //
 // Importing the package registers, with the cube client, how to read the
 // phase of every kind it builds (so Release.Wait reports Running, Succeeded

@@ -91,8 +91,13 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 		},
 	}
 	kubeflowv1.SetObjectDefaults_MPIJob(job)
-	if err := kubeflowv1.ValidateV1MpiJobSpec(&job.Spec); err != nil {
-		errs = append(errs, operatorError(err))
+	// The operator's validator stops at its first finding and walks a map,
+	// so which finding it reports varies run to run; it is only consulted
+	// as a backstop once cube's own checks pass.
+	if len(errs) == 0 {
+		if err := kubeflowv1.ValidateV1MpiJobSpec(&job.Spec); err != nil {
+			errs = append(errs, operatorError(err))
+		}
 	}
 	return job, dedupe(errs)
 }

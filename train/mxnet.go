@@ -51,8 +51,11 @@ func (j *MXNetJob) build() (*kubeflowv1.MXJob, field.ErrorList) {
 		},
 	}
 	kubeflowv1.SetObjectDefaults_MXJob(job)
-	if err := kubeflowv1.ValidateV1MXJob(job); err != nil {
-		errs = append(errs, operatorError(err))
+	// A backstop only, as for MPIJob: the operator reports one finding.
+	if len(errs) == 0 {
+		if err := kubeflowv1.ValidateV1MXJob(job); err != nil {
+			errs = append(errs, operatorError(err))
+		}
 	}
 	return job, dedupe(errs)
 }
