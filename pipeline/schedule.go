@@ -153,9 +153,12 @@ func (s *Schedule) validate() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("startingDeadline"), d.String(), "must not be negative"))
 	}
 	if s.keepSucceeded != nil {
-		for name, v := range map[string]int{"succeeded": *s.keepSucceeded, "failed": *s.keepFailed} {
-			if v < 0 || v > math.MaxInt32 {
-				errs = append(errs, field.Invalid(field.NewPath("keepHistory", name), v, "must be between 0 and 2^31-1"))
+		for _, h := range []struct {
+			name string
+			v    int
+		}{{"succeeded", *s.keepSucceeded}, {"failed", *s.keepFailed}} {
+			if h.v < 0 || h.v > math.MaxInt32 {
+				errs = append(errs, field.Invalid(field.NewPath("keepHistory", h.name), h.v, "must be between 0 and 2^31-1"))
 			}
 		}
 	}
