@@ -374,6 +374,38 @@ func TestRayJob(t *testing.T) {
 	assert.Nil(t, kept.Spec.RayClusterSpec.EnableInTreeAutoscaling)
 	assert.Equal(t, "1", qstr(kept.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]))
 	assert.Empty(t, kept.Spec.RuntimeEnvYAML)
+
+	// Without Gang the job carries no batch-scheduling labels.
+	assert.NotContains(t, job.Labels, "volcano.sh/queue-name")
+	assert.Empty(t, gpu.Template.Spec.SchedulerName)
+	assert.Nil(t, gpu.Resources, "KubeRay maps nvidia.com/gpu to --num-gpus itself")
+}
+
+func TestRayJobOnAscendGangScheduled(t *testing.T) {
+	job, err := train.Ray("ray").Image(img).Entrypoint("python train.py").
+		WorkerGroup("npu", 2).HeadAccelerators().
+		On(hardware.Ascend910B3).GPUs(8).
+		Gang().Queue("team-a").PriorityClass("high").
+		Build()
+	require.NoError(t, err)
+	cluster := job.Spec.RayClusterSpec
+	worker := cluster.WorkerGroupSpecs[0]
+	assert.Equal(t, "8", qstr(worker.Template.Spec.Containers[0].Resources.Limits["huawei.com/Ascend910"]))
+	assert.Equal(t, map[string]string{"NPU": "8"}, worker.Resources, "Ray learns the NPUs from the group's resources")
+	assert.Equal(t, map[string]string{"NPU": "8"}, cluster.HeadGroupSpec.Resources, "the head has NPUs too")
+	assert.Equal(t, "team-a", job.Labels["volcano.sh/queue-name"])
+	assert.Equal(t, "high", job.Labels["ray.io/priority-class-name"])
+	assert.Equal(t, "ascend-910b", job.Labels["ring-controller.atlas"])
+	for _, tmpl := range []corev1.PodTemplateSpec{cluster.HeadGroupSpec.Template, worker.Template} {
+		assert.Equal(t, "volcano", tmpl.Spec.SchedulerName)
+		assert.Equal(t, "high", tmpl.Spec.PriorityClassName)
+	}
+
+	cpuHead, err := train.Ray("ray").Image(img).Entrypoint("python train.py").
+		WorkerGroup("npu", 1).On(hardware.Ascend910B3).GPUs(4).Build()
+	require.NoError(t, err)
+	assert.Nil(t, cpuHead.Spec.RayClusterSpec.HeadGroupSpec.Resources, "a head without NPUs declares none")
+	assert.Equal(t, map[string]string{"NPU": "4"}, cpuHead.Spec.RayClusterSpec.WorkerGroupSpecs[0].Resources)
 }
 
 func TestVolcanoJob(t *testing.T) {

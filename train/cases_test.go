@@ -143,7 +143,8 @@ var builderCases = []builderCase{
 			WorkerGroup("workers", 2).
 			AutoscaledWorkerGroup("burst", 1, 1, 4).
 			TTLAfterFinished(10 * time.Minute).
-			RayVersion("2.40.0")
+			RayVersion("2.40.0").
+			Gang().Queue("team-a")
 		s.on(settingsOf[train.RayJob]{&j.Builder})
 		return j
 	}},

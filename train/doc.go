@@ -36,6 +36,12 @@
 //	...
 //	_, err = rel.Wait(ctx, cube.Succeeded)
 //
+// A RayJob's head and worker groups share the pod settings too. On Ascend
+// each group that gets NPUs declares them to Ray as the NPU resource (KubeRay
+// derives GPUs from nvidia.com/gpu itself but knows no Ascend resource), and
+// RayJob.Gang hands the cluster to Volcano through KubeRay's batch-scheduler
+// integration (the operator must run with --batch-scheduler=volcano).
+//
 // Chained methods never fail; Build (the primary typed object) and Objects
 // report every problem at once with field paths. The training-operator's
 // own defaulting (SetObjectDefaults_*) is applied to the rendered jobs,

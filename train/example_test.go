@@ -382,6 +382,33 @@ func ExampleRay() {
 	//   ttlSecondsAfterFinished: 300
 }
 
+// The same RayJob on Ascend 910B3, gang-scheduled by Volcano: each group
+// with NPUs declares them to Ray, and the job carries the queue KubeRay
+// copies to the PodGroup it creates.
+func ExampleRayJob_Gang() {
+	job, err := train.Ray("rl").
+		Image("registry.example.com/ray-ascend:2.40.0").
+		Entrypoint("python grpo.py").
+		WorkerGroup("actors", 4).
+		On(hardware.Ascend910B3).GPUs(8).
+		Gang().Queue("team-a").
+		Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	w := job.Spec.RayClusterSpec.WorkerGroupSpecs[0]
+	fmt.Println("queue:", job.Labels["volcano.sh/queue-name"])
+	fmt.Println("scheduler:", w.Template.Spec.SchedulerName)
+	fmt.Println("ray resources:", w.Resources)
+	fmt.Println("pod limit:", w.Template.Spec.Containers[0].Resources.Limits.Name("huawei.com/Ascend910", "0"))
+	// Output:
+	// queue: team-a
+	// scheduler: volcano
+	// ray resources: map[NPU:8]
+	// pod limit: 8
+}
+
 // A Volcano job: one task of four pods gang-scheduled in a queue, with the
 // ssh plugin for launchers that reach the other pods over ssh.
 func ExampleVolcano() {

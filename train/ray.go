@@ -7,12 +7,14 @@ import (
 	"slices"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -51,6 +53,7 @@ type RayJob struct {
 	keepCluster bool
 	rayVersion  string
 	headDevices bool
+	gang        bool
 }
 
 // Ray starts a RayJob named name; add at least one WorkerGroup.
@@ -97,6 +100,28 @@ func (j *RayJob) RayVersion(v string) *RayJob { j.rayVersion = v; return j }
 // GPU or NPU tasks.
 func (j *RayJob) HeadAccelerators() *RayJob { j.headDevices = true; return j }
 
+// Gang schedules the Ray cluster's pods together through Volcano. KubeRay
+// creates the PodGroup (ray-<job>-pg, minMember = head + worker replicas,
+// or the minimums when autoscaling) when its operator runs with
+// --batch-scheduler=volcano; the job carries the Queue
+// (volcano.sh/queue-name) and the PriorityClass (ray.io/priority-class-name)
+// of the pod settings, which KubeRay copies to the PodGroup, and the pods
+// get schedulerName volcano.
+func (j *RayJob) Gang() *RayJob { j.gang = true; return j }
+
+// KubeRay's labels for batch scheduling (KubeRay v1.5.0,
+// controllers/ray/batchscheduler/volcano and utils/constant.go).
+const (
+	rayQueueLabel         = "volcano.sh/queue-name"
+	rayPriorityClassLabel = "ray.io/priority-class-name"
+)
+
+// RayNPUResource is the custom resource Ray schedules Ascend NPUs by (Ray's
+// NPUAcceleratorManager). KubeRay maps nvidia.com/gpu limits to --num-gpus
+// by itself but knows no Ascend resource, so groups whose pods get NPUs
+// declare them in the group's resources.
+const RayNPUResource = "NPU"
+
 // maxRayJobName is KubeRay's limit on RayJob names (MaxRayJobNameLength):
 // the RayCluster it creates appends a suffix and names pods after it.
 const maxRayJobName = 47
@@ -136,9 +161,11 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		Labels:    map[string]string{LabelComponent: "head"},
 	})
 	errs = append(errs, headErrs...)
+	j.gangTemplate(&head)
 	cluster.HeadGroupSpec = rayv1.HeadGroupSpec{
 		Template:       head,
 		RayStartParams: map[string]string{"dashboard-host": "0.0.0.0"},
+		Resources:      j.rayResources(head),
 	}
 	meta := j.ObjectMeta(j.Name())
 	copyJobLabels(&meta, head.Labels)
@@ -168,6 +195,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		})
 		errs = append(errs, tmplErrs...)
 		copyJobLabels(&meta, tmpl.Labels)
+		j.gangTemplate(&tmpl)
 		replicas, lo, hi := int32(g.replicas), int32(g.min), int32(g.max)
 		cluster.WorkerGroupSpecs = append(cluster.WorkerGroupSpecs, rayv1.WorkerGroupSpec{
 			GroupName:      g.name,
@@ -176,11 +204,29 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 			MaxReplicas:    &hi,
 			RayStartParams: map[string]string{},
 			Template:       tmpl,
+			Resources:      j.rayResources(tmpl),
 		})
 		if g.min != g.max {
 			autoscale := true
 			cluster.EnableInTreeAutoscaling = &autoscale
 		}
+	}
+
+	if j.gang {
+		if sched := j.SchedulerName(); sched != "" && sched != VolcanoScheduler {
+			errs = append(errs, field.Invalid(field.NewPath("schedulerName"), sched,
+				"gang scheduling runs through Volcano; remove Scheduler or set it to "+VolcanoScheduler))
+		}
+		if meta.Labels == nil {
+			meta.Labels = map[string]string{}
+		}
+		if q := j.QueueName(); q != "" {
+			meta.Labels[rayQueueLabel] = q
+		}
+		if pc := j.PriorityClassName(); pc != "" {
+			meta.Labels[rayPriorityClassLabel] = pc
+		}
+		errs = append(errs, pod.ValidateLabels(meta.Labels, field.NewPath("metadata", "labels"))...)
 	}
 
 	job := &rayv1.RayJob{
@@ -209,6 +255,28 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		job.Spec.RuntimeEnvYAML = string(out)
 	}
 	return job, dedupe(errs)
+}
+
+// gangTemplate points a gang-scheduled job's pods at Volcano.
+func (j *RayJob) gangTemplate(t *corev1.PodTemplateSpec) {
+	if j.gang {
+		t.Spec.SchedulerName = VolcanoScheduler
+	}
+}
+
+// rayResources returns a group's Ray resources: the NPUs its pods get on
+// Ascend, nil otherwise (KubeRay derives CPUs, memory and GPUs from the
+// container itself).
+func (j *RayJob) rayResources(t corev1.PodTemplateSpec) map[string]string {
+	prof, ok := j.Profile()
+	if !ok || prof.Vendor != hardware.Huawei || len(t.Spec.Containers) == 0 {
+		return nil
+	}
+	q, ok := t.Spec.Containers[0].Resources.Limits[prof.ResourceName]
+	if !ok || q.IsZero() {
+		return nil
+	}
+	return map[string]string{RayNPUResource: q.String()}
 }
 
 // Build validates the settings and returns the RayJob, or every problem at

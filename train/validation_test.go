@@ -251,6 +251,12 @@ func TestValidation(t *testing.T) {
 			`spec.rayClusterSpec.workerGroupSpecs[5].maxReplicas: Invalid value: 2147483648: must fit in 32 bits`,
 		}},
 
+		{"ray gang on another scheduler", train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).
+			Gang().Scheduler("yunikorn").Queue("Bad Queue"), []string{
+			`schedulerName: Invalid value: "yunikorn": gang scheduling runs through Volcano; remove Scheduler or set it to volcano`,
+			`metadata.labels[volcano.sh/queue-name]: Invalid value: "Bad Queue": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+		}},
+
 		// Volcano.
 		{"volcano without tasks", train.Volcano("vc").Image(img).Plugin("gossip").MinAvailable(0).MaxRetry(-1).TTLAfterFinished(-time.Second).
 			Policy("PodExploded", vcbus.RestartJobAction).Policy(vcbus.PodFailedEvent, "Panic"), []string{
