@@ -400,6 +400,11 @@ type TemplateOptions struct {
 	Labels map[string]string
 	// RestartPolicy of the pod; empty leaves the API default.
 	RestartPolicy corev1.RestartPolicy
+	// Resources sets the request and limit of these resources for this
+	// template only, in place of the pod settings' values: a small CPU and
+	// memory for an MPI launcher or a parameter server beside large
+	// workers. Values are parsed like CPU and Memory.
+	Resources map[corev1.ResourceName]string
 }
 
 // Template returns a fresh pod template from the settings, with the hardware
@@ -450,8 +455,12 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 			errs = append(errs, field.Invalid(cPath.Child("env").Index(i).Child("name"), e.Name, msg))
 		}
 	}
-	reqs, reqErrs := cube.ParseResourceList(b.requests, cPath.Child("resources", "requests"))
-	lims, limErrs := cube.ParseResourceList(b.limits, cPath.Child("resources", "limits"))
+	requests, limits := b.requests, b.limits
+	if len(opts.Resources) > 0 {
+		requests, limits = overrideResources(requests, opts.Resources), overrideResources(limits, opts.Resources)
+	}
+	reqs, reqErrs := cube.ParseResourceList(requests, cPath.Child("resources", "requests"))
+	lims, limErrs := cube.ParseResourceList(limits, cPath.Child("resources", "limits"))
 	errs = append(errs, reqErrs...)
 	errs = append(errs, limErrs...)
 	if len(reqs) > 0 {
@@ -600,6 +609,14 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 		errs = append(errs, b.slice.Apply(tmpl, container, p)...)
 	}
 	return errs
+}
+
+// overrideResources returns a copy of base with the values of over.
+func overrideResources(base, over map[corev1.ResourceName]string) map[corev1.ResourceName]string {
+	out := make(map[corev1.ResourceName]string, len(base)+len(over))
+	maps.Copy(out, base)
+	maps.Copy(out, over)
+	return out
 }
 
 func volumeName(kind, source string) string {

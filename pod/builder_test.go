@@ -190,3 +190,29 @@ func TestValidateMeta(t *testing.T) {
 	assert.Equal(t, field.ErrorTypeTooLong, long[0].Type)
 	assert.Equal(t, field.ErrorTypeRequired, newJob("").ValidateMeta(63)[0].Type)
 }
+
+func TestTemplateResourcesOverrideThePodSettings(t *testing.T) {
+	j := newJob("mpi").Image("i").CPU("32").Memory("256Gi").Request(corev1.ResourceEphemeralStorage, "10Gi").
+		On(hardware.H100).GPUs(8)
+	launcher, errs := j.Template(tmplPath, pod.TemplateOptions{
+		NoDevices: true,
+		Resources: map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "2Gi"},
+	})
+	require.Empty(t, errs)
+	res := launcher.Spec.Containers[0].Resources
+	assert.Equal(t, []string{"1", "2Gi", "10Gi"}, []string{qty(res.Requests, "cpu"), qty(res.Requests, "memory"), qty(res.Requests, "ephemeral-storage")})
+	assert.Equal(t, []string{"1", "2Gi", "<unset>"}, []string{qty(res.Limits, "cpu"), qty(res.Limits, "memory"), qty(res.Limits, "nvidia.com/gpu")})
+
+	// The override is per template: the next one keeps the shared values.
+	worker, errs := j.Template(tmplPath, pod.TemplateOptions{})
+	require.Empty(t, errs)
+	res = worker.Spec.Containers[0].Resources
+	assert.Equal(t, []string{"32", "256Gi", "8"}, []string{qty(res.Limits, "cpu"), qty(res.Limits, "memory"), qty(res.Limits, "nvidia.com/gpu")})
+
+	// Bad override values are reported where they land.
+	_, errs = j.Template(tmplPath, pod.TemplateOptions{Resources: map[corev1.ResourceName]string{corev1.ResourceMemory: "-2Gi"}})
+	assert.Equal(t, []string{
+		`spec.template.spec.containers[0].resources.requests[memory]: Invalid value: "-2Gi": must not be negative`,
+		`spec.template.spec.containers[0].resources.limits[memory]: Invalid value: "-2Gi": must not be negative`,
+	}, errorStrings(errs))
+}

@@ -233,6 +233,34 @@ func TestMPILauncherAndWorkers(t *testing.T) {
 	assert.Equal(t, "horovodjob", hvd.Labels["cube.dev/kind"])
 }
 
+func TestRoleResources(t *testing.T) {
+	job, err := train.MPI("mpi").Image(img).Command("python", "/app/a.py").
+		CPU("32").Memory("256Gi").On(hardware.H100).GPUs(8).Workers(2).
+		RoleResources(kubeflowv1.MPIJobReplicaTypeLauncher, "1", "2Gi").
+		Build()
+	require.NoError(t, err)
+	launcher := container(job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher]).Resources
+	worker := container(job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker]).Resources
+	assert.Equal(t, []string{"1", "2Gi", "1", "2Gi"}, []string{qstr(launcher.Requests["cpu"]), qstr(launcher.Requests["memory"]), qstr(launcher.Limits["cpu"]), qstr(launcher.Limits["memory"])})
+	assert.Equal(t, []string{"32", "256Gi", "8"}, []string{qstr(worker.Limits["cpu"]), qstr(worker.Limits["memory"]), qstr(worker.Limits["nvidia.com/gpu"])})
+
+	// A parameter server with more memory and the shared CPU.
+	tf, err := train.TensorFlow("tf").Image(img).CPU("8").Memory("16Gi").ParameterServers(1).
+		RoleResources(kubeflowv1.TFJobReplicaTypePS, "", "64Gi").Build()
+	require.NoError(t, err)
+	ps := container(tf.Spec.TFReplicaSpecs[kubeflowv1.TFJobReplicaTypePS]).Resources
+	assert.Equal(t, []string{"8", "64Gi"}, []string{qstr(ps.Limits["cpu"]), qstr(ps.Limits["memory"])})
+
+	// A Ray head smaller than its workers.
+	ray, err := train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).
+		CPU("16").Memory("64Gi").HeadResources("2", "8Gi").Build()
+	require.NoError(t, err)
+	head := ray.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Resources
+	rayWorker := ray.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Resources
+	assert.Equal(t, []string{"2", "8Gi"}, []string{qstr(head.Limits["cpu"]), qstr(head.Limits["memory"])})
+	assert.Equal(t, []string{"16", "64Gi"}, []string{qstr(rayWorker.Limits["cpu"]), qstr(rayWorker.Limits["memory"])})
+}
+
 func TestDeepSpeedConfigMap(t *testing.T) {
 	objs, err := train.DeepSpeed("ds").Image(img).
 		Torchrun("pretrain.py", "--lr", "1e-4").

@@ -80,6 +80,7 @@ var builderCases = []builderCase{
 		j := train.MPI(name).Image(trainImage).
 			Command("python", "/app/allreduce.py").
 			Workers(2).
+			RoleResources(kubeflowv1.MPIJobReplicaTypeLauncher, "1", "2Gi").
 			Gang()
 		s.on(settingsOf[train.MPIJob]{&j.Builder})
 		return j

@@ -1,11 +1,13 @@
 package train
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,6 +27,33 @@ const LabelComponent = "app.kubernetes.io/component"
 type operatorJob[T any] struct {
 	pod.Builder[T]
 	RunPolicy[T]
+	roleResources map[kubeflowv1.ReplicaType]map[corev1.ResourceName]string
+}
+
+// RoleResources gives one replica role its own CPU and memory (requests =
+// limits) in place of the shared CPU and Memory: a one-core MPI launcher or
+// a parameter server with more memory beside large GPU workers. An empty
+// value keeps the shared setting for that resource. The role must be one
+// the job has, e.g. kubeflowv1.MPIJobReplicaTypeLauncher or
+// kubeflowv1.TFJobReplicaTypePS.
+func (o *operatorJob[T]) RoleResources(role kubeflowv1.ReplicaType, cpu, memory string) *T {
+	if o.roleResources == nil {
+		o.roleResources = map[kubeflowv1.ReplicaType]map[corev1.ResourceName]string{}
+	}
+	o.roleResources[role] = cpuMemory(cpu, memory)
+	return o.RunPolicy.self
+}
+
+// cpuMemory is a template's own CPU and memory, leaving out empty values.
+func cpuMemory(cpu, memory string) map[corev1.ResourceName]string {
+	res := map[corev1.ResourceName]string{}
+	if cpu != "" {
+		res[corev1.ResourceCPU] = cpu
+	}
+	if memory != "" {
+		res[corev1.ResourceMemory] = memory
+	}
+	return res
 }
 
 func (o *operatorJob[T]) init(self *T, kind, name string) {
@@ -93,12 +122,22 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 		replicas:  make(map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec, len(l.roles)),
 		runPolicy: rp,
 	}
+	roles := make([]kubeflowv1.ReplicaType, len(l.roles))
+	for i, r := range l.roles {
+		roles[i] = r.typ
+	}
+	for _, typ := range slices.Sorted(maps.Keys(o.roleResources)) {
+		if !slices.Contains(roles, typ) {
+			errs = append(errs, field.NotSupported(specsPath.Key(string(typ)), typ, roles))
+		}
+	}
 	for _, r := range l.roles {
 		rolePath := specsPath.Key(string(r.typ))
 		tmpl, tmplErrs := o.Template(rolePath.Child("template"), pod.TemplateOptions{
 			Container: l.container,
 			NoDevices: r.noDevices,
 			Labels:    map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
+			Resources: o.roleResources[r.typ],
 		})
 		errs = append(errs, tmplErrs...)
 		if r.override {

@@ -54,6 +54,7 @@ type RayJob struct {
 	rayVersion  string
 	headDevices bool
 	gang        bool
+	headRes     map[corev1.ResourceName]string
 }
 
 // Ray starts a RayJob named name; add at least one WorkerGroup.
@@ -99,6 +100,15 @@ func (j *RayJob) RayVersion(v string) *RayJob { j.rayVersion = v; return j }
 // HeadAccelerators gives the head pod the accelerators too, so that it runs
 // GPU or NPU tasks.
 func (j *RayJob) HeadAccelerators() *RayJob { j.headDevices = true; return j }
+
+// HeadResources gives the head pod its own CPU and memory (requests =
+// limits) in place of the shared CPU and Memory; an empty value keeps the
+// shared setting. The head runs the GCS, the dashboard and the driver, not
+// the training, so it rarely needs what a worker does.
+func (j *RayJob) HeadResources(cpu, memory string) *RayJob {
+	j.headRes = cpuMemory(cpu, memory)
+	return j
+}
 
 // Gang schedules the Ray cluster's pods together through Volcano. KubeRay
 // creates the PodGroup (ray-<job>-pg, minMember = head + worker replicas,
@@ -159,6 +169,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		Container: "ray-head",
 		NoDevices: !j.headDevices,
 		Labels:    map[string]string{LabelComponent: "head"},
+		Resources: j.headRes,
 	})
 	errs = append(errs, headErrs...)
 	j.gangTemplate(&head)

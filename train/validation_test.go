@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -142,6 +143,14 @@ func TestValidation(t *testing.T) {
 		}},
 		{"horovod without a program", train.Horovod("hvd").Image(img), []string{
 			`spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].command: Required value: the program mpirun runs is required: set Command`,
+		}},
+
+		{"resources of a role the job lacks", train.MPI("mpi").Image(img).Command("python", "a.py").
+			RoleResources(kubeflowv1.PyTorchJobReplicaTypeMaster, "1", "1Gi").
+			RoleResources(kubeflowv1.MPIJobReplicaTypeLauncher, "one", ""), []string{
+			`spec.mpiReplicaSpecs[Master]: Unsupported value: "Master": supported values: "Launcher", "Worker"`,
+			`spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].resources.requests[cpu]: Invalid value: "one": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+			`spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].resources.limits[cpu]: Invalid value: "one": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
 		}},
 
 		// Paddle, XGBoost, MXNet.
