@@ -23,7 +23,8 @@ type Reason string
 
 // Reasons for culling.
 const (
-	// Idle: Jupyter reported no activity for longer than the idle limit.
+	// Idle: the notebook's server (Jupyter or code-server) reported no
+	// activity for longer than the idle limit.
 	Idle Reason = "Idle"
 	// Expired: the notebook outlived its MaxLifetime since creation or its
 	// last renewal.
@@ -35,8 +36,8 @@ type Culled struct {
 	Namespace, Name string
 	IDE             IDE
 	Reason          Reason
-	// Since is Jupyter's last activity (Idle) or the creation or renewal
-	// time the lifetime counts from (Expired).
+	// Since is the server's last activity (Idle) or the creation or
+	// renewal time the lifetime counts from (Expired).
 	Since   time.Time
 	Message string
 }
@@ -55,8 +56,8 @@ type cullOptions struct {
 	dryRun     bool
 }
 
-// WithHTTPClient sets the client that reads Jupyter's status (default: one
-// with a ten-second timeout).
+// WithHTTPClient sets the client that reads the servers' status (default:
+// one with a ten-second timeout).
 func WithHTTPClient(hc *http.Client) CullOption {
 	return func(o *cullOptions) { o.httpClient = hc }
 }
@@ -64,8 +65,8 @@ func WithHTTPClient(hc *http.Client) CullOption {
 // WithServiceURL replaces how the address of a notebook's UI Service is
 // found (default ServiceURL, which needs cluster DNS): tests and programs
 // outside the cluster point it at a port-forward or a test server. The
-// returned URL is scheme://host[:port] with no path; Cull appends the
-// notebook's base URL and api/status.
+// returned URL is scheme://host[:port] with no path; Cull appends
+// Jupyter's base URL and api/status, or code-server's /healthz.
 func WithServiceURL(f func(svc *corev1.Service) (string, error)) CullOption {
 	return func(o *cullOptions) { o.serviceURL = f }
 }
@@ -92,16 +93,39 @@ func ServiceURL(svc *corev1.Service) (string, error) {
 // Cull stops the notebooks of namespace (every namespace when empty) that
 // are idle or expired, and returns what it stopped and why.
 //
-// A running Jupyter notebook is idle when the last_activity its server
-// reports at <base URL>api/status (Jupyter Server's REST API) is older than
-// idle; Cull authenticates with the token from the notebook's own
-// secretKeyRef, sent in the Authorization header and never logged or
-// returned. idle <= 0 turns idle culling off. Any notebook carrying
-// AnnotationMaxLifetime is expired once that long has passed since
-// AnnotationRenewedAt, or since its creation when it was never renewed.
+// Any notebook carrying AnnotationMaxLifetime is expired once that long has
+// passed since AnnotationRenewedAt, or since its creation when it was never
+// renewed. Expiry is judged first and needs no network.
+//
+// A running, ready notebook is idle when its server reports no activity for
+// longer than idle; idle <= 0 turns idle culling off. Each IDE is asked
+// through its UI Service (see WithServiceURL):
+//
+//   - Jupyter: last_activity from <base URL>api/status (Jupyter Server's
+//     REST API), authenticated with the token from the notebook's own
+//     secretKeyRef, sent in the Authorization header and never logged or
+//     returned.
+//   - VS Code: lastHeartbeat from code-server's GET /healthz, which
+//     code-server serves without authentication, so the password is neither
+//     read nor sent. code-server's heart beats on every request but
+//     /healthz and once a minute while any connection is open, so an open
+//     browser tab counts as activity. Status "alive" (a beat within
+//     code-server's last minute) counts as activity now, whatever the
+//     clocks say; "expired" is judged by lastHeartbeat. A lastHeartbeat of
+//     0 means no request since code-server started, and the quiet time
+//     counts from when the pod's notebook container started (which needs
+//     get on pods).
+//   - RStudio: open-source RStudio Server has no activity endpoint to ask.
+//     The /health-check endpoint with idle-seconds (rserver.conf
+//     server-health-check-enabled) is a Posit Workbench feature, absent
+//     from the open-source rserver's options, and rserver's session routes
+//     (/rpc, /events, content) want the signed-in user's cookie, which
+//     only its login form issues. RStudio notebooks are therefore only
+//     expired (MaxLifetime), never culled for idleness.
 //
 // A notebook whose status cannot be read is left running and its error is
-// returned, joined with the others, after every notebook has been looked at.
+// returned, naming the notebook, joined with the others, after every
+// notebook has been looked at.
 func Cull(ctx context.Context, c client.Client, namespace string, idle time.Duration, opts ...CullOption) ([]Culled, error) {
 	o := cullOptions{
 		httpClient: &http.Client{Timeout: 10 * time.Second},
@@ -151,7 +175,8 @@ func running(sts *appsv1.StatefulSet) bool {
 }
 
 // judge decides whether one running notebook is to be stopped: expiry
-// first (it needs no network), then Jupyter's activity.
+// first (it needs no network), then, for a ready server whose IDE reports
+// activity, how long it has been quiet.
 func judge(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, idle time.Duration, o *cullOptions) (*Culled, error) {
 	now := o.now()
 	base := Culled{Namespace: sts.Namespace, Name: sts.Name, IDE: IDE(sts.Labels[LabelIDE])}
@@ -174,11 +199,20 @@ func judge(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, idle t
 		}
 	}
 
-	if idle <= 0 || base.IDE != IDEJupyter || sts.Status.ReadyReplicas < 1 {
-		// Only Jupyter reports activity, and only a ready server answers.
+	read, reports := activityReaders[base.IDE]
+	if idle <= 0 || !reports || sts.Status.ReadyReplicas < 1 {
+		// RStudio reports no activity, and only a ready server answers.
 		return nil, nil
 	}
-	last, err := lastActivity(ctx, c, sts, o)
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: sts.Name}, svc); err != nil {
+		return nil, fmt.Errorf("get service: %w", err)
+	}
+	root, err := o.serviceURL(svc)
+	if err != nil {
+		return nil, fmt.Errorf("service address: %w", err)
+	}
+	last, err := read(ctx, c, sts, strings.TrimSuffix(root, "/"), o)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +224,49 @@ func judge(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, idle t
 	return nil, nil
 }
 
+// activityReader asks a notebook's server, reached at root (scheme://host:port
+// of its UI Service), when it was last active.
+type activityReader func(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, root string, o *cullOptions) (time.Time, error)
+
+// activityReaders are the IDEs whose servers report activity. RStudio Server
+// (open source) has none to ask; see Cull.
+var activityReaders = map[IDE]activityReader{
+	IDEJupyter: jupyterActivity,
+	IDEVSCode:  codeServerActivity,
+}
+
+// maxStatusBody bounds what Cull reads of a status response.
+const maxStatusBody = 1 << 20
+
+// getStatus GETs url with header and decodes its JSON body into v. The
+// header (a credential) appears in no error.
+func getStatus(ctx context.Context, hc *http.Client, url string, header http.Header, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("read status: %w", err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("read status: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
+	if err != nil {
+		return fmt.Errorf("read status from %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("read status from %s: %s", url, resp.Status)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("read status from %s: %w", url, err)
+	}
+	return nil
+}
+
 // jupyterStatus is the body of GET /api/status in Jupyter Server's REST API.
 type jupyterStatus struct {
 	Started      string `json:"started"`
@@ -198,55 +275,84 @@ type jupyterStatus struct {
 	Kernels      int    `json:"kernels"`
 }
 
-// maxStatusBody bounds what Cull reads of a status response.
-const maxStatusBody = 1 << 20
-
-// lastActivity asks the notebook's Jupyter server when it was last active.
-func lastActivity(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, o *cullOptions) (time.Time, error) {
+// jupyterActivity reads last_activity from <base URL>api/status,
+// authenticated with the notebook's token.
+func jupyterActivity(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, root string, o *cullOptions) (time.Time, error) {
 	token, err := tokenOf(ctx, c, sts)
 	if err != nil {
 		return time.Time{}, err
-	}
-	svc := &corev1.Service{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: sts.Name}, svc); err != nil {
-		return time.Time{}, fmt.Errorf("get service: %w", err)
-	}
-	root, err := o.serviceURL(svc)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("service address: %w", err)
 	}
 	baseURL := sts.Annotations[AnnotationBaseURL]
 	if baseURL == "" {
 		baseURL = "/"
 	}
-	url := strings.TrimSuffix(root, "/") + baseURL + "api/status"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read status: %w", err)
-	}
-	req.Header.Set("Authorization", "token "+token)
-	req.Header.Set("Accept", "application/json")
-	resp, err := o.httpClient.Do(req)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read status: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read status from %s: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return time.Time{}, fmt.Errorf("read status from %s: %s", url, resp.Status)
-	}
+	url := root + baseURL + "api/status"
 	var st jupyterStatus
-	if err := json.Unmarshal(body, &st); err != nil {
-		return time.Time{}, fmt.Errorf("read status from %s: %w", url, err)
+	if err := getStatus(ctx, o.httpClient, url, http.Header{"Authorization": {"token " + token}}, &st); err != nil {
+		return time.Time{}, err
 	}
 	last, err := time.Parse(time.RFC3339Nano, st.LastActivity)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read status from %s: last_activity %q is not an RFC 3339 time", url, st.LastActivity)
 	}
 	return last, nil
+}
+
+// codeServerHealth is the body of code-server's GET /healthz
+// (src/node/routes/health.ts): status is "alive" while its heart has beaten
+// within the last minute, else "expired"; lastHeartbeat is when it last
+// beat, in Unix milliseconds, 0 before the first beat.
+type codeServerHealth struct {
+	Status        string `json:"status"`
+	LastHeartbeat *int64 `json:"lastHeartbeat"`
+}
+
+// codeServerActivity reads lastHeartbeat from code-server's /healthz.
+// code-server serves it without authentication, so the password is neither
+// read nor sent; requests to /healthz do not count as activity, every other
+// request does, and so does every minute with a connection open.
+func codeServerActivity(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, root string, o *cullOptions) (time.Time, error) {
+	// code-server answers at the root of its listener: it has no base-path
+	// option (--abs-proxy-base-path only prefixes its /absproxy/<port>/
+	// routes) and cube forbids BaseURL for it.
+	url := root + servers[IDEVSCode].healthPath
+	var h codeServerHealth
+	if err := getStatus(ctx, o.httpClient, url, nil, &h); err != nil {
+		return time.Time{}, err
+	}
+	if h.LastHeartbeat == nil {
+		return time.Time{}, fmt.Errorf("read status from %s: no lastHeartbeat", url)
+	}
+	switch {
+	case h.Status == "alive":
+		// Active within the minute by code-server's own clock, which
+		// overrides any skew between its clock and Cull's.
+		return o.now(), nil
+	case h.Status != "expired":
+		return time.Time{}, fmt.Errorf("read status from %s: status %q is neither \"alive\" nor \"expired\"", url, h.Status)
+	case *h.LastHeartbeat < 0:
+		return time.Time{}, fmt.Errorf("read status from %s: lastHeartbeat %d is negative", url, *h.LastHeartbeat)
+	case *h.LastHeartbeat == 0:
+		// Nobody has used this server since it started: quiet since then.
+		return containerStart(ctx, c, sts)
+	}
+	return time.UnixMilli(*h.LastHeartbeat).UTC(), nil
+}
+
+// containerStart is when the notebook container of the StatefulSet's pod
+// last started, from the pod's status as the kubelet writes it.
+func containerStart(ctx context.Context, c client.Client, sts *appsv1.StatefulSet) (time.Time, error) {
+	name := sts.Name + "-0"
+	p := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: name}, p); err != nil {
+		return time.Time{}, fmt.Errorf("no heartbeat yet: get pod: %w", err)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == ContainerName && cs.State.Running != nil {
+			return cs.State.Running.StartedAt.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no heartbeat yet: pod %s has no running %s container", name, ContainerName)
 }
 
 // tokenOf reads the Jupyter token from the Secret the notebook's
