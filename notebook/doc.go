@@ -33,8 +33,16 @@
 //	rel, err := client.Apply(ctx, nb)
 //
 // Stop and Start scale the StatefulSet to zero and back with a JSON merge
-// patch under their own field manager; the home claim stays. Cull stops
-// Jupyter notebooks whose server reports no activity (GET /api/status) for
-// longer than a limit, and any notebook past its MaxLifetime since creation
-// or its last Renew, as Cube Studio expires notebooks.
+// patch under their own field manager; the home claim stays. Cull stops any
+// notebook past its MaxLifetime since creation or its last Renew, as Cube
+// Studio expires notebooks, and notebooks whose server reports no activity
+// for longer than a limit: Jupyter through GET <base URL>api/status with its
+// token, code-server through its unauthenticated GET /healthz
+// (lastHeartbeat). Open-source RStudio Server reports no activity, so
+// RStudio notebooks are only expired.
+//
+//	culled, err := notebook.Cull(ctx, c, "team-a", 2*time.Hour)
+//	for _, cu := range culled {
+//		log.Printf("%s (%s) since %s", cu, cu.IDE, cu.Since)
+//	}
 package notebook

@@ -169,3 +169,35 @@ func ExampleCull() {
 	// team-a/alice-lab Idle: no activity for 3h0m0s since 2026-07-01T09:00:00Z, longer than the limit of 2h0m0s
 	// replicas: 0
 }
+
+func ExampleCull_vscode() {
+	ctx := context.Background()
+	// A VS Code notebook as the API server would hold it, running and ready.
+	nb := notebook.VSCode("bob-code", "bob").Namespace("team-a").
+		AuthSecret("bob-code-password", "password").AllowNamespace(ingress)
+	objs, _ := nb.Objects()
+	objs[3].(*appsv1.StatefulSet).Status.ReadyReplicas = 1
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).Build()
+
+	// code-server's GET /healthz, which needs no password: its heart last
+	// beat at 09:30 and has been quiet for more than a minute.
+	lastBeat := time.Date(2026, 7, 1, 9, 30, 0, 0, time.UTC)
+	codeServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"status":"expired","lastHeartbeat":%d}`, lastBeat.UnixMilli())
+	}))
+	defer codeServer.Close()
+
+	culled, err := notebook.Cull(ctx, c, "team-a", time.Hour,
+		notebook.WithServiceURL(func(*corev1.Service) (string, error) { return codeServer.URL, nil }),
+		notebook.WithClock(func() time.Time { return time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) }),
+		notebook.CullDryRun)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, cu := range culled {
+		fmt.Println(cu.IDE, cu.Since.Format(time.Kitchen), cu)
+	}
+	// Output:
+	// vscode 9:30AM team-a/bob-code Idle: no activity for 2h30m0s since 2026-07-01T09:30:00Z, longer than the limit of 1h0m0s
+}
