@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
@@ -175,4 +176,49 @@ func splitLines(s string) []string {
 		}
 	}
 	return out
+}
+
+// A Pod's status is written as the kubelet writes it, containers included,
+// so automation that reads container states or start times can be tested.
+func TestPodStatusLikeTheKubelet(t *testing.T) {
+	p := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "a"}, {Name: "sidecar", Image: "b"}}},
+	}
+	read := func(phase cube.Phase) corev1.PodStatus {
+		t.Helper()
+		u, err := cube.ToUnstructured(p)
+		require.NoError(t, err)
+		require.NoError(t, cubetest.SetStatus(u, phase, "OOMKilled", "out of memory"))
+		out := &corev1.Pod{}
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out))
+		return out.Status
+	}
+
+	ready := read(cube.Ready)
+	assert.Equal(t, corev1.PodRunning, ready.Phase)
+	require.Len(t, ready.ContainerStatuses, 2)
+	for i, name := range []string{"main", "sidecar"} {
+		cs := ready.ContainerStatuses[i]
+		assert.Equal(t, name, cs.Name)
+		assert.True(t, cs.Ready)
+		require.NotNil(t, cs.State.Running)
+		assert.WithinDuration(t, time.Now(), cs.State.Running.StartedAt.Time, time.Minute)
+	}
+
+	failed := read(cube.Failed)
+	assert.Equal(t, corev1.PodFailed, failed.Phase)
+	assert.Equal(t, "OOMKilled", failed.Reason)
+	require.NotNil(t, failed.ContainerStatuses[0].State.Terminated)
+	assert.Equal(t, int32(1), failed.ContainerStatuses[0].State.Terminated.ExitCode)
+	assert.False(t, failed.ContainerStatuses[0].Ready)
+
+	done := read(cube.Succeeded)
+	assert.Equal(t, int32(0), done.ContainerStatuses[1].State.Terminated.ExitCode)
+	assert.Equal(t, "Completed", done.ContainerStatuses[1].State.Terminated.Reason)
+
+	pending := read(cube.InProgress)
+	assert.Equal(t, corev1.PodPending, pending.Phase)
+	assert.Equal(t, "ContainerCreating", pending.ContainerStatuses[0].State.Waiting.Reason)
 }

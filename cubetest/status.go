@@ -155,16 +155,32 @@ func job(j *batchv1.Job, phase cube.Phase, reason, message string) {
 	}
 }
 
+// pod writes what the kubelet writes: the phase, the Ready condition and a
+// status for every container (running since now, terminated with exit
+// code 0 or 1, or waiting in ContainerCreating).
 func pod(p *corev1.Pod, phase cube.Phase, reason, message string) {
+	var state corev1.ContainerState
+	ready := false
 	switch phase {
 	case cube.Ready:
 		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now()}}}
+		state.Running = &corev1.ContainerStateRunning{StartedAt: now()}
+		ready = true
 	case cube.Succeeded:
 		p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded}
+		state.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: now()}
 	case cube.Failed:
 		p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: message}
+		state.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: message, FinishedAt: now()}
 	default:
 		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		state.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+	}
+	for _, c := range p.Spec.Containers {
+		started := ready
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, Ready: ready, Started: &started, State: *state.DeepCopy(),
+		})
 	}
 }
 
