@@ -23,6 +23,36 @@
 // nodes, which also needs the rank-table ConfigMap (see RankTable) that
 // Ascend's own tooling fills; cube does not generate it.
 //
+// # Triton model repositories
+//
+// Triton serves a model repository: an existing one on a claim or in S3
+// (serve.Triton(name, "pvc://models/repository")), or one cube generates.
+// TritonModelConfig is a typed config.pbtxt (name, platform or backend,
+// max_batch_size, inputs and outputs, instance groups, dynamic batching,
+// the decoupled transaction policy, parameters) with the field names and
+// enum spellings of Triton's model_config.proto; ConfigPbtxt validates it
+// and renders protobuf text format. AddTritonModel puts each model's
+// config.pbtxt, and text files for its version directory (a Python
+// backend's model.py), into the ConfigMap, whose volume items lay out
+// TritonRepositoryPath/<model>/config.pbtxt and <model>/1/<file>.
+//
+// For Triton's vLLM backend, TritonVLLMModel gives the configuration the
+// backend expects (backend "vllm", KIND_MODEL, decoupled) and the
+// Service's source becomes the model's weights: cube writes <model>/1/model.json
+// from the same engine settings `vllm serve` gets as flags (TensorParallel,
+// MaxModelLen, GPUMemoryUtilization, DType, Quantization, PrefixCaching…),
+// runs the tritonserver vllm-python-py3 image, and loads hf://, modelscope://,
+// pvc:// and s3:// weights as the vLLM engine does (the Hugging Face token
+// through a secretKeyRef):
+//
+//	svc := serve.Triton("qwen", "hf://Qwen/Qwen2.5-7B-Instruct").
+//		AddTritonModel(serve.TritonVLLMModel("qwen")).
+//		On(hardware.L4).GPUs(1).MaxModelLen(8192)
+//
+// Model files too large for a ConfigMap (ONNX, TensorRT, TorchScript
+// weights) stay in an existing repository: render its config.pbtxt with
+// ConfigPbtxt and store it there.
+//
 // Canary splits traffic between two Services by weight with a Gateway API
 // HTTPRoute (module sigs.k8s.io/gateway-api v1.6.3: v1.7.0 needs Go 1.27).
 // The cluster needs a Gateway API implementation (Envoy Gateway, Istio,

@@ -68,8 +68,10 @@ type rendering struct {
 	volumes        []corev1.Volume
 	mounts         []corev1.VolumeMount
 	initContainers []corev1.Container
-	// files are the ConfigMap's keys, mounted at configMount.
+	// files are the ConfigMap's keys, mounted at configMount; configItems,
+	// when set, lay them out in subdirectories (a Triton repository).
 	files       map[string]string
+	configItems []corev1.KeyToPath
 	configMount string
 
 	// What multi-node workers get instead of command and args; they share
@@ -398,6 +400,7 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 		volumes = append(volumes, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: s.configMapName()},
+				Items:                slices.Clone(r.configItems),
 				// MindIE refuses config files others may write.
 				DefaultMode: ptr.To[int32](0o640),
 			},

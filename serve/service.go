@@ -60,6 +60,7 @@ type Service struct {
 	mindIEConfig    []func(*MindIEConfig)
 	tritonControl   string
 	tritonModels    []string
+	tritonConfigs   []TritonModelConfig
 	ollamaKeepAlive string
 
 	problems field.ErrorList
@@ -115,7 +116,9 @@ func MindIE(name, model string) *Service { return newService(mindieEngine, name,
 
 // Triton serves the Triton Inference Server model repository at repository
 // (pvc://claim/path or s3://bucket/prefix) on ports 8000 (HTTP, KServe v2),
-// 8001 (gRPC) and 8002 (metrics).
+// 8001 (gRPC) and 8002 (metrics). With AddTritonModel cube generates the
+// repository instead, and repository is the source its models load: the
+// weights of a vLLM-backend model (hf://, modelscope://, pvc://, s3://).
 func Triton(name, repository string) *Service {
 	return newService(tritonEngine, name, repository)
 }
@@ -435,6 +438,7 @@ var settingNames = map[string]string{
 	"rankTable":            "RankTable",
 	"configureMindIE":      "ConfigureMindIE",
 	"modelControl":         "ModelControl",
+	"tritonModels":         "AddTritonModel",
 	"keepAlive":            "KeepAlive",
 }
 
@@ -455,7 +459,8 @@ func (s *Service) checkSupport() field.ErrorList {
 		"trustRemoteCode":      f.trustRemoteCode != "",
 		"rankTable":            e == mindieEngine,
 		"configureMindIE":      e == mindieEngine,
-		"modelControl":         e == tritonEngine,
+		"modelControl":         isTriton(e),
+		"tritonModels":         isTriton(e),
 		"keepAlive":            e == ollamaEngine,
 	}
 	var errs field.ErrorList
