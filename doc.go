@@ -20,4 +20,11 @@
 // How the phase of a kind is read is registered with RegisterStatus; this
 // package registers Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim
 // and Service, and the workload packages register their own kinds.
+//
+// While a release is neither Ready nor Succeeded, Status and Wait also say
+// what its pods (found by the release label) are stuck on, as PodProblems:
+// unschedulable with the scheduler's message, an image that cannot be
+// pulled, a missing Secret key, a crash loop with the last exit reason
+// (OOMKilled…). FailOnStuckPods makes Wait fail on the stuck ones at once
+// instead of at the controller's deadline.
 package cube

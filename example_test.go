@@ -2,12 +2,14 @@ package cube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
@@ -91,4 +93,36 @@ func ExampleClient_Apply() {
 	// ConfigMap team-a/shop-config Ready
 	// Service team-a/shop Ready (Ready)
 	// Deployment.apps team-a/shop Ready (Available: 2/2 available)
+}
+
+// Wait says what the pods are stuck on, and with FailOnStuckPods gives up
+// as soon as one cannot recover by itself.
+func ExampleFailOnStuckPods() {
+	ctx := context.Background()
+	// A pod of the release that cannot pull its image, as the kubelet
+	// reports it.
+	id := cube.Identity{Kind: "web", Release: "shop", PartOf: "shop"}
+	stuck := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: id.ObjectMeta("shop-7d4b9-x2x7k", "team-a", nil, nil),
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "web",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+				Reason: "ImagePullBackOff", Message: `Back-off pulling image "nginx:1.27"`,
+			}},
+		}}},
+	}
+	cluster := cubetest.NewCluster([]client.Object{stuck}, cube.WithNamespace("team-a"))
+	rel, err := cluster.Client.Apply(ctx, webApp("shop", "", 1))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(time.Minute), cube.FailOnStuckPods())
+	fmt.Println(errors.Is(err, cube.ErrFailed))
+	fmt.Println(st.Phase, st.Reason)
+	// Output:
+	// true
+	// Failed pod shop-7d4b9-x2x7k container web: ImagePullBackOff: Back-off pulling image "nginx:1.27"
 }

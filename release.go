@@ -106,7 +106,15 @@ func (r *Release) Status(ctx context.Context) (Status, error) {
 			objs = append(objs, readStatusWith(r.client.readers, u))
 		}
 	}
-	return Summarize(objs), nil
+	st := Summarize(objs)
+	if !st.settled() {
+		pods, err := r.podProblems(ctx)
+		if err != nil {
+			return Status{}, err
+		}
+		st.Pods = pods
+	}
+	return st, nil
 }
 
 // Delete deletes every object of the release, last applied first, with

@@ -55,6 +55,10 @@ type Status struct {
 	Phase   Phase
 	Reason  string
 	Objects []ObjectStatus
+	// Pods are the problems of the release's pods (found by the release
+	// label) while the release is neither Ready nor Succeeded: why a
+	// rollout or a job is not moving. Release.Status and Wait fill it.
+	Pods []PodProblem
 }
 
 func (s Status) String() string {
@@ -63,8 +67,18 @@ func (s Status) String() string {
 	if s.Reason != "" {
 		b.WriteString(": " + s.Reason)
 	}
+	if len(s.Pods) > 0 {
+		b.WriteString("; " + s.Pods[0].String())
+		if len(s.Pods) > 1 {
+			fmt.Fprintf(&b, " and %d more pod problems", len(s.Pods)-1)
+		}
+	}
 	return b.String()
 }
+
+// settled reports whether the release reached a phase pod problems no
+// longer matter for.
+func (s Status) settled() bool { return s.Phase == Ready || s.Phase == Succeeded }
 
 // Summarize computes the overall phase of a release from its objects.
 func Summarize(objects []ObjectStatus) Status {

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,8 +48,30 @@ func (e *WaitError) Unwrap() []error { return e.errs }
 type WaitOption func(*waitOptions)
 
 type waitOptions struct {
-	timeout  time.Duration
-	progress func(Status)
+	timeout     time.Duration
+	progress    func(Status)
+	failOnStuck bool
+}
+
+// FailOnStuckPods makes Wait give up as soon as a pod of the release is
+// stuck (PodProblem.Stuck: an image that cannot be pulled, a missing
+// Secret or ConfigMap key, a container in CrashLoopBackOff) instead of
+// waiting for the controller's own deadline or the timeout: the release is
+// reported Failed with the pod's problem as the reason, and the error wraps
+// ErrFailed. Without it such pods only show in the status's Pods.
+func FailOnStuckPods() WaitOption { return func(o *waitOptions) { o.failOnStuck = true } }
+
+// failOnStuck turns a status with a stuck pod into a failure.
+func failOnStuck(st *Status) {
+	if st.Phase == Failed {
+		return
+	}
+	for _, p := range st.Pods {
+		if p.Stuck {
+			st.Phase, st.Reason = Failed, p.String()
+			return
+		}
+	}
 }
 
 // Timeout bounds the wait; when it passes, Wait returns an error wrapping
@@ -59,7 +85,9 @@ func OnProgress(fn func(Status)) WaitOption { return func(o *waitOptions) { o.pr
 // Wait blocks until the release reaches until (Ready: every object Ready or
 // Succeeded; Succeeded: the release Succeeded), it fails, the timeout passes
 // or ctx ends. It follows the objects with watches, one per kind and
-// namespace, re-listing when a watch ends; it never polls.
+// namespace, and the release's pods with one more (their problems are in
+// Status.Pods), re-listing when a watch ends; it never polls. A caller not
+// allowed to read pods waits on the objects alone.
 func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (Status, error) {
 	if until != Ready && until != Succeeded {
 		return Status{}, fmt.Errorf("wait: until must be %s or %s, not %q", Ready, Succeeded, until)
@@ -96,12 +124,15 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 		current[ref] = ObjectStatus{Ref: ref, Phase: InProgress, Reason: "NotFound"}
 	}
 	updates := make(chan objectUpdate)
-	errc := make(chan error, len(groups))
+	errc := make(chan error, len(groups)+1)
 	group := 0
 	for k, names := range groups {
 		go r.follow(waitCtx, wc, group, k.gvk, k.ns, names, updates, errc)
 		group++
 	}
+	go r.followPods(waitCtx, wc, updates, errc)
+	var pods []PodProblem
+	podsSeen := false
 
 	listed := map[int]bool{}
 	var last Status
@@ -109,6 +140,9 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 	for {
 		select {
 		case up := <-updates:
+			if up.podsSeen {
+				pods, podsSeen = up.pods, true
+			}
 			for _, st := range up.statuses {
 				current[st.Ref] = st
 			}
@@ -118,14 +152,20 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 			if up.listed {
 				listed[up.group] = true
 			}
-			if len(listed) < len(groups) {
-				continue // judge only once every kind has been listed
+			if len(listed) < len(groups) || !podsSeen {
+				continue // judge only once every kind and the pods have been listed
 			}
 			objs := make([]ObjectStatus, 0, len(r.Objects))
 			for _, ref := range r.Objects {
 				objs = append(objs, current[ref])
 			}
 			st := Summarize(objs)
+			if !st.settled() {
+				st.Pods = pods
+				if o.failOnStuck {
+					failOnStuck(&st)
+				}
+			}
 			if o.progress != nil && (!reported || !sameStatus(st, last)) {
 				o.progress(st)
 			}
@@ -155,10 +195,13 @@ type objectUpdate struct {
 	statuses []ObjectStatus
 	gone     []ObjectRef
 	listed   bool // a full list of one group: every object's state is known
+	// podsSeen: pods holds the problems of every pod of the release.
+	podsSeen bool
+	pods     []PodProblem
 }
 
 func sameStatus(a, b Status) bool {
-	if a.Phase != b.Phase || a.Reason != b.Reason || len(a.Objects) != len(b.Objects) {
+	if a.Phase != b.Phase || a.Reason != b.Reason || len(a.Objects) != len(b.Objects) || !slices.Equal(a.Pods, b.Pods) {
 		return false
 	}
 	for i := range a.Objects {
@@ -181,45 +224,11 @@ func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 }
 
 // follow watches the release's objects of one kind in one namespace, lists
-// them, and starts over when the
-// watch ends. It reports every change on updates.
+// them, and starts over when the watch ends. It reports every change on
+// updates.
 func (r *Release) follow(ctx context.Context, wc client.WithWatch, group int, gvk schema.GroupVersionKind, ns string, names map[string]bool, updates chan<- objectUpdate, errc chan<- error) {
-	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	opts := []client.ListOption{client.MatchingLabels{LabelRelease: r.Name}}
-	if ns != "" {
-		opts = append(opts, client.InNamespace(ns))
-	}
-	send := func(up objectUpdate) bool {
-		select {
-		case updates <- up:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	for ctx.Err() == nil {
-		// Watch first, then list: every change after the list is seen, even
-		// by watch implementations that ignore resourceVersion (the fake
-		// client's). Events older than the list may follow it; they are
-		// superseded by the events after them.
-		watchList := &unstructured.UnstructuredList{}
-		watchList.SetGroupVersionKind(listGVK)
-		w, err := wc.Watch(ctx, watchList, opts...)
-		if err != nil {
-			if ctx.Err() == nil {
-				errc <- fmt.Errorf("watch %s: %w", gvk.Kind, err)
-			}
-			return
-		}
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(listGVK)
-		if err := wc.List(ctx, list, opts...); err != nil {
-			w.Stop()
-			if ctx.Err() == nil {
-				errc <- fmt.Errorf("list %s: %w", gvk.Kind, err)
-			}
-			return
-		}
+	send := sender(ctx, updates)
+	onList := func(list *unstructured.UnstructuredList) bool {
 		up := objectUpdate{group: group, listed: true}
 		found := map[string]bool{}
 		for i := range list.Items {
@@ -235,40 +244,144 @@ func (r *Release) follow(ctx context.Context, wc client.WithWatch, group int, gv
 				up.gone = append(up.gone, ObjectRef{GroupVersionKind: gvk, Namespace: ns, Name: name})
 			}
 		}
-		if !send(up) {
+		return send(up)
+	}
+	onEvent := func(ev watch.Event, u *unstructured.Unstructured) bool {
+		if !names[u.GetName()] {
+			return true
+		}
+		if u.GroupVersionKind().Kind == "" {
+			u.SetGroupVersionKind(gvk)
+		}
+		var up objectUpdate
+		if ev.Type == watch.Deleted {
+			up.gone = []ObjectRef{{GroupVersionKind: gvk, Namespace: u.GetNamespace(), Name: u.GetName()}}
+		} else {
+			up.statuses = []ObjectStatus{readStatusWith(r.client.readers, u)}
+		}
+		return send(up)
+	}
+	r.watchLoop(ctx, wc, gvk, ns, func(err error) { errc <- err }, onList, onEvent)
+}
+
+// followPods watches the release's pods and reports the problems of all of
+// them, afresh, each time one changes.
+func (r *Release) followPods(ctx context.Context, wc client.WithWatch, updates chan<- objectUpdate, errc chan<- error) {
+	send := sender(ctx, updates)
+	problems := map[string][]PodProblem{}
+	report := func() bool {
+		up := objectUpdate{podsSeen: true}
+		for _, name := range slices.Sorted(maps.Keys(problems)) {
+			up.pods = append(up.pods, problems[name]...)
+		}
+		return send(up)
+	}
+	read := func(u *unstructured.Unstructured) {
+		p := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+			problems[u.GetName()] = []PodProblem{{Pod: u.GetName(), Reason: "Unreadable", Message: err.Error()}}
+			return
+		}
+		problems[u.GetName()] = PodProblems(p)
+	}
+	onList := func(list *unstructured.UnstructuredList) bool {
+		clear(problems)
+		for i := range list.Items {
+			read(&list.Items[i])
+		}
+		return report()
+	}
+	onEvent := func(ev watch.Event, u *unstructured.Unstructured) bool {
+		if ev.Type == watch.Deleted {
+			delete(problems, u.GetName())
+		} else {
+			read(u)
+		}
+		return report()
+	}
+	fail := func(err error) {
+		// Pods are diagnostics: a caller who may not read them still waits
+		// on the objects, as if the release had no pods.
+		if apierrors.IsForbidden(err) {
+			clear(problems)
+			report()
+			return
+		}
+		errc <- err
+	}
+	r.watchLoop(ctx, wc, corev1.SchemeGroupVersion.WithKind("Pod"), r.Namespace, fail, onList, onEvent)
+}
+
+func sender(ctx context.Context, updates chan<- objectUpdate) func(objectUpdate) bool {
+	return func(up objectUpdate) bool {
+		select {
+		case updates <- up:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// watchLoop watches the release's objects of one kind in one namespace
+// (by the release label), lists them, hands the list to onList and every
+// later event to onEvent, and starts over when the watch ends, until ctx
+// ends, a handler returns false, or the server refuses (reported to fail).
+func (r *Release) watchLoop(ctx context.Context, wc client.WithWatch, gvk schema.GroupVersionKind, ns string, fail func(error),
+	onList func(*unstructured.UnstructuredList) bool, onEvent func(watch.Event, *unstructured.Unstructured) bool) {
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	opts := []client.ListOption{client.MatchingLabels{LabelRelease: r.Name}}
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	for ctx.Err() == nil {
+		// Watch first, then list: every change after the list is seen, even
+		// by watch implementations that ignore resourceVersion (the fake
+		// client's). Events older than the list may follow it; they are
+		// superseded by the events after them.
+		watchList := &unstructured.UnstructuredList{}
+		watchList.SetGroupVersionKind(listGVK)
+		w, err := wc.Watch(ctx, watchList, opts...)
+		if err != nil {
+			if ctx.Err() == nil {
+				fail(fmt.Errorf("watch %s: %w", gvk.Kind, err))
+			}
+			return
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(listGVK)
+		if err := wc.List(ctx, list, opts...); err != nil {
+			w.Stop()
+			if ctx.Err() == nil {
+				fail(fmt.Errorf("list %s: %w", gvk.Kind, err))
+			}
+			return
+		}
+		if !onList(list) || !forward(ctx, w, onEvent) {
 			w.Stop()
 			return
 		}
-		r.forward(ctx, w, gvk, names, send)
 		w.Stop()
 	}
 }
 
-// forward turns watch events into updates until the watch ends or fails.
-func (r *Release) forward(ctx context.Context, w watch.Interface, gvk schema.GroupVersionKind, names map[string]bool, send func(objectUpdate) bool) {
+// forward hands watch events to onEvent until the watch ends or fails
+// (true: start over) or ctx ends or onEvent returns false (false: stop).
+func forward(ctx context.Context, w watch.Interface, onEvent func(watch.Event, *unstructured.Unstructured) bool) bool {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case ev, ok := <-w.ResultChan():
 			if !ok || ev.Type == watch.Error {
-				return // re-list: the watch expired or the server closed it
+				return true // re-list: the watch expired or the server closed it
 			}
 			u, err := asUnstructured(ev.Object)
-			if err != nil || !names[u.GetName()] {
+			if err != nil {
 				continue
 			}
-			if u.GroupVersionKind().Kind == "" {
-				u.SetGroupVersionKind(gvk)
-			}
-			var up objectUpdate
-			if ev.Type == watch.Deleted {
-				up.gone = []ObjectRef{{GroupVersionKind: gvk, Namespace: u.GetNamespace(), Name: u.GetName()}}
-			} else {
-				up.statuses = []ObjectStatus{readStatusWith(r.client.readers, u)}
-			}
-			if !send(up) {
-				return
+			if !onEvent(ev, u) {
+				return false
 			}
 		}
 	}
