@@ -103,41 +103,50 @@ type flagSet struct {
 	lora func(adapters []resolvedLoRA) []string
 }
 
-// cliArgs renders the engine-neutral settings as command-line flags in a
-// fixed order. It is shared by the engines that take flags (vLLM, SGLang,
-// TGI); the others translate settings to environment or a config file.
-func cliArgs(f flagSet, s *Service, r *rendering) []string {
-	var args []string
-	add := func(flag, value string) {
-		if flag != "" && value != "" {
-			args = append(args, flag, value)
+// setting is one engine-neutral setting under the engine's flag name: a
+// string, int or float64 value, or true for a switch given as the flag
+// alone.
+type setting struct {
+	flag  string
+	value any
+}
+
+// engineSettings are the engine-neutral settings in a fixed order, typed,
+// under the names of flag set f; the model (positional when f has no model
+// flag) and LoRA adapters are left to the caller. cliArgs renders them as
+// flags and the Triton vLLM backend as engine arguments, so both come from
+// one place.
+func engineSettings(f flagSet, s *Service, r *rendering) []setting {
+	var out []setting
+	add := func(flag string, value any) {
+		switch v := value.(type) {
+		case string:
+			if v == "" {
+				return
+			}
+		case int:
+			if v <= 0 {
+				return
+			}
 		}
-	}
-	itoa := func(n int) string {
-		if n <= 0 {
-			return ""
+		if flag != "" {
+			out = append(out, setting{flag, value})
 		}
-		return strconv.Itoa(n)
-	}
-	if f.model == "" {
-		args = append(args, r.modelArg)
-	} else {
-		add(f.model, r.modelArg)
 	}
 	add(f.host, "0.0.0.0")
-	add(f.port, strconv.Itoa(int(r.engine.port)))
+	add(f.port, int(r.engine.port))
 	if r.tp > 1 || r.nodes > 1 {
-		add(f.tensorParallel, itoa(r.tp))
+		add(f.tensorParallel, r.tp)
 	}
 	if r.pp > 1 || r.nodes > 1 {
-		add(f.pipelineParallel, itoa(r.pp))
+		add(f.pipelineParallel, r.pp)
 	}
 	if r.maxModelLen > 0 {
-		add(f.maxInputLen, itoa(r.maxModelLen-1))
-		add(f.maxModelLen, itoa(r.maxModelLen))
+		add(f.maxInputLen, r.maxModelLen-1)
+		add(f.maxModelLen, r.maxModelLen)
 	}
 	if r.memoryUtilization > 0 {
-		add(f.memoryUtilization, strconv.FormatFloat(r.memoryUtilization, 'g', -1, 64))
+		add(f.memoryUtilization, r.memoryUtilization)
 	}
 	add(f.dtype, s.dtype)
 	add(f.quantization, s.quantization)
@@ -146,15 +155,40 @@ func cliArgs(f flagSet, s *Service, r *rendering) []string {
 	if r.servedNameExplicit {
 		add(f.servedModelName, r.servedName)
 	}
-	if s.trustRemoteCode && f.trustRemoteCode != "" {
-		args = append(args, f.trustRemoteCode)
+	if s.trustRemoteCode {
+		add(f.trustRemoteCode, true)
 	}
 	if s.prefixCaching != nil {
 		switch {
-		case *s.prefixCaching && f.prefixOn != "":
-			args = append(args, f.prefixOn)
-		case !*s.prefixCaching && f.prefixOff != "":
-			args = append(args, f.prefixOff)
+		case *s.prefixCaching:
+			add(f.prefixOn, true)
+		default:
+			add(f.prefixOff, true)
+		}
+	}
+	return out
+}
+
+// cliArgs renders the engine-neutral settings as command-line flags in a
+// fixed order. It is shared by the engines that take flags (vLLM, SGLang,
+// TGI); the others translate settings to environment or a config file.
+func cliArgs(f flagSet, s *Service, r *rendering) []string {
+	var args []string
+	if f.model == "" {
+		args = append(args, r.modelArg)
+	} else if r.modelArg != "" {
+		args = append(args, f.model, r.modelArg)
+	}
+	for _, st := range engineSettings(f, s, r) {
+		switch v := st.value.(type) {
+		case bool:
+			args = append(args, st.flag)
+		case int:
+			args = append(args, st.flag, strconv.Itoa(v))
+		case float64:
+			args = append(args, st.flag, strconv.FormatFloat(v, 'g', -1, 64))
+		case string:
+			args = append(args, st.flag, v)
 		}
 	}
 	if len(r.loras) > 0 && f.lora != nil {

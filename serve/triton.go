@@ -6,7 +6,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -214,45 +213,23 @@ func checkVLLMInstances(p *field.Path, cfg TritonModelConfig, r *rendering) fiel
 }
 
 // vllmModelJSON renders the vLLM backend's model.json, the keyword
-// arguments of vLLM's AsyncEngineArgs, from the flags `vllm serve` would
-// get (cliArgs with vLLM's flag set): each flag is an EngineArgs field
-// spelled with dashes (--max-model-len is max_model_len), so the values are
-// the ones the vLLM engine renders.
+// arguments of vLLM's AsyncEngineArgs, from the settings `vllm serve` gets
+// as flags (engineSettings with vLLM's flag set): each flag is an
+// EngineArgs field spelled with dashes (--max-model-len is max_model_len),
+// so the values are the ones the vLLM engine renders. The server's own
+// host and port are not engine arguments.
 func vllmModelJSON(s *Service, r *rendering) (string, error) {
 	f := r.engine.flags
-	args := cliArgs(f, s, r)
-	engineArgs := map[string]any{"model": args[0]}
-	for i := 1; i < len(args); i++ {
-		flag := args[i]
-		switch flag {
-		case f.trustRemoteCode, f.prefixOn:
-			engineArgs[engineArgName(flag)] = true
+	engineArgs := map[string]any{"model": r.modelArg}
+	for _, st := range engineSettings(f, s, r) {
+		switch st.flag {
+		case f.host, f.port:
 			continue
 		case f.prefixOff:
 			engineArgs[engineArgName(f.prefixOn)] = false
 			continue
 		}
-		if !strings.HasPrefix(flag, "--") || i+1 == len(args) {
-			return "", fmt.Errorf("unexpected vLLM argument %q", flag)
-		}
-		i++
-		value, key := args[i], engineArgName(flag)
-		switch flag {
-		case f.tensorParallel, f.pipelineParallel, f.maxModelLen:
-			n, err := strconv.Atoi(value)
-			if err != nil {
-				return "", fmt.Errorf("parse %s: %w", flag, err)
-			}
-			engineArgs[key] = n
-		case f.memoryUtilization:
-			x, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				return "", fmt.Errorf("parse %s: %w", flag, err)
-			}
-			engineArgs[key] = x
-		default:
-			engineArgs[key] = value
-		}
+		engineArgs[engineArgName(st.flag)] = st.value
 	}
 	data, err := json.MarshalIndent(engineArgs, "", "  ")
 	if err != nil {
