@@ -89,8 +89,9 @@ func NewFromClient(c client.Client, opts ...Option) *Client {
 type ApplyOption interface{ applyToApply(*applyOptions) }
 
 type applyOptions struct {
-	dryRun bool
-	force  bool
+	dryRun  bool
+	force   bool
+	noPrune bool
 }
 
 type applyOptionFunc func(*applyOptions)
@@ -104,6 +105,10 @@ var (
 	// Force takes ownership of fields that another field manager owns instead
 	// of failing with a conflict.
 	Force ApplyOption = applyOptionFunc(func(o *applyOptions) { o.force = true })
+	// NoPrune keeps the objects that an earlier Apply of the release made
+	// and this one no longer has, instead of deleting them; they stay in
+	// the release's record, so Release.Delete still removes them.
+	NoPrune ApplyOption = applyOptionFunc(func(o *applyOptions) { o.noPrune = true })
 )
 
 // Apply renders w and applies its objects with server-side apply (field
@@ -112,6 +117,12 @@ var (
 // another manager fails with an error IsConflict recognises, unless Force is
 // given. Apply records the release in a ConfigMap so that Releases and
 // Release.Delete find its objects later.
+//
+// Apply is declarative, like `kubectl apply --prune` with an applyset: the
+// objects an earlier Apply of the same release made that w no longer has
+// (an HPA dropped, a renamed ConfigMap) are deleted and listed in
+// Release.Pruned, unless NoPrune is given. Only objects that still carry the
+// release's labels are deleted.
 func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*Release, error) {
 	var o applyOptions
 	for _, opt := range opts {
@@ -147,13 +158,44 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 	if o.dryRun {
 		applyOpts = append(applyOpts, client.DryRunAll)
 	}
-	for _, u := range objs {
+	prev, err := c.recorded(ctx, rel.Namespace, rel.Name)
+	if err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
+	// The record is written before the objects whenever it lacks one of
+	// them, so an apply that stops halfway leaves nothing Release.Delete
+	// cannot find; it is rewritten after pruning only when it changes.
+	stored := prev
+	if all := union(prev, rel.Objects); !o.dryRun && len(all) != len(prev) {
+		if err := c.writeRecord(ctx, rel.Name, rel.Namespace, all, applyOpts); err != nil {
+			return nil, err
+		}
+		stored = all
+	}
+	for i, u := range objs {
 		if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-			return nil, applyError(RefOf(u), err)
+			err = applyError(RefOf(u), err)
+			if !o.dryRun && !sameRefs(stored, prev) {
+				// Record only what may exist: the earlier objects and
+				// those applied before the failure.
+				err = errors.Join(err, c.settleRecord(ctx, rel, union(prev, rel.Objects[:i]), applyOpts))
+			}
+			return nil, err
 		}
 	}
-	if !o.dryRun {
-		if err := c.writeRecord(ctx, rel, applyOpts); err != nil {
+	final := rel.Objects
+	if stale := minus(prev, rel.Objects); len(stale) > 0 {
+		if o.noPrune {
+			final = union(rel.Objects, stale)
+		} else {
+			rel.Pruned, err = c.prune(ctx, rel.Name, stale, o.dryRun)
+			if err != nil {
+				return nil, fmt.Errorf("apply: %w", err)
+			}
+		}
+	}
+	if !o.dryRun && !sameRefs(stored, final) {
+		if err := c.writeRecord(ctx, rel.Name, rel.Namespace, final, applyOpts); err != nil {
 			return nil, err
 		}
 	}
@@ -272,8 +314,23 @@ const recordPrefix = "cube-release-"
 
 const recordKey = "objects"
 
-func (c *Client) writeRecord(ctx context.Context, rel *Release, applyOpts []client.ApplyOption) error {
-	refs := slices.Clone(rel.Objects)
+// settleRecord writes the record with objects, or deletes it when there
+// are none.
+func (c *Client) settleRecord(ctx context.Context, rel *Release, objects []ObjectRef, applyOpts []client.ApplyOption) error {
+	if len(objects) > 0 {
+		return c.writeRecord(ctx, rel.Name, rel.Namespace, objects, applyOpts)
+	}
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordPrefix + rel.Name, Namespace: rel.Namespace}}
+	if err := c.c.Delete(ctx, record); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove release record %s/%s: %w", rel.Namespace, rel.Name, err)
+	}
+	return nil
+}
+
+// writeRecord stores the release's record: the objects Delete and Status
+// act on.
+func (c *Client) writeRecord(ctx context.Context, name, namespace string, objects []ObjectRef, applyOpts []client.ApplyOption) error {
+	refs := slices.Clone(objects)
 	slices.SortFunc(refs, compareRefs)
 	lines := make([]string, len(refs))
 	for i, r := range refs {
@@ -282,11 +339,11 @@ func (c *Client) writeRecord(ctx context.Context, rel *Release, applyOpts []clie
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      recordPrefix + rel.Name,
-			Namespace: rel.Namespace,
+			Name:      recordPrefix + name,
+			Namespace: namespace,
 			Labels: map[string]string{
 				LabelManagedBy: ManagedBy,
-				LabelRelease:   rel.Name,
+				LabelRelease:   name,
 				LabelKind:      "release",
 			},
 		},
@@ -297,7 +354,7 @@ func (c *Client) writeRecord(ctx context.Context, rel *Release, applyOpts []clie
 		return err
 	}
 	if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-		return fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
+		return fmt.Errorf("record release %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }

@@ -15,7 +15,11 @@
 // Objects carry the standard labels of an Identity (app.kubernetes.io/name,
 // app.kubernetes.io/managed-by=cube, app.kubernetes.io/part-of, cube.dev/kind,
 // cube.dev/release). Apply records each release in a ConfigMap named
-// cube-release-NAME, so Client.Releases and Client.Release find releases again.
+// cube-release-NAME, so Client.Releases and Client.Release find releases again;
+// the record is written before the objects it adds, so an apply that stops
+// halfway leaves nothing Delete cannot find. Applying a release again is
+// declarative: objects the workload no longer has are pruned (NoPrune keeps
+// them).
 //
 // How the phase of a kind is read is registered with RegisterStatus; this
 // package registers Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim

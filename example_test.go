@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,4 +126,26 @@ func ExampleFailOnStuckPods() {
 	// Output:
 	// true
 	// Failed pod shop-7d4b9-x2x7k container web: ImagePullBackOff: Back-off pulling image "nginx:1.27"
+}
+
+// Applying a release again is declarative: what the workload no longer has
+// is deleted (cube.NoPrune keeps it).
+func ExampleClient_Apply_prune() {
+	ctx := context.Background()
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	if _, err := cluster.Client.Apply(ctx, webApp("shop", "", 2)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The next version of the workload has no Service.
+	noService := cube.WorkloadFunc(func() ([]client.Object, error) {
+		objs, err := webApp("shop", "", 2).Objects()
+		return slices.DeleteFunc(objs, func(o client.Object) bool { return o.GetObjectKind().GroupVersionKind().Kind == "Service" }), err
+	})
+	rel, err := cluster.Client.Apply(ctx, noService)
+	fmt.Println(rel.Objects, err)
+	fmt.Println("pruned:", rel.Pruned)
+	// Output:
+	// [ConfigMap team-a/shop-config Deployment.apps team-a/shop] <nil>
+	// pruned: [Service team-a/shop]
 }

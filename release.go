@@ -80,6 +80,10 @@ type Release struct {
 	Name      string
 	Namespace string
 	Objects   []ObjectRef
+	// Pruned are the objects of the release's previous Apply that this
+	// Apply deleted (with DryRun: would delete) because the workload no
+	// longer has them. Empty for releases read back with Client.Release.
+	Pruned []ObjectRef
 
 	client *Client
 }

@@ -1,0 +1,148 @@
+package cube_test
+
+// Pruning against the real kube-apiserver (internal/testenv). No garbage
+// collector runs there: a foreground deletion leaves the object marked for
+// deletion, which is what the tests look for.
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/testenv"
+)
+
+// recordRef names the ConfigMap that records release name.
+func recordRef(ns, name string) cube.ObjectRef {
+	return cube.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: ns, Name: "cube-release-" + name}
+}
+
+// without is w minus its objects of kind.
+func without(w cube.Workload, kind string) cube.Workload {
+	return cube.WorkloadFunc(func() ([]client.Object, error) {
+		objs, err := w.Objects()
+		var out []client.Object
+		for _, o := range objs {
+			if o.GetObjectKind().GroupVersionKind().Kind != kind {
+				out = append(out, o)
+			}
+		}
+		return out, err
+	})
+}
+
+func kindsOf(refs []cube.ObjectRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Kind
+	}
+	return out
+}
+
+// deleted reports whether ref is gone or marked for deletion.
+func deleted(t *testing.T, env *testenv.Env, ref cube.ObjectRef) bool {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ref.GroupVersionKind)
+	err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	require.NoError(t, err)
+	return u.GetDeletionTimestamp() != nil
+}
+
+func TestApplyPrunesWhatTheReleaseNoLongerHas(t *testing.T) {
+	c, env, ns := newClient(t)
+	ctx := t.Context()
+	first, err := c.Apply(ctx, webApp("shop", "", 1))
+	require.NoError(t, err)
+	svc := first.Objects[1]
+	require.Equal(t, "Service", svc.Kind)
+	record := resourceVersions(t, env, &cube.Release{Objects: []cube.ObjectRef{recordRef(ns, "shop")}})
+
+	// An identical apply prunes nothing and leaves the record untouched.
+	again, err := c.Apply(ctx, webApp("shop", "", 1))
+	require.NoError(t, err)
+	assert.Empty(t, again.Pruned)
+	assert.Equal(t, record, resourceVersions(t, env, &cube.Release{Objects: []cube.ObjectRef{recordRef(ns, "shop")}}))
+
+	// A dry run reports what would go and deletes nothing.
+	dry, err := c.Apply(ctx, without(webApp("shop", "", 1), "Service"), cube.DryRun)
+	require.NoError(t, err)
+	assert.Equal(t, []cube.ObjectRef{svc}, dry.Pruned)
+	assert.False(t, deleted(t, env, svc))
+
+	// NoPrune keeps the Service, and the record still lists it.
+	kept, err := c.Apply(ctx, without(webApp("shop", "", 1), "Service"), cube.NoPrune)
+	require.NoError(t, err)
+	assert.Empty(t, kept.Pruned)
+	assert.False(t, deleted(t, env, svc))
+	read, err := c.Release(ctx, ns, "shop")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ConfigMap", "Service", "Deployment"}, kindsOf(read.Objects))
+
+	// Without it the Service goes, and the record forgets it.
+	pruned, err := c.Apply(ctx, without(webApp("shop", "", 1), "Service"))
+	require.NoError(t, err)
+	assert.Equal(t, []cube.ObjectRef{svc}, pruned.Pruned)
+	assert.Equal(t, []string{"ConfigMap", "Deployment"}, kindsOf(pruned.Objects))
+	assert.True(t, deleted(t, env, svc))
+	read, err = c.Release(ctx, ns, "shop")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ConfigMap", "Deployment"}, kindsOf(read.Objects))
+}
+
+// An object someone else has taken over (relabelled) is not pruned.
+func TestApplyDoesNotPruneWhatItNoLongerOwns(t *testing.T) {
+	c, env, ns := newClient(t)
+	ctx := t.Context()
+	_, err := c.Apply(ctx, webApp("shop", "", 1))
+	require.NoError(t, err)
+	svc := &corev1.Service{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, svc))
+	svc.Labels[cube.LabelRelease] = "storefront"
+	require.NoError(t, env.Client.Update(ctx, svc))
+
+	rel, err := c.Apply(ctx, without(webApp("shop", "", 1), "Service"))
+	require.NoError(t, err)
+	assert.Empty(t, rel.Pruned)
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, svc))
+	assert.Nil(t, svc.DeletionTimestamp)
+}
+
+// An apply that stops halfway records exactly what may exist, so Delete
+// finds it; one that applied nothing leaves no release behind.
+func TestApplyThatFailsHalfwayKeepsAnHonestRecord(t *testing.T) {
+	c, env, ns := newClient(t)
+	ctx := t.Context()
+	id := cube.Identity{Kind: "web", Release: "half"}
+	good := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: id.ObjectMeta("half-config", "", nil, nil)}
+	bad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "half", "labels": map[string]any{cube.LabelRelease: "half"}},
+		"spec":     map[string]any{"ports": []any{map[string]any{"port": int64(80)}}, "typo": true},
+	}}
+	_, err := c.Apply(ctx, cube.Objects(good, bad))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "typo")
+	rel, err := c.Release(ctx, ns, "half")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ConfigMap"}, kindsOf(rel.Objects), "the ConfigMap was applied; the Service was not")
+	require.NoError(t, rel.Delete(ctx))
+	assert.True(t, deleted(t, env, rel.Objects[0]))
+
+	_, err = c.Apply(ctx, cube.Objects(bad))
+	require.Error(t, err)
+	rels, err := c.Releases(ctx, ns)
+	require.NoError(t, err)
+	assert.Empty(t, rels, "nothing was applied, so no release is recorded")
+}
