@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
@@ -124,6 +125,38 @@ func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 	cs := k8sfake.NewClientset()
 	c := cube.NewFromClient(fc, append([]cube.Option{cube.WithClientset(cs)}, opts...)...)
 	return &Cluster{Client: c, Fake: fc, Clientset: cs}
+}
+
+// WaitForRelease returns the release name in namespace once an Apply has
+// recorded it and created every object it lists: the point at which a test
+// that runs the code under test in another goroutine can play the
+// controllers (Mark…). Apply records a release before it creates the
+// objects, so the record alone is not enough. The cluster is in memory, so
+// it checks every millisecond until ctx ends.
+func (c *Cluster) WaitForRelease(ctx context.Context, namespace, name string) (*cube.Release, error) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if rel, err := c.Client.Release(ctx, namespace, name); err == nil && c.allExist(ctx, rel) {
+			return rel, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cubetest: wait for release %s/%s: %w", namespace, name, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Cluster) allExist(ctx context.Context, rel *cube.Release) bool {
+	for _, ref := range rel.Objects {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(ref.GroupVersionKind)
+		if err := c.Fake.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // MarkReady moves every object of rel that has a controller to Ready

@@ -157,12 +157,10 @@ func TestLogs(t *testing.T) {
 
 func waitForRelease(t *testing.T, c *cubetest.Cluster, ns, name string) *cube.Release {
 	t.Helper()
-	var rel *cube.Release
-	require.Eventually(t, func() bool {
-		r, err := c.Client.Release(t.Context(), ns, name)
-		rel = r
-		return err == nil
-	}, 5*time.Second, time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	rel, err := c.WaitForRelease(ctx, ns, name)
+	require.NoError(t, err)
 	return rel
 }
 
@@ -221,4 +219,13 @@ func TestPodStatusLikeTheKubelet(t *testing.T) {
 	pending := read(cube.InProgress)
 	assert.Equal(t, corev1.PodPending, pending.Phase)
 	assert.Equal(t, "ContainerCreating", pending.ContainerStatuses[0].State.Waiting.Reason)
+}
+
+func TestWaitForReleaseGivesUpWithTheContext(t *testing.T) {
+	cluster := cubetest.NewCluster(nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	_, err := cluster.WaitForRelease(ctx, "default", "never")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "wait for release default/never")
 }

@@ -16,6 +16,14 @@
 //	_ = cluster.MarkFailed(ctx, rel, "BackoffLimitExceeded", "")
 //	_, err := rel.Wait(ctx, cube.Succeeded) // errors.Is(err, cube.ErrFailed)
 //
+// When the code under test applies and waits in one call, run it in a
+// goroutine and play the controllers from the test once WaitForRelease
+// returns the release with all its objects created. Pods written with
+// SetStatus carry container statuses as the kubelet writes them, and a pod
+// created with the release's labels and a waiting reason (ImagePullBackOff,
+// CrashLoopBackOff…) shows in Status.Pods, so reactions to stuck pods can
+// be tested too.
+//
 // SetStatus and MarkObject are the same status writers for any client,
 // including a real API server in integration tests.
 package cubetest
