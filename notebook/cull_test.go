@@ -147,8 +147,10 @@ func newCullFixture(t *testing.T) *cullFixture {
 	f := &cullFixture{env: env, ns: env.Namespace(t), jupyter: &fakeJupyter{servers: map[string]*fakeServer{}}, code: map[string]string{}}
 	f.server = httptest.NewServer(f.jupyter)
 	t.Cleanup(f.server.Close)
-	// The clock runs two hours ahead of the API server's creation times.
-	f.now = time.Now().Add(2 * time.Hour)
+	// The clock runs two hours ahead of the API server's creation times,
+	// on a whole second: the API server keeps times to the second, so
+	// durations measured from them are exact.
+	f.now = time.Now().Add(2 * time.Hour).Truncate(time.Second)
 	return f
 }
 
