@@ -1,6 +1,7 @@
 package hardware_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,7 +59,12 @@ func TestReadInventoryFromAPIServer(t *testing.T) {
 	for _, n := range inventoryNodes(suffix, marker) {
 		n := n
 		status := n.Status
-		t.Cleanup(func() { _ = env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}) })
+		// t.Context is already cancelled when cleanups run.
+		t.Cleanup(func() {
+			if err := env.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete node %s: %v", n.Name, err)
+			}
+		})
 		n.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}
 		require.NoError(t, env.CreateStrict(ctx, &n))
 		n.Status = status
