@@ -158,30 +158,58 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 	if o.dryRun {
 		applyOpts = append(applyOpts, client.DryRunAll)
 	}
-	prev, err := c.recorded(ctx, rel.Namespace, rel.Name)
-	if err != nil {
-		return nil, fmt.Errorf("apply: %w", err)
+	apply := func(from, to int) (int, error) {
+		for i := from; i < to; i++ {
+			if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(objs[i]), applyOpts...); err != nil {
+				return i, applyError(RefOf(objs[i]), err)
+			}
+		}
+		return to, nil
 	}
+	// A release that creates its own namespace (a Tenant) gets it before
+	// the record, which lives there.
+	first := 0
+	for i, u := range objs {
+		if u.GetKind() == "Namespace" && u.GroupVersionKind().Group == "" && u.GetName() == rel.Namespace {
+			first = i + 1
+		}
+	}
+	if _, err := apply(0, first); err != nil {
+		return nil, err
+	}
+
 	// The record is written before the objects whenever it lacks one of
 	// them, so an apply that stops halfway leaves nothing Release.Delete
-	// cannot find; it is rewritten after pruning only when it changes.
-	stored := prev
-	if all := union(prev, rel.Objects); !o.dryRun && len(all) != len(prev) {
-		if err := c.writeRecord(ctx, rel.Name, rel.Namespace, all, applyOpts); err != nil {
+	// cannot find; it is rewritten after pruning only when it changes. A
+	// new release is recorded with a single create.
+	var prev, stored []ObjectRef
+	created := false
+	if !o.dryRun {
+		if created, err = c.createRecord(ctx, rel); err != nil {
 			return nil, err
 		}
-		stored = all
 	}
-	for i, u := range objs {
-		if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-			err = applyError(RefOf(u), err)
-			if !o.dryRun && !sameRefs(stored, prev) {
-				// Record only what may exist: the earlier objects and
-				// those applied before the failure.
-				err = errors.Join(err, c.settleRecord(ctx, rel, union(prev, rel.Objects[:i]), applyOpts))
-			}
-			return nil, err
+	if created {
+		stored = rel.Objects
+	} else {
+		if prev, err = c.recorded(ctx, rel.Namespace, rel.Name); err != nil {
+			return nil, fmt.Errorf("apply: %w", err)
 		}
+		stored = prev
+		if all := union(prev, rel.Objects); !o.dryRun && len(all) != len(prev) {
+			if err := c.writeRecord(ctx, rel.Name, rel.Namespace, all, applyOpts); err != nil {
+				return nil, err
+			}
+			stored = all
+		}
+	}
+	if failed, err := apply(first, len(objs)); err != nil {
+		if !o.dryRun && !sameRefs(stored, prev) {
+			// Record only what may exist: the earlier objects and those
+			// applied before the failure.
+			err = errors.Join(err, c.settleRecord(ctx, rel, union(prev, rel.Objects[:failed]), applyOpts))
+		}
+		return nil, err
 	}
 	final := rel.Objects
 	if stale := minus(prev, rel.Objects); len(stale) > 0 {
@@ -327,16 +355,15 @@ func (c *Client) settleRecord(ctx context.Context, rel *Release, objects []Objec
 	return nil
 }
 
-// writeRecord stores the release's record: the objects Delete and Status
-// act on.
-func (c *Client) writeRecord(ctx context.Context, name, namespace string, objects []ObjectRef, applyOpts []client.ApplyOption) error {
+// recordOf is the ConfigMap that records a release's objects.
+func recordOf(name, namespace string, objects []ObjectRef) *corev1.ConfigMap {
 	refs := slices.Clone(objects)
 	slices.SortFunc(refs, compareRefs)
 	lines := make([]string, len(refs))
 	for i, r := range refs {
 		lines[i] = r.encode()
 	}
-	cm := &corev1.ConfigMap{
+	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      recordPrefix + name,
@@ -349,11 +376,31 @@ func (c *Client) writeRecord(ctx context.Context, name, namespace string, object
 		},
 		Data: map[string]string{recordKey: strings.Join(lines, "\n")},
 	}
-	u, err := ToUnstructured(cm)
+}
+
+// createRecord records a release that has no record yet; false when it has
+// one.
+func (c *Client) createRecord(ctx context.Context, rel *Release) (bool, error) {
+	err := c.c.Create(ctx, recordOf(rel.Name, rel.Namespace, rel.Objects), client.FieldOwner(ManagedBy))
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
+	}
+	return true, nil
+}
+
+// writeRecord stores the release's record: the objects Delete and Status
+// act on. The record is cube's own, so its fields are taken over from
+// whichever manager wrote them.
+func (c *Client) writeRecord(ctx context.Context, name, namespace string, objects []ObjectRef, applyOpts []client.ApplyOption) error {
+	u, err := ToUnstructured(recordOf(name, namespace, objects))
 	if err != nil {
 		return err
 	}
-	if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
+	opts := append(slices.Clone(applyOpts), client.ForceOwnership)
+	if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
 		return fmt.Errorf("record release %s/%s: %w", namespace, name, err)
 	}
 	return nil

@@ -5,6 +5,9 @@ package cube_test
 // deletion, which is what the tests look for.
 
 import (
+	"context"
+	"crypto/rand"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -145,4 +148,32 @@ func TestApplyThatFailsHalfwayKeepsAnHonestRecord(t *testing.T) {
 	rels, err := c.Releases(ctx, ns)
 	require.NoError(t, err)
 	assert.Empty(t, rels, "nothing was applied, so no release is recorded")
+}
+
+// A release that creates the namespace its record lives in (a tenant) gets
+// the namespace first.
+func TestApplyCreatesTheNamespaceItIsRecordedIn(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	ns := "fresh-" + strings.ToLower(rand.Text()[:8])
+	t.Cleanup(func() {
+		// No namespace controller runs here: the namespace stays
+		// Terminating, which is enough to keep runs apart.
+		if err := env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete namespace %s: %v", ns, err)
+		}
+	})
+	id := cube.Identity{Kind: "tenant", Release: "fresh"}
+	w := cube.Objects(
+		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: id.ObjectMeta("settings", ns, nil, nil)},
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: id.ObjectMeta(ns, "", nil, nil)},
+	)
+	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	rel, err := c.Apply(ctx, w)
+	require.NoError(t, err)
+	assert.Equal(t, ns, rel.Namespace)
+	rels, err := c.Releases(ctx, ns)
+	require.NoError(t, err)
+	require.Len(t, rels, 1)
+	assert.Equal(t, []string{"Namespace", "ConfigMap"}, kindsOf(rels[0].Objects))
 }
