@@ -163,9 +163,11 @@ func applyAll(ctx context.Context, ns string, wait time.Duration, ws []cube.Work
 		if err != nil {
 			return err
 		}
-		log.Printf("applied %s/%s (%d objects)", rel.Namespace, rel.Name, len(rel.Objects))
-		until := cube.Ready
-		st, err := rel.Wait(ctx, until, cube.Timeout(wait), cube.OnProgress(func(s cube.Status) {
+		log.Printf("applied %s/%s (%d objects, %d pruned)", rel.Namespace, rel.Name, len(rel.Objects), len(rel.Pruned))
+		// Progress lines say what stuck pods wait on (a full GPU pool, an
+		// image that cannot be pulled); a pod that cannot recover by
+		// itself ends the wait at once.
+		st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(wait), cube.FailOnStuckPods(), cube.OnProgress(func(s cube.Status) {
 			log.Printf("%s: %s", rel.Name, s)
 		}))
 		if err != nil {
