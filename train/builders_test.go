@@ -439,13 +439,14 @@ func TestRayJobOnAscendGangScheduled(t *testing.T) {
 func TestVolcanoJob(t *testing.T) {
 	job, err := train.Volcano("vc").Image(img).Command("python", "w.py").
 		AddTask(train.VolcanoTask{Name: "launcher", Replicas: 1, Command: []string{"mpirun", "python", "w.py"}, NoAccelerators: true,
+			CPU: "1", Memory: "2Gi",
 			Policies: []vcbatch.LifecyclePolicy{{Event: vcbus.TaskCompletedEvent, Action: vcbus.CompleteJobAction}}}).
 		AddTask(train.VolcanoTask{Name: "worker", Replicas: 4, MinAvailable: ptr(2), MaxRetry: 3}).
 		Plugin(train.PluginSSH).WithoutPlugin(train.PluginEnv).Plugin(train.PluginSvc, "--publish-not-ready-addresses=true").
 		MinAvailable(3).MaxRetry(5).TTLAfterFinished(time.Hour).
 		Policy(vcbus.PodEvictedEvent, vcbus.RestartJobAction).
 		PriorityClass("batch").
-		On(hardware.H100).GPUs(8).
+		CPU("32").Memory("256Gi").On(hardware.H100).GPUs(8).
 		Build()
 	require.NoError(t, err)
 	assert.Equal(t, "batch.volcano.sh/v1alpha1", job.APIVersion)
@@ -463,10 +464,12 @@ func TestVolcanoJob(t *testing.T) {
 	launcher, worker := s.Tasks[0], s.Tasks[1]
 	assert.Equal(t, []string{"mpirun", "python", "w.py"}, launcher.Template.Spec.Containers[0].Command)
 	assert.NotContains(t, launcher.Template.Spec.Containers[0].Resources.Limits, corev1.ResourceName("nvidia.com/gpu"))
+	assert.Equal(t, []string{"1", "2Gi"}, []string{qstr(launcher.Template.Spec.Containers[0].Resources.Limits["cpu"]), qstr(launcher.Template.Spec.Containers[0].Resources.Requests["memory"])})
 	assert.Equal(t, []vcbatch.LifecyclePolicy{{Event: vcbus.TaskCompletedEvent, Action: vcbus.CompleteJobAction}}, launcher.Policies)
 	assert.Equal(t, []string{"python", "w.py"}, worker.Template.Spec.Containers[0].Command)
 	assert.Equal(t, "worker", worker.Template.Spec.Containers[0].Name)
 	assert.Equal(t, int32(4), worker.Replicas)
+	assert.Equal(t, "256Gi", qstr(worker.Template.Spec.Containers[0].Resources.Limits["memory"]), "the other tasks keep the job's resources")
 	assert.Equal(t, int32(2), *worker.MinAvailable)
 	assert.Equal(t, int32(3), worker.MaxRetry)
 	assert.Equal(t, "8", qstr(worker.Template.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]))

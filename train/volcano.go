@@ -49,6 +49,10 @@ type VolcanoTask struct {
 	Command, Args []string
 	// NoAccelerators runs the task without accelerators (a launcher).
 	NoAccelerators bool
+	// CPU and Memory, when set, replace the job's CPU and memory (requests
+	// = limits) for this task's pods: a small launcher or a parameter
+	// server with more memory.
+	CPU, Memory string
 	// Policies are the task's own lifecycle policies.
 	Policies []vcbatch.LifecyclePolicy
 	// MaxRetry is how often the task is retried (0: the job's).
@@ -210,6 +214,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 			Container: t.Name,
 			NoDevices: t.NoAccelerators,
 			Labels:    map[string]string{LabelComponent: t.Name},
+			Resources: cpuMemory(t.CPU, t.Memory),
 		})
 		errs = append(errs, tmplErrs...)
 		if t.Command != nil {
