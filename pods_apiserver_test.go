@@ -66,15 +66,24 @@ func TestStatusAndWaitReportPodProblems(t *testing.T) {
 	// Wait reports pod problems as they come, and without FailOnStuckPods
 	// it keeps waiting through a stuck pod until the timeout.
 	var seen [][]cube.PodProblem
+	firstSeen := make(chan struct{})
 	updated := make(chan error, 1)
 	go func() {
 		// Once Wait has reported the unschedulable pod, the other one
 		// cannot pull its image.
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-firstSeen:
+		case <-ctx.Done():
+			updated <- ctx.Err()
+			return
+		}
 		b.Status = pullBackOff
 		updated <- env.Client.Status().Update(ctx, b)
 	}()
-	_, err = rel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Second), cube.OnProgress(func(s cube.Status) {
+	_, err = rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Second), cube.OnProgress(func(s cube.Status) {
+		if len(seen) == 0 {
+			close(firstSeen)
+		}
 		seen = append(seen, s.Pods)
 	}))
 	require.NoError(t, <-updated)
