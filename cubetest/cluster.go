@@ -10,8 +10,10 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -157,6 +159,48 @@ func (c *Cluster) allExist(ctx context.Context, rel *cube.Release) bool {
 		}
 	}
 	return true
+}
+
+// AddPod creates a pod of rel, as the release's controller would, in the
+// state a reason describes, as the scheduler and the kubelet report it:
+//
+//   - "": running and ready;
+//   - "Unschedulable": pending, with PodScheduled false and message as the
+//     scheduler's explanation;
+//   - any other reason (ImagePullBackOff, CrashLoopBackOff,
+//     CreateContainerConfigError…): its container waiting for that reason
+//     with message.
+//
+// The pod carries the release's labels, so Release.Status and Wait report
+// its problems (cube.PodProblem), and FailOnStuckPods reacts to them.
+func (c *Cluster) AddPod(ctx context.Context, rel *cube.Release, name, reason, message string) error {
+	if rel == nil {
+		return errors.New("cubetest: release is nil")
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: map[string]string{
+			cube.LabelRelease: rel.Name, cube.LabelManagedBy: cube.ManagedBy,
+		}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "cubetest"}}},
+	}
+	if err := c.Fake.Create(ctx, p); err != nil {
+		return fmt.Errorf("cubetest: add pod %s/%s: %w", rel.Namespace, name, err)
+	}
+	switch reason {
+	case "":
+		pod(p, cube.Ready, "", "")
+	case corev1.PodReasonUnschedulable:
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: message, LastTransitionTime: now(),
+		}}}
+	default:
+		pod(p, cube.InProgress, "", "")
+		p.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: message}
+	}
+	if err := c.Fake.Status().Update(ctx, p); err != nil {
+		return fmt.Errorf("cubetest: add pod %s/%s: %w", rel.Namespace, name, err)
+	}
+	return nil
 }
 
 // MarkReady moves every object of rel that has a controller to Ready

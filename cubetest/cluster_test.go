@@ -229,3 +229,36 @@ func TestWaitForReleaseGivesUpWithTheContext(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "wait for release default/never")
 }
+
+// A user's automation that gives up on stuck pods, tested without a
+// cluster: the test adds the pods a controller would create.
+func TestUserAutomationSeesStuckPods(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	done := make(chan error, 1)
+	var final cube.Status
+	go func() {
+		rel, err := cluster.Client.Apply(ctx, webApp("shop", 2))
+		if err != nil {
+			done <- err
+			return
+		}
+		final, err = rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Second), cube.FailOnStuckPods())
+		done <- err
+	}()
+	rel := waitForRelease(t, cluster, "team-a", "shop")
+	require.NoError(t, cluster.AddPod(ctx, rel, "shop-1", "", ""))
+	require.NoError(t, cluster.AddPod(ctx, rel, "shop-2", "Unschedulable", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."))
+	require.NoError(t, cluster.AddPod(ctx, rel, "shop-3", "ImagePullBackOff", `Back-off pulling image "web:v2"`))
+
+	require.ErrorIs(t, <-done, cube.ErrFailed)
+	assert.Equal(t, cube.Failed, final.Phase)
+	assert.Equal(t, `pod shop-3 container main: ImagePullBackOff: Back-off pulling image "web:v2"`, final.Reason)
+	assert.Equal(t, []cube.PodProblem{
+		{Pod: "shop-2", Reason: "Unschedulable", Message: "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."},
+		{Pod: "shop-3", Container: "main", Reason: "ImagePullBackOff", Message: `Back-off pulling image "web:v2"`, Stuck: true},
+	}, final.Pods, "the ready pod has no problem")
+
+	require.Error(t, cluster.AddPod(ctx, nil, "x", "", ""))
+	require.Error(t, cluster.AddPod(ctx, rel, "shop-1", "", ""), "a pod of that name exists")
+}

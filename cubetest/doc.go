@@ -19,10 +19,10 @@
 // When the code under test applies and waits in one call, run it in a
 // goroutine and play the controllers from the test once WaitForRelease
 // returns the release with all its objects created. Pods written with
-// SetStatus carry container statuses as the kubelet writes them, and a pod
-// created with the release's labels and a waiting reason (ImagePullBackOff,
-// CrashLoopBackOff…) shows in Status.Pods, so reactions to stuck pods can
-// be tested too.
+// SetStatus carry container statuses as the kubelet writes them, and
+// AddPod creates a pod of a release that is running, unschedulable or stuck
+// (ImagePullBackOff, CrashLoopBackOff…), so reactions to what
+// Status.Pods reports can be tested too.
 //
 // SetStatus and MarkObject are the same status writers for any client,
 // including a real API server in integration tests.
