@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -26,21 +23,11 @@ func keyOf(r ObjectRef) refKey { return refKey{r.Group, r.Kind, r.Namespace, r.N
 // recorded returns the objects the release's record lists, or nil when the
 // release was never applied.
 func (c *Client) recorded(ctx context.Context, namespace, name string) ([]ObjectRef, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
-	err := c.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: recordPrefix + name}, u)
+	rel, err := c.Release(ctx, namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("read release record %s/%s: %w", namespace, name, err)
-	}
-	var cm corev1.ConfigMap
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm); err != nil {
-		return nil, fmt.Errorf("read release record %s/%s: %w", namespace, name, err)
-	}
-	rel, err := c.releaseFromRecord(&cm)
-	if err != nil {
 		return nil, err
 	}
 	return rel.Objects, nil
