@@ -27,6 +27,11 @@ type LogOptions struct {
 	TailLines int64
 	// Since, when positive, starts from logs newer than this.
 	Since time.Duration
+	// Previous reads the previous, terminated instance of the container
+	// (kubectl logs --previous): why a container in CrashLoopBackOff or
+	// restarted after an OOM kill stopped. Pods whose container never
+	// restarted have no previous logs and are skipped.
+	Previous bool
 }
 
 // Logs streams the logs of every pod of the release (pods carrying its
@@ -52,9 +57,14 @@ func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, err
 
 	ctx, cancel := context.WithCancel(ctx)
 	streams := make([]io.ReadCloser, 0, len(items))
+	names := make([]string, 0, len(items)) // the pod of each stream
 	for i := range items {
 		pod := &items[i]
-		podOpts := &corev1.PodLogOptions{Container: defaultContainer(pod, opts.Container), Follow: opts.Follow}
+		container := defaultContainer(pod, opts.Container)
+		if opts.Previous && !restarted(pod, container) {
+			continue
+		}
+		podOpts := &corev1.PodLogOptions{Container: container, Follow: opts.Follow, Previous: opts.Previous}
 		if opts.TailLines > 0 {
 			podOpts.TailLines = &opts.TailLines
 		}
@@ -71,6 +81,11 @@ func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, err
 			return nil, fmt.Errorf("logs: pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		streams = append(streams, s)
+		names = append(names, pod.Name)
+	}
+	if len(streams) == 0 {
+		cancel()
+		return nil, fmt.Errorf("logs: no container of release %s/%s has restarted, so none has previous logs", r.Namespace, r.Name)
 	}
 
 	pr, pw := io.Pipe()
@@ -79,7 +94,7 @@ func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, err
 	for i, s := range streams {
 		wg.Go(func() {
 			defer s.Close()
-			prefix := "[" + items[i].Name + "] "
+			prefix := "[" + names[i] + "] "
 			sc := bufio.NewScanner(s)
 			sc.Buffer(make([]byte, 64*1024), 1024*1024)
 			for sc.Scan() {
@@ -122,4 +137,16 @@ func defaultContainer(pod *corev1.Pod, asked string) string {
 		return pod.Spec.Containers[0].Name
 	}
 	return ""
+}
+
+// restarted reports whether the container of pod has a previous instance.
+func restarted(pod *corev1.Pod, container string) bool {
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			if cs.Name == container && (cs.RestartCount > 0 || cs.LastTerminationState.Terminated != nil) {
+				return true
+			}
+		}
+	}
+	return false
 }

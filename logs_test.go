@@ -1,0 +1,77 @@
+package cube_test
+
+// Logs run on client-go's fake clientset (no kubelet runs in the test API
+// server): a reactor answers each log request the way the kubelet would,
+// from the pod, the container and whether the previous instance is asked for.
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/cubetest"
+)
+
+func TestLogsOfPreviousContainers(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	rel, err := cluster.Client.Apply(ctx, webApp("shop", "", 2))
+	require.NoError(t, err)
+
+	// shop-a crashed once (OOM), shop-b never restarted.
+	pods := map[string]int32{"shop-a": 1, "shop-b": 0}
+	for name, restarts := range pods {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: map[string]string{cube.LabelRelease: "shop"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "web", RestartCount: restarts}}},
+		}
+		_, err := cluster.Clientset.CoreV1().Pods("team-a").Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	var asked []string
+	cluster.Clientset.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ga, ok := a.(k8stesting.GenericAction)
+		if !ok || a.GetSubresource() != "log" {
+			return false, nil, nil
+		}
+		opts := ga.GetValue().(*corev1.PodLogOptions)
+		asked = append(asked, opts.Container)
+		body := "serving\n"
+		if opts.Previous {
+			body = "loading weights\nKilled\n"
+		}
+		return true, &runtime.Unknown{Raw: []byte(body)}, nil
+	})
+
+	read := func(opts cube.LogOptions) []string {
+		t.Helper()
+		r, err := rel.Logs(ctx, opts)
+		require.NoError(t, err)
+		defer r.Close()
+		out, err := io.ReadAll(r)
+		require.NoError(t, err)
+		return strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	assert.ElementsMatch(t, []string{"[shop-a] serving", "[shop-b] serving"}, read(cube.LogOptions{}))
+	assert.Equal(t, []string{"[shop-a] loading weights", "[shop-a] Killed"}, read(cube.LogOptions{Previous: true}),
+		"only the restarted pod has previous logs, under its own name")
+	assert.Equal(t, []string{"web", "web", "web"}, asked, "the default container is asked for")
+
+	p, err := cluster.Clientset.CoreV1().Pods("team-a").Get(ctx, "shop-a", metav1.GetOptions{})
+	require.NoError(t, err)
+	p.Status.ContainerStatuses[0].RestartCount = 0
+	_, err = cluster.Clientset.CoreV1().Pods("team-a").UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = rel.Logs(ctx, cube.LogOptions{Previous: true})
+	require.Error(t, err)
+	assert.Equal(t, "logs: no container of release team-a/shop has restarted, so none has previous logs", err.Error())
+}
