@@ -32,7 +32,7 @@ func TestLogsOfPreviousContainers(t *testing.T) {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: map[string]string{cube.LabelRelease: "shop"}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
-			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "web", RestartCount: restarts}}},
+			Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "web", RestartCount: restarts}}},
 		}
 		_, err := cluster.Clientset.CoreV1().Pods("team-a").Create(ctx, p, metav1.CreateOptions{})
 		require.NoError(t, err)
