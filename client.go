@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,10 +25,23 @@ import (
 // it needs no scheme for third-party kinds: any CRD installed in the cluster
 // works. A Client is safe for concurrent use.
 type Client struct {
-	c         client.Client
-	clientset kubernetes.Interface
-	namespace string
-	readers   map[schema.GroupKind]StatusFunc
+	c           client.Client
+	clientset   kubernetes.Interface
+	namespace   string
+	readers     map[schema.GroupKind]StatusFunc
+	parallelism int
+}
+
+// DefaultApplyParallelism is how many objects of one kind Apply sends to
+// the API server at once unless WithApplyParallelism says otherwise.
+const DefaultApplyParallelism = 4
+
+// WithApplyParallelism sets how many objects of one apply rank (all the
+// workloads, all the ConfigMaps…) Apply sends to the API server at once;
+// 1 applies one object at a time, in order, stopping at the first failure.
+// Values below 1 count as 1.
+func WithApplyParallelism(n int) Option {
+	return func(c *Client) { c.parallelism = max(n, 1) }
 }
 
 // Option configures a Client.
@@ -78,7 +92,7 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 // controller-runtime's fake package do; a manager's cached client does not:
 // build one with client.NewWithWatch(mgr.GetConfig(), …) for waiting).
 func NewFromClient(c client.Client, opts ...Option) *Client {
-	cl := &Client{c: c, namespace: metav1.NamespaceDefault}
+	cl := &Client{c: c, namespace: metav1.NamespaceDefault, parallelism: DefaultApplyParallelism}
 	for _, o := range opts {
 		o(cl)
 	}
@@ -113,7 +127,9 @@ var (
 
 // Apply renders w and applies its objects with server-side apply (field
 // manager "cube", strict field validation, namespaces and configuration
-// first). Applying the same workload twice changes nothing. A field owned by
+// first; the objects of one kind rank go to the server concurrently, see
+// WithApplyParallelism, and when some fail every failure of that rank is
+// reported). Applying the same workload twice changes nothing. A field owned by
 // another manager fails with an error IsConflict recognises, unless Force is
 // given. Apply records the release in a ConfigMap so that Releases and
 // Release.Delete find its objects later.
@@ -158,14 +174,6 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 	if o.dryRun {
 		applyOpts = append(applyOpts, client.DryRunAll)
 	}
-	apply := func(from, to int) (int, error) {
-		for i := from; i < to; i++ {
-			if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(objs[i]), applyOpts...); err != nil {
-				return i, applyError(RefOf(objs[i]), err)
-			}
-		}
-		return to, nil
-	}
 	// A release that creates its own namespace (a Tenant) gets it before
 	// the record, which lives there.
 	first := 0
@@ -174,7 +182,7 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 			first = i + 1
 		}
 	}
-	if _, err := apply(0, first); err != nil {
+	if _, err := c.applyObjects(ctx, objs[:first], applyOpts); err != nil {
 		return nil, err
 	}
 
@@ -203,11 +211,11 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 			stored = all
 		}
 	}
-	if failed, err := apply(first, len(objs)); err != nil {
+	if applied, err := c.applyObjects(ctx, objs[first:], applyOpts); err != nil {
 		if !o.dryRun && !sameRefs(stored, prev) {
 			// Record only what may exist: the earlier objects and those
 			// applied before the failure.
-			err = errors.Join(err, c.settleRecord(ctx, rel, union(prev, rel.Objects[:failed]), applyOpts))
+			err = errors.Join(err, c.settleRecord(ctx, rel, union(prev, append(rel.Objects[:first:first], applied...)), applyOpts))
 		}
 		return nil, err
 	}
@@ -228,6 +236,65 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 		}
 	}
 	return rel, nil
+}
+
+// applyObjects applies objs, already in apply order, one rank at a time:
+// the objects of a rank (all Deployments and jobs, all ConfigMaps…) go to
+// the server concurrently, at most the client's parallelism at once, and a
+// rank starts only when the one before it is stored. It returns the objects
+// applied and, when some failed, every failure of the rank that stopped it.
+func (c *Client) applyObjects(ctx context.Context, objs []*unstructured.Unstructured, opts []client.ApplyOption) ([]ObjectRef, error) {
+	var applied []ObjectRef
+	for start := 0; start < len(objs); {
+		rank := rankOf(objs[start].GetKind())
+		end := start + 1
+		for end < len(objs) && rankOf(objs[end].GetKind()) == rank {
+			end++
+		}
+		group := objs[start:end]
+		errs := make([]error, len(group))
+		one := func(i int) {
+			if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(group[i]), opts...); err != nil {
+				errs[i] = applyError(RefOf(group[i]), err)
+			}
+		}
+		if len(group) == 1 || c.parallelism <= 1 {
+			for i := range group {
+				if one(i); errs[i] != nil {
+					break // in order: stop at the first failure
+				}
+			}
+		} else {
+			sem := make(chan struct{}, c.parallelism)
+			var wg sync.WaitGroup
+			for i := range group {
+				sem <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-sem }()
+					one(i)
+				})
+			}
+			wg.Wait()
+		}
+		var failed []error
+		for i, err := range errs {
+			switch {
+			case err != nil:
+				failed = append(failed, err)
+			case c.parallelism > 1 || len(failed) == 0:
+				applied = append(applied, RefOf(group[i]))
+			}
+		}
+		switch len(failed) {
+		case 0:
+		case 1:
+			return applied, failed[0]
+		default:
+			return applied, errors.Join(failed...)
+		}
+		start = end
+	}
+	return applied, nil
 }
 
 // newRelease checks that all objects belong to one release and fills the

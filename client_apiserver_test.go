@@ -283,6 +283,19 @@ func BenchmarkApply100Deployments(b *testing.B) {
 		}
 		b.ReportMetric(float64(100*b.N)/b.Elapsed().Seconds(), "objects/s")
 	})
+	serial := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithApplyParallelism(1))
+	b.Run("cube.Client.Apply-serial", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			objs := deployments(fmt.Sprintf("s%d", i), ns, 100)
+			if _, err := serial.Apply(ctx, cube.Objects(objs...)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		b.ReportMetric(float64(100*b.N)/b.Elapsed().Seconds(), "objects/s")
+	})
 	b.Run("controller-runtime-SSA", func(b *testing.B) {
 		b.ReportAllocs()
 		i := 0

@@ -7,6 +7,7 @@ package cube_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -176,4 +177,59 @@ func TestApplyCreatesTheNamespaceItIsRecordedIn(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rels, 1)
 	assert.Equal(t, []string{"Namespace", "ConfigMap"}, kindsOf(rels[0].Objects))
+}
+
+// Objects of one rank go to the server together: every failure of that rank
+// comes back at once, and the record keeps exactly the ones that were
+// stored. With a parallelism of 1 Apply stops at the first failure.
+func TestApplyReportsEveryFailureOfARank(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	id := cube.Identity{Kind: "cfg", Release: "many"}
+	objs := []client.Object{}
+	for i := range 8 {
+		objs = append(objs, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: id.ObjectMeta(fmt.Sprintf("cm-%d", i), "", nil, nil), Data: map[string]string{"i": fmt.Sprint(i)}})
+	}
+	bad := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "labels": map[string]any{cube.LabelRelease: "many"}},
+			"dataz":    map[string]any{"typo": "x"},
+		}}
+	}
+	objs = append(objs[:3], append([]client.Object{bad("bad-1")}, objs[3:]...)...)
+	objs = append(objs, bad("bad-2"))
+
+	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	_, err := c.Apply(ctx, cube.Objects(objs...))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `ConfigMap `+ns+`/bad-1`)
+	assert.Contains(t, err.Error(), `ConfigMap `+ns+`/bad-2`)
+	rel, err := c.Release(ctx, ns, "many")
+	require.NoError(t, err)
+	assert.Len(t, rel.Objects, 8, "the eight good ConfigMaps were stored and recorded")
+
+	serial := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithApplyParallelism(1))
+	id2 := cube.Identity{Kind: "cfg", Release: "serial"}
+	first := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: id2.ObjectMeta("s-0", "", nil, nil)}
+	last := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: id2.ObjectMeta("s-2", "", nil, nil)}
+	b := bad("s-1")
+	b.SetLabels(map[string]string{cube.LabelRelease: "serial"})
+	_, err = serial.Apply(ctx, cube.Objects(first, b, last))
+	require.Error(t, err)
+	rel, err = serial.Release(ctx, ns, "serial")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s-0"}, namesOf(rel.Objects), "in order, stopped at the failure")
+	var cm corev1.ConfigMap
+	assert.True(t, apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s-2"}, &cm)))
+}
+
+func namesOf(refs []cube.ObjectRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Name
+	}
+	return out
 }
