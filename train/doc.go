@@ -21,7 +21,10 @@
 // The training-operator builders also embed RunPolicy (clean-pod policy,
 // TTL, deadline, backoff, suspend, restart policy and gang scheduling
 // through Volcano); the replica, run-policy and gang plumbing is written
-// once for all of them.
+// once for all of them. RoleResources gives one role (an MPI launcher, a
+// parameter server) its own CPU and memory; the Ray head
+// (HeadResources) and Volcano tasks (VolcanoTask.CPU, Memory) have the
+// same.
 //
 //	job := train.PyTorch("llama-sft").
 //		Namespace("team-a").
