@@ -44,6 +44,25 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Duration) error {
+	workloads, err := journey(ctx, out, ns)
+	if err != nil || !apply {
+		return err
+	}
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	c, err := cube.New(cfg, cube.WithNamespace(ns))
+	if err != nil {
+		return err
+	}
+	return applyAll(ctx, c, wait, workloads, log.Printf)
+}
+
+// journey builds the team's tenant, training job, pipeline and served
+// model, runs the pipeline locally, prints them all to out, and returns the
+// workloads to apply.
+func journey(ctx context.Context, out io.Writer, ns string) ([]cube.Workload, error) {
 	// 1. A team: namespace, quota, queue, access.
 	tenant := cube.Tenant(ns).
 		Editors("alice@example.com").Viewers("bob@example.com").
@@ -67,7 +86,7 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 	// compiled for Argo with the training step as the PyTorchJob above.
 	result, err := runLocally(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	prepare := pipeline.Container("prepare").Image("python:3.12").
 		Command("python", "/workspace/prepare.py", "--out", pipeline.OutputFile("rows")).
@@ -81,11 +100,11 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 	// 4. Serving: the planner sizes Qwen2.5-72B on H100s, and Auto applies it.
 	qwen, err := market.Lookup("Qwen/Qwen2.5-72B-Instruct")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plan, err := serve.Plan(qwen, hardware.H100, serve.ContextLength(32768))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	chat := serve.VLLM("qwen-chat", "hf://Qwen/Qwen2.5-72B-Instruct").Namespace(ns).
 		On(hardware.H100).Auto(serve.ContextLength(32768)).
@@ -110,13 +129,10 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 			fmt.Fprintln(out, "---")
 		}
 		if err := cube.Render(out, w); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if !apply {
-		return nil
-	}
-	return applyAll(ctx, ns, wait, workloads)
+	return workloads, nil
 }
 
 // runLocally runs prepare → train → evaluate in-process, as Go functions.
@@ -149,31 +165,25 @@ func runLocally(ctx context.Context) (*pipeline.Result, error) {
 	return pipeline.New("sft-local").Step(prepare, fit, evaluate).Run(ctx, pipeline.RunDir(dir), pipeline.Progress(io.Discard))
 }
 
-func applyAll(ctx context.Context, ns string, wait time.Duration, ws []cube.Workload) error {
-	cfg, err := config.GetConfig()
-	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
-	}
-	c, err := cube.New(cfg, cube.WithNamespace(ns))
-	if err != nil {
-		return err
-	}
+// applyAll applies each workload as its own release and waits for it,
+// logging progress with logf.
+func applyAll(ctx context.Context, c *cube.Client, wait time.Duration, ws []cube.Workload, logf func(format string, args ...any)) error {
 	for _, w := range ws {
 		rel, err := c.Apply(ctx, w)
 		if err != nil {
 			return err
 		}
-		log.Printf("applied %s/%s (%d objects, %d pruned)", rel.Namespace, rel.Name, len(rel.Objects), len(rel.Pruned))
+		logf("applied %s/%s (%d objects, %d pruned)", rel.Namespace, rel.Name, len(rel.Objects), len(rel.Pruned))
 		// Progress lines say what stuck pods wait on (a full GPU pool, an
 		// image that cannot be pulled); a pod that cannot recover by
 		// itself ends the wait at once.
 		st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(wait), cube.FailOnStuckPods(), cube.OnProgress(func(s cube.Status) {
-			log.Printf("%s: %s", rel.Name, s)
+			logf("%s: %s", rel.Name, s)
 		}))
 		if err != nil {
 			return err
 		}
-		log.Printf("%s: %s", rel.Name, st.Phase)
+		logf("%s: %s", rel.Name, st.Phase)
 	}
 	return nil
 }
