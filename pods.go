@@ -28,7 +28,8 @@ type PodProblem struct {
 	// Restarts of the container so far.
 	Restarts int32
 	// Stuck problems do not go away without a change to the release or the
-	// cluster: an image that cannot be pulled, a missing Secret or
+	// cluster: an image the kubelet has retried and still cannot pull
+	// (ImagePullBackOff, not a first ErrImagePull), a missing Secret or
 	// ConfigMap key, a container that keeps crashing. Unschedulable is not
 	// stuck: a cluster autoscaler or a finishing job may free room.
 	Stuck bool
@@ -46,13 +47,17 @@ func (p PodProblem) String() string {
 	return out
 }
 
-// stuckWaiting are the kubelet's waiting reasons that last until something
-// changes (kubelet/images and kuberuntime).
-var stuckWaiting = []string{
-	"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull",
-	"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
-	"CrashLoopBackOff",
-}
+// The kubelet's waiting reasons worth reporting (kubelet/images and
+// kuberuntime). The stuck ones last until something changes; the others
+// are first failures the kubelet retries (a failed pull becomes
+// ImagePullBackOff once it has been retried).
+var (
+	stuckWaiting = []string{
+		"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+		"CreateContainerConfigError", "CrashLoopBackOff",
+	}
+	retriedWaiting = []string{"ErrImagePull", "CreateContainerError", "RunContainerError"}
+)
 
 // PodProblems returns what keeps one pod from running as it should, in a
 // fixed order: the pod first, then its init containers, then its
@@ -89,8 +94,8 @@ func containerProblem(pod string, cs corev1.ContainerStatus) (PodProblem, bool) 
 		}
 	}
 	switch w := cs.State.Waiting; {
-	case w != nil && slices.Contains(stuckWaiting, w.Reason):
-		prob.Reason, prob.Stuck = w.Reason, true
+	case w != nil && (slices.Contains(stuckWaiting, w.Reason) || slices.Contains(retriedWaiting, w.Reason)):
+		prob.Reason, prob.Stuck = w.Reason, slices.Contains(stuckWaiting, w.Reason)
 		prob.Message = joinNonEmpty("; ", w.Message, restarts(cs.RestartCount), last)
 		return prob, true
 	case cs.RestartCount > 0 && last != "":

@@ -36,6 +36,9 @@ func TestPodProblems(t *testing.T) {
 		{"bad image", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
 			waiting("main", "ImagePullBackOff", `Back-off pulling image "vllm/vllm-openai:v9"`, 0, nil),
 		}}, []cube.PodProblem{{Pod: "p", Container: "main", Reason: "ImagePullBackOff", Message: `Back-off pulling image "vllm/vllm-openai:v9"`, Stuck: true}}},
+		{"first failed pull", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+			waiting("main", "ErrImagePull", "failed to pull: i/o timeout", 0, nil),
+		}}, []cube.PodProblem{{Pod: "p", Container: "main", Reason: "ErrImagePull", Message: "failed to pull: i/o timeout"}}},
 		{"missing secret key in an init container", corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{
 			waiting("fetch", "CreateContainerConfigError", `couldn't find key token in Secret ns/hf`, 0, nil),
 		}, ContainerStatuses: []corev1.ContainerStatus{waiting("main", "PodInitializing", "", 0, nil)}},
