@@ -271,31 +271,26 @@ func BenchmarkApply100Deployments(b *testing.B) {
 	if _, err := c.Apply(ctx, cube.Objects(deployments("warm", ns, 100)...)); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("cube.Client.Apply", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			objs := deployments(fmt.Sprintf("c%d", i), ns, 100)
-			if _, err := c.Apply(ctx, cube.Objects(objs...)); err != nil {
-				b.Fatal(err)
+	for _, run := range []struct {
+		name, prefix string
+		client       *cube.Client
+	}{
+		{"cube.Client.Apply", "c", c},
+		{"cube.Client.Apply-serial", "s", cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithApplyParallelism(1))},
+	} {
+		b.Run(run.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				objs := deployments(fmt.Sprintf("%s%d", run.prefix, i), ns, 100)
+				if _, err := run.client.Apply(ctx, cube.Objects(objs...)); err != nil {
+					b.Fatal(err)
+				}
+				i++
 			}
-			i++
-		}
-		b.ReportMetric(float64(100*b.N)/b.Elapsed().Seconds(), "objects/s")
-	})
-	serial := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithApplyParallelism(1))
-	b.Run("cube.Client.Apply-serial", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			objs := deployments(fmt.Sprintf("s%d", i), ns, 100)
-			if _, err := serial.Apply(ctx, cube.Objects(objs...)); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-		b.ReportMetric(float64(100*b.N)/b.Elapsed().Seconds(), "objects/s")
-	})
+			b.ReportMetric(float64(100*b.N)/b.Elapsed().Seconds(), "objects/s")
+		})
+	}
 	b.Run("controller-runtime-SSA", func(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
