@@ -213,14 +213,8 @@ func (n *Notebook) notebookLabels() map[string]string {
 }
 
 func (n *Notebook) validateIdentity() field.ErrorList {
-	errs := n.ValidateMeta(MaxNameLength)
-	if name := n.Name(); name != "" && len(validation.IsDNS1123Label(name)) == 0 {
-		// The UI Service carries the notebook's name, and Service names
-		// must also start with a letter.
-		for _, msg := range validation.IsDNS1035Label(name) {
-			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name, msg))
-		}
-	}
+	// The UI Service carries the notebook's name.
+	errs := n.ValidateServiceMeta(MaxNameLength)
 	userPath := field.NewPath("user")
 	switch {
 	case n.user == "":

@@ -117,6 +117,24 @@ func (m *Meta[T]) ValidateMeta(maxNameLen int) field.ErrorList {
 	return errs
 }
 
+// ValidateServiceMeta is ValidateMeta for workloads whose name also names
+// a Service (a notebook's UI, a training job's replicas, a served model):
+// Service names are DNS-1035 labels, so a name that is otherwise valid
+// must also start with a letter.
+func (m *Meta[T]) ValidateServiceMeta(maxNameLen int) field.ErrorList {
+	errs := m.ValidateMeta(maxNameLen)
+	namePath := field.NewPath("metadata", "name")
+	for _, e := range errs {
+		if e.Field == namePath.String() {
+			return errs
+		}
+	}
+	for _, msg := range validation.IsDNS1035Label(m.name) {
+		errs = append(errs, field.Invalid(namePath, m.name, msg))
+	}
+	return errs
+}
+
 // ValidateLabels checks label keys and values as the API server does.
 func ValidateLabels(labels map[string]string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList

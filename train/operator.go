@@ -105,7 +105,9 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 		}
 		total += r.replicas
 	}
-	errs := validateJobName(o, len(longest))
+	// The operators name Services after the job, leaving room for the
+	// longest suffix they append to name pods and services.
+	errs := o.ValidateServiceMeta(validation.DNS1035LabelMaxLength - len(longest))
 	gangSize := l.gangSize
 	if gangSize == 0 {
 		gangSize = total
@@ -172,30 +174,6 @@ func copyJobLabels(meta *metav1.ObjectMeta, podLabels map[string]string) {
 			meta.Labels[k] = v
 		}
 	}
-}
-
-// metaValidator is the part of pod.Builder that validates names.
-type metaValidator interface {
-	Name() string
-	ValidateMeta(maxNameLen int) field.ErrorList
-}
-
-// validateJobName checks the release name as pod.Builder does, leaving
-// room for the longest suffix the controller appends to name pods and
-// services, and then as a DNS-1035 label: the operators name Services
-// after the job, so it must start with a letter.
-func validateJobName(m metaValidator, suffix int) field.ErrorList {
-	errs := m.ValidateMeta(validation.DNS1035LabelMaxLength - suffix)
-	namePath := field.NewPath("metadata", "name")
-	for _, e := range errs {
-		if e.Field == namePath.String() {
-			return errs
-		}
-	}
-	for _, msg := range validation.IsDNS1035Label(m.Name()) {
-		errs = append(errs, field.Invalid(namePath, m.Name(), msg))
-	}
-	return errs
 }
 
 // dedupe drops repeated errors: settings shared by every replica (a

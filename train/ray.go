@@ -137,7 +137,7 @@ const RayNPUResource = "NPU"
 const maxRayJobName = 47
 
 func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
-	errs := validateJobName(j, validation.DNS1035LabelMaxLength-maxRayJobName)
+	errs := j.ValidateServiceMeta(maxRayJobName)
 	spec := field.NewPath("spec")
 	lc, lcErrs := j.Lifecycle.render(lifecyclePaths{
 		ttl:      spec.Child("ttlSecondsAfterFinished"),

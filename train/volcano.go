@@ -153,7 +153,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		longest = max(longest, len("-"+t.Name+"-"+strconv.Itoa(max(t.Replicas-1, 0))))
 		total += max(t.Replicas, 0)
 	}
-	errs := validateJobName(j, longest)
+	errs := j.ValidateServiceMeta(validation.DNS1035LabelMaxLength - longest)
 	if len(j.tasks) == 0 {
 		errs = append(errs, field.Required(spec.Child("tasks"), "at least one task is required"))
 	}
