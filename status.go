@@ -129,26 +129,43 @@ func TypedStatus[T any, PT interface {
 	}
 }
 
-var statusRegistry = struct {
-	sync.RWMutex
-	readers map[schema.GroupKind]StatusFunc
-}{readers: map[schema.GroupKind]StatusFunc{}}
+// registry is a per-kind table that packages fill from init and clients
+// read concurrently.
+type registry[V any] struct {
+	mu sync.RWMutex
+	m  map[schema.GroupKind]V
+}
+
+func (r *registry[V]) set(gk schema.GroupKind, v V) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[schema.GroupKind]V{}
+	}
+	r.m[gk] = v
+}
+
+func (r *registry[V]) get(gk schema.GroupKind) (V, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	v, ok := r.m[gk]
+	return v, ok
+}
+
+var statusRegistry registry[StatusFunc]
 
 // RegisterStatus registers how to read the phase of a kind. Packages that
 // build a kind register its reader from init (train for PyTorchJob, pipeline
 // for Workflow…), the way client-go registers types into a scheme. A later
 // registration replaces an earlier one; Client options can override per client.
 func RegisterStatus(gk schema.GroupKind, read StatusFunc) {
-	statusRegistry.Lock()
-	defer statusRegistry.Unlock()
-	statusRegistry.readers[gk] = read
+	statusRegistry.set(gk, read)
 }
 
 // statusReader returns the registered reader of a kind, or nil.
 func statusReader(gk schema.GroupKind) StatusFunc {
-	statusRegistry.RLock()
-	defer statusRegistry.RUnlock()
-	return statusRegistry.readers[gk]
+	read, _ := statusRegistry.get(gk)
+	return read
 }
 
 // ReadStatus returns the phase of one stored object with the registered
@@ -305,24 +322,16 @@ type Completion struct {
 	Failure string
 }
 
-var completionRegistry = struct {
-	sync.RWMutex
-	m map[schema.GroupKind]Completion
-}{m: map[schema.GroupKind]Completion{}}
+var completionRegistry registry[Completion]
 
 // RegisterCompletion registers the completion conditions of a kind.
 func RegisterCompletion(gk schema.GroupKind, c Completion) {
-	completionRegistry.Lock()
-	defer completionRegistry.Unlock()
-	completionRegistry.m[gk] = c
+	completionRegistry.set(gk, c)
 }
 
 // CompletionOf returns the completion conditions registered for a kind.
 func CompletionOf(gk schema.GroupKind) (Completion, bool) {
-	completionRegistry.RLock()
-	defer completionRegistry.RUnlock()
-	c, ok := completionRegistry.m[gk]
-	return c, ok
+	return completionRegistry.get(gk)
 }
 
 // AnyConditionOfType returns the requirements that match a condition of
