@@ -1,6 +1,3 @@
-// Package golden compares what a test produced with a file under testdata,
-// and rewrites the file when the test runs with -update. Every package's
-// golden tests use it, so the flag and the comparison are written once.
 package golden
 
 import (
