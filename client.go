@@ -186,33 +186,12 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 		return nil, err
 	}
 
-	// The record is written before the objects whenever it lacks one of
-	// them, so an apply that stops halfway leaves nothing Release.Delete
-	// cannot find; it is rewritten after pruning only when it changes. A
-	// new release is recorded with a single create.
-	var prev, stored []ObjectRef
-	created := false
-	if !o.dryRun {
-		if created, err = c.createRecord(ctx, rel); err != nil {
-			return nil, err
-		}
-	}
-	if created {
-		stored = rel.Objects
-	} else {
-		if prev, err = c.recorded(ctx, rel.Namespace, rel.Name); err != nil {
-			return nil, fmt.Errorf("apply: %w", err)
-		}
-		stored = prev
-		if all := union(prev, rel.Objects); !o.dryRun && len(all) != len(prev) {
-			if err := c.writeRecord(ctx, rel.Name, rel.Namespace, all, applyOpts); err != nil {
-				return nil, err
-			}
-			stored = all
-		}
+	prev, stored, err := c.openRecord(ctx, rel, o.dryRun, applyOpts)
+	if err != nil {
+		return nil, err
 	}
 	if applied, err := c.applyObjects(ctx, objs[first:], applyOpts); err != nil {
-		if !o.dryRun && !sameRefs(stored, prev) {
+		if !sameRefs(stored, prev) { // this apply wrote the record (never in a dry run)
 			// Record only what may exist: the earlier objects and those
 			// applied before the failure.
 			err = errors.Join(err, c.settleRecord(ctx, rel, union(prev, append(rel.Objects[:first:first], applied...)), applyOpts))
@@ -408,6 +387,35 @@ func managerOf(msg string) string {
 const recordPrefix = "cube-release-"
 
 const recordKey = "objects"
+
+// openRecord makes the release's record list every object about to be
+// applied before any of them is, so an apply that stops halfway leaves
+// nothing Release.Delete cannot find. A new release is recorded with a
+// single create; a record that already lists them all is left alone. It
+// returns what the record listed before (prev) and lists now (stored); a
+// dry run writes nothing.
+func (c *Client) openRecord(ctx context.Context, rel *Release, dryRun bool, applyOpts []client.ApplyOption) (prev, stored []ObjectRef, err error) {
+	if !dryRun {
+		created, err := c.createRecord(ctx, rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		if created {
+			return nil, rel.Objects, nil
+		}
+	}
+	if prev, err = c.recorded(ctx, rel.Namespace, rel.Name); err != nil {
+		return nil, nil, fmt.Errorf("apply: %w", err)
+	}
+	all := union(prev, rel.Objects)
+	if dryRun || len(all) == len(prev) {
+		return prev, prev, nil
+	}
+	if err := c.writeRecord(ctx, rel.Name, rel.Namespace, all, applyOpts); err != nil {
+		return nil, nil, err
+	}
+	return prev, all, nil
+}
 
 // settleRecord writes the record with objects, or deletes it when there
 // are none.
