@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,7 @@ func TestLogsOfPreviousContainers(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var asked []string
+	var lastOpts *corev1.PodLogOptions
 	cluster.Clientset.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		ga, ok := a.(k8stesting.GenericAction)
 		if !ok || a.GetSubresource() != "log" {
@@ -45,6 +47,7 @@ func TestLogsOfPreviousContainers(t *testing.T) {
 		}
 		opts := ga.GetValue().(*corev1.PodLogOptions)
 		asked = append(asked, opts.Container)
+		lastOpts = opts
 		body := "serving\n"
 		if opts.Previous {
 			body = "loading weights\nKilled\n"
@@ -65,6 +68,14 @@ func TestLogsOfPreviousContainers(t *testing.T) {
 	assert.Equal(t, []string{"[shop-a] loading weights", "[shop-a] Killed"}, read(cube.LogOptions{Previous: true}),
 		"only the restarted pod has previous logs, under its own name")
 	assert.Equal(t, []string{"web", "web", "web"}, asked, "the default container is asked for")
+
+	// Follow, tail, since and the container reach the kubelet's request.
+	read(cube.LogOptions{Container: "web", Follow: true, TailLines: 5, Since: 90 * time.Second})
+	require.NotNil(t, lastOpts)
+	assert.True(t, lastOpts.Follow)
+	assert.Equal(t, int64(5), *lastOpts.TailLines)
+	assert.Equal(t, int64(90), *lastOpts.SinceSeconds)
+	assert.False(t, lastOpts.Previous)
 
 	p, err := cluster.Clientset.CoreV1().Pods("team-a").Get(ctx, "shop-a", metav1.GetOptions{})
 	require.NoError(t, err)
