@@ -71,7 +71,7 @@ const (
 	clusterStartTimeout = 10 * time.Minute
 )
 
-func stateFile() string    { return filepath.Join(clusterStateDir, "state.json") }
+func stateFile() string     { return filepath.Join(clusterStateDir, "state.json") }
 func startLockFile() string { return filepath.Join(clusterStateDir, "start.lock") }
 func usersLockFile() string { return filepath.Join(clusterStateDir, "users.lock") }
 func errorFile() string     { return filepath.Join(clusterStateDir, "error") }

@@ -23,8 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -376,13 +376,13 @@ func (n *node) startKubelet() error {
 			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: ptr.To(true)},
 			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: ptr.To(false)},
 		},
-		Authorization:   kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow},
-		ClusterDNS:      []string{clusterDNS},
-		ClusterDomain:   "cluster.local",
-		ResolverConfig:  ptr.To(""),
+		Authorization:      kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow},
+		ClusterDNS:         []string{clusterDNS},
+		ClusterDomain:      "cluster.local",
+		ResolverConfig:     ptr.To(""),
 		HealthzBindAddress: "127.0.0.1",
-		HealthzPort:     ptr.To[int32](0),
-		ReadOnlyPort:    0,
+		HealthzPort:        ptr.To[int32](0),
+		ReadOnlyPort:       0,
 		// Images cannot be pulled again: never collect them; and evict
 		// only when the machine is really short.
 		ImageGCHighThresholdPercent: ptr.To[int32](100),
@@ -391,7 +391,7 @@ func (n *node) startKubelet() error {
 		MaxPods:                     200,
 		SerializeImagePulls:         ptr.To(false),
 		// Pods' volumes and status update quickly in tests.
-		SyncFrequency:     metav1.Duration{Duration: 10 * time.Second},
+		SyncFrequency:      metav1.Duration{Duration: 10 * time.Second},
 		FileCheckFrequency: metav1.Duration{Duration: 5 * time.Second},
 	}
 	data, err := yaml.Marshal(config)

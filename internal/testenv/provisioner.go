@@ -79,7 +79,7 @@ func (n *node) provision(ctx context.Context, root string) {
 				StorageClassName:              storageName,
 				VolumeMode:                    c.Spec.VolumeMode,
 				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: c.Namespace, Name: c.Name, UID: c.UID},
-				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}},
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}},
 			},
 		}
 		_, _ = n.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})

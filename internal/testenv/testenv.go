@@ -52,7 +52,7 @@ type Env struct {
 	// controllers is set on the test cluster, where the namespace
 	// controller and the kubelet do their work.
 	controllers bool
-	dynamic dynamic.Interface
+	dynamic     dynamic.Interface
 
 	namespacedOnce      sync.Once
 	namespacedResources []schema.GroupVersionResource
