@@ -13,5 +13,7 @@
 // real inference engine (an OpenAI-compatible stand-in,
 // internal/testenv/cmd/standin-engine, stands in for vLLM).
 //
-// The package has no non-test code.
+// This package holds the helpers they share; the journeys are in its
+// subpackages, one test binary each, so that each stays within go test's
+// 10-minute timeout while they share one cluster.
 package journeys

@@ -71,7 +71,7 @@ func newClusterLayout(l *layout) (*clusterLayout, error) {
 	c := &clusterLayout{layout: l, argoDir: filepath.Join(l.toolsDir, "argo")}
 	h := sha256.New()
 	fmt.Fprintf(h, "format %s\n", clusterFormat)
-	for _, f := range []string{filepath.Join(l.toolsDir, "go.sum"), filepath.Join(c.argoDir, "go.sum"), filepath.Join(l.mainDir, "go.sum")} {
+	for _, f := range []string{filepath.Join(l.toolsDir, "go.sum"), filepath.Join(c.argoDir, "go.sum")} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("cluster cache key: %w", err)
@@ -91,11 +91,13 @@ func newClusterLayout(l *layout) (*clusterLayout, error) {
 	if err := hashTree(h, filepath.Join(l.mainDir, "internal", "testenv", "cmd")); err != nil {
 		return nil, fmt.Errorf("cluster cache key: %w", err)
 	}
-	recipes, err := os.ReadFile(filepath.Join(l.mainDir, "internal", "testenv", "images.go"))
-	if err != nil {
-		return nil, fmt.Errorf("cluster cache key: %w", err)
+	for _, f := range []string{filepath.Join(l.mainDir, "internal", "testenv", "images.go"), filepath.Join(l.mainDir, "go.sum")} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("cluster cache key: %w", err)
+		}
+		h.Write(data)
 	}
-	h.Write(recipes)
 	images := hex.EncodeToString(h.Sum(nil))[:12]
 	cache, err := os.UserCacheDir()
 	if err != nil {

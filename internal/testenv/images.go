@@ -54,7 +54,7 @@ type Images struct {
 // pythonPackages are the Debian packages of the Python image.
 var pythonPackages = []string{
 	"python3", "python3-torch", "python3-numpy", "python3-mpi4py", "openmpi-bin",
-	"python3-jupyter-server", "busybox", "procps",
+	"python3-jupyter-server", "python3-ipykernel", "busybox", "procps",
 }
 
 const (
@@ -69,6 +69,11 @@ type imageRecipe struct {
 	layers     func(ctx context.Context, dir string) ([]string, error) // layer tars, bottom first
 	entrypoint []string
 	env        []string
+	// tag, when set, is the image's tag instead of its content hash, and
+	// the image is kept outside the images directory: an image that
+	// depends on nothing of this module (the Debian one) is built once per
+	// machine, not again whenever a Go program of the other images changes.
+	tag string
 }
 
 const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -101,7 +106,7 @@ func (c *clusterLayout) recipes(images *Images) []imageRecipe {
 			"/bin/kubectl":          static("kubectl"),
 			"/bin/kubectl-delivery": static("kubectl-delivery"),
 		}, nil), entrypoint: []string{"/bin/kubectl-delivery"}},
-		{name: "python", field: &images.Python, layers: c.debianLayer, entrypoint: nil},
+		{name: "python", field: &images.Python, layers: c.debianLayer, entrypoint: nil, tag: pythonTag()},
 	}
 }
 
@@ -123,9 +128,27 @@ func (c *clusterLayout) missingImages() []string {
 	return out
 }
 
+// pythonTag identifies the Python image by what it is made of.
+func pythonTag() string {
+	h := sha256.Sum256([]byte(strings.Join(append([]string{"1", debianSuite, debianMirror}, pythonPackages...), "\n")))
+	return hex.EncodeToString(h[:])[:12]
+}
+
+// sharedImages holds the images built once per machine (see
+// imageRecipe.tag).
+func (c *clusterLayout) sharedImages() string {
+	return filepath.Join(filepath.Dir(c.artifacts.dir), "images-shared")
+}
+
 // imageArchive is where the OCI archive of ref lives.
 func (c *clusterLayout) imageArchive(ref string) string {
-	return filepath.Join(c.artifacts.images, strings.NewReplacer("/", "_", ":", "_").Replace(ref)+".tar")
+	name := strings.NewReplacer("/", "_", ":", "_").Replace(ref) + ".tar"
+	for _, r := range c.recipes(&Images{}) {
+		if r.tag != "" && strings.HasSuffix(ref, ":"+r.tag) {
+			return filepath.Join(c.sharedImages(), name)
+		}
+	}
+	return filepath.Join(c.artifacts.images, name)
 }
 
 // readImages returns the names of the built images.
@@ -144,7 +167,14 @@ func (c *clusterLayout) readImages() (Images, error) {
 // buildImages builds every image the index lacks and writes the index.
 func (c *clusterLayout) buildImages(ctx context.Context) error {
 	images, _ := c.readImages()
+	if err := os.MkdirAll(c.sharedImages(), 0o755); err != nil {
+		return err
+	}
 	for _, r := range c.recipes(&images) {
+		if r.tag != "" {
+			// Built once per machine: found by its tag.
+			*r.field = "cube.test/" + r.name + ":" + r.tag
+		}
 		if *r.field != "" && exists(c.imageArchive(*r.field)) {
 			continue
 		}
@@ -213,6 +243,9 @@ func (c *clusterLayout) buildImage(ctx context.Context, dir string, r imageRecip
 	}
 	manifestDigest := digest.FromBytes(manifestJSON)
 	ref := fmt.Sprintf("cube.test/%s:%s", r.name, manifestDigest.Encoded()[:12])
+	if r.tag != "" {
+		ref = fmt.Sprintf("cube.test/%s:%s", r.name, r.tag)
+	}
 	index := ocispec.Index{
 		Versioned: specs.Versioned{SchemaVersion: 2},
 		MediaType: ocispec.MediaTypeImageIndex,

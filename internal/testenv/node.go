@@ -337,8 +337,8 @@ func (n *node) startControllers() error {
 		"--root-ca-file=" + n.config.CAFile,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--use-service-account-credentials=false",
-		// Pods get addresses from host-local IPAM, not from node CIDRs.
-		"--controllers=*,-nodeipam",
+		// Pods get addresses from host-local IPAM: no node CIDRs are
+		// allocated (--allocate-node-cidrs stays off).
 		"--node-monitor-grace-period=40s",
 	}, nil); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package journeys
+package pods
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/journeys"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -39,10 +40,10 @@ func reasons(problems []cube.PodProblem) []string {
 // crashing.
 func TestStuckPods(t *testing.T) {
 	t.Run("missing image", func(t *testing.T) {
-		_, cl, _ := newClient(t)
+		_, cl, _ := journeys.NewClient(t)
 		svc := serve.VLLM("absent", "standin/none").Image("cube.test/not-built:1").CPU("100m").Memory("64Mi")
-		rel := apply(t, cl, svc)
-		_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(waitFor), cube.FailOnStuckPods())
+		rel := journeys.Apply(t, cl, svc)
+		_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods())
 		require.Error(t, err)
 		problems := problemsOf(t, err)
 		require.NotEmpty(t, problems)
@@ -51,9 +52,9 @@ func TestStuckPods(t *testing.T) {
 		assert.Contains(t, problems[0].Message, "cube.test/not-built:1")
 	})
 	t.Run("accelerator the node lacks", func(t *testing.T) {
-		c, cl, _ := newClient(t)
+		c, cl, _ := journeys.NewClient(t)
 		job := train.PyTorch("wants-gpu").Image(c.Images.Python).Command("true").Workers(1).On(hardware.H100).GPUs(1)
-		rel := apply(t, cl, job)
+		rel := journeys.Apply(t, cl, job)
 		// Unschedulable is not stuck (an autoscaler may add a node), so the
 		// wait times out with the scheduler's reason in its last status.
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -76,17 +77,17 @@ func TestStuckPods(t *testing.T) {
 			"the scheduler says why: %s", problems[0].Message)
 	})
 	t.Run("crash loop", func(t *testing.T) {
-		c, cl, _ := newClient(t)
+		c, cl, _ := journeys.NewClient(t)
 		svc := serve.VLLM("crashes", "standin/none").Image(c.Images.Busybox).Command("sh", "-c", "echo boom; exit 3").CPU("100m").Memory("64Mi")
-		rel := apply(t, cl, svc)
-		_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(waitFor), cube.FailOnStuckPods())
+		rel := journeys.Apply(t, cl, svc)
+		_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods())
 		require.Error(t, err)
 		problems := problemsOf(t, err)
 		require.NotEmpty(t, problems)
 		assert.Equal(t, "CrashLoopBackOff", problems[0].Reason, "%v", reasons(problems))
 		assert.True(t, problems[0].Stuck)
 		assert.Contains(t, problems[0].Message, "exit code 3")
-		prev := logsOf(t, rel, cube.LogOptions{Previous: true})
+		prev := journeys.LogsOf(t, rel, cube.LogOptions{Previous: true})
 		assert.Contains(t, prev, "boom")
 	})
 }

@@ -1,4 +1,4 @@
-package journeys
+package serving
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/journeys"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -77,15 +78,15 @@ func chat(t *testing.T, c *serve.Client, question string) string {
 // PodDisruptionBudget and HorizontalPodAutoscaler in place, and answers
 // through its Service.
 func TestServeSingleNode(t *testing.T) {
-	c, cl, ns := newClient(t)
+	c, cl, ns := journeys.NewClient(t)
 	svc := serve.VLLM("chat", "standin/echo-7b").
 		Image(c.Images.Standin).
 		CPU("100m").Memory("128Mi").
 		Replicas(2).
 		Autoscale(2, 4, serve.ScaleOnCPU(80))
-	rel := apply(t, cl, svc)
-	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(waitFor), cube.FailOnStuckPods(), progress(t))
-	require.NoError(t, err, logsOf(t, rel, cube.LogOptions{}))
+	rel := journeys.Apply(t, cl, svc)
+	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	require.NoError(t, err, journeys.LogsOf(t, rel, cube.LogOptions{}))
 	assert.Equal(t, cube.Ready, st.Phase)
 
 	kinds := map[string]bool{}
@@ -113,14 +114,14 @@ func TestServeSingleNode(t *testing.T) {
 // cluster DNS and joins the leader's Ray head, the leader serves once the
 // group is whole, and the answer comes through the Service.
 func TestServeMultiNodeOnLeaderWorkerSet(t *testing.T) {
-	c, cl, ns := newClient(t)
+	c, cl, ns := journeys.NewClient(t)
 	svc := serve.VLLM("big", "standin/echo-70b").
 		Image(c.Images.Standin).
 		CPU("100m").Memory("128Mi").
 		Nodes(2)
-	rel := apply(t, cl, svc)
-	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(waitFor), cube.FailOnStuckPods(), progress(t))
-	logs := logsOf(t, rel, cube.LogOptions{})
+	rel := journeys.Apply(t, cl, svc)
+	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Ready, st.Phase)
 	assert.Contains(t, logs, "resolved big-0.big."+ns, "the worker resolved LWS_LEADER_ADDRESS through cluster DNS:\n%s", logs)

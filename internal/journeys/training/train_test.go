@@ -1,4 +1,4 @@
-package journeys
+package training
 
 import (
 	"testing"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/journeys"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -29,15 +30,15 @@ dist.destroy_process_group()
 // operator wires the two pods together through cluster DNS and both see
 // world size 2 and the sum 1+2.
 func TestPyTorchDDPAllReduce(t *testing.T) {
-	c, cl, _ := newClient(t)
+	c, cl, _ := journeys.NewClient(t)
 	job := train.PyTorch("ddp").
 		Image(c.Images.Python).
 		Command("python3", "-c", allReduce).
 		Workers(1).
 		CPU("500m").Memory("1Gi")
-	rel := apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(waitFor), cube.FailOnStuckPods(), progress(t))
-	logs := logsOf(t, rel, cube.LogOptions{})
+	rel := journeys.Apply(t, cl, job)
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 	assert.Contains(t, logs, "rank 0 world 2 sum 3.0")
@@ -47,7 +48,7 @@ func TestPyTorchDDPAllReduce(t *testing.T) {
 // After the launcher of an MPIJob ends, its workers (which only sleep for
 // mpirun to exec into them) must not linger holding their resources.
 func TestMPIJobAllReduce(t *testing.T) {
-	c, cl, ns := newClient(t)
+	c, cl, ns := journeys.NewClient(t)
 	script := `from mpi4py import MPI
 c = MPI.COMM_WORLD
 s = c.allreduce(c.Get_rank() + 1)
@@ -57,9 +58,9 @@ print(f"mpi rank {c.Get_rank()} size {c.Get_size()} sum {s}", flush=True)`
 		Command("mpirun", "--allow-run-as-root", "-np", "2", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0", "python3", "-c", script).
 		Workers(2).
 		CPU("250m").Memory("512Mi")
-	rel := apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(waitFor), cube.FailOnStuckPods(), progress(t))
-	logs := logsOf(t, rel, cube.LogOptions{})
+	rel := journeys.Apply(t, cl, job)
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 	assert.Contains(t, logs, "mpi rank 0 size 2 sum 3")

@@ -13,10 +13,8 @@ import (
 	"github.com/cubestudio/cube/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
-
-// newClient returns a cube client on the cluster, in a fresh namespace.
-func newClient(t *testing.T) (*testenv.Cluster, *cube.Client, string) {
+// NewClient returns a cube client on the cluster, in a fresh namespace.
+func NewClient(t testing.TB) (*testenv.Cluster, *cube.Client, string) {
 	t.Helper()
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
@@ -25,16 +23,16 @@ func newClient(t *testing.T) (*testenv.Cluster, *cube.Client, string) {
 	return c, cl, ns
 }
 
-// apply applies w and registers the release's deletion.
-func apply(t *testing.T, c *cube.Client, w cube.Workload) *cube.Release {
+// Apply applies w in the client's namespace.
+func Apply(t testing.TB, c *cube.Client, w cube.Workload) *cube.Release {
 	t.Helper()
 	rel, err := c.Apply(t.Context(), w)
 	require.NoError(t, err)
 	return rel
 }
 
-// logsOf reads every pod's logs of the release, as Release.Logs merges them.
-func logsOf(t *testing.T, rel *cube.Release, opts cube.LogOptions) string {
+// LogsOf reads every pod's logs of the release, as Release.Logs merges them.
+func LogsOf(t testing.TB, rel *cube.Release, opts cube.LogOptions) string {
 	t.Helper()
 	r, err := rel.Logs(t.Context(), opts)
 	require.NoError(t, err)
@@ -44,8 +42,8 @@ func logsOf(t *testing.T, rel *cube.Release, opts cube.LogOptions) string {
 	return string(data)
 }
 
-// linesOf returns the lines of logs that a pod whose name has prefix wrote.
-func linesOf(logs, podPrefix string) []string {
+// LinesOf returns the lines of logs that a pod whose name has prefix wrote.
+func LinesOf(logs, podPrefix string) []string {
 	var out []string
 	s := bufio.NewScanner(strings.NewReader(logs))
 	for s.Scan() {
@@ -56,10 +54,10 @@ func linesOf(logs, podPrefix string) []string {
 	return out
 }
 
-// waitFor is how long a journey may take on two busy cores.
-const waitFor = 5 * time.Minute
+// WaitFor is how long a journey may take on two busy cores.
+const WaitFor = 5 * time.Minute
 
-// progress logs each status Wait reports.
-func progress(t *testing.T) cube.WaitOption {
+// Progress logs each status Wait reports.
+func Progress(t testing.TB) cube.WaitOption {
 	return cube.OnProgress(func(s cube.Status) { t.Logf("status: %s", s) })
 }
