@@ -58,7 +58,7 @@ func main() {
 		if len(args) > 0 && args[0] == "serve" {
 			args = args[1:]
 		}
-		err = serve(args)
+		err = serveAPI(args)
 	case "ray":
 		err = ray(args)
 	case "ray-head":
@@ -104,7 +104,7 @@ type engine struct {
 	succeeded        atomic.Int64
 }
 
-func serve(args []string) error {
+func serveAPI(args []string) error {
 	model := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		model = args[0]
