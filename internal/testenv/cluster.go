@@ -380,3 +380,26 @@ func runDaemon() error {
 		unlock()
 	}
 }
+
+// StopCluster stops the test cluster's daemon, if one runs, and waits until
+// it has cleaned the machine. Tests never need it (the daemon stops by
+// itself once unused); scripts call it to leave nothing running.
+func StopCluster(ctx context.Context) error {
+	state, err := readState()
+	if err != nil || !processAlive(state.PID) {
+		return nil
+	}
+	if err := syscall.Kill(state.PID, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop test cluster (pid %d): %w", state.PID, err)
+	}
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for processAlive(state.PID) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stop test cluster (pid %d): %w", state.PID, ctx.Err())
+		case <-ticker.C:
+		}
+	}
+	return nil
+}

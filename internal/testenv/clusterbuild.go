@@ -88,8 +88,13 @@ func newClusterLayout(l *layout) (*clusterLayout, error) {
 	// The images also depend on this module's programs that go into them
 	// and on the recipes in images.go: they get a directory of their own,
 	// so that changing them does not rebuild the binaries.
-	if err := hashTree(h, filepath.Join(l.mainDir, "internal", "testenv", "cmd")); err != nil {
-		return nil, fmt.Errorf("cluster cache key: %w", err)
+	for _, s := range imageCommands {
+		if s.module != "main" {
+			continue
+		}
+		if err := hashTree(h, filepath.Join(l.mainDir, s.pkg)); err != nil {
+			return nil, fmt.Errorf("cluster cache key: %w", err)
+		}
 	}
 	for _, f := range []string{filepath.Join(l.mainDir, "internal", "testenv", "images.go"), filepath.Join(l.mainDir, "go.sum")} {
 		data, err := os.ReadFile(f)
