@@ -12,110 +12,124 @@ import (
 	"strings"
 )
 
-// The operators of the test cluster, built with go install module@version
-// from their own go.mod files (none of them has a replace directive), so the
-// versions are the ones their projects tested with. Argo has a replace
-// directive and is built in the nested module tools/argo instead.
-var operatorInstalls = []struct {
-	name    string // binary name in the cache
-	pkg     string // package path
-	version string
-}{
-	{"training-operator", "github.com/kubeflow/training-operator/cmd/training-operator.v1", "v1.8.1"},
-	{"lws-controller", "sigs.k8s.io/lws/cmd", "v0.8.0"},
-	{"kuberay-operator", "github.com/ray-project/kuberay/ray-operator", "v1.5.0"},
-	{"coredns", "github.com/coredns/coredns", "v1.12.1"},
+// clusterTool is one program of the test cluster, built from the Go
+// module proxy or from this module.
+type clusterTool struct {
+	name string
+	// module is where it is built: a directory under tools (".", the
+	// node's module next to kube-apiserver; "argo"; "lws"; "kubectl"),
+	// "main" for this module's own programs (they go into images), or ""
+	// for go install pkg@version with the project's own go.mod (none of
+	// those has a replace directive).
+	module  string
+	pkg     string
+	version string // for go install
+	static  bool   // for an image: no C library there
+	stamp   bool   // the Kubernetes version in k8s.io/component-base/version
 }
 
-// nodeCommands are the Kubernetes commands the node runs, built in the tools
-// module next to kube-apiserver.
-var nodeCommands = []string{"kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy"}
-
-// imageCommands are the static programs that go into images: from the
-// tools modules (kubectl, argoexec) and from this module's test code
-// (internal/testenv/cmd/...).
-var imageCommands = []struct {
-	name   string
-	module string // "kubernetes", "argo" or "main"
-	pkg    string
-}{
-	{"kubectl", "kubernetes", "k8s.io/kubernetes/cmd/kubectl"},
-	{"argoexec", "argo", "github.com/argoproj/argo-workflows/v3/cmd/argoexec"},
-	{"standin-engine", "main", "./internal/testenv/cmd/standin-engine"},
-	{"kubectl-delivery", "main", "./internal/testenv/cmd/kubectl-delivery"},
-	{"pause", "main", "./internal/testenv/cmd/pause"},
+// clusterTools are the node's commands, the operators and the programs
+// that go into images. Argo and LWS are built in modules of their own:
+// Argo's go.mod has a replace directive, which go install refuses, and go
+// install of LWS checks its deprecation through a version list the module
+// proxy here refuses.
+var clusterTools = []clusterTool{
+	{name: "kubelet", module: ".", pkg: "k8s.io/kubernetes/cmd/kubelet", stamp: true},
+	{name: "kube-controller-manager", module: ".", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", stamp: true},
+	{name: "kube-scheduler", module: ".", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", stamp: true},
+	{name: "kube-proxy", module: ".", pkg: "k8s.io/kubernetes/cmd/kube-proxy", stamp: true},
+	{name: "training-operator", pkg: "github.com/kubeflow/training-operator/cmd/training-operator.v1", version: "v1.8.1"},
+	{name: "kuberay-operator", pkg: "github.com/ray-project/kuberay/ray-operator", version: "v1.5.0"},
+	{name: "coredns", pkg: "github.com/coredns/coredns", version: "v1.12.1"},
+	{name: "lws-controller", module: "lws", pkg: "sigs.k8s.io/lws/cmd"},
+	{name: "workflow-controller", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller"},
+	{name: "argoexec", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/argoexec", static: true},
+	{name: "kubectl", module: "kubectl", pkg: ".", static: true, stamp: true},
+	{name: "standin-engine", module: "main", pkg: "./internal/testenv/cmd/standin-engine", static: true},
+	{name: "kubectl-delivery", module: "main", pkg: "./internal/testenv/cmd/kubectl-delivery", static: true},
+	{name: "pause", module: "main", pkg: "./internal/testenv/cmd/pause", static: true},
 }
 
 // clusterFormat changes whenever what the cluster build puts in its cache
 // changes.
-const clusterFormat = "1"
+const clusterFormat = "2"
 
 // clusterArtifacts are the cached binaries and images of the test cluster.
 type clusterArtifacts struct {
-	dir    string // <user cache>/cube-testcluster/<key>
-	bin    string // host binaries
-	static string // static binaries that go into images
-	images string // OCI image archives
+	dir    string            // <user cache>/cube-testcluster/kubernetes-<version>
+	paths  map[string]string // tool name → binary
+	images string            // OCI image archives, and this module's programs
 }
-
-func (a clusterArtifacts) binary(name string) string { return filepath.Join(a.bin, name) }
 
 // clusterLayout extends the API server's layout with the cluster's sources.
 type clusterLayout struct {
 	*layout
-	argoDir   string
 	artifacts clusterArtifacts
 }
 
+// binary returns the cached path of a cluster tool.
+func (c *clusterLayout) binary(name string) string { return c.artifacts.paths[name] }
+
+// newClusterLayout computes where every tool and image is cached. Each
+// binary's name carries a hash of what it is built from (its module's
+// go.sum, or its version), so that changing one module rebuilds only its
+// binaries; the images, and this module's programs that go into them, share
+// a directory keyed by those programs, go.sum and the recipes.
 func newClusterLayout(l *layout) (*clusterLayout, error) {
-	c := &clusterLayout{layout: l, argoDir: filepath.Join(l.toolsDir, "argo")}
-	h := sha256.New()
-	fmt.Fprintf(h, "format %s\n", clusterFormat)
-	for _, f := range []string{filepath.Join(l.toolsDir, "go.sum"), filepath.Join(c.argoDir, "go.sum")} {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("cluster cache key: %w", err)
-		}
-		h.Write(data)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil, fmt.Errorf("find user cache dir: %w", err)
 	}
-	for _, o := range operatorInstalls {
-		fmt.Fprintf(h, "install %s %s@%s\n", o.name, o.pkg, o.version)
-	}
-	for _, s := range imageCommands {
-		fmt.Fprintf(h, "static %s %s %s\n", s.name, s.module, s.pkg)
-	}
-	binaries := hex.EncodeToString(h.Sum(nil))[:12]
-	// The images also depend on this module's programs that go into them
-	// and on the recipes in images.go: they get a directory of their own,
-	// so that changing them does not rebuild the binaries.
-	for _, s := range imageCommands {
-		if s.module != "main" {
+	dir := filepath.Join(cache, "cube-testcluster", "kubernetes-"+l.kubernetesVersion)
+	c := &clusterLayout{layout: l, artifacts: clusterArtifacts{dir: dir, paths: map[string]string{}}}
+	images := sha256.New()
+	fmt.Fprintf(images, "format %s\n", clusterFormat)
+	for _, t := range clusterTools {
+		h := sha256.New()
+		fmt.Fprintf(h, "format %s\n%s %s %s %v %v\n", clusterFormat, t.module, t.pkg, t.version, t.static, t.stamp)
+		switch t.module {
+		case "":
+		case "main":
+			if err := hashTree(images, filepath.Join(l.mainDir, t.pkg)); err != nil {
+				return nil, fmt.Errorf("cluster cache key: %w", err)
+			}
+			c.artifacts.paths[t.name] = "" // set below, once the images key is known
 			continue
+		default:
+			sum, err := os.ReadFile(filepath.Join(c.moduleDir(t.module), "go.sum"))
+			if err != nil {
+				return nil, fmt.Errorf("cluster cache key: %w", err)
+			}
+			h.Write(sum)
 		}
-		if err := hashTree(h, filepath.Join(l.mainDir, s.pkg)); err != nil {
-			return nil, fmt.Errorf("cluster cache key: %w", err)
-		}
+		c.artifacts.paths[t.name] = filepath.Join(dir, "bin", t.name+"-"+hex.EncodeToString(h.Sum(nil))[:12])
 	}
 	for _, f := range []string{filepath.Join(l.mainDir, "internal", "testenv", "images.go"), filepath.Join(l.mainDir, "go.sum")} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("cluster cache key: %w", err)
 		}
-		h.Write(data)
+		images.Write(data)
 	}
-	images := hex.EncodeToString(h.Sum(nil))[:12]
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return nil, fmt.Errorf("find user cache dir: %w", err)
-	}
-	dir := filepath.Join(cache, "cube-testcluster", fmt.Sprintf("kubernetes-%s-%s", l.kubernetesVersion, binaries))
-	c.artifacts = clusterArtifacts{
-		dir:    dir,
-		bin:    filepath.Join(dir, "bin"),
-		static: filepath.Join(dir, "static"),
-		images: filepath.Join(dir, "images-"+images),
+	c.artifacts.images = filepath.Join(dir, "images-"+hex.EncodeToString(images.Sum(nil))[:12])
+	for _, t := range clusterTools {
+		if t.module == "main" {
+			c.artifacts.paths[t.name] = filepath.Join(c.artifacts.images, "programs", t.name)
+		}
 	}
 	return c, nil
+}
+
+// moduleDir is the directory of a tool's module.
+func (c *clusterLayout) moduleDir(module string) string {
+	switch module {
+	case "main":
+		return c.mainDir
+	case ".":
+		return c.toolsDir
+	default:
+		return filepath.Join(c.toolsDir, module)
+	}
 }
 
 // hashTree hashes the names and contents of the files under dir, in order,
@@ -136,38 +150,15 @@ func hashTree(h interface{ Write([]byte) (int, error) }, dir string) error {
 	})
 }
 
-// missingBinaries lists the cluster binaries not yet in the cache.
+// missingBinaries lists the cluster tools not yet in the cache.
 func (c *clusterLayout) missingBinaries() []string {
 	var out []string
-	for _, name := range nodeCommands {
-		if _, err := os.Stat(c.artifacts.binary(name)); err != nil {
-			out = append(out, name)
-		}
-	}
-	for _, o := range operatorInstalls {
-		if _, err := os.Stat(c.artifacts.binary(o.name)); err != nil {
-			out = append(out, o.name)
-		}
-	}
-	if _, err := os.Stat(c.artifacts.binary("workflow-controller")); err != nil {
-		out = append(out, "workflow-controller")
-	}
-	for _, s := range imageCommands {
-		if _, err := os.Stat(c.staticBinary(s.name, s.module)); err != nil {
-			out = append(out, s.name)
+	for _, t := range clusterTools {
+		if !exists(c.binary(t.name)) {
+			out = append(out, t.name)
 		}
 	}
 	return out
-}
-
-// staticBinary is where a static program for the images is kept: with the
-// binaries when it comes from a tools module, with the images when it is
-// this module's own.
-func (c *clusterLayout) staticBinary(name, module string) string {
-	if module == "main" {
-		return filepath.Join(c.artifacts.images, "programs", name)
-	}
-	return filepath.Join(c.artifacts.static, name)
 }
 
 // ensure builds what the cluster's cache lacks: the API server's artifacts
@@ -180,7 +171,7 @@ func (c *clusterLayout) ensure(ctx context.Context) error {
 	if len(c.missingBinaries()) == 0 && len(c.missingImages()) == 0 {
 		return nil
 	}
-	for _, d := range []string{c.artifacts.bin, c.artifacts.static, filepath.Join(c.artifacts.images, "programs")} {
+	for _, d := range []string{filepath.Join(c.artifacts.dir, "bin"), filepath.Join(c.artifacts.images, "programs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create cluster cache: %w", err)
 		}
@@ -194,40 +185,22 @@ func (c *clusterLayout) ensure(ctx context.Context) error {
 		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes 20-30 minutes on 2 cores (run go run ./internal/testenv/cmd/prebuild first)\n",
 			strings.Join(missing, ", "), c.artifacts.dir)
 	}
-	for _, name := range nodeCommands {
-		dst := c.artifacts.binary(name)
-		if _, err := os.Stat(dst); err == nil {
-			continue
-		}
-		if err := c.buildIn(ctx, c.toolsDir, dst, "k8s.io/kubernetes/cmd/"+name, c.versionLDFlags(), false); err != nil {
-			return err
-		}
-	}
-	if dst := c.artifacts.binary("workflow-controller"); !exists(dst) {
-		if err := c.buildIn(ctx, c.argoDir, dst, "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller", "", false); err != nil {
-			return err
-		}
-	}
-	for _, o := range operatorInstalls {
-		if dst := c.artifacts.binary(o.name); !exists(dst) {
-			if err := c.install(ctx, dst, o.pkg, o.version); err != nil {
-				return err
-			}
-		}
-	}
-	for _, s := range imageCommands {
-		dst := c.staticBinary(s.name, s.module)
+	for _, t := range clusterTools {
+		dst := c.binary(t.name)
 		if exists(dst) {
 			continue
 		}
-		dir, ldflags := c.mainDir, ""
-		switch s.module {
-		case "kubernetes":
-			dir, ldflags = c.toolsDir, c.versionLDFlags()
-		case "argo":
-			dir = c.argoDir
+		var err error
+		if t.module == "" {
+			err = c.install(ctx, dst, t.pkg, t.version)
+		} else {
+			ldflags := ""
+			if t.stamp {
+				ldflags = c.versionLDFlags()
+			}
+			err = c.buildIn(ctx, c.moduleDir(t.module), dst, t.pkg, ldflags, t.static)
 		}
-		if err := c.buildIn(ctx, dir, dst, s.pkg, ldflags, true); err != nil {
+		if err != nil {
 			return err
 		}
 	}

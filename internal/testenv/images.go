@@ -79,14 +79,7 @@ type imageRecipe struct {
 const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 func (c *clusterLayout) recipes(images *Images) []imageRecipe {
-	static := func(name string) string {
-		for _, s := range imageCommands {
-			if s.name == name {
-				return c.staticBinary(name, s.module)
-			}
-		}
-		return filepath.Join(c.artifacts.static, name)
-	}
+	static := c.binary
 	busyboxWith := func(extra, links map[string]string) func(context.Context, string) ([]string, error) {
 		return func(_ context.Context, dir string) ([]string, error) {
 			layer := filepath.Join(dir, "layer.tar")

@@ -321,7 +321,7 @@ state = %q
 }
 
 func (n *node) startControllers() error {
-	bin := n.cache.artifacts.binary
+	bin := n.cache.binary
 	kcmPort, err := freePort()
 	if err != nil {
 		return err
@@ -402,7 +402,7 @@ func (n *node) startKubelet() error {
 	if err := os.WriteFile(configFile, data, 0o644); err != nil {
 		return err
 	}
-	_, err = n.start("kubelet", n.cache.artifacts.binary("kubelet"), []string{
+	_, err = n.start("kubelet", n.cache.binary("kubelet"), []string{
 		"--config=" + configFile,
 		"--kubeconfig=" + filepath.Join(n.dir, "kubelet.kubeconfig"),
 		"--root-dir=" + root,
@@ -425,7 +425,7 @@ func (n *node) startKubeProxy() error {
 	if err != nil {
 		return err
 	}
-	_, err = n.start("kube-proxy", n.cache.artifacts.binary("kube-proxy"), []string{
+	_, err = n.start("kube-proxy", n.cache.binary("kube-proxy"), []string{
 		"--kubeconfig=" + n.admin,
 		"--hostname-override=" + nodeName,
 		"--proxy-mode=iptables",
@@ -467,7 +467,7 @@ func (n *node) startCoreDNS() error {
 	if err := os.WriteFile(file, []byte(corefile), 0o644); err != nil {
 		return err
 	}
-	p, err := n.start("coredns", n.cache.artifacts.binary("coredns"), []string{"-conf", file}, nil)
+	p, err := n.start("coredns", n.cache.binary("coredns"), []string{"-conf", file}, nil)
 	if err != nil {
 		return err
 	}

@@ -193,7 +193,7 @@ func (n *node) startTrainingOperator() error {
 	if err != nil {
 		return err
 	}
-	p, err := n.start("training-operator", n.cache.artifacts.binary("training-operator"), []string{
+	p, err := n.start("training-operator", n.cache.binary("training-operator"), []string{
 		"--webhook-server-port=" + strconv.Itoa(port),
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
@@ -296,7 +296,7 @@ func (n *node) startLWS() error {
 	if err := os.WriteFile(configFile, data, 0o644); err != nil {
 		return err
 	}
-	p, err := n.start("lws-controller", n.cache.artifacts.binary("lws-controller"), []string{
+	p, err := n.start("lws-controller", n.cache.binary("lws-controller"), []string{
 		"--config=" + configFile,
 		"--leader-elect=false",
 	}, []string{"KUBECONFIG=" + n.admin})
@@ -316,7 +316,7 @@ func (n *node) startArgo() error {
 	if err := n.ensureNamespace(namespace); err != nil {
 		return err
 	}
-	_, err := n.start("workflow-controller", n.cache.artifacts.binary("workflow-controller"), []string{
+	_, err := n.start("workflow-controller", n.cache.binary("workflow-controller"), []string{
 		"--kubeconfig=" + n.admin,
 		"--namespace=" + namespace,
 		"--executor-image=" + n.images.Argoexec,
@@ -337,7 +337,7 @@ func (n *node) startKubeRay() error {
 	if err != nil {
 		return err
 	}
-	p, err := n.start("kuberay-operator", n.cache.artifacts.binary("kuberay-operator"), []string{
+	p, err := n.start("kuberay-operator", n.cache.binary("kuberay-operator"), []string{
 		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
 		"--enable-leader-election=false",
