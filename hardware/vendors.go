@@ -199,7 +199,7 @@ func hamiSlicing(p Profile) (HAMiSlicing, bool) {
 		// charts/hami/templates/scheduler/device-configmap.yaml iluvatars
 		// and pkg/device/iluvatar/device.go: MemoryFactor 256.
 		return HAMiSlicing{Count: corev1.ResourceName("iluvatar.ai/" + p.HAMiType + "-vgpu"),
-			Memory:        corev1.ResourceName("iluvatar.ai/" + p.HAMiType + ".vMem"), MemoryUnitMiB: 256,
+			Memory: corev1.ResourceName("iluvatar.ai/" + p.HAMiType + ".vMem"), MemoryUnitMiB: 256,
 			Cores: corev1.ResourceName("iluvatar.ai/" + p.HAMiType + ".vCore"), CoreUnits: 100, MinMemoryMiB: 256}, true
 	}
 	return HAMiSlicing{}, false
