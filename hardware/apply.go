@@ -178,7 +178,7 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 	}
 	if (prof.Flavour == MIGSingle || prof.Flavour == MIGMixed) && !prof.HasMIG() {
 		errs = append(errs, field.Invalid(profPath.Child("flavour"), prof.Flavour,
-			fmt.Sprintf("%s has no MIG; use %s", prof.Name, NVIDIADevicePlugin)))
+			fmt.Sprintf("%s has no MIG; use %s", prof.Name, flavoursOf(prof.Vendor)[0])))
 	}
 	if p.Count < 0 {
 		errs = append(errs, field.Invalid(path.Child("count"), p.Count, "must not be negative"))

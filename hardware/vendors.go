@@ -2,6 +2,7 @@ package hardware
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -141,7 +142,7 @@ type HAMiSlicing struct {
 // in package vgpu; Kunlunxin R200 has no vXPU).
 func (p Profile) HAMiSlicing() (HAMiSlicing, bool) {
 	s, ok := hamiSlicing(p)
-	s.MemorySteps = append([]int64(nil), s.MemorySteps...)
+	s.MemorySteps = slices.Clone(s.MemorySteps)
 	return s, ok
 }
 
