@@ -248,6 +248,8 @@ type Profile struct {
 	hostMounts []HostMount
 	// collective overrides the vendor's collective library settings.
 	collective *Collective
+	// images overrides the vendor images (Images, WithImages).
+	images *Images
 }
 
 // HostMount is a host path mounted read-only at the same path in the
@@ -401,6 +403,10 @@ func (p Profile) clone() Profile {
 	if p.collective != nil {
 		c := *p.collective
 		p.collective = &c
+	}
+	if p.images != nil {
+		imgs := *p.images
+		p.images = &imgs
 	}
 	return p
 }

@@ -258,8 +258,13 @@ func domestic(name string, v Vendor, product string, memMiB int64, bw, bf16, fp1
 	for k, val := range labels {
 		sel[k] = val
 	}
+	var imgs *Images
+	if known, ok := vendorImages[name]; ok {
+		imgs = &known
+	}
 	return Profile{
-		Name: name, Vendor: v, Product: product,
+		images: imgs,
+		Name:   name, Vendor: v, Product: product,
 		MemoryBytes: memMiB << 20, MemoryBandwidthGBps: bw, BF16TFLOPS: bf16, FP16TFLOPS: fp16,
 		Interconnect: link, MaxPerNode: 8,
 		Flavour: VendorDevicePlugin, ResourceName: plugin,
@@ -290,4 +295,80 @@ func vendorLabel(v Vendor) string {
 		return "iluvatar"
 	}
 	return string(v)
+}
+
+// Framework names a software stack a vendor publishes images for.
+type Framework string
+
+// Frameworks with vendor images.
+const (
+	// FrameworkPyTorch is a training image with the vendor's PyTorch build.
+	FrameworkPyTorch Framework = "pytorch"
+	// FrameworkVLLM is a vLLM serving image built for the devices.
+	FrameworkVLLM Framework = "vllm"
+)
+
+// Images are container images an accelerator's vendor publishes, as
+// overridable defaults; "" where the team found none.
+type Images struct {
+	PyTorch, VLLM string
+}
+
+// Vendor images. Hygon's come from its SourceFind registry: the PyTorch
+// image of HAMi's examples/hygon/default_use.yaml at HAMiCommit and the
+// vLLM image PaddleX's DCU build uses [2nd]; MetaX's vLLM image from its
+// public-ai-release registry as MACA deployment guides use it [2nd];
+// Iluvatar's CoreX base image of HAMi's examples/iluvatar (BI-V150). Tags
+// move: override with WithImages.
+var vendorImages = map[string]Images{
+	"DCU-K100-AI": {
+		PyTorch: "image.sourcefind.cn:5000/dcu/admin/base/pytorch:2.1.0-ubuntu22.04-dtk24.04.2-py3.10",
+		VLLM:    "image.sourcefind.cn:5000/dcu/admin/base/vllm:0.9.2-ubuntu22.04-dtk25.04.2-py3.10",
+	},
+	"DCU-Z100": {
+		PyTorch: "image.sourcefind.cn:5000/dcu/admin/base/pytorch:2.1.0-ubuntu22.04-dtk24.04.2-py3.10",
+		VLLM:    "image.sourcefind.cn:5000/dcu/admin/base/vllm:0.9.2-ubuntu22.04-dtk25.04.2-py3.10",
+	},
+	"C500": {
+		VLLM: "cr.metax-tech.com/public-ai-release/maca/vllm:maca.ai3.1.0.7-torch2.6-py310-ubuntu22.04-amd64",
+	},
+	"BI-V150": {
+		PyTorch: "registry.iluvatar.com.cn:10443/saas/mr-bi150-4.3.0-x86-ubuntu22.04-py3.10-base-base:v1.0",
+	},
+}
+
+// Images returns the vendor images of the profile (the catalogue's
+// defaults, or those set with WithImages).
+func (p Profile) Images() Images {
+	if p.images != nil {
+		return *p.images
+	}
+	return Images{}
+}
+
+// WithImages returns p with its vendor images replaced.
+func (p Profile) WithImages(images Images) Profile {
+	p = p.clone()
+	p.images = &images
+	return p
+}
+
+// Image returns the vendor's image for framework f on the profile, or an
+// error saying none is known, so that a builder can ask for Image instead
+// of running a CUDA build on another vendor's devices.
+func (p Profile) Image(f Framework) (string, error) {
+	imgs := p.Images()
+	var img string
+	switch f {
+	case FrameworkPyTorch:
+		img = imgs.PyTorch
+	case FrameworkVLLM:
+		img = imgs.VLLM
+	default:
+		return "", fmt.Errorf("unknown framework %q: use %q or %q", f, FrameworkPyTorch, FrameworkVLLM)
+	}
+	if img == "" {
+		return "", fmt.Errorf("no %s image for %s is known to cube: set one with WithImages or on the builder", f, p.Name)
+	}
+	return img, nil
 }

@@ -230,3 +230,29 @@ func TestClusterOthersFlavour(t *testing.T) {
 	assert.Equal(t, corev1.ResourceName("cambricon.com/vmlu"), p.ResourceName)
 	assert.Equal(t, hardware.NVIDIADevicePlugin, hami.Profile(hardware.H100).Flavour)
 }
+
+func TestVendorImages(t *testing.T) {
+	img, err := hardware.HygonK100.Image(hardware.FrameworkVLLM)
+	require.NoError(t, err)
+	assert.Equal(t, "image.sourcefind.cn:5000/dcu/admin/base/vllm:0.9.2-ubuntu22.04-dtk25.04.2-py3.10", img)
+	img, err = hardware.HygonZ100.Image(hardware.FrameworkPyTorch)
+	require.NoError(t, err)
+	assert.Equal(t, "image.sourcefind.cn:5000/dcu/admin/base/pytorch:2.1.0-ubuntu22.04-dtk24.04.2-py3.10", img)
+	img, err = hardware.MetaXC500.Image(hardware.FrameworkVLLM)
+	require.NoError(t, err)
+	assert.Equal(t, "cr.metax-tech.com/public-ai-release/maca/vllm:maca.ai3.1.0.7-torch2.6-py310-ubuntu22.04-amd64", img)
+
+	_, err = hardware.CambriconMLU370.Image(hardware.FrameworkVLLM)
+	require.EqualError(t, err, "no vllm image for MLU370-X8 is known to cube: set one with WithImages or on the builder")
+	_, err = hardware.MetaXC500.Image("jax")
+	require.EqualError(t, err, `unknown framework "jax": use "pytorch" or "vllm"`)
+
+	mine := hardware.CambriconMLU370.WithImages(hardware.Images{VLLM: "registry.example/vllm-mlu:1"})
+	img, err = mine.Image(hardware.FrameworkVLLM)
+	require.NoError(t, err)
+	assert.Equal(t, "registry.example/vllm-mlu:1", img)
+	assert.Equal(t, hardware.Images{}, hardware.CambriconMLU370.Images(), "the catalogue keeps its defaults")
+	renamed := hardware.HygonK100
+	renamed.Name = "my-dcu"
+	assert.Equal(t, hardware.HygonK100.Images(), renamed.Images(), "a copy keeps the images")
+}
