@@ -182,39 +182,39 @@ var (
 var (
 	// HygonK100 is the Hygon DCU K100-AI (the HAMi example's DCU-K100_AI).
 	HygonK100 = withHostMounts(domestic("DCU-K100-AI", Hygon, "K100_AI", 64<<10, 0, 0, 0, "PCIe Gen4 x16",
-		ResourceHygonDCU, "hygon.com/dcunum", "K100_AI", nil))
+		ResourceHygonDCU, "hygon.com/dcunum", "K100_AI"))
 	// HygonZ100 is the Hygon DCU Z100.
 	HygonZ100 = withHostMounts(domestic("DCU-Z100", Hygon, "Z100", 32<<10, 0, 0, 0, "PCIe Gen4 x16",
-		ResourceHygonDCU, "hygon.com/dcunum", "Z100", nil))
+		ResourceHygonDCU, "hygon.com/dcunum", "Z100"))
 	// CambriconMLU370 is the Cambricon MLU370-X8 (two chips, one device).
 	CambriconMLU370 = domestic("MLU370-X8", Cambricon, "MLU370-X8", 48<<10, 614.4, 96, 96, "MLU-Link 200 GB/s",
-		ResourceCambriconMLU, "cambricon.com/vmlu", "", nil)
+		ResourceCambriconMLU, "cambricon.com/vmlu", "")
 	// CambriconMLU590 is the Cambricon MLU590.
 	CambriconMLU590 = domestic("MLU590", Cambricon, "MLU590", 80<<10, 0, 0, 0, "MLU-Link",
-		ResourceCambriconMLU, "cambricon.com/vmlu", "", nil)
+		ResourceCambriconMLU, "cambricon.com/vmlu", "")
 	// KunlunxinP800 is the Kunlunxin P800 (OAM), 96 GiB as HAMi's
 	// KunlunMaxMemory says.
 	KunlunxinP800 = domestic("P800", Kunlunxin, "P800", 98304, 0, 0, 0, "XPU Link",
-		ResourceKunlunxinXPU, "kunlunxin.com/xpu", "", nil)
+		ResourceKunlunxinXPU, "kunlunxin.com/xpu", "")
 	// KunlunxinR200 is the Kunlunxin R200 PCIe card.
 	KunlunxinR200 = domestic("R200", Kunlunxin, "R200", 32<<10, 512, 0, 128, "PCIe Gen4 x16",
-		ResourceKunlunxinXPU, "kunlunxin.com/xpu", "", nil)
+		ResourceKunlunxinXPU, "kunlunxin.com/xpu", "")
 	// MetaXC500 is the MetaX C500.
 	MetaXC500 = domestic("C500", MetaX, "C500", 64<<10, 1800, 280, 280, "MetaXLink",
-		ResourceMetaXGPU, "metax-tech.com/gpu", "", nil)
+		ResourceMetaXGPU, "metax-tech.com/gpu", "")
 	// MooreThreadsS4000 is the Moore Threads MTT S4000, 48 GiB as HAMi's
 	// memoryPerMthreadsGPU (96 × 512 MiB) says.
 	MooreThreadsS4000 = domestic("MTT-S4000", MooreThreads, "MTT-S4000", 48<<10, 768, 100, 100, "MTLink",
-		ResourceMooreThreadsGPU, "mthreads.com/vgpu", "", nil)
+		ResourceMooreThreadsGPU, "mthreads.com/vgpu", "")
 	// EnflameS60 is the Enflame S60 GCU.
 	EnflameS60 = domestic("S60", Enflame, "S60", 48<<10, 0, 0, 0, "PCIe Gen5 x16",
-		ResourceEnflameGCU, "enflame.com/gcu", "", nil)
+		ResourceEnflameGCU, "enflame.com/gcu", "")
 	// IluvatarBIV150 is the Iluvatar CoreX BI-V150 (Tiangai 150).
 	IluvatarBIV150 = domestic("BI-V150", Iluvatar, "BI-V150", 64<<10, 0, 0, 0, "IxLink",
-		ResourceIluvatarGPU, "iluvatar.ai/BI-V150-vgpu", "BI-V150", nil)
+		ResourceIluvatarGPU, "iluvatar.ai/BI-V150-vgpu", "BI-V150")
 	// IluvatarMRV100 is the Iluvatar CoreX MR-V100 (Zhikai 100).
 	IluvatarMRV100 = domestic("MR-V100", Iluvatar, "MR-V100", 32<<10, 0, 0, 0, "PCIe Gen4 x16",
-		ResourceIluvatarGPU, "iluvatar.ai/MR-V100-vgpu", "MR-V100", nil)
+		ResourceIluvatarGPU, "iluvatar.ai/MR-V100-vgpu", "MR-V100")
 )
 
 // hygonDriverMounts is the DCU driver tree (hy-smi and the driver

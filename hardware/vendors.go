@@ -250,29 +250,26 @@ func vendorPrefixes(v Vendor) []string {
 
 // domestic builds a profile of a vendor other than NVIDIA and Huawei.
 // plugin is the vendor device plugin's resource, hami HAMi's whole-device
-// count; the node is selected by the accelerator label (cube's
-// convention, the key Huawei's guide uses for Ascend) plus labels.
+// count; the node is selected by the accelerator label, cube's convention
+// for these vendors (the key Huawei's guide has administrators set for
+// Ascend), valued <vendor>-<product>.
 func domestic(name string, v Vendor, product string, memMiB int64, bw, bf16, fp16 float64, link string,
-	plugin, hami corev1.ResourceName, hamiType string, labels map[string]string) Profile {
-	sel := map[string]string{LabelAccelerator: fmt.Sprintf("%s-%s", vendorLabel(v), product)}
-	for k, val := range labels {
-		sel[k] = val
-	}
+	plugin, hami corev1.ResourceName, hamiType string) Profile {
 	var imgs *Images
 	if known, ok := vendorImages[name]; ok {
 		imgs = &known
 	}
 	return Profile{
-		images: imgs,
-		Name:   name, Vendor: v, Product: product,
+		Name: name, Vendor: v, Product: product,
 		MemoryBytes: memMiB << 20, MemoryBandwidthGBps: bw, BF16TFLOPS: bf16, FP16TFLOPS: fp16,
 		Interconnect: link, MaxPerNode: 8,
 		Flavour: VendorDevicePlugin, ResourceName: plugin,
 		pluginResource: plugin, hamiResource: hami, HAMiType: hamiType,
-		nodeLabels: sel,
+		nodeLabels: map[string]string{LabelAccelerator: fmt.Sprintf("%s-%s", vendorLabel(v), product)},
 		tolerations: []corev1.Toleration{{
 			Key: string(plugin), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
 		}},
+		images: imgs,
 	}
 }
 
