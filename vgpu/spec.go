@@ -283,6 +283,9 @@ func (s *Spec) demand(path *field.Path) (demandShape, field.ErrorList) {
 		if s.backend != "" && s.backend != DevicePlugin && s.backend != HAMi {
 			errs = append(errs, field.NotSupported(path.Child("backend"), s.backend, []Backend{DevicePlugin, HAMi}))
 		}
+		if b == HAMi && hamiProfile(p).ResourceName == "" {
+			errs = append(errs, field.Invalid(path.Child("backend"), b, fmt.Sprintf("HAMi has no resource name for %s", p.Name)))
+		}
 		d = demandShape{memBytes: p.MemoryBytes, requested: p.MemoryBytes, compute: ComputeUnits}
 	case KindMIG:
 		d, errs = s.migDemand(path, d, errs)
@@ -526,7 +529,7 @@ func (s *Spec) Request(path *field.Path) (hardware.DeviceRequest, field.ErrorLis
 	switch s.kind {
 	case KindWhole:
 		if s.EffectiveBackend() == HAMi {
-			hami := p.WithFlavour(hardware.HAMi)
+			hami := hamiProfile(p)
 			r.Resources[hami.ResourceName] = n
 			for name, v := range hardware.HAMiWholeResources(hami, n) {
 				r.Resources[name] = v
@@ -628,6 +631,15 @@ func (s *Spec) String() string {
 }
 
 func ceilMiB(b int64) int64 { return (b + mib - 1) / mib }
+
+// hamiProfile is p as HAMi advertises it, keeping a resource name set on a
+// profile that already has the HAMi flavour.
+func hamiProfile(p hardware.Profile) hardware.Profile {
+	if p.Flavour == hardware.HAMi {
+		return p
+	}
+	return p.WithFlavour(hardware.HAMi)
+}
 
 // hamiSliceDemand validates a slice of a vendor HAMi shares by its own
 // names (Hygon, Cambricon, Kunlunxin, MetaX, Moore Threads, Enflame,

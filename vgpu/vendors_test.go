@@ -64,6 +64,8 @@ func vendorSlices() []struct {
 			resources{"cambricon.com/mlu": 4}},
 		{"whole-mthreads-hami", vgpu.Whole(hardware.MooreThreadsS4000.WithFlavour(hardware.HAMi), 1),
 			resources{"mthreads.com/vgpu": 1}},
+		{"whole-ascend-hami-backend", vgpu.Whole(hardware.Ascend910B3, 2).Backend(vgpu.HAMi),
+			resources{"huawei.com/Ascend910B3": 2}},
 	}
 }
 
@@ -124,6 +126,8 @@ func TestVendorSliceErrors(t *testing.T) {
 			[]string{`spec.template.profile: Invalid value: "P800": vNPU templates are for Ascend NPUs`}},
 		{"whole on volcano", vgpu.Whole(hardware.EnflameS60, 1).Backend(vgpu.Volcano),
 			[]string{`spec.template.backend: Unsupported value: "volcano": supported values: "device-plugin", "hami"`}},
+		{"whole 910B1 on HAMi", vgpu.Whole(hardware.Ascend910B1, 1).Backend(vgpu.HAMi),
+			[]string{`spec.template.backend: Invalid value: "hami": HAMi has no resource name for Ascend910B1`}},
 		{"nothing asked", vgpu.Slice(hardware.IluvatarBIV150),
 			[]string{"spec.template.memory: Required value: a slice needs Memory, MemoryPercent or Cores"}},
 	}
