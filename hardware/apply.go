@@ -192,6 +192,12 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Required(profPath.Child("resourceName"),
 				fmt.Sprintf("%s has no resource name under flavour %q; set one with WithResourceName", prof.Name, prof.Flavour)))
 		}
+		if prof.Vendor == Kunlunxin && prof.Flavour == HAMi && !slices.Contains([]int{1, 2, 4, 8}, p.Count) {
+			// HAMi pkg/device/kunlun/topo.go places 1, 2 or 4 XPUs within
+			// one group of four, or all 8; other counts are never placed.
+			errs = append(errs, field.Invalid(path.Child("count"), p.Count,
+				"HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"))
+		}
 		if prof.MaxPerNode > 0 && p.Count > prof.MaxPerNode {
 			errs = append(errs, field.Invalid(path.Child("count"), p.Count,
 				fmt.Sprintf("more devices per pod than a %s node holds (%d)", prof.Name, prof.MaxPerNode)))

@@ -221,6 +221,18 @@ func TestDomesticFabricErrors(t *testing.T) {
 	}, errStrings(errs))
 }
 
+func TestKunlunxinHAMiCounts(t *testing.T) {
+	for _, n := range []int{1, 2, 4, 8} {
+		tmpl := baseTemplate()
+		assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.WithFlavour(hardware.HAMi), Count: n}, tmplPath))
+	}
+	tmpl := baseTemplate()
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.WithFlavour(hardware.HAMi), Count: 3}, tmplPath)
+	assert.Equal(t, []string{"spec.template.count: Invalid value: 3: HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"}, errStrings(errs))
+	assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800, Count: 3}, tmplPath),
+		"the vendor's own plugin has no such rule")
+}
+
 func TestClusterOthersFlavour(t *testing.T) {
 	var defaults hardware.Cluster
 	assert.Equal(t, hardware.HygonK100, defaults.Profile(hardware.HygonK100))
