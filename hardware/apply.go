@@ -80,7 +80,8 @@ func (p Placement) IsZero() bool {
 
 // Apply changes tmpl for placement p: whole-device resources on the named
 // container (requests equal limits), node selectors, tolerations, the
-// collective library's environment (NCCL for NVIDIA, HCCL for Ascend),
+// collective library's environment (NCCL for NVIDIA, HCCL for Ascend, the
+// profile's Collective for the other vendors), the profile's host mounts,
 // Ascend driver mounts when the Ascend runtime is absent, a memory-backed
 // /dev/shm, IPC_LOCK for RDMA, Multus annotations and the
 // ring-controller.atlas label. It never panics. It returns every problem,

@@ -183,9 +183,12 @@ func (t VNPUTemplate) StaticType() string {
 }
 
 // Profile describes one kind of accelerator (or a CPU-only node) and how a
-// cluster advertises it. Profiles are values: copy one and change fields to
-// describe a card the catalogue lacks or to override a default marked
-// unverified.
+// cluster advertises it. Profiles are values: copy one and change its
+// fields (or use the With methods, which also change the labels,
+// tolerations, MIG and vNPU tables, host mounts, collective and images that
+// only accessors reach) to describe a card the catalogue lacks or to
+// override a default marked unverified. A copy shares nothing with the
+// catalogue.
 type Profile struct {
 	// Name identifies the profile, e.g. "H100-SXM-80GB".
 	Name   string
