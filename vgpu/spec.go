@@ -67,8 +67,9 @@ const (
 const mib = int64(1) << 20
 
 // ComputeUnits is one device's compute in the planner's integer units:
-// divisible by 100 (HAMi percent), 7 (MIG compute slices) and 20, 24 and 8
-// (Ascend AI cores), so every kind of share is exact.
+// divisible by 100 (HAMi percent), 7 (MIG compute slices), 20, 24 and 8
+// (Ascend AI cores) and 16 (Moore Threads sGPU cores), so every kind of
+// share is exact.
 const ComputeUnits = 8400
 
 // Spec is a fractional (or whole) accelerator request. Build it with Slice,
