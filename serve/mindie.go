@@ -239,7 +239,7 @@ var mindieEngine = &engine{
 	},
 	// MindIE's own default, 2560, is short for chat; cube asks for 4096.
 	defaultMaxLen: 4096,
-	autoSizes:     true, multiNode: true,
+	autoSizes:     true, plannedFraction: true, multiNode: true,
 }
 
 func init() { mindieEngine.launch = launchMindIE }
@@ -320,7 +320,15 @@ func launchMindIE(s *Service, r *rendering) field.ErrorList {
 		be.MultiNodesInferEnabled = true
 		table := s.rankTable
 		if table == "" {
-			table = "rings-config-" + s.Name()
+			// Only Ascend's operator fills rings-config-<job>, and only for
+			// the AscendJobs it runs (mind-cluster ascend-operator); nothing
+			// fills it for a LeaderWorkerSet group, whose pods would wait
+			// for a completed table forever. The table needs each NPU's
+			// device IP, known only on the nodes (hccn.conf), so cube cannot
+			// write it either.
+			errs = append(errs, field.Required(spec.Child("rankTable"), fmt.Sprintf(
+				"MindIE across %d nodes reads its ranks and NPU device IPs from an HCCL rank table that nothing fills for a LeaderWorkerSet: "+
+					"create a ConfigMap with hccl.json (status \"completed\") for the group's nodes and name it with RankTable, or serve on one node", r.nodes)))
 		}
 		tableFile := path.Join(RankTablePath, "hccl.json")
 		r.env = append(r.env,
