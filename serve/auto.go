@@ -154,11 +154,14 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 	if e.flags.tensorParallel == "" {
 		return errs // Ollama and Triton use what the slice gives them
 	}
+	oneDevice := slice.Kind() == vgpu.KindMIG || slice.Kind() == vgpu.KindVNPU
 	tp, pp := s.tp, s.pp
 	if e.flags.pipelineParallel == "" {
 		pp = 0
 	}
 	switch {
+	case tp == 0 && pp == 0 && oneDevice:
+		tp, pp = 1, 1
 	case tp == 0 && pp == 0:
 		tp, pp = n, 1
 	case tp == 0 && n%pp == 0:
@@ -169,7 +172,6 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 		pp = 1
 	}
 	r.tp, r.pp = tp, pp
-	oneDevice := slice.Kind() == vgpu.KindMIG || slice.Kind() == vgpu.KindVNPU
 	switch {
 	case oneDevice && tp*pp > 1:
 		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
