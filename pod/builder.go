@@ -459,6 +459,10 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 		for _, msg := range validation.IsEnvVarName(e.Name) {
 			errs = append(errs, field.Invalid(cPath.Child("env").Index(i).Child("name"), e.Name, msg))
 		}
+		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil && ref.SecretKeyRef.Name != "" && ref.SecretKeyRef.Key != "" {
+			errs = append(errs, ValidateSecretKey(cPath.Child("env").Index(i).Child("valueFrom", "secretKeyRef"),
+				ref.SecretKeyRef.Name, ref.SecretKeyRef.Key)...)
+		}
 	}
 	for i, port := range c.Ports {
 		pp := cPath.Child("ports").Index(i)
@@ -511,6 +515,8 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 		},
 	}
 	errs = append(errs, ValidateLabels(tmpl.Labels, p.Child("metadata", "labels"))...)
+	// Node selectors are label selectors: the same syntax.
+	errs = append(errs, ValidateLabels(b.nodeSelector, specPath.Child("nodeSelector"))...)
 	for _, t := range b.tolerations {
 		tmpl.Spec.Tolerations = append(tmpl.Spec.Tolerations, *t.DeepCopy())
 	}
@@ -528,6 +534,19 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 
 	errs = append(errs, b.applyHardware(&tmpl, name, p, opts.NoDevices)...)
 	return tmpl, errs
+}
+
+// ValidateSecretKey checks a reference to key of Secret name as the API
+// server does: a DNS-1123 subdomain and a ConfigMap-style key.
+func ValidateSecretKey(p *field.Path, name, key string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(p.Child("name"), name, msg))
+	}
+	for _, msg := range validation.IsConfigMapKey(key) {
+		errs = append(errs, field.Invalid(p.Child("key"), key, msg))
+	}
+	return errs
 }
 
 // VolcanoScheduler is the schedulerName of Volcano's scheduler.

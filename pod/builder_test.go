@@ -253,3 +253,15 @@ func TestTemplateVolcanoSliceUsesVolcanoScheduler(t *testing.T) {
 	require.Empty(t, errs)
 	assert.Empty(t, tmpl.Spec.SchedulerName, "a HAMi slice keeps the default scheduler")
 }
+
+// Node selectors and Secret references are checked as the API server
+// checks them (the serve fuzz corpus found both passing Template).
+func TestTemplateChecksNodeSelectorsAndSecretRefs(t *testing.T) {
+	_, errs := newJob("x").Image("i").NodeSelector("", "v").EnvFromSecret("TOKEN", "Bad_Secret", "a/b").
+		Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 4, "%v", errs)
+	assert.Equal(t, "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.name", errs[0].Field)
+	assert.Equal(t, "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.key", errs[1].Field)
+	assert.Equal(t, "spec.template.spec.nodeSelector[]", errs[2].Field, "the key is empty")
+	assert.Equal(t, "spec.template.spec.nodeSelector[]", errs[3].Field)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -370,24 +371,44 @@ func Plan(model market.Model, acc hardware.Profile, opts ...PlanOption) (PlanRes
 	// or more whole nodes per step.
 	tp := tps[len(tps)-1]
 	stagesPerNode := max(1, acc.MaxPerNode/tp)
-	for pp := 2; pp <= model.Layers; pp++ {
-		if pp > stagesPerNode && pp%stagesPerNode != 0 {
-			continue
-		}
-		if (pp+stagesPerNode-1)/stagesPerNode > o.maxNodes {
-			break
-		}
-		r := p.size(tp, pp)
-		if r.fits() {
-			return r, nil
-		}
-		last = r
+	stages := pipelineStages(stagesPerNode, model.Layers, o.maxNodes)
+	// More stages never fit worse (fewer layers and weights per device,
+	// the same reserve), so the first fitting candidate is found by
+	// bisection: a model config with billions of layers plans in
+	// logarithmic time.
+	first := sort.Search(stages.count(), func(i int) bool { return p.size(tp, stages.at(i)).fits() })
+	if first < stages.count() {
+		return p.size(tp, stages.at(first)), nil
+	}
+	if n := stages.count(); n > 0 {
+		last = p.size(tp, stages.at(n-1))
 	}
 	return PlanResult{}, fmt.Errorf("plan %s on %s: %w", model.Name, acc.Name, &FitError{
 		Model: model.Name, Accelerator: acc.Name,
 		TensorParallel: last.TensorParallel, PipelineParallel: last.PipelineParallel, Nodes: last.Nodes,
 		NeedBytes: last.needBytes(acc), UsableBytes: last.UsableBytesPerDevice,
 	})
+}
+
+// stageCandidates are the pipeline sizes Plan tries beyond one stage, in
+// order: 2 … stagesPerNode on one node, then whole nodes of stagesPerNode
+// stages each, up to the model's layers and maxNodes nodes.
+type stageCandidates struct{ perNode, onNode, total int }
+
+func pipelineStages(perNode, layers, maxNodes int) stageCandidates {
+	maxPP := int(min(int64(layers), int64(maxNodes)*int64(perNode)))
+	onNode := max(0, min(perNode, maxPP)-1) // 2 … min(perNode, maxPP)
+	wholeNodes := max(0, maxPP/perNode-1)   // 2·perNode, 3·perNode …
+	return stageCandidates{perNode: perNode, onNode: onNode, total: onNode + wholeNodes}
+}
+
+func (c stageCandidates) count() int { return c.total }
+
+func (c stageCandidates) at(i int) int {
+	if i < c.onNode {
+		return i + 2
+	}
+	return (i - c.onNode + 2) * c.perNode
 }
 
 // defaultKVDType mirrors vLLM's "auto": FP16 checkpoints (and FP32 ones,

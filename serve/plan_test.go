@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -404,5 +405,28 @@ func BenchmarkPlanOne(b *testing.B) {
 		if _, err := serve.Plan(m, hardware.H100); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Plan's search over pipeline stages is bounded by bisection, not by the
+// model's layer count: a config claiming two billion layers and no node
+// limit returns at once (the fuzzer found the linear search hanging).
+func TestPlanWithAbsurdLayerCounts(t *testing.T) {
+	m := catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct")
+	m.Layers = math.MaxInt32
+	start := time.Now()
+	_, _ = serve.Plan(m, hardware.L4, serve.MaxNodes(math.MaxInt32), serve.ContextLength(1024))
+	_, _ = serve.Plan(m, hardware.L4.WithMaxPerNode(1), serve.MaxNodes(math.MaxInt32), serve.Quantization(market.FP32))
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	// The same candidates as a stage-by-stage search: Llama-3.1-70B on L4
+	// needs two nodes of 8 at 131072 tokens (tested above); at 8192 tokens
+	// on one-device nodes it needs the first fitting stage count.
+	p, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4.WithMaxPerNode(1), serve.ContextLength(8192))
+	require.NoError(t, err)
+	for pp := 2; pp < p.PipelineParallel; pp++ {
+		_, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4.WithMaxPerNode(1),
+			serve.ContextLength(8192), serve.MaxNodes(pp))
+		require.ErrorIs(t, err, serve.ErrDoesNotFit, "%d stages", pp)
 	}
 }

@@ -335,6 +335,8 @@ func (s *Service) HFToken(secret, key string) *Service {
 	}
 	if secret == "" || key == "" {
 		s.fail(field.Required(field.NewPath("spec", "hfToken"), "secret name and key are required"))
+	} else {
+		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "hfToken"), secret, key)...)
 	}
 	s.hfToken = &secretKey{name: secret, key: key}
 	return s
@@ -354,6 +356,8 @@ func (s *Service) APIKeyFromSecret(secretName, key string) *Service {
 	}
 	if secretName == "" || key == "" {
 		s.fail(field.Required(field.NewPath("spec", "apiKey"), "secret name and key are required"))
+	} else {
+		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "apiKey"), secretName, key)...)
 	}
 	s.use("apiKey")
 	s.apiKey = &secretKey{name: secretName, key: key}
@@ -382,6 +386,8 @@ func (s *Service) S3Credentials(secret string) *Service {
 	}
 	if secret == "" {
 		s.fail(field.Required(field.NewPath("spec", "s3Credentials"), "a Secret name is required"))
+	} else {
+		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
 	}
 	s.s3Secret = secret
 	return s
