@@ -1,7 +1,9 @@
 package serve_test
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -237,4 +239,13 @@ func TestAscendVisibleDevicesOnlyUnderVolcano(t *testing.T) {
 	assert.False(t, hasEnv(c, "ASCEND_VISIBLE_DEVICES"))
 	c = render(t, serve.VLLM("q", "pvc://m/q").On(hardware.Ascend910B3).GPUs(2).Scheduler("volcano")).main(t)
 	require.True(t, hasEnv(c, "ASCEND_VISIBLE_DEVICES"))
+}
+
+// A device count far beyond a node is reported, not rendered: MindIE's
+// npuDeviceIds list once grew with it (the fuzzer ran out of memory).
+func TestHugeDeviceCountsAreReportedCheaply(t *testing.T) {
+	start := time.Now()
+	_, err := serve.MindIE("q", "pvc://m/q").On(hardware.Ascend910B3).GPUs(math.MaxInt32).Objects()
+	require.ErrorContains(t, err, "a Ascend910B3 node holds 8")
+	assert.Less(t, time.Since(start), 2*time.Second)
 }

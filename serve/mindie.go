@@ -283,7 +283,15 @@ func launchMindIE(s *Service, r *rendering) field.ErrorList {
 	model.ModelWeightPath = r.modelArg
 	model.WorldSize = r.tp
 	model.TrustRemoteCode = s.trustRemoteCode
-	devices := make([]int, max(r.devices, 1))
+	// More devices than a node holds are reported by checkPlacement; the
+	// list stays a node's worth rather than growing with the bad count.
+	perPod := max(r.devices, 1)
+	if !r.hasProfile || r.profile.MaxPerNode < 1 {
+		perPod = 1
+	} else if perPod > r.profile.MaxPerNode {
+		perPod = r.profile.MaxPerNode
+	}
+	devices := make([]int, perPod)
 	for i := range devices {
 		devices[i] = i
 	}
