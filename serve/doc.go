@@ -26,6 +26,14 @@
 // name <name> belongs to the headless Service the LeaderWorkerSet controller
 // creates for its pods' DNS names.
 //
+// # Credentials
+//
+// Credentials come from Secrets and never appear in the objects: HFToken
+// for gated models, S3Credentials for s3:// downloads, APIKeyFromSecret for
+// the engine's own bearer token (VLLM_API_KEY for vLLM, --api-key for SGLang
+// and TGI). An --api-key value among ExtraArgs, or HF_TOKEN or VLLM_API_KEY
+// set with Env, is refused.
+//
 // # Triton model repositories
 //
 // Triton serves a model repository: an existing one on a claim or in S3

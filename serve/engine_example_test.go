@@ -71,6 +71,29 @@ func ExampleVLLM() {
 	// Service qwen-chat-api
 }
 
+// ExampleService_APIKeyFromSecret makes vLLM require a bearer token kept in
+// a Secret; a literal key in the arguments is refused.
+func ExampleService_APIKeyFromSecret() {
+	objs, err := serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
+		On(hardware.H100).GPUs(1).
+		APIKeyFromSecret("qwen-chat-api-key", "key").Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range objs[0].(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Env {
+		fmt.Printf("%s from secret %s key %s\n", e.Name, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
+	}
+
+	_, err = serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
+		On(hardware.H100).GPUs(1).
+		ExtraArgs("--api-key", "sk-live-123").Objects()
+	fmt.Println(err)
+	// Output:
+	// VLLM_API_KEY from secret qwen-chat-api-key key key
+	// spec.args[0]: Forbidden: an API key in the arguments is stored in the objects in clear: use APIKeyFromSecret
+}
+
 func ExampleSGLang() {
 	describe(serve.SGLang("qwen-32b", "modelscope://Qwen/Qwen2.5-32B-Instruct").
 		On(hardware.H100).GPUs(2).

@@ -459,7 +459,8 @@ func (s *Service) DisruptionBudget(maxUnavailable int32) *Service {
 // Auto sizes the service with the planner (serve.Plan) for the profile given
 // to On: tensor parallelism, GPUs per pod, pipeline stages and, when one
 // node cannot hold the model, the nodes of a LeaderWorkerSet; it also sets
-// the context length and memory utilisation it planned for. The model's
+// the context length it planned for and, for vLLM and MindIE, the memory
+// utilisation (SGLang and TGI size their memory themselves). The model's
 // facts come from market.Lookup of its id, or from ModelFacts. opts tune
 // the plan (serve.ContextLength, serve.MaxNodes…); MaxModelLen,
 // GPUMemoryUtilization, TensorParallel, Quantization and KVCacheDType are
