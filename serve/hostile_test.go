@@ -249,3 +249,16 @@ func TestHugeDeviceCountsAreReportedCheaply(t *testing.T) {
 	require.ErrorContains(t, err, "a Ascend910B3 node holds 8")
 	assert.Less(t, time.Since(start), 2*time.Second)
 }
+
+func TestHostileSettingsAreReported(t *testing.T) {
+	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Port("metrics", 70000),
+		wantErr{field.ErrorTypeInvalid, "spec.template.spec.containers[0].ports[0].containerPort", "between 1 and 65535"})
+
+	bad := mustLookup(qwen)
+	bad.Layers = -28
+	bad.MoE.DenseLayers = -1
+	assertErrors(t, serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).GPUs(1).ModelFacts(bad),
+		wantErr{field.ErrorTypeInvalid, "spec.modelFacts", "num_hidden_layers: Invalid value: -28: must be positive"})
+	_, err := serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).GPUs(1).ModelFacts(bad).Objects()
+	assert.ErrorContains(t, err, "first_k_dense_replace: Invalid value: -1: must not be negative")
+}
