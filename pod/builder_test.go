@@ -216,3 +216,52 @@ func TestTemplateResourcesOverrideThePodSettings(t *testing.T) {
 		`spec.template.spec.containers[0].resources.limits[memory]: Invalid value: "-2Gi": must not be negative`,
 	}, errorStrings(errs))
 }
+
+func TestTemplateRefusesBadPorts(t *testing.T) {
+	_, errs := newJob("x").Image("i").Port("http", 70000).Port("Bad_Name", 80).Port("metrics", 0).
+		Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 3, "%v", errs)
+	assert.Equal(t, "spec.template.spec.containers[0].ports[0].containerPort", errs[0].Field)
+	assert.Equal(t, int32(70000), errs[0].BadValue)
+	assert.Equal(t, "spec.template.spec.containers[0].ports[1].name", errs[1].Field)
+	assert.Equal(t, "spec.template.spec.containers[0].ports[2].containerPort", errs[2].Field)
+}
+
+func TestTemplateRefusesGPUsBesideASlice(t *testing.T) {
+	_, errs := newJob("x").Image("i").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi")).GPUs(2).
+		Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 1)
+	assert.Equal(t, field.ErrorTypeForbidden, errs[0].Type)
+	assert.Equal(t, "spec.template.gpus", errs[0].Field)
+	assert.Contains(t, errs[0].Detail, "GPUs(2) and Slice both set")
+}
+
+// A Volcano vGPU slice runs under Volcano's scheduler: its device plugin
+// allocates only to pods that scheduler annotated.
+func TestTemplateVolcanoSliceUsesVolcanoScheduler(t *testing.T) {
+	slice := func() *vgpu.Spec { return vgpu.Slice(hardware.A100_80G).Memory("10Gi").Backend(vgpu.Volcano) }
+	tmpl, errs := newJob("x").Image("i").Slice(slice()).Template(tmplPath, pod.TemplateOptions{})
+	require.Empty(t, errs)
+	assert.Equal(t, "volcano", tmpl.Spec.SchedulerName)
+
+	_, errs = newJob("x").Image("i").Slice(slice()).Scheduler("hami-scheduler").Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec.template.spec.schedulerName", errs[0].Field)
+	assert.Equal(t, "hami-scheduler", errs[0].BadValue)
+
+	tmpl, errs = newJob("x").Image("i").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi")).Template(tmplPath, pod.TemplateOptions{})
+	require.Empty(t, errs)
+	assert.Empty(t, tmpl.Spec.SchedulerName, "a HAMi slice keeps the default scheduler")
+}
+
+// Node selectors and Secret references are checked as the API server
+// checks them (the serve fuzz corpus found both passing Template).
+func TestTemplateChecksNodeSelectorsAndSecretRefs(t *testing.T) {
+	_, errs := newJob("x").Image("i").NodeSelector("", "v").EnvFromSecret("TOKEN", "Bad_Secret", "a/b").
+		Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 4, "%v", errs)
+	assert.Equal(t, "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.name", errs[0].Field)
+	assert.Equal(t, "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.key", errs[1].Field)
+	assert.Equal(t, "spec.template.spec.nodeSelector[]", errs[2].Field, "the key is empty")
+	assert.Equal(t, "spec.template.spec.nodeSelector[]", errs[3].Field)
+}
