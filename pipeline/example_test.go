@@ -371,9 +371,14 @@ func ExampleWorkload() {
 	// kind: Job
 	// metadata:
 	//   generateName: convert-
+	//   labels:
+	//     cube.dev/release: convert
+	//     cube.dev/step: convert-job
 	// spec:
 	//   template:
-	//     metadata: {}
+	//     metadata:
+	//       labels:
+	//         cube.dev/release: convert
 	//     spec:
 	//       containers:
 	//       - command:

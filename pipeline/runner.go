@@ -56,10 +56,14 @@ type nodeState struct {
 	outputs   map[string]string
 	start     time.Time
 	end       time.Time
+	// key sums up what the step's finished instances ran (their cache
+	// keys) and how it ended, for the cache keys of the steps after it.
+	key string
 }
 
 type instance struct {
 	index    int // -1 without fan-out
+	key      string
 	item     string
 	status   Status
 	attempts int
@@ -398,6 +402,7 @@ func (r *run) conclude(ns *nodeState) {
 // finishNode records a finished node and activates the steps waiting on it.
 func (r *run) finishNode(ctx context.Context, ns *nodeState) {
 	ns.end = time.Now()
+	ns.key = nodeKey(ns)
 	if ns.status == StatusFailed && r.stopped == "" {
 		// Argo's DAGs fail fast: no new step starts after a failure.
 		r.stopped = "step " + ns.n.c.name + " failed"
@@ -522,8 +527,19 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 			h.Write([]byte(p))
 		}
 	}
-	write("v1", n.typ.String(), n.c.name, inst.item)
+	write("v2", n.typ.String(), n.c.name, inst.item)
 	write(n.c.outputs...)
+	// A step can read whatever the steps before it left in the workspace,
+	// not only the outputs it names, so their keys are part of its own: a
+	// step that re-ran with other inputs re-runs every step after it. The
+	// exit handler comes after every step.
+	upstream := n.deps
+	if n.exit {
+		upstream = r.g.order
+	}
+	for _, d := range upstream {
+		write(r.nodes[d].key)
+	}
 	for _, t := range n.texts() {
 		write(t.path.String(), res(t.value))
 	}
@@ -570,7 +586,33 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 		spec.task = t
 	}
 	spec.key = hex.EncodeToString(h.Sum(nil))
+	inst.key = spec.key
 	return spec, nil
+}
+
+// nodeKey hashes a finished step's status, reason and its instances' cache
+// keys in item order. A step served from the cache counts as the run that
+// filled the cache, so that the steps after it stay cached too.
+func nodeKey(ns *nodeState) string {
+	status := ns.status
+	if status == StatusCached {
+		status = StatusSucceeded
+	}
+	h := sha256.New()
+	for _, p := range append([]string{ns.n.c.name, string(status), ns.reason}, instanceKeys(ns)...) {
+		h.Write([]byte(strconv.Itoa(len(p))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func instanceKeys(ns *nodeState) []string {
+	keys := make([]string, len(ns.insts))
+	for i, in := range ns.insts {
+		keys[i] = in.key
+	}
+	return keys
 }
 
 func refString(r ref) string {

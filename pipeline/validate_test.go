@@ -287,7 +287,7 @@ func TestValidateWorkloadSteps(t *testing.T) {
 	).Build()
 	requireErrors(t, err,
 		wantErr{field.ErrorTypeInvalid, "steps[0].workload", `step "pod": no cube.Completion is registered for Pod`},
-		wantErr{field.ErrorTypeInvalid, "steps[1].workload", "workload: spec.replicas: must be positive"},
+		wantErr{field.ErrorTypeInvalid, "steps[1].workload", "spec.replicas: must be positive"},
 		wantErr{field.ErrorTypeRequired, "steps[2].workload", "no objects"},
 		wantErr{field.ErrorTypeInvalid, "steps[3].workload", "none has a registered cube.Completion"},
 		wantErr{field.ErrorTypeInvalid, "steps[4].workload", "runs one job"},
