@@ -432,8 +432,12 @@ func nilIfEmpty[T any](s []T) []T {
 
 func ptrInt64(v int64) *int64 { return &v }
 
+// int32Clamped keeps a count Argo holds as an int32 in range; analyze
+// reports a count out of range, so the clamp only keeps intstr quiet.
+func int32Clamped(n int) int32 { return int32(max(math.MinInt32, min(n, math.MaxInt32))) }
+
 func retryStrategy(r Retry) *wfv1.RetryStrategy {
-	limit := intstr.FromInt(r.Limit)
+	limit := intstr.FromInt32(int32Clamped(r.Limit))
 	rs := &wfv1.RetryStrategy{Limit: &limit, RetryPolicy: wfv1.RetryPolicy(r.Policy)}
 	if r.Backoff > 0 || r.Factor > 0 || r.MaxBackoff > 0 || r.MaxDuration > 0 {
 		rs.Backoff = &wfv1.Backoff{}
@@ -441,7 +445,7 @@ func retryStrategy(r Retry) *wfv1.RetryStrategy {
 			rs.Backoff.Duration = r.Backoff.String()
 		}
 		if r.Factor > 0 {
-			f := intstr.FromInt(r.Factor)
+			f := intstr.FromInt32(int32Clamped(r.Factor))
 			rs.Backoff.Factor = &f
 		}
 		if r.MaxBackoff > 0 {

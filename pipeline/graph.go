@@ -241,14 +241,14 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 	}
 	if r := c.retry; r != nil {
 		rp := path.Child("retry")
-		if r.Limit < 0 {
-			errs = append(errs, field.Invalid(rp.Child("limit"), r.Limit, "must not be negative"))
+		if r.Limit < 0 || r.Limit > math.MaxInt32 {
+			errs = append(errs, field.Invalid(rp.Child("limit"), r.Limit, "must be between 0 and 2^31-1"))
 		}
 		if r.Backoff < 0 {
 			errs = append(errs, field.Invalid(rp.Child("backoff"), r.Backoff.String(), "must not be negative"))
 		}
-		if r.Factor < 0 {
-			errs = append(errs, field.Invalid(rp.Child("factor"), r.Factor, "must not be negative"))
+		if r.Factor < 0 || r.Factor > math.MaxInt32 {
+			errs = append(errs, field.Invalid(rp.Child("factor"), r.Factor, "must be between 0 and 2^31-1"))
 		}
 		if r.MaxBackoff < 0 {
 			errs = append(errs, field.Invalid(rp.Child("maxBackoff"), r.MaxBackoff.String(), "must not be negative"))
@@ -263,8 +263,12 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 				[]RetryPolicy{RetryOnFailure, RetryOnError, RetryOnTransientError, RetryAlways}))
 		}
 	}
-	if c.timeoutSet && c.timeout <= 0 {
+	switch {
+	case c.timeoutSet && c.timeout <= 0:
 		errs = append(errs, field.Invalid(path.Child("timeout"), c.timeout.String(), "must be positive"))
+	case c.timeoutSet && c.timeout > math.MaxInt32*time.Second:
+		// activeDeadlineSeconds is an int32 in Argo's template.
+		errs = append(errs, field.Invalid(path.Child("timeout"), c.timeout.String(), "must be at most 2^31-1 seconds"))
 	}
 	fanned := c.itemsSet || c.itemsFrom != ""
 	if c.itemsSet && len(c.items) == 0 {

@@ -175,9 +175,9 @@ func TestValidateStepSettings(t *testing.T) {
 	r := ctr("r").ForEachIn(pipeline.ItemRef)
 	_, err := pipeline.New("p").Param("x", "1").Step(s, e, q, r).Build()
 	requireErrors(t, err,
-		wantErr{field.ErrorTypeInvalid, "steps[0].retry.limit", "must not be negative"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].retry.limit", "must be between 0 and 2^31-1"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.backoff", "must not be negative"},
-		wantErr{field.ErrorTypeInvalid, "steps[0].retry.factor", "must not be negative"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].retry.factor", "must be between 0 and 2^31-1"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxBackoff", "must not be negative"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxDuration", "must not be negative"},
 		wantErr{field.ErrorTypeNotSupported, "steps[0].retry.policy", "Sometimes"},
