@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -359,7 +358,7 @@ func credentialWord(ide IDE) string {
 func (n *Notebook) homeClaim() (corev1.PersistentVolumeClaim, field.ErrorList) {
 	var errs field.ErrorList
 	p := field.NewPath("storage")
-	size, err := cube.ParseQuantity(p.Child("size"), n.storageSize, cube.Positive)
+	size, err := pod.ParseStorageSize(p.Child("size"), n.storageSize)
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -205,13 +204,9 @@ func workspaceClaim(w Workspace, shared string) (corev1.PersistentVolumeClaim, f
 		Spec:       corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}},
 	}
 	if w.Size != "" {
-		q, err := resource.ParseQuantity(w.Size)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(wp.Child("size"), w.Size, err.Error()))
-		case q.Sign() <= 0:
-			errs = append(errs, field.Invalid(wp.Child("size"), w.Size, "must be positive"))
-		default:
+		if q, err := pod.ParseStorageSize(wp.Child("size"), w.Size); err != nil {
+			errs = append(errs, err)
+		} else {
 			pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: q}
 		}
 	}

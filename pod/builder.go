@@ -463,6 +463,8 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	lims, limErrs := cube.ParseResourceList(limits, cPath.Child("resources", "limits"))
 	errs = append(errs, reqErrs...)
 	errs = append(errs, limErrs...)
+	errs = append(errs, wholeBytes(reqs, cPath.Child("resources", "requests"))...)
+	errs = append(errs, wholeBytes(lims, cPath.Child("resources", "limits"))...)
 	if len(reqs) > 0 {
 		c.Resources.Requests = reqs
 	}
@@ -493,6 +495,9 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 		},
 	}
 	errs = append(errs, ValidateLabels(tmpl.Labels, p.Child("metadata", "labels"))...)
+	// Node selector keys and values are label keys and values to the API
+	// server (ValidatePodSpec validates them with the label rules).
+	errs = append(errs, ValidateLabels(tmpl.Spec.NodeSelector, specPath.Child("nodeSelector"))...)
 	for _, t := range b.tolerations {
 		tmpl.Spec.Tolerations = append(tmpl.Spec.Tolerations, *t.DeepCopy())
 	}
