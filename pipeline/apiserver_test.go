@@ -34,7 +34,8 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 		Command("sh", "-c", "echo "+pipeline.ItemRef+" > "+pipeline.OutputFile("part")).
 		ForEach("a", "b").MaxParallel(1).Outputs("part")
 	merge := pipeline.Container("merge").Image("busybox").Command("echo", shard.Output("part"))
-	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1}).Timeout(time.Minute)
+	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1}).Timeout(time.Minute).
+		OutputFrom("job", "{.metadata.name}")
 	return map[string]cube.Workload{
 		"workflow": llmFlowNamed("llm-flow").Namespace(ns),
 		"schedule": llmFlowNamed("llm-nightly").Namespace(ns).Schedule("0 2 * * *").Timezone("Asia/Shanghai").

@@ -626,8 +626,15 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 		}
 		c.aux = append(c.aux, u)
 	}
+	var outputs wfv1.Outputs
+	if ws, ok := n.step.(*WorkloadStep); ok {
+		for _, o := range n.c.outputs {
+			outputs.Parameters = append(outputs.Parameters, wfv1.Parameter{Name: o, ValueFrom: &wfv1.ValueFrom{JSONPath: ws.jsonPaths[o]}})
+		}
+	}
 	return wfv1.Template{
 		Metadata: wfv1.Metadata{Labels: map[string]string{LabelStep: n.c.name}},
+		Outputs:  outputs,
 		Resource: &wfv1.ResourceTemplate{
 			Action:            "create",
 			SetOwnerReference: true,

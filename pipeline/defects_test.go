@@ -251,3 +251,39 @@ func batchJobObject(name string, command ...string) *batchv1.Job {
 	objs, _ := batchJob(name, command...).Objects()
 	return objs[0].(*batchv1.Job)
 }
+
+// A workload step's outputs come from its job, read by Argo's executor
+// with a JSONPath once the job succeeded (resource templates'
+// outputs.parameters[].valueFrom.jsonPath, workflow/executor/resource.go
+// SaveResourceParameters).
+func TestWorkloadStepOutputs(t *testing.T) {
+	train := pipeline.Workload("train", batchJob("trainer", "true")).
+		OutputFrom("job", "{.metadata.name}").OutputFrom("finished", "{.status.completionTime}")
+	report := pipeline.Container("report").Image("busybox").Command("echo", train.Output("job"), train.Output("finished"))
+	wf, err := pipeline.New("p").Step(train, report).Build()
+	require.NoError(t, err)
+	assert.Equal(t, []wfv1.Parameter{
+		{Name: "job", ValueFrom: &wfv1.ValueFrom{JSONPath: "{.metadata.name}"}},
+		{Name: "finished", ValueFrom: &wfv1.ValueFrom{JSONPath: "{.status.completionTime}"}},
+	}, template(t, wf, "train").Outputs.Parameters)
+	tasks := wf.Spec.Templates[0].DAG.Tasks
+	require.Len(t, tasks, 2)
+	assert.Equal(t, []string{"train"}, tasks[1].Dependencies)
+	assert.Equal(t, "{{tasks.train.outputs.parameters.job}}", tasks[1].Arguments.Parameters[0].Value.String())
+
+	// Locally the path reads the job as rendered: its name, no status.
+	res, err := runLocal(t, pipeline.New("p").Step(train, report))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"job": "trainer", "finished": ""}, stepResult(t, res, "train").Outputs)
+
+	_, err = pipeline.New("p").Step(
+		pipeline.Workload("a", batchJob("a", "true")).Outputs("x"),
+		pipeline.Workload("b", batchJob("b", "true")).OutputFrom("y", "{.metadata.name"),
+		pipeline.Workload("c", batchJob("c", "true")).OutputFrom("z", ""),
+	).Build()
+	requireErrors(t, err,
+		wantErr{field.ErrorTypeInvalid, "steps[0].outputs[0]", "read the output from its job with OutputFrom(name, jsonPath)"},
+		wantErr{field.ErrorTypeInvalid, "steps[1].outputs[0].jsonPath", "must be a kubectl JSONPath template"},
+		wantErr{field.ErrorTypeInvalid, "steps[2].outputs[0].jsonPath", "must be a kubectl JSONPath template"},
+	)
+}

@@ -214,6 +214,11 @@ func fuzzStep(r *byteReader, earlier []pipeline.Step) pipeline.Step {
 			}),
 		}))
 		step = w
+		opts = func(op int) {
+			if op < 3 {
+				w.OutputFrom(pick(r, []string{"job", "o", "bad name"}), pick(r, []string{"{.metadata.name}", "{.status}", "", "{.broken"}))
+			}
+		}
 	case 6:
 		step = pipeline.Func(name, func(context.Context, *pipeline.Task) error { return nil })
 	case 7:

@@ -14,6 +14,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/cubestudio/cube"
 )
@@ -236,8 +237,22 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 		}
 		seen[o] = true
 	}
-	if len(c.outputs) > 0 && n.typ == workloadType {
-		errs = append(errs, field.Invalid(path.Child("outputs"), c.outputs, "a workload step writes no output files"))
+	if ws, ok := s.(*WorkloadStep); ok {
+		for j, o := range c.outputs {
+			op := path.Child("outputs").Index(j)
+			jp, ok := ws.jsonPaths[o]
+			if !ok {
+				errs = append(errs, field.Invalid(op, o, "a workload step writes no output files: read the output from its job with OutputFrom(name, jsonPath)"))
+				continue
+			}
+			if err := jsonpath.New(o).Parse(jp); err != nil || jp == "" {
+				msg := "must be a kubectl JSONPath template such as {.metadata.name}"
+				if err != nil {
+					msg += ": " + err.Error()
+				}
+				errs = append(errs, field.Invalid(op.Child("jsonPath"), jp, msg))
+			}
+		}
 	}
 	if r := c.retry; r != nil {
 		rp := path.Child("retry")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/jsonpath"
 )
 
 // run is one local execution.
@@ -450,7 +451,10 @@ type taskSpec struct {
 	task    *Task
 	key     string
 	inputs  map[string]string // file name → value, written to inputs/
-	outputs []string
+	outputs []string          // read from the outputs directory
+	// fixed are outputs known before the step runs: a workload step's,
+	// read from its job with OutputFrom's JSONPath.
+	fixed map[string]string
 }
 
 // resolve replaces the placeholders of s with this run's values.
@@ -529,6 +533,11 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 	}
 	write("v2", n.typ.String(), n.c.name, inst.item)
 	write(n.c.outputs...)
+	if ws, ok := n.step.(*WorkloadStep); ok {
+		for _, o := range n.c.outputs {
+			write(ws.jsonPaths[o])
+		}
+	}
 	// A step can read whatever the steps before it left in the workspace,
 	// not only the outputs it names, so their keys are part of its own: a
 	// step that re-ran with other inputs re-runs every step after it. The
@@ -570,6 +579,14 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 				spec.argv = append(spec.argv, res(a))
 			}
 			spec.env = append(env, envPairs(cenv, res)...)
+			spec.outputs, spec.fixed = nil, map[string]string{}
+			for _, o := range n.c.outputs {
+				v, err := readJSONPath(n.primary.Object, s.jsonPaths[o])
+				if err != nil {
+					errs = append(errs, fmt.Errorf("output %s: %w", o, err))
+				}
+				spec.fixed[o] = res(v)
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -613,6 +630,21 @@ func instanceKeys(ns *nodeState) []string {
 		keys[i] = in.key
 	}
 	return keys
+}
+
+// readJSONPath evaluates a kubectl JSONPath template on a JSON-like
+// object, as Argo's executor does on the job it created; a path to a field
+// the object lacks reads as empty, as kubectl prints it.
+func readJSONPath(obj map[string]any, path string) (string, error) {
+	jp := jsonpath.New("output").AllowMissingKeys(true)
+	if err := jp.Parse(path); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := jp.Execute(&b, obj); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
 
 func refString(r ref) string {
@@ -864,7 +896,8 @@ func (r *run) attempt(ctx context.Context, spec *taskSpec) (map[string]string, e
 		}
 		return nil, err
 	}
-	outputs := make(map[string]string, len(spec.outputs))
+	outputs := make(map[string]string, len(spec.outputs)+len(spec.fixed))
+	maps.Copy(outputs, spec.fixed)
 	for _, o := range spec.outputs {
 		b, err := os.ReadFile(filepath.Join(outDir, o))
 		if err != nil {

@@ -204,13 +204,37 @@ const stepKind = "pipeline-step"
 // stops with the step and a retry does not run beside it; a kind with no
 // deadline field (a Volcano Job) refuses Timeout. A workload that serves
 // (a Deployment, StatefulSet, LeaderWorkerSet, RayService…) is refused: it
-// has no completion to wait for.
+// has no completion to wait for. OutputFrom reads outputs from the job
+// once it has succeeded.
 //
 // Locally the main container's command runs once as a single process,
 // unless Replace gives a function for the step.
 type WorkloadStep struct {
 	StepOptions[WorkloadStep]
-	workload cube.Workload
+	workload  cube.Workload
+	jsonPaths map[string]string // output name → JSONPath into the job
+}
+
+// OutputFrom declares an output read from the job the step created, once
+// it has succeeded, with a kubectl JSONPath template such as
+// "{.metadata.name}" or "{.status.completionTime}" (Argo's resource
+// template outputs, valueFrom.jsonPath; workflow/executor/resource.go
+// SaveResourceParameters). Locally the path is read from the job as cube
+// renders it, with its rendered name and no status. A workload step has no
+// output files, so Outputs is refused for it; OutputFrom replaces an
+// earlier output of the same name.
+func (s *WorkloadStep) OutputFrom(name, jsonPath string) *WorkloadStep {
+	if s == nil {
+		return nil
+	}
+	if s.jsonPaths == nil {
+		s.jsonPaths = map[string]string{}
+	}
+	if _, ok := s.jsonPaths[name]; !ok {
+		s.c.outputs = append(s.c.outputs, name)
+	}
+	s.jsonPaths[name] = jsonPath
+	return s
 }
 
 // Workload returns a step named name that runs w.

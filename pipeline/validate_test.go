@@ -292,7 +292,7 @@ func TestValidateWorkloadSteps(t *testing.T) {
 		wantErr{field.ErrorTypeInvalid, "steps[3].workload", "none has a registered cube.Completion"},
 		wantErr{field.ErrorTypeInvalid, "steps[4].workload", "runs one job"},
 		wantErr{field.ErrorTypeRequired, "steps[5].workload", "workload is nil"},
-		wantErr{field.ErrorTypeInvalid, "steps[6].outputs", "writes no output files"},
+		wantErr{field.ErrorTypeInvalid, "steps[6].outputs[0]", "writes no output files"},
 	)
 }
 
