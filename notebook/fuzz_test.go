@@ -75,7 +75,11 @@ func fuzzNotebook(data []byte, namespace string) *notebook.Notebook {
 	case 9, 10, 11, 12:
 		nb = notebook.RStudio(pick(r, fuzzNames), pick(r, fuzzUsers))
 	case 13:
-		nb = &notebook.Notebook{}
+		// A zero Notebook is judged as it is: the embedded pod.Builder's
+		// methods return the builder they were bound to by the
+		// constructor, which a zero value has not got, so chaining them
+		// on one yields nil and the next call dereferences it.
+		return &notebook.Notebook{}
 	case 14, 15:
 		nb = nil
 	}
@@ -83,8 +87,7 @@ func fuzzNotebook(data []byte, namespace string) *notebook.Notebook {
 		// Most inputs carry the two settings a notebook cannot do without.
 		// (A method of the embedded pod.Builder cannot be called on a nil
 		// *Notebook at all: Go dereferences the pointer to reach the
-		// embedded field before the method runs. On a zero Notebook it
-		// returns nil, which ends the chain here.)
+		// embedded field before the method runs.)
 		nb = nb.Namespace(namespace).AuthSecret("lab-token", "token").AllowNamespace(fuzzLabels[0])
 	}
 	for ops := 0; !r.done() && ops < 40 && nb != nil; ops++ {
