@@ -101,10 +101,13 @@ func ServiceURL(svc *corev1.Service) (string, error) {
 // longer than idle; idle <= 0 turns idle culling off. Each IDE is asked
 // through its UI Service (see WithServiceURL):
 //
-//   - Jupyter: last_activity from <base URL>api/status (Jupyter Server's
-//     REST API), authenticated with the token from the notebook's own
-//     secretKeyRef, sent in the Authorization header and never logged or
-//     returned.
+//   - Jupyter: last_activity from <base URL>api/status and the kernels of
+//     <base URL>api/kernels (Jupyter Server's REST API), authenticated with
+//     the token from the notebook's own secretKeyRef, sent in the
+//     Authorization header and never logged or returned. A kernel whose
+//     execution_state is busy (or starting, restarting: anything but idle
+//     and dead) counts as activity now, as in Kubeflow's culler: a long
+//     cell that prints nothing leaves last_activity at its start.
 //   - VS Code: lastHeartbeat from code-server's GET /healthz, which
 //     code-server serves without authentication, so the password is neither
 //     read nor sent. code-server's heart beats on every request but
@@ -275,8 +278,28 @@ type jupyterStatus struct {
 	Kernels      int    `json:"kernels"`
 }
 
-// jupyterActivity reads last_activity from <base URL>api/status,
-// authenticated with the notebook's token.
+// jupyterKernel is one entry of GET /api/kernels in Jupyter Server's REST
+// API (jupyter_server/services/kernels/handlers.py MainKernelHandler, the
+// model of kernelmanager.py kernel_model): execution_state is "starting",
+// "idle", "busy", "restarting" or "dead"; last_activity is the last message
+// the kernel sent on its iopub channel.
+type jupyterKernel struct {
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	LastActivity   string `json:"last_activity"`
+	ExecutionState string `json:"execution_state"`
+	Connections    int    `json:"connections"`
+}
+
+// jupyterActivity reads last_activity from <base URL>api/status and the
+// kernels from <base URL>api/kernels, authenticated with the notebook's
+// token. A kernel that is not idle (busy in a cell, starting, restarting)
+// is activity now, as Kubeflow's notebook-controller culler judges it
+// (components/notebook-controller/pkg/culler/culler.go allKernelsAreIdle):
+// a cell that computes for hours without output sends nothing on iopub, so
+// its last_activity stays at the cell's start. A dead kernel is not
+// activity. Otherwise the latest of the server's and its kernels'
+// last_activity counts.
 func jupyterActivity(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, root string, o *cullOptions) (time.Time, error) {
 	token, err := tokenOf(ctx, c, sts)
 	if err != nil {
@@ -286,14 +309,36 @@ func jupyterActivity(ctx context.Context, c client.Client, sts *appsv1.StatefulS
 	if baseURL == "" {
 		baseURL = "/"
 	}
+	auth := http.Header{"Authorization": {"token " + token}}
 	url := root + baseURL + "api/status"
 	var st jupyterStatus
-	if err := getStatus(ctx, o.httpClient, url, http.Header{"Authorization": {"token " + token}}, &st); err != nil {
+	if err := getStatus(ctx, o.httpClient, url, auth, &st); err != nil {
 		return time.Time{}, err
 	}
 	last, err := time.Parse(time.RFC3339Nano, st.LastActivity)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read status from %s: last_activity %q is not an RFC 3339 time", url, st.LastActivity)
+	}
+	url = root + baseURL + "api/kernels"
+	var kernels []jupyterKernel
+	if err := getStatus(ctx, o.httpClient, url, auth, &kernels); err != nil {
+		return time.Time{}, err
+	}
+	for _, k := range kernels {
+		switch k.ExecutionState {
+		case "dead":
+			continue
+		case "idle":
+		default:
+			return o.now(), nil
+		}
+		at, err := time.Parse(time.RFC3339Nano, k.LastActivity)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("read status from %s: kernel %s last_activity %q is not an RFC 3339 time", url, k.ID, k.LastActivity)
+		}
+		if at.After(last) {
+			last = at
+		}
 	}
 	return last, nil
 }

@@ -8,6 +8,7 @@ package notebook_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -47,15 +48,29 @@ type fakeServer struct {
 	token        string
 	lastActivity time.Time
 	failWith     int // an HTTP status to answer instead
+	kernels      []fakeKernel
+	kernelsFail  int // an HTTP status GET api/kernels answers instead
+}
+
+// fakeKernel is one kernel of GET <base_url>api/kernels
+// (jupyter_server/services/kernels/handlers.py MainKernelHandler.get, the
+// list of kernelmanager.py kernel_model: id, name, last_activity,
+// execution_state, connections).
+type fakeKernel struct {
+	state        string
+	lastActivity time.Time
 }
 
 func (f *fakeJupyter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, r.URL.Path)
-	base, ok := strings.CutSuffix(r.URL.Path, "api/status")
+	base, status := strings.CutSuffix(r.URL.Path, "api/status")
+	if !status {
+		base, _ = strings.CutSuffix(r.URL.Path, "api/kernels")
+	}
 	srv := f.servers[base]
-	if !ok || srv == nil || r.Method != http.MethodGet {
+	if base == r.URL.Path || srv == nil || r.Method != http.MethodGet {
 		http.NotFound(w, r)
 		return
 	}
@@ -68,9 +83,24 @@ func (f *fakeJupyter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if !status {
+		if srv.kernelsFail != 0 {
+			http.Error(w, `{"message": "Internal Server Error"}`, srv.kernelsFail)
+			return
+		}
+		list := make([]map[string]any, 0, len(srv.kernels))
+		for i, k := range srv.kernels {
+			list = append(list, map[string]any{
+				"id": fmt.Sprintf("4cea8598-de71-43f7-bbff-0f60c646459%d", i), "name": "python3",
+				"last_activity": isoformat(k.lastActivity), "execution_state": k.state, "connections": 1,
+			})
+		}
+		_ = json.NewEncoder(w).Encode(list)
+		return
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"connections":   1,
-		"kernels":       1,
+		"kernels":       len(srv.kernels),
 		"last_activity": isoformat(srv.lastActivity),
 		"started":       isoformat(srv.lastActivity.Add(-24 * time.Hour)),
 	})
@@ -310,7 +340,7 @@ func TestCull(t *testing.T) {
 	// Only running, ready notebooks within their lifetime were asked, each
 	// at its server's status endpoint; code-server without credentials.
 	base := "/notebook/" + f.ns + "/"
-	assert.ElementsMatch(t, []string{base + "active/api/status", base + "idle/api/status", base + "broken/api/status"}, f.jupyter.paths())
+	assert.ElementsMatch(t, []string{base + "active/api/status", base + "active/api/kernels", base + "idle/api/status", base + "idle/api/kernels", base + "broken/api/status"}, f.jupyter.paths())
 	for _, code := range []*fakeCodeServer{forever, codeIdle, codeAlive} {
 		paths, credentials := code.asked()
 		assert.Equal(t, []string{"/healthz"}, paths)
@@ -327,6 +357,35 @@ func TestCull(t *testing.T) {
 	require.NoError(t, notebook.Start(t.Context(), f.env.Client, f.ns, "idle"))
 	assert.Equal(t, int32(1), f.replicas(t, "idle"))
 	assert.NotContains(t, getSTS(t, f.env.Client, f.ns, "idle").Annotations, notebook.AnnotationStopReason)
+}
+
+// A kernel busy in a long cell that prints nothing keeps the notebook: its
+// last_activity and the server's stay at the cell's start, but its
+// execution_state is busy (Kubeflow's culler reads it the same way).
+func TestCullKeepsBusyKernels(t *testing.T) {
+	f := newCullFixture(t)
+	quiet := f.now.Add(-3 * time.Hour)
+	f.add(t, notebook.Jupyter("busy", "alice"), &fakeServer{lastActivity: quiet, kernels: []fakeKernel{{"idle", quiet}, {"busy", quiet}}}, false, false)
+	f.add(t, notebook.Jupyter("starting", "bob"), &fakeServer{lastActivity: quiet, kernels: []fakeKernel{{"starting", quiet}}}, false, false)
+	f.add(t, notebook.Jupyter("recent", "carol"), &fakeServer{lastActivity: quiet, kernels: []fakeKernel{{"idle", f.now.Add(-10 * time.Minute)}}}, false, false)
+	f.add(t, notebook.Jupyter("dead", "dave"), &fakeServer{lastActivity: quiet, kernels: []fakeKernel{{"dead", f.now}}}, false, false)
+	f.add(t, notebook.Jupyter("idle", "erin"), &fakeServer{lastActivity: quiet, kernels: []fakeKernel{{"idle", quiet.Add(-time.Hour)}}}, false, false)
+	f.add(t, notebook.Jupyter("kernels-down", "frank"), &fakeServer{lastActivity: quiet, kernelsFail: http.StatusBadGateway}, false, false)
+
+	culled, err := notebook.Cull(t.Context(), f.env.Client, f.ns, time.Hour, f.options()...)
+	require.Error(t, err)
+	assert.EqualError(t, err, "cull notebook "+f.ns+"/kernels-down: read status from "+f.server.URL+"/notebook/"+f.ns+"/kernels-down/api/kernels: 502 Bad Gateway")
+	names := make([]string, len(culled))
+	for i, c := range culled {
+		names[i] = c.Name
+	}
+	assert.ElementsMatch(t, []string{"dead", "idle"}, names, "a dead kernel is no activity; the latest idle kernel's time counts")
+	for _, c := range culled {
+		assert.Equal(t, quiet.Truncate(time.Microsecond).UTC(), c.Since, c.Name)
+	}
+	for name, want := range map[string]int32{"busy": 1, "starting": 1, "recent": 1, "dead": 0, "idle": 0, "kernels-down": 1} {
+		assert.Equal(t, want, f.replicas(t, name), name)
+	}
 }
 
 func TestCullDryRunAndIdleOff(t *testing.T) {

@@ -18,7 +18,14 @@
 //     password) from a Secret the caller names, through secretKeyRef;
 //   - a non-root security context matching each image's user, startup and
 //     readiness probes on the server's health endpoint, and Jupyter served
-//     under its base URL.
+//     under its base URL, which NB_PREFIX also carries.
+//
+// Jupyter images start in one of three ways, chosen with Launch: the Jupyter
+// Docker Stacks' start-notebook.py (the default, and cube's default image),
+// Kubeflow's notebook images, whose s6 service starts JupyterLab itself on
+// port 8888 under $NB_PREFIX (and without a token: the NetworkPolicy and a
+// proxy guard them), and plain `jupyter server` for any other image with
+// Jupyter Server installed.
 //
 // GPUs, vGPU slices, hardware profiles, /dev/shm, environment and extra
 // volumes are set through the embedded pod.Builder, like every cube workload.
@@ -36,8 +43,9 @@
 // patch under their own field manager; the home claim stays. Cull stops any
 // notebook past its MaxLifetime since creation or its last Renew, as Cube
 // Studio expires notebooks, and notebooks whose server reports no activity
-// for longer than a limit: Jupyter through GET <base URL>api/status with its
-// token, code-server through its unauthenticated GET /healthz
+// for longer than a limit: Jupyter through GET <base URL>api/status and
+// api/kernels with its token (a busy kernel is activity, as in Kubeflow's
+// culler), code-server through its unauthenticated GET /healthz
 // (lastHeartbeat). Open-source RStudio Server reports no activity, so
 // RStudio notebooks are only expired.
 //

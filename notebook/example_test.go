@@ -57,6 +57,29 @@ func ExampleJupyter() {
 	// gpus: 1
 }
 
+// A Kubeflow notebook image starts Jupyter from its own s6 service, which
+// reads the base URL from NB_PREFIX; an image with Jupyter Server but not the
+// Docker Stacks' scripts runs `jupyter server`.
+func ExampleNotebook_Launch() {
+	for _, l := range []notebook.Launcher{notebook.LaunchKubeflow, notebook.LaunchJupyterServer} {
+		sts, err := notebook.Jupyter("alice-lab", "alice").Namespace("team-a").
+			Image("kubeflownotebookswg/jupyter-scipy:v1.9.0").Launch(l).
+			AuthSecret("alice-lab-token", "token").AllowNamespace(ingress).Build()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		c := sts.Spec.Template.Spec.Containers[0]
+		fmt.Printf("%s: command %q args %q\n", l, c.Command, c.Args)
+		fmt.Println("  " + c.Env[1].Name + "=" + c.Env[1].Value)
+	}
+	// Output:
+	// kubeflow: command [] args []
+	//   NB_PREFIX=/notebook/team-a/alice-lab
+	// jupyter-server: command ["jupyter" "server"] args ["--ServerApp.ip=0.0.0.0" "--ServerApp.port=8888" "--ServerApp.base_url=/notebook/team-a/alice-lab/" "--ServerApp.root_dir=/home/jovyan" "--ServerApp.open_browser=False"]
+	//   NB_PREFIX=/notebook/team-a/alice-lab
+}
+
 func ExampleVSCode() {
 	// Every problem comes back at once, with its field path.
 	_, err := notebook.VSCode("bob-code", "bob").
@@ -142,10 +165,16 @@ func ExampleCull() {
 	}
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).WithObjects(token).Build()
 
-	// Jupyter Server's GET /api/status, last active at 09:00.
+	// Jupyter Server's GET /api/status, last active at 09:00, and GET
+	// /api/kernels: one idle kernel, quiet since 08:30. A busy kernel would
+	// keep the notebook running.
 	jupyter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "token s3cret" {
 			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/api/kernels") {
+			fmt.Fprint(w, `[{"id": "0b1c", "name": "python3", "last_activity": "2026-07-01T08:30:00.000000Z", "execution_state": "idle", "connections": 0}]`)
 			return
 		}
 		fmt.Fprint(w, `{"connections": 0, "kernels": 1, "last_activity": "2026-07-01T09:00:00.000000Z", "started": "2026-07-01T08:00:00.000000Z"}`)

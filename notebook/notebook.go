@@ -89,7 +89,52 @@ type Notebook struct {
 	port         int32
 	maxLifetime  time.Duration
 	allow        []networkingv1.NetworkPolicyPeer
+	launcher     Launcher
+	launcherSet  bool
 	problems     field.ErrorList
+}
+
+// Launcher says how a Jupyter image starts its server. Images differ:
+// cube's default image and every Jupyter Docker Stacks image start through
+// start-notebook.py; Kubeflow's notebook images start Jupyter from their
+// own s6 service and read the base URL from NB_PREFIX; any other image with
+// Jupyter Server installed runs `jupyter server`.
+type Launcher string
+
+// The launchers of a Jupyter notebook. Every one serves under the notebook's
+// base URL, which is also set in NB_PREFIX, the variable Kubeflow's images
+// and notebook controller use.
+const (
+	// LaunchDockerStacks runs start-notebook.py under the image's own
+	// entrypoint (tini and start.sh) with the ServerApp's address, port,
+	// base URL and root directory. It is the default.
+	LaunchDockerStacks Launcher = "docker-stacks"
+	// LaunchKubeflow passes no command or arguments: the image's /init (s6)
+	// runs `jupyter lab` on port 8888 with the home as notebook directory
+	// and --ServerApp.base_url=$NB_PREFIX (Kubeflow's
+	// components/example-notebook-servers/jupyter/s6/services.d/jupyterlab/run).
+	// Those images also pass --ServerApp.token="", so their server ignores
+	// the token: only the NetworkPolicy (AllowNamespace, AllowPods) and an
+	// authenticating proxy in front of it stand between the notebook and
+	// its callers. ServerPort and HomeDir cannot change what the image
+	// fixes and are refused.
+	LaunchKubeflow Launcher = "kubeflow"
+	// LaunchJupyterServer runs `jupyter server` with the same ServerApp
+	// settings as LaunchDockerStacks, replacing the image's entrypoint: for
+	// images that install Jupyter Server (and JupyterLab) without the Docker
+	// Stacks' scripts. The token comes from JUPYTER_TOKEN, which Jupyter
+	// Server reads itself.
+	LaunchJupyterServer Launcher = "jupyter-server"
+)
+
+// Launch sets how a Jupyter image starts its server (default
+// LaunchDockerStacks). Only Jupyter notebooks take it.
+func (n *Notebook) Launch(l Launcher) *Notebook {
+	if n == nil {
+		return nil
+	}
+	n.launcher, n.launcherSet = l, true
+	return n
 }
 
 // Jupyter returns a JupyterLab notebook named name for user, served under
@@ -113,15 +158,28 @@ func newNotebook(ide IDE, name, user string) *Notebook {
 }
 
 // IDE returns the server the notebook runs.
-func (n *Notebook) IDE() IDE { return n.ide }
+func (n *Notebook) IDE() IDE {
+	if n == nil {
+		return ""
+	}
+	return n.ide
+}
 
 // User returns the notebook's owner.
-func (n *Notebook) User() string { return n.user }
+func (n *Notebook) User() string {
+	if n == nil {
+		return ""
+	}
+	return n.user
+}
 
 // BaseURL sets the path Jupyter serves under, e.g. "/notebook/team-a/alice/":
 // absolute, ending in "/". Only Jupyter takes a base URL; put code-server and
 // RStudio behind a proxy that strips its prefix.
 func (n *Notebook) BaseURL(path string) *Notebook {
+	if n == nil {
+		return nil
+	}
 	n.baseURL, n.baseURLSet = path, true
 	return n
 }
@@ -131,6 +189,9 @@ func (n *Notebook) BaseURL(path string) *Notebook {
 // (PASSWORD). The value reaches the container through secretKeyRef and never
 // appears in the rendered objects. It is required.
 func (n *Notebook) AuthSecret(secret, key string) *Notebook {
+	if n == nil {
+		return nil
+	}
 	n.secretName, n.secretKey, n.secretSet = secret, key, true
 	return n
 }
@@ -138,6 +199,9 @@ func (n *Notebook) AuthSecret(secret, key string) *Notebook {
 // Storage sets the size ("50Gi") and storage class of the home volume; an
 // empty class uses the cluster's default. Default DefaultStorage.
 func (n *Notebook) Storage(size, storageClass string) *Notebook {
+	if n == nil {
+		return nil
+	}
 	n.storageSize, n.storageClass = size, storageClass
 	return n
 }
@@ -145,16 +209,31 @@ func (n *Notebook) Storage(size, storageClass string) *Notebook {
 // HomeDir moves the home volume's mount point (default /home/jovyan,
 // /home/coder or /home/rstudio, the images' homes). Jupyter and code-server
 // open it as their working directory.
-func (n *Notebook) HomeDir(path string) *Notebook { n.homeDir = path; return n }
+func (n *Notebook) HomeDir(path string) *Notebook {
+	if n == nil {
+		return nil
+	}
+	n.homeDir = path
+	return n
+}
 
 // ServerPort replaces the port the server listens on (default 8888 for
 // Jupyter, 8080 for code-server, 8787 for RStudio).
-func (n *Notebook) ServerPort(port int32) *Notebook { n.port = port; return n }
+func (n *Notebook) ServerPort(port int32) *Notebook {
+	if n == nil {
+		return nil
+	}
+	n.port = port
+	return n
+}
 
 // MaxLifetime stops the notebook (through Cull) once d has passed since its
 // creation or last Renew, as Cube Studio expires notebooks. Zero, the
 // default, means no expiry.
 func (n *Notebook) MaxLifetime(d time.Duration) *Notebook {
+	if n == nil {
+		return nil
+	}
 	if d < 0 {
 		n.problems = append(n.problems, field.Invalid(field.NewPath("maxLifetime"), d.String(), "must not be negative"))
 	}
@@ -166,6 +245,9 @@ func (n *Notebook) MaxLifetime(d time.Duration) *Notebook {
 // whose labels match, e.g. {"kubernetes.io/metadata.name": "istio-system"}.
 // The labels must not be empty: that would admit every namespace.
 func (n *Notebook) AllowNamespace(namespaceLabels map[string]string) *Notebook {
+	if n == nil {
+		return nil
+	}
 	n.allow = append(n.allow, networkingv1.NetworkPolicyPeer{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: cloneOrEmpty(namespaceLabels)},
 	})
@@ -177,6 +259,9 @@ func (n *Notebook) AllowNamespace(namespaceLabels map[string]string) *Notebook {
 // ingress controller, a gateway, the culler. Nil namespaceLabels means the
 // notebook's own namespace; empty podLabels means every pod there.
 func (n *Notebook) AllowPods(namespaceLabels, podLabels map[string]string) *Notebook {
+	if n == nil {
+		return nil
+	}
 	peer := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(podLabels)}}
 	if namespaceLabels != nil {
 		peer.NamespaceSelector = &metav1.LabelSelector{MatchLabels: maps.Clone(namespaceLabels)}

@@ -160,7 +160,7 @@ func TestJupyterObjects(t *testing.T) {
 	}, c.Args)
 	assert.Equal(t, []corev1.EnvVar{{Name: "JUPYTER_TOKEN", ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "alice-token"}, Key: "token"},
-	}}}, c.Env)
+	}}, {Name: "NB_PREFIX", Value: "/notebook/team-a/alice-lab"}}, c.Env)
 	assert.Equal(t, []corev1.ContainerPort{{Name: "http", ContainerPort: 8888, Protocol: corev1.ProtocolTCP}}, c.Ports)
 	probe := &corev1.HTTPGetAction{Path: "/notebook/team-a/alice-lab/api", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}
 	assert.Equal(t, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: probe}, PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 60}, c.StartupProbe)

@@ -1,6 +1,7 @@
 package notebook
 
 import (
+	"errors"
 	"maps"
 	"net/url"
 	"path"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -46,6 +46,9 @@ func HomeClaimName(name string) string { return HomeVolume + "-" + name + "-0" }
 // ClusterIP Service of the UI and the StatefulSet. Every problem is reported
 // at once as a field.ErrorList aggregate.
 func (n *Notebook) Objects() ([]client.Object, error) {
+	if n == nil {
+		return nil, errNilNotebook
+	}
 	r, errs := n.render()
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
@@ -55,12 +58,19 @@ func (n *Notebook) Objects() ([]client.Object, error) {
 
 // Build validates the notebook and returns its StatefulSet alone.
 func (n *Notebook) Build() (*appsv1.StatefulSet, error) {
+	if n == nil {
+		return nil, errNilNotebook
+	}
 	r, errs := n.render()
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	return r.sts, nil
 }
+
+// errNilNotebook is what Objects and Build return on a nil *Notebook. A nil
+// receiver records nothing: its chained methods return nil.
+var errNilNotebook = errors.New("notebook: the *Notebook is nil: make one with Jupyter, VSCode or RStudio")
 
 type rendered struct {
 	policy   *networkingv1.NetworkPolicy
@@ -72,11 +82,12 @@ type rendered struct {
 func (n *Notebook) render() (rendered, field.ErrorList) {
 	srv, ok := servers[n.ide]
 	if !ok {
-		// Only the package's constructors make a Notebook.
-		panic("notebook: unknown IDE " + string(n.ide))
+		// A zero Notebook: nothing else about it can be judged.
+		return rendered{}, field.ErrorList{field.Required(field.NewPath("ide"), "a notebook made without its constructor: use Jupyter, VSCode or RStudio")}
 	}
 	errs := append(field.ErrorList{}, n.problems...)
 	errs = append(errs, n.validateIdentity()...)
+	errs = append(errs, n.validateLauncher()...)
 
 	port := srv.port
 	if n.port != 0 {
@@ -212,6 +223,45 @@ func (n *Notebook) notebookLabels() map[string]string {
 	return labels
 }
 
+// envBaseURL carries a Jupyter notebook's base URL without its trailing
+// slash, as Kubeflow's notebook controller sets it and Kubeflow's images
+// read it (--ServerApp.base_url=${NB_PREFIX}).
+const envBaseURL = "NB_PREFIX"
+
+// kubeflowPort and kubeflowHome are what Kubeflow's Jupyter images fix in
+// their s6 service (jupyter lab --port=8888 --notebook-dir=$HOME).
+const (
+	kubeflowPort = 8888
+	kubeflowHome = "/home/jovyan"
+)
+
+func (n *Notebook) validateLauncher() field.ErrorList {
+	p := field.NewPath("launcher")
+	if !n.launcherSet {
+		return nil
+	}
+	if n.ide != IDEJupyter {
+		return field.ErrorList{field.Forbidden(p, "only Jupyter notebooks take a launcher")}
+	}
+	var errs field.ErrorList
+	switch n.launcher {
+	case LaunchDockerStacks, LaunchJupyterServer:
+	case LaunchKubeflow:
+		if n.port != 0 && n.port != kubeflowPort {
+			errs = append(errs, field.Invalid(field.NewPath("serverPort"), n.port, "Kubeflow's images listen on 8888, which their s6 service fixes"))
+		}
+		if n.homeDir != "" && n.homeDir != kubeflowHome {
+			errs = append(errs, field.Invalid(field.NewPath("homeDir"), n.homeDir, "Kubeflow's images serve their $HOME, /home/jovyan, which their s6 service fixes"))
+		}
+		if cmd, args := n.CommandLine(); cmd == nil && len(args) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("args"), args, "Kubeflow's images take no arguments: their s6 service starts Jupyter"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p, n.launcher, []Launcher{LaunchDockerStacks, LaunchKubeflow, LaunchJupyterServer}))
+	}
+	return errs
+}
+
 func (n *Notebook) validateIdentity() field.ErrorList {
 	// The UI Service carries the notebook's name.
 	errs := n.ValidateServiceMeta(MaxNameLength)
@@ -308,7 +358,7 @@ func credentialWord(ide IDE) string {
 func (n *Notebook) homeClaim() (corev1.PersistentVolumeClaim, field.ErrorList) {
 	var errs field.ErrorList
 	p := field.NewPath("storage")
-	size, err := cube.ParseQuantity(p.Child("size"), n.storageSize, cube.Positive)
+	size, err := pod.ParseStorageSize(p.Child("size"), n.storageSize)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -361,8 +411,15 @@ func (n *Notebook) shapeServer(tmpl *corev1.PodTemplateSpec, srv server, port in
 	}
 
 	// Credential and server environment; the caller may not set them.
+	extraEnv := maps.Clone(srv.extraEnv)
+	if srv.takesBaseURL {
+		if extraEnv == nil {
+			extraEnv = map[string]string{}
+		}
+		extraEnv[envBaseURL] = strings.TrimSuffix(baseURL, "/")
+	}
 	reserved := []string{srv.credentialEnv}
-	for k := range srv.extraEnv {
+	for k := range extraEnv {
 		reserved = append(reserved, k)
 	}
 	for _, e := range n.EnvVars() {
@@ -373,8 +430,8 @@ func (n *Notebook) shapeServer(tmpl *corev1.PodTemplateSpec, srv server, port in
 	c.Env = append(c.Env, corev1.EnvVar{Name: srv.credentialEnv, ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: n.secretName}, Key: n.secretKey},
 	}})
-	for _, k := range slices.Sorted(maps.Keys(srv.extraEnv)) {
-		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: srv.extraEnv[k]})
+	for _, k := range slices.Sorted(maps.Keys(extraEnv)) {
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: extraEnv[k]})
 	}
 
 	// The UI port.
@@ -425,15 +482,23 @@ func (n *Notebook) serverCommand(srv server, port int32, home, baseURL string) (
 	p := strconv.Itoa(int(port))
 	switch n.ide {
 	case IDEJupyter:
-		// The Docker Stacks' entrypoint (tini, start.sh) stays; the token
-		// comes from JUPYTER_TOKEN, which Jupyter Server reads itself.
-		return nil, []string{
-			"start-notebook.py",
+		serverApp := []string{
 			"--ServerApp.ip=0.0.0.0",
 			"--ServerApp.port=" + p,
 			"--ServerApp.base_url=" + baseURL,
 			"--ServerApp.root_dir=" + home,
 		}
+		switch n.launcher {
+		case LaunchKubeflow:
+			// The image's s6 service starts Jupyter itself, reading
+			// NB_PREFIX.
+			return nil, nil
+		case LaunchJupyterServer:
+			return []string{"jupyter", "server"}, append(serverApp, "--ServerApp.open_browser=False")
+		}
+		// The Docker Stacks' entrypoint (tini, start.sh) stays; the token
+		// comes from JUPYTER_TOKEN, which Jupyter Server reads itself.
+		return nil, append([]string{"start-notebook.py"}, serverApp...)
 	case IDEVSCode:
 		// The image's entrypoint takes the server's flags; the password
 		// comes from PASSWORD.

@@ -10,6 +10,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -33,7 +34,8 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 		Command("sh", "-c", "echo "+pipeline.ItemRef+" > "+pipeline.OutputFile("part")).
 		ForEach("a", "b").MaxParallel(1).Outputs("part")
 	merge := pipeline.Container("merge").Image("busybox").Command("echo", shard.Output("part"))
-	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1})
+	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1}).Timeout(time.Minute).
+		OutputFrom("job", "{.metadata.name}")
 	return map[string]cube.Workload{
 		"workflow": llmFlowNamed("llm-flow").Namespace(ns),
 		"schedule": llmFlowNamed("llm-nightly").Namespace(ns).Schedule("0 2 * * *").Timezone("Asia/Shanghai").
@@ -41,6 +43,9 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 		"hardware": pipeline.New("sft-h100").Namespace(ns).Step(hw),
 		"fan-out":  pipeline.New("fan").Namespace(ns).Step(shard, merge),
 		"job":      pipeline.New("batch").Namespace(ns).Param("lr", "0.1").Step(job).PodGC(pipeline.PodGCOnWorkflowCompletion).TTLAfterFailure(time.Hour),
+		"rbac":     llmFlowNamed("llm-rbac").Namespace(ns).ExecutorRBAC(),
+		"rbac-schedule": pipeline.New("nightly-rbac").Namespace(ns).Workspace(pipeline.Workspace{Size: "1Gi"}).
+			Step(pipeline.Workload("j", batchJob("j", "ls", pipeline.WorkspaceDir)).Timeout(time.Hour)).ExecutorRBAC().Schedule("@daily"),
 	}
 }
 
@@ -163,4 +168,35 @@ func TestAPIServerWaitWorkflow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The API server's RBAC authorizer answers for the executor's account what
+// ExecutorRBAC granted: what Argo's executor does, and nothing else.
+func TestAPIServerExecutorRBACAuthorizes(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	_, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(ctx, llmFlowNamed("authz").Namespace(ns).ExecutorRBAC())
+	require.NoError(t, err)
+	allowed := func(group, resource, verb string) bool {
+		t.Helper()
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   "system:serviceaccount:" + ns + ":pipeline-runner",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Group: group, Resource: resource, Verb: verb,
+			},
+		}}
+		require.NoError(t, env.Client.Create(ctx, review))
+		return review.Status.Allowed
+	}
+	for _, verb := range []string{"create", "patch"} {
+		assert.True(t, allowed("argoproj.io", "workflowtaskresults", verb), verb)
+	}
+	for _, verb := range []string{"create", "get", "watch", "patch", "delete"} {
+		assert.True(t, allowed("kubeflow.org", "pytorchjobs", verb), verb)
+	}
+	assert.False(t, allowed("argoproj.io", "workflows", "create"), "the executor does not create workflows")
+	assert.False(t, allowed("", "secrets", "get"))
+	assert.False(t, allowed("kubeflow.org", "tfjobs", "create"), "only the kinds the steps run")
 }

@@ -11,10 +11,10 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,30 +55,30 @@ func (p *Pipeline) Build() (*wfv1.Workflow, error) {
 // their jobs (ConfigMaps, Services…), relabelled into this release, and the
 // Workflow. It makes Pipeline a cube.Workload.
 func (p *Pipeline) Objects() ([]client.Object, error) {
-	wf, aux, err := p.compile()
+	wf, extra, err := p.compile()
 	if err != nil {
 		return nil, err
 	}
-	return withAux(aux, wf), nil
+	return append(extra, wf), nil
 }
 
-// withAux lists the auxiliary objects, then main.
-func withAux(aux []*unstructured.Unstructured, main client.Object) []client.Object {
-	out := make([]client.Object, 0, len(aux)+1)
-	for _, u := range aux {
-		out = append(out, u)
-	}
-	return append(out, main)
-}
-
-// compileSpec analyses the pipeline and compiles its Workflow spec.
-func (p *Pipeline) compileSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured, field.ErrorList) {
+// compileSpec analyses the pipeline and compiles its Workflow spec, and
+// returns the objects applied beside it: the executor's RBAC (ExecutorRBAC),
+// then the objects workload steps create around their jobs.
+func (p *Pipeline) compileSpec() (wfv1.WorkflowSpec, []client.Object, field.ErrorList) {
 	g, errs := p.analyze()
 	spec, aux, cerrs := g.workflowSpec()
-	return spec, aux, append(errs, cerrs...)
+	extra := g.rbacObjects()
+	for _, u := range aux {
+		extra = append(extra, u)
+	}
+	return spec, extra, append(errs, cerrs...)
 }
 
-func (p *Pipeline) compile() (*wfv1.Workflow, []*unstructured.Unstructured, error) {
+func (p *Pipeline) compile() (*wfv1.Workflow, []client.Object, error) {
+	if p == nil {
+		return nil, nil, errNilPipeline
+	}
 	spec, aux, errs := p.compileSpec()
 	if len(errs) > 0 {
 		return nil, nil, errs.ToAggregate()
@@ -103,7 +103,7 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 	var errs field.ErrorList
 	spec := wfv1.WorkflowSpec{
 		Entrypoint:         p.Name(),
-		ServiceAccountName: p.serviceAccount,
+		ServiceAccountName: p.serviceAccountName(),
 		PodMetadata:        &wfv1.Metadata{Labels: p.PodLabels(nil)},
 	}
 	for _, pr := range p.params {
@@ -130,7 +130,7 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 		}
 	}
 	if w := p.workspace; w != nil {
-		pvc, werrs := workspaceClaim(*w)
+		pvc, werrs := workspaceClaim(*w, g.concurrentMount())
 		errs = append(errs, werrs...)
 		spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{pvc}
 	}
@@ -174,15 +174,27 @@ func seconds32(d *time.Duration) *int32 {
 	return &s
 }
 
-func workspaceClaim(w Workspace) (corev1.PersistentVolumeClaim, field.ErrorList) {
+// workspaceClaim is the volume claim template of the workspace. shared
+// says why pods of a run may mount it at the same time ("" when they never
+// do): then the default access mode is ReadWriteMany and ReadWriteOncePod,
+// which admits one pod, is refused.
+func workspaceClaim(w Workspace, shared string) (corev1.PersistentVolumeClaim, field.ErrorList) {
 	var errs field.ErrorList
 	wp := field.NewPath("workspace")
 	mode := w.AccessMode
-	if mode == "" {
+	switch {
+	case mode != "":
+	case shared != "":
+		mode = corev1.ReadWriteMany
+	default:
 		mode = corev1.ReadWriteOnce
 	}
 	switch mode {
-	case corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod:
+	case corev1.ReadWriteOncePod:
+		if shared != "" {
+			errs = append(errs, field.Invalid(wp.Child("accessMode"), mode, "admits one pod at a time, but "+shared+": use ReadWriteMany"))
+		}
+	case corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany:
 	default:
 		errs = append(errs, field.NotSupported(wp.Child("accessMode"), mode,
 			[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}))
@@ -192,13 +204,9 @@ func workspaceClaim(w Workspace) (corev1.PersistentVolumeClaim, field.ErrorList)
 		Spec:       corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}},
 	}
 	if w.Size != "" {
-		q, err := resource.ParseQuantity(w.Size)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(wp.Child("size"), w.Size, err.Error()))
-		case q.Sign() <= 0:
-			errs = append(errs, field.Invalid(wp.Child("size"), w.Size, "must be positive"))
-		default:
+		if q, err := pod.ParseStorageSize(wp.Child("size"), w.Size); err != nil {
+			errs = append(errs, err)
+		} else {
 			pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: q}
 		}
 	}
@@ -207,6 +215,63 @@ func workspaceClaim(w Workspace) (corev1.PersistentVolumeClaim, field.ErrorList)
 		pvc.Spec.StorageClassName = &sc
 	}
 	return pvc, errs
+}
+
+// mountsWorkspace reports whether a step's pods mount the workspace:
+// every container step does, a workload step's job when it mentions it.
+func (n *node) mountsWorkspace() bool {
+	return n.typ == containerType || (n.typ == workloadType && n.usesWorkspace)
+}
+
+// concurrentMount says why several pods of a run may mount the workspace
+// at once, or returns "": a fanned-out step that mounts it, a workload step
+// whose job mounts it in each of its pods, or two steps that mount it with
+// no dependency path between them, which Argo may run side by side.
+func (g *graph) concurrentMount() string {
+	var mounting []*node
+	for _, n := range g.nodes {
+		if !n.mountsWorkspace() {
+			continue
+		}
+		switch {
+		case n.c.itemsSet || n.c.itemsFrom != "":
+			return "step " + n.c.name + " fans out"
+		case n.typ == workloadType:
+			return "every pod of step " + n.c.name + "'s job mounts it"
+		}
+		mounting = append(mounting, n)
+	}
+	if g.cyclic {
+		return ""
+	}
+	reach := g.reachability()
+	for i, a := range mounting {
+		for _, b := range mounting[i+1:] {
+			if !reach[a.index][b.index] && !reach[b.index][a.index] {
+				return "steps " + a.c.name + " and " + b.c.name + " may run at the same time"
+			}
+		}
+	}
+	return ""
+}
+
+// reachability returns, for an acyclic graph, whether step j runs after
+// step i (a path of dependencies leads from i to j).
+func (g *graph) reachability() [][]bool {
+	reach := make([][]bool, len(g.nodes))
+	for i := range reach {
+		reach[i] = make([]bool, len(g.nodes))
+	}
+	for k := len(g.order) - 1; k >= 0; k-- { // downstream steps first
+		i := g.order[k]
+		for _, d := range g.nodes[i].down {
+			reach[i][d] = true
+			for j, r := range reach[d] {
+				reach[i][j] = reach[i][j] || r
+			}
+		}
+	}
+	return reach
 }
 
 // compiler accumulates the templates of a Workflow.
@@ -362,8 +427,12 @@ func nilIfEmpty[T any](s []T) []T {
 
 func ptrInt64(v int64) *int64 { return &v }
 
+// int32Clamped keeps a count Argo holds as an int32 in range; analyze
+// reports a count out of range, so the clamp only keeps intstr quiet.
+func int32Clamped(n int) int32 { return int32(max(math.MinInt32, min(n, math.MaxInt32))) }
+
 func retryStrategy(r Retry) *wfv1.RetryStrategy {
-	limit := intstr.FromInt(r.Limit)
+	limit := intstr.FromInt32(int32Clamped(r.Limit))
 	rs := &wfv1.RetryStrategy{Limit: &limit, RetryPolicy: wfv1.RetryPolicy(r.Policy)}
 	if r.Backoff > 0 || r.Factor > 0 || r.MaxBackoff > 0 || r.MaxDuration > 0 {
 		rs.Backoff = &wfv1.Backoff{}
@@ -371,7 +440,7 @@ func retryStrategy(r Retry) *wfv1.RetryStrategy {
 			rs.Backoff.Duration = r.Backoff.String()
 		}
 		if r.Factor > 0 {
-			f := intstr.FromInt(r.Factor)
+			f := intstr.FromInt32(int32Clamped(r.Factor))
 			rs.Backoff.Factor = &f
 		}
 		if r.MaxBackoff > 0 {
@@ -518,6 +587,22 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 	if n.usesWorkspace {
 		mountWorkspace(obj.Object, c.g.workspacePath())
 	}
+	var errs field.ErrorList
+	if n.c.timeoutSet && n.c.timeout > 0 {
+		errs = append(errs, stopAtDeadline(obj, gk, n.c.timeout, n.path.Child("timeout"))...)
+	}
+	// The job, its pods and the objects around it join the pipeline's
+	// release, so that Release.Wait on the pipeline sees the job's pods and
+	// their problems; selectors move with the labels they select.
+	release := n.primary.GetLabels()[cube.LabelRelease]
+	relabel(obj.Object, release, c.g.p.Name())
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[cube.LabelRelease] = c.g.p.Name()
+	labels[LabelStep] = n.c.name
+	obj.SetLabels(labels)
 	// Every run (and retry) creates its own job.
 	if name := obj.GetName(); name != "" {
 		obj.SetGenerateName(name + "-")
@@ -529,6 +614,7 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 	}
 	for _, a := range n.aux {
 		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(a.Object)}
+		relabel(u.Object, release, c.g.p.Name())
 		labels := u.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
@@ -540,8 +626,15 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 		}
 		c.aux = append(c.aux, u)
 	}
+	var outputs wfv1.Outputs
+	if ws, ok := n.step.(*WorkloadStep); ok {
+		for _, o := range n.c.outputs {
+			outputs.Parameters = append(outputs.Parameters, wfv1.Parameter{Name: o, ValueFrom: &wfv1.ValueFrom{JSONPath: ws.jsonPaths[o]}})
+		}
+	}
 	return wfv1.Template{
 		Metadata: wfv1.Metadata{Labels: map[string]string{LabelStep: n.c.name}},
+		Outputs:  outputs,
 		Resource: &wfv1.ResourceTemplate{
 			Action:            "create",
 			SetOwnerReference: true,
@@ -549,7 +642,84 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 			SuccessCondition:  done.Success,
 			FailureCondition:  done.Failure,
 		},
-	}, nil
+	}, errs
+}
+
+// relabel replaces the value from of every cube.dev/release key in a
+// JSON-like value (labels, pod template labels, selectors) with to, and
+// gives every pod template (a map whose spec has containers) that label.
+func relabel(v any, from, to string) {
+	switch t := v.(type) {
+	case map[string]any:
+		if cur, ok := t[cube.LabelRelease].(string); ok && from != "" && cur == from {
+			t[cube.LabelRelease] = to
+		}
+		if spec, ok := t["spec"].(map[string]any); ok {
+			if _, ok := spec["containers"].([]any); ok {
+				meta, _ := t["metadata"].(map[string]any)
+				if meta == nil {
+					meta = map[string]any{}
+					t["metadata"] = meta
+				}
+				labels, _ := meta["labels"].(map[string]any)
+				if labels == nil {
+					labels = map[string]any{}
+					meta["labels"] = labels
+				}
+				labels[cube.LabelRelease] = to
+			}
+		}
+		for _, child := range t {
+			relabel(child, from, to)
+		}
+	case []any:
+		for _, child := range t {
+			relabel(child, from, to)
+		}
+	}
+}
+
+// trainingOperatorGroup is the API group of the training-operator's jobs,
+// which all keep their deadline in spec.runPolicy.
+const trainingOperatorGroup = "kubeflow.org"
+
+// jobDeadlines are where the kinds a workload step runs keep a deadline of
+// their own, enforced by their controller: batch/v1 Job
+// (spec.activeDeadlineSeconds, k8s.io/api/batch/v1 JobSpec), training-operator
+// v1.8.1 jobs (spec.runPolicy.activeDeadlineSeconds, pkg/apis/kubeflow.org/v1
+// common_types.go RunPolicy) and KubeRay v1.5.0 RayJob
+// (spec.activeDeadlineSeconds, apis/ray/v1 rayjob_types.go).
+var jobDeadlines = map[schema.GroupKind][]string{
+	{Group: "batch", Kind: "Job"}:     {"spec", "activeDeadlineSeconds"},
+	{Group: "ray.io", Kind: "RayJob"}: {"spec", "activeDeadlineSeconds"},
+}
+
+// stopAtDeadline gives the job the step's timeout as its own deadline, the
+// smaller one when it has one already. Argo's activeDeadlineSeconds on a
+// resource template bounds only the argoexec pod that created the job
+// (workflow/controller/operator.go executeResource: the Workflow owns the
+// job through setOwnerReference, not the pod), so without this the job
+// would run on after the step timed out and a retry would start a second
+// one beside it.
+func stopAtDeadline(obj *unstructured.Unstructured, gk schema.GroupKind, timeout time.Duration, path *field.Path) field.ErrorList {
+	fields, ok := jobDeadlines[gk]
+	if !ok && gk.Group == trainingOperatorGroup {
+		fields, ok = []string{"spec", "runPolicy", "activeDeadlineSeconds"}, true
+	}
+	if !ok {
+		return field.ErrorList{field.Invalid(path, timeout.String(), fmt.Sprintf(
+			"%s has no deadline of its own, so a timeout would stop only the step and leave the job running: bound the job inside the workload instead", gk))}
+	}
+	secs := int64(math.Ceil(timeout.Seconds()))
+	if have, found, _ := unstructured.NestedFieldNoCopy(obj.Object, fields...); found {
+		if cur, ok := have.(int64); ok && cur > 0 && cur < secs {
+			secs = cur
+		}
+	}
+	if err := unstructured.SetNestedField(obj.Object, secs, fields...); err != nil {
+		return field.ErrorList{field.InternalError(path, err)}
+	}
+	return nil
 }
 
 // mountWorkspace mounts the run's workspace claim, which Argo names

@@ -41,11 +41,20 @@
 // (volumeClaimTemplates), retryStrategy, activeDeadlineSeconds, when,
 // withItems/withParam (with a DAG of its own for a bounded fan-out),
 // onExit, parallelism, ttlStrategy, podGC, the service account and labels.
+// The job of a workload step and its pods join the pipeline's release
+// (cube.dev/release), so Release.Wait on the pipeline reports their pods'
+// problems; a step's Timeout is also the job's own deadline, so the job
+// stops with the step. ExecutorRBAC adds the ServiceAccount, Role and
+// RoleBinding Argo's executor needs (ExecutorRules). The workspace is
+// ReadWriteMany unless its pods mount it one at a time (see Workspace).
 // Schedule compiles the same pipeline to a CronWorkflow. Every problem is
 // reported at once with a field path: a dependency cycle ("a → b → a"), an
 // unknown dependency, a bad or duplicate step name (Argo's template name rule),
 // a reference to an output that does not exist, an empty pipeline, a
-// function step, a job kind with no registered completion.
+// function step, a job kind with no registered completion, a serving
+// workload (it never completes), a nil pipeline or step. A nested
+// workload's own errors keep their paths under the step
+// (steps[1].workload.spec.replicas).
 //
 // The package registers status readers for Workflow (Pending and Running
 // are in progress, Succeeded, Failed and Error) and CronWorkflow (ready), so
@@ -65,8 +74,11 @@
 // terminal printer. Cancelling the context kills the process group of every
 // running step. Run again in the same RunDir and the steps whose spec and
 // inputs have not changed and that succeeded are skipped (a cache keyed by
-// their hash): a failed run resumes where it stopped. A function step's hash
-// covers its name and inputs, not its code.
+// their hash): a failed run resumes where it stopped. A step's hash covers
+// its spec, its resolved inputs and the hashes of the steps it depends on,
+// so a step that reads an upstream step's workspace files through After
+// runs again when that step did. A function step's hash covers its name and
+// inputs, not its code.
 //
 // DOT and Mermaid draw any pipeline; Result.DOT and Result.Mermaid draw a
 // finished run coloured by step status.

@@ -11,12 +11,18 @@ import (
 // step to the steps that wait for it, and the exit handler dashed. It draws
 // pipelines that do not validate too, as far as they can be understood.
 func (p *Pipeline) DOT() string {
+	if p == nil {
+		p = &Pipeline{}
+	}
 	g, _ := p.analyze()
 	return g.dot(nil)
 }
 
 // Mermaid returns the pipeline's DAG as a Mermaid flowchart.
 func (p *Pipeline) Mermaid() string {
+	if p == nil {
+		p = &Pipeline{}
+	}
 	g, _ := p.analyze()
 	return g.mermaid(nil)
 }

@@ -7,8 +7,10 @@ import (
 	"os"
 	"time"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -371,9 +373,14 @@ func ExampleWorkload() {
 	// kind: Job
 	// metadata:
 	//   generateName: convert-
+	//   labels:
+	//     cube.dev/release: convert
+	//     cube.dev/step: convert-job
 	// spec:
 	//   template:
-	//     metadata: {}
+	//     metadata:
+	//       labels:
+	//         cube.dev/release: convert
 	//     spec:
 	//       containers:
 	//       - command:
@@ -383,4 +390,45 @@ func ExampleWorkload() {
 	//         name: main
 	//         resources: {}
 	//       restartPolicy: Never
+}
+
+// ExecutorRBAC renders the service account a pipeline runs under and the
+// Role Argo's executor needs: task results, and the job kinds its workload
+// steps create.
+func ExamplePipeline_ExecutorRBAC() {
+	cube.RegisterCompletion(schema.GroupKind{Group: "batch", Kind: "Job"}, cube.Completion{
+		Success: "status.succeeded > 0",
+		Failure: "status.failed > 0",
+	})
+	job := cube.Objects(&batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: "convert"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"true"}}},
+		}}},
+	})
+	convert := pipeline.Workload("convert", job).OutputFrom("job", "{.metadata.name}")
+	report := pipeline.Container("report").Image("busybox").Command("echo", convert.Output("job"))
+	objs, err := pipeline.New("etl").Namespace("ml").Step(convert, report).
+		ServiceAccount("etl-runner").ExecutorRBAC().Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range objs {
+		fmt.Println(o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+	}
+	for _, r := range objs[1].(*rbacv1.Role).Rules {
+		fmt.Println(r.APIGroups, r.Resources, r.Verbs)
+	}
+	fmt.Println("runs as:", objs[3].(*wfv1.Workflow).Spec.ServiceAccountName)
+	// Output:
+	// ServiceAccount etl-runner
+	// Role etl-runner
+	// RoleBinding etl-runner
+	// Workflow etl
+	// [argoproj.io] [workflowtaskresults] [create patch]
+	// [batch] [jobs] [create get watch patch delete]
+	// runs as: etl-runner
 }

@@ -1,14 +1,22 @@
 package pipeline_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pipeline"
 )
 
@@ -124,4 +132,257 @@ func numbered(s string) int {
 	var n int
 	fmt.Sscanf(s, "s%d", &n)
 	return n
+}
+
+// byteReader hands out choices from fuzz input; past its end every choice
+// is the first.
+type byteReader struct {
+	data []byte
+	pos  int
+}
+
+func (r *byteReader) next() int {
+	if r.pos >= len(r.data) {
+		return 0
+	}
+	b := r.data[r.pos]
+	r.pos++
+	return int(b)
+}
+
+func (r *byteReader) done() bool { return r.pos >= len(r.data) }
+
+func pick[T any](r *byteReader, pool []T) T { return pool[r.next()%len(pool)] }
+
+// The argument pools the builder fuzzers draw from: valid values first (so
+// that inputs of small bytes build), then values that are wrong in each way
+// a user gets them wrong, and placeholders valid only in some places.
+var (
+	fuzzNames = []string{"a", "b", "train", "s-1", "x-fanout", "p", "", "Bad_Name", "1abc", "-x",
+		strings.Repeat("n", 64), "fuzz", "ok"}
+	fuzzTexts = []string{"echo", "hello world", "x=1", pipeline.ParamRef("lr"), pipeline.ParamRef("missing"),
+		pipeline.WorkspaceDir + "/data", pipeline.ItemRef, pipeline.ItemField("k"), pipeline.PipelineStatus,
+		pipeline.PipelineName, "{{steps.a.outputs.o}}", "{{steps.nope.outputs.x}}", "{{bogus", "{{outputs.o.path}}", "", "{{}}"}
+	fuzzDurations = []time.Duration{time.Millisecond, 90 * time.Second, time.Hour, -time.Second, 0, 1 << 62}
+	fuzzInts      = []int{1, 2, 3, -1, 0, 1 << 31}
+	fuzzQuant     = []string{"1", "500m", "2Gi", "-1", "lots", "", "0"}
+	fuzzWhens     = []string{"", "true", "1 == 1", pipeline.ParamRef("lr") + " == 1", "a ==", "(", "{{steps.a.outputs.o}} > 0.5"}
+	fuzzModes     = []corev1.PersistentVolumeAccessMode{"", corev1.ReadWriteOnce, corev1.ReadWriteMany, corev1.ReadWriteOncePod, corev1.ReadOnlyMany, "Sideways"}
+	fuzzPaths     = []string{"", "/workspace", "/data/ws", "relative", "/"}
+	fuzzGC        = []pipeline.PodGCStrategy{"", pipeline.PodGCOnPodSuccess, pipeline.PodGCOnWorkflowCompletion, "Never"}
+	fuzzPolicies  = []pipeline.RetryPolicy{"", pipeline.RetryOnFailure, pipeline.RetryAlways, "Sometimes"}
+	fuzzLabelKeys = []string{"team", "cube.dev/x", "app", "bad key", "", "a/b/c"}
+	fuzzAccounts  = []string{"", "runner", "pipeline-runner", "Bad_SA"}
+)
+
+// fuzzStep builds one step from r, chaining methods on it; earlier steps
+// are candidates for After.
+func fuzzStep(r *byteReader, earlier []pipeline.Step) pipeline.Step {
+	name := fmt.Sprintf("s%d", len(earlier))
+	if r.next()%4 == 3 {
+		name = pick(r, fuzzNames)
+	}
+	var (
+		step pipeline.Step
+		opts func(op int)
+	)
+	switch r.next() % 8 {
+	case 0, 1, 2, 3:
+		c := pipeline.Container(name).Image(pick(r, []string{"busybox", "python:3.12", ""})).Command(pick(r, fuzzTexts))
+		step = c
+		opts = func(op int) {
+			switch op {
+			case 0:
+				c.Args(pick(r, fuzzTexts), pick(r, fuzzTexts))
+			case 1:
+				c.Env(pick(r, []string{"X", "Y", "CUBE_OUTPUTS", "bad name", ""}), pick(r, fuzzTexts))
+			case 2:
+				c.CPU(pick(r, fuzzQuant)).Memory(pick(r, fuzzQuant))
+			case 3:
+				c.Namespace(pick(r, []string{"", "elsewhere"}))
+			case 4:
+				c.PodLabel(pick(r, fuzzLabelKeys), pick(r, fuzzNames))
+			}
+		}
+	case 4, 5:
+		w := pipeline.Workload(name, pick(r, []cube.Workload{
+			batchJob("job", "sh", "-c", "echo "+pick(r, fuzzTexts)),
+			pytorchJob("sft"),
+			nil,
+			cube.WorkloadFunc(func() ([]client.Object, error) {
+				return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), 1, "broken")}.ToAggregate()
+			}),
+		}))
+		step = w
+		opts = func(op int) {
+			if op < 3 {
+				w.OutputFrom(pick(r, []string{"job", "o", "bad name"}), pick(r, []string{"{.metadata.name}", "{.status}", "", "{.broken"}))
+			}
+		}
+	case 6:
+		step = pipeline.Func(name, func(context.Context, *pipeline.Task) error { return nil })
+	case 7:
+		step = pick(r, []pipeline.Step{nil, (*pipeline.ContainerStep)(nil), (*pipeline.WorkloadStep)(nil), &pipeline.ContainerStep{}})
+		return step
+	}
+	for n := r.next() % 6; n > 0 && !r.done(); n-- {
+		op := r.next() % 14
+		if op >= 9 {
+			if opts != nil {
+				opts(op - 9)
+			}
+			continue
+		}
+		switch s := step.(type) {
+		case *pipeline.ContainerStep:
+			fuzzOptions(r, &s.StepOptions, op, earlier)
+		case *pipeline.WorkloadStep:
+			fuzzOptions(r, &s.StepOptions, op, earlier)
+		case *pipeline.FuncStep:
+			fuzzOptions(r, &s.StepOptions, op, earlier)
+		}
+	}
+	return step
+}
+
+// fuzzOptions applies one of the settings every step shares.
+func fuzzOptions[T any](r *byteReader, s *pipeline.StepOptions[T], op int, earlier []pipeline.Step) {
+	switch op {
+	case 0:
+		if len(earlier) > 0 {
+			s.After(earlier[r.next()%len(earlier)])
+		} else {
+			s.After(nil)
+		}
+	case 1:
+		s.Outputs(pick(r, []string{"o", "x", "y", "bad name", "", "o"}))
+	case 2:
+		s.Retry(pipeline.Retry{Limit: pick(r, fuzzInts), Policy: pick(r, fuzzPolicies), Backoff: pick(r, fuzzDurations),
+			Factor: pick(r, fuzzInts), MaxBackoff: pick(r, fuzzDurations), MaxDuration: pick(r, fuzzDurations)})
+	case 3:
+		s.Timeout(pick(r, fuzzDurations))
+	case 4:
+		s.When(pick(r, fuzzWhens))
+	case 5:
+		s.ForEach(pick(r, [][]string{{"x"}, {"a", "b"}, {`{"k": 1}`}, nil})...)
+	case 6:
+		s.ForEachIn(pick(r, []string{"", pipeline.ParamRef("lr"), "{{steps.a.outputs.o}}", "[1,2]"}))
+	case 7:
+		s.MaxParallel(pick(r, fuzzInts))
+	case 8:
+		if len(earlier) > 0 {
+			s.After(earlier[r.next()%len(earlier)])
+		}
+	}
+}
+
+// fuzzPipeline builds a pipeline from fuzz input by a random sequence of
+// builder calls with random arguments. namespace is the only namespace it
+// sets, so that what it accepts can be applied to a test API server.
+func fuzzPipeline(data []byte, namespace string) *pipeline.Pipeline {
+	r := &byteReader{data: data}
+	if r.next()%16 == 15 {
+		return nil
+	}
+	p := pipeline.New(pick(r, fuzzNames))
+	if r.next()%16 == 15 {
+		p = &pipeline.Pipeline{}
+	}
+	var steps []pipeline.Step
+	for ops := 0; !r.done() && ops < 48; ops++ {
+		switch r.next() % 16 {
+		case 0, 1, 2, 3, 4, 5:
+			s := fuzzStep(r, steps)
+			steps = append(steps, s)
+			p.Step(s)
+		case 6:
+			p.Param(pick(r, []string{"lr", "publish", "bad name", ""}), pick(r, fuzzTexts))
+		case 7:
+			p.Workspace(pipeline.Workspace{Size: pick(r, fuzzQuant), StorageClass: pick(r, []string{"", "standard", "Bad Class"}),
+				AccessMode: pick(r, fuzzModes), MountPath: pick(r, fuzzPaths)})
+		case 8:
+			p.Parallelism(pick(r, fuzzInts))
+		case 9:
+			switch r.next() % 3 {
+			case 0:
+				p.TTL(pick(r, fuzzDurations))
+			case 1:
+				p.TTLAfterSuccess(pick(r, fuzzDurations))
+			default:
+				p.TTLAfterFailure(pick(r, fuzzDurations))
+			}
+		case 10:
+			p.PodGC(pick(r, fuzzGC))
+		case 11:
+			p.ServiceAccount(pick(r, fuzzAccounts))
+		case 12:
+			p.ExecutorRBAC()
+		case 13:
+			p.OnExit(fuzzStep(r, nil))
+		case 14:
+			p.Label(pick(r, fuzzLabelKeys), pick(r, fuzzNames))
+		case 15:
+			p.Namespace(pick(r, []string{namespace, "", "Bad NS"}))
+		}
+	}
+	return p
+}
+
+// checkBuilt asserts what every outcome of Objects must satisfy: refused
+// input is a field.ErrorList aggregate whose every error names a path (or
+// the nil-pipeline error); accepted input gives the same fresh objects
+// again, each labelled with the pipeline's release.
+func checkBuilt(t *testing.T, p *pipeline.Pipeline, objs []client.Object, err error) {
+	t.Helper()
+	if err != nil {
+		if p == nil {
+			require.EqualError(t, err, nilPipeline)
+			return
+		}
+		var agg utilerrors.Aggregate
+		require.True(t, errors.As(err, &agg), "refusals are field errors: %v", err)
+		for _, e := range agg.Errors() {
+			var fe *field.Error
+			require.True(t, errors.As(e, &fe), "%v is a *field.Error", e)
+			require.NotEmpty(t, fe.Field, "every error names its path: %v", fe)
+		}
+		return
+	}
+	require.NotEmpty(t, objs)
+	for _, o := range objs {
+		assert.Equal(t, p.Name(), o.GetLabels()[cube.LabelRelease], "%T %s", o, o.GetName())
+	}
+	again, err := p.Objects()
+	require.NoError(t, err, "the same pipeline validates again")
+	require.Equal(t, len(objs), len(again))
+	require.NotSame(t, objs[len(objs)-1], again[len(again)-1], "fresh objects")
+}
+
+// fuzzSeeds are inputs worth keeping: a valid fan-out with a workload, a
+// nil pipeline, a zero one, RBAC with a schedule-able pipeline.
+var fuzzSeeds = [][]byte{
+	{1, 11, 0, 0, 0, 0},
+	{1, 2, 0, 0, 0, 1, 2, 5, 4, 0, 0, 1, 8, 3, 3},
+	{0},
+	{1, 0, 1, 0, 0, 0, 0},
+	{1, 2, 12, 0, 0, 0, 0, 0, 11, 1, 7, 2, 1, 0, 0},
+	{1, 3, 4, 1, 4, 0, 2, 3, 4, 0, 5, 2, 8},
+	{5, 9, 0, 5, 0, 0, 0, 3, 7, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+}
+
+func FuzzPipelineBuilder(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := fuzzPipeline(data, "fuzz-ns")
+		objs, err := p.Objects()
+		checkBuilt(t, p, objs, err)
+		_, buildErr := p.Build()
+		assert.Equal(t, err == nil, buildErr == nil, "Build and Objects agree")
+		_ = p.DOT()
+		_ = p.Mermaid()
+		_ = p.ExecutorRules()
+		_, _ = p.Schedule("@daily").Objects()
+	})
 }

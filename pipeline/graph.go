@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -10,7 +11,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/cubestudio/cube"
 )
@@ -169,6 +173,11 @@ func (p *Pipeline) validateSettings() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath(t.name), t.d.String(), "must be between 0 and 2^31-1 seconds"))
 		}
 	}
+	if p.serviceAccount != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(p.serviceAccount) {
+			errs = append(errs, field.Invalid(field.NewPath("serviceAccount"), p.serviceAccount, msg))
+		}
+	}
 	if w := p.workspace; w != nil {
 		wp := field.NewPath("workspace")
 		if w.Size == "" {
@@ -184,8 +193,11 @@ func (p *Pipeline) validateSettings() field.ErrorList {
 // newNode checks one step on its own and classifies it.
 func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList) {
 	var errs field.ErrorList
-	if s == nil {
+	if isNilStep(s) {
 		return nil, field.ErrorList{field.Required(path, "step is nil")}
+	}
+	if !s.made() {
+		return nil, field.ErrorList{field.Invalid(path, fmt.Sprintf("%T", s), "a step made without its constructor: use Container, Workload or Func")}
 	}
 	c := s.core()
 	n := &node{index: i, step: s, c: c, path: path, exit: exit}
@@ -200,6 +212,8 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 		if st.fn == nil {
 			errs = append(errs, field.Required(path.Child("func"), "function is nil"))
 		}
+	default:
+		return nil, field.ErrorList{field.Invalid(path, fmt.Sprintf("%T", s), "not a step of this package: use Container, Workload or Func")}
 	}
 	n.badName = true
 	switch {
@@ -223,19 +237,33 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 		}
 		seen[o] = true
 	}
-	if len(c.outputs) > 0 && n.typ == workloadType {
-		errs = append(errs, field.Invalid(path.Child("outputs"), c.outputs, "a workload step writes no output files"))
+	if ws, ok := s.(*WorkloadStep); ok {
+		for j, o := range c.outputs {
+			op := path.Child("outputs").Index(j)
+			jp, ok := ws.jsonPaths[o]
+			if !ok {
+				errs = append(errs, field.Invalid(op, o, "a workload step writes no output files: read the output from its job with OutputFrom(name, jsonPath)"))
+				continue
+			}
+			if err := jsonpath.New(o).Parse(jp); err != nil || jp == "" {
+				msg := "must be a kubectl JSONPath template such as {.metadata.name}"
+				if err != nil {
+					msg += ": " + err.Error()
+				}
+				errs = append(errs, field.Invalid(op.Child("jsonPath"), jp, msg))
+			}
+		}
 	}
 	if r := c.retry; r != nil {
 		rp := path.Child("retry")
-		if r.Limit < 0 {
-			errs = append(errs, field.Invalid(rp.Child("limit"), r.Limit, "must not be negative"))
+		if r.Limit < 0 || r.Limit > math.MaxInt32 {
+			errs = append(errs, field.Invalid(rp.Child("limit"), r.Limit, "must be between 0 and 2^31-1"))
 		}
 		if r.Backoff < 0 {
 			errs = append(errs, field.Invalid(rp.Child("backoff"), r.Backoff.String(), "must not be negative"))
 		}
-		if r.Factor < 0 {
-			errs = append(errs, field.Invalid(rp.Child("factor"), r.Factor, "must not be negative"))
+		if r.Factor < 0 || r.Factor > math.MaxInt32 {
+			errs = append(errs, field.Invalid(rp.Child("factor"), r.Factor, "must be between 0 and 2^31-1"))
 		}
 		if r.MaxBackoff < 0 {
 			errs = append(errs, field.Invalid(rp.Child("maxBackoff"), r.MaxBackoff.String(), "must not be negative"))
@@ -250,8 +278,12 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 				[]RetryPolicy{RetryOnFailure, RetryOnError, RetryOnTransientError, RetryAlways}))
 		}
 	}
-	if c.timeoutSet && c.timeout <= 0 {
+	switch {
+	case c.timeoutSet && c.timeout <= 0:
 		errs = append(errs, field.Invalid(path.Child("timeout"), c.timeout.String(), "must be positive"))
+	case c.timeoutSet && c.timeout > math.MaxInt32*time.Second:
+		// activeDeadlineSeconds is an int32 in Argo's template.
+		errs = append(errs, field.Invalid(path.Child("timeout"), c.timeout.String(), "must be at most 2^31-1 seconds"))
 	}
 	fanned := c.itemsSet || c.itemsFrom != ""
 	if c.itemsSet && len(c.items) == 0 {
@@ -279,6 +311,22 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 	return n, errs
 }
 
+// isNilStep reports a nil step, typed or not: a typed nil's methods would
+// dereference it.
+func isNilStep(s Step) bool {
+	switch t := s.(type) {
+	case nil:
+		return true
+	case *ContainerStep:
+		return t == nil
+	case *WorkloadStep:
+		return t == nil
+	case *FuncStep:
+		return t == nil
+	}
+	return false
+}
+
 // auxiliaryKinds are kinds a workload creates around its job.
 var auxiliaryKinds = map[schema.GroupKind]bool{
 	{Kind: "ConfigMap"}: true, {Kind: "Secret"}: true, {Kind: "Service"}: true,
@@ -286,6 +334,19 @@ var auxiliaryKinds = map[schema.GroupKind]bool{
 	{Group: "rbac.authorization.k8s.io", Kind: "Role"}: true, {Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: true,
 	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}: true, {Group: "policy", Kind: "PodDisruptionBudget"}: true,
 	{Group: "scheduling.volcano.sh", Kind: "Queue"}: true, {Group: "scheduling.volcano.sh", Kind: "PodGroup"}: true,
+}
+
+// servingKinds run until they are deleted: they have no completion a step
+// could wait for.
+var servingKinds = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "Deployment"}:                          true,
+	{Group: "apps", Kind: "StatefulSet"}:                         true,
+	{Group: "apps", Kind: "DaemonSet"}:                           true,
+	{Group: "apps", Kind: "ReplicaSet"}:                          true,
+	{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}: true,
+	{Group: "ray.io", Kind: "RayService"}:                        true,
+	{Group: "ray.io", Kind: "RayCluster"}:                        true,
+	{Group: "serving.kserve.io", Kind: "InferenceService"}:       true,
 }
 
 // loadWorkload renders a workload step's objects and picks its primary
@@ -298,7 +359,7 @@ func (n *node) loadWorkload(s *WorkloadStep) field.ErrorList {
 	}
 	objs, err := s.workload.Objects()
 	if err != nil {
-		return field.ErrorList{field.Invalid(wp, s.c.name, fmt.Sprintf("workload: %v", err))}
+		return nested(wp, err)
 	}
 	var all, completing, main []*unstructured.Unstructured
 	for _, o := range objs {
@@ -313,6 +374,14 @@ func (n *node) loadWorkload(s *WorkloadStep) field.ErrorList {
 		}
 		if !auxiliaryKinds[gk] {
 			main = append(main, u)
+		}
+	}
+	if len(completing) == 0 {
+		for _, u := range all {
+			if gk := u.GroupVersionKind().GroupKind(); servingKinds[gk] {
+				return field.ErrorList{field.Invalid(wp, u.GetKind()+"/"+u.GetName(), fmt.Sprintf(
+					"a workload step runs a job to completion, and a %s serves until it is deleted: apply the service with cube.Client.Apply and let a container step call it", gk.Kind))}
+			}
 		}
 	}
 	switch {
@@ -333,6 +402,33 @@ func (n *node) loadWorkload(s *WorkloadStep) field.ErrorList {
 		}
 	}
 	return nil
+}
+
+// nested places the errors of a workload under path: field errors keep
+// their own paths below it, anything else becomes one error at path.
+func nested(path *field.Path, err error) field.ErrorList {
+	var errs []error
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		errs = agg.Errors()
+	} else {
+		errs = []error{err}
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		var fe *field.Error
+		if !errors.As(e, &fe) {
+			out = append(out, field.Invalid(path, field.OmitValueType{}, e.Error()))
+			continue
+		}
+		placed := *fe
+		placed.Field = path.String()
+		if fe.Field != "" && fe.Field != "<nil>" {
+			placed.Field += "." + fe.Field
+		}
+		out = append(out, &placed)
+	}
+	return out
 }
 
 func kindsOf(us []*unstructured.Unstructured) []string {
@@ -407,7 +503,7 @@ func (g *graph) link(n *node) field.ErrorList {
 	deps := map[int]bool{}
 	for j, a := range c.after {
 		ap := n.path.Child("after").Index(j)
-		if a == nil {
+		if isNilStep(a) {
 			errs = append(errs, field.Required(ap, "dependency is nil"))
 			continue
 		}

@@ -193,6 +193,9 @@ func (e *StepError) Unwrap() error { return e.Err }
 // error joining each *StepError (and ctx's error). A pipeline that does not
 // validate returns no result and every problem at once.
 func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) (*Result, error) {
+	if p == nil {
+		return nil, errNilPipeline
+	}
 	o := runOptions{concurrency: runtime.NumCPU(), progress: os.Stderr}
 	for _, opt := range opts {
 		opt.applyToRun(&o)

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -28,6 +29,7 @@ type Pipeline struct {
 	ttl            ttl
 	podGC          PodGCStrategy
 	serviceAccount string
+	executorRBAC   bool
 	onExit         Step
 	onExitSet      bool
 }
@@ -54,10 +56,20 @@ type ttl struct {
 // creates one PersistentVolumeClaim per Workflow (volumeClaimTemplates) and
 // mounts it at MountPath; locally it is the run directory's workspace
 // folder. Either way its path is $CUBE_WORKSPACE and {{workspace}}.
+//
+// AccessMode defaults to ReadWriteMany when pods of a run may mount the
+// workspace at the same time — a fanned-out step, a workload step whose job
+// mounts it (every pod of the job does), or two steps with no dependency
+// between them — and to ReadWriteOnce when the steps mount it one after
+// another. ReadWriteMany needs a storage class that offers it (NFS, CephFS,
+// a cloud file store); a claim the class cannot satisfy stays Pending. An
+// explicit ReadWriteOnce is kept: it works only while the pods that share
+// the workspace land on one node. ReadWriteOncePod is refused when pods
+// share it.
 type Workspace struct {
 	Size         string                            // e.g. "20Gi"; required
 	StorageClass string                            // default: the cluster's
-	AccessMode   corev1.PersistentVolumeAccessMode // default ReadWriteOnce
+	AccessMode   corev1.PersistentVolumeAccessMode // default: see above
 	MountPath    string                            // default /workspace
 }
 
@@ -82,6 +94,9 @@ func New(name string) *Pipeline {
 
 // Step adds steps (appends), in the order they are listed in the Workflow.
 func (p *Pipeline) Step(steps ...Step) *Pipeline {
+	if p == nil {
+		return nil
+	}
 	p.steps = append(p.steps, steps...)
 	return p
 }
@@ -90,43 +105,113 @@ func (p *Pipeline) Step(steps ...Step) *Pipeline {
 // of the same name. Steps read it through ParamRef(name); Run overrides it
 // with SetParam, Argo with the Workflow's arguments.
 func (p *Pipeline) Param(name, defaultValue string) *Pipeline {
+	if p == nil {
+		return nil
+	}
 	p.params = setNamed(p.params, namedValue{name, defaultValue})
 	return p
 }
 
 // Workspace gives every run a shared volume for files and artifacts.
-func (p *Pipeline) Workspace(w Workspace) *Pipeline { p.workspace = &w; return p }
+func (p *Pipeline) Workspace(w Workspace) *Pipeline {
+	if p == nil {
+		return nil
+	}
+	p.workspace = &w
+	return p
+}
 
 // Parallelism bounds how many steps of a run execute at once (Argo's
 // spec.parallelism; locally it caps Concurrency).
 func (p *Pipeline) Parallelism(n int) *Pipeline {
+	if p == nil {
+		return nil
+	}
 	p.parallelism, p.parallelismSet = n, true
 	return p
 }
 
 // TTL deletes a finished Workflow after d (ttlStrategy.secondsAfterCompletion).
-func (p *Pipeline) TTL(d time.Duration) *Pipeline { p.ttl.completion = &d; return p }
+func (p *Pipeline) TTL(d time.Duration) *Pipeline {
+	if p == nil {
+		return nil
+	}
+	p.ttl.completion = &d
+	return p
+}
 
 // TTLAfterSuccess deletes a succeeded Workflow after d.
-func (p *Pipeline) TTLAfterSuccess(d time.Duration) *Pipeline { p.ttl.success = &d; return p }
+func (p *Pipeline) TTLAfterSuccess(d time.Duration) *Pipeline {
+	if p == nil {
+		return nil
+	}
+	p.ttl.success = &d
+	return p
+}
 
 // TTLAfterFailure deletes a failed Workflow after d.
-func (p *Pipeline) TTLAfterFailure(d time.Duration) *Pipeline { p.ttl.failure = &d; return p }
+func (p *Pipeline) TTLAfterFailure(d time.Duration) *Pipeline {
+	if p == nil {
+		return nil
+	}
+	p.ttl.failure = &d
+	return p
+}
 
 // PodGC sets when Argo deletes the step pods (podGC.strategy).
-func (p *Pipeline) PodGC(strategy PodGCStrategy) *Pipeline { p.podGC = strategy; return p }
+func (p *Pipeline) PodGC(strategy PodGCStrategy) *Pipeline {
+	if p == nil {
+		return nil
+	}
+	p.podGC = strategy
+	return p
+}
 
-// ServiceAccount sets the service account of the step pods (and the one
-// workload steps create their objects with).
-func (p *Pipeline) ServiceAccount(name string) *Pipeline { p.serviceAccount = name; return p }
+// ServiceAccount sets the service account every pod of a run uses
+// (spec.serviceAccountName): the step pods, and the argoexec pods that
+// create the jobs of workload steps and wait for them. Without it Argo uses
+// the namespace's default account. Argo's executor needs RBAC on that
+// account; ExecutorRBAC renders it.
+func (p *Pipeline) ServiceAccount(name string) *Pipeline {
+	if p == nil {
+		return nil
+	}
+	p.serviceAccount = name
+	return p
+}
+
+// ExecutorRBAC makes Objects also render the service account the pipeline
+// runs under, with a Role and RoleBinding granting it exactly what Argo's
+// executor needs: see ExecutorRules. The account is the one named with
+// ServiceAccount, or PIPELINE-executor when none is named; the Role and the
+// RoleBinding have its name.
+func (p *Pipeline) ExecutorRBAC() *Pipeline {
+	if p == nil {
+		return nil
+	}
+	p.executorRBAC = true
+	return p
+}
 
 // OnExit sets the exit handler: a step that runs after all others whatever
 // their outcome, and reads the outcome through PipelineStatus. It takes no
 // dependencies, outputs of other steps, condition or fan-out.
 func (p *Pipeline) OnExit(step Step) *Pipeline {
+	if p == nil {
+		return nil
+	}
 	p.onExit, p.onExitSet = step, true
 	return p
 }
 
 // Steps returns the pipeline's steps in order (a fresh slice).
-func (p *Pipeline) Steps() []Step { return slices.Clone(p.steps) }
+func (p *Pipeline) Steps() []Step {
+	if p == nil {
+		return nil
+	}
+	return slices.Clone(p.steps)
+}
+
+// errNilPipeline is what every method that validates returns on a nil
+// *Pipeline. A nil receiver records nothing: its chained methods return nil.
+var errNilPipeline = errors.New("pipeline: the *Pipeline is nil: make one with pipeline.New")

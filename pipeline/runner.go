@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/jsonpath"
 )
 
 // run is one local execution.
@@ -56,10 +57,14 @@ type nodeState struct {
 	outputs   map[string]string
 	start     time.Time
 	end       time.Time
+	// key sums up what the step's finished instances ran (their cache
+	// keys) and how it ended, for the cache keys of the steps after it.
+	key string
 }
 
 type instance struct {
 	index    int // -1 without fan-out
+	key      string
 	item     string
 	status   Status
 	attempts int
@@ -398,6 +403,7 @@ func (r *run) conclude(ns *nodeState) {
 // finishNode records a finished node and activates the steps waiting on it.
 func (r *run) finishNode(ctx context.Context, ns *nodeState) {
 	ns.end = time.Now()
+	ns.key = nodeKey(ns)
 	if ns.status == StatusFailed && r.stopped == "" {
 		// Argo's DAGs fail fast: no new step starts after a failure.
 		r.stopped = "step " + ns.n.c.name + " failed"
@@ -445,7 +451,10 @@ type taskSpec struct {
 	task    *Task
 	key     string
 	inputs  map[string]string // file name → value, written to inputs/
-	outputs []string
+	outputs []string          // read from the outputs directory
+	// fixed are outputs known before the step runs: a workload step's,
+	// read from its job with OutputFrom's JSONPath.
+	fixed map[string]string
 }
 
 // resolve replaces the placeholders of s with this run's values.
@@ -522,8 +531,24 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 			h.Write([]byte(p))
 		}
 	}
-	write("v1", n.typ.String(), n.c.name, inst.item)
+	write("v2", n.typ.String(), n.c.name, inst.item)
 	write(n.c.outputs...)
+	if ws, ok := n.step.(*WorkloadStep); ok {
+		for _, o := range n.c.outputs {
+			write(ws.jsonPaths[o])
+		}
+	}
+	// A step can read whatever the steps before it left in the workspace,
+	// not only the outputs it names, so their keys are part of its own: a
+	// step that re-ran with other inputs re-runs every step after it. The
+	// exit handler comes after every step.
+	upstream := n.deps
+	if n.exit {
+		upstream = r.g.order
+	}
+	for _, d := range upstream {
+		write(r.nodes[d].key)
+	}
 	for _, t := range n.texts() {
 		write(t.path.String(), res(t.value))
 	}
@@ -554,6 +579,14 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 				spec.argv = append(spec.argv, res(a))
 			}
 			spec.env = append(env, envPairs(cenv, res)...)
+			spec.outputs, spec.fixed = nil, map[string]string{}
+			for _, o := range n.c.outputs {
+				v, err := readJSONPath(n.primary.Object, s.jsonPaths[o])
+				if err != nil {
+					errs = append(errs, fmt.Errorf("output %s: %w", o, err))
+				}
+				spec.fixed[o] = res(v)
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -570,7 +603,48 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 		spec.task = t
 	}
 	spec.key = hex.EncodeToString(h.Sum(nil))
+	inst.key = spec.key
 	return spec, nil
+}
+
+// nodeKey hashes a finished step's status, reason and its instances' cache
+// keys in item order. A step served from the cache counts as the run that
+// filled the cache, so that the steps after it stay cached too.
+func nodeKey(ns *nodeState) string {
+	status := ns.status
+	if status == StatusCached {
+		status = StatusSucceeded
+	}
+	h := sha256.New()
+	for _, p := range append([]string{ns.n.c.name, string(status), ns.reason}, instanceKeys(ns)...) {
+		h.Write([]byte(strconv.Itoa(len(p))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func instanceKeys(ns *nodeState) []string {
+	keys := make([]string, len(ns.insts))
+	for i, in := range ns.insts {
+		keys[i] = in.key
+	}
+	return keys
+}
+
+// readJSONPath evaluates a kubectl JSONPath template on a JSON-like
+// object, as Argo's executor does on the job it created; a path to a field
+// the object lacks reads as empty, as kubectl prints it.
+func readJSONPath(obj map[string]any, path string) (string, error) {
+	jp := jsonpath.New("output").AllowMissingKeys(true)
+	if err := jp.Parse(path); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := jp.Execute(&b, obj); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
 
 func refString(r ref) string {
@@ -822,7 +896,8 @@ func (r *run) attempt(ctx context.Context, spec *taskSpec) (map[string]string, e
 		}
 		return nil, err
 	}
-	outputs := make(map[string]string, len(spec.outputs))
+	outputs := make(map[string]string, len(spec.outputs)+len(spec.fixed))
+	maps.Copy(outputs, spec.fixed)
 	for _, o := range spec.outputs {
 		b, err := os.ReadFile(filepath.Join(outDir, o))
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -57,22 +56,45 @@ func (p *Pipeline) Schedule(cron ...string) *Schedule {
 
 // Timezone sets the IANA time zone of the cron expressions (default: the
 // Argo controller's).
-func (s *Schedule) Timezone(tz string) *Schedule { s.timezone = tz; return s }
+func (s *Schedule) Timezone(tz string) *Schedule {
+	if s != nil {
+		s.timezone = tz
+	}
+	return s
+}
 
 // Concurrency sets what happens when a run is still going at the next tick.
-func (s *Schedule) Concurrency(policy ConcurrencyPolicy) *Schedule { s.concurrency = policy; return s }
+func (s *Schedule) Concurrency(policy ConcurrencyPolicy) *Schedule {
+	if s != nil {
+		s.concurrency = policy
+	}
+	return s
+}
 
 // StartingDeadline skips a run that could not start within d of its time.
-func (s *Schedule) StartingDeadline(d time.Duration) *Schedule { s.startingDeadline = &d; return s }
+func (s *Schedule) StartingDeadline(d time.Duration) *Schedule {
+	if s != nil {
+		s.startingDeadline = &d
+	}
+	return s
+}
 
 // KeepHistory keeps the last succeeded and failed Workflows.
 func (s *Schedule) KeepHistory(succeeded, failed int) *Schedule {
+	if s == nil {
+		return nil
+	}
 	s.keepSucceeded, s.keepFailed = &succeeded, &failed
 	return s
 }
 
 // Suspend stops (true) or resumes (false) scheduling.
-func (s *Schedule) Suspend(on bool) *Schedule { s.suspend = on; return s }
+func (s *Schedule) Suspend(on bool) *Schedule {
+	if s != nil {
+		s.suspend = on
+	}
+	return s
+}
 
 // Build compiles the schedule to a fresh Argo CronWorkflow.
 func (s *Schedule) Build() (*wfv1.CronWorkflow, error) {
@@ -80,7 +102,10 @@ func (s *Schedule) Build() (*wfv1.CronWorkflow, error) {
 	return cw, err
 }
 
-func (s *Schedule) build() (*wfv1.CronWorkflow, []*unstructured.Unstructured, error) {
+func (s *Schedule) build() (*wfv1.CronWorkflow, []client.Object, error) {
+	if s == nil || s.p == nil {
+		return nil, nil, errNilPipeline
+	}
 	spec, aux, errs := s.p.compileSpec()
 	errs = append(errs, s.validate()...)
 	if len(errs) > 0 {
@@ -117,11 +142,11 @@ func (s *Schedule) build() (*wfv1.CronWorkflow, []*unstructured.Unstructured, er
 // Objects compiles the schedule: the objects workload steps create around
 // their jobs and the CronWorkflow.
 func (s *Schedule) Objects() ([]client.Object, error) {
-	cw, aux, err := s.build()
+	cw, extra, err := s.build()
 	if err != nil {
 		return nil, err
 	}
-	return withAux(aux, cw), nil
+	return append(extra, cw), nil
 }
 
 func (s *Schedule) validate() field.ErrorList {

@@ -16,6 +16,7 @@ type Step interface {
 	// Name returns the step name given to the constructor.
 	Name() string
 	core() *stepCore
+	made() bool
 }
 
 // stepCore holds what every kind of step shares.
@@ -46,6 +47,9 @@ type StepOptions[T any] struct {
 func (s *StepOptions[T]) init(self *T, name string) { s.self, s.c.name = self, name }
 
 func (s *StepOptions[T]) core() *stepCore { return &s.c }
+
+// made reports whether the step came from its constructor.
+func (s *StepOptions[T]) made() bool { return s.self != nil }
 
 // Name returns the step name given to the constructor.
 func (s *StepOptions[T]) Name() string { return s.c.name }
@@ -187,15 +191,50 @@ const stepKind = "pipeline-step"
 // PyTorchJob, a Volcano Job, a RayJob…): compiled for Argo, a resource
 // template creates it and waits on the success and failure conditions
 // registered for its kind with cube.RegisterCompletion; the pipeline's
-// service account needs RBAC to create that kind. A job that mentions
-// WorkspaceDir gets the run's workspace claim mounted in each of its pods
-// (give the workspace a ReadWriteMany class when they span nodes). Its other
-// objects (ConfigMaps, Services…) are applied with the pipeline. Locally the main
-// container's command runs once as a single process, unless Replace gives a
-// function for the step.
+// service account needs RBAC to create that kind (ExecutorRBAC renders it).
+// A job that mentions WorkspaceDir gets the run's workspace claim mounted in
+// each of its pods (the workspace then defaults to ReadWriteMany). Its other
+// objects (ConfigMaps, Services…) are applied with the pipeline. The job,
+// its pods and those objects carry the pipeline's cube.dev/release label
+// (selectors follow), so Release.Wait on the pipeline sees the job's pods.
+//
+// Timeout becomes the job's own deadline too (spec.activeDeadlineSeconds of
+// a batch Job or RayJob, spec.runPolicy.activeDeadlineSeconds of a
+// training-operator job, the smaller one if the job has its own), so the job
+// stops with the step and a retry does not run beside it; a kind with no
+// deadline field (a Volcano Job) refuses Timeout. A workload that serves
+// (a Deployment, StatefulSet, LeaderWorkerSet, RayService…) is refused: it
+// has no completion to wait for. OutputFrom reads outputs from the job
+// once it has succeeded.
+//
+// Locally the main container's command runs once as a single process,
+// unless Replace gives a function for the step.
 type WorkloadStep struct {
 	StepOptions[WorkloadStep]
-	workload cube.Workload
+	workload  cube.Workload
+	jsonPaths map[string]string // output name → JSONPath into the job
+}
+
+// OutputFrom declares an output read from the job the step created, once
+// it has succeeded, with a kubectl JSONPath template such as
+// "{.metadata.name}" or "{.status.completionTime}" (Argo's resource
+// template outputs, valueFrom.jsonPath; workflow/executor/resource.go
+// SaveResourceParameters). Locally the path is read from the job as cube
+// renders it, with its rendered name and no status. A workload step has no
+// output files, so Outputs is refused for it; OutputFrom replaces an
+// earlier output of the same name.
+func (s *WorkloadStep) OutputFrom(name, jsonPath string) *WorkloadStep {
+	if s == nil {
+		return nil
+	}
+	if s.jsonPaths == nil {
+		s.jsonPaths = map[string]string{}
+	}
+	if _, ok := s.jsonPaths[name]; !ok {
+		s.c.outputs = append(s.c.outputs, name)
+	}
+	s.jsonPaths[name] = jsonPath
+	return s
 }
 
 // Workload returns a step named name that runs w.

@@ -175,9 +175,9 @@ func TestValidateStepSettings(t *testing.T) {
 	r := ctr("r").ForEachIn(pipeline.ItemRef)
 	_, err := pipeline.New("p").Param("x", "1").Step(s, e, q, r).Build()
 	requireErrors(t, err,
-		wantErr{field.ErrorTypeInvalid, "steps[0].retry.limit", "must not be negative"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].retry.limit", "must be between 0 and 2^31-1"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.backoff", "must not be negative"},
-		wantErr{field.ErrorTypeInvalid, "steps[0].retry.factor", "must not be negative"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].retry.factor", "must be between 0 and 2^31-1"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxBackoff", "must not be negative"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxDuration", "must not be negative"},
 		wantErr{field.ErrorTypeNotSupported, "steps[0].retry.policy", "Sometimes"},
@@ -287,12 +287,12 @@ func TestValidateWorkloadSteps(t *testing.T) {
 	).Build()
 	requireErrors(t, err,
 		wantErr{field.ErrorTypeInvalid, "steps[0].workload", `step "pod": no cube.Completion is registered for Pod`},
-		wantErr{field.ErrorTypeInvalid, "steps[1].workload", "workload: spec.replicas: must be positive"},
+		wantErr{field.ErrorTypeInvalid, "steps[1].workload", "spec.replicas: must be positive"},
 		wantErr{field.ErrorTypeRequired, "steps[2].workload", "no objects"},
 		wantErr{field.ErrorTypeInvalid, "steps[3].workload", "none has a registered cube.Completion"},
 		wantErr{field.ErrorTypeInvalid, "steps[4].workload", "runs one job"},
 		wantErr{field.ErrorTypeRequired, "steps[5].workload", "workload is nil"},
-		wantErr{field.ErrorTypeInvalid, "steps[6].outputs", "writes no output files"},
+		wantErr{field.ErrorTypeInvalid, "steps[6].outputs[0]", "writes no output files"},
 	)
 }
 

@@ -485,6 +485,8 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	lims, limErrs := cube.ParseResourceList(limits, cPath.Child("resources", "limits"))
 	errs = append(errs, reqErrs...)
 	errs = append(errs, limErrs...)
+	errs = append(errs, wholeBytes(reqs, cPath.Child("resources", "requests"))...)
+	errs = append(errs, wholeBytes(lims, cPath.Child("resources", "limits"))...)
 	if len(reqs) > 0 {
 		c.Resources.Requests = reqs
 	}

@@ -265,3 +265,45 @@ func TestTemplateChecksNodeSelectorsAndSecretRefs(t *testing.T) {
 	assert.Equal(t, "spec.template.spec.nodeSelector[]", errs[2].Field, "the key is empty")
 	assert.Equal(t, "spec.template.spec.nodeSelector[]", errs[3].Field)
 }
+
+// Found by notebook's FuzzNotebookBuilder: the API server validates node
+// selector keys and values as labels, so an empty key was accepted here and
+// refused there.
+func TestNodeSelectorValidated(t *testing.T) {
+	_, errs := newJob("x").Image("i").NodeSelector("", "gpu").NodeSelector("pool", "bad value!").Template(tmplPath, pod.TemplateOptions{})
+	fields := make([]string, len(errs))
+	for i, e := range errs {
+		fields[i] = e.Field
+	}
+	assert.ElementsMatch(t, []string{"spec.template.spec.nodeSelector[]", "spec.template.spec.nodeSelector[]", "spec.template.spec.nodeSelector[pool]"}, fields, "%v", errs)
+	_, errs = newJob("x").Image("i").NodeSelector("node.kubernetes.io/instance-type", "p5.48xlarge").Template(tmplPath, pod.TemplateOptions{})
+	assert.Empty(t, errs)
+}
+
+func TestParseStorageSize(t *testing.T) {
+	p := field.NewPath("storage", "size")
+	q, err := pod.ParseStorageSize(p, "50Gi")
+	require.Nil(t, err)
+	assert.Equal(t, "50Gi", q.String())
+	for value, detail := range map[string]string{
+		"500m": "must be a whole number of bytes", // found by notebook's FuzzNotebookBuilder
+		"0":    "must be positive",
+		"-1Gi": "must be positive",
+		"lots": "quantities must match",
+	} {
+		_, err := pod.ParseStorageSize(p, value)
+		require.NotNil(t, err, value)
+		assert.Equal(t, "storage.size", err.Field)
+		assert.Contains(t, err.Detail, detail, value)
+	}
+}
+
+// Found by notebook's FuzzNotebookBuilder: memory of "500m" (half a byte)
+// reached the API server, which only warns.
+func TestFractionalBytesRefused(t *testing.T) {
+	_, errs := newJob("x").Image("i").Memory("500m").CPU("500m").Template(tmplPath, pod.TemplateOptions{})
+	assert.Equal(t, []string{
+		`spec.template.spec.containers[0].resources.requests[memory]: Invalid value: "500m": must be a whole number of bytes`,
+		`spec.template.spec.containers[0].resources.limits[memory]: Invalid value: "500m": must be a whole number of bytes`,
+	}, errorStrings(errs), "CPU may be fractional")
+}

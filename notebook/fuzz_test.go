@@ -1,0 +1,237 @@
+package notebook_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/vgpu"
+)
+
+// byteReader hands out choices from fuzz input; past its end every choice
+// is the first.
+type byteReader struct {
+	data []byte
+	pos  int
+}
+
+func (r *byteReader) next() int {
+	if r.pos >= len(r.data) {
+		return 0
+	}
+	b := r.data[r.pos]
+	r.pos++
+	return int(b)
+}
+
+func (r *byteReader) done() bool { return r.pos >= len(r.data) }
+
+func pick[T any](r *byteReader, pool []T) T { return pool[r.next()%len(pool)] }
+
+// Argument pools, valid values first, then the wrong ones a user passes.
+var (
+	fuzzNames     = []string{"lab", "alice-lab", "code", "", "Alice_Lab", "1lab", strings.Repeat("n", notebook.MaxNameLength+1)}
+	fuzzUsers     = []string{"alice", "bob", "", "bad user", strings.Repeat("u", 64)}
+	fuzzBaseURLs  = []string{"/notebook/team-a/lab/", "/", "/hub/user/alice/", "no-slash", "/a//b/", "/x?y=1/", "/%41/"}
+	fuzzSecrets   = []string{"lab-token", "tok", "", "Bad_Secret"}
+	fuzzKeys      = []string{"token", "password", "", "bad key!"}
+	fuzzQuant     = []string{"10Gi", "1", "500m", "", "-1Gi", "lots", "0"}
+	fuzzClasses   = []string{"", "fast-ssd", "Bad Class"}
+	fuzzHomes     = []string{"", "/home/jovyan", "/data", "relative", "/", "/a/../b"}
+	fuzzPorts     = []int32{0, 8888, 9000, -1, 70000}
+	fuzzLifetimes = []time.Duration{0, time.Hour, 72 * time.Hour, -time.Second}
+	fuzzLabels    = []map[string]string{{"kubernetes.io/metadata.name": "istio-system"}, {"app": "gateway"}, nil, {}, {"bad key": "v"}, {"k": "bad value!"}}
+	fuzzLaunchers = []notebook.Launcher{notebook.LaunchDockerStacks, notebook.LaunchKubeflow, notebook.LaunchJupyterServer, "conda"}
+	fuzzTexts     = []string{"x", "--debug", "", "sh"}
+	fuzzEnvNames  = []string{"X", "HF_HOME", "JUPYTER_TOKEN", "NB_PREFIX", "PASSWORD", "bad name", ""}
+	fuzzProfiles  = []hardware.Profile{hardware.H100, hardware.L4, hardware.Ascend910B3, hardware.A100_80G}
+	fuzzInts      = []int{1, 2, 0, -1, 9}
+	fuzzPaths     = []string{"/data", "/models", "", "relative", "/home/jovyan"}
+)
+
+// fuzzNotebook builds a notebook from fuzz input by a random sequence of
+// builder calls with random arguments. namespace is the only namespace it
+// sets, so that what it accepts can be applied to a test API server.
+func fuzzNotebook(data []byte, namespace string) *notebook.Notebook {
+	r := &byteReader{data: data}
+	var nb *notebook.Notebook
+	switch r.next() % 16 {
+	case 0, 1, 2, 3, 4:
+		nb = notebook.Jupyter(pick(r, fuzzNames), pick(r, fuzzUsers))
+	case 5, 6, 7, 8:
+		nb = notebook.VSCode(pick(r, fuzzNames), pick(r, fuzzUsers))
+	case 9, 10, 11, 12:
+		nb = notebook.RStudio(pick(r, fuzzNames), pick(r, fuzzUsers))
+	case 13:
+		// A zero Notebook is judged as it is: the embedded pod.Builder's
+		// methods return the builder they were bound to by the
+		// constructor, which a zero value has not got, so chaining them
+		// on one yields nil and the next call dereferences it.
+		return &notebook.Notebook{}
+	case 14, 15:
+		nb = nil
+	}
+	if r.next()%8 != 7 && nb != nil {
+		// Most inputs carry the two settings a notebook cannot do without.
+		// (A method of the embedded pod.Builder cannot be called on a nil
+		// *Notebook at all: Go dereferences the pointer to reach the
+		// embedded field before the method runs.)
+		nb = nb.Namespace(namespace).AuthSecret("lab-token", "token").AllowNamespace(fuzzLabels[0])
+	}
+	for ops := 0; !r.done() && ops < 40 && nb != nil; ops++ {
+		switch r.next() % 24 {
+		case 0:
+			nb.BaseURL(pick(r, fuzzBaseURLs))
+		case 1:
+			nb.AuthSecret(pick(r, fuzzSecrets), pick(r, fuzzKeys))
+		case 2:
+			nb.Storage(pick(r, fuzzQuant), pick(r, fuzzClasses))
+		case 3:
+			nb.HomeDir(pick(r, fuzzHomes))
+		case 4:
+			nb.ServerPort(pick(r, fuzzPorts))
+		case 5:
+			nb.MaxLifetime(pick(r, fuzzLifetimes))
+		case 6:
+			nb.AllowNamespace(pick(r, fuzzLabels))
+		case 7:
+			nb.AllowPods(pick(r, fuzzLabels), pick(r, fuzzLabels))
+		case 8:
+			nb.Launch(pick(r, fuzzLaunchers))
+		case 9:
+			nb.Image(pick(r, []string{"quay.io/jupyter/base-notebook:2025-03-14", "kubeflownotebookswg/jupyter-scipy:v1.9.0", ""}))
+		case 10:
+			nb.Command(pick(r, fuzzTexts))
+		case 11:
+			nb.Args(pick(r, fuzzTexts), pick(r, fuzzTexts))
+		case 12:
+			nb.Env(pick(r, fuzzEnvNames), pick(r, fuzzTexts))
+		case 13:
+			nb.EnvFromSecret(pick(r, fuzzEnvNames), pick(r, fuzzSecrets), pick(r, fuzzKeys))
+		case 14:
+			nb.CPU(pick(r, fuzzQuant)).Memory(pick(r, fuzzQuant))
+		case 15:
+			nb.On(pick(r, fuzzProfiles))
+		case 16:
+			nb.GPUs(pick(r, fuzzInts))
+		case 17:
+			nb.Slice(vgpu.Slice(hardware.A100_80G).Memory(pick(r, []string{"20Gi", "0", "lots"})).Cores(pick(r, []int{30, 0, 200})))
+		case 18:
+			nb.SharedMemory(pick(r, fuzzQuant))
+		case 19:
+			nb.PVC(pick(r, []string{"data", "", "Bad_Claim"}), pick(r, fuzzPaths))
+		case 20:
+			nb.NodeSelector(pick(r, []string{"pool", "bad key", ""}), pick(r, []string{"gpu", "bad value!"}))
+		case 21:
+			nb.PodLabel(pick(r, []string{"team", "bad key"}), pick(r, []string{"nlp", "bad value!"}))
+		case 22:
+			nb.Label(pick(r, []string{"team", "bad key"}), pick(r, []string{"nlp", "bad value!"}))
+		case 23:
+			nb.Namespace(pick(r, []string{namespace, "", "Bad NS"}))
+		}
+	}
+	return nb
+}
+
+const nilNotebook = "notebook: the *Notebook is nil: make one with Jupyter, VSCode or RStudio"
+
+// checkNotebook asserts what every outcome of Objects must satisfy:
+// refusals are field.ErrorList aggregates whose errors name a path (or the
+// nil-notebook error); accepted notebooks give the same fresh objects again,
+// each labelled with the release, with Build returning the StatefulSet.
+func checkNotebook(t *testing.T, nb *notebook.Notebook, objs []client.Object, err error) {
+	t.Helper()
+	sts, buildErr := nb.Build()
+	assert.Equal(t, err == nil, buildErr == nil, "Build and Objects agree")
+	if err != nil {
+		if nb == nil {
+			require.EqualError(t, err, nilNotebook)
+			return
+		}
+		var agg utilerrors.Aggregate
+		require.True(t, errors.As(err, &agg), "refusals are field errors: %v", err)
+		for _, e := range agg.Errors() {
+			var fe *field.Error
+			require.True(t, errors.As(e, &fe), "%v is a *field.Error", e)
+			require.NotEmpty(t, fe.Field, "every error names its path: %v", fe)
+		}
+		return
+	}
+	require.Len(t, objs, 4)
+	for _, o := range objs {
+		assert.Equal(t, nb.Name(), o.GetLabels()[cube.LabelRelease], "%T %s", o, o.GetName())
+	}
+	assert.Equal(t, sts.Name, objs[3].GetName())
+	again, err := nb.Objects()
+	require.NoError(t, err)
+	require.NotSame(t, objs[3], again[3], "fresh objects")
+}
+
+var notebookSeeds = [][]byte{
+	{0, 0},
+	{5, 0, 0, 0},
+	{9, 1, 0, 0, 15, 0, 16, 0},
+	{0, 0, 0, 8, 1, 9, 1},
+	{0, 0, 0, 8, 2, 0, 2, 17, 0, 0},
+	{14},
+	{13, 0, 0},
+	{0, 0, 0, 8, 1, 4, 2, 3, 2, 11, 1, 1},
+}
+
+func FuzzNotebookBuilder(f *testing.F) {
+	for _, s := range notebookSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nb := fuzzNotebook(data, "fuzz-ns")
+		objs, err := nb.Objects()
+		checkNotebook(t, nb, objs, err)
+	})
+}
+
+// Whatever the notebook fuzzer's inputs get accepted by Objects, the API
+// server accepts too, through a strict server-side apply (dry run).
+func TestFuzzCorpusAcceptedByAPIServer(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	corpus := append([][]byte{}, notebookSeeds...)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for range 800 {
+		data := make([]byte, 4+rng.IntN(40))
+		for j := range data {
+			if rng.IntN(4) > 0 {
+				data[j] = byte(rng.IntN(3))
+			} else {
+				data[j] = byte(rng.IntN(256))
+			}
+		}
+		corpus = append(corpus, data)
+	}
+	accepted := 0
+	for i, data := range corpus {
+		nb := fuzzNotebook(data, ns)
+		objs, err := nb.Objects()
+		checkNotebook(t, nb, objs, err)
+		if err != nil {
+			continue
+		}
+		accepted++
+		_, err = c.Apply(t.Context(), nb, cube.DryRun)
+		require.NoError(t, err, "input %d %q", i, data)
+	}
+	t.Logf("%d accepted inputs applied", accepted)
+	require.Greater(t, accepted, 20, "the corpus exercises accepted notebooks, not only refusals")
+}

@@ -1,0 +1,108 @@
+package pipeline_test
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/pipeline"
+)
+
+const nilPipeline = "pipeline: the *Pipeline is nil: make one with pipeline.New"
+
+// A nil *Pipeline records nothing and every method that validates says so.
+func TestNilPipeline(t *testing.T) {
+	var p *pipeline.Pipeline
+	require.NotPanics(t, func() {
+		p = p.Step(ctr("a")).Param("x", "1").Workspace(pipeline.Workspace{Size: "1Gi"}).Parallelism(2).
+			TTL(time.Hour).TTLAfterSuccess(time.Hour).TTLAfterFailure(time.Hour).PodGC(pipeline.PodGCOnPodSuccess).
+			ServiceAccount("sa").ExecutorRBAC().OnExit(ctr("e"))
+	})
+	assert.Nil(t, p)
+	assert.Nil(t, p.Steps())
+	assert.Nil(t, p.ExecutorRules())
+	_, err := p.Build()
+	assert.EqualError(t, err, nilPipeline)
+	_, err = p.Objects()
+	assert.EqualError(t, err, nilPipeline)
+	_, err = p.Run(t.Context())
+	assert.EqualError(t, err, nilPipeline)
+	_, err = p.Schedule("@daily").Timezone("UTC").Concurrency(pipeline.ForbidConcurrent).StartingDeadline(time.Minute).
+		KeepHistory(1, 1).Suspend(true).Objects()
+	assert.EqualError(t, err, nilPipeline)
+	var s *pipeline.Schedule
+	_, err = s.Timezone("UTC").Build()
+	assert.EqualError(t, err, nilPipeline)
+	assert.Contains(t, p.DOT(), "digraph")
+	assert.Contains(t, p.Mermaid(), "flowchart")
+	err = cube.Render(io.Discard, p)
+	assert.ErrorContains(t, err, nilPipeline)
+}
+
+// A zero Pipeline is an unnamed, empty one: its errors say so.
+func TestZeroPipeline(t *testing.T) {
+	_, err := (&pipeline.Pipeline{}).Step(ctr("a")).Build()
+	requireErrors(t, err, wantErr{field.ErrorTypeRequired, "metadata.name", "a name is required"})
+}
+
+// foreignStep satisfies Step by embedding StepOptions, outside the
+// package's constructors.
+type foreignStep struct {
+	pipeline.StepOptions[foreignStep]
+}
+
+func TestNilAndForeignSteps(t *testing.T) {
+	_, err := pipeline.New("p").Step(
+		(*pipeline.ContainerStep)(nil),
+		(*pipeline.WorkloadStep)(nil),
+		(*pipeline.FuncStep)(nil),
+		nil,
+		&pipeline.ContainerStep{},
+		&foreignStep{},
+		ctr("ok").After((*pipeline.ContainerStep)(nil), nil),
+	).OnExit((*pipeline.FuncStep)(nil)).Build()
+	requireErrors(t, err,
+		wantErr{field.ErrorTypeRequired, "steps[0]", "step is nil"},
+		wantErr{field.ErrorTypeRequired, "steps[1]", "step is nil"},
+		wantErr{field.ErrorTypeRequired, "steps[2]", "step is nil"},
+		wantErr{field.ErrorTypeRequired, "steps[3]", "step is nil"},
+		wantErr{field.ErrorTypeInvalid, "steps[4]", "a step made without its constructor"},
+		wantErr{field.ErrorTypeInvalid, "steps[5]", "a step made without its constructor"},
+		wantErr{field.ErrorTypeRequired, "steps[6].after[0]", "dependency is nil"},
+		wantErr{field.ErrorTypeRequired, "steps[6].after[1]", "dependency is nil"},
+		wantErr{field.ErrorTypeRequired, "onExit", "step is nil"},
+	)
+	_, err = pipeline.New("p").Step((*pipeline.FuncStep)(nil)).Run(t.Context(), pipeline.Progress(nil))
+	requireErrors(t, err, wantErr{field.ErrorTypeRequired, "steps[0]", "step is nil"})
+	assert.NotPanics(t, func() { _ = pipeline.New("p").Step((*pipeline.ContainerStep)(nil)).DOT() })
+}
+
+// Durations and counts that cannot mean anything are refused, each at its
+// path.
+func TestSilentAcceptancesRefused(t *testing.T) {
+	_, err := pipeline.New("p").Step(
+		ctr("a").Timeout(-time.Second),
+		ctr("b").Timeout(0),
+		ctr("c").Retry(pipeline.Retry{Limit: -1, Backoff: -time.Second}),
+		// Found by FuzzPipelineBuilder: these overflowed Argo's int32
+		// fields (intstr.FromInt truncates, activeDeadlineSeconds wrapped).
+		ctr("d").Retry(pipeline.Retry{Limit: 1 << 31, Factor: 1 << 31}),
+		ctr("e").Timeout(1<<62),
+	).TTL(-time.Second).Parallelism(0).Build()
+	requireErrors(t, err,
+		wantErr{field.ErrorTypeInvalid, "steps[0].timeout", "must be positive"},
+		wantErr{field.ErrorTypeInvalid, "steps[1].timeout", "must be positive"},
+		wantErr{field.ErrorTypeInvalid, "steps[2].retry.limit", "must be between 0 and 2^31-1"},
+		wantErr{field.ErrorTypeInvalid, "steps[3].retry.limit", "must be between 0 and 2^31-1"},
+		wantErr{field.ErrorTypeInvalid, "steps[3].retry.factor", "must be between 0 and 2^31-1"},
+		wantErr{field.ErrorTypeInvalid, "steps[4].timeout", "must be at most 2^31-1 seconds"},
+		wantErr{field.ErrorTypeInvalid, "steps[2].retry.backoff", "must not be negative"},
+		wantErr{field.ErrorTypeInvalid, "ttl", "must be between 0 and 2^31-1 seconds"},
+		wantErr{field.ErrorTypeInvalid, "parallelism", "must be at least 1"},
+	)
+}

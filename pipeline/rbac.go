@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// executorSuffix names the service account ExecutorRBAC makes when the
+// pipeline names none.
+const executorSuffix = "-executor"
+
+// ExecutorRules returns the RBAC rules Argo's executor (v3.7, emissary)
+// needs to run the pipeline, freshly allocated:
+//
+//   - create and patch on argoproj.io workflowtaskresults, where every pod
+//     reports its outputs and completion (docs/workflow-rbac.md and
+//     manifests/quick-start/base/executor/emissary/executor-role.yaml);
+//   - for each kind the workload steps run, create (kubectl create of the
+//     manifest), get and watch (waiting on the success and failure
+//     conditions, workflow/executor/resource.go WaitResource), patch and
+//     delete (stopping a job).
+//
+// The objects Objects renders around the jobs (ConfigMaps, Services…) are
+// applied with the pipeline by whoever applies it, not by the executor, so
+// they need no rule here. A pipeline that does not validate has no rules.
+func (p *Pipeline) ExecutorRules() []rbacv1.PolicyRule {
+	if p == nil {
+		return nil
+	}
+	g, errs := p.analyze()
+	if len(errs) > 0 {
+		return nil
+	}
+	return g.executorRules()
+}
+
+func (g *graph) executorRules() []rbacv1.PolicyRule {
+	rules := []rbacv1.PolicyRule{{
+		APIGroups: []string{"argoproj.io"},
+		Resources: []string{"workflowtaskresults"},
+		Verbs:     []string{"create", "patch"},
+	}}
+	byGroup := map[string][]string{}
+	for _, n := range append(slices.Clone(g.nodes), g.exit) {
+		if n == nil || n.primary == nil {
+			continue
+		}
+		gvk := n.primary.GroupVersionKind()
+		// The plural kubectl and Argo's executor derive from the kind
+		// (resource.go inferObjectSelfLink uses the same lowercase plural).
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		if !slices.Contains(byGroup[gvk.Group], plural.Resource) {
+			byGroup[gvk.Group] = append(byGroup[gvk.Group], plural.Resource)
+		}
+	}
+	groups := make([]string, 0, len(byGroup))
+	for grp := range byGroup {
+		groups = append(groups, grp)
+	}
+	slices.Sort(groups)
+	for _, grp := range groups {
+		resources := byGroup[grp]
+		slices.Sort(resources)
+		rules = append(rules, rbacv1.PolicyRule{
+			APIGroups: []string{grp},
+			Resources: resources,
+			Verbs:     []string{"create", "get", "watch", "patch", "delete"},
+		})
+	}
+	return rules
+}
+
+// serviceAccountName is the account the pipeline's pods run under when
+// ExecutorRBAC makes it.
+func (p *Pipeline) serviceAccountName() string {
+	if p.serviceAccount != "" || !p.executorRBAC {
+		return p.serviceAccount
+	}
+	return p.Name() + executorSuffix
+}
+
+// rbacObjects renders the ServiceAccount, Role and RoleBinding of
+// ExecutorRBAC, or nothing.
+func (g *graph) rbacObjects() []client.Object {
+	p := g.p
+	if !p.executorRBAC {
+		return nil
+	}
+	name := p.serviceAccountName()
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: p.ObjectMeta(name),
+	}
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+		ObjectMeta: p.ObjectMeta(name),
+		Rules:      g.executorRules(),
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: p.ObjectMeta(name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: p.NamespaceName()}},
+	}
+	return []client.Object{sa, role, binding}
+}
