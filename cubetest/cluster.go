@@ -122,6 +122,7 @@ func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 		WithScheme(s).
 		WithRESTMapper(restMapper(s)).
 		WithStatusSubresource(withStatus...).
+		WithTypeConverters(typeConverters()...).
 		WithObjects(objs...).
 		Build()
 	cs := k8sfake.NewClientset()
