@@ -18,28 +18,23 @@ import (
 // `kubectl apply -f -` accepts: apiVersion and kind filled in, no status, no
 // empty creationTimestamp, in apply order (namespaces and configuration before
 // workloads; objects of the same rank keep the workload's order). The output
-// for the same workloads is byte-for-byte the same on every call.
+// for the same workloads is byte-for-byte the same on every call. Render
+// refuses what Apply refuses without a cluster: a nil workload, one without
+// objects, objects without apiVersion and kind, and objects without the
+// release label or of several releases in one workload.
 func Render(w io.Writer, ws ...Workload) error {
+	if isNil(w) {
+		return errors.New("render: writer is nil")
+	}
 	var objs []*unstructured.Unstructured
 	var errs []error
 	for i, wl := range ws {
-		if wl == nil {
-			errs = append(errs, fmt.Errorf("workload %d is nil", i))
-			continue
-		}
-		built, err := wl.Objects()
+		prepared, err := prepare(wl)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("render workload %d: %w", i, err))
 			continue
 		}
-		for _, o := range built {
-			u, err := ToUnstructured(o)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			objs = append(objs, u)
-		}
+		objs = append(objs, prepared...)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -67,7 +62,7 @@ func Render(w io.Writer, ws ...Workload) error {
 // to the API server and renders: status and an empty creationTimestamp are
 // removed, and apiVersion/kind must be set (every cube builder sets them).
 func ToUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
-	if obj == nil {
+	if isNil(obj) {
 		return nil, errors.New("object is nil")
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()

@@ -116,7 +116,8 @@ func TestTenantQuotaRefusesAPodOverIt(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "defaults"}, &defaulted))
 	res := defaulted.Spec.Containers[0].Resources
 	assert.Equal(t, cube.DefaultCPURequest, res.Requests.Cpu().String())
-	assert.Equal(t, cube.DefaultMemoryLimit, res.Limits.Memory().String())
+	assert.Equal(t, cube.DefaultMemoryRequest, res.Requests.Memory().String())
+	assert.Empty(t, res.Limits, "no default limit to OOM-kill an engine that states none")
 
 	// One over it is refused by the API server, naming the quota.
 	_, err = c.Apply(ctx, tenantPod("big", tenantResources("1", "1Gi", "4")))
