@@ -84,6 +84,15 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 	if cfg == nil {
 		return nil, errors.New("cube: rest config is nil")
 	}
+	probe := &Client{}
+	for _, o := range opts {
+		if o != nil {
+			o(probe)
+		}
+	}
+	if probe.err != nil {
+		return nil, probe.err // a bad option, before any connection is made
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("build scheme: %w", err)

@@ -19,14 +19,23 @@ var (
 	jobVerbs = []string{"create", "delete", "get", "list", "patch", "watch"}
 )
 
-// cubeResources are the custom resources cube's builders create in a
-// tenant's namespace, by API group. The ClusterRoles edit and view cover
-// only what aggregates to them: training-operator v1.8.1 aggregates its
-// jobs to kubeflow-edit/kubeflow-view (manifests/overlays/kubeflow/kubeflow-training-roles.yaml),
-// KubeRay, LeaderWorkerSet and Volcano ship no aggregated roles, and
-// Argo's aggregate roles exist only with its cluster install. The
-// tenant's Roles name them all.
+// cubeResources are the kinds cube's builders create in a tenant's
+// namespace, by API group. The ClusterRoles edit and view are not enough:
+// they cover only what aggregates to them (training-operator v1.8.1
+// aggregates its jobs to kubeflow-edit/kubeflow-view only,
+// manifests/overlays/kubeflow/kubeflow-training-roles.yaml; KubeRay,
+// LeaderWorkerSet and Volcano ship no aggregated roles; Argo's aggregate
+// roles come only with its cluster install), and even their built-in rules
+// exist only once kube-controller-manager's clusterrole-aggregation
+// controller has filled them. The tenant's Roles name every kind, so
+// members can use what cube makes whatever the cluster aggregates.
 var cubeResources = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods", "services", "configmaps", "persistentvolumeclaims", "serviceaccounts"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}},
+	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}},
 	{APIGroups: []string{"kubeflow.org"}, Resources: []string{
 		"pytorchjobs", "tfjobs", "mpijobs", "paddlejobs", "xgboostjobs", "mxjobs", // training-operator
 		"experiments", "trials", "suggestions", // Katib
@@ -37,10 +46,19 @@ var cubeResources = []rbacv1.PolicyRule{
 	{APIGroups: []string{"batch.volcano.sh"}, Resources: []string{"jobs"}},
 	{APIGroups: []string{"scheduling.volcano.sh"}, Resources: []string{"podgroups"}},
 	{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes"}},
-	// The DeepSpeed and MPI launchers' Roles: the API server still refuses
-	// a Role granting more than its creator holds (RBAC escalation checks).
+}
+
+// editOnly are what editors get beyond cubeResources: Secrets (tokens a
+// notebook or a model server reads), pod logs, and the DeepSpeed and MPI
+// launchers' Roles; the API server still refuses a Role granting more
+// than its creator holds (RBAC escalation checks).
+var editOnly = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"secrets"}},
 	{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}},
 }
+
+// logs: both editors and viewers read pod logs (Release.Logs).
+var logs = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get", "list", "watch"}}
 
 // pipelineJobs are the kinds a pipeline's workload step creates and
 // follows: every kind with a completion that cube builds.
@@ -107,11 +125,13 @@ func (t *TenantBuilder) pipelineAccount(id Identity) []client.Object {
 }
 
 // memberRoles are the Roles <name>-cube-edit and <name>-cube-view: every
-// custom resource cube creates, to edit or to read.
+// kind cube creates, to edit or to read, and pod logs.
 func (t *TenantBuilder) memberRoles(id Identity) []client.Object {
+	edit := append(withVerbs(cubeResources, editVerbs, true), withVerbs(editOnly, editVerbs, false)...)
+	view := withVerbs(cubeResources, viewVerbs, true)
 	return []client.Object{
-		role(id, t.name+"-cube-edit", t.name, withVerbs(cubeResources, editVerbs, true)),
-		role(id, t.name+"-cube-view", t.name, withVerbs(cubeResources[:len(cubeResources)-1], viewVerbs, true)), // viewers read no RBAC
+		role(id, t.name+"-cube-edit", t.name, append(edit, *logs.DeepCopy())),
+		role(id, t.name+"-cube-view", t.name, append(view, *logs.DeepCopy())),
 	}
 }
 
