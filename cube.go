@@ -104,6 +104,22 @@ func prepare(w Workload) ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
+// prepareAll prepares every workload of ws, reporting the problems of
+// each under "<what> <index>".
+func prepareAll(what string, ws []Workload) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	var errs []error
+	for i, w := range ws {
+		prepared, err := prepare(w)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %d: %w", what, i, err))
+			continue
+		}
+		objs = append(objs, prepared...)
+	}
+	return objs, errors.Join(errs...)
+}
+
 // build returns the objects of w, refusing a nil or typed-nil workload and
 // nil objects, which Render and Apply would otherwise dereference.
 func build(w Workload) ([]client.Object, error) {

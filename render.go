@@ -26,18 +26,9 @@ func Render(w io.Writer, ws ...Workload) error {
 	if isNil(w) {
 		return errors.New("render: writer is nil")
 	}
-	var objs []*unstructured.Unstructured
-	var errs []error
-	for i, wl := range ws {
-		prepared, err := prepare(wl)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("render workload %d: %w", i, err))
-			continue
-		}
-		objs = append(objs, prepared...)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	objs, err := prepareAll("render workload", ws)
+	if err != nil {
+		return err
 	}
 	SortForApply(objs)
 	var buf bytes.Buffer
@@ -54,7 +45,7 @@ func Render(w io.Writer, ws ...Workload) error {
 		}
 		buf.Write(b)
 	}
-	_, err := w.Write(buf.Bytes())
+	_, err = w.Write(buf.Bytes())
 	return err
 }
 

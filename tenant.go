@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -451,18 +450,9 @@ func (t *TenantBuilder) Admits(ws ...Workload) error {
 	if t == nil || !t.made {
 		return errNotMade
 	}
-	var objs []*unstructured.Unstructured
-	var errs []error
-	for i, w := range ws {
-		prepared, err := prepare(w)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("workload %d: %w", i, err))
-			continue
-		}
-		objs = append(objs, prepared...)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	objs, err := prepareAll("workload", ws)
+	if err != nil {
+		return err
 	}
 	return checkPodSecurity(t.name, t.namespaceLabels(), objs)
 }
