@@ -1,11 +1,14 @@
 package cube_test
 
 import (
+	"errors"
 	"fmt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/train"
 )
 
 // A team's namespace with quota for CPUs, memory and two kinds of
@@ -53,4 +56,24 @@ func ExampleTenant() {
 	// NetworkPolicy team-a-allow-prometheus
 	// quota: 128 1Ti 16
 	// default requests: 100m 128Mi limits: 0
+}
+
+// A tenant says, before anything is applied, which pods its Pod Security
+// level refuses: InfiniBand adds IPC_LOCK, which baseline forbids.
+func ExampleTenantBuilder_Admits() {
+	job := train.PyTorch("llama-sft").Namespace("team-nlp").
+		Image("nvcr.io/nvidia/pytorch:24.05-py3").Torchrun("sft.py").
+		On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand())
+	tenant := cube.Tenant("team-nlp")
+	var ps *cube.PodSecurityError
+	if errors.As(tenant.Admits(job), &ps) {
+		for _, v := range ps.Violations {
+			fmt.Println(ps.Level, v.Template+":", v.Reasons)
+		}
+	}
+	fmt.Println("with AllowRDMA:", tenant.AllowRDMA().Admits(job))
+	// Output:
+	// baseline:latest spec.pytorchReplicaSpecs.Master.template: non-default capabilities (container "pytorch" must not include "IPC_LOCK" in securityContext.capabilities.add)
+	// baseline:latest spec.pytorchReplicaSpecs.Worker.template: non-default capabilities (container "pytorch" must not include "IPC_LOCK" in securityContext.capabilities.add)
+	// with AllowRDMA: <nil>
 }
