@@ -22,6 +22,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -248,4 +249,21 @@ func TestApplyChecksPodSecurityBeforeApplying(t *testing.T) {
 	other := cubetest.NewCluster(nil, cube.WithNamespace("elsewhere"))
 	_, err = other.Client.Apply(context.WithoutCancel(ctx), rdmaJob(""))
 	require.NoError(t, err)
+}
+
+// TestAdmitsLooksIntoPipelineSteps: a pipeline's workload step carries its
+// job as a manifest string inside the Workflow; Argo creates the job, whose
+// pods the namespace's level then refuses.
+func TestAdmitsLooksIntoPipelineSteps(t *testing.T) {
+	flow := pipeline.New("sft-flow").Namespace("team-nlp").ServiceAccount(cube.PipelineServiceAccount).
+		Step(pipeline.Workload("train", rdmaJob("team-nlp")))
+	err := cube.Tenant("team-nlp").Admits(flow)
+	var ps *cube.PodSecurityError
+	require.ErrorAs(t, err, &ps)
+	require.NotEmpty(t, ps.Violations)
+	v := ps.Violations[len(ps.Violations)-1]
+	assert.Equal(t, "Workflow.argoproj.io team-nlp/sft-flow", v.Object.String())
+	assert.Regexp(t, `^spec\.templates\[\d+\]\.resource\.manifest\.spec\.pytorchReplicaSpecs\.Worker\.template$`, v.Template)
+	assert.Contains(t, v.Reasons, `"IPC_LOCK"`)
+	assert.NoError(t, cube.Tenant("team-nlp").AllowRDMA().Admits(flow))
 }
