@@ -46,9 +46,13 @@ const (
 	LabelKubeRayOperator     = "app.kubernetes.io/component"
 	KubeRayOperatorComponent = "kuberay-operator"
 	// RayDashboardPort is where the operator submits a RayJob's entrypoint
-	// and reads a RayService's applications (utils.DefaultDashboardPort).
-	// The Ray GCS (6379) is reached only by the cluster's own pods, inside
-	// the namespace.
+	// and reads a RayService's applications: both controllers call
+	// utils.FetchHeadServiceURL with DashboardPortName
+	// (controllers/ray/rayjob_controller.go, rayservice_controller.go,
+	// KubeRay v1.5.0), whose default is utils.DefaultDashboardPort. The Ray
+	// GCS (6379) is reached only by the cluster's own pods, inside the
+	// namespace. A head started with another dashboard port needs its own
+	// exception.
 	RayDashboardPort = 8265
 )
 
