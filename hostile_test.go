@@ -267,3 +267,12 @@ func TestAdmitsLooksIntoPipelineSteps(t *testing.T) {
 	assert.Contains(t, v.Reasons, `"IPC_LOCK"`)
 	assert.NoError(t, cube.Tenant("team-nlp").AllowRDMA().Admits(flow))
 }
+
+func TestExportedFunctionsTakeNil(t *testing.T) {
+	assert.Equal(t, cube.ObjectRef{}, cube.RefOf(nil))
+	assert.Equal(t, cube.ObjectRef{}, cube.RefOf((*corev1.Pod)(nil)))
+	assert.Equal(t, cube.ObjectStatus{Phase: cube.InProgress, Reason: "NotFound"}, cube.ReadStatus(nil))
+	assert.Nil(t, cube.PodProblems(nil))
+	_, err := cube.ToUnstructured((*corev1.Pod)(nil))
+	assert.EqualError(t, err, "object is nil")
+}

@@ -21,8 +21,11 @@ type ObjectRef struct {
 	Name      string
 }
 
-// RefOf returns the reference of obj.
+// RefOf returns the reference of obj; the zero ObjectRef for a nil one.
 func RefOf(obj client.Object) ObjectRef {
+	if isNil(obj) {
+		return ObjectRef{}
+	}
 	return ObjectRef{GroupVersionKind: obj.GetObjectKind().GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
