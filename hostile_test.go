@@ -276,3 +276,20 @@ func TestExportedFunctionsTakeNil(t *testing.T) {
 	_, err := cube.ToUnstructured((*corev1.Pod)(nil))
 	assert.EqualError(t, err, "object is nil")
 }
+
+// TestAllowRDMAAndAnotherLevelConflict: AllowRDMA on a restricted tenant
+// silently made it privileged (or, the other way round, left RDMA pods
+// refused).
+func TestAllowRDMAAndAnotherLevelConflict(t *testing.T) {
+	want := `metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "restricted": AllowRDMA needs the privileged level: the restricted level refuses the IPC_LOCK capability RDMA pods add`
+	_, err := cube.Tenant("team-a").PodSecurity(cube.PodSecurityRestricted).AllowRDMA().Objects()
+	assert.EqualError(t, err, want)
+	_, err = cube.Tenant("team-a").AllowRDMA().PodSecurity(cube.PodSecurityRestricted).Objects()
+	assert.EqualError(t, err, want)
+	objs, err := cube.Tenant("team-a").PodSecurity(cube.PodSecurityPrivileged).AllowRDMA().Objects()
+	require.NoError(t, err)
+	assert.Equal(t, "privileged", objs[0].GetLabels()[cube.LabelPodSecurityEnforce])
+	objs, err = cube.Tenant("team-a").AllowRDMA().Objects()
+	require.NoError(t, err)
+	assert.Equal(t, "privileged", objs[0].GetLabels()[cube.LabelPodSecurityWarn])
+}

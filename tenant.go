@@ -69,6 +69,8 @@ type TenantBuilder struct {
 	name        string
 	labels      map[string]string
 	podSecurity PodSecurityLevel
+	levelSet    bool // PodSecurity was called
+	rdma        bool // AllowRDMA was called
 	editors     []rbacv1.Subject
 	viewers     []rbacv1.Subject
 	hard        map[corev1.ResourceName]string
@@ -298,20 +300,37 @@ func (t *TenantBuilder) QueueReclaimable(on bool) *TenantBuilder {
 }
 
 // PodSecurity sets the Pod Security level the namespace enforces (default
-// PodSecurityBaseline).
+// PodSecurityBaseline). With AllowRDMA only PodSecurityPrivileged is
+// possible: Objects reports any other level.
 func (t *TenantBuilder) PodSecurity(level PodSecurityLevel) *TenantBuilder {
 	if t == nil {
 		return nil
 	}
-	t.podSecurity = level
+	t.podSecurity, t.levelSet = level, true
 	return t
 }
 
 // AllowRDMA lets the tenant's pods use RDMA fabrics: they need the
-// IPC_LOCK capability to pin memory, which the baseline level refuses, so
-// the namespace enforces the privileged level. It is an explicit opt-in
-// because that level also admits privileged containers and host paths.
-func (t *TenantBuilder) AllowRDMA() *TenantBuilder { return t.PodSecurity(PodSecurityPrivileged) }
+// IPC_LOCK capability to pin memory, which the baseline and restricted
+// levels refuse, so the namespace enforces the privileged level. It is an
+// explicit opt-in because that level also admits privileged containers and
+// host paths; together with PodSecurity of another level it is an error,
+// whichever comes first.
+func (t *TenantBuilder) AllowRDMA() *TenantBuilder {
+	if t == nil {
+		return nil
+	}
+	t.rdma = true
+	return t
+}
+
+// level is the level the namespace enforces.
+func (t *TenantBuilder) level() PodSecurityLevel {
+	if t.rdma && !t.levelSet {
+		return PodSecurityPrivileged
+	}
+	return t.podSecurity
+}
 
 // AllowIngressFromNamespace admits traffic from every pod of another
 // namespace (a monitoring or ingress namespace) to every pod of the
@@ -376,8 +395,12 @@ func (t *TenantBuilder) Objects() ([]client.Object, error) {
 	for _, msg := range validation.IsDNS1123Label(t.name) {
 		errs = append(errs, field.Invalid(namePath, t.name, msg))
 	}
-	if !slices.Contains(podSecurityLevels, t.podSecurity) {
-		errs = append(errs, field.NotSupported(field.NewPath("metadata", "labels").Key(LabelPodSecurityEnforce), t.podSecurity, podSecurityLevels))
+	levelPath := field.NewPath("metadata", "labels").Key(LabelPodSecurityEnforce)
+	switch {
+	case !slices.Contains(podSecurityLevels, t.podSecurity):
+		errs = append(errs, field.NotSupported(levelPath, t.podSecurity, podSecurityLevels))
+	case t.rdma && t.level() != PodSecurityPrivileged:
+		errs = append(errs, field.Invalid(levelPath, t.podSecurity, "AllowRDMA needs the privileged level: the "+string(t.podSecurity)+" level refuses the IPC_LOCK capability RDMA pods add"))
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.labels)) {
 		p := field.NewPath("metadata", "labels").Key(k)
@@ -434,7 +457,7 @@ func (t *TenantBuilder) namespaceLabels() map[string]string {
 		out = map[string]string{}
 	}
 	for _, k := range []string{LabelPodSecurityEnforce, LabelPodSecurityWarn, LabelPodSecurityAudit} {
-		out[k] = string(t.podSecurity)
+		out[k] = string(t.level())
 	}
 	out[LabelPodSecurityEnforceVersion] = "latest"
 	return out
