@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -25,6 +26,9 @@ import (
 // it needs no scheme for third-party kinds: any CRD installed in the cluster
 // works. A Client is safe for concurrent use.
 type Client struct {
+	// err is a problem with how the client was made (no client, a bad
+	// option): every method returns it.
+	err         error
 	c           client.Client
 	clientset   kubernetes.Interface
 	namespace   string
@@ -48,8 +52,17 @@ func WithApplyParallelism(n int) Option {
 type Option func(*Client)
 
 // WithNamespace sets the namespace of namespaced objects that do not name one
-// (default "default").
-func WithNamespace(ns string) Option { return func(c *Client) { c.namespace = ns } }
+// (default "default"). A name that is not a DNS-1123 label makes every
+// method of the client fail (New fails at once).
+func WithNamespace(ns string) Option {
+	return func(c *Client) {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			c.err = errors.Join(c.err, fmt.Errorf("cube: namespace %q: %s", ns, strings.Join(msgs, "; ")))
+			return
+		}
+		c.namespace = ns
+	}
+}
 
 // WithClientset sets the clientset used for pod logs. New creates one from
 // its rest.Config; NewFromClient has none unless this option gives it.
@@ -71,6 +84,15 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 	if cfg == nil {
 		return nil, errors.New("cube: rest config is nil")
 	}
+	probe := &Client{}
+	for _, o := range opts {
+		if o != nil {
+			o(probe)
+		}
+	}
+	if probe.err != nil {
+		return nil, probe.err // a bad option, before any connection is made
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("build scheme: %w", err)
@@ -83,20 +105,45 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}
-	return NewFromClient(c, append([]Option{WithClientset(cs)}, opts...)...), nil
+	cl := NewFromClient(c, append([]Option{WithClientset(cs)}, opts...)...)
+	if cl.err != nil {
+		return nil, cl.err
+	}
+	return cl, nil
 }
 
 // NewFromClient returns a Client on an existing controller-runtime client, for
 // programs that already run a manager. Release.Wait needs c to implement
 // client.WithWatch (the clients of client.NewWithWatch and of
 // controller-runtime's fake package do; a manager's cached client does not:
-// build one with client.NewWithWatch(mgr.GetConfig(), …) for waiting).
+// build one with client.NewWithWatch(mgr.GetConfig(), …) for waiting). A
+// nil c, or a bad option, makes every method of the client return that
+// problem.
 func NewFromClient(c client.Client, opts ...Option) *Client {
 	cl := &Client{c: c, namespace: metav1.NamespaceDefault, parallelism: DefaultApplyParallelism}
+	if isNil(c) {
+		cl.err = errors.New("cube: controller-runtime client is nil")
+	}
 	for _, o := range opts {
-		o(cl)
+		if o != nil {
+			o(cl)
+		}
 	}
 	return cl
+}
+
+// usable reports why c cannot talk to a cluster: a nil or zero Client, or
+// one made with a nil client or a bad option.
+func (c *Client) usable() error {
+	switch {
+	case c == nil:
+		return errors.New("cube: client is nil: make one with cube.New or cube.NewFromClient")
+	case c.err != nil:
+		return c.err
+	case c.c == nil:
+		return errors.New("cube: client has no controller-runtime client: make one with cube.New or cube.NewFromClient")
+	}
+	return nil
 }
 
 // ApplyOption changes how Apply works.
@@ -134,38 +181,38 @@ var (
 // given. Apply records the release in a ConfigMap so that Releases and
 // Release.Delete find its objects later.
 //
+// Before it applies anything, Apply checks the pod templates of w against
+// the Pod Security level their namespace enforces (the labels of a
+// Namespace applied with them, else of the stored namespace) and refuses
+// with a *PodSecurityError naming each refused template and why: the API
+// server would store a job whose pods it then refuses.
+//
 // Apply is declarative, like `kubectl apply --prune` with an applyset: the
 // objects an earlier Apply of the same release made that w no longer has
 // (an HPA dropped, a renamed ConfigMap) are deleted and listed in
 // Release.Pruned, unless NoPrune is given. Only objects that still carry the
 // release's labels are deleted.
 func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*Release, error) {
+	if err := c.usable(); err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
 	var o applyOptions
 	for _, opt := range opts {
-		opt.applyToApply(&o)
-	}
-	if w == nil {
-		return nil, errors.New("apply: workload is nil")
-	}
-	built, err := w.Objects()
-	if err != nil {
-		return nil, err
-	}
-	if len(built) == 0 {
-		return nil, errors.New("apply: workload has no objects")
-	}
-	objs := make([]*unstructured.Unstructured, 0, len(built))
-	for _, b := range built {
-		u, err := ToUnstructured(b)
-		if err != nil {
-			return nil, fmt.Errorf("apply: %w", err)
+		if !isNil(opt) {
+			opt.applyToApply(&o)
 		}
-		objs = append(objs, u)
+	}
+	objs, err := prepare(w)
+	if err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
 	}
 	SortForApply(objs)
 	rel, err := c.newRelease(objs)
 	if err != nil {
 		return nil, err
+	}
+	if err := c.checkPodSecurity(ctx, objs); err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
 	}
 	applyOpts := []client.ApplyOption{client.FieldOwner(ManagedBy)}
 	if o.force {
@@ -276,22 +323,13 @@ func (c *Client) applyObjects(ctx context.Context, objs []*unstructured.Unstruct
 	return applied, nil
 }
 
-// newRelease checks that all objects belong to one release and fills the
-// namespace of namespaced objects.
+// newRelease names the release of objs (prepare checked they are one) and
+// fills the namespace of namespaced objects.
 func (c *Client) newRelease(objs []*unstructured.Unstructured) (*Release, error) {
 	rel := &Release{client: c}
 	var errs []error
 	for _, u := range objs {
-		name := u.GetLabels()[LabelRelease]
-		switch {
-		case name == "":
-			errs = append(errs, fmt.Errorf("%s %q has no %s label: build it with cube.Identity", u.GetKind(), u.GetName(), LabelRelease))
-			continue
-		case rel.Name == "":
-			rel.Name = name
-		case rel.Name != name:
-			errs = append(errs, fmt.Errorf("%s %q belongs to release %q, not %q: apply one release at a time", u.GetKind(), u.GetName(), name, rel.Name))
-		}
+		rel.Name = u.GetLabels()[LabelRelease] // one release: prepare checked
 		namespaced, err := c.c.IsObjectNamespaced(u)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", u.GetKind(), u.GetName(), err))
@@ -333,6 +371,9 @@ type FieldConflict struct {
 }
 
 func (e *ConflictError) Error() string {
+	if e == nil {
+		return "<nil ConflictError>"
+	}
 	parts := make([]string, 0, len(e.Conflicts))
 	for _, c := range e.Conflicts {
 		parts = append(parts, fmt.Sprintf("%s owned by %q", c.Field, c.Manager))
@@ -340,7 +381,12 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("apply %s: conflict: %s (use cube.Force to take them)", e.Object, strings.Join(parts, ", "))
 }
 
-func (e *ConflictError) Unwrap() error { return e.Err }
+func (e *ConflictError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // IsConflict reports whether err is a field-manager conflict from Apply.
 func IsConflict(err error) bool {
@@ -484,6 +530,9 @@ func (c *Client) writeRecord(ctx context.Context, name, namespace string, object
 // Release returns the release name in namespace as recorded by an earlier
 // Apply, for programs that follow a release they did not apply themselves.
 func (c *Client) Release(ctx context.Context, namespace, name string) (*Release, error) {
+	if err := c.usable(); err != nil {
+		return nil, fmt.Errorf("get release %s/%s: %w", namespace, name, err)
+	}
 	var cm corev1.ConfigMap
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
@@ -514,6 +563,9 @@ func (c *Client) releaseFromRecord(cm *corev1.ConfigMap) (*Release, error) {
 // Releases lists the releases recorded in namespace (all namespaces when
 // namespace is empty), sorted by namespace and name.
 func (c *Client) Releases(ctx context.Context, namespace string) ([]*Release, error) {
+	if err := c.usable(); err != nil {
+		return nil, fmt.Errorf("list releases: %w", err)
+	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMapList"})
 	opts := []client.ListOption{client.MatchingLabels{LabelManagedBy: ManagedBy, LabelKind: "release"}}

@@ -1,6 +1,11 @@
 package cube
 
 import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -15,21 +20,123 @@ type Workload interface {
 // WorkloadFunc adapts a function to a Workload.
 type WorkloadFunc func() ([]client.Object, error)
 
-// Objects calls f.
-func (f WorkloadFunc) Objects() ([]client.Object, error) { return f() }
+// Objects calls f; a nil f is an error.
+func (f WorkloadFunc) Objects() ([]client.Object, error) {
+	if f == nil {
+		return nil, errors.New("cube: WorkloadFunc is nil")
+	}
+	return f()
+}
 
 // Objects returns a Workload made of copies of objs, for objects built by
-// hand. Each call of its Objects method deep-copies them again.
+// hand. Each call of its Objects method deep-copies them again. A nil
+// object is reported by Objects.
 func Objects(objs ...client.Object) Workload {
-	held := make([]client.Object, len(objs))
+	held := make([]client.Object, 0, len(objs))
+	var errs []error
 	for i, o := range objs {
-		held[i] = o.DeepCopyObject().(client.Object)
+		if isNil(o) {
+			errs = append(errs, fmt.Errorf("cube.Objects: object %d is nil", i))
+			continue
+		}
+		held = append(held, o.DeepCopyObject().(client.Object))
 	}
 	return WorkloadFunc(func() ([]client.Object, error) {
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
 		out := make([]client.Object, len(held))
 		for i, o := range held {
 			out[i] = o.DeepCopyObject().(client.Object)
 		}
 		return out, nil
 	})
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer,
+// map, slice, func or channel: a typed nil such as (*train.PyTorchJob)(nil),
+// whose methods would dereference it.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// prepare builds w and converts its objects to the form Apply sends and
+// Render writes, with the checks both make, so that Render never writes
+// what Apply refuses: at least one object, each with apiVersion and kind,
+// every one labelled with the same release.
+func prepare(w Workload) ([]*unstructured.Unstructured, error) {
+	built, err := build(w)
+	if err != nil {
+		return nil, err
+	}
+	if len(built) == 0 {
+		return nil, fmt.Errorf("workload %T has no objects", w)
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(built))
+	var errs []error
+	release := ""
+	for _, b := range built {
+		u, err := ToUnstructured(b)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		switch name := u.GetLabels()[LabelRelease]; {
+		case name == "":
+			errs = append(errs, fmt.Errorf("%s %q has no %s label: build it with cube.Identity", u.GetKind(), u.GetName(), LabelRelease))
+		case release == "":
+			release = name
+		case release != name:
+			errs = append(errs, fmt.Errorf("%s %q belongs to release %q, not %q: a workload is one release", u.GetKind(), u.GetName(), name, release))
+		}
+		objs = append(objs, u)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return objs, nil
+}
+
+// prepareAll prepares every workload of ws, reporting the problems of
+// each under "<what> <index>".
+func prepareAll(what string, ws []Workload) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	var errs []error
+	for i, w := range ws {
+		prepared, err := prepare(w)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %d: %w", what, i, err))
+			continue
+		}
+		objs = append(objs, prepared...)
+	}
+	return objs, errors.Join(errs...)
+}
+
+// build returns the objects of w, refusing a nil or typed-nil workload and
+// nil objects, which Render and Apply would otherwise dereference.
+func build(w Workload) ([]client.Object, error) {
+	switch {
+	case w == nil:
+		return nil, errors.New("workload is nil")
+	case isNil(w):
+		return nil, fmt.Errorf("workload %T is nil", w)
+	}
+	objs, err := w.Objects()
+	if err != nil {
+		return nil, err
+	}
+	for i, o := range objs {
+		if isNil(o) {
+			return nil, fmt.Errorf("workload %T: object %d is nil", w, i)
+		}
+	}
+	return objs, nil
 }

@@ -21,6 +21,26 @@
 // declarative: objects the workload no longer has are pruned (NoPrune keeps
 // them).
 //
+// Before it applies anything, Apply checks the pod templates of a workload
+// against the Pod Security level of the namespace they land in, with the
+// checks of k8s.io/pod-security-admission that the API server's admission
+// runs, and says which template is refused and why (a *PodSecurityError):
+// the API server itself would store a job and then refuse its pods.
+// TenantBuilder.Admits makes the same check without a cluster.
+//
+// A Tenant is a team's namespace: quota, container default requests (no
+// default limits, which would kill engines that state none), Volcano
+// queue, Roles for its editors and viewers covering every kind cube
+// creates, the ServiceAccount PipelineServiceAccount for its pipelines,
+// and network isolation with explicit IngressExceptions (KubeRay's
+// operator, Prometheus; an ingress controller on request).
+//
+// Nothing in this package panics on a nil or zero value: a nil or typed-nil
+// Workload, a nil Client, Release or TenantBuilder, a Client made from a nil
+// controller-runtime client or with a bad option (WithNamespace("Bad_NS"))
+// and a bad wait option (Timeout(-time.Second)) all give errors saying so.
+// Render refuses what Apply refuses without a cluster.
+//
 // How the phase of a kind is read is registered with RegisterStatus; this
 // package registers Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim
 // and Service, and the workload packages register their own kinds.

@@ -39,6 +39,9 @@ type LogOptions struct {
 // pod keep their order; lines of different pods interleave as they arrive.
 // Close the reader to stop following.
 func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, error) {
+	if err := r.usable(); err != nil {
+		return nil, fmt.Errorf("logs: %w", err)
+	}
 	cs := r.client.clientset
 	if cs == nil {
 		return nil, errors.New("logs: client has no clientset: build it with cube.New or cube.WithClientset")

@@ -61,8 +61,11 @@ var (
 
 // PodProblems returns what keeps one pod from running as it should, in a
 // fixed order: the pod first, then its init containers, then its
-// containers. A healthy pod has none.
+// containers. A healthy pod, or a nil one, has none.
 func PodProblems(p *corev1.Pod) []PodProblem {
+	if p == nil {
+		return nil
+	}
 	var out []PodProblem
 	switch {
 	case p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted":

@@ -21,8 +21,11 @@ type ObjectRef struct {
 	Name      string
 }
 
-// RefOf returns the reference of obj.
+// RefOf returns the reference of obj; the zero ObjectRef for a nil one.
 func RefOf(obj client.Object) ObjectRef {
+	if isNil(obj) {
+		return ObjectRef{}
+	}
 	return ObjectRef{GroupVersionKind: obj.GetObjectKind().GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
@@ -88,6 +91,18 @@ type Release struct {
 	client *Client
 }
 
+// usable reports why r cannot be followed: a nil Release, or one not made
+// by a Client (Apply, Release, Releases).
+func (r *Release) usable() error {
+	switch {
+	case r == nil:
+		return errors.New("cube: release is nil")
+	case r.client == nil:
+		return fmt.Errorf("cube: release %q was not made by a cube.Client: get it from Apply, Client.Release or Client.Releases", r.Name)
+	}
+	return r.client.usable()
+}
+
 func (r *Release) get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(ref.GroupVersionKind)
@@ -98,6 +113,9 @@ func (r *Release) get(ctx context.Context, ref ObjectRef) (*unstructured.Unstruc
 // Status reads every object of the release once and summarises them. An
 // object that does not exist is InProgress with reason NotFound.
 func (r *Release) Status(ctx context.Context) (Status, error) {
+	if err := r.usable(); err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
 	objs := make([]ObjectStatus, 0, len(r.Objects))
 	for _, ref := range r.Objects {
 		u, err := r.get(ctx, ref)
@@ -125,6 +143,9 @@ func (r *Release) Status(ctx context.Context) (Status, error) {
 // foreground propagation (dependents such as pods go before their owner), and
 // then the release record. Objects already gone are not an error.
 func (r *Release) Delete(ctx context.Context) error {
+	if err := r.usable(); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
 	var errs []error
 	policy := metav1.DeletePropagationForeground
 	for i := len(r.Objects) - 1; i >= 0; i-- {

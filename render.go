@@ -18,31 +18,17 @@ import (
 // `kubectl apply -f -` accepts: apiVersion and kind filled in, no status, no
 // empty creationTimestamp, in apply order (namespaces and configuration before
 // workloads; objects of the same rank keep the workload's order). The output
-// for the same workloads is byte-for-byte the same on every call.
+// for the same workloads is byte-for-byte the same on every call. Render
+// refuses what Apply refuses without a cluster: a nil workload, one without
+// objects, objects without apiVersion and kind, and objects without the
+// release label or of several releases in one workload.
 func Render(w io.Writer, ws ...Workload) error {
-	var objs []*unstructured.Unstructured
-	var errs []error
-	for i, wl := range ws {
-		if wl == nil {
-			errs = append(errs, fmt.Errorf("workload %d is nil", i))
-			continue
-		}
-		built, err := wl.Objects()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, o := range built {
-			u, err := ToUnstructured(o)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			objs = append(objs, u)
-		}
+	if isNil(w) {
+		return errors.New("render: writer is nil")
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	objs, err := prepareAll("render workload", ws)
+	if err != nil {
+		return err
 	}
 	SortForApply(objs)
 	var buf bytes.Buffer
@@ -59,7 +45,7 @@ func Render(w io.Writer, ws ...Workload) error {
 		}
 		buf.Write(b)
 	}
-	_, err := w.Write(buf.Bytes())
+	_, err = w.Write(buf.Bytes())
 	return err
 }
 
@@ -67,7 +53,7 @@ func Render(w io.Writer, ws ...Workload) error {
 // to the API server and renders: status and an empty creationTimestamp are
 // removed, and apiVersion/kind must be set (every cube builder sets them).
 func ToUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
-	if obj == nil {
+	if isNil(obj) {
 		return nil, errors.New("object is nil")
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()

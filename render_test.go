@@ -50,7 +50,7 @@ func TestRenderErrors(t *testing.T) {
 	err := cube.Render(&bytes.Buffer{}, failing, nil, noKind)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec.image: Required value")
-	assert.Contains(t, err.Error(), "workload 1 is nil")
+	assert.Contains(t, err.Error(), "render workload 1: workload is nil")
 	assert.Contains(t, err.Error(), `object "x" of type *v1.ConfigMap has no apiVersion/kind set`)
 }
 

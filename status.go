@@ -170,8 +170,12 @@ func statusReader(gk schema.GroupKind) StatusFunc {
 
 // ReadStatus returns the phase of one stored object with the registered
 // reader of its kind. Kinds without a reader (ConfigMaps, Secrets, RBAC…) are
-// Ready once they exist.
+// Ready once they exist. A nil object is InProgress with reason NotFound,
+// as a missing one is.
 func ReadStatus(obj *unstructured.Unstructured) ObjectStatus {
+	if obj == nil {
+		return ObjectStatus{Phase: InProgress, Reason: "NotFound"}
+	}
 	return readStatusWith(nil, obj)
 }
 

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,65 +37,90 @@ const (
 	LabelPodSecurityAudit          = "pod-security.kubernetes.io/audit"
 )
 
-// The ClusterRoles every cluster has, to which tenant members are bound.
+// The ClusterRoles every cluster has, to which tenant members are bound
+// besides the tenant's own Roles (see Objects).
 const (
 	ClusterRoleEdit = "edit"
 	ClusterRoleView = "view"
 )
 
-// Defaults of a tenant's LimitRange: what a container that states no
-// requests or limits gets, so that it passes the CPU and memory quota.
+// Defaults of a tenant's LimitRange: the requests a container that states
+// none gets, so that the scheduler and the quota count it. There is no
+// default limit: a limit the engine did not ask for kills it (a vLLM pod
+// given 1Gi is OOM-killed while it loads the weights), so a container
+// without limits may use what its node has. DefaultCPU and DefaultMemory
+// set limits for tenants that want them.
 const (
 	DefaultCPURequest    = "100m"
-	DefaultCPULimit      = "1"
 	DefaultMemoryRequest = "128Mi"
-	DefaultMemoryLimit   = "1Gi"
 )
 
+// PipelineServiceAccount is the ServiceAccount every tenant gives its
+// pipelines: pass it to pipeline.(*Pipeline).ServiceAccount. Its Role lets
+// Argo's executor report step results and lets a workload step create,
+// follow and delete the jobs it runs.
+const PipelineServiceAccount = "cube-pipeline"
+
 // TenantBuilder builds a team's share of a cluster: its namespace, quota,
-// container defaults, Volcano queue, members and network isolation.
-// Create one with Tenant; it is a Workload.
+// container defaults, Volcano queue, members, pipeline account and network
+// isolation. Create one with Tenant; it is a Workload.
 type TenantBuilder struct {
+	made        bool // by Tenant: a zero TenantBuilder is refused
 	name        string
 	labels      map[string]string
 	podSecurity PodSecurityLevel
+	levelSet    bool // PodSecurity was called
+	rdma        bool // AllowRDMA was called
 	editors     []rbacv1.Subject
 	viewers     []rbacv1.Subject
 	hard        map[corev1.ResourceName]string
 	accels      []corev1.ResourceName
-	defaults    map[corev1.ResourceName][2]string // request, limit
+	defaults    map[corev1.ResourceName][2]string // request, limit ("": none)
 	weight      int
 	reclaimable *bool
 	allowFrom   []string
+	exceptions  []IngressException
 }
 
 // Tenant starts the tenant named name, which also names its namespace and
 // Volcano queue. Its namespace enforces the baseline Pod Security level;
-// its containers default to DefaultCPURequest/DefaultCPULimit and
-// DefaultMemoryRequest/DefaultMemoryLimit; ingress from other namespaces
-// is denied.
+// its containers default to the requests DefaultCPURequest and
+// DefaultMemoryRequest and no limits; ingress from other namespaces is
+// denied except for KubeRayIngress and PrometheusIngress.
 //
 // A tenant whose jobs use RDMA (InfiniBand or RoCE fabrics) must opt in with
 // AllowRDMA: the pods need the IPC_LOCK capability, which the baseline level
-// refuses, so the namespace runs at the privileged level instead.
+// refuses, so the namespace runs at the privileged level instead. Admits
+// (and Client.Apply, against the namespace's labels) says which workloads
+// the level refuses before anything is applied.
 func Tenant(name string) *TenantBuilder {
 	return &TenantBuilder{
+		made:        true,
 		name:        name,
 		podSecurity: PodSecurityBaseline,
 		hard:        map[corev1.ResourceName]string{},
 		defaults: map[corev1.ResourceName][2]string{
-			corev1.ResourceCPU:    {DefaultCPURequest, DefaultCPULimit},
-			corev1.ResourceMemory: {DefaultMemoryRequest, DefaultMemoryLimit},
+			corev1.ResourceCPU:    {DefaultCPURequest, ""},
+			corev1.ResourceMemory: {DefaultMemoryRequest, ""},
 		},
-		weight: 1,
+		weight:     1,
+		exceptions: []IngressException{KubeRayIngress(), PrometheusIngress()},
 	}
 }
 
 // Name returns the tenant's name (and namespace).
-func (t *TenantBuilder) Name() string { return t.name }
+func (t *TenantBuilder) Name() string {
+	if t == nil {
+		return ""
+	}
+	return t.name
+}
 
 // Label adds a label to the namespace.
 func (t *TenantBuilder) Label(key, value string) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
 	if t.labels == nil {
 		t.labels = map[string]string{}
 	}
@@ -103,26 +128,40 @@ func (t *TenantBuilder) Label(key, value string) *TenantBuilder {
 	return t
 }
 
-// Editors binds users to the ClusterRole edit in the namespace.
+// Editors binds users to the ClusterRole edit and to the tenant's Role
+// <name>-cube-edit in the namespace.
 func (t *TenantBuilder) Editors(users ...string) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
 	t.editors = appendSubjects(t.editors, rbacv1.UserKind, users)
 	return t
 }
 
-// EditorGroups binds groups to the ClusterRole edit in the namespace.
+// EditorGroups binds groups as Editors binds users.
 func (t *TenantBuilder) EditorGroups(groups ...string) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
 	t.editors = appendSubjects(t.editors, rbacv1.GroupKind, groups)
 	return t
 }
 
-// Viewers binds users to the ClusterRole view in the namespace.
+// Viewers binds users to the ClusterRole view and to the tenant's Role
+// <name>-cube-view in the namespace.
 func (t *TenantBuilder) Viewers(users ...string) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
 	t.viewers = appendSubjects(t.viewers, rbacv1.UserKind, users)
 	return t
 }
 
-// ViewerGroups binds groups to the ClusterRole view in the namespace.
+// ViewerGroups binds groups as Viewers binds users.
 func (t *TenantBuilder) ViewerGroups(groups ...string) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
 	t.viewers = appendSubjects(t.viewers, rbacv1.GroupKind, groups)
 	return t
 }
@@ -134,30 +173,49 @@ func appendSubjects(to []rbacv1.Subject, kind string, names []string) []rbacv1.S
 	return to
 }
 
-// CPU limits the namespace's CPU requests and limits, each, to q ("64").
+// setHard sets a quota limit on a builder that may be a zero value.
+func (t *TenantBuilder) setHard(name corev1.ResourceName, q string) {
+	if t.hard == nil {
+		t.hard = map[corev1.ResourceName]string{}
+	}
+	t.hard[name] = q
+}
+
+// CPU limits the sum of the namespace's CPU requests to q ("64"). Limits
+// are not bounded unless Quota sets limits.cpu.
 func (t *TenantBuilder) CPU(q string) *TenantBuilder {
-	t.hard[corev1.ResourceRequestsCPU] = q
-	t.hard[corev1.ResourceLimitsCPU] = q
+	if t == nil {
+		return nil
+	}
+	t.setHard(corev1.ResourceRequestsCPU, q)
 	return t
 }
 
-// Memory limits the namespace's memory requests and limits, each, to q
-// ("512Gi").
+// Memory limits the sum of the namespace's memory requests to q ("512Gi").
+// Limits are not bounded unless Quota sets limits.memory.
 func (t *TenantBuilder) Memory(q string) *TenantBuilder {
-	t.hard[corev1.ResourceRequestsMemory] = q
-	t.hard[corev1.ResourceLimitsMemory] = q
+	if t == nil {
+		return nil
+	}
+	t.setHard(corev1.ResourceRequestsMemory, q)
 	return t
 }
 
 // Pods limits how many pods the namespace holds.
 func (t *TenantBuilder) Pods(n int) *TenantBuilder {
-	t.hard[corev1.ResourcePods] = fmt.Sprint(n)
+	if t == nil {
+		return nil
+	}
+	t.setHard(corev1.ResourcePods, fmt.Sprint(n))
 	return t
 }
 
 // Storage limits the storage all the namespace's claims request ("10Ti").
 func (t *TenantBuilder) Storage(q string) *TenantBuilder {
-	t.hard[corev1.ResourceRequestsStorage] = q
+	if t == nil {
+		return nil
+	}
+	t.setHard(corev1.ResourceRequestsStorage, q)
 	return t
 }
 
@@ -168,7 +226,10 @@ func (t *TenantBuilder) Storage(q string) *TenantBuilder {
 // it once per resource name in use (a cluster with several device plugins
 // has several).
 func (t *TenantBuilder) Accelerators(resourceName corev1.ResourceName, n int) *TenantBuilder {
-	t.hard[corev1.ResourceName(corev1.DefaultResourceRequestsPrefix+string(resourceName))] = fmt.Sprint(n)
+	if t == nil {
+		return nil
+	}
+	t.setHard(corev1.ResourceName(corev1.DefaultResourceRequestsPrefix+string(resourceName)), fmt.Sprint(n))
 	if !slices.Contains(t.accels, resourceName) {
 		t.accels = append(t.accels, resourceName)
 	}
@@ -176,74 +237,170 @@ func (t *TenantBuilder) Accelerators(resourceName corev1.ResourceName, n int) *T
 }
 
 // Quota sets any ResourceQuota hard limit (e.g. "persistentvolumeclaims",
-// "services.loadbalancers"), replacing one of the same name.
+// "services.loadbalancers", "limits.memory"), replacing one of the same
+// name. A limits.cpu or limits.memory quota needs a default limit
+// (DefaultCPU, DefaultMemory): the API server refuses a container without
+// a limit in a namespace whose quota bounds limits.
 func (t *TenantBuilder) Quota(name corev1.ResourceName, q string) *TenantBuilder {
-	t.hard[name] = q
+	if t == nil {
+		return nil
+	}
+	t.setHard(name, q)
 	return t
+}
+
+// setDefault sets a LimitRange default on a builder that may be a zero value.
+func (t *TenantBuilder) setDefault(name corev1.ResourceName, request, limit string) {
+	if t.defaults == nil {
+		t.defaults = map[corev1.ResourceName][2]string{}
+	}
+	t.defaults[name] = [2]string{request, limit}
 }
 
 // DefaultCPU sets the CPU request and limit a container gets when it
-// states none.
+// states none; an empty limit gives none.
 func (t *TenantBuilder) DefaultCPU(request, limit string) *TenantBuilder {
-	t.defaults[corev1.ResourceCPU] = [2]string{request, limit}
+	if t == nil {
+		return nil
+	}
+	t.setDefault(corev1.ResourceCPU, request, limit)
 	return t
 }
 
-// DefaultMemory sets the memory request and limit a container gets when it
-// states none.
+// DefaultMemory sets the memory request and limit a container gets when
+// it states none; an empty limit gives none. A memory limit kills the
+// container that goes over it: give one only if every image in the tenant
+// states its own or fits it.
 func (t *TenantBuilder) DefaultMemory(request, limit string) *TenantBuilder {
-	t.defaults[corev1.ResourceMemory] = [2]string{request, limit}
+	if t == nil {
+		return nil
+	}
+	t.setDefault(corev1.ResourceMemory, request, limit)
 	return t
 }
 
 // QueueWeight sets the weight of the tenant's Volcano queue: its share of
 // the cluster relative to the other queues (default 1).
-func (t *TenantBuilder) QueueWeight(n int) *TenantBuilder { t.weight = n; return t }
+func (t *TenantBuilder) QueueWeight(n int) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
+	t.weight = n
+	return t
+}
 
 // QueueReclaimable says whether other queues may reclaim resources the
 // tenant's queue borrowed beyond its share (Volcano's default is true).
-func (t *TenantBuilder) QueueReclaimable(on bool) *TenantBuilder { t.reclaimable = &on; return t }
+func (t *TenantBuilder) QueueReclaimable(on bool) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
+	t.reclaimable = &on
+	return t
+}
 
 // PodSecurity sets the Pod Security level the namespace enforces (default
-// PodSecurityBaseline).
+// PodSecurityBaseline). With AllowRDMA only PodSecurityPrivileged is
+// possible: Objects reports any other level.
 func (t *TenantBuilder) PodSecurity(level PodSecurityLevel) *TenantBuilder {
-	t.podSecurity = level
+	if t == nil {
+		return nil
+	}
+	t.podSecurity, t.levelSet = level, true
 	return t
 }
 
 // AllowRDMA lets the tenant's pods use RDMA fabrics: they need the
-// IPC_LOCK capability to pin memory, which the baseline level refuses, so
-// the namespace enforces the privileged level. It is an explicit opt-in
-// because that level also admits privileged containers and host paths.
-func (t *TenantBuilder) AllowRDMA() *TenantBuilder { return t.PodSecurity(PodSecurityPrivileged) }
+// IPC_LOCK capability to pin memory, which the baseline and restricted
+// levels refuse, so the namespace enforces the privileged level. It is an
+// explicit opt-in because that level also admits privileged containers and
+// host paths; together with PodSecurity of another level it is an error,
+// whichever comes first.
+func (t *TenantBuilder) AllowRDMA() *TenantBuilder {
+	if t == nil {
+		return nil
+	}
+	t.rdma = true
+	return t
+}
 
-// AllowIngressFromNamespace admits traffic from the pods of another
-// namespace (a monitoring or ingress namespace), which the tenant's
-// NetworkPolicy otherwise denies.
+// level is the level the namespace enforces.
+func (t *TenantBuilder) level() PodSecurityLevel {
+	if t.rdma && !t.levelSet {
+		return PodSecurityPrivileged
+	}
+	return t.podSecurity
+}
+
+// AllowIngressFromNamespace admits traffic from every pod of another
+// namespace (a monitoring or ingress namespace) to every pod of the
+// tenant, which the tenant's NetworkPolicy otherwise denies. AllowIngress
+// admits narrower traffic.
 func (t *TenantBuilder) AllowIngressFromNamespace(namespace string) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
 	t.allowFrom = append(t.allowFrom, namespace)
 	return t
 }
 
+// AllowIngress adds an exception to the tenant's network isolation: a
+// NetworkPolicy <name>-allow-<e.Name>.
+func (t *TenantBuilder) AllowIngress(e IngressException) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
+	t.exceptions = append(t.exceptions, e.clone())
+	return t
+}
+
+// IngressExceptions replaces the tenant's exceptions to its network
+// isolation (KubeRayIngress and PrometheusIngress unless replaced); with
+// no arguments only the namespace's own pods, and the namespaces of
+// AllowIngressFromNamespace, reach the tenant's pods.
+func (t *TenantBuilder) IngressExceptions(es ...IngressException) *TenantBuilder {
+	if t == nil {
+		return nil
+	}
+	t.exceptions = nil
+	for _, e := range es {
+		t.exceptions = append(t.exceptions, e.clone())
+	}
+	return t
+}
+
 // Identity returns the identity that labels the tenant's objects.
-func (t *TenantBuilder) Identity() Identity { return Identity{Kind: "tenant", Release: t.name} }
+func (t *TenantBuilder) Identity() Identity { return Identity{Kind: "tenant", Release: t.Name()} }
 
 var podSecurityLevels = []PodSecurityLevel{PodSecurityPrivileged, PodSecurityBaseline, PodSecurityRestricted}
 
+// errNotMade is the error of a nil or zero TenantBuilder.
+var errNotMade = errors.New("cube: TenantBuilder is nil or zero: start it with cube.Tenant(name)")
+
 // Objects validates the tenant and returns, in a fresh slice of fresh
 // objects: the Namespace, a ResourceQuota and a LimitRange named after the
-// tenant, its Volcano Queue, RoleBindings <name>-edit and <name>-view (when
-// they have members) and the NetworkPolicy <name>-isolation. Every problem
-// is reported at once.
+// tenant, its Volcano Queue, the pipeline ServiceAccount, Role and
+// RoleBinding (PipelineServiceAccount), the Roles <name>-cube-edit and
+// <name>-cube-view, RoleBindings <name>-edit, <name>-cube-edit, <name>-view
+// and <name>-cube-view (when they have members), the NetworkPolicy
+// <name>-isolation and one NetworkPolicy <name>-allow-<exception> per
+// ingress exception. Every problem is reported at once.
 func (t *TenantBuilder) Objects() ([]client.Object, error) {
+	if t == nil || !t.made {
+		return nil, errNotMade
+	}
 	var errs field.ErrorList
 	id := t.Identity()
 	namePath := field.NewPath("metadata", "name")
 	for _, msg := range validation.IsDNS1123Label(t.name) {
 		errs = append(errs, field.Invalid(namePath, t.name, msg))
 	}
-	if !slices.Contains(podSecurityLevels, t.podSecurity) {
-		errs = append(errs, field.NotSupported(field.NewPath("metadata", "labels").Key(LabelPodSecurityEnforce), t.podSecurity, podSecurityLevels))
+	levelPath := field.NewPath("metadata", "labels").Key(LabelPodSecurityEnforce)
+	switch {
+	case !slices.Contains(podSecurityLevels, t.podSecurity):
+		errs = append(errs, field.NotSupported(levelPath, t.podSecurity, podSecurityLevels))
+	case t.rdma && t.level() != PodSecurityPrivileged:
+		errs = append(errs, field.Invalid(levelPath, t.podSecurity, "AllowRDMA needs the privileged level: the "+string(t.podSecurity)+" level refuses the IPC_LOCK capability RDMA pods add"))
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.labels)) {
 		p := field.NewPath("metadata", "labels").Key(k)
@@ -254,18 +411,9 @@ func (t *TenantBuilder) Objects() ([]client.Object, error) {
 			errs = append(errs, field.Invalid(p, t.labels[k], msg))
 		}
 	}
-
-	nsLabels := maps.Clone(t.labels)
-	if nsLabels == nil {
-		nsLabels = map[string]string{}
-	}
-	for _, k := range []string{LabelPodSecurityEnforce, LabelPodSecurityWarn, LabelPodSecurityAudit} {
-		nsLabels[k] = string(t.podSecurity)
-	}
-	nsLabels[LabelPodSecurityEnforceVersion] = "latest"
 	ns := &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: id.ObjectMeta(t.name, "", nsLabels, nil),
+		ObjectMeta: id.ObjectMeta(t.name, "", t.namespaceLabels(), nil),
 	}
 
 	hard, hardErrs := ParseResourceList(t.hard, field.NewPath("spec", "hard"))
@@ -281,62 +429,106 @@ func (t *TenantBuilder) Objects() ([]client.Object, error) {
 		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
 	}
 
-	limitRange, lrErrs := t.limitRange(id)
+	limitRange, lrErrs := t.limitRange(id, hard)
 	errs = append(errs, lrErrs...)
 	queue, qErrs := t.queue(id, hard)
 	errs = append(errs, qErrs...)
 
 	objs := []client.Object{ns, quota, limitRange, queue}
-	for _, b := range []struct {
-		role     string
-		subjects []rbacv1.Subject
-	}{{ClusterRoleEdit, t.editors}, {ClusterRoleView, t.viewers}} {
-		if len(b.subjects) == 0 {
-			continue
-		}
-		rbName := t.name + "-" + b.role
-		for i, s := range b.subjects {
-			if s.Name == "" {
-				errs = append(errs, field.Required(field.NewPath("roleBindings").Key(rbName).Child("subjects").Index(i).Child("name"), "a user or group name is required"))
-			}
-		}
-		objs = append(objs, &rbacv1.RoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-			ObjectMeta: id.ObjectMeta(rbName, t.name, nil, nil),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.role},
-			Subjects:   slices.Clone(b.subjects),
-		})
-	}
-	policy, npErrs := t.networkPolicy(id)
+	objs = append(objs, t.pipelineAccount(id)...)
+	objs = append(objs, t.memberRoles(id)...)
+	bindings, bErrs := t.memberBindings(id)
+	errs = append(errs, bErrs...)
+	objs = append(objs, bindings...)
+	policies, npErrs := t.networkPolicies(id)
 	errs = append(errs, npErrs...)
-	objs = append(objs, policy)
+	objs = append(objs, policies...)
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	return objs, nil
 }
 
-func (t *TenantBuilder) limitRange(id Identity) (*corev1.LimitRange, field.ErrorList) {
+// namespaceLabels are the namespace's labels: the caller's and the Pod
+// Security level.
+func (t *TenantBuilder) namespaceLabels() map[string]string {
+	out := maps.Clone(t.labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, k := range []string{LabelPodSecurityEnforce, LabelPodSecurityWarn, LabelPodSecurityAudit} {
+		out[k] = string(t.level())
+	}
+	out[LabelPodSecurityEnforceVersion] = "latest"
+	return out
+}
+
+// Admits reports, without a cluster, whether the tenant's Pod Security
+// level admits the pods of the workloads: nil, or a *PodSecurityError
+// naming every pod template the level refuses and why, as the API server's
+// PodSecurity admission would (the checks are k8s.io/pod-security-admission's
+// at the namespace's enforce level and version). Client.Apply makes the same
+// check against the labels of the namespace it applies to.
+func (t *TenantBuilder) Admits(ws ...Workload) error {
+	if t == nil || !t.made {
+		return errNotMade
+	}
+	objs, err := prepareAll("workload", ws)
+	if err != nil {
+		return err
+	}
+	return checkPodSecurity(t.name, t.namespaceLabels(), objs)
+}
+
+func (t *TenantBuilder) limitRange(id Identity, hard corev1.ResourceList) (*corev1.LimitRange, field.ErrorList) {
 	var errs field.ErrorList
-	item := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: corev1.ResourceList{}, DefaultRequest: corev1.ResourceList{}}
+	item := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer}
 	p := field.NewPath("spec", "limits").Index(0)
 	for _, name := range slices.Sorted(maps.Keys(t.defaults)) {
 		d := t.defaults[name]
-		req, reqErr := ParseQuantity(p.Child("defaultRequest").Key(string(name)), d[0], NonNegative)
-		lim, limErr := ParseQuantity(p.Child("default").Key(string(name)), d[1], NonNegative)
+		reqPath, limPath := p.Child("defaultRequest").Key(string(name)), p.Child("default").Key(string(name))
+		req, reqErr := ParseQuantity(reqPath, d[0], NonNegative)
 		if reqErr != nil {
 			errs = append(errs, reqErr)
+		} else {
+			if item.DefaultRequest == nil {
+				item.DefaultRequest = corev1.ResourceList{}
+			}
+			item.DefaultRequest[name] = req
+			if q, ok := hard[corev1.ResourceName("requests."+string(name))]; ok && req.Cmp(q) > 0 {
+				errs = append(errs, field.Invalid(reqPath, d[0], "exceeds the quota requests."+string(name)+"="+q.String()+": no container without its own request would fit"))
+			}
 		}
-		if limErr != nil {
-			errs = append(errs, limErr)
-		}
-		if reqErr != nil || limErr != nil {
+		if d[1] == "" {
 			continue
 		}
-		if req.Cmp(lim) > 0 {
-			errs = append(errs, field.Invalid(p.Child("defaultRequest").Key(string(name)), d[0], "must not exceed the default limit "+d[1]))
+		lim, limErr := ParseQuantity(limPath, d[1], NonNegative)
+		if limErr != nil {
+			errs = append(errs, limErr)
+			continue
 		}
-		item.DefaultRequest[name], item.Default[name] = req, lim
+		if item.Default == nil {
+			item.Default = corev1.ResourceList{}
+		}
+		item.Default[name] = lim
+		if reqErr == nil && req.Cmp(lim) > 0 {
+			errs = append(errs, field.Invalid(reqPath, d[0], "must not exceed the default limit "+d[1]))
+		}
+		// A default limit above the namespace's whole quota fits no pod.
+		for _, bound := range []string{"limits.", "requests."} {
+			if q, ok := hard[corev1.ResourceName(bound+string(name))]; ok && lim.Cmp(q) > 0 {
+				errs = append(errs, field.Invalid(limPath, d[1], "exceeds the quota "+bound+string(name)+"="+q.String()+": no container without its own limit would fit"))
+				break
+			}
+		}
+	}
+	// The API server refuses a container without a limit where the quota
+	// bounds limits (quota admission, "must specify limits.memory").
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, bounded := hard[corev1.ResourceName("limits."+string(name))]; bounded && t.defaults[name][1] == "" {
+			errs = append(errs, field.Required(p.Child("default").Key(string(name)),
+				"the quota bounds limits."+string(name)+", so containers need a default limit (DefaultCPU/DefaultMemory) or the API server refuses those without one"))
+		}
 	}
 	return &corev1.LimitRange{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
@@ -346,18 +538,18 @@ func (t *TenantBuilder) limitRange(id Identity) (*corev1.LimitRange, field.Error
 }
 
 // queue is the tenant's Volcano queue; its capability mirrors the quota's
-// CPU, memory and accelerator limits, so that Volcano does not admit a job
-// the quota would refuse pod by pod.
+// CPU, memory and accelerator requests, so that Volcano does not admit a
+// job the quota would refuse pod by pod.
 func (t *TenantBuilder) queue(id Identity, hard corev1.ResourceList) (*vcscheduling.Queue, field.ErrorList) {
 	var errs field.ErrorList
-	if t.weight < 1 {
-		errs = append(errs, field.Invalid(field.NewPath("queue", "spec", "weight"), t.weight, "must be at least 1"))
+	if t.weight < 1 || t.weight > math.MaxInt32 {
+		errs = append(errs, field.Invalid(field.NewPath("queue", "spec", "weight"), t.weight, fmt.Sprintf("must be from 1 to %d", math.MaxInt32)))
 	}
 	capability := corev1.ResourceList{}
-	if q, ok := hard[corev1.ResourceLimitsCPU]; ok {
+	if q, ok := hard[corev1.ResourceRequestsCPU]; ok {
 		capability[corev1.ResourceCPU] = q.DeepCopy()
 	}
-	if q, ok := hard[corev1.ResourceLimitsMemory]; ok {
+	if q, ok := hard[corev1.ResourceRequestsMemory]; ok {
 		capability[corev1.ResourceMemory] = q.DeepCopy()
 	}
 	for _, r := range t.accels {
@@ -376,31 +568,7 @@ func (t *TenantBuilder) queue(id Identity, hard corev1.ResourceList) (*vcschedul
 	return &vcscheduling.Queue{
 		TypeMeta:   metav1.TypeMeta{APIVersion: vcscheduling.SchemeGroupVersion.String(), Kind: "Queue"},
 		ObjectMeta: id.ObjectMeta(t.name, "", nil, nil),
-		Spec:       vcscheduling.QueueSpec{Weight: int32(max(t.weight, 0)), Capability: capability, Reclaimable: reclaimable},
-	}, errs
-}
-
-// networkPolicy admits ingress from the namespace's own pods and the
-// namespaces allowed explicitly, and denies the rest.
-func (t *TenantBuilder) networkPolicy(id Identity) (*networkingv1.NetworkPolicy, field.ErrorList) {
-	var errs field.ErrorList
-	peers := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
-	for i, ns := range t.allowFrom {
-		for _, msg := range validation.IsDNS1123Label(ns) {
-			errs = append(errs, field.Invalid(field.NewPath("networkPolicy", "spec", "ingress").Index(0).Child("from").Index(i+1), ns, msg))
-		}
-		peers = append(peers, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
-			MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
-		}})
-	}
-	return &networkingv1.NetworkPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
-		ObjectMeta: id.ObjectMeta(t.name+"-isolation", t.name, nil, nil),
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: peers}},
-		},
+		Spec:       vcscheduling.QueueSpec{Weight: int32(min(max(t.weight, 0), math.MaxInt32)), Capability: capability, Reclaimable: reclaimable},
 	}, errs
 }
 
@@ -416,11 +584,19 @@ type QuotaExceededError struct {
 }
 
 func (e *QuotaExceededError) Error() string {
+	if e == nil {
+		return "<nil QuotaExceededError>"
+	}
 	return fmt.Sprintf("exceeded quota %s: requested %s, used %s, limited to %s", e.Quota, e.Requested, e.Used, e.Limited)
 }
 
 // Unwrap returns the API server's error.
-func (e *QuotaExceededError) Unwrap() error { return e.Err }
+func (e *QuotaExceededError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // AsQuotaExceeded reports whether err (from Apply or any client call) is
 // the API server refusing a request over a ResourceQuota, and what the

@@ -7,12 +7,13 @@ package cube_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -116,7 +117,8 @@ func TestTenantQuotaRefusesAPodOverIt(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "defaults"}, &defaulted))
 	res := defaulted.Spec.Containers[0].Resources
 	assert.Equal(t, cube.DefaultCPURequest, res.Requests.Cpu().String())
-	assert.Equal(t, cube.DefaultMemoryLimit, res.Limits.Memory().String())
+	assert.Equal(t, cube.DefaultMemoryRequest, res.Requests.Memory().String())
+	assert.Empty(t, res.Limits, "no default limit to OOM-kill an engine that states none")
 
 	// One over it is refused by the API server, naming the quota.
 	_, err = c.Apply(ctx, tenantPod("big", tenantResources("1", "1Gi", "4")))
@@ -143,17 +145,25 @@ func TestTenantRDMANeedsTheOptIn(t *testing.T) {
 	ctx := t.Context()
 	c := applyTenant(t, env, cube.Tenant(ns))
 
-	// PodSecurity reads the namespace's labels through an informer.
-	var err error
-	attempt := 0
+	// cube refuses the pod before the API server sees it...
+	_, err := c.Apply(ctx, tenantPod("rdma", nil, "IPC_LOCK"))
+	var ps *cube.PodSecurityError
+	require.ErrorAs(t, err, &ps)
+	assert.Equal(t, "baseline:latest", ps.Level)
+
+	// ...and the API server would have refused it. PodSecurity reads the
+	// namespace's labels through an informer.
+	objs, err := tenantPod("rdma", nil, "IPC_LOCK").Objects()
+	require.NoError(t, err)
+	raw := objs[0].(*corev1.Pod)
+	raw.Namespace = ns
 	require.Eventually(t, func() bool {
-		attempt++
-		_, err = c.Apply(ctx, tenantPod(fmt.Sprintf("rdma-%d", attempt), nil, "IPC_LOCK"))
+		err = env.Client.Create(ctx, raw.DeepCopy(), client.DryRunAll)
 		return err != nil
 	}, 30*time.Second, 50*time.Millisecond)
 	require.Error(t, err, "baseline refuses IPC_LOCK")
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
-	assert.Contains(t, err.Error(), `violates PodSecurity "baseline:latest"`)
+	assert.Contains(t, err.Error(), `violates PodSecurity "baseline:latest": `+ps.Violations[0].Reasons)
 	_, quota := cube.AsQuotaExceeded(err)
 	assert.False(t, quota)
 
@@ -162,4 +172,133 @@ func TestTenantRDMANeedsTheOptIn(t *testing.T) {
 		_, err = c.Apply(ctx, tenantPod("rdma", nil, "IPC_LOCK"))
 		return err == nil
 	}, 30*time.Second, 50*time.Millisecond, "the privileged level admits IPC_LOCK")
+}
+
+// allowed asks the real RBAC authorizer whether user (in groups) may verb
+// the resource in namespace.
+func allowed(ctx context.Context, t *testing.T, env *testenv.Env, user string, groups []string, verb, group, resource, namespace string) bool {
+	t.Helper()
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: group, Resource: resource},
+	}}
+	require.NoError(t, env.Client.Create(ctx, sar))
+	return sar.Status.Allowed
+}
+
+// TestTenantMembersMayUseEveryKindCubeCreates asks the API server's RBAC
+// authorizer what the tenant's editors, viewers and pipeline account may
+// do. The ClusterRole edit alone gave editors no training-operator job,
+// LeaderWorkerSet, RayJob or Volcano job, and pipelines no account.
+func TestTenantMembersMayUseEveryKindCubeCreates(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	applyTenant(t, env, cube.Tenant(ns).Editors("alice").ViewerGroups("auditors"))
+
+	type access struct{ verb, group, resource string }
+	editorMay := []access{
+		{"create", "kubeflow.org", "pytorchjobs"}, {"delete", "kubeflow.org", "mpijobs"}, {"patch", "kubeflow.org", "experiments"},
+		{"create", "argoproj.io", "workflows"}, {"create", "argoproj.io", "cronworkflows"},
+		{"create", "ray.io", "rayjobs"}, {"create", "leaderworkerset.x-k8s.io", "leaderworkersets"},
+		{"create", "batch.volcano.sh", "jobs"}, {"get", "kubeflow.org", "pytorchjobs/status"},
+		// Built-in kinds come from the tenant's Role too: the ClusterRole
+		// edit has no rules until kube-controller-manager aggregates them,
+		// and here, as in a cluster whose aggregation lags, none runs.
+		{"create", "apps", "deployments"}, {"create", "", "services"}, {"create", "", "secrets"}, {"get", "", "pods/log"},
+	}
+	// RBAC reads roles and bindings through informers: the first answers
+	// may predate them.
+	require.Eventually(t, func() bool {
+		return allowed(ctx, t, env, "alice", nil, "create", "kubeflow.org", "pytorchjobs", ns)
+	}, 30*time.Second, 50*time.Millisecond, "editors may create PyTorchJobs")
+	for _, a := range editorMay {
+		assert.True(t, allowed(ctx, t, env, "alice", nil, a.verb, a.group, a.resource, ns), "editor %s %s.%s", a.verb, a.resource, a.group)
+	}
+	assert.False(t, allowed(ctx, t, env, "alice", nil, "create", "kubeflow.org", "pytorchjobs", "default"), "only in the tenant's namespace")
+
+	viewer := []string{"auditors"}
+	for _, a := range []access{{"get", "kubeflow.org", "pytorchjobs"}, {"list", "ray.io", "rayjobs"}, {"watch", "leaderworkerset.x-k8s.io", "leaderworkersets"}, {"get", "", "pods"}, {"get", "", "pods/log"}} {
+		assert.True(t, allowed(ctx, t, env, "bob", viewer, a.verb, a.group, a.resource, ns), "viewer %s %s.%s", a.verb, a.resource, a.group)
+	}
+	assert.False(t, allowed(ctx, t, env, "bob", viewer, "create", "kubeflow.org", "pytorchjobs", ns), "viewers only read")
+	assert.False(t, allowed(ctx, t, env, "bob", viewer, "get", "", "secrets", ns), "viewers read no Secrets")
+
+	sa := "system:serviceaccount:" + ns + ":" + cube.PipelineServiceAccount
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
+	for _, a := range []access{
+		{"create", "argoproj.io", "workflowtaskresults"}, {"patch", "argoproj.io", "workflowtaskresults"}, // Argo's executor
+		{"create", "kubeflow.org", "pytorchjobs"}, {"get", "kubeflow.org", "pytorchjobs"}, {"watch", "kubeflow.org", "pytorchjobs"},
+		{"patch", "kubeflow.org", "pytorchjobs"}, {"delete", "kubeflow.org", "pytorchjobs"},
+		{"create", "ray.io", "rayjobs"}, {"delete", "batch.volcano.sh", "jobs"}, {"watch", "batch", "jobs"},
+	} {
+		assert.True(t, allowed(ctx, t, env, sa, saGroups, a.verb, a.group, a.resource, ns), "pipeline %s %s.%s", a.verb, a.resource, a.group)
+	}
+	assert.False(t, allowed(ctx, t, env, sa, saGroups, "create", "apps", "deployments", ns), "pipelines get what they need, no more")
+	assert.False(t, allowed(ctx, t, env, sa, saGroups, "get", "", "secrets", ns))
+
+	var account corev1.ServiceAccount
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cube.PipelineServiceAccount}, &account))
+}
+
+// TestTenantPodSecurityCheckAgreesWithTheAPIServer applies the
+// quickstart's InfiniBand job to a baseline tenant: cube refuses it before
+// storing anything, and the API server's PodSecurity admission refuses a
+// pod made from the job's template for the same reason.
+func TestTenantPodSecurityCheckAgreesWithTheAPIServer(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	c := applyTenant(t, env, cube.Tenant(ns))
+
+	job := rdmaJob(ns)
+	_, err := c.Apply(ctx, job)
+	var ps *cube.PodSecurityError
+	require.ErrorAs(t, err, &ps)
+	require.NotEmpty(t, ps.Violations)
+	var stored kubeflowv1.PyTorchJob
+	assert.True(t, apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "llama-sft"}, &stored)), "nothing was applied")
+
+	built, err := job.Build()
+	require.NoError(t, err)
+	tmpl := built.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker].Template
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "from-template", Namespace: ns}, Spec: tmpl.Spec}
+	require.Eventually(t, func() bool {
+		err = env.Client.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+		return err != nil
+	}, 30*time.Second, 50*time.Millisecond, "the namespace's labels reach admission")
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), `violates PodSecurity "`+ps.Level+`": `+ps.Violations[len(ps.Violations)-1].Reasons)
+
+	// With the opt-in the job is applied.
+	applyTenant(t, env, cube.Tenant(ns).AllowRDMA())
+	_, err = c.Apply(ctx, job)
+	require.NoError(t, err)
+}
+
+// TestTenantNetworkExceptionsAreStored applies a tenant with every kind of
+// ingress exception: the server's schema takes them as cube renders them.
+func TestTenantNetworkExceptionsAreStored(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	applyTenant(t, env, cube.Tenant(ns).AllowIngress(cube.IngressControllerIngress("ingress-nginx")).AllowIngressFromNamespace("monitoring"))
+
+	var ray networkingv1.NetworkPolicy
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ns + "-allow-kuberay"}, &ray))
+	assert.Equal(t, map[string]string{"ray.io/node-type": "head"}, ray.Spec.PodSelector.MatchLabels)
+	require.Len(t, ray.Spec.Ingress, 1)
+	assert.Equal(t, int32(cube.RayDashboardPort), ray.Spec.Ingress[0].Ports[0].Port.IntVal)
+	assert.Equal(t, map[string]string{cube.LabelKubeRayOperator: cube.KubeRayOperatorComponent}, ray.Spec.Ingress[0].From[0].PodSelector.MatchLabels)
+	assert.Empty(t, ray.Spec.Ingress[0].From[0].NamespaceSelector.MatchLabels, "the operator's namespace is any")
+
+	var ingress networkingv1.NetworkPolicy
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ns + "-allow-ingress-ingress-nginx"}, &ingress))
+	assert.Equal(t, map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}, ingress.Spec.Ingress[0].From[0].NamespaceSelector.MatchLabels)
+	assert.Nil(t, ingress.Spec.Ingress[0].From[0].PodSelector)
+	assert.Empty(t, ingress.Spec.Ingress[0].Ports)
+
+	var prom networkingv1.NetworkPolicy
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ns + "-allow-prometheus"}, &prom))
+	assert.Equal(t, map[string]string{"app.kubernetes.io/name": "prometheus"}, prom.Spec.Ingress[0].From[0].PodSelector.MatchLabels)
 }

@@ -1,14 +1,21 @@
 package cube_test
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/train"
 )
 
 // A team's namespace with quota for CPUs, memory and two kinds of
-// accelerators, its Volcano queue, members and network isolation.
+// accelerators, its Volcano queue, members, the account its pipelines run
+// as, and network isolation with the exceptions KubeRay and Prometheus
+// need. The containers of the namespace get default requests and no
+// default limits.
 func ExampleTenant() {
 	tenant := cube.Tenant("team-a").
 		Editors("alice").
@@ -17,143 +24,56 @@ func ExampleTenant() {
 		Accelerators("nvidia.com/gpu", 16).
 		Accelerators("huawei.com/Ascend910", 8).
 		QueueWeight(2)
-	if err := cube.Render(os.Stdout, tenant); err != nil {
+	objs, err := tenant.Objects()
+	if err != nil {
 		fmt.Println(err)
+		return
 	}
+	for _, o := range objs {
+		fmt.Println(o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+	}
+	quota := objs[1].(*corev1.ResourceQuota)
+	limits := objs[2].(*corev1.LimitRange).Spec.Limits[0]
+	hard := quota.Spec.Hard
+	fmt.Println("quota:", hard.Name("requests.cpu", resource.DecimalSI), hard.Name("requests.memory", resource.BinarySI), hard.Name("requests.nvidia.com/gpu", resource.DecimalSI))
+	fmt.Println("default requests:", limits.DefaultRequest.Cpu(), limits.DefaultRequest.Memory(), "limits:", len(limits.Default))
 	// Output:
-	// apiVersion: v1
-	// kind: Namespace
-	// metadata:
-	//   labels:
-	//     app.kubernetes.io/managed-by: cube
-	//     app.kubernetes.io/name: team-a
-	//     app.kubernetes.io/part-of: team-a
-	//     cube.dev/kind: tenant
-	//     cube.dev/release: team-a
-	//     pod-security.kubernetes.io/audit: baseline
-	//     pod-security.kubernetes.io/enforce: baseline
-	//     pod-security.kubernetes.io/enforce-version: latest
-	//     pod-security.kubernetes.io/warn: baseline
-	//   name: team-a
-	// spec: {}
-	// ---
-	// apiVersion: networking.k8s.io/v1
-	// kind: NetworkPolicy
-	// metadata:
-	//   labels:
-	//     app.kubernetes.io/managed-by: cube
-	//     app.kubernetes.io/name: team-a
-	//     app.kubernetes.io/part-of: team-a
-	//     cube.dev/kind: tenant
-	//     cube.dev/release: team-a
-	//   name: team-a-isolation
-	//   namespace: team-a
-	// spec:
-	//   ingress:
-	//   - from:
-	//     - podSelector: {}
-	//   podSelector: {}
-	//   policyTypes:
-	//   - Ingress
-	// ---
-	// apiVersion: v1
-	// kind: ResourceQuota
-	// metadata:
-	//   labels:
-	//     app.kubernetes.io/managed-by: cube
-	//     app.kubernetes.io/name: team-a
-	//     app.kubernetes.io/part-of: team-a
-	//     cube.dev/kind: tenant
-	//     cube.dev/release: team-a
-	//   name: team-a
-	//   namespace: team-a
-	// spec:
-	//   hard:
-	//     limits.cpu: "128"
-	//     limits.memory: 1Ti
-	//     pods: "100"
-	//     requests.cpu: "128"
-	//     requests.huawei.com/Ascend910: "8"
-	//     requests.memory: 1Ti
-	//     requests.nvidia.com/gpu: "16"
-	// ---
-	// apiVersion: v1
-	// kind: LimitRange
-	// metadata:
-	//   labels:
-	//     app.kubernetes.io/managed-by: cube
-	//     app.kubernetes.io/name: team-a
-	//     app.kubernetes.io/part-of: team-a
-	//     cube.dev/kind: tenant
-	//     cube.dev/release: team-a
-	//   name: team-a
-	//   namespace: team-a
-	// spec:
-	//   limits:
-	//   - default:
-	//       cpu: "1"
-	//       memory: 1Gi
-	//     defaultRequest:
-	//       cpu: 100m
-	//       memory: 128Mi
-	//     type: Container
-	// ---
-	// apiVersion: rbac.authorization.k8s.io/v1
-	// kind: RoleBinding
-	// metadata:
-	//   labels:
-	//     app.kubernetes.io/managed-by: cube
-	//     app.kubernetes.io/name: team-a
-	//     app.kubernetes.io/part-of: team-a
-	//     cube.dev/kind: tenant
-	//     cube.dev/release: team-a
-	//   name: team-a-edit
-	//   namespace: team-a
-	// roleRef:
-	//   apiGroup: rbac.authorization.k8s.io
-	//   kind: ClusterRole
-	//   name: edit
-	// subjects:
-	// - apiGroup: rbac.authorization.k8s.io
-	//   kind: User
-	//   name: alice
-	// ---
-	// apiVersion: rbac.authorization.k8s.io/v1
-	// kind: RoleBinding
-	// metadata:
-	//   labels:
-	//     app.kubernetes.io/managed-by: cube
-	//     app.kubernetes.io/name: team-a
-	//     app.kubernetes.io/part-of: team-a
-	//     cube.dev/kind: tenant
-	//     cube.dev/release: team-a
-	//   name: team-a-view
-	//   namespace: team-a
-	// roleRef:
-	//   apiGroup: rbac.authorization.k8s.io
-	//   kind: ClusterRole
-	//   name: view
-	// subjects:
-	// - apiGroup: rbac.authorization.k8s.io
-	//   kind: Group
-	//   name: auditors
-	// ---
-	// apiVersion: scheduling.volcano.sh/v1beta1
-	// kind: Queue
-	// metadata:
-	//   labels:
-	//     app.kubernetes.io/managed-by: cube
-	//     app.kubernetes.io/name: team-a
-	//     app.kubernetes.io/part-of: team-a
-	//     cube.dev/kind: tenant
-	//     cube.dev/release: team-a
-	//   name: team-a
-	// spec:
-	//   capability:
-	//     cpu: "128"
-	//     huawei.com/Ascend910: "8"
-	//     memory: 1Ti
-	//     nvidia.com/gpu: "16"
-	//   guarantee: {}
-	//   weight: 2
+	// Namespace team-a
+	// ResourceQuota team-a
+	// LimitRange team-a
+	// Queue team-a
+	// ServiceAccount cube-pipeline
+	// Role cube-pipeline
+	// RoleBinding cube-pipeline
+	// Role team-a-cube-edit
+	// Role team-a-cube-view
+	// RoleBinding team-a-edit
+	// RoleBinding team-a-cube-edit
+	// RoleBinding team-a-view
+	// RoleBinding team-a-cube-view
+	// NetworkPolicy team-a-isolation
+	// NetworkPolicy team-a-allow-kuberay
+	// NetworkPolicy team-a-allow-prometheus
+	// quota: 128 1Ti 16
+	// default requests: 100m 128Mi limits: 0
+}
+
+// A tenant says, before anything is applied, which pods its Pod Security
+// level refuses: InfiniBand adds IPC_LOCK, which baseline forbids.
+func ExampleTenantBuilder_Admits() {
+	job := train.PyTorch("llama-sft").Namespace("team-nlp").
+		Image("nvcr.io/nvidia/pytorch:24.05-py3").Torchrun("sft.py").
+		On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand())
+	tenant := cube.Tenant("team-nlp")
+	var ps *cube.PodSecurityError
+	if errors.As(tenant.Admits(job), &ps) {
+		for _, v := range ps.Violations {
+			fmt.Println(ps.Level, v.Template+":", v.Reasons)
+		}
+	}
+	fmt.Println("with AllowRDMA:", tenant.AllowRDMA().Admits(job))
+	// Output:
+	// baseline:latest spec.pytorchReplicaSpecs.Master.template: non-default capabilities (container "pytorch" must not include "IPC_LOCK" in securityContext.capabilities.add)
+	// baseline:latest spec.pytorchReplicaSpecs.Worker.template: non-default capabilities (container "pytorch" must not include "IPC_LOCK" in securityContext.capabilities.add)
+	// with AllowRDMA: <nil>
 }

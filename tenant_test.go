@@ -42,7 +42,17 @@ func TestTenantObjects(t *testing.T) {
 		AllowIngressFromNamespace("monitoring").
 		Objects()
 	require.NoError(t, err)
-	require.Len(t, objs, 7)
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind+" "+o.GetName())
+	}
+	assert.Equal(t, []string{
+		"Namespace team-a", "ResourceQuota team-a", "LimitRange team-a", "Queue team-a",
+		"ServiceAccount cube-pipeline", "Role cube-pipeline", "RoleBinding cube-pipeline",
+		"Role team-a-cube-edit", "Role team-a-cube-view",
+		"RoleBinding team-a-edit", "RoleBinding team-a-cube-edit", "RoleBinding team-a-view", "RoleBinding team-a-cube-view",
+		"NetworkPolicy team-a-isolation", "NetworkPolicy team-a-allow-kuberay", "NetworkPolicy team-a-allow-prometheus",
+	}, kinds)
 
 	ns := objs[0].(*corev1.Namespace)
 	assert.Equal(t, metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ns.TypeMeta)
@@ -67,9 +77,7 @@ func TestTenantObjects(t *testing.T) {
 	assert.Equal(t, "team-a", quota.Namespace)
 	assert.Equal(t, map[string]string{
 		"requests.cpu":                  "256",
-		"limits.cpu":                    "256",
 		"requests.memory":               "2Ti",
-		"limits.memory":                 "2Ti",
 		"pods":                          "200",
 		"requests.storage":              "50Ti",
 		"requests.nvidia.com/gpu":       "32",
@@ -94,7 +102,7 @@ func TestTenantObjects(t *testing.T) {
 	assert.Equal(t, map[string]string{"cpu": "256", "memory": "2Ti", "nvidia.com/gpu": "32", "huawei.com/Ascend910": "16"},
 		tenantQuantities(queue.Spec.Capability))
 
-	edit := objs[4].(*rbacv1.RoleBinding)
+	edit := objs[9].(*rbacv1.RoleBinding)
 	assert.Equal(t, metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, edit.TypeMeta)
 	assert.Equal(t, "team-a-edit", edit.Name)
 	assert.Equal(t, "team-a", edit.Namespace)
@@ -104,7 +112,9 @@ func TestTenantObjects(t *testing.T) {
 		{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "bob"},
 		{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "ml-engineers"},
 	}, edit.Subjects)
-	view := objs[5].(*rbacv1.RoleBinding)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "team-a-cube-edit"}, objs[10].(*rbacv1.RoleBinding).RoleRef)
+	assert.Equal(t, edit.Subjects, objs[10].(*rbacv1.RoleBinding).Subjects)
+	view := objs[11].(*rbacv1.RoleBinding)
 	assert.Equal(t, "team-a-view", view.Name)
 	assert.Equal(t, "view", view.RoleRef.Name)
 	assert.Equal(t, []rbacv1.Subject{
@@ -112,7 +122,10 @@ func TestTenantObjects(t *testing.T) {
 		{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "auditors"},
 	}, view.Subjects)
 
-	np := objs[6].(*networkingv1.NetworkPolicy)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "team-a-cube-view"}, objs[12].(*rbacv1.RoleBinding).RoleRef)
+	assert.Equal(t, view.Subjects, objs[12].(*rbacv1.RoleBinding).Subjects)
+
+	np := objs[13].(*networkingv1.NetworkPolicy)
 	assert.Equal(t, metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}, np.TypeMeta)
 	assert.Equal(t, "team-a-isolation", np.Name)
 	assert.Equal(t, "team-a", np.Namespace)
@@ -135,17 +148,17 @@ func TestTenantDefaults(t *testing.T) {
 	assert.Equal(t, "team-b", tenant.Name())
 	objs, err := tenant.Objects()
 	require.NoError(t, err)
-	require.Len(t, objs, 5, "no role bindings without members")
+	require.Len(t, objs, 12, "no role bindings without members")
 	assert.Equal(t, "baseline", objs[0].GetLabels()[cube.LabelPodSecurityEnforce])
 	assert.Empty(t, objs[1].(*corev1.ResourceQuota).Spec.Hard)
 	lr := objs[2].(*corev1.LimitRange).Spec.Limits[0]
 	assert.Equal(t, map[string]string{"cpu": cube.DefaultCPURequest, "memory": cube.DefaultMemoryRequest}, tenantQuantities(lr.DefaultRequest))
-	assert.Equal(t, map[string]string{"cpu": cube.DefaultCPULimit, "memory": cube.DefaultMemoryLimit}, tenantQuantities(lr.Default))
+	assert.Nil(t, lr.Default, "no default limit: a limit the engine did not ask for kills it")
 	queue := objs[3].(*vcscheduling.Queue)
 	assert.Equal(t, int32(1), queue.Spec.Weight)
 	assert.Nil(t, queue.Spec.Capability)
 	assert.Nil(t, queue.Spec.Reclaimable, "Volcano's default")
-	np := objs[4].(*networkingv1.NetworkPolicy)
+	np := objs[9].(*networkingv1.NetworkPolicy)
 	assert.Equal(t, []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}, np.Spec.Ingress[0].From)
 
 	rdma, err := cube.Tenant("team-c").AllowRDMA().Objects()
@@ -187,8 +200,6 @@ func TestTenantValidation(t *testing.T) {
 		`metadata.labels[pod-security.kubernetes.io/enforce]: Unsupported value: "lenient": supported values: "privileged", "baseline", "restricted"`,
 		`metadata.labels[bad key!]: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
 		`metadata.labels[ok]: Invalid value: "bad value!": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
-		`spec.hard[limits.cpu]: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
-		`spec.hard[limits.memory]: Invalid value: "-1Gi": must not be negative`,
 		`spec.hard[requests.cpu]: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
 		`spec.hard[requests.memory]: Invalid value: "-1Gi": must not be negative`,
 		`spec.hard[requests.nvidia.com/gpu]: Invalid value: "-2": must not be negative`,
@@ -196,7 +207,7 @@ func TestTenantValidation(t *testing.T) {
 		`spec.limits[0].defaultRequest[cpu]: Invalid value: "4": must not exceed the default limit 2`,
 		`spec.limits[0].defaultRequest[memory]: Invalid value: "x": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
 		`spec.limits[0].default[memory]: Invalid value: "y": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
-		`queue.spec.weight: Invalid value: 0: must be at least 1`,
+		`queue.spec.weight: Invalid value: 0: must be from 1 to 2147483647`,
 		`roleBindings[Team_A-edit].subjects[0].name: Required value: a user or group name is required`,
 		`roleBindings[Team_A-view].subjects[0].name: Required value: a user or group name is required`,
 		`networkPolicy.spec.ingress[0].from[1]: Invalid value: "Other_NS": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,

@@ -37,17 +37,26 @@ type WaitError struct {
 }
 
 func (e *WaitError) Error() string {
+	if e == nil {
+		return "<nil WaitError>"
+	}
 	return fmt.Sprintf("wait for release %s to be %s: %v; last status: %s", e.Release, e.Until, errors.Join(e.errs...), e.Last)
 }
 
 // Unwrap returns the causes, so errors.Is works for ErrTimeout, ErrFailed and
 // context errors.
-func (e *WaitError) Unwrap() []error { return e.errs }
+func (e *WaitError) Unwrap() []error {
+	if e == nil {
+		return nil
+	}
+	return e.errs
+}
 
 // WaitOption changes how Wait works.
 type WaitOption func(*waitOptions)
 
 type waitOptions struct {
+	errs        []error // bad options
 	timeout     time.Duration
 	progress    func(Status)
 	failOnStuck bool
@@ -75,8 +84,17 @@ func failOnStuck(st *Status) {
 }
 
 // Timeout bounds the wait; when it passes, Wait returns an error wrapping
-// ErrTimeout with the last status.
-func Timeout(d time.Duration) WaitOption { return func(o *waitOptions) { o.timeout = d } }
+// ErrTimeout with the last status. Zero means no bound (the context's);
+// a negative d makes Wait fail before it starts.
+func Timeout(d time.Duration) WaitOption {
+	return func(o *waitOptions) {
+		if d < 0 {
+			o.errs = append(o.errs, fmt.Errorf("timeout %s is negative", d))
+			return
+		}
+		o.timeout = d
+	}
+}
 
 // OnProgress calls fn with the release status each time it changes, starting
 // with the first status read. fn runs on Wait's goroutine.
@@ -89,6 +107,9 @@ func OnProgress(fn func(Status)) WaitOption { return func(o *waitOptions) { o.pr
 // Status.Pods), re-listing when a watch ends; it never polls. A caller not
 // allowed to read pods waits on the objects alone.
 func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (Status, error) {
+	if err := r.usable(); err != nil {
+		return Status{}, fmt.Errorf("wait: %w", err)
+	}
 	if until != Ready && until != Succeeded {
 		return Status{}, fmt.Errorf("wait: until must be %s or %s, not %q", Ready, Succeeded, until)
 	}
@@ -98,7 +119,12 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 	}
 	var o waitOptions
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if len(o.errs) > 0 {
+		return Status{}, fmt.Errorf("wait: %w", errors.Join(o.errs...))
 	}
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -122,6 +123,7 @@ func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 		WithScheme(s).
 		WithRESTMapper(restMapper(s)).
 		WithStatusSubresource(withStatus...).
+		WithTypeConverters(typeConverters()...).
 		WithObjects(objs...).
 		Build()
 	cs := k8sfake.NewClientset()
@@ -136,6 +138,9 @@ func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 // objects, so the record alone is not enough. The cluster is in memory, so
 // it checks every millisecond until ctx ends.
 func (c *Cluster) WaitForRelease(ctx context.Context, namespace, name string) (*cube.Release, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -161,6 +166,14 @@ func (c *Cluster) allExist(ctx context.Context, rel *cube.Release) bool {
 	return true
 }
 
+// usable reports why c is not a cluster: nil, or not made by NewCluster.
+func (c *Cluster) usable() error {
+	if c == nil || c.Client == nil || c.Fake == nil {
+		return errors.New("cubetest: cluster is nil or zero: make it with cubetest.NewCluster")
+	}
+	return nil
+}
+
 // AddPod creates a pod of rel, as the release's controller would, in the
 // state a reason describes, as the scheduler and the kubelet report it:
 //
@@ -174,8 +187,14 @@ func (c *Cluster) allExist(ctx context.Context, rel *cube.Release) bool {
 // The pod carries the release's labels, so Release.Status and Wait report
 // its problems (cube.PodProblem), and FailOnStuckPods reacts to them.
 func (c *Cluster) AddPod(ctx context.Context, rel *cube.Release, name, reason, message string) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
 	if rel == nil {
 		return errors.New("cubetest: release is nil")
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return fmt.Errorf("cubetest: add pod %q: not a pod name: %s", name, strings.Join(msgs, "; "))
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: map[string]string{
@@ -224,8 +243,14 @@ func (c *Cluster) MarkFailed(ctx context.Context, rel *cube.Release, reason, mes
 // Mark writes the status that each object's controller would write for
 // phase, through the status subresource, as a controller does.
 func (c *Cluster) Mark(ctx context.Context, rel *cube.Release, phase cube.Phase, reason, message string) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
 	if rel == nil {
 		return errors.New("cubetest: release is nil")
+	}
+	if err := checkPhase(phase); err != nil {
+		return err
 	}
 	var errs []error
 	for _, ref := range rel.Objects {
@@ -242,6 +267,12 @@ func (c *Cluster) Mark(ctx context.Context, rel *cube.Release, phase cube.Phase,
 // MarkObject writes the status of one object as its controller would, on
 // any client: the fake one here, or a real API server in integration tests.
 func MarkObject(ctx context.Context, c client.Client, ref cube.ObjectRef, phase cube.Phase, reason, message string) error {
+	if c == nil {
+		return errors.New("cubetest: client is nil")
+	}
+	if err := checkPhase(phase); err != nil {
+		return err
+	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(ref.GroupVersionKind)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {

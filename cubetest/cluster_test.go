@@ -262,3 +262,25 @@ func TestUserAutomationSeesStuckPods(t *testing.T) {
 	require.Error(t, cluster.AddPod(ctx, nil, "x", "", ""))
 	require.Error(t, cluster.AddPod(ctx, rel, "shop-1", "", ""), "a pod of that name exists")
 }
+
+// TestHostileInput: a phase no controller writes, a pod name the API
+// server would refuse and a nil cluster are errors, not silent no-ops.
+func TestHostileInput(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil)
+	rel, err := cluster.Client.Apply(ctx, webApp("shop", 1))
+	require.NoError(t, err)
+	assert.EqualError(t, cluster.Mark(ctx, rel, "Done", "", ""), `cubetest: phase "Done" is not one of [InProgress Ready Succeeded Failed]`)
+	assert.EqualError(t, cubetest.MarkObject(ctx, cluster.Fake, rel.Objects[0], "", "", ""), `cubetest: phase "" is not one of [InProgress Ready Succeeded Failed]`)
+	assert.EqualError(t, cubetest.SetStatus(nil, cube.Ready, "", ""), "cubetest: object is nil")
+	err = cluster.AddPod(ctx, rel, "Bad_Pod", "", "")
+	assert.ErrorContains(t, err, `cubetest: add pod "Bad_Pod": not a pod name: a lowercase RFC 1123 subdomain must consist of`)
+	assert.ErrorContains(t, cluster.AddPod(ctx, rel, "", "", ""), `cubetest: add pod "": not a pod name`)
+	require.NoError(t, cluster.AddPod(ctx, rel, "shop-0", "", ""))
+
+	var nilCluster *cubetest.Cluster
+	assert.EqualError(t, nilCluster.MarkReady(ctx, rel), "cubetest: cluster is nil or zero: make it with cubetest.NewCluster")
+	assert.EqualError(t, nilCluster.AddPod(ctx, rel, "p", "", ""), "cubetest: cluster is nil or zero: make it with cubetest.NewCluster")
+	_, err = (&cubetest.Cluster{}).WaitForRelease(ctx, "default", "shop")
+	assert.EqualError(t, err, "cubetest: cluster is nil or zero: make it with cubetest.NewCluster")
+}

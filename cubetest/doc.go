@@ -24,6 +24,15 @@
 // (ImagePullBackOff, CrashLoopBackOff…), so reactions to what
 // Status.Pods reports can be tested too.
 //
+// Every cube builder applies, waits and reacts here: tenants and notebooks
+// (with their NetworkPolicies), training jobs, RayJobs, Volcano jobs,
+// served models (Deployments and LeaderWorkerSets) and pipelines. The fake
+// client's server-side apply is controller-runtime's with one repair: it
+// still treats NetworkPolicy as having a status, which the API removed, and
+// without the repair no object with a NetworkPolicy could be applied.
+//
 // SetStatus and MarkObject are the same status writers for any client,
-// including a real API server in integration tests.
+// including a real API server in integration tests. They, Mark and AddPod
+// refuse what no controller would write: a phase other than InProgress,
+// Ready, Succeeded and Failed, a pod name the API server refuses.
 package cubetest

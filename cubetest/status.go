@@ -1,7 +1,9 @@
 package cubetest
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
@@ -83,11 +85,27 @@ var writers = map[schema.GroupKind]statusWriter{
 // Workflow and LeaderWorkerSet. Long-running kinds asked to Succeed become
 // Ready. The caller stores the result with a status update.
 func SetStatus(u *unstructured.Unstructured, phase cube.Phase, reason, message string) error {
+	if u == nil {
+		return errors.New("cubetest: object is nil")
+	}
+	if err := checkPhase(phase); err != nil {
+		return err
+	}
 	w, ok := writers[u.GroupVersionKind().GroupKind()]
 	if !ok {
 		return fmt.Errorf("cubetest: no status writer for %s", u.GroupVersionKind().GroupKind())
 	}
 	return w(u, phase, reason, message)
+}
+
+var phases = []cube.Phase{cube.InProgress, cube.Ready, cube.Succeeded, cube.Failed}
+
+// checkPhase refuses a phase no controller writes.
+func checkPhase(phase cube.Phase) error {
+	if !slices.Contains(phases, phase) {
+		return fmt.Errorf("cubetest: phase %q is not one of %v", phase, phases)
+	}
+	return nil
 }
 
 // HasStatus reports whether SetStatus knows the kind of u.

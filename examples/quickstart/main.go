@@ -55,12 +55,15 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 // model, runs the pipeline locally, prints them all to out, and returns the
 // workloads to apply.
 func journey(ctx context.Context, out io.Writer, ns string) ([]cube.Workload, error) {
-	// 1. A team: namespace, quota, queue, access.
+	// 1. A team: namespace, quota, queue, access. Its training runs over
+	// InfiniBand, whose IPC_LOCK capability the default (baseline) Pod
+	// Security level refuses: the tenant opts in.
 	tenant := cube.Tenant(ns).
 		Editors("alice@example.com").Viewers("bob@example.com").
 		CPU("512").Memory("4Ti").Pods(200).Storage("20Ti").
 		Accelerators("nvidia.com/gpu", 32).
-		QueueWeight(2)
+		QueueWeight(2).
+		AllowRDMA()
 
 	// 2. Distributed fine-tuning: 4 pods × 8 H100 over InfiniBand. Moving it
 	// to Ascend is one argument: On(hardware.Ascend910B3).
@@ -87,7 +90,8 @@ func journey(ctx context.Context, out io.Writer, ns string) ([]cube.Workload, er
 	evaluate := pipeline.Container("evaluate").Image("python:3.12").
 		Command("python", "/workspace/evaluate.py", "--rows", prepare.Output("rows")).
 		After(finetune)
-	flow := pipeline.New("sft-flow").Namespace(ns).Step(prepare, finetune, evaluate)
+	flow := pipeline.New("sft-flow").Namespace(ns).ServiceAccount(cube.PipelineServiceAccount).
+		Step(prepare, finetune, evaluate)
 
 	// 4. Serving: the planner sizes Qwen2.5-72B on H100s, and Auto applies it.
 	qwen, err := market.Lookup("Qwen/Qwen2.5-72B-Instruct")
@@ -115,6 +119,11 @@ func journey(ctx context.Context, out io.Writer, ns string) ([]cube.Workload, er
 	comment(out, "serving plan: "+plan.String())
 	comment(out, "")
 
+	// The tenant's Pod Security level admits every pod of the workloads
+	// (Apply checks it again against the namespace).
+	if err := tenant.Admits(sft, flow, chat); err != nil {
+		return nil, err
+	}
 	workloads := []cube.Workload{tenant, sft, flow, chat}
 	for i, w := range workloads {
 		if i > 0 {
