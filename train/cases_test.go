@@ -4,6 +4,7 @@ import (
 	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
 	"github.com/cubestudio/cube"
@@ -156,6 +157,7 @@ var builderCases = []builderCase{
 			Plugin(train.PluginSSH).
 			Policy(vcbus.PodEvictedEvent, vcbus.RestartJobAction).
 			Policy(vcbus.PodFailedEvent, vcbus.AbortJobAction).
+			RestartPolicy(corev1.RestartPolicyNever).
 			MaxRetry(2).
 			Queue("team-a")
 		s.on(settingsOf[train.VolcanoJob]{&j.Builder})

@@ -264,12 +264,11 @@ func ExamplePaddle() {
 
 // XGBoost jobs need an image and at least one Worker.
 func ExampleXGBoost() {
-	_, err := train.XGBoost("xgb").Workers(0).Build()
+	_, err := train.XGBoost("xgb").Nodes(0).Build()
 	printErrors(err)
 	// Output:
-	// spec.xgbReplicaSpecs[Worker].replicas: Invalid value: 0: at least 1 worker required
+	// spec.xgbReplicaSpecs[Worker].replicas: Invalid value: -1: Nodes(0) leaves no pod: Nodes counts the Master, so it is at least 1
 	// spec.xgbReplicaSpecs[Master].template.spec.containers[0].image: Required value: an image is required
-	// spec.xgbReplicaSpecs[Worker].template.spec.containers[0].image: Required value: an image is required
 }
 
 // An MXJob: a Scheduler, Servers and Workers, GPUs on the Workers only.
@@ -470,6 +469,7 @@ func ExampleVolcano() {
 	//           resources: {}
 	//         nodeSelector:
 	//           kubernetes.io/arch: amd64
+	//         restartPolicy: OnFailure
 	//         schedulerName: volcano
 }
 

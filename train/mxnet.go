@@ -32,6 +32,9 @@ func (j *MXNetJob) Servers(n int) *MXNetJob { j.servers = n; return j }
 const mxnetSpecs = "mxReplicaSpecs"
 
 func (j *MXNetJob) build() (*kubeflowv1.MXJob, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.MXNetJob", "MXNet")
+	}
 	errs := atLeast(j.workers, 1, replicasPath(mxnetSpecs, kubeflowv1.MXJobReplicaTypeWorker), "worker")
 	errs = append(errs, atLeast(j.servers, 1, replicasPath(mxnetSpecs, kubeflowv1.MXJobReplicaTypeServer), "server")...)
 	roles := []role{

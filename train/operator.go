@@ -72,6 +72,11 @@ type role struct {
 	// and args (nil clears them, leaving the image's entrypoint).
 	override      bool
 	command, args []string
+	// ownServiceAccount replaces the pod settings' ServiceAccount with
+	// serviceAccount (empty: the namespace default, or what the operator
+	// sets, as for the MPI launcher).
+	ownServiceAccount bool
+	serviceAccount    string
 }
 
 // layout is what a framework asks of the shared core.
@@ -106,8 +111,10 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 		total += r.replicas
 	}
 	// The operators name Services after the job, leaving room for the
-	// longest suffix they append to name pods and services.
+	// longest suffix they append to name pods and services. The pod
+	// settings' own problems are reported once, not once per role.
 	errs := o.ValidateServiceMeta(validation.DNS1035LabelMaxLength - len(longest))
+	errs = append(errs, o.SettingErrors()...)
 	gangSize := l.gangSize
 	if gangSize == 0 {
 		gangSize = total
@@ -136,15 +143,19 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 	for _, r := range l.roles {
 		rolePath := specsPath.Key(string(r.typ))
 		tmpl, tmplErrs := o.Template(rolePath.Child("template"), pod.TemplateOptions{
-			Container: l.container,
-			NoDevices: r.noDevices,
-			Labels:    map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
-			Resources: o.roleResources[r.typ],
+			Container:         l.container,
+			NoDevices:         r.noDevices,
+			Labels:            map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
+			Resources:         o.roleResources[r.typ],
+			OmitSettingErrors: true,
 		})
 		errs = append(errs, tmplErrs...)
 		if r.override {
 			c := &tmpl.Spec.Containers[0]
 			c.Command, c.Args = slices.Clone(r.command), slices.Clone(r.args)
+		}
+		if r.ownServiceAccount {
+			tmpl.Spec.ServiceAccountName = r.serviceAccount
 		}
 		if gang.on {
 			tmpl.Spec.SchedulerName = VolcanoScheduler
@@ -219,6 +230,16 @@ func perPod(set *int, devices int) int {
 // into a field error on spec.
 func operatorError(err error) *field.Error {
 	return field.Invalid(field.NewPath("spec"), "", "rejected by the training-operator's validation: "+err.Error())
+}
+
+// unmade reports a builder that no constructor made: a nil pointer or a
+// zero value, whose chained methods return nil.
+func unmade[T any](b *pod.Builder[T]) bool { return b.Identity().Kind == "" }
+
+// unmadeErrors is the problem reported for a builder no constructor made.
+func unmadeErrors(typ, constructor string) field.ErrorList {
+	return field.ErrorList{field.Required(field.NewPath("metadata", "name"),
+		"a nil or zero "+typ+" has no name and no settings: start it with train."+constructor+"(name)")}
 }
 
 func typeMeta(kind string) metav1.TypeMeta {

@@ -40,6 +40,9 @@ func (j *PaddleJob) Launch(script string, args ...string) *PaddleJob {
 const paddleSpecs = "paddleReplicaSpecs"
 
 func (j *PaddleJob) build() (*kubeflowv1.PaddleJob, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.PaddleJob", "Paddle")
+	}
 	errs := atLeast(j.workers, 1, replicasPath(paddleSpecs, kubeflowv1.PaddleJobReplicaTypeWorker), "worker")
 	if j.servers < 0 {
 		errs = append(errs, field.Invalid(replicasPath(paddleSpecs, kubeflowv1.PaddleJobReplicaTypeMaster), j.servers, "must not be negative"))

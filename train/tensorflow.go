@@ -47,6 +47,9 @@ func (j *TFJob) SucceedWhenAllWorkersSucceed() *TFJob { j.allWorkersMatch = true
 const tfSpecs = "tfReplicaSpecs"
 
 func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.TFJob", "TensorFlow")
+	}
 	errs := atLeast(j.workers, 1, replicasPath(tfSpecs, kubeflowv1.TFJobReplicaTypeWorker), "worker")
 	if j.ps < 0 {
 		errs = append(errs, field.Invalid(replicasPath(tfSpecs, kubeflowv1.TFJobReplicaTypePS), j.ps, "must not be negative"))
