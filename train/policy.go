@@ -123,8 +123,8 @@ func seconds(d time.Duration, p *field.Path, positive bool) (int64, *field.Error
 // gang scheduling through Volcano. It is embedded by the builders.
 type RunPolicy[T any] struct {
 	Lifecycle[T]
-	cleanPod        *kubeflowv1.CleanPodPolicy
-	restart         *kubeflowv1.RestartPolicy
+	cleanPod     *kubeflowv1.CleanPodPolicy
+	restart      *kubeflowv1.RestartPolicy
 	gang         bool
 	minAvailable *int
 }
