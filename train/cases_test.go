@@ -69,6 +69,15 @@ var builderCases = []builderCase{
 		s.on(settingsOf[train.PyTorchJob]{&j.Builder})
 		return j
 	}},
+	// One pod with every accelerator of a node: the most common fine-tune.
+	{"pytorch-single", func(name string, s setup) cube.Workload {
+		j := train.PyTorch(name).Image(trainImage).
+			Torchrun("sft.py", "--model", "/models/qwen").
+			Nodes(1).
+			SharedMemory("16Gi")
+		s.on(settingsOf[train.PyTorchJob]{&j.Builder})
+		return j
+	}},
 	{"tensorflow", func(name string, s setup) cube.Workload {
 		j := train.TensorFlow(name).Image(trainImage).
 			Command("python", "/app/train.py").
@@ -167,7 +176,7 @@ var builderCases = []builderCase{
 
 // Kinds of the primary objects, by case.
 var primaryKind = map[string]string{
-	"pytorch": "PyTorchJob", "tensorflow": "TFJob", "mpi": "MPIJob", "horovod": "MPIJob",
+	"pytorch": "PyTorchJob", "pytorch-single": "PyTorchJob", "tensorflow": "TFJob", "mpi": "MPIJob", "horovod": "MPIJob",
 	"deepspeed": "PyTorchJob", "colossalai": "PyTorchJob", "paddle": "PaddleJob",
 	"xgboost": "XGBoostJob", "mxnet": "MXJob", "ray": "RayJob", "volcano": "Job",
 }
