@@ -289,10 +289,30 @@ func (b *Builder[T]) AddToleration(t corev1.Toleration) *T {
 func (b *Builder[T]) Affinity(a *corev1.Affinity) *T { b.affinity = a.DeepCopy(); return b.self }
 
 // PriorityClass sets the pod priority class.
-func (b *Builder[T]) PriorityClass(name string) *T { b.priorityClass = name; return b.self }
+func (b *Builder[T]) PriorityClass(name string) *T {
+	b.checkObjectName("priorityClass", name)
+	b.priorityClass = name
+	return b.self
+}
 
 // ServiceAccount sets the pod's service account.
-func (b *Builder[T]) ServiceAccount(name string) *T { b.serviceAccount = name; return b.self }
+func (b *Builder[T]) ServiceAccount(name string) *T {
+	b.checkObjectName("serviceAccount", name)
+	b.serviceAccount = name
+	return b.self
+}
+
+// checkObjectName records a problem with the name of an object a setting
+// refers to (a DNS-1123 subdomain, as the API server checks it on pods;
+// empty: none).
+func (b *Builder[T]) checkObjectName(setting, name string) {
+	if name == "" {
+		return
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		b.problems = append(b.problems, field.Invalid(field.NewPath(setting), name, msg))
+	}
+}
 
 // ImagePullSecret adds an image pull secret.
 func (b *Builder[T]) ImagePullSecret(name string) *T {
@@ -301,7 +321,11 @@ func (b *Builder[T]) ImagePullSecret(name string) *T {
 }
 
 // Scheduler sets the scheduler name (e.g. "volcano", "hami-scheduler").
-func (b *Builder[T]) Scheduler(name string) *T { b.scheduler = name; return b.self }
+func (b *Builder[T]) Scheduler(name string) *T {
+	b.checkObjectName("scheduler", name)
+	b.scheduler = name
+	return b.self
+}
 
 // Queue puts the pods in a Volcano queue; job builders also set it on the
 // job's scheduling policy. A queue is a cluster-scoped Volcano object, so
@@ -351,8 +375,18 @@ func (b *Builder[T]) SecurityContext(sc *corev1.SecurityContext) *T {
 	return b.self
 }
 
-// Port exposes a named container port on the main container.
+// Port exposes a named container port on the main container: a port
+// number from 1 to 65535 and an IANA service name (or none).
 func (b *Builder[T]) Port(name string, port int32) *T {
+	p := field.NewPath("ports").Key(name)
+	for _, msg := range validation.IsValidPortNum(int(port)) {
+		b.problems = append(b.problems, field.Invalid(p.Child("containerPort"), port, msg))
+	}
+	if name != "" {
+		for _, msg := range validation.IsValidPortName(name) {
+			b.problems = append(b.problems, field.Invalid(p.Child("name"), name, msg))
+		}
+	}
 	b.ports = append(b.ports, corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP})
 	return b.self
 }

@@ -270,3 +270,19 @@ func TestEnvRefusesLiteralSecrets(t *testing.T) {
 	assert.Equal(t, []string{`env[HF_TOKEN].value: Forbidden: HF_TOKEN looks like a credential written in clear, which would be stored in the rendered objects: put it in a Secret and use EnvFromSecret("HF_TOKEN", secret, key)`}, errs)
 	assert.NotContains(t, errs[0], "hf_abc")
 }
+
+// TestNamesAndPortsTheAPIServerChecks: names of objects a pod refers to
+// and its ports are refused while chaining, as the API server would
+// refuse the pod.
+func TestNamesAndPortsTheAPIServerChecks(t *testing.T) {
+	j := newJob("x").PriorityClass("Bad_Name").ServiceAccount("a b").Scheduler("UPPER").
+		Port("http", 70000).Port("Bad Port", 80).Port("", 8080).
+		PriorityClass("").ServiceAccount("").Scheduler("")
+	assert.Equal(t, []string{
+		`priorityClass: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		`serviceAccount: Invalid value: "a b": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		`scheduler: Invalid value: "UPPER": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		`ports[http].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`,
+		`ports[Bad Port].name: Invalid value: "Bad Port": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)`,
+	}, errorStrings(j.SettingErrors()), "empty names mean none")
+}

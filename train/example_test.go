@@ -144,6 +144,32 @@ func ExampleTensorFlow() {
 
 // The Launcher of an MPIJob wraps the program in mpirun over Workers ×
 // SlotsPerWorker ranks (a slot per GPU by default).
+// One pod with a node's eight GPUs: Nodes counts the Master, as Arena's
+// --workers and the Kubeflow SDK's num_workers do.
+func ExamplePyTorchJob_Nodes() {
+	for _, nodes := range []int{1, 4} {
+		job, err := train.PyTorch("sft").
+			Image("registry.example.com/llm/train:2.4").
+			Torchrun("sft.py").
+			Nodes(nodes).
+			On(hardware.H100).GPUs(8).
+			Build()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, typ := range []kubeflowv1.ReplicaType{kubeflowv1.PyTorchJobReplicaTypeMaster, kubeflowv1.PyTorchJobReplicaTypeWorker} {
+			if spec, ok := job.Spec.PyTorchReplicaSpecs[typ]; ok {
+				fmt.Printf("Nodes(%d): %s × %d\n", nodes, typ, *spec.Replicas)
+			}
+		}
+	}
+	// Output:
+	// Nodes(1): Master × 1
+	// Nodes(4): Master × 1
+	// Nodes(4): Worker × 3
+}
+
 func ExampleMPI() {
 	job, err := train.MPI("allreduce").
 		Image("mpioperator/mpi-pi:openmpi").
@@ -161,6 +187,28 @@ func ExampleMPI() {
 	// Output:
 	// [mpirun --allow-run-as-root -np 4 -bind-to none -map-by slot /home/mpiuser/pi]
 	// slots per worker: 2
+}
+
+// The Launcher keeps the operator's account, which may exec into the
+// workers; ServiceAccount reaches the Workers, which read the data.
+func ExampleMPIJob_LauncherServiceAccount() {
+	job, err := train.MPI("allreduce").
+		Image("mpioperator/mpi-pi:openmpi").
+		Command("/home/mpiuser/pi").
+		ServiceAccount("s3-reader").
+		Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, typ := range []kubeflowv1.ReplicaType{kubeflowv1.MPIJobReplicaTypeLauncher, kubeflowv1.MPIJobReplicaTypeWorker} {
+		fmt.Printf("%s: %q\n", typ, job.Spec.MPIReplicaSpecs[typ].Template.Spec.ServiceAccountName)
+	}
+	fmt.Println("cleanPodPolicy:", *job.Spec.RunPolicy.CleanPodPolicy)
+	// Output:
+	// Launcher: ""
+	// Worker: "s3-reader"
+	// cleanPodPolicy: Running
 }
 
 // Horovod jobs need the program every rank runs.

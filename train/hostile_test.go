@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,6 +85,28 @@ func TestHostileSettings(t *testing.T) {
 		{"more GPUs than a CPU profile has",
 			train.PyTorch("pt").Image(img).On(hardware.CPU).GPUs(2).Nodes(1), []string{
 				`spec.pytorchReplicaSpecs[Master].template.count: Invalid value: 2: cpu-amd64 has no accelerators to request`,
+			}},
+		// Found by FuzzBuilders: each was accepted by cube and refused by
+		// the API server.
+		{"counts beyond 32 bits",
+			train.PyTorch("pt").Image(img).Workers(math.MaxInt32 + 1), []string{
+				`spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 2147483648: must fit in 32 bits`,
+			}},
+		{"elastic and Volcano counts beyond 32 bits",
+			train.Volcano("vc").Image(img).Task("w", math.MaxInt32+1).MaxRetry(math.MaxInt32 + 1), []string{
+				`spec.maxRetry: Invalid value: 2147483648: must fit in 32 bits`,
+				`spec.tasks[0].replicas: Invalid value: 2147483648: must fit in 32 bits`,
+			}},
+		{"a port the operator takes, a port out of range",
+			train.PyTorch("pt").Image(img).Nodes(1).Port("mine", 23456).Port("http", 70000), []string{
+				`ports[http].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`,
+				`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].ports[2].containerPort: Duplicate value: 23456`,
+			}},
+		{"a priority class, a scheduler and a service account that cannot exist",
+			train.Volcano("vc").Image(img).Task("w", 1).PriorityClass("Bad_Name").Scheduler("My Scheduler").ServiceAccount("Bad SA"), []string{
+				`priorityClass: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+				`scheduler: Invalid value: "My Scheduler": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+				`serviceAccount: Invalid value: "Bad SA": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			}},
 	}
 	for _, tc := range cases {

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"math"
 	"slices"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
@@ -78,8 +79,11 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 	}
 	errs := atLeast(j.workers, 1, replicasPath(mpiSpecs, kubeflowv1.MPIJobReplicaTypeWorker), "worker")
 	slots := perPod(j.slots, j.Devices())
-	if slots < 1 {
+	switch {
+	case slots < 1:
 		errs = append(errs, field.Invalid(field.NewPath("spec", "slotsPerWorker"), slots, "must be at least 1"))
+	case slots > math.MaxInt32:
+		errs = append(errs, field.Invalid(field.NewPath("spec", "slotsPerWorker"), slots, "must fit in 32 bits"))
 	}
 	command, args := j.CommandLine()
 	program := append(command, args...)
@@ -105,11 +109,11 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 			ownServiceAccount: true, serviceAccount: j.launcherSA},
 		// Workers keep no command: the operator makes them sleep until
 		// mpirun reaches them.
-		{typ: kubeflowv1.MPIJobReplicaTypeWorker, replicas: int32(max(j.workers, 0)), override: true},
+		{typ: kubeflowv1.MPIJobReplicaTypeWorker, replicas: max(j.workers, 0), override: true},
 	}
 	r, renderErrs := j.render(layout{specsField: mpiSpecs, container: kubeflowv1.MPIJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
-	slots32 := int32(max(slots, 0))
+	slots32 := clamp32(slots)
 	job := &kubeflowv1.MPIJob{
 		TypeMeta:   typeMeta(kubeflowv1.MPIJobKind),
 		ObjectMeta: r.meta,
@@ -121,6 +125,7 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 		},
 	}
 	kubeflowv1.SetObjectDefaults_MPIJob(job)
+	errs = append(errs, checkPorts(mpiSpecs, job.Spec.MPIReplicaSpecs)...)
 	// The operator's validator stops at its first finding and walks a map,
 	// so which finding it reports varies run to run; it is only consulted
 	// as a backstop once cube's own checks pass.

@@ -49,9 +49,9 @@ func (j *PaddleJob) build() (*kubeflowv1.PaddleJob, field.ErrorList) {
 	}
 	var roles []role
 	if j.servers > 0 {
-		roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeMaster, replicas: int32(j.servers), noDevices: true})
+		roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeMaster, replicas: j.servers, noDevices: true})
 	}
-	roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeWorker, replicas: int32(max(j.workers, 0))})
+	roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeWorker, replicas: max(j.workers, 0)})
 	r, renderErrs := j.render(layout{specsField: paddleSpecs, container: kubeflowv1.PaddleJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
 	job := &kubeflowv1.PaddleJob{
@@ -63,6 +63,7 @@ func (j *PaddleJob) build() (*kubeflowv1.PaddleJob, field.ErrorList) {
 		},
 	}
 	kubeflowv1.SetObjectDefaults_PaddleJob(job)
+	errs = append(errs, checkPorts(paddleSpecs, job.Spec.PaddleReplicaSpecs)...)
 	return job, dedupe(errs)
 }
 

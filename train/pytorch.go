@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -131,7 +132,7 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 	errs = append(errs, countErrs...)
 	elasticPath := field.NewPath("spec", "elasticPolicy")
 	var policy *kubeflowv1.ElasticPolicy
-	gangSize := int32(0)
+	gangSize := 0
 	if t.elastic != nil {
 		lo, hi := t.elastic[0], t.elastic[1]
 		if !t.size.set {
@@ -142,13 +143,15 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 			errs = append(errs, field.Invalid(elasticPath.Child("minReplicas"), lo, "must be at least 1"))
 		case lo > hi:
 			errs = append(errs, field.Invalid(elasticPath.Child("maxReplicas"), hi, fmt.Sprintf("must not be less than minReplicas (%d)", lo)))
+		case hi > math.MaxInt32:
+			errs = append(errs, field.Invalid(elasticPath.Child("maxReplicas"), hi, "must fit in 32 bits"))
 		case workers < lo || workers > hi:
 			errs = append(errs, field.Invalid(replicasPath(pytorchSpecs, kubeflowv1.PyTorchJobReplicaTypeWorker), workers,
 				fmt.Sprintf("must be within the elastic range %d..%d", lo, hi)))
 		}
-		minR, maxR := int32(lo), int32(hi)
+		minR, maxR := clamp32(lo), clamp32(hi)
 		policy = &kubeflowv1.ElasticPolicy{MinReplicas: &minR, MaxReplicas: &maxR, RDZVConf: slices.Clone(t.rdzvConf)}
-		gangSize = max(minR, 0)
+		gangSize = max(lo, 0)
 		errs = append(errs, t.renderRendezvous(policy, elasticPath)...)
 	} else if t.rdzv != nil || len(t.rdzvConf) > 0 || t.maxRestarts != nil {
 		errs = append(errs, field.Forbidden(elasticPath, "rendezvous settings and MaxRestarts need Elastic(min, max)"))
@@ -166,7 +169,7 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 		// A job of one pod has no Worker replica spec: the operator's
 		// webhook (pkg/webhooks/pytorch) accepts a Master alone and sets
 		// WORLD_SIZE from the replicas there are.
-		roles = append(roles, role{typ: kubeflowv1.PyTorchJobReplicaTypeWorker, replicas: int32(max(workers, 0))})
+		roles = append(roles, role{typ: kubeflowv1.PyTorchJobReplicaTypeWorker, replicas: max(workers, 0)})
 	}
 	if override != nil {
 		for i := range roles {
@@ -187,6 +190,7 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 		},
 	}
 	kubeflowv1.SetObjectDefaults_PyTorchJob(job)
+	errs = append(errs, checkPorts(pytorchSpecs, job.Spec.PyTorchReplicaSpecs)...)
 	return job, dedupe(errs)
 }
 
@@ -218,9 +222,12 @@ func (t *torchJob[T]) renderRendezvous(policy *kubeflowv1.ElasticPolicy, path *f
 		}
 	}
 	if t.maxRestarts != nil {
-		if *t.maxRestarts < 0 {
+		switch {
+		case *t.maxRestarts < 0:
 			errs = append(errs, field.Invalid(path.Child("maxRestarts"), *t.maxRestarts, "must not be negative"))
-		} else {
+		case *t.maxRestarts > math.MaxInt32:
+			errs = append(errs, field.Invalid(path.Child("maxRestarts"), *t.maxRestarts, "must fit in 32 bits"))
+		default:
 			n := int32(*t.maxRestarts)
 			policy.MaxRestarts = &n
 		}

@@ -59,9 +59,9 @@ func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
 		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeChief, replicas: 1})
 	}
 	if j.ps > 0 {
-		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypePS, replicas: int32(j.ps), noDevices: true})
+		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypePS, replicas: j.ps, noDevices: true})
 	}
-	roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeWorker, replicas: int32(max(j.workers, 0))})
+	roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeWorker, replicas: max(j.workers, 0)})
 	if j.eval {
 		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeEval, replicas: 1})
 	}
@@ -80,6 +80,7 @@ func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
 		job.Spec.SuccessPolicy = &p
 	}
 	kubeflowv1.SetObjectDefaults_TFJob(job)
+	errs = append(errs, checkPorts(tfSpecs, job.Spec.TFReplicaSpecs)...)
 	return job, dedupe(errs)
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -232,9 +233,12 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 	longest, total := 0, 0
 	for _, t := range j.tasks {
 		longest = max(longest, len("-"+t.Name+"-"+strconv.Itoa(max(t.Replicas-1, 0))))
-		total += max(t.Replicas, 0)
+		total += max(min(t.Replicas, math.MaxInt32), 0)
 	}
 	errs := j.ValidateServiceMeta(validation.DNS1035LabelMaxLength - longest)
+	if total > math.MaxInt32 {
+		errs = append(errs, field.Invalid(spec.Child("tasks"), total, "the job's pods must number at most 2147483647"))
+	}
 	errs = append(errs, j.SettingErrors()...)
 	if len(j.tasks) == 0 {
 		errs = append(errs, field.Required(spec.Child("tasks"), "at least one task is required"))
@@ -252,7 +256,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		ObjectMeta: j.ObjectMeta(j.Name()),
 		Spec: vcbatch.JobSpec{
 			SchedulerName:     scheduler,
-			MinAvailable:      int32(total),
+			MinAvailable:      clamp32(total),
 			Queue:             queue,
 			PriorityClassName: j.PriorityClassName(),
 			Plugins:           map[string][]string{},
@@ -272,10 +276,8 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		}
 	}
 	if j.maxRetry != nil {
-		if *j.maxRetry < 0 {
-			errs = append(errs, field.Invalid(spec.Child("maxRetry"), *j.maxRetry, "must not be negative"))
-		}
-		job.Spec.MaxRetry = int32(max(*j.maxRetry, 0))
+		errs = append(errs, count32(*j.maxRetry, spec.Child("maxRetry"))...)
+		job.Spec.MaxRetry = clamp32(*j.maxRetry)
 	}
 	job.Spec.TTLSecondsAfterFinished = optionalSeconds(j.ttl, spec.Child("ttlSecondsAfterFinished"), false, &errs)
 	errs = append(errs, validatePolicies(j.policies, spec.Child("policies"))...)
@@ -292,6 +294,9 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		}
 		names[t.Name] = true
 		errs = append(errs, atLeast(t.Replicas, 1, tPath.Child("replicas"), "replica")...)
+		if t.Replicas > math.MaxInt32 {
+			errs = append(errs, field.Invalid(tPath.Child("replicas"), t.Replicas, "must fit in 32 bits"))
+		}
 		restart := cmp.Or(t.RestartPolicy, j.restart, corev1.RestartPolicyOnFailure)
 		restartPath := tPath.Child("template", "spec", "restartPolicy")
 		if !slices.Contains(podRestartPolicies, restart) {
@@ -317,7 +322,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		copyJobLabels(&job.ObjectMeta, tmpl.Labels)
 		task := vcbatch.TaskSpec{
 			Name:     t.Name,
-			Replicas: int32(max(t.Replicas, 0)),
+			Replicas: clamp32(t.Replicas),
 			Template: tmpl,
 			Policies: slices.Clone(t.Policies),
 		}
@@ -326,13 +331,11 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 			if *t.MinAvailable < 1 || *t.MinAvailable > t.Replicas {
 				errs = append(errs, field.Invalid(tPath.Child("minAvailable"), *t.MinAvailable, fmt.Sprintf("must be within 1..%d", max(t.Replicas, 1))))
 			}
-			n := int32(*t.MinAvailable)
+			n := clamp32(*t.MinAvailable)
 			task.MinAvailable = &n
 		}
-		if t.MaxRetry < 0 {
-			errs = append(errs, field.Invalid(tPath.Child("maxRetry"), t.MaxRetry, "must not be negative"))
-		}
-		task.MaxRetry = int32(max(t.MaxRetry, 0))
+		errs = append(errs, count32(t.MaxRetry, tPath.Child("maxRetry"))...)
+		task.MaxRetry = clamp32(t.MaxRetry)
 		job.Spec.Tasks = append(job.Spec.Tasks, task)
 	}
 	return job, dedupe(errs)

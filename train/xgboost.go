@@ -43,7 +43,7 @@ func (j *XGBoostJob) build() (*kubeflowv1.XGBoostJob, field.ErrorList) {
 	workers, errs := j.size.workers(true, replicasPath(xgboostSpecs, kubeflowv1.XGBoostJobReplicaTypeWorker))
 	roles := []role{{typ: kubeflowv1.XGBoostJobReplicaTypeMaster, replicas: 1}}
 	if workers > 0 {
-		roles = append(roles, role{typ: kubeflowv1.XGBoostJobReplicaTypeWorker, replicas: int32(workers)})
+		roles = append(roles, role{typ: kubeflowv1.XGBoostJobReplicaTypeWorker, replicas: workers})
 	}
 	r, renderErrs := j.render(layout{specsField: xgboostSpecs, container: kubeflowv1.XGBoostJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
@@ -56,6 +56,7 @@ func (j *XGBoostJob) build() (*kubeflowv1.XGBoostJob, field.ErrorList) {
 		},
 	}
 	kubeflowv1.SetObjectDefaults_XGBoostJob(job)
+	errs = append(errs, checkPorts(xgboostSpecs, job.Spec.XGBReplicaSpecs)...)
 	return job, dedupe(errs)
 }
 
