@@ -102,6 +102,11 @@ func TestHostileSettings(t *testing.T) {
 				`ports[http].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`,
 				`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].ports[2].containerPort: Duplicate value: 23456`,
 			}},
+		{"two ports of one number on a Ray cluster",
+			train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).Port("a", 8080).Port("b", 8080), []string{
+				`spec.rayClusterSpec.headGroupSpec.template.spec.containers[0].ports[1].containerPort: Duplicate value: 8080`,
+				`spec.rayClusterSpec.workerGroupSpecs[0].template.spec.containers[0].ports[1].containerPort: Duplicate value: 8080`,
+			}},
 		{"a priority class, a scheduler and a service account that cannot exist",
 			train.Volcano("vc").Image(img).Task("w", 1).PriorityClass("Bad_Name").Scheduler("My Scheduler").ServiceAccount("Bad SA"), []string{
 				`priorityClass: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,

@@ -202,16 +202,23 @@ func clamp32(n int) int32 { return int32(min(max(n, 0), math.MaxInt32)) }
 func checkPorts(specsField string, specs map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec) field.ErrorList {
 	var errs field.ErrorList
 	for _, typ := range slices.Sorted(maps.Keys(specs)) {
-		for ci, c := range specs[typ].Template.Spec.Containers {
-			seen := map[string]bool{}
-			for pi, p := range c.Ports {
-				key := strconv.Itoa(int(p.ContainerPort)) + "/" + string(cmp.Or(p.Protocol, corev1.ProtocolTCP))
-				if seen[key] {
-					errs = append(errs, field.Duplicate(field.NewPath("spec", specsField).Key(string(typ)).
-						Child("template", "spec", "containers").Index(ci).Child("ports").Index(pi).Child("containerPort"), p.ContainerPort))
-				}
-				seen[key] = true
+		errs = append(errs, checkTemplatePorts(specs[typ].Template, field.NewPath("spec", specsField).Key(string(typ)).Child("template"))...)
+	}
+	return errs
+}
+
+// checkTemplatePorts reports the ports of a template's containers that
+// share a number and protocol.
+func checkTemplatePorts(tmpl corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for ci, c := range tmpl.Spec.Containers {
+		seen := map[string]bool{}
+		for pi, p := range c.Ports {
+			key := strconv.Itoa(int(p.ContainerPort)) + "/" + string(cmp.Or(p.Protocol, corev1.ProtocolTCP))
+			if seen[key] {
+				errs = append(errs, field.Duplicate(path.Child("spec", "containers").Index(ci).Child("ports").Index(pi).Child("containerPort"), p.ContainerPort))
 			}
+			seen[key] = true
 		}
 	}
 	return errs

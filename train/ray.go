@@ -177,6 +177,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		OmitSettingErrors: true,
 	})
 	errs = append(errs, headErrs...)
+	errs = append(errs, checkTemplatePorts(head, headPath)...)
 	j.gangTemplate(&head)
 	cluster.HeadGroupSpec = rayv1.HeadGroupSpec{
 		Template:       head,
@@ -211,6 +212,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 			OmitSettingErrors: true,
 		})
 		errs = append(errs, tmplErrs...)
+		errs = append(errs, checkTemplatePorts(tmpl, gPath.Child("template"))...)
 		copyJobLabels(&meta, tmpl.Labels)
 		j.gangTemplate(&tmpl)
 		replicas, lo, hi := int32(g.replicas), int32(g.min), int32(g.max)

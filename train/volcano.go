@@ -319,6 +319,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 			c.Command, c.Args = slices.Clone(t.Command), slices.Clone(t.Args)
 		}
 		tmpl.Spec.SchedulerName = scheduler
+		errs = append(errs, checkTemplatePorts(tmpl, tPath.Child("template"))...)
 		copyJobLabels(&job.ObjectMeta, tmpl.Labels)
 		task := vcbatch.TaskSpec{
 			Name:     t.Name,
