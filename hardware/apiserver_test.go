@@ -47,7 +47,7 @@ func TestApplyGoldenOnAPIServer(t *testing.T) {
 		assert.Equal(t, tmpl.Spec.NodeSelector, pod.Spec.NodeSelector, c.name)
 		assert.Equal(t, len(tmpl.Spec.Volumes), len(pod.Spec.Volumes), c.name)
 	}
-	assert.Equal(t, 74, created)
+	assert.Equal(t, 122, created)
 }
 
 // TestReadInventoryFromAPIServer reads Node objects the test creates.

@@ -80,7 +80,8 @@ func (p Placement) IsZero() bool {
 
 // Apply changes tmpl for placement p: whole-device resources on the named
 // container (requests equal limits), node selectors, tolerations, the
-// collective library's environment (NCCL for NVIDIA, HCCL for Ascend),
+// collective library's environment (NCCL for NVIDIA, HCCL for Ascend, the
+// profile's Collective for the other vendors), the profile's host mounts,
 // Ascend driver mounts when the Ascend runtime is absent, a memory-backed
 // /dev/shm, IPC_LOCK for RDMA, Multus annotations and the
 // ring-controller.atlas label. It never panics. It returns every problem,
@@ -178,7 +179,7 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 	}
 	if (prof.Flavour == MIGSingle || prof.Flavour == MIGMixed) && !prof.HasMIG() {
 		errs = append(errs, field.Invalid(profPath.Child("flavour"), prof.Flavour,
-			fmt.Sprintf("%s has no MIG; use %s", prof.Name, NVIDIADevicePlugin)))
+			fmt.Sprintf("%s has no MIG; use %s", prof.Name, flavoursOf(prof.Vendor)[0])))
 	}
 	if p.Count < 0 {
 		errs = append(errs, field.Invalid(path.Child("count"), p.Count, "must not be negative"))
@@ -191,6 +192,12 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 		case prof.ResourceName == "":
 			errs = append(errs, field.Required(profPath.Child("resourceName"),
 				fmt.Sprintf("%s has no resource name under flavour %q; set one with WithResourceName", prof.Name, prof.Flavour)))
+		}
+		if prof.Vendor == Kunlunxin && prof.Flavour == HAMi && !slices.Contains([]int{1, 2, 4, 8}, p.Count) {
+			// HAMi pkg/device/kunlun/topo.go places 1, 2 or 4 XPUs within
+			// one group of four, or all 8; other counts are never placed.
+			errs = append(errs, field.Invalid(path.Child("count"), p.Count,
+				"HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"))
 		}
 		if prof.MaxPerNode > 0 && p.Count > prof.MaxPerNode {
 			errs = append(errs, field.Invalid(path.Child("count"), p.Count,
@@ -231,10 +238,30 @@ func validateFabric(prof Profile, f Fabric, path *field.Path) field.ErrorList {
 		}
 		return errs
 	}
-	if prof.Vendor == NVIDIA {
-		for _, o := range uniq(f.hcclOptions) {
+	if !prof.Accelerated() {
+		if f.RDMA() {
+			errs = append(errs, field.Invalid(path.Child("kind"), f.kind,
+				fmt.Sprintf("%s has no accelerators, so no collective library to carry over RDMA; use TCP or an accelerator profile", prof.Name)))
+		}
+		for _, o := range append(uniq(f.ncclOptions), uniq(f.hcclOptions)...) {
 			errs = append(errs, field.Forbidden(path.Child(o),
-				fmt.Sprintf("%s collectives use NCCL; HCCL settings do not apply", prof.Name)))
+				fmt.Sprintf("%s has no accelerators; collective library settings do not apply", prof.Name)))
+		}
+		return errs
+	}
+	c := prof.Collective()
+	lib := c.Name
+	if lib == "" {
+		lib = "its collective library"
+	}
+	for _, o := range uniq(f.hcclOptions) {
+		errs = append(errs, field.Forbidden(path.Child(o),
+			fmt.Sprintf("%s collectives use %s; HCCL settings do not apply", prof.Name, lib)))
+	}
+	for _, o := range uniq(f.ncclOptions) {
+		if collectiveVar(c, o) == "" {
+			errs = append(errs, field.Forbidden(path.Child(o),
+				fmt.Sprintf("%s has no known equivalent of NCCL's %s; set the variable with Env, or its name with WithCollective", lib, ncclVar(o))))
 		}
 	}
 	if f.RDMA() && f.rdmaResource == "" {
@@ -242,17 +269,6 @@ func validateFabric(prof Profile, f Fabric, path *field.Path) field.ErrorList {
 			"an RDMA fabric needs an RDMA device resource (RDMASharedDevice or SRIOV)"))
 	}
 	return errs
-}
-
-func flavoursOf(v Vendor) []string {
-	switch v {
-	case NVIDIA:
-		return []string{string(NVIDIADevicePlugin), string(MIGSingle), string(MIGMixed), string(HAMi)}
-	case Huawei:
-		return []string{string(HuaweiDevicePlugin), string(HAMi)}
-	default:
-		return []string{""}
-	}
 }
 
 // mutator writes a placement into a pod template copy, collecting conflicts.
@@ -279,9 +295,11 @@ func (m *mutator) apply(p Placement) {
 	// Devices.
 	if p.Count > 0 {
 		m.setResource(prof.ResourceName, int64(p.Count))
-		if prof.Vendor == NVIDIA && prof.Flavour == HAMi {
-			m.setResource(HAMiGPUMemoryPercentage, 100)
-			m.setResource(HAMiGPUCores, 100)
+		if prof.Flavour == HAMi {
+			extras := HAMiWholeResources(prof, int64(p.Count))
+			for _, name := range sortedKeys(extras) {
+				m.setResource(name, extras[name])
+			}
 		}
 	}
 	if f.RDMA() && prof.Vendor != Huawei {
@@ -292,7 +310,7 @@ func (m *mutator) apply(p Placement) {
 	for _, k := range sortedKeys(nodeSelectorFor(prof)) {
 		m.setNodeSelector(k, nodeSelectorFor(prof)[k])
 	}
-	for _, t := range prof.Tolerations {
+	for _, t := range prof.tolerations {
 		if !slices.ContainsFunc(m.tmpl.Spec.Tolerations, func(have corev1.Toleration) bool { return equality.Semantic.DeepEqual(have, t) }) {
 			m.tmpl.Spec.Tolerations = append(m.tmpl.Spec.Tolerations, t)
 		}
@@ -313,6 +331,13 @@ func (m *mutator) apply(p Placement) {
 			}})
 		}
 	}
+	if prof.Accelerated() {
+		// Like the Ascend driver paths: slices applied after Apply need
+		// the driver too.
+		for _, hm := range prof.hostMounts {
+			m.hostPathMount(ascendDriverMount{volume: hm.Volume, path: hm.Path, fileType: hm.Type})
+		}
+	}
 	if prof.Vendor == Huawei && !prof.AscendRuntime {
 		for _, dm := range ascendDriverMounts {
 			m.hostPathMount(dm)
@@ -327,10 +352,11 @@ func (m *mutator) apply(p Placement) {
 	// Collective library.
 	if !f.IsZero() {
 		switch prof.Vendor {
-		case NVIDIA:
-			m.setEnv(f.ncclEnv()...)
+		case NoAccelerator:
 		case Huawei:
 			m.setEnv(f.hcclEnv()...)
+		default:
+			m.setEnv(f.collectiveEnv(prof.Collective())...)
 		}
 		if f.RDMA() && prof.Vendor != Huawei {
 			m.addCapability("IPC_LOCK")
@@ -350,7 +376,7 @@ func (m *mutator) apply(p Placement) {
 // single MIG strategy the product label carries a MIG suffix, so the
 // profile selects the strategy and leaves the product to the MIG slice.
 func nodeSelectorFor(prof Profile) map[string]string {
-	sel := maps.Clone(prof.NodeLabels)
+	sel := maps.Clone(prof.nodeLabels)
 	if sel == nil {
 		sel = map[string]string{}
 	}

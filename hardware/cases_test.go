@@ -36,6 +36,23 @@ func fabricsFor(p hardware.Profile) []struct {
 		roce = hardware.RoCE(hardware.SocketInterface("eth0"), hardware.HCCLBufferSize(512),
 			hardware.HCCLConnectTimeout(20*time.Minute))
 	}
+	if p.Accelerated() && p.Vendor != hardware.NVIDIA && p.Vendor != hardware.Huawei {
+		// The other vendors get the options their collective library reads.
+		c := p.Collective()
+		ibOpts := []hardware.FabricOption{hardware.SocketInterface("eth0"), hardware.Networks("ib-net")}
+		roceOpts := []hardware.FabricOption{hardware.SocketInterface("=ens1f0"), hardware.Networks("roce-net")}
+		if c.IBHCA != "" {
+			ibOpts = append(ibOpts, hardware.HCAs("mlx5_0", "mlx5_1"))
+			roceOpts = append(roceOpts, hardware.HCAs("=mlx5_0:1"))
+		}
+		if c.GDRLevel != "" {
+			ibOpts = append(ibOpts, hardware.GDRLevel("PHB"))
+		}
+		if c.IBGIDIndex != "" {
+			roceOpts = append(roceOpts, hardware.LegacyNCCL())
+		}
+		ib, roce = hardware.InfiniBand(ibOpts...), hardware.RoCE(roceOpts...)
+	}
 	return []struct {
 		name   string
 		fabric hardware.Fabric
@@ -72,7 +89,15 @@ func applyCases() []applyCase {
 		applyCase{"Ascend910B4-module16", hardware.Placement{Profile: hardware.Ascend910B4.WithMaxPerNode(16).
 			WithNodeLabels(map[string]string{hardware.LabelAcceleratorType: "module-910b-16"}), Count: 16}},
 		applyCase{"cpu-amd64-count", hardware.Placement{Profile: hardware.CPU, Count: 1}},
+		applyCase{"P800-infiniband-hcas", hardware.Placement{Profile: hardware.KunlunxinP800, Count: 8,
+			Fabric: hardware.InfiniBand(hardware.HCAs("mlx5_0"), hardware.HCCLBufferSize(64))}},
+		applyCase{"DCU-K100-AI-no-host-mounts", hardware.Placement{Profile: hardware.HygonK100.WithHostMounts(), Count: 8}},
 	)
+	for _, p := range hardware.Catalogue() {
+		if p.Accelerated() && p.Vendor != hardware.NVIDIA && p.Vendor != hardware.Huawei {
+			cases = append(cases, applyCase{p.Name + "-hami", hardware.Placement{Profile: p.WithFlavour(hardware.HAMi), Count: 2}})
+		}
+	}
 	return cases
 }
 

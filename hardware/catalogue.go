@@ -1,6 +1,10 @@
 package hardware
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 const gib = int64(1) << 30
 
@@ -43,11 +47,11 @@ func nvidia(name, product, hamiType string, memGiB int64, bw, bf16, fp16 float64
 		MemoryBytes: memGiB * gib, MemoryBandwidthGBps: bw, BF16TFLOPS: bf16, FP16TFLOPS: fp16,
 		Interconnect: link, MaxPerNode: 8,
 		Flavour: NVIDIADevicePlugin, ResourceName: ResourceNVIDIAGPU,
-		NodeLabels: map[string]string{LabelGPUProduct: product},
-		Tolerations: []corev1.Toleration{{
+		nodeLabels: map[string]string{LabelGPUProduct: product},
+		tolerations: []corev1.Toleration{{
 			Key: string(ResourceNVIDIAGPU), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
 		}},
-		MIG:      mig,
+		mig:      mig,
 		HAMiType: hamiType,
 	}
 }
@@ -58,11 +62,11 @@ func ascend(name, chip, hamiType, huaweiType, accel string, memGiB int64, bw, bf
 		MemoryBytes: memGiB * gib, MemoryBandwidthGBps: bw, BF16TFLOPS: bf16, FP16TFLOPS: fp16,
 		Interconnect: link, MaxPerNode: 8,
 		Flavour: HuaweiDevicePlugin, ResourceName: corev1.ResourceName("huawei.com/" + huaweiType),
-		NodeLabels: map[string]string{LabelAccelerator: accel, LabelNPUChipName: chip},
-		Tolerations: []corev1.Toleration{{
+		nodeLabels: map[string]string{LabelAccelerator: accel, LabelNPUChipName: chip},
+		tolerations: []corev1.Toleration{{
 			Key: "huawei.com/" + huaweiType, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
 		}},
-		HAMiType: hamiType, HuaweiType: huaweiType, AICores: cores, VNPU: vnpu,
+		HAMiType: hamiType, HuaweiType: huaweiType, AICores: cores, vnpu: vnpu,
 		AscendRuntime: true, VisibleDevicesFromAnnotation: true, RingController: ring,
 	}
 }
@@ -159,16 +163,72 @@ var (
 		})
 
 	// CPU selects amd64 nodes without accelerators.
-	CPU = Profile{Name: "cpu-amd64", Arch: AMD64, NodeLabels: map[string]string{LabelArch: AMD64}}
+	CPU = Profile{Name: "cpu-amd64", Arch: AMD64, nodeLabels: map[string]string{LabelArch: AMD64}}
 	// CPUArm64 selects arm64 nodes (Kunpeng, Graviton, Ampere…).
-	CPUArm64 = Profile{Name: "cpu-arm64", Arch: ARM64, NodeLabels: map[string]string{LabelArch: ARM64}}
+	CPUArm64 = Profile{Name: "cpu-arm64", Arch: ARM64, nodeLabels: map[string]string{LabelArch: ARM64}}
 	// Kunpeng selects Huawei Kunpeng arm64 nodes by the host-arch label
 	// Huawei's installation guide has administrators set.
 	Kunpeng = renamed(CPUArm64.WithNodeLabels(map[string]string{"host-arch": "huawei-arm"}), "cpu-kunpeng")
-	// Hygon selects Hygon x86 nodes by Node Feature Discovery's CPU vendor
-	// label (value unverified; override with WithNodeLabels).
-	Hygon = renamed(CPU.WithNodeLabels(map[string]string{LabelCPUVendor: "Hygon"}), "cpu-hygon")
+	// HygonCPU selects Hygon x86 nodes by Node Feature Discovery's CPU
+	// vendor label (value unverified; override with WithNodeLabels).
+	HygonCPU = renamed(CPU.WithNodeLabels(map[string]string{LabelCPUVendor: "Hygon"}), "cpu-hygon")
 )
+
+// The other domestic accelerators. Resource names: the vendor device
+// plugins' (VendorDevicePlugin) and HAMi's at HAMiCommit (HAMi flavour);
+// see doc.go for the sources and for which figures are unverified. A zero
+// bandwidth or TFLOPS figure means the vendor publishes none the team could
+// confirm: set it on a copy when you know it.
+var (
+	// HygonK100 is the Hygon DCU K100-AI (the HAMi example's DCU-K100_AI).
+	HygonK100 = withHostMounts(domestic("DCU-K100-AI", Hygon, "K100_AI", 64<<10, 0, 0, 0, "PCIe Gen4 x16",
+		ResourceHygonDCU, "hygon.com/dcunum", "K100_AI"))
+	// HygonZ100 is the Hygon DCU Z100.
+	HygonZ100 = withHostMounts(domestic("DCU-Z100", Hygon, "Z100", 32<<10, 0, 0, 0, "PCIe Gen4 x16",
+		ResourceHygonDCU, "hygon.com/dcunum", "Z100"))
+	// CambriconMLU370 is the Cambricon MLU370-X8 (two chips, one device).
+	CambriconMLU370 = domestic("MLU370-X8", Cambricon, "MLU370-X8", 48<<10, 614.4, 96, 96, "MLU-Link 200 GB/s",
+		ResourceCambriconMLU, "cambricon.com/vmlu", "")
+	// CambriconMLU590 is the Cambricon MLU590.
+	CambriconMLU590 = domestic("MLU590", Cambricon, "MLU590", 80<<10, 0, 0, 0, "MLU-Link",
+		ResourceCambriconMLU, "cambricon.com/vmlu", "")
+	// KunlunxinP800 is the Kunlunxin P800 (OAM), 96 GiB as HAMi's
+	// KunlunMaxMemory says.
+	KunlunxinP800 = domestic("P800", Kunlunxin, "P800", 98304, 0, 0, 0, "XPU Link",
+		ResourceKunlunxinXPU, "kunlunxin.com/xpu", "")
+	// KunlunxinR200 is the Kunlunxin R200 PCIe card.
+	KunlunxinR200 = domestic("R200", Kunlunxin, "R200", 32<<10, 512, 0, 128, "PCIe Gen4 x16",
+		ResourceKunlunxinXPU, "kunlunxin.com/xpu", "")
+	// MetaXC500 is the MetaX C500.
+	MetaXC500 = domestic("C500", MetaX, "C500", 64<<10, 1800, 280, 280, "MetaXLink",
+		ResourceMetaXGPU, "metax-tech.com/gpu", "")
+	// MooreThreadsS4000 is the Moore Threads MTT S4000, 48 GiB as HAMi's
+	// memoryPerMthreadsGPU (96 × 512 MiB) says.
+	MooreThreadsS4000 = domestic("MTT-S4000", MooreThreads, "MTT-S4000", 48<<10, 768, 100, 100, "MTLink",
+		ResourceMooreThreadsGPU, "mthreads.com/vgpu", "")
+	// EnflameS60 is the Enflame S60 GCU.
+	EnflameS60 = domestic("S60", Enflame, "S60", 48<<10, 0, 0, 0, "PCIe Gen5 x16",
+		ResourceEnflameGCU, "enflame.com/gcu", "")
+	// IluvatarBIV150 is the Iluvatar CoreX BI-V150 (Tiangai 150).
+	IluvatarBIV150 = domestic("BI-V150", Iluvatar, "BI-V150", 64<<10, 0, 0, 0, "IxLink",
+		ResourceIluvatarGPU, "iluvatar.ai/BI-V150-vgpu", "BI-V150")
+	// IluvatarMRV100 is the Iluvatar CoreX MR-V100 (Zhikai 100).
+	IluvatarMRV100 = domestic("MR-V100", Iluvatar, "MR-V100", 32<<10, 0, 0, 0, "PCIe Gen4 x16",
+		ResourceIluvatarGPU, "iluvatar.ai/MR-V100-vgpu", "MR-V100")
+)
+
+// hygonDriverMounts is the DCU driver tree (hy-smi and the driver
+// libraries) that DCU containers mount from the host; seen in GPUStack's
+// chart and Hygon DCU deployment notes [2nd, unverified]. Override with
+// WithHostMounts.
+var hygonDriverMounts = []HostMount{{Volume: "hygon-hyhal", Path: "/opt/hyhal", Type: corev1.HostPathDirectory}}
+
+func withHostMounts(p Profile) Profile {
+	if p.Vendor == Hygon {
+		p.hostMounts = append([]HostMount(nil), hygonDriverMounts...)
+	}
+	return p
+}
 
 func renamed(p Profile, name string) Profile { p.Name = name; return p }
 
@@ -176,17 +236,22 @@ func renamed(p Profile, name string) Profile { p.Name = name; return p }
 // stable order.
 func Catalogue() []Profile {
 	all := []Profile{T4, A10, L4, L40S, A100_40G, A100_80G, H100, H200, B200,
-		Ascend910B1, Ascend910B2, Ascend910B3, Ascend910B4, Ascend310P3, CPU, CPUArm64, Kunpeng, Hygon}
+		Ascend910B1, Ascend910B2, Ascend910B3, Ascend910B4, Ascend310P3,
+		HygonK100, HygonZ100, CambriconMLU370, CambriconMLU590, KunlunxinP800, KunlunxinR200,
+		MetaXC500, MooreThreadsS4000, EnflameS60, IluvatarBIV150, IluvatarMRV100,
+		CPU, CPUArm64, Kunpeng, HygonCPU}
 	for i := range all {
 		all[i] = all[i].clone()
 	}
 	return all
 }
 
-// Lookup returns the catalogue profile named name.
+// Lookup returns a copy of the catalogue profile named name, ignoring
+// case ("h100-sxm-80gb" finds H100-SXM-80GB), as market.Lookup does for
+// models.
 func Lookup(name string) (Profile, bool) {
 	for _, p := range Catalogue() {
-		if p.Name == name {
+		if strings.EqualFold(p.Name, name) {
 			return p, true
 		}
 	}

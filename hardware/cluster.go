@@ -1,9 +1,10 @@
 package hardware
 
 // Cluster is how a cluster runs its accelerators: which device plugin
-// advertises NVIDIA GPUs and Ascend NPUs, and whether Ascend nodes have the
-// Ascend Docker Runtime. The zero value is the default: NVIDIA's device
-// plugin, Huawei's device plugin, the Ascend runtime present.
+// advertises NVIDIA GPUs, Ascend NPUs and the other vendors' devices, and
+// whether Ascend nodes have the Ascend Docker Runtime. The zero value is
+// the default: NVIDIA's device plugin, Huawei's device plugin, the vendors'
+// own device plugins, the Ascend runtime present.
 type Cluster struct {
 	// NVIDIA is the flavour for NVIDIA profiles (default NVIDIADevicePlugin).
 	NVIDIA Flavour
@@ -12,6 +13,10 @@ type Cluster struct {
 	// NoAscendRuntime says Ascend nodes lack the Ascend Docker Runtime, so
 	// pods mount the driver themselves.
 	NoAscendRuntime bool
+	// Others is the flavour for the other vendors' profiles (Hygon,
+	// Cambricon, Kunlunxin, MetaX, Moore Threads, Enflame, Iluvatar):
+	// VendorDevicePlugin by default, or HAMi.
+	Others Flavour
 }
 
 // Profile returns p as this cluster advertises it.
@@ -29,6 +34,12 @@ func (c Cluster) Profile(p Profile) Profile {
 			f = HuaweiDevicePlugin
 		}
 		return p.WithFlavour(f).WithAscendRuntime(!c.NoAscendRuntime)
+	case NoAccelerator:
+		return p.clone()
 	}
-	return p.clone()
+	f := c.Others
+	if f == "" {
+		f = VendorDevicePlugin
+	}
+	return p.WithFlavour(f)
 }

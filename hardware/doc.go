@@ -7,7 +7,16 @@
 // templates, the node labels that select it and its resource name under a
 // device-plugin Flavour. The catalogue has NVIDIA T4, A10, L4, L40S,
 // A100 40GB and 80GB, H100 SXM, H200 and B200; Ascend 910B1–910B4 and
-// 310P3; and CPU (amd64), CPUArm64, Kunpeng and Hygon.
+// 310P3; Hygon DCU K100-AI and Z100, Cambricon MLU370-X8 and MLU590,
+// Kunlunxin P800 and R200, MetaX C500, Moore Threads MTT S4000, Enflame
+// S60 and Iluvatar BI-V150 and MR-V100; and CPU (amd64), CPUArm64, Kunpeng
+// and HygonCPU. Lookup finds a profile by name, ignoring case.
+//
+// Profiles are values that share nothing: the maps and slices inside one
+// (node labels, tolerations, MIG table, vNPU templates, host mounts) are
+// reached through accessors that return copies and changed through With
+// methods that return a new Profile, so a caller changing its copy of
+// H100 never changes what a later job gets.
 //
 //	h100 := hardware.H100                                // NVIDIA device plugin: nvidia.com/gpu
 //	mig := hardware.A100_80G.WithFlavour(hardware.MIGMixed)
@@ -42,10 +51,60 @@
 // with Count 0, so that node selection, environment and mounts still come
 // from the profile.
 //
+// # The other domestic accelerators
+//
+// The profiles of the vendors other than NVIDIA and Huawei render for the
+// vendor's own device plugin (VendorDevicePlugin, the default) or for HAMi
+// (WithFlavour(HAMi), or Cluster.Others). Each selects its nodes by the
+// accelerator label, valued <vendor>-<product> (cube's convention, the key
+// Huawei's guide has administrators set for Ascend; add the vendor's own
+// labels with WithNodeLabels), tolerates a NoSchedule taint keyed by the
+// plugin resource, and sets the collective library's variables for a
+// Fabric (Collective; WithCollective renames them). InfiniBand and RoCE add
+// the RDMA resource, IPC_LOCK and Multus networks as on NVIDIA. HAMi slices
+// of these devices are package vgpu's (HAMiSlicing gives the names).
+//
+//	profile      device plugin        HAMi whole / slice count      memory   collective  notes
+//	DCU-K100-AI  hygon.com/dcu        hygon.com/dcunum              64 GiB   RCCL        mounts /opt/hyhal
+//	DCU-Z100     hygon.com/dcu        hygon.com/dcunum              32 GiB   RCCL        mounts /opt/hyhal
+//	MLU370-X8    cambricon.com/mlu    cambricon.com/vmlu            48 GiB   CNCL        614.4 GB/s, 96 TFLOPS
+//	MLU590       cambricon.com/mlu    cambricon.com/vmlu            80 GiB   CNCL
+//	P800         kunlunxin.com/xpu    kunlunxin.com/xpu / vxpu      96 GiB   BKCL        vXPU ¼, ½, whole
+//	R200         kunlunxin.com/xpu    kunlunxin.com/xpu (no vXPU)   32 GiB   BKCL        512 GB/s, FP16 128
+//	C500         metax-tech.com/gpu   metax-tech.com/gpu / sgpu     64 GiB   MCCL        1.8 TB/s, 280 TFLOPS
+//	MTT-S4000    mthreads.com/gpu     mthreads.com/vgpu             48 GiB   MCCL        768 GB/s, 100 TFLOPS
+//	S60          enflame.com/gcu      enflame.com/gcu / (none)      48 GiB   ECCL        slice = one DRS profile
+//	BI-V150      iluvatar.com/gpu     iluvatar.ai/BI-V150-vgpu      64 GiB   NCCL names  CoreX
+//	MR-V100      iluvatar.com/gpu     iluvatar.ai/MR-V100-vgpu      32 GiB   NCCL names  CoreX
+//
+// HAMi's names and units are read from HAMi's device code at HAMiCommit
+// (pkg/device/{hygon,cambricon,kunlun,metax,mthreads,enflame,iluvatar} and
+// the chart's device-configmap.yaml and values.yaml). The device-plugin
+// names: cambricon.com/mlu from cambricon-k8s-device-plugin
+// (pkg/mlu/server.go); kunlunxin.com/xpu, metax-tech.com/gpu and
+// enflame.com/gcu from HAMi's configuration of the vendors' plugins;
+// hygon.com/dcu and mthreads.com/gpu from HAMi's Hygon guide, Moore
+// Threads' KUAE guide and GPUStack's runtime map; iluvatar.com/gpu from
+// GPUStack's map (older ix-device-plugin releases say iluvatar.ai/gpu).
+// Verified from HAMi's code: the P800's 96 GiB (KunlunMaxMemory) and the
+// S4000's 48 GiB (96 × 512 MiB). Unverified, defaults to override on a
+// copy: every other memory, bandwidth and TFLOPS figure (zero where the
+// team found none), MaxPerNode 8, the accelerator label values, the
+// iluvatar.com/gpu name, the Hygon /opt/hyhal mount (WithHostMounts), the
+// CNCL, BKCL, MCCL and ECCL variable names (only those seen in vendors'
+// launch scripts are set; WithCollective), NCCL names for Iluvatar CoreX,
+// and the vendor images of Images (Hygon's SourceFind PyTorch and vLLM,
+// MetaX's vLLM, Iluvatar's CoreX base; WithImages). Image reports a clear
+// error where no image of a framework is known for a profile.
+//
+// A CPU profile has no collective library: an InfiniBand or RoCE fabric,
+// or NCCL/HCCL options, on it are errors.
+//
 // ReadInventory and InventoryFromNodes read a cluster's Nodes (allocatable
 // resources, GPU Feature Discovery and Ascend labels, MIG counts from
-// nvidia.com/mig-<profile>.count) into an Inventory of accelerators per
-// node, matched to catalogue profiles.
+// nvidia.com/mig-<profile>.count, the other vendors' accelerator labels
+// and device-plugin or HAMi resources) into an Inventory of accelerators
+// per node, matched to catalogue profiles.
 //
 // Sources: NVIDIA k8s-device-plugin and GPU Feature Discovery, the GPU
 // Operator's MIG configuration and the MIG user guide, NVIDIA datasheets,
@@ -54,5 +113,6 @@
 // (copy the Profile and change the field, or use the With methods): the
 // Ascend TFLOPS and bandwidth figures, 910B1's AI cores, MaxPerNode of the
 // 310P3, the GPU product label values other than T4's and H100's, the 7g
-// SM counts and the Hygon CPU-vendor label.
+// SM counts and the Hygon CPU-vendor label; for the other vendors see the
+// table above.
 package hardware

@@ -108,3 +108,29 @@ func ExampleInventoryFromNodes() {
 	// a100-40-single  A100-SXM-40GB  devices=56 mig=map[]
 	// ascend          Ascend910B3    devices=8 mig=map[]
 }
+
+// The other domestic accelerators swap in the same way: the vendor's
+// device-plugin resource, the accelerator selector and the collective
+// library's variables (RCCL reads NCCL's names on a Hygon DCU; a MetaX C500
+// takes MCCL_*).
+func ExampleApply_otherVendors() {
+	for _, p := range []hardware.Profile{hardware.HygonK100, hardware.MetaXC500} {
+		tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "train:1"}}}}
+		errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, Count: 8,
+			Fabric: hardware.RoCE(hardware.SocketInterface("eth0"))}, field.NewPath("spec", "template"))
+		c := tmpl.Spec.Containers[0]
+		q := c.Resources.Limits[p.ResourceName]
+		fmt.Println(p.Name, errs, p.ResourceName, q.String(), tmpl.Spec.NodeSelector, p.Collective().Name)
+		for _, e := range c.Env {
+			fmt.Printf("  %s=%s\n", e.Name, e.Value)
+		}
+	}
+	fmt.Println(hardware.CambriconMLU370.WithFlavour(hardware.HAMi).ResourceName)
+	// Output:
+	// DCU-K100-AI [] hygon.com/dcu 8 map[accelerator:hygon-K100_AI] RCCL
+	//   NCCL_SOCKET_IFNAME=eth0
+	//   NCCL_DEBUG=WARN
+	// C500 [] metax-tech.com/gpu 8 map[accelerator:metax-C500] MCCL
+	//   MCCL_SOCKET_IFNAME=eth0
+	// cambricon.com/vmlu
+}

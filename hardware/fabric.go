@@ -245,32 +245,55 @@ func HCCLBufferSize(mb int) FabricOption {
 	}
 }
 
-// ncclEnv is the NCCL environment of f.
-func (f Fabric) ncclEnv() []corev1.EnvVar {
+// collectiveEnv is f's environment for the collective library c: NCCL's
+// variables, or the vendor library's equivalents.
+func (f Fabric) collectiveEnv(c Collective) []corev1.EnvVar {
 	var env []corev1.EnvVar
-	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
+	add := func(name, value string) {
+		if name != "" {
+			env = append(env, corev1.EnvVar{Name: name, Value: value})
+		}
+	}
 	if f.kind == FabricTCP {
-		add("NCCL_IB_DISABLE", "1")
+		add(c.IBDisable, "1")
 	}
 	if len(f.hcas) > 0 {
-		add("NCCL_IB_HCA", join(f.hcas))
+		add(c.IBHCA, join(f.hcas))
 	}
 	if f.socketIfname != "" {
-		add("NCCL_SOCKET_IFNAME", f.socketIfname)
+		add(c.SocketInterface, f.socketIfname)
 	}
 	if f.gdrLevel != "" {
-		add("NCCL_NET_GDR_LEVEL", f.gdrLevel)
+		add(c.GDRLevel, f.gdrLevel)
 	}
 	if f.gidIndex != nil {
-		add("NCCL_IB_GID_INDEX", strconv.Itoa(*f.gidIndex))
+		add(c.IBGIDIndex, strconv.Itoa(*f.gidIndex))
 	}
 	debug := f.ncclDebug
 	if debug == "" {
 		debug = DefaultNCCLDebug
 	}
-	add("NCCL_DEBUG", debug)
+	add(c.Debug, debug)
 	return env
 }
+
+// collectiveVar is c's variable for the NCCL-only fabric option o.
+func collectiveVar(c Collective, option string) string {
+	switch option {
+	case "hcas":
+		return c.IBHCA
+	case "gdrLevel":
+		return c.GDRLevel
+	case "gidIndex":
+		return c.IBGIDIndex
+	case "ncclDebug":
+		return c.Debug
+	}
+	return ""
+}
+
+// ncclVar is NCCL's variable for the fabric option o.
+func ncclVar(option string) string { return collectiveVar(ncclNames("NCCL"), option) }
 
 // hcclEnv is the HCCL environment of f.
 func (f Fabric) hcclEnv() []corev1.EnvVar {

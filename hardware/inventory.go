@@ -46,7 +46,9 @@ type NodeInventory struct {
 }
 
 // extendedPrefixes are the resource-name prefixes an inventory keeps.
-var extendedPrefixes = []string{"nvidia.com/", "huawei.com/", "rdma/", "volcano.sh/"}
+var extendedPrefixes = []string{"nvidia.com/", "huawei.com/", "rdma/", "volcano.sh/",
+	"hygon.com/", "cambricon.com/", "kunlunxin.com/", "metax-tech.com/", "mthreads.com/", "enflame.com/",
+	"iluvatar.com/", "iluvatar.ai/"}
 
 // ReadInventory lists the cluster's Nodes through c and reads them into an
 // Inventory. opts narrow the list (client.MatchingLabels…).
@@ -129,6 +131,7 @@ func readNode(n *corev1.Node, profiles []Profile) NodeInventory {
 				ni.Devices = v
 			}
 		}
+	case readDomestic(&ni, n.Labels, profiles):
 	case ni.Allocatable[ResourceNVIDIAGPU] > 0:
 		ni.Devices = int(ni.Allocatable[ResourceNVIDIAGPU])
 	default:
@@ -140,14 +143,74 @@ func readNode(n *corev1.Node, profiles []Profile) NodeInventory {
 			labels[LabelArch] = ni.Arch
 		}
 		for _, p := range profiles {
-			if !p.Accelerated() && p.Arch == ni.Arch && labelsMatch(p.NodeLabels, labels) {
-				if ni.Profile.IsZero() || len(p.NodeLabels) > len(ni.Profile.NodeLabels) {
+			if !p.Accelerated() && p.Arch == ni.Arch && labelsMatch(p.nodeLabels, labels) {
+				if ni.Profile.IsZero() || len(p.nodeLabels) > len(ni.Profile.nodeLabels) {
 					ni.Profile = p.clone()
 				}
 			}
 		}
 	}
 	return ni
+}
+
+// readDomestic recognises a node of the other vendors: by the accelerator
+// label a profile selects ("hygon-K100_AI"), else by the vendor's device
+// plugin or HAMi resources, matched to the one catalogue profile of that
+// vendor when there is just one. Devices is the vendor plugin's
+// whole-device resource, else HAMi's count.
+func readDomestic(ni *NodeInventory, labels map[string]string, profiles []Profile) bool {
+	var vendor Vendor
+	if accel := labels[LabelAccelerator]; accel != "" {
+		for _, p := range profiles {
+			if p.Accelerated() && p.Vendor != NVIDIA && p.Vendor != Huawei && p.nodeLabels[LabelAccelerator] == accel {
+				ni.Profile, ni.Product, vendor = p.clone(), p.Product, p.Vendor
+				break
+			}
+		}
+	}
+	if vendor == "" {
+		for _, v := range domesticVendors {
+			for name := range ni.Allocatable {
+				for _, prefix := range vendorPrefixes(v) {
+					if strings.HasPrefix(string(name), prefix) && ni.Allocatable[name] > 0 {
+						vendor = v
+					}
+				}
+			}
+			if vendor != "" {
+				break
+			}
+		}
+		if vendor == "" {
+			return false
+		}
+		var match []Profile
+		for _, p := range profiles {
+			if p.Vendor == vendor {
+				match = append(match, p)
+			}
+		}
+		if len(match) == 1 {
+			ni.Profile, ni.Product = match[0].clone(), match[0].Product
+		}
+	}
+	names := []corev1.ResourceName{ni.Profile.pluginResource, ni.Profile.hamiResource}
+	if ni.Profile.IsZero() {
+		for _, p := range profiles {
+			if p.Vendor == vendor {
+				names = append(names, p.pluginResource, p.hamiResource)
+			}
+		}
+	}
+	// The vendor plugin counts physical devices; HAMi's count may be
+	// multiplied by its split count, so it is only a fallback.
+	for _, name := range names {
+		if v := int(ni.Allocatable[name]); name != "" && v > 0 {
+			ni.Devices = v
+			break
+		}
+	}
+	return true
 }
 
 // matchGPU finds the profile for a GPU Feature Discovery product label:
@@ -215,7 +278,7 @@ func abs(v int64) int64 {
 func (inv *Inventory) Add(node string, p Profile, n int) *Inventory {
 	inv.Nodes = append(inv.Nodes, NodeInventory{
 		Name: node, Arch: p.Arch, Profile: p.clone(), Product: p.Product, Devices: n,
-		Labels: maps.Clone(p.NodeLabels),
+		Labels: maps.Clone(p.nodeLabels),
 	})
 	return inv
 }

@@ -62,6 +62,14 @@ func inventoryNodes(suffix string, extra map[string]string) []corev1.Node {
 		node("v100"+suffix, with(map[string]string{
 			"kubernetes.io/arch": "amd64", "nvidia.com/gpu.product": "Tesla-V100-SXM2-32GB", "nvidia.com/gpu.count": "8",
 		}), map[corev1.ResourceName]string{"nvidia.com/gpu": "8"}),
+		node("mlu"+suffix, with(map[string]string{"kubernetes.io/arch": "amd64", "accelerator": "cambricon-MLU370-X8"}),
+			map[corev1.ResourceName]string{"cambricon.com/mlu": "8"}),
+		node("dcu-hami"+suffix, with(map[string]string{"kubernetes.io/arch": "amd64", "accelerator": "hygon-Z100"}),
+			map[corev1.ResourceName]string{"hygon.com/dcunum": "8", "hygon.com/dcumem": "262144"}),
+		node("xpu-unlabelled"+suffix, with(map[string]string{"kubernetes.io/arch": "amd64"}),
+			map[corev1.ResourceName]string{"kunlunxin.com/xpu": "8"}),
+		node("mthreads-unlabelled"+suffix, with(map[string]string{"kubernetes.io/arch": "amd64"}),
+			map[corev1.ResourceName]string{"mthreads.com/gpu": "8"}),
 		node("kunpeng"+suffix, with(map[string]string{"kubernetes.io/arch": "arm64", "host-arch": "huawei-arm"}), nil),
 		node("x86"+suffix, with(map[string]string{"kubernetes.io/arch": "amd64"}), nil),
 		cordoned,
@@ -74,7 +82,7 @@ func checkInventory(t *testing.T, inv hardware.Inventory, suffix string) {
 	for _, n := range inv.Nodes {
 		byName[n.Name] = n
 	}
-	require.Len(t, byName, 10)
+	require.Len(t, byName, 14)
 	get := func(name string) hardware.NodeInventory { return byName[name+suffix] }
 
 	h := get("h100")
@@ -112,12 +120,29 @@ func checkInventory(t *testing.T, inv hardware.Inventory, suffix string) {
 	assert.Equal(t, "Tesla-V100-SXM2-32GB", v100.Product)
 	assert.Equal(t, 8, v100.Devices)
 
+	mlu := get("mlu")
+	assert.Equal(t, "MLU370-X8", mlu.Profile.Name, "by the accelerator label")
+	assert.Equal(t, 8, mlu.Devices)
+	assert.Equal(t, map[corev1.ResourceName]int64{"cambricon.com/mlu": 8}, mlu.Allocatable)
+
+	dcu := get("dcu-hami")
+	assert.Equal(t, "DCU-Z100", dcu.Profile.Name)
+	assert.Equal(t, 8, dcu.Devices, "HAMi's count when the vendor plugin's is absent")
+
+	xpu := get("xpu-unlabelled")
+	assert.True(t, xpu.Profile.IsZero(), "P800 or R200: the resource alone does not say")
+	assert.Equal(t, 8, xpu.Devices)
+
+	mt := get("mthreads-unlabelled")
+	assert.Equal(t, "MTT-S4000", mt.Profile.Name, "the only Moore Threads profile")
+	assert.Equal(t, 8, mt.Devices)
+
 	assert.Equal(t, "cpu-kunpeng", get("kunpeng").Profile.Name)
 	assert.Equal(t, "cpu-amd64", get("x86").Profile.Name)
 	assert.True(t, get("a100-cordoned").Unschedulable)
 
 	assert.Equal(t, map[string]int{"H100-SXM-80GB": 8, "A100-SXM-80GB": 12, "A100-SXM-40GB": 56,
-		"Ascend910B3": 8, "Ascend910B4": 8}, inv.Devices())
+		"Ascend910B3": 8, "Ascend910B4": 8, "MLU370-X8": 8, "DCU-Z100": 8, "MTT-S4000": 8}, inv.Devices())
 }
 
 func TestInventoryFromNodes(t *testing.T) {
@@ -135,6 +160,7 @@ func TestInventoryFromNodeInfoArchAndProfiles(t *testing.T) {
 	v100 := hardware.T4
 	v100.Name, v100.Product, v100.HAMiType, v100.MemoryBytes = "V100-SXM2-32GB", "Tesla-V100-SXM2-32GB", "V100", 32<<30
 	inv = hardware.InventoryFromNodes(inventoryNodes("", nil)[6:7], v100)
+	require.Equal(t, "v100", inv.Nodes[0].Name)
 	assert.Equal(t, "V100-SXM2-32GB", inv.Nodes[0].Profile.Name)
 
 	var built hardware.Inventory

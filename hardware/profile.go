@@ -17,6 +17,24 @@ const (
 	NoAccelerator Vendor = ""
 	NVIDIA        Vendor = "NVIDIA"
 	Huawei        Vendor = "Huawei"
+	// Hygon makes the DCU accelerators (K100, Z100), programmed through
+	// DTK/ROCm with RCCL.
+	Hygon Vendor = "Hygon"
+	// Cambricon makes the MLU accelerators (MLU370, MLU590), with CNCL.
+	Cambricon Vendor = "Cambricon"
+	// Kunlunxin makes the XPU accelerators (P800, R200), with BKCL.
+	Kunlunxin Vendor = "Kunlunxin"
+	// MetaX makes the C-series GPUs (C500), programmed through MACA with
+	// MCCL.
+	MetaX Vendor = "MetaX"
+	// MooreThreads makes the MTT GPUs (S4000), programmed through MUSA with
+	// MCCL.
+	MooreThreads Vendor = "MooreThreads"
+	// Enflame makes the GCU accelerators (S60), programmed through TopsRider
+	// with ECCL.
+	Enflame Vendor = "Enflame"
+	// Iluvatar makes the CoreX GPUs (BI-V150, MR-V100).
+	Iluvatar Vendor = "Iluvatar"
 )
 
 // Flavour is the device plugin a cluster runs. The same card is advertised
@@ -41,8 +59,17 @@ const (
 	// huawei.com/Ascend310P. It is the default for Ascend profiles.
 	HuaweiDevicePlugin Flavour = "huawei-device-plugin"
 	// HAMi is Project-HAMi: nvidia.com/gpu with gpumem/gpucores for NVIDIA,
-	// per-SKU names such as huawei.com/Ascend910B3 for Ascend.
+	// per-SKU names such as huawei.com/Ascend910B3 for Ascend, and HAMi's
+	// count resource for the other vendors (hygon.com/dcunum,
+	// cambricon.com/vmlu, kunlunxin.com/vxpu, metax-tech.com/sgpu,
+	// mthreads.com/vgpu, enflame.com/gcu, iluvatar.ai/<chip>-vgpu).
 	HAMi Flavour = "hami"
+	// VendorDevicePlugin is the accelerator maker's own device plugin for
+	// the vendors other than NVIDIA and Huawei (hygon.com/dcu,
+	// cambricon.com/mlu, kunlunxin.com/xpu, metax-tech.com/gpu,
+	// mthreads.com/gpu, enflame.com/gcu, iluvatar.com/gpu). It is the
+	// default for their profiles.
+	VendorDevicePlugin Flavour = "vendor-device-plugin"
 )
 
 // Architectures of nodes, as the kubernetes.io/arch label spells them.
@@ -70,6 +97,24 @@ const (
 	ResourceAscend910       = corev1.ResourceName("huawei.com/Ascend910")
 	ResourceAscend310P      = corev1.ResourceName("huawei.com/Ascend310P")
 	DefaultRDMASharedDevice = corev1.ResourceName("rdma/rdma_shared_device_a")
+
+	// Whole-device resources of the vendors' own device plugins.
+	// hygon.com/dcu: HAMi's Hygon guide and GPUStack's runtime map;
+	// cambricon.com/mlu: cambricon-k8s-device-plugin pkg/mlu/server.go;
+	// kunlunxin.com/xpu: HAMi pkg/device/kunlun/config.go (the vendor
+	// plugin's name); metax-tech.com/gpu: HAMi pkg/device/metax/config.go;
+	// mthreads.com/gpu: Moore Threads' KUAE guide and GPUStack;
+	// enflame.com/gcu: HAMi pkg/device/enflame/config.go;
+	// iluvatar.com/gpu: GPUStack's runtime map (older ix-device-plugin
+	// releases advertise iluvatar.ai/gpu; unverified, override with
+	// WithResourceName).
+	ResourceHygonDCU        = corev1.ResourceName("hygon.com/dcu")
+	ResourceCambriconMLU    = corev1.ResourceName("cambricon.com/mlu")
+	ResourceKunlunxinXPU    = corev1.ResourceName("kunlunxin.com/xpu")
+	ResourceMetaXGPU        = corev1.ResourceName("metax-tech.com/gpu")
+	ResourceMooreThreadsGPU = corev1.ResourceName("mthreads.com/gpu")
+	ResourceEnflameGCU      = corev1.ResourceName("enflame.com/gcu")
+	ResourceIluvatarGPU     = corev1.ResourceName("iluvatar.com/gpu")
 )
 
 // MIGSlices is the geometry every MIG-capable card shares: 7 compute slices
@@ -138,9 +183,12 @@ func (t VNPUTemplate) StaticType() string {
 }
 
 // Profile describes one kind of accelerator (or a CPU-only node) and how a
-// cluster advertises it. Profiles are values: copy one and change fields to
-// describe a card the catalogue lacks or to override a default marked
-// unverified.
+// cluster advertises it. Profiles are values: copy one and change its
+// fields (or use the With methods, which also change the labels,
+// tolerations, MIG and vNPU tables, host mounts, collective and images that
+// only accessors reach) to describe a card the catalogue lacks or to
+// override a default marked unverified. A copy shares nothing with the
+// catalogue.
 type Profile struct {
 	// Name identifies the profile, e.g. "H100-SXM-80GB".
 	Name   string
@@ -162,12 +210,13 @@ type Profile struct {
 	// ResourceName is the extended resource for one whole device under
 	// Flavour.
 	ResourceName corev1.ResourceName
-	// NodeLabels select nodes that carry the device. Copy before changing.
-	NodeLabels map[string]string
-	// Tolerations let pods onto nodes tainted for the device.
-	Tolerations []corev1.Toleration
-	// MIG lists the MIG profiles the card offers; nil when it has no MIG.
-	MIG []MIGProfile
+	// nodeLabels select nodes that carry the device (NodeLabels,
+	// WithNodeLabels).
+	nodeLabels map[string]string
+	// tolerations let pods onto nodes tainted for the device.
+	tolerations []corev1.Toleration
+	// mig lists the MIG profiles the card offers; nil when it has no MIG.
+	mig []MIGProfile
 	// Arch is the node architecture the profile implies ("" = any).
 	Arch string
 	// HAMiType is the HAMi name of the card: the nvidia.com/use-gputype
@@ -179,8 +228,8 @@ type Profile struct {
 	HuaweiType string
 	// AICores per Ascend chip.
 	AICores int
-	// VNPU lists the Ascend virtualisation templates of the chip.
-	VNPU []VNPUTemplate
+	// vnpu lists the Ascend virtualisation templates of the chip.
+	vnpu []VNPUTemplate
 	// AscendRuntime says the nodes run the Ascend Docker Runtime, which
 	// mounts the driver into containers. When false, Apply mounts the driver
 	// host paths itself.
@@ -195,6 +244,26 @@ type Profile struct {
 	// RingController is the ring-controller.atlas label value of Ascend jobs
 	// ("ascend-910b"); workload builders copy it onto their jobs.
 	RingController string
+	// pluginResource and hamiResource are the whole-device resources of the
+	// vendors other than NVIDIA and Huawei under VendorDevicePlugin and HAMi.
+	pluginResource, hamiResource corev1.ResourceName
+	// hostMounts are host paths the vendor's runtime needs in the container.
+	hostMounts []HostMount
+	// collective overrides the vendor's collective library settings.
+	collective *Collective
+	// images overrides the vendor images (Images, WithImages).
+	images *Images
+}
+
+// HostMount is a host path mounted read-only at the same path in the
+// container: driver files the vendor's container runtime does not inject.
+type HostMount struct {
+	// Volume names the pod volume.
+	Volume string
+	// Path on the host and in the container.
+	Path string
+	// Type is the hostPath type (Directory, File…).
+	Type corev1.HostPathType
 }
 
 // IsZero reports whether p is the zero Profile.
@@ -204,12 +273,32 @@ func (p Profile) IsZero() bool { return p.Name == "" && p.Vendor == "" && p.Reso
 func (p Profile) Accelerated() bool { return p.Vendor != NoAccelerator }
 
 // HasMIG reports whether the card supports MIG.
-func (p Profile) HasMIG() bool { return len(p.MIG) > 0 }
+func (p Profile) HasMIG() bool { return len(p.mig) > 0 }
+
+// NodeLabels returns a copy of the node labels the profile selects.
+// Profiles are values that share nothing with the catalogue: change them
+// with WithNodeLabels.
+func (p Profile) NodeLabels() map[string]string { return maps.Clone(p.nodeLabels) }
+
+// Tolerations returns a copy of the tolerations the profile adds.
+func (p Profile) Tolerations() []corev1.Toleration { return cloneTolerations(p.tolerations) }
+
+// MIGProfiles returns a copy of the card's MIG table; nil when it has no
+// MIG.
+func (p Profile) MIGProfiles() []MIGProfile { return cloneMIG(p.mig) }
+
+// VNPUTemplates returns a copy of the chip's Ascend vNPU templates.
+func (p Profile) VNPUTemplates() []VNPUTemplate { return slices.Clone(p.vnpu) }
+
+// HostMounts returns a copy of the host paths Apply mounts for the
+// vendor's runtime (the Ascend driver paths are governed by AscendRuntime).
+func (p Profile) HostMounts() []HostMount { return slices.Clone(p.hostMounts) }
 
 // MIGProfile returns the MIG profile named name ("3g.40gb").
 func (p Profile) MIGProfile(name string) (MIGProfile, bool) {
-	for _, m := range p.MIG {
+	for _, m := range p.mig {
 		if m.Name == name {
+			m.Placements = slices.Clone(m.Placements)
 			return m, true
 		}
 	}
@@ -218,12 +307,35 @@ func (p Profile) MIGProfile(name string) (MIGProfile, bool) {
 
 // VNPUTemplate returns the vNPU template named name ("vir05_1c_16g").
 func (p Profile) VNPUTemplate(name string) (VNPUTemplate, bool) {
-	for _, t := range p.VNPU {
+	for _, t := range p.vnpu {
 		if t.Name == name {
 			return t, true
 		}
 	}
 	return VNPUTemplate{}, false
+}
+
+// WithTolerations returns p with its tolerations replaced.
+func (p Profile) WithTolerations(tolerations ...corev1.Toleration) Profile {
+	p = p.clone()
+	p.tolerations = cloneTolerations(tolerations)
+	return p
+}
+
+// WithVNPU returns p with its vNPU templates replaced.
+func (p Profile) WithVNPU(templates ...VNPUTemplate) Profile {
+	p = p.clone()
+	p.vnpu = slices.Clone(templates)
+	return p
+}
+
+// WithHostMounts returns p with the host paths for the vendor's runtime
+// replaced; none (WithHostMounts()) when the container runtime injects the
+// driver itself.
+func (p Profile) WithHostMounts(mounts ...HostMount) Profile {
+	p = p.clone()
+	p.hostMounts = slices.Clone(mounts)
+	return p
 }
 
 // WithFlavour returns p rendered for the device-plugin flavour f: its
@@ -240,15 +352,15 @@ func (p Profile) WithFlavour(f Flavour) Profile {
 // empty value removes the label.
 func (p Profile) WithNodeLabels(labels map[string]string) Profile {
 	p = p.clone()
-	if p.NodeLabels == nil {
-		p.NodeLabels = map[string]string{}
+	if p.nodeLabels == nil {
+		p.nodeLabels = map[string]string{}
 	}
 	for k, v := range labels {
 		if v == "" {
-			delete(p.NodeLabels, k)
+			delete(p.nodeLabels, k)
 			continue
 		}
-		p.NodeLabels[k] = v
+		p.nodeLabels[k] = v
 	}
 	return p
 }
@@ -281,16 +393,36 @@ func (p Profile) WithAscendRuntime(present bool) Profile {
 // profiles differently (an A100-80GB reporting 3g.39gb).
 func (p Profile) WithMIG(profiles ...MIGProfile) Profile {
 	p = p.clone()
-	p.MIG = cloneMIG(profiles)
+	p.mig = cloneMIG(profiles)
 	return p
 }
 
 func (p Profile) clone() Profile {
-	p.NodeLabels = maps.Clone(p.NodeLabels)
-	p.Tolerations = slices.Clone(p.Tolerations)
-	p.MIG = cloneMIG(p.MIG)
-	p.VNPU = slices.Clone(p.VNPU)
+	p.nodeLabels = maps.Clone(p.nodeLabels)
+	p.tolerations = cloneTolerations(p.tolerations)
+	p.mig = cloneMIG(p.mig)
+	p.vnpu = slices.Clone(p.vnpu)
+	p.hostMounts = slices.Clone(p.hostMounts)
+	if p.collective != nil {
+		c := *p.collective
+		p.collective = &c
+	}
+	if p.images != nil {
+		imgs := *p.images
+		p.images = &imgs
+	}
 	return p
+}
+
+func cloneTolerations(in []corev1.Toleration) []corev1.Toleration {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.Toleration, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
 }
 
 func cloneMIG(in []MIGProfile) []MIGProfile {
@@ -309,6 +441,8 @@ func cloneMIG(in []MIGProfile) []MIGProfile {
 // does not suit p.
 func resourceFor(p Profile, f Flavour) corev1.ResourceName {
 	switch p.Vendor {
+	case NoAccelerator:
+		return ""
 	case NVIDIA:
 		switch f {
 		case NVIDIADevicePlugin, MIGSingle, MIGMixed, HAMi:
@@ -325,19 +459,34 @@ func resourceFor(p Profile, f Flavour) corev1.ResourceName {
 				return corev1.ResourceName("huawei.com/" + p.HAMiType)
 			}
 		}
+	default:
+		switch f {
+		case VendorDevicePlugin:
+			return p.pluginResource
+		case HAMi:
+			return p.hamiResource
+		}
 	}
 	return ""
 }
 
 // flavourSuits reports whether f is a flavour of p's vendor.
 func flavourSuits(p Profile, f Flavour) bool {
-	switch p.Vendor {
+	return slices.Contains(flavoursOf(p.Vendor), string(f))
+}
+
+// flavoursOf lists the device-plugin flavours of a vendor, the default
+// first.
+func flavoursOf(v Vendor) []string {
+	switch v {
+	case NoAccelerator:
+		return []string{""}
 	case NVIDIA:
-		return f == NVIDIADevicePlugin || f == MIGSingle || f == MIGMixed || f == HAMi
+		return []string{string(NVIDIADevicePlugin), string(MIGSingle), string(MIGMixed), string(HAMi)}
 	case Huawei:
-		return f == HuaweiDevicePlugin || f == HAMi
+		return []string{string(HuaweiDevicePlugin), string(HAMi)}
 	default:
-		return f == ""
+		return []string{string(VendorDevicePlugin), string(HAMi)}
 	}
 }
 

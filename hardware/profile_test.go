@@ -44,10 +44,10 @@ func TestCatalogueFacts(t *testing.T) {
 			assert.Equal(t, c.bf16, c.p.BF16TFLOPS)
 			assert.Equal(t, c.fp16, c.p.FP16TFLOPS)
 			assert.Equal(t, c.resource, c.p.ResourceName)
-			assert.Equal(t, c.labels, c.p.NodeLabels)
-			assert.Len(t, c.p.MIG, c.mig)
+			assert.Equal(t, c.labels, c.p.NodeLabels())
+			assert.Len(t, c.p.MIGProfiles(), c.mig)
 			assert.Equal(t, c.mig > 0, c.p.HasMIG())
-			assert.Len(t, c.p.VNPU, c.vnpu)
+			assert.Len(t, c.p.VNPUTemplates(), c.vnpu)
 			assert.Equal(t, c.maxPN, c.p.MaxPerNode)
 			assert.NotEmpty(t, c.p.Name)
 		})
@@ -56,9 +56,9 @@ func TestCatalogueFacts(t *testing.T) {
 	assert.False(t, hardware.Ascend310P3.OnChipRoCE)
 	assert.False(t, hardware.H100.OnChipRoCE)
 	assert.Equal(t, "arm64", hardware.CPUArm64.Arch)
-	assert.Equal(t, map[string]string{"kubernetes.io/arch": "arm64", "host-arch": "huawei-arm"}, hardware.Kunpeng.NodeLabels)
+	assert.Equal(t, map[string]string{"kubernetes.io/arch": "arm64", "host-arch": "huawei-arm"}, hardware.Kunpeng.NodeLabels())
 	assert.Equal(t, "cpu-kunpeng", hardware.Kunpeng.Name)
-	assert.Equal(t, "cpu-hygon", hardware.Hygon.Name)
+	assert.Equal(t, "cpu-hygon", hardware.HygonCPU.Name)
 }
 
 func TestMIGTables(t *testing.T) {
@@ -77,7 +77,7 @@ func TestMIGTables(t *testing.T) {
 	assert.False(t, ok)
 	for _, p := range []hardware.Profile{hardware.A100_40G, hardware.A100_80G, hardware.H100, hardware.H200, hardware.B200} {
 		names := []string{}
-		for _, m := range p.MIG {
+		for _, m := range p.MIGProfiles() {
 			names = append(names, m.Name)
 			for _, start := range m.Placements {
 				assert.LessOrEqual(t, start+m.MemorySlices, hardware.MIGMemorySlices, "%s %s", p.Name, m.Name)
@@ -108,13 +108,14 @@ func TestVNPUTemplates(t *testing.T) {
 
 func TestWithMethodsCopy(t *testing.T) {
 	p := hardware.H100.WithNodeLabels(map[string]string{"zone": "a", hardware.LabelGPUProduct: ""})
-	assert.Equal(t, map[string]string{"zone": "a"}, p.NodeLabels)
-	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, hardware.H100.NodeLabels, "catalogue untouched")
-	p.NodeLabels["x"] = "y"
-	p.Tolerations[0].Key = "changed"
-	p.MIG[0].Placements[0] = 5
-	assert.Equal(t, "nvidia.com/gpu", hardware.H100.Tolerations[0].Key)
-	assert.Equal(t, 0, hardware.H100.MIG[0].Placements[0])
+	assert.Equal(t, map[string]string{"zone": "a"}, p.NodeLabels())
+	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, hardware.H100.NodeLabels(), "catalogue untouched")
+	p.NodeLabels()["x"] = "y"
+	p.Tolerations()[0].Key = "changed"
+	p.MIGProfiles()[0].Placements[0] = 5
+	assert.Equal(t, map[string]string{"zone": "a"}, p.NodeLabels(), "accessors hand out copies")
+	assert.Equal(t, "nvidia.com/gpu", hardware.H100.Tolerations()[0].Key)
+	assert.Equal(t, 0, hardware.H100.MIGProfiles()[0].Placements[0])
 
 	assert.Equal(t, corev1.ResourceName("huawei.com/Ascend910B3"), hardware.Ascend910B3.WithFlavour(hardware.HAMi).ResourceName)
 	assert.Equal(t, corev1.ResourceName("huawei.com/Ascend910"), hardware.Ascend910B3.WithFlavour(hardware.HAMi).WithFlavour(hardware.HuaweiDevicePlugin).ResourceName)
@@ -139,7 +140,7 @@ func TestWithMethodsCopy(t *testing.T) {
 
 func TestCatalogueAndLookup(t *testing.T) {
 	all := hardware.Catalogue()
-	require.Len(t, all, 18)
+	require.Len(t, all, 29)
 	seen := map[string]bool{}
 	for _, p := range all {
 		assert.False(t, seen[p.Name], "duplicate %s", p.Name)
@@ -148,8 +149,8 @@ func TestCatalogueAndLookup(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, p, got)
 	}
-	all[0].NodeLabels["x"] = "y"
-	assert.NotContains(t, hardware.T4.NodeLabels, "x")
+	all[0].NodeLabels()["x"] = "y"
+	assert.NotContains(t, hardware.T4.NodeLabels(), "x")
 	_, ok := hardware.Lookup("V100")
 	assert.False(t, ok)
 }

@@ -187,6 +187,29 @@ func (m Model) Validate() error {
 	positive("num_key_value_heads", m.KVHeads)
 	positive("head_dim", m.HeadDim)
 	positive("vocab_size", m.VocabSize)
+	nonNegative := func(name string, v int) {
+		if v < 0 {
+			errs = append(errs, field.Invalid(field.NewPath(name), v, "must not be negative"))
+		}
+	}
+	nonNegative("intermediate_size", m.IntermediateSize)
+	nonNegative("max_position_embeddings", m.ContextLength)
+	nonNegative("kv_lora_rank", m.MLA.KVLoraRank)
+	nonNegative("q_lora_rank", m.MLA.QLoraRank)
+	nonNegative("qk_rope_head_dim", m.MLA.QKRopeHeadDim)
+	nonNegative("qk_nope_head_dim", m.MLA.QKNopeHeadDim)
+	nonNegative("v_head_dim", m.MLA.VHeadDim)
+	nonNegative("n_routed_experts", m.MoE.Experts)
+	nonNegative("n_shared_experts", m.MoE.SharedExperts)
+	nonNegative("moe_intermediate_size", m.MoE.ExpertIntermediateSize)
+	nonNegative("first_k_dense_replace", m.MoE.DenseLayers)
+	if m.Layers > 0 && m.MoE.DenseLayers > m.Layers {
+		errs = append(errs, field.Invalid(field.NewPath("first_k_dense_replace"), m.MoE.DenseLayers,
+			fmt.Sprintf("must not exceed num_hidden_layers (%d)", m.Layers)))
+	}
+	if m.IsMoE() && m.MoE.ExpertIntermediateSize == 0 {
+		errs = append(errs, field.Invalid(field.NewPath("moe_intermediate_size"), 0, "must be positive for a mixture-of-experts model"))
+	}
 	if m.KVHeads > 0 && m.AttentionHeads > 0 && m.AttentionHeads%m.KVHeads != 0 {
 		errs = append(errs, field.Invalid(field.NewPath("num_key_value_heads"), m.KVHeads,
 			fmt.Sprintf("must divide num_attention_heads (%d)", m.AttentionHeads)))

@@ -157,3 +157,27 @@ func mustLookup(t testing.TB, id string) Model {
 	require.NoError(t, err)
 	return m
 }
+
+// Negative counts in a hand-written Model are refused; before, a negative
+// first_k_dense_replace made more MoE layers than the model has.
+func TestValidateRefusesNegativeCounts(t *testing.T) {
+	m := mustLookup(t, "deepseek-ai/DeepSeek-V3")
+	m.MoE.DenseLayers = -3
+	m.IntermediateSize = -1
+	m.ContextLength = -5
+	m.MLA.KVLoraRank = -512
+	err := m.Validate()
+	require.Error(t, err)
+	for _, want := range []string{
+		"first_k_dense_replace: Invalid value: -3: must not be negative",
+		"intermediate_size: Invalid value: -1: must not be negative",
+		"max_position_embeddings: Invalid value: -5: must not be negative",
+		"kv_lora_rank: Invalid value: -512: must not be negative",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	m = mustLookup(t, "deepseek-ai/DeepSeek-V3")
+	m.MoE.DenseLayers = m.Layers + 1
+	require.ErrorContains(t, m.Validate(), "first_k_dense_replace: Invalid value: 62: must not exceed num_hidden_layers (61)")
+}

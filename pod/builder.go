@@ -375,24 +375,19 @@ func (b *Builder[T]) SecurityContext(sc *corev1.SecurityContext) *T {
 	return b.self
 }
 
-// Port exposes a named container port on the main container: a port
-// number from 1 to 65535 and an IANA service name (or none).
+// Port exposes a named container port on the main container; Template
+// reports a number outside 1-65535 or a name that is not an IANA service
+// name (at most 15 lowercase letters, digits and '-').
 func (b *Builder[T]) Port(name string, port int32) *T {
-	p := field.NewPath("ports").Key(name)
-	for _, msg := range validation.IsValidPortNum(int(port)) {
-		b.problems = append(b.problems, field.Invalid(p.Child("containerPort"), port, msg))
-	}
-	if name != "" {
-		for _, msg := range validation.IsValidPortName(name) {
-			b.problems = append(b.problems, field.Invalid(p.Child("name"), name, msg))
-		}
-	}
 	b.ports = append(b.ports, corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP})
 	return b.self
 }
 
 // HostNetwork runs the pods in the node's network namespace.
 func (b *Builder[T]) HostNetwork(on bool) *T { b.hostNetwork = on; return b.self }
+
+// SliceSetting returns the slice set with Slice (nil when none).
+func (b *Builder[T]) SliceSetting() *vgpu.Spec { return b.slice }
 
 // Devices returns the whole accelerators per pod set with GPUs (0 when unset
 // or when a slice is used).
@@ -528,6 +523,23 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 		for _, msg := range validation.IsEnvVarName(e.Name) {
 			errs = append(errs, field.Invalid(cPath.Child("env").Index(i).Child("name"), e.Name, msg))
 		}
+		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil && ref.SecretKeyRef.Name != "" && ref.SecretKeyRef.Key != "" {
+			errs = append(errs, ValidateSecretKey(cPath.Child("env").Index(i).Child("valueFrom", "secretKeyRef"),
+				ref.SecretKeyRef.Name, ref.SecretKeyRef.Key)...)
+		}
+	}
+	for i, port := range c.Ports {
+		pp := cPath.Child("ports").Index(i)
+		for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
+			errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort, msg))
+		}
+		for _, msg := range validation.IsValidPortName(port.Name) {
+			errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
+		}
+	}
+	if b.slice != nil && b.devicesSet && !opts.NoDevices {
+		errs = append(errs, field.Forbidden(p.Child("gpus"), fmt.Sprintf(
+			"GPUs(%d) and Slice both set: a slice gives the pod its own devices (vgpu Spec.Devices); drop one", b.devices)))
 	}
 	requests, limits := b.requests, b.limits
 	if len(opts.Resources) > 0 {
@@ -561,12 +573,14 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 			Affinity:           b.affinity.DeepCopy(),
 			PriorityClassName:  b.priorityClass,
 			ServiceAccountName: b.serviceAccount,
-			SchedulerName:      b.scheduler,
+			SchedulerName:      b.schedulerFor(p, &errs),
 			SecurityContext:    b.podSecurity.DeepCopy(),
 			HostNetwork:        b.hostNetwork,
 		},
 	}
 	errs = append(errs, ValidateLabels(tmpl.Labels, p.Child("metadata", "labels"))...)
+	// Node selectors are label selectors: the same syntax.
+	errs = append(errs, ValidateLabels(b.nodeSelector, specPath.Child("nodeSelector"))...)
 	for _, t := range b.tolerations {
 		tmpl.Spec.Tolerations = append(tmpl.Spec.Tolerations, *t.DeepCopy())
 	}
@@ -584,6 +598,39 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 
 	errs = append(errs, b.applyHardware(&tmpl, name, p, opts.NoDevices)...)
 	return tmpl, errs
+}
+
+// ValidateSecretKey checks a reference to key of Secret name as the API
+// server does: a DNS-1123 subdomain and a ConfigMap-style key.
+func ValidateSecretKey(p *field.Path, name, key string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(p.Child("name"), name, msg))
+	}
+	for _, msg := range validation.IsConfigMapKey(key) {
+		errs = append(errs, field.Invalid(p.Child("key"), key, msg))
+	}
+	return errs
+}
+
+// VolcanoScheduler is the schedulerName of Volcano's scheduler.
+const VolcanoScheduler = "volcano"
+
+// schedulerFor is the pod's schedulerName: the one set with Scheduler or,
+// for a Volcano vGPU slice, Volcano's. The Volcano vGPU device plugin
+// allocates only to pods Volcano's scheduler annotated (bind phase,
+// assigned node: getOldestPod in
+// Project-HAMi/volcano-vgpu-device-plugin pkg/plugin/vgpu/util/util.go),
+// so another scheduler leaves such a pod pending forever.
+func (b *Builder[T]) schedulerFor(p *field.Path, errs *field.ErrorList) string {
+	if b.slice == nil || b.slice.EffectiveBackend() != vgpu.Volcano {
+		return b.scheduler
+	}
+	if b.scheduler != "" && b.scheduler != VolcanoScheduler {
+		*errs = append(*errs, field.Invalid(p.Child("spec", "schedulerName"), b.scheduler,
+			"a Volcano vGPU slice is allocated only to pods Volcano's scheduler placed: drop Scheduler or set \"volcano\""))
+	}
+	return VolcanoScheduler
 }
 
 func (b *Builder[T]) addVolumes(spec *corev1.PodSpec, c *corev1.Container, specPath *field.Path) field.ErrorList {

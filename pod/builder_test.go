@@ -271,18 +271,63 @@ func TestEnvRefusesLiteralSecrets(t *testing.T) {
 	assert.NotContains(t, errs[0], "hf_abc")
 }
 
-// TestNamesAndPortsTheAPIServerChecks: names of objects a pod refers to
-// and its ports are refused while chaining, as the API server would
-// refuse the pod.
-func TestNamesAndPortsTheAPIServerChecks(t *testing.T) {
+// TestNamesTheAPIServerChecks: names of objects a pod refers to are
+// refused while chaining, as the API server would refuse the pod.
+func TestNamesTheAPIServerChecks(t *testing.T) {
 	j := newJob("x").PriorityClass("Bad_Name").ServiceAccount("a b").Scheduler("UPPER").
-		Port("http", 70000).Port("Bad Port", 80).Port("", 8080).
 		PriorityClass("").ServiceAccount("").Scheduler("")
 	assert.Equal(t, []string{
 		`priorityClass: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 		`serviceAccount: Invalid value: "a b": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 		`scheduler: Invalid value: "UPPER": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
-		`ports[http].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`,
-		`ports[Bad Port].name: Invalid value: "Bad Port": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)`,
 	}, errorStrings(j.SettingErrors()), "empty names mean none")
+}
+
+func TestTemplateRefusesBadPorts(t *testing.T) {
+	_, errs := newJob("x").Image("i").Port("http", 70000).Port("Bad_Name", 80).Port("metrics", 0).
+		Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 3, "%v", errs)
+	assert.Equal(t, "spec.template.spec.containers[0].ports[0].containerPort", errs[0].Field)
+	assert.Equal(t, int32(70000), errs[0].BadValue)
+	assert.Equal(t, "spec.template.spec.containers[0].ports[1].name", errs[1].Field)
+	assert.Equal(t, "spec.template.spec.containers[0].ports[2].containerPort", errs[2].Field)
+}
+
+func TestTemplateRefusesGPUsBesideASlice(t *testing.T) {
+	_, errs := newJob("x").Image("i").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi")).GPUs(2).
+		Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 1)
+	assert.Equal(t, field.ErrorTypeForbidden, errs[0].Type)
+	assert.Equal(t, "spec.template.gpus", errs[0].Field)
+	assert.Contains(t, errs[0].Detail, "GPUs(2) and Slice both set")
+}
+
+// A Volcano vGPU slice runs under Volcano's scheduler: its device plugin
+// allocates only to pods that scheduler annotated.
+func TestTemplateVolcanoSliceUsesVolcanoScheduler(t *testing.T) {
+	slice := func() *vgpu.Spec { return vgpu.Slice(hardware.A100_80G).Memory("10Gi").Backend(vgpu.Volcano) }
+	tmpl, errs := newJob("x").Image("i").Slice(slice()).Template(tmplPath, pod.TemplateOptions{})
+	require.Empty(t, errs)
+	assert.Equal(t, "volcano", tmpl.Spec.SchedulerName)
+
+	_, errs = newJob("x").Image("i").Slice(slice()).Scheduler("hami-scheduler").Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec.template.spec.schedulerName", errs[0].Field)
+	assert.Equal(t, "hami-scheduler", errs[0].BadValue)
+
+	tmpl, errs = newJob("x").Image("i").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi")).Template(tmplPath, pod.TemplateOptions{})
+	require.Empty(t, errs)
+	assert.Empty(t, tmpl.Spec.SchedulerName, "a HAMi slice keeps the default scheduler")
+}
+
+// Node selectors and Secret references are checked as the API server
+// checks them (the serve fuzz corpus found both passing Template).
+func TestTemplateChecksNodeSelectorsAndSecretRefs(t *testing.T) {
+	_, errs := newJob("x").Image("i").NodeSelector("", "v").EnvFromSecret("TOKEN", "Bad_Secret", "a/b").
+		Template(tmplPath, pod.TemplateOptions{})
+	require.Len(t, errs, 4, "%v", errs)
+	assert.Equal(t, "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.name", errs[0].Field)
+	assert.Equal(t, "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.key", errs[1].Field)
+	assert.Equal(t, "spec.template.spec.nodeSelector[]", errs[2].Field, "the key is empty")
+	assert.Equal(t, "spec.template.spec.nodeSelector[]", errs[3].Field)
 }

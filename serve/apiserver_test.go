@@ -92,7 +92,7 @@ func TestStoredObjectsKeepTheirFields(t *testing.T) {
 	gpus := leader.Resources.Limits["nvidia.com/gpu"]
 	assert.Equal(t, int64(8), gpus.Value())
 	worker := lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
-	assert.Equal(t, []string{"ray", "start", "--address=$(LWS_LEADER_ADDRESS):6379", "--block"}, worker.Command)
+	assert.Contains(t, worker.Command[2], `until ray start --address="$LWS_LEADER_ADDRESS:6379" --block`)
 
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "deepseek"}, hpa))
@@ -108,9 +108,9 @@ func TestStoredObjectsKeepTheirFields(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "chat"}, route))
 	refs := route.Spec.Rules[0].BackendRefs
 	require.Len(t, refs, 2)
-	assert.Equal(t, gatewayv1.ObjectName("chat-v1"), refs[0].Name)
+	assert.Equal(t, gatewayv1.ObjectName("chat-v1-api"), refs[0].Name)
 	assert.Equal(t, int32(80), *refs[0].Weight)
-	assert.Equal(t, gatewayv1.ObjectName("chat-v2"), refs[1].Name)
+	assert.Equal(t, gatewayv1.ObjectName("chat-v2-api"), refs[1].Name)
 	assert.Equal(t, int32(20), *refs[1].Weight)
 	assert.Equal(t, gatewayv1.PortNumber(8000), *refs[1].Port)
 }

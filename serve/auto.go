@@ -3,11 +3,14 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/vgpu"
 )
 
 // modelFacts returns the architecture of the served model: the one given
@@ -36,14 +39,40 @@ func (s *Service) layout(r *rendering, sourceOK bool) field.ErrorList {
 		r.maxModelLen = s.engine.defaultMaxLen
 	}
 	r.memoryUtilization = s.memoryUtilization
-	if s.auto != nil {
-		return s.autoLayout(r, sourceOK)
+	var errs field.ErrorList
+	if m := r.facts; m != nil && m.ContextLength > 0 && s.maxModelLen > m.ContextLength {
+		// vLLM and SGLang refuse a length above the model's
+		// max_position_embeddings unless told to overwrite it, and rope
+		// scaling beyond it degrades the output.
+		errs = append(errs, field.Invalid(field.NewPath("spec", "maxModelLen"), s.maxModelLen,
+			fmt.Sprintf("exceeds %s's context of %d tokens", m.Name, m.ContextLength)))
 	}
-	errs := s.explicitLayout(r)
+	errs = append(errs, s.checkWeightFormat(r)...)
+	if s.auto != nil {
+		return append(errs, s.autoLayout(r, sourceOK)...)
+	}
+	errs = append(errs, s.explicitLayout(r)...)
 	if len(errs) == 0 {
 		errs = append(errs, s.checkFit(r)...)
 	}
 	return append(errs, s.checkPlacement(r)...)
+}
+
+// checkWeightFormat reports weights the engine cannot load on the
+// hardware: vLLM-Ascend has no FP8 kernels, and serves 8-bit checkpoints
+// quantized to W8A8 by msModelSlim with --quantization ascend (its
+// quantization method, vllm_ascend/quantization).
+func (s *Service) checkWeightFormat(r *rendering) field.ErrorList {
+	m := r.facts
+	if m == nil || s.engine != vllmEngine || !r.hasProfile || r.profile.Vendor != hardware.Huawei {
+		return nil
+	}
+	if m.DType == market.FP8 && !strings.EqualFold(s.quantization, "ascend") {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "model"), s.model, fmt.Sprintf(
+			"%s is published in FP8, which vLLM-Ascend cannot load: serve a W8A8 checkpoint of it (such as ModelScope's vllm-ascend/%s-W8A8) with Quantization(\"ascend\") and ModelFacts",
+			m.Name, path.Base(m.Name)))}
+	}
+	return nil
 }
 
 // explicitLayout derives what was not given from what was: TP × PP equals
@@ -55,6 +84,9 @@ func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 	nodes, devices := max(1, s.nodes), s.Devices()
 	accelerated := r.hasProfile && r.profile.Accelerated()
 	r.nodes, r.devices, r.tp, r.pp = nodes, devices, 1, 1
+	if slice := s.SliceSetting(); slice != nil {
+		return s.sliceLayout(r, slice)
+	}
 	if e.flags.tensorParallel == "" {
 		// Ollama and Triton use the devices they are given as they see fit.
 		if devices == 0 && accelerated {
@@ -87,7 +119,9 @@ func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 		}
 	case pp == 0:
 		pp = 1
-		if devices > 0 && total%tp == 0 {
+		// Only an engine with pipeline stages can use the devices TP
+		// leaves over; elsewhere they would sit idle, reported below.
+		if e.pipeline && devices > 0 && total%tp == 0 {
 			pp = total / tp
 		}
 	}
@@ -103,11 +137,63 @@ func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 	return nil
 }
 
+// sliceLayout lays a replica out on the pod's slice: one pod on one node,
+// the slice's devices split by TP × PP. A MIG instance or an Ascend vNPU is
+// one device to its process (CUDA enumerates a single MIG instance per
+// process; a vNPU is one per container), so neither takes TP or PP above 1.
+func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
+	e := s.engine
+	spec := field.NewPath("spec")
+	r.slice = true
+	n := max(1, slice.Count())
+	r.devices = n
+	var errs field.ErrorList
+	if s.nodes > 1 {
+		errs = append(errs, field.Invalid(spec.Child("nodes"), s.nodes, "a replica on a Slice runs in one pod: spread whole devices over nodes with GPUs and Nodes"))
+	}
+	if e.flags.tensorParallel == "" {
+		return errs // Ollama and Triton use what the slice gives them
+	}
+	oneDevice := slice.Kind() == vgpu.KindMIG || slice.Kind() == vgpu.KindVNPU
+	tp, pp := s.tp, s.pp
+	if e.flags.pipelineParallel == "" {
+		pp = 0
+	}
+	switch {
+	case tp == 0 && pp == 0 && oneDevice:
+		tp, pp = 1, 1
+	case tp == 0 && pp == 0:
+		tp, pp = n, 1
+	case tp == 0 && n%pp == 0:
+		tp = n / pp
+	case tp == 0:
+		tp = 1
+	case pp == 0:
+		pp = 1
+	}
+	r.tp, r.pp = tp, pp
+	switch {
+	case oneDevice && tp*pp > 1:
+		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
+			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d on a %s slice, which is one device to the engine: serve it with TP 1, or use whole devices (GPUs)", tp, pp, slice.Kind())))
+	case oneDevice && n > 1:
+		errs = append(errs, field.Invalid(spec.Child("slice", "devices"), n,
+			fmt.Sprintf("%d %s instances in one pod, but the engine's process sees one: %d would sit idle", n, slice.Kind(), n-1)))
+	case tp*pp != n:
+		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
+			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d must equal the slice's %d device(s) (vgpu Spec.Devices)", tp, pp, n)))
+	}
+	return errs
+}
+
 // checkPlacement reports layouts the hardware or the engine cannot hold.
 func (s *Service) checkPlacement(r *rendering) field.ErrorList {
 	e := s.engine
 	spec := field.NewPath("spec")
 	r.templateDevices = r.devices
+	if r.slice {
+		r.templateDevices = 0 // the slice requests its own devices
+	}
 	var errs field.ErrorList
 	if r.nodes > 1 && !e.multiNode {
 		errs = append(errs, field.Invalid(spec.Child("nodes"), r.nodes, e.title+" serves a replica from one node; use vLLM, SGLang or MindIE across nodes"))
@@ -129,7 +215,8 @@ func (s *Service) checkPlacement(r *rendering) field.ErrorList {
 // weights plus one sequence of the context length must fit the devices.
 func (s *Service) checkFit(r *rendering) field.ErrorList {
 	e := s.engine
-	if r.facts == nil || !e.autoSizes || !r.hasProfile || !r.profile.Accelerated() || r.devices == 0 {
+	// A slice holds a fraction of the memory the planner would count.
+	if r.facts == nil || !e.autoSizes || !r.hasProfile || !r.profile.Accelerated() || r.devices == 0 || r.slice {
 		return nil
 	}
 	spec := field.NewPath("spec")
@@ -170,6 +257,9 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 	if s.Devices() > 0 || s.nodes > 0 || s.pp > 0 {
 		errs = append(errs, field.Forbidden(autoPath, "Auto chooses the GPUs, nodes and pipeline stages: drop GPUs, Nodes and PipelineParallel, or drop Auto"))
 	}
+	if s.SliceSetting() != nil {
+		errs = append(errs, field.Forbidden(autoPath, "Auto sizes whole devices: drop Slice, or drop Auto and size the slice yourself"))
+	}
 	if !r.hasProfile || !r.profile.Accelerated() {
 		errs = append(errs, field.Required(spec.Child("on"), "Auto sizes the service for an accelerator: call On(hardware.H100) or another profile"))
 	}
@@ -196,7 +286,10 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 	}
 	r.plan = &plan
 	r.tp, r.pp, r.nodes, r.devices = plan.TensorParallel, plan.PipelineParallel, plan.Nodes, plan.DevicesPerNode
-	r.maxModelLen, r.memoryUtilization = plan.ContextLength, plan.MemoryUtilization
+	r.maxModelLen = plan.ContextLength
+	if e.plannedFraction {
+		r.memoryUtilization = plan.MemoryUtilization
+	}
 	if r.pp > 1 && !e.pipeline {
 		if !e.multiNode {
 			return field.ErrorList{field.Invalid(autoPath, r.facts.Name,
@@ -243,7 +336,7 @@ func quantizedDType(method string) (market.DType, bool) {
 		return market.FP8, true
 	case "awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "bitsandbytes-nf4", "bitsandbytes-fp4":
 		return market.INT4, true
-	case "eetq", "int8", "w8a8", "w8a8_int8", "experts_int8":
+	case "eetq", "int8", "w8a8", "w8a8_int8", "experts_int8", "ascend":
 		return market.INT8, true
 	}
 	return "", false

@@ -49,8 +49,11 @@ func ScaleOnMemory(percent int32) ScaleMetric {
 // ScaleOnQueue scales on the engine's own count of requests waiting per pod
 // (vLLM vllm:num_requests_waiting, SGLang sglang:num_queue_reqs, TGI
 // tgi_queue_size, Triton nv_inference_pending_request_count), keeping its
-// average at averageWaiting ("5"). The cluster must serve the metric through
-// the custom metrics API (prometheus-adapter or KEDA) under that name.
+// average at averageWaiting ("5"). The HPA reads it as a Pods metric from
+// the custom metrics API (custom.metrics.k8s.io), so the cluster must serve
+// it there under that name, as prometheus-adapter does with a rule for it.
+// KEDA cannot: its metrics server answers only the external metrics API,
+// and only for the HPAs its own ScaledObjects create.
 func ScaleOnQueue(averageWaiting string) ScaleMetric {
 	return ScaleMetric{kind: metricQueue, target: averageWaiting}
 }
@@ -175,9 +178,14 @@ func servingRequests(objs []client.Object) corev1.ResourceList {
 }
 
 // disruptionBudget limits voluntary disruptions (drains, upgrades) to
-// one replica at a time (one group's pods for a LeaderWorkerSet), when
-// there is more than one replica or a budget was asked for.
-func (s *Service) disruptionBudget(r *rendering) *policyv1.PodDisruptionBudget {
+// one replica at a time, when there is more than one replica or a budget
+// was asked for. For a LeaderWorkerSet the budget counts pods, not groups:
+// evicting one pod of a group restarts the whole group
+// (RecreateGroupOnPodRestart), whose pods then all count as unavailable,
+// so a budget of k pods lets a drain break at most k groups. A budget of
+// k × group size would let it take one pod from each of that many groups
+// at once.
+func (s *Service) disruptionBudget() *policyv1.PodDisruptionBudget {
 	least := int32(1)
 	switch {
 	case s.autoscale != nil:
@@ -196,7 +204,7 @@ func (s *Service) disruptionBudget(r *rendering) *policyv1.PodDisruptionBudget {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
 		ObjectMeta: s.ObjectMeta(s.Name()),
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(groups * int32(max(r.nodes, 1)))),
+			MaxUnavailable: ptr.To(intstr.FromInt32(groups)),
 			Selector:       &metav1.LabelSelector{MatchLabels: s.selector()},
 		},
 	}

@@ -55,6 +55,9 @@ func Canary(name string, stable, canary *Service) *Split {
 // Weights sets the percentages of requests each version gets; they must add
 // up to 100 (90, 10 sends one request in ten to the canary).
 func (c *Split) Weights(stable, canary int32) *Split {
+	if c == nil {
+		return nil
+	}
 	c.stableWeight, c.canaryWeight = stable, canary
 	return c
 }
@@ -62,23 +65,50 @@ func (c *Split) Weights(stable, canary int32) *Split {
 // Gateway attaches the route to the Gateway name in namespace (empty: the
 // route's own namespace).
 func (c *Split) Gateway(name, namespace string) *Split {
+	if c == nil {
+		return nil
+	}
 	c.gateway, c.gatewayNS = name, namespace
 	return c
 }
 
 // Listener attaches the route to one listener (sectionName) of the Gateway.
-func (c *Split) Listener(name string) *Split { c.listener = name; return c }
+func (c *Split) Listener(name string) *Split {
+	if c == nil {
+		return nil
+	}
+	c.listener = name
+	return c
+}
 
 // Hostnames restricts the route to requests for these host names; it
 // replaces earlier ones.
-func (c *Split) Hostnames(names ...string) *Split { c.hostnames = slices.Clone(names); return c }
+func (c *Split) Hostnames(names ...string) *Split {
+	if c == nil {
+		return nil
+	}
+	c.hostnames = slices.Clone(names)
+	return c
+}
 
 // PathPrefix routes only requests under prefix (default "/").
-func (c *Split) PathPrefix(prefix string) *Split { c.pathPrefix = prefix; return c }
+func (c *Split) PathPrefix(prefix string) *Split {
+	if c == nil {
+		return nil
+	}
+	c.pathPrefix = prefix
+	return c
+}
 
 // RequestTimeout bounds a whole request at the gateway. Generation takes
 // long; many gateways default to 15 seconds.
-func (c *Split) RequestTimeout(d time.Duration) *Split { c.timeout = &d; return c }
+func (c *Split) RequestTimeout(d time.Duration) *Split {
+	if c == nil {
+		return nil
+	}
+	c.timeout = &d
+	return c
+}
 
 // gatewayDuration is GEP-2257's duration format, which the CRD enforces.
 var gatewayDuration = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
@@ -95,6 +125,9 @@ func (c *Split) Objects() ([]client.Object, error) {
 // Build validates the split and returns a fresh HTTPRoute.
 func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 	spec := field.NewPath("spec")
+	if c == nil {
+		return nil, field.ErrorList{field.Required(spec, "the Split is nil: make one with serve.Canary")}.ToAggregate()
+	}
 	errs := c.ValidateMeta(validation.DNS1123SubdomainMaxLength)
 	if c.gateway == "" {
 		errs = append(errs, field.Required(spec.Child("gateway"), "a Gateway to attach to is required: call Gateway"))
@@ -124,6 +157,8 @@ func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 		switch {
 		case v.svc == nil:
 			errs = append(errs, field.Required(spec.Child(v.name), "the "+v.name+" Service is nil"))
+		case v.svc.unmade() != nil:
+			errs = append(errs, field.Required(spec.Child(v.name), "the "+v.name+" Service was not made by a constructor (serve.VLLM, SGLang…)"))
 		case v.svc.NamespaceName() != c.NamespaceName():
 			// A cross-namespace backendRef needs a ReferenceGrant.
 			errs = append(errs, field.Invalid(spec.Child(v.name, "namespace"), v.svc.NamespaceName(),
@@ -169,7 +204,7 @@ func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 	backend := func(s *Service, weight int32) gatewayv1.HTTPBackendRef {
 		return gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{
-				Name: gatewayv1.ObjectName(s.Name()),
+				Name: gatewayv1.ObjectName(s.ServiceName()),
 				Port: ptr.To(s.ServicePort()),
 			},
 			Weight: ptr.To(weight),

@@ -80,6 +80,7 @@ func goldenCases() []goldenCase {
 			On(hardware.Ascend910B3).GPUs(8).Nodes(2).
 			S3Credentials("s3-credentials").
 			ModelFacts(mustLookup("Qwen/Qwen2.5-72B-Instruct")).
+			RankTable("qwen-72b-npu-hccl").
 			MaxModelLen(16384)},
 		{"canary", serve.Canary("chat-split",
 			serve.VLLM("chat-v1", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1),

@@ -150,15 +150,21 @@ func baseURL(endpoint string) (string, *field.Error) {
 	if err != nil {
 		return "", field.Invalid(path, endpoint, "not a URL")
 	}
+	// Messages quote the endpoint as given, except for a password in it:
+	// u.Redacted would also escape it ("not a url" → "not%20a%20url").
+	shown := endpoint
+	if _, hasPassword := u.User.Password(); hasPassword {
+		shown = u.Redacted()
+	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", field.Invalid(path, u.Redacted(), "must be an http or https URL")
+		return "", field.Invalid(path, shown, "must be an http or https URL")
 	case u.User != nil:
-		return "", field.Invalid(path, u.Redacted(), "must not carry credentials: use serve.APIKey or serve.APIKeyFromEnv")
+		return "", field.Invalid(path, shown, "must not carry credentials: use serve.APIKey or serve.APIKeyFromEnv")
 	case u.Host == "" || u.Hostname() == "":
-		return "", field.Invalid(path, u.Redacted(), "must name a host")
+		return "", field.Invalid(path, shown, "must name a host")
 	case u.RawQuery != "" || u.Fragment != "":
-		return "", field.Invalid(path, u.Redacted(), "must not have a query or fragment")
+		return "", field.Invalid(path, shown, "must not have a query or fragment")
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""

@@ -20,8 +20,19 @@
 // S3 (s3://bucket/prefix, downloaded by an init container) or ModelScope
 // (modelscope://org/model). Multi-node serving uses LeaderWorkerSet
 // (sigs.k8s.io/lws v0.8.0): vLLM and SGLang over Ray, MindIE across 910B
-// nodes, which also needs the rank-table ConfigMap (see RankTable) that
-// Ascend's own tooling fills; cube does not generate it.
+// nodes, which also needs a rank-table ConfigMap the caller fills and names
+// with RankTable (nothing fills one for a LeaderWorkerSet). Clients reach
+// every layout through the Service <name>-api (ServiceName, Endpoint): the
+// name <name> belongs to the headless Service the LeaderWorkerSet controller
+// creates for its pods' DNS names.
+//
+// # Credentials
+//
+// Credentials come from Secrets and never appear in the objects: HFToken
+// for gated models, S3Credentials for s3:// downloads, APIKeyFromSecret for
+// the engine's own bearer token (VLLM_API_KEY for vLLM, --api-key for SGLang
+// and TGI). An --api-key value among ExtraArgs, or HF_TOKEN or VLLM_API_KEY
+// set with Env, is refused.
 //
 // # Triton model repositories
 //
@@ -61,21 +72,31 @@
 // # Planner
 //
 // Plan chooses the layout Auto renders and says what each device's memory
-// holds. It follows how vLLM sizes its KV cache (hardware.md §4.4):
+// holds. It follows how vLLM sizes its KV cache (hardware.md §4.4,
+// vllm/v1/worker/gpu_worker.py):
 //
 //   - vLLM claims gpu_memory_utilization (default 0.9) of each device's
-//     TOTAL memory, ⌈0.9 × memory⌉, not of the free memory.
+//     TOTAL memory, ⌈0.9 × memory⌉, not of the free memory. The memory is
+//     what the driver reports (GPU Feature Discovery's nvidia.com/gpu.memory:
+//     23034 MiB for an L4), less than the datasheet's 24 GiB.
+//   - The CUDA (or CANN) context, NCCL/HCCL buffers and captured CUDA
+//     graphs sit outside that share: vLLM starts NCCL before it measures
+//     and captures graphs after it has sized the KV cache. Plan refuses a
+//     utilisation that leaves less than 1 GiB outside (change it with
+//     Overhead).
 //   - Weights take parameters × bytes per parameter (bf16 2, fp8 and int8 1,
 //     int4 0.5; group-quantization scales not counted), split evenly over
 //     TP × PP ranks.
-//   - A reserve is held back for what vLLM's profiling run measures: a fixed
-//     overhead (1 GiB for the CUDA or CANN context, NCCL/HCCL buffers and
-//     CUDA graphs; change it with Overhead), the gate and up activations of
-//     one forward pass of max_num_batched_tokens tokens (8192 × 2 × FFN
-//     width ÷ TP × 2 bytes; the FFN width of an MoE layer is the larger of
-//     the dense width and (top-k + shared experts) × expert width), and the
-//     fp32 logits of max_num_seqs = 256 sequences (256 × vocabulary × 4
-//     bytes). This is an estimate: vLLM measures the real peak at start-up.
+//   - Inside the share, a reserve is held back for what vLLM's profiling
+//     run measures: the gate and up activations of one forward pass of
+//     max_num_batched_tokens tokens (tokens × 2 × FFN width ÷ TP × 2 bytes;
+//     the FFN width of an MoE layer is the larger of the dense width and
+//     (top-k + shared experts) × expert width) and the fp32 logits of
+//     max_num_seqs sequences (sequences × vocabulary × 4 bytes). vLLM's
+//     OpenAI server batches 8192 tokens and 1024 sequences on devices of at
+//     least 70 GiB other than the A100, 2048 and 256 elsewhere; so does
+//     Plan (MaxBatchedTokens and MaxSequences change them). This is an
+//     estimate: vLLM measures the real peak at start-up.
 //   - The rest is KV cache. One layer's page for one token is 2 × KV heads
 //     per rank × head_dim × bytes, with KV heads split over TP ranks and
 //     replicated (one per rank) when TP exceeds them; for DeepSeek's MLA it
@@ -84,11 +105,18 @@
 //     of its pipeline stage (the fullest stage counts).
 //     On the Ascend 310P, vLLM-Ascend keeps only half of what is left for
 //     the KV cache, and so does Plan.
-//   - Blocks = KV memory ÷ (16 tokens × page × layers), rounded down;
-//     token capacity = blocks × 16; concurrent sequences = capacity ÷
-//     context length, rounded down.
+//   - Blocks = KV memory ÷ (block size × page × layers), rounded down, with
+//     16-token blocks on GPUs and vLLM-Ascend's 128-token blocks on NPUs;
+//     token capacity = blocks × block size; concurrent sequences = capacity
+//     ÷ context length, rounded down.
 //   - A layout fits when one sequence of the context length fits, the
 //     condition under which vLLM starts.
+//
+// Auto renders the plan's layout and context length for every engine it
+// sizes, and its memory utilisation for vLLM and MindIE only: SGLang's
+// --mem-fraction-static covers weights and the KV pool alone and SGLang
+// derives it from the device's memory itself, and TGI sizes its KV cache by
+// its own warm-up, so Auto leaves their fractions to them.
 //
 // Plan tries tensor-parallel sizes 1, 2, 4 … up to the node's devices that
 // divide the attention heads (and divide, or are a multiple of, the KV
@@ -105,7 +133,7 @@
 // adds Chat, ChatStream, Complete and Embed, which fill in the served model
 // name:
 //
-//	c, err := serve.NewClient("http://qwen-chat.team-a:8000",
+//	c, err := serve.NewClient("http://qwen-chat-api.team-a:8000",
 //		serve.ServedModel("qwen-chat"), serve.APIKeyFromEnv("QWEN_API_KEY"))
 //	resp, err := c.Chat(ctx, serve.UserMessage("Hello"))
 package serve

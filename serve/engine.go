@@ -75,6 +75,15 @@ type engine struct {
 	defaultMaxLen int
 	// autoSizes says Auto may size it with the planner.
 	autoSizes bool
+	// plannedFraction says Auto passes the plan's memory utilisation: the
+	// engine's fraction means what vLLM's does (a share of the device's
+	// total memory for weights, activations and KV cache). SGLang's
+	// --mem-fraction-static covers weights and the KV pool only, and
+	// SGLang derives it from the device's memory itself
+	// (_handle_gpu_memory_settings in server_args.py); TGI's
+	// --cuda-memory-fraction caps the process and TGI sizes its KV cache by
+	// its own warm-up. Auto leaves both to the engine.
+	plannedFraction bool
 	// pipeline says the engine splits layers into pipeline stages.
 	pipeline bool
 	// multiNode says one replica may span nodes (a LeaderWorkerSet).
@@ -99,6 +108,13 @@ type flagSet struct {
 	prefixOn, prefixOff, prefixEnv string
 	// dtypes are the values the engine's dtype flag accepts.
 	dtypes []string
+	// kvCacheDTypes are the values its KV-cache type flag accepts (nil:
+	// not checked here).
+	kvCacheDTypes []string
+	// apiKeyEnv is the environment variable the engine reads its API key
+	// from; apiKey is its flag, given $(CUBE_API_KEY) when the engine reads
+	// no variable. Neither set: the engine has no API key.
+	apiKeyEnv, apiKey string
 	// lora renders the adapters as arguments.
 	lora func(adapters []resolvedLoRA) []string
 }
@@ -194,8 +210,16 @@ func cliArgs(f flagSet, s *Service, r *rendering) []string {
 	if len(r.loras) > 0 && f.lora != nil {
 		args = append(args, f.lora(r.loras)...)
 	}
+	if s.apiKey != nil && f.apiKeyEnv == "" && f.apiKey != "" {
+		// Kubernetes substitutes $(VAR) in args from the container's env.
+		args = append(args, f.apiKey, "$("+apiKeyVar+")")
+	}
 	return args
 }
+
+// apiKeyVar holds the API key from APIKeyFromSecret for engines that take
+// it as a flag.
+const apiKeyVar = "CUBE_API_KEY"
 
 // loraPairs spells adapters name=path, as every engine that takes them does.
 func loraPairs(adapters []resolvedLoRA) []string {

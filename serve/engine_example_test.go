@@ -68,7 +68,30 @@ func ExampleVLLM() {
 	// Deployment qwen-chat
 	//   pod vllm: vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000 --max-model-len 8192 --enable-prefix-caching
 	//   pod nvidia.com/gpu: 1
-	// Service qwen-chat
+	// Service qwen-chat-api
+}
+
+// ExampleService_APIKeyFromSecret makes vLLM require a bearer token kept in
+// a Secret; a literal key in the arguments is refused.
+func ExampleService_APIKeyFromSecret() {
+	objs, err := serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
+		On(hardware.H100).GPUs(1).
+		APIKeyFromSecret("qwen-chat-api-key", "key").Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range objs[0].(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Env {
+		fmt.Printf("%s from secret %s key %s\n", e.Name, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
+	}
+
+	_, err = serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
+		On(hardware.H100).GPUs(1).
+		ExtraArgs("--api-key", "sk-live-123").Objects()
+	fmt.Println(err)
+	// Output:
+	// VLLM_API_KEY from secret qwen-chat-api-key key key
+	// spec.args[0]: Forbidden: an API key in the arguments is stored in the objects in clear: use APIKeyFromSecret
 }
 
 func ExampleSGLang() {
@@ -79,7 +102,7 @@ func ExampleSGLang() {
 	// Deployment qwen-32b
 	//   pod sglang: python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-32B-Instruct --host 0.0.0.0 --port 30000 --tp-size 2 --context-length 16384 --mem-fraction-static 0.85 --enable-metrics
 	//   pod nvidia.com/gpu: 2
-	// Service qwen-32b
+	// Service qwen-32b-api
 }
 
 func ExampleTGI() {
@@ -90,7 +113,7 @@ func ExampleTGI() {
 	// Deployment mistral
 	//   pod tgi: text-generation-launcher --model-id mistralai/Mistral-7B-Instruct-v0.3 --hostname 0.0.0.0 --port 8080 --max-input-tokens 8191 --max-total-tokens 8192 --dtype bfloat16
 	//   pod nvidia.com/gpu: 1
-	// Service mistral
+	// Service mistral-api
 }
 
 func ExampleTriton() {
@@ -103,7 +126,7 @@ func ExampleTriton() {
 	//   pod init download: aws s3 sync s3://models/triton/repository /model-cache/s3/models/triton/repository --no-progress
 	//   pod triton: tritonserver --model-repository=/model-cache/s3/models/triton/repository --http-port=8000 --grpc-port=8001 --metrics-port=8002 --model-control-mode=explicit --load-model=resnet50
 	//   pod nvidia.com/gpu: 1
-	// Service resnet
+	// Service resnet-api
 }
 
 func ExampleOllama() {
@@ -115,7 +138,7 @@ func ExampleOllama() {
 	//   pod init pull: /bin/sh -c '<script>' pull qwen2.5:7b
 	//   pod ollama: ollama serve
 	//   pod nvidia.com/gpu: 1
-	// Service chat
+	// Service chat-api
 }
 
 func ExampleMindIE() {
@@ -137,7 +160,7 @@ func ExampleMindIE() {
 	// Deployment qwen-npu
 	//   pod mindie: /bin/bash -c '<script>'
 	//   pod huawei.com/Ascend910: 2
-	// Service qwen-npu
+	// Service qwen-npu-api
 	// modelWeightPath: /mnt/models/Qwen2.5-7B-Instruct
 	// worldSize: 2 npuDeviceIds: [[0 1]]
 	// maxSeqLen: 8192 maxBatchSize: 64
@@ -154,13 +177,13 @@ func ExampleService_Auto() {
 	// Deployment llama
 	//   pod vllm: vllm serve meta-llama/Llama-3.1-8B-Instruct --port 8000 --tensor-parallel-size 2 --max-model-len 131072 --gpu-memory-utilization 0.9
 	//   pod nvidia.com/gpu: 2
-	// Service llama
+	// Service llama-api
 	// LeaderWorkerSet deepseek
 	//   leader vllm: /bin/sh -c '<script>' vllm-leader deepseek-ai/DeepSeek-V3 --port 8000 --tensor-parallel-size 8 --pipeline-parallel-size 2 --max-model-len 32768 --gpu-memory-utilization 0.9 --distributed-executor-backend ray
 	//   leader nvidia.com/gpu: 8
-	//   worker vllm: ray start --address=$(LWS_LEADER_ADDRESS):6379 --block
+	//   worker vllm: /bin/sh -c '<script>' vllm-worker 1800
 	//   worker nvidia.com/gpu: 8
-	// Service deepseek
+	// Service deepseek-api
 	// spec.model: Invalid value: "my-org/my-model": Auto needs the model's architecture and my-org/my-model is not in the model catalogue (market.Lookup): give it with ModelFacts, or size the service yourself with GPUs and TensorParallel instead of Auto
 }
 
@@ -173,7 +196,7 @@ func ExampleService_Autoscale() {
 	// Deployment qwen
 	//   pod vllm: vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000
 	//   pod nvidia.com/gpu: 1
-	// Service qwen
+	// Service qwen-api
 	// PodDisruptionBudget qwen
 	// HorizontalPodAutoscaler qwen
 }
@@ -223,10 +246,10 @@ func ExampleCanary() {
 	//     namespace: gateway-system
 	//   rules:
 	//   - backendRefs:
-	//     - name: chat-v1
+	//     - name: chat-v1-api
 	//       port: 8000
 	//       weight: 90
-	//     - name: chat-v2
+	//     - name: chat-v2-api
 	//       port: 8000
 	//       weight: 10
 	//     matches:

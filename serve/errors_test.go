@@ -13,6 +13,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -57,6 +58,9 @@ func assertErrors(t *testing.T, w cube.Workload, want ...wantErr) {
 	assert.Len(t, got, len(want), "errors:\n%v", err)
 }
 
+// longContext is m allowing sequences of n tokens.
+func longContext(m market.Model, n int) market.Model { m.ContextLength = n; return m }
+
 const qwen = "Qwen/Qwen2.5-7B-Instruct" // 28 attention heads, 4 KV heads
 
 func TestValidationErrors(t *testing.T) {
@@ -86,8 +90,13 @@ func TestValidationErrors(t *testing.T) {
 			[]wantErr{{field.ErrorTypeInvalid, "spec.gpus", "Llama-3.1-8B-Instruct does not fit 1 L4 device(s) with one 131072-token sequence: at tensor parallel 1 it needs 2 pipeline stages (2 devices); add GPUs or Nodes, lower MaxModelLen, or use Auto"}},
 		},
 		"explicit settings that cannot fit at all": {
-			serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).TensorParallel(1).MaxModelLen(8_000_000),
+			serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).TensorParallel(1).MaxModelLen(8_000_000).
+				ModelFacts(longContext(mustLookup("meta-llama/Llama-3.1-8B-Instruct"), 8_000_000)),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.model", "does not fit at tensor parallel 1 on L4 even across"}},
+		},
+		"a context longer than the model's": {
+			serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).TensorParallel(1).MaxModelLen(8_000_000),
+			[]wantErr{{field.ErrorTypeInvalid, "spec.maxModelLen", "exceeds Llama-3.1-8B-Instruct's context of 131072 tokens"}},
 		},
 		"a bad model source": {
 			serve.VLLM("q", "s3://Bad_Bucket/x").On(hardware.H100),

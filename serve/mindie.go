@@ -239,7 +239,7 @@ var mindieEngine = &engine{
 	},
 	// MindIE's own default, 2560, is short for chat; cube asks for 4096.
 	defaultMaxLen: 4096,
-	autoSizes:     true, multiNode: true,
+	autoSizes:     true, plannedFraction: true, multiNode: true,
 }
 
 func init() { mindieEngine.launch = launchMindIE }
@@ -283,7 +283,15 @@ func launchMindIE(s *Service, r *rendering) field.ErrorList {
 	model.ModelWeightPath = r.modelArg
 	model.WorldSize = r.tp
 	model.TrustRemoteCode = s.trustRemoteCode
-	devices := make([]int, max(r.devices, 1))
+	// More devices than a node holds are reported by checkPlacement; the
+	// list stays a node's worth rather than growing with the bad count.
+	perPod := max(r.devices, 1)
+	if !r.hasProfile || r.profile.MaxPerNode < 1 {
+		perPod = 1
+	} else if perPod > r.profile.MaxPerNode {
+		perPod = r.profile.MaxPerNode
+	}
+	devices := make([]int, perPod)
 	for i := range devices {
 		devices[i] = i
 	}
@@ -320,7 +328,15 @@ func launchMindIE(s *Service, r *rendering) field.ErrorList {
 		be.MultiNodesInferEnabled = true
 		table := s.rankTable
 		if table == "" {
-			table = "rings-config-" + s.Name()
+			// Only Ascend's operator fills rings-config-<job>, and only for
+			// the AscendJobs it runs (mind-cluster ascend-operator); nothing
+			// fills it for a LeaderWorkerSet group, whose pods would wait
+			// for a completed table forever. The table needs each NPU's
+			// device IP, known only on the nodes (hccn.conf), so cube cannot
+			// write it either.
+			errs = append(errs, field.Required(spec.Child("rankTable"), fmt.Sprintf(
+				"MindIE across %d nodes reads its ranks and NPU device IPs from an HCCL rank table that nothing fills for a LeaderWorkerSet: "+
+					"create a ConfigMap with hccl.json (status \"completed\") for the group's nodes and name it with RankTable, or serve on one node", r.nodes)))
 		}
 		tableFile := path.Join(RankTablePath, "hccl.json")
 		r.env = append(r.env,

@@ -59,6 +59,14 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 	if s.hfToken != nil {
 		r.env = append(r.env, secretEnv("HF_TOKEN", s.hfToken.name, s.hfToken.key))
 	}
+	if k, f := s.apiKey, e.flags; k != nil {
+		switch {
+		case f.apiKeyEnv != "":
+			r.env = append(r.env, secretEnv(f.apiKeyEnv, k.name, k.key))
+		case f.apiKey != "":
+			r.env = append(r.env, secretEnv(apiKeyVar, k.name, k.key))
+		}
+	}
 	if s.hfEndpoint != "" {
 		r.env = append(r.env, corev1.EnvVar{Name: "HF_ENDPOINT", Value: s.hfEndpoint})
 	}

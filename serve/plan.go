@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -12,23 +13,68 @@ import (
 	"github.com/cubestudio/cube/market"
 )
 
-// Planner defaults. They follow vLLM's: gpu_memory_utilization 0.9 (the
-// value most releases and their documentation use), 16-token KV blocks,
-// max_num_batched_tokens 8192 and max_num_seqs 256 for an OpenAI server.
+// Planner defaults. They follow vLLM's OpenAI server: gpu_memory_utilization
+// 0.9 (the value most releases and their documentation use), 16-token KV
+// blocks (128 on Ascend NPUs, vLLM-Ascend's block size), and the batch
+// limits vLLM's EngineArgs._set_default_args picks by device: 8192 batched
+// tokens and 1024 sequences on devices of at least 70 GiB that are not an
+// A100, 2048 and 256 elsewhere.
 const (
 	DefaultMemoryUtilization = 0.9
 	KVBlockSize              = 16
-	DefaultMaxBatchedTokens  = 8192
+	AscendKVBlockSize        = 128
 	DefaultMaxNodes          = 16
 
-	// DefaultOverheadBytes is the fixed part of the per-device reserve: the
-	// CUDA (or CANN) context, NCCL/HCCL buffers and captured CUDA graphs.
+	// DefaultOverheadBytes is what a device needs outside vLLM's share
+	// (1 - gpu_memory_utilization of its memory): the CUDA (or CANN)
+	// context, NCCL/HCCL buffers and captured CUDA graphs. vLLM initialises
+	// NCCL before it takes the memory snapshot its share is measured
+	// against, and captures CUDA graphs after it has sized the KV cache, so
+	// neither comes out of the share (vllm/v1/worker/gpu_worker.py,
+	// init_device and determine_available_memory); a start-up with less
+	// free memory than the share fails.
 	DefaultOverheadBytes = int64(1) << 30
 
-	maxSequences    = 256 // vLLM's default max_num_seqs: logits rows in the profile run
-	activationBytes = 2   // activations run in 16-bit
-	logitBytes      = 4   // the sampler upcasts logits to fp32
+	activationBytes = 2 // activations run in 16-bit
+	logitBytes      = 4 // the sampler upcasts logits to fp32
+
+	largeDeviceBytes = int64(70) << 30
 )
+
+// defaultBatching is vLLM's max_num_batched_tokens and max_num_seqs for an
+// OpenAI server on acc.
+func defaultBatching(acc hardware.Profile) (tokens, sequences int) {
+	// vLLM tests "a100" in the CUDA device name (NVIDIA A100-SXM4-80GB).
+	a100 := strings.Contains(strings.ToLower(acc.Product+" "+acc.Name), "a100")
+	if deviceMemory(acc) >= largeDeviceBytes && !a100 {
+		return 8192, 1024
+	}
+	return 2048, 256
+}
+
+// blockSize is the KV-cache block of the engine on acc.
+func blockSize(acc hardware.Profile) int {
+	if acc.Vendor == hardware.Huawei {
+		return AscendKVBlockSize
+	}
+	return KVBlockSize
+}
+
+// reportedMiB is the memory the driver reports for a device, as GPU
+// Feature Discovery labels it (nvidia.com/gpu.memory, MiB), where it is
+// known to differ from the datasheet's: vLLM's share is of this figure.
+var reportedMiB = map[string]int64{
+	"T4": 15360, "L4": 23034, "A100-SXM-40GB": 40960, "A100-SXM-80GB": 81920, "H100-SXM-80GB": 81559,
+}
+
+// deviceMemory is the memory of one device as the engine sees it: the
+// reported figure where known, the catalogue's nominal size otherwise.
+func deviceMemory(acc hardware.Profile) int64 {
+	if mib, ok := reportedMiB[acc.Name]; ok && acc.MemoryBytes > 0 {
+		return mib << 20
+	}
+	return acc.MemoryBytes
+}
 
 // ErrDoesNotFit is wrapped by the *FitError Plan returns when no layout
 // within its limits holds the model.
@@ -102,15 +148,24 @@ type PlanResult struct {
 	// BlockSize is the number of tokens in one KV-cache block.
 	BlockSize int
 
-	// DeviceMemoryBytes is the memory of one device.
+	// DeviceMemoryBytes is the memory of one device as the driver reports
+	// it (GPU Feature Discovery's nvidia.com/gpu.memory; the datasheet's
+	// size where cube knows no reported figure).
 	DeviceMemoryBytes int64
+	// HeadroomBytesPerDevice is the memory outside vLLM's share, for the
+	// CUDA context, NCCL buffers and CUDA graphs.
+	HeadroomBytesPerDevice int64
+	// MaxBatchedTokens and MaxSequences are the batch limits the reserve is
+	// sized for (vLLM's defaults for the device unless set).
+	MaxBatchedTokens, MaxSequences int
 	// UsableBytesPerDevice is ⌈MemoryUtilization × DeviceMemoryBytes⌉, the
 	// memory vLLM claims.
 	UsableBytesPerDevice int64
 	// WeightBytesPerDevice is the weights one device holds.
 	WeightBytesPerDevice int64
-	// ReserveBytesPerDevice is held back for activations, logits, CUDA
-	// graphs and communication buffers (see the package documentation).
+	// ReserveBytesPerDevice is held back inside the share for the
+	// activations and logits of vLLM's profiling run (see the package
+	// documentation).
 	ReserveBytesPerDevice int64
 	// KVCacheBytesPerDevice is what is left for the KV cache on one device.
 	KVCacheBytesPerDevice int64
@@ -144,10 +199,10 @@ func (p PlanResult) String() string {
 	fmt.Fprintf(&b, "%s on %s: TP=%d × PP=%d, %s × %s\n",
 		p.Model, p.Accelerator, p.TensorParallel, p.PipelineParallel,
 		plural(p.Nodes, "node"), plural(p.DevicesPerNode, "device"))
-	fmt.Fprintf(&b, "  per device: %s usable (%g of %s) = %s weights (%s) + %s reserve + %s KV cache (%s)\n",
+	fmt.Fprintf(&b, "  per device: %s usable (%g of %s) = %s weights (%s) + %s activations + %s KV cache (%s); %s outside for runtime, NCCL and CUDA graphs\n",
 		gib(p.UsableBytesPerDevice), p.MemoryUtilization, gib(p.DeviceMemoryBytes),
 		gib(p.WeightBytesPerDevice), p.WeightDType, gib(p.ReserveBytesPerDevice),
-		gib(p.KVCacheBytesPerDevice), p.KVCacheDType)
+		gib(p.KVCacheBytesPerDevice), p.KVCacheDType, gib(p.HeadroomBytesPerDevice))
 	fmt.Fprintf(&b, "  KV cache: %s a token per device (model: %s a token), %d blocks of %d = %d tokens\n",
 		kib(p.KVBytesPerTokenPerDevice), kib(p.KVBytesPerToken), p.KVBlocks, p.BlockSize, p.KVTokenCapacity)
 	fmt.Fprintf(&b, "  at %d tokens a sequence: %s at once",
@@ -184,6 +239,9 @@ type planOptions struct {
 	maxNodes         int
 	overhead         int64
 	maxBatchedTokens int
+	maxSequences     int
+	// set names the options given, for messages.
+	set map[string]bool
 }
 
 type planOptionFunc func(*planOptions)
@@ -193,55 +251,71 @@ func (f planOptionFunc) applyPlan(o *planOptions) { f(o) }
 // ContextLength plans for sequences of n tokens (vLLM --max-model-len)
 // instead of the model's full context.
 func ContextLength(n int) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.contextLength = n })
+	return planOptionFunc(func(o *planOptions) { o.contextLength = n; o.mark("contextLength") })
 }
 
 // MemoryUtilization sets the fraction of each device's total memory vLLM
 // may claim (--gpu-memory-utilization, default 0.9).
 func MemoryUtilization(f float64) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.utilization = f })
+	return planOptionFunc(func(o *planOptions) { o.utilization = f; o.mark("utilization") })
 }
 
 // KVCacheDType sizes the KV cache in format d (--kv-cache-dtype); market.FP8
 // halves it. The default is the model's 16-bit compute format: FP16 for
 // FP16 and FP32 checkpoints, BF16 otherwise.
 func KVCacheDType(d market.DType) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.kvDType = d })
+	return planOptionFunc(func(o *planOptions) { o.kvDType = d; o.mark("kvCacheDType") })
 }
 
 // Quantization sizes the weights in format d (FP8, INT8 or INT4 for a
 // quantized checkpoint) instead of the format the model is published in.
 func Quantization(d market.DType) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.weightDType = d })
+	return planOptionFunc(func(o *planOptions) { o.weightDType = d; o.mark("quantization") })
 }
 
 // MaxTensorParallel caps the tensor-parallel size Plan may choose (it never
 // exceeds the accelerator's devices per node).
 func MaxTensorParallel(n int) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.maxTP = n })
+	return planOptionFunc(func(o *planOptions) { o.maxTP = n; o.mark("maxTensorParallel") })
 }
 
 // TensorParallel forces the tensor-parallel size; Plan then only adds
 // pipeline stages if the model does not fit.
 func TensorParallel(n int) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.tp = n })
+	return planOptionFunc(func(o *planOptions) { o.tp = n; o.mark("tensorParallel") })
 }
 
 // MaxNodes caps how many nodes one replica may span (default 16).
 func MaxNodes(n int) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.maxNodes = n })
+	return planOptionFunc(func(o *planOptions) { o.maxNodes = n; o.mark("maxNodes") })
 }
 
-// Overhead replaces the fixed part of the per-device reserve (default
-// 1 GiB for runtime context, communication buffers and CUDA graphs).
+// Overhead replaces what a device needs outside vLLM's share for the
+// runtime context, communication buffers and CUDA graphs (default 1 GiB):
+// Plan refuses a MemoryUtilization that leaves less.
 func Overhead(bytes int64) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.overhead = bytes })
+	return planOptionFunc(func(o *planOptions) { o.overhead = bytes; o.mark("overhead") })
 }
 
 // MaxBatchedTokens sets the tokens of one forward pass the activation
-// reserve is sized for (--max-num-batched-tokens, default 8192).
+// reserve is sized for (--max-num-batched-tokens; vLLM's default is 8192
+// on devices of 70 GiB or more other than the A100, 2048 elsewhere).
 func MaxBatchedTokens(n int) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.maxBatchedTokens = n })
+	return planOptionFunc(func(o *planOptions) { o.maxBatchedTokens = n; o.mark("maxBatchedTokens") })
+}
+
+// MaxSequences sets the sequences of one batch the logits reserve is sized
+// for (--max-num-seqs; vLLM's default is 1024 where it batches 8192
+// tokens, 256 elsewhere).
+func MaxSequences(n int) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.maxSequences = n; o.mark("maxSequences") })
+}
+
+func (o *planOptions) mark(name string) {
+	if o.set == nil {
+		o.set = map[string]bool{}
+	}
+	o.set[name] = true
 }
 
 // Plan chooses how to serve model on accelerator acc with vLLM and sizes
@@ -252,6 +326,7 @@ func MaxBatchedTokens(n int) PlanOption {
 // much the model misses when nothing within the limits fits, and every
 // invalid input at once as a field.ErrorList aggregate.
 func Plan(model market.Model, acc hardware.Profile, opts ...PlanOption) (PlanResult, error) {
+	tokens, sequences := defaultBatching(acc)
 	o := planOptions{
 		contextLength:    model.ContextLength,
 		utilization:      DefaultMemoryUtilization,
@@ -260,7 +335,8 @@ func Plan(model market.Model, acc hardware.Profile, opts ...PlanOption) (PlanRes
 		maxTP:            acc.MaxPerNode,
 		maxNodes:         DefaultMaxNodes,
 		overhead:         DefaultOverheadBytes,
-		maxBatchedTokens: DefaultMaxBatchedTokens,
+		maxBatchedTokens: tokens,
+		maxSequences:     sequences,
 	}
 	for _, opt := range opts {
 		opt.applyPlan(&o)
@@ -295,24 +371,44 @@ func Plan(model market.Model, acc hardware.Profile, opts ...PlanOption) (PlanRes
 	// or more whole nodes per step.
 	tp := tps[len(tps)-1]
 	stagesPerNode := max(1, acc.MaxPerNode/tp)
-	for pp := 2; pp <= model.Layers; pp++ {
-		if pp > stagesPerNode && pp%stagesPerNode != 0 {
-			continue
-		}
-		if (pp+stagesPerNode-1)/stagesPerNode > o.maxNodes {
-			break
-		}
-		r := p.size(tp, pp)
-		if r.fits() {
-			return r, nil
-		}
-		last = r
+	stages := pipelineStages(stagesPerNode, model.Layers, o.maxNodes)
+	// More stages never fit worse (fewer layers and weights per device,
+	// the same reserve), so the first fitting candidate is found by
+	// bisection: a model config with billions of layers plans in
+	// logarithmic time.
+	first := sort.Search(stages.count(), func(i int) bool { return p.size(tp, stages.at(i)).fits() })
+	if first < stages.count() {
+		return p.size(tp, stages.at(first)), nil
+	}
+	if n := stages.count(); n > 0 {
+		last = p.size(tp, stages.at(n-1))
 	}
 	return PlanResult{}, fmt.Errorf("plan %s on %s: %w", model.Name, acc.Name, &FitError{
 		Model: model.Name, Accelerator: acc.Name,
 		TensorParallel: last.TensorParallel, PipelineParallel: last.PipelineParallel, Nodes: last.Nodes,
 		NeedBytes: last.needBytes(acc), UsableBytes: last.UsableBytesPerDevice,
 	})
+}
+
+// stageCandidates are the pipeline sizes Plan tries beyond one stage, in
+// order: 2 … stagesPerNode on one node, then whole nodes of stagesPerNode
+// stages each, up to the model's layers and maxNodes nodes.
+type stageCandidates struct{ perNode, onNode, total int }
+
+func pipelineStages(perNode, layers, maxNodes int) stageCandidates {
+	maxPP := int(min(int64(layers), int64(maxNodes)*int64(perNode)))
+	onNode := max(0, min(perNode, maxPP)-1) // 2 … min(perNode, maxPP)
+	wholeNodes := max(0, maxPP/perNode-1)   // 2·perNode, 3·perNode …
+	return stageCandidates{perNode: perNode, onNode: onNode, total: onNode + wholeNodes}
+}
+
+func (c stageCandidates) count() int { return c.total }
+
+func (c stageCandidates) at(i int) int {
+	if i < c.onNode {
+		return i + 2
+	}
+	return (i - c.onNode + 2) * c.perNode
 }
 
 // defaultKVDType mirrors vLLM's "auto": FP16 checkpoints (and FP32 ones,
@@ -329,11 +425,12 @@ func validatePlan(model market.Model, acc hardware.Profile, o planOptions) error
 	if err := model.Validate(); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("model"), model.Name, err.Error()))
 	}
-	if acc.MemoryBytes <= 0 {
-		errs = append(errs, field.Invalid(field.NewPath("accelerator", "memoryBytes"), acc.MemoryBytes,
-			fmt.Sprintf("%s has no device memory to serve from", acc.Name)))
-	}
-	if acc.MaxPerNode < 1 {
+	accelerated := acc.MemoryBytes > 0 && acc.MaxPerNode >= 1
+	switch {
+	case acc.MemoryBytes <= 0:
+		errs = append(errs, field.Invalid(field.NewPath("accelerator"), acc.Name,
+			"has no device memory: Plan sizes a model for GPUs or NPUs, such as hardware.L4 or hardware.Ascend910B3"))
+	case acc.MaxPerNode < 1:
 		errs = append(errs, field.Invalid(field.NewPath("accelerator", "maxPerNode"), acc.MaxPerNode, "must be at least 1"))
 	}
 	if o.contextLength <= 0 {
@@ -353,7 +450,7 @@ func validatePlan(model market.Model, acc hardware.Profile, o planOptions) error
 		errs = append(errs, field.NotSupported(field.NewPath("quantization"), o.weightDType,
 			[]market.DType{market.FP32, market.BF16, market.FP16, market.FP8, market.INT8, market.INT4}))
 	}
-	if o.maxTP < 1 {
+	if o.maxTP < 1 && o.set["maxTensorParallel"] {
 		errs = append(errs, field.Invalid(field.NewPath("maxTensorParallel"), o.maxTP, "must be at least 1"))
 	}
 	if o.tp != 0 {
@@ -376,6 +473,20 @@ func validatePlan(model market.Model, acc hardware.Profile, o planOptions) error
 	}
 	if o.maxBatchedTokens < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("maxBatchedTokens"), o.maxBatchedTokens, "must be at least 1"))
+	}
+	if o.maxSequences < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("maxSequences"), o.maxSequences, "must be at least 1"))
+	}
+	if mem := deviceMemory(acc); accelerated && o.utilization > 0 && o.utilization <= 1 && o.overhead >= 0 {
+		if headroom := mem - usableBytes(mem, o.utilization); headroom < o.overhead {
+			p := field.NewPath("memoryUtilization")
+			if !o.set["utilization"] && o.set["overhead"] {
+				p = field.NewPath("overhead")
+			}
+			errs = append(errs, field.Invalid(p, o.utilization, fmt.Sprintf(
+				"leaves %s of %s's %s outside vLLM's share, less than the %s the runtime context, NCCL buffers and CUDA graphs take there: lower MemoryUtilization",
+				gib(headroom), acc.Name, gib(mem), gib(o.overhead))))
+		}
 	}
 	return errs.ToAggregate()
 }
@@ -408,14 +519,17 @@ func (p planner) size(tp, pp int) PlanResult {
 	m, o := p.model, p.o
 	stagesPerNode := max(1, p.acc.MaxPerNode/tp)
 	nodes := (pp + stagesPerNode - 1) / stagesPerNode
+	block := blockSize(p.acc)
 	r := PlanResult{
 		Model: m.Name, Accelerator: p.acc.Name,
 		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, DevicesPerNode: tp * min(pp, stagesPerNode),
 		ContextLength: o.contextLength, MemoryUtilization: o.utilization,
-		WeightDType: o.weightDType, KVCacheDType: o.kvDType, BlockSize: KVBlockSize,
-		DeviceMemoryBytes: p.acc.MemoryBytes,
+		WeightDType: o.weightDType, KVCacheDType: o.kvDType, BlockSize: block,
+		DeviceMemoryBytes: deviceMemory(p.acc),
+		MaxBatchedTokens:  o.maxBatchedTokens, MaxSequences: o.maxSequences,
 	}
-	r.UsableBytesPerDevice = int64(math.Ceil(float64(p.acc.MemoryBytes) * o.utilization))
+	r.UsableBytesPerDevice = usableBytes(r.DeviceMemoryBytes, o.utilization)
+	r.HeadroomBytesPerDevice = r.DeviceMemoryBytes - r.UsableBytesPerDevice
 	r.WeightBytesPerDevice = ceilDiv(m.WeightBytes(o.weightDType), int64(tp*pp))
 	r.ReserveBytesPerDevice = p.reserve(tp)
 	r.KVCacheBytesPerDevice = max(0, r.UsableBytesPerDevice-r.WeightBytesPerDevice-r.ReserveBytesPerDevice)
@@ -427,8 +541,8 @@ func (p planner) size(tp, pp int) PlanResult {
 	r.KVBytesPerToken = m.KVBytesPerToken(o.kvDType)
 	layersPerStage := (m.Layers + pp - 1) / pp // the fullest stage bounds the pool
 	r.KVBytesPerTokenPerDevice = int64(layersPerStage) * m.KVBytesPerTokenPerLayer(o.kvDType, tp)
-	r.KVBlocks = r.KVCacheBytesPerDevice / (KVBlockSize * r.KVBytesPerTokenPerDevice)
-	r.KVTokenCapacity = r.KVBlocks * KVBlockSize
+	r.KVBlocks = r.KVCacheBytesPerDevice / (int64(block) * r.KVBytesPerTokenPerDevice)
+	r.KVTokenCapacity = r.KVBlocks * int64(block)
 	r.MaxConcurrentSequences = r.KVTokenCapacity / int64(o.contextLength)
 	return r
 }
@@ -441,10 +555,17 @@ func halvesKVCache(acc hardware.Profile) bool {
 	return acc.Vendor == hardware.Huawei && strings.HasPrefix(acc.Product, "310P")
 }
 
-// reserve is the non-KV, non-weight memory of one rank: the fixed
-// overhead, the gated-MLP activation of one max_num_batched_tokens forward
-// (gate and up outputs, 16-bit, this rank's share of the FFN width) and the
-// fp32 logits of max_num_seqs sequences.
+// usableBytes is vLLM's share of a device, ⌈utilization × memory⌉.
+func usableBytes(memory int64, utilization float64) int64 {
+	return int64(math.Ceil(float64(memory) * utilization))
+}
+
+// reserve is the non-KV, non-weight memory of one rank inside vLLM's
+// share, what its profiling run measures: the gated-MLP activation of one
+// max_num_batched_tokens forward (gate and up outputs, 16-bit, this rank's
+// share of the FFN width) and the fp32 logits of max_num_seqs sequences.
+// The runtime context, NCCL buffers and CUDA graphs live outside the share
+// (DefaultOverheadBytes).
 func (p planner) reserve(tp int) int64 {
 	m := p.model
 	ffn := m.IntermediateSize
@@ -453,15 +574,16 @@ func (p planner) reserve(tp int) int64 {
 	}
 	perRank := (ffn + tp - 1) / tp
 	activation := int64(p.o.maxBatchedTokens) * 2 * int64(perRank) * activationBytes
-	logits := int64(maxSequences) * int64(m.VocabSize) * logitBytes
-	return p.o.overhead + activation + logits
+	logits := int64(p.o.maxSequences) * int64(m.VocabSize) * logitBytes
+	return activation + logits
 }
 
 // needBytes is the memory one device needs to start: weights, reserve and
 // the blocks of one sequence of ContextLength tokens (vLLM refuses to start
 // with less), twice those blocks where the engine halves the KV memory.
 func (r PlanResult) needBytes(acc hardware.Profile) int64 {
-	kv := ceilDiv(int64(r.ContextLength), KVBlockSize) * KVBlockSize * r.KVBytesPerTokenPerDevice
+	block := int64(r.BlockSize)
+	kv := ceilDiv(int64(r.ContextLength), block) * block * r.KVBytesPerTokenPerDevice
 	if halvesKVCache(acc) {
 		kv *= 2
 	}

@@ -21,8 +21,8 @@ func ExamplePlan() {
 	fmt.Println(plan)
 	// Output:
 	// Qwen2.5-7B-Instruct on L4: TP=1 × PP=1, 1 node × 1 device
-	//   per device: 21.6 GiB usable (0.9 of 24.0 GiB) = 14.2 GiB weights (bf16) + 1.7 GiB reserve + 5.7 GiB KV cache (bf16)
-	//   KV cache: 56 KiB a token per device (model: 56 KiB a token), 6660 blocks of 16 = 106560 tokens
+	//   per device: 20.2 GiB usable (0.9 of 22.5 GiB) = 14.2 GiB weights (bf16) + 0.3 GiB activations + 5.8 GiB KV cache (bf16); 2.2 GiB outside for runtime, NCCL and CUDA graphs
+	//   KV cache: 56 KiB a token per device (model: 56 KiB a token), 6752 blocks of 16 = 108032 tokens
 	//   at 8192 tokens a sequence: 13 sequences at once
 }
 
@@ -42,8 +42,8 @@ func ExamplePlan_multiNode() {
 	// Output:
 	// 8 2 2 8
 	// DeepSeek-R1 on H100-SXM-80GB: TP=8 × PP=2, 2 nodes × 8 devices
-	//   per device: 72.0 GiB usable (0.9 of 80.0 GiB) = 39.1 GiB weights (fp8) + 1.2 GiB reserve + 31.7 GiB KV cache (fp8)
-	//   KV cache: 17.4 KiB a token per device (model: 34.3 KiB a token), 119317 blocks of 16 = 1909072 tokens
+	//   per device: 71.7 GiB usable (0.9 of 79.6 GiB) = 39.1 GiB weights (fp8) + 0.6 GiB activations + 32.1 GiB KV cache (fp8); 8.0 GiB outside for runtime, NCCL and CUDA graphs
+	//   KV cache: 17.4 KiB a token per device (model: 34.3 KiB a token), 120493 blocks of 16 = 1927888 tokens
 	//   at 32768 tokens a sequence: 58 sequences at once
 }
 
@@ -61,7 +61,7 @@ func ExamplePlan_doesNotFit() {
 		fmt.Printf("short by %d bytes per device\n", fit.ShortBytes())
 	}
 	// Output:
-	// plan Llama-3.1-70B-Instruct on L4: needs 22.7 GiB per device at TP=8 but L4 has 21.6 GiB usable: short by 1.1 GiB
+	// plan Llama-3.1-70B-Instruct on L4: needs 21.6 GiB per device at TP=8 but L4 has 20.2 GiB usable: short by 1.3 GiB
 	// true
-	// short by 1136828825 bytes per device
+	// short by 1430220390 bytes per device
 }

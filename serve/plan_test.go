@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,24 +21,41 @@ func catalogueModel(t testing.TB, id string) market.Model {
 	return m
 }
 
-// expectPlan computes a plan from hardware.md §4.4, written out here
-// independently of the planner: vLLM claims ⌈utilisation × total memory⌉; weights
-// are P × bytes split over TP × PP ranks; the reserve is 1 GiB + one
-// 8192-token forward's gate/up activations (2 × FFN/TP × 2 bytes) + 256
-// rows of fp32 logits; the KV page of a layer is 2 × KV heads per rank
-// (at least 1) × head_dim × bytes, or the MLA latent (kv_lora_rank +
-// qk_rope_head_dim) × bytes on every rank; blocks = KV memory ÷ (16 ×
-// page × layers of the fullest stage).
+// expectPlan computes a plan from hardware.md §4.4 and vLLM's worker,
+// written out here independently of the planner: the device memory is what
+// GPU Feature Discovery reports (nvidia.com/gpu.memory) where known; vLLM
+// claims ⌈utilisation × that⌉, the runtime context, NCCL and CUDA graphs
+// staying outside; weights are P × bytes split over TP × PP ranks; the
+// reserve is one max_num_batched_tokens forward's gate/up activations
+// (2 × FFN/TP × 2 bytes) + max_num_seqs rows of fp32 logits, with vLLM's
+// defaults 8192/1024 on devices of 70 GiB or more other than the A100 and
+// 2048/256 elsewhere; the KV page of a layer is 2 × KV heads per rank (at
+// least 1) × head_dim × bytes, or the MLA latent (kv_lora_rank +
+// qk_rope_head_dim) × bytes on every rank; blocks = KV memory ÷ (block ×
+// page × layers of the fullest stage), blocks of 16 tokens on GPUs and 128
+// on Ascend NPUs (vLLM-Ascend).
 func expectPlan(m market.Model, acc hardware.Profile, util float64, tp, pp, nodes, perNode, ctx int, weight, kv market.DType) serve.PlanResult {
-	gib := int64(1) << 30
-	usable := int64(math.Ceil(float64(acc.MemoryBytes) * util))
+	gfdMiB := map[string]int64{"T4": 15360, "L4": 23034, "A100-SXM-40GB": 40960, "A100-SXM-80GB": 81920, "H100-SXM-80GB": 81559}
+	memory := acc.MemoryBytes
+	if mib, ok := gfdMiB[acc.Name]; ok {
+		memory = mib << 20
+	}
+	tokens, seqs := int64(2048), int64(256)
+	if memory >= 70<<30 && acc.Name != "A100-SXM-80GB" && acc.Name != "A100-SXM-40GB" {
+		tokens, seqs = 8192, 1024
+	}
+	block := int64(16)
+	if acc.Vendor == hardware.Huawei {
+		block = 128
+	}
+	usable := int64(math.Ceil(float64(memory) * util))
 	allWeights := (m.Parameters*int64(weight.Bits()) + 7) / 8
 	weights := (allWeights + int64(tp*pp) - 1) / int64(tp*pp)
 	ffn := m.IntermediateSize
 	if m.IsMoE() {
 		ffn = max(ffn, (m.MoE.ExpertsPerToken+m.MoE.SharedExperts)*m.MoE.ExpertIntermediateSize)
 	}
-	reserve := gib + 8192*2*int64((ffn+tp-1)/tp)*2 + 256*int64(m.VocabSize)*4
+	reserve := tokens*2*int64((ffn+tp-1)/tp)*2 + seqs*int64(m.VocabSize)*4
 	kvBytes := int64(kv.Bits() / 8)
 	var page int64
 	if m.UsesMLA() {
@@ -50,7 +68,7 @@ func expectPlan(m market.Model, acc hardware.Profile, util float64, tp, pp, node
 	if acc.Product == "310P3" {
 		kvPerDevice /= 2 // vllm_ascend/_310p/worker_310p.py
 	}
-	blocks := kvPerDevice / (16 * page * layers)
+	blocks := kvPerDevice / (block * page * layers)
 	var modelKV int64
 	if m.UsesMLA() {
 		modelKV = int64(m.Layers) * page
@@ -60,12 +78,14 @@ func expectPlan(m market.Model, acc hardware.Profile, util float64, tp, pp, node
 	return serve.PlanResult{
 		Model: m.Name, Accelerator: acc.Name,
 		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, DevicesPerNode: perNode,
-		ContextLength: ctx, MemoryUtilization: util, WeightDType: weight, KVCacheDType: kv, BlockSize: 16,
-		DeviceMemoryBytes: acc.MemoryBytes, UsableBytesPerDevice: usable,
+		ContextLength: ctx, MemoryUtilization: util, WeightDType: weight, KVCacheDType: kv, BlockSize: int(block),
+		DeviceMemoryBytes: memory, HeadroomBytesPerDevice: memory - usable,
+		MaxBatchedTokens: int(tokens), MaxSequences: int(seqs),
+		UsableBytesPerDevice: usable,
 		WeightBytesPerDevice: weights, ReserveBytesPerDevice: reserve,
 		KVCacheBytesPerDevice: kvPerDevice, KVCacheBytes: kvPerDevice * int64(tp*pp),
 		KVBytesPerToken: modelKV, KVBytesPerTokenPerDevice: page * layers,
-		KVBlocks: blocks, KVTokenCapacity: blocks * 16, MaxConcurrentSequences: blocks * 16 / int64(ctx),
+		KVBlocks: blocks, KVTokenCapacity: blocks * block, MaxConcurrentSequences: blocks * block / int64(ctx),
 	}
 }
 
@@ -98,7 +118,7 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 		{llama70, hardware.L4, nil, 8, 2, 2, 8, 131072, market.BF16, market.BF16, 0.9}, // multi-node
 		{llama70, hardware.H200, nil, 2, 1, 1, 2, 131072, market.BF16, market.BF16, 0.9},
 		{llama70, hardware.H100, []serve.PlanOption{serve.Quantization(market.FP8), serve.KVCacheDType(market.FP8)}, 2, 1, 1, 2, 131072, market.FP8, market.FP8, 0.9},
-		{llama70, hardware.A100_40G, []serve.PlanOption{serve.Quantization(market.INT4), serve.ContextLength(8192)}, 2, 1, 1, 2, 8192, market.INT4, market.BF16, 0.9},
+		{llama70, hardware.A100_40G, []serve.PlanOption{serve.Quantization(market.INT4), serve.ContextLength(8192)}, 1, 1, 1, 1, 8192, market.INT4, market.BF16, 0.9},
 		// Qwen2.5-7B-Instruct: 32768-token context, 28 heads (TP ∈ {1, 2, 4}).
 		{qwen7, hardware.H100, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
 		{qwen7, hardware.A100_40G, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
@@ -106,9 +126,10 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 		{qwen7, hardware.H200, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
 		{qwen7, hardware.L4, []serve.PlanOption{serve.TensorParallel(4)}, 4, 1, 1, 4, 32768, market.BF16, market.BF16, 0.9},
 		{qwen7, hardware.L4, []serve.PlanOption{serve.MemoryUtilization(0.5), serve.ContextLength(4096)}, 2, 1, 1, 2, 4096, market.BF16, market.BF16, 0.5},
-		// Qwen2.5-7B on 4 GB devices: TP=4 is the most its heads allow, so
-		// pipeline stages are added on the same node (2 per node of 8).
-		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.2), serve.ContextLength(1024)}, 4, 2, 1, 8, 1024, market.BF16, market.BF16, 0.2},
+		// Qwen2.5-7B on 4.5 GB shares: TP=4 is the most its heads allow;
+		// at 0.15, pipeline stages are added on the same node (2 per node of 8).
+		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.2), serve.ContextLength(1024)}, 4, 1, 1, 4, 1024, market.BF16, market.BF16, 0.2},
+		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.15), serve.ContextLength(1024)}, 4, 2, 1, 8, 1024, market.BF16, market.BF16, 0.15},
 		// Ascend: Qwen2.5-72B on 64 GB 910B3s; Qwen2.5-7B on 24 GB 310P3s,
 		// which keep half the remainder for the KV cache.
 		{qwen72, hardware.Ascend910B3, nil, 4, 1, 1, 4, 32768, market.BF16, market.BF16, 0.9},
@@ -133,30 +154,56 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 
 // A few plans checked against numbers worked by hand.
 func TestPlanHandChecked(t *testing.T) {
-	// Llama-3.1-8B on H100: ⌈0.9 × 80 GiB⌉ = 77,309,411,328 B usable;
-	// 8,030,261,248 × 2 = 16,060,522,496 B weights; reserve 1,073,741,824 +
-	// 8192·2·14336·2 + 256·128256·4 = 1,674,838,016 B; 59,574,050,816 B of KV
-	// at 128 KiB a token = 28,407 blocks = 454,512 tokens = 3 × 131072.
+	// Llama-3.1-8B on H100, which reports 81,559 MiB = 85,520,809,984 B:
+	// ⌈0.9 × that⌉ = 76,968,728,986 B usable, 8,552,080,998 B outside;
+	// 8,030,261,248 × 2 = 16,060,522,496 B weights; an 80 GiB H100 batches
+	// 8192 tokens and 1024 sequences, so the reserve is 8192·2·14336·2 +
+	// 1024·128256·4 = 995,098,624 B; 59,913,107,866 B of KV at 128 KiB a
+	// token = 28,568 blocks = 457,088 tokens = 3 × 131072.
 	p, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-8B-Instruct"), hardware.H100)
 	require.NoError(t, err)
-	assert.Equal(t, int64(77_309_411_328), p.UsableBytesPerDevice)
+	assert.Equal(t, int64(85_520_809_984), p.DeviceMemoryBytes)
+	assert.Equal(t, int64(76_968_728_986), p.UsableBytesPerDevice)
+	assert.Equal(t, int64(8_552_080_998), p.HeadroomBytesPerDevice)
+	assert.Equal(t, 8192, p.MaxBatchedTokens)
+	assert.Equal(t, 1024, p.MaxSequences)
 	assert.Equal(t, int64(16_060_522_496), p.WeightBytesPerDevice)
-	assert.Equal(t, int64(1_674_838_016), p.ReserveBytesPerDevice)
-	assert.Equal(t, int64(59_574_050_816), p.KVCacheBytesPerDevice)
+	assert.Equal(t, int64(995_098_624), p.ReserveBytesPerDevice)
+	assert.Equal(t, int64(59_913_107_866), p.KVCacheBytesPerDevice)
 	assert.Equal(t, int64(131072), p.KVBytesPerToken)
-	assert.Equal(t, int64(28_407), p.KVBlocks)
-	assert.Equal(t, int64(454_512), p.KVTokenCapacity)
+	assert.Equal(t, int64(28_568), p.KVBlocks)
+	assert.Equal(t, int64(457_088), p.KVTokenCapacity)
 	assert.Equal(t, int64(3), p.MaxConcurrentSequences)
+
+	// The same model on an A100-80GB batches 2048 tokens and 256 sequences
+	// (vLLM exempts the A100 from its large-device defaults): 2048·2·14336·2
+	// + 256·128256·4 = 248,774,656 B.
+	p, err = serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-8B-Instruct"), hardware.A100_80G)
+	require.NoError(t, err)
+	assert.Equal(t, 2048, p.MaxBatchedTokens)
+	assert.Equal(t, 256, p.MaxSequences)
+	assert.Equal(t, int64(248_774_656), p.ReserveBytesPerDevice)
+
+	// An L4 reports 23,034 MiB, not 24 GiB.
+	p, err = serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-8B-Instruct"), hardware.L4, serve.ContextLength(8192))
+	require.NoError(t, err)
+	assert.Equal(t, int64(23034)<<20, p.DeviceMemoryBytes)
+
+	// Ascend NPUs: vLLM-Ascend's 128-token blocks.
+	p, err = serve.Plan(catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.Ascend910B3)
+	require.NoError(t, err)
+	assert.Equal(t, 128, p.BlockSize)
+	assert.Equal(t, p.KVBlocks*128, p.KVTokenCapacity)
 
 	// DeepSeek-V3 on 8 × H200: 671,026,404,352 B of FP8 over 8 ranks =
 	// 83,878,300,544 B each; the 576-wide latent is not split, so every rank
-	// caches 576 × 2 × 61 = 70,272 B a token: 45,446 blocks.
+	// caches 576 × 2 × 61 = 70,272 B a token: 46,048 blocks.
 	p, err = serve.Plan(catalogueModel(t, "deepseek-ai/DeepSeek-V3"), hardware.H200)
 	require.NoError(t, err)
 	assert.Equal(t, int64(83_878_300_544), p.WeightBytesPerDevice)
 	assert.Equal(t, int64(70_272), p.KVBytesPerTokenPerDevice)
 	assert.Equal(t, p.KVBytesPerToken, p.KVBytesPerTokenPerDevice, "MLA KV does not shrink with TP")
-	assert.Equal(t, int64(45_446), p.KVBlocks)
+	assert.Equal(t, int64(46_048), p.KVBlocks)
 	assert.Equal(t, int64(4), p.MaxConcurrentSequences)
 
 	// Llama-3.1-70B on L4 needs two nodes of 8: 40 layers per stage,
@@ -167,7 +214,7 @@ func TestPlanHandChecked(t *testing.T) {
 	assert.Equal(t, 8, p.DevicesPerNode)
 	assert.Equal(t, int64(8_819_213_312), p.WeightBytesPerDevice)
 	assert.Equal(t, int64(20_480), p.KVBytesPerTokenPerDevice)
-	assert.Equal(t, int64(39_828), p.KVBlocks)
+	assert.Equal(t, int64(38_933), p.KVBlocks)
 }
 
 func TestPlanReplicatesKVHeadsBeyondTheirCount(t *testing.T) {
@@ -218,8 +265,8 @@ func TestPlanCannotFit(t *testing.T) {
 	single := hardware.L4.WithMaxPerNode(1)
 	_, err := serve.Plan(llama70, single, serve.MaxNodes(1), serve.ContextLength(8192))
 	want := expectPlan(llama70, single, 0.9, 1, 1, 1, 1, 8192, market.BF16, market.BF16)
-	require.EqualError(t, err, "plan Llama-3.1-70B-Instruct on L4: needs 135.9 GiB per device at TP=1 "+
-		"but L4 has 21.6 GiB usable: short by 114.3 GiB")
+	require.EqualError(t, err, "plan Llama-3.1-70B-Instruct on L4: needs 134.3 GiB per device at TP=1 "+
+		"but L4 has 20.2 GiB usable: short by 114.0 GiB")
 	var fit *serve.FitError
 	require.ErrorAs(t, err, &fit)
 	assert.ErrorIs(t, err, serve.ErrDoesNotFit)
@@ -238,8 +285,8 @@ func TestPlanCannotFit(t *testing.T) {
 	assert.Equal(t, 2, fit.PipelineParallel)
 	assert.Equal(t, 2, fit.Nodes)
 	assert.Equal(t, need(want), fit.NeedBytes)
-	assert.EqualError(t, err, "plan DeepSeek-V3 on L4: needs 84.8 GiB per device at TP=8, PP=2 (2 nodes) "+
-		"but L4 has 21.6 GiB usable: short by 63.2 GiB")
+	assert.EqualError(t, err, "plan DeepSeek-V3 on L4: needs 83.7 GiB per device at TP=8, PP=2 (2 nodes) "+
+		"but L4 has 20.2 GiB usable: short by 63.5 GiB")
 
 	// On a 310P the KV cache gets half of what is left, so one sequence
 	// needs twice its blocks.
@@ -249,14 +296,14 @@ func TestPlanCannotFit(t *testing.T) {
 	want = expectPlan(qwen7base, one310P, 0.9, 1, 1, 1, 1, 131072, market.BF16, market.BF16)
 	require.ErrorAs(t, err, &fit)
 	assert.Equal(t, want.WeightBytesPerDevice+want.ReserveBytesPerDevice+2*131072*57344, fit.NeedBytes)
-	assert.EqualError(t, err, "plan Qwen2.5-7B on Ascend310P3: needs 29.9 GiB per device at TP=1 "+
-		"but Ascend310P3 has 21.6 GiB usable: short by 8.3 GiB")
+	assert.EqualError(t, err, "plan Qwen2.5-7B on Ascend310P3: needs 28.5 GiB per device at TP=1 "+
+		"but Ascend310P3 has 21.6 GiB usable: short by 6.9 GiB")
 
 	// The context alone can be too long: Llama-3.1-8B on one L4 with a
 	// million-token context and no room to grow.
 	_, err = serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-8B"), single, serve.MaxNodes(1), serve.ContextLength(1<<20))
 	require.ErrorIs(t, err, serve.ErrDoesNotFit)
-	assert.Contains(t, err.Error(), "needs 144.5 GiB per device at TP=1 but L4 has 21.6 GiB usable")
+	assert.Contains(t, err.Error(), "needs 143.2 GiB per device at TP=1 but L4 has 20.2 GiB usable")
 }
 
 func TestPlanRejectsBadInput(t *testing.T) {
@@ -264,7 +311,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 	_, err := serve.Plan(qwen7, hardware.H100,
 		serve.ContextLength(-1), serve.MemoryUtilization(1.5), serve.KVCacheDType(market.INT4),
 		serve.Quantization("fp6"), serve.MaxTensorParallel(0), serve.TensorParallel(-2), serve.MaxNodes(0),
-		serve.Overhead(-1), serve.MaxBatchedTokens(0))
+		serve.Overhead(-1), serve.MaxBatchedTokens(0), serve.MaxSequences(0))
 	require.Error(t, err)
 	for _, want := range []string{
 		"plan Qwen2.5-7B-Instruct on H100-SXM-80GB: [",
@@ -277,6 +324,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		"maxNodes: Invalid value: 0: must be at least 1",
 		"overhead: Invalid value: -1: must not be negative",
 		"maxBatchedTokens: Invalid value: 0: must be at least 1",
+		"maxSequences: Invalid value: 0: must be at least 1",
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
@@ -285,12 +333,20 @@ func TestPlanRejectsBadInput(t *testing.T) {
 	require.Error(t, err)
 	for _, want := range []string{
 		`model: Invalid value: "empty": [num_hidden_layers: Invalid value: 0: must be positive`,
-		"accelerator.memoryBytes: Invalid value: 0: cpu-amd64 has no device memory to serve from",
-		"accelerator.maxPerNode: Invalid value: 0: must be at least 1",
+		`accelerator: Invalid value: "cpu-amd64": has no device memory: Plan sizes a model for GPUs or NPUs`,
 		"contextLength: Invalid value: 0: must be positive (the model states no context length: set serve.ContextLength)",
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
+	// Options never given are not blamed for the CPU's missing devices.
+	assert.NotContains(t, err.Error(), "maxTensorParallel")
+	assert.NotContains(t, err.Error(), "maxPerNode")
+
+	// vLLM's share must leave room for the runtime, NCCL and CUDA graphs.
+	_, err = serve.Plan(qwen7, hardware.L4, serve.MemoryUtilization(0.99))
+	require.ErrorContains(t, err, "memoryUtilization: Invalid value: 0.99: leaves 0.2 GiB of L4's 22.5 GiB outside vLLM's share, less than the 1.0 GiB")
+	_, err = serve.Plan(qwen7, hardware.L4, serve.Overhead(4<<30))
+	require.ErrorContains(t, err, "overhead: Invalid value: 0.9: leaves 2.2 GiB of L4's 22.5 GiB outside vLLM's share, less than the 4.0 GiB")
 
 	_, err = serve.Plan(qwen7, hardware.H100, serve.MemoryUtilization(math.NaN()))
 	require.ErrorContains(t, err, "memoryUtilization: Invalid value: NaN: must be in (0, 1]")
@@ -313,9 +369,9 @@ func TestPlanDefaultsFollowTheModel(t *testing.T) {
 	assert.Equal(t, market.FP16, p.KVCacheDType)
 	assert.Equal(t, market.FP32, p.WeightDType)
 
-	p, err = serve.Plan(catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.Overhead(0), serve.MaxBatchedTokens(1))
+	p, err = serve.Plan(catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.Overhead(0), serve.MaxBatchedTokens(1), serve.MaxSequences(3))
 	require.NoError(t, err)
-	assert.Equal(t, int64(1*2*18944*2+256*152064*4), p.ReserveBytesPerDevice)
+	assert.Equal(t, int64(1*2*18944*2+3*152064*4), p.ReserveBytesPerDevice)
 }
 
 func TestPlanErrorsAreDistinct(t *testing.T) {
@@ -349,5 +405,28 @@ func BenchmarkPlanOne(b *testing.B) {
 		if _, err := serve.Plan(m, hardware.H100); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Plan's search over pipeline stages is bounded by bisection, not by the
+// model's layer count: a config claiming two billion layers and no node
+// limit returns at once (the fuzzer found the linear search hanging).
+func TestPlanWithAbsurdLayerCounts(t *testing.T) {
+	m := catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct")
+	m.Layers = math.MaxInt32
+	start := time.Now()
+	_, _ = serve.Plan(m, hardware.L4, serve.MaxNodes(math.MaxInt32), serve.ContextLength(1024))
+	_, _ = serve.Plan(m, hardware.L4.WithMaxPerNode(1), serve.MaxNodes(math.MaxInt32), serve.Quantization(market.FP32))
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	// The same candidates as a stage-by-stage search: Llama-3.1-70B on L4
+	// needs two nodes of 8 at 131072 tokens (tested above); at 8192 tokens
+	// on one-device nodes it needs the first fitting stage count.
+	p, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4.WithMaxPerNode(1), serve.ContextLength(8192))
+	require.NoError(t, err)
+	for pp := 2; pp < p.PipelineParallel; pp++ {
+		_, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4.WithMaxPerNode(1),
+			serve.ContextLength(8192), serve.MaxNodes(pp))
+		require.ErrorIs(t, err, serve.ErrDoesNotFit, "%d stages", pp)
 	}
 }

@@ -50,7 +50,9 @@ type rendering struct {
 	tp, pp, nodes, devices int
 	// templateDevices is what the pod template requests: devices, or 0
 	// when devices is already reported as more than a node holds.
-	templateDevices   int
+	templateDevices int
+	// slice says the pod runs on a vgpu slice, which requests its devices.
+	slice             bool
 	maxModelLen       int
 	memoryUtilization float64
 	plan              *PlanResult
@@ -77,7 +79,10 @@ type rendering struct {
 	// What multi-node workers get instead of command and args; they share
 	// env, volumes and init containers with the leader.
 	workerCommand, workerArgs []string
-	hostNetwork               bool
+	// workerOwnArgs keeps the caller's Args off the workers, whose command
+	// is not the engine's server.
+	workerOwnArgs bool
+	hostNetwork   bool
 	// fabric is used when the caller set none (MindIE across nodes).
 	fabric *hardware.Fabric
 }
@@ -89,6 +94,9 @@ type resolvedLoRA struct{ name, path string }
 // Service, a PodDisruptionBudget and a HorizontalPodAutoscaler when they
 // apply. Every problem comes back at once as a field.ErrorList aggregate.
 func (s *Service) Objects() ([]client.Object, error) {
+	if err := s.unmade(); err != nil {
+		return nil, err
+	}
 	objs, _, errs := s.render()
 	if len(errs) > 0 {
 		return nil, dedupe(errs).ToAggregate()
@@ -100,6 +108,9 @@ func (s *Service) Objects() ([]client.Object, error) {
 // renders and what each device's memory holds (PlanResult.String prints
 // it). It fails like Objects, and when the service does not use Auto.
 func (s *Service) AutoPlan() (PlanResult, error) {
+	if err := s.unmade(); err != nil {
+		return PlanResult{}, err
+	}
 	if s.auto == nil {
 		return PlanResult{}, field.ErrorList{field.Required(field.NewPath("spec", "auto"),
 			"the service is not sized by the planner: call Auto")}.ToAggregate()
@@ -114,11 +125,27 @@ func (s *Service) AutoPlan() (PlanResult, error) {
 	return *r.plan, nil
 }
 
+// unmade reports a nil Service or one not made by a constructor (VLLM,
+// SGLang, TGI, Ollama, MindIE, Triton), which has no engine to render.
+func (s *Service) unmade() error {
+	switch {
+	case s == nil:
+		return field.ErrorList{field.Required(field.NewPath("spec"), "the Service is nil: make one with serve.VLLM, SGLang, TGI, Ollama, MindIE or Triton")}.ToAggregate()
+	case s.engine == nil:
+		return field.ErrorList{field.Required(field.NewPath("spec", "engine"), "the Service was not made by a constructor: use serve.VLLM, SGLang, TGI, Ollama, MindIE or Triton")}.ToAggregate()
+	}
+	return nil
+}
+
 // Endpoint is the in-cluster URL of the service's HTTP API, for NewClient:
-// http://<name>.<namespace>:<port>, or http://<name>:<port> from the same
-// namespace when none was set.
+// http://<name>-api.<namespace>:<port> (see ServiceName), or
+// http://<name>-api:<port> from the same namespace when none was set; ""
+// for a Service not made by a constructor.
 func (s *Service) Endpoint() string {
-	host := s.Name()
+	if s.unmade() != nil {
+		return ""
+	}
+	host := s.ServiceName()
 	if ns := s.NamespaceName(); ns != "" {
 		host += "." + ns
 	}
@@ -133,6 +160,7 @@ func (s *Service) render() ([]client.Object, *rendering, field.ErrorList) {
 	}
 	errs = append(errs, s.problems...)
 	errs = append(errs, s.checkSupport()...)
+	errs = append(errs, s.checkLiteralSecrets()...)
 
 	r := &rendering{engine: e}
 	r.profile, r.hasProfile = s.Profile()
@@ -147,7 +175,12 @@ func (s *Service) render() ([]client.Object, *rendering, field.ErrorList) {
 		sourceOK = false
 	}
 	errs = append(errs, s.checkHardware(r)...)
-	if sourceOK {
+	if s.facts != nil {
+		if err := s.facts.Validate(); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "modelFacts"), s.facts.Name, err.Error()))
+		}
+	}
+	if sourceOK && (s.facts == nil || s.facts.Validate() == nil) {
 		r.facts = s.modelFacts(r.src)
 	}
 	errs = append(errs, s.layout(r, sourceOK)...)
@@ -225,7 +258,7 @@ func (s *Service) objects(r *rendering) ([]client.Object, field.ErrorList) {
 		objs = append(objs, dep)
 	}
 	objs = append(objs, s.service(r))
-	if pdb := s.disruptionBudget(r); pdb != nil {
+	if pdb := s.disruptionBudget(); pdb != nil {
 		objs = append(objs, pdb)
 	}
 	if s.autoscale != nil {
@@ -281,7 +314,7 @@ func (s *Service) deployment(r *rendering) (*appsv1.Deployment, field.ErrorList)
 
 func (s *Service) service(r *rendering) *corev1.Service {
 	e := s.engine
-	meta := s.ObjectMeta(s.Name())
+	meta := s.ObjectMeta(s.ServiceName())
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
@@ -366,6 +399,9 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 		return tmpl, errs
 	}
 	main := &tmpl.Spec.Containers[0]
+	if tmpl.Spec.SchedulerName != pod.VolcanoScheduler {
+		dropAnnotationVisibleDevices(main)
+	}
 	cPath := p.Child("spec", "containers").Index(0)
 
 	userCommand, userArgs := s.CommandLine()
@@ -377,6 +413,9 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 		main.Command = userCommand
 	} else {
 		main.Command = slices.Clone(command)
+	}
+	if role == roleWorker && r.workerOwnArgs {
+		userArgs = nil
 	}
 	main.Args = append(slices.Clone(args), userArgs...)
 	if len(main.Args) == 0 {
@@ -460,6 +499,68 @@ func (s *Service) setProbes(c *corev1.Container) {
 		live = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: e.livePath, Port: intstr.FromInt32(e.port)}}
 	}
 	c.LivenessProbe = &corev1.Probe{ProbeHandler: live, PeriodSeconds: 30, TimeoutSeconds: 10, FailureThreshold: 5}
+}
+
+// dropAnnotationVisibleDevices removes the ASCEND_VISIBLE_DEVICES that
+// hardware.Apply reads from the huawei.com/Ascend910 pod annotation. Only
+// Volcano with Huawei's scheduler plugin writes that annotation: on a pod
+// another scheduler places the variable resolves to "" and, being in the
+// pod spec, overrides the ASCEND_VISIBLE_DEVICES the Ascend device plugin
+// returns from Allocate (mind-cluster ascend-device-plugin: the plugin
+// server's Allocate sets Envs["ASCEND_VISIBLE_DEVICES"] with and without
+// Volcano). hardware.Apply sees the template's schedulerName and is the
+// better place for this check.
+func dropAnnotationVisibleDevices(c *corev1.Container) {
+	c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "ASCEND_VISIBLE_DEVICES" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			strings.HasPrefix(e.ValueFrom.FieldRef.FieldPath, "metadata.annotations[")
+	})
+	if len(c.Env) == 0 {
+		c.Env = nil
+	}
+}
+
+// secretEnvNames are variables whose value is a credential the engines
+// read; the Service sets them from Secrets (HFToken, APIKeyFromSecret).
+var secretEnvNames = map[string]string{
+	"HF_TOKEN":               "HFToken",
+	"HUGGING_FACE_HUB_TOKEN": "HFToken",
+	"VLLM_API_KEY":           "APIKeyFromSecret",
+	"API_KEY":                "APIKeyFromSecret",
+	apiKeyVar:                "APIKeyFromSecret",
+}
+
+// checkLiteralSecrets refuses credentials written into the objects: an
+// --api-key flag with a literal value among the extra arguments, or a
+// credential variable set with Env instead of from a Secret.
+func (s *Service) checkLiteralSecrets() field.ErrorList {
+	var errs field.ErrorList
+	_, args := s.CommandLine()
+	argsPath := field.NewPath("spec", "args")
+	for i, a := range args {
+		value, isKey := "", false
+		switch {
+		case a == "--api-key":
+			isKey = true
+			if i+1 < len(args) {
+				value = args[i+1]
+			}
+		case strings.HasPrefix(a, "--api-key="):
+			isKey, value = true, strings.TrimPrefix(a, "--api-key=")
+		}
+		if isKey && !(strings.HasPrefix(value, "$(") && strings.HasSuffix(value, ")")) {
+			// The value itself is never echoed.
+			errs = append(errs, field.Forbidden(argsPath.Index(i),
+				"an API key in the arguments is stored in the objects in clear: use APIKeyFromSecret"))
+		}
+	}
+	for _, v := range s.EnvVars() {
+		if setter, ok := secretEnvNames[v.Name]; ok && v.ValueFrom == nil && v.Value != "" {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "env").Key(v.Name),
+				fmt.Sprintf("a credential in a literal variable is stored in the objects in clear: use %s (or EnvFromSecret)", setter)))
+		}
+	}
+	return errs
 }
 
 // dedupe drops repeated errors: the shared pod settings are validated once

@@ -43,6 +43,7 @@ type Service struct {
 	trustRemoteCode   bool
 
 	hfToken    *secretKey
+	apiKey     *secretKey
 	hfEndpoint string
 	s3Secret   string
 	s3Endpoint string
@@ -123,13 +124,21 @@ func Triton(name, repository string) *Service {
 	return newService(tritonEngine, name, repository)
 }
 
-func (s *Service) use(setting string) { s.set[setting] = true }
+func (s *Service) use(setting string) {
+	if s.set == nil { // a zero Service; Objects reports it
+		s.set = map[string]bool{}
+	}
+	s.set[setting] = true
+}
 
 func (s *Service) fail(err *field.Error) { s.problems = append(s.problems, err) }
 
 // Replicas sets how many copies of the model serve (default 1). With
 // Autoscale the autoscaler owns the count instead.
 func (s *Service) Replicas(n int32) *Service {
+	if s == nil {
+		return nil
+	}
 	if n < 0 {
 		s.fail(field.Invalid(field.NewPath("spec", "replicas"), n, "must not be negative"))
 	}
@@ -141,6 +150,9 @@ func (s *Service) Replicas(n int32) *Service {
 // --tensor-parallel-size, SGLang --tp-size, TGI --num-shard, MindIE
 // worldSize). Without it the engine uses every device of the pod.
 func (s *Service) TensorParallel(n int) *Service {
+	if s == nil {
+		return nil
+	}
 	if n < 1 {
 		s.fail(field.Invalid(field.NewPath("spec", "tensorParallel"), n, "must be at least 1"))
 	}
@@ -153,6 +165,9 @@ func (s *Service) TensorParallel(n int) *Service {
 // --pipeline-parallel-size, SGLang --pp-size); stages may sit on other
 // nodes (see Nodes).
 func (s *Service) PipelineParallel(n int) *Service {
+	if s == nil {
+		return nil
+	}
 	if n < 1 {
 		s.fail(field.Invalid(field.NewPath("spec", "pipelineParallel"), n, "must be at least 1"))
 	}
@@ -166,6 +181,9 @@ func (s *Service) PipelineParallel(n int) *Service {
 // in its multi-node mode (vLLM over Ray, SGLang --nnodes, MindIE with a
 // rank table).
 func (s *Service) Nodes(n int) *Service {
+	if s == nil {
+		return nil
+	}
 	if n < 1 {
 		s.fail(field.Invalid(field.NewPath("spec", "nodes"), n, "must be at least 1"))
 	}
@@ -178,6 +196,9 @@ func (s *Service) Nodes(n int) *Service {
 // --context-length, TGI --max-total-tokens, MindIE maxSeqLen, Ollama
 // OLLAMA_CONTEXT_LENGTH).
 func (s *Service) MaxModelLen(tokens int) *Service {
+	if s == nil {
+		return nil
+	}
 	if tokens < 2 {
 		s.fail(field.Invalid(field.NewPath("spec", "maxModelLen"), tokens, "must be at least 2"))
 	}
@@ -191,6 +212,9 @@ func (s *Service) MaxModelLen(tokens int) *Service {
 // --mem-fraction-static, TGI --cuda-memory-fraction, MindIE
 // NPU_MEMORY_FRACTION).
 func (s *Service) GPUMemoryUtilization(fraction float64) *Service {
+	if s == nil {
+		return nil
+	}
 	if !(fraction > 0 && fraction <= 1) || math.IsNaN(fraction) {
 		s.fail(field.Invalid(field.NewPath("spec", "gpuMemoryUtilization"), fraction, "must be in (0, 1]"))
 	}
@@ -202,6 +226,9 @@ func (s *Service) GPUMemoryUtilization(fraction float64) *Service {
 // DType sets the weight and activation type (vLLM and SGLang --dtype: auto,
 // half, float16, bfloat16, float, float32; TGI --dtype: float16, bfloat16).
 func (s *Service) DType(dtype string) *Service {
+	if s == nil {
+		return nil
+	}
 	s.use("dtype")
 	s.dtype = dtype
 	return s
@@ -210,6 +237,9 @@ func (s *Service) DType(dtype string) *Service {
 // Quantization names the quantization method of the weights (vLLM and
 // SGLang --quantization, TGI --quantize): awq, gptq, fp8, bitsandbytes…
 func (s *Service) Quantization(method string) *Service {
+	if s == nil {
+		return nil
+	}
 	if method == "" || strings.ContainsAny(method, " \t\n") {
 		s.fail(field.Invalid(field.NewPath("spec", "quantization"), method, "must be a method name such as awq, gptq or fp8"))
 	}
@@ -221,6 +251,9 @@ func (s *Service) Quantization(method string) *Service {
 // KVCacheDType sets the KV-cache type (vLLM and SGLang --kv-cache-dtype,
 // e.g. fp8; TGI --kv-cache-dtype fp8_e4m3fn or fp8_e5m2).
 func (s *Service) KVCacheDType(dtype string) *Service {
+	if s == nil {
+		return nil
+	}
 	if dtype == "" || strings.ContainsAny(dtype, " \t\n") {
 		s.fail(field.Invalid(field.NewPath("spec", "kvCacheDType"), dtype, "must be a type such as fp8"))
 	}
@@ -234,6 +267,9 @@ func (s *Service) KVCacheDType(dtype string) *Service {
 // --disable-radix-cache when off, TGI PREFIX_CACHING, MindIE
 // enablePrefixCache). Without it the engine's default applies.
 func (s *Service) PrefixCaching(on bool) *Service {
+	if s == nil {
+		return nil
+	}
 	s.use("prefixCaching")
 	s.prefixCaching = &on
 	return s
@@ -242,8 +278,13 @@ func (s *Service) PrefixCaching(on bool) *Service {
 // LoRA adds a LoRA adapter served under name next to the base model (vLLM
 // --enable-lora --lora-modules, SGLang --lora-paths, TGI --lora-adapters).
 // source is a Hugging Face id, hf://org/adapter or pvc://claim/path.
-// Clients select it with "model": name.
+// Clients select it with "model": name, except for a hub adapter on TGI,
+// which TGI downloads only when given its bare id and then serves under
+// that id ("model": "org/adapter").
 func (s *Service) LoRA(name, source string) *Service {
+	if s == nil {
+		return nil
+	}
 	s.use("lora")
 	s.loras = append(s.loras, loraAdapter{name: name, source: source})
 	return s
@@ -254,6 +295,9 @@ func (s *Service) LoRA(name, source string) *Service {
 // pulled model). The default is the Hugging Face id for hub models and the
 // release name for models on a volume.
 func (s *Service) ServedModelName(name string) *Service {
+	if s == nil {
+		return nil
+	}
 	if name == "" || strings.ContainsAny(name, " \t\n") {
 		s.fail(field.Invalid(field.NewPath("spec", "servedModelName"), name, "must be a non-empty name without whitespace"))
 	}
@@ -265,6 +309,9 @@ func (s *Service) ServedModelName(name string) *Service {
 // TrustRemoteCode lets the engine run the model repository's own Python
 // code (--trust-remote-code; MindIE trustRemoteCode).
 func (s *Service) TrustRemoteCode() *Service {
+	if s == nil {
+		return nil
+	}
 	s.use("trustRemoteCode")
 	s.trustRemoteCode = true
 	return s
@@ -272,22 +319,57 @@ func (s *Service) TrustRemoteCode() *Service {
 
 // ExtraArgs appends engine flags after the ones the Service renders, for
 // settings it has no method for (AddArgs does the same).
-func (s *Service) ExtraArgs(args ...string) *Service { return s.AddArgs(args...) }
+func (s *Service) ExtraArgs(args ...string) *Service {
+	if s == nil {
+		return nil
+	}
+	return s.AddArgs(args...)
+}
 
 // HFToken reads the Hugging Face token for gated or private models from a
 // Secret key into HF_TOKEN (a secretKeyRef; the token never appears in the
 // rendered objects).
 func (s *Service) HFToken(secret, key string) *Service {
+	if s == nil {
+		return nil
+	}
 	if secret == "" || key == "" {
 		s.fail(field.Required(field.NewPath("spec", "hfToken"), "secret name and key are required"))
+	} else {
+		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "hfToken"), secret, key)...)
 	}
 	s.hfToken = &secretKey{name: secret, key: key}
+	return s
+}
+
+// APIKeyFromSecret makes the engine require a bearer token, read from key of
+// Secret secretName: vLLM through VLLM_API_KEY (which it reads when
+// --api-key is not given, vllm/entrypoints/openai/api_server.py), SGLang
+// and TGI through --api-key $(CUBE_API_KEY), an environment variable from
+// the Secret that Kubernetes substitutes when it starts the container. The
+// key never appears in the rendered objects; clients send it with
+// APIKey or APIKeyFromEnv. A literal key given to ExtraArgs or Env is
+// refused.
+func (s *Service) APIKeyFromSecret(secretName, key string) *Service {
+	if s == nil {
+		return nil
+	}
+	if secretName == "" || key == "" {
+		s.fail(field.Required(field.NewPath("spec", "apiKey"), "secret name and key are required"))
+	} else {
+		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "apiKey"), secretName, key)...)
+	}
+	s.use("apiKey")
+	s.apiKey = &secretKey{name: secretName, key: key}
 	return s
 }
 
 // HFEndpoint downloads Hugging Face models from a mirror (HF_ENDPOINT), such
 // as https://hf-mirror.com.
 func (s *Service) HFEndpoint(url string) *Service {
+	if s == nil {
+		return nil
+	}
 	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
 		s.fail(field.Invalid(field.NewPath("spec", "hfEndpoint"), url, "must be an http(s) URL"))
 	}
@@ -299,8 +381,13 @@ func (s *Service) HFEndpoint(url string) *Service {
 // AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (secretKeyRefs). Without it
 // the downloader uses the pod's own identity (IRSA, instance profile).
 func (s *Service) S3Credentials(secret string) *Service {
+	if s == nil {
+		return nil
+	}
 	if secret == "" {
 		s.fail(field.Required(field.NewPath("spec", "s3Credentials"), "a Secret name is required"))
+	} else {
+		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
 	}
 	s.s3Secret = secret
 	return s
@@ -309,6 +396,9 @@ func (s *Service) S3Credentials(secret string) *Service {
 // S3Endpoint points the s3:// download at an S3-compatible store (MinIO,
 // Ceph, OSS) instead of AWS (AWS_ENDPOINT_URL).
 func (s *Service) S3Endpoint(url string) *Service {
+	if s == nil {
+		return nil
+	}
 	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
 		s.fail(field.Invalid(field.NewPath("spec", "s3Endpoint"), url, "must be an http(s) URL"))
 	}
@@ -317,18 +407,33 @@ func (s *Service) S3Endpoint(url string) *Service {
 }
 
 // S3Region sets the region of the s3:// bucket (AWS_DEFAULT_REGION).
-func (s *Service) S3Region(region string) *Service { s.s3Region = region; return s }
+func (s *Service) S3Region(region string) *Service {
+	if s == nil {
+		return nil
+	}
+	s.s3Region = region
+	return s
+}
 
 // ModelCache keeps downloaded models on an existing PersistentVolumeClaim,
 // mounted at /model-cache, so restarts and new replicas skip the download:
 // the Hugging Face and ModelScope caches, s3:// downloads and Ollama's
 // model store live there.
-func (s *Service) ModelCache(claim string) *Service { s.cacheClaim = claim; return s }
+func (s *Service) ModelCache(claim string) *Service {
+	if s == nil {
+		return nil
+	}
+	s.cacheClaim = claim
+	return s
+}
 
 // StartupTimeout sets how long a pod may spend downloading and loading the
 // model before Kubernetes restarts it (the startup probe; default 30
 // minutes). The Deployment's progress deadline follows it.
 func (s *Service) StartupTimeout(d time.Duration) *Service {
+	if s == nil {
+		return nil
+	}
 	if d < 10*time.Second {
 		s.fail(field.Invalid(field.NewPath("spec", "startupTimeout"), d.String(), "must be at least 10s"))
 	}
@@ -336,10 +441,14 @@ func (s *Service) StartupTimeout(d time.Duration) *Service {
 	return s
 }
 
-// DisruptionBudget sets how many pods (of a LeaderWorkerSet: how many groups)
-// voluntary disruptions such as node drains may take down at once. The
+// DisruptionBudget sets how many replicas voluntary disruptions such as
+// node drains may take down at once (of a LeaderWorkerSet: how many groups;
+// the budget counts pods, and one evicted pod takes its group down). The
 // default, 1, is rendered whenever the service has more than one replica.
 func (s *Service) DisruptionBudget(maxUnavailable int32) *Service {
+	if s == nil {
+		return nil
+	}
 	if maxUnavailable < 0 {
 		s.fail(field.Invalid(field.NewPath("spec", "disruptionBudget"), maxUnavailable, "must not be negative"))
 	}
@@ -350,12 +459,16 @@ func (s *Service) DisruptionBudget(maxUnavailable int32) *Service {
 // Auto sizes the service with the planner (serve.Plan) for the profile given
 // to On: tensor parallelism, GPUs per pod, pipeline stages and, when one
 // node cannot hold the model, the nodes of a LeaderWorkerSet; it also sets
-// the context length and memory utilisation it planned for. The model's
+// the context length it planned for and, for vLLM and MindIE, the memory
+// utilisation (SGLang and TGI size their memory themselves). The model's
 // facts come from market.Lookup of its id, or from ModelFacts. opts tune
 // the plan (serve.ContextLength, serve.MaxNodes…); MaxModelLen,
 // GPUMemoryUtilization, TensorParallel, Quantization and KVCacheDType are
 // passed on too.
 func (s *Service) Auto(opts ...PlanOption) *Service {
+	if s == nil {
+		return nil
+	}
 	s.auto = &autoSettings{opts: slices.Clone(opts)}
 	return s
 }
@@ -364,14 +477,23 @@ func (s *Service) Auto(opts ...PlanOption) *Service {
 // (or of a model on a volume), for Auto and for the checks Objects makes
 // of explicit settings.
 func (s *Service) ModelFacts(m market.Model) *Service {
+	if s == nil {
+		return nil
+	}
 	s.facts = &m
 	return s
 }
 
 // RankTable names the ConfigMap holding MindIE's multi-node rank table
-// (key hccl.json, the Ascend operator's format); the default is
-// rings-config-<name>, the name Ascend's operator fills. MindIE only.
+// (key hccl.json, the Ascend operator's format, with "status":
+// "completed"), which a MindIE replica across nodes requires: Ascend's
+// operator fills rings-config-<job> only for its own AscendJobs, never for
+// the LeaderWorkerSet cube renders, and the table's NPU device IPs are
+// known only on the nodes. MindIE only.
 func (s *Service) RankTable(configMap string) *Service {
+	if s == nil {
+		return nil
+	}
 	s.use("rankTable")
 	s.rankTable = configMap
 	return s
@@ -381,6 +503,9 @@ func (s *Service) RankTable(configMap string) *Service {
 // it (model, devices, ports, lengths), for the settings it has no method
 // for, such as ScheduleConfig.MaxBatchSize. MindIE only.
 func (s *Service) ConfigureMindIE(edit func(*MindIEConfig)) *Service {
+	if s == nil {
+		return nil
+	}
 	s.use("configureMindIE")
 	if edit == nil {
 		s.fail(field.Required(field.NewPath("spec", "mindIEConfig"), "edit function is nil"))
@@ -394,6 +519,9 @@ func (s *Service) ConfigureMindIE(edit func(*MindIEConfig)) *Service {
 // and, for explicit, the models to load at startup (--load-model). Triton
 // only.
 func (s *Service) ModelControl(mode string, load ...string) *Service {
+	if s == nil {
+		return nil
+	}
 	s.use("modelControl")
 	if !slices.Contains([]string{"none", "poll", "explicit"}, mode) {
 		s.fail(field.NotSupported(field.NewPath("spec", "modelControl"), mode, []string{"none", "poll", "explicit"}))
@@ -407,6 +535,9 @@ func (s *Service) ModelControl(mode string, load ...string) *Service {
 // request (OLLAMA_KEEP_ALIVE: "5m", "1h"; the default "-1" keeps it
 // loaded for as long as the server runs). Ollama only.
 func (s *Service) KeepAlive(d string) *Service {
+	if s == nil {
+		return nil
+	}
 	s.use("keepAlive")
 	if d == "" {
 		s.fail(field.Required(field.NewPath("spec", "keepAlive"), "a duration such as 5m, or -1"))
@@ -415,12 +546,40 @@ func (s *Service) KeepAlive(d string) *Service {
 	return s
 }
 
-// ServicePort is the port the Service exposes the engine's HTTP API on.
-func (s *Service) ServicePort() int32 { return s.engine.port }
+// ServicePort is the port the Service exposes the engine's HTTP API on (0
+// for a Service not made by a constructor).
+func (s *Service) ServicePort() int32 {
+	if s == nil || s.engine == nil {
+		return 0
+	}
+	return s.engine.port
+}
 
 // EngineName is the engine's name, also the cube.dev/kind label of the
-// objects: vllm, sglang, tgi, ollama, mindie or triton.
-func (s *Service) EngineName() string { return s.engine.kind }
+// objects: vllm, sglang, tgi, ollama, mindie or triton ("" for a Service
+// not made by a constructor).
+func (s *Service) EngineName() string {
+	if s == nil || s.engine == nil {
+		return ""
+	}
+	return s.engine.kind
+}
+
+// ServiceName is the name of the Kubernetes Service clients reach the
+// engine's HTTP API through: the release name with "-api". It cannot be the
+// release name itself: a multi-node replica is a LeaderWorkerSet of that
+// name, and the LeaderWorkerSet controller creates the headless Service
+// its pods' DNS names (LWS_LEADER_ADDRESS, <name>-0.<name>.<namespace>)
+// live under only when no Service of that name exists yet
+// (CreateHeadlessServiceIfNotExists, sigs.k8s.io/lws v0.8.0
+// pkg/utils/controller/controller_utils.go). One name for every layout
+// keeps the endpoint the same when Auto moves a model onto several nodes.
+func (s *Service) ServiceName() string {
+	if s == nil {
+		return ""
+	}
+	return s.Name() + "-api"
+}
 
 // settingNames lists, for messages, what each setting is called.
 var settingNames = map[string]string{
@@ -440,6 +599,7 @@ var settingNames = map[string]string{
 	"modelControl":         "ModelControl",
 	"tritonModels":         "AddTritonModel",
 	"keepAlive":            "KeepAlive",
+	"apiKey":               "APIKeyFromSecret",
 }
 
 // checkSupport reports every setting used that the engine does not have.
@@ -462,6 +622,7 @@ func (s *Service) checkSupport() field.ErrorList {
 		"modelControl":         isTriton(e),
 		"tritonModels":         isTriton(e),
 		"keepAlive":            e == ollamaEngine,
+		"apiKey":               f.apiKeyEnv != "" || f.apiKey != "",
 	}
 	var errs field.ErrorList
 	for _, name := range sortedKeys(s.set) {
@@ -472,6 +633,9 @@ func (s *Service) checkSupport() field.ErrorList {
 	}
 	if s.dtype != "" && len(f.dtypes) > 0 && !slices.Contains(f.dtypes, s.dtype) {
 		errs = append(errs, field.NotSupported(field.NewPath("spec", "dtype"), s.dtype, f.dtypes))
+	}
+	if s.kvCacheDType != "" && len(f.kvCacheDTypes) > 0 && !slices.Contains(f.kvCacheDTypes, s.kvCacheDType) {
+		errs = append(errs, field.NotSupported(field.NewPath("spec", "kvCacheDType"), s.kvCacheDType, f.kvCacheDTypes))
 	}
 	return errs
 }

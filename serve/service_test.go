@@ -276,7 +276,9 @@ func TestTGI(t *testing.T) {
 		"--model-id", "mistralai/Mistral-7B-Instruct-v0.3", "--hostname", "0.0.0.0", "--port", "8080",
 		"--num-shard", "2", "--max-input-tokens", "8191", "--max-total-tokens", "8192",
 		"--cuda-memory-fraction", "0.9", "--dtype", "bfloat16",
-		"--lora-adapters", "a=org/a,b=/mnt/lora/b",
+		// The launcher downloads only bare hub ids; name=path is for
+		// adapters on disk (launcher/src/main.rs skips entries with '=').
+		"--lora-adapters", "org/a,b=/mnt/lora/b",
 	}, c.Args)
 	assert.Equal(t, "0", envValue(t, c, "PREFIX_CACHING"))
 	assert.Equal(t, serve.CachePath+"/huggingface/hub", envValue(t, c, "HUGGINGFACE_HUB_CACHE"))
@@ -352,7 +354,7 @@ func TestMindIE(t *testing.T) {
 	assert.Equal(t, "/etc/mindie/config.json", envValue(t, c, "MIES_CONFIG_JSON_PATH"))
 	assert.Equal(t, "0.85", envValue(t, c, "NPU_MEMORY_FRACTION"))
 	assert.True(t, hasEnv(c, "MIES_CONTAINER_IP"))
-	assert.True(t, hasEnv(c, "ASCEND_VISIBLE_DEVICES"), "hardware.Apply sets the Ascend devices")
+	assert.False(t, hasEnv(c, "ASCEND_VISIBLE_DEVICES"), "only Volcano writes the annotation it would come from; the device plugin sets it")
 	assert.False(t, hasEnv(c, "RANKTABLEFILE"))
 	npus := c.Resources.Limits[hardware.ResourceAscend910]
 	assert.Equal(t, int64(2), npus.Value())
@@ -399,8 +401,14 @@ func TestMindIEAcrossNodes(t *testing.T) {
 	}
 	assert.Nil(t, r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0].ReadinessProbe, "only the leader serves")
 
-	r = render(t, serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2))
-	assert.Equal(t, "rings-config-qwen-72b", r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Volumes[len(r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Volumes)-2].ConfigMap.Name)
+	// Only Ascend's operator fills rings-config-<job>, and only for its
+	// AscendJobs: a LeaderWorkerSet group would wait for it forever.
+	_, err := serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2).Objects()
+	errs := fieldErrors(t, err)
+	require.Len(t, errs, 1)
+	assert.Equal(t, field.ErrorTypeRequired, errs[0].Type)
+	assert.Equal(t, "spec.rankTable", errs[0].Field)
+	assert.Contains(t, errs[0].Detail, "nothing fills for a LeaderWorkerSet")
 }
 
 func TestVLLMAcrossNodesOverRay(t *testing.T) {
@@ -419,8 +427,13 @@ func TestVLLMAcrossNodesOverRay(t *testing.T) {
 		"--pipeline-parallel-size", "2", "--max-model-len", "131072", "--distributed-executor-backend", "ray"}, leader.Args)
 	assert.NotNil(t, leader.StartupProbe)
 	worker := lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
-	assert.Equal(t, []string{"ray", "start", "--address=$(LWS_LEADER_ADDRESS):6379", "--block"}, worker.Command)
-	assert.Nil(t, worker.Args)
+	// The worker retries joining while the head starts, as vLLM's
+	// multi-node-serving.sh does, for the startup timeout.
+	require.Len(t, worker.Command, 4)
+	assert.Equal(t, []string{"/bin/sh", "-c"}, worker.Command[:2])
+	assert.Contains(t, worker.Command[2], `until ray start --address="$LWS_LEADER_ADDRESS:6379" --block; do`)
+	assert.Contains(t, worker.Command[2], "sleep 5")
+	assert.Equal(t, []string{"1800"}, worker.Args)
 	assert.Nil(t, worker.StartupProbe)
 	w := worker.Resources.Limits[hardware.ResourceNVIDIAGPU]
 	assert.Equal(t, int64(8), w.Value())
@@ -429,7 +442,9 @@ func TestVLLMAcrossNodesOverRay(t *testing.T) {
 
 	r = render(t, serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).GPUs(8).Nodes(2).
 		MaxModelLen(131072).Replicas(3))
-	assert.Equal(t, ptr.To(intstr.FromInt32(2)), r.pdb.Spec.MaxUnavailable, "one group: two pods")
+	// One evicted pod takes its whole group down (RecreateGroupOnPodRestart),
+	// so a budget of one pod is one group; two pods could be two groups.
+	assert.Equal(t, ptr.To(intstr.FromInt32(1)), r.pdb.Spec.MaxUnavailable)
 }
 
 func TestSGLangAcrossNodes(t *testing.T) {
@@ -506,7 +521,7 @@ func TestAutoSizesWithThePlanner(t *testing.T) {
 	})
 	t.Run("MindIE across nodes is one world", func(t *testing.T) {
 		r := render(t, serve.MindIE("ds", "pvc://models/deepseek-v3").On(hardware.Ascend910B3).
-			ModelFacts(mustLookup("deepseek-ai/DeepSeek-V3")).Auto(serve.ContextLength(8192)))
+			ModelFacts(mustLookup("deepseek-ai/DeepSeek-V3")).RankTable("ds-hccl").Auto(serve.ContextLength(8192)))
 		require.NotNil(t, r.lws)
 		var cfg serve.MindIEConfig
 		require.NoError(t, json.Unmarshal([]byte(r.configMap.Data["config.json"]), &cfg))
@@ -519,6 +534,8 @@ func TestAutoSizesWithThePlanner(t *testing.T) {
 		// their 72 GB usable, so four.
 		assert.Equal(t, "4", flagValue(c.Args, "--tp-size"))
 		assert.Equal(t, "32768", flagValue(c.Args, "--context-length"))
+		// vLLM's 0.9 is not SGLang's fraction; SGLang picks its own.
+		assert.NotContains(t, c.Args, "--mem-fraction-static")
 	})
 	t.Run("forced tensor parallelism and quantization", func(t *testing.T) {
 		c := render(t, serve.VLLM("q", "Qwen/Qwen2.5-72B-Instruct").On(hardware.H100).
@@ -605,12 +622,33 @@ func TestAutoPlan(t *testing.T) {
 
 func TestEndpointFeedsTheClient(t *testing.T) {
 	svc := serve.VLLM("qwen", qwen).Namespace("team-a")
-	assert.Equal(t, "http://qwen.team-a:8000", svc.Endpoint())
-	assert.Equal(t, "http://chat:11434", serve.Ollama("chat", "qwen2.5:7b").Endpoint())
-	assert.Equal(t, "http://npu:1025", serve.MindIE("npu", "pvc://m/x").Endpoint())
+	assert.Equal(t, "http://qwen-api.team-a:8000", svc.Endpoint())
+	assert.Equal(t, "http://chat-api:11434", serve.Ollama("chat", "qwen2.5:7b").Endpoint())
+	assert.Equal(t, "http://npu-api:1025", serve.MindIE("npu", "pvc://m/x").Endpoint())
 	c, err := serve.NewClient(svc.Endpoint())
 	require.NoError(t, err)
-	assert.Equal(t, "http://qwen.team-a:8000/v1", c.BaseURL())
+	assert.Equal(t, "http://qwen-api.team-a:8000/v1", c.BaseURL())
+	r := render(t, svc.On(hardware.H100).GPUs(1))
+	assert.Equal(t, svc.ServiceName(), r.service.Name, "the endpoint names the rendered Service")
+}
+
+// A multi-node replica's LeaderWorkerSet is named after the release; the
+// LWS controller creates the headless Service of that name behind
+// LWS_LEADER_ADDRESS (<name>-0.<name>.<namespace>) only when no Service of
+// that name exists (CreateHeadlessServiceIfNotExists in sigs.k8s.io/lws
+// v0.8.0 pkg/utils/controller/controller_utils.go), so the client Service
+// must be named otherwise.
+func TestClientServiceLeavesTheLeaderWorkerSetItsName(t *testing.T) {
+	for _, svc := range []*serve.Service{
+		serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).GPUs(8).Nodes(2).MaxModelLen(131072),
+		serve.SGLang("qwen", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2),
+		serve.MindIE("npu", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2).RankTable("npu-hccl"),
+	} {
+		r := render(t, svc)
+		require.NotNil(t, r.lws)
+		assert.NotEqual(t, r.lws.Name, r.service.Name, svc.EngineName())
+		assert.Equal(t, r.lws.Name+"-api", r.service.Name, svc.EngineName())
+	}
 }
 
 func TestAscendAcrossNodesTalksRoCE(t *testing.T) {
@@ -631,7 +669,7 @@ func TestObjectsConcurrently(t *testing.T) {
 	svcs := []*serve.Service{
 		serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Autoscale(2, 4, serve.ScaleOnQueue("5")),
 		serve.SGLang("s", "pvc://models/x").On(hardware.H100).GPUs(8).Nodes(2),
-		serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).GPUs(8).Nodes(2),
+		serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).GPUs(8).Nodes(2).RankTable("m-hccl"),
 	}
 	done := make(chan error, 8*len(svcs))
 	for range 8 {

@@ -39,6 +39,10 @@ var sglangEngine = &engine{
 		// The radix (prefix) cache is on unless disabled.
 		prefixOff: "--disable-radix-cache",
 		dtypes:    []string{"auto", "half", "float16", "bfloat16", "float", "float32"},
+		// The --kv-cache-dtype choices of server_args.py; "fp8" alone is
+		// vLLM's spelling and SGLang's argument parser refuses it.
+		kvCacheDTypes: []string{"auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"},
+		apiKey:        "--api-key",
 		lora: func(adapters []resolvedLoRA) []string {
 			return append([]string{"--lora-paths"}, loraPairs(adapters)...)
 		},

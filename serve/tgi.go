@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,8 +38,23 @@ var tgiEngine = &engine{
 		revision:          "--revision",
 		prefixEnv:         "PREFIX_CACHING",
 		dtypes:            []string{"float16", "bfloat16"},
+		// The launcher's KV-cache types (launcher.md, --kv-cache-dtype).
+		kvCacheDTypes: []string{"fp8_e4m3fn", "fp8_e5m2"},
+		apiKey:        "--api-key",
 		lora: func(adapters []resolvedLoRA) []string {
-			return []string{"--lora-adapters", strings.Join(loraPairs(adapters), ",")}
+			// The launcher downloads an adapter given as a bare hub id and
+			// skips every entry holding '=' (launcher/src/main.rs,
+			// download_convert_model), so name=path is only for adapters
+			// already on disk; a hub adapter is then called by its id.
+			out := make([]string, len(adapters))
+			for i, a := range adapters {
+				if path.IsAbs(a.path) {
+					out[i] = a.name + "=" + a.path
+				} else {
+					out[i] = a.path
+				}
+			}
+			return []string{"--lora-adapters", strings.Join(out, ",")}
 		},
 	},
 	autoSizes: true,

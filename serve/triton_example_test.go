@@ -91,5 +91,5 @@ func ExampleService_AddTritonModel() {
 	// Deployment qwen
 	//   pod triton: tritonserver --model-repository=/models --http-port=8000 --grpc-port=8001 --metrics-port=8002
 	//   pod nvidia.com/gpu: 1
-	// Service qwen
+	// Service qwen-api
 }

@@ -99,7 +99,7 @@ func TestHostileSettings(t *testing.T) {
 			}},
 		{"a port the operator takes, a port out of range",
 			train.PyTorch("pt").Image(img).Nodes(1).Port("mine", 23456).Port("http", 70000), []string{
-				`ports[http].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`,
+				`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].ports[1].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`,
 				`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].ports[2].containerPort: Duplicate value: 23456`,
 			}},
 		{"two ports of one number on a Ray cluster",

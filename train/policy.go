@@ -8,11 +8,13 @@ import (
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/pod"
 )
 
 // VolcanoScheduler is the scheduler name of Volcano, which gang-schedules
-// training jobs.
-const VolcanoScheduler = "volcano"
+// training jobs (pod.VolcanoScheduler).
+const VolcanoScheduler = pod.VolcanoScheduler
 
 // Lifecycle holds how long a job may run and what happens when it ends:
 // the settings the training-operator jobs and KubeRay's RayJob share. It is

@@ -7,7 +7,15 @@
 // strategy's nvidia.com/gpu with the MIG product selector), an Ascend vNPU
 // template (Huawei's static huawei.com/Ascend910-5c.1cpu.16g or HAMi's
 // huawei.com/Ascend910B3 with -memory, rounded up to the smallest template
-// that fits as HAMi does), or whole devices. Constructors take the
+// that fits as HAMi does), HAMi's slices of the other domestic
+// accelerators under their own names and units (hygon.com/dcunum, dcumem
+// in MiB, dcucores; cambricon.com/vmlu with vmemory in 256 MiB units;
+// kunlunxin.com/vxpu with vxpu-memory rounded up to a quarter, half or
+// whole P800; metax-tech.com/sgpu with vmemory in GiB; mthreads.com/vgpu
+// with sgpu-memory in 512 MiB steps and sgpu-core out of 16;
+// enflame.com/gcu-memory and gcu-core; iluvatar.ai/<chip>-vgpu with vMem in
+// 256 MiB units — see hardware.HAMiSlicing and hardware.HAMiCommit), or
+// whole devices. Constructors take the
 // hardware profile; methods chain and never fail; Validate, Request and
 // Apply report every problem with field paths.
 //

@@ -120,3 +120,37 @@ func ExamplePack() {
 	// huge     unplaced: memory: Invalid value: "100Gi": more memory than a A100-SXM-80GB has (80Gi)
 	// devices 3 of 3, lower bound 3, memory 70%
 }
+
+// HAMi shares the other vendors' devices under their own names and units,
+// read from HAMi's device code: MiB for a Hygon DCU, 256 MiB units for a
+// Cambricon MLU, Kunlunxin's vXPU quarters, GiB for MetaX.
+func ExampleSlice_otherVendors() {
+	fmt.Println("Hygon K100:")
+	printRequest(vgpu.Slice(hardware.HygonK100).Memory("8Gi").Cores(50))
+	fmt.Println("Cambricon MLU370:")
+	printRequest(vgpu.Slice(hardware.CambriconMLU370).Memory("8Gi").Cores(50))
+	fmt.Println("Kunlunxin P800:")
+	printRequest(vgpu.Slice(hardware.KunlunxinP800).Memory("8Gi"))
+	fmt.Println("MetaX C500:")
+	printRequest(vgpu.Slice(hardware.MetaXC500).Memory("8Gi").Cores(50))
+	fmt.Println("two DCUs:")
+	printRequest(vgpu.Slice(hardware.HygonK100).Memory("8Gi").Devices(2))
+	// Output:
+	// Hygon K100:
+	//   hygon.com/dcucores: 50
+	//   hygon.com/dcumem: 8192
+	//   hygon.com/dcunum: 1
+	// Cambricon MLU370:
+	//   cambricon.com/mlu.smlu.vcore: 50
+	//   cambricon.com/mlu.smlu.vmemory: 32
+	//   cambricon.com/vmlu: 1
+	// Kunlunxin P800:
+	//   kunlunxin.com/vxpu: 1
+	//   kunlunxin.com/vxpu-memory: 24576
+	// MetaX C500:
+	//   metax-tech.com/sgpu: 1
+	//   metax-tech.com/vcore: 50
+	//   metax-tech.com/vmemory: 8
+	// two DCUs:
+	// gpu.devices: Invalid value: 2: HAMi shares one DCU-K100-AI per container; ask for whole devices to use several
+}

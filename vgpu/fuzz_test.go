@@ -34,7 +34,9 @@ func FuzzSlice(f *testing.F) {
 	} {
 		f.Add(seed.mem, seed.cores, seed.mig, seed.tpl)
 	}
-	cards := []hardware.Profile{hardware.A100_80G, hardware.T4, hardware.Ascend910B3, hardware.Ascend310P3}
+	cards := []hardware.Profile{hardware.A100_80G, hardware.T4, hardware.Ascend910B3, hardware.Ascend310P3,
+		hardware.HygonK100, hardware.CambriconMLU370, hardware.KunlunxinP800, hardware.KunlunxinR200, hardware.MetaXC500,
+		hardware.MooreThreadsS4000, hardware.EnflameS60, hardware.IluvatarBIV150}
 	f.Fuzz(func(t *testing.T, mem string, cores int, mig, tpl string) {
 		for _, card := range cards {
 			for _, backend := range []vgpu.Backend{vgpu.HAMi, vgpu.Volcano, vgpu.HuaweiStatic, ""} {
@@ -53,6 +55,19 @@ func FuzzSlice(f *testing.F) {
 				assert.LessOrEqual(t, s.MemoryBytes(), card.MemoryBytes)
 				for _, v := range r.Resources {
 					assert.Positive(t, v)
+				}
+			}
+			// HAMi's memory-only slices of the other vendors: what is
+			// accepted fits the card in the resource's own unit.
+			if sl, ok := card.HAMiSlicing(); ok {
+				s := vgpu.Slice(card).Memory(mem)
+				if r, errs := s.Request(specPath); len(errs) == 0 {
+					units := r.Resources[sl.Memory]
+					assert.Positive(t, units)
+					assert.LessOrEqual(t, units*sl.MemoryUnitMiB<<20, card.MemoryBytes)
+					assert.Equal(t, units*sl.MemoryUnitMiB<<20, s.MemoryBytes())
+				} else {
+					assert.Zero(t, s.MemoryBytes())
 				}
 			}
 			m := vgpu.MIG(card, mig)

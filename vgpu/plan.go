@@ -381,7 +381,7 @@ func toNeed(i int, d Demand) need {
 	nd.tmpl = shape.tmpl.Name
 	if s.kind == KindMIG {
 		nd.mig = shape.mig
-		for j, m := range p.MIG {
+		for j, m := range p.MIGProfiles() {
 			if m.Name == shape.mig.Name {
 				nd.migIdx = j
 			}
@@ -427,10 +427,11 @@ func newPacker(inv hardware.Inventory, policy Policy, cfg packConfig) *packer {
 			continue
 		}
 		prof := n.Profile
+		migs := len(prof.MIGProfiles())
 		group := make([]*device, 0, n.Devices)
 		for di := 0; di < n.Devices; di++ {
 			d := &device{node: ni, index: di, nodeName: n.Name, typ: prof.Name, profile: &prof,
-				memTotal: prof.MemoryBytes, migCount: make([]int, len(prof.MIG)), openAt: -1}
+				memTotal: prof.MemoryBytes, migCount: make([]int, migs), openAt: -1}
 			pk.devices = append(pk.devices, d)
 			pk.byType[prof.Name] = append(pk.byType[prof.Name], d)
 			group = append(group, d)

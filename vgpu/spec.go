@@ -2,6 +2,7 @@ package vgpu
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,8 +67,9 @@ const (
 const mib = int64(1) << 20
 
 // ComputeUnits is one device's compute in the planner's integer units:
-// divisible by 100 (HAMi percent), 7 (MIG compute slices) and 20, 24 and 8
-// (Ascend AI cores), so every kind of share is exact.
+// divisible by 100 (HAMi percent), 7 (MIG compute slices), 20, 24 and 8
+// (Ascend AI cores) and 16 (Moore Threads sGPU cores), so every kind of
+// share is exact.
 const ComputeUnits = 8400
 
 // Spec is a fractional (or whole) accelerator request. Build it with Slice,
@@ -282,6 +284,9 @@ func (s *Spec) demand(path *field.Path) (demandShape, field.ErrorList) {
 		if s.backend != "" && s.backend != DevicePlugin && s.backend != HAMi {
 			errs = append(errs, field.NotSupported(path.Child("backend"), s.backend, []Backend{DevicePlugin, HAMi}))
 		}
+		if b == HAMi && hamiProfile(p).ResourceName == "" {
+			errs = append(errs, field.Invalid(path.Child("backend"), b, fmt.Sprintf("HAMi has no resource name for %s", p.Name)))
+		}
 		d = demandShape{memBytes: p.MemoryBytes, requested: p.MemoryBytes, compute: ComputeUnits}
 	case KindMIG:
 		d, errs = s.migDemand(path, d, errs)
@@ -346,6 +351,9 @@ func (s *Spec) sliceDemand(path *field.Path, b Backend, errs field.ErrorList) (d
 		if !s.coresSet {
 			d.compute = 0
 		}
+	case hardware.NoAccelerator:
+	default:
+		return s.hamiSliceDemand(path, b, memBytes, errs)
 	case hardware.Huawei:
 		switch b {
 		case HAMi:
@@ -405,7 +413,7 @@ func (s *Spec) fitTemplate() (hardware.VNPUTemplate, bool) {
 	hami := s.EffectiveBackend() == HAMi
 	var best hardware.VNPUTemplate
 	found := false
-	for _, t := range p.VNPU {
+	for _, t := range p.VNPUTemplates() {
 		if (hami && !t.HAMi) || (!hami && !t.Static) {
 			continue
 		}
@@ -443,8 +451,8 @@ func (s *Spec) migDemand(path *field.Path, d demandShape, errs field.ErrorList) 
 	}
 	m, ok := p.MIGProfile(s.migName)
 	if !ok {
-		names := make([]string, len(p.MIG))
-		for i, mp := range p.MIG {
+		names := make([]string, len(p.MIGProfiles()))
+		for i, mp := range p.MIGProfiles() {
 			names[i] = mp.Name
 		}
 		return d, append(errs, field.NotSupported(path.Child("mig"), s.migName, names))
@@ -501,7 +509,7 @@ func (s *Spec) vnpuDemand(path *field.Path, b Backend, errs field.ErrorList) (de
 
 func templateNames(p hardware.Profile, keep func(hardware.VNPUTemplate) bool) []string {
 	var out []string
-	for _, t := range p.VNPU {
+	for _, t := range p.VNPUTemplates() {
 		if keep(t) {
 			out = append(out, t.Name)
 		}
@@ -521,10 +529,14 @@ func (s *Spec) Request(path *field.Path) (hardware.DeviceRequest, field.ErrorLis
 	r := hardware.DeviceRequest{Resources: map[corev1.ResourceName]int64{}}
 	switch s.kind {
 	case KindWhole:
-		r.Resources[p.ResourceName] = n
-		if p.Vendor == hardware.NVIDIA && s.EffectiveBackend() == HAMi {
-			r.Resources[hardware.HAMiGPUMemoryPercentage] = 100
-			r.Resources[hardware.HAMiGPUCores] = 100
+		if s.EffectiveBackend() == HAMi {
+			hami := hamiProfile(p)
+			r.Resources[hami.ResourceName] = n
+			for name, v := range hardware.HAMiWholeResources(hami, n) {
+				r.Resources[name] = v
+			}
+		} else {
+			r.Resources[p.ResourceName] = n
 		}
 	case KindMIG:
 		if s.strategy == Single {
@@ -538,6 +550,8 @@ func (s *Spec) Request(path *field.Path) (hardware.DeviceRequest, field.ErrorLis
 		}
 	case KindSlice, KindVNPU:
 		switch {
+		case p.Vendor != hardware.NVIDIA && p.Vendor != hardware.Huawei:
+			s.hamiSliceRequest(r.Resources, d)
 		case p.Vendor == hardware.Huawei && s.EffectiveBackend() == HAMi:
 			base := "huawei.com/" + p.HAMiType
 			r.Resources[corev1.ResourceName(base)] = n
@@ -618,3 +632,96 @@ func (s *Spec) String() string {
 }
 
 func ceilMiB(b int64) int64 { return (b + mib - 1) / mib }
+
+// hamiProfile is p as HAMi advertises it, keeping a resource name set on a
+// profile that already has the HAMi flavour.
+func hamiProfile(p hardware.Profile) hardware.Profile {
+	if p.Flavour == hardware.HAMi {
+		return p
+	}
+	return p.WithFlavour(hardware.HAMi)
+}
+
+// hamiSliceDemand validates a slice of a vendor HAMi shares by its own
+// names (Hygon, Cambricon, Kunlunxin, MetaX, Moore Threads, Enflame,
+// Iluvatar; hardware.HAMiSlicing) and returns what it occupies, as HAMi's
+// device code at hardware.HAMiCommit accounts it: memory rounded up to the
+// resource's unit (and to Kunlunxin's vXPU sizes or Moore Threads' legal
+// sizes), the whole memory when only Cores is given, and the vendor's
+// default compute when Cores is not given.
+func (s *Spec) hamiSliceDemand(path *field.Path, b Backend, memBytes int64, errs field.ErrorList) (demandShape, field.ErrorList) {
+	p := s.profile
+	switch b {
+	case HAMi:
+	case DevicePlugin:
+		return demandShape{}, append(errs, field.Invalid(path.Child("backend"), b,
+			"the device plugin cannot share a device; fractions need HAMi"))
+	default:
+		return demandShape{}, append(errs, field.NotSupported(path.Child("backend"), b, []Backend{HAMi}))
+	}
+	sl, ok := p.HAMiSlicing()
+	if !ok {
+		return demandShape{}, append(errs, field.Invalid(path.Child("profile"), p.Name,
+			fmt.Sprintf("HAMi cannot share a %s; request whole devices", p.Name)))
+	}
+	if s.devices > 1 && !sl.MultiDevice {
+		errs = append(errs, field.Invalid(path.Child("devices"), s.devices,
+			fmt.Sprintf("HAMi shares one %s per container; ask for whole devices to use several", p.Name)))
+	}
+	if s.coresSet && sl.Cores == "" {
+		errs = append(errs, field.Forbidden(path.Child("cores"),
+			fmt.Sprintf("HAMi derives %s compute from memory; size the slice with Memory", p.Name)))
+	}
+	if len(errs) > 0 {
+		return demandShape{}, errs
+	}
+	requested := memBytes
+	if s.memory == "" && s.memPct == 0 {
+		requested = p.MemoryBytes // HAMi: no memory request takes all of it
+	}
+	unit := sl.MemoryUnitMiB * mib
+	units := (requested + unit - 1) / unit
+	if units*sl.MemoryUnitMiB < sl.MinMemoryMiB {
+		return demandShape{}, append(errs, field.Invalid(path.Child("memory"), s.memoryLabel(),
+			fmt.Sprintf("a %s slice needs at least %s", p.Name, resource.NewQuantity(sl.MinMemoryMiB*mib, resource.BinarySI))))
+	}
+	if len(sl.MemorySteps) > 0 {
+		i := slices.IndexFunc(sl.MemorySteps, func(step int64) bool { return step >= units })
+		if i < 0 {
+			return demandShape{}, append(errs, field.Invalid(path.Child("memory"), s.memoryLabel(),
+				fmt.Sprintf("more than the largest %s slice", p.Name)))
+		}
+		units = sl.MemorySteps[i]
+	}
+	reserved := units * unit
+	if p.MemoryBytes > 0 && reserved > p.MemoryBytes {
+		return demandShape{}, append(errs, field.Invalid(path.Child("memory"), s.memoryLabel(),
+			fmt.Sprintf("more memory than a %s has (%s)", p.Name, resource.NewQuantity(p.MemoryBytes, resource.BinarySI))))
+	}
+	var compute int
+	switch {
+	case sl.Cores == "":
+		compute = int(reserved * ComputeUnits / p.MemoryBytes)
+	case s.coresSet:
+		coreUnits := (s.cores*sl.CoreUnits + 99) / 100
+		compute = coreUnits * ComputeUnits / sl.CoreUnits
+	default:
+		compute = sl.DefaultCorePercent * ComputeUnits / 100
+	}
+	return demandShape{memBytes: reserved, requested: requested, compute: compute}, nil
+}
+
+// hamiSliceRequest writes a valid HAMi slice of a vendor other than NVIDIA
+// and Ascend into res.
+func (s *Spec) hamiSliceRequest(res map[corev1.ResourceName]int64, d demandShape) {
+	sl, _ := s.profile.HAMiSlicing()
+	if sl.Count != "" {
+		res[sl.Count] = int64(s.devices)
+	}
+	if s.memory != "" || s.memPct > 0 {
+		res[sl.Memory] = d.memBytes / (sl.MemoryUnitMiB * mib)
+	}
+	if s.coresSet && sl.Cores != "" {
+		res[sl.Cores] = int64((s.cores*sl.CoreUnits + 99) / 100)
+	}
+}

@@ -214,8 +214,8 @@ func TestSpecAccessors(t *testing.T) {
 	assert.Equal(t, int64(10)<<30, s.MemoryBytes())
 	assert.Equal(t, "A100-SXM-80GB", s.Profile().Name)
 	p := s.Profile()
-	p.NodeLabels["x"] = "y"
-	assert.NotContains(t, s.Profile().NodeLabels, "x", "Profile returns a copy")
+	p.NodeLabels()["x"] = "y"
+	assert.NotContains(t, s.Profile().NodeLabels(), "x", "Profile returns a copy")
 
 	m := vgpu.MIG(hardware.A100_80G, "3g.40gb")
 	assert.Equal(t, "3g.40gb", m.MIGProfile())

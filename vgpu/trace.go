@@ -72,7 +72,7 @@ func SyntheticTrace(seed uint64, n int, mix TraceMix, profiles []hardware.Profil
 			out[i] = Demand{Name: fmt.Sprintf("train-%04d", i), Spec: Whole(p, gpus)}
 		default:
 			var names []string
-			for _, m := range p.MIG {
+			for _, m := range p.MIGProfiles() {
 				if m.ComputeSlices < hardware.MIGComputeSlices && !strings.Contains(m.Name, "+") {
 					names = append(names, m.Name)
 				}

@@ -299,7 +299,7 @@ func (l *layout) buildEtcdTemplate(ctx context.Context) error {
 		return fmt.Errorf("build etcd template: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	srv, err := launchServers(ctx, l.artifacts, tmp, "")
+	srv, err := launchServers(ctx, l.artifacts, tmp, "", apiServerOptions{})
 	if err != nil {
 		return fmt.Errorf("build etcd template: %w", err)
 	}

@@ -103,6 +103,65 @@
 // (half a minute or more of wall time while the machine is busy compiling);
 // the two processes take about 1 GiB of memory, kube-apiserver most of it.
 //
+// # The test cluster
+//
+// GetCluster gives a second tier on the same binaries: a real one-node
+// cluster. Beside etcd and kube-apiserver it runs kube-controller-manager,
+// kube-scheduler, a kubelet on containerd and runc with a bridge CNI,
+// kube-proxy (iptables), CoreDNS v1.12.1, a host-path volume provisioner
+// behind the default StorageClass "standard", and the operators as host
+// processes with the cluster's credentials: training-operator v1.8.1 (with
+// its validating webhook), LeaderWorkerSet v0.8.0 (with its webhooks, which
+// set the LWS_* environment of group pods), Argo's workflow-controller
+// v3.7.6 (argoexec in an image) and KubeRay v1.5.0. Pods are scheduled, get
+// an address on the bridge, resolve Services and pods through cluster DNS,
+// reach Services through kube-proxy and the API server through the
+// kubernetes Service.
+//
+//	func TestJourney(t *testing.T) {
+//		c := testenv.GetCluster(t)  // *Cluster embeds *Env
+//		ns := c.Namespace(t)        // deleted by the namespace controller
+//		... pods use c.Images.Python, c.Images.Busybox, c.Images.Standin
+//	}
+//
+// Nothing is pulled: the images are built on the machine (see Images) as
+// OCI archives and imported into the node's containerd, whose root is kept
+// in the cache so that the import happens once per machine. Pods name them
+// with imagePullPolicy IfNotPresent (the tag is a content hash).
+//
+// The network is the bridge cube0 with 10.244.0.0/24, no masquerade and no
+// route off the machine; its gateway 10.244.0.1 is also where
+// kube-apiserver (which advertises it, so the kubernetes Service has
+// endpoints), the kubelet (the Node's InternalIP), CoreDNS (the kubelet's
+// clusterDNS) and the operators' webhooks listen. Services get addresses
+// from 10.0.0.0/24.
+//
+// One cluster serves every test binary of a run: the first GetCluster
+// starts a daemon (this test binary started again, in a session of its
+// own) and every binary that uses it holds a shared lock on
+// $TMPDIR/cube-testcluster/users.lock. The daemon stops the cluster, and
+// removes what the node left on the machine (containers, mounts, network
+// namespaces, the bridge, the KUBE-* iptables chains), once nobody has
+// held the lock for two minutes (CUBE_TESTCLUSTER_LINGER), so that the
+// packages of one go test ./... share it. Component logs are in
+// $TMPDIR/cube-testcluster/run/logs while it runs.
+//
+// The node needs Linux, root, cgroups and the Debian packages containerd,
+// runc, containernetworking-plugins, iptables, iproute2, busybox-static
+// and mmdebstrap (the Python image is a Debian bookworm root filesystem
+// with python3-torch, Open MPI, mpi4py and the Jupyter server). Where one
+// is missing GetCluster skips, naming it, except under CI=true, where it
+// fails. Its binaries are cached under $(os.UserCacheDir)/cube-testcluster
+// keyed by the tools modules' go.sum files, and its images by their
+// recipes; cmd/prebuild builds both. On this project's 2-core machines a
+// cold build of the node and the operators takes about 20 minutes and the
+// Python image about 4; a warm start of the cluster takes under a minute.
+//
+// What does not run: no GPUs or NPUs (device plugins), no Volcano
+// scheduler (volcano.sh/volcano cannot be fetched), no NetworkPolicy
+// enforcement (the bridge CNI has none), and no inference engine (the
+// stand-in engine answers on the OpenAI API instead).
+//
 // # Reset
 //
 // Delete the cache directory (rm -rf ~/.cache/cube-testenv) and the next

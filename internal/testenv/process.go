@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -87,12 +88,21 @@ type process struct {
 // startProcess runs bin in its own process group, killed with the test
 // binary, with stdout and stderr appended to logPath.
 func startProcess(l *launcher, name, bin string, args []string, logPath string) (*process, error) {
+	return startProcessEnv(l, name, bin, args, nil, logPath)
+}
+
+// startProcessEnv is startProcess with env added to this process's
+// environment.
+func startProcessEnv(l *launcher, name, bin string, args, env []string, logPath string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	fmt.Fprintf(logFile, "=== %s %s\n", bin, strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -307,9 +317,21 @@ type servers struct {
 	config    *rest.Config
 }
 
+// apiServerOptions are what the test cluster changes in kube-apiserver.
+type apiServerOptions struct {
+	// address is the bind and advertise address; "" is loopback. Anything
+	// else also lets kube-apiserver keep the kubernetes Service's endpoints
+	// (a loopback advertise address needs --endpoint-reconciler-type=none).
+	address string
+	// tokens are extra lines of the token file.
+	tokens []string
+	// args replace the defaults of the same flag and add others.
+	args map[string]string
+}
+
 // launchServers starts etcd, on a copy of template unless it is "", and
 // kube-apiserver on top of it.
-func launchServers(ctx context.Context, art artifacts, dir, template string, etcdArgs ...string) (_ *servers, err error) {
+func launchServers(ctx context.Context, art artifacts, dir, template string, opts apiServerOptions, etcdArgs ...string) (_ *servers, err error) {
 	s := &servers{dir: dir, launcher: newLauncher()}
 	defer func() {
 		if err != nil {
@@ -319,7 +341,7 @@ func launchServers(ctx context.Context, art artifacts, dir, template string, etc
 	if s.etcd, err = startEtcd(ctx, s.launcher, art.etcd, dir, template, etcdArgs...); err != nil {
 		return nil, err
 	}
-	server, err := startAPIServer(ctx, s.launcher, art.kubeAPIServer, dir, s.etcd.url)
+	server, err := startAPIServer(ctx, s.launcher, art.kubeAPIServer, dir, s.etcd.url, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -329,6 +351,9 @@ func launchServers(ctx context.Context, art artifacts, dir, template string, etc
 
 // kill ends both processes at once.
 func (s *servers) kill() {
+	if s == nil {
+		return
+	}
 	s.apiServer.kill()
 	if s.etcd != nil {
 		s.etcd.proc.kill()
@@ -344,14 +369,15 @@ type apiServer struct {
 
 // startAPIServer writes the credentials, starts kube-apiserver against
 // etcdURL and waits for /readyz.
-func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string) (*apiServer, error) {
+func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string, opts apiServerOptions) (*apiServer, error) {
 	token, err := randomHex(32)
 	if err != nil {
 		return nil, err
 	}
 	tokenFile := filepath.Join(dir, "tokens.csv")
 	// token,user,uid,"groups": system:masters is bound to cluster-admin.
-	if err := os.WriteFile(tokenFile, []byte(token+`,testenv-admin,testenv-admin,"system:masters"`+"\n"), 0o600); err != nil {
+	tokens := append([]string{token + `,testenv-admin,testenv-admin,"system:masters"`}, opts.tokens...)
+	if err := os.WriteFile(tokenFile, []byte(strings.Join(tokens, "\n")+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("write token file: %w", err)
 	}
 	keyFile := filepath.Join(dir, "service-account.key")
@@ -366,12 +392,16 @@ func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string) 
 		if err != nil {
 			return nil, err
 		}
-		args := []string{
+		address := opts.address
+		if address == "" {
+			address = "127.0.0.1"
+		}
+		defaults := []string{
 			"--etcd-servers=" + etcdURL,
 			"--cert-dir=" + certDir,
 			"--secure-port=" + strconv.Itoa(port),
-			"--bind-address=127.0.0.1",
-			"--advertise-address=127.0.0.1",
+			"--bind-address=" + address,
+			"--advertise-address=" + address,
 			"--endpoint-reconciler-type=none",
 			"--service-cluster-ip-range=10.0.0.0/24",
 			"--service-account-issuer=https://kubernetes.default.svc",
@@ -386,12 +416,13 @@ func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string) 
 			"--disable-admission-plugins=ServiceAccount",
 			"--profiling=false",
 		}
+		args := mergeFlags(defaults, opts.args)
 		p, err := startProcess(l, "kube-apiserver", bin, args, filepath.Join(dir, "kube-apiserver.log"))
 		if err != nil {
 			return nil, err
 		}
 		config := &rest.Config{
-			Host:        "https://127.0.0.1:" + strconv.Itoa(port),
+			Host:        "https://" + net.JoinHostPort(address, strconv.Itoa(port)),
 			BearerToken: token,
 			// kube-apiserver writes a self-signed certificate and its CA
 			// into --cert-dir before it listens.
@@ -423,6 +454,33 @@ func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string) 
 		}
 	}
 	return nil, lastErr
+}
+
+// mergeFlags returns defaults (--name=value each) with the flags in
+// overrides replacing those of the same name and the rest appended, in
+// order; an override of "" drops the flag.
+func mergeFlags(defaults []string, overrides map[string]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range defaults {
+		name, _, _ := strings.Cut(f, "=")
+		if v, ok := overrides[name]; ok {
+			seen[name] = true
+			if v != "" {
+				out = append(out, name+"="+v)
+			}
+			continue
+		}
+		out = append(out, f)
+	}
+	var rest []string
+	for name, v := range overrides {
+		if !seen[name] && v != "" {
+			rest = append(rest, name+"="+v)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
 }
 
 // writeRSAKey writes a fresh RSA private key for signing service account

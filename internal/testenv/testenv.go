@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -48,7 +49,10 @@ type Env struct {
 
 	dir     string // temporary directory: data, credentials, logs
 	servers *servers
-	dynamic dynamic.Interface
+	// controllers is set on the test cluster, where the namespace
+	// controller and the kubelet do their work.
+	controllers bool
+	dynamic     dynamic.Interface
 
 	namespacedOnce      sync.Once
 	namespacedResources []schema.GroupVersionResource
@@ -67,6 +71,9 @@ var shared struct {
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 func Main(m *testing.M) {
+	// A test binary started again as the test cluster's daemon runs it
+	// and exits here (see GetCluster).
+	runDaemonIfAsked()
 	shared.mainCalled.Store(true)
 	// Build what the cache lacks before the tests start, so that a cold
 	// build does not count against the tests' own -timeout alarm, which
@@ -150,36 +157,45 @@ func start(ctx context.Context) (_ *Env, err error) {
 			e.stop()
 		}
 	}()
-	if e.servers, err = launchServers(ctx, l.artifacts, dir, l.artifacts.etcdTemplate); err != nil {
+	if e.servers, err = launchServers(ctx, l.artifacts, dir, l.artifacts.etcdTemplate, apiServerOptions{}); err != nil {
 		return nil, err
 	}
-	e.Config = e.servers.config
+	if err := e.connect(ctx, e.servers.config, index); err != nil {
+		return nil, e.servers.apiServer.failure(fmt.Errorf("%w (the cached etcd template may be broken: delete %s)", err, l.artifacts.dir))
+	}
+	return e, nil
+}
+
+// connect makes e's clients for config and waits until every CRD of index
+// is served.
+func (e *Env) connect(ctx context.Context, config *rest.Config, index []servedCRD) error {
+	e.Config = config
 	// The CLI tools' default warning handler goes through klog; this one
 	// prints server warnings (deprecations, mostly) plainly.
 	e.Config.WarningHandlerWithContext = warningPrinter{}
-
+	var err error
 	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
-		return nil, fmt.Errorf("create clientset: %w", err)
+		return fmt.Errorf("create clientset: %w", err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, crdInstallTimeout)
 	defer cancel()
 	if err := waitServed(waitCtx, e.Clientset.Discovery(), index); err != nil {
-		return nil, e.servers.apiServer.failure(fmt.Errorf("%w (the cached etcd template may be broken: delete %s)", err, l.artifacts.dir))
+		return err
 	}
 	// The namespace cleanup deletes every kind in a namespace; warnings
 	// such as "v1 Endpoints is deprecated" are noise there.
 	quiet := rest.CopyConfig(e.Config)
 	quiet.WarningHandlerWithContext = rest.NoWarnings{}
 	if e.dynamic, err = dynamic.NewForConfig(quiet); err != nil {
-		return nil, fmt.Errorf("create dynamic client: %w", err)
+		return fmt.Errorf("create dynamic client: %w", err)
 	}
 	// A logger of its own keeps controller-runtime from complaining, with a
 	// stack trace, that no global logger was set.
-	e.Client, err = client.NewWithWatch(e.Config, client.Options{Scheme: scheme, Log: stderrLogger()})
+	e.Client, err = client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme, Log: stderrLogger()})
 	if err != nil {
-		return nil, fmt.Errorf("create client: %w", err)
+		return fmt.Errorf("create client: %w", err)
 	}
-	return e, nil
+	return nil
 }
 
 // stderrLogger logs controller-runtime client messages to stderr. (A
@@ -271,9 +287,21 @@ func namespaceBase(testName string) string {
 }
 
 // deleteNamespace does what the namespace controller would: delete the
-// namespace, delete its contents, then drop the kubernetes finalizer.
+// namespace, delete its contents, then drop the kubernetes finalizer. On the
+// test cluster the namespace controller does it, once the pods are gone
+// without a grace period (a test's pods need no clean shutdown).
 func (e *Env) deleteNamespace(ctx context.Context, name string) error {
 	namespaces := e.Clientset.CoreV1().Namespaces()
+	if e.controllers {
+		pods := e.Clientset.CoreV1().Pods(name)
+		if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete pods in namespace %s: %w", name, err)
+		}
+		if err := namespaces.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete namespace %s: %w", name, err)
+		}
+		return e.waitNamespaceGone(ctx, name)
+	}
 	if err := namespaces.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete namespace %s: %w", name, err)
 	}
@@ -315,8 +343,12 @@ func (e *Env) deleteNamespace(ctx context.Context, name string) error {
 	if _, err := namespaces.Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("finalize namespace %s: %w", name, err)
 	}
-	err = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := namespaces.Get(ctx, name, metav1.GetOptions{})
+	return e.waitNamespaceGone(ctx, name)
+}
+
+func (e *Env) waitNamespaceGone(ctx context.Context, name string) error {
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := e.Clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}

@@ -1,8 +1,13 @@
 //go:build tools
 
-// Package tools pins the commands the test API server is built from.
+// Package tools pins the commands the test API server and the test cluster's
+// node are built from.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )

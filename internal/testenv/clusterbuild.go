@@ -1,0 +1,265 @@
+package testenv
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// clusterTool is one program of the test cluster, built from the Go
+// module proxy or from this module.
+type clusterTool struct {
+	name string
+	// module is where it is built: a directory under tools (".", the
+	// node's module next to kube-apiserver; "argo"; "lws"; "kubectl"),
+	// "main" for this module's own programs (they go into images), or ""
+	// for go install pkg@version with the project's own go.mod (none of
+	// those has a replace directive).
+	module  string
+	pkg     string
+	version string // for go install
+	static  bool   // for an image: no C library there
+	stamp   bool   // the Kubernetes version in k8s.io/component-base/version
+}
+
+// clusterTools are the node's commands, the operators and the programs
+// that go into images. Argo and LWS are built in modules of their own:
+// Argo's go.mod has a replace directive, which go install refuses, and go
+// install of LWS checks its deprecation through a version list the module
+// proxy here refuses.
+var clusterTools = []clusterTool{
+	{name: "kubelet", module: ".", pkg: "k8s.io/kubernetes/cmd/kubelet", stamp: true},
+	{name: "kube-controller-manager", module: ".", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", stamp: true},
+	{name: "kube-scheduler", module: ".", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", stamp: true},
+	{name: "kube-proxy", module: ".", pkg: "k8s.io/kubernetes/cmd/kube-proxy", stamp: true},
+	{name: "training-operator", pkg: "github.com/kubeflow/training-operator/cmd/training-operator.v1", version: "v1.8.1"},
+	{name: "kuberay-operator", pkg: "github.com/ray-project/kuberay/ray-operator", version: "v1.5.0"},
+	{name: "coredns", pkg: "github.com/coredns/coredns", version: "v1.12.1"},
+	{name: "lws-controller", module: "lws", pkg: "sigs.k8s.io/lws/cmd"},
+	{name: "workflow-controller", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller"},
+	{name: "argoexec", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/argoexec", static: true},
+	{name: "kubectl", module: "kubectl", pkg: ".", static: true, stamp: true},
+	{name: "standin-engine", module: "main", pkg: "./internal/testenv/cmd/standin-engine", static: true},
+	{name: "kubectl-delivery", module: "main", pkg: "./internal/testenv/cmd/kubectl-delivery", static: true},
+	{name: "pause", module: "main", pkg: "./internal/testenv/cmd/pause", static: true},
+}
+
+// clusterFormat changes whenever what the cluster build puts in its cache
+// changes.
+const clusterFormat = "2"
+
+// clusterArtifacts are the cached binaries and images of the test cluster.
+type clusterArtifacts struct {
+	dir    string            // <user cache>/cube-testcluster/kubernetes-<version>
+	paths  map[string]string // tool name → binary
+	images string            // OCI image archives, and this module's programs
+}
+
+// clusterLayout extends the API server's layout with the cluster's sources.
+type clusterLayout struct {
+	*layout
+	artifacts clusterArtifacts
+}
+
+// binary returns the cached path of a cluster tool.
+func (c *clusterLayout) binary(name string) string { return c.artifacts.paths[name] }
+
+// newClusterLayout computes where every tool and image is cached. Each
+// binary's name carries a hash of what it is built from (its module's
+// go.sum, or its version), so that changing one module rebuilds only its
+// binaries; the images, and this module's programs that go into them, share
+// a directory keyed by those programs, go.sum and the recipes.
+func newClusterLayout(l *layout) (*clusterLayout, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil, fmt.Errorf("find user cache dir: %w", err)
+	}
+	dir := filepath.Join(cache, "cube-testcluster", "kubernetes-"+l.kubernetesVersion)
+	c := &clusterLayout{layout: l, artifacts: clusterArtifacts{dir: dir, paths: map[string]string{}}}
+	images := sha256.New()
+	fmt.Fprintf(images, "format %s\n", clusterFormat)
+	for _, t := range clusterTools {
+		h := sha256.New()
+		fmt.Fprintf(h, "format %s\n%s %s %s %v %v\n", clusterFormat, t.module, t.pkg, t.version, t.static, t.stamp)
+		switch t.module {
+		case "":
+		case "main":
+			if err := hashTree(images, filepath.Join(l.mainDir, t.pkg)); err != nil {
+				return nil, fmt.Errorf("cluster cache key: %w", err)
+			}
+			c.artifacts.paths[t.name] = "" // set below, once the images key is known
+			continue
+		default:
+			sum, err := os.ReadFile(filepath.Join(c.moduleDir(t.module), "go.sum"))
+			if err != nil {
+				return nil, fmt.Errorf("cluster cache key: %w", err)
+			}
+			h.Write(sum)
+		}
+		c.artifacts.paths[t.name] = filepath.Join(dir, "bin", t.name+"-"+hex.EncodeToString(h.Sum(nil))[:12])
+	}
+	for _, f := range []string{filepath.Join(l.mainDir, "internal", "testenv", "images.go"), filepath.Join(l.mainDir, "go.sum")} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("cluster cache key: %w", err)
+		}
+		images.Write(data)
+	}
+	c.artifacts.images = filepath.Join(dir, "images-"+hex.EncodeToString(images.Sum(nil))[:12])
+	for _, t := range clusterTools {
+		if t.module == "main" {
+			c.artifacts.paths[t.name] = filepath.Join(c.artifacts.images, "programs", t.name)
+		}
+	}
+	return c, nil
+}
+
+// moduleDir is the directory of a tool's module.
+func (c *clusterLayout) moduleDir(module string) string {
+	switch module {
+	case "main":
+		return c.mainDir
+	case ".":
+		return c.toolsDir
+	default:
+		return filepath.Join(c.toolsDir, module)
+	}
+}
+
+// hashTree hashes the names and contents of the files under dir, in order,
+// tests aside.
+func hashTree(h interface{ Write([]byte) (int, error) }, dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fmt.Fprintf(h, "file %s %d\n", rel, len(data))
+		_, err = h.Write(data)
+		return err
+	})
+}
+
+// missingBinaries lists the cluster tools not yet in the cache.
+func (c *clusterLayout) missingBinaries() []string {
+	var out []string
+	for _, t := range clusterTools {
+		if !exists(c.binary(t.name)) {
+			out = append(out, t.name)
+		}
+	}
+	return out
+}
+
+// ensure builds what the cluster's cache lacks: the API server's artifacts
+// first, then the node's binaries, the operators and the images, under one
+// file lock.
+func (c *clusterLayout) ensure(ctx context.Context) error {
+	if err := c.layout.ensure(ctx); err != nil {
+		return err
+	}
+	if len(c.missingBinaries()) == 0 && len(c.missingImages()) == 0 {
+		return nil
+	}
+	for _, d := range []string{filepath.Join(c.artifacts.dir, "bin"), filepath.Join(c.artifacts.images, "programs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create cluster cache: %w", err)
+		}
+	}
+	unlock, err := lockFile(ctx, c.artifacts.dir+".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if missing := c.missingBinaries(); len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes 20-30 minutes on 2 cores (run go run ./internal/testenv/cmd/prebuild first)\n",
+			strings.Join(missing, ", "), c.artifacts.dir)
+	}
+	for _, t := range clusterTools {
+		dst := c.binary(t.name)
+		if exists(dst) {
+			continue
+		}
+		var err error
+		if t.module == "" {
+			err = c.install(ctx, dst, t.pkg, t.version)
+		} else {
+			ldflags := ""
+			if t.stamp {
+				ldflags = c.versionLDFlags()
+			}
+			err = c.buildIn(ctx, c.moduleDir(t.module), dst, t.pkg, ldflags, t.static)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return c.buildImages(ctx)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// buildIn builds pkg in the module at dir to dst through a temporary name.
+// Static binaries (for images, which have no C library) are built with cgo
+// off.
+func (c *clusterLayout) buildIn(ctx context.Context, dir, dst, pkg, ldflags string, static bool) error {
+	tmp := fmt.Sprintf("%s.tmp-%d", dst, os.Getpid())
+	defer os.Remove(tmp)
+	args := []string{"build", "-o", tmp}
+	if ldflags != "" {
+		args = append(args, "-ldflags="+ldflags)
+	}
+	args = append(args, pkg)
+	var extra []string
+	if static {
+		extra = append(extra, "CGO_ENABLED=0")
+	}
+	if _, err := c.runGo(ctx, dir, goEnv("-mod=readonly -buildvcs=false", extra...), args...); err != nil {
+		return fmt.Errorf("build %s: %w", filepath.Base(dst), err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("build %s: %w", filepath.Base(dst), err)
+	}
+	return nil
+}
+
+// install runs go install pkg@version into a temporary GOBIN and moves the
+// one binary it makes to dst.
+func (c *clusterLayout) install(ctx context.Context, dst, pkg, version string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".install-")
+	if err != nil {
+		return fmt.Errorf("install %s: %w", pkg, err)
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := c.runGo(ctx, tmp, goEnv("-buildvcs=false", "GOBIN="+tmp), "install", pkg+"@"+version); err != nil {
+		return fmt.Errorf("install %s: %w", pkg, err)
+	}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return fmt.Errorf("install %s: %w", pkg, err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 {
+		return fmt.Errorf("install %s: expected one binary, got %v", pkg, slices.Sorted(slices.Values(names)))
+	}
+	if err := os.Rename(filepath.Join(tmp, names[0]), dst); err != nil {
+		return fmt.Errorf("install %s: %w", pkg, err)
+	}
+	return nil
+}

@@ -1,0 +1,355 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	lwsconfig "sigs.k8s.io/lws/api/config/v1alpha1"
+	"sigs.k8s.io/yaml"
+)
+
+// The operators run as host processes with the admin credentials. Their
+// webhooks listen on all addresses; the API server reaches them through a
+// selector-less Service whose endpoints are the bridge's address, as it
+// would reach an in-cluster webhook.
+
+func (n *node) startOperators() error {
+	for _, start := range []func() error{n.startTrainingOperator, n.startLWS, n.startArgo, n.startKubeRay} {
+		if err := start(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hostService makes a Service with no selector in namespace whose
+// endpoints are the bridge's address and port, for a webhook served on the
+// host.
+func (n *node) hostService(namespace, name string, port int) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
+			Name: "webhook", Port: 443, TargetPort: intstr.FromInt(port), Protocol: corev1.ProtocolTCP,
+		}}},
+	}
+	if _, err := n.client.CoreV1().Services(namespace).Create(n.ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create service %s/%s: %w", namespace, name, err)
+	}
+	// The endpoint slice mirroring controller copies these Endpoints into
+	// an EndpointSlice.
+	//nolint:staticcheck // Endpoints are what a selector-less Service is given by hand.
+	ep := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: gatewayIP}},
+			Ports:     []corev1.EndpointPort{{Name: "webhook", Port: int32(port), Protocol: corev1.ProtocolTCP}},
+		}},
+	}
+	if _, err := n.client.CoreV1().Endpoints(namespace).Create(n.ctx, ep, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create endpoints %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// copyCerts waits until the operator's certificate rotator has filled its
+// Secret and writes the serving certificate where the webhook server reads
+// it, as the Secret's volume would in a cluster.
+func (n *node) copyCerts(namespace, secret, dir string) error {
+	s, err := n.pollSecret(namespace, secret, "tls.crt", "tls.key", "ca.crt")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, k := range []string{"tls.crt", "tls.key", "ca.crt"} {
+		if err := os.WriteFile(filepath.Join(dir, k), s.Data[k], 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitListening waits until something accepts connections on the bridge's
+// address at port, or p exits.
+func (n *node) waitListening(p *process, port int) error {
+	err := waitUntil(n.ctx, p, 200*time.Millisecond, func(ctx context.Context) bool {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(gatewayIP, strconv.Itoa(port)), time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	if err != nil {
+		return p.failure(err)
+	}
+	return nil
+}
+
+// webhookManifests reads a webhook configuration manifest of an operator's
+// Go module.
+func (n *node) webhookManifests(module, version, file string) ([]admissionv1.ValidatingWebhookConfiguration, []admissionv1.MutatingWebhookConfiguration, error) {
+	dir, err := n.cache.downloadModule(n.ctx, module, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		validating []admissionv1.ValidatingWebhookConfiguration
+		mutating   []admissionv1.MutatingWebhookConfiguration
+	)
+	for _, doc := range bytes.Split(data, []byte("\n---")) {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		switch meta.Kind {
+		case "ValidatingWebhookConfiguration":
+			var v admissionv1.ValidatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", file, err)
+			}
+			validating = append(validating, v)
+		case "MutatingWebhookConfiguration":
+			var m admissionv1.MutatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict(doc, &m); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", file, err)
+			}
+			mutating = append(mutating, m)
+		}
+	}
+	return validating, mutating, nil
+}
+
+func pointService(ref *admissionv1.WebhookClientConfig, namespace, name string) {
+	if ref.Service != nil {
+		ref.Service.Namespace = namespace
+		ref.Service.Name = name
+	}
+}
+
+// trainingOperatorCertDir is fixed in training-operator v1.8.1
+// (pkg/cert/cert.go, certDir).
+const trainingOperatorCertDir = "/tmp/k8s-webhook-server/serving-certs"
+
+// startTrainingOperator runs training-operator v1.8.1 with every job kind
+// enabled, its validating webhook served, the PyTorch init container on the
+// busybox image and the MPI launcher's kubectl delivered by the local
+// kubectl-delivery image.
+func (n *node) startTrainingOperator() error {
+	const namespace = "kubeflow"
+	if err := n.ensureNamespace(namespace); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	// The rotator fills this Secret but does not create it (in a cluster
+	// the manifests do).
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "training-operator-webhook-cert", Namespace: namespace}}
+	if _, err := n.client.CoreV1().Secrets(namespace).Create(n.ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := n.hostService(namespace, "training-operator", port); err != nil {
+		return err
+	}
+	// manifests/base/webhook: manifests.yaml, renamed and pointed at the
+	// Service as patch.yaml and the kustomization do.
+	validating, _, err := n.webhookManifests("github.com/kubeflow/training-operator", "v1.8.1", "manifests/base/webhook/manifests.yaml")
+	if err != nil {
+		return err
+	}
+	for _, v := range validating {
+		v.Name = "validator.training-operator.kubeflow.org"
+		for i := range v.Webhooks {
+			pointService(&v.Webhooks[i].ClientConfig, namespace, "training-operator")
+		}
+		if _, err := n.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(n.ctx, &v, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	metrics, err := freePort()
+	if err != nil {
+		return err
+	}
+	probe, err := freePort()
+	if err != nil {
+		return err
+	}
+	p, err := n.start("training-operator", n.cache.binary("training-operator"), []string{
+		"--webhook-server-port=" + strconv.Itoa(port),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
+		"--pytorch-init-container-image=" + n.images.Busybox,
+		"--mpi-kubectl-delivery-image=" + n.images.KubectlDelivery,
+		"--leader-elect=false",
+	}, []string{"KUBECONFIG=" + n.admin, "MY_POD_NAMESPACE=" + namespace})
+	if err != nil {
+		return err
+	}
+	if err := n.copyCerts(namespace, "training-operator-webhook-cert", trainingOperatorCertDir); err != nil {
+		return p.failure(err)
+	}
+	return n.waitListening(p, port)
+}
+
+// startLWS runs the LeaderWorkerSet controller v0.8.0 with its webhooks,
+// which set the LWS_* environment of every pod of a group.
+func (n *node) startLWS() error {
+	const (
+		namespace = "lws-system" // pkg/utils GetOperatorNamespace's default off-cluster
+		service   = "lws-webhook-service"
+		secret    = "lws-webhook-server-cert"
+	)
+	if err := n.ensureNamespace(namespace); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	if err := n.hostService(namespace, service, port); err != nil {
+		return err
+	}
+	validating, mutating, err := n.webhookManifests("sigs.k8s.io/lws", "v0.8.0", "config/webhook/manifests.yaml")
+	if err != nil {
+		return err
+	}
+	// config/webhook/{mutating,validating}-patch.yaml give the pod
+	// webhooks an object selector: only pods of a LeaderWorkerSet.
+	podsOnly := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "leaderworkerset.sigs.k8s.io/name", Operator: metav1.LabelSelectorOpExists}}}
+	isPods := func(rules []admissionv1.RuleWithOperations) bool {
+		for _, r := range rules {
+			for _, res := range r.Resources {
+				if res == "pods" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, v := range validating {
+		v.Name = "lws-validating-webhook-configuration" // pkg/cert/cert.go
+		for i := range v.Webhooks {
+			pointService(&v.Webhooks[i].ClientConfig, namespace, service)
+			if isPods(v.Webhooks[i].Rules) {
+				v.Webhooks[i].ObjectSelector = podsOnly
+			}
+		}
+		if _, err := n.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(n.ctx, &v, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	for _, m := range mutating {
+		m.Name = "lws-mutating-webhook-configuration"
+		for i := range m.Webhooks {
+			pointService(&m.Webhooks[i].ClientConfig, namespace, service)
+			if isPods(m.Webhooks[i].Rules) {
+				m.Webhooks[i].ObjectSelector = podsOnly
+			}
+		}
+		if _, err := n.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(n.ctx, &m, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	metrics, err := freePort()
+	if err != nil {
+		return err
+	}
+	probe, err := freePort()
+	if err != nil {
+		return err
+	}
+	certDir := filepath.Join(n.dir, "lws-certs")
+	config := lwsconfig.Configuration{
+		TypeMeta: metav1.TypeMeta{APIVersion: lwsconfig.GroupVersion.String(), Kind: "Configuration"},
+		ControllerManager: lwsconfig.ControllerManager{
+			Webhook: lwsconfig.ControllerWebhook{Port: ptr.To(port), CertDir: certDir},
+			Metrics: lwsconfig.ControllerMetrics{BindAddress: "127.0.0.1:" + strconv.Itoa(metrics)},
+			Health:  lwsconfig.ControllerHealth{HealthProbeBindAddress: "127.0.0.1:" + strconv.Itoa(probe)},
+		},
+		InternalCertManagement: &lwsconfig.InternalCertManagement{Enable: ptr.To(true), WebhookServiceName: ptr.To(service), WebhookSecretName: ptr.To(secret)},
+	}
+	config.LeaderElection = nil
+	data, err := yaml.Marshal(config)
+	if err != nil {
+		return err
+	}
+	configFile := filepath.Join(n.dir, "lws-config.yaml")
+	if err := os.WriteFile(configFile, data, 0o644); err != nil {
+		return err
+	}
+	p, err := n.start("lws-controller", n.cache.binary("lws-controller"), []string{
+		"--config=" + configFile,
+		"--leader-elect=false",
+	}, []string{"KUBECONFIG=" + n.admin})
+	if err != nil {
+		return err
+	}
+	if err := n.copyCerts(namespace, secret, certDir); err != nil {
+		return p.failure(err)
+	}
+	return n.waitListening(p, port)
+}
+
+// startArgo runs Argo's workflow-controller v3.7.6 cluster-wide, with the
+// local argoexec image as its executor.
+func (n *node) startArgo() error {
+	const namespace = "argo"
+	if err := n.ensureNamespace(namespace); err != nil {
+		return err
+	}
+	_, err := n.start("workflow-controller", n.cache.binary("workflow-controller"), []string{
+		"--kubeconfig=" + n.admin,
+		"--namespace=" + namespace,
+		"--executor-image=" + n.images.Argoexec,
+		"--executor-image-pull-policy=IfNotPresent",
+		"--loglevel=info",
+	}, []string{"LEADER_ELECTION_DISABLE=true"})
+	return err
+}
+
+// startKubeRay runs the KubeRay operator v1.5.0 (no webhooks: they are off
+// unless ENABLE_WEBHOOKS=true).
+func (n *node) startKubeRay() error {
+	metrics, err := freePort()
+	if err != nil {
+		return err
+	}
+	probe, err := freePort()
+	if err != nil {
+		return err
+	}
+	p, err := n.start("kuberay-operator", n.cache.binary("kuberay-operator"), []string{
+		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
+		"--enable-leader-election=false",
+	}, []string{"KUBECONFIG=" + n.admin})
+	if err != nil {
+		return err
+	}
+	return waitUntil(n.ctx, p, 200*time.Millisecond, func(ctx context.Context) bool {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(probe), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
