@@ -84,7 +84,7 @@ func TestHostileSettings(t *testing.T) {
 			}},
 		{"more GPUs than a CPU profile has",
 			train.PyTorch("pt").Image(img).On(hardware.CPU).GPUs(2).Nodes(1), []string{
-				`spec.pytorchReplicaSpecs[Master].template.count: Invalid value: 2: cpu-amd64 has no accelerators to request`,
+				`count: Invalid value: 2: cpu-amd64 has no accelerators to request`,
 			}},
 		// Found by FuzzBuilders: each was accepted by cube and refused by
 		// the API server.
@@ -112,6 +112,10 @@ func TestHostileSettings(t *testing.T) {
 				`priorityClass: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 				`scheduler: Invalid value: "My Scheduler": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 				`serviceAccount: Invalid value: "Bad SA": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			}},
+		{"InfiniBand on a CPU profile, reported once for the Master and the Workers",
+			train.PyTorch("pt").Image(img).On(hardware.CPU).Fabric(hardware.InfiniBand()).Nodes(4), []string{
+				`fabric.kind: Invalid value: "infiniband": cpu-amd64 has no accelerators, so no collective library to carry over RDMA; use TCP or an accelerator profile`,
 			}},
 	}
 	for _, tc := range cases {

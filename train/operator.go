@@ -159,7 +159,7 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 			Resources:         o.roleResources[r.typ],
 			OmitSettingErrors: true,
 		})
-		errs = append(errs, tmplErrs...)
+		errs = append(errs, sharedPlacement(tmplErrs, rolePath.Child("template"))...)
 		if r.override {
 			c := &tmpl.Spec.Containers[0]
 			c.Command, c.Args = slices.Clone(r.command), slices.Clone(r.args)
@@ -179,6 +179,25 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 		out.replicas[r.typ] = spec
 	}
 	return out, dedupe(errs)
+}
+
+// sharedPlacement moves the problems of a template that are not about one
+// of its fields (the hardware placement's count, fabric, profile, shared
+// memory: paths below the template other than metadata and spec) out from
+// under the template, so that a placement every replica shares is
+// reported once (dedupe drops the repeats), not once per role.
+func sharedPlacement(errs field.ErrorList, tmplPath *field.Path) field.ErrorList {
+	prefix := tmplPath.String() + "."
+	out := make(field.ErrorList, 0, len(errs))
+	for _, e := range errs {
+		if rest, ok := strings.CutPrefix(e.Field, prefix); ok && !strings.HasPrefix(rest, "spec.") && !strings.HasPrefix(rest, "metadata.") {
+			moved := *e
+			moved.Field = rest
+			e = &moved
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // count32 reports a negative count or one beyond int32 under path.

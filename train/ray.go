@@ -176,7 +176,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		Resources:         j.headRes,
 		OmitSettingErrors: true,
 	})
-	errs = append(errs, headErrs...)
+	errs = append(errs, sharedPlacement(headErrs, headPath)...)
 	errs = append(errs, checkTemplatePorts(head, headPath)...)
 	j.gangTemplate(&head)
 	cluster.HeadGroupSpec = rayv1.HeadGroupSpec{
@@ -211,7 +211,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 			Labels:            map[string]string{LabelComponent: "worker"},
 			OmitSettingErrors: true,
 		})
-		errs = append(errs, tmplErrs...)
+		errs = append(errs, sharedPlacement(tmplErrs, gPath.Child("template"))...)
 		errs = append(errs, checkTemplatePorts(tmpl, gPath.Child("template"))...)
 		copyJobLabels(&meta, tmpl.Labels)
 		j.gangTemplate(&tmpl)

@@ -313,7 +313,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 			RestartPolicy:     restart,
 			OmitSettingErrors: true,
 		})
-		errs = append(errs, tmplErrs...)
+		errs = append(errs, sharedPlacement(tmplErrs, tPath.Child("template"))...)
 		if t.Command != nil {
 			c := &tmpl.Spec.Containers[0]
 			c.Command, c.Args = slices.Clone(t.Command), slices.Clone(t.Args)
