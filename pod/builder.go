@@ -95,8 +95,14 @@ func (b *Builder[T]) AddArgs(args ...string) *T { b.args = append(b.args, args..
 // WorkingDir sets the container's working directory.
 func (b *Builder[T]) WorkingDir(dir string) *T { b.workingDir = dir; return b.self }
 
-// Env sets an environment variable, replacing one of the same name.
+// Env sets an environment variable, replacing one of the same name. A
+// literal that looks like a credential under a secret-named variable
+// (SecretLiteral: HF_TOKEN=hf_…, OPENAI_API_KEY=sk-…) is refused, because
+// the rendered objects would carry it in clear: use EnvFromSecret.
 func (b *Builder[T]) Env(name, value string) *T {
+	if SecretLiteral(name, value) {
+		b.problems = append(b.problems, SecretLiteralError(field.NewPath("env").Key(name).Child("value"), name))
+	}
 	return b.setEnv(corev1.EnvVar{Name: name, Value: value})
 }
 
@@ -283,10 +289,30 @@ func (b *Builder[T]) AddToleration(t corev1.Toleration) *T {
 func (b *Builder[T]) Affinity(a *corev1.Affinity) *T { b.affinity = a.DeepCopy(); return b.self }
 
 // PriorityClass sets the pod priority class.
-func (b *Builder[T]) PriorityClass(name string) *T { b.priorityClass = name; return b.self }
+func (b *Builder[T]) PriorityClass(name string) *T {
+	b.checkObjectName("priorityClass", name)
+	b.priorityClass = name
+	return b.self
+}
 
 // ServiceAccount sets the pod's service account.
-func (b *Builder[T]) ServiceAccount(name string) *T { b.serviceAccount = name; return b.self }
+func (b *Builder[T]) ServiceAccount(name string) *T {
+	b.checkObjectName("serviceAccount", name)
+	b.serviceAccount = name
+	return b.self
+}
+
+// checkObjectName records a problem with the name of an object a setting
+// refers to (a DNS-1123 subdomain, as the API server checks it on pods;
+// empty: none).
+func (b *Builder[T]) checkObjectName(setting, name string) {
+	if name == "" {
+		return
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		b.problems = append(b.problems, field.Invalid(field.NewPath(setting), name, msg))
+	}
+}
 
 // ImagePullSecret adds an image pull secret.
 func (b *Builder[T]) ImagePullSecret(name string) *T {
@@ -295,11 +321,29 @@ func (b *Builder[T]) ImagePullSecret(name string) *T {
 }
 
 // Scheduler sets the scheduler name (e.g. "volcano", "hami-scheduler").
-func (b *Builder[T]) Scheduler(name string) *T { b.scheduler = name; return b.self }
+func (b *Builder[T]) Scheduler(name string) *T {
+	b.checkObjectName("scheduler", name)
+	b.scheduler = name
+	return b.self
+}
 
 // Queue puts the pods in a Volcano queue; job builders also set it on the
-// job's scheduling policy.
-func (b *Builder[T]) Queue(name string) *T { b.queue = name; return b.self }
+// job's scheduling policy. A queue is a cluster-scoped Volcano object, so
+// its name is a DNS-1123 subdomain, and Volcano refuses jobs in its root
+// queue (pkg/webhooks/admission/jobs/validate/admit_job.go).
+func (b *Builder[T]) Queue(name string) *T {
+	p := field.NewPath("queue")
+	if name != "" { // empty: no queue
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			b.problems = append(b.problems, field.Invalid(p, name, msg))
+		}
+	}
+	if name == "root" {
+		b.problems = append(b.problems, field.Invalid(p, name, "Volcano accepts no jobs in the root queue; use a leaf queue"))
+	}
+	b.queue = name
+	return b.self
+}
 
 // PodLabel adds a label to the pods only.
 func (b *Builder[T]) PodLabel(key, value string) *T {
@@ -410,6 +454,23 @@ type TemplateOptions struct {
 	// memory for an MPI launcher or a parameter server beside large
 	// workers. Values are parsed like CPU and Memory.
 	Resources map[corev1.ResourceName]string
+	// OmitSettingErrors leaves out the problems recorded while chaining
+	// (a negative GPUs, a bad Queue, a literal secret in Env): a workload
+	// that renders several templates from one Builder reports them once,
+	// from SettingErrors, instead of once per template.
+	OmitSettingErrors bool
+}
+
+// SettingErrors returns the problems recorded while chaining, under the
+// name of the setting (gpus, queue, env[HF_TOKEN].value…). Template
+// reports them too unless TemplateOptions.OmitSettingErrors is set.
+func (b *Builder[T]) SettingErrors() field.ErrorList {
+	out := make(field.ErrorList, len(b.problems))
+	for i, e := range b.problems {
+		c := *e
+		out[i] = &c
+	}
+	return out
 }
 
 // Template returns a fresh pod template from the settings, with the hardware
@@ -422,6 +483,9 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	// which template they belong to.
 	var errs field.ErrorList
 	for _, e := range b.problems {
+		if opts.OmitSettingErrors {
+			break
+		}
 		placed := *e
 		placed.Field = p.String() + "." + e.Field
 		errs = append(errs, &placed)
@@ -656,8 +720,8 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 		return errs
 	}
 	count := b.devices
-	if noDevices || b.slice != nil {
-		count = 0
+	if noDevices || b.slice != nil || count < 0 {
+		count = 0 // a negative count is reported by GPUs, once
 	}
 	placement := hardware.Placement{Profile: *b.profile, Count: count, Fabric: b.fabric, SharedMemory: shm}
 	if noDevices {

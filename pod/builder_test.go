@@ -217,6 +217,72 @@ func TestTemplateResourcesOverrideThePodSettings(t *testing.T) {
 	}, errorStrings(errs))
 }
 
+// TestSettingErrorsOnce: a workload of several templates omits the
+// chained problems from each and reports them once, under the setting.
+func TestSettingErrorsOnce(t *testing.T) {
+	j := newJob("x").Image("i").On(hardware.H100).GPUs(-1).Queue("Bad Queue")
+	for range 2 {
+		_, errs := j.Template(tmplPath, pod.TemplateOptions{OmitSettingErrors: true})
+		assert.Empty(t, errs, "a negative count is not passed on to the hardware as well")
+	}
+	want := []string{
+		`gpus: Invalid value: -1: must not be negative`,
+		`queue: Invalid value: "Bad Queue": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+	}
+	assert.Equal(t, want, errorStrings(j.SettingErrors()))
+	j.SettingErrors()[0].Field = "changed"
+	assert.Equal(t, want, errorStrings(j.SettingErrors()), "a copy")
+	_, errs := j.Template(tmplPath, pod.TemplateOptions{})
+	assert.Equal(t, []string{"spec.template." + want[0], "spec.template." + want[1]}, errorStrings(errs), "placed under the template by default")
+}
+
+func TestQueueNames(t *testing.T) {
+	assert.Empty(t, newJob("x").Queue("team-a.gpu").SettingErrors())
+	assert.Empty(t, newJob("x").Queue("").SettingErrors(), "no queue")
+	assert.Equal(t, []string{`queue: Invalid value: "root": Volcano accepts no jobs in the root queue; use a leaf queue`},
+		errorStrings(newJob("x").Queue("root").SettingErrors()))
+}
+
+// TestEnvRefusesLiteralSecrets: a credential written in clear would be
+// stored in every rendered object; the error never repeats it.
+func TestEnvRefusesLiteralSecrets(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		secret      bool
+	}{
+		{"HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz", true},
+		{"OPENAI_API_KEY", "sk-proj-0123456789", true},
+		{"AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", true},
+		{"db_password", "hunter22", true},
+		{"WANDB_APIKEY", "0123456789abcdef", true},
+		{"HF_TOKEN", "short", false},
+		{"HF_TOKEN", "$(TOKEN_FROM_SECRET)", false},
+		{"HF_TOKEN_PATH", "/var/run/secrets/hf/token", false},
+		{"TOKEN", "/var/run/secrets/token", false},
+		{"AWS_SECRET_NAME", "team-a-credentials", false},
+		{"PASSWORD_HINT", "ask the admin please", false},
+		{"MODEL", "meta-llama/Llama-3.1-8B-Instruct", false},
+	} {
+		assert.Equal(t, tc.secret, pod.SecretLiteral(tc.name, tc.value), "%s=%s", tc.name, tc.value)
+	}
+	j := newJob("x").Image("i").Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz")
+	errs := errorStrings(j.SettingErrors())
+	assert.Equal(t, []string{`env[HF_TOKEN].value: Forbidden: HF_TOKEN looks like a credential written in clear, which would be stored in the rendered objects: put it in a Secret and use EnvFromSecret("HF_TOKEN", secret, key)`}, errs)
+	assert.NotContains(t, errs[0], "hf_abc")
+}
+
+// TestNamesTheAPIServerChecks: names of objects a pod refers to are
+// refused while chaining, as the API server would refuse the pod.
+func TestNamesTheAPIServerChecks(t *testing.T) {
+	j := newJob("x").PriorityClass("Bad_Name").ServiceAccount("a b").Scheduler("UPPER").
+		PriorityClass("").ServiceAccount("").Scheduler("")
+	assert.Equal(t, []string{
+		`priorityClass: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		`serviceAccount: Invalid value: "a b": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		`scheduler: Invalid value: "UPPER": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+	}, errorStrings(j.SettingErrors()), "empty names mean none")
+}
+
 func TestTemplateRefusesBadPorts(t *testing.T) {
 	_, errs := newJob("x").Image("i").Port("http", 70000).Port("Bad_Name", 80).Port("metrics", 0).
 		Template(tmplPath, pod.TemplateOptions{})

@@ -17,5 +17,10 @@
 // Methods record and never fail. Template renders a fresh pod template,
 // applies the hardware through hardware.Apply and vgpu.Spec.Apply (the only
 // code that writes device resources, selectors, NCCL/HCCL variables and
-// mounts), and returns every problem with a field path.
+// mounts), and returns every problem with a field path. Problems found
+// while chaining (a negative GPUs, a queue or priority class that cannot
+// exist, a port out of range, a credential written in clear in Env — see
+// SecretLiteral) carry the setting's name; a workload that renders several
+// templates from one Builder asks Template to omit them
+// (TemplateOptions.OmitSettingErrors) and reports SettingErrors once.
 package pod

@@ -111,7 +111,7 @@ func TestPyTorchElastic(t *testing.T) {
 
 func TestGangSchedulingPolicy(t *testing.T) {
 	job, err := train.TensorFlow("tf").Image(img).Workers(3).ParameterServers(1).
-		Queue("team-a").PriorityClass("high").ScheduleTimeout(90 * time.Second).
+		Queue("team-a").PriorityClass("high").Gang().
 		Build()
 	require.NoError(t, err)
 	sp := job.Spec.RunPolicy.SchedulingPolicy
@@ -119,7 +119,7 @@ func TestGangSchedulingPolicy(t *testing.T) {
 	assert.Equal(t, int32(4), *sp.MinAvailable, "every replica")
 	assert.Equal(t, "team-a", sp.Queue)
 	assert.Equal(t, "high", sp.PriorityClass)
-	assert.Equal(t, int32(90), *sp.ScheduleTimeoutSeconds)
+	assert.Nil(t, sp.ScheduleTimeoutSeconds, "the operator gives Volcano's PodGroup no timeout")
 	for typ, spec := range job.Spec.TFReplicaSpecs {
 		assert.Equal(t, train.VolcanoScheduler, spec.Template.Spec.SchedulerName, typ)
 		assert.Equal(t, "team-a", spec.Template.Annotations["scheduling.volcano.sh/queue-name"], typ)
@@ -504,7 +504,7 @@ func TestObjectsAreFresh(t *testing.T) {
 	}
 	cai := train.ColossalAI("cai").Image(img).Script("t.py", args...)
 	ray := train.Ray("ray").Image(img).Entrypoint("e").WorkerGroup("w", 1).RuntimeEnv(env)
-	vc := train.Volcano("vc").Image(img).AddTask(train.VolcanoTask{Name: "w", Replicas: 1, Command: args, Policies: policies})
+	vc := train.Volcano("vc").Image(img).AddTask(train.VolcanoTask{Name: "w", Replicas: 1, Command: args, Policies: policies, RestartPolicy: corev1.RestartPolicyNever})
 	args[0], env.Pip[0], policies[0].Action = "changed", "changed", "changed"
 	c, err := cai.Build()
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
 	"github.com/cubestudio/cube"
@@ -65,6 +66,15 @@ var builderCases = []builderCase{
 			TTLAfterFinished(time.Hour).
 			BackoffLimit(3).
 			Gang().Queue("team-a").PriorityClass("training")
+		s.on(settingsOf[train.PyTorchJob]{&j.Builder})
+		return j
+	}},
+	// One pod with every accelerator of a node: the most common fine-tune.
+	{"pytorch-single", func(name string, s setup) cube.Workload {
+		j := train.PyTorch(name).Image(trainImage).
+			Torchrun("sft.py", "--model", "/models/qwen").
+			Nodes(1).
+			SharedMemory("16Gi")
 		s.on(settingsOf[train.PyTorchJob]{&j.Builder})
 		return j
 	}},
@@ -156,6 +166,7 @@ var builderCases = []builderCase{
 			Plugin(train.PluginSSH).
 			Policy(vcbus.PodEvictedEvent, vcbus.RestartJobAction).
 			Policy(vcbus.PodFailedEvent, vcbus.AbortJobAction).
+			RestartPolicy(corev1.RestartPolicyNever).
 			MaxRetry(2).
 			Queue("team-a")
 		s.on(settingsOf[train.VolcanoJob]{&j.Builder})
@@ -165,7 +176,7 @@ var builderCases = []builderCase{
 
 // Kinds of the primary objects, by case.
 var primaryKind = map[string]string{
-	"pytorch": "PyTorchJob", "tensorflow": "TFJob", "mpi": "MPIJob", "horovod": "MPIJob",
+	"pytorch": "PyTorchJob", "pytorch-single": "PyTorchJob", "tensorflow": "TFJob", "mpi": "MPIJob", "horovod": "MPIJob",
 	"deepspeed": "PyTorchJob", "colossalai": "PyTorchJob", "paddle": "PaddleJob",
 	"xgboost": "XGBoostJob", "mxnet": "MXJob", "ray": "RayJob", "volcano": "Job",
 }

@@ -137,13 +137,17 @@ func (j *ColossalAIJob) pluginArgs(world int) ([]string, field.ErrorList) {
 }
 
 func (j *ColossalAIJob) build() (*kubeflowv1.PyTorchJob, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.ColossalAIJob", "ColossalAI")
+	}
 	var errs field.ErrorList
 	if j.script == "" {
 		errs = append(errs, field.Required(field.NewPath("script"), "a training script is required: call Script"))
 	}
 	world := 0
 	if j.elastic == nil {
-		world = (1 + j.workers) * j.nprocPerNode()
+		workers, _ := j.size.workers(true, nil) // reported by buildPyTorchJob
+		world = (1 + workers) * j.nprocPerNode()
 	}
 	pluginArgs, pluginErrs := j.pluginArgs(world)
 	errs = append(errs, pluginErrs...)

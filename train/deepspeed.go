@@ -219,6 +219,9 @@ func (j *DeepSpeedJob) Torchrun(script string, args ...string) *DeepSpeedJob {
 func (j *DeepSpeedJob) configMapName() string { return j.Name() + "-deepspeed" }
 
 func (j *DeepSpeedJob) build() (*kubeflowv1.PyTorchJob, *corev1.ConfigMap, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, nil, unmadeErrors("train.DeepSpeedJob", "DeepSpeed")
+	}
 	data, errs := j.config.JSON(field.NewPath("deepspeedConfig"))
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},

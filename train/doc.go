@@ -45,6 +45,34 @@
 // RayJob.Gang hands the cluster to Volcano through KubeRay's batch-scheduler
 // integration (the operator must run with --batch-scheduler=volcano).
 //
+// # Counting pods: Workers and Nodes
+//
+// Workers(n) counts the operator's Worker replicas, on every builder: the
+// pods named <job>-worker-<i>. Jobs whose Master trains too (PyTorch,
+// DeepSpeed, ColossalAI, XGBoost) also take Nodes(n), the pods that
+// train with the Master included: the count Arena's --workers, the
+// Kubeflow SDK's num_workers and torchrun's --nnodes use. Nodes(1) (or
+// Workers(0)) is a single pod, the usual fine-tune on one node's
+// accelerators; Nodes(4) is a Master and three Workers, as Workers(3) is.
+// Coming from Arena or the SDK, write Nodes with the number you used there.
+// Under Elastic no Master runs and both count the Workers.
+//
+// # What the operators need
+//
+// Gang needs the training-operator started with
+// --gang-scheduler-name=volcano; without it the operator creates no
+// PodGroup and the pods reach Volcano one by one. The operator hands Volcano
+// only the gang size, queue, priority class and minimum resources, so
+// there is no schedule timeout to set. Every training-operator job
+// defaults to cleanPodPolicy Running (the operator's default is None,
+// which leaves parameter servers and MPI workers running, with their
+// accelerators, after the job ended). An MPIJob's ServiceAccount reaches
+// the Workers only: the Launcher keeps the account the operator grants
+// pods/exec on the workers, unless LauncherServiceAccount names one.
+// Volcano jobs' pods restart OnFailure unless RestartPolicy says
+// otherwise; Volcano sets no default, and the API's Always never lets a
+// task complete.
+//
 // Chained methods never fail; Build (the primary typed object) and Objects
 // report every problem at once with field paths. The training-operator's
 // own defaulting (SetObjectDefaults_*) is applied to the rendered jobs,

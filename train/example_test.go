@@ -139,11 +139,37 @@ func ExampleTensorFlow() {
 	// metadata.name: Invalid value: "9-tf": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')
 	// spec.tfReplicaSpecs[PS].template.spec.containers[0].image: Required value: an image is required
 	// spec.tfReplicaSpecs[Worker].template.spec.containers[0].image: Required value: an image is required
-	// spec.tfReplicaSpecs[Worker].template.count: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)
+	// count: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)
 }
 
 // The Launcher of an MPIJob wraps the program in mpirun over Workers ×
 // SlotsPerWorker ranks (a slot per GPU by default).
+// One pod with a node's eight GPUs: Nodes counts the Master, as Arena's
+// --workers and the Kubeflow SDK's num_workers do.
+func ExamplePyTorchJob_Nodes() {
+	for _, nodes := range []int{1, 4} {
+		job, err := train.PyTorch("sft").
+			Image("registry.example.com/llm/train:2.4").
+			Torchrun("sft.py").
+			Nodes(nodes).
+			On(hardware.H100).GPUs(8).
+			Build()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, typ := range []kubeflowv1.ReplicaType{kubeflowv1.PyTorchJobReplicaTypeMaster, kubeflowv1.PyTorchJobReplicaTypeWorker} {
+			if spec, ok := job.Spec.PyTorchReplicaSpecs[typ]; ok {
+				fmt.Printf("Nodes(%d): %s × %d\n", nodes, typ, *spec.Replicas)
+			}
+		}
+	}
+	// Output:
+	// Nodes(1): Master × 1
+	// Nodes(4): Master × 1
+	// Nodes(4): Worker × 3
+}
+
 func ExampleMPI() {
 	job, err := train.MPI("allreduce").
 		Image("mpioperator/mpi-pi:openmpi").
@@ -161,6 +187,28 @@ func ExampleMPI() {
 	// Output:
 	// [mpirun --allow-run-as-root -np 4 -bind-to none -map-by slot /home/mpiuser/pi]
 	// slots per worker: 2
+}
+
+// The Launcher keeps the operator's account, which may exec into the
+// workers; ServiceAccount reaches the Workers, which read the data.
+func ExampleMPIJob_LauncherServiceAccount() {
+	job, err := train.MPI("allreduce").
+		Image("mpioperator/mpi-pi:openmpi").
+		Command("/home/mpiuser/pi").
+		ServiceAccount("s3-reader").
+		Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, typ := range []kubeflowv1.ReplicaType{kubeflowv1.MPIJobReplicaTypeLauncher, kubeflowv1.MPIJobReplicaTypeWorker} {
+		fmt.Printf("%s: %q\n", typ, job.Spec.MPIReplicaSpecs[typ].Template.Spec.ServiceAccountName)
+	}
+	fmt.Println("cleanPodPolicy:", *job.Spec.RunPolicy.CleanPodPolicy)
+	// Output:
+	// Launcher: ""
+	// Worker: "s3-reader"
+	// cleanPodPolicy: Running
 }
 
 // Horovod jobs need the program every rank runs.
@@ -264,12 +312,11 @@ func ExamplePaddle() {
 
 // XGBoost jobs need an image and at least one Worker.
 func ExampleXGBoost() {
-	_, err := train.XGBoost("xgb").Workers(0).Build()
+	_, err := train.XGBoost("xgb").Nodes(0).Build()
 	printErrors(err)
 	// Output:
-	// spec.xgbReplicaSpecs[Worker].replicas: Invalid value: 0: at least 1 worker required
+	// spec.xgbReplicaSpecs[Worker].replicas: Invalid value: -1: Nodes(0) leaves no pod: Nodes counts the Master, so it is at least 1
 	// spec.xgbReplicaSpecs[Master].template.spec.containers[0].image: Required value: an image is required
-	// spec.xgbReplicaSpecs[Worker].template.spec.containers[0].image: Required value: an image is required
 }
 
 // An MXJob: a Scheduler, Servers and Workers, GPUs on the Workers only.
@@ -470,6 +517,7 @@ func ExampleVolcano() {
 	//           resources: {}
 	//         nodeSelector:
 	//           kubernetes.io/arch: amd64
+	//         restartPolicy: OnFailure
 	//         schedulerName: volcano
 }
 

@@ -1,16 +1,19 @@
 package train
 
 import (
+	"math"
 	"slices"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // MPIJob builds a training-operator MPIJob (kubeflow.org/v1): a Launcher
 // without accelerators that runs mpirun over Workers, which idle until
-// mpirun starts ranks in them through kubectl exec. The command set with
+// mpirun starts ranks in them through kubectl exec (ServiceAccount reaches
+// the Workers only; see LauncherServiceAccount). The command set with
 // Command/Args is the program every rank runs; the Launcher wraps it in
 // MPIRunCommand (HorovodMPIRunCommand for Horovod) with Workers ×
 // SlotsPerWorker ranks. Create one with MPI or Horovod.
@@ -20,6 +23,7 @@ type MPIJob struct {
 	slots      *int
 	horovod    bool
 	mpirunArgs []string
+	launcherSA string
 }
 
 // MPI starts an MPIJob named name with one Worker.
@@ -40,6 +44,23 @@ func Horovod(name string) *MPIJob {
 // Workers sets the Worker replicas (default 1).
 func (j *MPIJob) Workers(n int) *MPIJob { j.workers = n; return j }
 
+// LauncherServiceAccount runs the Launcher under the service account name
+// instead of the one the operator makes for it.
+//
+// ServiceAccount (of the pod settings) reaches the Workers only: mpirun in
+// the Launcher starts the ranks through `kubectl exec`, and the operator
+// grants that (a Role with pods/exec on the job's workers, newLauncherRole in
+// pkg/controller.v1/mpi) to the account the Launcher runs as, by default
+// <job>-launcher, which it creates. With LauncherServiceAccount the
+// operator binds that Role to name instead, and creates name if it does
+// not exist, owned by the MPIJob, so that it is deleted with the job: the
+// account then holds pods/exec on the workers while the job lives, and an
+// account shared with other workloads must exist beforehand.
+func (j *MPIJob) LauncherServiceAccount(name string) *MPIJob {
+	j.launcherSA = name
+	return j
+}
+
 // SlotsPerWorker sets the MPI ranks per Worker. By default it is the
 // accelerators per pod, or 1 for pods without accelerators.
 func (j *MPIJob) SlotsPerWorker(n int) *MPIJob { j.slots = &n; return j }
@@ -53,16 +74,28 @@ func (j *MPIJob) MPIRunArgs(args ...string) *MPIJob {
 const mpiSpecs = "mpiReplicaSpecs"
 
 func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.MPIJob", "MPI")
+	}
 	errs := atLeast(j.workers, 1, replicasPath(mpiSpecs, kubeflowv1.MPIJobReplicaTypeWorker), "worker")
 	slots := perPod(j.slots, j.Devices())
-	if slots < 1 {
+	switch {
+	case slots < 1:
 		errs = append(errs, field.Invalid(field.NewPath("spec", "slotsPerWorker"), slots, "must be at least 1"))
+	case slots > math.MaxInt32:
+		errs = append(errs, field.Invalid(field.NewPath("spec", "slotsPerWorker"), slots, "must fit in 32 bits"))
 	}
 	command, args := j.CommandLine()
 	program := append(command, args...)
 	if len(program) == 0 {
 		errs = append(errs, field.Required(field.NewPath("spec", mpiSpecs).Key(string(kubeflowv1.MPIJobReplicaTypeLauncher)).
 			Child("template", "spec", "containers").Index(0).Child("command"), "the program mpirun runs is required: set Command"))
+	}
+	if j.launcherSA != "" {
+		p := field.NewPath("spec", mpiSpecs).Key(string(kubeflowv1.MPIJobReplicaTypeLauncher)).Child("template", "spec", "serviceAccountName")
+		for _, msg := range validation.IsDNS1123Subdomain(j.launcherSA) {
+			errs = append(errs, field.Invalid(p, j.launcherSA, msg))
+		}
 	}
 	launch := slices.Concat(j.mpirunArgs, program)
 	var launcher []string
@@ -72,14 +105,15 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 		launcher = MPIRunCommand(max(j.workers, 0)*max(slots, 0), launch...)
 	}
 	roles := []role{
-		{typ: kubeflowv1.MPIJobReplicaTypeLauncher, replicas: 1, noDevices: true, override: true, command: launcher},
+		{typ: kubeflowv1.MPIJobReplicaTypeLauncher, replicas: 1, noDevices: true, override: true, command: launcher,
+			ownServiceAccount: true, serviceAccount: j.launcherSA},
 		// Workers keep no command: the operator makes them sleep until
 		// mpirun reaches them.
-		{typ: kubeflowv1.MPIJobReplicaTypeWorker, replicas: int32(max(j.workers, 0)), override: true},
+		{typ: kubeflowv1.MPIJobReplicaTypeWorker, replicas: max(j.workers, 0), override: true},
 	}
 	r, renderErrs := j.render(layout{specsField: mpiSpecs, container: kubeflowv1.MPIJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
-	slots32 := int32(max(slots, 0))
+	slots32 := clamp32(slots)
 	job := &kubeflowv1.MPIJob{
 		TypeMeta:   typeMeta(kubeflowv1.MPIJobKind),
 		ObjectMeta: r.meta,
@@ -91,6 +125,7 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 		},
 	}
 	kubeflowv1.SetObjectDefaults_MPIJob(job)
+	errs = append(errs, checkPorts(mpiSpecs, job.Spec.MPIReplicaSpecs)...)
 	// The operator's validator stops at its first finding and walks a map,
 	// so which finding it reports varies run to run; it is only consulted
 	// as a backstop once cube's own checks pass.

@@ -32,12 +32,15 @@ func (j *MXNetJob) Servers(n int) *MXNetJob { j.servers = n; return j }
 const mxnetSpecs = "mxReplicaSpecs"
 
 func (j *MXNetJob) build() (*kubeflowv1.MXJob, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.MXNetJob", "MXNet")
+	}
 	errs := atLeast(j.workers, 1, replicasPath(mxnetSpecs, kubeflowv1.MXJobReplicaTypeWorker), "worker")
 	errs = append(errs, atLeast(j.servers, 1, replicasPath(mxnetSpecs, kubeflowv1.MXJobReplicaTypeServer), "server")...)
 	roles := []role{
 		{typ: kubeflowv1.MXJobReplicaTypeScheduler, replicas: 1, noDevices: true},
-		{typ: kubeflowv1.MXJobReplicaTypeServer, replicas: int32(max(j.servers, 0)), noDevices: true},
-		{typ: kubeflowv1.MXJobReplicaTypeWorker, replicas: int32(max(j.workers, 0))},
+		{typ: kubeflowv1.MXJobReplicaTypeServer, replicas: max(j.servers, 0), noDevices: true},
+		{typ: kubeflowv1.MXJobReplicaTypeWorker, replicas: max(j.workers, 0)},
 	}
 	r, renderErrs := j.render(layout{specsField: mxnetSpecs, container: kubeflowv1.MXJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
@@ -51,6 +54,7 @@ func (j *MXNetJob) build() (*kubeflowv1.MXJob, field.ErrorList) {
 		},
 	}
 	kubeflowv1.SetObjectDefaults_MXJob(job)
+	errs = append(errs, checkPorts(mxnetSpecs, job.Spec.MXReplicaSpecs)...)
 	// A backstop only, as for MPIJob: the operator reports one finding.
 	if len(errs) == 0 {
 		if err := kubeflowv1.ValidateV1MXJob(job); err != nil {

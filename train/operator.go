@@ -1,7 +1,9 @@
 package train
 
 import (
+	"cmp"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,7 +66,7 @@ func (o *operatorJob[T]) init(self *T, kind, name string) {
 // role is one replica type of a job.
 type role struct {
 	typ      kubeflowv1.ReplicaType
-	replicas int32
+	replicas int
 	// noDevices renders the role without accelerators or fabric (a
 	// parameter server, an MPI launcher, an MXNet scheduler).
 	noDevices bool
@@ -72,6 +74,11 @@ type role struct {
 	// and args (nil clears them, leaving the image's entrypoint).
 	override      bool
 	command, args []string
+	// ownServiceAccount replaces the pod settings' ServiceAccount with
+	// serviceAccount (empty: the namespace default, or what the operator
+	// sets, as for the MPI launcher).
+	ownServiceAccount bool
+	serviceAccount    string
 }
 
 // layout is what a framework asks of the shared core.
@@ -83,7 +90,7 @@ type layout struct {
 	container string
 	roles     []role
 	// gangSize is how many pods must start together (0: all replicas).
-	gangSize int32
+	gangSize int
 }
 
 // rendered is the framework-independent part of a training-operator job.
@@ -97,22 +104,32 @@ type rendered struct {
 // the shared settings, and reports every problem with its field path.
 func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 	longest := ""
-	var total int32
+	total := 0
+	var countErrs field.ErrorList
 	for _, r := range l.roles {
-		suffix := "-" + strings.ToLower(string(r.typ)) + "-" + strconv.Itoa(int(max(r.replicas-1, 0)))
+		suffix := "-" + strings.ToLower(string(r.typ)) + "-" + strconv.Itoa(max(r.replicas-1, 0))
 		if len(suffix) > len(longest) {
 			longest = suffix
 		}
-		total += r.replicas
+		if r.replicas > math.MaxInt32 {
+			countErrs = append(countErrs, field.Invalid(replicasPath(l.specsField, r.typ), r.replicas, "must fit in 32 bits"))
+		}
+		total += max(r.replicas, 0)
+	}
+	if len(countErrs) == 0 && total > math.MaxInt32 {
+		countErrs = append(countErrs, field.Invalid(field.NewPath("spec", l.specsField), total, "the job's pods must number at most 2147483647"))
 	}
 	// The operators name Services after the job, leaving room for the
-	// longest suffix they append to name pods and services.
+	// longest suffix they append to name pods and services. The pod
+	// settings' own problems are reported once, not once per role.
 	errs := o.ValidateServiceMeta(validation.DNS1035LabelMaxLength - len(longest))
+	errs = append(errs, o.SettingErrors()...)
+	errs = append(errs, countErrs...)
 	gangSize := l.gangSize
 	if gangSize == 0 {
 		gangSize = total
 	}
-	rp, gang, rpErrs := o.RunPolicy.render(o.QueueName(), o.PriorityClassName(), o.SchedulerName(), gangSize, total)
+	rp, gang, rpErrs := o.RunPolicy.render(o.QueueName(), o.PriorityClassName(), o.SchedulerName(), clamp32(gangSize), clamp32(total))
 	errs = append(errs, rpErrs...)
 
 	specsPath := field.NewPath("spec", l.specsField)
@@ -136,21 +153,25 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 	for _, r := range l.roles {
 		rolePath := specsPath.Key(string(r.typ))
 		tmpl, tmplErrs := o.Template(rolePath.Child("template"), pod.TemplateOptions{
-			Container: l.container,
-			NoDevices: r.noDevices,
-			Labels:    map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
-			Resources: o.roleResources[r.typ],
+			Container:         l.container,
+			NoDevices:         r.noDevices,
+			Labels:            map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
+			Resources:         o.roleResources[r.typ],
+			OmitSettingErrors: true,
 		})
-		errs = append(errs, tmplErrs...)
+		errs = append(errs, sharedPlacement(tmplErrs, rolePath.Child("template"))...)
 		if r.override {
 			c := &tmpl.Spec.Containers[0]
 			c.Command, c.Args = slices.Clone(r.command), slices.Clone(r.args)
+		}
+		if r.ownServiceAccount {
+			tmpl.Spec.ServiceAccountName = r.serviceAccount
 		}
 		if gang.on {
 			tmpl.Spec.SchedulerName = VolcanoScheduler
 		}
 		copyJobLabels(&out.meta, tmpl.Labels)
-		n := r.replicas
+		n := clamp32(r.replicas)
 		spec := &kubeflowv1.ReplicaSpec{Replicas: &n, Template: tmpl}
 		if o.restart != nil {
 			spec.RestartPolicy = *o.restart
@@ -158,6 +179,68 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 		out.replicas[r.typ] = spec
 	}
 	return out, dedupe(errs)
+}
+
+// sharedPlacement moves the problems of a template that are not about one
+// of its fields (the hardware placement's count, fabric, profile, shared
+// memory: paths below the template other than metadata and spec) out from
+// under the template, so that a placement every replica shares is
+// reported once (dedupe drops the repeats), not once per role.
+func sharedPlacement(errs field.ErrorList, tmplPath *field.Path) field.ErrorList {
+	prefix := tmplPath.String() + "."
+	out := make(field.ErrorList, 0, len(errs))
+	for _, e := range errs {
+		if rest, ok := strings.CutPrefix(e.Field, prefix); ok && !strings.HasPrefix(rest, "spec.") && !strings.HasPrefix(rest, "metadata.") {
+			moved := *e
+			moved.Field = rest
+			e = &moved
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// count32 reports a negative count or one beyond int32 under path.
+func count32(n int, path *field.Path) field.ErrorList {
+	switch {
+	case n < 0:
+		return field.ErrorList{field.Invalid(path, n, "must not be negative")}
+	case n > math.MaxInt32:
+		return field.ErrorList{field.Invalid(path, n, "must fit in 32 bits")}
+	}
+	return nil
+}
+
+// clamp32 converts a count already checked against the int32 range (or
+// reported) to int32.
+func clamp32(n int) int32 { return int32(min(max(n, 0), math.MaxInt32)) }
+
+// checkPorts reports container ports that share a number and protocol
+// once the operator's defaulting (SetObjectDefaults_*, which adds its
+// own named port) has run: server-side apply keys the list by them.
+func checkPorts(specsField string, specs map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec) field.ErrorList {
+	var errs field.ErrorList
+	for _, typ := range slices.Sorted(maps.Keys(specs)) {
+		errs = append(errs, checkTemplatePorts(specs[typ].Template, field.NewPath("spec", specsField).Key(string(typ)).Child("template"))...)
+	}
+	return errs
+}
+
+// checkTemplatePorts reports the ports of a template's containers that
+// share a number and protocol.
+func checkTemplatePorts(tmpl corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for ci, c := range tmpl.Spec.Containers {
+		seen := map[string]bool{}
+		for pi, p := range c.Ports {
+			key := strconv.Itoa(int(p.ContainerPort)) + "/" + string(cmp.Or(p.Protocol, corev1.ProtocolTCP))
+			if seen[key] {
+				errs = append(errs, field.Duplicate(path.Child("spec", "containers").Index(ci).Child("ports").Index(pi).Child("containerPort"), p.ContainerPort))
+			}
+			seen[key] = true
+		}
+	}
+	return errs
 }
 
 // jobLabels are pod-template labels that the job object must carry too:
@@ -219,6 +302,16 @@ func perPod(set *int, devices int) int {
 // into a field error on spec.
 func operatorError(err error) *field.Error {
 	return field.Invalid(field.NewPath("spec"), "", "rejected by the training-operator's validation: "+err.Error())
+}
+
+// unmade reports a builder that no constructor made: a nil pointer or a
+// zero value, whose chained methods return nil.
+func unmade[T any](b *pod.Builder[T]) bool { return b.Identity().Kind == "" }
+
+// unmadeErrors is the problem reported for a builder no constructor made.
+func unmadeErrors(typ, constructor string) field.ErrorList {
+	return field.ErrorList{field.Required(field.NewPath("metadata", "name"),
+		"a nil or zero "+typ+" has no name and no settings: start it with train."+constructor+"(name)")}
 }
 
 func typeMeta(kind string) metav1.TypeMeta {

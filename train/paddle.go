@@ -40,15 +40,18 @@ func (j *PaddleJob) Launch(script string, args ...string) *PaddleJob {
 const paddleSpecs = "paddleReplicaSpecs"
 
 func (j *PaddleJob) build() (*kubeflowv1.PaddleJob, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.PaddleJob", "Paddle")
+	}
 	errs := atLeast(j.workers, 1, replicasPath(paddleSpecs, kubeflowv1.PaddleJobReplicaTypeWorker), "worker")
 	if j.servers < 0 {
 		errs = append(errs, field.Invalid(replicasPath(paddleSpecs, kubeflowv1.PaddleJobReplicaTypeMaster), j.servers, "must not be negative"))
 	}
 	var roles []role
 	if j.servers > 0 {
-		roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeMaster, replicas: int32(j.servers), noDevices: true})
+		roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeMaster, replicas: j.servers, noDevices: true})
 	}
-	roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeWorker, replicas: int32(max(j.workers, 0))})
+	roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeWorker, replicas: max(j.workers, 0)})
 	r, renderErrs := j.render(layout{specsField: paddleSpecs, container: kubeflowv1.PaddleJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
 	job := &kubeflowv1.PaddleJob{
@@ -60,6 +63,7 @@ func (j *PaddleJob) build() (*kubeflowv1.PaddleJob, field.ErrorList) {
 		},
 	}
 	kubeflowv1.SetObjectDefaults_PaddleJob(job)
+	errs = append(errs, checkPorts(paddleSpecs, job.Spec.PaddleReplicaSpecs)...)
 	return job, dedupe(errs)
 }
 

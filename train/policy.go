@@ -8,11 +8,13 @@ import (
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/pod"
 )
 
 // VolcanoScheduler is the scheduler name of Volcano, which gang-schedules
-// training jobs.
-const VolcanoScheduler = "volcano"
+// training jobs (pod.VolcanoScheduler).
+const VolcanoScheduler = pod.VolcanoScheduler
 
 // Lifecycle holds how long a job may run and what happens when it ends:
 // the settings the training-operator jobs and KubeRay's RayJob share. It is
@@ -123,17 +125,26 @@ func seconds(d time.Duration, p *field.Path, positive bool) (int64, *field.Error
 // gang scheduling through Volcano. It is embedded by the builders.
 type RunPolicy[T any] struct {
 	Lifecycle[T]
-	cleanPod        *kubeflowv1.CleanPodPolicy
-	restart         *kubeflowv1.RestartPolicy
-	gang            bool
-	minAvailable    *int
-	scheduleTimeout *time.Duration
+	cleanPod     *kubeflowv1.CleanPodPolicy
+	restart      *kubeflowv1.RestartPolicy
+	gang         bool
+	minAvailable *int
 }
 
 func (r *RunPolicy[T]) initRunPolicy(self *T) { r.Lifecycle.self = self }
 
 // CleanPodPolicy says which pods are deleted when the job finishes:
-// kubeflowv1.CleanPodPolicyAll, Running or None (the operator's default).
+// kubeflowv1.CleanPodPolicyAll, Running or None.
+//
+// cube's default is Running, not the operator's None: pods that still run
+// when the job has finished are deleted, finished pods (and their logs)
+// are kept. Under None an MPIJob's workers, which sleep until mpirun
+// reaches them (`sleep 365d`, pkg/controller.v1/mpi), a TFJob's parameter
+// servers and Evaluator, an MXJob's Scheduler and Servers and a PaddleJob's
+// servers, which never exit by themselves, keep running and keep their
+// accelerators after the job ended (the operator deletes pods only as
+// DeletePodsAndServices in pkg/controller.v1/common/job.go says). Set None
+// to keep them, for debugging.
 func (r *RunPolicy[T]) CleanPodPolicy(p kubeflowv1.CleanPodPolicy) *T {
 	r.cleanPod = &p
 	return r.Lifecycle.self
@@ -150,7 +161,16 @@ func (r *RunPolicy[T]) RestartPolicy(p kubeflowv1.RestartPolicy) *T {
 // Gang schedules all replicas together through Volcano: the pods get
 // schedulerName volcano and the job a scheduling policy (minAvailable = all
 // replicas unless GangMinAvailable says otherwise, the Queue and the
-// PriorityClass of the pod settings). The operator creates the PodGroup.
+// PriorityClass of the pod settings).
+//
+// The training-operator creates the PodGroup only when it runs with
+// --gang-scheduler-name=volcano (EnableGangScheduling in
+// pkg/controller.v1/common/job.go); without the flag the pods go to Volcano
+// one by one, without a gang. Of the scheduling policy the operator copies
+// only minAvailable, the queue, the priority class and minResources to the
+// Volcano PodGroup, which has no schedule timeout; the operator's
+// scheduleTimeoutSeconds reaches only the scheduler-plugins PodGroup, so
+// cube, which gang-schedules through Volcano, does not offer it.
 func (r *RunPolicy[T]) Gang() *T { r.gang = true; return r.Lifecycle.self }
 
 // GangMinAvailable gang-schedules the job (as Gang) with at least n pods
@@ -158,14 +178,6 @@ func (r *RunPolicy[T]) Gang() *T { r.gang = true; return r.Lifecycle.self }
 func (r *RunPolicy[T]) GangMinAvailable(n int) *T {
 	r.gang = true
 	r.minAvailable = &n
-	return r.Lifecycle.self
-}
-
-// ScheduleTimeout gang-schedules the job (as Gang) and gives up scheduling
-// it after d.
-func (r *RunPolicy[T]) ScheduleTimeout(d time.Duration) *T {
-	r.gang = true
-	r.scheduleTimeout = &d
 	return r.Lifecycle.self
 }
 
@@ -178,7 +190,6 @@ var (
 type gangSettings struct {
 	on           bool
 	minAvailable int32
-	timeout      *int32
 }
 
 // render returns the run policy for a job whose gang needs gangSize pods
@@ -198,13 +209,14 @@ func (r *RunPolicy[T]) render(queue, priorityClass, scheduler string, gangSize, 
 	if lc.suspend {
 		rp.Suspend = &lc.suspend
 	}
+	cleanPod := kubeflowv1.CleanPodPolicyRunning
 	if r.cleanPod != nil {
-		if !slices.Contains(cleanPodPolicies, *r.cleanPod) {
-			errs = append(errs, field.NotSupported(path.Child("cleanPodPolicy"), *r.cleanPod, cleanPodPolicies))
-		} else {
-			p := *r.cleanPod
-			rp.CleanPodPolicy = &p
-		}
+		cleanPod = *r.cleanPod
+	}
+	if !slices.Contains(cleanPodPolicies, cleanPod) {
+		errs = append(errs, field.NotSupported(path.Child("cleanPodPolicy"), cleanPod, cleanPodPolicies))
+	} else {
+		rp.CleanPodPolicy = &cleanPod
 	}
 	gang := gangSettings{on: r.gang, minAvailable: gangSize}
 	if !r.gang {
@@ -222,13 +234,11 @@ func (r *RunPolicy[T]) render(queue, priorityClass, scheduler string, gangSize, 
 			gang.minAvailable = int32(*r.minAvailable)
 		}
 	}
-	gang.timeout = optionalSeconds(r.scheduleTimeout, spPath.Child("scheduleTimeoutSeconds"), true, &errs)
 	minAvailable := gang.minAvailable
 	rp.SchedulingPolicy = &kubeflowv1.SchedulingPolicy{
-		MinAvailable:           &minAvailable,
-		Queue:                  queue,
-		PriorityClass:          priorityClass,
-		ScheduleTimeoutSeconds: gang.timeout,
+		MinAvailable:  &minAvailable,
+		Queue:         queue,
+		PriorityClass: priorityClass,
 	}
 	return rp, gang, errs
 }

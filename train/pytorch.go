@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -14,13 +15,37 @@ import (
 // share: Master plus Workers, or Workers alone under an elastic policy.
 type torchJob[T any] struct {
 	operatorJob[T]
-	workers     int
-	workersSet  bool
+	size        podCount
 	elastic     *[2]int
 	rdzv        *rendezvous
 	rdzvConf    []kubeflowv1.RDZVConf
 	maxRestarts *int
 	nproc       *int
+}
+
+// podCount is how many pods a job with a Master runs, as Workers (the
+// Worker replicas) or Nodes (the Master included) said; unset, one Worker.
+type podCount struct {
+	n          int
+	set, nodes bool
+}
+
+// workers returns the Worker replicas: with a Master (withMaster) Nodes
+// counts it, without one Nodes counts Workers. A count below what makes a
+// job is reported under path.
+func (c podCount) workers(withMaster bool, path *field.Path) (int, field.ErrorList) {
+	switch {
+	case !c.set:
+		return 1, nil
+	case c.nodes && withMaster:
+		if c.n < 1 {
+			return 0, field.ErrorList{field.Invalid(path, c.n-1, fmt.Sprintf("Nodes(%d) leaves no pod: Nodes counts the Master, so it is at least 1", c.n))}
+		}
+		return c.n - 1, nil
+	case c.n < 0:
+		return 0, field.ErrorList{field.Invalid(path, c.n, "must not be negative")}
+	}
+	return c.n, nil
 }
 
 type rendezvous struct {
@@ -31,13 +56,25 @@ type rendezvous struct {
 
 func (t *torchJob[T]) initTorch(self *T, kind, name string) {
 	t.init(self, kind, name)
-	t.workers = 1
 }
 
-// Workers sets how many Worker replicas run besides the Master (default 1).
-// Under Elastic it is the initial worker count (default: the maximum).
+// Workers sets how many Worker replicas run besides the Master (default 1;
+// 0 runs the Master alone, one pod). Under Elastic no Master runs and it is
+// the initial Worker count (default: the maximum). Nodes counts the Master
+// too; the later of the two calls wins.
 func (t *torchJob[T]) Workers(n int) *T {
-	t.workers, t.workersSet = n, true
+	t.size = podCount{n: n, set: true}
+	return t.Lifecycle.self
+}
+
+// Nodes sets how many pods train, the Master included: Nodes(1) is a
+// single pod (a Master alone), Nodes(4) a Master and three Workers. It is
+// the count of Arena's --workers, the Kubeflow SDK's num_workers and
+// torchrun's --nnodes. Under Elastic, where no Master runs, it is the
+// initial Worker count. Workers counts the Worker replicas only; the later
+// of the two calls wins.
+func (t *torchJob[T]) Nodes(n int) *T {
+	t.size = podCount{n: n, set: true, nodes: true}
 	return t.Lifecycle.self
 }
 
@@ -90,13 +127,15 @@ const pytorchSpecs = "pytorchReplicaSpecs"
 // command line of every replica.
 func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob, field.ErrorList) {
 	var errs field.ErrorList
-	workers := t.workers
+	workersPath := replicasPath(pytorchSpecs, kubeflowv1.PyTorchJobReplicaTypeWorker)
+	workers, countErrs := t.size.workers(t.elastic == nil, workersPath)
+	errs = append(errs, countErrs...)
 	elasticPath := field.NewPath("spec", "elasticPolicy")
 	var policy *kubeflowv1.ElasticPolicy
-	gangSize := int32(0)
+	gangSize := 0
 	if t.elastic != nil {
 		lo, hi := t.elastic[0], t.elastic[1]
-		if !t.workersSet {
+		if !t.size.set {
 			workers = hi
 		}
 		switch {
@@ -104,18 +143,19 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 			errs = append(errs, field.Invalid(elasticPath.Child("minReplicas"), lo, "must be at least 1"))
 		case lo > hi:
 			errs = append(errs, field.Invalid(elasticPath.Child("maxReplicas"), hi, fmt.Sprintf("must not be less than minReplicas (%d)", lo)))
+		case hi > math.MaxInt32:
+			errs = append(errs, field.Invalid(elasticPath.Child("maxReplicas"), hi, "must fit in 32 bits"))
 		case workers < lo || workers > hi:
 			errs = append(errs, field.Invalid(replicasPath(pytorchSpecs, kubeflowv1.PyTorchJobReplicaTypeWorker), workers,
 				fmt.Sprintf("must be within the elastic range %d..%d", lo, hi)))
 		}
-		minR, maxR := int32(lo), int32(hi)
+		minR, maxR := clamp32(lo), clamp32(hi)
 		policy = &kubeflowv1.ElasticPolicy{MinReplicas: &minR, MaxReplicas: &maxR, RDZVConf: slices.Clone(t.rdzvConf)}
-		gangSize = max(minR, 0)
+		gangSize = max(lo, 0)
 		errs = append(errs, t.renderRendezvous(policy, elasticPath)...)
 	} else if t.rdzv != nil || len(t.rdzvConf) > 0 || t.maxRestarts != nil {
 		errs = append(errs, field.Forbidden(elasticPath, "rendezvous settings and MaxRestarts need Elastic(min, max)"))
 	}
-	errs = append(errs, atLeast(workers, 1, replicasPath(pytorchSpecs, kubeflowv1.PyTorchJobReplicaTypeWorker), "worker")...)
 	nproc := t.nprocPerNode()
 	if nproc < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "nprocPerNode"), nproc, "must be at least 1"))
@@ -125,7 +165,12 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 	if policy == nil {
 		roles = append(roles, role{typ: kubeflowv1.PyTorchJobReplicaTypeMaster, replicas: 1})
 	}
-	roles = append(roles, role{typ: kubeflowv1.PyTorchJobReplicaTypeWorker, replicas: int32(max(workers, 0))})
+	if workers > 0 || policy != nil {
+		// A job of one pod has no Worker replica spec: the operator's
+		// webhook (pkg/webhooks/pytorch) accepts a Master alone and sets
+		// WORLD_SIZE from the replicas there are.
+		roles = append(roles, role{typ: kubeflowv1.PyTorchJobReplicaTypeWorker, replicas: max(workers, 0)})
+	}
 	if override != nil {
 		for i := range roles {
 			roles[i].override, roles[i].command = true, override
@@ -145,6 +190,7 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 		},
 	}
 	kubeflowv1.SetObjectDefaults_PyTorchJob(job)
+	errs = append(errs, checkPorts(pytorchSpecs, job.Spec.PyTorchReplicaSpecs)...)
 	return job, dedupe(errs)
 }
 
@@ -176,9 +222,12 @@ func (t *torchJob[T]) renderRendezvous(policy *kubeflowv1.ElasticPolicy, path *f
 		}
 	}
 	if t.maxRestarts != nil {
-		if *t.maxRestarts < 0 {
+		switch {
+		case *t.maxRestarts < 0:
 			errs = append(errs, field.Invalid(path.Child("maxRestarts"), *t.maxRestarts, "must not be negative"))
-		} else {
+		case *t.maxRestarts > math.MaxInt32:
+			errs = append(errs, field.Invalid(path.Child("maxRestarts"), *t.maxRestarts, "must fit in 32 bits"))
+		default:
 			n := int32(*t.maxRestarts)
 			policy.MaxRestarts = &n
 		}
@@ -193,7 +242,8 @@ type PyTorchJob struct {
 	torchJob[PyTorchJob]
 }
 
-// PyTorch starts a PyTorchJob named name with one Master and one Worker.
+// PyTorch starts a PyTorchJob named name with one Master and one Worker
+// (Nodes(2)); Nodes(1) or Workers(0) makes it a single pod.
 func PyTorch(name string) *PyTorchJob {
 	j := &PyTorchJob{}
 	j.initTorch(j, "pytorchjob", name)
@@ -203,6 +253,9 @@ func PyTorch(name string) *PyTorchJob {
 // Build validates the settings and returns the PyTorchJob, or every
 // problem at once.
 func (j *PyTorchJob) Build() (*kubeflowv1.PyTorchJob, error) {
+	if j == nil || unmade(&j.Builder) {
+		return result[*kubeflowv1.PyTorchJob](nil, unmadeErrors("train.PyTorchJob", "PyTorch"))
+	}
 	return result(j.buildPyTorchJob(nil))
 }
 

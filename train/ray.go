@@ -137,7 +137,11 @@ const RayNPUResource = "NPU"
 const maxRayJobName = 47
 
 func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.RayJob", "Ray")
+	}
 	errs := j.ValidateServiceMeta(maxRayJobName)
+	errs = append(errs, j.SettingErrors()...)
 	spec := field.NewPath("spec")
 	lc, lcErrs := j.Lifecycle.render(lifecyclePaths{
 		ttl:      spec.Child("ttlSecondsAfterFinished"),
@@ -166,12 +170,14 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	cluster := &rayv1.RayClusterSpec{RayVersion: j.rayVersion}
 	headPath := spec.Child("rayClusterSpec", "headGroupSpec", "template")
 	head, headErrs := j.Template(headPath, pod.TemplateOptions{
-		Container: "ray-head",
-		NoDevices: !j.headDevices,
-		Labels:    map[string]string{LabelComponent: "head"},
-		Resources: j.headRes,
+		Container:         "ray-head",
+		NoDevices:         !j.headDevices,
+		Labels:            map[string]string{LabelComponent: "head"},
+		Resources:         j.headRes,
+		OmitSettingErrors: true,
 	})
-	errs = append(errs, headErrs...)
+	errs = append(errs, sharedPlacement(headErrs, headPath)...)
+	errs = append(errs, checkTemplatePorts(head, headPath)...)
 	j.gangTemplate(&head)
 	cluster.HeadGroupSpec = rayv1.HeadGroupSpec{
 		Template:       head,
@@ -201,10 +207,12 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 			errs = append(errs, field.Invalid(gPath.Child("maxReplicas"), g.max, "must fit in 32 bits"))
 		}
 		tmpl, tmplErrs := j.Template(gPath.Child("template"), pod.TemplateOptions{
-			Container: "ray-worker",
-			Labels:    map[string]string{LabelComponent: "worker"},
+			Container:         "ray-worker",
+			Labels:            map[string]string{LabelComponent: "worker"},
+			OmitSettingErrors: true,
 		})
-		errs = append(errs, tmplErrs...)
+		errs = append(errs, sharedPlacement(tmplErrs, gPath.Child("template"))...)
+		errs = append(errs, checkTemplatePorts(tmpl, gPath.Child("template"))...)
 		copyJobLabels(&meta, tmpl.Labels)
 		j.gangTemplate(&tmpl)
 		replicas, lo, hi := int32(g.replicas), int32(g.min), int32(g.max)
@@ -234,10 +242,17 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		if q := j.QueueName(); q != "" {
 			meta.Labels[rayQueueLabel] = q
 		}
+		labelErrs := pod.ValidateLabels(meta.Labels, field.NewPath("metadata", "labels"))
+		if q := j.QueueName(); len(validation.IsDNS1123Subdomain(q)) > 0 {
+			// Queue reported the name already.
+			labelErrs = slices.DeleteFunc(labelErrs, func(e *field.Error) bool {
+				return e.Field == field.NewPath("metadata", "labels").Key(rayQueueLabel).String()
+			})
+		}
 		if pc := j.PriorityClassName(); pc != "" {
 			meta.Labels[rayPriorityClassLabel] = pc
 		}
-		errs = append(errs, pod.ValidateLabels(meta.Labels, field.NewPath("metadata", "labels"))...)
+		errs = append(errs, labelErrs...)
 	}
 
 	job := &rayv1.RayJob{
@@ -259,6 +274,13 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		job.Spec.ActiveDeadlineSeconds = &d
 	}
 	if j.runtimeEnv != nil {
+		envPath := spec.Child("runtimeEnvYAML", "env_vars")
+		for _, k := range slices.Sorted(maps.Keys(j.runtimeEnv.EnvVars)) {
+			if pod.SecretLiteral(k, j.runtimeEnv.EnvVars[k]) {
+				errs = append(errs, field.Forbidden(envPath.Key(k), k+" looks like a credential written in clear, which would be stored in the RayJob: "+
+					"set it on the pods with EnvFromSecret(\""+k+"\", secret, key); Ray's processes inherit it"))
+			}
+		}
 		out, err := yaml.Marshal(j.runtimeEnv)
 		if err != nil { // only strings, lists and maps of strings
 			errs = append(errs, field.InternalError(spec.Child("runtimeEnvYAML"), err))

@@ -51,10 +51,15 @@ var (
 		Failure: "status.state.phase in (Failed, Aborted, Terminated)",
 	}
 	// Argo's success condition needs all its requirements, its failure
-	// condition any one of them.
+	// condition any one of them, so the failure condition cannot say
+	// "Complete and not SUCCEEDED". jobStatus FAILED is left out: KubeRay
+	// keeps it beside Running and Retrying while it may still retry (see
+	// RayJobStatus). STOPPED stays in: KubeRay retries only a Failed
+	// deployment, and a stopped Ray job ends Complete, which the success
+	// condition (SUCCEEDED) would never match.
 	rayCompletion = cube.Completion{
 		Success: "status.jobDeploymentStatus == Complete, status.jobStatus == SUCCEEDED",
-		Failure: "status.jobDeploymentStatus in (Failed, ValidationFailed), status.jobStatus in (FAILED, STOPPED)",
+		Failure: "status.jobDeploymentStatus in (Failed, ValidationFailed), status.jobStatus == STOPPED",
 	}
 )
 
@@ -117,21 +122,40 @@ func VolcanoJobStatus(j *vcbatch.Job) cube.ObjectStatus {
 	return cube.ObjectStatus{Phase: cube.InProgress, Reason: nonEmpty(string(s.Phase), string(vcbatch.Pending)), Message: msg}
 }
 
-// RayJobStatus reads the phase of a RayJob: Complete with the Ray job
-// SUCCEEDED succeeds; a Failed or ValidationFailed deployment, or a Ray job
-// that FAILED or was STOPPED, fails; the rest is in progress with the
-// deployment status as the reason.
+// RayJobStatus reads the phase of a RayJob from its jobDeploymentStatus,
+// which KubeRay v1.5.0 (controllers/ray/rayjob_controller.go) makes final
+// only as Complete, Failed or ValidationFailed: Complete with the Ray job
+// SUCCEEDED succeeds, Complete otherwise (a STOPPED Ray job) and Failed and
+// ValidationFailed fail. A Ray job that FAILED is not final by itself:
+// KubeRay stores jobStatus FAILED beside jobDeploymentStatus Running until
+// the submitter ends, and beside Retrying while the backoffLimit allows
+// another attempt (checkBackoffLimitAndUpdateStatusIfNeeded). The rest is
+// in progress with the deployment status as the reason.
 func RayJobStatus(j *rayv1.RayJob) cube.ObjectStatus {
 	s := j.Status
-	switch {
-	case s.JobDeploymentStatus == rayv1.JobDeploymentStatusFailed || s.JobDeploymentStatus == rayv1.JobDeploymentStatusValidationFailed:
+	switch s.JobDeploymentStatus {
+	case rayv1.JobDeploymentStatusFailed, rayv1.JobDeploymentStatusValidationFailed:
 		return cube.ObjectStatus{Phase: cube.Failed, Reason: nonEmpty(string(s.Reason), string(s.JobDeploymentStatus)), Message: s.Message}
-	case s.JobStatus == rayv1.JobStatusFailed || s.JobStatus == rayv1.JobStatusStopped:
-		return cube.ObjectStatus{Phase: cube.Failed, Reason: nonEmpty(string(s.Reason), string(s.JobStatus)), Message: s.Message}
-	case s.JobDeploymentStatus == rayv1.JobDeploymentStatusComplete && s.JobStatus == rayv1.JobStatusSucceeded:
-		return cube.ObjectStatus{Phase: cube.Succeeded, Reason: string(s.JobStatus), Message: s.Message}
+	case rayv1.JobDeploymentStatusComplete:
+		if s.JobStatus == rayv1.JobStatusSucceeded {
+			return cube.ObjectStatus{Phase: cube.Succeeded, Reason: string(s.JobStatus), Message: s.Message}
+		}
+		return cube.ObjectStatus{Phase: cube.Failed, Reason: nonEmpty(string(s.JobStatus), string(s.JobDeploymentStatus)), Message: s.Message}
+	case rayv1.JobDeploymentStatusRetrying:
+		msg := fmt.Sprintf("retrying after failed attempt %d", ptrValue(s.Failed))
+		if s.Message != "" {
+			msg += ": " + s.Message
+		}
+		return cube.ObjectStatus{Phase: cube.InProgress, Reason: string(s.JobDeploymentStatus), Message: msg}
 	}
 	return cube.ObjectStatus{Phase: cube.InProgress, Reason: nonEmpty(string(s.JobDeploymentStatus), "New"), Message: s.Message}
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func nonEmpty(s, fallback string) string {

@@ -223,6 +223,12 @@ func TestVolcanoAndRayPhases(t *testing.T) {
 		{rayv1.JobDeploymentStatusComplete, rayv1.JobStatusStopped, "", cube.Failed, "STOPPED"},
 		{rayv1.JobDeploymentStatusFailed, rayv1.JobStatusFailed, rayv1.DeadlineExceeded, cube.Failed, "DeadlineExceeded"},
 		{rayv1.JobDeploymentStatusValidationFailed, "", "", cube.Failed, "ValidationFailed"},
+		// KubeRay keeps a failed attempt's FAILED beside Retrying while the
+		// backoffLimit allows another, and beside Running until the
+		// submitter ends: neither is final.
+		{rayv1.JobDeploymentStatusRetrying, rayv1.JobStatusFailed, rayv1.AppFailed, cube.InProgress, "Retrying"},
+		{rayv1.JobDeploymentStatusRunning, rayv1.JobStatusFailed, "", cube.InProgress, "Running"},
+		{rayv1.JobDeploymentStatusFailed, rayv1.JobStatusFailed, rayv1.AppFailed, cube.Failed, "AppFailed"},
 	} {
 		job := &rayv1.RayJob{Status: rayv1.RayJobStatus{JobDeploymentStatus: tc.deploy, JobStatus: tc.job, Reason: tc.reason}}
 		st := train.RayJobStatus(job)

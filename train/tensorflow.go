@@ -47,6 +47,9 @@ func (j *TFJob) SucceedWhenAllWorkersSucceed() *TFJob { j.allWorkersMatch = true
 const tfSpecs = "tfReplicaSpecs"
 
 func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.TFJob", "TensorFlow")
+	}
 	errs := atLeast(j.workers, 1, replicasPath(tfSpecs, kubeflowv1.TFJobReplicaTypeWorker), "worker")
 	if j.ps < 0 {
 		errs = append(errs, field.Invalid(replicasPath(tfSpecs, kubeflowv1.TFJobReplicaTypePS), j.ps, "must not be negative"))
@@ -56,9 +59,9 @@ func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
 		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeChief, replicas: 1})
 	}
 	if j.ps > 0 {
-		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypePS, replicas: int32(j.ps), noDevices: true})
+		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypePS, replicas: j.ps, noDevices: true})
 	}
-	roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeWorker, replicas: int32(max(j.workers, 0))})
+	roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeWorker, replicas: max(j.workers, 0)})
 	if j.eval {
 		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeEval, replicas: 1})
 	}
@@ -77,6 +80,7 @@ func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
 		job.Spec.SuccessPolicy = &p
 	}
 	kubeflowv1.SetObjectDefaults_TFJob(job)
+	errs = append(errs, checkPorts(tfSpecs, job.Spec.TFReplicaSpecs)...)
 	return job, dedupe(errs)
 }
 

@@ -64,15 +64,20 @@ func TestValidation(t *testing.T) {
 			`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image: Required value: an image is required`,
 			`spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image: Required value: an image is required`,
 		}},
-		{"more GPUs than the node holds", pytorch().On(hardware.H100).GPUs(16), []string{
-			`spec.pytorchReplicaSpecs[Master].template.count: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
-			`spec.pytorchReplicaSpecs[Worker].template.count: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
+		{"more GPUs than the node holds, reported once for every replica", pytorch().On(hardware.H100).GPUs(16), []string{
+			`count: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
 		}},
-		{"negative GPUs reported per template", pytorch().On(hardware.H100).GPUs(-1), []string{
-			`spec.pytorchReplicaSpecs[Master].template.gpus: Invalid value: -1: must not be negative`,
-			`spec.pytorchReplicaSpecs[Master].template.count: Invalid value: -1: must not be negative`,
-			`spec.pytorchReplicaSpecs[Worker].template.gpus: Invalid value: -1: must not be negative`,
-			`spec.pytorchReplicaSpecs[Worker].template.count: Invalid value: -1: must not be negative`,
+		{"negative GPUs reported once, under the setting", pytorch().On(hardware.H100).GPUs(-1), []string{
+			`gpus: Invalid value: -1: must not be negative`,
+		}},
+		{"settings reported once on a job of four roles", train.TensorFlow("tf").Image(img).Chief().ParameterServers(1).Evaluator().
+			On(hardware.H100).GPUs(-2).Queue("Bad Queue").Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz"), []string{
+			`gpus: Invalid value: -2: must not be negative`,
+			`queue: Invalid value: "Bad Queue": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			`env[HF_TOKEN].value: Forbidden: HF_TOKEN looks like a credential written in clear, which would be stored in the rendered objects: put it in a Secret and use EnvFromSecret("HF_TOKEN", secret, key)`,
+		}},
+		{"the root queue", pytorch().Gang().Queue("root"), []string{
+			`queue: Invalid value: "root": Volcano accepts no jobs in the root queue; use a leaf queue`,
 		}},
 
 		// Run policy.
@@ -94,19 +99,24 @@ func TestValidation(t *testing.T) {
 			`spec.runPolicy.ttlSecondsAfterFinished: Invalid value: "596523h14m8s": must be at most 2147483647 seconds`,
 			`spec.runPolicy.backoffLimit: Invalid value: 2147483648: must fit in 32 bits`,
 		}},
-		{"gang", pytorch().Scheduler("default-scheduler").GangMinAvailable(3).ScheduleTimeout(-time.Minute), []string{
+		{"gang", pytorch().Scheduler("default-scheduler").GangMinAvailable(3), []string{
 			`schedulerName: Invalid value: "default-scheduler": gang scheduling runs through Volcano; remove Scheduler or set it to volcano`,
 			`spec.runPolicy.schedulingPolicy.minAvailable: Invalid value: 3: must not exceed the job's 2 replicas`,
-			`spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds: Invalid value: "-1m0s": must not be negative`,
 		}},
 		{"gang of none", pytorch().GangMinAvailable(0), []string{
 			`spec.runPolicy.schedulingPolicy.minAvailable: Invalid value: 0: must be at least 1`,
 		}},
 
 		// PyTorch.
-		{"pytorch without workers", pytorch().Workers(0).NprocPerNode(0), []string{
-			`spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 0: at least 1 worker required`,
+		{"pytorch with negative workers", pytorch().Workers(-1).NprocPerNode(0), []string{
+			`spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: -1: must not be negative`,
 			`spec.nprocPerNode: Invalid value: 0: must be at least 1`,
+		}},
+		{"pytorch of no nodes", pytorch().Nodes(0), []string{
+			`spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: -1: Nodes(0) leaves no pod: Nodes counts the Master, so it is at least 1`,
+		}},
+		{"elastic pytorch of no workers", pytorch().Elastic(1, 2).Nodes(0), []string{
+			`spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 0: must be within the elastic range 1..2`,
 		}},
 		{"elastic range min > max", pytorch().Elastic(4, 2), []string{
 			`spec.elasticPolicy.maxReplicas: Invalid value: 2: must not be less than minReplicas (4)`,
@@ -158,8 +168,11 @@ func TestValidation(t *testing.T) {
 			`spec.paddleReplicaSpecs[Worker].replicas: Invalid value: 0: at least 1 worker required`,
 			`spec.paddleReplicaSpecs[Master].replicas: Invalid value: -2: must not be negative`,
 		}},
-		{"xgboost", train.XGBoost("xgb").Image(img).Workers(0), []string{
-			`spec.xgbReplicaSpecs[Worker].replicas: Invalid value: 0: at least 1 worker required`,
+		{"xgboost", train.XGBoost("xgb").Image(img).Workers(-1), []string{
+			`spec.xgbReplicaSpecs[Worker].replicas: Invalid value: -1: must not be negative`,
+		}},
+		{"xgboost of no nodes", train.XGBoost("xgb").Image(img).Nodes(0), []string{
+			`spec.xgbReplicaSpecs[Worker].replicas: Invalid value: -1: Nodes(0) leaves no pod: Nodes counts the Master, so it is at least 1`,
 		}},
 		{"mxnet", train.MXNet("mx").Workers(0).Servers(0), []string{
 			`spec.mxReplicaSpecs[Worker].replicas: Invalid value: 0: at least 1 worker required`,
@@ -261,21 +274,27 @@ func TestValidation(t *testing.T) {
 		}},
 
 		{"ray gang on another scheduler", train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).
-			Gang().Scheduler("yunikorn").Queue("Bad Queue"), []string{
+			Gang().Scheduler("yunikorn").Queue("Bad Queue").GPUs(-1).RuntimeEnv(train.RuntimeEnv{EnvVars: map[string]string{"WANDB_API_KEY": "0123456789abcdef", "EPOCHS": "3"}}), []string{
+			`queue: Invalid value: "Bad Queue": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			`gpus: Invalid value: -1: must not be negative`,
 			`schedulerName: Invalid value: "yunikorn": gang scheduling runs through Volcano; remove Scheduler or set it to volcano`,
-			`metadata.labels[volcano.sh/queue-name]: Invalid value: "Bad Queue": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+			`spec.runtimeEnvYAML.env_vars[WANDB_API_KEY]: Forbidden: WANDB_API_KEY looks like a credential written in clear, which would be stored in the RayJob: set it on the pods with EnvFromSecret("WANDB_API_KEY", secret, key); Ray's processes inherit it`,
+		}},
+		{"ray queue too long for a label", train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).
+			Gang().Queue("q234567890123456789012345678901234567890123456789012345678901234"), []string{
+			`metadata.labels[volcano.sh/queue-name]: Invalid value: "q234567890123456789012345678901234567890123456789012345678901234": must be no more than 63 bytes`,
 		}},
 
 		// Volcano.
 		{"volcano without tasks", train.Volcano("vc").Image(img).Plugin("gossip").MinAvailable(0).MaxRetry(-1).TTLAfterFinished(-time.Second).
 			Policy("PodExploded", vcbus.RestartJobAction).Policy(vcbus.PodFailedEvent, "Panic"), []string{
 			`spec.tasks: Required value: at least one task is required`,
-			`spec.plugins[gossip]: Unsupported value: "gossip": supported values: "env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "ray"`,
+			`spec.plugins[gossip]: Unsupported value: "gossip": supported values: "env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "hcclrank", "ray"`,
 			`spec.minAvailable: Invalid value: 0: must be at least 1`,
 			`spec.maxRetry: Invalid value: -1: must not be negative`,
 			`spec.ttlSecondsAfterFinished: Invalid value: "-1s": must not be negative`,
-			`spec.policies[0].event: Unsupported value: "PodExploded": supported values: "*", "PodFailed", "PodEvicted", "PodPending", "PodRunning", "Unknown", "TaskCompleted", "TaskFailed"`,
-			`spec.policies[1].action: Unsupported value: "Panic": supported values: "AbortJob", "RestartJob", "RestartTask", "RestartPod", "TerminateJob", "CompleteJob"`,
+			`spec.policies[0].event: Unsupported value: "PodExploded": supported values: "*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated"`,
+			`spec.policies[1].action: Unsupported value: "Panic": supported values: "AbortJob", "RestartJob", "RestartTask", "RestartPod", "RestartPartition", "TerminateJob", "CompleteJob", "ResumeJob"`,
 		}},
 		{"volcano tasks", train.Volcano("vc").Image(img).MinAvailable(9).
 			Task("Worker", 1).Task("w", 2).Task("w", 0).
@@ -285,9 +304,42 @@ func TestValidation(t *testing.T) {
 			`spec.tasks[0].name: Invalid value: "Worker": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
 			`spec.tasks[2].name: Duplicate value: "w"`,
 			`spec.tasks[2].replicas: Invalid value: 0: at least 1 replica required`,
-			`spec.tasks[3].policies[0].event: Unsupported value: "Boom": supported values: "*", "PodFailed", "PodEvicted", "PodPending", "PodRunning", "Unknown", "TaskCompleted", "TaskFailed"`,
+			`spec.tasks[3].policies[0].event: Unsupported value: "Boom": supported values: "*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated"`,
 			`spec.tasks[3].minAvailable: Invalid value: 3: must be within 1..2`,
 			`spec.tasks[3].maxRetry: Invalid value: -1: must not be negative`,
+		}},
+		{"volcano restart policies", train.Volcano("vc").Image(img).RestartPolicy("Sometimes").
+			Task("a", 1).
+			AddTask(train.VolcanoTask{Name: "b", Replicas: 1, RestartPolicy: corev1.RestartPolicyOnFailure,
+				Policies: []vcbatch.LifecyclePolicy{{Event: vcbus.PodFailedEvent, Action: vcbus.RestartJobAction}}}).
+			AddTask(train.VolcanoTask{Name: "c", Replicas: 1, RestartPolicy: corev1.RestartPolicyNever,
+				Policies: []vcbatch.LifecyclePolicy{{Events: []vcbus.Event{vcbus.PodEvictedEvent, vcbus.PodFailedEvent}, Action: vcbus.RestartJobAction}}}), []string{
+			`spec.tasks[0].template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "OnFailure", "Never", "Always"`,
+			`spec.tasks[1].template.spec.restartPolicy: Invalid value: "OnFailure": a PodFailed policy never fires while the kubelet restarts failed containers in place: set RestartPolicy(corev1.RestartPolicyNever)`,
+		}},
+		{"volcano policies as Volcano's webhook checks them", train.Volcano("vc").Image(img).RestartPolicy(corev1.RestartPolicyNever).Task("a", 1).
+			Policy(vcbus.PodRunningEvent, vcbus.RestartJobAction).
+			Policy(vcbus.PodFailedEvent, vcbus.AbortJobAction).
+			Policy(vcbus.PodFailedEvent, vcbus.RestartJobAction).
+			Policy(vcbus.AnyEvent, vcbus.AbortJobAction).
+			AddTask(train.VolcanoTask{Name: "b", Replicas: 1, Policies: []vcbatch.LifecyclePolicy{
+				{ExitCode: ptr[int32](0), Action: vcbus.RestartPodAction},
+				{ExitCode: ptr[int32](3), Event: vcbus.PodEvictedEvent, Action: vcbus.RestartPodAction},
+				{Action: vcbus.RestartPodAction},
+			}}), []string{
+			`spec.policies[0].event: Unsupported value: "PodRunning": supported values: "*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated"`,
+			`spec.policies[2].event: Duplicate value: "PodFailed"`,
+			`spec.policies: Invalid value: "*": a policy for every event ("*") leaves room for no other`,
+			`spec.tasks[1].policies[0].exitCode: Invalid value: 0: 0 is not a failure`,
+			`spec.tasks[1].policies[1].exitCode: Forbidden: a policy reacts to events or to an exit code, not both`,
+			`spec.tasks[1].policies[2].event: Required value: an event or an exit code is required`,
+		}},
+		{"volcano job PodFailed policy under the default restart policy", train.Volcano("vc").Image(img).Task("a", 1).
+			Policy(vcbus.PodFailedEvent, vcbus.AbortJobAction), []string{
+			`spec.tasks[0].template.spec.restartPolicy: Invalid value: "OnFailure": a PodFailed policy never fires while the kubelet restarts failed containers in place: set RestartPolicy(corev1.RestartPolicyNever)`,
+		}},
+		{"mpi launcher service account", train.MPI("mpi").Image(img).Command("mpi_hello").LauncherServiceAccount("Bad SA"), []string{
+			`spec.mpiReplicaSpecs[Launcher].template.spec.serviceAccountName: Invalid value: "Bad SA": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 		}},
 	}
 	for _, tc := range cases {

@@ -1,12 +1,15 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,9 +31,15 @@ const (
 	// launchers that reach the other pods over ssh (mpirun, horovodrun,
 	// deepspeed, colossalai run).
 	PluginSSH = "ssh"
+	// PluginHCCLRank gives the pods of Ascend jobs their HCCL ranks
+	// (distributed-framework/hcclrank).
+	PluginHCCLRank = "hcclrank"
 )
 
-var volcanoPlugins = []string{PluginEnv, PluginSvc, PluginSSH, "pytorch", "tensorflow", "mpi", "ray"}
+// volcanoPlugins are the job plugins Volcano v1.14 registers
+// (pkg/controllers/job/plugins/factory.go); its admission webhook refuses
+// any other.
+var volcanoPlugins = []string{PluginEnv, PluginSvc, PluginSSH, "pytorch", "tensorflow", "mpi", PluginHCCLRank, "ray"}
 
 // DefaultVolcanoQueue is the queue Volcano jobs go to unless Queue says
 // otherwise.
@@ -57,6 +66,9 @@ type VolcanoTask struct {
 	Policies []vcbatch.LifecyclePolicy
 	// MaxRetry is how often the task is retried (0: the job's).
 	MaxRetry int
+	// RestartPolicy of the task's pods (empty: the job's, see
+	// VolcanoJob.RestartPolicy).
+	RestartPolicy corev1.RestartPolicy
 }
 
 // VolcanoJob builds a Volcano batch.volcano.sh/v1alpha1 Job: tasks of pods
@@ -71,6 +83,7 @@ type VolcanoJob struct {
 	policies     []vcbatch.LifecyclePolicy
 	maxRetry     *int
 	ttl          *time.Duration
+	restart      corev1.RestartPolicy
 }
 
 // Volcano starts a Volcano job named name with the env and svc plugins;
@@ -105,9 +118,23 @@ func (j *VolcanoJob) MinAvailable(n int) *VolcanoJob { j.minAvailable = &n; retu
 // Plugin enables a job plugin (PluginEnv, PluginSvc, PluginSSH…) with
 // its arguments, replacing earlier arguments of the same plugin.
 func (j *VolcanoJob) Plugin(name string, args ...string) *VolcanoJob {
+	if j.plugins == nil {
+		j.plugins = map[string][]string{}
+	}
 	j.plugins[name] = append([]string{}, args...)
 	return j
 }
+
+// RestartPolicy sets the restart policy of every task's pods (a task's own
+// RestartPolicy wins): corev1.RestartPolicyOnFailure (the default),
+// RestartPolicyNever or RestartPolicyAlways.
+//
+// Volcano neither defaults it nor checks it (its job webhooks leave the
+// template as given), so a pod without one gets the API's Always and its
+// task never completes. Under OnFailure the kubelet restarts a failed
+// container in place and the pod never reaches Failed, so a PodFailed
+// policy needs RestartPolicyNever; Objects reports the combination.
+func (j *VolcanoJob) RestartPolicy(p corev1.RestartPolicy) *VolcanoJob { j.restart = p; return j }
 
 // WithoutPlugin removes a plugin (the env and svc plugins are on by
 // default).
@@ -128,32 +155,91 @@ func (j *VolcanoJob) MaxRetry(n int) *VolcanoJob { j.maxRetry = &n; return j }
 // (whole seconds, rounded up).
 func (j *VolcanoJob) TTLAfterFinished(d time.Duration) *VolcanoJob { j.ttl = &d; return j }
 
+// The lifecycle events and actions Volcano v1.14's job webhook lets users
+// set (policyEventMap and policyActionMap in
+// pkg/webhooks/admission/jobs/validate/util.go; it refuses PodRunning).
 var (
-	volcanoEvents  = []vcbus.Event{vcbus.AnyEvent, vcbus.PodFailedEvent, vcbus.PodEvictedEvent, vcbus.PodPendingEvent, vcbus.PodRunningEvent, vcbus.JobUnknownEvent, vcbus.TaskCompletedEvent, vcbus.TaskFailedEvent}
-	volcanoActions = []vcbus.Action{vcbus.AbortJobAction, vcbus.RestartJobAction, vcbus.RestartTaskAction, vcbus.RestartPodAction, vcbus.TerminateJobAction, vcbus.CompleteJobAction}
+	volcanoEvents  = []vcbus.Event{vcbus.AnyEvent, vcbus.PodFailedEvent, vcbus.PodEvictedEvent, vcbus.PodPendingEvent, vcbus.JobUnknownEvent, vcbus.TaskCompletedEvent, vcbus.TaskFailedEvent, vcbus.JobUpdatedEvent}
+	volcanoActions = []vcbus.Action{vcbus.AbortJobAction, vcbus.RestartJobAction, vcbus.RestartTaskAction, vcbus.RestartPodAction, vcbus.RestartPartitionAction, vcbus.TerminateJobAction, vcbus.CompleteJobAction, vcbus.ResumeJobAction}
 )
 
+// podRestartPolicies are the restart policies a pod takes.
+var podRestartPolicies = []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever, corev1.RestartPolicyAlways}
+
+func hasPodFailedPolicy(policies []vcbatch.LifecyclePolicy) bool {
+	for _, p := range policies {
+		if p.Event == vcbus.PodFailedEvent || slices.Contains(p.Events, vcbus.PodFailedEvent) {
+			return true
+		}
+	}
+	return false
+}
+
+// validatePolicies checks lifecycle policies as Volcano's webhook does,
+// reporting every problem: an event (or events) or an exit code, not
+// both; known events and actions; no event in two policies; "*" alone.
 func validatePolicies(policies []vcbatch.LifecyclePolicy, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	seen := map[vcbus.Event]bool{}
+	codes := map[int32]bool{}
 	for i, pol := range policies {
-		if !slices.Contains(volcanoEvents, pol.Event) {
-			errs = append(errs, field.NotSupported(p.Index(i).Child("event"), pol.Event, volcanoEvents))
+		pPath := p.Index(i)
+		events := slices.Clone(pol.Events)
+		if pol.Event != "" && !slices.Contains(events, pol.Event) {
+			events = append(events, pol.Event)
+		}
+		switch {
+		case len(events) > 0 && pol.ExitCode != nil:
+			errs = append(errs, field.Forbidden(pPath.Child("exitCode"), "a policy reacts to events or to an exit code, not both"))
+		case len(events) == 0 && pol.ExitCode == nil:
+			errs = append(errs, field.Required(pPath.Child("event"), "an event or an exit code is required"))
+		case pol.ExitCode != nil:
+			switch code := *pol.ExitCode; {
+			case code == 0:
+				errs = append(errs, field.Invalid(pPath.Child("exitCode"), code, "0 is not a failure"))
+			case codes[code]:
+				errs = append(errs, field.Duplicate(pPath.Child("exitCode"), code))
+			}
+			codes[*pol.ExitCode] = true
+		}
+		for _, ev := range events {
+			evPath := pPath.Child("event")
+			if pol.Event != ev {
+				evPath = pPath.Child("events").Index(slices.Index(pol.Events, ev))
+			}
+			switch {
+			case !slices.Contains(volcanoEvents, ev):
+				errs = append(errs, field.NotSupported(evPath, ev, volcanoEvents))
+			case seen[ev]:
+				errs = append(errs, field.Duplicate(evPath, ev))
+			}
+			seen[ev] = true
 		}
 		if !slices.Contains(volcanoActions, pol.Action) {
-			errs = append(errs, field.NotSupported(p.Index(i).Child("action"), pol.Action, volcanoActions))
+			errs = append(errs, field.NotSupported(pPath.Child("action"), pol.Action, volcanoActions))
 		}
+	}
+	if seen[vcbus.AnyEvent] && len(seen) > 1 {
+		errs = append(errs, field.Invalid(p, vcbus.AnyEvent, `a policy for every event ("*") leaves room for no other`))
 	}
 	return errs
 }
 
 func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.VolcanoJob", "Volcano")
+	}
 	spec := field.NewPath("spec")
 	longest, total := 0, 0
 	for _, t := range j.tasks {
 		longest = max(longest, len("-"+t.Name+"-"+strconv.Itoa(max(t.Replicas-1, 0))))
-		total += max(t.Replicas, 0)
+		total += max(min(t.Replicas, math.MaxInt32), 0)
 	}
 	errs := j.ValidateServiceMeta(validation.DNS1035LabelMaxLength - longest)
+	if total > math.MaxInt32 {
+		errs = append(errs, field.Invalid(spec.Child("tasks"), total, "the job's pods must number at most 2147483647"))
+	}
+	errs = append(errs, j.SettingErrors()...)
 	if len(j.tasks) == 0 {
 		errs = append(errs, field.Required(spec.Child("tasks"), "at least one task is required"))
 	}
@@ -170,7 +256,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		ObjectMeta: j.ObjectMeta(j.Name()),
 		Spec: vcbatch.JobSpec{
 			SchedulerName:     scheduler,
-			MinAvailable:      int32(total),
+			MinAvailable:      clamp32(total),
 			Queue:             queue,
 			PriorityClassName: j.PriorityClassName(),
 			Plugins:           map[string][]string{},
@@ -190,10 +276,8 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		}
 	}
 	if j.maxRetry != nil {
-		if *j.maxRetry < 0 {
-			errs = append(errs, field.Invalid(spec.Child("maxRetry"), *j.maxRetry, "must not be negative"))
-		}
-		job.Spec.MaxRetry = int32(max(*j.maxRetry, 0))
+		errs = append(errs, count32(*j.maxRetry, spec.Child("maxRetry"))...)
+		job.Spec.MaxRetry = clamp32(*j.maxRetry)
 	}
 	job.Spec.TTLSecondsAfterFinished = optionalSeconds(j.ttl, spec.Child("ttlSecondsAfterFinished"), false, &errs)
 	errs = append(errs, validatePolicies(j.policies, spec.Child("policies"))...)
@@ -210,22 +294,36 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		}
 		names[t.Name] = true
 		errs = append(errs, atLeast(t.Replicas, 1, tPath.Child("replicas"), "replica")...)
+		if t.Replicas > math.MaxInt32 {
+			errs = append(errs, field.Invalid(tPath.Child("replicas"), t.Replicas, "must fit in 32 bits"))
+		}
+		restart := cmp.Or(t.RestartPolicy, j.restart, corev1.RestartPolicyOnFailure)
+		restartPath := tPath.Child("template", "spec", "restartPolicy")
+		if !slices.Contains(podRestartPolicies, restart) {
+			errs = append(errs, field.NotSupported(restartPath, restart, podRestartPolicies))
+		} else if restart != corev1.RestartPolicyNever && (hasPodFailedPolicy(j.policies) || hasPodFailedPolicy(t.Policies)) {
+			errs = append(errs, field.Invalid(restartPath, restart,
+				"a PodFailed policy never fires while the kubelet restarts failed containers in place: set RestartPolicy(corev1.RestartPolicyNever)"))
+		}
 		tmpl, tmplErrs := j.Template(tPath.Child("template"), pod.TemplateOptions{
-			Container: t.Name,
-			NoDevices: t.NoAccelerators,
-			Labels:    map[string]string{LabelComponent: t.Name},
-			Resources: cpuMemory(t.CPU, t.Memory),
+			Container:         t.Name,
+			NoDevices:         t.NoAccelerators,
+			Labels:            map[string]string{LabelComponent: t.Name},
+			Resources:         cpuMemory(t.CPU, t.Memory),
+			RestartPolicy:     restart,
+			OmitSettingErrors: true,
 		})
-		errs = append(errs, tmplErrs...)
+		errs = append(errs, sharedPlacement(tmplErrs, tPath.Child("template"))...)
 		if t.Command != nil {
 			c := &tmpl.Spec.Containers[0]
 			c.Command, c.Args = slices.Clone(t.Command), slices.Clone(t.Args)
 		}
 		tmpl.Spec.SchedulerName = scheduler
+		errs = append(errs, checkTemplatePorts(tmpl, tPath.Child("template"))...)
 		copyJobLabels(&job.ObjectMeta, tmpl.Labels)
 		task := vcbatch.TaskSpec{
 			Name:     t.Name,
-			Replicas: int32(max(t.Replicas, 0)),
+			Replicas: clamp32(t.Replicas),
 			Template: tmpl,
 			Policies: slices.Clone(t.Policies),
 		}
@@ -234,13 +332,11 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 			if *t.MinAvailable < 1 || *t.MinAvailable > t.Replicas {
 				errs = append(errs, field.Invalid(tPath.Child("minAvailable"), *t.MinAvailable, fmt.Sprintf("must be within 1..%d", max(t.Replicas, 1))))
 			}
-			n := int32(*t.MinAvailable)
+			n := clamp32(*t.MinAvailable)
 			task.MinAvailable = &n
 		}
-		if t.MaxRetry < 0 {
-			errs = append(errs, field.Invalid(tPath.Child("maxRetry"), t.MaxRetry, "must not be negative"))
-		}
-		task.MaxRetry = int32(max(t.MaxRetry, 0))
+		errs = append(errs, count32(t.MaxRetry, tPath.Child("maxRetry"))...)
+		task.MaxRetry = clamp32(t.MaxRetry)
 		job.Spec.Tasks = append(job.Spec.Tasks, task)
 	}
 	return job, dedupe(errs)

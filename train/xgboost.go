@@ -11,26 +11,39 @@ import (
 // same command. Create one with XGBoost.
 type XGBoostJob struct {
 	operatorJob[XGBoostJob]
-	workers int
+	size podCount
 }
 
-// XGBoost starts an XGBoostJob named name with one Worker.
+// XGBoost starts an XGBoostJob named name with a Master and one Worker
+// (Nodes(2)).
 func XGBoost(name string) *XGBoostJob {
-	j := &XGBoostJob{workers: 1}
+	j := &XGBoostJob{}
 	j.init(j, "xgboostjob", name)
 	return j
 }
 
-// Workers sets the Worker replicas besides the Master (default 1).
-func (j *XGBoostJob) Workers(n int) *XGBoostJob { j.workers = n; return j }
+// Workers sets the Worker replicas besides the Master (default 1; 0 runs
+// the Master alone). Nodes counts the Master too; the later call wins.
+func (j *XGBoostJob) Workers(n int) *XGBoostJob { j.size = podCount{n: n, set: true}; return j }
+
+// Nodes sets how many pods train, the Master included (Nodes(1): the Master
+// alone), as PyTorchJob's Nodes. The operator gives the Workers ranks after
+// the Master's (SetPodEnv in pkg/controller.v1/xgboost).
+func (j *XGBoostJob) Nodes(n int) *XGBoostJob {
+	j.size = podCount{n: n, set: true, nodes: true}
+	return j
+}
 
 const xgboostSpecs = "xgbReplicaSpecs"
 
 func (j *XGBoostJob) build() (*kubeflowv1.XGBoostJob, field.ErrorList) {
-	errs := atLeast(j.workers, 1, replicasPath(xgboostSpecs, kubeflowv1.XGBoostJobReplicaTypeWorker), "worker")
-	roles := []role{
-		{typ: kubeflowv1.XGBoostJobReplicaTypeMaster, replicas: 1},
-		{typ: kubeflowv1.XGBoostJobReplicaTypeWorker, replicas: int32(max(j.workers, 0))},
+	if j == nil || unmade(&j.Builder) {
+		return nil, unmadeErrors("train.XGBoostJob", "XGBoost")
+	}
+	workers, errs := j.size.workers(true, replicasPath(xgboostSpecs, kubeflowv1.XGBoostJobReplicaTypeWorker))
+	roles := []role{{typ: kubeflowv1.XGBoostJobReplicaTypeMaster, replicas: 1}}
+	if workers > 0 {
+		roles = append(roles, role{typ: kubeflowv1.XGBoostJobReplicaTypeWorker, replicas: workers})
 	}
 	r, renderErrs := j.render(layout{specsField: xgboostSpecs, container: kubeflowv1.XGBoostJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
@@ -43,6 +56,7 @@ func (j *XGBoostJob) build() (*kubeflowv1.XGBoostJob, field.ErrorList) {
 		},
 	}
 	kubeflowv1.SetObjectDefaults_XGBoostJob(job)
+	errs = append(errs, checkPorts(xgboostSpecs, job.Spec.XGBReplicaSpecs)...)
 	return job, dedupe(errs)
 }
 

@@ -1,0 +1,222 @@
+package train_test
+
+// Regression tests for what the upstream controllers do with cube's
+// objects (issue 10, section 1). No operator runs here; each test names the
+// upstream source whose behaviour it pins down, and the ones about status
+// write it through the real API server's status subresource as the
+// operator would.
+
+import (
+	"testing"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/train"
+)
+
+// TestVolcanoTasksRestartPolicy: Volcano v1.14 neither defaults nor checks a
+// task template's restartPolicy (pkg/webhooks/admission/jobs/mutate and
+// validate leave it), so without one the API's Always applies and a task
+// never completes. cube renders OnFailure unless told otherwise.
+func TestVolcanoTasksRestartPolicy(t *testing.T) {
+	job, err := train.Volcano("vc").Image(img).
+		Task("worker", 2).
+		AddTask(train.VolcanoTask{Name: "launcher", Replicas: 1, RestartPolicy: corev1.RestartPolicyNever}).
+		Build()
+	require.NoError(t, err)
+	assert.Equal(t, corev1.RestartPolicyOnFailure, job.Spec.Tasks[0].Template.Spec.RestartPolicy)
+	assert.Equal(t, corev1.RestartPolicyNever, job.Spec.Tasks[1].Template.Spec.RestartPolicy)
+
+	job, err = train.Volcano("vc").Image(img).RestartPolicy(corev1.RestartPolicyNever).
+		Policy(vcbus.PodFailedEvent, vcbus.RestartJobAction).
+		Task("worker", 2).
+		Build()
+	require.NoError(t, err)
+	assert.Equal(t, corev1.RestartPolicyNever, job.Spec.Tasks[0].Template.Spec.RestartPolicy)
+}
+
+// TestVolcanoPluginHCCLRank: Volcano v1.14 registers hcclrank among its job
+// plugins (pkg/controllers/job/plugins/factory.go).
+func TestVolcanoPluginHCCLRank(t *testing.T) {
+	job, err := train.Volcano("npu").Image(img).Task("worker", 2).
+		On(hardware.Ascend910B3).GPUs(8).
+		Plugin(train.PluginHCCLRank).
+		Build()
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{"env": {}, "svc": {}, "hcclrank": {}}, job.Spec.Plugins)
+}
+
+// TestMPIServiceAccountStaysOffTheLauncher: the training-operator v1.8.1
+// (pkg/controller.v1/mpi, newLauncher, newLauncherRoleBinding) runs the
+// Launcher as <job>-launcher, bound to a Role with pods/exec on the
+// workers, unless the Launcher's template names an account; then it binds
+// that account, creating it owned by the MPIJob when it is missing. The pod
+// settings' ServiceAccount therefore reaches the Workers only, and
+// LauncherServiceAccount says the launcher's account on purpose.
+func TestMPIServiceAccountStaysOffTheLauncher(t *testing.T) {
+	for _, b := range []*train.MPIJob{train.MPI("mpi"), train.Horovod("hvd")} {
+		job, err := b.Image(img).Command("python", "a.py").ServiceAccount("s3-reader").Build()
+		require.NoError(t, err)
+		launcher := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec
+		worker := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker].Template.Spec
+		assert.Empty(t, launcher.ServiceAccountName, "the operator's <job>-launcher account")
+		assert.Equal(t, "s3-reader", worker.ServiceAccountName)
+	}
+	job, err := train.MPI("mpi").Image(img).Command("python", "a.py").
+		ServiceAccount("s3-reader").LauncherServiceAccount("mpi-launcher").Build()
+	require.NoError(t, err)
+	assert.Equal(t, "mpi-launcher", job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec.ServiceAccountName)
+	assert.Equal(t, "s3-reader", job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker].Template.Spec.ServiceAccountName)
+}
+
+// TestCleanPodPolicyDefaultsToRunning: the operator's defaults
+// (SetDefaults_* in pkg/apis/kubeflow.org/v1) are None, under which
+// DeletePodsAndServices (pkg/controller.v1/common/job.go) deletes nothing
+// when a job ends: an MPIJob's sleeping workers, a TFJob's parameter
+// servers, an MXJob's scheduler and servers, a PaddleJob's servers keep
+// running with their accelerators. cube defaults to Running, which deletes
+// the pods still running and keeps the finished ones.
+func TestCleanPodPolicyDefaultsToRunning(t *testing.T) {
+	jobs := map[string]cube.Workload{
+		"mpi":        train.MPI("mpi").Image(img).Command("a"),
+		"horovod":    train.Horovod("hvd").Image(img).Command("a"),
+		"tensorflow": train.TensorFlow("tf").Image(img).ParameterServers(2),
+		"mxnet":      train.MXNet("mx").Image(img),
+		"paddle":     train.Paddle("pd").Image(img).ParameterServers(1),
+		"pytorch":    train.PyTorch("pt").Image(img),
+		"deepspeed":  train.DeepSpeed("ds").Image(img),
+		"colossalai": train.ColossalAI("cai").Image(img).Script("t.py"),
+		"xgboost":    train.XGBoost("xgb").Image(img),
+	}
+	for name, w := range jobs {
+		objs, err := w.Objects()
+		require.NoError(t, err, name)
+		assert.Equal(t, kubeflowv1.CleanPodPolicyRunning, *runPolicyOf(t, objs[len(objs)-1]).CleanPodPolicy, name)
+	}
+	job, err := train.MPI("mpi").Image(img).Command("a").CleanPodPolicy(kubeflowv1.CleanPodPolicyNone).Build()
+	require.NoError(t, err)
+	assert.Equal(t, kubeflowv1.CleanPodPolicyNone, *job.Spec.RunPolicy.CleanPodPolicy, "the caller's choice wins")
+}
+
+func runPolicyOf(t *testing.T, obj client.Object) kubeflowv1.RunPolicy {
+	t.Helper()
+	switch j := obj.(type) {
+	case *kubeflowv1.PyTorchJob:
+		return j.Spec.RunPolicy
+	case *kubeflowv1.TFJob:
+		return j.Spec.RunPolicy
+	case *kubeflowv1.MPIJob:
+		return j.Spec.RunPolicy
+	case *kubeflowv1.MXJob:
+		return j.Spec.RunPolicy
+	case *kubeflowv1.PaddleJob:
+		return j.Spec.RunPolicy
+	case *kubeflowv1.XGBoostJob:
+		return j.Spec.RunPolicy
+	}
+	t.Fatalf("no run policy on %T", obj)
+	return kubeflowv1.RunPolicy{}
+}
+
+// TestSinglePodJobs: the training-operator's PyTorchJob webhook
+// (pkg/webhooks/pytorch) and XGBoost controller (SetPodEnv) accept a
+// Master alone. Workers counts the Worker replicas, Nodes the pods that
+// train, the Master included, as Arena's --workers and the Kubeflow SDK's
+// num_workers do.
+func TestSinglePodJobs(t *testing.T) {
+	for _, b := range []*train.PyTorchJob{train.PyTorch("ft").Workers(0), train.PyTorch("ft").Nodes(1)} {
+		job, err := b.Image(img).On(hardware.H100).GPUs(8).Build()
+		require.NoError(t, err)
+		require.Len(t, job.Spec.PyTorchReplicaSpecs, 1)
+		master := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster]
+		assert.Equal(t, int32(1), *master.Replicas)
+		assert.Equal(t, "8", *job.Spec.NprocPerNode)
+	}
+
+	job, err := train.PyTorch("ddp").Image(img).Nodes(4).Build()
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), *job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker].Replicas)
+	job, err = train.PyTorch("ddp").Image(img).Nodes(4).Workers(2).Build()
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), *job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker].Replicas, "the later call wins")
+	job, err = train.PyTorch("elastic").Image(img).Elastic(2, 6).Nodes(4).Build()
+	require.NoError(t, err)
+	assert.Equal(t, int32(4), *job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker].Replicas, "no Master under Elastic")
+	assert.NotContains(t, job.Spec.PyTorchReplicaSpecs, kubeflowv1.PyTorchJobReplicaTypeMaster)
+
+	objs, err := train.DeepSpeed("ds").Image(img).Nodes(1).Objects()
+	require.NoError(t, err)
+	ds := objs[1].(*kubeflowv1.PyTorchJob)
+	require.Len(t, ds.Spec.PyTorchReplicaSpecs, 1)
+	assert.Equal(t, train.DeepSpeedConfigDir, container(ds.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster]).VolumeMounts[0].MountPath)
+
+	cai, err := train.ColossalAI("cai").Image(img).Script("t.py").Workers(0).
+		Plugin(train.PluginHybridParallel).TensorParallel(2).On(hardware.H100).GPUs(8).Build()
+	require.NoError(t, err, "tp 2 divides the 8 processes of one pod")
+	require.Len(t, cai.Spec.PyTorchReplicaSpecs, 1)
+
+	xgb, err := train.XGBoost("xgb").Image(img).Nodes(1).Build()
+	require.NoError(t, err)
+	require.Len(t, xgb.Spec.XGBReplicaSpecs, 1)
+	xgb, err = train.XGBoost("xgb").Image(img).Nodes(3).Build()
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), *xgb.Spec.XGBReplicaSpecs[kubeflowv1.XGBoostJobReplicaTypeWorker].Replicas)
+}
+
+// TestRayJobRetryIsNotFinal writes the status KubeRay v1.5.0 stores while it
+// retries (controllers/ray/rayjob_controller.go,
+// checkBackoffLimitAndUpdateStatusIfNeeded: jobStatus FAILED beside
+// jobDeploymentStatus Retrying) through the API server, and checks that
+// the release is still in progress until the last attempt fails.
+func TestRayJobRetryIsNotFinal(t *testing.T) {
+	c, env, ns := newClient(t)
+	ctx := t.Context()
+	rel, err := c.Apply(ctx, train.Ray("retry").Image("rayproject/ray:2.40.0").Entrypoint("python t.py").WorkerGroup("w", 1).BackoffLimit(2))
+	require.NoError(t, err)
+	setStatus := func(st rayv1.RayJobStatus) {
+		t.Helper()
+		job := &rayv1.RayJob{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "retry"}, job))
+		job.Status = st
+		require.NoError(t, env.Client.Status().Update(ctx, job))
+	}
+	setStatus(rayv1.RayJobStatus{JobDeploymentStatus: rayv1.JobDeploymentStatusRetrying, JobStatus: rayv1.JobStatusFailed,
+		Reason: rayv1.AppFailed, Message: "exit 1", Failed: ptr[int32](1)})
+	st, err := rel.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, cube.InProgress, st.Phase)
+	last := st.Objects[len(st.Objects)-1]
+	assert.Equal(t, "Retrying", last.Reason)
+	assert.Equal(t, "retrying after failed attempt 1: exit 1", last.Message)
+
+	setStatus(rayv1.RayJobStatus{JobDeploymentStatus: rayv1.JobDeploymentStatusFailed, JobStatus: rayv1.JobStatusFailed,
+		Reason: rayv1.AppFailed, Message: "exit 1", Failed: ptr[int32](3)})
+	st, err = rel.Wait(ctx, cube.Succeeded, cube.Timeout(30*time.Second))
+	require.ErrorIs(t, err, cube.ErrFailed)
+	assert.Equal(t, cube.Failed, st.Phase)
+}
+
+// TestVolcanoJobsApplyWithTheirRestartPolicy applies jobs with each restart
+// policy to the API server's Volcano Job schema.
+func TestVolcanoJobsApplyWithTheirRestartPolicy(t *testing.T) {
+	c, env, ns := newClient(t)
+	for _, p := range []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever, corev1.RestartPolicyAlways} {
+		name := "vc-" + map[corev1.RestartPolicy]string{"OnFailure": "onfailure", "Never": "never", "Always": "always"}[p]
+		_, err := c.Apply(t.Context(), train.Volcano(name).Image(img).RestartPolicy(p).Task("worker", 2).Plugin(train.PluginHCCLRank))
+		require.NoError(t, err)
+		got := &vcbatch.Job{}
+		require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, got))
+		assert.Equal(t, p, got.Spec.Tasks[0].Template.Spec.RestartPolicy)
+		assert.Contains(t, got.Spec.Plugins, train.PluginHCCLRank)
+	}
+}
