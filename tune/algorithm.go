@@ -256,7 +256,7 @@ var algorithmRules = map[string]map[string]settingRule{
 			}
 			return ""
 		},
-		"r_l":           floatIn(0, math.MaxFloat64, false),
+		"r_l": floatIn(0, math.MaxFloat64, false),
 		// Katib turns eta <= 0 into 3, and eta 1 divides by log(1) = 0.
 		"eta": intAtLeast(2),
 	},
