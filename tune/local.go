@@ -121,6 +121,15 @@ type TrialResult struct {
 	params  map[string]any
 }
 
+// Float returns the value of a Float or Discrete parameter (0 if absent).
+func (r TrialResult) Float(name string) float64 { v, _ := r.params[name].(float64); return v }
+
+// Int returns the value of an Int parameter (0 if absent).
+func (r TrialResult) Int(name string) int { v, _ := r.params[name].(int); return v }
+
+// String returns the value of a Choice parameter ("" if absent).
+func (r TrialResult) String(name string) string { v, _ := r.params[name].(string); return v }
+
 // Result is a finished local study.
 type Result struct {
 	Trials []TrialResult // by trial number
