@@ -184,7 +184,7 @@ func TestCollectorsAppliedStrictly(t *testing.T) {
 	}
 	for name, c := range collectors {
 		t.Run(name, func(t *testing.T) {
-			e := baseExperiment("mc-"+name).Namespace(ns).Collect(c)
+			e := baseExperiment("mc-" + name).Namespace(ns).Collect(c)
 			exp, err := e.Build()
 			require.NoError(t, err)
 			katibValidate(t, exp)

@@ -321,7 +321,9 @@ func TestValidation(t *testing.T) {
 			"spec.metricsCollectorSpec.source.filter.metricsFormat[0]: Invalid value: \"(a\": error parsing regexp",
 			`spec.metricsCollectorSpec.source.filter.metricsFormat[1]: Invalid value: "(\\w+)=": needs two groups`,
 		}},
-		"tfevent": {func() *tune.Experiment { return baseExperiment("c").Collect(tune.TensorFlowEvent("tf").Filter(`(a)(b)`)) }, []string{
+		"tfevent": {func() *tune.Experiment {
+			return baseExperiment("c").Collect(tune.TensorFlowEvent("tf").Filter(`(a)(b)`))
+		}, []string{
 			`spec.metricsCollectorSpec.source.fileSystemPath.path: Invalid value: "tf"`,
 			`spec.metricsCollectorSpec.source.filter: Invalid value: ["(a)(b)"]: the TensorFlowEvent collector takes no filter`,
 		}},
@@ -329,7 +331,9 @@ func TestValidation(t *testing.T) {
 			"spec.metricsCollectorSpec.source.httpGet.port: Invalid value: 0",
 			`spec.metricsCollectorSpec.source.httpGet.path: Invalid value: "metrics": must start with '/'`,
 		}},
-		"custom": {func() *tune.Experiment { return baseExperiment("c").Collect(tune.Custom(corev1.Container{}).Read("x", false)) }, []string{
+		"custom": {func() *tune.Experiment {
+			return baseExperiment("c").Collect(tune.Custom(corev1.Container{}).Read("x", false))
+		}, []string{
 			"spec.metricsCollectorSpec.collector.customCollector: Required value",
 			`spec.metricsCollectorSpec.source.fileSystemPath.path: Invalid value: "x"`,
 		}},

@@ -116,6 +116,10 @@ type parzen struct {
 	centers [][]float64 // per component, per dim
 	sigmas  [][]float64 // per component, per dim
 	weights []float64   // per component (normalised)
+	// logConst is, per component, the log of its weight less the log of
+	// each numeric kernel's normaliser (sigma·sqrt(2π) times the mass
+	// inside the bounds), so that a density costs no erfc.
+	logConst []float64
 	// categories holds, per Choice dim, its own distribution over the
 	// categories: Choices are modelled independently of the rest (counts
 	// plus a prior of weight 1 spread evenly, as Optuna's TPE), because a
@@ -179,6 +183,19 @@ func fitParzen(dims []dim, points [][]float64) parzen {
 	for i := range pz.weights {
 		pz.weights[i] = 1 / float64(len(pz.centers))
 	}
+	pz.logConst = make([]float64, len(pz.centers))
+	for c := range pz.centers {
+		lc := math.Log(pz.weights[c])
+		for d, dm := range dims {
+			if dm.category {
+				continue
+			}
+			mu, sigma := pz.centers[c][d], pz.sigmas[c][d]
+			mass := normCDF((dm.hi-mu)/sigma) - normCDF((dm.lo-mu)/sigma)
+			lc -= math.Log(sigma*math.Sqrt(2*math.Pi)) + math.Log(math.Max(mass, 1e-300))
+		}
+		pz.logConst[c] = lc
+	}
 	pz.categories = make([][]float64, len(dims))
 	for d, dm := range dims {
 		if !dm.category {
@@ -225,13 +242,15 @@ func pickWeighted(rng *rand.Rand, p []float64) int {
 func (pz parzen) logDensity(x []float64) float64 {
 	best := math.Inf(-1)
 	terms := make([]float64, len(pz.centers))
-	for c := range pz.centers {
-		lp := math.Log(pz.weights[c])
+	for c, center := range pz.centers {
+		lp := pz.logConst[c]
+		sigmas := pz.sigmas[c]
 		for d, dm := range pz.dims {
 			if dm.category {
 				continue
 			}
-			lp += logTruncatedNormal(x[d], pz.centers[c][d], pz.sigmas[c][d], dm.lo, dm.hi)
+			z := (x[d] - center[d]) / sigmas[d]
+			lp -= 0.5 * z * z
 		}
 		terms[c] = lp
 		best = math.Max(best, lp)
@@ -258,11 +277,6 @@ func truncatedNormal(rng *rand.Rand, mu, sigma, lo, hi float64) float64 {
 	return math.Min(math.Max(mu, lo), hi)
 }
 
-func logTruncatedNormal(x, mu, sigma, lo, hi float64) float64 {
-	z := (x - mu) / sigma
-	mass := normCDF((hi-mu)/sigma) - normCDF((lo-mu)/sigma)
-	return -0.5*z*z - math.Log(sigma*math.Sqrt(2*math.Pi)) - math.Log(math.Max(mass, 1e-300))
-}
 
 func normCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
 
