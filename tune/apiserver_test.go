@@ -222,3 +222,18 @@ func TestSharedConfigMapApplied(t *testing.T) {
 	kind, _, _ := unstructured.NestedString(got.Object, "spec", "trialTemplate", "trialSpec", "kind")
 	assert.Equal(t, "PyTorchJob", kind)
 }
+
+// TestKatibValidatorBackstopFails shows that the backstop can fail: Katib's
+// validator rejects what cube would never render.
+func TestKatibValidatorBackstopFails(t *testing.T) {
+	exp, err := baseExperiment("backstop").Build()
+	require.NoError(t, err)
+	exp.Spec.TrialTemplate.PrimaryContainerName = ""
+	exp.Spec.TrialTemplate.TrialParameters = exp.Spec.TrialTemplate.TrialParameters[1:]
+	in := exp.DeepCopy()
+	in.SetDefault()
+	errs := validator.New(katibConfig{manifest.New(nil)}).ValidateExperiment(in, nil)
+	require.Len(t, errs, 2, "%v", errs)
+	assert.Equal(t, "spec.trialTemplate.primaryContainerName", errs[0].Field)
+	assert.Contains(t, errs[1].Detail, "not found in spec.trialParameters")
+}

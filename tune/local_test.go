@@ -62,7 +62,10 @@ func TestLocalFindsTheOptimum(t *testing.T) {
 	}
 	// Maximising the negation finds the same point.
 	maxRes, err := tune.NewLocal(tune.Maximize("score"), quadSpace...).Algorithm(tune.TPE()).Trials(80).Parallel(2).Seed(3).
-		Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) { v, err := quadratic(ctx, tr); return -v, err })
+		Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) {
+			v, err := quadratic(ctx, tr)
+			return -v, err
+		})
 	require.NoError(t, err)
 	assert.Equal(t, res.Best.Values, maxRes.Best.Values)
 }
@@ -180,7 +183,9 @@ func TestLocalFromExperiment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, res.Trials, 15)
 	again, err := tune.NewLocal(tune.Maximize("accuracy"), e.Space()...).Algorithm(tune.TPE()).Trials(15).Parallel(3).Seed(9).
-		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return tr.Float("lr") * float64(tr.Int("layers")), nil })
+		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
+			return tr.Float("lr") * float64(tr.Int("layers")), nil
+		})
 	require.NoError(t, err)
 	assert.Equal(t, res.Best.Values, again.Best.Values, "LocalFrom takes the experiment's seed, counts and objective")
 }

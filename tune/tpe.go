@@ -277,7 +277,6 @@ func truncatedNormal(rng *rand.Rand, mu, sigma, lo, hi float64) float64 {
 	return math.Min(math.Max(mu, lo), hi)
 }
 
-
 func normCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
 
 func (s *tpeSampler) settingInt(name string, def int) int {
