@@ -41,21 +41,50 @@ type Trial struct {
 }
 
 // Float returns the value of a Float or Discrete parameter (0 if absent).
-func (t *Trial) Float(name string) float64 { v, _ := t.values[name].(float64); return v }
+func (t *Trial) Float(name string) float64 {
+	if t == nil {
+		return 0
+	}
+	v, _ := t.values[name].(float64)
+	return v
+}
 
 // Int returns the value of an Int parameter (0 if absent).
-func (t *Trial) Int(name string) int { v, _ := t.values[name].(int); return v }
+func (t *Trial) Int(name string) int {
+	if t == nil {
+		return 0
+	}
+	v, _ := t.values[name].(int)
+	return v
+}
 
 // String returns the value of a Choice parameter ("" if absent).
-func (t *Trial) String(name string) string { v, _ := t.values[name].(string); return v }
+func (t *Trial) String(name string) string {
+	if t == nil {
+		return ""
+	}
+	v, _ := t.values[name].(string)
+	return v
+}
 
 // Values returns the parameter values formatted as Katib assigns them.
-func (t *Trial) Values() map[string]string { return formatValues(t.values) }
+func (t *Trial) Values() map[string]string {
+	if t == nil {
+		return map[string]string{}
+	}
+	return formatValues(t.values)
+}
+
+// errNoStudy is what Report returns on a Trial that no study made.
+var errNoStudy = errors.New("report: the trial belongs to no study (trials come from Local.Run)")
 
 // Report records the objective's value after step (the first report is
 // step 1). With MedianStop it returns ErrPruned once the trial falls behind;
 // the trial function should then return.
 func (t *Trial) Report(value float64) error {
+	if t == nil || t.study == nil {
+		return errNoStudy
+	}
 	t.reports = append(t.reports, value)
 	es := t.study.earlyStopping
 	if es == nil || t.pruned {

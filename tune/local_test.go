@@ -224,3 +224,16 @@ func BenchmarkLocalTPE(b *testing.B) {
 		require.NoError(b, err)
 	}
 }
+
+func TestTrialZeroValues(t *testing.T) {
+	var nilTrial *tune.Trial
+	assert.Zero(t, nilTrial.Float("x"))
+	assert.Zero(t, nilTrial.Int("x"))
+	assert.Empty(t, nilTrial.String("x"))
+	assert.Empty(t, nilTrial.Values())
+	assert.ErrorContains(t, nilTrial.Report(1), "the trial belongs to no study")
+	assert.ErrorContains(t, (&tune.Trial{}).Report(1), "the trial belongs to no study")
+	var zero tune.Local
+	_, err := zero.Run(t.Context(), quadratic)
+	assert.ErrorContains(t, err, "objective: Required value")
+}
