@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -236,4 +237,81 @@ func TestKatibValidatorBackstopFails(t *testing.T) {
 	require.Len(t, errs, 2, "%v", errs)
 	assert.Equal(t, "spec.trialTemplate.primaryContainerName", errs[0].Field)
 	assert.Contains(t, errs[1].Detail, "not found in spec.trialParameters")
+}
+
+// TestWaitFollowsKatib applies an experiment with cube's client, writes the
+// status Katib's controller would write, and follows it: progress, the
+// optimal trial, and Release.Wait ending on Succeeded.
+func TestWaitFollowsKatib(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset))
+	rel, err := c.Apply(t.Context(), baseExperiment("follow"))
+	require.NoError(t, err)
+
+	get := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(katibv1beta1.SchemeGroupVersion.WithKind("Experiment"))
+		require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "follow"}, u))
+		return u
+	}
+	setStatus := func(status katibv1beta1.ExperimentStatus) {
+		u := get()
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+		require.NoError(t, err)
+		u.Object["status"] = content
+		require.NoError(t, env.Client.Status().Update(t.Context(), u))
+	}
+	assert.Equal(t, cube.InProgress, cube.ReadStatus(get()).Phase)
+
+	now := metav1.Now()
+	running := katibv1beta1.ExperimentStatus{
+		Conditions: []katibv1beta1.ExperimentCondition{
+			{Type: katibv1beta1.ExperimentCreated, Status: corev1.ConditionTrue, Reason: "ExperimentCreated", LastUpdateTime: now, LastTransitionTime: now},
+			{Type: katibv1beta1.ExperimentRunning, Status: corev1.ConditionTrue, Reason: "ExperimentRunning", LastUpdateTime: now, LastTransitionTime: now},
+		},
+		Trials: 5, TrialsRunning: 2, TrialsSucceeded: 2, TrialsEarlyStopped: 1,
+		CurrentOptimalTrial: katibv1beta1.OptimalTrial{
+			BestTrialName:        "follow-abc",
+			ParameterAssignments: []common.ParameterAssignment{{Name: "lr", Value: "0.003"}, {Name: "layers", Value: "4"}, {Name: "optimizer", Value: "adam"}},
+			Observation:          common.Observation{Metrics: []common.Metric{{Name: "accuracy", Min: "0.5", Max: "0.93", Latest: "0.91"}, {Name: "loss", Min: "0.2", Max: "0.9", Latest: "0.25"}}},
+		},
+	}
+	setStatus(running)
+	st := cube.ReadStatus(get())
+	assert.Equal(t, cube.InProgress, st.Phase)
+	assert.Equal(t, "Running", st.Reason)
+	assert.Equal(t, "5 trials: 2 running, 2 succeeded, 0 failed, 1 early-stopped", st.Message)
+
+	stored := &katibv1beta1.Experiment{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(get().Object, stored))
+	p := tune.ProgressOf(stored)
+	require.NotNil(t, p.Optimal)
+	assert.Equal(t, "follow-abc", p.Optimal.Trial)
+	assert.Equal(t, map[string]float64{"accuracy": 0.93, "loss": 0.9}, p.Optimal.Metrics, "maximize reads max, as Katib's default strategy")
+	lr, err := p.Optimal.Float("lr")
+	require.NoError(t, err)
+	assert.Equal(t, 0.003, lr)
+	layers, err := p.Optimal.Int("layers")
+	require.NoError(t, err)
+	assert.Equal(t, 4, layers)
+	_, err = p.Optimal.Float("momentum")
+	assert.ErrorContains(t, err, `optimal trial follow-abc has no parameter "momentum"`)
+
+	done := running
+	done.Conditions = append(done.Conditions, katibv1beta1.ExperimentCondition{
+		Type: katibv1beta1.ExperimentSucceeded, Status: corev1.ConditionTrue, Reason: "ExperimentGoalReached", LastUpdateTime: now, LastTransitionTime: now,
+	})
+	done.TrialsRunning, done.TrialsSucceeded = 0, 4
+	setStatus(done)
+	final, err := rel.Wait(t.Context(), cube.Succeeded)
+	require.NoError(t, err)
+	assert.Equal(t, cube.Succeeded, final.Phase)
+	assert.Equal(t, "ExperimentGoalReached", final.Objects[0].Reason)
+
+	failed := done
+	failed.Conditions = []katibv1beta1.ExperimentCondition{{Type: katibv1beta1.ExperimentFailed, Status: corev1.ConditionTrue, Reason: "ExperimentMaxFailedTrialsReached", Message: "3 trials failed", LastUpdateTime: now, LastTransitionTime: now}}
+	setStatus(failed)
+	st = cube.ReadStatus(get())
+	assert.Equal(t, cube.ObjectStatus{Ref: st.Ref, Phase: cube.Failed, Reason: "ExperimentMaxFailedTrialsReached", Message: "3 trials failed"}, st)
 }
