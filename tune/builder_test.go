@@ -1,0 +1,399 @@
+package tune_test
+
+import (
+	"math"
+	"testing"
+
+	common "github.com/kubeflow/katib/pkg/apis/controller/common/v1beta1"
+	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/tune"
+)
+
+func TestPyTorchTrialFields(t *testing.T) {
+	exp, err := tune.New("mnist").Namespace("team-a").
+		Objective(tune.Maximize("accuracy").Goal(0.95).Also("loss")).
+		Algorithm(tune.TPE().Seed(1)).
+		Param(tune.Float("lr", 1e-5, 1e-2).Log(), tune.Int("layers", 2, 8).Step(2), tune.Choice("optimizer", "adam", "sgd"), tune.Discrete("batch", 32, 64)).
+		Trial(pytorch("mnist-trial"), tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"), tune.Env("optimizer", "OPTIMIZER"), tune.Env("batch", "BATCH")).
+		Parallel(4).MaxTrials(40).MaxFailed(3).Resume(tune.FromVolume).RetainTrials().
+		Build()
+	require.NoError(t, err)
+	assert.Equal(t, "kubeflow.org/v1beta1", exp.APIVersion)
+	assert.Equal(t, "Experiment", exp.Kind)
+	assert.Equal(t, "team-a", exp.Namespace)
+	assert.Equal(t, "mnist", exp.Labels[cube.LabelRelease])
+	goal := 0.95
+	assert.Equal(t, &common.ObjectiveSpec{Type: common.ObjectiveTypeMaximize, Goal: &goal, ObjectiveMetricName: "accuracy", AdditionalMetricNames: []string{"loss"}}, exp.Spec.Objective)
+	assert.Equal(t, &common.AlgorithmSpec{AlgorithmName: "tpe", AlgorithmSettings: []common.AlgorithmSetting{{Name: "random_state", Value: "1"}}}, exp.Spec.Algorithm)
+	assert.Equal(t, []katibv1beta1.ParameterSpec{
+		{Name: "lr", ParameterType: katibv1beta1.ParameterTypeDouble, FeasibleSpace: katibv1beta1.FeasibleSpace{Min: "1e-05", Max: "0.01", Distribution: katibv1beta1.DistributionLogUniform}},
+		{Name: "layers", ParameterType: katibv1beta1.ParameterTypeInt, FeasibleSpace: katibv1beta1.FeasibleSpace{Min: "2", Max: "8", Step: "2", Distribution: katibv1beta1.DistributionUniform}},
+		{Name: "optimizer", ParameterType: katibv1beta1.ParameterTypeCategorical, FeasibleSpace: katibv1beta1.FeasibleSpace{List: []string{"adam", "sgd"}}},
+		{Name: "batch", ParameterType: katibv1beta1.ParameterTypeDiscrete, FeasibleSpace: katibv1beta1.FeasibleSpace{List: []string{"32", "64"}}},
+	}, exp.Spec.Parameters)
+	assert.Equal(t, int32(4), *exp.Spec.ParallelTrialCount)
+	assert.Equal(t, int32(40), *exp.Spec.MaxTrialCount)
+	assert.Equal(t, int32(3), *exp.Spec.MaxFailedTrialCount)
+	assert.Equal(t, tune.FromVolume, exp.Spec.ResumePolicy)
+	assert.Equal(t, &common.MetricsCollectorSpec{Collector: &common.CollectorSpec{Kind: common.StdOutCollector}}, exp.Spec.MetricsCollectorSpec)
+
+	tt := exp.Spec.TrialTemplate
+	assert.True(t, tt.Retain)
+	assert.Equal(t, "pytorch", tt.PrimaryContainerName)
+	assert.Equal(t, map[string]string{"training.kubeflow.org/job-role": "master"}, tt.PrimaryPodLabels)
+	assert.Equal(t, `status.conditions.#(type=="Succeeded")#|#(status=="True")#`, tt.SuccessCondition)
+	assert.Equal(t, `status.conditions.#(type=="Failed")#|#(status=="True")#`, tt.FailureCondition)
+	assert.Equal(t, []katibv1beta1.TrialParameterSpec{
+		{Name: "lr", Reference: "lr", Description: "search parameter lr"},
+		{Name: "layers", Reference: "layers", Description: "search parameter layers"},
+		{Name: "optimizer", Reference: "optimizer", Description: "search parameter optimizer"},
+		{Name: "batch", Reference: "batch", Description: "search parameter batch"},
+	}, tt.TrialParameters)
+
+	spec := tt.TrialSpec
+	assert.Equal(t, "PyTorchJob", spec.GetKind())
+	assert.Empty(t, spec.GetName(), "Katib names the trial's object")
+	assert.Empty(t, spec.GetNamespace())
+	assert.Equal(t, "mnist", spec.GetLabels()[cube.LabelRelease], "the trial belongs to the experiment's release")
+	for _, role := range []string{"Master", "Worker"} {
+		containers, found, err := unstructured.NestedSlice(spec.Object, "spec", "pytorchReplicaSpecs", role, "template", "spec", "containers")
+		require.NoError(t, err)
+		require.True(t, found, role)
+		c := containers[0].(map[string]any)
+		assert.Equal(t, []any{"--lr", "${trialParameters.lr}", "--layers", "${trialParameters.layers}"}, c["args"], role)
+		assert.Contains(t, c["env"], map[string]any{"name": "OPTIMIZER", "value": "${trialParameters.optimizer}"}, role)
+		assert.Contains(t, c["env"], map[string]any{"name": "BATCH", "value": "${trialParameters.batch}"}, role)
+		podLabels, _, _ := unstructured.NestedStringMap(spec.Object, "spec", "pytorchReplicaSpecs", role, "template", "metadata", "labels")
+		assert.Equal(t, "mnist", podLabels[cube.LabelRelease], role)
+	}
+}
+
+func TestFreshObjects(t *testing.T) {
+	e := baseExperiment("fresh")
+	a, err := e.Build()
+	require.NoError(t, err)
+	a.Spec.Parameters[0].Name = "changed"
+	a.Spec.TrialTemplate.TrialSpec.SetKind("Changed")
+	*a.Spec.MaxTrialCount = 99
+	b, err := e.Build()
+	require.NoError(t, err)
+	assert.Equal(t, "lr", b.Spec.Parameters[0].Name)
+	assert.Equal(t, "Job", b.Spec.TrialTemplate.TrialSpec.GetKind())
+	assert.Equal(t, int32(12), *b.Spec.MaxTrialCount)
+}
+
+func TestRefPlacesByHand(t *testing.T) {
+	job := pytorch("hand").Torchrun("mnist.py", "--lr", tune.Ref("lr"))
+	exp, err := tune.New("hand").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.001, 0.1)).Trial(job).Build()
+	require.NoError(t, err)
+	assert.Equal(t, []katibv1beta1.TrialParameterSpec{{Name: "lr", Reference: "lr", Description: "search parameter lr"}}, exp.Spec.TrialTemplate.TrialParameters)
+	assert.Equal(t, "${trialParameters.lr}", tune.Ref("lr"))
+}
+
+func TestOverridesForOtherKinds(t *testing.T) {
+	// A kind cube knows no defaults for needs conditions and a container.
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("batch.volcano.sh/v1alpha1")
+	u.SetKind("Job")
+	u.SetName("vc")
+	require.NoError(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{
+		"name": "worker", "replicas": int64(1),
+		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "main", "image": "busybox"}}}},
+	}}, "spec", "tasks"))
+	base := func() *tune.Experiment {
+		return tune.New("vc").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.01, 0.1)).
+			Trial(cube.Objects(u), tune.Arg("lr", "--lr"))
+	}
+	_, err := base().Build()
+	assert.Empty(t, missing(errorStrings(t, err), "spec.trialTemplate.successCondition: Required value: cube knows no completion of Job"))
+
+	exp, err := base().PrimaryContainer("main").
+		PrimaryPodLabels(map[string]string{"volcano.sh/task-spec": "worker"}).
+		Conditions(`status.[@this].#(state.phase=="Completed")#`, `status.[@this].#(state.phase=="Failed")#`).
+		Build()
+	require.NoError(t, err)
+	assert.Equal(t, "main", exp.Spec.TrialTemplate.PrimaryContainerName)
+	assert.Equal(t, map[string]string{"volcano.sh/task-spec": "worker"}, exp.Spec.TrialTemplate.PrimaryPodLabels)
+	assert.Equal(t, `status.[@this].#(state.phase=="Completed")#`, exp.Spec.TrialTemplate.SuccessCondition)
+}
+
+func TestCollectorRendering(t *testing.T) {
+	cases := map[string]struct {
+		c    tune.Collector
+		want *common.MetricsCollectorSpec
+	}{
+		"stdout format": {tune.StdOut(`(\w+)=(\d+)`), &common.MetricsCollectorSpec{
+			Collector: &common.CollectorSpec{Kind: common.StdOutCollector},
+			Source:    &common.SourceSpec{Filter: &common.FilterSpec{MetricsFormat: []string{`(\w+)=(\d+)`}}},
+		}},
+		"file json": {tune.File("/m/metrics.json").JSON(), &common.MetricsCollectorSpec{
+			Collector: &common.CollectorSpec{Kind: common.FileCollector},
+			Source:    &common.SourceSpec{FileSystemPath: &common.FileSystemPath{Path: "/m/metrics.json", Kind: common.FileKind, Format: common.JsonFormat}},
+		}},
+		"file text": {tune.File("/m/metrics.log"), &common.MetricsCollectorSpec{
+			Collector: &common.CollectorSpec{Kind: common.FileCollector},
+			Source:    &common.SourceSpec{FileSystemPath: &common.FileSystemPath{Path: "/m/metrics.log", Kind: common.FileKind, Format: common.TextFormat}},
+		}},
+		"tfevent": {tune.TensorFlowEvent("/m/tf"), &common.MetricsCollectorSpec{
+			Collector: &common.CollectorSpec{Kind: common.TfEventCollector},
+			Source:    &common.SourceSpec{FileSystemPath: &common.FileSystemPath{Path: "/m/tf", Kind: common.DirectoryKind}},
+		}},
+		"prometheus": {tune.Prometheus(9090, "/metrics"), &common.MetricsCollectorSpec{
+			Collector: &common.CollectorSpec{Kind: common.PrometheusMetricCollector},
+			Source:    &common.SourceSpec{HttpGet: &corev1.HTTPGetAction{Path: "/metrics", Port: intstr.FromInt32(9090)}},
+		}},
+		"push": {tune.Push(), &common.MetricsCollectorSpec{Collector: &common.CollectorSpec{Kind: common.PushCollector}}},
+		"custom": {tune.Custom(corev1.Container{Name: "c", Image: "i"}), &common.MetricsCollectorSpec{
+			Collector: &common.CollectorSpec{Kind: common.CustomCollector, CustomCollector: &corev1.Container{Name: "c", Image: "i"}},
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			exp, err := baseExperiment("c").Collect(tc.c).Build()
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, exp.Spec.MetricsCollectorSpec)
+		})
+	}
+}
+
+// TestValidation checks every error path: each case's errors, exactly
+// those paths and messages (substrings), all at once.
+func TestValidation(t *testing.T) {
+	cases := map[string]struct {
+		e    func() *tune.Experiment
+		want []string
+	}{
+		"nil": {func() *tune.Experiment { return nil }, []string{"metadata.name: Required value: the experiment is nil"}},
+		"zero value": {func() *tune.Experiment { return &tune.Experiment{} }, []string{
+			"metadata.name: Required value", "spec.objective: Required value", "spec.parameters: Required value", "spec.trialTemplate.trialSpec: Required value",
+		}},
+		"name too long": {func() *tune.Experiment {
+			return baseExperiment("a-very-long-experiment-name-over-forty-chars")
+		}, []string{"metadata.name: Too long"}},
+		"objective": {func() *tune.Experiment {
+			return baseExperiment("o").Objective(tune.Minimize("").Goal(math.NaN()).Also("a b", "x", "x"))
+		}, []string{
+			"spec.objective.objectiveMetricName: Required value",
+			"spec.objective.goal: Invalid value",
+			`spec.objective.additionalMetricNames[0]: Invalid value: "a b"`,
+			`spec.objective.additionalMetricNames[2]: Duplicate value: "x"`,
+		}},
+		"parameters": {func() *tune.Experiment {
+			refs := []string{}
+			for _, n := range []string{"1bad", "neg", "step", "frac", "logstep", "c", "c2", "c3", "d", "d2", "d3", "negstep"} {
+				refs = append(refs, tune.Ref(n))
+			}
+			return tune.New("p").Objective(tune.Minimize("loss")).Trial(pytorch("t").Torchrun("m.py", refs...)).Param(
+				tune.Float("", 0, 1), tune.Float("1bad", math.Inf(1), 1), tune.Float("neg", -1, 1).Log(),
+				tune.Float("step", 0, 1).Step(2), tune.Int("frac", 0, 10).Step(0.5), tune.Float("logstep", 1, 10).Log().Step(1),
+				tune.Choice("c"), tune.Choice("c2", "a", "a", ""), tune.Choice("c3", "a").Log(),
+				tune.Discrete("d"), tune.Discrete("d2", 1, 1, math.NaN()), tune.Discrete("d3", 1).Step(1),
+				tune.Float("step", 0, 1), tune.Param{}, tune.Float("negstep", 0, 1).Step(-1),
+			)
+		}, []string{
+			"spec.parameters[0].name: Required value",
+			`spec.parameters[1].name: Invalid value: "1bad"`,
+			"spec.parameters[1].feasibleSpace.min: Invalid value: +Inf: must be finite",
+			"spec.parameters[1].feasibleSpace.max: Invalid value: 1: must not be below min",
+			"spec.parameters[2].feasibleSpace.min: Invalid value: -1: a log-scaled parameter needs a positive min",
+			"spec.parameters[3].feasibleSpace.step: Invalid value: 2: is wider than the range",
+			"spec.parameters[4].feasibleSpace.step: Invalid value: 0.5: an Int's step must be a whole number",
+			"spec.parameters[5].feasibleSpace.step: Invalid value: 1: a log-scaled parameter cannot also have a step",
+			"spec.parameters[6].feasibleSpace.list: Required value",
+			`spec.parameters[7].feasibleSpace.list[1]: Duplicate value: "a"`,
+			`spec.parameters[7].feasibleSpace.list[2]: Invalid value: "": must not be empty`,
+			"spec.parameters[8].feasibleSpace: Invalid value: \"c3\": a Choice takes neither Log nor Step",
+			"spec.parameters[9].feasibleSpace.list: Required value",
+			"spec.parameters[10].feasibleSpace.list[1]: Duplicate value: 1",
+			"spec.parameters[10].feasibleSpace.list[2]: Invalid value: NaN: must be finite",
+			"spec.parameters[11].feasibleSpace: Invalid value: \"d3\": a Discrete takes neither Log nor Step",
+			`spec.parameters[12].name: Duplicate value: "step"`,
+			"spec.parameters[13].name: Required value",
+			"spec.parameters[13].parameterType: Invalid value",
+			"spec.parameters[14].feasibleSpace.step: Invalid value: -1: must be a positive finite number",
+		}},
+		"counts": {func() *tune.Experiment { return baseExperiment("n").Parallel(0).MaxTrials(0).MaxFailed(-1) }, []string{
+			"spec.parallelTrialCount: Invalid value: 0: must be at least 1",
+			"spec.maxTrialCount: Invalid value: 0: must be at least 1",
+			"spec.maxFailedTrialCount: Invalid value: -1: must be at least 0",
+		}},
+		"counts exceed": {func() *tune.Experiment { return baseExperiment("n").Parallel(5).MaxTrials(4).MaxFailed(5) }, []string{
+			"spec.parallelTrialCount: Invalid value: 5: must not exceed maxTrialCount",
+			"spec.maxFailedTrialCount: Invalid value: 5: must not exceed maxTrialCount",
+		}},
+		"resume": {func() *tune.Experiment { return baseExperiment("r").Resume("Sometimes") }, []string{
+			`spec.resumePolicy: Unsupported value: "Sometimes"`,
+		}},
+		"unknown algorithm": {func() *tune.Experiment { return baseExperiment("a").Algorithm(tune.Algorithm{}) }, []string{
+			`spec.algorithm.algorithmName: Unsupported value: ""`,
+		}},
+		"tpe settings": {func() *tune.Experiment {
+			return baseExperiment("a").Algorithm(tune.TPE().Gamma(1).PriorWeight(0).EICandidates(0).Seed(-1).Sigma(1))
+		}, []string{
+			`spec.algorithm.algorithmSettings[0].value: Invalid value: "1": gamma: must be in (0, 1)`,
+			`spec.algorithm.algorithmSettings[1].value: Invalid value: "0": prior_weight`,
+			`spec.algorithm.algorithmSettings[2].value: Invalid value: "0": n_EI_candidates: must be at least 1`,
+			`spec.algorithm.algorithmSettings[3].value: Invalid value: "-1": random_state: must be at least 0`,
+			`spec.algorithm.algorithmSettings[4].name: Unsupported value: "sigma"`,
+		}},
+		"multivariate-tpe settings": {func() *tune.Experiment {
+			return baseExperiment("a").Algorithm(tune.MultivariateTPE().StartupTrials(-1).Setting("n_ei_candidates", "x"))
+		}, []string{
+			`spec.algorithm.algorithmSettings[0].value: Invalid value: "-1": n_startup_trials: must be at least 0`,
+			`spec.algorithm.algorithmSettings[1].value: Invalid value: "x": n_ei_candidates: must be an integer`,
+		}},
+		"cmaes": {func() *tune.Experiment {
+			return tune.New("cm").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.01, 0.1), tune.Choice("o", "a")).
+				Trial(batchJob("t"), tune.Arg("lr", "--lr"), tune.Env("o", "O")).
+				Algorithm(tune.CMAES().Sigma(0).RestartStrategy("sometimes").Setting("random_state", "x"))
+		}, []string{
+			`spec.algorithm.algorithmSettings[0].value: Invalid value: "0": sigma`,
+			`spec.algorithm.algorithmSettings[1].value: Invalid value: "sometimes": restart_strategy: must be one of`,
+			`spec.algorithm.algorithmSettings[2].value: Invalid value: "x": random_state: must be an integer`,
+			"spec.parameters: Invalid value: 1: CMA-ES needs at least two Float or Int parameters",
+		}},
+		"sobol takes no settings": {func() *tune.Experiment { return baseExperiment("s").Algorithm(tune.Sobol().Seed(1)) }, []string{
+			`spec.algorithm.algorithmSettings[0].name: Unsupported value: "random_state"`,
+		}},
+		"bayesian": {func() *tune.Experiment {
+			return baseExperiment("b").Algorithm(tune.Bayesian().BaseEstimator("NN").InitialPoints(-1).AcquisitionFunc("UCB").AcquisitionOptimizer("adam"))
+		}, []string{
+			`algorithmSettings[0].value: Invalid value: "NN": base_estimator: must be one of`,
+			`algorithmSettings[1].value: Invalid value: "-1": n_initial_points: must be at least 0`,
+			`algorithmSettings[2].value: Invalid value: "UCB": acq_func`,
+			`algorithmSettings[3].value: Invalid value: "adam": acq_optimizer`,
+		}},
+		"grid": {func() *tune.Experiment { return baseExperiment("g").Algorithm(tune.Grid()).MaxTrials(100) }, []string{
+			`spec.parameters[0].feasibleSpace.step: Required value: grid needs a step on Float "lr"`,
+			"spec.maxTrialCount: Invalid value: 100: grid has only 14 combinations",
+		}},
+		"grid too small": {func() *tune.Experiment {
+			return tune.New("g").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.1, 0.3).Step(0.1), tune.Choice("o", "a", "b")).
+				Trial(batchJob("t"), tune.Arg("lr", "--lr"), tune.Env("o", "O")).Algorithm(tune.Grid()).MaxTrials(7).Parallel(1)
+		}, []string{"spec.maxTrialCount: Invalid value: 7: grid has only 6 combinations"}},
+		"hyperband": {func() *tune.Experiment {
+			return baseExperiment("h").Algorithm(tune.Hyperband("optimizer", 0).Eta(1)).Parallel(1)
+		}, []string{
+			`algorithmSettings[1].value: Invalid value: "0": r_l`,
+			`algorithmSettings[2].value: Invalid value: "1": eta: must be at least 2`,
+			`spec.algorithm.algorithmSettings[resource_name]: Invalid value: "optimizer": the resource must be an Int or Float`,
+		}},
+		"hyperband parallel": {func() *tune.Experiment {
+			return baseExperiment("h").Algorithm(tune.Hyperband("epochs", 27)).Parallel(2).MaxTrials(30)
+		}, []string{
+			`spec.algorithm.algorithmSettings[resource_name]: Invalid value: "epochs": must name a parameter`,
+			"spec.parallelTrialCount: Invalid value: 2: hyperband with r_l 27 and eta 3 needs at least 27 parallel trials",
+		}},
+		"hyperband missing": {func() *tune.Experiment { return baseExperiment("h").Algorithm(tune.Algorithm{}.Setting("eta", "3")) }, []string{
+			`spec.algorithm.algorithmName: Unsupported value: ""`,
+		}},
+		"pbt": {func() *tune.Experiment {
+			return baseExperiment("p").Algorithm(tune.PBT("relative", 4, 1.5).ResampleProbability(2))
+		}, []string{
+			`algorithmSettings[0].value: Invalid value: "relative": suggestion_trial_dir: must be an absolute path`,
+			`algorithmSettings[1].value: Invalid value: "4": n_population: must be at least 5`,
+			`algorithmSettings[2].value: Invalid value: "1.5": truncation_threshold: must be in [0, 1]`,
+			`algorithmSettings[3].value: Invalid value: "2": resample_probability: must be in [0, 1]`,
+		}},
+		"early stopping": {func() *tune.Experiment {
+			return baseExperiment("e").EarlyStop(tune.MedianStop().MinTrials(0).StartStep(0))
+		}, []string{
+			`spec.earlyStopping.algorithmSettings[0].value: Invalid value: "0": min_trials_required: must be at least 1`,
+			`spec.earlyStopping.algorithmSettings[1].value: Invalid value: "0": start_step: must be at least 1`,
+		}},
+		"unknown early stopping": {func() *tune.Experiment { return baseExperiment("e").EarlyStop(tune.EarlyStopping{}) }, []string{
+			`spec.earlyStopping.algorithmName: Unsupported value: ""`,
+		}},
+		"collectors": {func() *tune.Experiment {
+			return baseExperiment("c").Collect(tune.File("relative").JSON().Filter(`(a)(b)`))
+		}, []string{
+			`spec.metricsCollectorSpec.source.fileSystemPath.path: Invalid value: "relative": must be an absolute path`,
+			"spec.metricsCollectorSpec.source.filter: Invalid value",
+		}},
+		"collector formats": {func() *tune.Experiment { return baseExperiment("c").Collect(tune.StdOut(`(a`, `(\w+)=`)) }, []string{
+			"spec.metricsCollectorSpec.source.filter.metricsFormat[0]: Invalid value: \"(a\": error parsing regexp",
+			`spec.metricsCollectorSpec.source.filter.metricsFormat[1]: Invalid value: "(\\w+)=": needs two groups`,
+		}},
+		"tfevent": {func() *tune.Experiment {
+			return baseExperiment("c").Collect(tune.TensorFlowEvent("tf").Filter(`(a)(b)`))
+		}, []string{
+			`spec.metricsCollectorSpec.source.fileSystemPath.path: Invalid value: "tf"`,
+			`spec.metricsCollectorSpec.source.filter: Invalid value: ["(a)(b)"]: the TensorFlowEvent collector takes no filter`,
+		}},
+		"prometheus": {func() *tune.Experiment { return baseExperiment("c").Collect(tune.Prometheus(0, "metrics")) }, []string{
+			"spec.metricsCollectorSpec.source.httpGet.port: Invalid value: 0",
+			`spec.metricsCollectorSpec.source.httpGet.path: Invalid value: "metrics": must start with '/'`,
+		}},
+		"custom": {func() *tune.Experiment {
+			return baseExperiment("c").Collect(tune.Custom(corev1.Container{}).Read("x", false))
+		}, []string{
+			"spec.metricsCollectorSpec.collector.customCollector: Required value",
+			`spec.metricsCollectorSpec.source.fileSystemPath.path: Invalid value: "x"`,
+		}},
+		"placements": {func() *tune.Experiment {
+			return tune.New("pl").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.01, 0.1), tune.Float("unused", 0, 1)).
+				Trial(batchJob("t"), tune.Arg("lr", "--lr"), tune.Arg("nope", "--nope"), tune.Env("lr", "1BAD"), tune.Placement{})
+		}, []string{
+			`trial.placements[1].param: Invalid value: "nope": is not a parameter`,
+			`trial.placements[2].env: Invalid value: "1BAD": must be a C identifier`,
+			`trial.placements[3].param: Invalid value: "": is not a parameter`,
+			`spec.parameters[1].name: Invalid value: "unused": reaches no trial`,
+		}},
+		"stray placeholder": {func() *tune.Experiment {
+			return tune.New("pl").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.01, 0.1)).
+				Trial(pytorch("t").Torchrun("m.py", tune.Ref("lr"), tune.Ref("momentum")))
+		}, []string{`spec.trialTemplate.trialSpec: Invalid value: "${trialParameters.momentum}": the trial references "momentum", which is not a parameter`}},
+		"primary container": {func() *tune.Experiment { return baseExperiment("pc").PrimaryContainer("missing") }, []string{
+			`spec.trialTemplate.primaryContainerName: Invalid value: "missing": Job has no container of that name (it has ["train"])`,
+			`trial.placements[0].flag: Invalid value: "--lr": no primary container "missing" to take the argument`,
+			`trial.placements[1].flag: Invalid value: "--layers": no primary container "missing"`,
+			`spec.parameters[0].name: Invalid value: "lr": reaches no trial`,
+			`spec.parameters[1].name: Invalid value: "layers": reaches no trial`,
+		}},
+		"half conditions": {func() *tune.Experiment { return baseExperiment("hc").Conditions("status.done", "") }, []string{
+			"spec.trialTemplate.failureCondition: Required value: Conditions needs both",
+		}},
+		"invalid trial workload": {func() *tune.Experiment {
+			return tune.New("bad").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.01, 0.1)).Trial(pytorch("Bad_Name"), tune.Arg("lr", "--lr"))
+		}, []string{"spec.trialTemplate.trialSpec: Invalid value: \"\": the trial workload is invalid"}},
+		"trial namespace": {func() *tune.Experiment {
+			return tune.New("ns").Namespace("a").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.01, 0.1)).
+				Trial(pytorch("t").Namespace("b"), tune.Arg("lr", "--lr"))
+		}, []string{`spec.trialTemplate.trialSpec[0].metadata.namespace: Invalid value: "b"`}},
+		"two trial objects": {func() *tune.Experiment {
+			objs, _ := batchJob("a").Objects()
+			objs2, _ := pytorch("b").Objects()
+			return tune.New("two").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.01, 0.1)).
+				Trial(cube.Objects(append(objs, objs2...)...), tune.Arg("lr", "--lr"))
+		}, []string{"spec.trialTemplate.trialSpec[1]: Invalid value: \"PyTorchJob b\": the trial workload renders PyTorchJob b besides Job a"}},
+		"no trial object": {func() *tune.Experiment {
+			return tune.New("none").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.01, 0.1)).Trial(cube.Objects())
+		}, []string{"spec.trialTemplate.trialSpec: Required value: the trial workload renders no trial object"}},
+		"config map with placeholder": {func() *tune.Experiment {
+			cm := &corev1.ConfigMap{Data: map[string]string{"lr": tune.Ref("lr")}}
+			cm.SetName("cfg")
+			cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+			objs, _ := batchJob("a").Objects()
+			return tune.New("cm").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.01, 0.1)).
+				Trial(cube.Objects(append(objs, cm)...), tune.Arg("lr", "--lr"))
+		}, []string{`spec.trialTemplate.trialSpec: Invalid value: "ConfigMap cfg": Katib substitutes parameters only in the trial object`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := tc.e().Build()
+			require.Error(t, err)
+			errs := errorStrings(t, err)
+			assert.Empty(t, missing(errs, tc.want...), "got %q", errs)
+			assert.Len(t, errs, len(tc.want), "got %q", errs)
+			_, err = tc.e().Objects()
+			assert.Error(t, err)
+		})
+	}
+}

@@ -1,0 +1,159 @@
+package tune
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	common "github.com/kubeflow/katib/pkg/apis/controller/common/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Collector is how Katib reads a trial's metrics. It is a value: Filter and
+// JSON return a modified copy. The zero Collector is StdOut with Katib's
+// default format.
+type Collector struct {
+	kind    common.CollectorKind
+	path    string
+	json    bool
+	formats []string
+	port    int
+	custom  *corev1.Container
+	dir     bool
+}
+
+// StdOut reads "name=value" lines from the primary container's output.
+// formats replace Katib's default format: each is a regular expression whose
+// first two groups capture a metric's name and value.
+func StdOut(formats ...string) Collector {
+	return Collector{kind: common.StdOutCollector, formats: slices.Clone(formats)}
+}
+
+// File reads metrics from a file the trial writes at path (absolute), as
+// text lines (Filter sets their format) or, with JSON, one JSON object a
+// line.
+func File(path string) Collector { return Collector{kind: common.FileCollector, path: path} }
+
+// TensorFlowEvent reads TensorFlow summary events under dir (absolute).
+func TensorFlowEvent(dir string) Collector {
+	return Collector{kind: common.TfEventCollector, path: dir, dir: true}
+}
+
+// Prometheus scrapes the trial's Prometheus endpoint on port at path.
+func Prometheus(port int, path string) Collector {
+	return Collector{kind: common.PrometheusMetricCollector, port: port, path: path}
+}
+
+// Push takes metrics the trial pushes to Katib's DB manager itself (the
+// katib SDK's report_metrics).
+func Push() Collector { return Collector{kind: common.PushCollector} }
+
+// Custom runs container as the metrics-collector sidecar. Read (optional)
+// tells it where the trial writes.
+func Custom(container corev1.Container) Collector {
+	c := container.DeepCopy()
+	return Collector{kind: common.CustomCollector, custom: c}
+}
+
+// Filter sets the metric formats of a StdOut or text File collector: each a
+// regular expression whose first two groups capture name and value.
+func (c Collector) Filter(formats ...string) Collector {
+	c.formats = slices.Clone(formats)
+	return c
+}
+
+// JSON makes a File collector read one JSON object a line.
+func (c Collector) JSON() Collector { c.json = true; return c }
+
+// Read sets the file (or, with dir, directory) a Custom collector reads.
+func (c Collector) Read(path string, dir bool) Collector { c.path, c.dir = path, dir; return c }
+
+// twoGroups is Katib's check that a metrics format has two top
+// subexpressions (pkg/webhook/v1beta1/experiment/validator).
+var twoGroups = regexp.MustCompile(`.*\(.*\).*\(.*\).*`)
+
+func (c Collector) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	src := path.Child("source")
+	switch c.kind {
+	case "", common.StdOutCollector, common.PushCollector:
+	case common.FileCollector:
+		if !filepath.IsAbs(c.path) {
+			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, "must be an absolute path"))
+		}
+		if c.json && len(c.formats) > 0 {
+			errs = append(errs, field.Invalid(src.Child("filter"), c.formats, "a JSON metrics file takes no filter"))
+		}
+	case common.TfEventCollector:
+		if !filepath.IsAbs(c.path) {
+			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, "must be an absolute path"))
+		}
+	case common.PrometheusMetricCollector:
+		if c.port < 1 || c.port > 65535 {
+			errs = append(errs, field.Invalid(src.Child("httpGet", "port"), c.port, "must be a port in 1-65535"))
+		}
+		if !strings.HasPrefix(c.path, "/") {
+			errs = append(errs, field.Invalid(src.Child("httpGet", "path"), c.path, "must start with '/'"))
+		}
+	case common.CustomCollector:
+		if c.custom == nil || c.custom.Name == "" || c.custom.Image == "" {
+			errs = append(errs, field.Required(path.Child("collector", "customCollector"), "a custom collector needs a container with a name and an image"))
+		}
+		if c.path != "" && !filepath.IsAbs(c.path) {
+			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, "must be an absolute path"))
+		}
+	}
+	if len(c.formats) > 0 && c.kind != common.StdOutCollector && c.kind != common.FileCollector && c.kind != "" {
+		errs = append(errs, field.Invalid(src.Child("filter"), c.formats, fmt.Sprintf("the %s collector takes no filter", c.kind)))
+	}
+	for i, f := range c.formats {
+		p := src.Child("filter", "metricsFormat").Index(i)
+		if _, err := regexp.Compile(f); err != nil {
+			errs = append(errs, field.Invalid(p, f, err.Error()))
+		} else if !twoGroups.MatchString(f) {
+			errs = append(errs, field.Invalid(p, f, "needs two groups: the metric's name and its value"))
+		}
+	}
+	return errs
+}
+
+func (c Collector) katib() *common.MetricsCollectorSpec {
+	kind := c.kind
+	if kind == "" {
+		kind = common.StdOutCollector
+	}
+	spec := &common.MetricsCollectorSpec{Collector: &common.CollectorSpec{Kind: kind}}
+	var source common.SourceSpec
+	switch kind {
+	case common.FileCollector:
+		format := common.TextFormat
+		if c.json {
+			format = common.JsonFormat
+		}
+		source.FileSystemPath = &common.FileSystemPath{Path: c.path, Kind: common.FileKind, Format: format}
+	case common.TfEventCollector:
+		source.FileSystemPath = &common.FileSystemPath{Path: c.path, Kind: common.DirectoryKind}
+	case common.PrometheusMetricCollector:
+		source.HttpGet = &corev1.HTTPGetAction{Path: c.path, Port: intstr.FromInt32(int32(c.port))}
+	case common.CustomCollector:
+		spec.Collector.CustomCollector = c.custom.DeepCopy()
+		if c.path != "" {
+			k := common.FileKind
+			if c.dir {
+				k = common.DirectoryKind
+			}
+			source.FileSystemPath = &common.FileSystemPath{Path: c.path, Kind: k}
+		}
+	}
+	if len(c.formats) > 0 {
+		source.Filter = &common.FilterSpec{MetricsFormat: slices.Clone(c.formats)}
+	}
+	if source.FileSystemPath != nil || source.HttpGet != nil || source.Filter != nil {
+		spec.Source = &source
+	}
+	return spec
+}

@@ -1,0 +1,265 @@
+package tune
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/pod"
+)
+
+// ResumePolicy says what Katib keeps of a finished experiment so that it can
+// be resumed by raising MaxTrials.
+type ResumePolicy = katibv1beta1.ResumePolicyType
+
+// The resume policies of Katib v0.19.0.
+const (
+	NeverResume = katibv1beta1.NeverResume // the suggestion is deleted (Katib's default)
+	LongRunning = katibv1beta1.LongRunning // the suggestion keeps running
+	FromVolume  = katibv1beta1.FromVolume  // the suggestion's state is kept in a PVC
+)
+
+// maxNameLength is Katib's limit on experiment names
+// (pkg/webhook/v1beta1/experiment/validator).
+const maxNameLength = 40
+
+// Experiment builds a Katib Experiment: a search space, an objective, an
+// algorithm and a trial workload. Chained methods never fail; Build and
+// Objects report every problem at once.
+type Experiment struct {
+	pod.Meta[Experiment]
+	objective        Objective
+	algorithm        *Algorithm
+	earlyStopping    *EarlyStopping
+	collector        Collector
+	params           []Param
+	trial            cube.Workload
+	placements       []Placement
+	primaryContainer string
+	primaryLabels    map[string]string
+	success, failure string
+	parallel         *int32
+	maxTrials        *int32
+	maxFailed        *int32
+	resume           ResumePolicy
+	retain           bool
+}
+
+// New starts an experiment named name (at most 40 characters, Katib's
+// limit), searching with Random until Algorithm says otherwise.
+func New(name string) *Experiment {
+	e := &Experiment{}
+	e.InitMeta(e, "experiment", name)
+	return e
+}
+
+// Objective sets the metric to optimise (replaces).
+func (e *Experiment) Objective(o Objective) *Experiment { e.objective = o; return e }
+
+// Algorithm sets the search algorithm (replaces; default Random).
+func (e *Experiment) Algorithm(a Algorithm) *Experiment {
+	a.settings = slices.Clone(a.settings)
+	e.algorithm = &a
+	return e
+}
+
+// EarlyStop stops trials that fall behind (replaces).
+func (e *Experiment) EarlyStop(s EarlyStopping) *Experiment {
+	s.settings = slices.Clone(s.settings)
+	e.earlyStopping = &s
+	return e
+}
+
+// Collect sets how Katib reads the trials' metrics (replaces; default
+// StdOut).
+func (e *Experiment) Collect(c Collector) *Experiment { e.collector = c; return e }
+
+// Param appends parameters to the search space.
+func (e *Experiment) Param(params ...Param) *Experiment {
+	for _, p := range params {
+		p.choices, p.values = slices.Clone(p.choices), slices.Clone(p.values)
+		e.params = append(e.params, p)
+	}
+	return e
+}
+
+// Trial sets the workload each trial runs (replaces), and appends where
+// parameters reach it. The workload renders one trial object (a batch Job,
+// PyTorchJob, TFJob, MPIJob, XGBoostJob, or another kind the Katib
+// controller lists in its trialResources) and may render ConfigMaps and
+// Secrets beside it, which every trial shares. Its name and namespace are
+// dropped: Katib names each trial's object after the trial.
+func (e *Experiment) Trial(w cube.Workload, places ...Placement) *Experiment {
+	e.trial = w
+	e.placements = append(e.placements, places...)
+	return e
+}
+
+// PrimaryContainer names the container whose output carries the metrics,
+// for kinds cube does not know or to override its default.
+func (e *Experiment) PrimaryContainer(name string) *Experiment { e.primaryContainer = name; return e }
+
+// PrimaryPodLabels selects the pods Katib collects metrics from (replaces
+// the kind's default; the map is copied).
+func (e *Experiment) PrimaryPodLabels(labels map[string]string) *Experiment {
+	e.primaryLabels = maps.Clone(labels)
+	if e.primaryLabels == nil {
+		e.primaryLabels = map[string]string{}
+	}
+	return e
+}
+
+// Conditions sets when a trial object has succeeded and failed, as gjson
+// paths on the object (Katib's successCondition and failureCondition), for
+// kinds cube does not know or to override its default.
+func (e *Experiment) Conditions(success, failure string) *Experiment {
+	e.success, e.failure = success, failure
+	return e
+}
+
+// Parallel sets how many trials run at once (Katib's default is 3).
+func (e *Experiment) Parallel(n int32) *Experiment { e.parallel = &n; return e }
+
+// MaxTrials sets how many trials the search runs at most.
+func (e *Experiment) MaxTrials(n int32) *Experiment { e.maxTrials = &n; return e }
+
+// MaxFailed sets how many trials may fail before the experiment fails.
+func (e *Experiment) MaxFailed(n int32) *Experiment { e.maxFailed = &n; return e }
+
+// Resume sets the resume policy.
+func (e *Experiment) Resume(p ResumePolicy) *Experiment { e.resume = p; return e }
+
+// RetainTrials keeps each trial's object and pods after it completes.
+func (e *Experiment) RetainTrials() *Experiment { e.retain = true; return e }
+
+// Space returns a copy of the search space, which the local tuner shares.
+func (e *Experiment) Space() []Param {
+	if e == nil {
+		return nil
+	}
+	return slices.Clone(e.params)
+}
+
+// Build validates the experiment and returns the typed Katib Experiment.
+func (e *Experiment) Build() (*katibv1beta1.Experiment, error) {
+	exp, _, err := e.build()
+	return exp, err
+}
+
+// Objects returns the ConfigMaps and Secrets the trial workload shares
+// between trials, then the Experiment.
+func (e *Experiment) Objects() ([]client.Object, error) {
+	exp, shared, err := e.build()
+	if err != nil {
+		return nil, err
+	}
+	return append(shared, exp), nil
+}
+
+func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) {
+	if e == nil {
+		return nil, nil, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "the experiment is nil: start it with tune.New")}.ToAggregate()
+	}
+	spec := field.NewPath("spec")
+	errs := e.ValidateMeta(maxNameLength)
+	errs = append(errs, e.objective.validate(spec.Child("objective"))...)
+	errs = append(errs, validateSpace(e.params, spec.Child("parameters"))...)
+
+	for _, c := range []struct {
+		name string
+		v    *int32
+		min  int32
+	}{{"parallelTrialCount", e.parallel, 1}, {"maxTrialCount", e.maxTrials, 1}, {"maxFailedTrialCount", e.maxFailed, 0}} {
+		if c.v != nil && *c.v < c.min {
+			errs = append(errs, field.Invalid(spec.Child(c.name), *c.v, fmt.Sprintf("must be at least %d", c.min)))
+		}
+	}
+	if e.maxTrials != nil && e.parallel != nil && *e.parallel > *e.maxTrials {
+		errs = append(errs, field.Invalid(spec.Child("parallelTrialCount"), *e.parallel, "must not exceed maxTrialCount"))
+	}
+	if e.maxTrials != nil && e.maxFailed != nil && *e.maxFailed > *e.maxTrials {
+		errs = append(errs, field.Invalid(spec.Child("maxFailedTrialCount"), *e.maxFailed, "must not exceed maxTrialCount"))
+	}
+	switch e.resume {
+	case "", NeverResume, LongRunning, FromVolume:
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("resumePolicy"), e.resume, []ResumePolicy{NeverResume, LongRunning, FromVolume}))
+	}
+
+	algorithm := Random()
+	if e.algorithm != nil {
+		algorithm = *e.algorithm
+	}
+	parallel, maxTrials := int32(katibv1beta1.DefaultTrialParallelCount), int32(0)
+	if e.parallel != nil {
+		parallel = *e.parallel
+	}
+	if e.maxTrials != nil {
+		maxTrials = *e.maxTrials
+	}
+	errs = append(errs, algorithm.validate(spec.Child("algorithm"), e.params, parallel, maxTrials,
+		spec.Child("parallelTrialCount"), spec.Child("maxTrialCount"))...)
+	if e.earlyStopping != nil {
+		errs = append(errs, e.earlyStopping.validate(spec.Child("earlyStopping"))...)
+	}
+	errs = append(errs, e.collector.validate(spec.Child("metricsCollectorSpec"))...)
+
+	trial, trialErrs := e.renderTrial(spec.Child("trialTemplate", "trialSpec"))
+	errs = append(errs, trialErrs...)
+	if len(errs) > 0 {
+		return nil, nil, errs.ToAggregate()
+	}
+
+	exp := &katibv1beta1.Experiment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: katibv1beta1.SchemeGroupVersion.String(), Kind: "Experiment"},
+		ObjectMeta: e.ObjectMeta(e.Name()),
+		Spec: katibv1beta1.ExperimentSpec{
+			Objective:            e.objective.katib(),
+			Algorithm:            algorithm.katib(),
+			ParallelTrialCount:   clonePtr(e.parallel),
+			MaxTrialCount:        clonePtr(e.maxTrials),
+			MaxFailedTrialCount:  clonePtr(e.maxFailed),
+			MetricsCollectorSpec: e.collector.katib(),
+			ResumePolicy:         e.resume,
+			TrialTemplate: &katibv1beta1.TrialTemplate{
+				Retain:               e.retain,
+				TrialSource:          katibv1beta1.TrialSource{TrialSpec: trial.spec},
+				TrialParameters:      []katibv1beta1.TrialParameterSpec{},
+				PrimaryPodLabels:     trial.labels,
+				PrimaryContainerName: trial.container,
+				SuccessCondition:     trial.success,
+				FailureCondition:     trial.failure,
+			},
+		},
+	}
+	if e.earlyStopping != nil {
+		exp.Spec.EarlyStopping = e.earlyStopping.katib()
+	}
+	for _, p := range e.params {
+		exp.Spec.Parameters = append(exp.Spec.Parameters, p.katib())
+	}
+	for _, name := range trial.refs {
+		exp.Spec.TrialTemplate.TrialParameters = append(exp.Spec.TrialTemplate.TrialParameters,
+			katibv1beta1.TrialParameterSpec{Name: name, Reference: name, Description: "search parameter " + name})
+	}
+	shared := make([]client.Object, 0, len(trial.shared)+1)
+	for _, o := range trial.shared {
+		o.SetNamespace(e.NamespaceName())
+		shared = append(shared, o)
+	}
+	return exp, shared, nil
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

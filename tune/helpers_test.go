@@ -1,0 +1,81 @@
+package tune_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/train"
+	"github.com/cubestudio/cube/tune"
+)
+
+// batchJob is a plain batch Job workload with one container "train".
+func batchJob(name string) cube.Workload {
+	return cube.Objects(&batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: cube.Identity{Kind: "job", Release: name}.Labels()},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: cube.Identity{Kind: "job", Release: name}.Selector("")},
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{
+					Name:    "train",
+					Image:   "python:3.12-slim",
+					Command: []string{"python", "train.py"},
+				}},
+			},
+		}},
+	})
+}
+
+// pytorch is a PyTorchJob with a Master and two Workers.
+func pytorch(name string) *train.PyTorchJob {
+	return train.PyTorch(name).Image("pytorch/pytorch:2.4.0").Torchrun("mnist.py", "--epochs", "3").Workers(2)
+}
+
+// errorStrings returns every error of an aggregate, one string each.
+func errorStrings(t *testing.T, err error) []string {
+	t.Helper()
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		t.Fatalf("want an aggregate error, got %v", err)
+	}
+	var out []string
+	for _, e := range agg.Errors() {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// containsAll reports the wanted substrings missing from errs.
+func missing(errs []string, want ...string) []string {
+	var out []string
+	for _, w := range want {
+		found := false
+		for _, e := range errs {
+			if strings.Contains(e, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// baseExperiment is a valid experiment over a batch Job.
+func baseExperiment(name string) *tune.Experiment {
+	return tune.New(name).
+		Objective(tune.Maximize("accuracy").Goal(0.95).Also("loss")).
+		Param(tune.Float("lr", 1e-5, 1e-2).Log(), tune.Int("layers", 2, 8), tune.Choice("optimizer", "adam", "sgd")).
+		Trial(batchJob("train"), tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"), tune.Env("optimizer", "OPTIMIZER")).
+		Parallel(2).MaxTrials(12).MaxFailed(3)
+}

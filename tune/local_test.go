@@ -1,0 +1,239 @@
+package tune_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/tune"
+)
+
+func quadratic(_ context.Context, t *tune.Trial) (float64, error) {
+	return math.Pow(t.Float("x")-1, 2) + math.Pow(float64(t.Int("n")-3), 2), nil
+}
+
+var quadSpace = []tune.Param{tune.Float("x", -5, 5), tune.Int("n", 0, 10)}
+
+// TestLocalDeterministic runs each sampler twice at several parallelisms:
+// a seed fixes every trial's values whatever the scheduling, and a
+// different seed changes them.
+func TestLocalDeterministic(t *testing.T) {
+	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE()} {
+		t.Run(alg.Name(), func(t *testing.T) {
+			run := func(parallel int, seed uint64) []map[string]string {
+				res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(alg).Trials(30).Parallel(parallel).Seed(seed).
+					Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) {
+						// Finish out of order.
+						time.Sleep(time.Duration((tr.Number*7)%5) * time.Millisecond)
+						return quadratic(ctx, tr)
+					})
+				require.NoError(t, err)
+				require.Len(t, res.Trials, 30)
+				out := make([]map[string]string, len(res.Trials))
+				for i, r := range res.Trials {
+					assert.Equal(t, i, r.Number)
+					out[i] = r.Values
+				}
+				return out
+			}
+			for _, p := range []int{1, 4} {
+				assert.Equal(t, run(p, 1), run(p, 1), "parallel %d", p)
+			}
+			assert.NotEqual(t, run(1, 1), run(1, 2))
+		})
+	}
+}
+
+func TestLocalFindsTheOptimum(t *testing.T) {
+	res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(tune.TPE()).Trials(80).Parallel(2).Seed(3).Run(t.Context(), quadratic)
+	require.NoError(t, err)
+	require.NotNil(t, res.Best)
+	assert.Equal(t, 3, res.Best.Int("n"))
+	assert.InDelta(t, 1, res.Best.Float("x"), 0.3)
+	assert.Less(t, res.Best.Value, 0.1)
+	for _, r := range res.Trials {
+		assert.GreaterOrEqual(t, r.Value, res.Best.Value)
+	}
+	// Maximising the negation finds the same point.
+	maxRes, err := tune.NewLocal(tune.Maximize("score"), quadSpace...).Algorithm(tune.TPE()).Trials(80).Parallel(2).Seed(3).
+		Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) {
+			v, err := quadratic(ctx, tr)
+			return -v, err
+		})
+	require.NoError(t, err)
+	assert.Equal(t, res.Best.Values, maxRes.Best.Values)
+}
+
+func TestLocalValuesStayInTheSpace(t *testing.T) {
+	space := []tune.Param{
+		tune.Float("lr", 1e-5, 1e-1).Log(), tune.Int("layers", 2, 8).Step(2), tune.Int("units", 16, 512).Log(),
+		tune.Choice("opt", "adam", "sgd"), tune.Discrete("batch", 16, 32, 64), tune.Float("drop", 0, 0.5).Step(0.1),
+	}
+	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE()} {
+		res, err := tune.NewLocal(tune.Minimize("loss"), space...).Algorithm(alg).Trials(60).Run(t.Context(),
+			func(_ context.Context, tr *tune.Trial) (float64, error) {
+				return tr.Float("lr") + float64(tr.Int("layers")) + tr.Float("batch") + tr.Float("drop"), nil
+			})
+		require.NoError(t, err, alg.Name())
+		for _, r := range res.Trials {
+			assert.True(t, r.Float("lr") >= 1e-5 && r.Float("lr") <= 1e-1, "lr %v", r.Float("lr"))
+			assert.Contains(t, []int{2, 4, 6, 8}, r.Int("layers"))
+			assert.True(t, r.Int("units") >= 16 && r.Int("units") <= 512)
+			assert.Contains(t, []string{"adam", "sgd"}, r.String("opt"))
+			assert.Contains(t, []float64{16, 32, 64}, r.Float("batch"))
+			d := r.Float("drop") * 10
+			assert.InDelta(t, math.Round(d), d, 1e-9)
+		}
+	}
+}
+
+func TestLocalGridVisitsEveryPoint(t *testing.T) {
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1).Step(0.25), tune.Choice("c", "a", "b")).
+		Algorithm(tune.Grid()).Trials(10).Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return tr.Float("x"), nil })
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, r := range res.Trials {
+		seen[r.Values["x"]+"/"+r.Values["c"]] = true
+	}
+	assert.Len(t, seen, 10)
+	assert.Equal(t, "0", res.Best.Values["x"])
+}
+
+func TestLocalMedianStop(t *testing.T) {
+	// Trials report ten steps; the bad half of the space stays bad.
+	var calls atomic.Int32
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).
+		EarlyStop(tune.MedianStop().MinTrials(3).StartStep(2)).Trials(30).Seed(5).
+		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
+			calls.Add(1)
+			v := tr.Float("x")
+			for step := 1; step <= 10; step++ {
+				v = tr.Float("x") + 1/float64(step)
+				if err := tr.Report(v); err != nil {
+					return 0, err
+				}
+			}
+			return v, nil
+		})
+	require.NoError(t, err)
+	stopped, succeeded := 0, 0
+	for _, r := range res.Trials {
+		switch r.State {
+		case tune.TrialEarlyStopped:
+			stopped++
+			assert.Len(t, r.Reports, 2, "stopped at the start step")
+		case tune.TrialSucceeded:
+			succeeded++
+			assert.Len(t, r.Reports, 10)
+		}
+	}
+	assert.Greater(t, stopped, 5)
+	assert.Greater(t, succeeded, 3)
+	assert.Equal(t, int32(30), calls.Load())
+	assert.Equal(t, tune.TrialSucceeded, res.Best.State)
+}
+
+func TestLocalTrialFailures(t *testing.T) {
+	boom := errors.New("boom")
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(4).Run(t.Context(),
+		func(_ context.Context, tr *tune.Trial) (float64, error) {
+			switch tr.Number {
+			case 0:
+				return 0, boom
+			case 1:
+				panic("bad trial")
+			case 2:
+				return math.NaN(), nil
+			}
+			return 0.5, nil
+		})
+	require.NoError(t, err)
+	assert.ErrorIs(t, res.Trials[0].Err, boom)
+	assert.Equal(t, tune.TrialFailed, res.Trials[0].State)
+	assert.ErrorContains(t, res.Trials[1].Err, "trial 1 panicked: bad trial")
+	assert.ErrorContains(t, res.Trials[2].Err, "trial 2 returned NaN")
+	assert.Equal(t, 3, res.Best.Number)
+}
+
+func TestLocalContextCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(100).Parallel(2).Run(ctx,
+		func(ctx context.Context, tr *tune.Trial) (float64, error) {
+			if tr.Number == 5 {
+				cancel()
+			}
+			return tr.Float("x"), nil
+		})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, len(res.Trials), 100)
+	assert.GreaterOrEqual(t, len(res.Trials), 6)
+}
+
+func TestLocalFromExperiment(t *testing.T) {
+	e := baseExperiment("from").Algorithm(tune.TPE().Seed(9)).MaxTrials(15).Parallel(3)
+	res, err := tune.LocalFrom(e).Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
+		return tr.Float("lr") * float64(tr.Int("layers")), nil
+	})
+	require.NoError(t, err)
+	assert.Len(t, res.Trials, 15)
+	again, err := tune.NewLocal(tune.Maximize("accuracy"), e.Space()...).Algorithm(tune.TPE()).Trials(15).Parallel(3).Seed(9).
+		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
+			return tr.Float("lr") * float64(tr.Int("layers")), nil
+		})
+	require.NoError(t, err)
+	assert.Equal(t, res.Best.Values, again.Best.Values, "LocalFrom takes the experiment's seed, counts and objective")
+}
+
+func TestLocalValidation(t *testing.T) {
+	var nilStudy *tune.Local
+	_, err := nilStudy.Run(t.Context(), quadratic)
+	assert.ErrorContains(t, err, "local: Required value: the study is nil")
+
+	_, err = tune.NewLocal(tune.Objective{}, tune.Float("x", 1, 0)).Algorithm(tune.CMAES()).Trials(0).Parallel(0).
+		EarlyStop(tune.MedianStop().StartStep(0)).Run(t.Context(), quadratic)
+	errs := errorStrings(t, err)
+	assert.Empty(t, missing(errs,
+		"objective: Required value",
+		"parameters[0].feasibleSpace.max: Invalid value: 0: must not be below min",
+		`algorithm: Unsupported value: "cmaes"`,
+		"trials: Invalid value: 0: must be at least 1",
+		"parallel: Invalid value: 0: must be at least 1",
+		`earlyStopping.algorithmSettings[0].value: Invalid value: "0": start_step`,
+	), "%q", errs)
+	assert.Len(t, errs, 6, "%q", errs)
+
+	_, err = tune.NewLocal(tune.Minimize("l"), tune.Float("x", 0, 1)).Algorithm(tune.Grid()).Run(t.Context(), quadratic)
+	assert.ErrorContains(t, err, `parameters[0].step: Required value: grid needs a step on Float "x"`)
+
+	_, err = tune.NewLocal(tune.Minimize("l"), tune.Float("x", 0, 1)).Run(t.Context(), nil)
+	assert.ErrorContains(t, err, "the trial function is nil")
+}
+
+// BenchmarkLocalTPE measures the TPE sampler's cost per trial of a
+// 100-trial study on Hartmann-6 (the function itself costs nothing).
+func BenchmarkLocalTPE(b *testing.B) {
+	f := benchFunctions[1]
+	for b.Loop() {
+		_, err := tune.NewLocal(tune.Minimize("y"), f.params...).Algorithm(tune.TPE()).Trials(100).Run(b.Context(), objectiveOf(f))
+		require.NoError(b, err)
+	}
+}
+
+func TestTrialZeroValues(t *testing.T) {
+	var nilTrial *tune.Trial
+	assert.Zero(t, nilTrial.Float("x"))
+	assert.Zero(t, nilTrial.Int("x"))
+	assert.Empty(t, nilTrial.String("x"))
+	assert.Empty(t, nilTrial.Values())
+	assert.ErrorContains(t, nilTrial.Report(1), "the trial belongs to no study")
+	assert.ErrorContains(t, (&tune.Trial{}).Report(1), "the trial belongs to no study")
+	var zero tune.Local
+	_, err := zero.Run(t.Context(), quadratic)
+	assert.ErrorContains(t, err, "objective: Required value")
+}

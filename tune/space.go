@@ -1,0 +1,234 @@
+package tune
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+
+	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ParamKind is the type of a search-space dimension.
+type ParamKind int
+
+// The kinds of parameters, one per Katib parameterType.
+const (
+	FloatKind    ParamKind = iota + 1 // Katib "double"
+	IntKind                           // Katib "int"
+	ChoiceKind                        // Katib "categorical"
+	DiscreteKind                      // Katib "discrete"
+)
+
+// Param is one dimension of a search space. It is a value: Log and Step
+// return a modified copy. Build parameters with Float, Int, Choice and
+// Discrete; the zero Param is invalid and reported as such.
+type Param struct {
+	name     string
+	kind     ParamKind
+	min, max float64
+	step     float64
+	log      bool
+	choices  []string
+	values   []float64
+}
+
+// Float is a real parameter in [min, max], sampled uniformly unless Log is
+// set.
+func Float(name string, min, max float64) Param {
+	return Param{name: name, kind: FloatKind, min: min, max: max}
+}
+
+// Int is an integer parameter in [min, max], both included.
+func Int(name string, min, max int) Param {
+	return Param{name: name, kind: IntKind, min: float64(min), max: float64(max)}
+}
+
+// Choice is a categorical parameter taking one of values.
+func Choice(name string, values ...string) Param {
+	return Param{name: name, kind: ChoiceKind, choices: slices.Clone(values)}
+}
+
+// Discrete is a numeric parameter taking one of values (Katib "discrete"):
+// ordered, unlike a Choice.
+func Discrete(name string, values ...float64) Param {
+	return Param{name: name, kind: DiscreteKind, values: slices.Clone(values)}
+}
+
+// Log samples a Float or Int on a log scale (Katib's logUniform
+// distribution). Both bounds must be positive.
+func (p Param) Log() Param { p.log = true; return p }
+
+// Step sets the spacing of a Float or Int: the values are min, min+step, ...
+// up to max. Katib's grid search needs a step on every Float (Ints default
+// to 1).
+func (p Param) Step(step float64) Param { p.step = step; return p }
+
+// Name returns the parameter's name.
+func (p Param) Name() string { return p.name }
+
+// Kind returns the parameter's kind (0 for the zero Param).
+func (p Param) Kind() ParamKind { return p.kind }
+
+// paramName is what a parameter name may be: it names a
+// ${trialParameters.<name>} placeholder that Katib substitutes by plain
+// text replacement, and an environment variable suffix in local runs.
+var paramName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
+// validate checks one parameter; path is the parameter's own path.
+func (p Param) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case p.name == "":
+		errs = append(errs, field.Required(path.Child("name"), "a parameter needs a name"))
+	case !paramName.MatchString(p.name):
+		errs = append(errs, field.Invalid(path.Child("name"), p.name,
+			"must start with a letter and hold only letters, digits, '-' and '_' (it names a ${trialParameters.x} placeholder)"))
+	}
+	space := path.Child("feasibleSpace")
+	switch p.kind {
+	case FloatKind, IntKind:
+		if math.IsNaN(p.min) || math.IsInf(p.min, 0) {
+			errs = append(errs, field.Invalid(space.Child("min"), p.min, "must be finite"))
+		}
+		if math.IsNaN(p.max) || math.IsInf(p.max, 0) {
+			errs = append(errs, field.Invalid(space.Child("max"), p.max, "must be finite"))
+		}
+		if p.min > p.max {
+			errs = append(errs, field.Invalid(space.Child("max"), p.max, fmt.Sprintf("must not be below min (%s)", formatFloat(p.min))))
+		}
+		if p.log && p.min <= 0 {
+			errs = append(errs, field.Invalid(space.Child("min"), p.min, "a log-scaled parameter needs a positive min"))
+		}
+		if p.step != 0 {
+			switch {
+			case math.IsNaN(p.step) || math.IsInf(p.step, 0) || p.step < 0:
+				errs = append(errs, field.Invalid(space.Child("step"), p.step, "must be a positive finite number"))
+			case p.kind == IntKind && p.step != math.Trunc(p.step):
+				errs = append(errs, field.Invalid(space.Child("step"), p.step, "an Int's step must be a whole number"))
+			case p.max > p.min && p.step > p.max-p.min:
+				errs = append(errs, field.Invalid(space.Child("step"), p.step, "is wider than the range max-min"))
+			}
+			if p.log {
+				errs = append(errs, field.Invalid(space.Child("step"), p.step, "a log-scaled parameter cannot also have a step"))
+			}
+		}
+	case ChoiceKind:
+		if p.log || p.step != 0 {
+			errs = append(errs, field.Invalid(space, p.name, "a Choice takes neither Log nor Step"))
+		}
+		if len(p.choices) == 0 {
+			errs = append(errs, field.Required(space.Child("list"), "a Choice needs at least one value"))
+		}
+		seen := map[string]bool{}
+		for i, v := range p.choices {
+			switch {
+			case v == "":
+				errs = append(errs, field.Invalid(space.Child("list").Index(i), v, "must not be empty"))
+			case seen[v]:
+				errs = append(errs, field.Duplicate(space.Child("list").Index(i), v))
+			}
+			seen[v] = true
+		}
+	case DiscreteKind:
+		if p.log || p.step != 0 {
+			errs = append(errs, field.Invalid(space, p.name, "a Discrete takes neither Log nor Step"))
+		}
+		if len(p.values) == 0 {
+			errs = append(errs, field.Required(space.Child("list"), "a Discrete needs at least one value"))
+		}
+		seen := map[float64]bool{}
+		for i, v := range p.values {
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				errs = append(errs, field.Invalid(space.Child("list").Index(i), v, "must be finite"))
+			case seen[v]:
+				errs = append(errs, field.Duplicate(space.Child("list").Index(i), v))
+			}
+			seen[v] = true
+		}
+	default:
+		errs = append(errs, field.Invalid(path.Child("parameterType"), p.name, "build parameters with Float, Int, Choice or Discrete"))
+	}
+	return errs
+}
+
+// validateSpace checks every parameter and that names are unique.
+func validateSpace(params []Param, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(params) == 0 {
+		return append(errs, field.Required(path, "at least one parameter is required"))
+	}
+	seen := map[string]bool{}
+	for i, p := range params {
+		errs = append(errs, p.validate(path.Index(i))...)
+		if p.name != "" && seen[p.name] {
+			errs = append(errs, field.Duplicate(path.Index(i).Child("name"), p.name))
+		}
+		seen[p.name] = true
+	}
+	return errs
+}
+
+// katib renders the parameter as Katib's ParameterSpec.
+func (p Param) katib() katibv1beta1.ParameterSpec {
+	spec := katibv1beta1.ParameterSpec{Name: p.name}
+	switch p.kind {
+	case FloatKind:
+		spec.ParameterType = katibv1beta1.ParameterTypeDouble
+		spec.FeasibleSpace = katibv1beta1.FeasibleSpace{Min: formatFloat(p.min), Max: formatFloat(p.max)}
+	case IntKind:
+		spec.ParameterType = katibv1beta1.ParameterTypeInt
+		spec.FeasibleSpace = katibv1beta1.FeasibleSpace{Min: formatFloat(p.min), Max: formatFloat(p.max)}
+	case ChoiceKind:
+		spec.ParameterType = katibv1beta1.ParameterTypeCategorical
+		spec.FeasibleSpace = katibv1beta1.FeasibleSpace{List: slices.Clone(p.choices)}
+	case DiscreteKind:
+		spec.ParameterType = katibv1beta1.ParameterTypeDiscrete
+		list := make([]string, len(p.values))
+		for i, v := range p.values {
+			list[i] = formatFloat(v)
+		}
+		spec.FeasibleSpace = katibv1beta1.FeasibleSpace{List: list}
+	}
+	if p.kind == FloatKind || p.kind == IntKind {
+		if p.step != 0 {
+			spec.FeasibleSpace.Step = formatFloat(p.step)
+		}
+		spec.FeasibleSpace.Distribution = katibv1beta1.DistributionUniform
+		if p.log {
+			spec.FeasibleSpace.Distribution = katibv1beta1.DistributionLogUniform
+		}
+	}
+	return spec
+}
+
+// gridSize is the number of points of p on a grid, or 0 when p has none
+// (a Float without a step).
+func (p Param) gridSize() int {
+	switch p.kind {
+	case ChoiceKind:
+		return len(p.choices)
+	case DiscreteKind:
+		return len(p.values)
+	case IntKind:
+		step := p.step
+		if step == 0 {
+			step = 1
+		}
+		return int(math.Floor((p.max-p.min)/step)) + 1
+	case FloatKind:
+		if p.step == 0 {
+			return 0
+		}
+		// A small tolerance so that 0.1 steps from 0 to 1 keep the end point,
+		// as numpy.arange with the max+step bound in Katib's grid does.
+		return int(math.Floor((p.max-p.min)/p.step+1e-9)) + 1
+	}
+	return 0
+}
+
+// formatFloat prints a float the shortest way that parses back exactly.
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
