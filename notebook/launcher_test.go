@@ -108,7 +108,8 @@ func TestNilAndZeroNotebook(t *testing.T) {
 	assert.EqualError(t, err, msg)
 	_, err = nb.Build()
 	assert.EqualError(t, err, msg)
-	assert.EqualError(t, cube.Render(io.Discard, nb), msg)
+	// Render finds the typed nil before asking the notebook.
+	assert.EqualError(t, cube.Render(io.Discard, nb), "render workload 0: workload *notebook.Notebook is nil")
 
 	_, err = (&notebook.Notebook{}).AuthSecret("s", "k").Objects()
 	requireFieldErrors(t, err, fieldErr{field.ErrorTypeRequired, "ide", "use Jupyter, VSCode or RStudio"})

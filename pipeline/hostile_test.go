@@ -40,8 +40,9 @@ func TestNilPipeline(t *testing.T) {
 	assert.EqualError(t, err, nilPipeline)
 	assert.Contains(t, p.DOT(), "digraph")
 	assert.Contains(t, p.Mermaid(), "flowchart")
+	// Render finds the typed nil before asking the pipeline.
 	err = cube.Render(io.Discard, p)
-	assert.ErrorContains(t, err, nilPipeline)
+	assert.EqualError(t, err, "render workload 0: workload *pipeline.Pipeline is nil")
 }
 
 // A zero Pipeline is an unnamed, empty one: its errors say so.

@@ -520,19 +520,8 @@ func dropAnnotationVisibleDevices(c *corev1.Container) {
 	}
 }
 
-// secretEnvNames are variables whose value is a credential the engines
-// read; the Service sets them from Secrets (HFToken, APIKeyFromSecret).
-var secretEnvNames = map[string]string{
-	"HF_TOKEN":               "HFToken",
-	"HUGGING_FACE_HUB_TOKEN": "HFToken",
-	"VLLM_API_KEY":           "APIKeyFromSecret",
-	"API_KEY":                "APIKeyFromSecret",
-	apiKeyVar:                "APIKeyFromSecret",
-}
-
 // checkLiteralSecrets refuses credentials written into the objects: an
-// --api-key flag with a literal value among the extra arguments, or a
-// credential variable set with Env instead of from a Secret.
+// --api-key flag with a literal value among the extra arguments.
 func (s *Service) checkLiteralSecrets() field.ErrorList {
 	var errs field.ErrorList
 	_, args := s.CommandLine()
@@ -554,12 +543,8 @@ func (s *Service) checkLiteralSecrets() field.ErrorList {
 				"an API key in the arguments is stored in the objects in clear: use APIKeyFromSecret"))
 		}
 	}
-	for _, v := range s.EnvVars() {
-		if setter, ok := secretEnvNames[v.Name]; ok && v.ValueFrom == nil && v.Value != "" {
-			errs = append(errs, field.Forbidden(field.NewPath("spec", "env").Key(v.Name),
-				fmt.Sprintf("a credential in a literal variable is stored in the objects in clear: use %s (or EnvFromSecret)", setter)))
-		}
-	}
+	// Literal credentials in the environment are refused by the shared pod
+	// settings (pod.Builder's check), once for every workload.
 	return errs
 }
 

@@ -374,7 +374,18 @@ func TestResourceQuotaAdmission(t *testing.T) {
 		}
 	}
 	require.NoError(t, env.CreateStrict(t.Context(), configMap("first")))
-	err := env.CreateStrict(t.Context(), configMap("second"))
+	// Admission reads quotas through an informer, which may not have seen
+	// the status update yet: a create that slips through is undone and
+	// tried again until the quota is enforced.
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		second := configMap(fmt.Sprintf("second-%d", attempt))
+		if err = env.CreateStrict(t.Context(), second); err != nil {
+			break
+		}
+		require.NoError(t, env.Client.Delete(t.Context(), second))
+		time.Sleep(100 * time.Millisecond)
+	}
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
 	assert.ErrorContains(t, err, "exceeded quota: limits")
