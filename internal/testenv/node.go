@@ -417,11 +417,7 @@ func (n *node) startKubelet() error {
 }
 
 func (n *node) startKubeProxy() error {
-	metrics, err := freePort()
-	if err != nil {
-		return err
-	}
-	healthz, err := freePort()
+	metrics, healthz, err := freePortPair()
 	if err != nil {
 		return err
 	}
@@ -441,11 +437,7 @@ func (n *node) startKubeProxy() error {
 // startCoreDNS serves cluster DNS on the bridge's address, the kubelet's
 // clusterDNS. There is no upstream: nothing outside resolves here.
 func (n *node) startCoreDNS() error {
-	health, err := freePort()
-	if err != nil {
-		return err
-	}
-	ready, err := freePort()
+	health, ready, err := freePortPair()
 	if err != nil {
 		return err
 	}

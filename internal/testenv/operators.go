@@ -185,11 +185,7 @@ func (n *node) startTrainingOperator() error {
 			return err
 		}
 	}
-	metrics, err := freePort()
-	if err != nil {
-		return err
-	}
-	probe, err := freePort()
+	metrics, probe, err := freePortPair()
 	if err != nil {
 		return err
 	}
@@ -269,11 +265,7 @@ func (n *node) startLWS() error {
 			return err
 		}
 	}
-	metrics, err := freePort()
-	if err != nil {
-		return err
-	}
-	probe, err := freePort()
+	metrics, probe, err := freePortPair()
 	if err != nil {
 		return err
 	}
@@ -329,11 +321,7 @@ func (n *node) startArgo() error {
 // startKubeRay runs the KubeRay operator v1.5.0 (no webhooks: they are off
 // unless ENABLE_WEBHOOKS=true).
 func (n *node) startKubeRay() error {
-	metrics, err := freePort()
-	if err != nil {
-		return err
-	}
-	probe, err := freePort()
+	metrics, probe, err := freePortPair()
 	if err != nil {
 		return err
 	}

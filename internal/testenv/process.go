@@ -202,6 +202,17 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// freePortPair returns two loopback ports that were free a moment ago: a
+// component's metrics and health ports.
+func freePortPair() (int, int, error) {
+	a, err := freePort()
+	if err != nil {
+		return 0, 0, err
+	}
+	b, err := freePort()
+	return a, b, err
+}
+
 // waitUntil polls ready every interval until it returns true, the process
 // exits, or ctx ends.
 func waitUntil(ctx context.Context, p *process, interval time.Duration, ready func(context.Context) bool) error {

@@ -1,0 +1,27 @@
+// Command standin-engine stands in for an inference engine image (vLLM with
+// Ray) on the test cluster, where no model can run. It is one static binary
+// that the image links under the names the serving pods call, and it
+// dispatches on the name it was called by:
+//
+//   - vllm serve MODEL [flags]: an OpenAI-compatible server on --port
+//     (default 8000): GET /health, GET /v1/models, POST
+//     /v1/chat/completions (also streamed as server-sent events), POST
+//     /v1/completions, POST /v1/embeddings, and GET /metrics with vLLM's
+//     metric names (vllm:num_requests_running, vllm:num_requests_waiting,
+//     vllm:kv_cache_usage_perc, vllm:prompt_tokens_total,
+//     vllm:generation_tokens_total, vllm:request_success_total). Answers
+//     are deterministic echoes, so a test can assert on them. Flags it does
+//     not know are accepted and ignored, as the real command line carries
+//     many.
+//   - ray start --head --port=P: starts a head in the background that
+//     counts the nodes connected to it, and returns.
+//   - ray start --address=HOST:P --block: resolves HOST through the pod's
+//     DNS (retrying while it does not resolve), joins the head and blocks
+//     while the head lives.
+//   - python3 -c SCRIPT, where SCRIPT counts Ray nodes (ray.nodes()):
+//     prints the number of nodes the local head counts. Any other script is
+//     refused.
+//
+// It is test code, not a product: it exists so that cube's serving objects
+// run for real on the test cluster.
+package main
