@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -26,6 +27,18 @@ type clusterTool struct {
 	version string // for go install
 	static  bool   // for an image: no C library there
 	stamp   bool   // the Kubernetes version in k8s.io/component-base/version
+	// links are files that are symbolic links in the upstream repository.
+	// Module zips leave symbolic links out, so a package that needs one
+	// does not build from the module proxy's copy; the build restores them
+	// in a copy of the module (see restoreLinks).
+	links []upstreamLink
+}
+
+// upstreamLink is a symbolic link of an upstream repository.
+type upstreamLink struct {
+	module string // module path
+	path   string // the link, relative to the module's root
+	target string // what it points at, relative to the link's directory
 }
 
 // clusterTools are the node's commands, the operators and the programs
@@ -43,7 +56,11 @@ var clusterTools = []clusterTool{
 	{name: "coredns", pkg: "github.com/coredns/coredns", version: "v1.12.1"},
 	{name: "lws-controller", module: "lws", pkg: "sigs.k8s.io/lws/cmd"},
 	{name: "workflow-controller", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller"},
-	{name: "argoexec", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/argoexec", static: true},
+	// In argo-workflows v3.7.6, workflow/executor/osspecific/signal_linux.go
+	// is a symbolic link to signal_darwin.go (Setpgid, Kill, Term); without
+	// it argoexec does not build for Linux.
+	{name: "argoexec", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/argoexec", static: true,
+		links: []upstreamLink{{module: "github.com/argoproj/argo-workflows/v3", path: "workflow/executor/osspecific/signal_linux.go", target: "signal_darwin.go"}}},
 	{name: "kubectl", module: "kubectl", pkg: ".", static: true, stamp: true},
 	{name: "standin-engine", module: "main", pkg: "./internal/testenv/cmd/standin-engine", static: true},
 	{name: "kubectl-delivery", module: "main", pkg: "./internal/testenv/cmd/kubectl-delivery", static: true},
@@ -87,6 +104,9 @@ func newClusterLayout(l *layout) (*clusterLayout, error) {
 	for _, t := range clusterTools {
 		h := sha256.New()
 		fmt.Fprintf(h, "format %s\n%s %s %s %v %v\n", clusterFormat, t.module, t.pkg, t.version, t.static, t.stamp)
+		for _, l := range t.links {
+			fmt.Fprintf(h, "link %s %s %s\n", l.module, l.path, l.target)
+		}
 		switch t.module {
 		case "":
 		case "main":
@@ -198,7 +218,15 @@ func (c *clusterLayout) ensure(ctx context.Context) error {
 			if t.stamp {
 				ldflags = c.versionLDFlags()
 			}
-			err = c.buildIn(ctx, c.moduleDir(t.module), dst, t.pkg, ldflags, t.static)
+			dir := c.moduleDir(t.module)
+			if len(t.links) > 0 {
+				var cleanup func()
+				if dir, cleanup, err = c.restoreLinks(ctx, dir, t.links); err != nil {
+					return fmt.Errorf("build %s: %w", t.name, err)
+				}
+				defer cleanup()
+			}
+			err = c.buildIn(ctx, dir, dst, t.pkg, ldflags, t.static)
 		}
 		if err != nil {
 			return err
@@ -262,4 +290,65 @@ func (c *clusterLayout) install(ctx context.Context, dst, pkg, version string) e
 		return fmt.Errorf("install %s: %w", pkg, err)
 	}
 	return nil
+}
+
+// restoreLinks makes a copy of the tools module at dir whose go.mod replaces
+// each linked module with a copy of it from the module cache in which the
+// links are restored. It returns the copy's directory and a function that
+// removes it.
+func (c *clusterLayout) restoreLinks(ctx context.Context, dir string, links []upstreamLink) (string, func(), error) {
+	tmp, err := os.MkdirTemp(c.artifacts.dir, ".src-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	fail := func(err error) (string, func(), error) {
+		cleanup()
+		return "", nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, e.Name()), data, 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	var replaces strings.Builder
+	copied := map[string]string{}
+	for _, l := range links {
+		src, ok := copied[l.module]
+		if !ok {
+			out, err := c.runGo(ctx, dir, goEnv("-mod=readonly"), "list", "-m", "-f", "{{.Dir}}", l.module)
+			if err != nil {
+				return fail(err)
+			}
+			src = filepath.Join(tmp, "upstream", strings.NewReplacer("/", "_", ".", "_").Replace(l.module))
+			if err := os.CopyFS(src, os.DirFS(strings.TrimSpace(string(out)))); err != nil {
+				return fail(fmt.Errorf("copy %s: %w", l.module, err))
+			}
+			copied[l.module] = src
+			fmt.Fprintf(&replaces, "\nreplace %s => %s\n", l.module, src)
+		}
+		if err := os.Symlink(l.target, filepath.Join(src, filepath.FromSlash(l.path))); err != nil {
+			return fail(fmt.Errorf("restore %s in %s: %w", l.path, l.module, err))
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(tmp, "go.mod"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fail(err)
+	}
+	_, werr := f.WriteString(replaces.String())
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fail(err)
+	}
+	return tmp, cleanup, nil
 }

@@ -1,0 +1,63 @@
+package journeys
+
+import (
+	"bufio"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/testenv"
+)
+
+// NewClient returns a cube client on the cluster, in a fresh namespace.
+func NewClient(t testing.TB) (*testenv.Cluster, *cube.Client, string) {
+	t.Helper()
+	c := testenv.GetCluster(t)
+	ns := c.Namespace(t)
+	cl, err := cube.New(c.Config, cube.WithNamespace(ns))
+	require.NoError(t, err)
+	return c, cl, ns
+}
+
+// Apply applies w in the client's namespace.
+func Apply(t testing.TB, c *cube.Client, w cube.Workload) *cube.Release {
+	t.Helper()
+	rel, err := c.Apply(t.Context(), w)
+	require.NoError(t, err)
+	return rel
+}
+
+// LogsOf reads every pod's logs of the release, as Release.Logs merges them.
+func LogsOf(t testing.TB, rel *cube.Release, opts cube.LogOptions) string {
+	t.Helper()
+	r, err := rel.Logs(t.Context(), opts)
+	require.NoError(t, err)
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	require.NoError(t, err)
+	return string(data)
+}
+
+// LinesOf returns the lines of logs that a pod whose name has prefix wrote.
+func LinesOf(logs, podPrefix string) []string {
+	var out []string
+	s := bufio.NewScanner(strings.NewReader(logs))
+	for s.Scan() {
+		if strings.HasPrefix(s.Text(), "["+podPrefix) {
+			out = append(out, s.Text())
+		}
+	}
+	return out
+}
+
+// WaitFor is how long a journey may take on two busy cores.
+const WaitFor = 5 * time.Minute
+
+// Progress logs each status Wait reports.
+func Progress(t testing.TB) cube.WaitOption {
+	return cube.OnProgress(func(s cube.Status) { t.Logf("status: %s", s) })
+}

@@ -1,0 +1,74 @@
+package training
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/journeys"
+	"github.com/cubestudio/cube/train"
+)
+
+// allReduce is a torch.distributed program over gloo on CPU: every rank
+// contributes rank+1, and every rank prints the sum. The training-operator
+// sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK.
+const allReduce = `
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+print(f"rank {rank} world {world} sum {t.item()}", flush=True)
+dist.destroy_process_group()
+`
+
+// A PyTorchJob with a Master and a Worker runs an all-reduce for real: the
+// operator wires the two pods together through cluster DNS and both see
+// world size 2 and the sum 1+2.
+func TestPyTorchDDPAllReduce(t *testing.T) {
+	c, cl, _ := journeys.NewClient(t)
+	job := train.PyTorch("ddp").
+		Image(c.Images.Python).
+		Command("python3", "-c", allReduce).
+		Workers(1).
+		CPU("500m").Memory("1Gi")
+	rel := journeys.Apply(t, cl, job)
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	require.NoError(t, err, logs)
+	assert.Equal(t, cube.Succeeded, st.Phase)
+	assert.Contains(t, logs, "rank 0 world 2 sum 3.0")
+	assert.Contains(t, logs, "rank 1 world 2 sum 3.0")
+}
+
+// After the launcher of an MPIJob ends, its workers (which only sleep for
+// mpirun to exec into them) must not linger holding their resources.
+func TestMPIJobAllReduce(t *testing.T) {
+	c, cl, ns := journeys.NewClient(t)
+	script := `from mpi4py import MPI
+c = MPI.COMM_WORLD
+s = c.allreduce(c.Get_rank() + 1)
+print(f"mpi rank {c.Get_rank()} size {c.Get_size()} sum {s}", flush=True)`
+	job := train.MPI("mpi").
+		Image(c.Images.Python).
+		Command("mpirun", "--allow-run-as-root", "-np", "2", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0", "python3", "-c", script).
+		Workers(2).
+		CPU("250m").Memory("512Mi")
+	rel := journeys.Apply(t, cl, job)
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	require.NoError(t, err, logs)
+	assert.Equal(t, cube.Succeeded, st.Phase)
+	assert.Contains(t, logs, "mpi rank 0 size 2 sum 3")
+	assert.Contains(t, logs, "mpi rank 1 size 2 sum 3")
+
+	pods, err := c.Clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "training.kubeflow.org/replica-type=worker"})
+	require.NoError(t, err)
+	for _, p := range pods.Items {
+		assert.NotEqual(t, corev1.PodRunning, p.Status.Phase, "worker %s still runs after the launcher ended", p.Name)
+	}
+}
