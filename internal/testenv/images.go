@@ -31,7 +31,8 @@ type Images struct {
 	// Pause is the pod sandbox image.
 	Pause string
 	// Busybox is busybox-static with its applets linked: sh, sleep, wget,
-	// nslookup...
+	// nslookup... Debian's busybox 1.35 wget crashes (SIGSEGV) when given
+	// -T; bound it with timeout instead.
 	Busybox string
 	// Python is a Debian bookworm root filesystem with python3, torch (CPU,
 	// torch.distributed with gloo), Open MPI with mpi4py, numpy and the

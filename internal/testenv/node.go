@@ -34,8 +34,12 @@ import (
 // off the machine. The bridge's address is also where the API server, the
 // kubelet, CoreDNS and the operators' webhooks listen, so pods reach them.
 const (
-	bridgeName  = "cube0"
-	podSubnet   = "10.244.0.0/24"
+	bridgeName = "cube0"
+	podSubnet  = "10.244.0.0/24"
+	// serviceCIDR is the Services' virtual addresses (kube-apiserver's and
+	// kube-controller-manager's --service-cluster-ip-range); pods route it
+	// through the bridge, where kube-proxy's rules translate it.
+	serviceCIDR = "10.0.0.0/24"
 	gatewayIP   = "10.244.0.1"
 	nodeName    = "cube-node"
 	clusterDNS  = gatewayIP
@@ -168,9 +172,13 @@ func (n *node) setupNetwork() error {
 		Subnet  string `json:"subnet"`
 		Gateway string `json:"gateway"`
 	}
+	type route struct {
+		Dst string `json:"dst"`
+	}
 	type ipam struct {
 		Type    string        `json:"type"`
 		Ranges  [][]ipamRange `json:"ranges"`
+		Routes  []route       `json:"routes"`
 		DataDir string        `json:"dataDir"`
 	}
 	type plugin struct {
@@ -190,7 +198,12 @@ func (n *node) setupNetwork() error {
 		Plugins    []plugin `json:"plugins"`
 	}{"1.0.0", "cube", []plugin{
 		{Type: "bridge", Bridge: bridgeName, IsGateway: true, IPMasq: false, HairpinMode: true,
-			IPAM: &ipam{Type: "host-local", Ranges: [][]ipamRange{{{Subnet: podSubnet, Gateway: gatewayIP}}}, DataDir: filepath.Join(n.dir, "cni-ipam")}},
+			IPAM: &ipam{Type: "host-local", Ranges: [][]ipamRange{{{Subnet: podSubnet, Gateway: gatewayIP}}},
+				// Pods reach the pod bridge and the Service VIPs, and no other
+				// network: there is no default route (a route without gw goes
+				// through the range's gateway).
+				Routes:  []route{{Dst: serviceCIDR}},
+				DataDir: filepath.Join(n.dir, "cni-ipam")}},
 		{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}},
 	}}
 	data, err := json.MarshalIndent(conf, "", "  ")
@@ -335,7 +348,7 @@ func (n *node) startControllers() error {
 		"--leader-elect=false",
 		"--service-account-private-key-file=" + filepath.Join(n.dir, "service-account.key"),
 		"--root-ca-file=" + n.config.CAFile,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--use-service-account-credentials=false",
 		// Pods get addresses from host-local IPAM: no node CIDRs are
 		// allocated (--allocate-node-cidrs stays off).

@@ -63,6 +63,17 @@ func (n *node) hostService(namespace, name string, port int) error {
 	return nil
 }
 
+// certSecret creates the empty Secret an operator's certificate rotator
+// (open-policy-agent/cert-controller) fills: the rotator updates it but
+// does not create it; in a cluster the operator's manifests do.
+func (n *node) certSecret(namespace, name string) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	if _, err := n.client.CoreV1().Secrets(namespace).Create(n.ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create secret %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
 // copyCerts waits until the operator's certificate rotator has filled its
 // Secret and writes the serving certificate where the webhook server reads
 // it, as the Secret's volume would in a cluster.
@@ -161,10 +172,7 @@ func (n *node) startTrainingOperator() error {
 	if err != nil {
 		return err
 	}
-	// The rotator fills this Secret but does not create it (in a cluster
-	// the manifests do).
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "training-operator-webhook-cert", Namespace: namespace}}
-	if _, err := n.client.CoreV1().Secrets(namespace).Create(n.ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := n.certSecret(namespace, "training-operator-webhook-cert"); err != nil {
 		return err
 	}
 	if err := n.hostService(namespace, "training-operator", port); err != nil {
@@ -219,6 +227,9 @@ func (n *node) startLWS() error {
 	}
 	port, err := freePort()
 	if err != nil {
+		return err
+	}
+	if err := n.certSecret(namespace, secret); err != nil {
 		return err
 	}
 	if err := n.hostService(namespace, service, port); err != nil {
