@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -125,6 +126,7 @@ func startNode(parent context.Context) (*node, error) {
 		{"storage", n.startProvisioner},
 		{"operators", n.startOperators},
 		{"node ready", n.waitReady},
+		{"accelerators", n.advertiseGPUs},
 	}
 	for _, s := range steps {
 		if err := step(s.name, s.f); err != nil {
@@ -424,6 +426,7 @@ func (n *node) startKubelet() error {
 		// The bridge's address: the API server reaches the kubelet there
 		// (logs, exec), and the Node reports it as its InternalIP.
 		"--node-ip=" + gatewayIP,
+		"--node-labels=" + GPUProductLabel + "=" + GPUProduct,
 		"--v=1",
 	}, nil)
 	return err
@@ -514,6 +517,43 @@ func (n *node) waitReady() error {
 	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		_, err := n.client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
+	})
+}
+
+// The node poses as a node with GPUProduct GPUs: it carries the product
+// label NVIDIA's GPU feature discovery sets, and advertises GPUs devices of
+// GPUResource as a node-level extended resource (a status patch, as the
+// Kubernetes documentation "Advertise Extended Resources for a Node" does)
+// with no device plugin and no device behind them. The scheduler, quota and
+// kubelet admission count them as they count real GPUs; nothing in a pod
+// can use one.
+const (
+	GPUResource     = "nvidia.com/gpu"
+	GPUProductLabel = "nvidia.com/gpu.product"
+	GPUProduct      = "Tesla-T4"
+	GPUs            = 4
+)
+
+// advertiseGPUs adds GPUs to the Node's capacity.
+func (n *node) advertiseGPUs() error {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"capacity": map[string]string{GPUResource: strconv.Itoa(GPUs)}}})
+	if err != nil {
+		return err
+	}
+	if _, err := n.client.CoreV1().Nodes().Patch(n.ctx, nodeName, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("advertise %s: %w", GPUResource, err)
+	}
+	// The kubelet derives allocatable from capacity at its next status
+	// update.
+	ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		node, err := n.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		q := node.Status.Allocatable[GPUResource]
+		return q.Value() == GPUs, nil
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/journeys"
 	"github.com/cubestudio/cube/serve"
 )
@@ -74,7 +75,7 @@ func chat(t *testing.T, c *serve.Client, question string) string {
 	return answer
 }
 
-// A single-node service with two replicas becomes Ready with its
+// A single-node service autoscaled from two replicas becomes Ready with its
 // PodDisruptionBudget and HorizontalPodAutoscaler in place, and answers
 // through its Service.
 func TestServeSingleNode(t *testing.T) {
@@ -82,7 +83,6 @@ func TestServeSingleNode(t *testing.T) {
 	svc := serve.VLLM("chat", "standin/echo-7b").
 		Image(c.Images.Standin).
 		CPU("100m").Memory("128Mi").
-		Replicas(2).
 		Autoscale(2, 4, serve.ScaleOnCPU(80))
 	rel := journeys.Apply(t, cl, svc)
 	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
@@ -115,9 +115,12 @@ func TestServeSingleNode(t *testing.T) {
 // group is whole, and the answer comes through the Service.
 func TestServeMultiNodeOnLeaderWorkerSet(t *testing.T) {
 	c, cl, ns := journeys.NewClient(t)
+	// One T4 per pod: the test node advertises GPUs it does not have
+	// (testenv.GPUs), so the group is scheduled as on GPU nodes.
 	svc := serve.VLLM("big", "standin/echo-70b").
 		Image(c.Images.Standin).
 		CPU("100m").Memory("128Mi").
+		On(hardware.T4).GPUs(1).
 		Nodes(2)
 	rel := journeys.Apply(t, cl, svc)
 	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
