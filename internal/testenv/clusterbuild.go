@@ -65,6 +65,7 @@ var clusterTools = []clusterTool{
 	{name: "standin-engine", module: "main", pkg: "./internal/testenv/cmd/standin-engine", static: true},
 	{name: "kubectl-delivery", module: "main", pkg: "./internal/testenv/cmd/kubectl-delivery", static: true},
 	{name: "pause", module: "main", pkg: "./internal/testenv/cmd/pause", static: true},
+	{name: "nslookup", module: "main", pkg: "./internal/testenv/cmd/nslookup", static: true},
 }
 
 // clusterFormat changes whenever what the cluster build puts in its cache

@@ -46,6 +46,11 @@ type Images struct {
 	// Argoexec is Argo's executor, for the workflow-controller's
 	// --executor-image.
 	Argoexec string
+	// PyTorchInit is the training-operator's PyTorch init container image
+	// (--pytorch-init-container-image): busybox with an nslookup that exits
+	// 0 once the name resolves, as alpine:3.10's, the operator's default,
+	// does (see internal/testenv/cmd/nslookup).
+	PyTorchInit string
 	// KubectlDelivery does what mpioperator/kubectl-delivery does for the
 	// training-operator's MPIJob launcher: it copies kubectl into the
 	// launcher and waits for the workers to run.
@@ -95,6 +100,15 @@ func (c *clusterLayout) recipes(images *Images) []imageRecipe {
 			// The names a vLLM-over-Ray pod calls.
 			map[string]string{"/usr/local/bin/vllm": standin, "/usr/local/bin/ray": standin, "/usr/local/bin/python3": standin}),
 			entrypoint: []string{standin}},
+		// The shell is the host's dash with its C library: busybox-static's
+		// ash runs its own applets before searching PATH, so its nslookup
+		// would shadow the one this image brings.
+		{name: "pytorch-init", field: &images.PyTorchInit, layers: busyboxWith(map[string]string{
+			"/usr/local/bin/nslookup":         static("nslookup"),
+			"/bin/sh":                         "/bin/dash",
+			"/lib/x86_64-linux-gnu/libc.so.6": "/lib/x86_64-linux-gnu/libc.so.6",
+			"/lib64/ld-linux-x86-64.so.2":     "/lib64/ld-linux-x86-64.so.2",
+		}, nil), entrypoint: nil},
 		{name: "argoexec", field: &images.Argoexec, layers: busyboxWith(map[string]string{"/bin/argoexec": static("argoexec")}, nil), entrypoint: []string{"/bin/argoexec"}},
 		{name: "kubectl-delivery", field: &images.KubectlDelivery, layers: busyboxWith(map[string]string{
 			"/bin/kubectl":          static("kubectl"),
@@ -389,6 +403,29 @@ func writeBusyboxLayer(dst string, extra, links map[string]string) error {
 		return err
 	}
 	seen := map[string]bool{"bin/busybox": true}
+	// Files and links the image brings replace applets of the same name.
+	for name := range extra {
+		seen[strings.TrimPrefix(name, "/")] = true
+	}
+	for name := range links {
+		seen[strings.TrimPrefix(name, "/")] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(extra)) {
+		var parents []string
+		for dir := filepath.Dir(strings.TrimPrefix(name, "/")); dir != "."; dir = filepath.Dir(dir) {
+			parents = append(parents, dir)
+		}
+		slices.Reverse(parents)
+		for _, dir := range parents {
+			if slices.Contains(dirs, dir) || seen[dir+"/"] {
+				continue
+			}
+			seen[dir+"/"] = true
+			if err := tw.WriteHeader(&tar.Header{Name: dir + "/", Mode: 0o755, ModTime: epoch, Typeflag: tar.TypeDir}); err != nil {
+				return err
+			}
+		}
+	}
 	for _, applet := range strings.Fields(string(out)) {
 		applet = strings.TrimPrefix(applet, "/")
 		if seen[applet] || !slices.Contains(dirs, filepath.Dir(applet)) {

@@ -201,7 +201,7 @@ func (n *node) startTrainingOperator() error {
 		"--webhook-server-port=" + strconv.Itoa(port),
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
-		"--pytorch-init-container-image=" + n.images.Busybox,
+		"--pytorch-init-container-image=" + n.images.PyTorchInit,
 		"--mpi-kubectl-delivery-image=" + n.images.KubectlDelivery,
 		"--leader-elect=false",
 	}, []string{"KUBECONFIG=" + n.admin, "MY_POD_NAMESPACE=" + namespace})
