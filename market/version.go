@@ -233,34 +233,43 @@ func validateMetric(p *field.Path, name string, value float64) field.ErrorList {
 const maxFloat = 1.7976931348623157e308
 
 func (a Artifact) validate(p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	uri := p.Child("uri")
-	scheme, rest, ok := strings.Cut(a.URI, "://")
-	switch {
-	case a.URI == "":
-		errs = append(errs, field.Required(uri, "where the weights are: pvc://, s3://, hf:// or modelscope://"))
-	case !ok:
-		errs = append(errs, field.Invalid(uri, a.URI, "must be scheme://location"))
-	case !slices.Contains(schemes, scheme):
-		errs = append(errs, field.NotSupported(uri, scheme, schemes))
-	case rest == "" || strings.HasPrefix(rest, "/"):
-		errs = append(errs, field.Invalid(uri, a.URI, "has no location after the scheme"))
-	case strings.ContainsAny(rest, " \t\n\"'`$\\"):
-		errs = append(errs, field.Invalid(uri, a.URI, "must not contain spaces, quotes, '$' or '\\'"))
-	case (scheme == SchemeHF || scheme == SchemeModelScope) && strings.Count(strings.SplitN(rest, "@", 2)[0], "/") != 1:
-		errs = append(errs, field.Invalid(uri, a.URI, "a hub repository is org/name"))
-	}
+	errs := validateURI(p.Child("uri"), a.URI)
 	if a.DType != "" && !a.DType.Valid() {
 		errs = append(errs, field.NotSupported(p.Child("dtype"), a.DType, []DType{FP32, BF16, FP16, FP8, INT8, INT4}))
 	}
 	if a.SizeBytes < 0 {
 		errs = append(errs, field.Invalid(p.Child("sizeBytes"), a.SizeBytes, "must not be negative"))
 	}
-	if a.Checksum != "" {
-		hex, ok := strings.CutPrefix(a.Checksum, "sha256:")
-		if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
-			errs = append(errs, field.Invalid(p.Child("checksum"), a.Checksum, "must be sha256: and 64 lowercase hex digits"))
-		}
+	if a.Checksum != "" && !validChecksum(a.Checksum) {
+		errs = append(errs, field.Invalid(p.Child("checksum"), a.Checksum, checksumMessage))
+	}
+	return errs
+}
+
+const checksumMessage = "must be sha256: and 64 lowercase hex digits"
+
+func validChecksum(s string) bool {
+	hex, ok := strings.CutPrefix(s, "sha256:")
+	return ok && len(hex) == 64 && strings.Trim(hex, "0123456789abcdef") == ""
+}
+
+// validateURI checks an artifact URI.
+func validateURI(uri *field.Path, value string) field.ErrorList {
+	var errs field.ErrorList
+	scheme, rest, ok := strings.Cut(value, "://")
+	switch {
+	case value == "":
+		errs = append(errs, field.Required(uri, "where the weights are: pvc://, s3://, hf:// or modelscope://"))
+	case !ok:
+		errs = append(errs, field.Invalid(uri, value, "must be scheme://location"))
+	case !slices.Contains(schemes, scheme):
+		errs = append(errs, field.NotSupported(uri, scheme, schemes))
+	case rest == "" || strings.HasPrefix(rest, "/"):
+		errs = append(errs, field.Invalid(uri, value, "has no location after the scheme"))
+	case strings.ContainsAny(rest, " \t\n\"'`$\\"):
+		errs = append(errs, field.Invalid(uri, value, "must not contain spaces, quotes, '$' or '\\'"))
+	case (scheme == SchemeHF || scheme == SchemeModelScope) && strings.Count(strings.SplitN(rest, "@", 2)[0], "/") != 1:
+		errs = append(errs, field.Invalid(uri, value, "a hub repository is org/name"))
 	}
 	return errs
 }
