@@ -212,8 +212,8 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	errs = append(errs, e.problems...)
 	vPath := field.NewPath("spec", "version")
 	errs = append(errs, ValidateModelName(vPath.Child("model"), e.version.Model)...)
-	if e.version.Number < 1 {
-		errs = append(errs, field.Required(vPath.Child("number"), "evaluate a registered version (Registry.Get)"))
+	if e.version.Number < 0 {
+		errs = append(errs, field.Invalid(vPath.Child("number"), e.version.Number, "must not be negative"))
 	}
 	if len(e.tasks) == 0 {
 		errs = append(errs, field.Required(field.NewPath("spec", "tasks"), "at least one lm-evaluation-harness task, such as mmlu or gsm8k"))
@@ -289,7 +289,9 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	meta.Annotations[AnnotationVersion] = e.version.Ref()
+	if e.version.Number > 0 {
+		meta.Annotations[AnnotationVersion] = e.version.Ref()
+	}
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: meta,
@@ -392,7 +394,7 @@ func RecordEvaluation(ctx context.Context, c client.Client, reg *Registry, e *Ev
 	}
 	ref := job.Annotations[AnnotationVersion]
 	if ref == "" {
-		ref = e.version.Ref()
+		return Version{}, fmt.Errorf("job %s/%s evaluated %s, which is not a registered version: register it to record scores", job.Namespace, job.Name, e.version.Model)
 	}
 	metrics, err := ParseLMEvalResults([]byte(message))
 	if err != nil {

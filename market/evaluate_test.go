@@ -67,7 +67,7 @@ func TestEvaluateErrorsAreJoined(t *testing.T) {
 	_, err := market.Evaluate("Eval", market.Version{Artifact: market.Artifact{URI: "s3://b/p"}}, "", "a,b").
 		FewShot(-1).Limit(0).BatchSize("big").Concurrency(0).Endpoint("localhost", "a b").HFToken("", "").Build()
 	require.Error(t, err)
-	for _, want := range []string{"metadata.name", "spec.version.model", "spec.version.number", "spec.tasks[0]", "spec.tasks[1]",
+	for _, want := range []string{"metadata.name", "spec.version.model", "spec.tasks[0]", "spec.tasks[1]",
 		"spec.version.artifact.uri", "spec.fewShot", "spec.limit", "spec.batchSize", "spec.concurrency", "spec.endpoint", "spec.servedModel", "spec.hfToken"} {
 		assert.ErrorContains(t, err, want)
 	}

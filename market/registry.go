@@ -304,11 +304,16 @@ func (r *Registry) Untag(ctx context.Context, ref string, tags ...string) (Versi
 type Promotion struct {
 	By     string
 	Reason string
+	// Rollout, when set, is called with the promoted version after a
+	// promotion to production: apply the serving release to it there
+	// (serve.FromMarket and cube.Client.Apply, whose server-side apply
+	// rolls the Deployment). Its error is returned; the promotion stands.
+	Rollout func(ctx context.Context, v Version) error
 }
 
 // Promote moves the version ref names to stage, recording the change. A
 // version promoted to production moves the model's previous production
-// versions to archived, so "model@production" names one version; the
+// versions to archived, then calls p.Rollout, so "model@production" names one version; the
 // returned slice holds the promoted version first, then the archived ones.
 // The archiving is a second write per version: a crash between the two
 // leaves two production versions, of which model@production still names the
@@ -345,6 +350,11 @@ func (r *Registry) Promote(ctx context.Context, ref string, to Stage, p Promotio
 			continue
 		}
 		out = append(out, archived)
+	}
+	if p.Rollout != nil {
+		if err := p.Rollout(ctx, promoted); err != nil {
+			errs = append(errs, fmt.Errorf("roll out %s: %w", promoted.Ref(), err))
+		}
 	}
 	return out, errors.Join(errs...)
 }
