@@ -253,6 +253,12 @@ func validChecksum(s string) bool {
 	return ok && len(hex) == 64 && strings.Trim(hex, "0123456789abcdef") == ""
 }
 
+// isHubRepo reports whether repo is org/name with both parts present.
+func isHubRepo(repo string) bool {
+	org, name, ok := strings.Cut(repo, "/")
+	return ok && org != "" && name != "" && !strings.Contains(name, "/")
+}
+
 // validateURI checks an artifact URI.
 func validateURI(uri *field.Path, value string) field.ErrorList {
 	var errs field.ErrorList
@@ -268,8 +274,13 @@ func validateURI(uri *field.Path, value string) field.ErrorList {
 		errs = append(errs, field.Invalid(uri, value, "has no location after the scheme"))
 	case strings.ContainsAny(rest, " \t\n\"'`$\\"):
 		errs = append(errs, field.Invalid(uri, value, "must not contain spaces, quotes, '$' or '\\'"))
-	case (scheme == SchemeHF || scheme == SchemeModelScope) && strings.Count(strings.SplitN(rest, "@", 2)[0], "/") != 1:
+	case (scheme == SchemeHF || scheme == SchemeModelScope) && !isHubRepo(strings.SplitN(rest, "@", 2)[0]):
 		errs = append(errs, field.Invalid(uri, value, "a hub repository is org/name"))
+	case scheme == SchemePVC:
+		claim, _, _ := strings.Cut(rest, "/")
+		for _, msg := range validation.IsDNS1123Subdomain(claim) {
+			errs = append(errs, field.Invalid(uri, value, "claim: "+msg))
+		}
 	}
 	return errs
 }
