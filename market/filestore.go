@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,7 +37,9 @@ type FileStore struct {
 }
 
 // OpenFileStore returns a store in the file at path, creating its
-// directory and the file on first write.
+// directory and the file when they do not exist. The file is initialised
+// here, under the write lock, so that no reader in another process ever
+// opens a file that a writer has created but not yet written.
 func OpenFileStore(path string) (*FileStore, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open file store: %w", field.Required(field.NewPath("path"), "a file path is required"))
@@ -46,8 +47,28 @@ func OpenFileStore(path string) (*FileStore, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open file store %s: %w", path, err)
 	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: defaultLockTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("open file store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketVersions, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open file store %s: %w", path, err)
+	}
 	return &FileStore{path: path}, nil
 }
+
+const defaultLockTimeout = 30 * time.Second
 
 var (
 	bucketVersions = []byte("versions")
@@ -86,7 +107,7 @@ func (s *FileStore) open(ctx context.Context, readOnly bool) (*bolt.DB, error) {
 	}
 	timeout := s.LockTimeout
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = defaultLockTimeout
 	}
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: readOnly})
 	if err != nil {
@@ -95,14 +116,8 @@ func (s *FileStore) open(ctx context.Context, readOnly bool) (*bolt.DB, error) {
 	return db, nil
 }
 
-// view runs fn in a read transaction; a store never written is empty.
+// view runs fn in a read transaction.
 func (s *FileStore) view(ctx context.Context, fn func(b *bolt.Bucket) error) error {
-	if err := s.usable(); err != nil {
-		return err
-	}
-	if _, err := os.Stat(s.path); errors.Is(err, fs.ErrNotExist) {
-		return fn(nil)
-	}
 	db, err := s.open(ctx, true)
 	if err != nil {
 		return err
