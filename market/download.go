@@ -40,6 +40,10 @@ const (
 // ModelDir is where the claim is mounted in the download pod.
 const ModelDir = "/models"
 
+// terminationLog is the container's terminationMessagePath, the
+// Kubernetes default, named to the scripts in CUBE_TERMINATION_LOG.
+const terminationLog = "/dev/termination-log"
+
 // DownloadJob is a Workload: a batch/v1 Job that fetches a model from
 // Hugging Face (hf download), ModelScope (modelscope download) or S3 (aws
 // s3 sync) into a path on a PersistentVolumeClaim. Its pod settings
@@ -54,10 +58,10 @@ const ModelDir = "/models"
 // main branch is fetched and recorded as such.
 //
 // The pod prints the bytes fetched every 30 seconds to its log, then
-// writes a summary to its termination message — the total size and a
-// checksum: sha256 over the `sha256sum` lines of every file, sorted by
-// path, with the tools' own bookkeeping (.cache, ._____temp) left out.
-// RegisterDownload reads it and registers the version.
+// writes a summary to its termination message: the total size and the
+// checksum Checksum defines, of every file but the tools' own bookkeeping
+// (.cache, ._____temp). RegisterDownload reads it and registers the
+// version.
 type DownloadJob struct {
 	pod.Builder[DownloadJob]
 
@@ -331,17 +335,19 @@ fi
 if [ -n "${MODELSCOPE_API_TOKEN:-}" ]; then
   modelscope login --token "$MODELSCOPE_API_TOKEN" >/dev/null
 fi
-( while sleep 30; do echo "cube-download: $(du -sb "$CUBE_MODEL_DIR" | cut -f1) bytes so far"; done ) &
+( while sleep 30 >/dev/null 2>&1; do echo "cube-download: $(du -sb "$CUBE_MODEL_DIR" | cut -f1) bytes so far"; done ) &
 progress=$!
 "$@"
 kill "$progress" 2>/dev/null || true
 cd "$CUBE_MODEL_DIR"
-bytes=$(du -sb --exclude=./.cache --exclude=./._____temp . | cut -f1)
+export LC_ALL=C
+bytes=0
+for n in $(find . -type f ! -path './.cache/*' ! -path './._____temp/*' -printf '%s\n'); do bytes=$((bytes + n)); done
 sum=""
 if [ -z "${CUBE_SKIP_CHECKSUM:-}" ]; then
   sum=sha256:$(find . -type f ! -path './.cache/*' ! -path './._____temp/*' -print0 | sort -z | xargs -0 -r sha256sum | sha256sum | cut -d' ' -f1)
 fi
-printf '{"bytes":%s,"checksum":"%s"}' "$bytes" "$sum" > /dev/termination-log
+printf '{"bytes":%s,"checksum":"%s"}' "$bytes" "$sum" > "$CUBE_TERMINATION_LOG"
 echo "cube-download: done, $bytes bytes"
 `
 
@@ -409,7 +415,8 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 
 	dest := path.Join(ModelDir, d.dir())
 	c := &tmpl.Spec.Containers[0]
-	c.Env = append(c.Env, corev1.EnvVar{Name: "CUBE_MODEL_DIR", Value: dest})
+	c.Env = append(c.Env, corev1.EnvVar{Name: "CUBE_MODEL_DIR", Value: dest},
+		corev1.EnvVar{Name: "CUBE_TERMINATION_LOG", Value: terminationLog})
 	if d.skipChecksums {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "CUBE_SKIP_CHECKSUM", Value: "1"})
 	}
@@ -418,7 +425,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 		c.Command = []string{"sh", "-c", downloadScript, "download"}
 		c.Args = d.toolArgs(src, rev, dest)
 	}
-	c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	c.TerminationMessagePath, c.TerminationMessagePolicy = terminationLog, corev1.TerminationMessageReadFile
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "models", MountPath: ModelDir})
 	tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: "models", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: d.claim},

@@ -170,7 +170,7 @@ func (e *EvaluationJob) HFToken(secret, key string) *EvaluationJob {
 // the termination message (4096 bytes at most: metrics past that are left
 // out and counted in "dropped").
 const evalScript = `set -eu
-if ! command -v lm_eval >/dev/null 2>&1; then
+if ! command -v "$1" >/dev/null 2>&1; then
   pip install --quiet --no-cache-dir "$CUBE_PIP_PACKAGE"
 fi
 "$@"
@@ -186,7 +186,7 @@ for task in sorted(results):
         dropped += 1
         continue
     out = trial
-open("/dev/termination-log", "w").write(json.dumps({"results": out, "dropped": dropped}, separators=(",", ":")))
+open(os.environ["CUBE_TERMINATION_LOG"], "w").write(json.dumps({"results": out, "dropped": dropped}, separators=(",", ":")))
 print("cube-evaluate:", json.dumps(out))
 PY
 `
@@ -268,7 +268,8 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	c := &tmpl.Spec.Containers[0]
 	c.Env = append(c.Env,
 		corev1.EnvVar{Name: "CUBE_PIP_PACKAGE", Value: LMEvalPackage},
-		corev1.EnvVar{Name: "CUBE_RESULTS_DIR", Value: resultsDir})
+		corev1.EnvVar{Name: "CUBE_RESULTS_DIR", Value: resultsDir},
+		corev1.EnvVar{Name: "CUBE_TERMINATION_LOG", Value: terminationLog})
 	if e.hfToken != nil {
 		c.Env = append(c.Env, secretEnv("HF_TOKEN", e.hfToken))
 	}
@@ -276,7 +277,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		c.Command = []string{"sh", "-c", evalScript, "evaluate"}
 		c.Args = e.harnessArgs(local, weights)
 	}
-	c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	c.TerminationMessagePath, c.TerminationMessagePolicy = terminationLog, corev1.TerminationMessageReadFile
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "results", MountPath: resultsDir})
 	tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	if claim != "" {
