@@ -43,8 +43,8 @@ const MaxObjectBytes = 1<<20 - 16<<10
 // "<model>-v<number>" in one namespace, labelled by cube: no server of its
 // own, the API server's resourceVersion for compare-and-swap, label
 // selectors for listing. Numbers are allocated by creating the next name:
-// two writers racing for it get AlreadyExists and the loser takes the one
-// after.
+// of two writers racing for it one gets AlreadyExists, lists again and
+// takes the next free one.
 type KubernetesStore struct {
 	c         client.Client
 	namespace string
@@ -128,15 +128,19 @@ func (s *KubernetesStore) Create(ctx context.Context, v Version) (Version, error
 	if err != nil {
 		return Version{}, err
 	}
-	existing, err := s.List(ctx, Filter{Model: v.Model})
-	if err != nil {
-		return Version{}, err
-	}
-	next := 1
-	if len(existing) > 0 {
-		next = existing[len(existing)-1].Number + 1
-	}
+	next := 0
 	for range maxRetries * 4 {
+		// The next free number: one past the highest the API server holds.
+		// A writer that loses the race lists again rather than stepping one
+		// number at a time, which would trail writers that keep winning.
+		existing, err := s.List(ctx, Filter{Model: v.Model})
+		if err != nil {
+			return Version{}, err
+		}
+		next = max(next+1, 1)
+		if len(existing) > 0 {
+			next = max(next, existing[len(existing)-1].Number+1)
+		}
 		v.Number = next
 		cm, err := s.configMap(v)
 		if err != nil {
@@ -144,8 +148,7 @@ func (s *KubernetesStore) Create(ctx context.Context, v Version) (Version, error
 		}
 		err = s.c.Create(ctx, cm, client.FieldOwner(cube.ManagedBy))
 		if apierrors.IsAlreadyExists(err) {
-			next++ // another writer took this number
-			continue
+			continue // another writer took this number
 		}
 		if err != nil {
 			return Version{}, fmt.Errorf("register %s in %s: %w", v.Ref(), s.namespace, err)
