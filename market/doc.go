@@ -23,7 +23,8 @@
 //	reg.Promote(ctx, v.Ref(), market.StageProduction, market.Promotion{By: "alice"})
 //	found, _ := reg.Search(ctx, market.Query{MinMetrics: map[string]float64{"mmlu/acc": 0.7}, OrderBy: "mmlu/acc"})
 //
-// Two stores pass one conformance suite. FileStore is one bbolt file,
+// Two stores pass one conformance suite, concurrent writers and writer
+// processes killed mid-stream included. FileStore is one bbolt file,
 // crash-safe (copy-on-write pages, fsync before the commit is visible)
 // and shared by several processes through its file lock; it opens the
 // file per operation so other processes get their turn. KubernetesStore
@@ -43,7 +44,8 @@
 // Face (hf download), ModelScope (modelscope download) or S3 (aws s3 sync)
 // into a claim: revision pinning, the token from a Secret, a mirror
 // endpoint, resumed by the Job's retries; it reports its size and checksum
-// in its termination message and RegisterDownload registers the version.
+// in its termination message (Checksum computes the same for files already
+// on a volume) and RegisterDownload registers the version.
 // Evaluate is a Job running lm-evaluation-harness on benchmarks against a
 // served endpoint or the version's weights (vLLM on NVIDIA or Ascend);
 // RecordEvaluation writes the scores to the version.
@@ -53,7 +55,8 @@
 // Get finds a model in the registry or the catalogue and returns an Entry:
 // Download, Evaluate and FineTune on it, and serve.FromMarket(name, entry,
 // hardware.L4) for a serving Service sized by the planner from the
-// architecture the lineage leads to. FineTune takes a function that
+// architecture the lineage leads to; a LoRA adapter version (FormatLoRA)
+// is served on the base weights its lineage names. FineTune takes a function that
 // builds the training workload (a Trainer: package llm's builders, or any
 // train builder through TrainJob) and registers the result with its
 // lineage. A Promotion's Rollout applies the serving release when a

@@ -29,7 +29,17 @@ type Entry struct {
 	// HasFacts is false when no model in the lineage is in the catalogue:
 	// serving then needs explicit sizes (or serve.Service.ModelFacts).
 	HasFacts bool
+	// Base is, for a LoRA adapter (artifact format FormatLoRA), the URI of
+	// the full weights it applies to: the artifact of the nearest version
+	// in its lineage that is not an adapter, or hf://<id> of a hub base
+	// model. Empty for full weights, and for an adapter whose base cannot
+	// be found.
+	Base string
 }
+
+// FormatLoRA is the artifact format of a LoRA adapter, which is served on
+// top of its base model's weights.
+const FormatLoRA = "lora"
 
 // Get finds a model: a registry reference ("support-bot@production") when
 // reg is not nil and holds it, else a catalogue name or Hugging Face id
@@ -42,6 +52,9 @@ func Get(ctx context.Context, reg *Registry, name string) (*Entry, error) {
 			if err == nil {
 				e := &Entry{Version: v}
 				e.Facts, e.HasFacts = reg.architecture(ctx, v, 0)
+				if v.Artifact.Format == FormatLoRA {
+					e.Base = reg.baseWeights(ctx, v, 0)
+				}
 				return e, nil
 			}
 			if !errors.Is(err, ErrNotFound) {
@@ -118,6 +131,32 @@ func (r *Registry) architecture(ctx context.Context, v Version, depth int) (Mode
 		}
 	}
 	return Model{}, false
+}
+
+// baseWeights follows an adapter's lineage to the full weights it applies
+// to.
+func (r *Registry) baseWeights(ctx context.Context, v Version, depth int) string {
+	base := v.Lineage.BaseModel
+	if depth > maxLineage || base == "" {
+		return ""
+	}
+	if ref, err := ParseReference(base); err == nil {
+		parent, err := r.Resolve(ctx, ref)
+		if err != nil || parent.Ref() == v.Ref() {
+			return ""
+		}
+		if parent.Artifact.Format == FormatLoRA {
+			return r.baseWeights(ctx, parent, depth+1)
+		}
+		return parent.Artifact.URI
+	}
+	if strings.Contains(base, "://") {
+		return base
+	}
+	if isHubRepo(base) {
+		return "hf://" + base
+	}
+	return ""
 }
 
 // hubRepo strips a hub scheme and revision: "hf://org/name@rev" → "org/name".

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -18,6 +19,10 @@ import (
 // a cluster tells which version it serves. Applying the result under the
 // same name after a promotion rolls the release to the new version.
 //
+// A LoRA adapter (artifact format market.FormatLoRA) is served on its base
+// weights (Entry.Base) with LoRA under the registry model's name; the base
+// keeps its default served name.
+//
 // A version whose lineage reaches no catalogue model has no facts for the
 // planner: give them with ModelFacts, or size the service by hand.
 func FromMarket(name string, e *market.Entry, hw hardware.Profile, opts ...PlanOption) *Service {
@@ -27,8 +32,17 @@ func FromMarket(name string, e *market.Entry, hw hardware.Profile, opts ...PlanO
 		return s
 	}
 	v := e.Version
-	s := VLLM(name, v.Artifact.URI).On(hw).Auto(opts...).ServedModelName(v.Model).
-		Label(market.LabelModel, v.Model)
+	var s *Service
+	if v.Artifact.Format == market.FormatLoRA {
+		s = VLLM(name, e.Base).LoRA(v.Model, v.Artifact.URI)
+		if e.Base == "" {
+			s.fail(field.Required(field.NewPath("spec", "model"),
+				fmt.Sprintf("%s is a LoRA adapter whose base weights its lineage does not name", v.Ref())))
+		}
+	} else {
+		s = VLLM(name, v.Artifact.URI).ServedModelName(v.Model)
+	}
+	s.On(hw).Auto(opts...).Label(market.LabelModel, v.Model)
 	if v.Number > 0 {
 		s.Label(market.LabelVersion, strconv.Itoa(v.Number))
 	}

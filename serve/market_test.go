@@ -3,6 +3,7 @@ package serve_test
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,4 +57,38 @@ func TestFromMarket(t *testing.T) {
 
 	_, err = serve.FromMarket("x", nil, hardware.L4).Objects()
 	assert.ErrorContains(t, err, "spec.model: Required")
+}
+
+// TestFromMarketServesAnAdapterOnItsBase registers a LoRA adapter whose
+// lineage names a downloaded base version, and serves the base with it.
+func TestFromMarketServesAnAdapterOnItsBase(t *testing.T) {
+	ctx := t.Context()
+	store, err := market.OpenFileStore(filepath.Join(t.TempDir(), "registry.db"))
+	require.NoError(t, err)
+	reg := market.NewRegistry(store)
+	_, err = reg.Register(ctx, market.Version{
+		Model:    "qwen",
+		Artifact: market.Artifact{URI: "pvc://models/Qwen/Qwen2.5-7B-Instruct", Format: "safetensors", DType: market.BF16},
+		Lineage:  market.Lineage{BaseModel: "hf://Qwen/Qwen2.5-7B-Instruct@main"},
+	})
+	require.NoError(t, err)
+	_, err = reg.Register(ctx, market.Version{
+		Model:    "support-lora",
+		Artifact: market.Artifact{URI: "pvc://models/adapters/support-lora", Format: market.FormatLoRA},
+		Lineage:  market.Lineage{BaseModel: "qwen@1"},
+	})
+	require.NoError(t, err)
+	e, err := market.Get(ctx, reg, "support-lora")
+	require.NoError(t, err)
+	assert.Equal(t, "pvc://models/Qwen/Qwen2.5-7B-Instruct", e.Base)
+	objs, err := serve.FromMarket("support", e, hardware.L4).Objects()
+	require.NoError(t, err)
+	args := objs[0].(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Args
+	assert.Equal(t, "/mnt/models/Qwen/Qwen2.5-7B-Instruct", args[0])
+	assert.Contains(t, args, "--enable-lora")
+	assert.Contains(t, strings.Join(args, " "), "support-lora=")
+
+	orphan := &market.Entry{Version: market.Version{Model: "x", Number: 1, Artifact: market.Artifact{URI: "pvc://a/b", Format: market.FormatLoRA}}}
+	_, err = serve.FromMarket("x", orphan, hardware.L4).Objects()
+	assert.ErrorContains(t, err, "LoRA adapter whose base weights")
 }
