@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -52,7 +53,7 @@ const terminationLog = "/dev/termination-log"
 //
 // Downloads resume: the three tools keep what a failed attempt fetched
 // (hf and modelscope keep partial files in the target directory, aws s3
-// sync skips complete files), and the Job retries the pod (Retries,
+// sync skips complete files), and the Job retries the pod (BackoffLimit,
 // default 4) on the same claim. Pin the revision (hf://org/name@<commit>
 // or Revision) to register exactly what was tested; without one the hub's
 // main branch is fetched and recorded as such.
@@ -144,16 +145,17 @@ func (d *DownloadJob) Exclude(patterns ...string) *DownloadJob {
 	return d
 }
 
-// Retries sets the Job's backoffLimit: how many failed pods it replaces,
+// BackoffLimit sets how many failed pods the Job replaces (default 4),
 // each resuming where the last stopped.
-func (d *DownloadJob) Retries(n int32) *DownloadJob {
+func (d *DownloadJob) BackoffLimit(n int) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	if n < 0 {
-		d.fail(field.Invalid(field.NewPath("spec", "retries"), n, "must not be negative"))
+	if n < 0 || n > math.MaxInt32 {
+		d.fail(field.Invalid(field.NewPath("spec", "backoffLimit"), n, "must be between 0 and 2147483647"))
+		return d
 	}
-	d.retries = n
+	d.retries = int32(n)
 	return d
 }
 

@@ -127,18 +127,7 @@ func (r *Registry) usable() error {
 	return nil
 }
 
-func isNilStore(s Store) bool {
-	if s == nil {
-		return true
-	}
-	switch s := s.(type) {
-	case *FileStore:
-		return s == nil
-	case *KubernetesStore:
-		return s == nil
-	}
-	return false
-}
+func isNilStore(s Store) bool { return s == nil || isNilValue(s) }
 
 // Register stores v as the next version of v.Model and returns it with its
 // number. Stage defaults to none.
