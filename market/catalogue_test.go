@@ -15,6 +15,7 @@ func TestCatalogueHoldsTheRequiredModels(t *testing.T) {
 		"Qwen/Qwen2.5-32B-Instruct", "Qwen/Qwen2.5-72B-Instruct",
 		"deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
 		"THUDM/glm-4-9b-chat", "mistralai/Mistral-7B-Instruct-v0.3",
+		"Qwen/Qwen3-8B", "Qwen/Qwen3-30B-A3B",
 	} {
 		m := mustLookup(t, id)
 		assert.Equal(t, id, m.HFID)

@@ -72,7 +72,7 @@
 // and the license.
 //
 // The built-in catalogue holds Llama-3.1 8B and 70B, Qwen2.5 7B, 14B, 32B and
-// 72B, DeepSeek-V3 and DeepSeek-R1, DeepSeek-R1-Distill-Qwen-7B, GLM-4-9B
+// 72B, Qwen3-8B and Qwen3-30B-A3B (mixture of experts), DeepSeek-V3 and DeepSeek-R1, DeepSeek-R1-Distill-Qwen-7B, GLM-4-9B
 // and Mistral-7B v0.3, base and instruction-tuned where both exist. Every
 // number was read from the config.json of the Hugging Face repository named
 // in Model.Source; testdata holds those files and the tests check that
@@ -100,6 +100,7 @@
 //	per layer    attention + FFN + 2h (two RMSNorms)
 //	attention    h·n_q·d (q) + 2·h·n_kv·d (k, v) + n_q·d·h (o)
 //	             + n_q·d + 2·n_kv·d when q, k and v carry biases (Qwen2, GLM)
+//	             + 2·d when queries and keys are normalised per head (Qwen3)
 //	dense FFN    3·h·i
 //
 // MLA attention (DeepSeek) replaces the attention term with
