@@ -132,6 +132,13 @@ var catalogue = []entry{
 	{model: variant(deepseekV3, "deepseek-ai/DeepSeek-V3", 163840, "deepseek")},
 	{model: variant(deepseekV3, "deepseek-ai/DeepSeek-R1", 163840, "mit")},
 	{model: variant(qwen25_7B, "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", 131072, "mit")},
+	// The other R1 distills keep their base model's architecture: Qwen2.5-14B
+	// and -32B, Llama-3.1-8B, and Llama-3.3-70B-Instruct (Llama-3.1-70B's).
+	{model: variant(qwen25_14B, "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", 131072, "mit")},
+	{model: variant(qwen25_32B, "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 131072, "mit")},
+	{model: variant(llama31_8B, "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", 131072, "mit")},
+	{model: variant(llama31_70B, "deepseek-ai/DeepSeek-R1-Distill-Llama-70B", 131072, "mit")},
+	{model: variant(llama31_70B, "meta-llama/Llama-3.3-70B-Instruct", 131072, "llama3.3")},
 	{model: variant(glm4_9B, "THUDM/glm-4-9b-chat", 131072, "glm-4"),
 		aliases: []string{"THUDM/glm-4-9b-chat-hf", "zai-org/glm-4-9b-chat", "zai-org/glm-4-9b-chat-hf"}},
 	{model: variant(mistral7B, "mistralai/Mistral-7B-v0.3", 32768, "apache-2.0"),

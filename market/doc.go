@@ -72,11 +72,16 @@
 // and the license.
 //
 // The built-in catalogue holds Llama-3.1 8B and 70B, Qwen2.5 7B, 14B, 32B and
-// 72B, Qwen3-8B and Qwen3-30B-A3B (mixture of experts), DeepSeek-V3 and DeepSeek-R1, DeepSeek-R1-Distill-Qwen-7B, GLM-4-9B
-// and Mistral-7B v0.3, base and instruction-tuned where both exist. Every
-// number was read from the config.json of the Hugging Face repository named
-// in Model.Source; testdata holds those files and the tests check that
-// FromHFConfig reads each to the same facts.
+// 72B, Qwen3-8B and Qwen3-30B-A3B (mixture of experts), Llama-3.3-70B,
+// DeepSeek-V3 and DeepSeek-R1, the R1 distills of Qwen2.5 (7B, 14B, 32B)
+// and Llama (8B, 70B), GLM-4-9B and Mistral-7B v0.3, base and
+// instruction-tuned where both exist. Every architecture's numbers were
+// read from a config.json (testdata/SOURCES.md says which); testdata holds
+// those files and the tests check that FromHFConfig reads each to the same
+// facts. Siblings without a file of their own share an architecture with
+// one that has: base and instruction-tuned pairs, DeepSeek-R1 with V3,
+// Llama-3.3-70B with Llama-3.1-70B, and the R1 distills, which are
+// fine-tunes of Qwen2.5 and Llama bases, with those bases.
 //
 //	m, err := market.Lookup("Qwen/Qwen2.5-7B-Instruct")
 //	// m.Layers == 28, m.KVHeads == 4, m.KVBytesPerToken(market.BF16) == 57344
