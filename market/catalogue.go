@@ -92,6 +92,17 @@ var (
 		Architecture: "chatglm", Layers: 40, HiddenSize: 4096, IntermediateSize: 13696,
 		AttentionHeads: 32, KVHeads: 2, HeadDim: 128, VocabSize: 151552, QKVBias: true, DType: BF16,
 	})
+	qwen3_8B = mustCount(Model{
+		Architecture: "qwen3", Layers: 36, HiddenSize: 4096, IntermediateSize: 12288,
+		AttentionHeads: 32, KVHeads: 8, HeadDim: 128, VocabSize: 151936, QKNorm: true, DType: BF16,
+	})
+	qwen3_30BA3B = mustCount(Model{
+		// Every layer is sparse (decoder_sparse_step 1, mlp_only_layers []);
+		// intermediate_size 6144 is unused by the published model.
+		Architecture: "qwen3_moe", Layers: 48, HiddenSize: 2048, IntermediateSize: 6144,
+		AttentionHeads: 32, KVHeads: 4, HeadDim: 128, VocabSize: 151936, QKNorm: true, DType: BF16,
+		MoE: MoE{Experts: 128, ExpertsPerToken: 8, ExpertIntermediateSize: 768},
+	})
 	mistral7B = mustCount(Model{
 		Architecture: "mistral", Layers: 32, HiddenSize: 4096, IntermediateSize: 14336,
 		AttentionHeads: 32, KVHeads: 8, HeadDim: 128, VocabSize: 32768, DType: BF16,
@@ -116,9 +127,18 @@ var catalogue = []entry{
 	{model: variant(qwen25_32B, "Qwen/Qwen2.5-32B", 131072, "apache-2.0")},
 	{model: variant(qwen25_32B, "Qwen/Qwen2.5-32B-Instruct", 32768, "apache-2.0")},
 	{model: variant(qwen25_72B, "Qwen/Qwen2.5-72B-Instruct", 32768, "qwen")},
+	{model: variant(qwen3_8B, "Qwen/Qwen3-8B", 40960, "apache-2.0")},
+	{model: variant(qwen3_30BA3B, "Qwen/Qwen3-30B-A3B", 40960, "apache-2.0")},
 	{model: variant(deepseekV3, "deepseek-ai/DeepSeek-V3", 163840, "deepseek")},
 	{model: variant(deepseekV3, "deepseek-ai/DeepSeek-R1", 163840, "mit")},
 	{model: variant(qwen25_7B, "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", 131072, "mit")},
+	// The other R1 distills keep their base model's architecture: Qwen2.5-14B
+	// and -32B, Llama-3.1-8B, and Llama-3.3-70B-Instruct (Llama-3.1-70B's).
+	{model: variant(qwen25_14B, "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", 131072, "mit")},
+	{model: variant(qwen25_32B, "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 131072, "mit")},
+	{model: variant(llama31_8B, "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", 131072, "mit")},
+	{model: variant(llama31_70B, "deepseek-ai/DeepSeek-R1-Distill-Llama-70B", 131072, "mit")},
+	{model: variant(llama31_70B, "meta-llama/Llama-3.3-70B-Instruct", 131072, "llama3.3")},
 	{model: variant(glm4_9B, "THUDM/glm-4-9b-chat", 131072, "glm-4"),
 		aliases: []string{"THUDM/glm-4-9b-chat-hf", "zai-org/glm-4-9b-chat", "zai-org/glm-4-9b-chat-hf"}},
 	{model: variant(mistral7B, "mistralai/Mistral-7B-v0.3", 32768, "apache-2.0"),

@@ -15,6 +15,9 @@ func TestCatalogueHoldsTheRequiredModels(t *testing.T) {
 		"Qwen/Qwen2.5-32B-Instruct", "Qwen/Qwen2.5-72B-Instruct",
 		"deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
 		"THUDM/glm-4-9b-chat", "mistralai/Mistral-7B-Instruct-v0.3",
+		"Qwen/Qwen3-8B", "Qwen/Qwen3-30B-A3B", "meta-llama/Llama-3.3-70B-Instruct",
+		"deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+		"deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
 	} {
 		m := mustLookup(t, id)
 		assert.Equal(t, id, m.HFID)

@@ -1,16 +1,87 @@
-// Package market is cube's model market. This part of it is the catalogue
-// of architecture facts that memory and throughput planners need: layers,
+// Package market is cube's model market: a team's model registry with
+// lineage, downloads and evaluations as Kubernetes Jobs, one-call serving
+// and fine-tuning, and the catalogue of architecture facts the planners
+// need.
+//
+// # Registry
+//
+// A Registry keeps versions of a team's models. Each Version records its
+// artifact (pvc://, s3://, hf:// or modelscope:// with format, precision,
+// size and checksum), its lineage (base model, datasets, the training
+// release and job, hyperparameters), metrics from evaluations, tags and a
+// stage (none, staging, production, archived) with a history of changes.
+// The artifact, lineage and description never change once registered
+// (ErrImmutable); every change of the rest compares and swaps on the
+// stored revision (ErrConflict), and Registry methods retry on conflict,
+// so concurrent writers lose nothing. References name versions:
+// "support-bot", "support-bot@3", "support-bot@production".
+//
+//	store, _ := market.OpenFileStore("registry.db")
+//	reg := market.NewRegistry(store)
+//	v, _ := reg.Register(ctx, market.Version{Model: "support-bot", Artifact: ..., Lineage: ...})
+//	reg.RecordMetrics(ctx, v.Ref(), map[string]float64{"mmlu/acc": 0.71})
+//	reg.Promote(ctx, v.Ref(), market.StageProduction, market.Promotion{By: "alice"})
+//	found, _ := reg.Search(ctx, market.Query{MinMetrics: map[string]float64{"mmlu/acc": 0.7}, OrderBy: "mmlu/acc"})
+//
+// Two stores pass one conformance suite, concurrent writers and writer
+// processes killed mid-stream included. FileStore is one bbolt file,
+// crash-safe (copy-on-write pages, fsync before the commit is visible)
+// and shared by several processes through its file lock; it opens the
+// file per operation so other processes get their turn. KubernetesStore
+// keeps one ConfigMap per version ("<model>-v<n>", labelled by cube and by
+// model, stage and tags, at most MaxObjectBytes each), lists by label and
+// compares and swaps on resourceVersion: no server of cube's own. Measured
+// here (go test -bench, two shared cores): the file store with 10,000
+// versions registers in 1.3 ms (an fsync), reads a version in 0.09 ms,
+// resolves @production among a model's 100 versions in 1 ms and scans all
+// 10,000 for a search in 92 ms; the Kubernetes store on a loopback API
+// server with 1,000 versions registers in 5 ms, reads in 1.2 ms and
+// searches by tag (a label selector) in 6 ms.
+//
+// # Downloads and evaluations
+//
+// Download is a Workload, a batch/v1 Job that fetches a model from Hugging
+// Face (hf download), ModelScope (modelscope download) or S3 (aws s3 sync)
+// into a claim: revision pinning, the token from a Secret, a mirror
+// endpoint, resumed by the Job's retries; it reports its size and checksum
+// in its termination message (Checksum computes the same for files already
+// on a volume) and RegisterDownload registers the version.
+// Evaluate is a Job running lm-evaluation-harness on benchmarks against a
+// served endpoint or the version's weights (vLLM on NVIDIA or Ascend);
+// RecordEvaluation writes the scores to the version.
+//
+// # One call
+//
+// Get finds a model in the registry or the catalogue and returns an Entry:
+// Download, Evaluate and FineTune on it, and serve.FromMarket(name, entry,
+// hardware.L4) for a serving Service sized by the planner from the
+// architecture the lineage leads to; a LoRA adapter version (FormatLoRA)
+// is served on the base weights its lineage names. FineTune takes a function that
+// builds the training workload (a Trainer: package llm's builders, or any
+// train builder through TrainJob) and registers the result with its
+// lineage. A Promotion's Rollout applies the serving release when a
+// version reaches production.
+//
+// # Catalogue
+//
+// The catalogue holds the architecture facts that memory and throughput
+// planners need: layers,
 // hidden size, attention and KV heads, head dimension, vocabulary, context
 // length, DeepSeek's MLA dimensions, mixture-of-experts layout, parameter
 // counts (total and active), the format the published weights are stored in,
 // and the license.
 //
 // The built-in catalogue holds Llama-3.1 8B and 70B, Qwen2.5 7B, 14B, 32B and
-// 72B, DeepSeek-V3 and DeepSeek-R1, DeepSeek-R1-Distill-Qwen-7B, GLM-4-9B
-// and Mistral-7B v0.3, base and instruction-tuned where both exist. Every
-// number was read from the config.json of the Hugging Face repository named
-// in Model.Source; testdata holds those files and the tests check that
-// FromHFConfig reads each to the same facts.
+// 72B, Qwen3-8B and Qwen3-30B-A3B (mixture of experts), Llama-3.3-70B,
+// DeepSeek-V3 and DeepSeek-R1, the R1 distills of Qwen2.5 (7B, 14B, 32B)
+// and Llama (8B, 70B), GLM-4-9B and Mistral-7B v0.3, base and
+// instruction-tuned where both exist. Every architecture's numbers were
+// read from a config.json (testdata/SOURCES.md says which); testdata holds
+// those files and the tests check that FromHFConfig reads each to the same
+// facts. Siblings without a file of their own share an architecture with
+// one that has: base and instruction-tuned pairs, DeepSeek-R1 with V3,
+// Llama-3.3-70B with Llama-3.1-70B, and the R1 distills, which are
+// fine-tunes of Qwen2.5 and Llama bases, with those bases.
 //
 //	m, err := market.Lookup("Qwen/Qwen2.5-7B-Instruct")
 //	// m.Layers == 28, m.KVHeads == 4, m.KVBytesPerToken(market.BF16) == 57344
@@ -34,6 +105,7 @@
 //	per layer    attention + FFN + 2h (two RMSNorms)
 //	attention    h·n_q·d (q) + 2·h·n_kv·d (k, v) + n_q·d·h (o)
 //	             + n_q·d + 2·n_kv·d when q, k and v carry biases (Qwen2, GLM)
+//	             + 2·d when queries and keys are normalised per head (Qwen3)
 //	dense FFN    3·h·i
 //
 // MLA attention (DeepSeek) replaces the attention term with
@@ -59,6 +131,4 @@
 // Model.KVBytesPerTokenPerLayer gives one tensor-parallel rank's share the
 // way vLLM sizes its pages: heads split across ranks, replicated when the
 // ranks outnumber them, and the MLA latent replicated on every rank.
-//
-// The registry of a team's own models comes in a later issue.
 package market

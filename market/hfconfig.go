@@ -254,6 +254,11 @@ func readArchitecture(c *hfConfig) (Model, int64) {
 		case "qwen2", "qwen2_moe":
 			// Qwen2 always biases q, k and v and never o.
 			m.QKVBias = true
+		case "qwen3", "qwen3_moe":
+			// Qwen3 drops the biases (attention_bias false) and normalises
+			// q and k per head (transformers models/qwen3/modeling_qwen3.py).
+			m.QKVBias = bias
+			m.QKNorm = true
 		case "glm":
 			m.QKVBias = bias
 		default:

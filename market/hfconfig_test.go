@@ -24,6 +24,8 @@ var seedConfigs = map[string]string{
 	"glm-4-9b-chat.json":               "THUDM/glm-4-9b-chat",
 	"glm-4-9b-chat-hf.json":            "THUDM/glm-4-9b-chat",
 	"Mistral-7B-Instruct-v0.3.json":    "mistralai/Mistral-7B-Instruct-v0.3",
+	"Qwen3-8B.json":                    "Qwen/Qwen3-8B",
+	"Qwen3-30B-A3B.json":               "Qwen/Qwen3-30B-A3B",
 }
 
 func readSeed(t testing.TB, name string) []byte {
@@ -56,6 +58,7 @@ func TestFromHFConfigMatchesCatalogue(t *testing.T) {
 			assert.Equal(t, want.ContextLength, got.ContextLength)
 			assert.Equal(t, want.TiedEmbeddings, got.TiedEmbeddings)
 			assert.Equal(t, want.QKVBias, got.QKVBias)
+			assert.Equal(t, want.QKNorm, got.QKNorm)
 			assert.Equal(t, want.MLA, got.MLA)
 			assert.Equal(t, want.MoE, got.MoE)
 			assert.Equal(t, want.DType, got.DType)
@@ -223,4 +226,23 @@ func FuzzFromHFConfig(f *testing.F) {
 			t.Fatalf("accepted a model without size: %+v", m)
 		}
 	})
+}
+
+// TestQwen3ParameterCounts checks the Qwen3 entries against the counts
+// their model cards publish: Qwen3-8B has 8.2 B parameters, 6.95 B without
+// the embedding and output head; Qwen3-30B-A3B 30.5 B, 3.3 B active.
+func TestQwen3ParameterCounts(t *testing.T) {
+	dense := mustLookup(t, "Qwen/Qwen3-8B")
+	assert.InDelta(t, 8.2e9, float64(dense.Parameters), 0.05e9)
+	embeddings := 2 * int64(dense.VocabSize) * int64(dense.HiddenSize)
+	assert.InDelta(t, 6.95e9, float64(dense.Parameters-embeddings), 0.005e9)
+	assert.False(t, dense.QKVBias)
+	assert.True(t, dense.QKNorm)
+
+	moe := mustLookup(t, "Qwen/Qwen3-30B-A3B")
+	assert.InDelta(t, 30.5e9, float64(moe.Parameters), 0.05e9)
+	assert.InDelta(t, 3.3e9, float64(moe.ActiveParameters), 0.06e9)
+	assert.True(t, moe.IsMoE())
+	// 48 layers × 4 KV heads × 128 × 2 (k and v) × 2 bytes.
+	assert.Equal(t, int64(98304), moe.KVBytesPerToken(BF16))
 }

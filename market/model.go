@@ -119,6 +119,9 @@ type Model struct {
 	TiedEmbeddings bool
 	// QKVBias is true when the query, key and value projections carry biases.
 	QKVBias bool
+	// QKNorm is true when each layer RMS-normalises queries and keys per
+	// head (Qwen3's q_norm and k_norm, head_dim weights each).
+	QKNorm bool
 
 	MLA MLA
 	MoE MoE
@@ -314,6 +317,9 @@ func countParameters(m Model, extraPerLayer int64) (total, active int64, err err
 		attn.add(attn.mul(int(q), h))      // o_proj
 		if m.QKVBias {
 			attn.add(q + 2*kv)
+		}
+		if m.QKNorm {
+			attn.add(2 * int64(m.HeadDim)) // q_norm, k_norm
 		}
 	}
 	attn.add(2 * int64(h)) // input and post-attention RMSNorm

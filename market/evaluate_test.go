@@ -1,0 +1,105 @@
+package market_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/market"
+)
+
+func registered(uri string) market.Version {
+	v := sampleVersion("support-bot")
+	v.Number = 3
+	v.Artifact.URI = uri
+	return v
+}
+
+func TestEvaluateAnEndpoint(t *testing.T) {
+	job, err := market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu", "gsm8k").
+		Endpoint("http://support-bot-api.ml:8000/v1/", "support-bot").FewShot(5).Limit(100).Concurrency(16).
+		HFToken("hf", "token").Build()
+	require.NoError(t, err)
+	assert.Equal(t, "support-bot@3", job.Annotations[market.AnnotationVersion])
+	spec := job.Spec.Template.Spec
+	c := spec.Containers[0]
+	assert.Equal(t, "evaluate", c.Name)
+	assert.Equal(t, market.DefaultEvalImage, c.Image)
+	assert.Equal(t, []string{
+		"lm_eval", "--model", "local-completions",
+		"--model_args", "model=support-bot,base_url=http://support-bot-api.ml:8000/v1/completions,num_concurrent=16,max_retries=3,tokenizer=/models/support-bot/v3",
+		"--tasks", "mmlu,gsm8k", "--batch_size", "1", "--output_path", "/results", "--num_fewshot", "5", "--limit", "100",
+	}, c.Args)
+	env := envMap(t, c)
+	assert.Equal(t, secretRef("hf", "token"), env["HF_TOKEN"].ValueFrom)
+	assert.Equal(t, market.LMEvalPackage, env["CUBE_PIP_PACKAGE"].Value)
+	assert.Equal(t, []corev1.VolumeMount{{Name: "results", MountPath: "/results"}, {Name: "models", MountPath: "/models", ReadOnly: true}}, c.VolumeMounts)
+	assert.Equal(t, "models", spec.Volumes[1].PersistentVolumeClaim.ClaimName)
+	assert.True(t, spec.Volumes[1].PersistentVolumeClaim.ReadOnly)
+	assert.Empty(t, c.Resources.Limits, "an endpoint evaluation takes no accelerator")
+}
+
+func TestEvaluateLocalWeightsOnNVIDIAAndAscend(t *testing.T) {
+	job, err := market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu").
+		On(hardware.H100).GPUs(2).Build()
+	require.NoError(t, err)
+	c := job.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, market.DefaultEvalVLLMImage, c.Image)
+	assert.Equal(t, []string{"lm_eval", "--model", "vllm",
+		"--model_args", "pretrained=/models/support-bot/v3,tensor_parallel_size=2,dtype=auto,gpu_memory_utilization=0.8",
+		"--tasks", "mmlu", "--batch_size", "auto", "--output_path", "/results"}, c.Args)
+	assert.Equal(t, "2", c.Resources.Limits.Name("nvidia.com/gpu", "").String())
+
+	job, err = market.Evaluate("eval-bot", registered("hf://acme/support-bot@v3"), "ceval-valid").
+		On(hardware.Ascend910B3).GPUs(1).Build()
+	require.NoError(t, err)
+	c = job.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, market.DefaultEvalVLLMAscendImage, c.Image)
+	assert.Contains(t, c.Args[4], "pretrained=acme/support-bot,")
+	assert.Equal(t, "1", c.Resources.Limits.Name("huawei.com/Ascend910", "").String())
+}
+
+func TestEvaluateErrorsAreJoined(t *testing.T) {
+	_, err := market.Evaluate("Eval", market.Version{Artifact: market.Artifact{URI: "s3://b/p"}}, "", "a,b").
+		FewShot(-1).Limit(0).BatchSize("big").Concurrency(0).Endpoint("localhost", "a b").HFToken("", "").Build()
+	require.Error(t, err)
+	for _, want := range []string{"metadata.name", "spec.version.model", "spec.tasks[0]", "spec.tasks[1]",
+		"spec.version.artifact.uri", "spec.fewShot", "spec.limit", "spec.batchSize", "spec.concurrency", "spec.endpoint", "spec.servedModel", "spec.hfToken"} {
+		assert.ErrorContains(t, err, want)
+	}
+	_, err = market.Evaluate("e", registered("pvc://models/x")).Build()
+	assert.ErrorContains(t, err, "spec.tasks: Required")
+	assert.ErrorContains(t, err, "spec.gpus: Required", "local weights need accelerators")
+	var nilJob *market.EvaluationJob
+	_, err = nilJob.Objects()
+	assert.ErrorContains(t, err, "nil")
+	assert.Nil(t, nilJob.FewShot(1).Endpoint("http://x", "y"))
+}
+
+func TestParseLMEvalResults(t *testing.T) {
+	raw, err := os.ReadFile("testdata/lmeval/results_2025-07-01T10-00-00.json")
+	require.NoError(t, err)
+	got, err := market.ParseLMEvalResults(raw)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{
+		"mmlu/acc":                           0.7183,
+		"gsm8k/exact_match/strict-match":     0.8211,
+		"gsm8k/exact_match/flexible-extract": 0.8355,
+		"hellaswag/acc":                      0.6112,
+		"hellaswag/acc_norm":                 0.8004,
+	}, got)
+
+	// The reduced form the pod writes to its termination message.
+	got, err = market.ParseLMEvalResults([]byte(`{"results":{"mmlu":{"acc,none":0.5}},"dropped":0}`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"mmlu/acc": 0.5}, got)
+
+	for _, bad := range []string{``, `[]`, `{}`, `{"results": 3}`} {
+		_, err := market.ParseLMEvalResults([]byte(bad))
+		assert.Error(t, err, bad)
+	}
+}

@@ -1,0 +1,108 @@
+package market_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/market"
+)
+
+// FuzzParseReference: any string parses or fails with an error, and what
+// parses prints back to a reference that parses to the same value.
+func FuzzParseReference(f *testing.F) {
+	for _, s := range []string{"bot", "bot@3", "bot@production", "bot@", "@1", "a@b@c", "bot@01", "bot@99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := market.ParseReference(s)
+		if err != nil {
+			return
+		}
+		again, err := market.ParseReference(r.String())
+		require.NoError(t, err)
+		assert.Equal(t, r, again)
+	})
+}
+
+// FuzzParseLMEvalResults: arbitrary bytes never panic, and every metric
+// returned is named task/metric and finite.
+func FuzzParseLMEvalResults(f *testing.F) {
+	f.Add([]byte(`{"results":{"mmlu":{"acc,none":0.5,"acc_stderr,none":"N/A","alias":"mmlu"}}}`))
+	f.Add([]byte(`{"results":{"gsm8k":{"exact_match,strict-match":1e308}}}`))
+	f.Add([]byte(`{"results":{"":{",":1}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		metrics, err := market.ParseLMEvalResults(data)
+		if err != nil {
+			return
+		}
+		for name, v := range metrics {
+			assert.Contains(t, name, "/")
+			assert.False(t, v != v, "NaN for %s", name)
+		}
+	})
+}
+
+// FuzzParseDownloadSummary: arbitrary messages never panic; accepted ones
+// have a non-negative size and an empty or well-formed checksum.
+func FuzzParseDownloadSummary(f *testing.F) {
+	f.Add(`{"bytes":1,"checksum":"sha256:` + sha64 + `"}`)
+	f.Add(`{"bytes":-1}`)
+	f.Fuzz(func(t *testing.T, msg string) {
+		s, err := market.ParseDownloadSummary(msg)
+		if err != nil {
+			return
+		}
+		assert.GreaterOrEqual(t, s.Bytes, int64(0))
+	})
+}
+
+// FuzzDownloadBuild: any source, claim, directory, revision and pattern
+// builds a Job or returns an error, never panics; a Job's arguments never
+// carry a value that starts like a flag where a value belongs.
+func FuzzDownloadBuild(f *testing.F) {
+	f.Add("qwen", "hf://Qwen/Qwen2.5-7B-Instruct@main", "models", "", "", "*.json")
+	f.Add("x", "s3://bucket/a/b", "models", "sub/dir", "", "")
+	f.Add("x", "modelscope://a/b", "m", "../../etc", "-rf", "--all")
+	f.Fuzz(func(t *testing.T, name, source, claim, into, rev, pattern string) {
+		d := market.Download(name, source, claim).Into(into).Revision(rev)
+		if pattern != "" {
+			d.Include(pattern)
+		}
+		job, err := d.Build()
+		if err != nil {
+			return
+		}
+		c := job.Spec.Template.Spec.Containers[0]
+		for i, a := range c.Args[1:] {
+			if c.Args[i] == "--revision" || c.Args[i] == "--include" {
+				assert.NotEqual(t, byte('-'), a[0], "value %q after %s", a, c.Args[i])
+			}
+		}
+		assert.NotContains(t, strings.Split(job.Annotations[market.AnnotationTarget], "/"), "..", "the target stays on the claim")
+	})
+}
+
+// FuzzVersionValidate: any version validates or not without panicking,
+// and a valid one is accepted by the file store.
+func FuzzVersionValidate(f *testing.F) {
+	f.Add("bot", "pvc://models/bot", "bf16", "sha256:"+sha64, "lora", "mmlu/acc", 0.5)
+	f.Add("Bot", "hf://a", "fp12", "md5:1", "a/b", "", math.Inf(1))
+	f.Fuzz(func(t *testing.T, model, uri, dtype, checksum, tag, metric string, value float64) {
+		v := market.Version{
+			Model: model, Artifact: market.Artifact{URI: uri, DType: market.DType(dtype), Checksum: checksum},
+			Tags: []string{tag}, Metrics: map[string]float64{metric: value},
+		}
+		if v.Validate() != nil {
+			return
+		}
+		s, err := market.OpenFileStore(t.TempDir() + "/r.db")
+		require.NoError(t, err)
+		got, err := s.Create(t.Context(), v)
+		require.NoError(t, err)
+		assert.Equal(t, v.Artifact, got.Artifact)
+	})
+}
