@@ -101,12 +101,12 @@ type trainConfig struct {
 // adapter into its base model (examples/merge_lora/*.yaml at v0.9.5;
 // export_dir and export_size are ExportArguments in model_args.py).
 type exportConfig struct {
-	ModelNameOrPath   string `json:"model_name_or_path"`
-	AdapterNameOrPath string `json:"adapter_name_or_path"`
-	Template          string `json:"template"`
-	TrustRemoteCode   bool   `json:"trust_remote_code,omitempty"`
-	ExportDir         string `json:"export_dir"`
-	ExportSize        int    `json:"export_size,omitempty"`
-	ExportDevice      string `json:"export_device,omitempty"`
-	ExportLegacyFormat bool  `json:"export_legacy_format,omitempty"`
+	ModelNameOrPath    string `json:"model_name_or_path"`
+	AdapterNameOrPath  string `json:"adapter_name_or_path"`
+	Template           string `json:"template"`
+	TrustRemoteCode    bool   `json:"trust_remote_code,omitempty"`
+	ExportDir          string `json:"export_dir"`
+	ExportSize         int    `json:"export_size,omitempty"`
+	ExportDevice       string `json:"export_device,omitempty"`
+	ExportLegacyFormat bool   `json:"export_legacy_format,omitempty"`
 }

@@ -224,9 +224,9 @@ func PPO(name, model, rewardModel string) *FineTune {
 // and the DeepSpeed configuration are the fine-tune's.
 func (f *FineTune) Job() *train.DeepSpeedJob {
 	if f == nil || f.job == nil {
-		// A zero FineTune: hand back a job nobody renders, so that
-		// chained calls do not panic; Objects reports the FineTune.
-		return &train.DeepSpeedJob{}
+		// A nil or zero FineTune: hand back a job nobody renders, so
+		// that chained calls do not panic; Objects reports the FineTune.
+		return train.DeepSpeed("")
 	}
 	return f.job
 }
@@ -514,7 +514,7 @@ func (f *FineTune) render() (rendering, field.ErrorList) {
 	if f.trustRemote != nil {
 		c.TrustRemoteCode = *f.trustRemote
 	}
-	if c.Template == "" && !hasFamily {
+	if c.Template == "" && !hasFamily && len(mErrs) == 0 {
 		errs = append(errs, field.Required(field.NewPath("template"), fmt.Sprintf("cube has no family preset for %q: set Template", f.model)))
 	}
 
@@ -618,7 +618,7 @@ func (f *FineTune) renderStage(c *trainConfig, r *rendering) field.ErrorList {
 		rm, rErrs := resolveModel(f.rewardModel, p, "/reward")
 		errs = append(errs, rErrs...)
 		c.RewardModel = rm.value
-		if rm.claim != nil && (f.output == "" || rm.claim.claim != claimOf(f.output)) {
+		if rm.claim != nil {
 			r.claims = append(r.claims, claimVolume{claim: rm.claim.claim, mountPath: rm.claim.mountPath, readOnly: true})
 		}
 		c.RewardModelType = "lora"
@@ -639,14 +639,6 @@ func (f *FineTune) renderStage(c *trainConfig, r *rendering) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("reward_model"), "only for PPO"))
 	}
 	return errs
-}
-
-func claimOf(uri string) string {
-	src, err := serve.ParseSource(uri)
-	if err != nil {
-		return ""
-	}
-	return src.Claim
 }
 
 // kindFor is the dataset kind a stage trains on.
@@ -794,11 +786,21 @@ func (f *FineTune) renderTraining(c *trainConfig, r *rendering) field.ErrorList 
 // accumulation, precision and clipping are the training arguments' own:
 // Hugging Face's Trainer refuses a DeepSpeed file whose values differ
 // from its arguments (integrations/deepspeed.py, trainer_config_finalize).
+//
+// Values the fine-tune's own checks refuse are replaced by harmless ones
+// here, so that a bad batch is reported once, under its training
+// argument, and not again by the DeepSpeed configuration.
 func (f *FineTune) deepSpeed() train.DeepSpeedConfig {
 	cfg := train.DeepSpeedConfig{
 		ZeROStage: f.zero, Precision: f.precision,
-		MicroBatchPerGPU: f.batch, GradientAccumulation: f.accumulation, GradientClipping: f.clipping,
+		MicroBatchPerGPU: max(f.batch, 1), GradientAccumulation: max(f.accumulation, 1), GradientClipping: f.clipping,
 		GatherWeightsOnSave: f.zero == 3,
+	}
+	if !(f.clipping >= 0) || math.IsInf(f.clipping, 0) {
+		cfg.GradientClipping = 0
+	}
+	if !slices.Contains([]train.Precision{train.BF16, train.FP16, train.FP32}, f.precision) {
+		cfg.Precision = train.BF16
 	}
 	if f.offloadOptimizer {
 		cfg.OffloadOptimizer = train.Offload{Device: train.OffloadCPU, PinMemory: true}
