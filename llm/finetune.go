@@ -231,6 +231,15 @@ func (f *FineTune) Job() *train.DeepSpeedJob {
 	return f.job
 }
 
+// set runs fn unless f is nil, so that setters on a nil FineTune do not
+// panic (Objects reports it).
+func (f *FineTune) set(fn func()) *FineTune {
+	if f != nil {
+		fn()
+	}
+	return f
+}
+
 func (f *FineTune) record(err *field.Error) {
 	if f != nil {
 		f.problems = append(f.problems, err)
@@ -239,14 +248,17 @@ func (f *FineTune) record(err *field.Error) {
 
 // Facts gives the planner the model's architecture when the reference
 // is not in market's catalogue (a pvc:// path, a private model).
-func (f *FineTune) Facts(m market.Model) *FineTune { f.facts = &m; return f }
+func (f *FineTune) Facts(m market.Model) *FineTune { return f.set(func() { f.facts = &m }) }
 
 // FullTuning trains every weight (finetuning_type full).
-func (f *FineTune) FullTuning() *FineTune { f.method = Full; return f }
+func (f *FineTune) FullTuning() *FineTune { return f.set(func() { f.method = Full }) }
 
 // FreezeTuning trains the last n layers only (finetuning_type freeze,
 // freeze_trainable_layers).
 func (f *FineTune) FreezeTuning(n int) *FineTune {
+	if f == nil {
+		return nil
+	}
 	if n < 1 {
 		f.record(field.Invalid(field.NewPath("freeze_trainable_layers"), n, "must be at least 1"))
 	}
@@ -256,6 +268,9 @@ func (f *FineTune) FreezeTuning(n int) *FineTune {
 
 // LoRA trains a low-rank adapter (finetuning_type lora).
 func (f *FineTune) LoRA(a Adapter) *FineTune {
+	if f == nil {
+		return nil
+	}
 	f.method, f.adapter, f.quantBits = LoRA, cloneAdapter(a), 0
 	return f
 }
@@ -264,6 +279,9 @@ func (f *FineTune) LoRA(a Adapter) *FineTune {
 // 8) by bitsandbytes (quantization_bit; 4-bit as NF4, LLaMA-Factory's
 // default quantization_type).
 func (f *FineTune) QLoRA(bits int, a Adapter) *FineTune {
+	if f == nil {
+		return nil
+	}
 	f.method, f.adapter, f.quantBits = QLoRA, cloneAdapter(a), bits
 	return f
 }
@@ -272,13 +290,16 @@ func cloneAdapter(a Adapter) Adapter { a.Targets = slices.Clone(a.Targets); retu
 
 // Template sets LLaMA-Factory's chat template, replacing the family
 // preset (FamilyOf).
-func (f *FineTune) Template(name string) *FineTune { f.template = name; return f }
+func (f *FineTune) Template(name string) *FineTune { return f.set(func() { f.template = name }) }
 
 // TrustRemoteCode sets trust_remote_code, replacing the family preset.
-func (f *FineTune) TrustRemoteCode(on bool) *FineTune { f.trustRemote = &on; return f }
+func (f *FineTune) TrustRemoteCode(on bool) *FineTune { return f.set(func() { f.trustRemote = &on }) }
 
 // AddDataset appends training datasets.
 func (f *FineTune) AddDataset(d ...Dataset) *FineTune {
+	if f == nil {
+		return nil
+	}
 	for _, x := range d {
 		x.Columns = cloneMap(x.Columns)
 		f.datasets = append(f.datasets, x)
@@ -289,6 +310,9 @@ func (f *FineTune) AddDataset(d ...Dataset) *FineTune {
 // AddEvalDataset appends evaluation datasets (eval_dataset) and turns
 // on evaluation.
 func (f *FineTune) AddEvalDataset(d ...Dataset) *FineTune {
+	if f == nil {
+		return nil
+	}
 	for _, x := range d {
 		x.Columns = cloneMap(x.Columns)
 		f.evalDatasets = append(f.evalDatasets, x)
@@ -309,87 +333,103 @@ func cloneMap(m map[string]string) map[string]string {
 
 // ValidationSplit holds out a fraction of the training data for
 // evaluation (val_size) and turns on evaluation.
-func (f *FineTune) ValidationSplit(fraction float64) *FineTune { f.valSize = fraction; return f }
+func (f *FineTune) ValidationSplit(fraction float64) *FineTune {
+	return f.set(func() { f.valSize = fraction })
+}
 
 // EvalEvery evaluates every n optimizer steps (eval_strategy steps).
-func (f *FineTune) EvalEvery(n int) *FineTune { f.evalSteps = n; return f }
+func (f *FineTune) EvalEvery(n int) *FineTune { return f.set(func() { f.evalSteps = n }) }
 
 // CutoffLength sets the token length samples are cut to (cutoff_len).
-func (f *FineTune) CutoffLength(n int) *FineTune { f.cutoff = n; return f }
+func (f *FineTune) CutoffLength(n int) *FineTune { return f.set(func() { f.cutoff = n }) }
 
 // MaxSamples caps the samples read from each dataset (max_samples).
-func (f *FineTune) MaxSamples(n int) *FineTune { f.maxSamples = n; return f }
+func (f *FineTune) MaxSamples(n int) *FineTune { return f.set(func() { f.maxSamples = n }) }
 
 // Batch sets the micro batch per device and the gradient accumulation
 // steps; the global batch is their product times the device count.
 func (f *FineTune) Batch(perDevice, accumulation int) *FineTune {
+	if f == nil {
+		return nil
+	}
 	f.batch, f.accumulation = perDevice, accumulation
 	return f
 }
 
 // LearningRate sets the peak learning rate.
-func (f *FineTune) LearningRate(lr float64) *FineTune { f.learningRate = lr; return f }
+func (f *FineTune) LearningRate(lr float64) *FineTune { return f.set(func() { f.learningRate = lr }) }
 
 // Scheduler sets the learning-rate schedule (lr_scheduler_type: linear,
 // cosine, cosine_with_restarts, polynomial, constant,
 // constant_with_warmup, inverse_sqrt).
-func (f *FineTune) Scheduler(name string) *FineTune { f.scheduler = name; return f }
+func (f *FineTune) Scheduler(name string) *FineTune { return f.set(func() { f.scheduler = name }) }
 
 // Epochs sets the training epochs (num_train_epochs); MaxSteps overrides.
-func (f *FineTune) Epochs(n float64) *FineTune { f.epochs = n; return f }
+func (f *FineTune) Epochs(n float64) *FineTune { return f.set(func() { f.epochs = n }) }
 
 // MaxSteps stops after n optimizer steps (max_steps), overriding Epochs.
-func (f *FineTune) MaxSteps(n int) *FineTune { f.steps = n; return f }
+func (f *FineTune) MaxSteps(n int) *FineTune { return f.set(func() { f.steps = n }) }
 
 // WarmupSteps warms the learning rate up linearly over n steps.
-func (f *FineTune) WarmupSteps(n int) *FineTune { f.warmup = n; return f }
+func (f *FineTune) WarmupSteps(n int) *FineTune { return f.set(func() { f.warmup = n }) }
 
 // Precision sets mixed precision: train.BF16 (default), train.FP16 or
 // train.FP32.
-func (f *FineTune) Precision(p train.Precision) *FineTune { f.precision = p; return f }
+func (f *FineTune) Precision(p train.Precision) *FineTune { return f.set(func() { f.precision = p }) }
 
 // GradientClipping clips the gradient norm (max_grad_norm, default 1; 0
 // turns clipping off).
-func (f *FineTune) GradientClipping(norm float64) *FineTune { f.clipping = norm; return f }
+func (f *FineTune) GradientClipping(norm float64) *FineTune {
+	return f.set(func() { f.clipping = norm })
+}
 
 // GradientCheckpointing turns activation recomputation on (the default)
 // or off (disable_gradient_checkpointing).
-func (f *FineTune) GradientCheckpointing(on bool) *FineTune { f.checkpointing = on; return f }
+func (f *FineTune) GradientCheckpointing(on bool) *FineTune {
+	return f.set(func() { f.checkpointing = on })
+}
 
 // ZeRO sets the DeepSpeed ZeRO stage, 0 (default) to 3.
-func (f *FineTune) ZeRO(stage int) *FineTune { f.zero = stage; return f }
+func (f *FineTune) ZeRO(stage int) *FineTune { return f.set(func() { f.zero = stage }) }
 
 // OffloadOptimizer moves optimizer state to CPU memory (ZeRO 1–3).
-func (f *FineTune) OffloadOptimizer() *FineTune { f.offloadOptimizer = true; return f }
+func (f *FineTune) OffloadOptimizer() *FineTune { return f.set(func() { f.offloadOptimizer = true }) }
 
 // OffloadParams moves parameters to CPU memory (ZeRO 3).
-func (f *FineTune) OffloadParams() *FineTune { f.offloadParams = true; return f }
+func (f *FineTune) OffloadParams() *FineTune { return f.set(func() { f.offloadParams = true }) }
 
 // Seed sets the random seed.
-func (f *FineTune) Seed(n int) *FineTune { f.seed = &n; return f }
+func (f *FineTune) Seed(n int) *FineTune { return f.set(func() { f.seed = &n }) }
 
 // SaveEvery checkpoints every n steps and keeps the last keep (0: all).
-func (f *FineTune) SaveEvery(n, keep int) *FineTune { f.saveSteps, f.keep = n, keep; return f }
+func (f *FineTune) SaveEvery(n, keep int) *FineTune {
+	return f.set(func() { f.saveSteps, f.keep = n, keep })
+}
 
 // LogEvery logs every n steps (logging_steps, default 10).
-func (f *FineTune) LogEvery(n int) *FineTune { f.logSteps = n; return f }
+func (f *FineTune) LogEvery(n int) *FineTune { return f.set(func() { f.logSteps = n }) }
 
 // ResumeFrom starts from an existing adapter (adapter_name_or_path), as
 // pvc://claim/path: DPO after SFT on the SFT adapter.
-func (f *FineTune) ResumeFrom(adapter string) *FineTune { f.resumeFrom = adapter; return f }
+func (f *FineTune) ResumeFrom(adapter string) *FineTune {
+	return f.set(func() { f.resumeFrom = adapter })
+}
 
 // Output sets where the result is written, as pvc://claim/path; it is
 // required, because a pod's own disk goes with it. Serve reads it from
 // there.
-func (f *FineTune) Output(uri string) *FineTune { f.output = uri; return f }
+func (f *FineTune) Output(uri string) *FineTune { return f.set(func() { f.output = uri }) }
 
 // ReportTo sends metrics to "tensorboard", "wandb" (with WandB), "mlflow"
 // or "none" (default).
-func (f *FineTune) ReportTo(to string) *FineTune { f.reportTo = to; return f }
+func (f *FineTune) ReportTo(to string) *FineTune { return f.set(func() { f.reportTo = to }) }
 
 // WandB reports to Weights & Biases with the API key from a Secret
 // (WANDB_API_KEY through a secretKeyRef; never a literal).
 func (f *FineTune) WandB(secret, key string) *FineTune {
+	if f == nil {
+		return nil
+	}
 	f.reportTo = "wandb"
 	f.Job().EnvFromSecret("WANDB_API_KEY", secret, key)
 	return f
@@ -399,36 +439,42 @@ func (f *FineTune) WandB(secret, key string) *FineTune {
 // which huggingface_hub reads, through a secretKeyRef) for gated models
 // such as Llama 3.
 func (f *FineTune) HFToken(secret, key string) *FineTune {
+	if f == nil {
+		return nil
+	}
 	f.Job().EnvFromSecret("HF_TOKEN", secret, key)
 	return f
 }
 
 // PreferenceLoss sets the dpo stage's loss: LossSigmoid (DPO), LossHinge,
 // LossIPO, LossORPO or LossSimPO.
-func (f *FineTune) PreferenceLoss(loss string) *FineTune { f.prefLoss = loss; return f }
+func (f *FineTune) PreferenceLoss(loss string) *FineTune { return f.set(func() { f.prefLoss = loss }) }
 
 // Beta sets the preference temperature (pref_beta, default 0.1).
-func (f *FineTune) Beta(b float64) *FineTune { f.beta = &b; return f }
+func (f *FineTune) Beta(b float64) *FineTune { return f.set(func() { f.beta = &b }) }
 
 // SimPOGamma sets SimPO's target reward margin (simpo_gamma).
-func (f *FineTune) SimPOGamma(g float64) *FineTune { f.simpoGamma = &g; return f }
+func (f *FineTune) SimPOGamma(g float64) *FineTune { return f.set(func() { f.simpoGamma = &g }) }
 
 // SFTWeight adds the SFT loss to a preference loss with this weight
 // (pref_ftx).
-func (f *FineTune) SFTWeight(w float64) *FineTune { f.sftWeight = w; return f }
+func (f *FineTune) SFTWeight(w float64) *FineTune { return f.set(func() { f.sftWeight = w }) }
 
 // KTOWeights sets KTO's weights of desirable and undesirable examples.
 func (f *FineTune) KTOWeights(chosen, rejected float64) *FineTune {
+	if f == nil {
+		return nil
+	}
 	f.ktoChosen, f.ktoReject = &chosen, &rejected
 	return f
 }
 
 // FullRewardModel says PPO's reward model is a full model, not a LoRA
 // adapter on the policy's base.
-func (f *FineTune) FullRewardModel() *FineTune { f.rewardFull = true; return f }
+func (f *FineTune) FullRewardModel() *FineTune { return f.set(func() { f.rewardFull = true }) }
 
 // PPOEpochs sets the optimisation epochs per PPO batch (ppo_epochs).
-func (f *FineTune) PPOEpochs(n int) *FineTune { f.ppoEpochs = n; return f }
+func (f *FineTune) PPOEpochs(n int) *FineTune { return f.set(func() { f.ppoEpochs = n }) }
 
 // Stage returns the LLaMA-Factory stage.
 func (f *FineTune) Stage() Stage {
