@@ -237,14 +237,17 @@ type TrainingPlan struct {
 //     5·a·s/h term only with AttentionMaps; with gradient checkpointing
 //     only each layer's input, 2·s·b·h bytes, is kept per layer, plus one
 //     layer's full activations while it is recomputed; plus the logits
-//     in fp32 for the loss, 4·s·b·V bytes.
+//     in fp32 for the loss, 4·s·b·V bytes. Reward-model, DPO and KTO
+//     samples are two sequences each (chosen and rejected; KTO's KL
+//     sample), so b is twice the micro batch there.
 //   - Overhead.
 //
 // Time is FLOPs / (devices × peak × MFU), FLOPs = k·N_active·D with D the
 // training tokens (Kaplan et al. 2020: 6ND for forward and backward), k
 // = 6 for full and freeze tuning, 4 for LoRA and QLoRA (no weight
 // gradients for the frozen base), +2 with gradient checkpointing (one
-// more forward); a PPO run's time is divided by (1 − RolloutShare).
+// more forward), +2 for DPO and KTO's reference forward (D counts every
+// sequence, chosen and rejected alike); a PPO run's time is divided by (1 − RolloutShare).
 // Cost is device-hours × the caller's price.
 //
 // When nothing fits on MaxNodes nodes Plan returns a *FitError.
@@ -387,7 +390,7 @@ func (p planner) frozenBytes() int64 {
 	}
 	full := p.f.method == Full || p.f.method == Freeze
 	switch {
-	case p.f.stage == StageDPO && full && p.f.prefLoss != LossORPO && p.f.prefLoss != LossSimPO:
+	case p.usesReference() && full:
 		b += float64(p.m.Parameters) * bf16 // the reference model
 	case p.f.stage == StagePPO && full:
 		b += 2 * float64(p.m.Parameters) * bf16 // reference and reward models
@@ -434,9 +437,26 @@ func (p planner) modelStates(psi int64, n, nodes int, z zeroLayout) (gpu, cpu in
 	return largest + int64(18*P/float64(n)), int64(float64(largest/4) * 4 * float64(perNode) * buffer)
 }
 
+// sequencesPerSample is how many sequences one sample puts through the
+// model: a preference pair's chosen and rejected responses go together
+// (LLaMA-Factory's pairwise data collator concatenates them), and KTO
+// adds a mismatched KL sample to each.
+func (p planner) sequencesPerSample() int {
+	switch p.f.stage {
+	case StageRM, StageDPO, StageKTO:
+		return 2
+	}
+	return 1
+}
+
+// usesReference says the loss runs a frozen reference model forward.
+func (p planner) usesReference() bool {
+	return (p.f.stage == StageDPO && p.f.prefLoss != LossORPO && p.f.prefLoss != LossSimPO) || p.f.stage == StageKTO
+}
+
 // activations is one micro batch's activation memory on one device.
 func (p planner) activations() int64 {
-	s, b, h, a := int64(p.f.cutoff), int64(p.f.batch), int64(p.m.HiddenSize), int64(p.m.AttentionHeads)
+	s, b, h, a := int64(p.f.cutoff), int64(p.f.batch)*int64(p.sequencesPerSample()), int64(p.m.HiddenSize), int64(p.m.AttentionHeads)
 	L := int64(p.m.Layers)
 	perLayer := s * b * h * 34
 	if p.o.attentionMaps {
@@ -487,6 +507,9 @@ func (p planner) estimate(plan *TrainingPlan) {
 	}
 	if p.f.checkpointing {
 		plan.FLOPsPerToken += 2
+	}
+	if p.usesReference() {
+		plan.FLOPsPerToken += 2 // the reference model's forward pass
 	}
 	if price, ok := p.o.prices[p.acc.Name]; ok {
 		plan.PricePerDeviceHour, plan.HasPrice = price, true

@@ -147,6 +147,12 @@ func TestPlanFollowsTheFormulas(t *testing.T) {
 		} else {
 			assert.Equal(t, 2*psi, p.FrozenBytesPerDevice)
 		}
+		// A pair is two sequences through the model; the reference adds a forward.
+		lora := llm.DPO("dl", qwen.HFID).AddDataset(pairs).Output("pvc://m/x")
+		p, err = llm.Plan(lora, hardware.H100, llm.Tokens(1000))
+		require.NoError(t, err)
+		assert.Equal(t, L*2*s*2*h+34*s*2*h+4*s*2*V, p.ActivationBytesPerDevice)
+		assert.Equal(t, 4+2+2, p.FLOPsPerToken)
 		ppo := llm.PPO("p", qwen.HFID, "pvc://m/rm").AddDataset(alpaca).Output("pvc://m/x")
 		p, err = llm.Plan(ppo, hardware.H100, llm.Tokens(1_000_000), llm.RolloutShare(0.6))
 		require.NoError(t, err)
