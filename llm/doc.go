@@ -44,10 +44,26 @@
 // TrainingPlan.String explains every figure; Apply puts the layout on the
 // fine-tune.
 //
+// # GRPO and large PPO: verl on KubeRay
+//
+// GRPO and VerlPPO run verl (v0.7.0) on a train.RayJob: the Ray driver
+// runs `python3 -m verl.trainer.main_ppo` with Hydra overrides rendered
+// from typed settings (every key one of verl's configuration, checked
+// against testdata/verl-keys.txt), and verl's hybrid engine places the
+// actor, the vLLM or SGLang rollout, the reference and a reward model on
+// the worker groups' accelerators in turn. trainer.nnodes and
+// n_gpus_per_node are read from the RayJob's own worker groups. See rl.go
+// for why verl rather than OpenRLHF.
+//
+//	grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").
+//		TrainFiles("pvc://datasets/gsm8k/train.parquet").
+//		RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").
+//		Output("pvc://models/math")
+//	grpo.Job().WorkerGroup("gpu", 2).On(hardware.H100).GPUs(8)
+//
 // # What it does not do
 //
-// GRPO and large-scale PPO on verl or OpenRLHF over a KubeRay RayJob are
-// not built yet, nor is LoRA merging (llamafactory-cli export);
-// LLaMA-Factory's PPO loads its reward model in-process, since its "api"
-// reward type speaks a route no serve engine implements.
+// LLaMA-Factory's PPO loads its reward model in-process: its "api" reward
+// type posts to a route of LLaMA-Factory's own server that no serve
+// engine implements. The planner does not size verl runs.
 package llm
