@@ -193,7 +193,9 @@ func (r *RL) KLCoefficient(c float64) *RL { return r.set(func() { r.klCoef = c }
 
 // LoRA trains a LoRA adapter of the actor (model.lora_rank, lora_alpha)
 // on all linear layers.
-func (r *RL) LoRA(rank, alpha int) *RL { return r.set(func() { r.loraRank, r.loraAlpha = rank, alpha }) }
+func (r *RL) LoRA(rank, alpha int) *RL {
+	return r.set(func() { r.loraRank, r.loraAlpha = rank, alpha })
+}
 
 // Rollout sets the generation engine ("vllm" or "sglang"), its tensor
 // parallelism and the share of device memory it takes.
