@@ -33,6 +33,14 @@
 // DeepSpeed JSON are the training arguments' own, as Hugging Face's
 // Trainer requires.
 //
+// # After training
+//
+// Serve returns the serve builder for the result: the base model with the
+// adapter for LoRA and QLoRA, the output itself for full and freeze
+// tuning. Merge returns an Export, `llamafactory-cli export` on one pod,
+// that merges the adapter into the base and writes the weights to a
+// claim; its Serve serves them.
+//
 // # Planning
 //
 // Plan sizes a fine-tune for a hardware profile: the smallest number of
