@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"fmt"
 	"path"
 	"slices"
 
@@ -140,17 +139,7 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 		Data:       map[string]string{ExportKey: string(data)},
 	}
 	job := objs[0].(*kubeflowv1.PyTorchJob)
-	volumes := []corev1.Volume{{Name: "llamafactory-config", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}},
-	}}}
-	mounts := []corev1.VolumeMount{{Name: "llamafactory-config", MountPath: ConfigDir, ReadOnly: true}}
-	for i, c := range claims {
-		name := fmt.Sprintf("llm-claim-%d", i)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.claim, ReadOnly: c.readOnly},
-		}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: c.mountPath, ReadOnly: c.readOnly})
-	}
+	volumes, mounts := configAndClaims(cm.Name, claims)
 	if errs := addToReplicas(job, volumes, mounts, env); len(errs) > 0 {
 		return nil, errs
 	}

@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube"
@@ -64,17 +62,5 @@ func TestMergeRendersLLaMAFactoryExport(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset))
-	_, err = cl.Apply(t.Context(), merge)
-	require.NoError(t, err)
-	want, err := merge.Objects()
-	require.NoError(t, err)
-	for _, obj := range want {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-		require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: obj.GetName()}, u))
-		rendered, err := cube.ToUnstructured(obj)
-		require.NoError(t, err)
-		assertContains(t, "", rendered.Object["spec"], u.Object["spec"])
-		assertContains(t, "", rendered.Object["data"], u.Object["data"])
-	}
+	applyAndCompare(t, cl, env, ns, merge)
 }

@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"path"
 	"slices"
@@ -297,38 +298,22 @@ func (f *FineTune) TrustRemoteCode(on bool) *FineTune { return f.set(func() { f.
 
 // AddDataset appends training datasets.
 func (f *FineTune) AddDataset(d ...Dataset) *FineTune {
-	if f == nil {
-		return nil
-	}
-	for _, x := range d {
-		x.Columns = cloneMap(x.Columns)
-		f.datasets = append(f.datasets, x)
-	}
-	return f
+	return f.set(func() { f.datasets = appendDatasets(f.datasets, d) })
 }
 
 // AddEvalDataset appends evaluation datasets (eval_dataset) and turns
 // on evaluation.
 func (f *FineTune) AddEvalDataset(d ...Dataset) *FineTune {
-	if f == nil {
-		return nil
-	}
-	for _, x := range d {
-		x.Columns = cloneMap(x.Columns)
-		f.evalDatasets = append(f.evalDatasets, x)
-	}
-	return f
+	return f.set(func() { f.evalDatasets = appendDatasets(f.evalDatasets, d) })
 }
 
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
+// appendDatasets appends copies of d, their Columns maps cloned.
+func appendDatasets(to []Dataset, d []Dataset) []Dataset {
+	for _, x := range d {
+		x.Columns = maps.Clone(x.Columns)
+		to = append(to, x)
 	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return to
 }
 
 // ValidationSplit holds out a fraction of the training data for
@@ -893,17 +878,7 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 			job = j
 		}
 	}
-	volumes := []corev1.Volume{{Name: "llamafactory-config", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}},
-	}}}
-	mounts := []corev1.VolumeMount{{Name: "llamafactory-config", MountPath: ConfigDir, ReadOnly: true}}
-	for i, c := range r.claims {
-		name := fmt.Sprintf("llm-claim-%d", i)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.claim, ReadOnly: c.readOnly},
-		}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: c.mountPath, ReadOnly: c.readOnly})
-	}
+	volumes, mounts := configAndClaims(cm.Name, r.claims)
 	errs = append(errs, addToReplicas(job, volumes, mounts, r.env)...)
 	if len(errs) > 0 {
 		return nil, errs
@@ -911,17 +886,49 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 	return append([]client.Object{cm}, objs...), nil
 }
 
+// configAndClaims returns the volumes and read-only mounts of the
+// LLaMA-Factory ConfigMap (at ConfigDir, when configMap is not empty) and
+// of each claim, named llm-claim-<i>.
+func configAndClaims(configMap string, claims []claimVolume) ([]corev1.Volume, []corev1.VolumeMount) {
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if configMap != "" {
+		volumes = append(volumes, corev1.Volume{Name: "llamafactory-config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "llamafactory-config", MountPath: ConfigDir, ReadOnly: true})
+	}
+	for i, c := range claims {
+		name := fmt.Sprintf("llm-claim-%d", i)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.claim, ReadOnly: c.readOnly},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: c.mountPath, ReadOnly: c.readOnly})
+	}
+	return volumes, mounts
+}
+
 // addToReplicas adds the fine-tune's volumes, mounts and env to every
-// replica's training container, reporting a name or path already taken.
+// replica's training container.
 func addToReplicas(job *kubeflowv1.PyTorchJob, volumes []corev1.Volume, mounts []corev1.VolumeMount, env []corev1.EnvVar) field.ErrorList {
-	var errs field.ErrorList
+	var templates []*corev1.PodTemplateSpec
+	var paths []*field.Path
 	for _, typ := range []kubeflowv1.ReplicaType{kubeflowv1.PyTorchJobReplicaTypeMaster, kubeflowv1.PyTorchJobReplicaTypeWorker} {
-		spec := job.Spec.PyTorchReplicaSpecs[typ]
-		if spec == nil {
-			continue
+		if spec := job.Spec.PyTorchReplicaSpecs[typ]; spec != nil {
+			templates = append(templates, &spec.Template)
+			paths = append(paths, field.NewPath("spec", "pytorchReplicaSpecs").Key(string(typ)).Child("template", "spec"))
 		}
-		p := field.NewPath("spec", "pytorchReplicaSpecs").Key(string(typ)).Child("template", "spec")
-		pod := &spec.Template.Spec
+	}
+	return addToTemplates(templates, paths, volumes, mounts, env)
+}
+
+// addToTemplates adds volumes, mounts and env to the first container of
+// each pod template, reporting a volume name or mount path already taken
+// under the template's path.
+func addToTemplates(templates []*corev1.PodTemplateSpec, paths []*field.Path, volumes []corev1.Volume, mounts []corev1.VolumeMount, env []corev1.EnvVar) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range templates {
+		p, pod := paths[i], &t.Spec
 		for _, v := range volumes {
 			if slices.ContainsFunc(pod.Volumes, func(x corev1.Volume) bool { return x.Name == v.Name }) {
 				errs = append(errs, field.Duplicate(p.Child("volumes"), v.Name))

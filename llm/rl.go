@@ -453,22 +453,16 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 		words = append(words, shellQuote(o.key+"="+o.value))
 	}
 	ray.Spec.Entrypoint = strings.Join(words, " ")
-	var volumes []corev1.Volume
-	var mounts []corev1.VolumeMount
-	for i, c := range claims {
-		name := fmt.Sprintf("llm-claim-%d", i)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.claim, ReadOnly: c.readOnly},
-		}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: c.mountPath, ReadOnly: c.readOnly})
-	}
+	volumes, mounts := configAndClaims("", claims)
+	cluster := field.NewPath("spec", "rayClusterSpec")
 	templates := []*corev1.PodTemplateSpec{&ray.Spec.RayClusterSpec.HeadGroupSpec.Template}
+	paths := []*field.Path{cluster.Child("headGroupSpec", "template", "spec")}
 	for i := range ray.Spec.RayClusterSpec.WorkerGroupSpecs {
 		templates = append(templates, &ray.Spec.RayClusterSpec.WorkerGroupSpecs[i].Template)
+		paths = append(paths, cluster.Child("workerGroupSpecs").Index(i).Child("template", "spec"))
 	}
-	for _, t := range templates {
-		t.Spec.Volumes = append(t.Spec.Volumes, volumes...)
-		t.Spec.Containers[0].VolumeMounts = append(t.Spec.Containers[0].VolumeMounts, mounts...)
+	if errs := addToTemplates(templates, paths, volumes, mounts, nil); len(errs) > 0 {
+		return nil, errs
 	}
 	return objs, nil
 }
