@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -115,13 +114,7 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 	if p, ok := e.job.Profile(); ok && p.Accelerated() && e.job.Devices() > 0 {
 		cfg.ExportDevice = "auto"
 	}
-	if current := e.job.ImageName(); current == "" || current == e.autoImage {
-		e.autoImage = DefaultImage
-		if p, ok := e.job.Profile(); ok && p.Vendor == hardware.Huawei {
-			e.autoImage = DefaultAscendImage
-		}
-		e.job.Image(e.autoImage)
-	}
+	e.autoImage = pickImage(e.job, e.autoImage)
 	objs, jobErr := e.job.Objects()
 	if jobErr != nil {
 		errs = append(errs, field.Invalid(field.NewPath("job"), e.job.Name(), jobErr.Error()))

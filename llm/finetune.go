@@ -850,7 +850,7 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 		return nil, field.ErrorList{field.Required(field.NewPath("llm.FineTune"), "is nil or zero: create it with llm.SFT, RewardModel, DPO, KTO, ORPO, SimPO or PPO")}
 	}
 	r, errs := f.render()
-	f.pickImage()
+	f.autoImage = pickImage(f.job, f.autoImage)
 	f.job.Config(f.deepSpeed())
 	objs, jobErr := f.job.Objects()
 	if jobErr != nil {
@@ -947,19 +947,26 @@ func addToTemplates(templates []*corev1.PodTemplateSpec, paths []*field.Path, vo
 	return errs
 }
 
-// pickImage gives the job LLaMA-Factory's image for its profile unless
-// the caller set one.
-func (f *FineTune) pickImage() {
-	current := f.job.ImageName()
-	if current != "" && current != f.autoImage {
-		return
+// imageSetter is the image part of a pod builder.
+type imageSetter[T any] interface {
+	ImageName() string
+	Profile() (hardware.Profile, bool)
+	Image(string) *T
+}
+
+// pickImage gives a job LLaMA-Factory's image for its profile unless the
+// caller set one (an image other than last, the one picked before), and
+// returns the image it picked.
+func pickImage[T any](job imageSetter[T], last string) string {
+	if current := job.ImageName(); current != "" && current != last {
+		return last
 	}
 	image := DefaultImage
-	if p, ok := f.job.Profile(); ok && p.Vendor == hardware.Huawei {
+	if p, ok := job.Profile(); ok && p.Vendor == hardware.Huawei {
 		image = DefaultAscendImage
 	}
-	f.autoImage = image
-	f.job.Image(image)
+	job.Image(image)
+	return image
 }
 
 // Objects validates the fine-tune and returns the ConfigMap with

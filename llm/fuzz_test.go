@@ -151,3 +151,66 @@ func FuzzFineTune(f *testing.F) {
 		_, _ = llm.Plan(ft, hardware.H100, llm.Tokens(1000))
 	})
 }
+
+var rlMethods = []func(r *llm.RL, p *program){
+	func(r *llm.RL, p *program) { r.TrainFiles(pick(p, fuzzSources)) },
+	func(r *llm.RL, p *program) { r.ValFiles(pick(p, fuzzSources)) },
+	func(r *llm.RL, p *program) { r.RewardFunction(pick(p, fuzzSources), pick(p, fuzzNames)) },
+	func(r *llm.RL, p *program) { r.RewardModel(pick(p, fuzzModels)) },
+	func(r *llm.RL, p *program) { r.Critic(pick(p, fuzzModels)) },
+	func(r *llm.RL, p *program) { r.Batch(pick(p, fuzzInts), pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.Lengths(pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.Samples(pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.LearningRate(pick(p, fuzzFloats)) },
+	func(r *llm.RL, p *program) { r.KLCoefficient(pick(p, fuzzFloats)) },
+	func(r *llm.RL, p *program) { r.LoRA(pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) {
+		r.Rollout(pick(p, []string{"vllm", "sglang", "tgi", ""}), pick(p, fuzzInts), pick(p, fuzzFloats))
+	},
+	func(r *llm.RL, p *program) { r.Epochs(pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.SaveEvery(pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.Output(pick(p, fuzzOutputs)) },
+	func(r *llm.RL, p *program) { r.PromptKey(pick(p, fuzzNames)) },
+	func(r *llm.RL, p *program) { r.WandB(pick(p, fuzzNames), pick(p, fuzzNames)) },
+	func(r *llm.RL, p *program) { r.Job().WorkerGroup(pick(p, fuzzNames), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) {
+		r.Job().On(pick(p, []hardware.Profile{hardware.H100, hardware.Ascend910B3, hardware.CPU})).GPUs(pick(p, fuzzInts))
+	},
+	func(r *llm.RL, p *program) { r.Job().Image(pick(p, []string{"", "registry.example.com/verl:1"})) },
+}
+
+// FuzzRL drives the verl builders: Objects never panics, a success is
+// one RayJob whose entrypoint is verl's, a failure field errors.
+func FuzzRL(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 2, 0, 0, 14, 0, 17, 0, 0, 18, 0, 1})
+	f.Add([]byte{1, 0, 0, 3, 0, 14, 0, 17, 0, 1, 18, 0, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := &program{data: data}
+		var r *llm.RL
+		switch p.byte() % 4 {
+		case 0:
+			r = llm.GRPO(pick(p, fuzzNames), pick(p, fuzzModels))
+		case 1:
+			r = llm.VerlPPO(pick(p, fuzzNames), pick(p, fuzzModels))
+		case 2:
+			r = &llm.RL{}
+		}
+		for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
+			pick(p, rlMethods)(r, p)
+		}
+		objs, err := r.Objects()
+		if err != nil {
+			var agg utilerrors.Aggregate
+			require.True(t, errors.As(err, &agg), "%T %v", err, err)
+			for _, e := range agg.Errors() {
+				var fe *field.Error
+				assert.True(t, errors.As(e, &fe), "%T %v", e, e)
+			}
+			return
+		}
+		require.Len(t, objs, 1)
+		rendered, err := yaml.Marshal(objs)
+		require.NoError(t, err)
+		assert.Contains(t, string(rendered), "verl.trainer.main_ppo")
+	})
+}
