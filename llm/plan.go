@@ -272,6 +272,9 @@ func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, 
 	if acc.MaxPerNode < 1 && acc.Accelerated() {
 		o.problems = append(o.problems, fmt.Errorf("accelerator: %q has no devices per node", acc.Name))
 	}
+	if acc.Accelerated() && o.tokens > 0 && peakTFLOPS(acc, f.precision) <= 0 {
+		o.problems = append(o.problems, fmt.Errorf("accelerator: %s has no %s peak in the catalogue (no %s support): choose another Precision", acc.Name, precisionName(f.precision), precisionName(f.precision)))
+	}
 	if _, errs := f.render(); len(errs) > 0 {
 		o.problems = append(o.problems, fmt.Errorf("fine-tune: %w", errs.ToAggregate()))
 	}
@@ -497,10 +500,7 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // estimate fills in time and cost.
 func (p planner) estimate(plan *TrainingPlan) {
 	plan.MFU = p.o.mfu
-	plan.PeakTFLOPS = p.acc.BF16TFLOPS
-	if p.f.precision == train.FP16 {
-		plan.PeakTFLOPS = p.acc.FP16TFLOPS
-	}
+	plan.PeakTFLOPS = peakTFLOPS(p.acc, p.f.precision)
 	plan.FLOPsPerToken = 6
 	if p.f.method == LoRA || p.f.method == QLoRA {
 		plan.FLOPsPerToken = 4
@@ -535,6 +535,26 @@ func (p planner) estimate(plan *TrainingPlan) {
 	plan.Hours = seconds / 3600
 	plan.DeviceHours = plan.Hours * float64(plan.Devices)
 	plan.Cost = plan.DeviceHours * plan.PricePerDeviceHour
+}
+
+// peakTFLOPS is one device's dense peak in the run's precision: the
+// catalogue's BF16 or FP16 figure. The catalogue has no FP32 figure, so
+// fp32 runs get no time estimate.
+func peakTFLOPS(acc hardware.Profile, p train.Precision) float64 {
+	switch p {
+	case train.BF16:
+		return acc.BF16TFLOPS
+	case train.FP16:
+		return acc.FP16TFLOPS
+	}
+	return 0
+}
+
+func precisionName(p train.Precision) string {
+	if p == train.FP32 {
+		return "fp32"
+	}
+	return string(p)
 }
 
 // Apply sets the plan's layout on the fine-tune: the profile, the
@@ -587,4 +607,38 @@ func (p TrainingPlan) String() string {
 		fmt.Fprintf(&b, "  cost: no price for %s\n", p.Accelerator)
 	}
 	return b.String()
+}
+
+// Cheapest plans f on every profile of profiles and returns the plan of
+// least cost (Tokens and Prices are required; a profile without a price is
+// left out and said so), ties broken by fewer device-hours. It fails when
+// no profile fits, with each profile's reason.
+func Cheapest(f *FineTune, profiles []hardware.Profile, opts ...PlanOption) (TrainingPlan, error) {
+	var best TrainingPlan
+	found := false
+	var reasons []error
+	if len(profiles) == 0 {
+		return TrainingPlan{}, errors.New("profiles: at least one profile is required")
+	}
+	for _, acc := range profiles {
+		p, err := Plan(f, acc, opts...)
+		switch {
+		case err != nil:
+			reasons = append(reasons, fmt.Errorf("%s: %w", acc.Name, err))
+			continue
+		case p.FLOPs == 0:
+			reasons = append(reasons, fmt.Errorf("%s: no time estimate: give Tokens", acc.Name))
+			continue
+		case !p.HasPrice:
+			reasons = append(reasons, fmt.Errorf("%s: no price in Prices", acc.Name))
+			continue
+		}
+		if !found || p.Cost < best.Cost || (p.Cost == best.Cost && p.DeviceHours < best.DeviceHours) {
+			best, found = p, true
+		}
+	}
+	if !found {
+		return TrainingPlan{}, fmt.Errorf("no profile can run %s: %w", f, errors.Join(reasons...))
+	}
+	return best, nil
 }

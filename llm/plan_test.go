@@ -10,6 +10,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/train"
 )
 
 // Published trainable-parameter counts of LoRA rank 8 on every linear
@@ -202,4 +203,38 @@ func TestPlanApplyAndString(t *testing.T) {
 	for _, want := range []string{"ZeRO-3", "frozen weights", "model states", "activations", "time:", "no price"} {
 		assert.Contains(t, out, want)
 	}
+}
+
+func TestCheapestProfile(t *testing.T) {
+	f := llm.SFT("c", "Qwen/Qwen2.5-7B-Instruct").AddDataset(alpaca).Output("pvc://m/x")
+	prices := llm.Prices(map[string]float64{hardware.H100.Name: 3, hardware.L4.Name: 0.5, hardware.A100_80G.Name: 1.8})
+	best, err := llm.Cheapest(f, []hardware.Profile{hardware.H100, hardware.L4, hardware.A100_80G, hardware.T4}, llm.Tokens(1e7), prices)
+	require.NoError(t, err)
+	// Cost = 6·N·D / (peak × MFU) / 3600 × price: the lowest price per
+	// peak TFLOPS wins when the run fits on one device of each.
+	var want string
+	lowest := math.Inf(1)
+	for _, acc := range []hardware.Profile{hardware.H100, hardware.L4, hardware.A100_80G} {
+		p, err := llm.Plan(f, acc, llm.Tokens(1e7), prices)
+		require.NoError(t, err)
+		if p.Cost < lowest {
+			lowest, want = p.Cost, acc.Name
+		}
+	}
+	assert.Equal(t, want, best.Accelerator)
+	assert.InDelta(t, lowest, best.Cost, 1e-12)
+
+	_, err = llm.Cheapest(f, []hardware.Profile{hardware.T4}, llm.Tokens(1e7), prices)
+	assert.ErrorContains(t, err, "T4 has no bf16 peak")
+	_, err = llm.Cheapest(f, []hardware.Profile{hardware.T4}, llm.Tokens(1e7))
+	assert.ErrorContains(t, err, "T4 has no bf16 peak")
+	f16 := llm.SFT("c", "Qwen/Qwen2.5-7B-Instruct").AddDataset(alpaca).Output("pvc://m/x").Precision(train.FP16)
+	_, err = llm.Cheapest(f16, []hardware.Profile{hardware.T4}, llm.Tokens(1e7), prices)
+	// In fp16 the T4 has a peak and the run fits (ZeRO-3 shards the
+	// frozen base), but the table has no T4 price.
+	assert.ErrorContains(t, err, "T4: no price in Prices")
+	_, err = llm.Cheapest(f, []hardware.Profile{hardware.H200}, llm.Tokens(1e7), prices)
+	assert.ErrorContains(t, err, "no price")
+	_, err = llm.Cheapest(f, nil)
+	assert.ErrorContains(t, err, "profiles")
 }
