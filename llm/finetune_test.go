@@ -346,3 +346,28 @@ func TestServeTheResult(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(out), "claimName: models")
 }
+
+// Credentials reach the pods only through secretKeyRefs: a literal token
+// under HF_TOKEN or WANDB_API_KEY is refused by the shared pod settings,
+// and the rendered objects never carry one.
+func TestSecretsOnlyThroughSecretRefs(t *testing.T) {
+	f := builders[0].build("secrets")
+	f.Job().Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz0123")
+	_, err := f.Objects()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "HF_TOKEN")
+	assert.NotContains(t, err.Error(), "hf_abcdefghijklmnopqrstuvwxyz0123")
+
+	ok := builders[0].build("secrets").WandB("wandb", "api-key")
+	objs, err := ok.Objects()
+	require.NoError(t, err)
+	_, _, _, job := parts(t, objs)
+	c := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0]
+	for _, e := range c.Env {
+		if e.Name == "HF_TOKEN" || e.Name == "WANDB_API_KEY" {
+			assert.Empty(t, e.Value, e.Name)
+			require.NotNil(t, e.ValueFrom, e.Name)
+			assert.NotNil(t, e.ValueFrom.SecretKeyRef, e.Name)
+		}
+	}
+}

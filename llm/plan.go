@@ -237,7 +237,11 @@ type TrainingPlan struct {
 //     5·a·s/h term only with AttentionMaps; with gradient checkpointing
 //     only each layer's input, 2·s·b·h bytes, is kept per layer, plus one
 //     layer's full activations while it is recomputed; plus the logits
-//     in fp32 for the loss, 4·s·b·V bytes. Reward-model, DPO and KTO
+//     in fp32 for the loss, 4·s·b·V bytes. The coefficient 34 is the
+//     paper's, for multi-head attention and a 4h GeLU MLP, used as
+//     written: grouped-query attention stores less and a SwiGLU MLP of
+//     another width more, so the figure is the paper's, not a
+//     measurement of these models. Reward-model, DPO and KTO
 //     samples are two sequences each (chosen and rejected; KTO's KL
 //     sample), so b is twice the micro batch there.
 //   - Overhead.
