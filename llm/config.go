@@ -21,7 +21,11 @@ const (
 	DefaultAscendImage = "docker.io/hiyouga/llamafactory:" + LLaMAFactoryVersion + "-npu-a2"
 )
 
-// trainConfig is the YAML `llamafactory-cli train` reads. Field order is
+// trainConfig is the YAML `llamafactory-cli train` reads. LLaMA-Factory
+// loads it with OmegaConf.load (hparams/parser.py read_args), whose YAML
+// loader reads exponent floats without a dot ("5e-06") as floats
+// (omegaconf/_utils.py get_yaml_loader adds that resolver; plain YAML 1.1
+// would read a string), so Go's float formatting is safe here. Field order is
 // the order of LLaMA-Factory's own examples (examples/train_lora/*.yaml):
 // model, method, dataset, output, train, eval.
 type trainConfig struct {

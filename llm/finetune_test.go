@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -370,4 +371,24 @@ func TestSecretsOnlyThroughSecretRefs(t *testing.T) {
 			assert.NotNil(t, e.ValueFrom.SecretKeyRef, e.Name)
 		}
 	}
+}
+
+// omegaConfFloat is the float resolver OmegaConf's YAML loader adds
+// (omegaconf/_utils.py get_yaml_loader), which LLaMA-Factory loads
+// train.yaml with: every float cube renders must match it, or the
+// argument would arrive as a string.
+var omegaConfFloat = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)|\.[0-9_]+(?:[eE][-+][0-9]+)?)$`)
+
+func TestFloatsReadAsFloatsByOmegaConf(t *testing.T) {
+	f := builders[0].build("floats").LearningRate(5e-6).GradientClipping(0.5)
+	cfg, err := f.Config()
+	require.NoError(t, err)
+	for _, line := range strings.Split(cfg, "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		switch k {
+		case "learning_rate", "max_grad_norm", "lora_dropout", "val_size":
+			assert.Regexp(t, omegaConfFloat, v, k)
+		}
+	}
+	assert.Contains(t, cfg, "learning_rate: 5e-06")
 }
