@@ -878,6 +878,12 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 			job = j
 		}
 	}
+	if job.Spec.ElasticPolicy != nil {
+		// Without a Master the operator sets no PET_NODE_RANK, and
+		// LLaMA-Factory's launcher goes elastic only from RDZV_ID,
+		// MIN_NNODES and MAX_NNODES, which cube does not render.
+		return nil, field.ErrorList{field.Forbidden(field.NewPath("job", "spec", "elasticPolicy"), "LLaMA-Factory runs are not elastic here: use Nodes, not Elastic")}
+	}
 	volumes, mounts := configAndClaims(cm.Name, r.claims)
 	errs = append(errs, addToReplicas(job, volumes, mounts, r.env)...)
 	if len(errs) > 0 {

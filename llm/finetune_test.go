@@ -283,6 +283,11 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 		{"ppo full lora rm", llm.PPO("x", qwen, "pvc://m/rm").AddDataset(alpaca).Output("pvc://o/x").FullTuning(), []string{"reward_model"}},
 		{"adapter on full", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").FullTuning().ResumeFrom("pvc://m/a"), []string{"adapter_name_or_path"}},
 		{"zero offload", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").OffloadParams(), []string{"job"}},
+		{"elastic", func() *llm.FineTune {
+			f := llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x")
+			f.Job().Elastic(1, 2)
+			return f
+		}(), []string{"job.spec.elasticPolicy"}},
 		{"job problem", func() *llm.FineTune {
 			f := llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x")
 			f.Job().GPUs(-1)

@@ -440,6 +440,12 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 			nodes += int(*g.Replicas)
 		}
 	}
+	// A head given accelerators (HeadAccelerators) is a GPU node too.
+	if head := ray.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0]; profile.Accelerated() {
+		if q, ok := head.Resources.Limits[profile.ResourceName]; ok && !q.IsZero() {
+			nodes++
+		}
+	}
 	if !profile.Accelerated() {
 		errs = append(errs, field.Required(field.NewPath("job", "on"), "verl trains on accelerators: set On with a GPU or NPU profile"))
 	}

@@ -136,6 +136,14 @@ func TestEveryVerlOverrideIsUpstream(t *testing.T) {
 	}
 }
 
+func TestHeadWithAcceleratorsCountsAsANode(t *testing.T) {
+	r := grpo("head")
+	r.Job().HeadAccelerators()
+	objs, err := r.Objects()
+	require.NoError(t, err)
+	assert.Equal(t, "3", overrides(t, objs[0].(*rayv1.RayJob).Spec.Entrypoint)["trainer.nnodes"])
+}
+
 func TestRLErrors(t *testing.T) {
 	r := llm.GRPO("x", "s3://b/m").Samples(1).Batch(8, 16, 0).Rollout("tgi", 3, 2).Output("hf://o/x")
 	r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
