@@ -331,7 +331,7 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	// (verl's GRPO examples: use_kl_loss True, use_kl_in_reward False).
 	add("actor_rollout_ref.actor.use_kl_loss", strconv.FormatBool(grpo))
 	add("actor_rollout_ref.actor.kl_loss_coef", fraction("actor_rollout_ref.actor.kl_loss_coef", r.klCoef, 0, 10))
-	add("algorithm.use_kl_in_reward", "False")
+	add("algorithm.use_kl_in_reward", "false")
 	if !slices.Contains([]string{"vllm", "sglang"}, r.engine) {
 		errs = append(errs, field.NotSupported(field.NewPath("actor_rollout_ref.rollout.name"), r.engine, []string{"vllm", "sglang"}))
 	}
@@ -363,7 +363,7 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	case r.rewardModel != "" && r.rewardPath != "":
 		errs = append(errs, field.Forbidden(field.NewPath("reward_model.enable"), "set a reward model or a reward function, not both"))
 	case r.rewardModel != "":
-		add("reward_model.enable", "True")
+		add("reward_model.enable", "true")
 		add("reward_model.model.path", model("reward_model.model.path", r.rewardModel))
 	case r.rewardPath != "":
 		add("custom_reward_function.path", file("custom_reward_function.path", r.rewardPath, RLRewardRoot, true))
