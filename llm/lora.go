@@ -24,8 +24,8 @@ type linear struct {
 // (query_key_value, dense, dense_h_to_4h of twice the FFN width,
 // dense_4h_to_h); GLM in transformers (q/k/v/o_proj, gate_up_proj,
 // down_proj); DeepSeek-V3 (MLA's q_a_proj, q_b_proj, kv_a_proj_with_mqa,
-// kv_b_proj, o_proj; experts' and shared experts' gate/up/down_proj; the
-// router's weight is a Parameter, not a Linear).
+// kv_b_proj, o_proj; the routed experts' and the shared MLP's
+// gate/up/down_proj; the router's weight is a Parameter, not a Linear).
 func linearLayers(m market.Model) []linear {
 	h, L := int64(m.HiddenSize), int64(m.Layers)
 	q, kv := int64(m.AttentionHeads*m.HeadDim), int64(m.KVHeads*m.HeadDim)
@@ -64,9 +64,16 @@ func linearLayers(m market.Model) []linear {
 		e := m.MoE
 		dense = int64(min(e.DenseLayers, m.Layers))
 		moeLayers := L - dense
-		experts := moeLayers * int64(e.Experts+e.SharedExperts)
+		experts := moeLayers * int64(e.Experts)
 		ei := int64(e.ExpertIntermediateSize)
 		out = append(out, linear{"gate_proj", h, ei, experts}, linear{"up_proj", h, ei, experts}, linear{"down_proj", ei, h, experts})
+		if e.SharedExperts > 0 {
+			// The shared experts are one MLP of their summed width
+			// (DeepseekV3MoE: DeepseekV3MLP(intermediate_size =
+			// moe_intermediate_size × n_shared_experts)).
+			si := ei * int64(e.SharedExperts)
+			out = append(out, linear{"gate_proj", h, si, moeLayers}, linear{"up_proj", h, si, moeLayers}, linear{"down_proj", si, h, moeLayers})
+		}
 	}
 	if dense > 0 {
 		out = append(out, linear{"gate_proj", h, ffn, dense}, linear{"up_proj", h, ffn, dense}, linear{"down_proj", ffn, h, dense})

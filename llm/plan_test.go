@@ -238,3 +238,19 @@ func TestCheapestProfile(t *testing.T) {
 	_, err = llm.Cheapest(f, nil)
 	assert.ErrorContains(t, err, "profiles")
 }
+
+// DeepSeek-V3's LoRA count, from its config: 61 layers, MLA projections in
+// each, routed experts in the 58 MoE layers, one shared MLP there, dense
+// MLPs in the first 3.
+func TestLoRAParametersDeepSeekV3(t *testing.T) {
+	m := mustLookup("deepseek-ai/DeepSeek-V3")
+	r := int64(16)
+	h, heads := int64(7168), int64(128)
+	attn := (h + 1536) + (1536 + heads*(128+64)) + (h + 512 + 64) + (512 + heads*(128+128)) + (heads*128 + h)
+	expert := 3 * (h + 2048)
+	dense := 3 * (h + 18432)
+	want := r * (61*attn + 58*256*expert + 58*expert + 3*dense)
+	n, unmatched := llm.LoRAParameters(m, int(r))
+	assert.Empty(t, unmatched)
+	assert.Equal(t, want, n)
+}
