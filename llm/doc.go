@@ -61,7 +61,9 @@
 // actor, the vLLM or SGLang rollout, the reference and a reward model on
 // the worker groups' accelerators in turn. trainer.nnodes and
 // n_gpus_per_node are read from the RayJob's own worker groups. See rl.go
-// for why verl rather than OpenRLHF.
+// for why verl rather than OpenRLHF. A reward function can call a model
+// served by package serve (JudgeEndpoint sets OPENAI_BASE_URL to its
+// endpoint); neither trainer calls a served reward model by itself.
 //
 //	grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").
 //		TrainFiles("pvc://datasets/gsm8k/train.parquet").

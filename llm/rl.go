@@ -167,6 +167,31 @@ func (r *RL) RewardFunction(file, name string) *RL {
 // FullTuning, as pvc://claim/path or a Hugging Face id.
 func (r *RL) RewardModel(model string) *RL { return r.set(func() { r.rewardModel = model }) }
 
+// JudgeEndpoint points the run's reward function at a model served by
+// package serve (an LLM judge, a reward model behind vLLM): every pod gets
+// OPENAI_BASE_URL=<svc.Endpoint()>/v1, the variable the openai Python
+// client reads its base URL from, so a RewardFunction that calls
+// openai.OpenAI() reaches it. Neither verl nor LLaMA-Factory calls a
+// served reward model itself (verl loads reward models in-process;
+// LLaMA-Factory's "api" reward speaks its own route), so the function
+// does; the client also needs OPENAI_API_KEY (EnvFromSecret on Job, any
+// value for a server without a key).
+func (r *RL) JudgeEndpoint(svc *serve.Service) *RL {
+	if r == nil {
+		return nil
+	}
+	endpoint := ""
+	if svc != nil {
+		endpoint = svc.Endpoint()
+	}
+	if endpoint == "" {
+		r.problems = append(r.problems, field.Required(field.NewPath("judgeEndpoint"), "a serve.Service made by a constructor is required"))
+		return r
+	}
+	r.Job().Env("OPENAI_BASE_URL", endpoint+"/v1")
+	return r
+}
+
 // Critic sets the critic's initial weights (PPO only).
 func (r *RL) Critic(model string) *RL { return r.set(func() { r.critic = model }) }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/serve"
 )
 
 func grpo(name string) *llm.RL {
@@ -174,4 +175,20 @@ func TestRLAppliedStrictly(t *testing.T) {
 	for name, r := range rlBuilders() {
 		t.Run(name, func(t *testing.T) { applyAndCompare(t, c, env, ns, r) })
 	}
+}
+
+func TestJudgeEndpointFromServe(t *testing.T) {
+	judge := serve.VLLM("judge", "Qwen/Qwen2.5-72B-Instruct").Namespace("team-a")
+	r := grpo("judged").JudgeEndpoint(judge)
+	r.Job().EnvFromSecret("OPENAI_API_KEY", "judge-key", "key")
+	objs, err := r.Objects()
+	require.NoError(t, err)
+	job := objs[0].(*rayv1.RayJob)
+	for _, tmpl := range []corev1.PodTemplateSpec{job.Spec.RayClusterSpec.HeadGroupSpec.Template, job.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template} {
+		assert.Contains(t, tmpl.Spec.Containers[0].Env, corev1.EnvVar{Name: "OPENAI_BASE_URL", Value: judge.Endpoint() + "/v1"})
+	}
+	assert.Equal(t, "http://judge-api.team-a:8000", judge.Endpoint())
+
+	_, err = grpo("nojudge").JudgeEndpoint(nil).Objects()
+	assert.Equal(t, []string{"judgeEndpoint"}, fields(t, err))
 }
