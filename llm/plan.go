@@ -145,8 +145,10 @@ func Overhead(bytes int64) PlanOption {
 
 // AttentionMaps counts the attention score and softmax activations
 // (5·a·s²·b bytes per layer in Korthikanti et al.): true for eager
-// attention. By default they are not counted, because LLaMA-Factory's
-// default attention (flash_attn "auto": PyTorch SDPA) never stores them.
+// attention. By default they are not counted: LLaMA-Factory's flash_attn
+// "auto" leaves transformers' choice in place
+// (model/model_utils/attention.py at v0.9.5), which is PyTorch's SDPA for
+// these models, and SDPA's fused kernels do not keep the score matrix.
 func AttentionMaps(on bool) PlanOption { return func(o *planOptions) { o.attentionMaps = on } }
 
 // TrainingPlan is how a fine-tune is laid out on an accelerator, what
