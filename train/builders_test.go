@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
@@ -546,4 +547,16 @@ func TestSlicesReachEveryReplica(t *testing.T) {
 	assert.NotContains(t, container(mpi.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher]).Resources.Limits,
 		corev1.ResourceName("nvidia.com/mig-1g.10gb"), "the launcher gets no slice either")
 	assert.Equal(t, "1", qstr(container(mpi.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker]).Resources.Limits["nvidia.com/mig-1g.10gb"]))
+}
+
+func TestDeepSpeedGatherWeightsOnSave(t *testing.T) {
+	data, errs := train.DeepSpeedConfig{ZeROStage: 3, MicroBatchPerGPU: 1, GatherWeightsOnSave: true}.JSON(field.NewPath("ds"))
+	require.Empty(t, errs)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(data, &cfg))
+	assert.Equal(t, map[string]any{"stage": 3.0, "stage3_gather_16bit_weights_on_model_save": true}, cfg["zero_optimization"])
+
+	_, errs = train.DeepSpeedConfig{ZeROStage: 2, MicroBatchPerGPU: 1, GatherWeightsOnSave: true}.JSON(field.NewPath("ds"))
+	require.Len(t, errs, 1)
+	assert.Equal(t, "ds.zero_optimization.stage3_gather_16bit_weights_on_model_save", errs[0].Field)
 }

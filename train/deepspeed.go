@@ -71,6 +71,12 @@ type DeepSpeedConfig struct {
 	GradientAccumulation int
 	// GradientClipping clips the gradient norm when positive.
 	GradientClipping float64
+	// GatherWeightsOnSave gathers the partitioned 16-bit weights into one
+	// state dict when a checkpoint is saved
+	// (stage3_gather_16bit_weights_on_model_save; ZeRO stage 3 only), so
+	// that Hugging Face's Trainer writes loadable weights instead of ZeRO
+	// shards (LLaMA-Factory's examples/deepspeed/ds_z3_config.json sets it).
+	GatherWeightsOnSave bool
 }
 
 // dsConfig is DeepSpeed's JSON shape.
@@ -91,6 +97,7 @@ type dsZeRO struct {
 	Stage            int        `json:"stage"`
 	OffloadOptimizer *dsOffload `json:"offload_optimizer,omitempty"`
 	OffloadParam     *dsOffload `json:"offload_param,omitempty"`
+	GatherOnSave     bool       `json:"stage3_gather_16bit_weights_on_model_save,omitempty"`
 }
 
 type dsOffload struct {
@@ -130,6 +137,10 @@ func (c DeepSpeedConfig) JSON(p *field.Path) ([]byte, field.ErrorList) {
 		errs = append(errs, field.Invalid(zPath.Child("stage"), c.ZeROStage, "must be 0, 1, 2 or 3"))
 	}
 	cfg.ZeRO.Stage = c.ZeROStage
+	if c.GatherWeightsOnSave && c.ZeROStage != 3 {
+		errs = append(errs, field.Forbidden(zPath.Child("stage3_gather_16bit_weights_on_model_save"), fmt.Sprintf("needs ZeRO stage 3, not %d", c.ZeROStage)))
+	}
+	cfg.ZeRO.GatherOnSave = c.GatherWeightsOnSave
 	var offErrs field.ErrorList
 	cfg.ZeRO.OffloadOptimizer, offErrs = c.OffloadOptimizer.render(zPath.Child("offload_optimizer"), c.ZeROStage, 1)
 	errs = append(errs, offErrs...)

@@ -1,0 +1,181 @@
+package llm
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/serve"
+)
+
+// Format is the layout of a dataset's records, as LLaMA-Factory's
+// data/README.md describes them.
+type Format string
+
+// Dataset formats.
+const (
+	// Alpaca records: instruction, input, output (and optional system,
+	// history).
+	Alpaca Format = "alpaca"
+	// ShareGPT records: a conversations list of {from, value} messages.
+	ShareGPT Format = "sharegpt"
+)
+
+// Kind says what a dataset teaches: instructions (SFT), preference pairs
+// (reward models, DPO and its relatives) or KTO labels.
+type Kind string
+
+// Dataset kinds.
+const (
+	Instructions Kind = "instructions"
+	Preferences  Kind = "preferences"
+	KTOLabels    Kind = "kto"
+)
+
+// Dataset is one dataset of a fine-tune, registered in the
+// dataset_info.json cube generates. Make one with InstructionData,
+// PreferenceData or KTOData.
+type Dataset struct {
+	// Name is the key in dataset_info.json and in the dataset argument.
+	Name string
+	// Source is pvc://claim/path/file.json (or a directory of files),
+	// hf://org/dataset, modelscope://org/dataset or s3://bucket/key.
+	Source string
+	Format Format
+	Kind   Kind
+	// Split is the split to read (LLaMA-Factory's default: train).
+	Split string
+	// Samples caps how many records are used (num_samples); 0 is all.
+	Samples int
+	// Columns renames columns, LLaMA-Factory key → column name (prompt,
+	// query, response, messages, system, chosen, rejected, kto_tag ...).
+	Columns map[string]string
+}
+
+// InstructionData is an instruction dataset for SFT.
+func InstructionData(name, source string, format Format) Dataset {
+	return Dataset{Name: name, Source: source, Format: format, Kind: Instructions}
+}
+
+// PreferenceData is a dataset of chosen/rejected pairs for reward models,
+// DPO, ORPO and SimPO (ranking: true in dataset_info.json).
+func PreferenceData(name, source string, format Format) Dataset {
+	return Dataset{Name: name, Source: source, Format: format, Kind: Preferences}
+}
+
+// KTOData is a dataset of responses labelled good or bad (a boolean
+// kto_tag column, named "label" unless Columns says otherwise).
+func KTOData(name, source string, format Format) Dataset {
+	return Dataset{Name: name, Source: source, Format: format, Kind: KTOLabels}
+}
+
+// datasetInfo is one entry of dataset_info.json; keys from DatasetAttr and
+// get_dataset_list (src/llamafactory/data/parser.py at v0.9.5).
+type datasetInfo struct {
+	HFHubURL      string            `json:"hf_hub_url,omitempty"`
+	MSHubURL      string            `json:"ms_hub_url,omitempty"`
+	CloudFileName string            `json:"cloud_file_name,omitempty"`
+	FileName      string            `json:"file_name,omitempty"`
+	Formatting    string            `json:"formatting"`
+	Ranking       bool              `json:"ranking,omitempty"`
+	Split         string            `json:"split,omitempty"`
+	NumSamples    int               `json:"num_samples,omitempty"`
+	Columns       map[string]string `json:"columns,omitempty"`
+}
+
+// columnKeys are the column keys DatasetAttr.join reads.
+var columnKeys = []string{"prompt", "query", "response", "history", "messages", "system", "tools", "images", "videos", "audios", "chosen", "rejected", "kto_tag"}
+
+// datasetMount is a claim a dataset is read from.
+type claimMount struct{ claim, mountPath string }
+
+// dataRoot is where dataset claims are mounted: /data/<claim>.
+const dataRoot = "/data"
+
+// render checks d and returns its dataset_info entry and the claim to
+// mount, if any; problems are reported under p.
+func (d Dataset) render(p *field.Path, want Kind) (datasetInfo, *claimMount, field.ErrorList) {
+	var errs field.ErrorList
+	if d.Name == "" || strings.ContainsAny(d.Name, ", \t\n") {
+		errs = append(errs, field.Invalid(p.Child("name"), d.Name, "must be non-empty without commas or spaces (the dataset argument is a comma-separated list)"))
+	}
+	info := datasetInfo{Split: d.Split, NumSamples: d.Samples}
+	switch d.Format {
+	case Alpaca, ShareGPT:
+		info.Formatting = string(d.Format)
+	default:
+		errs = append(errs, field.NotSupported(p.Child("format"), d.Format, []Format{Alpaca, ShareGPT}))
+	}
+	if d.Kind != want {
+		errs = append(errs, field.Invalid(p.Child("kind"), d.Kind, fmt.Sprintf("this stage trains on %s", want)))
+	}
+	if d.Samples < 0 {
+		errs = append(errs, field.Invalid(p.Child("samples"), d.Samples, "must not be negative"))
+	}
+	columns := map[string]string{}
+	switch {
+	case d.Kind == Preferences:
+		info.Ranking = true
+		columns["chosen"], columns["rejected"] = "chosen", "rejected"
+	case d.Kind == KTOLabels:
+		columns["kto_tag"] = "label"
+	}
+	if d.Format == ShareGPT {
+		columns["messages"] = "conversations"
+	}
+	for k, v := range d.Columns {
+		known := false
+		for _, c := range columnKeys {
+			known = known || c == k
+		}
+		if !known {
+			errs = append(errs, field.NotSupported(p.Child("columns").Key(k), k, columnKeys))
+		}
+		if v == "" {
+			errs = append(errs, field.Required(p.Child("columns").Key(k), "a column name is required"))
+		}
+		columns[k] = v
+	}
+	if len(columns) > 0 {
+		info.Columns = columns
+	}
+
+	var mount *claimMount
+	sp := p.Child("source")
+	if strings.HasPrefix(d.Source, "s3://") {
+		// LLaMA-Factory reads s3:// and gs:// files through fsspec
+		// (cloud_file_name, data/loader.py).
+		if rest := strings.TrimPrefix(d.Source, "s3://"); rest == "" || !strings.Contains(rest, "/") {
+			errs = append(errs, field.Invalid(sp, d.Source, "must be s3://bucket/key"))
+		}
+		info.CloudFileName = d.Source
+		return info, nil, errs
+	}
+	src, err := serve.ParseSource(d.Source)
+	if err != nil {
+		errs = append(errs, field.Invalid(sp, d.Source, "must be pvc://claim/path, hf://org/dataset, modelscope://org/dataset or s3://bucket/key"))
+		return info, nil, errs
+	}
+	switch src.Kind {
+	case serve.SourceHuggingFace:
+		if src.Revision != "" {
+			errs = append(errs, field.Invalid(sp, d.Source, "a dataset revision is not supported by dataset_info.json"))
+		}
+		info.HFHubURL = src.Repo
+	case serve.SourceModelScope:
+		info.MSHubURL = src.Repo
+	case serve.SourcePVC:
+		if src.Path == "" {
+			errs = append(errs, field.Invalid(sp, d.Source, "must name a file or directory on the claim: pvc://claim/path"))
+		}
+		mount = &claimMount{claim: src.Claim, mountPath: path.Join(dataRoot, src.Claim)}
+		// An absolute file_name wins over dataset_dir in os.path.join
+		// (data/loader.py joins dataset_dir and file_name).
+		info.FileName = path.Join(mount.mountPath, src.Path)
+	default:
+		errs = append(errs, field.Invalid(sp, d.Source, "must be pvc://claim/path, hf://org/dataset, modelscope://org/dataset or s3://bucket/key"))
+	}
+	return info, mount, errs
+}

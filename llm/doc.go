@@ -1,0 +1,79 @@
+// Package llm fine-tunes and aligns large language models on Kubernetes
+// with LLaMA-Factory (v0.9.5, the engine Cube Studio uses): supervised
+// fine-tuning (full, freeze, LoRA, QLoRA), reward models, DPO and its
+// relatives (ORPO, SimPO), KTO and PPO, and a planner that says how many
+// accelerators a run needs, what each one holds, and how long and how much
+// it takes.
+//
+// A FineTune is a typed LLaMA-Factory configuration rendered to the
+// train.yaml `llamafactory-cli train` reads and to its dataset_info.json,
+// in a ConfigMap, plus the train.DeepSpeedJob (a training-operator
+// PyTorchJob and its DeepSpeed ConfigMap) that runs it. It is a
+// cube.Workload: it renders, applies, waits and can be a pipeline step.
+// Pod settings live on the job (Job), written once in package pod, so the
+// same fine-tune runs on NVIDIA or Ascend by swapping the profile; on an
+// Ascend profile the image is LLaMA-Factory's NPU build.
+//
+//	sft := llm.SFT("support-bot", "Qwen/Qwen2.5-7B-Instruct").
+//		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+//		LoRA(llm.Adapter{Rank: 16, Alpha: 32}).
+//		Output("pvc://models/support-bot")
+//	sft.Job().Namespace("team-a").On(hardware.H100).GPUs(8)
+//	rel, err := client.Apply(ctx, sft)
+//	...
+//	svc := sft.Serve("support-chat").On(hardware.L4) // the base with the adapter
+//
+// Every pod runs llamafactory-cli with FORCE_TORCHRUN=1 and the NNODES,
+// NODE_RANK and NPROC_PER_NODE its launcher reads taken from the
+// operator's PET_* variables (MASTER_ADDR and MASTER_PORT the operator
+// sets under those names), so a run of several nodes starts torchrun on
+// every pod. Every key rendered is a field of LLaMA-Factory's argument
+// dataclasses at v0.9.5 (testdata/llamafactory-args.tsv, checked by the
+// tests). The batch, accumulation, precision and clipping in the
+// DeepSpeed JSON are the training arguments' own, as Hugging Face's
+// Trainer requires.
+//
+// # After training
+//
+// Serve returns the serve builder for the result: the base model with the
+// adapter for LoRA and QLoRA, the output itself for full and freeze
+// tuning. Merge returns an Export, `llamafactory-cli export` on one pod,
+// that merges the adapter into the base and writes the weights to a
+// claim; its Serve serves them.
+//
+// # Planning
+//
+// Plan sizes a fine-tune for a hardware profile: the smallest number of
+// devices and the lowest ZeRO stage whose memory holds the model states
+// (DeepSpeed's own estimators for ZeRO-2 and 3), the frozen weights
+// (exact LoRA counts from market's shapes, NF4 for QLoRA) and the
+// activations (Korthikanti et al. 2022), with the time from
+// k·N·D / (devices × peak × MFU) and the cost from the caller's prices.
+// TrainingPlan.String explains every figure; Apply puts the layout on the
+// fine-tune.
+//
+// # GRPO and large PPO: verl on KubeRay
+//
+// GRPO and VerlPPO run verl (v0.7.0) on a train.RayJob: the Ray driver
+// runs `python3 -m verl.trainer.main_ppo` with Hydra overrides rendered
+// from typed settings (every key one of verl's configuration, checked
+// against testdata/verl-keys.txt), and verl's hybrid engine places the
+// actor, the vLLM or SGLang rollout, the reference and a reward model on
+// the worker groups' accelerators in turn. trainer.nnodes and
+// n_gpus_per_node are read from the RayJob's own worker groups. See rl.go
+// for why verl rather than OpenRLHF. A reward function can call a model
+// served by package serve (JudgeEndpoint sets OPENAI_BASE_URL to its
+// endpoint); neither trainer calls a served reward model by itself.
+//
+//	grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").
+//		TrainFiles("pvc://datasets/gsm8k/train.parquet").
+//		RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").
+//		Output("pvc://models/math")
+//	grpo.Job().WorkerGroup("gpu", 2).On(hardware.H100).GPUs(8)
+//
+// # What it does not do
+//
+// LLaMA-Factory's PPO loads its reward model in-process: its "api" reward
+// type posts to a route of LLaMA-Factory's own server that no serve
+// engine implements. The planner does not size verl runs.
+package llm

@@ -1,0 +1,399 @@
+package llm_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/train"
+)
+
+func mustLookup(name string) market.Model {
+	m, err := market.Lookup(name)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// parts splits a fine-tune's objects.
+func parts(t *testing.T, objs []client.Object) (cfg map[string]any, info map[string]any, ds map[string]any, job *kubeflowv1.PyTorchJob) {
+	t.Helper()
+	require.Len(t, objs, 3)
+	cm := objs[0].(*corev1.ConfigMap)
+	require.NoError(t, yaml.Unmarshal([]byte(cm.Data[llm.ConfigKey]), &cfg))
+	require.NoError(t, json.Unmarshal([]byte(cm.Data[llm.DatasetsKey]), &info))
+	dsCM := objs[1].(*corev1.ConfigMap)
+	require.NoError(t, json.Unmarshal([]byte(dsCM.Data[train.DeepSpeedConfigKey]), &ds))
+	return cfg, info, ds, objs[2].(*kubeflowv1.PyTorchJob)
+}
+
+func TestSFTLoRARendersLLaMAFactoryConfig(t *testing.T) {
+	f := llm.SFT("qwen-sft", "Qwen/Qwen2.5-7B-Instruct").
+		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		LoRA(llm.Adapter{Rank: 16, Alpha: 32, Dropout: 0.05}).
+		Batch(2, 4).LearningRate(2e-4).Epochs(2).WarmupSteps(20).ZeRO(2).
+		Output("pvc://models/qwen-sft").WandB("wandb", "key")
+	f.Job().Namespace("team-a").On(hardware.H100).GPUs(8).Nodes(2)
+	objs, err := f.Objects()
+	require.NoError(t, err)
+	cfg, info, ds, job := parts(t, objs)
+	assert.Equal(t, map[string]any{
+		"model_name_or_path": "Qwen/Qwen2.5-7B-Instruct",
+		"stage":              "sft", "do_train": true, "finetuning_type": "lora",
+		"lora_rank": 16.0, "lora_alpha": 32.0, "lora_dropout": 0.05, "lora_target": "all",
+		"plot_loss": true, "dataset": "support", "dataset_dir": "/etc/llamafactory", "template": "qwen",
+		"cutoff_len": 2048.0, "output_dir": "/output/qwen-sft", "overwrite_output_dir": true,
+		"logging_steps": 10.0, "save_steps": 500.0, "report_to": "wandb",
+		"per_device_train_batch_size": 2.0, "gradient_accumulation_steps": 4.0, "learning_rate": 2e-4,
+		"num_train_epochs": 2.0, "lr_scheduler_type": "cosine", "warmup_steps": 20.0, "max_grad_norm": 1.0,
+		"bf16": true, "ddp_timeout": 180000000.0, "deepspeed": "/etc/deepspeed/ds_config.json",
+	}, cfg)
+	assert.Equal(t, map[string]any{"support": map[string]any{"file_name": "/data/datasets/support.json", "formatting": "alpaca"}}, info)
+	// The DeepSpeed file repeats the training arguments, as Hugging Face's
+	// Trainer requires.
+	assert.Equal(t, map[string]any{
+		"train_micro_batch_size_per_gpu": 2.0, "gradient_accumulation_steps": 4.0, "gradient_clipping": 1.0,
+		"bf16": map[string]any{"enabled": true}, "zero_optimization": map[string]any{"stage": 2.0},
+	}, ds)
+
+	assert.Equal(t, "team-a", job.Namespace)
+	for _, typ := range []kubeflowv1.ReplicaType{kubeflowv1.PyTorchJobReplicaTypeMaster, kubeflowv1.PyTorchJobReplicaTypeWorker} {
+		spec := job.Spec.PyTorchReplicaSpecs[typ]
+		require.NotNil(t, spec, typ)
+		c := spec.Template.Spec.Containers[0]
+		assert.Equal(t, llm.DefaultImage, c.Image)
+		assert.Equal(t, []string{"env", "NNODES=$(PET_NNODES)", "NODE_RANK=$(PET_NODE_RANK)", "NPROC_PER_NODE=$(PET_NPROC_PER_NODE)",
+			"llamafactory-cli", "train", "/etc/llamafactory/train.yaml"}, c.Command)
+		assert.Contains(t, c.Env, corev1.EnvVar{Name: "FORCE_TORCHRUN", Value: "1"})
+		assert.Contains(t, c.Env, corev1.EnvVar{Name: "WANDB_API_KEY", ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "wandb"}, Key: "key"}}})
+		assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "llamafactory-config", MountPath: "/etc/llamafactory", ReadOnly: true})
+		assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "llm-claim-0", MountPath: "/data/datasets", ReadOnly: true})
+		assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "llm-claim-1", MountPath: "/output"})
+		assert.Contains(t, spec.Template.Spec.Volumes, corev1.Volume{Name: "llm-claim-1", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "models"}}})
+	}
+	assert.Equal(t, int32(1), *job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker].Replicas)
+	assert.Equal(t, "8", *job.Spec.NprocPerNode)
+
+	// Objects is repeatable and returns fresh objects.
+	again, err := f.Objects()
+	require.NoError(t, err)
+	assert.Equal(t, objs, again)
+	objs[0].(*corev1.ConfigMap).Data["x"] = "y"
+	_, has := again[0].(*corev1.ConfigMap).Data["x"]
+	assert.False(t, has)
+}
+
+func TestStagesRenderTheirArguments(t *testing.T) {
+	cases := map[string]map[string]any{
+		"sft-qlora": {"stage": "sft", "quantization_bit": 4.0, "quantization_method": "bnb", "lora_target": "q_proj,v_proj", "template": "llama3"},
+		"sft-full":  {"stage": "sft", "finetuning_type": "full", "model_name_or_path": "/models/models/qwen2.5-7b", "template": "qwen"},
+		"rm":        {"stage": "rm", "finetuning_type": "lora"},
+		"dpo":       {"stage": "dpo", "pref_loss": "sigmoid", "pref_beta": 0.1, "learning_rate": 5e-6, "adapter_name_or_path": "/adapters/models/qwen-sft"},
+		"orpo":      {"stage": "dpo", "pref_loss": "orpo"},
+		"simpo":     {"stage": "dpo", "pref_loss": "simpo", "simpo_gamma": 0.5},
+		"kto":       {"stage": "kto", "kto_chosen_weight": 1.0, "kto_rejected_weight": 1.0, "model_name_or_path": "Qwen/Qwen2.5-7B-Instruct"},
+		"ppo":       {"stage": "ppo", "reward_model": "/reward/models/qwen-rm", "reward_model_type": "lora", "report_to": "tensorboard"},
+	}
+	for _, b := range builders {
+		want, ok := cases[b.name]
+		if !ok {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			objs, err := b.build(b.name).Objects()
+			require.NoError(t, err)
+			cfg, info, ds, job := parts(t, objs)
+			for k, v := range want {
+				assert.Equal(t, v, cfg[k], k)
+			}
+			c := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0]
+			switch b.name {
+			case "rm", "dpo", "orpo", "simpo":
+				assert.Equal(t, map[string]any{"file_name": "/data/datasets/pairs.json", "formatting": "alpaca", "ranking": true,
+					"columns": map[string]any{"chosen": "chosen", "rejected": "rejected"}}, info["pairs"])
+			case "kto":
+				assert.Equal(t, map[string]any{"ms_hub_url": "org/kto", "formatting": "sharegpt",
+					"columns": map[string]any{"kto_tag": "label", "messages": "conversations"}}, info["labels"])
+				assert.Contains(t, c.Env, corev1.EnvVar{Name: "USE_MODELSCOPE_HUB", Value: "1"})
+			case "sft-full":
+				assert.Equal(t, map[string]any{"stage": 3.0, "stage3_gather_16bit_weights_on_model_save": true,
+					"offload_optimizer": map[string]any{"device": "cpu", "pin_memory": true}}, ds["zero_optimization"])
+				assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "llm-claim-0", MountPath: "/models/models", ReadOnly: true})
+			case "ppo":
+				// The reward adapter's claim is mounted read-only beside the
+				// output, even when it is the same claim.
+				assert.Len(t, slices.DeleteFunc(slices.Clone(c.VolumeMounts), func(m corev1.VolumeMount) bool { return !strings.HasPrefix(m.Name, "llm-claim") }), 3)
+				assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "llm-claim-0", MountPath: "/reward/models", ReadOnly: true})
+			}
+		})
+	}
+}
+
+// allowed is testdata/llamafactory-args.tsv: the keys LLaMA-Factory
+// v0.9.5 (and the transformers arguments it extends) read, with choices.
+func allowed(t *testing.T) map[string]map[string][]string {
+	t.Helper()
+	f, err := os.Open("testdata/llamafactory-args.tsv")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	out := map[string]map[string][]string{"train": {}, "dataset_info": {}, "columns": {}}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := s.Text()
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		cols := strings.Split(line, "\t")
+		require.Len(t, cols, 4, line)
+		var choices []string
+		if cols[3] != "" {
+			choices = strings.Split(cols[3], ",")
+		}
+		switch {
+		case cols[0] == "dataset_info" && cols[1] == "DatasetAttr":
+			out["dataset_info"][cols[2]] = choices
+		case cols[0] == "dataset_info" && cols[1] == "columns":
+			out["columns"][cols[2]] = choices
+		case cols[0] != "dataset_info":
+			out["train"][cols[2]] = choices
+		}
+	}
+	require.NoError(t, s.Err())
+	return out
+}
+
+func checkKeys(t *testing.T, what string, got map[string]any, known map[string][]string) {
+	t.Helper()
+	for k, v := range got {
+		choices, ok := known[k]
+		if !assert.True(t, ok, "%s: %s is not an argument of LLaMA-Factory v0.9.5", what, k) {
+			continue
+		}
+		if s, isString := v.(string); isString && len(choices) > 0 {
+			assert.Contains(t, choices, s, "%s: %s", what, k)
+		}
+	}
+}
+
+// TestEveryRenderedKeyIsUpstream checks every key (and every value with a
+// fixed set of choices) of every builder's train.yaml and
+// dataset_info.json against the list read from LLaMA-Factory's source.
+func TestEveryRenderedKeyIsUpstream(t *testing.T) {
+	known := allowed(t)
+	assert.Greater(t, len(known["train"]), 200)
+	for _, b := range builders {
+		for _, s := range setups {
+			t.Run(b.name+"/"+s.name, func(t *testing.T) {
+				f := b.build(b.name)
+				s.on(f)
+				objs, err := f.Objects()
+				require.NoError(t, err)
+				cfg, info, _, _ := parts(t, objs)
+				checkKeys(t, "train.yaml", cfg, known["train"])
+				for name, entry := range info {
+					e := entry.(map[string]any)
+					checkKeys(t, name, e, known["dataset_info"])
+					if cols, ok := e["columns"].(map[string]any); ok {
+						checkKeys(t, name+".columns", cols, known["columns"])
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestAscendGetsTheNPUImage(t *testing.T) {
+	f := builders[0].build("npu")
+	f.Job().On(hardware.Ascend910B3).GPUs(8)
+	objs, err := f.Objects()
+	require.NoError(t, err)
+	c := objs[2].(*kubeflowv1.PyTorchJob).Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0]
+	assert.Equal(t, llm.DefaultAscendImage, c.Image)
+	npus := c.Resources.Limits[hardware.ResourceAscend910]
+	assert.Equal(t, int64(8), npus.Value())
+	// Back on NVIDIA, the image follows; a caller's own image stays.
+	f.Job().On(hardware.H100)
+	objs, err = f.Objects()
+	require.NoError(t, err)
+	assert.Equal(t, llm.DefaultImage, objs[2].(*kubeflowv1.PyTorchJob).Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0].Image)
+	f.Job().Image("registry.example.com/lf:mine")
+	objs, err = f.Objects()
+	require.NoError(t, err)
+	assert.Equal(t, "registry.example.com/lf:mine", objs[2].(*kubeflowv1.PyTorchJob).Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0].Image)
+}
+
+// fields returns the field paths of an aggregate of field errors.
+func fields(t *testing.T, err error) []string {
+	t.Helper()
+	require.Error(t, err)
+	var agg utilerrors.Aggregate
+	require.ErrorAs(t, err, &agg)
+	var out []string
+	for _, e := range agg.Errors() {
+		var fe *field.Error
+		require.ErrorAs(t, e, &fe)
+		out = append(out, fe.Field)
+	}
+	return out
+}
+
+func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
+	cases := []struct {
+		name string
+		f    *llm.FineTune
+		want []string
+	}{
+		{"nothing set", llm.SFT("x", ""), []string{"model", "dataset", "output"}},
+		{"unknown family", llm.SFT("x", "org/unknown-model").AddDataset(alpaca).Output("pvc://o/x"), []string{"template"}},
+		{"s3 model", llm.SFT("x", "s3://bucket/model").Template("qwen").AddDataset(alpaca).Output("pvc://o/x"), []string{"model"}},
+		{"bad lora", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").LoRA(llm.Adapter{Rank: 0, Dropout: 1, Targets: []string{"a,b"}}),
+			[]string{"lora.lora_rank", "lora.lora_dropout", "lora.lora_target[0]"}},
+		{"qlora bits", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").QLoRA(3, llm.Adapter{Rank: 8}), []string{"quantization_bit"}},
+		{"training numbers", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").Batch(0, 0).LearningRate(0).Epochs(-1).
+			Scheduler("zigzag").GradientClipping(-1).CutoffLength(0).Precision("int3"),
+			[]string{"cutoff_len", "per_device_train_batch_size", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
+				"num_train_epochs", "max_grad_norm", "precision"}},
+		{"wrong dataset kind", llm.DPO("x", qwen).AddDataset(alpaca).Output("pvc://o/x"), []string{"dataset[0].kind"}},
+		{"bad datasets", llm.SFT("x", qwen).AddDataset(llm.InstructionData("a b", "ftp://x", "csv"), alpaca, alpaca).Output("pvc://o/x"),
+			[]string{"dataset[0].name", "dataset[0].format", "dataset[0].source", "dataset[2].name"}},
+		{"eval without data", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").EvalEvery(10), []string{"eval_dataset"}},
+		{"output not a claim", llm.SFT("x", qwen).AddDataset(alpaca).Output("hf://org/out"), []string{"output"}},
+		{"preference on sft", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").Beta(0.1), []string{"pref_loss"}},
+		{"bad loss", llm.DPO("x", qwen).AddDataset(pairs).Output("pvc://o/x").PreferenceLoss("kto_pair").SimPOGamma(1), []string{"pref_loss", "simpo_gamma"}},
+		{"ppo eval", llm.PPO("x", qwen, "pvc://m/rm").AddDataset(alpaca).Output("pvc://o/x").ValidationSplit(0.1), []string{"eval_dataset"}},
+		{"ppo full lora rm", llm.PPO("x", qwen, "pvc://m/rm").AddDataset(alpaca).Output("pvc://o/x").FullTuning(), []string{"reward_model"}},
+		{"adapter on full", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").FullTuning().ResumeFrom("pvc://m/a"), []string{"adapter_name_or_path"}},
+		{"zero offload", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").OffloadParams(), []string{"job"}},
+		{"elastic", func() *llm.FineTune {
+			f := llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x")
+			f.Job().Elastic(1, 2)
+			return f
+		}(), []string{"job.spec.elasticPolicy"}},
+		{"job problem", func() *llm.FineTune {
+			f := llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x")
+			f.Job().GPUs(-1)
+			return f
+		}(), []string{"job"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.f.Objects()
+			assert.ElementsMatch(t, tc.want, fields(t, err), err.Error())
+		})
+	}
+}
+
+func TestNilAndZeroFineTunes(t *testing.T) {
+	for _, f := range []*llm.FineTune{nil, {}} {
+		_, err := f.Objects()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "llm.SFT")
+		// Chained calls on them do not panic.
+		f.Job().On(hardware.H100).GPUs(8)
+		assert.NotNil(t, f.Serve("x"))
+		_ = f.String()
+	}
+	var errs field.ErrorList
+	assert.Empty(t, errs)
+}
+
+func TestFamilyPresets(t *testing.T) {
+	for model, template := range map[string]string{
+		"meta-llama/Llama-3.1-8B-Instruct":        "llama3",
+		"Qwen/Qwen2.5-72B-Instruct":               "qwen",
+		"Qwen/Qwen3-8B":                           "qwen3",
+		"deepseek-ai/DeepSeek-V3":                 "deepseek3",
+		"deepseek-ai/DeepSeek-R1":                 "deepseekr1",
+		"deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": "deepseekr1",
+		"THUDM/glm-4-9b-chat":                     "glm4",
+		"mistralai/Mistral-7B-Instruct-v0.3":      "mistral",
+	} {
+		f, ok := llm.FamilyOf(model)
+		assert.True(t, ok, model)
+		assert.Equal(t, template, f.Template, model)
+	}
+	_, ok := llm.FamilyOf("org/unknown")
+	assert.False(t, ok)
+}
+
+func TestServeTheResult(t *testing.T) {
+	lora := builders[0].build("qwen-sft")
+	svc := lora.Serve("qwen-chat")
+	svc.On(hardware.L4)
+	objs, err := svc.Objects()
+	require.NoError(t, err)
+	out, err := yaml.Marshal(objs)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "qwen-sft=")
+	full := builders[2].build("qwen-full")
+	svc = full.Serve("qwen-full-chat").On(hardware.H100)
+	objs, err = svc.Objects()
+	require.NoError(t, err)
+	out, err = yaml.Marshal(objs)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "claimName: models")
+}
+
+// Credentials reach the pods only through secretKeyRefs: a literal token
+// under HF_TOKEN or WANDB_API_KEY is refused by the shared pod settings,
+// and the rendered objects never carry one.
+func TestSecretsOnlyThroughSecretRefs(t *testing.T) {
+	f := builders[0].build("secrets")
+	f.Job().Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz0123")
+	_, err := f.Objects()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "HF_TOKEN")
+	assert.NotContains(t, err.Error(), "hf_abcdefghijklmnopqrstuvwxyz0123")
+
+	ok := builders[0].build("secrets").WandB("wandb", "api-key")
+	objs, err := ok.Objects()
+	require.NoError(t, err)
+	_, _, _, job := parts(t, objs)
+	c := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0]
+	for _, e := range c.Env {
+		if e.Name == "HF_TOKEN" || e.Name == "WANDB_API_KEY" {
+			assert.Empty(t, e.Value, e.Name)
+			require.NotNil(t, e.ValueFrom, e.Name)
+			assert.NotNil(t, e.ValueFrom.SecretKeyRef, e.Name)
+		}
+	}
+}
+
+// omegaConfFloat is the float resolver OmegaConf's YAML loader adds
+// (omegaconf/_utils.py get_yaml_loader), which LLaMA-Factory loads
+// train.yaml with: every float cube renders must match it, or the
+// argument would arrive as a string.
+var omegaConfFloat = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)|\.[0-9_]+(?:[eE][-+][0-9]+)?)$`)
+
+func TestFloatsReadAsFloatsByOmegaConf(t *testing.T) {
+	f := builders[0].build("floats").LearningRate(5e-6).GradientClipping(0.5)
+	cfg, err := f.Config()
+	require.NoError(t, err)
+	for _, line := range strings.Split(cfg, "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		switch k {
+		case "learning_rate", "max_grad_norm", "lora_dropout", "val_size":
+			assert.Regexp(t, omegaConfFloat, v, k)
+		}
+	}
+	assert.Contains(t, cfg, "learning_rate: 5e-06")
+}

@@ -1,0 +1,216 @@
+package llm_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/train"
+)
+
+// A fuzz program is a byte string: the constructor, then method calls,
+// each an index into the method table and the bytes its arguments are
+// drawn from (dictionaries mixing valid and hostile values).
+type program struct {
+	data []byte
+	pos  int
+}
+
+func (p *program) byte() byte {
+	if p.pos >= len(p.data) {
+		p.pos++
+		return 0
+	}
+	b := p.data[p.pos]
+	p.pos++
+	return b
+}
+
+func pick[T any](p *program, values []T) T { return values[int(p.byte())%len(values)] }
+
+var (
+	fuzzInts    = []int{1, 8, 0, -1, 3, 4, 16, 65536, math.MaxInt32}
+	fuzzFloats  = []float64{0.1, 1e-4, 0, -1, 1, 0.99, math.NaN(), math.Inf(1), 5}
+	fuzzModels  = []string{qwen, "hf://meta-llama/Llama-3.1-8B-Instruct", "modelscope://Qwen/Qwen2.5-7B-Instruct", "pvc://models/qwen", "s3://b/m", "", "bad model", "org/unknown", "hf://org/m@main"}
+	fuzzSources = []string{"pvc://datasets/a.json", "hf://org/ds", "modelscope://org/ds", "s3://bucket/key.json", "s3://bucket", "pvc://only", "", "ftp://x", "bad source"}
+	fuzzNames   = []string{"a", "b", "", "with space", "a,b", "support"}
+	fuzzStrings = []string{"", "qwen", "cosine", "linear", "zigzag", "wandb", "tensorboard", "none", "sigmoid", "orpo", "simpo", "q_proj", "a,b", "all"}
+	fuzzFormats = []llm.Format{llm.Alpaca, llm.ShareGPT, "csv", ""}
+	fuzzKinds   = []llm.Kind{llm.Instructions, llm.Preferences, llm.KTOLabels, "other"}
+	fuzzPrec    = []train.Precision{train.BF16, train.FP16, train.FP32, "int3"}
+	fuzzOutputs = []string{"pvc://models/out", "pvc://models", "hf://org/x", "", "pvc://m/o"}
+)
+
+func dataset(p *program) llm.Dataset {
+	return llm.Dataset{Name: pick(p, fuzzNames), Source: pick(p, fuzzSources), Format: pick(p, fuzzFormats), Kind: pick(p, fuzzKinds),
+		Samples: pick(p, fuzzInts), Columns: map[string]string{pick(p, []string{"prompt", "bogus", "chosen"}): pick(p, fuzzNames)}}
+}
+
+var constructors = []func(p *program) *llm.FineTune{
+	func(p *program) *llm.FineTune { return llm.SFT(pick(p, fuzzNames), pick(p, fuzzModels)) },
+	func(p *program) *llm.FineTune { return llm.RewardModel(pick(p, fuzzNames), pick(p, fuzzModels)) },
+	func(p *program) *llm.FineTune { return llm.DPO(pick(p, fuzzNames), pick(p, fuzzModels)) },
+	func(p *program) *llm.FineTune { return llm.ORPO(pick(p, fuzzNames), pick(p, fuzzModels)) },
+	func(p *program) *llm.FineTune { return llm.SimPO(pick(p, fuzzNames), pick(p, fuzzModels)) },
+	func(p *program) *llm.FineTune { return llm.KTO(pick(p, fuzzNames), pick(p, fuzzModels)) },
+	func(p *program) *llm.FineTune {
+		return llm.PPO(pick(p, fuzzNames), pick(p, fuzzModels), pick(p, fuzzModels))
+	},
+	func(p *program) *llm.FineTune { return nil },
+	func(p *program) *llm.FineTune { return &llm.FineTune{} },
+}
+
+var methods = []func(f *llm.FineTune, p *program){
+	func(f *llm.FineTune, p *program) { f.AddDataset(dataset(p)) },
+	func(f *llm.FineTune, p *program) { f.AddEvalDataset(dataset(p)) },
+	func(f *llm.FineTune, p *program) { f.Output(pick(p, fuzzOutputs)) },
+	func(f *llm.FineTune, p *program) {
+		f.LoRA(llm.Adapter{Rank: pick(p, fuzzInts), Alpha: pick(p, fuzzInts), Dropout: pick(p, fuzzFloats), Targets: []string{pick(p, fuzzStrings)}})
+	},
+	func(f *llm.FineTune, p *program) { f.QLoRA(pick(p, fuzzInts), llm.Adapter{Rank: pick(p, fuzzInts)}) },
+	func(f *llm.FineTune, p *program) { f.FullTuning() },
+	func(f *llm.FineTune, p *program) { f.FreezeTuning(pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) { f.Batch(pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) { f.LearningRate(pick(p, fuzzFloats)) },
+	func(f *llm.FineTune, p *program) { f.Epochs(pick(p, fuzzFloats)) },
+	func(f *llm.FineTune, p *program) { f.MaxSteps(pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) { f.Scheduler(pick(p, fuzzStrings)) },
+	func(f *llm.FineTune, p *program) { f.Precision(pick(p, fuzzPrec)) },
+	func(f *llm.FineTune, p *program) { f.ZeRO(pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) { f.OffloadOptimizer() },
+	func(f *llm.FineTune, p *program) { f.OffloadParams() },
+	func(f *llm.FineTune, p *program) { f.ValidationSplit(pick(p, fuzzFloats)) },
+	func(f *llm.FineTune, p *program) { f.EvalEvery(pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) { f.CutoffLength(pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) { f.Template(pick(p, fuzzStrings)) },
+	func(f *llm.FineTune, p *program) { f.ReportTo(pick(p, fuzzStrings)) },
+	func(f *llm.FineTune, p *program) { f.PreferenceLoss(pick(p, fuzzStrings)) },
+	func(f *llm.FineTune, p *program) { f.Beta(pick(p, fuzzFloats)) },
+	func(f *llm.FineTune, p *program) { f.SimPOGamma(pick(p, fuzzFloats)) },
+	func(f *llm.FineTune, p *program) { f.SFTWeight(pick(p, fuzzFloats)) },
+	func(f *llm.FineTune, p *program) { f.KTOWeights(pick(p, fuzzFloats), pick(p, fuzzFloats)) },
+	func(f *llm.FineTune, p *program) { f.ResumeFrom(pick(p, fuzzModels)) },
+	func(f *llm.FineTune, p *program) { f.FullRewardModel() },
+	func(f *llm.FineTune, p *program) { f.PPOEpochs(pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) { f.GradientClipping(pick(p, fuzzFloats)) },
+	func(f *llm.FineTune, p *program) { f.WarmupSteps(pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) { f.SaveEvery(pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) { f.HFToken(pick(p, fuzzNames), pick(p, fuzzNames)) },
+	func(f *llm.FineTune, p *program) { f.WandB(pick(p, fuzzNames), pick(p, fuzzNames)) },
+	func(f *llm.FineTune, p *program) {
+		f.Job().On(pick(p, []hardware.Profile{hardware.H100, hardware.Ascend910B3, hardware.CPU, hardware.L4})).GPUs(pick(p, fuzzInts))
+	},
+	func(f *llm.FineTune, p *program) { f.Job().Nodes(pick(p, fuzzInts)) },
+	func(f *llm.FineTune, p *program) {
+		f.Job().Env(pick(p, []string{"HF_TOKEN", "X"}), "hf_abcdefghijklmnopqrstuvwxyz")
+	},
+}
+
+// FuzzFineTune drives the builders with random call sequences: Objects
+// never panics, a success has the three objects with parseable configs
+// and no secret literal, and a failure is an aggregate of field errors.
+func FuzzFineTune(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 2, 0})
+	f.Add([]byte{2, 0, 0, 0, 1, 1, 0, 2, 0, 21, 8, 22, 3})
+	f.Add([]byte{6, 0, 0, 3, 0, 0, 0, 0, 0, 2, 0, 5, 27, 17, 2})
+	f.Add([]byte{7, 0, 1, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := &program{data: data}
+		ft := pick(p, constructors)(p)
+		for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
+			pick(p, methods)(ft, p)
+		}
+		objs, err := ft.Objects()
+		if err != nil {
+			var agg utilerrors.Aggregate
+			require.True(t, errors.As(err, &agg), "%T %v", err, err)
+			for _, e := range agg.Errors() {
+				var fe *field.Error
+				assert.True(t, errors.As(e, &fe), "%T %v", e, e)
+			}
+			return
+		}
+		require.Len(t, objs, 3)
+		cm := objs[0].(*corev1.ConfigMap)
+		var cfg map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(cm.Data[llm.ConfigKey]), &cfg))
+		rendered, err := yaml.Marshal(objs)
+		require.NoError(t, err)
+		assert.NotContains(t, string(rendered), "hf_abcdefghijklmnopqrstuvwxyz")
+		assert.False(t, strings.Contains(cm.Data[llm.ConfigKey], "NaN"))
+		_, _ = llm.Plan(ft, hardware.H100, llm.Tokens(1000))
+	})
+}
+
+var rlMethods = []func(r *llm.RL, p *program){
+	func(r *llm.RL, p *program) { r.TrainFiles(pick(p, fuzzSources)) },
+	func(r *llm.RL, p *program) { r.ValFiles(pick(p, fuzzSources)) },
+	func(r *llm.RL, p *program) { r.RewardFunction(pick(p, fuzzSources), pick(p, fuzzNames)) },
+	func(r *llm.RL, p *program) { r.RewardModel(pick(p, fuzzModels)) },
+	func(r *llm.RL, p *program) { r.Critic(pick(p, fuzzModels)) },
+	func(r *llm.RL, p *program) { r.Batch(pick(p, fuzzInts), pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.Lengths(pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.Samples(pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.LearningRate(pick(p, fuzzFloats)) },
+	func(r *llm.RL, p *program) { r.KLCoefficient(pick(p, fuzzFloats)) },
+	func(r *llm.RL, p *program) { r.LoRA(pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) {
+		r.Rollout(pick(p, []string{"vllm", "sglang", "tgi", ""}), pick(p, fuzzInts), pick(p, fuzzFloats))
+	},
+	func(r *llm.RL, p *program) { r.Epochs(pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.SaveEvery(pick(p, fuzzInts), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) { r.Output(pick(p, fuzzOutputs)) },
+	func(r *llm.RL, p *program) { r.PromptKey(pick(p, fuzzNames)) },
+	func(r *llm.RL, p *program) { r.WandB(pick(p, fuzzNames), pick(p, fuzzNames)) },
+	func(r *llm.RL, p *program) { r.Job().WorkerGroup(pick(p, fuzzNames), pick(p, fuzzInts)) },
+	func(r *llm.RL, p *program) {
+		r.Job().On(pick(p, []hardware.Profile{hardware.H100, hardware.Ascend910B3, hardware.CPU})).GPUs(pick(p, fuzzInts))
+	},
+	func(r *llm.RL, p *program) { r.Job().Image(pick(p, []string{"", "registry.example.com/verl:1"})) },
+}
+
+// FuzzRL drives the verl builders: Objects never panics, a success is
+// one RayJob whose entrypoint is verl's, a failure field errors.
+func FuzzRL(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 2, 0, 0, 14, 0, 17, 0, 0, 18, 0, 1})
+	f.Add([]byte{1, 0, 0, 3, 0, 14, 0, 17, 0, 1, 18, 0, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := &program{data: data}
+		var r *llm.RL
+		switch p.byte() % 4 {
+		case 0:
+			r = llm.GRPO(pick(p, fuzzNames), pick(p, fuzzModels))
+		case 1:
+			r = llm.VerlPPO(pick(p, fuzzNames), pick(p, fuzzModels))
+		case 2:
+			r = &llm.RL{}
+		}
+		for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
+			pick(p, rlMethods)(r, p)
+		}
+		objs, err := r.Objects()
+		if err != nil {
+			var agg utilerrors.Aggregate
+			require.True(t, errors.As(err, &agg), "%T %v", err, err)
+			for _, e := range agg.Errors() {
+				var fe *field.Error
+				assert.True(t, errors.As(e, &fe), "%T %v", e, e)
+			}
+			return
+		}
+		require.Len(t, objs, 1)
+		rendered, err := yaml.Marshal(objs)
+		require.NoError(t, err)
+		assert.Contains(t, string(rendered), "verl.trainer.main_ppo")
+	})
+}

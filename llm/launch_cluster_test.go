@@ -1,0 +1,132 @@
+//go:build cubecluster
+
+package llm_test
+
+// NOT YET RUN: written against the cluster harness but never executed
+// here, because the lead owns the test cluster and this session was told
+// not to start it.
+//
+// The launch path on the real one-node test cluster (internal/testenv
+// Cluster: kubelet, containerd, the training-operator). It is behind the
+// cubecluster build tag because the lead runs the cluster: run it with
+//
+//	go test -tags cubecluster ./llm -run TestLaunchPathOnTheCluster
+//
+// LLaMA-Factory cannot be installed here (no PyPI), so an executable
+// named llamafactory-cli stands in for it: it does what LLaMA-Factory's
+// launcher does with FORCE_TORCHRUN (src/llamafactory/launcher.py at
+// v0.9.5), starting torchrun from NNODES, NODE_RANK, NPROC_PER_NODE,
+// MASTER_ADDR and MASTER_PORT, and the script torchrun runs reads the
+// generated train.yaml, checks every dataset is registered in
+// dataset_info.json and the DeepSpeed JSON agrees with the training
+// arguments, and runs a gloo all-reduce across the two pods.
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/llm"
+)
+
+const standinLauncher = `#!/usr/bin/env python3
+import os, subprocess, sys
+assert sys.argv[1] == "train", sys.argv
+assert os.environ.get("FORCE_TORCHRUN") == "1"
+cmd = ["torchrun", "--nnodes", os.environ["NNODES"], "--node_rank", os.environ["NODE_RANK"],
+       "--nproc_per_node", os.environ["NPROC_PER_NODE"], "--master_addr", os.environ["MASTER_ADDR"],
+       "--master_port", os.environ["MASTER_PORT"], "/opt/standin/worker.py"] + sys.argv[2:]
+print("launch", " ".join(cmd[1:11]), flush=True)
+sys.exit(subprocess.run(cmd).returncode)
+`
+
+const standinWorker = `import json, os, sys
+import torch, torch.distributed as dist
+cfg = {}
+for line in open(sys.argv[1]):
+    if ":" in line:
+        k, v = line.split(":", 1)
+        cfg[k.strip()] = v.strip()
+info = json.load(open(os.path.join(cfg["dataset_dir"], "dataset_info.json")))
+for name in cfg["dataset"].split(","):
+    assert name in info, (name, info)
+ds = json.load(open(cfg["deepspeed"]))
+assert ds["train_micro_batch_size_per_gpu"] == int(cfg["per_device_train_batch_size"]), ds
+assert ds["gradient_accumulation_steps"] == int(cfg["gradient_accumulation_steps"]), ds
+os.makedirs(cfg["output_dir"], exist_ok=True)
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+print(f"stage {cfg['stage']} rank {rank} world {world} node_rank {os.environ['GROUP_RANK']} sum {t.item()} zero {ds['zero_optimization']['stage']}", flush=True)
+dist.destroy_process_group()
+`
+
+func TestLaunchPathOnTheCluster(t *testing.T) {
+	c := testenv.GetCluster(t)
+	ns := c.Namespace(t)
+	cl, err := cube.New(c.Config, cube.WithNamespace(ns))
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	standin := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "llamafactory-standin", Labels: map[string]string{"cube.dev/release": "llamafactory-standin"}},
+		Data:       map[string]string{"llamafactory-cli": standinLauncher, "worker.py": standinWorker},
+	}
+	claim := &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Name: "models", Labels: map[string]string{"cube.dev/release": "llamafactory-standin"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	_, err = cl.Apply(ctx, cube.Objects(standin, claim))
+	require.NoError(t, err)
+
+	mode := int32(0o755)
+	sft := llm.SFT("launch", "Qwen/Qwen2.5-7B-Instruct").
+		AddDataset(llm.InstructionData("support", "hf://org/support", llm.Alpaca)).
+		Batch(2, 4).ZeRO(2).
+		Output("pvc://models/launch")
+	sft.Job().On(hardware.CPU).CPU("500m").Memory("1Gi").Nodes(2).
+		Image(c.Images.Python).
+		Env("PATH", "/opt/standin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin").
+		AddVolume(corev1.Volume{Name: "standin", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: standin.Name}, DefaultMode: &mode}}}, "/opt/standin")
+	rel, err := cl.Apply(ctx, sft)
+	require.NoError(t, err)
+	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(5*time.Minute), cube.FailOnStuckPods())
+	logs := func() string {
+		r, lerr := rel.Logs(ctx, cube.LogOptions{})
+		if lerr != nil {
+			return lerr.Error()
+		}
+		defer r.Close()
+		var b strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, rerr := r.Read(buf)
+			b.Write(buf[:n])
+			if rerr != nil {
+				return b.String()
+			}
+		}
+	}()
+	require.NoError(t, err, logs)
+	assert.Equal(t, cube.Succeeded, st.Phase)
+	assert.Contains(t, logs, "launch --nnodes 2 --node_rank 0 --nproc_per_node 1")
+	assert.Contains(t, logs, "launch --nnodes 2 --node_rank 1 --nproc_per_node 1")
+	assert.Contains(t, logs, "stage sft rank 0 world 2 node_rank 0 sum 3.0 zero 2")
+	assert.Contains(t, logs, "stage sft rank 1 world 2 node_rank 1 sum 3.0 zero 2")
+}

@@ -1,0 +1,10 @@
+package llm_test
+
+import (
+	"testing"
+
+	"github.com/cubestudio/cube/internal/testenv"
+)
+
+// TestMain stops the test API server the package's tests start.
+func TestMain(m *testing.M) { testenv.Main(m) }

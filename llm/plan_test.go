@@ -1,0 +1,256 @@
+package llm_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/train"
+)
+
+// Published trainable-parameter counts of LoRA rank 8 on every linear
+// layer, as LLaMA-Factory's loader logs them ("trainable params:
+// 20,971,520 || all params: 8,051,232,768" for Llama 3 8B; "20,185,088 ||
+// all params: 7,635,801,600" for Qwen2.5-7B-Instruct, PEFT's
+// print_trainable_parameters); all params include the adapter.
+func TestLoRAParametersMatchPublishedCounts(t *testing.T) {
+	llama := mustLookup("meta-llama/Llama-3.1-8B-Instruct")
+	n, unmatched := llm.LoRAParameters(llama, 8)
+	assert.Empty(t, unmatched)
+	assert.Equal(t, int64(20_971_520), n)
+	assert.Equal(t, int64(8_051_232_768), llama.Parameters+n)
+
+	qwen := mustLookup("Qwen/Qwen2.5-7B-Instruct")
+	n, _ = llm.LoRAParameters(qwen, 8)
+	assert.Equal(t, int64(20_185_088), n)
+	assert.Equal(t, int64(7_635_801_600), qwen.Parameters+n)
+
+	// q_proj and v_proj only, rank 8, Llama 3 8B: 32 × 8 × ((4096+4096) + (4096+1024)).
+	n, _ = llm.LoRAParameters(llama, 8, "q_proj", "v_proj")
+	assert.Equal(t, int64(32*8*((4096+4096)+(4096+1024))), n)
+	_, unmatched = llm.LoRAParameters(llama, 8, "query_key_value")
+	assert.Equal(t, []string{"query_key_value"}, unmatched)
+
+	// ChatGLM's fused projections: 40 × r × ((h + q + 2kv) + (q + h) + (h + 2i) + (i + h)).
+	glm := mustLookup("THUDM/glm-4-9b-chat")
+	n, _ = llm.LoRAParameters(glm, 8)
+	h, q, kv, i := int64(4096), int64(32*128), int64(2*128), int64(13696)
+	assert.Equal(t, 40*8*((h+q+2*kv)+(q+h)+(h+2*i)+(i+h)), n)
+}
+
+const gb = int64(1) << 30
+
+// TestPlanFollowsTheFormulas recomputes the plan's figures with the
+// formulas written out from their sources.
+func TestPlanFollowsTheFormulas(t *testing.T) {
+	qwen := mustLookup("Qwen/Qwen2.5-7B-Instruct")
+	psi := qwen.Parameters
+	s, b, h, L, V := int64(2048), int64(1), int64(3584), int64(28), int64(152064)
+	// Korthikanti et al. with checkpointing: 2sbh per layer kept, one
+	// layer's 34sbh while it is recomputed, fp32 logits 4sbV.
+	actCkpt := L*2*s*b*h + 34*s*b*h + 4*s*b*V
+
+	t.Run("full on H100 needs ZeRO-1 on two", func(t *testing.T) {
+		f := llm.SFT("full", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x").FullTuning()
+		p, err := llm.Plan(f, hardware.H100, llm.Tokens(10_000_000), llm.Prices(map[string]float64{hardware.H100.Name: 3}))
+		require.NoError(t, err)
+		// One device, ZeRO-0: 16Ψ = 113 GiB: too much. Two devices:
+		// ZeRO-0 16Ψ still, ZeRO-1 4Ψ + 12Ψ/2 = 10Ψ = 70.9 GiB fits.
+		assert.Equal(t, 2, p.Devices)
+		assert.Equal(t, 1, p.ZeROStage)
+		assert.Equal(t, 4*psi+int64(12*float64(psi)/2), p.ModelStateBytesPerDevice)
+		assert.Equal(t, actCkpt, p.ActivationBytesPerDevice)
+		assert.Equal(t, p.ModelStateBytesPerDevice+p.ActivationBytesPerDevice+llm.DefaultOverheadBytes, p.NeedBytesPerDevice)
+		// 8ND (6ND plus a recomputed forward) over 2 × 989 TFLOPS × 0.35, 3 epochs.
+		flops := 8 * float64(psi) * 30_000_000
+		assert.InDelta(t, flops, p.FLOPs, 1)
+		hours := flops / (2 * 989e12 * llm.DefaultMFU) / 3600
+		assert.InDelta(t, hours, p.Hours, 1e-9)
+		assert.InDelta(t, hours*2*3, p.Cost, 1e-9)
+	})
+
+	t.Run("ZeRO-2 and ZeRO-3 are DeepSpeed's estimators", func(t *testing.T) {
+		f := llm.SFT("z", "meta-llama/Llama-3.1-70B-Instruct").AddDataset(alpaca).Output("pvc://m/x").FullTuning()
+		p, err := llm.Plan(f, hardware.H100)
+		require.NoError(t, err)
+		m := mustLookup("meta-llama/Llama-3.1-70B-Instruct")
+		P := m.Parameters
+		// estimate_zero3_model_states_mem_needs(cpu_offload=False): 4·largest + 18Ψ/N.
+		largest := int64(m.VocabSize) * int64(m.HiddenSize)
+		assert.Equal(t, 3, p.ZeROStage)
+		n := int64(p.Devices)
+		assert.Equal(t, 4*largest+int64(18*float64(P)/float64(n)), p.ModelStateBytesPerDevice)
+		// zero_init: cpu = largest × 4 × GPUs per node × 1.5.
+		assert.Equal(t, int64(float64(largest)*4*8*1.5), p.CPUBytesPerNode)
+		// The smallest count that fits: one node fewer would not.
+		assert.Equal(t, 0, p.Devices%8)
+		smaller := 4*largest + int64(18*float64(P)/float64(n-8)) + p.ActivationBytesPerDevice + llm.DefaultOverheadBytes
+		assert.Greater(t, smaller, hardware.H100.MemoryBytes)
+	})
+
+	t.Run("offload", func(t *testing.T) {
+		f := llm.SFT("o", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x").FullTuning()
+		p, err := llm.Plan(f, hardware.L4, llm.AllowOffload(), llm.MaxNodes(1))
+		require.NoError(t, err)
+		assert.True(t, p.OffloadOptimizer)
+		n := int64(p.Devices)
+		switch {
+		case p.OffloadParams:
+			assert.Equal(t, 4*int64(V)*h, p.ModelStateBytesPerDevice)
+		case p.ZeROStage == 3:
+			assert.Equal(t, 4*V*h+int64(2*float64(psi)/float64(n)), p.ModelStateBytesPerDevice)
+		default:
+			// estimate_zero2_model_states_mem_needs(cpu_offload=True): 2Ψ.
+			assert.Equal(t, 2*psi, p.ModelStateBytesPerDevice)
+		}
+	})
+
+	t.Run("LoRA holds the frozen base in bf16", func(t *testing.T) {
+		f := llm.SFT("l", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x")
+		p, err := llm.Plan(f, hardware.L4)
+		require.NoError(t, err)
+		assert.Equal(t, 1, p.Devices)
+		assert.Equal(t, int64(20_185_088), p.TrainableParameters)
+		assert.Equal(t, 2*psi, p.FrozenBytesPerDevice)
+		assert.Equal(t, 16*int64(20_185_088), p.ModelStateBytesPerDevice)
+		assert.Equal(t, 2*psi+16*20_185_088+actCkpt+llm.DefaultOverheadBytes, p.NeedBytesPerDevice)
+	})
+
+	t.Run("QLoRA quantizes the decoder's linear layers to NF4", func(t *testing.T) {
+		f := llm.SFT("q", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x").QLoRA(4, llm.Adapter{Rank: 8})
+		p, err := llm.Plan(f, hardware.L4)
+		require.NoError(t, err)
+		// Linear weights per layer: q,o h×h; k,v h×512; gate,up,down h×18944.
+		lin := L * (2*h*h + 2*h*512 + 3*h*18944)
+		want := int64(math.Ceil(float64(lin)*(4+0.127)/8 + float64(psi-lin)*2))
+		assert.Equal(t, want, p.FrozenBytesPerDevice)
+	})
+
+	t.Run("without checkpointing every layer keeps 34sbh", func(t *testing.T) {
+		f := llm.SFT("a", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x").GradientCheckpointing(false)
+		p, err := llm.Plan(f, hardware.H100, llm.AttentionMaps(true))
+		require.NoError(t, err)
+		a := int64(28)
+		assert.Equal(t, L*(34*s*b*h+5*a*s*s*b)+4*s*b*V, p.ActivationBytesPerDevice)
+	})
+
+	t.Run("DPO full carries a reference model, PPO a rollout share", func(t *testing.T) {
+		f := llm.DPO("d", qwen.HFID).AddDataset(pairs).Output("pvc://m/x").FullTuning()
+		p, err := llm.Plan(f, hardware.H100)
+		require.NoError(t, err)
+		if p.ZeROStage == 3 {
+			assert.Equal(t, (2*psi+int64(p.Devices)-1)/int64(p.Devices), p.FrozenBytesPerDevice)
+		} else {
+			assert.Equal(t, 2*psi, p.FrozenBytesPerDevice)
+		}
+		// A pair is two sequences through the model; the reference adds a forward.
+		lora := llm.DPO("dl", qwen.HFID).AddDataset(pairs).Output("pvc://m/x")
+		p, err = llm.Plan(lora, hardware.H100, llm.Tokens(1000))
+		require.NoError(t, err)
+		assert.Equal(t, L*2*s*2*h+34*s*2*h+4*s*2*V, p.ActivationBytesPerDevice)
+		assert.Equal(t, 4+2+2, p.FLOPsPerToken)
+		ppo := llm.PPO("p", qwen.HFID, "pvc://m/rm").AddDataset(alpaca).Output("pvc://m/x")
+		p, err = llm.Plan(ppo, hardware.H100, llm.Tokens(1_000_000), llm.RolloutShare(0.6))
+		require.NoError(t, err)
+		assert.InDelta(t, 6*float64(psi)*3_000_000/(989e12*llm.DefaultMFU)/0.4/3600, p.Hours, 1e-9)
+	})
+}
+
+func TestPlanErrors(t *testing.T) {
+	f := llm.SFT("z", "deepseek-ai/DeepSeek-V3").AddDataset(alpaca).Output("pvc://m/x").FullTuning()
+	_, err := llm.Plan(f, hardware.L4, llm.MaxNodes(1))
+	var fit *llm.FitError
+	require.ErrorAs(t, err, &fit)
+	assert.True(t, errors.Is(err, llm.ErrDoesNotFit))
+	assert.Equal(t, 8, fit.Devices)
+	assert.Contains(t, err.Error(), "short by")
+
+	_, err = llm.Plan(llm.SFT("x", "pvc://m/private").Template("qwen").AddDataset(alpaca).Output("pvc://m/x"), hardware.H100,
+		llm.MFU(2), llm.Tokens(-1), llm.RolloutShare(1))
+	require.Error(t, err)
+	for _, want := range []string{"model:", "mfu:", "tokens:", "rollout share:"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = llm.Plan(nil, hardware.H100)
+	assert.ErrorContains(t, err, "nil")
+	_, err = llm.Plan(builders[0].build("cpu"), hardware.CPU)
+	assert.ErrorContains(t, err, "accelerator")
+	_, err = llm.Plan(llm.SFT("x", qwen), hardware.H100)
+	assert.ErrorContains(t, err, "fine-tune:")
+}
+
+func TestPlanApplyAndString(t *testing.T) {
+	f := llm.SFT("full", "Qwen/Qwen2.5-72B-Instruct").AddDataset(alpaca).Output("pvc://m/x").FullTuning()
+	p, err := llm.Plan(f, hardware.H100, llm.Tokens(1e8))
+	require.NoError(t, err)
+	p.Apply(f, hardware.H100)
+	objs, err := f.Objects()
+	require.NoError(t, err)
+	_, _, ds, job := parts(t, objs)
+	assert.Equal(t, float64(p.ZeROStage), ds["zero_optimization"].(map[string]any)["stage"])
+	assert.Equal(t, "8", *job.Spec.NprocPerNode)
+	total := 0
+	for _, r := range job.Spec.PyTorchReplicaSpecs {
+		total += int(*r.Replicas)
+	}
+	assert.Equal(t, p.Nodes, total)
+	out := p.String()
+	for _, want := range []string{"ZeRO-3", "frozen weights", "model states", "activations", "time:", "no price"} {
+		assert.Contains(t, out, want)
+	}
+}
+
+func TestCheapestProfile(t *testing.T) {
+	f := llm.SFT("c", "Qwen/Qwen2.5-7B-Instruct").AddDataset(alpaca).Output("pvc://m/x")
+	prices := llm.Prices(map[string]float64{hardware.H100.Name: 3, hardware.L4.Name: 0.5, hardware.A100_80G.Name: 1.8})
+	best, err := llm.Cheapest(f, []hardware.Profile{hardware.H100, hardware.L4, hardware.A100_80G, hardware.T4}, llm.Tokens(1e7), prices)
+	require.NoError(t, err)
+	// Cost = 6·N·D / (peak × MFU) / 3600 × price: the lowest price per
+	// peak TFLOPS wins when the run fits on one device of each.
+	var want string
+	lowest := math.Inf(1)
+	for _, acc := range []hardware.Profile{hardware.H100, hardware.L4, hardware.A100_80G} {
+		p, err := llm.Plan(f, acc, llm.Tokens(1e7), prices)
+		require.NoError(t, err)
+		if p.Cost < lowest {
+			lowest, want = p.Cost, acc.Name
+		}
+	}
+	assert.Equal(t, want, best.Accelerator)
+	assert.InDelta(t, lowest, best.Cost, 1e-12)
+
+	_, err = llm.Cheapest(f, []hardware.Profile{hardware.T4}, llm.Tokens(1e7), prices)
+	assert.ErrorContains(t, err, "T4 has no bf16 peak")
+	_, err = llm.Cheapest(f, []hardware.Profile{hardware.T4}, llm.Tokens(1e7))
+	assert.ErrorContains(t, err, "T4 has no bf16 peak")
+	f16 := llm.SFT("c", "Qwen/Qwen2.5-7B-Instruct").AddDataset(alpaca).Output("pvc://m/x").Precision(train.FP16)
+	_, err = llm.Cheapest(f16, []hardware.Profile{hardware.T4}, llm.Tokens(1e7), prices)
+	// In fp16 the T4 has a peak and the run fits (ZeRO-3 shards the
+	// frozen base), but the table has no T4 price.
+	assert.ErrorContains(t, err, "T4: no price in Prices")
+	_, err = llm.Cheapest(f, []hardware.Profile{hardware.H200}, llm.Tokens(1e7), prices)
+	assert.ErrorContains(t, err, "no price")
+	_, err = llm.Cheapest(f, nil)
+	assert.ErrorContains(t, err, "profiles")
+}
+
+// DeepSeek-V3's LoRA count, from its config: 61 layers, MLA projections in
+// each, routed experts in the 58 MoE layers, one shared MLP there, dense
+// MLPs in the first 3.
+func TestLoRAParametersDeepSeekV3(t *testing.T) {
+	m := mustLookup("deepseek-ai/DeepSeek-V3")
+	r := int64(16)
+	h, heads := int64(7168), int64(128)
+	attn := (h + 1536) + (1536 + heads*(128+64)) + (h + 512 + 64) + (512 + heads*(128+128)) + (heads*128 + h)
+	expert := 3 * (h + 2048)
+	dense := 3 * (h + 18432)
+	want := r * (61*attn + 58*256*expert + 58*expert + 3*dense)
+	n, unmatched := llm.LoRAParameters(m, int(r))
+	assert.Empty(t, unmatched)
+	assert.Equal(t, want, n)
+}

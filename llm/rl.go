@@ -1,0 +1,509 @@
+package llm
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/train"
+)
+
+// VerlVersion is the verl release whose configuration the RL builders
+// render overrides of (tag v0.7.0, commit
+// f9c855f7cf04d603c9546bc01776c74806a879c1). Every key is a key of its
+// verl/trainer/config/_generated_ppo_trainer.yaml, the flattened Hydra
+// configuration of verl.trainer.main_ppo; testdata/verl-keys.txt lists
+// them and the tests check every rendered override against it.
+const VerlVersion = "0.7.0"
+
+// DefaultVerlImage is the vLLM-based image verl's installation guide
+// names at v0.7.0 (docs/start/install.rst). verl publishes no Ascend
+// image; on Ascend set one built from its docker/ascend Dockerfiles.
+const DefaultVerlImage = "docker.io/verlai/verl:vllm011.latest"
+
+// Why verl for GRPO and large PPO, not LLaMA-Factory or OpenRLHF:
+// LLaMA-Factory has no GRPO stage and runs PPO in one torchrun job with
+// HF generate; verl runs GRPO (algorithm.adv_estimator grpo) and PPO (gae)
+// from one Ray driver, so a KubeRay RayJob is its natural shape; its
+// hybrid engine places actor, rollout (vLLM or SGLang), reference and
+// reward roles on the same accelerators in turn instead of one pool each;
+// and it supports Ascend NPUs upstream (docs/ascend_tutorial,
+// examples/grpo_trainer/run_qwen2_5_7b_grpo_npu.sh). OpenRLHF also runs
+// on Ray with vLLM, but gives each role its own GPUs and has no Ascend
+// support in tree.
+
+// Algorithm is verl's advantage estimator (algorithm.adv_estimator).
+type Algorithm string
+
+// Algorithms.
+const (
+	// GRPOAlgorithm is group-relative policy optimisation: no critic, the
+	// advantage is each response's reward against its group's.
+	GRPOAlgorithm Algorithm = "grpo"
+	// PPOAlgorithm is PPO with a critic and generalised advantage
+	// estimation.
+	PPOAlgorithm Algorithm = "gae"
+)
+
+// Where the RL builders mount things.
+const (
+	RLDataRoot   = "/data"
+	RLOutputRoot = "/output"
+	RLRewardRoot = "/reward"
+)
+
+// RL is a verl run on a KubeRay RayJob: GRPO or PPO with vLLM rollouts.
+// Create one with GRPO or VerlPPO; set pod settings on Job (On, GPUs,
+// WorkerGroup for the nodes, Namespace, Gang ...).
+type RL struct {
+	job       *train.RayJob
+	algorithm Algorithm
+	model     string
+
+	trainFiles, valFiles []string
+	promptKey            string
+	rewardPath           string
+	rewardFunc           string
+	rewardModel          string
+	critic               string
+
+	batch, miniBatch, microBatch int
+	promptLen, responseLen       int
+	samples                      int
+	learningRate                 float64
+	klCoef                       float64
+	loraRank, loraAlpha          int
+	engine                       string
+	rolloutTP                    int
+	rolloutMemory                float64
+	epochs                       int
+	saveEvery, testEvery         int
+	output                       string
+	logger                       []string
+	checkpointing                bool
+
+	autoImage string
+	problems  field.ErrorList
+}
+
+const verlEntrypoint = "python3 -m verl.trainer.main_ppo"
+
+func newRL(alg Algorithm, name, model string) *RL {
+	j := train.Ray(name).Entrypoint(verlEntrypoint)
+	return &RL{
+		job: j, algorithm: alg, model: model, promptKey: "prompt",
+		batch: 256, miniBatch: 64, microBatch: 4, promptLen: 1024, responseLen: 1024,
+		samples: 5, learningRate: 1e-6, klCoef: 0.001, engine: "vllm", rolloutTP: 1, rolloutMemory: 0.6,
+		epochs: 15, saveEvery: 20, testEvery: 5, logger: []string{"console"}, checkpointing: true,
+	}
+}
+
+// GRPO starts a GRPO run of model (a Hugging Face id or pvc://claim/path)
+// with verl's GSM8K example's settings (examples/grpo_trainer/
+// run_qwen2-7b.sh at v0.7.0) scaled to one node: 5 responses per prompt,
+// KL loss 0.001, learning rate 1e-6, vLLM rollouts at 60% of memory.
+func GRPO(name, model string) *RL {
+	r := newRL(GRPOAlgorithm, name, model)
+	return r
+}
+
+// VerlPPO starts a PPO run (actor, critic, reference, and a reward model
+// or function) on verl; the critic starts from the model unless Critic
+// says otherwise. For PPO on one node with LoRA, LLaMA-Factory's PPO is
+// simpler.
+func VerlPPO(name, model string) *RL {
+	r := newRL(PPOAlgorithm, name, model)
+	r.critic = model
+	return r
+}
+
+// Job returns the RayJob the run is submitted to, for pod settings and
+// the worker groups (one group of GPU nodes: WorkerGroup("gpu", n)).
+// Apply the RL, not the job.
+func (r *RL) Job() *train.RayJob {
+	if r == nil || r.job == nil {
+		return train.Ray("")
+	}
+	return r.job
+}
+
+func (r *RL) set(fn func()) *RL {
+	if r != nil {
+		fn()
+	}
+	return r
+}
+
+// TrainFiles sets the training prompts: parquet files as pvc://claim/path,
+// with a prompt column (PromptKey) and what the reward needs.
+func (r *RL) TrainFiles(uris ...string) *RL {
+	return r.set(func() { r.trainFiles = slices.Clone(uris) })
+}
+
+// ValFiles sets the validation prompts, as TrainFiles.
+func (r *RL) ValFiles(uris ...string) *RL { return r.set(func() { r.valFiles = slices.Clone(uris) }) }
+
+// PromptKey names the prompt column (data.prompt_key, default "prompt").
+func (r *RL) PromptKey(k string) *RL { return r.set(func() { r.promptKey = k }) }
+
+// RewardFunction scores responses with a Python function: file is
+// pvc://claim/path.py, name the function (custom_reward_function).
+func (r *RL) RewardFunction(file, name string) *RL {
+	return r.set(func() { r.rewardPath, r.rewardFunc = file, name })
+}
+
+// RewardModel scores responses with a reward model (reward_model.enable,
+// reward_model.model.path), such as the output of llm.RewardModel with
+// FullTuning, as pvc://claim/path or a Hugging Face id.
+func (r *RL) RewardModel(model string) *RL { return r.set(func() { r.rewardModel = model }) }
+
+// JudgeEndpoint points the run's reward function at a model served by
+// package serve (an LLM judge, a reward model behind vLLM): every pod gets
+// OPENAI_BASE_URL=<svc.Endpoint()>/v1, the variable the openai Python
+// client reads its base URL from, so a RewardFunction that calls
+// openai.OpenAI() reaches it. Neither verl nor LLaMA-Factory calls a
+// served reward model itself (verl loads reward models in-process;
+// LLaMA-Factory's "api" reward speaks its own route), so the function
+// does; the client also needs OPENAI_API_KEY (EnvFromSecret on Job, any
+// value for a server without a key).
+func (r *RL) JudgeEndpoint(svc *serve.Service) *RL {
+	if r == nil {
+		return nil
+	}
+	endpoint := ""
+	if svc != nil {
+		endpoint = svc.Endpoint()
+	}
+	if endpoint == "" {
+		r.problems = append(r.problems, field.Required(field.NewPath("judgeEndpoint"), "a serve.Service made by a constructor is required"))
+		return r
+	}
+	r.Job().Env("OPENAI_BASE_URL", endpoint+"/v1")
+	return r
+}
+
+// Critic sets the critic's initial weights (PPO only).
+func (r *RL) Critic(model string) *RL { return r.set(func() { r.critic = model }) }
+
+// Batch sets the prompts per step (data.train_batch_size), the PPO
+// mini-batch and the micro batch per GPU.
+func (r *RL) Batch(prompts, miniBatch, microPerGPU int) *RL {
+	return r.set(func() { r.batch, r.miniBatch, r.microBatch = prompts, miniBatch, microPerGPU })
+}
+
+// Lengths sets the longest prompt and response in tokens.
+func (r *RL) Lengths(prompt, response int) *RL {
+	return r.set(func() { r.promptLen, r.responseLen = prompt, response })
+}
+
+// Samples sets the responses generated per prompt (rollout.n); GRPO
+// needs at least 2.
+func (r *RL) Samples(n int) *RL { return r.set(func() { r.samples = n }) }
+
+// LearningRate sets the actor's learning rate.
+func (r *RL) LearningRate(lr float64) *RL { return r.set(func() { r.learningRate = lr }) }
+
+// KLCoefficient sets the KL loss against the reference (actor.kl_loss_coef).
+func (r *RL) KLCoefficient(c float64) *RL { return r.set(func() { r.klCoef = c }) }
+
+// LoRA trains a LoRA adapter of the actor (model.lora_rank, lora_alpha)
+// on all linear layers.
+func (r *RL) LoRA(rank, alpha int) *RL {
+	return r.set(func() { r.loraRank, r.loraAlpha = rank, alpha })
+}
+
+// Rollout sets the generation engine ("vllm" or "sglang"), its tensor
+// parallelism and the share of device memory it takes.
+func (r *RL) Rollout(engine string, tensorParallel int, memory float64) *RL {
+	return r.set(func() { r.engine, r.rolloutTP, r.rolloutMemory = engine, tensorParallel, memory })
+}
+
+// Epochs sets trainer.total_epochs.
+func (r *RL) Epochs(n int) *RL { return r.set(func() { r.epochs = n }) }
+
+// SaveEvery checkpoints every n steps and validates every test steps.
+func (r *RL) SaveEvery(n, test int) *RL { return r.set(func() { r.saveEvery, r.testEvery = n, test }) }
+
+// Output sets where checkpoints go (trainer.default_local_dir), as
+// pvc://claim/path; required.
+func (r *RL) Output(uri string) *RL { return r.set(func() { r.output = uri }) }
+
+// WandB logs to Weights & Biases too, with the key from a Secret.
+func (r *RL) WandB(secret, key string) *RL {
+	if r == nil {
+		return nil
+	}
+	r.logger = []string{"console", "wandb"}
+	r.Job().EnvFromSecret("WANDB_API_KEY", secret, key)
+	return r
+}
+
+// HFToken gives Hugging Face downloads a token from a Secret.
+func (r *RL) HFToken(secret, key string) *RL {
+	if r == nil {
+		return nil
+	}
+	r.Job().EnvFromSecret("HF_TOKEN", secret, key)
+	return r
+}
+
+// override is one Hydra override key=value of verl's configuration.
+type override struct{ key, value string }
+
+// Overrides returns the Hydra overrides the run passes to
+// verl.trainer.main_ppo, in order, for nodes GPU nodes of gpus devices;
+// problems are reported with the key as the path.
+func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume, field.ErrorList) {
+	var errs field.ErrorList
+	var claims []claimVolume
+	var out []override
+	add := func(k, v string) { out = append(out, override{k, v}) }
+	mounted := map[string]bool{}
+	file := func(key, uri, root string, readOnly bool) string {
+		src, err := serve.ParseSource(uri)
+		if err != nil || src.Kind != serve.SourcePVC || src.Path == "" {
+			errs = append(errs, field.Invalid(field.NewPath(key), uri, "must be pvc://claim/path"))
+			return ""
+		}
+		mount := path.Join(root, src.Claim)
+		if !mounted[mount] {
+			mounted[mount] = true
+			claims = append(claims, claimVolume{claim: src.Claim, mountPath: mount, readOnly: readOnly})
+		}
+		return path.Join(mount, src.Path)
+	}
+	model := func(key, ref string) string {
+		src, err := serve.ParseSource(ref)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(field.NewPath(key), ref, "must be a Hugging Face id or pvc://claim/path"))
+		case src.Kind == serve.SourceHuggingFace && src.Revision == "":
+			return src.Repo
+		case src.Kind == serve.SourcePVC:
+			return file(key, ref, ModelRoot, true)
+		default:
+			errs = append(errs, field.Invalid(field.NewPath(key), ref, "must be a Hugging Face id or pvc://claim/path"))
+		}
+		return ""
+	}
+	positive := func(key string, v int) string {
+		if v < 1 {
+			errs = append(errs, field.Invalid(field.NewPath(key), v, "must be at least 1"))
+		}
+		return strconv.Itoa(v)
+	}
+	fraction := func(key string, v float64, lo, hi float64) string {
+		if !(v >= lo && v <= hi) {
+			errs = append(errs, field.Invalid(field.NewPath(key), v, fmt.Sprintf("must be in [%g, %g]", lo, hi)))
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+
+	add("algorithm.adv_estimator", string(r.algorithm))
+	if len(r.trainFiles) == 0 {
+		errs = append(errs, field.Required(field.NewPath("data.train_files"), "training prompts are required (TrainFiles)"))
+	}
+	var files []string
+	for _, f := range r.trainFiles {
+		files = append(files, file("data.train_files", f, RLDataRoot, true))
+	}
+	add("data.train_files", hydraList(files))
+	if len(r.valFiles) > 0 {
+		files = nil
+		for _, f := range r.valFiles {
+			files = append(files, file("data.val_files", f, RLDataRoot, true))
+		}
+		add("data.val_files", hydraList(files))
+	}
+	if r.promptKey == "" {
+		errs = append(errs, field.Required(field.NewPath("data.prompt_key"), "a prompt column is required"))
+	}
+	add("data.prompt_key", r.promptKey)
+	add("data.train_batch_size", positive("data.train_batch_size", r.batch))
+	add("data.max_prompt_length", positive("data.max_prompt_length", r.promptLen))
+	add("data.max_response_length", positive("data.max_response_length", r.responseLen))
+
+	add("actor_rollout_ref.model.path", model("actor_rollout_ref.model.path", r.model))
+	add("actor_rollout_ref.model.enable_gradient_checkpointing", strconv.FormatBool(r.checkpointing))
+	if r.loraRank != 0 || r.loraAlpha != 0 {
+		add("actor_rollout_ref.model.lora_rank", positive("actor_rollout_ref.model.lora_rank", r.loraRank))
+		add("actor_rollout_ref.model.lora_alpha", positive("actor_rollout_ref.model.lora_alpha", r.loraAlpha))
+		add("actor_rollout_ref.model.target_modules", "all-linear")
+	}
+	if !(r.learningRate > 0) || math.IsInf(r.learningRate, 0) {
+		errs = append(errs, field.Invalid(field.NewPath("actor_rollout_ref.actor.optim.lr"), r.learningRate, "must be positive"))
+	}
+	add("actor_rollout_ref.actor.optim.lr", strconv.FormatFloat(r.learningRate, 'g', -1, 64))
+	add("actor_rollout_ref.actor.ppo_mini_batch_size", positive("actor_rollout_ref.actor.ppo_mini_batch_size", r.miniBatch))
+	if r.miniBatch > r.batch {
+		errs = append(errs, field.Invalid(field.NewPath("actor_rollout_ref.actor.ppo_mini_batch_size"), r.miniBatch,
+			fmt.Sprintf("must not exceed data.train_batch_size (%d)", r.batch)))
+	}
+	micro := positive("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", r.microBatch)
+	add("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", micro)
+	grpo := r.algorithm == GRPOAlgorithm
+	// GRPO puts the KL against the reference in the loss, not the reward
+	// (verl's GRPO examples: use_kl_loss True, use_kl_in_reward False).
+	add("actor_rollout_ref.actor.use_kl_loss", strconv.FormatBool(grpo))
+	add("actor_rollout_ref.actor.kl_loss_coef", fraction("actor_rollout_ref.actor.kl_loss_coef", r.klCoef, 0, 10))
+	add("algorithm.use_kl_in_reward", "false")
+	if !slices.Contains([]string{"vllm", "sglang"}, r.engine) {
+		errs = append(errs, field.NotSupported(field.NewPath("actor_rollout_ref.rollout.name"), r.engine, []string{"vllm", "sglang"}))
+	}
+	add("actor_rollout_ref.rollout.name", r.engine)
+	if grpo && r.samples < 2 {
+		errs = append(errs, field.Invalid(field.NewPath("actor_rollout_ref.rollout.n"), r.samples, "GRPO compares responses to one prompt: at least 2"))
+	}
+	add("actor_rollout_ref.rollout.n", positive("actor_rollout_ref.rollout.n", r.samples))
+	tp := positive("actor_rollout_ref.rollout.tensor_model_parallel_size", r.rolloutTP)
+	if r.rolloutTP > 0 && gpus > 0 && gpus%r.rolloutTP != 0 {
+		errs = append(errs, field.Invalid(field.NewPath("actor_rollout_ref.rollout.tensor_model_parallel_size"), r.rolloutTP,
+			fmt.Sprintf("must divide the devices per node (%d)", gpus)))
+	}
+	add("actor_rollout_ref.rollout.tensor_model_parallel_size", tp)
+	add("actor_rollout_ref.rollout.gpu_memory_utilization", fraction("actor_rollout_ref.rollout.gpu_memory_utilization", r.rolloutMemory, 0.05, 0.95))
+	add("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", micro)
+	add("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", micro)
+
+	if grpo {
+		if r.critic != "" {
+			errs = append(errs, field.Forbidden(field.NewPath("critic.model.path"), "GRPO has no critic"))
+		}
+		add("trainer.critic_warmup", "0")
+	} else {
+		add("critic.model.path", model("critic.model.path", r.critic))
+		add("critic.optim.lr", strconv.FormatFloat(r.learningRate*10, 'g', -1, 64))
+	}
+	switch {
+	case r.rewardModel != "" && r.rewardPath != "":
+		errs = append(errs, field.Forbidden(field.NewPath("reward_model.enable"), "set a reward model or a reward function, not both"))
+	case r.rewardModel != "":
+		add("reward_model.enable", "true")
+		add("reward_model.model.path", model("reward_model.model.path", r.rewardModel))
+	case r.rewardPath != "":
+		add("custom_reward_function.path", file("custom_reward_function.path", r.rewardPath, RLRewardRoot, true))
+		if r.rewardFunc == "" {
+			errs = append(errs, field.Required(field.NewPath("custom_reward_function.name"), "the function's name is required"))
+		}
+		add("custom_reward_function.name", r.rewardFunc)
+	default:
+		// verl's default reward scores a few known datasets by their
+		// data_source column (verl/utils/reward_score); anything else
+		// needs a function or a model.
+		errs = append(errs, field.Required(field.NewPath("custom_reward_function.path"), "a reward is required: RewardFunction or RewardModel"))
+	}
+
+	add("trainer.nnodes", positive("trainer.nnodes", nodes))
+	add("trainer.n_gpus_per_node", positive("trainer.n_gpus_per_node", gpus))
+	if ascend {
+		add("trainer.device", "npu")
+	}
+	add("trainer.total_epochs", positive("trainer.total_epochs", r.epochs))
+	add("trainer.save_freq", positive("trainer.save_freq", r.saveEvery))
+	add("trainer.test_freq", positive("trainer.test_freq", r.testEvery))
+	if r.output == "" {
+		errs = append(errs, field.Required(field.NewPath("trainer.default_local_dir"), "an output is required: Output(\"pvc://claim/path\")"))
+	} else {
+		add("trainer.default_local_dir", file("trainer.default_local_dir", r.output, RLOutputRoot, false))
+	}
+	add("trainer.logger", hydraList(r.logger))
+	add("trainer.project_name", "cube")
+	add("trainer.experiment_name", r.job.Name())
+	return out, claims, errs
+}
+
+// hydraList renders a Hydra list value: [a,b].
+func hydraList(items []string) string { return "[" + strings.Join(items, ",") + "]" }
+
+// shellQuote quotes a word for the shell KubeRay runs the entrypoint in.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./=:@+,", c))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (r *RL) build() ([]client.Object, field.ErrorList) {
+	if r == nil || r.job == nil {
+		return nil, field.ErrorList{field.Required(field.NewPath("llm.RL"), "is nil or zero: create it with llm.GRPO or llm.VerlPPO")}
+	}
+	errs := slices.Clone(r.problems)
+	profile, _ := r.job.Profile()
+	ascend := profile.Vendor == hardware.Huawei
+	if current := r.job.ImageName(); current == "" || current == r.autoImage {
+		if ascend {
+			r.job.Image("")
+			r.autoImage = ""
+			errs = append(errs, field.Required(field.NewPath("image"), "verl publishes no Ascend image: set one built from its docker/ascend Dockerfiles"))
+		} else {
+			r.autoImage = DefaultVerlImage
+			r.job.Image(DefaultVerlImage)
+		}
+	}
+	objs, jobErr := r.job.Objects()
+	if jobErr != nil {
+		errs = append(errs, field.Invalid(field.NewPath("job"), r.job.Name(), jobErr.Error()))
+		_, _, oErrs := r.overrides(1, max(r.job.Devices(), 1), ascend)
+		return nil, append(errs, oErrs...)
+	}
+	ray := objs[0].(*rayv1.RayJob)
+	nodes := 0
+	for _, g := range ray.Spec.RayClusterSpec.WorkerGroupSpecs {
+		if g.Replicas != nil {
+			nodes += int(*g.Replicas)
+		}
+	}
+	// A head given accelerators (HeadAccelerators) is a GPU node too.
+	if head := ray.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0]; profile.Accelerated() {
+		if q, ok := head.Resources.Limits[profile.ResourceName]; ok && !q.IsZero() {
+			nodes++
+		}
+	}
+	if !profile.Accelerated() {
+		errs = append(errs, field.Required(field.NewPath("job", "on"), "verl trains on accelerators: set On with a GPU or NPU profile"))
+	}
+	ovs, claims, oErrs := r.overrides(nodes, r.job.Devices(), ascend)
+	errs = append(errs, oErrs...)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	words := strings.Fields(verlEntrypoint)
+	for _, o := range ovs {
+		words = append(words, shellQuote(o.key+"="+o.value))
+	}
+	ray.Spec.Entrypoint = strings.Join(words, " ")
+	volumes, mounts := configAndClaims("", claims)
+	cluster := field.NewPath("spec", "rayClusterSpec")
+	templates := []*corev1.PodTemplateSpec{&ray.Spec.RayClusterSpec.HeadGroupSpec.Template}
+	paths := []*field.Path{cluster.Child("headGroupSpec", "template", "spec")}
+	for i := range ray.Spec.RayClusterSpec.WorkerGroupSpecs {
+		templates = append(templates, &ray.Spec.RayClusterSpec.WorkerGroupSpecs[i].Template)
+		paths = append(paths, cluster.Child("workerGroupSpecs").Index(i).Child("template", "spec"))
+	}
+	if errs := addToTemplates(templates, paths, volumes, mounts, nil); len(errs) > 0 {
+		return nil, errs
+	}
+	return objs, nil
+}
+
+// Objects validates the run and returns the RayJob; it implements
+// cube.Workload.
+func (r *RL) Objects() ([]client.Object, error) {
+	objs, errs := r.build()
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return objs, nil
+}
