@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -319,14 +320,48 @@ func (n *node) startArgo() error {
 	if err := n.ensureNamespace(namespace); err != nil {
 		return err
 	}
-	_, err := n.start("workflow-controller", n.cache.binary("workflow-controller"), []string{
+	// The controller exits when its ConfigMap is missing (it watches it,
+	// cmd/workflow-controller). Its configuration, in the "config" key as
+	// config/controller.go reads it: metrics off, so that it takes no
+	// fixed port (9090) beyond its health check's.
+	// (The two fields of config.Config, mirrored: importing Argo's config
+	// package would bring OpenTelemetry's SDK into this module.)
+	type enabled struct {
+		Enabled *bool `json:"enabled"`
+	}
+	metricsOff, err := yaml.Marshal(struct {
+		MetricsConfig   enabled `json:"metricsConfig"`
+		TelemetryConfig enabled `json:"telemetryConfig"`
+	}{enabled{ptr.To(false)}, enabled{ptr.To(false)}})
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "workflow-controller-configmap", Namespace: namespace},
+		Data:       map[string]string{"config": string(metricsOff)},
+	}
+	if _, err := n.client.CoreV1().ConfigMaps(namespace).Create(n.ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create configmap %s/%s: %w", namespace, cm.Name, err)
+	}
+	p, err := n.start("workflow-controller", n.cache.binary("workflow-controller"), []string{
 		"--kubeconfig=" + n.admin,
 		"--namespace=" + namespace,
 		"--executor-image=" + n.images.Argoexec,
 		"--executor-image-pull-policy=IfNotPresent",
 		"--loglevel=info",
 	}, []string{"LEADER_ELECTION_DISABLE=true"})
-	return err
+	if err != nil {
+		return err
+	}
+	// Its health check listens on :6060, fixed (cmd/workflow-controller/main.go).
+	return waitUntil(n.ctx, p, 200*time.Millisecond, func(ctx context.Context) bool {
+		resp, err := http.Get("http://127.0.0.1:6060/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // startKubeRay runs the KubeRay operator v1.5.0 (no webhooks: they are off
