@@ -1,16 +1,7 @@
-//go:build cubecluster
-
 package llm_test
 
-// NOT YET RUN: written against the cluster harness but never executed
-// here, because the lead owns the test cluster and this session was told
-// not to start it.
-//
 // The launch path on the real one-node test cluster (internal/testenv
-// Cluster: kubelet, containerd, the training-operator). It is behind the
-// cubecluster build tag because the lead runs the cluster: run it with
-//
-//	go test -tags cubecluster ./llm -run TestLaunchPathOnTheCluster
+// Cluster: kubelet, containerd, the training-operator).
 //
 // LLaMA-Factory cannot be installed here (no PyPI), so an executable
 // named llamafactory-cli stands in for it: it does what LLaMA-Factory's

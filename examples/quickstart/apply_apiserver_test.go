@@ -48,7 +48,7 @@ func TestQuickstartAppliesToAnAPIServer(t *testing.T) {
 			}
 		}
 	})
-	workloads, err := journey(ctx, io.Discard, ns)
+	workloads, err := journey(ctx, io.Discard, ns, gpuCluster())
 	require.NoError(t, err)
 	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
 

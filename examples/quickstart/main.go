@@ -26,17 +26,44 @@ func main() {
 	apply := flag.Bool("apply", false, "apply to the cluster KUBECONFIG points at and wait")
 	namespace := flag.String("namespace", "team-nlp", "the team's namespace")
 	wait := flag.Duration("wait", 10*time.Minute, "how long -apply waits for each release")
+	size := gpuCluster()
+	flag.BoolVar(&size.small, "small", false, "size the journey for a small cluster: training on CPU without Volcano, a 0.5B model on one T4")
+	flag.StringVar(&size.trainImage, "train-image", size.trainImage, "the training job's image (with torch)")
+	flag.StringVar(&size.stepImage, "step-image", size.stepImage, "the pipeline's container steps' image (with python3)")
+	flag.StringVar(&size.serveImage, "serve-image", size.serveImage, "the vLLM image (default: serve's)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Stdout, *namespace, *apply, *wait); err != nil {
+	if err := run(ctx, os.Stdout, *namespace, *apply, *wait, size); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Duration) error {
-	workloads, err := journey(ctx, out, ns)
+// sizing is what the journey runs on: the GPU cluster the README shows (4
+// pods × 8 H100 over InfiniBand, gang-scheduled by Volcano, Qwen2.5-72B), or,
+// with small, a cluster of one node with a T4 and no Volcano (kind,
+// minikube, cube's own test cluster).
+type sizing struct {
+	small                             bool
+	trainImage, stepImage, serveImage string
+}
+
+func gpuCluster() sizing {
+	return sizing{trainImage: "nvcr.io/nvidia/pytorch:24.05-py3", stepImage: "python:3.12"}
+}
+
+// smallTrainer is the small journey's training program: two ranks of
+// torch.distributed over gloo on CPU average a "gradient".
+const smallTrainer = `import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+g = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(g)
+print(f"rank {dist.get_rank()}/{dist.get_world_size()} mean gradient {g.item() / dist.get_world_size()}", flush=True)
+dist.destroy_process_group()`
+
+func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Duration, size sizing) error {
+	workloads, err := journey(ctx, out, ns, size)
 	if err != nil || !apply {
 		return err
 	}
@@ -54,7 +81,7 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 // journey builds the team's tenant, training job, pipeline and served
 // model, runs the pipeline locally, prints them all to out, and returns the
 // workloads to apply.
-func journey(ctx context.Context, out io.Writer, ns string) ([]cube.Workload, error) {
+func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube.Workload, error) {
 	// 1. A team: namespace, quota, queue, access. Its training runs over
 	// InfiniBand, whose IPC_LOCK capability the default (baseline) Pod
 	// Security level refuses: the tenant opts in.
@@ -62,20 +89,26 @@ func journey(ctx context.Context, out io.Writer, ns string) ([]cube.Workload, er
 		Editors("alice@example.com").Viewers("bob@example.com").
 		CPU("512").Memory("4Ti").Pods(200).Storage("20Ti").
 		Accelerators("nvidia.com/gpu", 32).
-		QueueWeight(2).
-		AllowRDMA()
+		QueueWeight(2)
+	if !size.small {
+		tenant.AllowRDMA()
+	}
 
 	// 2. Distributed fine-tuning: 4 pods × 8 H100 over InfiniBand. Moving it
 	// to Ascend is one argument: On(hardware.Ascend910B3).
 	sft := train.PyTorch("llama-sft").Namespace(ns).
-		Image("nvcr.io/nvidia/pytorch:24.05-py3").
-		Torchrun("/workspace/sft.py", "--model", "meta-llama/Llama-3.1-8B", "--bf16").
-		Workers(3).
-		On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).
-		CPU("64").Memory("512Gi").
-		EnvFromSecret("HF_TOKEN", "hf-token", "token").
-		PVC("datasets", "/data").
-		Queue(ns).Gang()
+		Image(size.trainImage).
+		EnvFromSecret("HF_TOKEN", "hf-token", "token")
+	if size.small {
+		sft.Command("python3", "-c", smallTrainer).Workers(1).CPU("500m").Memory("1Gi")
+	} else {
+		sft.Torchrun("/workspace/sft.py", "--model", "meta-llama/Llama-3.1-8B", "--bf16").
+			Workers(3).
+			On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).
+			CPU("64").Memory("512Gi").
+			PVC("datasets", "/data").
+			Queue(ns).Gang()
+	}
 
 	// 3. The same steps as a pipeline: run here as Go functions, then
 	// compiled for Argo with the training step as the PyTorchJob above.
@@ -83,29 +116,45 @@ func journey(ctx context.Context, out io.Writer, ns string) ([]cube.Workload, er
 	if err != nil {
 		return nil, err
 	}
-	prepare := pipeline.Container("prepare").Image("python:3.12").
+	prepare := pipeline.Container("prepare").Image(size.stepImage).
 		Command("python", "/workspace/prepare.py", "--out", pipeline.OutputFile("rows")).
 		Outputs("rows")
+	evaluate := pipeline.Container("evaluate").Image(size.stepImage).
+		Command("python", "/workspace/evaluate.py", "--rows", prepare.Output("rows"))
+	if size.small {
+		prepare.Command("python3", "-c", `import sys; open(sys.argv[1], "w").write("3")`, pipeline.OutputFile("rows")).
+			CPU("100m").Memory("128Mi")
+		evaluate.Command("python3", "-c", `import sys; print("evaluated", sys.argv[1], "rows")`, prepare.Output("rows")).
+			CPU("100m").Memory("128Mi")
+	}
 	finetune := pipeline.Workload("train", sft).After(prepare)
-	evaluate := pipeline.Container("evaluate").Image("python:3.12").
-		Command("python", "/workspace/evaluate.py", "--rows", prepare.Output("rows")).
-		After(finetune)
+	evaluate.After(finetune)
 	flow := pipeline.New("sft-flow").Namespace(ns).ServiceAccount(cube.PipelineServiceAccount).
 		Step(prepare, finetune, evaluate)
 
 	// 4. Serving: the planner sizes Qwen2.5-72B on H100s, and Auto applies it.
-	qwen, err := market.Lookup("Qwen/Qwen2.5-72B-Instruct")
+	model, accel, ctxLen := "Qwen/Qwen2.5-72B-Instruct", hardware.H100, 32768
+	if size.small {
+		model, accel, ctxLen = "Qwen/Qwen2.5-0.5B-Instruct", hardware.T4, 4096
+	}
+	qwen, err := market.Lookup(model)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := serve.Plan(qwen, hardware.H100, serve.ContextLength(32768))
+	plan, err := serve.Plan(qwen, accel, serve.ContextLength(ctxLen))
 	if err != nil {
 		return nil, err
 	}
-	chat := serve.VLLM("qwen-chat", "hf://Qwen/Qwen2.5-72B-Instruct").Namespace(ns).
-		On(hardware.H100).Auto(serve.ContextLength(32768)).
+	chat := serve.VLLM("qwen-chat", "hf://"+model).Namespace(ns).
+		On(accel).Auto(serve.ContextLength(ctxLen)).
 		HFToken("hf-token", "token").
 		Autoscale(1, 4, serve.ScaleOnQueue("10"))
+	if size.serveImage != "" {
+		chat.Image(size.serveImage)
+	}
+	if size.small {
+		chat.CPU("100m").Memory("256Mi")
+	}
 
 	comment(out, "cube quickstart: tenant, training job, pipeline, served model")
 	comment(out, "")

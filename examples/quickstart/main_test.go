@@ -17,7 +17,7 @@ import (
 // every document it prints.
 func TestQuickstartPrintsValidYAML(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run(t.Context(), &out, "team-nlp", false, time.Minute))
+	require.NoError(t, run(t.Context(), &out, "team-nlp", false, time.Minute, gpuCluster()))
 	assert.Contains(t, out.String(), "# pipeline ran locally")
 	assert.Contains(t, out.String(), "Succeeded")
 

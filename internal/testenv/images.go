@@ -60,7 +60,9 @@ type Images struct {
 // pythonPackages are the Debian packages of the Python image.
 var pythonPackages = []string{
 	"python3", "python3-torch", "python3-numpy", "python3-mpi4py", "openmpi-bin",
-	"python3-jupyter-server", "python3-ipykernel", "busybox", "procps",
+	// jupyter-core and jupyter-server install the jupyter command and its
+	// server subcommand (the python3- packages install only the modules).
+	"python3-jupyter-server", "jupyter-core", "jupyter-server", "python3-ipykernel", "busybox", "procps",
 }
 
 const (

@@ -1,0 +1,183 @@
+package notebooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/websocket"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/journeys"
+	"github.com/cubestudio/cube/notebook"
+)
+
+// jupyter talks to a Jupyter Server's REST API and kernel channels.
+type jupyter struct {
+	root, token string // root: http://host:port/base/
+}
+
+func (j jupyter) do(ctx context.Context, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, j.root+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "token "+j.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+type kernel struct {
+	ID             string `json:"id"`
+	ExecutionState string `json:"execution_state"`
+}
+
+// execute sends code to the kernel on its shell channel (Jupyter's
+// messaging protocol, v5.3) and returns at once.
+func (j jupyter) execute(t *testing.T, id, code string) *websocket.Conn {
+	u, err := url.Parse(j.root + "api/kernels/" + id + "/channels")
+	require.NoError(t, err)
+	u.Scheme = "ws"
+	cfg, err := websocket.NewConfig(u.String(), "http://"+u.Host)
+	require.NoError(t, err)
+	cfg.Header = http.Header{"Authorization": {"token " + j.token}}
+	ws, err := websocket.DialConfig(cfg)
+	require.NoError(t, err)
+	msg := map[string]any{
+		"header": map[string]any{
+			"msg_id": "cube-1", "msg_type": "execute_request", "username": "cube",
+			"session": "cube-journey", "version": "5.3", "date": time.Now().UTC().Format(time.RFC3339),
+		},
+		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell",
+		"content": map[string]any{"code": code, "silent": false, "store_history": false,
+			"user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true},
+	}
+	require.NoError(t, websocket.JSON.Send(ws, msg))
+	return ws
+}
+
+func (j jupyter) kernelState(ctx context.Context, id string) (string, error) {
+	var k kernel
+	err := j.do(ctx, http.MethodGet, "api/kernels/"+id, &k)
+	return k.ExecutionState, err
+}
+
+// A Jupyter notebook on the Debian Jupyter Server becomes Ready and serves
+// its API under its base URL with the token from its Secret; Cull leaves it
+// running while a kernel is busy, however long ago the last activity was,
+// and stops it (StatefulSet scaled to zero, home claim kept) once the
+// kernel is idle past the limit.
+func TestJupyterServesAndIsCulled(t *testing.T) {
+	c, cl, ns := journeys.NewClient(t)
+	ctx := t.Context()
+	const token = "journey-token-0123456789"
+	_, err := c.Clientset.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "lab-token"},
+		StringData: map[string]string{"token": token},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// The culler runs on this host, outside any namespace: the
+	// NetworkPolicy (not enforced by this CNI) admits the namespace itself.
+	nb := notebook.Jupyter("lab", "alice").Namespace(ns).
+		Image(c.Images.Python).
+		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
+		Launch(notebook.LaunchJupyterServer).
+		AuthSecret("lab-token", "token").
+		Storage("1Gi", "").
+		CPU("250m").Memory("1Gi")
+	rel := journeys.Apply(t, cl, nb)
+	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	require.NoError(t, err, journeys.LogsOf(t, rel, cube.LogOptions{}))
+	assert.Equal(t, cube.Ready, st.Phase)
+
+	// The notebook's UI Service, reached at its cluster IP from this host.
+	serviceURL := func(svc *corev1.Service) (string, error) {
+		for _, p := range svc.Spec.Ports {
+			if p.Name == notebook.PortName {
+				return "http://" + svc.Spec.ClusterIP + ":" + strconv.Itoa(int(p.Port)), nil
+			}
+		}
+		return "", fmt.Errorf("no port %q on %s", notebook.PortName, svc.Name)
+	}
+	svc, err := c.Clientset.CoreV1().Services(ns).Get(ctx, "lab", metav1.GetOptions{})
+	require.NoError(t, err)
+	root, err := serviceURL(svc)
+	require.NoError(t, err)
+	sts, err := nb.Build()
+	require.NoError(t, err)
+	base := "/"
+	for _, e := range sts.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "NB_PREFIX" {
+			base = strings.TrimSuffix(e.Value, "/") + "/"
+		}
+	}
+	j := jupyter{root: root + base, token: token}
+
+	var status struct {
+		LastActivity string `json:"last_activity"`
+	}
+	require.NoError(t, j.do(ctx, http.MethodGet, "api/status", &status), "Jupyter serves its API under %s with the Secret's token", base)
+	assert.NotEmpty(t, status.LastActivity)
+	assert.Error(t, jupyter{root: j.root, token: "wrong"}.do(ctx, http.MethodGet, "api/status", nil), "a wrong token is refused")
+
+	var k kernel
+	require.NoError(t, j.do(ctx, http.MethodPost, "api/kernels", &k))
+	ws := j.execute(t, k.ID, "import time\ntime.sleep(600)")
+	defer ws.Close()
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := j.kernelState(ctx, k.ID)
+		return err == nil && s == "busy", nil
+	}), "the kernel runs the cell")
+
+	later := func() time.Time { return time.Now().Add(3 * time.Hour) }
+	culled, err := notebook.Cull(ctx, c.Client, ns, time.Hour, notebook.WithServiceURL(serviceURL), notebook.WithClock(later))
+	require.NoError(t, err)
+	assert.Empty(t, culled, "a busy kernel is activity")
+
+	require.NoError(t, j.do(ctx, http.MethodPost, "api/kernels/"+k.ID+"/interrupt", nil))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := j.kernelState(ctx, k.ID)
+		return err == nil && s == "idle", nil
+	}), "the interrupted kernel goes idle")
+
+	culled, err = notebook.Cull(ctx, c.Client, ns, time.Hour, notebook.WithServiceURL(serviceURL), notebook.WithClock(later))
+	require.NoError(t, err)
+	require.Len(t, culled, 1)
+	assert.Equal(t, notebook.Idle, culled[0].Reason)
+	assert.Equal(t, "lab", culled[0].Name)
+
+	var got appsv1.StatefulSet
+	require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lab"}, &got))
+	require.NotNil(t, got.Spec.Replicas)
+	assert.Equal(t, int32(0), *got.Spec.Replicas, "Cull scaled the notebook to zero")
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: cube.LabelRelease + "=lab"})
+		return err == nil && len(pods.Items) == 0, nil
+	}), "the notebook's pod is gone")
+	_, err = c.Clientset.CoreV1().PersistentVolumeClaims(ns).Get(ctx, notebook.HomeClaimName("lab"), metav1.GetOptions{})
+	assert.NoError(t, err, "the home claim stays")
+}
