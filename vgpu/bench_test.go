@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/cputime"
 	"github.com/cubestudio/cube/internal/golden"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -101,11 +102,11 @@ func TestTraceBenchmark(t *testing.T) {
 	var bestWall, bestCPU time.Duration
 	var plan *vgpu.Plan
 	for i := 0; i < 3; i++ {
-		cpu0, cpuOK := processCPU()
+		cpu0, cpuOK := cputime.Process()
 		start := time.Now()
 		p, err := vgpu.Pack(bigInv, big, vgpu.Planner)
 		wall := time.Since(start)
-		cpu1, _ := processCPU()
+		cpu1, _ := cputime.Process()
 		require.NoError(t, err)
 		cpu := wall
 		if cpuOK {

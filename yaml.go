@@ -1,0 +1,331 @@
+package cube
+
+import (
+	"bytes"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// appendYAML appends to buf the YAML document yaml.v2 writes for the
+// unstructured content obj, byte for byte, and reports whether it could:
+// it knows the shapes the unstructured converter makes (maps with string
+// keys, slices, strings, int64, float64, bool, nil) and the strings that
+// need no line folding, escapes or block scalars. For anything else it
+// returns false and Render asks yaml.v2. yaml.v2 queues every event of a
+// document in a slice it never trims, which made its allocations the bulk
+// of Render; TestAppendYAMLMatchesYAMLv2 holds the two outputs equal.
+func appendYAML(buf []byte, obj map[string]any) ([]byte, bool) {
+	if len(obj) == 0 {
+		return append(buf, "{}\n"...), true
+	}
+	return appendMapping(buf, obj, 0, false)
+}
+
+// appendMapping writes the block mapping m at indent; inline means the
+// first key goes on the current line (after "- ").
+func appendMapping(buf []byte, m map[string]any, indent int, inline bool) ([]byte, bool) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	if !sortYAMLKeys(keys) {
+		return buf, false
+	}
+	var ok bool
+	for i, k := range keys {
+		if i > 0 || !inline {
+			buf = appendIndent(buf, indent)
+		}
+		if buf, ok = appendString(buf, k, true); !ok {
+			return buf, false
+		}
+		buf = append(buf, ':')
+		switch v := m[k].(type) {
+		case map[string]any:
+			if len(v) == 0 {
+				buf = append(buf, " {}\n"...)
+				continue
+			}
+			buf = append(buf, '\n')
+			buf, ok = appendMapping(buf, v, indent+2, false)
+		case []any:
+			if len(v) == 0 {
+				buf = append(buf, " []\n"...)
+				continue
+			}
+			// yaml.v2 writes the items of a sequence in a mapping at the
+			// mapping's indent.
+			buf = append(buf, '\n')
+			buf, ok = appendSequence(buf, v, indent, false)
+		default:
+			buf = append(buf, ' ')
+			buf, ok = appendScalar(buf, v)
+			buf = append(buf, '\n')
+		}
+		if !ok {
+			return buf, false
+		}
+	}
+	return buf, true
+}
+
+func appendSequence(buf []byte, s []any, indent int, inline bool) ([]byte, bool) {
+	var ok bool
+	for i, item := range s {
+		if i > 0 || !inline {
+			buf = appendIndent(buf, indent)
+		}
+		buf = append(buf, '-')
+		switch v := item.(type) {
+		case map[string]any:
+			if len(v) == 0 {
+				buf = append(buf, " {}\n"...)
+				continue
+			}
+			buf = append(buf, ' ')
+			buf, ok = appendMapping(buf, v, indent+2, true)
+		case []any:
+			if len(v) == 0 {
+				buf = append(buf, " []\n"...)
+				continue
+			}
+			buf = append(buf, ' ')
+			buf, ok = appendSequence(buf, v, indent+2, true)
+		default:
+			buf = append(buf, ' ')
+			buf, ok = appendScalar(buf, v)
+			buf = append(buf, '\n')
+		}
+		if !ok {
+			return buf, false
+		}
+	}
+	return buf, true
+}
+
+func appendIndent(buf []byte, n int) []byte {
+	for range n {
+		buf = append(buf, ' ')
+	}
+	return buf
+}
+
+func appendScalar(buf []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case string:
+		return appendString(buf, v, false)
+	case bool:
+		return strconv.AppendBool(buf, v), true
+	case int64:
+		return strconv.AppendInt(buf, v, 10), true
+	case int:
+		return strconv.AppendInt(buf, int64(v), 10), true
+	case float64:
+		switch {
+		case math.IsInf(v, 1):
+			return append(buf, ".inf"...), true
+		case math.IsInf(v, -1):
+			return append(buf, "-.inf"...), true
+		case math.IsNaN(v):
+			return append(buf, ".nan"...), true
+		}
+		return strconv.AppendFloat(buf, v, 'g', -1, 64), true
+	case nil:
+		return append(buf, "null"...), true
+	}
+	return buf, false
+}
+
+// yamlWidth is yaml.v2's line width: past it, it folds scalars at spaces.
+const yamlWidth = 80
+
+// appendString writes s as yaml.v2 would in block context (key: as a
+// simple mapping key): plain when it reads back as the same string,
+// single-quoted when only indicators forbid plain, double-quoted when it
+// would read back as another type. It declines what needs more than that:
+// characters outside printable ASCII (line breaks, tabs, Unicode), keys
+// too long to be simple, and text long enough for yaml.v2 to fold.
+func appendString(buf []byte, s string, key bool) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return buf, false
+		}
+	}
+	if key && len(s) > 128 {
+		return buf, false
+	}
+	str, known := resolvesToString(s)
+	if !known {
+		return buf, false
+	}
+	start := len(buf)
+	switch {
+	case !str:
+		buf = append(buf, '"')
+		for i := 0; i < len(s); i++ {
+			if s[i] == '"' || s[i] == '\\' {
+				buf = append(buf, '\\')
+			}
+			buf = append(buf, s[i])
+		}
+		buf = append(buf, '"')
+	case plainAllowed(s):
+		buf = append(buf, s...)
+	default:
+		buf = append(buf, '\'')
+		for i := 0; i < len(s); i++ {
+			if s[i] == '\'' {
+				buf = append(buf, '\'')
+			}
+			buf = append(buf, s[i])
+		}
+		buf = append(buf, '\'')
+	}
+	if strings.IndexByte(s, ' ') >= 0 {
+		lineStart := bytes.LastIndexByte(buf[:start], '\n') + 1
+		if len(buf)-lineStart > yamlWidth {
+			return buf, false
+		}
+	}
+	return buf, true
+}
+
+// plainAllowed is yaml.v2's emitter test for a plain scalar in block
+// context (yaml_emitter_analyze_scalar), for printable ASCII.
+func plainAllowed(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	if strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
+		return false
+	}
+	blankAfter := func(i int) bool { return i+1 >= len(s) || s[i+1] == ' ' }
+	switch s[0] {
+	case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+		return false
+	case '?', ':', '-':
+		if blankAfter(0) {
+			return false
+		}
+	}
+	for i := 1; i < len(s); i++ {
+		switch {
+		case s[i] == ':' && blankAfter(i):
+			return false
+		case s[i] == '#' && s[i-1] == ' ':
+			return false
+		}
+	}
+	return true
+}
+
+// yamlStyleFloat is yaml.v2's (resolve.go).
+var yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+
+// resolvesToString ports yaml.v2's resolve for an untagged plain scalar:
+// str is whether s reads back as a string. known is false for the forms
+// this port leaves to yaml.v2 (timestamps, base-60 floats).
+func resolvesToString(s string) (str, known bool) {
+	if s == "" {
+		return false, true // null
+	}
+	switch c := s[0]; {
+	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
+		switch s {
+		case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON",
+			"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF",
+			"~", "null", "Null", "NULL":
+			return false, true
+		}
+		return true, true
+	case c == '.':
+		switch s {
+		case ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF":
+			return false, true
+		}
+		_, err := strconv.ParseFloat(s, 64)
+		return err != nil, true
+	case c == '+' || c == '-' || c >= '0' && c <= '9':
+		switch s {
+		case "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF":
+			return false, true
+		}
+		if strings.IndexByte(s, ':') >= 0 || looksLikeTimestamp(s) {
+			return false, false
+		}
+		plain := strings.ReplaceAll(s, "_", "")
+		if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
+			return false, true
+		}
+		if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
+			return false, true
+		}
+		if yamlStyleFloat.MatchString(plain) {
+			if _, err := strconv.ParseFloat(plain, 64); err == nil {
+				return false, true
+			}
+		}
+		if rest, ok := strings.CutPrefix(plain, "0b"); ok {
+			if _, err := strconv.ParseUint(rest, 2, 64); err == nil {
+				return false, true
+			}
+		} else if rest, ok := strings.CutPrefix(plain, "-0b"); ok {
+			if _, err := strconv.ParseInt("-"+rest, 2, 64); err == nil {
+				return false, true
+			}
+		}
+		return true, true
+	}
+	return true, true
+}
+
+// looksLikeTimestamp is yaml.v2's first test for a timestamp: four digits
+// and a dash.
+func looksLikeTimestamp(s string) bool {
+	return len(s) > 4 && s[4] == '-' && strings.IndexFunc(s[:4], func(r rune) bool { return r < '0' || r > '9' }) < 0
+}
+
+// sortYAMLKeys sorts keys in yaml.v2's order (sorter.go) and reports
+// whether that order is certain. yaml.v2 puts letters after every other
+// character and compares runs of digits as numbers; the latter makes its
+// order intransitive for some keys ("100m" < "1e" < "67" < "100m"), and
+// then what it writes depends on the map's iteration order. Without a
+// digit where two neighbours first differ, its order is the plain
+// lexicographic one below, which is transitive.
+func sortYAMLKeys(keys []string) bool {
+	slices.SortFunc(keys, compareYAMLKeys)
+	for i := 1; i < len(keys); i++ {
+		a, b := keys[i-1], keys[i]
+		j := 0
+		for j < len(a) && j < len(b) && a[j] == b[j] {
+			j++
+		}
+		if j < len(a) && isDigit(a[j]) || j < len(b) && isDigit(b[j]) {
+			return false
+		}
+	}
+	return true
+}
+
+// compareYAMLKeys is yaml.v2's key order for ASCII keys that do not first
+// differ at a digit.
+func compareYAMLKeys(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return yamlKeyRank(a[i]) - yamlKeyRank(b[i])
+		}
+	}
+	return len(a) - len(b)
+}
+
+func yamlKeyRank(c byte) int {
+	if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+		return 256 + int(c)
+	}
+	return int(c)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
