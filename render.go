@@ -30,27 +30,29 @@ func Render(w io.Writer, ws ...Workload) error {
 		return err
 	}
 	SortForApply(objs)
-	var buf []byte
+	yw := yamlWriters.Get().(*yamlWriter)
+	defer func() {
+		yw.buf = yw.buf[:0]
+		yamlWriters.Put(yw)
+	}()
 	for i, u := range objs {
 		if i > 0 {
-			buf = append(buf, "---\n"...)
+			yw.buf = append(yw.buf, "---\n"...)
 		}
 		// The output is yaml.v2's on the unstructured content, which is
-		// what sigs.k8s.io/yaml gives without its JSON round trip.
-		// appendYAML writes the common documents itself, without the
-		// events yaml.v2 queues, and leaves the rest to yaml.v2.
-		doc := len(buf)
-		var ok bool
-		if buf, ok = appendYAML(buf, u.Object); ok {
+		// what sigs.k8s.io/yaml gives without its JSON round trip. The
+		// writer writes the common documents itself, without the events
+		// yaml.v2 queues, and leaves the rest to yaml.v2.
+		if yw.document(u.Object) {
 			continue
 		}
 		b, err := yaml.Marshal(u.Object)
 		if err != nil {
 			return fmt.Errorf("render %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
-		buf = append(buf[:doc], b...)
+		yw.buf = append(yw.buf, b...)
 	}
-	_, err = w.Write(buf)
+	_, err = w.Write(yw.buf)
 	return err
 }
 

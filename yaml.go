@@ -7,103 +7,123 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-// appendYAML appends to buf the YAML document yaml.v2 writes for the
+// document appends to w.buf the YAML document yaml.v2 writes for the
 // unstructured content obj, byte for byte, and reports whether it could:
 // it knows the shapes the unstructured converter makes (maps with string
 // keys, slices, strings, int64, float64, bool, nil) and the strings that
 // need no line folding, escapes or block scalars. For anything else it
-// returns false and Render asks yaml.v2. yaml.v2 queues every event of a
-// document in a slice it never trims, which made its allocations the bulk
-// of Render; TestAppendYAMLMatchesYAMLv2 holds the two outputs equal.
-func appendYAML(buf []byte, obj map[string]any) ([]byte, bool) {
+// returns false, leaving w.buf as it was, and Render asks yaml.v2.
+// yaml.v2 queues every event of a document in a slice it never trims,
+// which made its allocations the bulk of Render;
+// TestAppendYAMLMatchesYAMLv2 holds the two outputs equal.
+func (w *yamlWriter) document(obj map[string]any) bool {
+	start := len(w.buf)
 	if len(obj) == 0 {
-		return append(buf, "{}\n"...), true
+		w.buf = append(w.buf, "{}\n"...)
+		return true
 	}
-	return appendMapping(buf, obj, 0, false)
+	if !w.mapping(obj, 0, false) {
+		w.buf = w.buf[:start]
+		return false
+	}
+	return true
 }
 
-// appendMapping writes the block mapping m at indent; inline means the
-// first key goes on the current line (after "- ").
-func appendMapping(buf []byte, m map[string]any, indent int, inline bool) ([]byte, bool) {
-	keys := make([]string, 0, len(m))
+// yamlWriter holds the output and the keys of the mappings being written,
+// a stack in one slice. Render keeps writers in a pool: they are scratch
+// space, nothing in them outlives a call.
+type yamlWriter struct {
+	buf  []byte
+	keys []string
+}
+
+var yamlWriters = sync.Pool{New: func() any { return new(yamlWriter) }}
+
+// mapping writes the block mapping m at indent; inline means the first
+// key goes on the current line (after "- ").
+func (w *yamlWriter) mapping(m map[string]any, indent int, inline bool) bool {
+	base := len(w.keys)
 	for k := range m {
-		keys = append(keys, k)
+		w.keys = append(w.keys, k)
 	}
-	if !sortYAMLKeys(keys) {
-		return buf, false
+	defer func() { w.keys = w.keys[:base] }()
+	if !sortYAMLKeys(w.keys[base:]) {
+		return false
 	}
 	var ok bool
-	for i, k := range keys {
-		if i > 0 || !inline {
-			buf = appendIndent(buf, indent)
+	for i := base; i < base+len(m); i++ {
+		k := w.keys[i] // by index: nested mappings may move w.keys
+		if i > base || !inline {
+			w.buf = appendIndent(w.buf, indent)
 		}
-		if buf, ok = appendString(buf, k, true); !ok {
-			return buf, false
+		if w.buf, ok = appendString(w.buf, k, true); !ok {
+			return false
 		}
-		buf = append(buf, ':')
+		w.buf = append(w.buf, ':')
 		switch v := m[k].(type) {
 		case map[string]any:
 			if len(v) == 0 {
-				buf = append(buf, " {}\n"...)
+				w.buf = append(w.buf, " {}\n"...)
 				continue
 			}
-			buf = append(buf, '\n')
-			buf, ok = appendMapping(buf, v, indent+2, false)
+			w.buf = append(w.buf, '\n')
+			ok = w.mapping(v, indent+2, false)
 		case []any:
 			if len(v) == 0 {
-				buf = append(buf, " []\n"...)
+				w.buf = append(w.buf, " []\n"...)
 				continue
 			}
 			// yaml.v2 writes the items of a sequence in a mapping at the
 			// mapping's indent.
-			buf = append(buf, '\n')
-			buf, ok = appendSequence(buf, v, indent, false)
+			w.buf = append(w.buf, '\n')
+			ok = w.sequence(v, indent, false)
 		default:
-			buf = append(buf, ' ')
-			buf, ok = appendScalar(buf, v)
-			buf = append(buf, '\n')
+			w.buf = append(w.buf, ' ')
+			w.buf, ok = appendScalar(w.buf, v)
+			w.buf = append(w.buf, '\n')
 		}
 		if !ok {
-			return buf, false
+			return false
 		}
 	}
-	return buf, true
+	return true
 }
 
-func appendSequence(buf []byte, s []any, indent int, inline bool) ([]byte, bool) {
+func (w *yamlWriter) sequence(s []any, indent int, inline bool) bool {
 	var ok bool
 	for i, item := range s {
 		if i > 0 || !inline {
-			buf = appendIndent(buf, indent)
+			w.buf = appendIndent(w.buf, indent)
 		}
-		buf = append(buf, '-')
+		w.buf = append(w.buf, '-')
 		switch v := item.(type) {
 		case map[string]any:
 			if len(v) == 0 {
-				buf = append(buf, " {}\n"...)
+				w.buf = append(w.buf, " {}\n"...)
 				continue
 			}
-			buf = append(buf, ' ')
-			buf, ok = appendMapping(buf, v, indent+2, true)
+			w.buf = append(w.buf, ' ')
+			ok = w.mapping(v, indent+2, true)
 		case []any:
 			if len(v) == 0 {
-				buf = append(buf, " []\n"...)
+				w.buf = append(w.buf, " []\n"...)
 				continue
 			}
-			buf = append(buf, ' ')
-			buf, ok = appendSequence(buf, v, indent+2, true)
+			w.buf = append(w.buf, ' ')
+			ok = w.sequence(v, indent+2, true)
 		default:
-			buf = append(buf, ' ')
-			buf, ok = appendScalar(buf, v)
-			buf = append(buf, '\n')
+			w.buf = append(w.buf, ' ')
+			w.buf, ok = appendScalar(w.buf, v)
+			w.buf = append(w.buf, '\n')
 		}
 		if !ok {
-			return buf, false
+			return false
 		}
 	}
-	return buf, true
+	return true
 }
 
 func appendIndent(buf []byte, n int) []byte {
