@@ -34,6 +34,7 @@ type Client struct {
 	namespace   string
 	readers     map[schema.GroupKind]StatusFunc
 	parallelism int
+	watches     watchHub // shared by the client's waits
 }
 
 // DefaultApplyParallelism is how many objects of one kind Apply sends to
@@ -264,6 +265,13 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 	if !o.dryRun && !sameRefs(stored, final) {
 		if err := c.writeRecord(ctx, rel.Name, rel.Namespace, final, applyOpts); err != nil {
 			return nil, err
+		}
+	}
+	if !o.dryRun {
+		// Apply decoded the server's answer into each object.
+		rel.applied = make(map[ObjectRef]string, len(objs))
+		for _, u := range objs {
+			rel.applied[RefOf(u)] = u.GetResourceVersion()
 		}
 	}
 	return rel, nil

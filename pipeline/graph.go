@@ -89,10 +89,25 @@ type graph struct {
 	cyclic bool
 }
 
-// text is one string a step carries, with where it is.
+// text is one string a step carries, with where it is: the step's field,
+// and an index or a key in it (index -1 and key "" for neither). The path
+// is built only when asked for, which is when the text is wrong.
 type text struct {
-	path  *field.Path
+	field string
+	index int
+	key   string
 	value string
+}
+
+func (t text) path(step *field.Path) *field.Path {
+	p := step.Child(t.field)
+	switch {
+	case t.key != "":
+		return p.Key(t.key)
+	case t.index >= 0:
+		return p.Index(t.index)
+	}
+	return p
 }
 
 // analyze validates everything a pipeline's targets share and builds its
@@ -101,7 +116,7 @@ func (p *Pipeline) analyze() (*graph, field.ErrorList) {
 	g := &graph{p: p, byName: map[string]*node{}, params: map[string]string{}}
 	errs := p.ValidateMeta(63)
 	for i, pr := range p.params {
-		if !paramNameRe.MatchString(pr.name) {
+		if !isParamName(pr.name) {
 			errs = append(errs, field.Invalid(field.NewPath("params").Index(i).Child("name"), pr.name,
 				"must consist of letters, digits, '-' or '_' and start with a letter or digit"))
 		}
@@ -230,7 +245,7 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 	for j, o := range c.outputs {
 		op := path.Child("outputs").Index(j)
 		switch {
-		case !paramNameRe.MatchString(o):
+		case !isParamName(o):
 			errs = append(errs, field.Invalid(op, o, "must consist of letters, digits, '-' or '_' and start with a letter or digit"))
 		case seen[o]:
 			errs = append(errs, field.Duplicate(op, o))
@@ -446,28 +461,28 @@ func (n *node) texts() []text {
 	switch s := n.step.(type) {
 	case *ContainerStep:
 		if img := s.ImageName(); img != "" {
-			out = append(out, text{n.path.Child("image"), img})
+			out = append(out, text{"image", -1, "", img})
 		}
 		cmd, args := s.CommandLine()
 		for i, v := range cmd {
-			out = append(out, text{n.path.Child("command").Index(i), v})
+			out = append(out, text{"command", i, "", v})
 		}
 		for i, v := range args {
-			out = append(out, text{n.path.Child("args").Index(i), v})
+			out = append(out, text{"args", i, "", v})
 		}
 		for _, e := range s.EnvVars() {
 			if e.ValueFrom == nil {
-				out = append(out, text{n.path.Child("env").Key(e.Name), e.Value})
+				out = append(out, text{"env", -1, e.Name, e.Value})
 			}
 		}
 	case *FuncStep:
 		for _, in := range s.inputs {
-			out = append(out, text{n.path.Child("inputs").Key(in.name), in.value})
+			out = append(out, text{"inputs", -1, in.name, in.value})
 		}
 	case *WorkloadStep:
 		if n.primary != nil {
 			walkStrings(n.primary.Object, func(v string) {
-				out = append(out, text{n.path.Child("workload"), v})
+				out = append(out, text{"workload", -1, "", v})
 			})
 		}
 	}
@@ -502,14 +517,13 @@ func (g *graph) link(n *node) field.ErrorList {
 	c := n.c
 	deps := map[int]bool{}
 	for j, a := range c.after {
-		ap := n.path.Child("after").Index(j)
 		if isNilStep(a) {
-			errs = append(errs, field.Required(ap, "dependency is nil"))
+			errs = append(errs, field.Required(n.path.Child("after").Index(j), "dependency is nil"))
 			continue
 		}
 		up, ok := g.byName[a.Name()]
 		if !ok {
-			errs = append(errs, field.NotFound(ap, a.Name()))
+			errs = append(errs, field.NotFound(n.path.Child("after").Index(j), a.Name()))
 			continue
 		}
 		deps[up.index] = true
@@ -517,8 +531,12 @@ func (g *graph) link(n *node) field.ErrorList {
 	fanned := c.itemsSet || c.itemsFrom != ""
 	inputSeen := map[string]bool{}
 	paramSeen := map[string]bool{}
-	check := func(path *field.Path, s string, taskLevel bool) {
+	check := func(where func() *field.Path, s string, taskLevel bool) {
 		refs, perrs := scanRefs(s)
+		if len(refs) == 0 && len(perrs) == 0 {
+			return
+		}
+		path := where()
 		for _, e := range perrs {
 			errs = append(errs, field.Invalid(path, s, e.Error()))
 		}
@@ -588,18 +606,18 @@ func (g *graph) link(n *node) field.ErrorList {
 		}
 	}
 	for _, t := range n.texts() {
-		check(t.path, t.value, false)
+		check(func() *field.Path { return t.path(n.path) }, t.value, false)
 	}
 	if c.when != "" {
 		wp := n.path.Child("when")
-		check(wp, c.when, true)
+		check(func() *field.Path { return wp }, c.when, true)
 		if _, err := parseWhen(substitute(c.when, func(ref) string { return "x" })); err != nil {
 			errs = append(errs, field.Invalid(wp, c.when, err.Error()))
 		}
 	}
 	if c.itemsFrom != "" {
 		fp := n.path.Child("forEachIn")
-		check(fp, c.itemsFrom, true)
+		check(func() *field.Path { return fp }, c.itemsFrom, true)
 		if r, ok := soleRef(c.itemsFrom); !ok || (r.kind != refParam && r.kind != refOutput) {
 			errs = append(errs, field.Invalid(fp, c.itemsFrom, "must be one ParamRef or step Output holding a JSON list"))
 		}
