@@ -460,17 +460,19 @@ func (n *node) texts() []text {
 	var out []text
 	switch s := n.step.(type) {
 	case *ContainerStep:
+		cmd, args := s.CommandLine()
+		env := s.EnvVars()
+		out = make([]text, 0, 1+len(cmd)+len(args)+len(env))
 		if img := s.ImageName(); img != "" {
 			out = append(out, text{"image", -1, "", img})
 		}
-		cmd, args := s.CommandLine()
 		for i, v := range cmd {
 			out = append(out, text{"command", i, "", v})
 		}
 		for i, v := range args {
 			out = append(out, text{"args", i, "", v})
 		}
-		for _, e := range s.EnvVars() {
+		for _, e := range env {
 			if e.ValueFrom == nil {
 				out = append(out, text{"env", -1, e.Name, e.Value})
 			}
@@ -536,15 +538,21 @@ func (g *graph) link(n *node) field.ErrorList {
 		if len(refs) == 0 && len(perrs) == 0 {
 			return
 		}
-		path := where()
+		var path *field.Path
+		at := func() *field.Path { // built only for an error
+			if path == nil {
+				path = where()
+			}
+			return path
+		}
 		for _, e := range perrs {
-			errs = append(errs, field.Invalid(path, s, e.Error()))
+			errs = append(errs, field.Invalid(at(), s, e.Error()))
 		}
 		for _, r := range refs {
 			switch r.kind {
 			case refParam:
 				if _, ok := g.params[r.name]; !ok {
-					errs = append(errs, field.Invalid(path, s, fmt.Sprintf("parameter %q is not declared: call Param(%q, default)", r.name, r.name)))
+					errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("parameter %q is not declared: call Param(%q, default)", r.name, r.name)))
 					continue
 				}
 				if !paramSeen[r.name] {
@@ -555,18 +563,18 @@ func (g *graph) link(n *node) field.ErrorList {
 				up, ok := g.byName[r.step]
 				switch {
 				case n.exit:
-					errs = append(errs, field.Invalid(path, s, "the exit handler cannot read the outputs of steps"))
+					errs = append(errs, field.Invalid(at(), s, "the exit handler cannot read the outputs of steps"))
 					continue
 				case !ok:
-					errs = append(errs, field.Invalid(path, s, fmt.Sprintf("refers to step %q, which is not in the pipeline", r.step)))
+					errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("refers to step %q, which is not in the pipeline", r.step)))
 					continue
 				case up == n:
-					errs = append(errs, field.Invalid(path, s, "refers to the step's own output: use OutputFile to name the file it writes"))
+					errs = append(errs, field.Invalid(at(), s, "refers to the step's own output: use OutputFile to name the file it writes"))
 					continue
 				}
 				deps[up.index] = true // even for a missing output: the step is meant to wait
 				if !slices.Contains(up.c.outputs, r.name) {
-					errs = append(errs, field.Invalid(path, s, fmt.Sprintf("step %q has no output %q (declared: %s)", r.step, r.name, declared(up.c.outputs))))
+					errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("step %q has no output %q (declared: %s)", r.step, r.name, declared(up.c.outputs))))
 					continue
 				}
 				if !taskLevel && !inputSeen[inputName(r)] {
@@ -575,16 +583,16 @@ func (g *graph) link(n *node) field.ErrorList {
 				}
 			case refOutputPath:
 				if taskLevel || n.typ != containerType {
-					errs = append(errs, field.Invalid(path, s, "an output file belongs in a container step's command, args or env"))
+					errs = append(errs, field.Invalid(at(), s, "an output file belongs in a container step's command, args or env"))
 				} else if !slices.Contains(c.outputs, r.name) {
-					errs = append(errs, field.Invalid(path, s, fmt.Sprintf("output %q is not declared: call Outputs(%q)", r.name, r.name)))
+					errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("output %q is not declared: call Outputs(%q)", r.name, r.name)))
 				}
 			case refItem:
 				switch {
 				case !fanned:
-					errs = append(errs, field.Invalid(path, s, "only a step with ForEach or ForEachIn has an item"))
+					errs = append(errs, field.Invalid(at(), s, "only a step with ForEach or ForEachIn has an item"))
 				case taskLevel:
-					errs = append(errs, field.Invalid(path, s, "the item is known only inside the step"))
+					errs = append(errs, field.Invalid(at(), s, "the item is known only inside the step"))
 				case !inputSeen[inputName(r)]:
 					inputSeen[inputName(r)] = true
 					n.inputs = append(n.inputs, r)
@@ -592,15 +600,15 @@ func (g *graph) link(n *node) field.ErrorList {
 			case refWorkspace:
 				switch {
 				case g.p.workspace == nil:
-					errs = append(errs, field.Invalid(path, s, "the pipeline has no workspace: call Workspace"))
+					errs = append(errs, field.Invalid(at(), s, "the pipeline has no workspace: call Workspace"))
 				case taskLevel:
-					errs = append(errs, field.Invalid(path, s, "the workspace is known only inside the step"))
+					errs = append(errs, field.Invalid(at(), s, "the workspace is known only inside the step"))
 				default:
 					n.usesWorkspace = true
 				}
 			case refPipelineStatus:
 				if !n.exit {
-					errs = append(errs, field.Invalid(path, s, "the pipeline status is known only in the exit handler"))
+					errs = append(errs, field.Invalid(at(), s, "the pipeline status is known only in the exit handler"))
 				}
 			}
 		}
