@@ -266,7 +266,7 @@ func TestDeleteRemovesTheRelease(t *testing.T) {
 // iteration, 1,000 others with plain controller-runtime server-side apply
 // from 8 goroutines (each object converted to unstructured first, as
 // cube does), alternating which goes first so that neither always meets
-// a warmer server. It reports both rates and cube/ssa, the ratio of the
+// a warmer server (run an even number of iterations: -benchtime 4x). It reports both rates and cube/ssa, the ratio of the
 // times (the target is at most 1/0.95).
 func BenchmarkApply1000Deployments(b *testing.B) {
 	const n, workers = 1000, 8

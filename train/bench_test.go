@@ -111,53 +111,42 @@ func BenchmarkApply200PyTorchJobs(b *testing.B) {
 			}
 			floorJobs[i] = objs[0]
 		}
-		apply := func() {
+		timed := func(total *time.Duration, f func() error) {
 			start := time.Now()
-			for _, j := range builders {
-				if _, err := c.Apply(ctx, j); err != nil {
-					b.Fatal(err)
-				}
+			if err := f(); err != nil {
+				b.Fatal(err)
 			}
-			cubeTime += time.Since(start)
+			*total += time.Since(start)
 		}
-		ssa := func() {
-			start := time.Now()
-			for _, obj := range rendered {
-				u, err := cube.ToUnstructured(obj)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("bench")); err != nil {
-					b.Fatal(err)
-				}
+		ssaApply := func(obj client.Object) error {
+			u, err := cube.ToUnstructured(obj)
+			if err != nil {
+				return err
 			}
-			ssaTime += time.Since(start)
+			return env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("bench"))
 		}
-		// The floor of any apply that records a release before its
-		// objects: one small write (a ConfigMap) before each object's.
-		floor := func() {
-			start := time.Now()
-			for i, obj := range floorJobs {
-				record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("floor-%d-%d", round, i), Namespace: ns},
-					Data: map[string]string{"objects": "kubeflow.org/v1 PyTorchJob " + ns + " " + obj.GetName()}}
-				if err := env.Client.Create(ctx, record, client.FieldOwner("bench")); err != nil {
-					b.Fatal(err)
-				}
-				u, err := cube.ToUnstructured(obj)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("bench")); err != nil {
-					b.Fatal(err)
-				}
+		// Job by job, the three ways take turns going first, so that a
+		// change in the machine's load (it is shared) falls on all three.
+		for i := range builders {
+			runs := []func(){
+				func() { timed(&cubeTime, func() error { _, err := c.Apply(ctx, builders[i]); return err }) },
+				func() { timed(&ssaTime, func() error { return ssaApply(rendered[i]) }) },
+				// The floor of any apply that records a release before its
+				// objects: one small write (a ConfigMap) before the object's.
+				func() {
+					timed(&floorTime, func() error {
+						record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("floor-%d-%d", round, i), Namespace: ns},
+							Data: map[string]string{"objects": "kubeflow.org/v1 PyTorchJob " + ns + " " + floorJobs[i].GetName()}}
+						if err := env.Client.Create(ctx, record, client.FieldOwner("bench")); err != nil {
+							return err
+						}
+						return ssaApply(floorJobs[i])
+					})
+				},
 			}
-			floorTime += time.Since(start)
-		}
-		// Rotate which goes first so that none always meets a warmer
-		// server.
-		runs := []func(){apply, ssa, floor}
-		for i := range runs {
-			runs[(i+round)%len(runs)]()
+			for k := range runs {
+				runs[(k+i)%len(runs)]()
+			}
 		}
 	}
 	b.ReportMetric(float64(cubeTime.Milliseconds())/float64(round), "cube-ms/200")
