@@ -147,16 +147,16 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 	c.names[p.Name()] = "the DAG template"
 	dag := wfv1.Template{Name: p.Name(), DAG: &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(g.nodes))}}
 	for _, n := range g.nodes {
-		task, terrs := c.step(n)
+		task, ok, terrs := c.step(n)
 		errs = append(errs, terrs...)
-		if task != nil {
-			dag.DAG.Tasks = append(dag.DAG.Tasks, *task)
+		if ok {
+			dag.DAG.Tasks = append(dag.DAG.Tasks, task)
 		}
 	}
 	if g.exit != nil {
-		if task, terrs := c.step(g.exit); len(terrs) > 0 {
+		if task, ok, terrs := c.step(g.exit); len(terrs) > 0 {
 			errs = append(errs, terrs...)
-		} else if task != nil {
+		} else if ok {
 			spec.OnExit = task.Template
 		}
 	}
@@ -332,17 +332,14 @@ func inTask(r ref) string {
 }
 
 // step compiles one step into its templates and returns its DAG task.
-func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
-	var (
-		tmpl wfv1.Template
-		errs field.ErrorList
-	)
+func (c *compiler) step(n *node) (task wfv1.DAGTask, ok bool, errs field.ErrorList) {
+	var tmpl wfv1.Template
 	if n.badName {
-		return nil, nil
+		return task, false, nil
 	}
 	switch s := n.step.(type) {
 	case *FuncStep:
-		return nil, field.ErrorList{field.Invalid(n.path, n.c.name,
+		return task, false, field.ErrorList{field.Invalid(n.path, n.c.name,
 			"a Go function step runs only locally: use a container or workload step to compile the pipeline for Argo")}
 	case *ContainerStep:
 		tmpl, errs = c.container(n, s)
@@ -363,7 +360,7 @@ func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
 	}
 	errs = append(errs, c.claim(tmpl.Name, fmt.Sprintf("step %q", n.c.name), n.path.Child("name"))...)
 
-	task := &wfv1.DAGTask{Name: n.c.name, Template: tmpl.Name}
+	task = wfv1.DAGTask{Name: n.c.name, Template: tmpl.Name}
 	for _, d := range n.deps {
 		task.Dependencies = append(task.Dependencies, c.g.nodes[d].c.name)
 	}
@@ -384,7 +381,7 @@ func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
 		task.Arguments.Parameters = nilIfEmpty(args)
 		task.WithItems, task.WithParam = items, withParam
 		c.templates = append(c.templates, tmpl)
-		return task, errs
+		return task, true, errs
 	}
 
 	// A bounded fan-out runs inside a DAG template of its own, whose
@@ -415,7 +412,7 @@ func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
 	task.Template = wrapper.Name
 	task.Arguments.Parameters = nilIfEmpty(outer)
 	c.templates = append(c.templates, wrapper, tmpl)
-	return task, errs
+	return task, true, errs
 }
 
 func nilIfEmpty[T any](s []T) []T {
