@@ -517,7 +517,7 @@ func (c *compiler) container(n *node, s *ContainerStep) (wfv1.Template, field.Er
 	}
 	labels[LabelStep] = n.c.name
 	annotations := maps.Clone(pt.Annotations)
-	if extra := s.ObjectMeta(n.c.name).Annotations; len(extra) > 0 {
+	if extra := s.Annotations(); len(extra) > 0 {
 		if annotations == nil {
 			annotations = map[string]string{}
 		}

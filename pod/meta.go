@@ -64,6 +64,10 @@ func (m *Meta[T]) Name() string { return m.name }
 // NamespaceName returns the namespace set with Namespace (may be empty).
 func (m *Meta[T]) NamespaceName() string { return m.namespace }
 
+// Annotations returns a copy of the annotations set with Annotation (nil
+// when there are none): what ObjectMeta would carry, without building it.
+func (m *Meta[T]) Annotations() map[string]string { return maps.Clone(m.annotations) }
+
 // Identity returns the release identity that labels every object.
 func (m *Meta[T]) Identity() cube.Identity {
 	return cube.Identity{Kind: m.kind, Release: m.name, PartOf: m.partOf}
