@@ -68,10 +68,30 @@ func isNil(v any) bool {
 }
 
 // prepare builds w and converts its objects to the form Apply sends and
-// Render writes, with the checks both make, so that Render never writes
-// what Apply refuses: at least one object, each with apiVersion and kind,
-// every one labelled with the same release.
+// Render writes, with the checks both make (see checked).
 func prepare(w Workload) ([]*unstructured.Unstructured, error) {
+	objs, err := checked(w)
+	if err != nil {
+		return nil, err
+	}
+	return toUnstructuredAll(objs)
+}
+
+func toUnstructuredAll(objs []client.Object) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		var err error
+		if out[i], err = ToUnstructured(o); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checked builds w and checks its objects as Apply and Render do, so that
+// Render never writes what Apply refuses: at least one object, each with
+// apiVersion and kind, every one labelled with the same release.
+func checked(w Workload) ([]client.Object, error) {
 	built, err := build(w)
 	if err != nil {
 		return nil, err
@@ -79,38 +99,45 @@ func prepare(w Workload) ([]*unstructured.Unstructured, error) {
 	if len(built) == 0 {
 		return nil, fmt.Errorf("workload %T has no objects", w)
 	}
-	objs := make([]*unstructured.Unstructured, 0, len(built))
 	var errs []error
 	release := ""
 	for _, b := range built {
-		u, err := ToUnstructured(b)
-		if err != nil {
+		if err := kindSet(b); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		switch name := u.GetLabels()[LabelRelease]; {
+		kind := b.GetObjectKind().GroupVersionKind().Kind
+		switch name := b.GetLabels()[LabelRelease]; {
 		case name == "":
-			errs = append(errs, fmt.Errorf("%s %q has no %s label: build it with cube.Identity", u.GetKind(), u.GetName(), LabelRelease))
+			errs = append(errs, fmt.Errorf("%s %q has no %s label: build it with cube.Identity", kind, b.GetName(), LabelRelease))
 		case release == "":
 			release = name
 		case release != name:
-			errs = append(errs, fmt.Errorf("%s %q belongs to release %q, not %q: a workload is one release", u.GetKind(), u.GetName(), name, release))
+			errs = append(errs, fmt.Errorf("%s %q belongs to release %q, not %q: a workload is one release", kind, b.GetName(), name, release))
 		}
-		objs = append(objs, u)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return objs, nil
+	return built, nil
 }
 
-// prepareAll prepares every workload of ws, reporting the problems of
-// each under "<what> <index>".
-func prepareAll(what string, ws []Workload) ([]*unstructured.Unstructured, error) {
-	var objs []*unstructured.Unstructured
+// kindSet refuses an object without apiVersion and kind: every cube
+// builder sets them, and the API server and kubectl need them.
+func kindSet(obj client.Object) error {
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind == "" || gvk.Version == "" {
+		return fmt.Errorf("object %q of type %T has no apiVersion/kind set", obj.GetName(), obj)
+	}
+	return nil
+}
+
+// checkedAll checks every workload of ws, reporting the problems of each
+// under "<what> <index>".
+func checkedAll(what string, ws []Workload) ([]client.Object, error) {
+	var objs []client.Object
 	var errs []error
 	for i, w := range ws {
-		prepared, err := prepare(w)
+		prepared, err := checked(w)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %d: %w", what, i, err))
 			continue
@@ -118,6 +145,15 @@ func prepareAll(what string, ws []Workload) ([]*unstructured.Unstructured, error
 		objs = append(objs, prepared...)
 	}
 	return objs, errors.Join(errs...)
+}
+
+// prepareAll is checkedAll with the objects converted as prepare does.
+func prepareAll(what string, ws []Workload) ([]*unstructured.Unstructured, error) {
+	objs, err := checkedAll(what, ws)
+	if err != nil {
+		return nil, err
+	}
+	return toUnstructuredAll(objs)
 }
 
 // build returns the objects of w, refusing a nil or typed-nil workload and

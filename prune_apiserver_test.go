@@ -9,16 +9,20 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
@@ -149,6 +153,50 @@ func TestApplyThatFailsHalfwayKeepsAnHonestRecord(t *testing.T) {
 	rels, err := c.Releases(ctx, ns)
 	require.NoError(t, err)
 	assert.Empty(t, rels, "nothing was applied, so no release is recorded")
+}
+
+// An apply interrupted after some of its objects are stored (its context
+// cancelled, as a program stopping would) leaves a record that lists every
+// object of the release that exists, so Delete removes them all: the
+// record is written before the objects, never after.
+func TestInterruptedApplyLeavesNothingDeleteCannotFind(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var applied atomic.Int32
+	interrupting := interceptor.NewClient(env.Client, interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			err := c.Apply(ctx, obj, opts...)
+			if applied.Add(1) == 5 {
+				cancel()
+			}
+			return err
+		},
+	})
+	c := cube.NewFromClient(interrupting, cube.WithNamespace(ns), cube.WithApplyParallelism(2))
+	const n = 40
+	_, err := c.Apply(ctx, cube.Objects(deployments("cut", ns, n)...))
+	require.ErrorIs(t, err, context.Canceled)
+
+	var stored appsv1.DeploymentList
+	require.NoError(t, env.Client.List(t.Context(), &stored, client.InNamespace(ns), client.MatchingLabels{cube.LabelRelease: "cut"}))
+	require.NotEmpty(t, stored.Items, "the apply stopped after it had stored some objects")
+	require.Less(t, len(stored.Items), n, "and before it had stored them all")
+	rel, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Release(t.Context(), ns, "cut")
+	require.NoError(t, err)
+	recorded := map[string]bool{}
+	for _, ref := range rel.Objects {
+		recorded[ref.Name] = true
+	}
+	for _, d := range stored.Items {
+		assert.True(t, recorded[d.Name], "%s exists but is not in the record", d.Name)
+	}
+	require.NoError(t, rel.Delete(t.Context()))
+	for _, d := range stored.Items {
+		ref := cube.ObjectRef{GroupVersionKind: appsv1.SchemeGroupVersion.WithKind("Deployment"), Namespace: ns, Name: d.Name}
+		assert.True(t, deleted(t, env, ref), d.Name)
+	}
 }
 
 // A release that creates the namespace its record lives in (a tenant) gets

@@ -89,6 +89,9 @@ type Release struct {
 	Pruned []ObjectRef
 
 	client *Client
+	// applied is the resourceVersion the server gave each object this
+	// Apply wrote, so that Wait does not judge an object by an older one.
+	applied map[ObjectRef]string
 }
 
 // usable reports why r cannot be followed: a nil Release, or one not made

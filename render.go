@@ -1,7 +1,6 @@
 package cube
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -26,26 +25,42 @@ func Render(w io.Writer, ws ...Workload) error {
 	if isNil(w) {
 		return errors.New("render: writer is nil")
 	}
-	objs, err := prepareAll("render workload", ws)
+	objs, err := checkedAll("render workload", ws)
 	if err != nil {
 		return err
 	}
-	SortForApply(objs)
-	var buf bytes.Buffer
-	for i, u := range objs {
+	slices.SortStableFunc(objs, func(a, b client.Object) int {
+		return cmp.Compare(rankOf(a.GetObjectKind().GroupVersionKind().Kind), rankOf(b.GetObjectKind().GroupVersionKind().Kind))
+	})
+	yw := yamlWriters.Get().(*yamlWriter)
+	defer yw.reset()
+	for i, obj := range objs {
 		if i > 0 {
-			buf.WriteString("---\n")
+			yw.buf = append(yw.buf, "---\n"...)
 		}
-		// yaml.v2 directly on the unstructured content gives what
-		// sigs.k8s.io/yaml would (it ends in the same encoder, with sorted
-		// keys) without its JSON round trip, which took half the time.
+		// The output is yaml.v2's on the unstructured content, which is
+		// what sigs.k8s.io/yaml gives without its JSON round trip. The
+		// writer writes the common documents itself, from the object's
+		// JSON (the unstructured converter sizes every map for all the
+		// fields of its struct) and without the events yaml.v2 queues,
+		// and leaves the rest to yaml.v2.
+		if _, typed := obj.(*unstructured.Unstructured); !typed && yw.fromJSON(obj) {
+			continue
+		}
+		u, err := ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		if yw.document(u.Object) {
+			continue
+		}
 		b, err := yaml.Marshal(u.Object)
 		if err != nil {
 			return fmt.Errorf("render %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
-		buf.Write(b)
+		yw.buf = append(yw.buf, b...)
 	}
-	_, err = w.Write(buf.Bytes())
+	_, err = w.Write(yw.buf)
 	return err
 }
 
@@ -56,10 +71,10 @@ func ToUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	if isNil(obj) {
 		return nil, errors.New("object is nil")
 	}
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	if gvk.Kind == "" || gvk.Version == "" {
-		return nil, fmt.Errorf("object %q of type %T has no apiVersion/kind set", obj.GetName(), obj)
+	if err := kindSet(obj); err != nil {
+		return nil, err
 	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
 	var content map[string]any
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		content = runtime.DeepCopyJSON(u.Object)

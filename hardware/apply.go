@@ -307,8 +307,9 @@ func (m *mutator) apply(p Placement) {
 	}
 
 	// Node placement.
-	for _, k := range sortedKeys(nodeSelectorFor(prof)) {
-		m.setNodeSelector(k, nodeSelectorFor(prof)[k])
+	selector := nodeSelectorFor(prof)
+	for _, k := range sortedKeys(selector) {
+		m.setNodeSelector(k, selector[k])
 	}
 	for _, t := range prof.tolerations {
 		if !slices.ContainsFunc(m.tmpl.Spec.Tolerations, func(have corev1.Toleration) bool { return equality.Semantic.DeepEqual(have, t) }) {

@@ -143,20 +143,20 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 			size++
 		}
 	}
-	c := &compiler{g: g, names: make(map[string]string, size), templates: make([]wfv1.Template, 1, size)}
-	c.names[p.Name()] = "the DAG template"
+	c := &compiler{g: g, names: make(map[string]claimant, size), templates: make([]wfv1.Template, 1, size)}
+	c.names[p.Name()] = claimant{what: "the DAG template"}
 	dag := wfv1.Template{Name: p.Name(), DAG: &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(g.nodes))}}
 	for _, n := range g.nodes {
-		task, terrs := c.step(n)
+		task, ok, terrs := c.step(n)
 		errs = append(errs, terrs...)
-		if task != nil {
-			dag.DAG.Tasks = append(dag.DAG.Tasks, *task)
+		if ok {
+			dag.DAG.Tasks = append(dag.DAG.Tasks, task)
 		}
 	}
 	if g.exit != nil {
-		if task, terrs := c.step(g.exit); len(terrs) > 0 {
+		if task, ok, terrs := c.step(g.exit); len(terrs) > 0 {
 			errs = append(errs, terrs...)
-		} else if task != nil {
+		} else if ok {
 			spec.OnExit = task.Template
 		}
 	}
@@ -278,17 +278,37 @@ func (g *graph) reachability() [][]bool {
 type compiler struct {
 	g           *graph
 	templates   []wfv1.Template
-	names       map[string]string // template name → what it is, to catch collisions
+	names       map[string]claimant // template name → what it is, to catch collisions
 	pullSecrets []corev1.LocalObjectReference
 	aux         []*unstructured.Unstructured
 }
 
-// claim records a template name, reporting a collision at path.
-func (c *compiler) claim(name, what string, path *field.Path) field.ErrorList {
-	if other, ok := c.names[name]; ok {
-		return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("template name %q of %s is already %s", name, what, other))}
+// claimant is what a template name belongs to: a step's template (or,
+// with fanOut, its fan-out), or, with step empty, what says.
+type claimant struct {
+	step   string
+	fanOut bool
+	what   string
+}
+
+func (cl claimant) String() string {
+	switch {
+	case cl.step == "":
+		return cl.what
+	case cl.fanOut:
+		return fmt.Sprintf("the fan-out of step %q", cl.step)
 	}
-	c.names[name] = what
+	return fmt.Sprintf("step %q", cl.step)
+}
+
+// claim records a template name, reporting a collision at the name of
+// the step at path. Nothing is formatted unless names collide: claim runs
+// for every step.
+func (c *compiler) claim(name string, who claimant, path *field.Path) field.ErrorList {
+	if other, ok := c.names[name]; ok {
+		return field.ErrorList{field.Invalid(path.Child("name"), name, fmt.Sprintf("template name %q of %s is already %s", name, who, other))}
+	}
+	c.names[name] = who
 	return nil
 }
 
@@ -332,17 +352,14 @@ func inTask(r ref) string {
 }
 
 // step compiles one step into its templates and returns its DAG task.
-func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
-	var (
-		tmpl wfv1.Template
-		errs field.ErrorList
-	)
+func (c *compiler) step(n *node) (task wfv1.DAGTask, ok bool, errs field.ErrorList) {
+	var tmpl wfv1.Template
 	if n.badName {
-		return nil, nil
+		return task, false, nil
 	}
 	switch s := n.step.(type) {
 	case *FuncStep:
-		return nil, field.ErrorList{field.Invalid(n.path, n.c.name,
+		return task, false, field.ErrorList{field.Invalid(n.path, n.c.name,
 			"a Go function step runs only locally: use a container or workload step to compile the pipeline for Argo")}
 	case *ContainerStep:
 		tmpl, errs = c.container(n, s)
@@ -361,9 +378,9 @@ func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
 		deadline := intstr.FromInt32(secs)
 		tmpl.ActiveDeadlineSeconds = &deadline
 	}
-	errs = append(errs, c.claim(tmpl.Name, fmt.Sprintf("step %q", n.c.name), n.path.Child("name"))...)
+	errs = append(errs, c.claim(tmpl.Name, claimant{step: n.c.name}, n.path)...)
 
-	task := &wfv1.DAGTask{Name: n.c.name, Template: tmpl.Name}
+	task = wfv1.DAGTask{Name: n.c.name, Template: tmpl.Name}
 	for _, d := range n.deps {
 		task.Dependencies = append(task.Dependencies, c.g.nodes[d].c.name)
 	}
@@ -384,13 +401,13 @@ func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
 		task.Arguments.Parameters = nilIfEmpty(args)
 		task.WithItems, task.WithParam = items, withParam
 		c.templates = append(c.templates, tmpl)
-		return task, errs
+		return task, true, errs
 	}
 
 	// A bounded fan-out runs inside a DAG template of its own, whose
 	// parallelism limits the items running at once.
 	wrapper := wfv1.Template{Name: n.c.name + fanOutSuffix, Parallelism: ptrInt64(int64(n.c.maxPar))}
-	errs = append(errs, c.claim(wrapper.Name, fmt.Sprintf("the fan-out of step %q", n.c.name), n.path.Child("name"))...)
+	errs = append(errs, c.claim(wrapper.Name, claimant{step: n.c.name, fanOut: true}, n.path)...)
 	inner := wfv1.DAGTask{Name: n.c.name, Template: tmpl.Name, WithItems: items}
 	var outer []wfv1.Parameter
 	for _, a := range args {
@@ -415,7 +432,7 @@ func (c *compiler) step(n *node) (*wfv1.DAGTask, field.ErrorList) {
 	task.Template = wrapper.Name
 	task.Arguments.Parameters = nilIfEmpty(outer)
 	c.templates = append(c.templates, wrapper, tmpl)
-	return task, errs
+	return task, true, errs
 }
 
 func nilIfEmpty[T any](s []T) []T {
@@ -500,7 +517,7 @@ func (c *compiler) container(n *node, s *ContainerStep) (wfv1.Template, field.Er
 	}
 	labels[LabelStep] = n.c.name
 	annotations := maps.Clone(pt.Annotations)
-	if extra := s.ObjectMeta(n.c.name).Annotations; len(extra) > 0 {
+	if extra := s.Annotations(); len(extra) > 0 {
 		if annotations == nil {
 			annotations = map[string]string{}
 		}

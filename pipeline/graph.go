@@ -89,10 +89,25 @@ type graph struct {
 	cyclic bool
 }
 
-// text is one string a step carries, with where it is.
+// text is one string a step carries, with where it is: the step's field,
+// and an index or a key in it (index -1 and key "" for neither). The path
+// is built only when asked for, which is when the text is wrong.
 type text struct {
-	path  *field.Path
+	field string
+	index int
+	key   string
 	value string
+}
+
+func (t text) path(step *field.Path) *field.Path {
+	p := step.Child(t.field)
+	switch {
+	case t.key != "":
+		return p.Key(t.key)
+	case t.index >= 0:
+		return p.Index(t.index)
+	}
+	return p
 }
 
 // analyze validates everything a pipeline's targets share and builds its
@@ -101,7 +116,7 @@ func (p *Pipeline) analyze() (*graph, field.ErrorList) {
 	g := &graph{p: p, byName: map[string]*node{}, params: map[string]string{}}
 	errs := p.ValidateMeta(63)
 	for i, pr := range p.params {
-		if !paramNameRe.MatchString(pr.name) {
+		if !isParamName(pr.name) {
 			errs = append(errs, field.Invalid(field.NewPath("params").Index(i).Child("name"), pr.name,
 				"must consist of letters, digits, '-' or '_' and start with a letter or digit"))
 		}
@@ -230,7 +245,7 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 	for j, o := range c.outputs {
 		op := path.Child("outputs").Index(j)
 		switch {
-		case !paramNameRe.MatchString(o):
+		case !isParamName(o):
 			errs = append(errs, field.Invalid(op, o, "must consist of letters, digits, '-' or '_' and start with a letter or digit"))
 		case seen[o]:
 			errs = append(errs, field.Duplicate(op, o))
@@ -445,29 +460,31 @@ func (n *node) texts() []text {
 	var out []text
 	switch s := n.step.(type) {
 	case *ContainerStep:
-		if img := s.ImageName(); img != "" {
-			out = append(out, text{n.path.Child("image"), img})
-		}
 		cmd, args := s.CommandLine()
+		env := s.EnvVars()
+		out = make([]text, 0, 1+len(cmd)+len(args)+len(env))
+		if img := s.ImageName(); img != "" {
+			out = append(out, text{"image", -1, "", img})
+		}
 		for i, v := range cmd {
-			out = append(out, text{n.path.Child("command").Index(i), v})
+			out = append(out, text{"command", i, "", v})
 		}
 		for i, v := range args {
-			out = append(out, text{n.path.Child("args").Index(i), v})
+			out = append(out, text{"args", i, "", v})
 		}
-		for _, e := range s.EnvVars() {
+		for _, e := range env {
 			if e.ValueFrom == nil {
-				out = append(out, text{n.path.Child("env").Key(e.Name), e.Value})
+				out = append(out, text{"env", -1, e.Name, e.Value})
 			}
 		}
 	case *FuncStep:
 		for _, in := range s.inputs {
-			out = append(out, text{n.path.Child("inputs").Key(in.name), in.value})
+			out = append(out, text{"inputs", -1, in.name, in.value})
 		}
 	case *WorkloadStep:
 		if n.primary != nil {
 			walkStrings(n.primary.Object, func(v string) {
-				out = append(out, text{n.path.Child("workload"), v})
+				out = append(out, text{"workload", -1, "", v})
 			})
 		}
 	}
@@ -502,14 +519,13 @@ func (g *graph) link(n *node) field.ErrorList {
 	c := n.c
 	deps := map[int]bool{}
 	for j, a := range c.after {
-		ap := n.path.Child("after").Index(j)
 		if isNilStep(a) {
-			errs = append(errs, field.Required(ap, "dependency is nil"))
+			errs = append(errs, field.Required(n.path.Child("after").Index(j), "dependency is nil"))
 			continue
 		}
 		up, ok := g.byName[a.Name()]
 		if !ok {
-			errs = append(errs, field.NotFound(ap, a.Name()))
+			errs = append(errs, field.NotFound(n.path.Child("after").Index(j), a.Name()))
 			continue
 		}
 		deps[up.index] = true
@@ -517,16 +533,26 @@ func (g *graph) link(n *node) field.ErrorList {
 	fanned := c.itemsSet || c.itemsFrom != ""
 	inputSeen := map[string]bool{}
 	paramSeen := map[string]bool{}
-	check := func(path *field.Path, s string, taskLevel bool) {
+	check := func(where func() *field.Path, s string, taskLevel bool) {
 		refs, perrs := scanRefs(s)
+		if len(refs) == 0 && len(perrs) == 0 {
+			return
+		}
+		var path *field.Path
+		at := func() *field.Path { // built only for an error
+			if path == nil {
+				path = where()
+			}
+			return path
+		}
 		for _, e := range perrs {
-			errs = append(errs, field.Invalid(path, s, e.Error()))
+			errs = append(errs, field.Invalid(at(), s, e.Error()))
 		}
 		for _, r := range refs {
 			switch r.kind {
 			case refParam:
 				if _, ok := g.params[r.name]; !ok {
-					errs = append(errs, field.Invalid(path, s, fmt.Sprintf("parameter %q is not declared: call Param(%q, default)", r.name, r.name)))
+					errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("parameter %q is not declared: call Param(%q, default)", r.name, r.name)))
 					continue
 				}
 				if !paramSeen[r.name] {
@@ -537,18 +563,18 @@ func (g *graph) link(n *node) field.ErrorList {
 				up, ok := g.byName[r.step]
 				switch {
 				case n.exit:
-					errs = append(errs, field.Invalid(path, s, "the exit handler cannot read the outputs of steps"))
+					errs = append(errs, field.Invalid(at(), s, "the exit handler cannot read the outputs of steps"))
 					continue
 				case !ok:
-					errs = append(errs, field.Invalid(path, s, fmt.Sprintf("refers to step %q, which is not in the pipeline", r.step)))
+					errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("refers to step %q, which is not in the pipeline", r.step)))
 					continue
 				case up == n:
-					errs = append(errs, field.Invalid(path, s, "refers to the step's own output: use OutputFile to name the file it writes"))
+					errs = append(errs, field.Invalid(at(), s, "refers to the step's own output: use OutputFile to name the file it writes"))
 					continue
 				}
 				deps[up.index] = true // even for a missing output: the step is meant to wait
 				if !slices.Contains(up.c.outputs, r.name) {
-					errs = append(errs, field.Invalid(path, s, fmt.Sprintf("step %q has no output %q (declared: %s)", r.step, r.name, declared(up.c.outputs))))
+					errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("step %q has no output %q (declared: %s)", r.step, r.name, declared(up.c.outputs))))
 					continue
 				}
 				if !taskLevel && !inputSeen[inputName(r)] {
@@ -557,16 +583,16 @@ func (g *graph) link(n *node) field.ErrorList {
 				}
 			case refOutputPath:
 				if taskLevel || n.typ != containerType {
-					errs = append(errs, field.Invalid(path, s, "an output file belongs in a container step's command, args or env"))
+					errs = append(errs, field.Invalid(at(), s, "an output file belongs in a container step's command, args or env"))
 				} else if !slices.Contains(c.outputs, r.name) {
-					errs = append(errs, field.Invalid(path, s, fmt.Sprintf("output %q is not declared: call Outputs(%q)", r.name, r.name)))
+					errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("output %q is not declared: call Outputs(%q)", r.name, r.name)))
 				}
 			case refItem:
 				switch {
 				case !fanned:
-					errs = append(errs, field.Invalid(path, s, "only a step with ForEach or ForEachIn has an item"))
+					errs = append(errs, field.Invalid(at(), s, "only a step with ForEach or ForEachIn has an item"))
 				case taskLevel:
-					errs = append(errs, field.Invalid(path, s, "the item is known only inside the step"))
+					errs = append(errs, field.Invalid(at(), s, "the item is known only inside the step"))
 				case !inputSeen[inputName(r)]:
 					inputSeen[inputName(r)] = true
 					n.inputs = append(n.inputs, r)
@@ -574,32 +600,32 @@ func (g *graph) link(n *node) field.ErrorList {
 			case refWorkspace:
 				switch {
 				case g.p.workspace == nil:
-					errs = append(errs, field.Invalid(path, s, "the pipeline has no workspace: call Workspace"))
+					errs = append(errs, field.Invalid(at(), s, "the pipeline has no workspace: call Workspace"))
 				case taskLevel:
-					errs = append(errs, field.Invalid(path, s, "the workspace is known only inside the step"))
+					errs = append(errs, field.Invalid(at(), s, "the workspace is known only inside the step"))
 				default:
 					n.usesWorkspace = true
 				}
 			case refPipelineStatus:
 				if !n.exit {
-					errs = append(errs, field.Invalid(path, s, "the pipeline status is known only in the exit handler"))
+					errs = append(errs, field.Invalid(at(), s, "the pipeline status is known only in the exit handler"))
 				}
 			}
 		}
 	}
 	for _, t := range n.texts() {
-		check(t.path, t.value, false)
+		check(func() *field.Path { return t.path(n.path) }, t.value, false)
 	}
 	if c.when != "" {
 		wp := n.path.Child("when")
-		check(wp, c.when, true)
+		check(func() *field.Path { return wp }, c.when, true)
 		if _, err := parseWhen(substitute(c.when, func(ref) string { return "x" })); err != nil {
 			errs = append(errs, field.Invalid(wp, c.when, err.Error()))
 		}
 	}
 	if c.itemsFrom != "" {
 		fp := n.path.Child("forEachIn")
-		check(fp, c.itemsFrom, true)
+		check(func() *field.Path { return fp }, c.itemsFrom, true)
 		if r, ok := soleRef(c.itemsFrom); !ok || (r.kind != refParam && r.kind != refOutput) {
 			errs = append(errs, field.Invalid(fp, c.itemsFrom, "must be one ParamRef or step Output holding a JSON list"))
 		}

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -54,12 +53,23 @@ type ref struct {
 	name string // param, output or item key
 }
 
-var (
-	// paramNameRe is Argo's parameter and artifact name rule
-	// (workflow/validate: paramOrArtifactNameRegex), made to start with a
-	// letter or digit.
-	paramNameRe = regexp.MustCompile(`^[a-zA-Z0-9][-a-zA-Z0-9_]*$`)
-)
+// isParamName is Argo's parameter and artifact name rule
+// (workflow/validate: paramOrArtifactNameRegex), made to start with a
+// letter or digit: ^[a-zA-Z0-9][-a-zA-Z0-9_]*$. Written out, not a regular
+// expression: it runs on every placeholder of every step.
+func isParamName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '-' && c != '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // ours reports whether the inside of a placeholder belongs to cube's syntax;
 // anything else ({{workflow.uid}}, {{=expr}}) is left for Argo.
@@ -78,17 +88,17 @@ func parseRef(inner string) (ref, error) {
 	bad := errMalformed(inner)
 	switch parts[0] {
 	case "params":
-		if len(parts) != 2 || !paramNameRe.MatchString(parts[1]) {
+		if len(parts) != 2 || !isParamName(parts[1]) {
 			return ref{}, bad
 		}
 		return ref{kind: refParam, name: parts[1]}, nil
 	case "steps":
-		if len(parts) != 4 || parts[2] != "outputs" || parts[1] == "" || !paramNameRe.MatchString(parts[3]) {
+		if len(parts) != 4 || parts[2] != "outputs" || parts[1] == "" || !isParamName(parts[3]) {
 			return ref{}, errMalformed(inner + "}}: want {{steps.STEP.outputs.NAME")
 		}
 		return ref{kind: refOutput, step: parts[1], name: parts[3]}, nil
 	case "outputs":
-		if len(parts) != 3 || parts[2] != "path" || !paramNameRe.MatchString(parts[1]) {
+		if len(parts) != 3 || parts[2] != "path" || !isParamName(parts[1]) {
 			return ref{}, errMalformed(inner + "}}: want {{outputs.NAME.path")
 		}
 		return ref{kind: refOutputPath, name: parts[1]}, nil
@@ -96,7 +106,7 @@ func parseRef(inner string) (ref, error) {
 		switch {
 		case len(parts) == 1:
 			return ref{kind: refItem}, nil
-		case len(parts) == 2 && paramNameRe.MatchString(parts[1]):
+		case len(parts) == 2 && isParamName(parts[1]):
 			return ref{kind: refItem, name: parts[1]}, nil
 		}
 		return ref{}, bad

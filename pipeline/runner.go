@@ -550,7 +550,7 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 		write(r.nodes[d].key)
 	}
 	for _, t := range n.texts() {
-		write(t.path.String(), res(t.value))
+		write(t.path(n.path).String(), res(t.value))
 	}
 	for _, in := range n.inputs {
 		spec.inputs[inputName(in)] = res("{{" + refString(in) + "}}")

@@ -545,12 +545,13 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	if len(opts.Resources) > 0 {
 		requests, limits = overrideResources(requests, opts.Resources), overrideResources(limits, opts.Resources)
 	}
-	reqs, reqErrs := cube.ParseResourceList(requests, cPath.Child("resources", "requests"))
-	lims, limErrs := cube.ParseResourceList(limits, cPath.Child("resources", "limits"))
+	reqPath, limPath := cPath.Child("resources", "requests"), cPath.Child("resources", "limits")
+	reqs, reqErrs := cube.ParseResourceList(requests, reqPath)
+	lims, limErrs := cube.ParseResourceList(limits, limPath)
 	errs = append(errs, reqErrs...)
 	errs = append(errs, limErrs...)
-	errs = append(errs, wholeBytes(reqs, cPath.Child("resources", "requests"))...)
-	errs = append(errs, wholeBytes(lims, cPath.Child("resources", "limits"))...)
+	errs = append(errs, wholeBytes(reqs, reqPath)...)
+	errs = append(errs, wholeBytes(lims, limPath)...)
 	if len(reqs) > 0 {
 		c.Resources.Requests = reqs
 	}
@@ -560,7 +561,7 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	for _, rn := range sortedKeys(reqs) {
 		req := reqs[rn]
 		if l, ok := lims[rn]; ok && req.Cmp(l) > 0 {
-			errs = append(errs, field.Invalid(cPath.Child("resources", "requests").Key(string(rn)), req.String(), "must not exceed the limit "+l.String()))
+			errs = append(errs, field.Invalid(reqPath.Key(string(rn)), req.String(), "must not exceed the limit "+l.String()))
 		}
 	}
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/cputime"
 	"github.com/cubestudio/cube/internal/golden"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -101,11 +102,11 @@ func TestTraceBenchmark(t *testing.T) {
 	var bestWall, bestCPU time.Duration
 	var plan *vgpu.Plan
 	for i := 0; i < 3; i++ {
-		cpu0, cpuOK := processCPU()
+		cpu0, cpuOK := cputime.Process()
 		start := time.Now()
 		p, err := vgpu.Pack(bigInv, big, vgpu.Planner)
 		wall := time.Since(start)
-		cpu1, _ := processCPU()
+		cpu1, _ := cputime.Process()
 		require.NoError(t, err)
 		cpu := wall
 		if cpuOK {
@@ -128,27 +129,48 @@ func TestTraceBenchmark(t *testing.T) {
 	golden.Assert(t, "benchmark.golden", []byte(report.String()))
 }
 
+// BenchmarkPack packs the benchmark traces with every policy in one run
+// and reports, besides the time, the devices each used over the lower
+// bound of the demands it placed (devices/bound), the demands it placed, and for the planner
+// its devices over those of the best other policy that placed as many
+// (planner/best-other; at most 1).
 func BenchmarkPack(b *testing.B) {
-	trace := benchTrace(1000)
-	inv := benchInventory(3)
-	for _, policy := range vgpu.Policies() {
-		b.Run(fmt.Sprintf("1000/%s", policy), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := vgpu.Pack(inv, trace, policy); err != nil {
-					b.Fatal(err)
+	for _, bench := range []struct {
+		name  string
+		trace []vgpu.Demand
+		inv   hardware.Inventory
+	}{
+		{"1000", benchTrace(1000), benchInventory(3)},
+		{"1000-overloaded", benchTrace(1000), benchInventory(1)},
+		{"10000", benchTrace(10000), benchInventory(30)},
+	} {
+		plans := map[vgpu.Policy]*vgpu.Plan{}
+		for _, policy := range vgpu.Policies() {
+			b.Run(fmt.Sprintf("%s/%s", bench.name, policy), func(b *testing.B) {
+				b.ReportAllocs()
+				var plan *vgpu.Plan
+				for b.Loop() {
+					var err error
+					if plan, err = vgpu.Pack(bench.inv, bench.trace, policy); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-	}
-	big := benchTrace(10000)
-	bigInv := benchInventory(30)
-	b.Run("10000/planner", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := vgpu.Pack(bigInv, big, vgpu.Planner); err != nil {
-				b.Fatal(err)
-			}
+				plans[policy] = plan
+				b.ReportMetric(float64(plan.Summary.DevicesUsed)/float64(plan.Summary.LowerBound), "devices/bound")
+				b.ReportMetric(float64(plan.Summary.Placed), "placed")
+				if policy != vgpu.Planner {
+					return
+				}
+				best := 0
+				for other, p := range plans {
+					if other != vgpu.Planner && p.Summary.Placed >= plan.Summary.Placed && (best == 0 || p.Summary.DevicesUsed < best) {
+						best = p.Summary.DevicesUsed
+					}
+				}
+				if best > 0 {
+					b.ReportMetric(float64(plan.Summary.DevicesUsed)/float64(best), "planner/best-other")
+				}
+			})
 		}
-	})
+	}
 }

@@ -42,7 +42,8 @@ const (
 	// type, best fit on open devices (least room left after placing, memory
 	// and compute together), MIG instances placed where they keep the
 	// largest aligned blocks free, then a pass that empties the least-used
-	// devices into others.
+	// devices into others. When a simpler policy does better on the
+	// demands (see Pack), the planner returns that packing.
 	Planner Policy = "planner"
 )
 
@@ -251,6 +252,16 @@ func Pack(inv hardware.Inventory, demands []Demand, policy Policy, opts ...PackO
 				if alt := pack(inv, policy, cfg, base, o, false); alt.better(r) {
 					r = alt
 				}
+			}
+		}
+		// Best fit is a heuristic: on some traces a simpler policy packs
+		// tighter. Their runs are cheap next to the planner's and every
+		// one respects the same constraints, so the planner is never
+		// worse than any of them (TestPlannerNeverWorseThanBaselines).
+		// Whole-device allocation never beats the sharing first fit.
+		for _, baseline := range []Policy{FirstFit, Binpack, Spread} {
+			if alt := pack(inv, baseline, cfg, base, order, false); alt.better(r) {
+				r = alt
 			}
 		}
 	}
@@ -563,7 +574,17 @@ func (pk *packer) place(nd need) (*Assignment, string) {
 func (pk *packer) chooseByNode(nd need) []fit {
 	var best []fit
 	bestScore := 0.0
+	byLoad := pk.policy == Binpack || pk.policy == Spread
 	for _, group := range pk.groups[nd.typ] {
+		score := 0.0
+		if byLoad {
+			// A node no fuller (binpack) or emptier (spread) than the
+			// best so far cannot win: skip finding its devices.
+			score = nodeLoad(group)
+			if best != nil && ((pk.policy == Binpack && score <= bestScore) || (pk.policy == Spread && score >= bestScore)) {
+				continue
+			}
+		}
 		fitsHere := pk.buf[:0]
 		for _, d := range group {
 			if f, ok := pk.fits(d, nd); ok {
@@ -584,10 +605,7 @@ func (pk *packer) chooseByNode(nd need) []fit {
 		if pk.policy == WholeDevice || pk.policy == FirstFit {
 			return slices.Clone(fitsHere)
 		}
-		score := nodeLoad(group)
-		if best == nil || (pk.policy == Binpack && score > bestScore) || (pk.policy == Spread && score < bestScore) {
-			best, bestScore = slices.Clone(fitsHere), score
-		}
+		best, bestScore = slices.Clone(fitsHere), score
 	}
 	return best
 }

@@ -1,15 +1,13 @@
 //go:build unix
 
-package vgpu_test
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time the test process has used; on a shared machine
-// it measures the planner's work where wall time measures the neighbours.
-func processCPU() (time.Duration, bool) {
+func process() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false

@@ -1,0 +1,321 @@
+package cube
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// watchHub shares the watches of one Client's waits: one watch (and one
+// list each time it starts) per kind and namespace of the objects waited
+// on, and one per namespace for their pods, however many releases are
+// waited on at once. A feed lives while a wait follows it.
+type watchHub struct {
+	mu    sync.Mutex
+	feeds map[feedKey]*feed
+}
+
+type feedKey struct {
+	gvk schema.GroupVersionKind
+	ns  string
+}
+
+var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
+
+// feed is one shared watch of the objects of one kind in one namespace
+// that carry a release label. It keeps what waits read of each object, not
+// the object: its status, or for a pod its problems.
+type feed struct {
+	key  feedKey
+	refs int // waits following the feed; guarded by watchHub.mu
+	stop context.CancelFunc
+
+	mu      sync.Mutex
+	listed  bool  // a full list arrived: absent objects do not exist
+	err     error // the feed stopped: waits following it fail with err
+	entries map[string]feedEntry
+	waiters map[string]map[*waiter]struct{} // by release
+}
+
+type feedEntry struct {
+	release         string
+	resourceVersion string
+	status          ObjectStatus // objects
+	problems        []PodProblem // pods
+}
+
+// waiter is one Wait. A feed puts a token in wake whenever it changes
+// something of the waiter's release; the waiter then reads the feeds.
+type waiter struct {
+	release string
+	wake    chan struct{}
+}
+
+func newWaiter(release string) *waiter {
+	return &waiter{release: release, wake: make(chan struct{}, 1)}
+}
+
+func (w *waiter) notify() {
+	select {
+	case w.wake <- struct{}{}:
+	default: // a token is already waiting
+	}
+}
+
+// follow makes w follow the feed of key, starting it if no wait does. The
+// feed's own context keeps ctx's values but not its end: other waits may
+// follow the feed after this one returns.
+func (h *watchHub) follow(ctx context.Context, c *Client, wc client.WithWatch, key feedKey, w *waiter) *feed {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.feeds == nil {
+		h.feeds = map[feedKey]*feed{}
+	}
+	f := h.feeds[key]
+	if f == nil {
+		feedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		f = &feed{key: key, stop: stop, entries: map[string]feedEntry{}, waiters: map[string]map[*waiter]struct{}{}}
+		h.feeds[key] = f
+		go f.run(feedCtx, h, c.readers, wc)
+	}
+	f.refs++
+	f.mu.Lock()
+	if f.waiters[w.release] == nil {
+		f.waiters[w.release] = map[*waiter]struct{}{}
+	}
+	f.waiters[w.release][w] = struct{}{}
+	f.mu.Unlock()
+	return f
+}
+
+// leave undoes follow; the last wait to leave stops the feed.
+func (h *watchHub) leave(f *feed, w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f.mu.Lock()
+	delete(f.waiters[w.release], w)
+	if len(f.waiters[w.release]) == 0 {
+		delete(f.waiters, w.release)
+	}
+	f.mu.Unlock()
+	if f.refs--; f.refs == 0 {
+		f.stop()
+		h.forget(f)
+	}
+}
+
+// forget removes f from the hub (h.mu held), so that the next wait starts
+// a new feed.
+func (h *watchHub) forget(f *feed) {
+	if h.feeds[f.key] == f {
+		delete(h.feeds, f.key)
+	}
+}
+
+// run watches, lists, and follows the watch until it ends, then starts
+// over; it stops when ctx ends or the server refuses.
+func (f *feed) run(ctx context.Context, h *watchHub, readers map[schema.GroupKind]StatusFunc, wc client.WithWatch) {
+	listGVK := f.key.gvk.GroupVersion().WithKind(f.key.gvk.Kind + "List")
+	opts := []client.ListOption{client.HasLabels{LabelRelease}}
+	if f.key.ns != "" {
+		opts = append(opts, client.InNamespace(f.key.ns))
+	}
+	for ctx.Err() == nil {
+		// Watch first, then list: every change after the list is seen, even
+		// by watch implementations that ignore resourceVersion (the fake
+		// client's). Events older than the list may follow it; they are
+		// superseded by the events after them.
+		watchList := &unstructured.UnstructuredList{}
+		watchList.SetGroupVersionKind(listGVK)
+		w, err := wc.Watch(ctx, watchList, opts...)
+		if err != nil {
+			f.fail(ctx, h, fmt.Errorf("watch %s: %w", f.key.gvk.Kind, err))
+			return
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(listGVK)
+		if err := wc.List(ctx, list, opts...); err != nil {
+			w.Stop()
+			f.fail(ctx, h, fmt.Errorf("list %s: %w", f.key.gvk.Kind, err))
+			return
+		}
+		f.replace(readers, list.Items)
+		more := f.forward(ctx, readers, w)
+		w.Stop()
+		if !more {
+			return
+		}
+	}
+}
+
+// fail stops the feed with err, unless the feed was stopped. Pods are
+// diagnostics: a client that may not read them waits on the objects alone,
+// as if the releases had no pods.
+func (f *feed) fail(ctx context.Context, h *watchHub, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	f.mu.Lock()
+	if f.key.gvk == podGVK && apierrors.IsForbidden(err) {
+		f.listed = true
+		clear(f.entries)
+	} else {
+		f.err = err
+	}
+	f.notifyAll()
+	f.mu.Unlock()
+	if f.err != nil {
+		h.mu.Lock()
+		h.forget(f)
+		h.mu.Unlock()
+	}
+}
+
+// forward applies watch events until the watch ends or fails (true: start
+// over) or ctx ends (false).
+func (f *feed) forward(ctx context.Context, readers map[schema.GroupKind]StatusFunc, w watch.Interface) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return true // re-list: the watch expired or the server closed it
+			}
+			u, err := asUnstructured(ev.Object)
+			if err != nil {
+				continue
+			}
+			f.apply(readers, ev.Type, u)
+		}
+	}
+}
+
+func (f *feed) entry(readers map[schema.GroupKind]StatusFunc, u *unstructured.Unstructured) feedEntry {
+	e := feedEntry{release: u.GetLabels()[LabelRelease], resourceVersion: u.GetResourceVersion()}
+	if f.key.gvk == podGVK {
+		p := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+			e.problems = []PodProblem{{Pod: u.GetName(), Reason: "Unreadable", Message: err.Error()}}
+		} else {
+			e.problems = PodProblems(p)
+		}
+		return e
+	}
+	if u.GroupVersionKind().Kind == "" {
+		u.SetGroupVersionKind(f.key.gvk)
+	}
+	e.status = readStatusWith(readers, u)
+	return e
+}
+
+// replace takes a full list: it is every object there is.
+func (f *feed) replace(readers map[schema.GroupKind]StatusFunc, items []unstructured.Unstructured) {
+	entries := make(map[string]feedEntry, len(items))
+	for i := range items {
+		entries[items[i].GetName()] = f.entry(readers, &items[i])
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.entries, f.listed = entries, true
+	f.notifyAll()
+}
+
+func (f *feed) apply(readers map[schema.GroupKind]StatusFunc, typ watch.EventType, u *unstructured.Unstructured) {
+	var e feedEntry
+	if typ != watch.Deleted {
+		e = f.entry(readers, u)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old, had := f.entries[u.GetName()]
+	if typ == watch.Deleted {
+		delete(f.entries, u.GetName())
+	} else {
+		f.entries[u.GetName()] = e
+	}
+	if had {
+		f.notify(old.release)
+	}
+	f.notify(u.GetLabels()[LabelRelease])
+}
+
+// notify wakes the waits of release (f.mu held).
+func (f *feed) notify(release string) {
+	for w := range f.waiters[release] {
+		w.notify()
+	}
+}
+
+func (f *feed) notifyAll() {
+	for _, ws := range f.waiters {
+		for w := range ws {
+			w.notify()
+		}
+	}
+}
+
+// statuses puts into into the status of each of refs (objects of f's kind
+// and namespace) that belongs to release. An object applied with a
+// resourceVersion (applied, from Apply) counts only once the feed has seen
+// that version or a later one: until then it is InProgress, so that a wait
+// right after an apply never judges the objects as they were before it.
+func (f *feed) statuses(release string, refs []ObjectRef, applied map[ObjectRef]string, into map[ObjectRef]ObjectStatus) (listed bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil || !f.listed {
+		return false, f.err
+	}
+	for _, ref := range refs {
+		e, ok := f.entries[ref.Name]
+		switch {
+		case !ok || e.release != release:
+			into[ref] = ObjectStatus{Ref: ref, Phase: InProgress, Reason: "NotFound"}
+		case olderThan(e.resourceVersion, applied[ref]):
+			into[ref] = ObjectStatus{Ref: ref, Phase: InProgress, Reason: "Applying"}
+		default:
+			into[ref] = e.status
+		}
+	}
+	return true, nil
+}
+
+// podProblems are the problems of release's pods, by pod name.
+func (f *feed) podProblems(release string) (listed bool, problems []PodProblem, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil || !f.listed {
+		return false, nil, f.err
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.entries)) {
+		if e := f.entries[name]; e.release == release {
+			problems = append(problems, e.problems...)
+		}
+	}
+	return true, problems, nil
+}
+
+// olderThan reports whether resource version seen is older than want.
+// Resource versions are opaque to clients in general; those of an API
+// server on etcd (and of controller-runtime's fake client) are revision
+// numbers, and only when both are numbers is seen taken as older. With no
+// want (a release not applied by this program) nothing is older.
+func olderThan(seen, want string) bool {
+	if want == "" || seen == want {
+		return false
+	}
+	s, err1 := strconv.ParseUint(seen, 10, 64)
+	w, err2 := strconv.ParseUint(want, 10, 64)
+	return err1 == nil && err2 == nil && s < w
+}
