@@ -433,6 +433,13 @@ func (n *Notebook) shapeServer(tmpl *corev1.PodTemplateSpec, srv server, port in
 	for _, k := range slices.Sorted(maps.Keys(extraEnv)) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: extraEnv[k]})
 	}
+	// An image without the Docker Stacks' scripts may have no passwd entry
+	// for the notebook's user, whose HOME is then "/": Jupyter Server puts
+	// its runtime and data directories under $HOME (jupyter_core.paths)
+	// and fails there. HOME is the home volume, unless the caller sets it.
+	if n.ide == IDEJupyter && n.launcher == LaunchJupyterServer && !slices.ContainsFunc(n.EnvVars(), func(e corev1.EnvVar) bool { return e.Name == "HOME" }) {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "HOME", Value: home})
+	}
 
 	// The UI port.
 	for _, p := range c.Ports {

@@ -4,7 +4,7 @@ package main
 // (internal/testenv.GetCluster), where the training-operator, Argo, the
 // kubelet, kube-proxy and CoreDNS run for real. The journey runs as -small
 // does (training on CPU without Volcano, whose scheduler cannot run here; a
-// 0.5B model on one of the T4s the test node advertises) with the test
+// Qwen2.5-7B on the T4s the test node advertises) with the test
 // cluster's images: torch on CPU for training and the pipeline's steps, and
 // the stand-in engine (internal/testenv/cmd/standin-engine) in place of
 // vLLM, which cannot run here.

@@ -27,7 +27,7 @@ func main() {
 	namespace := flag.String("namespace", "team-nlp", "the team's namespace")
 	wait := flag.Duration("wait", 10*time.Minute, "how long -apply waits for each release")
 	size := gpuCluster()
-	flag.BoolVar(&size.small, "small", false, "size the journey for a small cluster: training on CPU without Volcano, a 0.5B model on one T4")
+	flag.BoolVar(&size.small, "small", false, "size the journey for a small cluster: training on CPU without Volcano, Qwen2.5-7B on T4s")
 	flag.StringVar(&size.trainImage, "train-image", size.trainImage, "the training job's image (with torch)")
 	flag.StringVar(&size.stepImage, "step-image", size.stepImage, "the pipeline's container steps' image (with python3)")
 	flag.StringVar(&size.serveImage, "serve-image", size.serveImage, "the vLLM image (default: serve's)")
@@ -135,7 +135,7 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	// 4. Serving: the planner sizes Qwen2.5-72B on H100s, and Auto applies it.
 	model, accel, ctxLen := "Qwen/Qwen2.5-72B-Instruct", hardware.H100, 32768
 	if size.small {
-		model, accel, ctxLen = "Qwen/Qwen2.5-0.5B-Instruct", hardware.T4, 4096
+		model, accel, ctxLen = "Qwen/Qwen2.5-7B-Instruct", hardware.T4, 4096
 	}
 	qwen, err := market.Lookup(model)
 	if err != nil {
