@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,9 +71,29 @@ func (h *FeatureHasher) Embed(ctx context.Context, texts []string) ([][]float32,
 	return out, nil
 }
 
+// stopWords are English function words; the hasher weighs them a tenth
+// of other words, since it has no corpus statistics (as BM25's IDF) to
+// learn that they carry no topic.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a about above after again all also am an and any are as at be because been
+		before being between both but by can could did do does doing down during each few for from further had
+		has have having he her here hers him his how i if in into is it its itself just me more most my no nor
+		not now of off on once only or other our ours out over own same she should so some such than that the
+		their theirs them then there these they this those through to too under until up very was we were what
+		when where which while who whom why will with would you your yours`) {
+		stopWords[w] = true
+	}
+}
+
 func (h *FeatureHasher) vector(text string) []float32 {
 	counts := map[string]float64{}
 	for _, w := range terms(text) {
+		if stopWords[w] {
+			counts["w:"+w] += 0.1
+			continue
+		}
 		counts["w:"+w]++
 		if len(w) > 3 {
 			p := "^" + w + "$"
@@ -87,6 +108,9 @@ func (h *FeatureHasher) vector(text string) []float32 {
 		hf.Write([]byte(f))
 		sum := hf.Sum64()
 		weight := 1 + math.Log(c)
+		if c < 1 { // stop words only
+			weight = c
+		}
 		if f[0] == 't' {
 			weight = 0.5 * (1 + math.Log(2*c))
 		}

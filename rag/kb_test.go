@@ -245,8 +245,7 @@ func TestAnswerThroughAChatModelMapsCitations(t *testing.T) {
 	require.Len(t, msgs, 4)
 	assert.Equal(t, SystemPrompt, msgs[0].Content)
 	assert.Equal(t, history, msgs[1:3])
-	assert.True(t, strings.HasPrefix(msgs[3].Content, "Sources:\n\n[1] gpu-quotas.md — GPU quotas\n"), msgs[3].Content)
-	assert.True(t, strings.HasSuffix(msgs[3].Content, "\n\nQuestion: What is the GPU quota?"))
+	assert.Equal(t, Prompt("What is the GPU quota?", a.Sources), msgs[3].Content)
 
 	var streamed strings.Builder
 	sa, err := kb.AnswerStream(t.Context(), "What is the GPU quota?", func(s string) error {
@@ -312,4 +311,12 @@ func TestRerankEndpoints(t *testing.T) {
 	}
 	_, err = NewReranker(srv.URL+"/nowhere", TEIRerank, "").Rerank(t.Context(), "q", []string{"a"})
 	assert.ErrorContains(t, err, "404")
+}
+
+func TestPromptNumbersSourcesWithWhereTheyComeFrom(t *testing.T) {
+	got := Prompt("Who raises it?", []Hit{
+		{Chunk: Chunk{Source: "q.md", Section: "Quotas > Raising", Text: "A team lead asks.\n"}},
+		{Chunk: Chunk{Source: "m.pdf", Page: 3, Text: "Page text."}},
+	})
+	assert.Equal(t, "Sources:\n\n[1] q.md — Quotas > Raising\nA team lead asks.\n\n[2] m.pdf, page 3\nPage text.\n\nQuestion: Who raises it?", got)
 }
