@@ -59,18 +59,27 @@ func checkSource(format, source string) error {
 
 func meta(format string) map[string]string { return map[string]string{"format": format} }
 
-// LoadText reads UTF-8 plain text as one Document. Invalid UTF-8 is an
-// error: a binary file read as text would fill the index with noise.
-func LoadText(source string, r io.Reader) ([]Document, error) {
-	if err := checkSource("text", source); err != nil {
+// readText reads r as UTF-8 text for the format's loader.
+func readText(format, source string, r io.Reader) ([]byte, error) {
+	if err := checkSource(format, source); err != nil {
 		return nil, err
 	}
 	b, err := readAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("load text %s: %w", source, err)
+		return nil, fmt.Errorf("load %s %s: %w", format, source, err)
 	}
 	if !utf8.Valid(b) {
-		return nil, fmt.Errorf("load text %s: not UTF-8 text", source)
+		return nil, fmt.Errorf("load %s %s: not UTF-8 text", format, source)
+	}
+	return b, nil
+}
+
+// LoadText reads UTF-8 plain text as one Document. Invalid UTF-8 is an
+// error: a binary file read as text would fill the index with noise.
+func LoadText(source string, r io.Reader) ([]Document, error) {
+	b, err := readText("text", source, r)
+	if err != nil {
+		return nil, err
 	}
 	return []Document{{Source: source, Text: string(b), Metadata: meta("text")}}, nil
 }
@@ -79,15 +88,9 @@ func LoadText(source string, r io.Reader) ([]Document, error) {
 // first heading. The text stays Markdown: MarkdownSplitter uses the headings
 // to give each chunk its section path.
 func LoadMarkdown(source string, r io.Reader) ([]Document, error) {
-	if err := checkSource("markdown", source); err != nil {
-		return nil, err
-	}
-	b, err := readAll(r)
+	b, err := readText("markdown", source, r)
 	if err != nil {
-		return nil, fmt.Errorf("load markdown %s: %w", source, err)
-	}
-	if !utf8.Valid(b) {
-		return nil, fmt.Errorf("load markdown %s: not UTF-8 text", source)
+		return nil, err
 	}
 	title := ""
 	if hs := markdownHeadings(b); len(hs) > 0 {

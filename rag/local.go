@@ -124,6 +124,15 @@ func (s *Local) check() error {
 	return nil
 }
 
+// ready reports a store that cannot serve a call: not opened, closed, or
+// the call's context done.
+func (s *Local) ready(ctx context.Context) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
 // put applies a record in memory; the vector is already unit length.
 func (s *Local) put(r Record) {
 	s.remove(r.Chunk.ID)
@@ -153,10 +162,7 @@ func (s *Local) remove(id string) {
 // naming records[i]), appends them to the log, fsyncs, and only then makes
 // them visible. A record equal to the stored one is not written again.
 func (s *Local) Upsert(ctx context.Context, records ...Record) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -229,10 +235,7 @@ func chunksEqual(a, b Chunk) bool {
 
 // Delete removes chunks by ID, durably before it returns.
 func (s *Local) Delete(ctx context.Context, ids ...string) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -322,10 +325,7 @@ func (s *Local) searchArgs(vector []float32, k int, f Filter) ([]float32, error)
 // graph above. A filtered search through the graph that finds fewer than
 // k matches falls back to the exact scan of the matching chunks.
 func (s *Local) SearchVector(ctx context.Context, vector []float32, k int, f Filter) ([]Hit, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
@@ -338,7 +338,7 @@ func (s *Local) SearchVector(ctx context.Context, vector []float32, k int, f Fil
 		defer s.mu.RUnlock()
 		return s.exact(q, k, f), nil
 	}
-	if s.graph == nil {
+	for s.graph == nil { // a Compact between the unlock and the lock may drop it again
 		s.mu.RUnlock()
 		s.buildGraph()
 		s.mu.RLock()
@@ -367,10 +367,7 @@ func (s *Local) SearchVector(ctx context.Context, vector []float32, k int, f Fil
 // SearchExact scans every chunk: the reference the HNSW results are
 // measured against.
 func (s *Local) SearchExact(ctx context.Context, vector []float32, k int, f Filter) ([]Hit, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
@@ -432,10 +429,7 @@ func (s *Local) exact(q []float32, k int, f Filter) []Hit {
 // SearchKeyword ranks the chunks matching f by BM25 (k1 1.2, b 0.75) for
 // query's words.
 func (s *Local) SearchKeyword(ctx context.Context, query string, k int, f Filter) ([]Hit, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	var errs []error

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -170,13 +171,7 @@ func retrieve(ctx context.Context, store Store, embedder Embedder, query string,
 			}
 		} // a query without words has no direction: no vector candidates
 		if o.setMinSim {
-			kept := vector[:0]
-			for _, h := range vector {
-				if h.Score >= o.minSimilarity {
-					kept = append(kept, h)
-				}
-			}
-			vector = kept
+			vector = slices.DeleteFunc(vector, func(h Hit) bool { return h.Score < o.minSimilarity })
 		}
 	}
 	if o.mode != Vector {
@@ -215,13 +210,7 @@ func retrieve(ctx context.Context, store Store, embedder Embedder, query string,
 	}
 	hits = hits[:min(len(hits), o.topK)]
 	if o.setMinScore {
-		kept := hits[:0]
-		for _, h := range hits {
-			if h.Score >= o.minScore {
-				kept = append(kept, h)
-			}
-		}
-		hits = kept
+		hits = slices.DeleteFunc(hits, func(h Hit) bool { return h.Score < o.minScore })
 	}
 	return hits, nil
 }
