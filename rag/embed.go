@@ -165,22 +165,39 @@ func NewOpenAIEmbedder(client *serve.Client, model string) *OpenAIEmbedder {
 }
 
 // BatchSize sets how many texts go in one request.
-func (e *OpenAIEmbedder) BatchSize(n int) *OpenAIEmbedder { e.batch = n; return e }
+func (e *OpenAIEmbedder) BatchSize(n int) *OpenAIEmbedder {
+	if e != nil {
+		e.batch = n
+	}
+	return e
+}
 
 // Concurrency sets how many requests are in flight at once.
-func (e *OpenAIEmbedder) Concurrency(n int) *OpenAIEmbedder { e.concurrency = n; return e }
+func (e *OpenAIEmbedder) Concurrency(n int) *OpenAIEmbedder {
+	if e != nil {
+		e.concurrency = n
+	}
+	return e
+}
 
 // Retry sets how many times a batch answered 429 or 5xx, or not answered
 // at all, is sent again (limit), and the wait before the first retry,
 // doubled before each next one.
 func (e *OpenAIEmbedder) Retry(limit int, backoff time.Duration) *OpenAIEmbedder {
-	e.retries, e.backoff = limit, backoff
+	if e != nil {
+		e.retries, e.backoff = limit, backoff
+	}
 	return e
 }
 
 // Cache replaces the vector cache; nil turns caching off. A cache may be
 // shared by embedders: entries are keyed by model.
-func (e *OpenAIEmbedder) Cache(c *EmbeddingCache) *OpenAIEmbedder { e.cache = c; return e }
+func (e *OpenAIEmbedder) Cache(c *EmbeddingCache) *OpenAIEmbedder {
+	if e != nil {
+		e.cache = c
+	}
+	return e
+}
 
 // Model returns the model name requests carry.
 func (e *OpenAIEmbedder) Model() string {

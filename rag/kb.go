@@ -35,11 +35,21 @@ func New(name string, store Store, embedder Embedder) *KnowledgeBase {
 }
 
 // Splitter replaces how documents are cut into chunks.
-func (kb *KnowledgeBase) Splitter(s Splitter) *KnowledgeBase { kb.splitter = s; return kb }
+func (kb *KnowledgeBase) Splitter(s Splitter) *KnowledgeBase {
+	if kb != nil {
+		kb.splitter = s
+	}
+	return kb
+}
 
 // Chat makes Answer write answers with the model client serves; without
 // it answers are extractive.
-func (kb *KnowledgeBase) Chat(c *serve.Client) *KnowledgeBase { kb.chat = c; return kb }
+func (kb *KnowledgeBase) Chat(c *serve.Client) *KnowledgeBase {
+	if kb != nil {
+		kb.chat = c
+	}
+	return kb
+}
 
 // Name returns the knowledge base's name.
 func (kb *KnowledgeBase) Name() string {

@@ -48,10 +48,20 @@ func NewReranker(endpoint string, api RerankAPI, model string) *HTTPReranker {
 }
 
 // APIKey sends key as a bearer token. It is never printed.
-func (r *HTTPReranker) APIKey(key string) *HTTPReranker { r.apiKey = key; return r }
+func (r *HTTPReranker) APIKey(key string) *HTTPReranker {
+	if r != nil {
+		r.apiKey = key
+	}
+	return r
+}
 
 // HTTPClient sends requests with c.
-func (r *HTTPReranker) HTTPClient(c *http.Client) *HTTPReranker { r.client = c; return r }
+func (r *HTTPReranker) HTTPClient(c *http.Client) *HTTPReranker {
+	if r != nil {
+		r.client = c
+	}
+	return r
+}
 
 // String describes the reranker without its key.
 func (r *HTTPReranker) String() string {

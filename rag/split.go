@@ -44,6 +44,9 @@ func Recursive(size, overlap int) *RecursiveSplitter {
 // Separators replaces the separators, in order of preference; "" means
 // between any two characters and, when given, should come last.
 func (s *RecursiveSplitter) Separators(seps ...string) *RecursiveSplitter {
+	if s == nil {
+		return nil
+	}
 	s.separators = append([]string(nil), seps...)
 	return s
 }
@@ -52,6 +55,9 @@ func (s *RecursiveSplitter) Separators(seps ...string) *RecursiveSplitter {
 // for instance a tokenizer's count; a chunk's length is the sum of its
 // pieces' lengths.
 func (s *RecursiveSplitter) Length(fn func(string) int) *RecursiveSplitter {
+	if s == nil {
+		return nil
+	}
 	s.length, s.lengthName = fn, "length"
 	return s
 }
