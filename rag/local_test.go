@@ -169,22 +169,26 @@ func TestLocalCompactKeepsOnlyLiveChunks(t *testing.T) {
 }
 
 // clustered returns n unit vectors around c random centres, the shape
-// real embeddings have (topics), rather than uniform noise.
-func clustered(n, dims, c int, seed uint64) [][]float32 {
-	rng := rand.New(rand.NewPCG(seed, 7))
+// real embeddings have (topics), rather than uniform noise; each
+// coordinate is the centre's (standard normal) plus noise of standard
+// deviation noise. The centres come from topicSeed, the points from
+// pointSeed: queries share a corpus's topics but are new points.
+func clustered(n, dims, c int, noise float64, topicSeed, pointSeed uint64) [][]float32 {
+	topics := rand.New(rand.NewPCG(topicSeed, 7))
 	centres := make([][]float32, c)
 	for i := range centres {
 		centres[i] = make([]float32, dims)
 		for j := range centres[i] {
-			centres[i][j] = float32(rng.NormFloat64())
+			centres[i][j] = float32(topics.NormFloat64())
 		}
 	}
+	rng := rand.New(rand.NewPCG(pointSeed, 11))
 	out := make([][]float32, n)
 	for i := range out {
 		ctr := centres[rng.IntN(c)]
 		v := make([]float32, dims)
 		for j := range v {
-			v[j] = ctr[j] + float32(rng.NormFloat64())*0.9
+			v[j] = ctr[j] + float32(rng.NormFloat64()*noise)
 		}
 		normalize(v)
 		out[i] = v
@@ -209,7 +213,7 @@ func recallAt(exact, approx []Hit) float64 {
 func TestHNSWRecallAgainstExactWithDeletesAndFilters(t *testing.T) {
 	s := openLocal(t, t.TempDir(), ExactBelow(0), NoSync())
 	ctx := t.Context()
-	vecs := clustered(4000, 64, 40, 1)
+	vecs := clustered(4000, 64, 40, 1.0, 1, 1)
 	recs := make([]Record, len(vecs))
 	for i, v := range vecs {
 		recs[i] = Record{Chunk: Chunk{ID: fmt.Sprint(i), Source: fmt.Sprint("s", i%4), Text: "t"}, Vector: v}
@@ -222,7 +226,7 @@ func TestHNSWRecallAgainstExactWithDeletesAndFilters(t *testing.T) {
 		del = append(del, fmt.Sprint(i))
 	}
 	require.NoError(t, s.Delete(ctx, del...))
-	queries := clustered(100, 64, 40, 1) // same centres, new points
+	queries := clustered(100, 64, 40, 1.0, 1, 2) // same topics, new points
 	total, filtered := 0.0, 0.0
 	for _, q := range queries {
 		exact, err := s.SearchExact(ctx, q, 10, nil)
