@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 
@@ -147,6 +148,10 @@ func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Do
 	if err != nil {
 		return err
 	}
+	// A chunk without a word ("---", a lone code fence) can be found by
+	// neither BM25 nor a lexical vector, and FeatureHasher gives it no
+	// direction the store could compare: it is not stored.
+	chunks = slices.DeleteFunc(chunks, func(c Chunk) bool { return len(terms(c.Text)) == 0 })
 	for i := range chunks {
 		if chunks[i].Metadata == nil {
 			chunks[i].Metadata = map[string]string{}

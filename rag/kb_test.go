@@ -320,3 +320,15 @@ func TestPromptNumbersSourcesWithWhereTheyComeFrom(t *testing.T) {
 	})
 	assert.Equal(t, "Sources:\n\n[1] q.md — Quotas > Raising\nA team lead asks.\n\n[2] m.pdf, page 3\nPage text.\n\nQuestion: Who raises it?", got)
 }
+
+func TestIngestSkipsChunksWithoutWords(t *testing.T) {
+	kb := New("t/kb", openLocal(t, t.TempDir()), HashedFeatures(64)).Splitter(Markdown(Recursive(12, 0)))
+	rep, err := kb.Ingest(t.Context(), Document{Source: "a.md", Text: "# Title\n\n---\n\n***\n\nsome words"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, rep.Added)
+	cs, err := kb.Store().List(t.Context(), nil)
+	require.NoError(t, err)
+	require.Len(t, cs, 2)
+	assert.Equal(t, "# Title", cs[0].Text)
+	assert.Equal(t, "some words", cs[1].Text)
+}
