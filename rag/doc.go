@@ -112,8 +112,29 @@
 // The stop-word weighting of FeatureHasher was added after a first
 // measurement gave vector search 0.677 and hybrid 0.694.
 //
-// Search latency at 100,000 chunks × 384 dimensions is measured by
-// BenchmarkSearch100k (exact, HNSW and chromem-go in one run, on one core):
+// Latency and memory at 100,000 chunks × 384 dimensions
+// (BenchmarkSearch100k: exact, HNSW and chromem-go v0.7.0 in one run, one
+// core, top 10). The vectors are 1,000 overlapping topics (each coordinate
+// the topic's plus noise of twice its spread); the 200 queries are new
+// points of the same topics; recall@10 is against the exact top 10. The
+// machine was shared with other builds, so p99 mostly measures waiting for
+// the CPU and absolute times are pessimistic; the ratios were measured side
+// by side:
+//
+//	                   p50      p99     recall@10
+//	exact scan       59.8 ms  796 ms    1.000
+//	HNSW ef 64        2.5 ms   76 ms    0.962     41× faster than chromem-go at p50
+//	HNSW ef 128       2.3 ms   9.6 ms   0.990
+//	HNSW ef 256       5.2 ms   69 ms    0.992
+//	chromem-go       101 ms   840 ms    1.000     (exhaustive; our exact scan is 1.7× faster)
+//
+// The store held 218 MiB of heap for the 100,000 chunks. Ingest with the
+// embedder stubbed runs at 132,000 chunks/s without fsync and before the
+// graph; building the graph took 334 s on one contended core, and it is
+// rebuilt on the first approximate search after every Open. A knowledge
+// base's ingest (split, diff, embed with FeatureHasher, store) runs at
+// about 2,200 chunks/s with an fsync per source and 8,200 without
+// (BenchmarkIngest).
 //
 //	go test -run '^$' -bench Search100k -benchtime 200x -cpu 1 -benchmem ./rag/
 //
