@@ -2,6 +2,7 @@ package rag
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,42 @@ func FuzzCitations(f *testing.F) {
 			seen[c.N] = true
 		}
 		_ = extractive(text, sources)
+	})
+}
+
+// Any bytes as the graph snapshot leave a store that opens and searches.
+func FuzzGraphSnapshot(f *testing.F) {
+	dir := f.TempDir()
+	s, err := Open(dir, ExactBelow(0), NoSync())
+	if err != nil {
+		f.Fatal(err)
+	}
+	vecs := clustered(60, 8, 4, 1, 3, 1)
+	for i, v := range vecs {
+		_ = s.Upsert(f.Context(), Record{Chunk: Chunk{ID: fmt.Sprint(i), Source: "s", Text: "t"}, Vector: v})
+	}
+	_ = s.BuildIndex()
+	_ = s.Close()
+	log, _ := os.ReadFile(filepath.Join(dir, logName))
+	snap, _ := os.ReadFile(filepath.Join(dir, snapName))
+	f.Add(snap)
+	f.Add(snap[:len(snap)/2])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, logName), log, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, snapName), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(dir, ExactBelow(0), NoSync())
+		if err != nil {
+			t.Fatalf("a bad snapshot must not stop Open: %v", err)
+		}
+		defer s.Close()
+		hits, err := s.SearchVector(t.Context(), vecs[0], 5, nil)
+		if err != nil || len(hits) != 5 {
+			t.Fatalf("search after a bad snapshot: %d hits, %v", len(hits), err)
+		}
 	})
 }

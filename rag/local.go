@@ -28,6 +28,8 @@ type Local struct {
 	dims       int
 	bm         *bm25
 	graph      *hnsw
+	// graphSaved is how many slots the graph snapshot on disk covers.
+	graphSaved int
 	params     HNSWParams
 	exactBelow int
 	sync       bool
@@ -111,6 +113,9 @@ func Open(dir string, opts ...LocalOption) (*Local, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s.log = log
+	// A saved graph that matches the log spares rebuilding it; any other
+	// is ignored (see snapshot.go).
+	_ = s.loadGraph()
 	return s, nil
 }
 
@@ -393,12 +398,18 @@ func (s *Local) buildGraph() {
 }
 
 // BuildIndex builds the HNSW graph now rather than on the first search
-// that needs it (see ExactBelow).
+// that needs it (see ExactBelow), and saves it beside the log so that the
+// next Open need not build it again.
 func (s *Local) BuildIndex() error {
 	if err := s.check(); err != nil {
 		return err
 	}
 	s.buildGraph()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.saveGraph(); err != nil {
+		return fmt.Errorf("save graph: %w", err)
+	}
 	return nil
 }
 
@@ -521,7 +532,7 @@ func (s *Local) Compact(ctx context.Context) error {
 	_ = old.f.Close()
 	s.log = log
 	hadGraph := s.graph != nil
-	s.slots, s.byID, s.alive, s.bm, s.graph = nil, map[string]int32{}, 0, newBM25(), nil
+	s.slots, s.byID, s.alive, s.bm, s.graph, s.graphSaved = nil, map[string]int32{}, 0, newBM25(), nil, 0
 	for _, sl := range live {
 		s.put(Record{Chunk: sl.chunk, Vector: sl.vec})
 	}
@@ -555,5 +566,6 @@ func (s *Local) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return s.log.close()
+	err := s.saveGraph()
+	return errors.Join(err, s.log.close())
 }
