@@ -19,15 +19,15 @@ import (
 // and by BM25. It is safe for concurrent use; one process at a time may
 // open a directory.
 type Local struct {
-	mu         sync.RWMutex
-	dir        string
-	log        *wal
-	slots      []slot
-	byID       map[string]int32
-	alive      int
-	dims       int
-	bm         *bm25
-	graph      *hnsw
+	mu    sync.RWMutex
+	dir   string
+	log   *wal
+	slots []slot
+	byID  map[string]int32
+	alive int
+	dims  int
+	bm    *bm25
+	graph *hnsw
 	// graphSaved is how many slots the graph snapshot on disk covers.
 	graphSaved int
 	params     HNSWParams
