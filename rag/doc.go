@@ -61,8 +61,8 @@
 //
 // Vector search is exact below ExactBelow chunks (5,000) and goes through
 // an HNSW graph (M 16, efConstruction 100, efSearch 64) above; the graph is
-// built on the first search that needs it, so opening a store is a replay
-// only. Deleted chunks stay in the graph as routing nodes and never come
+// built on the first search that needs it (or by BuildIndex) and saved
+// beside the log, a checked cache that Open reuses while it matches. Deleted chunks stay in the graph as routing nodes and never come
 // back as hits. Keyword search is BM25 (k1 1.2, b 0.75) over lower-cased
 // words, without stemming. A Filter matches source, title, section or
 // metadata values exactly; a filtered graph search that finds fewer than k
@@ -130,8 +130,9 @@
 //
 // The store held 218 MiB of heap for the 100,000 chunks. Ingest with the
 // embedder stubbed runs at 132,000 chunks/s without fsync and before the
-// graph; building the graph took 334 s on one contended core, and it is
-// rebuilt on the first approximate search after every Open. A knowledge
+// graph; building the graph took 334 s on one contended core. The graph is
+// saved beside the log by BuildIndex and Close and reused by the next Open
+// when it matches the log, so a restart does not pay that again. A knowledge
 // base's ingest (split, diff, embed with FeatureHasher, store) runs at
 // about 2,200 chunks/s with an fsync per source and 8,200 without
 // (BenchmarkIngest).
