@@ -155,6 +155,11 @@ func buildQueryOptions(opts []QueryOption) (queryOptions, error) {
 
 // retrieve runs the search o describes against store.
 func retrieve(ctx context.Context, store Store, embedder Embedder, query string, o queryOptions) ([]Hit, error) {
+	if hs, ok := store.(HybridSearcher); ok && o.mode == Hybrid && o.vectorWeight == o.keywordWeight && !o.setMinSim {
+		if hits, done, err := retrieveHybridInStore(ctx, hs, embedder, query, o); done {
+			return hits, err
+		}
+	}
 	var vector, keyword []Hit
 	if o.mode != Keyword {
 		vecs, err := embedder.Embed(ctx, []string{query})
@@ -190,6 +195,37 @@ func retrieve(ctx context.Context, store Store, embedder Embedder, query string,
 	default:
 		hits = fuse(vector, keyword, o.vectorWeight, o.keywordWeight, o.rrfK)
 	}
+	return finish(ctx, hits, query, o)
+}
+
+// retrieveHybridInStore lets the store fuse; its unweighted RRF scores
+// are scaled by the (equal) weight, so they match fuse's. A query whose
+// vector has no direction is left to the generic path (done false), which
+// searches by keyword alone.
+func retrieveHybridInStore(ctx context.Context, hs HybridSearcher, embedder Embedder, query string, o queryOptions) (hits []Hit, done bool, err error) {
+	vecs, err := embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, true, fmt.Errorf("embed query: %w", err)
+	}
+	if len(vecs) != 1 {
+		return nil, true, fmt.Errorf("embed query: %d vectors for one text", len(vecs))
+	}
+	if !normalize(append([]float32(nil), vecs[0]...)) {
+		return nil, false, nil
+	}
+	hits, err = hs.SearchHybrid(ctx, vecs[0], query, o.candidates, o.filter, o.rrfK)
+	if err != nil {
+		return nil, true, err
+	}
+	for i := range hits {
+		hits[i].Score *= o.vectorWeight
+	}
+	hits, err = finish(ctx, hits, query, o)
+	return hits, true, err
+}
+
+// finish reranks, cuts to TopK and applies MinScore.
+func finish(ctx context.Context, hits []Hit, query string, o queryOptions) ([]Hit, error) {
 	if o.reranker != nil && len(hits) > 0 {
 		hits = hits[:min(len(hits), o.candidates)]
 		texts := make([]string, len(hits))

@@ -40,6 +40,15 @@ type Store interface {
 	Close() error
 }
 
+// HybridSearcher is a Store that fuses the vector and the keyword ranking
+// itself, by unweighted reciprocal rank fusion with rank constant rrfK
+// (Milvus's HybridSearch with its RRF ranker). Retrieve uses it for hybrid
+// search when both weights are equal and no MinSimilarity is set, and
+// fuses the two lists itself otherwise.
+type HybridSearcher interface {
+	SearchHybrid(ctx context.Context, vector []float32, query string, k int, f Filter, rrfK int) ([]Hit, error)
+}
+
 // Filter selects chunks by exact values: the keys "source", "title" and
 // "section" match those fields, any other key matches the chunk's
 // Metadata. A chunk matches when every key does; the empty filter matches

@@ -14,9 +14,10 @@
 // against an in-process gRPC server that implements the part of
 // milvus-proto's MilvusService this store calls (see server_test.go).
 //
-// Hybrid retrieval fuses the dense and the BM25 lists in rag (reciprocal
-// rank fusion), as for the embedded store; Milvus's own HybridSearch is
-// not used. List reads at most 16,384 chunks per filter, Milvus's query
+// Hybrid retrieval with equal weights runs in Milvus: SearchHybrid sends
+// one HybridSearch with a dense and a BM25 request and Milvus's RRF ranker
+// (rag.HybridSearcher); with unequal weights rag fuses the two lists
+// itself. List reads at most 16,384 chunks per filter, Milvus's query
 // window.
 package milvus
 
@@ -86,7 +87,10 @@ type Store struct {
 	cl         entity.ConsistencyLevel
 }
 
-var _ rag.Store = (*Store)(nil)
+var (
+	_ rag.Store          = (*Store)(nil)
+	_ rag.HybridSearcher = (*Store)(nil)
+)
 
 var collectionPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,254}$`)
 
@@ -426,15 +430,20 @@ func (s *Store) search(ctx context.Context, what string, vector entity.Vector, f
 	if err != nil {
 		return nil, fmt.Errorf("milvus: %s search in %s: %w", what, s.collection, err)
 	}
+	return hitsOf(what, s.collection, sets)
+}
+
+// hitsOf reads the hits of a one-query search.
+func hitsOf(what, collection string, sets []milvusclient.ResultSet) ([]rag.Hit, error) {
 	if len(sets) != 1 {
-		return nil, fmt.Errorf("milvus: %s search in %s: %d result sets for one query", what, s.collection, len(sets))
+		return nil, fmt.Errorf("milvus: %s search in %s: %d result sets for one query", what, collection, len(sets))
 	}
 	if sets[0].Err != nil {
-		return nil, fmt.Errorf("milvus: %s search in %s: %w", what, s.collection, sets[0].Err)
+		return nil, fmt.Errorf("milvus: %s search in %s: %w", what, collection, sets[0].Err)
 	}
 	chunks, err := chunksOf(sets[0])
 	if err != nil {
-		return nil, fmt.Errorf("milvus: %s search in %s: %w", what, s.collection, err)
+		return nil, fmt.Errorf("milvus: %s search in %s: %w", what, collection, err)
 	}
 	hits := make([]rag.Hit, len(chunks))
 	for i, c := range chunks {
@@ -458,6 +467,44 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, k int, f rag.Fi
 		return nil, nil
 	}
 	return s.search(ctx, "keyword", entity.Text(query), FieldSparse, k, f)
+}
+
+// SearchHybrid runs one Milvus HybridSearch: the dense field searched with
+// vector and the BM25 field with query, each for k candidates matching f,
+// fused by Milvus's RRF ranker with rank constant rrfK.
+func (s *Store) SearchHybrid(ctx context.Context, vector []float32, query string, k int, f rag.Filter, rrfK int) ([]rag.Hit, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var errs []error
+	if k <= 0 {
+		errs = append(errs, fmt.Errorf("k: %d: must be positive", k))
+	}
+	if len(vector) != s.dims {
+		errs = append(errs, fmt.Errorf("vector: %d dimensions, the collection holds %d", len(vector), s.dims))
+	}
+	if rrfK < 0 {
+		errs = append(errs, fmt.Errorf("rrfK: %d: must not be negative", rrfK))
+	}
+	expr, err := Expr(f)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("milvus: hybrid search: %w", errors.Join(errs...))
+	}
+	dense := milvusclient.NewAnnRequest(FieldDense, k, entity.FloatVector(vector))
+	sparse := milvusclient.NewAnnRequest(FieldSparse, k, entity.Text(query))
+	if expr != "" {
+		dense, sparse = dense.WithFilter(expr), sparse.WithFilter(expr)
+	}
+	sets, err := s.client.HybridSearch(ctx, milvusclient.NewHybridSearchOption(s.collection, k, dense, sparse).
+		WithReranker(milvusclient.NewRRFReranker().WithK(float64(rrfK))).
+		WithOutputFields(scalarFields...).WithConsistencyLevel(s.cl))
+	if err != nil {
+		return nil, fmt.Errorf("milvus: hybrid search in %s: %w", s.collection, err)
+	}
+	return hitsOf("hybrid", s.collection, sets)
 }
 
 // Close closes the connection.

@@ -56,7 +56,7 @@ func TestOpenCreatesTheCollectionWithBM25AndIndexes(t *testing.T) {
 }
 
 func TestKnowledgeBaseOnMilvus(t *testing.T) {
-	_, addr := startFakeMilvus(t)
+	f, addr := startFakeMilvus(t)
 	ctx := t.Context()
 	kb := rag.New("platform/handbook", openStore(t, addr, "platform_handbook", 384), rag.HashedFeatures(384))
 	rep, err := kb.IngestDir(ctx, "../../examples/rag/corpus")
@@ -72,6 +72,29 @@ func TestKnowledgeBaseOnMilvus(t *testing.T) {
 		require.NotEmpty(t, hits, mode)
 		assert.Equal(t, "runbooks/node-drain.txt", hits[0].Chunk.Source, mode)
 	}
+	assert.Equal(t, 1, f.calls["HybridSearch"], "equal weights fuse in Milvus")
+	// Milvus's fusion and rag's agree: same chunks, same scores.
+	inMilvus, err := kb.Retrieve(ctx, "GPU quota of a team", rag.TopK(5))
+	require.NoError(t, err)
+	vec, err := kb.Retrieve(ctx, "GPU quota of a team", rag.WithMode(rag.Vector), rag.TopK(20))
+	require.NoError(t, err)
+	kw, err := kb.Retrieve(ctx, "GPU quota of a team", rag.WithMode(rag.Keyword), rag.TopK(20))
+	require.NoError(t, err)
+	require.Len(t, inMilvus, 5)
+	byID := map[string]float64{}
+	for r, h := range vec {
+		byID[h.Chunk.ID] += 1 / float64(60+r+1)
+	}
+	for r, h := range kw {
+		byID[h.Chunk.ID] += 1 / float64(60+r+1)
+	}
+	for _, h := range inMilvus {
+		assert.InDelta(t, byID[h.Chunk.ID], h.Score, 1e-6, h.Chunk.ID)
+	}
+	// Unequal weights fuse in rag.
+	_, err = kb.Retrieve(ctx, "GPU quota", rag.RRF(1, 2, 60))
+	require.NoError(t, err)
+	assert.Equal(t, 2, f.calls["HybridSearch"])
 	hits, err := kb.Retrieve(ctx, "GPU", rag.Where(rag.Filter{"section": "GPU quotas > Fractional GPUs", "format": "markdown"}))
 	require.NoError(t, err)
 	require.Len(t, hits, 1)

@@ -29,8 +29,6 @@ import (
 	"github.com/milvus-io/milvus-proto/go-api/v2/schemapb"
 	"github.com/milvus-io/milvus/client/v2/column"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -431,15 +429,88 @@ func words(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
+type scored struct {
+	row   fakeRow
+	score float32
+}
+
 func (f *fakeMilvus) Search(_ context.Context, r *milvuspb.SearchRequest) (*milvuspb.SearchResults, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c, err := f.coll(r.GetCollectionName())
+	hits, st := f.searchLocked(r.GetCollectionName(), r)
+	if st != nil {
+		return &milvuspb.SearchResults{Status: st}, nil
+	}
+	return results(r.GetCollectionName(), hits, r.GetOutputFields(), len(hits))
+}
+
+// HybridSearch runs each request and fuses the rankings with the RRF
+// ranker's k: a row scores the sum of 1/(k+rank), ranks counted from 1.
+func (f *fakeMilvus) HybridSearch(_ context.Context, r *milvuspb.HybridSearchRequest) (*milvuspb.SearchResults, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	params := map[string]string{}
+	for _, kv := range r.GetRankParams() {
+		params[kv.GetKey()] = kv.GetValue()
+	}
+	var rrf struct {
+		K float64 `json:"k"`
+	}
+	if params["strategy"] != "rrf" || json.Unmarshal([]byte(params["params"]), &rrf) != nil {
+		return &milvuspb.SearchResults{Status: fail("only the rrf ranker is served")}, nil
+	}
+	limit, _ := strconv.Atoi(params["limit"])
+	fused := map[string]*scored{}
+	for _, sub := range r.GetRequests() {
+		hits, st := f.searchLocked(r.GetCollectionName(), sub)
+		if st != nil {
+			return &milvuspb.SearchResults{Status: st}, nil
+		}
+		for rank, h := range hits {
+			if fused[h.row.id] == nil {
+				fused[h.row.id] = &scored{row: h.row}
+			}
+			fused[h.row.id].score += float32(1 / (rrf.K + float64(rank+1)))
+		}
+	}
+	var all []scored
+	for _, h := range fused {
+		all = append(all, *h)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].score != all[j].score {
+			return all[i].score > all[j].score
+		}
+		return all[i].row.id < all[j].row.id
+	})
+	all = all[:min(limit, len(all))]
+	return results(r.GetCollectionName(), all, r.GetOutputFields(), limit)
+}
+
+func results(collection string, hits []scored, output []string, topk int) (*milvuspb.SearchResults, error) {
+	rows := make([]fakeRow, len(hits))
+	ids := make([]string, len(hits))
+	scores := make([]float32, len(hits))
+	for i, h := range hits {
+		rows[i], ids[i], scores[i] = h.row, h.row.id, h.score
+	}
+	fd, err := fields(rows, output)
 	if err != nil {
 		return &milvuspb.SearchResults{Status: fail(err.Error())}, nil
 	}
+	return &milvuspb.SearchResults{Status: ok(), CollectionName: collection, Results: &schemapb.SearchResultData{
+		NumQueries: 1, TopK: int64(topk), Topks: []int64{int64(len(hits))}, Scores: scores, FieldsData: fd,
+		Ids: &schemapb.IDs{IdField: &schemapb.IDs_StrId{StrId: &schemapb.StringArray{Data: ids}}}}}, nil
+}
+
+// searchLocked ranks the rows of collection for one search request.
+func (f *fakeMilvus) searchLocked(collection string, r *milvuspb.SearchRequest) ([]scored, *commonpb.Status) {
+	c, err := f.coll(collection)
+	if err != nil {
+		return nil, fail(err.Error())
+	}
 	if !c.loaded {
-		return &milvuspb.SearchResults{Status: fail("collection not loaded")}, nil
+		return nil, fail("collection not loaded")
 	}
 	params := map[string]string{}
 	for _, kv := range r.GetSearchParams() {
@@ -448,13 +519,9 @@ func (f *fakeMilvus) Search(_ context.Context, r *milvuspb.SearchRequest) (*milv
 	topk, _ := strconv.Atoi(params["topk"])
 	var phg commonpb.PlaceholderGroup
 	if err := proto.Unmarshal(r.GetPlaceholderGroup(), &phg); err != nil || len(phg.GetPlaceholders()) != 1 || len(phg.GetPlaceholders()[0].GetValues()) != 1 {
-		return nil, status.Error(codes.InvalidArgument, "one query expected")
+		return nil, fail("one query expected")
 	}
 	ph := phg.GetPlaceholders()[0]
-	type scored struct {
-		row   fakeRow
-		score float32
-	}
 	var hits []scored
 	switch field := params["anns_field"]; {
 	case field == FieldDense && ph.GetType() == commonpb.PlaceholderType_FloatVector:
@@ -474,7 +541,7 @@ func (f *fakeMilvus) Search(_ context.Context, r *milvuspb.SearchRequest) (*milv
 		}
 	case field == FieldSparse && ph.GetType() == commonpb.PlaceholderType_VarChar:
 		if c.indexes[FieldSparse]["metric_type"] != "BM25" {
-			return &milvuspb.SearchResults{Status: fail("sparse field has no BM25 index")}, nil
+			return nil, fail("sparse field has no BM25 index")
 		}
 		df := map[string]int{}
 		total := 0
@@ -510,31 +577,23 @@ func (f *fakeMilvus) Search(_ context.Context, r *milvuspb.SearchRequest) (*milv
 			}
 		}
 	default:
-		return &milvuspb.SearchResults{Status: fail("unsupported search on " + field)}, nil
+		return nil, fail("unsupported search on " + field)
 	}
 	kept := hits[:0]
 	for _, h := range hits {
 		m, err := match(r.GetDsl(), h.row)
 		if err != nil {
-			return &milvuspb.SearchResults{Status: fail(err.Error())}, nil
+			return nil, fail(err.Error())
 		}
 		if m {
 			kept = append(kept, h)
 		}
 	}
-	sort.Slice(kept, func(i, j int) bool { return kept[i].score > kept[j].score })
-	kept = kept[:min(topk, len(kept))]
-	rows := make([]fakeRow, len(kept))
-	ids := make([]string, len(kept))
-	scores := make([]float32, len(kept))
-	for i, h := range kept {
-		rows[i], ids[i], scores[i] = h.row, h.row.id, h.score
-	}
-	fd, err := fields(rows, r.GetOutputFields())
-	if err != nil {
-		return &milvuspb.SearchResults{Status: fail(err.Error())}, nil
-	}
-	return &milvuspb.SearchResults{Status: ok(), CollectionName: r.GetCollectionName(), Results: &schemapb.SearchResultData{
-		NumQueries: 1, TopK: int64(topk), Topks: []int64{int64(len(kept))}, Scores: scores, FieldsData: fd,
-		Ids: &schemapb.IDs{IdField: &schemapb.IDs_StrId{StrId: &schemapb.StringArray{Data: ids}}}}}, nil
+	sort.Slice(kept, func(i, j int) bool {
+		if kept[i].score != kept[j].score {
+			return kept[i].score > kept[j].score
+		}
+		return kept[i].row.id < kept[j].row.id
+	})
+	return kept[:min(topk, len(kept))], nil
 }
