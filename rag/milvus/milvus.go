@@ -30,6 +30,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/milvus-io/milvus/client/v2/column"
 	"github.com/milvus-io/milvus/client/v2/entity"
@@ -219,6 +220,11 @@ func (s *Store) Upsert(ctx context.Context, records ...rag.Record) error {
 		case len(c.ID) > 64:
 			errs = append(errs, fmt.Errorf("records[%d].chunk.id: longer than 64 bytes", i))
 		}
+		for name, v := range map[string]string{"source": c.Source, "title": c.Title, "section": c.Section, "text": c.Text} {
+			if !utf8.ValidString(v) {
+				errs = append(errs, fmt.Errorf("records[%d].chunk.%s: not UTF-8, which Milvus strings must be", i, name))
+			}
+		}
 		if len(c.Text) > maxText {
 			errs = append(errs, fmt.Errorf("records[%d].chunk.text: %d bytes, Milvus keeps at most %d", i, len(c.Text), maxText))
 		}
@@ -289,6 +295,9 @@ func Expr(f rag.Filter) (string, error) {
 	sort.Strings(keys)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
+		if !utf8.ValidString(f[k]) {
+			return "", fmt.Errorf("filter: %s: the value is not UTF-8, which Milvus strings must be", k)
+		}
 		switch k {
 		case "source", "title", "section":
 			parts = append(parts, fmt.Sprintf("%s == %s", k, quote(f[k])))

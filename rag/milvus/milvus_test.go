@@ -123,8 +123,9 @@ func TestValidationNamesEveryField(t *testing.T) {
 	}
 	_, addr := startFakeMilvus(t)
 	s := openStore(t, addr, "v", 2)
-	err = s.Upsert(t.Context(), rag.Record{Chunk: rag.Chunk{}, Vector: []float32{1}})
+	err = s.Upsert(t.Context(), rag.Record{Chunk: rag.Chunk{Text: "\xff"}, Vector: []float32{1}})
 	require.Error(t, err)
+	assert.Contains(t, err.Error(), "records[0].chunk.text: not UTF-8")
 	assert.Contains(t, err.Error(), "records[0].chunk.id: required")
 	assert.Contains(t, err.Error(), "records[0].vector: 1 dimensions, the collection holds 2")
 	_, err = s.SearchVector(t.Context(), []float32{1, 0}, 0, rag.Filter{"bad key!": "x"})

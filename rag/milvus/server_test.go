@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -256,6 +257,8 @@ func (f *fakeMilvus) Upsert(_ context.Context, r *milvuspb.UpsertRequest) (*milv
 		IDs: &schemapb.IDs{IdField: &schemapb.IDs_StrId{StrId: &schemapb.StringArray{Data: ids}}}}, nil
 }
 
+var errMissingKey = errors.New("missing JSON key")
+
 // match evaluates the expressions the store writes: clauses joined by
 // " && ", each `field == "v"`, `metadata["k"] == "v"`, `id in ["a", ...]`
 // or `id != ""`.
@@ -286,11 +289,18 @@ func match(expr string, r fakeRow) (bool, error) {
 				}
 				m := map[string]string{}
 				_ = json.Unmarshal(r.meta, &m)
-				return m[k], nil
+				v, present := m[k]
+				if !present {
+					return "", errMissingKey // Milvus: a missing JSON key compares as null
+				}
+				return v, nil
 			}
 			return "", fmt.Errorf("unknown field %s", name)
 		}
 		got, err := value(field)
+		if err == errMissingKey {
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}
