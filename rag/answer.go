@@ -92,14 +92,28 @@ func citations(text string, sources []Hit) []Citation {
 const NoAnswer = "The knowledge base has no passage that answers this."
 
 // extractive answers with the sentence of each of the first three sources
-// that shares the most words with the question, each cited, leaving out
-// those that share less than half as many as the best.
+// that shares most words with the question (a word matches another it
+// begins, "drain" matches "draining", when both have three letters or
+// more; stop words do not count), each cited. Headings and titles (lines
+// without a closing full stop, question or exclamation mark) and
+// sentences under four words are passed over, and so is a source's best
+// sentence if it shares no more than half as many words as the best of
+// all.
 func extractive(question string, sources []Hit) string {
-	want := map[string]bool{}
+	var want []string
 	for _, t := range terms(question) {
-		if len(t) > 2 || unicode.IsDigit(rune(t[0])) {
-			want[t] = true
+		if (len(t) > 2 || unicode.IsDigit(rune(t[0]))) && !stopWords[t] {
+			want = append(want, t)
 		}
+	}
+	matches := func(w, q string) bool {
+		if w == q {
+			return true
+		}
+		if len(w) < 3 || len(q) < 3 {
+			return false
+		}
+		return strings.HasPrefix(w, q) || strings.HasPrefix(q, w)
 	}
 	type pick struct {
 		sentence string
@@ -109,12 +123,17 @@ func extractive(question string, sources []Hit) string {
 	for i, h := range sources {
 		best := pick{}
 		for _, s := range sentences(h.Chunk.Text) {
+			words := terms(s)
+			if len(words) < 4 || strings.HasPrefix(s, "#") || !strings.ContainsAny(s[len(s)-1:], ".?!") {
+				continue
+			}
 			score := 0
-			seen := map[string]bool{}
-			for _, t := range terms(s) {
-				if want[t] && !seen[t] {
-					score++
-					seen[t] = true
+			for _, q := range want {
+				for _, w := range words {
+					if matches(w, q) {
+						score++
+						break
+					}
 				}
 			}
 			if score > best.score {
@@ -131,22 +150,15 @@ func extractive(question string, sources []Hit) string {
 	if len(picks) == 0 {
 		return NoAnswer
 	}
-	// Sentences sharing less than half as many words as the best one add
-	// noise, not support.
 	top := 0
 	for _, p := range picks {
 		top = max(top, p.score)
 	}
-	kept := picks[:0]
+	parts := make([]string, 0, len(picks))
 	for _, p := range picks {
-		if 2*p.score >= top {
-			kept = append(kept, p)
+		if p.score == top || 2*p.score > top {
+			parts = append(parts, fmt.Sprintf("%s [%d]", p.sentence, p.n))
 		}
-	}
-	picks = kept
-	parts := make([]string, len(picks))
-	for i, p := range picks {
-		parts[i] = fmt.Sprintf("%s [%d]", p.sentence, p.n)
 	}
 	return strings.Join(parts, " ")
 }

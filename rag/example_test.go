@@ -24,13 +24,13 @@ func Example() {
 	}
 	defer kb.Close()
 	docs, _ := rag.LoadMarkdown("quotas.md", strings.NewReader(
-		"# GPU quotas\n\nThe default quota is 8 GPUs per team.\n\n## Raising it\n\nA team lead asks the platform group.\n"))
+		"# GPU quotas\n\nThe default quota is 8 GPUs per team.\n\n## Raising it\n\nA team lead asks the platform group to raise the GPU quota.\n"))
 	rep, _ := kb.Ingest(ctx, docs...)
 	fmt.Printf("added %d chunks\n", rep.Added)
 	rep, _ = kb.Ingest(ctx, docs...)
 	fmt.Printf("again: %d unchanged, %d embedded\n", rep.Unchanged, rep.Embedded)
 
-	a, err := kb.Answer(ctx, "Who raises the GPU quota?")
+	a, err := kb.Answer(ctx, "Who asks for a higher GPU quota?")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,9 +41,9 @@ func Example() {
 	// Output:
 	// added 2 chunks
 	// again: 1 unchanged, 0 embedded
-	// The default quota is 8 GPUs per team. [1] A team lead asks the platform group. [2]
-	// [1] quotas.md — GPU quotas, bytes 0-51
-	// [2] quotas.md — GPU quotas > Raising it, bytes 53-104
+	// A team lead asks the platform group to raise the GPU quota. [1] The default quota is 8 GPUs per team. [2]
+	// [1] quotas.md — GPU quotas > Raising it, bytes 53-127
+	// [2] quotas.md — GPU quotas, bytes 0-51
 }
 
 func ExampleRecursive() {
