@@ -1,0 +1,399 @@
+package rag
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cubestudio/cube/serve"
+)
+
+// Embedder turns texts into vectors, one per text in order.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	// Model names the embedding model. A knowledge base records it and
+	// refuses to mix vectors of different models; caches key on it.
+	Model() string
+}
+
+// FeatureHasher is a lexical embedder that needs no model: each text
+// becomes a vector of hashed features (the "hashing trick"), its lower-cased
+// words weighted 1 and the character trigrams of each word weighted 0.5,
+// each feature's count damped to 1+ln(count), signed by a second hash so
+// that collisions cancel on average, and the vector scaled to unit length.
+// Cosine similarity between two such vectors measures shared words and
+// word parts, so it finds "indexing" for "index" where BM25 would not; it
+// knows nothing of synonyms. It is the embedded default because no neural
+// model can be downloaded where cube's tests run; use OpenAIEmbedder with a
+// served model (serve.TEI or vLLM's embedding task) for semantic search.
+type FeatureHasher struct {
+	dims int
+}
+
+// HashedFeatures returns a FeatureHasher making vectors of dims
+// dimensions (384 matches common small sentence encoders).
+func HashedFeatures(dims int) *FeatureHasher { return &FeatureHasher{dims: dims} }
+
+// Model returns "hashed-features-v1-<dims>".
+func (h *FeatureHasher) Model() string {
+	if h == nil {
+		return ""
+	}
+	return fmt.Sprintf("hashed-features-v1-%d", h.dims)
+}
+
+// Embed hashes each text. A text without words is the zero vector.
+func (h *FeatureHasher) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if h == nil {
+		return nil, errors.New("embed: nil FeatureHasher: use rag.HashedFeatures")
+	}
+	if h.dims <= 0 {
+		return nil, fmt.Errorf("embed: hashed features: dims: %d: must be positive", h.dims)
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = h.vector(t)
+	}
+	return out, nil
+}
+
+// stopWords are English function words; the hasher weighs them a tenth
+// of other words, since it has no corpus statistics (as BM25's IDF) to
+// learn that they carry no topic.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a about above after again all also am an and any are as at be because been
+		before being between both but by can could did do does doing down during each few for from further had
+		has have having he her here hers him his how i if in into is it its itself just me more most my no nor
+		not now of off on once only or other our ours out over own same she should so some such than that the
+		their theirs them then there these they this those through to too under until up very was we were what
+		when where which while who whom why will with would you your yours`) {
+		stopWords[w] = true
+	}
+}
+
+func (h *FeatureHasher) vector(text string) []float32 {
+	counts := map[string]float64{}
+	for _, w := range terms(text) {
+		if stopWords[w] {
+			counts["w:"+w] += 0.1
+			continue
+		}
+		counts["w:"+w]++
+		if len(w) > 3 {
+			p := "^" + w + "$"
+			for i := 0; i+3 <= len(p); i++ {
+				counts["t:"+p[i:i+3]] += 0.5
+			}
+		}
+	}
+	v := make([]float32, h.dims)
+	for f, c := range counts {
+		hf := fnv.New64a()
+		hf.Write([]byte(f))
+		sum := hf.Sum64()
+		weight := 1 + math.Log(c)
+		if c < 1 { // stop words only
+			weight = c
+		}
+		if f[0] == 't' {
+			weight = 0.5 * (1 + math.Log(2*c))
+		}
+		if sum>>63 == 1 {
+			weight = -weight
+		}
+		v[sum%uint64(h.dims)] += float32(weight)
+	}
+	normalize(v)
+	return v
+}
+
+// normalize scales v to unit length in place and reports whether it had any.
+func normalize(v []float32) bool {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+		return false
+	}
+	inv := float32(1 / math.Sqrt(s))
+	for i := range v {
+		v[i] *= inv
+	}
+	return true
+}
+
+// OpenAIEmbedder embeds through any OpenAI-compatible /embeddings endpoint
+// (vLLM's embedding task, Hugging Face text-embeddings-inference, Ollama)
+// with go-openai, through a serve.Client. Texts go in batches of BatchSize,
+// at most Concurrency batches at once; a batch answered 429 or 5xx (or not
+// answered) is retried up to Retry's limit with doubling backoff; and
+// vectors are cached by model and content hash, so embedding unchanged text
+// again costs no request.
+type OpenAIEmbedder struct {
+	client      *serve.Client
+	model       string
+	batch       int
+	concurrency int
+	retries     int
+	backoff     time.Duration
+	cache       *EmbeddingCache
+}
+
+// NewOpenAIEmbedder returns an embedder that asks client's server for
+// model's embeddings. Defaults: batches of 64, 4 batches at once, 3
+// retries starting at 500ms, a cache of 10,000 vectors.
+func NewOpenAIEmbedder(client *serve.Client, model string) *OpenAIEmbedder {
+	return &OpenAIEmbedder{client: client, model: model, batch: 64, concurrency: 4,
+		retries: 3, backoff: 500 * time.Millisecond, cache: NewEmbeddingCache(10_000)}
+}
+
+// BatchSize sets how many texts go in one request.
+func (e *OpenAIEmbedder) BatchSize(n int) *OpenAIEmbedder {
+	if e != nil {
+		e.batch = n
+	}
+	return e
+}
+
+// Concurrency sets how many requests are in flight at once.
+func (e *OpenAIEmbedder) Concurrency(n int) *OpenAIEmbedder {
+	if e != nil {
+		e.concurrency = n
+	}
+	return e
+}
+
+// Retry sets how many times a batch answered 429 or 5xx, or not answered
+// at all, is sent again (limit), and the wait before the first retry,
+// doubled before each next one.
+func (e *OpenAIEmbedder) Retry(limit int, backoff time.Duration) *OpenAIEmbedder {
+	if e != nil {
+		e.retries, e.backoff = limit, backoff
+	}
+	return e
+}
+
+// Cache replaces the vector cache; nil turns caching off. A cache may be
+// shared by embedders: entries are keyed by model.
+func (e *OpenAIEmbedder) Cache(c *EmbeddingCache) *OpenAIEmbedder {
+	if e != nil {
+		e.cache = c
+	}
+	return e
+}
+
+// Model returns the model name requests carry.
+func (e *OpenAIEmbedder) Model() string {
+	if e == nil {
+		return ""
+	}
+	return e.model
+}
+
+func (e *OpenAIEmbedder) validate() error {
+	if e == nil {
+		return errors.New("embed: nil OpenAIEmbedder: use rag.NewOpenAIEmbedder")
+	}
+	var errs []error
+	if e.client == nil {
+		errs = append(errs, errors.New("client: required: a serve.Client for the embedding server"))
+	}
+	if e.model == "" {
+		errs = append(errs, errors.New("model: required: the served embedding model's name"))
+	}
+	if e.batch <= 0 {
+		errs = append(errs, fmt.Errorf("batchSize: %d: must be positive", e.batch))
+	}
+	if e.concurrency <= 0 {
+		errs = append(errs, fmt.Errorf("concurrency: %d: must be positive", e.concurrency))
+	}
+	if e.retries < 0 {
+		errs = append(errs, fmt.Errorf("retry: limit %d: must not be negative", e.retries))
+	}
+	if e.backoff < 0 {
+		errs = append(errs, fmt.Errorf("retry: backoff %s: must not be negative", e.backoff))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("embed: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Embed returns one vector per text, in order, from the cache where it can.
+func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if err := e.validate(); err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(texts))
+	var missing []int
+	for i, t := range texts {
+		if v, ok := e.cache.get(e.model, t); ok {
+			out[i] = v
+			continue
+		}
+		missing = append(missing, i)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(e.concurrency)
+	for start := 0; start < len(missing); start += e.batch {
+		idx := missing[start:min(start+e.batch, len(missing))]
+		g.Go(func() error {
+			batch := make([]string, len(idx))
+			for j, i := range idx {
+				batch[j] = texts[i]
+			}
+			vecs, err := e.embedBatch(gctx, batch)
+			if err != nil {
+				return err
+			}
+			for j, i := range idx {
+				out[i] = vecs[j]
+				e.cache.put(e.model, texts[i], vecs[j])
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (e *OpenAIEmbedder) embedBatch(ctx context.Context, batch []string) ([][]float32, error) {
+	wait := e.backoff
+	for attempt := 0; ; attempt++ {
+		resp, err := e.client.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Model: openai.EmbeddingModel(e.model), Input: batch})
+		if err == nil {
+			return vectorsOf(resp, len(batch), e.model)
+		}
+		if !retryable(err) || attempt >= e.retries || ctx.Err() != nil {
+			return nil, fmt.Errorf("embed %d texts with %s (attempt %d): %w", len(batch), e.model, attempt+1, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("embed %d texts with %s: %w", len(batch), e.model, ctx.Err())
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+func vectorsOf(resp openai.EmbeddingResponse, n int, model string) ([][]float32, error) {
+	out := make([][]float32, n)
+	for _, d := range resp.Data {
+		if d.Index < 0 || d.Index >= n || out[d.Index] != nil {
+			return nil, fmt.Errorf("embed with %s: server answered index %d for %d texts", model, d.Index, n)
+		}
+		out[d.Index] = d.Embedding
+	}
+	for i, v := range out {
+		if len(v) == 0 {
+			return nil, fmt.Errorf("embed with %s: server sent no vector for text %d", model, i)
+		}
+		if len(v) != len(out[0]) {
+			return nil, fmt.Errorf("embed with %s: text %d got %d dimensions, text 0 got %d", model, i, len(v), len(out[0]))
+		}
+	}
+	return out, nil
+}
+
+// retryable says whether err is worth sending the request again: the
+// server was overloaded (429), failed (5xx), or never answered.
+func retryable(err error) bool {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.HTTPStatusCode == 429 || apiErr.HTTPStatusCode >= 500
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return reqErr.HTTPStatusCode == 429 || reqErr.HTTPStatusCode >= 500 || reqErr.HTTPStatusCode == 0
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// EmbeddingCache keeps the most recently used vectors, keyed by model and
+// the SHA-256 of the text. It is safe for concurrent use; a nil cache
+// caches nothing.
+type EmbeddingCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]*list.Element
+	order   *list.List
+	hits    int
+	misses  int
+}
+
+type cacheEntry struct {
+	key string
+	vec []float32
+}
+
+// NewEmbeddingCache returns a cache holding up to maxEntries vectors.
+func NewEmbeddingCache(maxEntries int) *EmbeddingCache {
+	return &EmbeddingCache{max: maxEntries, entries: map[string]*list.Element{}, order: list.New()}
+}
+
+// Stats returns how many lookups found a vector and how many did not.
+func (c *EmbeddingCache) Stats() (hits, misses int) {
+	if c == nil {
+		return 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits, c.misses
+}
+
+func (c *EmbeddingCache) get(model, text string) ([]float32, bool) {
+	if c == nil || c.entries == nil {
+		return nil, false
+	}
+	key := contentHash(model, text)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if !ok {
+		c.misses++
+		return nil, false
+	}
+	c.hits++
+	c.order.MoveToFront(el)
+	return el.Value.(*cacheEntry).vec, true
+}
+
+func (c *EmbeddingCache) put(model, text string, vec []float32) {
+	if c == nil || c.entries == nil || c.max <= 0 {
+		return
+	}
+	key := contentHash(model, text)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		c.order.MoveToFront(el)
+		return
+	}
+	c.entries[key] = c.order.PushFront(&cacheEntry{key: key, vec: vec})
+	for c.order.Len() > c.max {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.entries, last.Value.(*cacheEntry).key)
+	}
+}
