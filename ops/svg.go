@@ -71,7 +71,7 @@ func WriteUtilisationSVG(w io.Writer, series []DeviceSeries, from, to time.Time,
 		html.EscapeString(fmt.Sprintf("accelerator utilisation: %d devices, %d idle (peak under %.0f%%)", len(series), idle, idleBelow)))
 	fmt.Fprintf(bw, `<text x="8" y="34">%s</text>`+"\n",
 		html.EscapeString(fmt.Sprintf("%s to %s, %s per column", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339),
-			(span / svgColumns).Round(time.Second))))
+			(span/svgColumns).Round(time.Second))))
 	cell := float64(svgBarWidth) / svgColumns
 	for i, s := range series {
 		r := rows[i]
