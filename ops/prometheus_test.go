@@ -63,6 +63,13 @@ func ascend(ns, pod string, util, memMB float64) []string {
 // missing, except under CI=true.
 func startPrometheus(t *testing.T, target string) string {
 	t.Helper()
+	return startPrometheusOn(t, target, "")
+}
+
+// startPrometheusOn is startPrometheus with a storage directory of the
+// caller's (a backfilled TSDB); empty means a fresh temporary one.
+func startPrometheusOn(t *testing.T, target, storage string) string {
+	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -71,6 +78,9 @@ func startPrometheus(t *testing.T, target string) string {
 		t.Skipf("prometheus binary not found (apt-get install prometheus): %v", err)
 	}
 	dir := t.TempDir()
+	if storage == "" {
+		storage = filepath.Join(dir, "data")
+	}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 500ms
   scrape_timeout: 400ms
@@ -86,7 +96,8 @@ scrape_configs:
 	require.NoError(t, l.Close())
 	cmd := exec.CommandContext(t.Context(), "nice", "-n", "19", bin,
 		"--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--storage.tsdb.path="+storage,
+		"--storage.tsdb.retention.time=100y",
 		"--web.listen-address="+addr,
 		"--log.level=warn")
 	var logs strings.Builder
