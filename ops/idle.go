@@ -26,7 +26,9 @@ const (
 	// Report only lists the release.
 	Report Action = "report"
 	// ScaleDown scales the release's Deployments and StatefulSets to zero;
-	// applying the release again brings them back.
+	// applying the release again brings them back. A HorizontalPodAutoscaler
+	// leaves a target at zero replicas alone. Multi-node services
+	// (LeaderWorkerSets) are not scaled: Act reports them as an error.
 	ScaleDown Action = "scale-down"
 	// Stop stops a notebook with notebook.Stop (its home volume stays), and
 	// scales anything else down.
