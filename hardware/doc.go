@@ -106,9 +106,15 @@
 // and device-plugin or HAMi resources) into an Inventory of accelerators
 // per node, matched to catalogue profiles.
 //
+// ApplyEdge (and pod.Builder.Edge) places a pod on KubeEdge edge nodes: the
+// node-role.kubernetes.io/edge selector, tolerations for edge taints and for
+// nodes that lose the cloud link, host networking, and resources checked
+// against the edge device. Edge documents what KubeEdge needs from the
+// cluster.
+//
 // Sources: NVIDIA k8s-device-plugin and GPU Feature Discovery, the GPU
 // Operator's MIG configuration and the MIG user guide, NVIDIA datasheets,
-// Huawei MindCluster/MindX DL and CANN references, HAMi, NCCL. Values the
+// Huawei MindCluster/MindX DL and CANN references, HAMi, NCCL, KubeEdge. Values the
 // team could not confirm from a primary source are defaults to override
 // (copy the Profile and change the field, or use the With methods): the
 // Ascend TFLOPS and bandwidth figures, 910B1's AI cores, MaxPerNode of the

@@ -134,3 +134,21 @@ func ExampleApply_otherVendors() {
 	//   MCCL_SOCKET_IFNAME=eth0
 	// cambricon.com/vmlu
 }
+
+func ExampleApplyEdge() {
+	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}}
+	errs := hardware.ApplyEdge(&tmpl, "main", hardware.Edge{Arch: hardware.ARM64, HostNetwork: true}, nil)
+	fmt.Println(errs, tmpl.Spec.NodeSelector, tmpl.Spec.HostNetwork, tmpl.Spec.DNSPolicy)
+	for _, t := range tmpl.Spec.Tolerations {
+		effect := string(t.Effect)
+		if effect == "" {
+			effect = "(any effect)"
+		}
+		fmt.Println(t.Key, t.Operator, effect)
+	}
+	// Output:
+	// [] map[kubernetes.io/arch:arm64 node-role.kubernetes.io/edge:] true ClusterFirstWithHostNet
+	// node-role.kubernetes.io/edge Exists (any effect)
+	// node.kubernetes.io/unreachable Exists NoExecute
+	// node.kubernetes.io/not-ready Exists NoExecute
+}

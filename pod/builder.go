@@ -64,6 +64,7 @@ type Builder[T any] struct {
 	containerSecure *corev1.SecurityContext
 	ports           []corev1.ContainerPort
 	hostNetwork     bool
+	edge            *hardware.Edge
 	problems        field.ErrorList
 }
 
@@ -383,6 +384,17 @@ func (b *Builder[T]) Port(name string, port int32) *T {
 	return b.self
 }
 
+// Edge places the pods on KubeEdge edge nodes (hardware.Edge: node
+// selection, tolerations, host networking, resources checked against the
+// edge device); the edge settings are applied after the hardware profile.
+// It replaces an earlier Edge.
+func (b *Builder[T]) Edge(e hardware.Edge) *T {
+	e.NodeLabels = maps.Clone(e.NodeLabels)
+	e.Capacity = e.Capacity.DeepCopy()
+	b.edge = &e
+	return b.self
+}
+
 // HostNetwork runs the pods in the node's network namespace.
 func (b *Builder[T]) HostNetwork(on bool) *T { b.hostNetwork = on; return b.self }
 
@@ -600,6 +612,9 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	tmpl.Spec.Containers = []corev1.Container{c}
 
 	errs = append(errs, b.applyHardware(&tmpl, name, p, opts.NoDevices)...)
+	if b.edge != nil {
+		errs = append(errs, hardware.ApplyEdge(&tmpl, name, *b.edge, p)...)
+	}
 	return tmpl, errs
 }
 

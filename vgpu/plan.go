@@ -412,12 +412,7 @@ func sortLargestFirst(order []int, needs []need) {
 		if nd.kind == KindWhole {
 			class = 0
 		}
-		share := 0.0
-		if nd.devMemory > 0 {
-			share = float64(nd.mem) / float64(nd.devMemory)
-		}
-		share = math.Max(share, float64(nd.comp)/ComputeUnits) * float64(nd.n)
-		return class, share
+		return class, deviceShare(nd.mem, nd.devMemory, float64(nd.comp)/ComputeUnits) * float64(nd.n)
 	}
 	sort.SliceStable(order, func(a, b int) bool {
 		ca, sa := key(needs[order[a]])

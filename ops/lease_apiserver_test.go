@@ -1,0 +1,106 @@
+package ops_test
+
+// Lease expiry against the real kube-apiserver of internal/testenv, with
+// an injected clock: the enforcer stops the leased notebook at expiry, not
+// before, and a renewal moves the expiry.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/ops"
+)
+
+func TestLeaseEnforcedAtExpiryOnTestAPIServer(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	_, err := cc.Apply(ctx, notebook.Jupyter("ws", "bob").Namespace(ns).AuthSecret("ws-token", "token").
+		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"}).On(hardware.A100_80G).GPUs(1))
+	require.NoError(t, err)
+
+	start := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
+	_, err = cc.Apply(ctx, ops.Lease("bob-a100", ns).Holder("bob").Workload(notebook.Kind, "ws").
+		Accelerators(hardware.A100_80G, 1).Period(start, time.Hour))
+	require.NoError(t, err)
+
+	stored := &coordinationv1.Lease{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bob-a100"}, stored))
+	assert.Equal(t, "bob", *stored.Spec.HolderIdentity)
+	assert.Equal(t, int32(3600), *stored.Spec.LeaseDurationSeconds)
+	end, ok := ops.Expiry(stored)
+	require.True(t, ok)
+	assert.Equal(t, start.Add(time.Hour), end.UTC())
+	assert.Equal(t, "A100-SXM-80GB", stored.Annotations[ops.AnnotationAccelerator])
+
+	clock := start
+	enf := ops.Enforcer{Client: env.Client, Now: func() time.Time { return clock }}
+	replicas := func() int32 {
+		sts := &appsv1.StatefulSet{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ws"}, sts))
+		return *sts.Spec.Replicas
+	}
+
+	clock = start.Add(59 * time.Minute)
+	got, err := enf.Enforce(ctx, ns)
+	require.NoError(t, err)
+	assert.Empty(t, got, "not expired yet")
+	assert.Equal(t, int32(1), replicas())
+
+	// Renewed at 50 minutes: the old expiry passes without a stop.
+	require.NoError(t, ops.Renew(ctx, env.Client, ns, "bob-a100", start.Add(50*time.Minute)))
+	clock = start.Add(61 * time.Minute)
+	got, err = enf.Enforce(ctx, ns)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	assert.Equal(t, int32(1), replicas())
+
+	clock = start.Add(110 * time.Minute)
+	got, err = enf.Enforce(ctx, ns)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, ops.Expired{Tenant: ns, Lease: "bob-a100", Holder: "bob", Workload: "ws", ExpiredAt: start.Add(110 * time.Minute)}, normalise(got[0]))
+	assert.Equal(t, int32(0), replicas(), "the enforcer stopped the notebook")
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bob-a100"}, stored))
+	assert.Equal(t, "2026-11-03T10:50:00Z", stored.Annotations[ops.AnnotationEnforcedAt])
+	assert.Equal(t, int32(1), *stored.Spec.LeaseTransitions)
+
+	// Enforced once only.
+	clock = start.Add(5 * time.Hour)
+	got, err = enf.Enforce(ctx, ns)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+func normalise(e ops.Expired) ops.Expired { e.ExpiredAt = e.ExpiredAt.UTC(); return e }
+
+func TestLeaseValidation(t *testing.T) {
+	_, err := ops.Lease("Bad_Name", "").Build()
+	require.Error(t, err)
+	for _, want := range []string{"metadata.name", "metadata.namespace", "spec.holderIdentity",
+		"ops.cube.dev/workload-release", "ops.cube.dev/accelerator", "ops.cube.dev/devices", "spec.acquireTime", "spec.leaseDurationSeconds"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	var nilLease *ops.LeaseBuilder
+	_, err = nilLease.Holder("x").Objects()
+	assert.ErrorContains(t, err, "builder is nil")
+	_, err = ops.Enforcer{}.Enforce(t.Context(), "")
+	assert.ErrorContains(t, err, "client: must not be nil")
+	assert.ErrorContains(t, ops.Renew(t.Context(), nil, "a", "b", t0), "client: must not be nil")
+	_, ok := ops.Expiry(nil)
+	assert.False(t, ok)
+	_, ok = ops.Expiry(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}})
+	assert.False(t, ok)
+}

@@ -1,0 +1,197 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// Exporter is one source of accelerator metrics: the metric names it
+// exports and the labels that name the pod, container and device.
+type Exporter struct {
+	Name string
+	// Utilisation is a gauge of device busy percent (0–100).
+	Utilisation string
+	// Memory is a gauge of device memory in use; MemoryScale turns it into
+	// bytes.
+	Memory      string
+	MemoryScale float64
+	// Labels naming the pod, its namespace, the container and the device.
+	Namespace, Pod, Container, Device string
+}
+
+// The exporters Metrics reads by default. Names and labels are read from
+// each exporter's source:
+//
+//   - DCGM: NVIDIA/dcgm-exporter etc/default-counters.csv
+//     (DCGM_FI_DEV_GPU_UTIL in %, DCGM_FI_DEV_FB_USED in MiB), device labels
+//     gpu, UUID, modelName, Hostname set by the collector, and pod,
+//     namespace, container added by internal/pkg/transformation
+//     (const.go: podAttribute, namespaceAttribute, containerAttribute)
+//     when the kubelet's pod-resources socket is mounted.
+//   - HAMi: Project-HAMi/HAMi cmd/vGPUmonitor/metrics.go,
+//     hami_container_device_utilization_ratio and
+//     hami_vgpu_memory_used_bytes with labels namespace, pod, container,
+//     vdevice_index, device_uuid.
+//   - HAMiLegacy: the same file's --legacy-metrics names that Cube
+//     Studio's Grafana dashboard queries, Device_utilization_desc_of_container
+//     and vGPU_device_memory_usage_in_bytes with podnamespace, podname,
+//     ctrname, deviceuuid.
+//   - Ascend: Huawei's npu-exporter (module huawei.com/npu-exporter/v6,
+//     collector package), container_npu_utilization (%) and
+//     container_npu_used_memory (MB) with labels id, namespace, pod_name,
+//     container_name, vdie_id.
+var (
+	DCGM = Exporter{Name: "dcgm", Utilisation: "DCGM_FI_DEV_GPU_UTIL", Memory: "DCGM_FI_DEV_FB_USED", MemoryScale: 1 << 20,
+		Namespace: "namespace", Pod: "pod", Container: "container", Device: "UUID"}
+	HAMi = Exporter{Name: "hami", Utilisation: "hami_container_device_utilization_ratio", Memory: "hami_vgpu_memory_used_bytes", MemoryScale: 1,
+		Namespace: "namespace", Pod: "pod", Container: "container", Device: "device_uuid"}
+	HAMiLegacy = Exporter{Name: "hami-legacy", Utilisation: "Device_utilization_desc_of_container", Memory: "vGPU_device_memory_usage_in_bytes", MemoryScale: 1,
+		Namespace: "podnamespace", Pod: "podname", Container: "ctrname", Device: "deviceuuid"}
+	Ascend = Exporter{Name: "ascend", Utilisation: "container_npu_utilization", Memory: "container_npu_used_memory", MemoryScale: 1 << 20,
+		Namespace: "namespace", Pod: "pod_name", Container: "container_name", Device: "vdie_id"}
+)
+
+// Sample is one value at one time.
+type Sample struct {
+	At    time.Time
+	Value float64
+}
+
+// DeviceSeries is the utilisation of one device by one pod's container
+// over time, as one exporter saw it.
+type DeviceSeries struct {
+	Exporter                  string
+	Namespace, Pod, Container string
+	Device                    string
+	Utilisation               []Sample
+	MemoryBytes               []Sample
+}
+
+// Metrics reads accelerator utilisation from a Prometheus server's HTTP
+// API (/api/v1/query_range).
+type Metrics struct {
+	api       promv1.API
+	exporters []Exporter
+}
+
+// MetricsOption tunes NewMetrics.
+type MetricsOption func(*metricsConfig)
+
+type metricsConfig struct {
+	rt        http.RoundTripper
+	exporters []Exporter
+}
+
+// WithRoundTripper sets the transport (authentication, TLS) of requests.
+func WithRoundTripper(rt http.RoundTripper) MetricsOption {
+	return func(c *metricsConfig) { c.rt = rt }
+}
+
+// WithExporters replaces the exporters read (default DCGM, HAMi,
+// HAMiLegacy, Ascend).
+func WithExporters(e ...Exporter) MetricsOption {
+	return func(c *metricsConfig) { c.exporters = append([]Exporter(nil), e...) }
+}
+
+// NewMetrics returns a reader of the Prometheus server at address
+// ("http://prometheus.monitoring:9090").
+func NewMetrics(address string, opts ...MetricsOption) (*Metrics, error) {
+	cfg := metricsConfig{exporters: []Exporter{DCGM, HAMi, HAMiLegacy, Ascend}}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	var errs []error
+	if address == "" {
+		errs = append(errs, errors.New("address: must not be empty"))
+	}
+	for i, e := range cfg.exporters {
+		if e.Utilisation == "" || e.Namespace == "" || e.Pod == "" {
+			errs = append(errs, fmt.Errorf("exporters[%d] %q: utilisation metric, namespace and pod labels must be set", i, e.Name))
+		}
+		if !model.IsValidLegacyMetricName(e.Utilisation) || (e.Memory != "" && !model.IsValidLegacyMetricName(e.Memory)) {
+			errs = append(errs, fmt.Errorf("exporters[%d] %q: metric names must be Prometheus metric names", i, e.Name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("prometheus metrics: %w", err)
+	}
+	c, err := promapi.NewClient(promapi.Config{Address: address, RoundTripper: cfg.rt})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus metrics: address: %w", err)
+	}
+	return &Metrics{api: promv1.NewAPI(c), exporters: cfg.exporters}, nil
+}
+
+// Utilisation queries every exporter over [from, to] at step and returns
+// one series per exporter, pod, container and device. Series without a pod
+// label (devices no pod holds) are left out.
+func (m *Metrics) Utilisation(ctx context.Context, from, to time.Time, step time.Duration) ([]DeviceSeries, error) {
+	if m == nil || m.api == nil {
+		return nil, errors.New("query utilisation: metrics is nil; use NewMetrics")
+	}
+	var errs []error
+	if !to.After(from) {
+		errs = append(errs, errors.New("to: must be after from"))
+	}
+	if step <= 0 {
+		errs = append(errs, errors.New("step: must be positive"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("query utilisation: %w", err)
+	}
+	r := promv1.Range{Start: from, End: to, Step: step}
+	var out []DeviceSeries
+	for _, e := range m.exporters {
+		index := map[string]int{}
+		read := func(metric string, scale float64, set func(*DeviceSeries, []Sample)) error {
+			if metric == "" {
+				return nil
+			}
+			// Only series that name a pod: dcgm-exporter leaves pod empty
+			// on devices no pod holds.
+			query := fmt.Sprintf(`%s{%s!=""}`, metric, e.Pod)
+			v, _, err := m.api.QueryRange(ctx, query, r)
+			if err != nil {
+				return fmt.Errorf("query %s: %w", query, err)
+			}
+			matrix, ok := v.(model.Matrix)
+			if !ok {
+				return fmt.Errorf("query %s: want a matrix, got %s", query, v.Type())
+			}
+			for _, s := range matrix {
+				key := string(s.Metric[model.LabelName(e.Namespace)]) + "/" + string(s.Metric[model.LabelName(e.Pod)]) + "/" +
+					string(s.Metric[model.LabelName(e.Container)]) + "/" + string(s.Metric[model.LabelName(e.Device)])
+				i, ok := index[key]
+				if !ok {
+					i = len(out)
+					index[key] = i
+					out = append(out, DeviceSeries{Exporter: e.Name, Namespace: string(s.Metric[model.LabelName(e.Namespace)]),
+						Pod: string(s.Metric[model.LabelName(e.Pod)]), Container: string(s.Metric[model.LabelName(e.Container)]),
+						Device: string(s.Metric[model.LabelName(e.Device)])})
+				}
+				samples := make([]Sample, len(s.Values))
+				for j, p := range s.Values {
+					samples[j] = Sample{At: p.Timestamp.Time().UTC(), Value: float64(p.Value) * scale}
+				}
+				set(&out[i], samples)
+			}
+			return nil
+		}
+		if err := read(e.Utilisation, 1, func(d *DeviceSeries, s []Sample) { d.Utilisation = s }); err != nil {
+			return nil, fmt.Errorf("query utilisation: %s: %w", e.Name, err)
+		}
+		if err := read(e.Memory, e.MemoryScale, func(d *DeviceSeries, s []Sample) { d.MemoryBytes = s }); err != nil {
+			return nil, fmt.Errorf("query utilisation: %s: %w", e.Name, err)
+		}
+	}
+	return out, nil
+}
