@@ -128,11 +128,11 @@ func TestParseConfig(t *testing.T) {
 	assert.Equal(t, "body", o.DataKey())
 
 	for in, want := range map[string]string{
-		`<View><Video name="v" value="$v"/></View>`:                        `Unsupported value: "Video"`,
-		`<Root/>`:                                                          "the root is <Root>",
-		`<View><Text name="t" value="$t"/>`:                                "parse label config",
+		`<View><Video name="v" value="$v"/></View>`: `Unsupported value: "Video"`,
+		`<Root/>`:                           "the root is <Root>",
+		`<View><Text name="t" value="$t"/>`: "parse label config",
 		`<View><Text name="t" value="$t"/><Choices name="c" toName="t"><Label value="x"/></Choices></View>`: `Unsupported value: "Label"`,
-		`<View><Text name="t" value="$t"/><Rating name="r" toName="t" maxRating="x"/></View>`:              `maxRating: Invalid value: "x"`,
+		`<View><Text name="t" value="$t"/><Rating name="r" toName="t" maxRating="x"/></View>`:               `maxRating: Invalid value: "x"`,
 	} {
 		_, err := label.ParseConfig(in)
 		assert.ErrorContains(t, err, want, in)
