@@ -298,4 +298,3 @@ func PreferencePairs(tasks []Task, format llm.Format, fields PairFields) (*Recor
 	}
 	return r, nil
 }
-
