@@ -128,11 +128,13 @@ func BackendFromEnv() (*Backend, error) {
 	return NewBackend(chat, bopts...)
 }
 
-var errNilBackend = errors.New("label: the *Backend is nil: make one with NewBackend")
+var errNilBackend = errors.New("label: the *Backend is nil or has no chat model: make one with NewBackend")
+
+func (b *Backend) usable() bool { return b != nil && b.chat != nil }
 
 // Version returns the model version recorded with predictions.
 func (b *Backend) Version(ctx context.Context) string {
-	if b == nil {
+	if !b.usable() {
 		return ""
 	}
 	if b.version != "" {
@@ -150,7 +152,7 @@ const undecided = 0.5
 // Predict pre-annotates tasks for cfg: one prediction per task, in order,
 // with a result per control the model could answer.
 func (b *Backend) Predict(ctx context.Context, cfg *Config, tasks []Task) ([]Prediction, error) {
-	if b == nil {
+	if !b.usable() {
 		return nil, errNilBackend
 	}
 	if err := cfg.Validate(); err != nil {
@@ -429,7 +431,7 @@ var trainEvents = []string{"ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATI
 
 // ServeHTTP answers Label Studio's calls.
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if b == nil {
+	if !b.usable() {
 		writeError(w, http.StatusInternalServerError, errNilBackend)
 		return
 	}
@@ -536,7 +538,7 @@ type PreannotateResult struct {
 // returned together; the tasks that succeeded stay predicted.
 func Preannotate(ctx context.Context, c *Client, project int, b *Backend) (PreannotateResult, error) {
 	var res PreannotateResult
-	if b == nil {
+	if !b.usable() {
 		return res, errNilBackend
 	}
 	cfg, err := c.ProjectConfig(ctx, project)

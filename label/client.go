@@ -132,7 +132,7 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 
 // String describes the client without its token.
 func (c *Client) String() string {
-	if c == nil {
+	if c == nil || c.base == nil {
 		return "label.Client(nil)"
 	}
 	return "label.Client(" + c.base.String() + ")"
@@ -170,7 +170,7 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound
 }
 
-var errNilClient = errors.New("label: the *Client is nil: make one with NewClient")
+var errNilClient = errors.New("label: the *Client is nil or zero: make one with NewClient")
 
 // maxBody bounds how much of a response is read.
 const maxBody = 256 << 20
@@ -178,7 +178,7 @@ const maxBody = 256 << 20
 // do sends one call, retrying transient failures, and decodes the answer
 // into out (when not nil).
 func (c *Client) do(ctx context.Context, call, method, path string, query url.Values, in, out any) error {
-	if c == nil {
+	if c == nil || c.base == nil || c.http == nil {
 		return errNilClient
 	}
 	var body []byte

@@ -1,11 +1,18 @@
 package label_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/label"
+	"github.com/cubestudio/cube/label/labeltest"
+	"github.com/cubestudio/cube/serve"
 )
 
 // FuzzParseConfig: any input is parsed or refused without a panic, and
@@ -48,5 +55,69 @@ func FuzzConfigBuilder(f *testing.F) {
 		back, err := label.ParseConfig(x)
 		require.NoError(t, err, x)
 		require.Equal(t, cfg.Tags(), back.Tags())
+	})
+}
+
+// FuzzStudio: any names, sizes, secrets and URLs give objects or errors,
+// never a panic, and never a literal credential.
+func FuzzStudio(f *testing.F) {
+	f.Add("labels", "admin", "email", "token", "10Gi", "http://x", "db", "pw")
+	f.Add("", "", "", "", "-1", "::", "", "")
+	f.Fuzz(func(t *testing.T, name, secret, key, tokenKey, size, host, db, dbKey string) {
+		s := label.Studio(name).Admin(secret, key, key).APIToken(secret, tokenKey).Storage(size, "").Host(host)
+		if db != "" {
+			s.Postgres(db, dbKey, size, "")
+		}
+		objs, err := s.Objects()
+		if err != nil {
+			return
+		}
+		require.NotEmpty(t, objs)
+		d, err := s.Build()
+		require.NoError(t, err)
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if strings.Contains(e.Name, "PASSWORD") || strings.Contains(e.Name, "TOKEN") {
+				require.Empty(t, e.Value, e.Name)
+			}
+		}
+	})
+}
+
+// FuzzBackendPredict: any /predict body is answered, never a panic.
+func FuzzBackendPredict(f *testing.F) {
+	x, _ := label.NamedEntities("PER").XML()
+	f.Add(`{"tasks": [{"id": 1, "data": {"text": "Zoë joined Tencent."}}], "label_config": ` + strconv.Quote(x) + `}`)
+	f.Add(`{"tasks": [{"data": {"text": 7}}], "label_config": "<View/>"}`)
+	m := labeltest.NewModel("qwen", answer, nil)
+	f.Cleanup(m.Close)
+	chat, err := serve.NewClient(m.URL)
+	require.NoError(f, err)
+	b, err := label.NewBackend(chat)
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		b.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/predict", strings.NewReader(body)))
+		require.Contains(t, []int{200, 400, 500}, rec.Code)
+	})
+}
+
+// FuzzValueJSON: result values decode or fail, and what decodes encodes
+// to JSON that decodes to the same value.
+func FuzzValueJSON(f *testing.F) {
+	f.Add(`{"start": 0, "end": 3, "text": "Zoë", "labels": ["PER"]}`)
+	f.Add(`{"text": ["a", "b"]}`)
+	f.Add(`{"x": 1, "y": 2, "width": 3, "height": 4, "rectanglelabels": ["car"]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		var v label.Value
+		if json.Unmarshal([]byte(in), &v) != nil {
+			return
+		}
+		out, err := json.Marshal(v)
+		require.NoError(t, err)
+		var back label.Value
+		require.NoError(t, json.Unmarshal(out, &back))
+		again, err := json.Marshal(back)
+		require.NoError(t, err)
+		require.JSONEq(t, string(out), string(again))
 	})
 }
