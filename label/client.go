@@ -379,8 +379,9 @@ func (c *Client) ImportTasks(ctx context.Context, project int, tasks []Task) (Im
 }
 
 // ListTasks returns every task of a project with its annotations and
-// predictions, following the pages of GET /api/tasks?project=
-// ({tasks, total}, label_studio/data_manager/api.py TaskListAPI).
+// predictions (fields=all), following the pages of GET /api/tasks?project=
+// ({total_annotations, total_predictions, total, tasks}: TaskPagination in
+// label_studio/data_manager/api.py).
 func (c *Client) ListTasks(ctx context.Context, project int) ([]Task, error) {
 	var all []Task
 	for page := 1; ; page++ {
@@ -388,7 +389,7 @@ func (c *Client) ListTasks(ctx context.Context, project int) ([]Task, error) {
 			Tasks []Task `json:"tasks"`
 			Total int    `json:"total"`
 		}
-		q := url.Values{"project": {strconv.Itoa(project)}, "page": {strconv.Itoa(page)}, "page_size": {strconv.Itoa(c.pageSizeOr())}}
+		q := url.Values{"project": {strconv.Itoa(project)}, "fields": {"all"}, "page": {strconv.Itoa(page)}, "page_size": {strconv.Itoa(c.pageSizeOr())}}
 		if err := c.do(ctx, "list tasks", http.MethodGet, "/api/tasks", q, nil, &resp); err != nil {
 			return nil, err
 		}
