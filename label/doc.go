@@ -10,7 +10,15 @@
 // PreferencePairs, KTO).
 //
 // The pinned version is Label Studio 1.13.1 (DefaultStudioImage) and
-// label-studio-ml-backend's protocol (label_studio_ml/api.py).
+// label-studio-ml-backend's protocol (label_studio_ml/api.py). Label
+// Studio is a Python service that cannot run inside a Go test: package
+// labeltest stands in for its REST API and for an OpenAI-compatible model,
+// for this package's tests and for the tests of code that uses it.
+//
+// Secrets never appear in what this package renders or prints: the Studio
+// and the ML backend take credentials only as Secret references
+// (secretKeyRef), and the Client's token is kept out of its errors and
+// String.
 //
 //	cfg := label.PairwiseRanking()
 //	project, err := client.CreateProject(ctx, "answers", "which answer is better", cfg)

@@ -14,7 +14,10 @@ package label_test
 // LABEL_STUDIO_PASSWORD and LABEL_STUDIO_USER_TOKEN from the Secret, a
 // writable data directory on the claim as the image's user 1001), and then
 // answers /health as Label Studio does ({"status": "UP"}), so the
-// Deployment becomes available only if the rendered pod is right.
+// Deployment becomes available only if the rendered pod is right. If the
+// write to the data directory fails there, look at the volume first: a
+// host-path provisioner's volumes ignore fsGroup, which is how a real
+// claim becomes writable for user 1001.
 
 import (
 	"testing"
