@@ -1,6 +1,7 @@
 package label_test
 
 import (
+	"encoding/xml"
 	"strings"
 	"testing"
 
@@ -139,4 +140,56 @@ func TestParseConfig(t *testing.T) {
 	}
 	_, err = label.ParseConfig(strings.Repeat(" ", 2<<20))
 	assert.ErrorContains(t, err, "bytes is more than")
+}
+
+// labelStudioTags are the tags and attributes cube renders, each from the
+// "Parameters" table of its page in Label Studio's tag reference
+// (docs/source/tags/<tag>.md at 1.13.1).
+var labelStudioTags = map[string][]string{
+	"View":            {},
+	"Header":          {"value"},
+	"Text":            {"name", "value"},
+	"Image":           {"name", "value"},
+	"Choices":         {"name", "toName", "choice"},
+	"Choice":          {"value"},
+	"Labels":          {"name", "toName"},
+	"Label":           {"value"},
+	"RectangleLabels": {"name", "toName"},
+	"Pairwise":        {"name", "toName"},
+	"Rating":          {"name", "toName", "maxRating"},
+	"TextArea":        {"name", "toName"},
+}
+
+// TestRenderedNamesAreLabelStudios walks the XML of every preset and
+// builder method and checks each element and attribute name against the
+// tag reference.
+func TestRenderedNamesAreLabelStudios(t *testing.T) {
+	cfgs := []*label.Config{
+		label.TextClassification("a"), label.MultiLabel("a"), label.NamedEntities("a"), label.QuestionAnswering(),
+		label.ImageClassification("a"), label.ImageBoxes("a"), label.PairwiseRanking(), label.ResponseRating(3),
+		label.NewConfig().Header("h").Text("t", "t").TextArea("x", "t"),
+	}
+	seen := map[string]bool{}
+	for _, cfg := range cfgs {
+		x, err := cfg.XML()
+		require.NoError(t, err)
+		dec := xml.NewDecoder(strings.NewReader(x))
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			se, ok := tok.(xml.StartElement)
+			if !ok {
+				continue
+			}
+			attrs, known := labelStudioTags[se.Name.Local]
+			require.True(t, known, "tag %s", se.Name.Local)
+			seen[se.Name.Local] = true
+			for _, a := range se.Attr {
+				assert.Contains(t, attrs, a.Name.Local, "%s@%s", se.Name.Local, a.Name.Local)
+			}
+		}
+	}
+	assert.Len(t, seen, len(labelStudioTags), "every tag is rendered by some builder")
 }
