@@ -459,3 +459,30 @@ func (c *Client) ConnectBackend(ctx context.Context, project int, title, backend
 	body := map[string]any{"project": project, "title": title, "url": backendURL, "is_interactive": interactive}
 	return c.do(ctx, "connect ml backend", http.MethodPost, "/api/ml", nil, body, nil)
 }
+
+// ConnectS3 adds an S3 import storage to a project (POST /api/storages/s3);
+// SyncS3 then imports its objects as tasks.
+func (c *Client) ConnectS3(ctx context.Context, s S3Storage) (S3Storage, error) {
+	var errs field.ErrorList
+	if s.Project == 0 {
+		errs = append(errs, field.Required(field.NewPath("project"), ""))
+	}
+	if s.Bucket == "" {
+		errs = append(errs, field.Required(field.NewPath("bucket"), ""))
+	}
+	if s.RegexFilter == "" {
+		errs = append(errs, field.Required(field.NewPath("regexFilter"), "Label Studio imports no object without one (\".*\" for all)"))
+	}
+	if len(errs) > 0 {
+		return S3Storage{}, fmt.Errorf("label studio connect s3 storage: %w", errs.ToAggregate())
+	}
+	var out S3Storage
+	err := c.do(ctx, "connect s3 storage", http.MethodPost, "/api/storages/s3", nil, s, &out)
+	return out, err
+}
+
+// SyncS3 imports the objects of an S3 import storage as tasks
+// (POST /api/storages/s3/{id}/sync).
+func (c *Client) SyncS3(ctx context.Context, id int) error {
+	return c.do(ctx, "sync s3 storage", http.MethodPost, "/api/storages/s3/"+strconv.Itoa(id)+"/sync", nil, nil, nil)
+}

@@ -8,6 +8,7 @@ package label_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,4 +179,21 @@ func TestNewClientErrors(t *testing.T) {
 
 func choice(v string) label.Result {
 	return label.Result{FromName: "label", ToName: "text", Type: "choices", Value: label.Value{Choices: []string{v}}}
+}
+
+func TestClientS3Storage(t *testing.T) {
+	c, srv := newClient(t)
+	p, err := c.CreateProject(t.Context(), "images", "", label.ImageClassification("cat", "dog"))
+	require.NoError(t, err)
+	st, err := c.ConnectS3(t.Context(), label.S3Storage{Project: p.ID, Bucket: "pets", Prefix: "raw/", RegexFilter: `.*\.jpg`, UseBlobURLs: true, Presign: true})
+	require.NoError(t, err)
+	assert.NotZero(t, st.ID)
+	require.NoError(t, c.SyncS3(t.Context(), st.ID))
+	assert.Contains(t, srv.Requests(), "POST /api/storages/s3/"+strconv.Itoa(st.ID)+"/sync")
+	_, err = c.ConnectS3(t.Context(), label.S3Storage{})
+	for _, want := range []string{"project: Required value", "bucket: Required value", "regexFilter: Required value"} {
+		assert.ErrorContains(t, err, want)
+	}
+	_, err = c.ConnectS3(t.Context(), label.S3Storage{Project: 99, Bucket: "b", RegexFilter: ".*"})
+	assert.ErrorContains(t, err, `label studio connect s3 storage: POST /api/storages/s3: 400 Bad Request: Validation error; project: Invalid pk "99"`)
 }

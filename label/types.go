@@ -225,3 +225,28 @@ func Find(results []Result, fromName string) (Result, bool) {
 	}
 	return Result{}, false
 }
+
+// S3Storage is an S3 (or S3-compatible) import storage: Label Studio lists
+// the bucket and makes a task of each object (label_studio/io_storages/s3,
+// openapi_schema.py). It carries no credentials: give the Studio's pod
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY with EnvFromSecret (or a
+// workload identity), which boto3 in Label Studio finds when the storage
+// names no keys.
+type S3Storage struct {
+	ID      int    `json:"id,omitempty"`
+	Project int    `json:"project"`
+	Title   string `json:"title,omitempty"`
+	Bucket  string `json:"bucket"`
+	Prefix  string `json:"prefix,omitempty"`
+	// RegexFilter selects the objects to import; Label Studio imports
+	// none without it.
+	RegexFilter string `json:"regex_filter"`
+	// UseBlobURLs makes each object a URL in the task's data (images,
+	// audio) instead of reading it as JSON tasks.
+	UseBlobURLs   bool   `json:"use_blob_urls"`
+	Presign       bool   `json:"presign"`
+	PresignTTL    int    `json:"presign_ttl,omitempty"`
+	RecursiveScan bool   `json:"recursive_scan,omitempty"`
+	RegionName    string `json:"region_name,omitempty"`
+	S3Endpoint    string `json:"s3_endpoint,omitempty"`
+}

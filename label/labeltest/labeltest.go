@@ -37,6 +37,7 @@ type Server struct {
 	projects map[int]*label.Project
 	tasks    []*label.Task
 	webhooks []label.Webhook
+	storages []label.S3Storage
 	backends []map[string]any
 	failures map[string]int
 	requests []string
@@ -169,6 +170,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusCreated, p)
 	case parts[1] == "webhooks":
 		s.webhook(w, r, parts)
+	case parts[1] == "storages" && len(parts) == 3 && parts[2] == "s3" && r.Method == http.MethodPost:
+		var st label.S3Storage
+		if !decode(w, r, &st) {
+			return
+		}
+		if _, ok := s.projects[st.Project]; !ok {
+			fail(w, http.StatusBadRequest, "Validation error", map[string][]string{"project": {fmt.Sprintf("Invalid pk \"%d\" - object does not exist.", st.Project)}})
+			return
+		}
+		st.ID = s.id()
+		s.storages = append(s.storages, st)
+		writeJSON(w, http.StatusCreated, st)
+	case parts[1] == "storages" && len(parts) == 5 && parts[2] == "s3" && parts[4] == "sync" && r.Method == http.MethodPost:
+		// The stand-in reads no bucket: a sync answers the storage as
+		// Label Studio does and imports nothing.
+		id, _ := strconv.Atoi(parts[3])
+		for _, st := range s.storages {
+			if st.ID == id {
+				writeJSON(w, http.StatusOK, st)
+				return
+			}
+		}
+		fail(w, http.StatusNotFound, "Not found.", nil)
 	case parts[1] == "ml" && r.Method == http.MethodPost:
 		var b map[string]any
 		if !decode(w, r, &b) {
