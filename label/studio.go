@@ -248,9 +248,17 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 	}
 	c := &tmpl.Spec.Containers[0]
 	for _, e := range env {
-		if !hasEnv(c.Env, e.Name) {
-			c.Env = append(c.Env, e)
+		if hasEnv(c.Env, e.Name) {
+			// The credentials and the database are the Studio's to set,
+			// from Secrets: an Env of the same name would replace them,
+			// perhaps with a literal.
+			errs = append(errs, field.Forbidden(field.NewPath("env").Key(e.Name), "set by Admin, APIToken, Host, AllowSignup, Postgres or ExternalDatabase"))
+			continue
 		}
+		c.Env = append(c.Env, e)
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	c.Ports = append(c.Ports, corev1.ContainerPort{Name: "http", ContainerPort: StudioPort, Protocol: corev1.ProtocolTCP})
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: StudioDataDir})

@@ -90,6 +90,10 @@ func TestStudioErrors(t *testing.T) {
 	} {
 		assert.ErrorContains(t, err, want)
 	}
+	_, err = studio().Env("LABEL_STUDIO_PASSWORD", "hunter2").Env("POSTGRE_HOST", "db").Objects()
+	assert.ErrorContains(t, err, "env[LABEL_STUDIO_PASSWORD]: Forbidden: set by Admin")
+	assert.NotContains(t, err.Error(), "POSTGRE_HOST", "only the variables the Studio sets are refused")
+
 	var nilStudio *label.StudioServer
 	_, err = nilStudio.Admin("a", "b", "c").Objects()
 	assert.ErrorContains(t, err, "the *StudioServer is nil")
