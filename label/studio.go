@@ -28,9 +28,13 @@ const (
 	// label_studio/core/settings/base.py).
 	StudioPort = 8080
 	// StudioDataDir is where the image keeps its SQLite database and
-	// uploaded files (BASE_DATA_DIR, set by the image's Dockerfile).
+	// uploaded files (LABEL_STUDIO_BASE_DATA_DIR in its Dockerfile).
 	StudioDataDir = "/label-studio/data"
-	// StudioUID is the image's user (USER 1001 in its Dockerfile).
+	// StudioUID is the image's user: its Dockerfile runs `chown -R 1001:0`
+	// over /label-studio and its data directory and ends with USER 1001.
+	// Images that start as root and drop to a user of their own with gosu
+	// (deploy/docker-entrypoint.sh of some releases) need root instead:
+	// give them a PodSecurityContext, which replaces this default.
 	StudioUID = 1001
 	// DefaultStudioStorage sizes the data claim.
 	DefaultStudioStorage = "10Gi"

@@ -5,12 +5,15 @@ import (
 	"fmt"
 )
 
-// The JSON shapes of Label Studio's REST API at 1.13.1, from its
-// serializers: label_studio/projects/serializers.py (ProjectSerializer),
-// label_studio/tasks/serializers.py (TaskSerializer, AnnotationSerializer,
-// PredictionSerializer), label_studio/webhooks/serializers.py
-// (WebhookSerializer), and the result format of docs/source/guide/export.md
-// ("Label Studio JSON format of annotated tasks").
+// The JSON shapes of Label Studio's REST API at 1.13.1: the fields of its
+// Project, Task, Annotation, Prediction and Webhook serializers
+// (label_studio/projects, tasks and webhooks) that cube uses, and the
+// result format of its JSON export (docs/source/guide/export.md). Of
+// these, the import answer (label_studio/data_import/api.py), the task
+// pages (label_studio/data_manager/api.py TaskPagination), the error body
+// (core/utils/common.py custom_exception_handler) and the S3 storage
+// (io_storages/s3/openapi_schema.py) were read in the source; the rest
+// follow the API reference.
 
 // Project is a labeling project.
 type Project struct {
