@@ -31,7 +31,7 @@ func TestPipelineInTenant(t *testing.T) {
 
 	sh := func(script string) []string { return []string{"sh", "-c", script} }
 	gen := pipeline.Container("gen").Image(c.Images.Busybox).
-		Command(sh(`echo "generating for {{params.who}}"; echo 3 > ` + pipeline.OutputFile("count") + `; echo '["2","3","4"]' > ` + pipeline.OutputFile("items"))...).
+		Command(sh(`echo "generating for {{params.who}}"; echo 3 > `+pipeline.OutputFile("count")+`; echo '["2","3","4"]' > `+pipeline.OutputFile("items"))...).
 		Outputs("count", "items")
 	square := pipeline.Container("square").Image(c.Images.Busybox).
 		Command(sh(`echo "square of ` + pipeline.ItemRef + ` is $((` + pipeline.ItemRef + ` * ` + pipeline.ItemRef + `))"`)...).
@@ -48,7 +48,7 @@ func TestPipelineInTenant(t *testing.T) {
 		Workers(0).CPU("250m").Memory("512Mi")
 	fit := pipeline.Workload("fit", job).After(gen)
 	report := pipeline.Container("report").Image(c.Images.Busybox).
-		Command(sh(`echo "report: count=` + gen.Output("count") + `"`)...).
+		Command(sh(`echo "report: count=`+gen.Output("count")+`"`)...).
 		After(square, skipped, flaky, fit)
 	exit := pipeline.Container("on-exit").Image(c.Images.Busybox).
 		Command(sh(`echo "exit handler: ` + pipeline.PipelineStatus + `"`)...)

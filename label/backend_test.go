@@ -1,0 +1,252 @@
+package label_test
+
+// The ML backend is tested with requests shaped as Label Studio sends them
+// (label_studio/ml/api_connector.py at 1.13.1, and the request documented
+// in label-studio-ml-backend's label_studio_ml/api.py: /predict gets
+// {tasks, model_version, project, label_config, params}, /setup gets
+// {project, schema, hostname, access_token, model_version, extra_params}),
+// and a stand-in OpenAI-compatible model (labeltest.Model): no LLM runs
+// here.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cubestudio/cube/label"
+	"github.com/cubestudio/cube/label/labeltest"
+	"github.com/cubestudio/cube/serve"
+)
+
+// answer plays a chat model: it reads the prompt cube sends and answers in
+// the JSON asked for.
+func answer(prompt string) string {
+	switch {
+	case strings.Contains(prompt, "Choose exactly one"):
+		if strings.Contains(prompt, "awful") {
+			return `Sure! {"choices": ["Negative"], "score": 0.8}`
+		}
+		return `{"choices": ["positive"], "score": 0.95}`
+	case strings.Contains(prompt, "Mark the spans"):
+		return `{"spans": [{"text": "Zoë", "label": "PER", "score": 0.9}, {"text": "Tencent", "label": "ORG"}, {"text": "nowhere", "label": "ORG"}]}`
+	case strings.Contains(prompt, "Which is better"):
+		return `{"selected": "right", "score": 0.7}`
+	case strings.Contains(prompt, "Rate"):
+		return `{"rating": 4, "score": 0.6}`
+	case strings.Contains(prompt, "Write the best"):
+		return `{"text": "a better answer"}`
+	}
+	return "no idea"
+}
+
+func newBackend(t *testing.T, opts ...label.BackendOption) (*label.Backend, *labeltest.Model) {
+	t.Helper()
+	m := labeltest.NewModel("qwen", answer, nil)
+	t.Cleanup(m.Close)
+	chat, err := serve.NewClient(m.URL)
+	require.NoError(t, err)
+	b, err := label.NewBackend(chat, opts...)
+	require.NoError(t, err)
+	return b, m
+}
+
+func post(t *testing.T, h http.Handler, path string, body any) (int, map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(body)
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(data)))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out), rec.Body.String())
+	return rec.Code, out
+}
+
+func TestBackendProtocol(t *testing.T) {
+	b, _ := newBackend(t, label.ModelVersion("qwen@2026-12"))
+	rec := httptest.NewRecorder()
+	b.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.JSONEq(t, `{"status": "UP", "model_class": "cube-label"}`, rec.Body.String())
+
+	cfgXML, err := label.TextClassification("positive", "negative").XML()
+	require.NoError(t, err)
+	code, body := post(t, b, "/setup", map[string]any{"project": "3.1733011200", "schema": cfgXML, "hostname": "http://studio:8080", "access_token": "x", "model_version": "", "extra_params": nil})
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, map[string]any{"model_version": "qwen@2026-12"}, body)
+
+	code, body = post(t, b, "/predict", map[string]any{
+		"tasks":         []map[string]any{{"id": 7, "data": map[string]any{"text": "great film"}}, {"id": 8, "data": map[string]any{"text": "awful film"}}},
+		"model_version": "", "project": "3.1733011200", "label_config": cfgXML,
+		"params": map[string]any{"login": nil, "password": nil, "context": nil},
+	})
+	require.Equal(t, http.StatusOK, code, body)
+	results := body["results"].([]any)
+	require.Len(t, results, 2)
+	first := results[0].(map[string]any)
+	assert.Equal(t, "qwen@2026-12", first["model_version"])
+	assert.InDelta(t, 0.95, first["score"], 1e-9)
+	r0 := first["result"].([]any)[0].(map[string]any)
+	assert.Equal(t, map[string]any{"from_name": "label", "to_name": "text", "type": "choices", "value": map[string]any{"choices": []any{"positive"}}, "score": 0.95}, r0)
+	second := results[1].(map[string]any)["result"].([]any)[0].(map[string]any)
+	assert.Equal(t, []any{"negative"}, second["value"].(map[string]any)["choices"], "the option's own spelling")
+
+	code, body = post(t, b, "/webhook", map[string]any{"action": "PROJECT_UPDATED", "project": map[string]any{"id": 3}})
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "Unknown event", body["status"])
+
+	code, body = post(t, b, "/predict", map[string]any{"tasks": []any{}, "label_config": "<View><Video name='v' value='$v'/></View>"})
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body["error"], `Unsupported value: "Video"`)
+}
+
+func TestBackendWebhookAndAuth(t *testing.T) {
+	var got []string
+	b, _ := newBackend(t, label.BasicAuth("ls", "pw"), label.OnWebhook(func(_ context.Context, action string, payload json.RawMessage) error {
+		got = append(got, action+" "+string(payload))
+		return nil
+	}))
+	rec := httptest.NewRecorder()
+	b.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+	assert.Equal(t, http.StatusUnauthorized, rec.Code)
+	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(`{"action": "ANNOTATION_CREATED", "project": {"id": 1}, "annotation": {"id": 9}}`))
+	req.SetBasicAuth("ls", "pw")
+	rec = httptest.NewRecorder()
+	b.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusCreated, rec.Code)
+	assert.Equal(t, []string{`ANNOTATION_CREATED {"annotation":{"id":9},"project":{"id":1}}`}, got)
+
+	_, err := label.NewBackend(nil, label.BasicAuth("only-user", ""))
+	assert.ErrorContains(t, err, "chat: Required value")
+	assert.ErrorContains(t, err, "basicAuth: Required value")
+	var nilBackend *label.Backend
+	_, err = nilBackend.Predict(t.Context(), label.TextClassification("a"), nil)
+	assert.ErrorContains(t, err, "the *Backend is nil")
+}
+
+func TestBackendPredictsEveryControl(t *testing.T) {
+	b, _ := newBackend(t)
+	text := "Zoë joined Tencent."
+	preds, err := b.Predict(t.Context(), label.NamedEntities("PER", "ORG"), []label.Task{{ID: 1, Data: map[string]any{"text": text}}})
+	require.NoError(t, err)
+	require.Len(t, preds[0].Result, 2, "the made-up span is dropped")
+	per := preds[0].Result[0].Value
+	assert.Equal(t, 0, *per.Start)
+	assert.Equal(t, 3, *per.End, "UTF-16 offsets, as the browser counts them")
+	org := preds[0].Result[1]
+	assert.Equal(t, 11, *org.Value.Start)
+	assert.Equal(t, "Tencent", text[12:19], "byte offsets differ: ë is two bytes")
+	assert.InDelta(t, 0.5, *org.Score, 1e-9, "no confidence given: undecided")
+	assert.InDelta(t, 0.7, preds[0].Score, 1e-9)
+	assert.Equal(t, "qwen", preds[0].ModelVersion, "default version: the served model")
+
+	preds, err = b.Predict(t.Context(), label.PairwiseRanking(), []label.Task{{ID: 2, Data: map[string]any{"prompt": "p", "answer_a": "a", "answer_b": "b"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "right", preds[0].Result[0].Value.Selected)
+
+	preds, err = b.Predict(t.Context(), label.ResponseRating(5), []label.Task{{ID: 3, Data: map[string]any{"prompt": "p", "response": "r"}}})
+	require.NoError(t, err)
+	require.Len(t, preds[0].Result, 2)
+	assert.Equal(t, 4, preds[0].Result[0].Value.Rating)
+	assert.Equal(t, []string{"a better answer"}, preds[0].Result[1].Value.Lines)
+
+	preds, err = b.Predict(t.Context(), label.ImageClassification("cat"), []label.Task{{ID: 4, Data: map[string]any{"image": "s3://b/cat.png"}}})
+	require.NoError(t, err)
+	assert.Empty(t, preds[0].Result, "a chat model does not see images")
+
+	_, err = b.Predict(t.Context(), label.NewConfig(), nil)
+	assert.ErrorContains(t, err, "predict: tags: Required value")
+}
+
+func TestBackendNearestLabel(t *testing.T) {
+	vec := map[string][]float32{"positive": {1, 0}, "negative": {0, 1}, "so good": {0.9, 0.1}}
+	em := labeltest.NewModel("bge", nil, func(in string) []float32 { return vec[in] })
+	t.Cleanup(em.Close)
+	b, m := newBackend(t, label.Embeddings(mustClient(t, em.URL)))
+	preds, err := b.Predict(t.Context(), label.TextClassification("positive", "negative"), []label.Task{{ID: 1, Data: map[string]any{"text": "so good"}}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"positive"}, preds[0].Result[0].Value.Choices)
+	assert.InDelta(t, 0.9/0.9055385, *preds[0].Result[0].Score, 1e-6, "cosine similarity")
+	assert.Empty(t, m.Prompts(), "the chat model is not asked")
+}
+
+func TestPreannotateProject(t *testing.T) {
+	c, _ := newClient(t)
+	b, _ := newBackend(t, label.ModelVersion("v1"))
+	p, err := c.CreateProject(t.Context(), "s", "", label.TextClassification("positive", "negative"))
+	require.NoError(t, err)
+	_, err = c.ImportTasks(t.Context(), p.ID, []label.Task{
+		{Data: map[string]any{"text": "nice"}},
+		{Data: map[string]any{"text": "awful"}},
+		{Data: map[string]any{"text": "done"}, Predictions: []label.Prediction{{Result: []label.Result{}, ModelVersion: "v1"}}},
+	})
+	require.NoError(t, err)
+	res, err := label.Preannotate(t.Context(), c, p.ID, b)
+	require.NoError(t, err)
+	assert.Equal(t, label.PreannotateResult{Predicted: 2, Skipped: 1}, res)
+	tasks, err := c.ListTasks(t.Context(), p.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"negative"}, tasks[1].Predictions[0].Result[0].Value.Choices)
+	assert.Equal(t, "v1", tasks[1].Predictions[0].ModelVersion)
+	again, err := label.Preannotate(t.Context(), c, p.ID, b)
+	require.NoError(t, err)
+	assert.Equal(t, label.PreannotateResult{Skipped: 3}, again, "idempotent per model version")
+
+	_, err = label.Preannotate(t.Context(), c, 999, b)
+	assert.ErrorContains(t, err, "preannotate project 999: label studio get project")
+}
+
+func mustClient(t *testing.T, url string) *serve.Client {
+	t.Helper()
+	c, err := serve.NewClient(url)
+	require.NoError(t, err)
+	return c
+}
+
+func TestMLBackendWorkload(t *testing.T) {
+	objs, err := label.MLBackend("qwen-labeler", "registry.local/labeler:1").Namespace("team-a").
+		Model("http://qwen-chat:8000/v1", "qwen").APIKeyFromSecret("qwen", "key").BasicAuthFromSecret("ml", "user", "pass").ModelVersion("qwen@1").Objects()
+	require.NoError(t, err)
+	svc := objs[0].(*corev1.Service)
+	assert.Equal(t, int32(label.BackendPort), svc.Spec.Ports[0].Port)
+	d := objs[1].(*appsv1.Deployment)
+	env := envOf(d.Spec.Template.Spec.Containers[0])
+	assert.Equal(t, "http://qwen-chat:8000/v1", env[label.EnvModelURL].Value)
+	assert.Equal(t, "qwen", env[label.EnvModel].Value)
+	assert.Equal(t, "qwen@1", env[label.EnvModelVersion].Value)
+	assert.Equal(t, "qwen/key", secretOf(t, env[label.EnvModelAPIKey]))
+	assert.Equal(t, "ml/pass", secretOf(t, env[label.EnvBasicPass]))
+	assert.Equal(t, "/health", d.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Path)
+	assert.Equal(t, "http://qwen-labeler.team-a.svc:9090", label.BackendURL("qwen-labeler", "team-a"))
+
+	_, err = label.MLBackend("x", "").Model("http://u:p@h", "").Replicas(0).EmbeddingModel("::", "").Objects()
+	for _, want := range []string{"model.endpoint: Invalid value", "model.servedModel: Required value", "replicas: Invalid value: 0", "image: Required value", "embeddingModel.endpoint: Invalid value"} {
+		assert.ErrorContains(t, err, want)
+	}
+	assert.NotContains(t, err.Error(), "u:p@")
+	var nilM *label.MLBackendServer
+	_, err = nilM.Model("a", "b").Objects()
+	assert.ErrorContains(t, err, "the *MLBackendServer is nil")
+}
+
+func TestBackendFromEnv(t *testing.T) {
+	m := labeltest.NewModel("qwen", answer, nil)
+	t.Cleanup(m.Close)
+	t.Setenv(label.EnvModelURL, m.URL+"/v1")
+	t.Setenv(label.EnvModel, "qwen")
+	t.Setenv(label.EnvModelVersion, "from-env")
+	b, err := label.BackendFromEnv()
+	require.NoError(t, err)
+	assert.Equal(t, "from-env", b.Version(t.Context()))
+	t.Setenv(label.EnvModelURL, "")
+	_, err = label.BackendFromEnv()
+	assert.ErrorContains(t, err, "OPENAI_BASE_URL")
+}

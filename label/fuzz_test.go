@@ -1,0 +1,123 @@
+package label_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/label"
+	"github.com/cubestudio/cube/label/labeltest"
+	"github.com/cubestudio/cube/serve"
+)
+
+// FuzzParseConfig: any input is parsed or refused without a panic, and
+// whatever parses renders to XML that parses back to the same tags.
+func FuzzParseConfig(f *testing.F) {
+	for _, c := range []*label.Config{label.TextClassification("a", "b"), label.PairwiseRanking(), label.ImageBoxes("x"), label.ResponseRating(3)} {
+		x, err := c.XML()
+		require.NoError(f, err)
+		f.Add(x)
+	}
+	f.Add(`<View><View><Text name="t" value="$t"/></View><Choices name="c" toName="t"><Choice value="&amp;"/></Choices></View>`)
+	f.Fuzz(func(t *testing.T, in string) {
+		cfg, err := label.ParseConfig(in)
+		if err != nil {
+			return
+		}
+		x, err := cfg.XML()
+		require.NoError(t, err)
+		back, err := label.ParseConfig(x)
+		require.NoError(t, err)
+		require.Equal(t, cfg.Tags(), back.Tags())
+	})
+}
+
+// FuzzConfigBuilder: arbitrary names, keys and options are validated or
+// rendered, never a panic, and what renders parses back unchanged.
+func FuzzConfigBuilder(f *testing.F) {
+	f.Add("text", "text", "label", "pos", "neg", 5, true)
+	f.Add("", "$", "a,b", " ", "\x00", -1, false)
+	f.Fuzz(func(t *testing.T, object, key, control, opt1, opt2 string, rating int, multiple bool) {
+		mode := label.Single
+		if multiple {
+			mode = label.Multiple
+		}
+		cfg := label.NewConfig().Header(opt1).Text(object, key).Choices(control, object, mode, opt1, opt2).Rating(control+"_r", object, rating)
+		x, err := cfg.XML()
+		if err != nil {
+			return
+		}
+		back, err := label.ParseConfig(x)
+		require.NoError(t, err, x)
+		require.Equal(t, cfg.Tags(), back.Tags())
+	})
+}
+
+// FuzzStudio: any names, sizes, secrets and URLs give objects or errors,
+// never a panic, and never a literal credential.
+func FuzzStudio(f *testing.F) {
+	f.Add("labels", "admin", "email", "token", "10Gi", "http://x", "db", "pw")
+	f.Add("", "", "", "", "-1", "::", "", "")
+	f.Fuzz(func(t *testing.T, name, secret, key, tokenKey, size, host, db, dbKey string) {
+		s := label.Studio(name).Admin(secret, key, key).APIToken(secret, tokenKey).Storage(size, "").Host(host)
+		if db != "" {
+			s.Postgres(db, dbKey, size, "")
+		}
+		objs, err := s.Objects()
+		if err != nil {
+			return
+		}
+		require.NotEmpty(t, objs)
+		d, err := s.Build()
+		require.NoError(t, err)
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if strings.Contains(e.Name, "PASSWORD") || strings.Contains(e.Name, "TOKEN") {
+				require.Empty(t, e.Value, e.Name)
+			}
+		}
+	})
+}
+
+// FuzzBackendPredict: any /predict body is answered, never a panic.
+func FuzzBackendPredict(f *testing.F) {
+	x, _ := label.NamedEntities("PER").XML()
+	f.Add(`{"tasks": [{"id": 1, "data": {"text": "Zoë joined Tencent."}}], "label_config": ` + strconv.Quote(x) + `}`)
+	f.Add(`{"tasks": [{"data": {"text": 7}}], "label_config": "<View/>"}`)
+	m := labeltest.NewModel("qwen", answer, nil)
+	f.Cleanup(m.Close)
+	chat, err := serve.NewClient(m.URL)
+	require.NoError(f, err)
+	b, err := label.NewBackend(chat)
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		b.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/predict", strings.NewReader(body)))
+		require.Contains(t, []int{200, 400, 500}, rec.Code)
+	})
+}
+
+// FuzzValueJSON: result values decode or fail, and what decodes encodes
+// to JSON that decodes to the same value.
+func FuzzValueJSON(f *testing.F) {
+	f.Add(`{"start": 0, "end": 3, "text": "Zoë", "labels": ["PER"]}`)
+	f.Add(`{"text": ["a", "b"]}`)
+	f.Add(`{"x": 1, "y": 2, "width": 3, "height": 4, "rectanglelabels": ["car"]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		var v label.Value
+		if json.Unmarshal([]byte(in), &v) != nil {
+			return
+		}
+		out, err := json.Marshal(v)
+		require.NoError(t, err)
+		var back label.Value
+		require.NoError(t, json.Unmarshal(out, &back))
+		again, err := json.Marshal(back)
+		require.NoError(t, err)
+		require.JSONEq(t, string(out), string(again))
+	})
+}

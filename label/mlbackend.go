@@ -1,0 +1,174 @@
+package label
+
+import (
+	"errors"
+	"maps"
+	"net/url"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/pod"
+)
+
+// BackendPort is the port an ML backend listens on (label-studio-ml-backend's
+// default, 9090, _wsgi.py of its examples).
+const BackendPort = 9090
+
+// BackendKind is the cube.dev/kind of an MLBackend's objects.
+const BackendKind = "labelbackend"
+
+// MLBackendServer deploys a program that serves a Backend (built with
+// BackendFromEnv) as a Deployment and its Service, which Label Studio
+// reaches at BackendURL. The model it asks is set with Model; its API key
+// and basic-auth password come from Secrets.
+type MLBackendServer struct {
+	pod.Builder[MLBackendServer]
+
+	modelURL, model, version string
+	embedURL, embedModel     string
+	replicas                 int32
+	problems                 field.ErrorList
+}
+
+// MLBackend returns an ML backend named name running image, a program that
+// serves label.BackendFromEnv() on BackendPort.
+func MLBackend(name, image string) *MLBackendServer {
+	m := &MLBackendServer{replicas: 1}
+	m.Init(m, BackendKind, name)
+	m.Image(image)
+	return m
+}
+
+// Model sets the OpenAI-compatible endpoint (a serve.Service's Endpoint)
+// and served model name the backend asks.
+func (m *MLBackendServer) Model(endpoint, servedModel string) *MLBackendServer {
+	if m == nil {
+		return nil
+	}
+	m.modelURL, m.model = endpoint, servedModel
+	return m
+}
+
+// EmbeddingModel sets the endpoint and model of nearest-label suggestions.
+func (m *MLBackendServer) EmbeddingModel(endpoint, servedModel string) *MLBackendServer {
+	if m == nil {
+		return nil
+	}
+	m.embedURL, m.embedModel = endpoint, servedModel
+	return m
+}
+
+// APIKeyFromSecret passes the model's API key from key of Secret secret.
+func (m *MLBackendServer) APIKeyFromSecret(secret, key string) *MLBackendServer {
+	if m == nil {
+		return nil
+	}
+	return m.EnvFromSecret(EnvModelAPIKey, secret, key)
+}
+
+// BasicAuthFromSecret requires basic auth with the user and password at
+// userKey and passwordKey of Secret secret.
+func (m *MLBackendServer) BasicAuthFromSecret(secret, userKey, passwordKey string) *MLBackendServer {
+	if m == nil {
+		return nil
+	}
+	return m.EnvFromSecret(EnvBasicUser, secret, userKey).EnvFromSecret(EnvBasicPass, secret, passwordKey)
+}
+
+// ModelVersion sets the version recorded with predictions.
+func (m *MLBackendServer) ModelVersion(v string) *MLBackendServer {
+	if m == nil {
+		return nil
+	}
+	m.version = v
+	return m
+}
+
+// Replicas sets how many pods serve predictions (default 1).
+func (m *MLBackendServer) Replicas(n int32) *MLBackendServer {
+	if m == nil {
+		return nil
+	}
+	if n < 1 {
+		m.problems = append(m.problems, field.Invalid(field.NewPath("replicas"), n, "must be at least 1"))
+	}
+	m.replicas = n
+	return m
+}
+
+// BackendURL is the URL Label Studio in namespace reaches the backend at,
+// for Client.ConnectBackend.
+func BackendURL(name, namespace string) string {
+	return "http://" + name + "." + namespace + ".svc:9090"
+}
+
+var errNilMLBackend = errors.New("label: the *MLBackendServer is nil: make one with MLBackend")
+
+// Objects validates the backend and returns its Service and Deployment.
+func (m *MLBackendServer) Objects() ([]client.Object, error) {
+	if m == nil {
+		return nil, errNilMLBackend
+	}
+	errs := append(field.ErrorList{}, m.problems...)
+	errs = append(errs, m.ValidateServiceMeta(63)...)
+	for _, u := range []struct{ path, value string }{{"model.endpoint", m.modelURL}, {"embeddingModel.endpoint", m.embedURL}} {
+		if u.value == "" && u.path == "embeddingModel.endpoint" {
+			continue
+		}
+		p, err := url.Parse(u.value)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(field.NewPath(u.path), u.value, "not a URL"))
+		case (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil:
+			errs = append(errs, field.Invalid(field.NewPath(u.path), p.Redacted(), "must be an http or https URL without credentials"))
+		}
+	}
+	if m.model == "" {
+		errs = append(errs, field.Required(field.NewPath("model", "servedModel"), "the served model name"))
+	}
+	selector := m.Identity().Selector("ml-backend")
+	tmpl, tmplErrs := m.Template(field.NewPath("spec", "template"), pod.TemplateOptions{
+		Container: "ml-backend", Labels: map[string]string{"app.kubernetes.io/component": "ml-backend"},
+	})
+	errs = append(errs, tmplErrs...)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	c := &tmpl.Spec.Containers[0]
+	for _, e := range []corev1.EnvVar{{Name: EnvModelURL, Value: m.modelURL}, {Name: EnvModel, Value: m.model},
+		{Name: EnvModelVersion, Value: m.version}, {Name: EnvEmbedURL, Value: m.embedURL}, {Name: EnvEmbedModel, Value: m.embedModel}} {
+		if e.Value != "" && !hasEnv(c.Env, e.Name) {
+			c.Env = append(c.Env, e)
+		}
+	}
+	c.Ports = append(c.Ports, corev1.ContainerPort{Name: "http", ContainerPort: BackendPort, Protocol: corev1.ProtocolTCP})
+	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("http")}}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: *health.DeepCopy(), PeriodSeconds: 10, TimeoutSeconds: 5}
+	c.LivenessProbe = &corev1.Probe{ProbeHandler: health, PeriodSeconds: 30, TimeoutSeconds: 10, FailureThreshold: 5}
+	maps.Copy(tmpl.Labels, selector)
+	name := m.Name()
+	deploy := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: m.ObjectMeta(name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(m.replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: tmpl,
+		},
+	}
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: m.ObjectMeta(name),
+		Spec: corev1.ServiceSpec{
+			Selector: maps.Clone(selector),
+			Ports:    []corev1.ServicePort{{Name: "http", Port: BackendPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	return []client.Object{svc, deploy}, nil
+}
