@@ -1,13 +1,5 @@
-//go:build cubecluster
-
 package label_test
 
-// NOT YET RUN: written against the cluster harness but never executed
-// here, because the lead owns the test cluster and this session was told
-// not to start it. Run it with
-//
-//	go test -tags cubecluster ./label -run TestStudioRunsOnTheCluster
-//
 // Label Studio's image cannot be pulled here (no registry), so the test
 // cluster's Python image stands in for it: a script that refuses to serve
 // unless what Label Studio reads is there (LABEL_STUDIO_USERNAME,
