@@ -33,11 +33,16 @@ const standinLauncher = `#!/usr/bin/env python3
 import os, subprocess, sys
 assert sys.argv[1] == "train", sys.argv
 assert os.environ.get("FORCE_TORCHRUN") == "1"
-cmd = ["torchrun", "--nnodes", os.environ["NNODES"], "--node_rank", os.environ["NODE_RANK"],
-       "--nproc_per_node", os.environ["NPROC_PER_NODE"], "--master_addr", os.environ["MASTER_ADDR"],
-       "--master_port", os.environ["MASTER_PORT"], "/opt/standin/worker.py"] + sys.argv[2:]
-print("launch", " ".join(cmd[1:11]), flush=True)
-sys.exit(subprocess.run(cmd).returncode)
+args = ["--nnodes", os.environ["NNODES"], "--node_rank", os.environ["NODE_RANK"],
+        "--nproc_per_node", os.environ["NPROC_PER_NODE"], "--master_addr", os.environ["MASTER_ADDR"],
+        "--master_port", os.environ["MASTER_PORT"]]
+print("launch", " ".join(args), flush=True)
+# What torchrun would give its one process per node. (Debian's torch 1.13
+# torchrun fails under Python 3.11 before it starts anything: to_map gets
+# None for its redirects, torch/distributed/elastic/multiprocessing/api.py.)
+assert os.environ["NPROC_PER_NODE"] == "1"
+env = dict(os.environ, RANK=os.environ["NODE_RANK"], GROUP_RANK=os.environ["NODE_RANK"], WORLD_SIZE=os.environ["NNODES"], LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+sys.exit(subprocess.run([sys.executable, "/opt/standin/worker.py"] + sys.argv[2:], env=env).returncode)
 `
 
 const standinWorker = `import json, os, sys

@@ -170,6 +170,14 @@ func (n *node) setupNetwork() error {
 	if err := run("ip", "link", "set", bridgeName, "up"); err != nil {
 		return err
 	}
+	// This host's own connections to Service VIPs (tests reach Services
+	// at their cluster IPs) go to the bridge too: kube-proxy's rules
+	// translate them once it has programmed a Service, and before that
+	// they find nobody, as on a node, instead of leaving the machine by
+	// its default route.
+	if err := run("ip", "route", "add", serviceCIDR, "dev", bridgeName); err != nil {
+		return err
+	}
 	type ipamRange struct {
 		Subnet  string `json:"subnet"`
 		Gateway string `json:"gateway"`

@@ -140,7 +140,13 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 	var status struct {
 		LastActivity string `json:"last_activity"`
 	}
-	require.NoError(t, j.do(ctx, http.MethodGet, "api/status", &status), "Jupyter serves its API under %s with the Secret's token", base)
+	// Ready pods reach kube-proxy's rules for the Service a moment later.
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		lastErr = j.do(ctx, http.MethodGet, "api/status", &status)
+		return lastErr == nil, nil
+	})
+	require.NoError(t, err, "Jupyter serves its API under %s with the Secret's token: %v\n%s", j.root, lastErr, journeys.LogsOf(t, rel, cube.LogOptions{}))
 	assert.NotEmpty(t, status.LastActivity)
 	assert.Error(t, jupyter{root: j.root, token: "wrong"}.do(ctx, http.MethodGet, "api/status", nil), "a wrong token is refused")
 
