@@ -129,12 +129,22 @@
 // in the cache so that the import happens once per machine. Pods name them
 // with imagePullPolicy IfNotPresent (the tag is a content hash).
 //
-// The network is the bridge cube0 with 10.244.0.0/24, no masquerade and no
-// route off the machine; its gateway 10.244.0.1 is also where
-// kube-apiserver (which advertises it, so the kubernetes Service has
-// endpoints), the kubelet (the Node's InternalIP), CoreDNS (the kubelet's
-// clusterDNS) and the operators' webhooks listen. Services get addresses
-// from 10.0.0.0/24.
+// The network is the bridge cube0 with 10.244.0.0/24 and no masquerade;
+// pods get a route to the pod bridge and to the Service VIPs (10.0.0.0/24)
+// and no default route, and this host routes the Service VIPs to the
+// bridge as well, so nothing a test starts leaves the machine. The
+// bridge's gateway 10.244.0.1 is also where kube-apiserver (which
+// advertises it, so the kubernetes Service has endpoints), the kubelet (the
+// Node's InternalIP), CoreDNS (the kubelet's clusterDNS) and the operators'
+// webhooks listen. Tests on this host reach a Service at its cluster IP
+// through kube-proxy's rules, a moment after its pods are ready.
+//
+// The node poses as a node with NVIDIA T4s: it carries the label
+// nvidia.com/gpu.product=Tesla-T4 and advertises GPUs (4) nvidia.com/gpu as a
+// node-level extended resource, with no device plugin or device behind
+// them, so that hardware.T4 placements schedule and quotas count them;
+// nothing in a pod can use one. Any other accelerator request stays
+// unschedulable.
 //
 // One cluster serves every test binary of a run: the first GetCluster
 // starts a daemon (this test binary started again, in a session of its
@@ -157,10 +167,14 @@
 // cold build of the node and the operators takes about 20 minutes and the
 // Python image about 4; a warm start of the cluster takes under a minute.
 //
-// What does not run: no GPUs or NPUs (device plugins), no Volcano
-// scheduler (volcano.sh/volcano cannot be fetched), no NetworkPolicy
-// enforcement (the bridge CNI has none), and no inference engine (the
-// stand-in engine answers on the OpenAI API instead).
+// What does not run: no real GPUs or NPUs (device plugins), no Volcano
+// scheduler (volcano.sh/volcano cannot be fetched), no Katib controller,
+// no NetworkPolicy enforcement (the bridge CNI has none), and no inference
+// engine (the stand-in engine answers on the OpenAI API instead). The
+// training-operator's PyTorch init container runs Images.PyTorchInit, whose
+// nslookup behaves as the one of the operator's default image (alpine:3.10)
+// does: Debian's busybox 1.35 nslookup exits 1 under a pod's search domains
+// even when the name resolves.
 //
 // # Reset
 //
