@@ -51,6 +51,17 @@ func (s *StepOptions[T]) core() *stepCore { return &s.c }
 // made reports whether the step came from its constructor.
 func (s *StepOptions[T]) made() bool { return s.self != nil }
 
+// ret is what a setter returns: the builder it set, or, on a zero value
+// that no constructor made (self is nil), a fresh zero value, so that a
+// chain of setters goes on without a nil dereference and the builder's
+// Objects reports that it was never made.
+func (s *StepOptions[T]) ret() *T {
+	if s.self == nil {
+		return new(T)
+	}
+	return s.self
+}
+
 // Name returns the step name given to the constructor.
 func (s *StepOptions[T]) Name() string { return s.c.name }
 
@@ -59,7 +70,7 @@ func (s *StepOptions[T]) Name() string { return s.c.name }
 // depends on another's side effects (files in the workspace, a registry).
 func (s *StepOptions[T]) After(steps ...Step) *T {
 	s.c.after = append(s.c.after, steps...)
-	return s.self
+	return s.ret()
 }
 
 // Outputs declares output parameters (appends). A container step writes
@@ -69,7 +80,7 @@ func (s *StepOptions[T]) After(steps ...Step) *T {
 // letters, digits, '-' and '_', starting with a letter or digit.
 func (s *StepOptions[T]) Outputs(names ...string) *T {
 	s.c.outputs = append(s.c.outputs, names...)
-	return s.self
+	return s.ret()
 }
 
 // Output returns a placeholder for the value of this step's output name,
@@ -83,27 +94,27 @@ func (s *StepOptions[T]) Output(name string) string {
 }
 
 // Retry sets how a failed step is retried (Argo's retryStrategy).
-func (s *StepOptions[T]) Retry(r Retry) *T { s.c.retry = &r; return s.self }
+func (s *StepOptions[T]) Retry(r Retry) *T { s.c.retry = &r; return s.ret() }
 
 // Timeout bounds each attempt of the step (Argo's activeDeadlineSeconds,
 // rounded up to whole seconds; locally the exact duration).
 func (s *StepOptions[T]) Timeout(d time.Duration) *T {
 	s.c.timeout, s.c.timeoutSet = d, true
-	return s.self
+	return s.ret()
 }
 
 // When runs the step only if the expression is true, e.g.
 // ParamRef("env") + " == prod". The expression is Argo's `when` syntax after
 // substitution (govaluate: comparisons, &&, ||, !, parentheses; bare words are
 // strings). A step that is skipped counts as done for the steps after it.
-func (s *StepOptions[T]) When(expr string) *T { s.c.when = expr; return s.self }
+func (s *StepOptions[T]) When(expr string) *T { s.c.when = expr; return s.ret() }
 
 // ForEach fans the step out over items (Argo's withItems): one run per item,
 // which reads its item through ItemRef. Replaces an earlier ForEach or
 // ForEachIn.
 func (s *StepOptions[T]) ForEach(items ...string) *T {
 	s.c.items, s.c.itemsSet, s.c.itemsFrom = slices.Clone(items), true, ""
-	return s.self
+	return s.ret()
 }
 
 // ForEachIn fans the step out over a JSON list held by a parameter or an
@@ -112,13 +123,13 @@ func (s *StepOptions[T]) ForEach(items ...string) *T {
 // Replaces an earlier ForEach or ForEachIn.
 func (s *StepOptions[T]) ForEachIn(list string) *T {
 	s.c.itemsFrom, s.c.items, s.c.itemsSet = list, nil, false
-	return s.self
+	return s.ret()
 }
 
 // MaxParallel bounds how many items of a fanned-out step run at once.
 func (s *StepOptions[T]) MaxParallel(n int) *T {
 	s.c.maxPar, s.c.maxParSet = n, true
-	return s.self
+	return s.ret()
 }
 
 // RetryPolicy says which failures are retried (Argo's retryPolicy).

@@ -79,22 +79,22 @@ type mountedVolume struct {
 func (b *Builder[T]) Init(self *T, kind, name string) { b.InitMeta(self, kind, name) }
 
 // Image sets the container image.
-func (b *Builder[T]) Image(image string) *T { b.image = image; return b.self }
+func (b *Builder[T]) Image(image string) *T { b.image = image; return b.ret() }
 
 // ImagePullPolicy sets the image pull policy.
-func (b *Builder[T]) ImagePullPolicy(p corev1.PullPolicy) *T { b.pullPolicy = p; return b.self }
+func (b *Builder[T]) ImagePullPolicy(p corev1.PullPolicy) *T { b.pullPolicy = p; return b.ret() }
 
 // Command replaces the container's entrypoint.
-func (b *Builder[T]) Command(cmd ...string) *T { b.command = slices.Clone(cmd); return b.self }
+func (b *Builder[T]) Command(cmd ...string) *T { b.command = slices.Clone(cmd); return b.ret() }
 
 // Args replaces the container's arguments.
-func (b *Builder[T]) Args(args ...string) *T { b.args = slices.Clone(args); return b.self }
+func (b *Builder[T]) Args(args ...string) *T { b.args = slices.Clone(args); return b.ret() }
 
 // AddArgs appends arguments.
-func (b *Builder[T]) AddArgs(args ...string) *T { b.args = append(b.args, args...); return b.self }
+func (b *Builder[T]) AddArgs(args ...string) *T { b.args = append(b.args, args...); return b.ret() }
 
 // WorkingDir sets the container's working directory.
-func (b *Builder[T]) WorkingDir(dir string) *T { b.workingDir = dir; return b.self }
+func (b *Builder[T]) WorkingDir(dir string) *T { b.workingDir = dir; return b.ret() }
 
 // Env sets an environment variable, replacing one of the same name. A
 // literal that looks like a credential under a secret-named variable
@@ -127,13 +127,13 @@ func (b *Builder[T]) EnvFromField(name, fieldPath string) *T {
 // EnvFromSecretAll adds every key of a Secret as environment variables.
 func (b *Builder[T]) EnvFromSecretAll(secret string) *T {
 	b.envFrom = append(b.envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret}}})
-	return b.self
+	return b.ret()
 }
 
 // EnvFromConfigMap adds every key of a ConfigMap as environment variables.
 func (b *Builder[T]) EnvFromConfigMap(configMap string) *T {
 	b.envFrom = append(b.envFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}})
-	return b.self
+	return b.ret()
 }
 
 func (b *Builder[T]) setEnv(v corev1.EnvVar) *T {
@@ -142,7 +142,7 @@ func (b *Builder[T]) setEnv(v corev1.EnvVar) *T {
 	} else {
 		b.env = append(b.env, v)
 	}
-	return b.self
+	return b.ret()
 }
 
 // CPU sets the CPU request and limit ("8", "500m").
@@ -163,7 +163,7 @@ func (b *Builder[T]) Request(name corev1.ResourceName, q string) *T {
 		b.requests = map[corev1.ResourceName]string{}
 	}
 	b.requests[name] = q
-	return b.self
+	return b.ret()
 }
 
 // Limit sets a limit only.
@@ -172,14 +172,14 @@ func (b *Builder[T]) Limit(name corev1.ResourceName, q string) *T {
 		b.limits = map[corev1.ResourceName]string{}
 	}
 	b.limits[name] = q
-	return b.self
+	return b.ret()
 }
 
 // On selects the accelerator (or CPU) profile the pods run on. It decides
 // resource names, node selectors, tolerations, mounts and the collective
 // library's environment; the same builder moves from NVIDIA to Ascend by
 // changing this one argument.
-func (b *Builder[T]) On(p hardware.Profile) *T { b.profile = &p; return b.self }
+func (b *Builder[T]) On(p hardware.Profile) *T { b.profile = &p; return b.ret() }
 
 // GPUs sets how many whole accelerators each pod gets (GPUs or NPUs, per
 // the profile). Without On, NVIDIA H100 is not assumed: the count needs a
@@ -189,7 +189,7 @@ func (b *Builder[T]) GPUs(n int) *T {
 		b.problems = append(b.problems, field.Invalid(field.NewPath("gpus"), n, "must not be negative"))
 	}
 	b.devices, b.devicesSet = n, true
-	return b.self
+	return b.ret()
 }
 
 // Slice gives each pod a fraction of an accelerator instead of whole ones
@@ -197,20 +197,20 @@ func (b *Builder[T]) GPUs(n int) *T {
 func (b *Builder[T]) Slice(s *vgpu.Spec) *T {
 	if s == nil {
 		b.problems = append(b.problems, field.Required(field.NewPath("slice"), "slice is nil"))
-		return b.self
+		return b.ret()
 	}
 	b.slice = s
 	p := s.Profile()
 	b.profile = &p
-	return b.self
+	return b.ret()
 }
 
 // Fabric sets the network the collective library uses between pods
 // (hardware.InfiniBand, hardware.RoCE, hardware.TCP).
-func (b *Builder[T]) Fabric(f hardware.Fabric) *T { b.fabric = f; return b.self }
+func (b *Builder[T]) Fabric(f hardware.Fabric) *T { b.fabric = f; return b.ret() }
 
 // SharedMemory sizes /dev/shm (a memory-backed emptyDir), e.g. "16Gi".
-func (b *Builder[T]) SharedMemory(size string) *T { b.sharedMemory = size; return b.self }
+func (b *Builder[T]) SharedMemory(size string) *T { b.sharedMemory = size; return b.ret() }
 
 // PVC mounts a PersistentVolumeClaim at mountPath.
 func (b *Builder[T]) PVC(claim, mountPath string) *T {
@@ -224,7 +224,7 @@ func (b *Builder[T]) PVCSubPath(claim, subPath, mountPath string) *T {
 	b.PVC(claim, mountPath)
 	b.volumes[len(b.volumes)-1].subPath = subPath
 	b.volumes[len(b.volumes)-1].volume.Name = volumeName("pvc", claim+"-"+subPath)
-	return b.self
+	return b.ret()
 }
 
 // HostPath mounts a directory of the node at mountPath.
@@ -254,7 +254,7 @@ func (b *Builder[T]) SecretVolume(secret, mountPath string) *T {
 		Secret: &corev1.SecretVolumeSource{SecretName: secret},
 	}}, mountPath)
 	b.volumes[len(b.volumes)-1].readOnly = true
-	return b.self
+	return b.ret()
 }
 
 // EmptyDir mounts a scratch directory at mountPath.
@@ -268,7 +268,7 @@ func (b *Builder[T]) EmptyDir(name, mountPath string) *T {
 // (an empty mountPath adds the volume without mounting it).
 func (b *Builder[T]) AddVolume(v corev1.Volume, mountPath string) *T {
 	b.volumes = append(b.volumes, mountedVolume{volume: *v.DeepCopy(), mountPath: mountPath})
-	return b.self
+	return b.ret()
 }
 
 // NodeSelector adds a node selector.
@@ -277,30 +277,30 @@ func (b *Builder[T]) NodeSelector(key, value string) *T {
 		b.nodeSelector = map[string]string{}
 	}
 	b.nodeSelector[key] = value
-	return b.self
+	return b.ret()
 }
 
 // AddToleration adds a toleration.
 func (b *Builder[T]) AddToleration(t corev1.Toleration) *T {
 	b.tolerations = append(b.tolerations, t)
-	return b.self
+	return b.ret()
 }
 
 // Affinity replaces the pod affinity.
-func (b *Builder[T]) Affinity(a *corev1.Affinity) *T { b.affinity = a.DeepCopy(); return b.self }
+func (b *Builder[T]) Affinity(a *corev1.Affinity) *T { b.affinity = a.DeepCopy(); return b.ret() }
 
 // PriorityClass sets the pod priority class.
 func (b *Builder[T]) PriorityClass(name string) *T {
 	b.checkObjectName("priorityClass", name)
 	b.priorityClass = name
-	return b.self
+	return b.ret()
 }
 
 // ServiceAccount sets the pod's service account.
 func (b *Builder[T]) ServiceAccount(name string) *T {
 	b.checkObjectName("serviceAccount", name)
 	b.serviceAccount = name
-	return b.self
+	return b.ret()
 }
 
 // checkObjectName records a problem with the name of an object a setting
@@ -318,14 +318,14 @@ func (b *Builder[T]) checkObjectName(setting, name string) {
 // ImagePullSecret adds an image pull secret.
 func (b *Builder[T]) ImagePullSecret(name string) *T {
 	b.pullSecrets = append(b.pullSecrets, name)
-	return b.self
+	return b.ret()
 }
 
 // Scheduler sets the scheduler name (e.g. "volcano", "hami-scheduler").
 func (b *Builder[T]) Scheduler(name string) *T {
 	b.checkObjectName("scheduler", name)
 	b.scheduler = name
-	return b.self
+	return b.ret()
 }
 
 // Queue puts the pods in a Volcano queue; job builders also set it on the
@@ -343,7 +343,7 @@ func (b *Builder[T]) Queue(name string) *T {
 		b.problems = append(b.problems, field.Invalid(p, name, "Volcano accepts no jobs in the root queue; use a leaf queue"))
 	}
 	b.queue = name
-	return b.self
+	return b.ret()
 }
 
 // PodLabel adds a label to the pods only.
@@ -352,7 +352,7 @@ func (b *Builder[T]) PodLabel(key, value string) *T {
 		b.podLabels = map[string]string{}
 	}
 	b.podLabels[key] = value
-	return b.self
+	return b.ret()
 }
 
 // PodAnnotation adds an annotation to the pods only.
@@ -361,19 +361,19 @@ func (b *Builder[T]) PodAnnotation(key, value string) *T {
 		b.podAnnotations = map[string]string{}
 	}
 	b.podAnnotations[key] = value
-	return b.self
+	return b.ret()
 }
 
 // PodSecurityContext replaces the pod security context.
 func (b *Builder[T]) PodSecurityContext(sc *corev1.PodSecurityContext) *T {
 	b.podSecurity = sc.DeepCopy()
-	return b.self
+	return b.ret()
 }
 
 // SecurityContext replaces the main container's security context.
 func (b *Builder[T]) SecurityContext(sc *corev1.SecurityContext) *T {
 	b.containerSecure = sc.DeepCopy()
-	return b.self
+	return b.ret()
 }
 
 // Port exposes a named container port on the main container; Template
@@ -381,7 +381,7 @@ func (b *Builder[T]) SecurityContext(sc *corev1.SecurityContext) *T {
 // name (at most 15 lowercase letters, digits and '-').
 func (b *Builder[T]) Port(name string, port int32) *T {
 	b.ports = append(b.ports, corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP})
-	return b.self
+	return b.ret()
 }
 
 // Edge places the pods on KubeEdge edge nodes (hardware.Edge: node
@@ -392,11 +392,11 @@ func (b *Builder[T]) Edge(e hardware.Edge) *T {
 	e.NodeLabels = maps.Clone(e.NodeLabels)
 	e.Capacity = e.Capacity.DeepCopy()
 	b.edge = &e
-	return b.self
+	return b.ret()
 }
 
 // HostNetwork runs the pods in the node's network namespace.
-func (b *Builder[T]) HostNetwork(on bool) *T { b.hostNetwork = on; return b.self }
+func (b *Builder[T]) HostNetwork(on bool) *T { b.hostNetwork = on; return b.ret() }
 
 // SliceSetting returns the slice set with Slice (nil when none).
 func (b *Builder[T]) SliceSetting() *vgpu.Spec { return b.slice }

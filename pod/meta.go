@@ -32,8 +32,19 @@ func (m *Meta[T]) InitMeta(self *T, kind, name string) {
 	m.self, m.kind, m.name = self, kind, name
 }
 
+// ret is what a setter returns: the builder it set, or, on a zero value
+// that no constructor made (self is nil), a fresh zero value, so that a
+// chain of setters goes on without a nil dereference and the builder's
+// Objects reports that it was never made.
+func (m *Meta[T]) ret() *T {
+	if m.self == nil {
+		return new(T)
+	}
+	return m.self
+}
+
 // Namespace sets the namespace of every object; empty means the client's.
-func (m *Meta[T]) Namespace(ns string) *T { m.namespace = ns; return m.self }
+func (m *Meta[T]) Namespace(ns string) *T { m.namespace = ns; return m.ret() }
 
 // Label adds a label to every object and pod. The standard cube labels win
 // over a label of the same key.
@@ -42,7 +53,7 @@ func (m *Meta[T]) Label(key, value string) *T {
 		m.labels = map[string]string{}
 	}
 	m.labels[key] = value
-	return m.self
+	return m.ret()
 }
 
 // Annotation adds an annotation to every top-level object.
@@ -51,12 +62,12 @@ func (m *Meta[T]) Annotation(key, value string) *T {
 		m.annotations = map[string]string{}
 	}
 	m.annotations[key] = value
-	return m.self
+	return m.ret()
 }
 
 // PartOf sets app.kubernetes.io/part-of, the application the release belongs
 // to (default: the release name).
-func (m *Meta[T]) PartOf(app string) *T { m.partOf = app; return m.self }
+func (m *Meta[T]) PartOf(app string) *T { m.partOf = app; return m.ret() }
 
 // Name returns the release name given to the constructor.
 func (m *Meta[T]) Name() string { return m.name }

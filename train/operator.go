@@ -43,7 +43,7 @@ func (o *operatorJob[T]) RoleResources(role kubeflowv1.ReplicaType, cpu, memory 
 		o.roleResources = map[kubeflowv1.ReplicaType]map[corev1.ResourceName]string{}
 	}
 	o.roleResources[role] = cpuMemory(cpu, memory)
-	return o.RunPolicy.self
+	return o.RunPolicy.ret()
 }
 
 // cpuMemory is a template's own CPU and memory, leaving out empty values.

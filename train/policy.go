@@ -27,20 +27,31 @@ type Lifecycle[T any] struct {
 	suspend  bool
 }
 
+// ret is what a setter returns: the builder it set, or, on a zero value
+// that no constructor made (self is nil), a fresh zero value, so that a
+// chain of setters goes on without a nil dereference and the builder's
+// Objects reports that it was never made.
+func (l *Lifecycle[T]) ret() *T {
+	if l.self == nil {
+		return new(T)
+	}
+	return l.self
+}
+
 // TTLAfterFinished deletes the job this long after it finished (whole
 // seconds, rounded up). Zero deletes it at once.
-func (l *Lifecycle[T]) TTLAfterFinished(d time.Duration) *T { l.ttl = &d; return l.self }
+func (l *Lifecycle[T]) TTLAfterFinished(d time.Duration) *T { l.ttl = &d; return l.ret() }
 
 // ActiveDeadline fails the job when it has run this long (whole seconds,
 // rounded up).
-func (l *Lifecycle[T]) ActiveDeadline(d time.Duration) *T { l.deadline = &d; return l.self }
+func (l *Lifecycle[T]) ActiveDeadline(d time.Duration) *T { l.deadline = &d; return l.ret() }
 
 // BackoffLimit is how many times the job is retried before it fails.
-func (l *Lifecycle[T]) BackoffLimit(n int) *T { l.backoff = &n; return l.self }
+func (l *Lifecycle[T]) BackoffLimit(n int) *T { l.backoff = &n; return l.ret() }
 
 // Suspend creates the job suspended (true) or running (false, the
 // default); a suspended job creates no pods until it is resumed.
-func (l *Lifecycle[T]) Suspend(on bool) *T { l.suspend = on; return l.self }
+func (l *Lifecycle[T]) Suspend(on bool) *T { l.suspend = on; return l.ret() }
 
 // lifecyclePaths are where a kind keeps the lifecycle fields.
 type lifecyclePaths struct {
@@ -147,7 +158,7 @@ func (r *RunPolicy[T]) initRunPolicy(self *T) { r.Lifecycle.self = self }
 // to keep them, for debugging.
 func (r *RunPolicy[T]) CleanPodPolicy(p kubeflowv1.CleanPodPolicy) *T {
 	r.cleanPod = &p
-	return r.Lifecycle.self
+	return r.Lifecycle.ret()
 }
 
 // RestartPolicy sets the restart policy of every replica: Always,
@@ -155,7 +166,7 @@ func (r *RunPolicy[T]) CleanPodPolicy(p kubeflowv1.CleanPodPolicy) *T {
 // each replica gets the operator's default for the framework.
 func (r *RunPolicy[T]) RestartPolicy(p kubeflowv1.RestartPolicy) *T {
 	r.restart = &p
-	return r.Lifecycle.self
+	return r.Lifecycle.ret()
 }
 
 // Gang schedules all replicas together through Volcano: the pods get
@@ -171,14 +182,14 @@ func (r *RunPolicy[T]) RestartPolicy(p kubeflowv1.RestartPolicy) *T {
 // Volcano PodGroup, which has no schedule timeout; the operator's
 // scheduleTimeoutSeconds reaches only the scheduler-plugins PodGroup, so
 // cube, which gang-schedules through Volcano, does not offer it.
-func (r *RunPolicy[T]) Gang() *T { r.gang = true; return r.Lifecycle.self }
+func (r *RunPolicy[T]) Gang() *T { r.gang = true; return r.Lifecycle.ret() }
 
 // GangMinAvailable gang-schedules the job (as Gang) with at least n pods
 // started together.
 func (r *RunPolicy[T]) GangMinAvailable(n int) *T {
 	r.gang = true
 	r.minAvailable = &n
-	return r.Lifecycle.self
+	return r.Lifecycle.ret()
 }
 
 var (

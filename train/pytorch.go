@@ -64,7 +64,7 @@ func (t *torchJob[T]) initTorch(self *T, kind, name string) {
 // too; the later of the two calls wins.
 func (t *torchJob[T]) Workers(n int) *T {
 	t.size = podCount{n: n, set: true}
-	return t.Lifecycle.self
+	return t.Lifecycle.ret()
 }
 
 // Nodes sets how many pods train, the Master included: Nodes(1) is a
@@ -75,7 +75,7 @@ func (t *torchJob[T]) Workers(n int) *T {
 // of the two calls wins.
 func (t *torchJob[T]) Nodes(n int) *T {
 	t.size = podCount{n: n, set: true, nodes: true}
-	return t.Lifecycle.self
+	return t.Lifecycle.ret()
 }
 
 // Elastic makes the job elastic: between min and max Worker replicas
@@ -83,7 +83,7 @@ func (t *torchJob[T]) Nodes(n int) *T {
 // Master runs. Gang scheduling then needs min pods.
 func (t *torchJob[T]) Elastic(min, max int) *T {
 	t.elastic = &[2]int{min, max}
-	return t.Lifecycle.self
+	return t.Lifecycle.ret()
 }
 
 // Rendezvous sets the elastic rendezvous backend (kubeflowv1.BackendC10D,
@@ -92,24 +92,24 @@ func (t *torchJob[T]) Elastic(min, max int) *T {
 // It needs Elastic.
 func (t *torchJob[T]) Rendezvous(backend kubeflowv1.RDZVBackend, host string, port int) *T {
 	t.rdzv = &rendezvous{backend: backend, host: host, port: port}
-	return t.Lifecycle.self
+	return t.Lifecycle.ret()
 }
 
 // RendezvousConf adds a rendezvous configuration entry (torchrun's
 // --rdzv-conf key=value). It needs Elastic.
 func (t *torchJob[T]) RendezvousConf(key, value string) *T {
 	t.rdzvConf = append(t.rdzvConf, kubeflowv1.RDZVConf{Key: key, Value: value})
-	return t.Lifecycle.self
+	return t.Lifecycle.ret()
 }
 
 // MaxRestarts is how many times torchrun restarts the worker group before
 // the job fails. It needs Elastic.
-func (t *torchJob[T]) MaxRestarts(n int) *T { t.maxRestarts = &n; return t.Lifecycle.self }
+func (t *torchJob[T]) MaxRestarts(n int) *T { t.maxRestarts = &n; return t.Lifecycle.ret() }
 
 // NprocPerNode sets how many processes torchrun starts in each pod. By
 // default it is the accelerators per pod (GPUs or NPUs), or 1 for pods
 // without accelerators.
-func (t *torchJob[T]) NprocPerNode(n int) *T { t.nproc = &n; return t.Lifecycle.self }
+func (t *torchJob[T]) NprocPerNode(n int) *T { t.nproc = &n; return t.Lifecycle.ret() }
 
 // Torchrun replaces the command and arguments with TorchrunCommand(script,
 // args...).
