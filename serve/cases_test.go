@@ -61,6 +61,11 @@ func goldenCases() []goldenCase {
 			On(hardware.L4).GPUs(1).
 			MaxModelLen(8192).DType("bfloat16").PrefixCaching(true).
 			LoRA("summarize", "hf://org/mistral-summarize-lora")},
+		{"tei-l4", serve.TEI("bge-m3", "BAAI/bge-m3").
+			Image("ghcr.io/huggingface/text-embeddings-inference:89-1.8").
+			On(hardware.L4).GPUs(1).
+			HFToken("hf-token", "token").
+			Autoscale(1, 3, serve.ScaleOnQueue("16"))},
 		{"triton-l4", serve.Triton("resnet", "s3://models/triton/repository").
 			On(hardware.L4).GPUs(1).
 			S3Credentials("s3-credentials").S3Endpoint("http://minio.minio:9000").S3Region("us-east-1").

@@ -4,7 +4,8 @@
 // # Engines and objects
 //
 // A Service is one served model. Its constructor picks the engine: VLLM,
-// SGLang, TGI, Ollama, MindIE (Ascend NPUs) or Triton. Objects renders a
+// SGLang, TGI, Ollama, MindIE (Ascend NPUs), Triton, or TEI (Text
+// Embeddings Inference, for embedding and reranker models). Objects renders a
 // Deployment (a LeaderWorkerSet when one replica spans several nodes), the
 // Service in front of it, a PodDisruptionBudget for more than one replica,
 // a HorizontalPodAutoscaler when it autoscales and a ConfigMap when the

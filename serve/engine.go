@@ -16,9 +16,13 @@ const (
 	DefaultVLLMAscendImage = "quay.io/ascend/vllm-ascend:v0.18.0rc1"
 	DefaultSGLangImage     = "lmsysorg/sglang:v0.5.9"
 	DefaultTGIImage        = "ghcr.io/huggingface/text-generation-inference:3.3.5"
-	DefaultTritonImage     = "nvcr.io/nvidia/tritonserver:25.06-py3"
-	DefaultOllamaImage     = "ollama/ollama:0.11.10"
-	DefaultMindIEImage     = "swr.cn-south-1.myhuaweicloud.com/ascendhub/mindie:2.2.RC1-800I-A2-py311-openeuler24.03-lts"
+	// DefaultTEIImage is Text Embeddings Inference for NVIDIA GPUs (Ampere
+	// and later); give cpu-1.8 with Image on nodes without a GPU, 89-1.8
+	// for Ada (L4, L40S), turing-1.8 for T4.
+	DefaultTEIImage    = "ghcr.io/huggingface/text-embeddings-inference:1.8"
+	DefaultTritonImage = "nvcr.io/nvidia/tritonserver:25.06-py3"
+	DefaultOllamaImage = "ollama/ollama:0.11.10"
+	DefaultMindIEImage = "swr.cn-south-1.myhuaweicloud.com/ascendhub/mindie:2.2.RC1-800I-A2-py311-openeuler24.03-lts"
 	// DefaultS3Image runs the init container that downloads s3:// sources.
 	DefaultS3Image = "amazon/aws-cli:2.32.8"
 )

@@ -103,6 +103,14 @@ func SGLang(name, model string) *Service { return newService(sglangEngine, name,
 // hf://, pvc:// and s3://.
 func TGI(name, model string) *Service { return newService(tgiEngine, name, model) }
 
+// TEI serves an embedding, reranker or classifier model with Hugging Face
+// Text Embeddings Inference (`text-embeddings-router`) on port 8080: the
+// OpenAI-compatible /v1/embeddings, which rag's OpenAI embedder and
+// Client.Embeddings call, and /rerank for rerankers (rag's TEI reranker).
+// Sources: hf://, pvc:// and s3://. Prometheus metrics are on port
+// TEIMetricsPort; ScaleOnQueue scales on te_queue_size.
+func TEI(name, model string) *Service { return newService(teiEngine, name, model) }
+
 // Ollama serves model with Ollama on port 11434 (OpenAI-compatible under
 // /v1). model is an Ollama library name (qwen2.5:7b or ollama://qwen2.5:7b),
 // hf://org/repo-GGUF or modelscope://org/repo-GGUF; an init container pulls

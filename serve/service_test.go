@@ -284,6 +284,45 @@ func TestTGI(t *testing.T) {
 	assert.Equal(t, serve.CachePath+"/huggingface/hub", envValue(t, c, "HUGGINGFACE_HUB_CACHE"))
 }
 
+// TEI takes its flags from router/src/main.rs (text-embeddings-inference
+// 1.8): the model as --model-id, its own --hostname and --port, metrics on
+// --prometheus-port; the API key and hub token only through the
+// environment (API_KEY, HF_TOKEN), never as literals or arguments.
+func TestTEI(t *testing.T) {
+	r := render(t, serve.TEI("bge", "BAAI/bge-m3").Image("ghcr.io/huggingface/text-embeddings-inference:cpu-1.8").
+		CPU("2").Memory("4Gi").DType("float32").ServedModelName("bge").
+		APIKeyFromSecret("tei-key", "key").HFToken("hf-token", "token").ModelCache("hub"))
+	c := r.main(t)
+	assert.Equal(t, []string{"text-embeddings-router"}, c.Command)
+	assert.Equal(t, []string{
+		"--model-id", "BAAI/bge-m3", "--hostname", "0.0.0.0", "--port", "8080",
+		"--dtype", "float32", "--served-model-name", "bge", "--prometheus-port", "9000",
+	}, c.Args)
+	for _, name := range []string{"API_KEY", "HF_TOKEN"} {
+		var found bool
+		for _, e := range c.Env {
+			if e.Name == name {
+				found = true
+				require.NotNil(t, e.ValueFrom, name)
+				require.NotNil(t, e.ValueFrom.SecretKeyRef, name)
+				assert.Empty(t, e.Value, name)
+			}
+		}
+		assert.True(t, found, "%s in %v", name, c.Env)
+	}
+	assert.Equal(t, serve.CachePath+"/huggingface/hub", envValue(t, c, "HUGGINGFACE_HUB_CACHE"))
+	assert.Equal(t, "/health", c.ReadinessProbe.HTTPGet.Path)
+	assert.Equal(t, "9000", r.service.Annotations["prometheus.io/port"])
+	h := render(t, serve.TEI("bge", "BAAI/bge-m3").Image("x").CPU("1").Autoscale(1, 3, serve.ScaleOnQueue("8"))).hpa
+	assert.Equal(t, "te_queue_size", h.Spec.Metrics[0].Pods.Metric.Name)
+
+	_, err := serve.TEI("bge", "BAAI/bge-m3").On(hardware.H100).GPUs(2).MaxModelLen(512).Objects()
+	require.Error(t, err, "TEI serves on one device and has no context setting")
+	assert.Contains(t, err.Error(), "maxModelLen")
+	_, err = serve.TEI("bge", "BAAI/bge-m3").CPU("1").Objects()
+	require.Error(t, err, "the default image is a GPU build")
+}
+
 func TestTriton(t *testing.T) {
 	r := render(t, serve.Triton("resnet", "pvc://models/triton").On(hardware.L4).GPUs(1).ModelControl("explicit", "resnet50", "bert"))
 	c := r.main(t)
