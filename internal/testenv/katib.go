@@ -30,8 +30,7 @@ import (
 const (
 	katibNamespace = "kubeflow" // consts.DefaultKatibNamespace (pkg/controller.v1beta1/consts/const.go)
 	// pkg/controller.v1beta1/consts/const.go: CertDir, where the
-	// controller's webhook server reads its certificate and where its
-	// cert generator (pkg/certgenerator/v1beta1) writes it, fixed.
+	// controller's webhook server reads its certificate, fixed.
 	katibCertDir = "/tmp/cert"
 	// The Service the controller's cert generator names in its
 	// certificate and the Secret it fills (manifests/v1beta1/components/
@@ -166,7 +165,10 @@ func (n *node) startKatibDBManager(pgPort int) error {
 	}, []string{
 		"DB_NAME=postgres",
 		"DB_USER=katib",
-		"DB_PASSWORD=",
+		// Not checked (trust), but not empty: postgres.go formats
+		// "password=%s dbname=%s", and lib/pq reads an empty password
+		// as the rest of the line.
+		"DB_PASSWORD=katib",
 		"KATIB_POSTGRESQL_DB_HOST=127.0.0.1",
 		"KATIB_POSTGRESQL_DB_PORT=" + strconv.Itoa(pgPort),
 		"KATIB_POSTGRESQL_DB_DATABASE=postgres",
@@ -295,6 +297,12 @@ func (n *node) startKatibController() error {
 	}, []string{"KUBECONFIG=" + n.admin, "KATIB_CORE_NAMESPACE=" + katibNamespace, "GODEBUG=netdns=go"})
 	if err != nil {
 		return err
+	}
+	// The cert generator (open-policy-agent/cert-controller) fills the
+	// Secret and waits for the certificate to appear in CertDir, as the
+	// Secret's volume would put it there in a cluster.
+	if err := n.copyCerts(katibNamespace, katibWebhookSecret, katibCertDir); err != nil {
+		return p.failure(err)
 	}
 	if err := n.waitListening(p, port); err != nil {
 		return err
