@@ -16,7 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/journeys"
@@ -28,9 +31,14 @@ import (
 // Katib's default StdOut format ("name=value") and writes the same line to
 // the container's termination message, where the test reads what each
 // trial printed (Katib's StdOut collector redirects the program's output
-// into its metrics file, so the container log stays empty).
+// into its metrics file, so the container log stays empty). It first
+// sleeps as a training would take time: Katib's metrics collector starts
+// after the trial's container and looks for its process once (v0.19.0,
+// pkg/metricscollector/v1beta1/common/pns.go, GetMainProcesses); a program
+// that has already exited fails the collector, and with it the trial.
 const objective = `
-import os
+import os, time
+time.sleep(5)
 x, y = float(os.environ["X"]), int(os.environ["Y"])
 score = 1 - (x - 0.7) ** 2 - 0.01 * (y - 3) ** 2
 line = f"score={score:.6f}"
@@ -81,6 +89,9 @@ func TestKatibRandomSearch(t *testing.T) {
 		RetainTrials()
 	rel := journeys.Apply(t, cl, exp)
 	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
+	if err != nil {
+		diagnose(t, c.Clientset, c.Client, ns)
+	}
 	require.NoError(t, err, "katib logs in %s", c.LogDir)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 
@@ -97,6 +108,7 @@ func TestKatibRandomSearch(t *testing.T) {
 	// What each trial's program printed, from its pod's termination message.
 	printed := trialOutputs(t.Context(), t, c.Clientset.CoreV1().Pods(ns))
 	require.Len(t, printed, trials, "one trial pod per trial")
+	t.Logf("trials printed %q; Katib's optimum %+v", printed, *p.Optimal)
 	best := math.Inf(-1)
 	for _, line := range printed {
 		best = math.Max(best, scoreOf(t, line))
@@ -138,6 +150,28 @@ func scoreOf(t *testing.T, line string) float64 {
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	require.NoError(t, err)
 	return v
+}
+
+// diagnose logs each Trial's status and every container's log.
+func diagnose(t *testing.T, cs kubernetes.Interface, cl client.Client, ns string) {
+	ctx := context.WithoutCancel(t.Context())
+	trials := &unstructured.UnstructuredList{}
+	trials.SetGroupVersionKind(schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1beta1", Kind: "TrialList"})
+	if err := cl.List(ctx, trials, client.InNamespace(ns)); err == nil {
+		for _, tr := range trials.Items {
+			t.Logf("trial %s: %s", tr.GetName(), dump(tr.Object["status"]))
+		}
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, pod := range pods.Items {
+		for _, ctr := range pod.Spec.Containers {
+			data, _ := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: ctr.Name}).DoRaw(ctx)
+			t.Logf("pod %s container %s (command %q args %q):\n%s", pod.Name, ctr.Name, ctr.Command, ctr.Args, data)
+		}
+	}
 }
 
 func dump(v any) string {
