@@ -6,9 +6,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -69,7 +69,7 @@ func (n *node) startPostgres() (int, error) {
 	}
 	// Outside the run's directory, which only root may enter; made anew
 	// by every run (one cluster runs at a time).
-	dir := filepath.Join(os.TempDir(), "cube-testcluster-postgres")
+	dir := postgresDir()
 	data := filepath.Join(dir, "data")
 	if err := os.RemoveAll(dir); err != nil {
 		return 0, err
@@ -116,23 +116,19 @@ func (n *node) startPostgres() (int, error) {
 	return port, nil
 }
 
+// postgresDir holds PostgreSQL's socket and data directory.
+func postgresDir() string { return filepath.Join(os.TempDir(), "cube-testcluster-postgres") }
+
 func lookupUser(name string) (uid, gid int, err error) {
-	data, err := os.ReadFile("/etc/passwd")
+	u, err := user.Lookup(name)
 	if err != nil {
+		return 0, 0, fmt.Errorf("%w (is the Debian package postgresql-15 installed?)", err)
+	}
+	if uid, err = strconv.Atoi(u.Uid); err != nil {
 		return 0, 0, err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Split(line, ":")
-		if len(f) > 3 && f[0] == name {
-			uid, err1 := strconv.Atoi(f[2])
-			gid, err2 := strconv.Atoi(f[3])
-			if err1 != nil || err2 != nil {
-				return 0, 0, fmt.Errorf("user %s: bad passwd line", name)
-			}
-			return uid, gid, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("no user %s (is the Debian package postgresql-15 installed?)", name)
+	gid, err = strconv.Atoi(u.Gid)
+	return uid, gid, err
 }
 
 // startKatibDBManager runs db-manager on PostgreSQL (cmd/db-manager/v1beta1,
