@@ -1,6 +1,6 @@
 // Package journeys holds the tests that run cube's workloads to completion on
 // the real one-node test cluster (internal/testenv.GetCluster): the
-// training-operator, LeaderWorkerSet, Argo and KubeRay controllers, the
+// training-operator, LeaderWorkerSet, Argo, KubeRay and Katib controllers, the
 // kubelet on containerd, kube-proxy and CoreDNS all run for real, so these
 // tests see what a cluster does with what cube renders, not only what the
 // API server's schema accepts.

@@ -102,7 +102,7 @@ func ClusterUnsupported() string {
 			missing = append(missing, bin)
 		}
 	}
-	for _, file := range []string{busyboxPath, filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback")} {
+	for _, file := range []string{busyboxPath, filepath.Join(postgresBin, "postgres"), filepath.Join(postgresBin, "initdb"), "/usr/bin/unshare", "/usr/bin/setpriv", filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback")} {
 		if _, err := os.Stat(file); err != nil {
 			missing = append(missing, file)
 		}
@@ -116,7 +116,7 @@ func ClusterUnsupported() string {
 	}
 	if len(missing) > 0 {
 		return "the test cluster's node needs " + strings.Join(missing, ", ") +
-			" (Debian packages containerd, runc, containernetworking-plugins, iptables, iproute2, kmod, busybox-static, mmdebstrap)"
+			" (Debian packages containerd, runc, containernetworking-plugins, iptables, iproute2, kmod, busybox-static, mmdebstrap, postgresql-15, util-linux)"
 	}
 	return ""
 }

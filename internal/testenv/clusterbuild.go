@@ -54,6 +54,14 @@ var clusterTools = []clusterTool{
 	{name: "training-operator", pkg: "github.com/kubeflow/training-operator/cmd/training-operator.v1", version: "v1.8.1"},
 	{name: "kuberay-operator", pkg: "github.com/ray-project/kuberay/ray-operator", version: "v1.5.0"},
 	{name: "coredns", pkg: "github.com/coredns/coredns", version: "v1.12.1"},
+	// Katib v0.19.0 (its go.mod has no replace directive): the controller
+	// and db-manager run on the host; the goptuna suggestion service
+	// (random, tpe, cmaes, sobol) and the file metrics collector go into
+	// images.
+	{name: "katib-controller", pkg: "github.com/kubeflow/katib/cmd/katib-controller/v1beta1", version: "v0.19.0"},
+	{name: "katib-db-manager", pkg: "github.com/kubeflow/katib/cmd/db-manager/v1beta1", version: "v0.19.0"},
+	{name: "katib-suggestion-goptuna", pkg: "github.com/kubeflow/katib/cmd/suggestion/goptuna/v1beta1", version: "v0.19.0", static: true},
+	{name: "katib-file-metricscollector", pkg: "github.com/kubeflow/katib/cmd/metricscollector/v1beta1/file-metricscollector", version: "v0.19.0", static: true},
 	{name: "lws-controller", module: "lws", pkg: "sigs.k8s.io/lws/cmd"},
 	{name: "workflow-controller", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller"},
 	// In argo-workflows v3.7.6, workflow/executor/osspecific/signal_linux.go
@@ -213,7 +221,7 @@ func (c *clusterLayout) ensure(ctx context.Context) error {
 		}
 		var err error
 		if t.module == "" {
-			err = c.install(ctx, dst, t.pkg, t.version)
+			err = c.install(ctx, dst, t.pkg, t.version, t.static)
 		} else {
 			ldflags := ""
 			if t.stamp {
@@ -267,13 +275,17 @@ func (c *clusterLayout) buildIn(ctx context.Context, dir, dst, pkg, ldflags stri
 
 // install runs go install pkg@version into a temporary GOBIN and moves the
 // one binary it makes to dst.
-func (c *clusterLayout) install(ctx context.Context, dst, pkg, version string) error {
+func (c *clusterLayout) install(ctx context.Context, dst, pkg, version string, static bool) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".install-")
 	if err != nil {
 		return fmt.Errorf("install %s: %w", pkg, err)
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := c.runGo(ctx, tmp, goEnv("-buildvcs=false", "GOBIN="+tmp), "install", pkg+"@"+version); err != nil {
+	extra := []string{"GOBIN=" + tmp}
+	if static {
+		extra = append(extra, "CGO_ENABLED=0")
+	}
+	if _, err := c.runGo(ctx, tmp, goEnv("-buildvcs=false", extra...), "install", pkg+"@"+version); err != nil {
 		return fmt.Errorf("install %s: %w", pkg, err)
 	}
 	entries, err := os.ReadDir(tmp)

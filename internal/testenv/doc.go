@@ -113,7 +113,8 @@
 // processes with the cluster's credentials: training-operator v1.8.1 (with
 // its validating webhook), LeaderWorkerSet v0.8.0 (with its webhooks, which
 // set the LWS_* environment of group pods), Argo's workflow-controller
-// v3.7.6 (argoexec in an image) and KubeRay v1.5.0. Pods are scheduled, get
+// v3.7.6 (argoexec in an image), KubeRay v1.5.0 and Katib v0.19.0 (see
+// below). Pods are scheduled, get
 // an address on the bridge, resolve Services and pods through cluster DNS,
 // reach Services through kube-proxy and the API server through the
 // kubernetes Service.
@@ -157,8 +158,8 @@
 // $TMPDIR/cube-testcluster/run/logs while it runs.
 //
 // The node needs Linux, root, cgroups and the Debian packages containerd,
-// runc, containernetworking-plugins, iptables, iproute2, busybox-static
-// and mmdebstrap (the Python image is a Debian bookworm root filesystem
+// runc, containernetworking-plugins, iptables, iproute2, busybox-static,
+// postgresql-15 and mmdebstrap (the Python image is a Debian bookworm root filesystem
 // with python3-torch, Open MPI, mpi4py and the Jupyter server). Where one
 // is missing GetCluster skips, naming it, except under CI=true, where it
 // fails. Its binaries are cached under $(os.UserCacheDir)/cube-testcluster
@@ -167,10 +168,24 @@
 // cold build of the node and the operators takes about 20 minutes and the
 // Python image about 4; a warm start of the cluster takes under a minute.
 //
+// Katib v0.19.0 runs as its controller (with its webhooks and cert
+// generator; it injects the metrics collector into trial pods in
+// namespaces labelled katib.kubeflow.org/metrics-collector-injection=
+// enabled) and its db-manager, both on the host, the db-manager on a
+// PostgreSQL 15 (Debian postgresql-15) that runs as the postgres user on
+// loopback in $TMPDIR/cube-testcluster-postgres. The controller runs in a
+// mount namespace of its own whose /etc/resolv.conf names CoreDNS: it dials
+// suggestion services and the db-manager by their cluster DNS names. Its
+// KatibConfig names the local goptuna suggestion image for random, tpe,
+// cmaes and sobol and the local file metrics collector for StdOut and File
+// collectors; Katib's Python suggestion services and its early-stopping
+// service are not built, so Experiments with other algorithms or
+// medianstop do not run here.
+//
 // What does not run: no real GPUs or NPUs (device plugins), no Volcano
-// scheduler (volcano.sh/volcano cannot be fetched), no Katib controller,
-// no NetworkPolicy enforcement (the bridge CNI has none), and no inference
-// engine (the stand-in engine answers on the OpenAI API instead). The
+// scheduler (volcano.sh/volcano cannot be fetched), no NetworkPolicy
+// enforcement (the bridge CNI has none), and no inference engine (the
+// stand-in engine answers on the OpenAI API instead). The
 // training-operator's PyTorch init container runs Images.PyTorchInit, whose
 // nslookup behaves as the one of the operator's default image (alpine:3.10)
 // does: Debian's busybox 1.35 nslookup exits 1 under a pod's search domains

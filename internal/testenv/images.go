@@ -55,6 +55,13 @@ type Images struct {
 	// training-operator's MPIJob launcher: it copies kubectl into the
 	// launcher and waits for the workers to run.
 	KubectlDelivery string
+	// KatibSuggestion is Katib v0.19.0's goptuna suggestion service
+	// (cmd/suggestion/goptuna/v1beta1): random, tpe, cmaes, sobol.
+	KatibSuggestion string
+	// KatibMetricsCollector is Katib v0.19.0's file metrics collector
+	// (cmd/metricscollector/v1beta1/file-metricscollector), the sidecar of
+	// StdOut and File collectors.
+	KatibMetricsCollector string
 }
 
 // pythonPackages are the Debian packages of the Python image.
@@ -116,6 +123,16 @@ func (c *clusterLayout) recipes(images *Images) []imageRecipe {
 			"/bin/kubectl":          static("kubectl"),
 			"/bin/kubectl-delivery": static("kubectl-delivery"),
 		}, nil), entrypoint: []string{"/bin/kubectl-delivery"}},
+		// Entrypoints as in the upstream Dockerfiles of Katib v0.19.0
+		// (cmd/suggestion/goptuna/v1beta1/Dockerfile,
+		// cmd/metricscollector/v1beta1/file-metricscollector/Dockerfile):
+		// the controller gives both containers arguments only.
+		{name: "katib-suggestion-goptuna", field: &images.KatibSuggestion, layers: busyboxWith(map[string]string{
+			"/opt/katib/goptuna-suggestion": static("katib-suggestion-goptuna"),
+		}, nil), entrypoint: []string{"/opt/katib/goptuna-suggestion"}},
+		{name: "katib-file-metricscollector", field: &images.KatibMetricsCollector, layers: busyboxWith(map[string]string{
+			"/app/file-metricscollector": static("katib-file-metricscollector"),
+		}, nil), entrypoint: []string{"/app/file-metricscollector"}},
 		{name: "python", field: &images.Python, layers: c.debianLayer, entrypoint: nil, tag: pythonTag()},
 	}
 }

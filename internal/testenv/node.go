@@ -629,6 +629,8 @@ func cleanupHost(dir string) {
 		removeKubeChains(cmd)
 	}
 	_ = os.RemoveAll("/tmp/k8s-webhook-server")
+	_ = os.RemoveAll(katibCertDir)
+	_ = os.RemoveAll(postgresDir())
 }
 
 // killCgroup kills every process in the cgroup tree under path.
