@@ -23,6 +23,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/journeys"
+	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 )
 
@@ -120,6 +121,77 @@ func TestKatibRandomSearch(t *testing.T) {
 	y, err := p.Optimal.Int("y")
 	require.NoError(t, err)
 	assert.InDelta(t, 1-(x-0.7)*(x-0.7)-0.01*float64((y-3)*(y-3)), best, 1e-5)
+}
+
+// A TPE search (goptuna) whose trials are cube PyTorchJobs, two pods each:
+// Katib creates the PyTorchJobs, the training-operator runs them, the
+// collector injected into the master pod reports the score the master
+// printed after a gloo all-reduce with the worker, and Katib completes the
+// Experiment with the best of them.
+func TestKatibTPEOverPyTorchJobs(t *testing.T) {
+	c, cl, ns := journeys.NewClient(t)
+	patch := []byte(`{"metadata":{"labels":{"katib.kubeflow.org/metrics-collector-injection":"enabled"}}}`)
+	_, err := c.Clientset.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+	// Rank 0 and rank 1 all-reduce 1+1; the master prints the score of x
+	// and y only once the reduction came back right.
+	program := `
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([1.0]); dist.all_reduce(t)
+assert t.item() == dist.get_world_size() == 2, t
+time.sleep(5)
+if dist.get_rank() == 0:
+    x, y = float(os.environ["X"]), int(os.environ["Y"])
+    score = 1 - (x - 0.7) ** 2 - 0.01 * (y - 3) ** 2
+    print(f"score={score:.6f}", flush=True)
+    open("/dev/termination-log", "w").write(f"x={x} y={y} score={score:.6f}")
+dist.destroy_process_group()
+`
+	job := train.PyTorch("fit").Image(c.Images.Python).
+		Command("sh", "-c", `python3 -c "$PROGRAM"`).Env("PROGRAM", program).
+		Workers(1).CPU("250m").Memory("512Mi")
+	const trials = 4
+	exp := tune.New("fit").
+		Objective(tune.Maximize("score")).
+		Algorithm(tune.TPE()).
+		Param(tune.Float("x", 0, 1), tune.Int("y", 1, 5)).
+		Trial(job, tune.Env("x", "X"), tune.Env("y", "Y")).
+		Parallel(2).MaxTrials(trials).MaxFailed(1).
+		RetainTrials()
+	rel := journeys.Apply(t, cl, exp)
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
+	if err != nil {
+		diagnose(t, c.Clientset, c.Client, ns)
+	}
+	require.NoError(t, err, "katib logs in %s", c.LogDir)
+	assert.Equal(t, cube.Succeeded, st.Phase)
+
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(katibv1beta1.SchemeGroupVersion.WithKind("Experiment"))
+	require.NoError(t, c.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "fit"}, u))
+	var stored katibv1beta1.Experiment
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &stored))
+	p := tune.ProgressOf(&stored)
+	assert.EqualValues(t, trials, p.Succeeded, "trials: %+v", p)
+	require.NotNil(t, p.Optimal, "no optimal trial: %s", dump(stored.Status))
+
+	list, err := c.Clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "training.kubeflow.org/job-role=master"})
+	require.NoError(t, err)
+	var printed []string
+	for _, pod := range list.Items {
+		for _, s := range pod.Status.ContainerStatuses {
+			if s.Name == "pytorch" && s.State.Terminated != nil {
+				printed = append(printed, s.State.Terminated.Message)
+			}
+		}
+	}
+	require.Len(t, printed, trials, "one master pod per trial")
+	best := math.Inf(-1)
+	for _, line := range printed {
+		best = math.Max(best, scoreOf(t, line))
+	}
+	assert.InDelta(t, best, p.Optimal.Metrics["score"], 1e-6, "optimal %+v, trials printed %v", p.Optimal, printed)
 }
 
 type podLister interface {
