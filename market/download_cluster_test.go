@@ -26,6 +26,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/serve"
 )
 
 const standinHF = `#!/bin/sh
@@ -46,12 +47,33 @@ printf 'weights of %s' "$repo" > "$dir/model.safetensors"
 echo "hf stand-in: downloaded $repo to $dir"
 `
 
+// standinLMEval stands in for lm-evaluation-harness's lm_eval with
+// --model local-completions (lm_eval/models/openai_completions.py): it
+// asks the served model at base_url for one completion and writes a
+// results_<date>.json as lm_eval/loggers/evaluation_tracker.py lays it out,
+// scoring 1 when the model answered.
+const standinLMEval = `#!/usr/bin/env python3
+import json, os, sys, urllib.request
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+assert args["--model"] == "local-completions", args
+margs = dict(kv.split("=", 1) for kv in args["--model_args"].split(","))
+req = urllib.request.Request(margs["base_url"], data=json.dumps({"model": margs["model"], "prompt": "2+2=", "max_tokens": 4}).encode(),
+                             headers={"Content-Type": "application/json"})
+text = json.load(urllib.request.urlopen(req, timeout=30))["choices"][0]["text"]
+print("lm_eval stand-in: the model answered", repr(text), flush=True)
+out = os.path.join(args["--output_path"], margs["model"].replace("/", "__"))
+os.makedirs(out, exist_ok=True)
+task = args["--tasks"]
+json.dump({"results": {task: {"alias": task, "acc,none": 1.0 if text else 0.0, "acc_stderr,none": 0.0}}},
+          open(os.path.join(out, "results_2026-12-01T00-00-00.json"), "w"))
+`
+
 func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
 	ctx := t.Context()
 	_, err := c.Clientset.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "hf-standin"}, Data: map[string]string{"hf": standinHF},
+		ObjectMeta: metav1.ObjectMeta{Name: "hf-standin"}, Data: map[string]string{"hf": standinHF, "lm_eval": standinLMEval},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = c.Clientset.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
@@ -101,6 +123,34 @@ func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 	assert.Equal(t, size, v.Artifact.SizeBytes)
 	assert.Equal(t, sum, v.Artifact.Checksum, "the pod's checksum of the claim's files is market.Checksum's")
 	assert.Equal(t, "pvc://models/"+filepath.ToSlash("Qwen/Qwen2.5-0.5B-Instruct"), v.Artifact.URI)
+
+	// Serve it (the stand-in engine stands in for vLLM) and evaluate the
+	// endpoint through cluster DNS; the scores land on the version.
+	svc := serve.VLLM("qwen", "standin/qwen").Namespace(ns).Image(c.Images.Standin).CPU("100m").Memory("128Mi")
+	srel, err := cl.Apply(ctx, svc)
+	require.NoError(t, err)
+	_, err = srel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods())
+	require.NoError(t, err)
+	eval := market.Evaluate("eval-qwen", v, "standin_echo").Namespace(ns).
+		Endpoint(svc.Endpoint(), "standin/qwen").
+		Image(c.Images.Python).
+		AddVolume(corev1.Volume{Name: "standin", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "hf-standin"}, DefaultMode: ptr.To[int32](0o755),
+		}}}, "/opt/standin").
+		Env("PATH", "/opt/standin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	erel, err := cl.Apply(ctx, eval)
+	require.NoError(t, err)
+	_, err = erel.Wait(ctx, cube.Succeeded, cube.Timeout(3*time.Minute), cube.FailOnStuckPods())
+	elogs, _ := erel.Logs(ctx, cube.LogOptions{})
+	var evalText []byte
+	if elogs != nil {
+		evalText, _ = readAllClose(elogs)
+	}
+	require.NoError(t, err, string(evalText))
+	assert.Contains(t, string(evalText), "the model answered")
+	scored, err := market.RecordEvaluation(ctx, c.Client, reg, eval)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, scored.Metrics["standin_echo/acc"], "metrics: %v", scored.Metrics)
 }
 
 func readAllClose(r io.ReadCloser) ([]byte, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -79,9 +80,10 @@ func Evaluate(name string, v Version, tasks ...string) *EvaluationJob {
 func (e *EvaluationJob) fail(err *field.Error) { e.problems = append(e.problems, err) }
 
 // Endpoint evaluates the model served at baseURL (an OpenAI-compatible
-// API such as a serve.Service's Endpoint, "http://bot-api.ml:8000/v1")
-// under servedModel, with lm-eval's local-completions model. The pod needs
-// no accelerator.
+// API: a serve.Service's Endpoint, "http://bot-api.ml:8000", or its /v1
+// base, "http://bot-api.ml:8000/v1") under servedModel, with lm-eval's
+// local-completions model. A URL with no path gets /v1, as serve.NewClient
+// does. The pod needs no accelerator.
 func (e *EvaluationJob) Endpoint(baseURL, servedModel string) *EvaluationJob {
 	if e == nil {
 		return nil
@@ -92,7 +94,11 @@ func (e *EvaluationJob) Endpoint(baseURL, servedModel string) *EvaluationJob {
 	if servedModel == "" || strings.ContainsAny(servedModel, ", \t\n=") {
 		e.fail(field.Invalid(field.NewPath("spec", "servedModel"), servedModel, "must be the served model name, without commas, spaces or '='"))
 	}
-	e.endpoint, e.servedModel = strings.TrimSuffix(baseURL, "/"), servedModel
+	base := strings.TrimSuffix(baseURL, "/")
+	if u, err := url.Parse(base); err == nil && u.Host != "" && u.Path == "" {
+		base += "/v1"
+	}
+	e.endpoint, e.servedModel = base, servedModel
 	return e
 }
 

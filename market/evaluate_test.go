@@ -2,6 +2,7 @@ package market_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,6 +18,22 @@ func registered(uri string) market.Version {
 	v.Number = 3
 	v.Artifact.URI = uri
 	return v
+}
+
+// serve.Service's Endpoint has no path; the harness needs the /v1 base
+// (found when the evaluation first ran on the test cluster: base_url was
+// http://qwen-api.ns:8000/completions and the engine answered 404).
+func TestEvaluateAServeEndpoint(t *testing.T) {
+	for endpoint, want := range map[string]string{
+		"http://qwen-api.team:8000":     "base_url=http://qwen-api.team:8000/v1/completions",
+		"http://qwen-api.team:8000/":    "base_url=http://qwen-api.team:8000/v1/completions",
+		"http://qwen-api.team:8000/v1/": "base_url=http://qwen-api.team:8000/v1/completions",
+		"http://gw.team/openai/v1":      "base_url=http://gw.team/openai/v1/completions",
+	} {
+		job, err := market.Evaluate("eval", registered("pvc://models/support-bot/v3"), "mmlu").Endpoint(endpoint, "bot").Build()
+		require.NoError(t, err, endpoint)
+		assert.Contains(t, strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "), want, endpoint)
+	}
 }
 
 func TestEvaluateAnEndpoint(t *testing.T) {
