@@ -32,14 +32,19 @@ var (
 	journeyStep = 30 * time.Minute
 )
 
-// TestRecordJourney records the data set examples/ops replays: the pods of
+// TestRecordJourney makes the data set examples/ops replays: the pods of
 // two tenants (rendered through the hardware and vgpu appliers) and the
-// answers a real Prometheus gave to the queries ops.Metrics sends, after
-// three days of exporter samples were backfilled into its TSDB with
-// promtool. Run it with -record-journey.
+// answers a real Prometheus gives to the queries ops.Metrics sends, after
+// three days of exporter samples are backfilled into its TSDB with
+// promtool. With -record-journey it writes them to examples/ops/testdata;
+// without, it checks that the recorded data set is still what the
+// renderers and Prometheus give.
 func TestRecordJourney(t *testing.T) {
-	if !*recordJourney {
-		t.Skip("records only with -record-journey")
+	if _, err := exec.LookPath("promtool"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("promtool not found (install Debian's prometheus package): %v", err)
+		}
+		t.Skipf("promtool not found (apt-get install prometheus): %v", err)
 	}
 	a100, h100, b3 := hardware.A100_80G, hardware.H100, hardware.Ascend910B3
 	pods := []corev1.Pod{
@@ -123,10 +128,16 @@ func TestRecordJourney(t *testing.T) {
 	podList := corev1.PodList{Items: pods}
 	podList.APIVersion, podList.Kind = "v1", "PodList"
 	target := filepath.Join("..", "examples", "ops", "testdata")
-	require.NoError(t, os.MkdirAll(target, 0o755))
 	for name, v := range map[string]any{"pods.json": podList, "prometheus.json": recorded} {
 		b, err := json.MarshalIndent(v, "", " ")
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(target, name), append(b, '\n'), 0o644))
+		if *recordJourney {
+			require.NoError(t, os.MkdirAll(target, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(target, name), append(b, '\n'), 0o644))
+			continue
+		}
+		stored, err := os.ReadFile(filepath.Join(target, name))
+		require.NoError(t, err)
+		require.JSONEq(t, string(stored), string(b), "%s is out of date: run go test ./ops -run TestRecordJourney -record-journey", name)
 	}
 }
