@@ -23,6 +23,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/journeys"
+	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 )
@@ -57,9 +58,7 @@ func TestKatibRandomSearch(t *testing.T) {
 	// Katib's pod webhook injects the metrics collector only in namespaces
 	// with this label (manifests/v1beta1/components/webhook/webhooks.yaml);
 	// tune renders no Namespace.
-	patch := []byte(`{"metadata":{"labels":{"katib.kubeflow.org/metrics-collector-injection":"enabled"}}}`)
-	_, err := c.Clientset.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{})
-	require.NoError(t, err)
+	enableInjection(t, c, ns)
 
 	job := cube.Objects(&batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -88,23 +87,8 @@ func TestKatibRandomSearch(t *testing.T) {
 		Trial(job, tune.Env("x", "X"), tune.Env("y", "Y")).
 		Parallel(2).MaxTrials(trials).MaxFailed(1).
 		RetainTrials()
-	rel := journeys.Apply(t, cl, exp)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
-	if err != nil {
-		diagnose(t, c.Clientset, c.Client, ns)
-	}
-	require.NoError(t, err, "katib logs in %s", c.LogDir)
-	assert.Equal(t, cube.Succeeded, st.Phase)
-
 	// The Experiment as Katib left it.
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(katibv1beta1.SchemeGroupVersion.WithKind("Experiment"))
-	require.NoError(t, c.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "quad"}, u))
-	var stored katibv1beta1.Experiment
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &stored))
-	p := tune.ProgressOf(&stored)
-	assert.EqualValues(t, trials, p.Succeeded, "trials: %+v", p)
-	require.NotNil(t, p.Optimal, "no optimal trial: %s", dump(stored.Status))
+	p := runExperiment(t, c, cl, ns, exp, trials)
 
 	// What each trial's program printed, from its pod's termination message.
 	printed := trialOutputs(t.Context(), t, c.Clientset.CoreV1().Pods(ns))
@@ -130,9 +114,7 @@ func TestKatibRandomSearch(t *testing.T) {
 // Experiment with the best of them.
 func TestKatibTPEOverPyTorchJobs(t *testing.T) {
 	c, cl, ns := journeys.NewClient(t)
-	patch := []byte(`{"metadata":{"labels":{"katib.kubeflow.org/metrics-collector-injection":"enabled"}}}`)
-	_, err := c.Clientset.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{})
-	require.NoError(t, err)
+	enableInjection(t, c, ns)
 	// Rank 0 and rank 1 all-reduce 1+1; the master prints the score of x
 	// and y only once the reduction came back right.
 	program := `
@@ -159,22 +141,7 @@ dist.destroy_process_group()
 		Trial(job, tune.Env("x", "X"), tune.Env("y", "Y")).
 		Parallel(2).MaxTrials(trials).MaxFailed(1).
 		RetainTrials()
-	rel := journeys.Apply(t, cl, exp)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
-	if err != nil {
-		diagnose(t, c.Clientset, c.Client, ns)
-	}
-	require.NoError(t, err, "katib logs in %s", c.LogDir)
-	assert.Equal(t, cube.Succeeded, st.Phase)
-
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(katibv1beta1.SchemeGroupVersion.WithKind("Experiment"))
-	require.NoError(t, c.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "fit"}, u))
-	var stored katibv1beta1.Experiment
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &stored))
-	p := tune.ProgressOf(&stored)
-	assert.EqualValues(t, trials, p.Succeeded, "trials: %+v", p)
-	require.NotNil(t, p.Optimal, "no optimal trial: %s", dump(stored.Status))
+	p := runExperiment(t, c, cl, ns, exp, trials)
 
 	list, err := c.Clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "training.kubeflow.org/job-role=master"})
 	require.NoError(t, err)
@@ -192,6 +159,40 @@ dist.destroy_process_group()
 		best = math.Max(best, scoreOf(t, line))
 	}
 	assert.InDelta(t, best, p.Optimal.Metrics["score"], 1e-6, "optimal %+v, trials printed %v", p.Optimal, printed)
+}
+
+// enableInjection labels ns so that Katib's pod webhook injects the
+// metrics collector (manifests/v1beta1/components/webhook/webhooks.yaml);
+// tune renders no Namespace.
+func enableInjection(t *testing.T, c *testenv.Cluster, ns string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"labels":{"katib.kubeflow.org/metrics-collector-injection":"enabled"}}}`)
+	_, err := c.Clientset.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+}
+
+// runExperiment applies exp, waits for it to succeed (logging every trial
+// and container when it does not), and returns its progress as Katib left
+// it: trials trials succeeded, with an optimal one.
+func runExperiment(t *testing.T, c *testenv.Cluster, cl *cube.Client, ns string, exp *tune.Experiment, trials int) tune.Progress {
+	t.Helper()
+	rel := journeys.Apply(t, cl, exp)
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
+	if err != nil {
+		diagnose(t, c.Clientset, c.Client, ns)
+	}
+	require.NoError(t, err, "katib logs in %s", c.LogDir)
+	assert.Equal(t, cube.Succeeded, st.Phase)
+
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(katibv1beta1.SchemeGroupVersion.WithKind("Experiment"))
+	require.NoError(t, c.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: exp.Name()}, u))
+	var stored katibv1beta1.Experiment
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &stored))
+	p := tune.ProgressOf(&stored)
+	assert.EqualValues(t, trials, p.Succeeded, "trials: %+v", p)
+	require.NotNil(t, p.Optimal, "no optimal trial: %s", dump(stored.Status))
+	return p
 }
 
 type podLister interface {
