@@ -106,8 +106,9 @@ func (c *clusterLayout) recipes(images *Images) []imageRecipe {
 		{name: "pause", field: &images.Pause, layers: busyboxWith(map[string]string{"/pause": static("pause")}, nil), entrypoint: []string{"/pause"}},
 		{name: "busybox", field: &images.Busybox, layers: busyboxWith(nil, nil), entrypoint: nil},
 		{name: "standin-engine", field: &images.Standin, layers: busyboxWith(map[string]string{standin: static("standin-engine")},
-			// The names a vLLM-over-Ray pod calls.
-			map[string]string{"/usr/local/bin/vllm": standin, "/usr/local/bin/ray": standin, "/usr/local/bin/python3": standin}),
+			// The names a vLLM-over-Ray pod and a TEI pod call.
+			map[string]string{"/usr/local/bin/vllm": standin, "/usr/local/bin/ray": standin, "/usr/local/bin/python3": standin,
+				"/usr/local/bin/text-embeddings-router": standin}),
 			entrypoint: []string{standin}},
 		// The shell is the host's dash with its C library: busybox-static's
 		// ash runs its own applets before searching PATH, so its nslookup

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -132,4 +133,30 @@ func TestServeMultiNodeOnLeaderWorkerSet(t *testing.T) {
 
 	client := serviceClient(t, cl, rel, ns, svc.ServicePort(), c.Clientset.CoreV1().Services(ns))
 	assert.Equal(t, "standin: across two pods", chat(t, client, "across two pods"))
+}
+
+// An embedding model on Text Embeddings Inference (the stand-in engine
+// takes TEI's text-embeddings-router command line) becomes Ready on its
+// /health probe and answers /v1/embeddings through its Service, as rag's
+// OpenAI embedder calls it.
+func TestServeEmbeddingsOnTEI(t *testing.T) {
+	c, cl, ns := journeys.NewClient(t)
+	svc := serve.TEI("emb", "BAAI/bge-m3").Image(c.Images.Standin).CPU("100m").Memory("128Mi")
+	rel := journeys.Apply(t, cl, svc)
+	_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	require.NoError(t, err, journeys.LogsOf(t, rel, cube.LogOptions{}))
+	client := serviceClient(t, cl, rel, ns, svc.ServicePort(), c.Clientset.CoreV1().Services(ns))
+	var resp openai.EmbeddingResponse
+	err = wait.PollUntilContextTimeout(t.Context(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		r, err := client.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Input: []string{"a", "b"}, Model: "BAAI/bge-m3"})
+		if err != nil {
+			t.Logf("embeddings: %v", err)
+			return false, nil
+		}
+		resp = r
+		return true, nil
+	})
+	require.NoError(t, err)
+	require.Len(t, resp.Data, 2)
+	assert.NotEmpty(t, resp.Data[0].Embedding)
 }

@@ -33,6 +33,8 @@ func main() {
 			args = args[1:]
 		}
 		err = serveAPI(args)
+	case "text-embeddings-router":
+		err = serveAPI(teiArgs(args))
 	case "ray":
 		err = ray(args)
 	case "ray-head":
@@ -46,6 +48,24 @@ func main() {
 		fmt.Fprintf(os.Stderr, "standin-engine %s: %v\n", name, err)
 		os.Exit(1)
 	}
+}
+
+// teiArgs turns Text Embeddings Inference's flags (--model-id, --hostname,
+// --port, --served-model-name) into the ones serveAPI reads.
+func teiArgs(args []string) []string {
+	var out []string
+	if v, ok := flagValue(args, "model-id"); ok {
+		out = append(out, "--model", v)
+	}
+	if v, ok := flagValue(args, "hostname"); ok {
+		out = append(out, "--host", v)
+	}
+	for _, name := range []string{"port", "served-model-name"} {
+		if v, ok := flagValue(args, name); ok {
+			out = append(out, "--"+name, v)
+		}
+	}
+	return out
 }
 
 // flagValue finds --name=value or --name value in args.
