@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -35,7 +36,10 @@ type LogOptions struct {
 }
 
 // Logs streams the logs of every pod of the release (pods carrying its
-// cube.dev/release label), each line prefixed with "[pod-name] ". Lines of one
+// cube.dev/release label), each line prefixed with "[pod-name] ". Pods
+// whose container is still waiting for its first start have no logs yet,
+// and pods deleted since the list have none left: both are left out, and
+// Logs fails only when no pod has any. Lines of one
 // pod keep their order; lines of different pods interleave as they arrive.
 // Close the reader to stop following.
 func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, error) {
@@ -60,11 +64,19 @@ func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, err
 
 	ctx, cancel := context.WithCancel(ctx)
 	streams := make([]io.ReadCloser, 0, len(items))
+	var skipped []string                   // pods whose container has not started
 	names := make([]string, 0, len(items)) // the pod of each stream
 	for i := range items {
 		pod := &items[i]
 		container := defaultContainer(pod, opts.Container)
 		if opts.Previous && !restarted(pod, container) {
+			continue
+		}
+		// A container that is still waiting to start its first instance
+		// (a replacement pod initializing after its job ended, say) has no
+		// logs yet; the API server would refuse the whole call.
+		if !opts.Previous && notStarted(pod, container) {
+			skipped = append(skipped, pod.Name)
 			continue
 		}
 		podOpts := &corev1.PodLogOptions{Container: container, Follow: opts.Follow, Previous: opts.Previous}
@@ -76,6 +88,12 @@ func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, err
 			podOpts.SinceSeconds = &secs
 		}
 		s, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, podOpts).Stream(ctx)
+		if apierrors.IsNotFound(err) {
+			// Deleted since the list (a job's controller cleaning up its
+			// pods as the job ends): it has no logs left to read.
+			skipped = append(skipped, pod.Name)
+			continue
+		}
 		if err != nil {
 			cancel()
 			for _, open := range streams {
@@ -88,6 +106,9 @@ func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, err
 	}
 	if len(streams) == 0 {
 		cancel()
+		if len(skipped) > 0 {
+			return nil, fmt.Errorf("logs: no container of release %s/%s has logs: not started yet or gone (%s)", r.Namespace, r.Name, strings.Join(skipped, ", "))
+		}
 		return nil, fmt.Errorf("logs: no container of release %s/%s has restarted, so none has previous logs", r.Namespace, r.Name)
 	}
 
@@ -140,6 +161,18 @@ func defaultContainer(pod *corev1.Pod, asked string) string {
 		return pod.Spec.Containers[0].Name
 	}
 	return ""
+}
+
+// notStarted reports whether the container of pod is waiting to start and
+// has never run: its status says Waiting and there is no previous instance.
+// A pod with no status yet is not known to be waiting.
+func notStarted(pod *corev1.Pod, container string) bool {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == container {
+			return cs.State.Waiting != nil && cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil
+		}
+	}
+	return false
 }
 
 // restarted reports whether the container of pod has a previous instance.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -85,4 +86,83 @@ func TestLogsOfPreviousContainers(t *testing.T) {
 	_, err = rel.Logs(ctx, cube.LogOptions{Previous: true})
 	require.Error(t, err)
 	assert.Equal(t, "logs: no container of release team-a/shop has restarted, so none has previous logs", err.Error())
+}
+
+// A pod still waiting for its container's first start (a replacement
+// worker initializing after its job ended, as the test cluster's
+// lost-worker journey showed) has no logs; the kubelet would refuse its
+// request, so Logs leaves it out instead of failing for every pod.
+func TestLogsSkipContainersNotStarted(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	rel, err := cluster.Client.Apply(ctx, webApp("job", "", 1))
+	require.NoError(t, err)
+	statuses := map[string]corev1.ContainerState{
+		"job-master": {Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}},
+		"job-worker": {Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}},
+	}
+	for name, state := range statuses {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: map[string]string{cube.LabelRelease: "job"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}},
+			Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "main", State: state}}},
+		}
+		_, err := cluster.Clientset.CoreV1().Pods("team-a").Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	asked := 0
+	cluster.Clientset.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "log" {
+			return false, nil, nil
+		}
+		asked++
+		return true, &runtime.Unknown{Raw: []byte("done\n")}, nil
+	})
+	r, err := rel.Logs(ctx, cube.LogOptions{})
+	require.NoError(t, err)
+	out, err := io.ReadAll(r)
+	require.NoError(t, err)
+	r.Close()
+	assert.Equal(t, "[job-master] done\n", string(out))
+	assert.Equal(t, 1, asked, "the waiting pod is not asked")
+
+	// With only the waiting pod left, Logs says why there is nothing.
+	require.NoError(t, cluster.Clientset.CoreV1().Pods("team-a").Delete(ctx, "job-master", metav1.DeleteOptions{}))
+	_, err = rel.Logs(ctx, cube.LogOptions{})
+	require.ErrorContains(t, err, "not started yet or gone (job-worker)")
+}
+
+// A pod deleted between Logs' list and its log request (a job's controller
+// cleaning up as the job ends) is left out, not a failure of the call.
+func TestLogsSkipPodsDeletedMeanwhile(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	rel, err := cluster.Client.Apply(ctx, webApp("job", "", 1))
+	require.NoError(t, err)
+	for _, name := range []string{"job-a-gone", "job-b-live"} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: map[string]string{cube.LabelRelease: "job"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}},
+		}
+		_, err := cluster.Clientset.CoreV1().Pods("team-a").Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	calls := 0
+	cluster.Clientset.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "log" {
+			return false, nil, nil
+		}
+		calls++
+		if calls == 1 { // pods are read in name order: job-a-gone first
+			return true, nil, apierrors.NewNotFound(corev1.Resource("pods"), "job-a-gone")
+		}
+		return true, &runtime.Unknown{Raw: []byte("done\n")}, nil
+	})
+	r, err := rel.Logs(ctx, cube.LogOptions{})
+	require.NoError(t, err)
+	out, err := io.ReadAll(r)
+	require.NoError(t, err)
+	r.Close()
+	assert.Equal(t, "[job-b-live] done\n", string(out))
+	assert.Equal(t, 2, calls)
 }
