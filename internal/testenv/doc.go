@@ -182,6 +182,13 @@
 // service are not built, so Experiments with other algorithms or
 // medianstop do not run here.
 //
+// Faults: once the cluster is up the daemon supervises every component it
+// started, as systemd does a kubelet and a Deployment an operator: one that
+// exits is started again with the same command line. Cluster.Restart(ctx,
+// "training-operator") kills a component's process group with SIGKILL and
+// returns once its successor runs, so a test can crash the kubelet, the
+// scheduler or an operator in the middle of a workload.
+//
 // What does not run: no real GPUs or NPUs (device plugins), no Volcano
 // scheduler (volcano.sh/volcano cannot be fetched), no NetworkPolicy
 // enforcement (the bridge CNI has none), and no inference engine (the

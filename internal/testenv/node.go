@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,6 +67,8 @@ type node struct {
 	admin    string // admin kubeconfig
 	socket   string // containerd's socket
 	stopOnce sync.Once
+	mu       sync.Mutex  // guards procs once components are supervised
+	up       atomic.Bool // the node started: supervise restarts components
 }
 
 func (n *node) state() clusterState {
@@ -123,6 +126,7 @@ func startNode(parent context.Context) (*node, error) {
 		{"kubelet", n.startKubelet},
 		{"kube-proxy", n.startKubeProxy},
 		{"coredns", n.startCoreDNS},
+		{"network policies", n.startNetworkPolicies},
 		{"storage", n.startProvisioner},
 		{"operators", n.startOperators},
 		{"node ready", n.waitReady},
@@ -133,6 +137,8 @@ func startNode(parent context.Context) (*node, error) {
 			return n, err
 		}
 	}
+	n.up.Store(true)
+	n.publishPIDs()
 	return n, nil
 }
 
@@ -276,7 +282,10 @@ func (n *node) start(name, bin string, args, env []string) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.mu.Lock()
 	n.procs = append(n.procs, p)
+	n.mu.Unlock()
+	n.supervise(name, bin, args, env, p)
 	return p, nil
 }
 
@@ -572,6 +581,7 @@ func (n *node) stop() {
 			n.cancel()
 		}
 		n.wg.Wait()
+		_ = os.Remove(pidsFile())
 		for i := len(n.procs) - 1; i >= 0; i-- {
 			n.procs[i].terminate(5 * time.Second)
 		}
@@ -628,6 +638,7 @@ func cleanupHost(dir string) {
 	for _, cmd := range []string{"iptables", "ip6tables"} {
 		removeKubeChains(cmd)
 	}
+	_ = run("nft", "delete", "table", "inet", netpolTable)
 	_ = os.RemoveAll("/tmp/k8s-webhook-server")
 	_ = os.RemoveAll(katibCertDir)
 	_ = os.RemoveAll(postgresDir())
