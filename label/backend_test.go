@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -123,6 +124,20 @@ func TestBackendWebhookAndAuth(t *testing.T) {
 	b.ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusCreated, rec.Code)
 	assert.Equal(t, []string{`ANNOTATION_CREATED {"annotation":{"id":9},"project":{"id":1}}`}, got)
+
+	// A failing handler is a 500, as an exception out of webhook() in
+	// label_studio_ml/api.py is.
+	failing, _ := newBackend(t, label.OnWebhook(func(context.Context, string, json.RawMessage) error { return errors.New("disk full") }))
+	code, body := post(t, failing, "/webhook", map[string]any{"action": "START_TRAINING", "project": map[string]any{"id": 1}})
+	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.Equal(t, "webhook START_TRAINING: disk full", body["error"])
+	code, body = post(t, failing, "/webhook", map[string]any{"project": map[string]any{"id": 1}})
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body["error"], "webhook: action")
+	rec = httptest.NewRecorder()
+	failing.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.JSONEq(t, `{}`, rec.Body.String())
 
 	_, err := label.NewBackend(nil, label.BasicAuth("only-user", ""))
 	assert.ErrorContains(t, err, "chat: Required value")
