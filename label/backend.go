@@ -438,7 +438,13 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, errNilBackend)
 		return
 	}
-	if b.user != "" {
+	// /health answers without basic auth, unlike label_studio_ml/api.py's
+	// check_auth: the kubelet's probes of an MLBackend cannot carry the
+	// password without writing it into the pod spec, and the answer tells
+	// nothing but that the server is up. Label Studio sending the
+	// credentials there too is still answered.
+	health := (r.URL.Path == "/health" || r.URL.Path == "/") && r.Method == http.MethodGet
+	if b.user != "" && !health {
 		u, p, ok := r.BasicAuth()
 		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(b.user)) != 1 || subtle.ConstantTimeCompare([]byte(p), []byte(b.pass)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Basic realm="Login required"`)
@@ -448,7 +454,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxRequest)
 	switch {
-	case (r.URL.Path == "/health" || r.URL.Path == "/") && r.Method == http.MethodGet:
+	case health:
 		writeBody(w, http.StatusOK, map[string]string{"status": "UP", "model_class": "cube-label"})
 	case r.URL.Path == "/setup" && r.Method == http.MethodPost:
 		// {project: "<id>.<created timestamp>", schema, hostname,

@@ -115,9 +115,16 @@ func TestBackendWebhookAndAuth(t *testing.T) {
 		got = append(got, action+" "+string(payload))
 		return nil
 	}))
+	// /health answers without the password: the kubelet probes it.
 	rec := httptest.NewRecorder()
 	b.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
-	assert.Equal(t, http.StatusUnauthorized, rec.Code)
+	assert.Equal(t, http.StatusOK, rec.Code)
+	for _, path := range []string{"/setup", "/predict", "/webhook"} {
+		rec = httptest.NewRecorder()
+		b.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{}`)))
+		assert.Equal(t, http.StatusUnauthorized, rec.Code, path)
+		assert.Equal(t, `Basic realm="Login required"`, rec.Header().Get("WWW-Authenticate"))
+	}
 	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(`{"action": "ANNOTATION_CREATED", "project": {"id": 1}, "annotation": {"id": 9}}`))
 	req.SetBasicAuth("ls", "pw")
 	rec = httptest.NewRecorder()
