@@ -386,9 +386,9 @@ func (c *Client) ImportTasks(ctx context.Context, project int, tasks []Task) (Im
 
 // ListTasks returns every task of a project with its annotations and
 // predictions (fields=all), following the pages of GET /api/tasks/?project=
-// ({total_annotations, total_predictions, total, tasks}: TaskPagination in
-// label_studio/data_manager/api.py; the path is api/tasks/ in
-// label_studio/tasks/urls.py).
+// ({tasks, total, total_annotations, total_predictions}: TasksListResponse
+// of label-studio-sdk 1.0.5's .mock/definition/tasks.yml; the path is
+// api/tasks/ in label_studio/tasks/urls.py).
 func (c *Client) ListTasks(ctx context.Context, project int) ([]Task, error) {
 	var all []Task
 	for page := 1; ; page++ {
