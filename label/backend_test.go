@@ -203,7 +203,7 @@ func TestBackendNearestLabel(t *testing.T) {
 func TestPreannotateProject(t *testing.T) {
 	c, _ := newClient(t)
 	b, _ := newBackend(t, label.ModelVersion("v1"))
-	p, err := c.CreateProject(t.Context(), "s", "", label.TextClassification("positive", "negative"))
+	p, err := c.CreateProject(t.Context(), "sentiment", "", label.TextClassification("positive", "negative"))
 	require.NoError(t, err)
 	_, err = c.ImportTasks(t.Context(), p.ID, []label.Task{
 		{Data: map[string]any{"text": "nice"}},

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -286,8 +287,33 @@ func newAPIError(call, method, path string, status int, data []byte) *APIError {
 	return e
 }
 
+// The length a project's title may have (PROJECT_TITLE_MIN_LEN and
+// PROJECT_TITLE_MAX_LEN of label_studio/core/settings/base.py, the
+// validators of Project.title in label_studio/projects/models.py; "Must be
+// between 3 and 50 characters long" in label-studio-sdk 1.0.5's Project).
+// An empty title is allowed: Label Studio does not check a blank one.
+const (
+	minProjectTitle = 3
+	maxProjectTitle = 50
+)
+
+func validateTitle(title string) field.ErrorList {
+	if n := utf8.RuneCountInString(title); title != "" && (n < minProjectTitle || n > maxProjectTitle) {
+		return field.ErrorList{field.Invalid(field.NewPath("title"), title,
+			fmt.Sprintf("must be between %d and %d characters long", minProjectTitle, maxProjectTitle))}
+	}
+	return nil
+}
+
 // CreateProject creates a project with the rendered labeling config.
 func (c *Client) CreateProject(ctx context.Context, title, description string, config *Config) (Project, error) {
+	errs := validateTitle(title)
+	if config != nil {
+		errs = append(errs, config.validate()...)
+	}
+	if len(errs) > 0 {
+		return Project{}, fmt.Errorf("label studio create project: %w", errs.ToAggregate())
+	}
 	xmlConfig, err := config.XML()
 	if err != nil {
 		return Project{}, fmt.Errorf("label studio create project: %w", err)
@@ -346,6 +372,13 @@ func (c *Client) pageSizeOr() int {
 // nil) the labeling config of a project; empty strings are left unchanged.
 func (c *Client) UpdateProject(ctx context.Context, id int, title, description string, config *Config) (Project, error) {
 	patch := Project{Title: title, Description: description}
+	errs := validateTitle(title)
+	if config != nil {
+		errs = append(errs, config.validate()...)
+	}
+	if len(errs) > 0 {
+		return Project{}, fmt.Errorf("label studio update project: %w", errs.ToAggregate())
+	}
 	if config != nil {
 		x, err := config.XML()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,10 +33,10 @@ func newClient(t *testing.T, opts ...label.ClientOption) (*label.Client, *labelt
 }
 
 func TestClientProjectsLifecycle(t *testing.T) {
-	c, _ := newClient(t, label.PageSize(2))
+	c, srv := newClient(t, label.PageSize(2))
 	ctx := t.Context()
 	var ids []int
-	for _, title := range []string{"a", "b", "c"} {
+	for _, title := range []string{"alpha", "beta", "gamma"} {
 		p, err := c.CreateProject(ctx, title, "d", label.TextClassification("pos", "neg"))
 		require.NoError(t, err)
 		ids = append(ids, p.ID)
@@ -44,7 +45,7 @@ func TestClientProjectsLifecycle(t *testing.T) {
 	all, err := c.ListProjects(ctx)
 	require.NoError(t, err)
 	require.Len(t, all, 3, "three projects over two pages of two")
-	assert.Equal(t, "c", all[2].Title)
+	assert.Equal(t, "gamma", all[2].Title)
 
 	cfg, err := c.ProjectConfig(ctx, ids[0])
 	require.NoError(t, err)
@@ -57,6 +58,15 @@ func TestClientProjectsLifecycle(t *testing.T) {
 	assert.Equal(t, "renamed", up.Title)
 	assert.Equal(t, "d", up.Description)
 	assert.Contains(t, up.LabelConfig, `choice="multiple"`)
+
+	// Label Studio's title limits (3 to 50 characters) and the config
+	// are checked before the call, together.
+	before := len(srv.Requests())
+	_, err = c.CreateProject(ctx, "ab", "", label.NewConfig())
+	assert.ErrorContains(t, err, `label studio create project: [title: Invalid value: "ab": must be between 3 and 50 characters long, tags: Required value`)
+	_, err = c.UpdateProject(ctx, ids[0], strings.Repeat("é", 51), "", nil)
+	assert.ErrorContains(t, err, "title: Invalid value")
+	assert.Len(t, srv.Requests(), before)
 
 	require.NoError(t, c.DeleteProject(ctx, ids[1]))
 	_, err = c.GetProject(ctx, ids[1])
@@ -233,7 +243,7 @@ func TestClientRetriesAndAuth(t *testing.T) {
 	t.Cleanup(gw.Close)
 	gc, err := label.NewClient(gw.URL, label.Token(token), label.Retries(3, time.Millisecond))
 	require.NoError(t, err)
-	_, err = gc.CreateProject(t.Context(), "x", "", label.TextClassification("a"))
+	_, err = gc.CreateProject(t.Context(), "xyz", "", label.TextClassification("a"))
 	assert.EqualError(t, err, "label studio create project: POST /api/projects/: 502 Bad Gateway: <html>bad gateway</html>")
 	assert.Equal(t, int32(1), calls.Load())
 	_, err = gc.GetProject(t.Context(), 1)

@@ -50,8 +50,10 @@
 //     (0f1d1f0) and ml/models.py (04f08ff), older than 1.13, for what
 //     Label Studio sends to /setup and /predict and reads back ({results:
 //     [{result, score}]}, model_version from /setup); and
-//     core/settings/base.py (0012445, a 2026 version) for the token
-//     authentication that later releases keep.
+//     core/settings/base.py and projects/models.py (0012445, a 2026
+//     version) for the token authentication that later releases keep and
+//     the 3 to 50 characters of a project's title (which the SDK 1.0.5's
+//     Project states too).
 //   - label-studio-ml-backend at bdfc42b (2024-06-19, its last change
 //     before 1.13.1) and d02cedf (2026-08-20): label_studio_ml/api.py,
 //     model.py, response.py and exceptions.py for /health, /setup,

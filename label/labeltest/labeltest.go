@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/cubestudio/cube/label"
 )
@@ -263,6 +264,21 @@ func (s *Server) task(id int) *label.Task {
 	return nil
 }
 
+// titleProblem is what Django's MinLengthValidator and MaxLengthValidator
+// on Project.title (3 and 50, label_studio/projects/models.py) say of
+// title; a blank title is not checked.
+func titleProblem(title string) string {
+	switch n := utf8.RuneCountInString(title); {
+	case title == "":
+		return ""
+	case n < 3:
+		return fmt.Sprintf("Ensure this value has at least 3 characters (it has %d).", n)
+	case n > 50:
+		return fmt.Sprintf("Ensure this value has at most 50 characters (it has %d).", n)
+	}
+	return ""
+}
+
 func validConfig(x string) bool {
 	var root struct{ XMLName xml.Name }
 	return xml.Unmarshal([]byte(x), &root) == nil && root.XMLName.Local == "View"
@@ -289,6 +305,10 @@ func (s *Server) projectsList(w http.ResponseWriter, r *http.Request) {
 		}
 		if p.LabelConfig != "" && !validConfig(p.LabelConfig) {
 			fail(w, http.StatusBadRequest, "Validation error", map[string][]string{"label_config": {"Can't parse XML"}})
+			return
+		}
+		if msg := titleProblem(p.Title); msg != "" {
+			fail(w, http.StatusBadRequest, "Validation error", map[string][]string{"title": {msg}})
 			return
 		}
 		p.ID, p.CreatedAt = s.id(), "2026-12-01T00:00:00Z"
@@ -350,6 +370,10 @@ func (s *Server) project(w http.ResponseWriter, r *http.Request, p *label.Projec
 		}
 		if patch.LabelConfig != "" && !validConfig(patch.LabelConfig) {
 			fail(w, http.StatusBadRequest, "Validation error", map[string][]string{"label_config": {"Can't parse XML"}})
+			return
+		}
+		if msg := titleProblem(patch.Title); msg != "" {
+			fail(w, http.StatusBadRequest, "Validation error", map[string][]string{"title": {msg}})
 			return
 		}
 		if patch.Title != "" {
