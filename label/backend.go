@@ -20,10 +20,13 @@ import (
 )
 
 // Backend is an ML backend for Label Studio: an http.Handler speaking the
-// protocol of label-studio-ml-backend (label_studio_ml/api.py): GET
-// /health, POST /setup, POST /predict and POST /webhook, with optional
-// HTTP basic auth (BASIC_AUTH_USER, BASIC_AUTH_PASS there). It
-// pre-annotates with a chat model behind serve.Client:
+// protocol of label-studio-ml-backend (label_studio_ml/api.py, read at
+// commit bdfc42b of 2024-06-19, the last change before Label Studio
+// 1.13.1, and at d02cedf of 2026-08-20): GET /health (and GET /), POST
+// /setup, POST /predict, POST /webhook and GET /metrics, with optional HTTP
+// basic auth (BASIC_AUTH_USER, BASIC_AUTH_PASS there), which Label Studio
+// sends when the connection's auth method is BASIC_AUTH (BackendBasicAuth).
+// It pre-annotates with a chat model behind serve.Client:
 //
 //   - Choices over a Text: the model picks among the options, or, with
 //     Embeddings, the option nearest to the text by cosine similarity;
@@ -435,7 +438,13 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, errNilBackend)
 		return
 	}
-	if b.user != "" {
+	// /health answers without basic auth, unlike label_studio_ml/api.py's
+	// check_auth: the kubelet's probes of an MLBackend cannot carry the
+	// password without writing it into the pod spec, and the answer tells
+	// nothing but that the server is up. Label Studio sending the
+	// credentials there too is still answered.
+	health := (r.URL.Path == "/health" || r.URL.Path == "/") && r.Method == http.MethodGet
+	if b.user != "" && !health {
 		u, p, ok := r.BasicAuth()
 		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(b.user)) != 1 || subtle.ConstantTimeCompare([]byte(p), []byte(b.pass)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Basic realm="Login required"`)
@@ -445,11 +454,13 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxRequest)
 	switch {
-	case (r.URL.Path == "/health" || r.URL.Path == "/") && r.Method == http.MethodGet:
+	case health:
 		writeBody(w, http.StatusOK, map[string]string{"status": "UP", "model_class": "cube-label"})
 	case r.URL.Path == "/setup" && r.Method == http.MethodPost:
 		// {project: "<id>.<created timestamp>", schema, hostname,
-		// access_token, model_version, extra_params}
+		// access_token, model_version, extra_params} → {model_version}
+		// (MLApi.setup in label_studio/ml/api_connector.py, _setup in
+		// label_studio_ml/api.py); Label Studio records the version.
 		var req struct {
 			Schema string `json:"schema"`
 		}
@@ -460,7 +471,11 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusOK, map[string]string{"model_version": b.Version(r.Context())})
 	case r.URL.Path == "/predict" && r.Method == http.MethodPost:
 		// {tasks, model_version, project, label_config, params: {login,
-		// password, context}} → {results: [{result, score, model_version}]}
+		// password, context}} → {results: [{result, score, model_version}]},
+		// one per task in order (MLApi.make_predictions in
+		// label_studio/ml/api_connector.py; _predict in
+		// label_studio_ml/api.py). project is "<id>.<timestamp>" there and
+		// a number in later releases: it is not read.
 		var req struct {
 			Tasks       []Task `json:"tasks"`
 			LabelConfig string `json:"label_config"`
@@ -490,26 +505,39 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeBody(w, http.StatusOK, map[string]any{"results": results})
 	case r.URL.Path == "/webhook" && r.Method == http.MethodPost:
+		// Label Studio posts its webhook payload, {action, project, ...};
+		// an action outside TRAIN_EVENTS is answered 200 {"status":
+		// "Unknown event"}, a handled one 201 {"result", "status": "ok"}
+		// (label-studio-ml-backend d02cedf; bdfc42b answered 201 {}), and a
+		// failing fit 500, as an exception out of webhook() is.
 		var req map[string]json.RawMessage
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("webhook: %w", err))
 			return
 		}
 		var action string
-		_ = json.Unmarshal(req["action"], &action)
+		if err := json.Unmarshal(req["action"], &action); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("webhook: action: %w", err))
+			return
+		}
 		if !slices.Contains(trainEvents, action) {
 			writeBody(w, http.StatusOK, map[string]string{"status": "Unknown event"})
 			return
 		}
 		if b.onWebhook != nil {
 			delete(req, "action")
-			payload, _ := json.Marshal(req)
-			if err := b.onWebhook(r.Context(), action, payload); err != nil {
-				writeBody(w, http.StatusCreated, map[string]string{"status": "error", "error": err.Error()})
+			payload, err := json.Marshal(req)
+			if err == nil {
+				err = b.onWebhook(r.Context(), action, payload)
+			}
+			if err != nil {
+				writeError(w, http.StatusInternalServerError, fmt.Errorf("webhook %s: %w", action, err))
 				return
 			}
 		}
 		writeBody(w, http.StatusCreated, map[string]any{"status": "ok", "result": nil})
+	case r.URL.Path == "/metrics" && r.Method == http.MethodGet:
+		writeBody(w, http.StatusOK, map[string]any{})
 	default:
 		http.NotFound(w, r)
 	}

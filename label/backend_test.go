@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,15 +115,36 @@ func TestBackendWebhookAndAuth(t *testing.T) {
 		got = append(got, action+" "+string(payload))
 		return nil
 	}))
+	// /health answers without the password: the kubelet probes it.
 	rec := httptest.NewRecorder()
 	b.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
-	assert.Equal(t, http.StatusUnauthorized, rec.Code)
+	assert.Equal(t, http.StatusOK, rec.Code)
+	for _, path := range []string{"/setup", "/predict", "/webhook"} {
+		rec = httptest.NewRecorder()
+		b.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{}`)))
+		assert.Equal(t, http.StatusUnauthorized, rec.Code, path)
+		assert.Equal(t, `Basic realm="Login required"`, rec.Header().Get("WWW-Authenticate"))
+	}
 	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(`{"action": "ANNOTATION_CREATED", "project": {"id": 1}, "annotation": {"id": 9}}`))
 	req.SetBasicAuth("ls", "pw")
 	rec = httptest.NewRecorder()
 	b.ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusCreated, rec.Code)
 	assert.Equal(t, []string{`ANNOTATION_CREATED {"annotation":{"id":9},"project":{"id":1}}`}, got)
+
+	// A failing handler is a 500, as an exception out of webhook() in
+	// label_studio_ml/api.py is.
+	failing, _ := newBackend(t, label.OnWebhook(func(context.Context, string, json.RawMessage) error { return errors.New("disk full") }))
+	code, body := post(t, failing, "/webhook", map[string]any{"action": "START_TRAINING", "project": map[string]any{"id": 1}})
+	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.Equal(t, "webhook START_TRAINING: disk full", body["error"])
+	code, body = post(t, failing, "/webhook", map[string]any{"project": map[string]any{"id": 1}})
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body["error"], "webhook: action")
+	rec = httptest.NewRecorder()
+	failing.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.JSONEq(t, `{}`, rec.Body.String())
 
 	_, err := label.NewBackend(nil, label.BasicAuth("only-user", ""))
 	assert.ErrorContains(t, err, "chat: Required value")
@@ -181,7 +203,7 @@ func TestBackendNearestLabel(t *testing.T) {
 func TestPreannotateProject(t *testing.T) {
 	c, _ := newClient(t)
 	b, _ := newBackend(t, label.ModelVersion("v1"))
-	p, err := c.CreateProject(t.Context(), "s", "", label.TextClassification("positive", "negative"))
+	p, err := c.CreateProject(t.Context(), "sentiment", "", label.TextClassification("positive", "negative"))
 	require.NoError(t, err)
 	_, err = c.ImportTasks(t.Context(), p.ID, []label.Task{
 		{Data: map[string]any{"text": "nice"}},

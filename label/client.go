@@ -10,18 +10,25 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Client calls Label Studio's REST API (1.13.1). It authenticates with a
 // user's access token in "Authorization: Token <token>", the scheme of
-// Django REST framework's TokenAuthentication that Label Studio keeps
+// Django REST framework's TokenAuthentication, which every curl example of
+// the API reference of that time sends (label-studio-sdk 1.0.5's
+// .mock/definition/projects.yml) and which later releases keep
 // (REST_FRAMEWORK DEFAULT_AUTHENTICATION_CLASSES in
 // label_studio/core/settings/base.py: jwt_auth.auth.TokenAuthenticationPhaseout).
+// Paths are spelled as label_studio's urls.py files write them, trailing
+// slash included.
 // Calls that fail transiently (429, 502, 503, 504, or a broken connection
 // on an idempotent call) are retried with backoff. A Client is safe for
 // concurrent use.
@@ -280,8 +287,33 @@ func newAPIError(call, method, path string, status int, data []byte) *APIError {
 	return e
 }
 
+// The length a project's title may have (PROJECT_TITLE_MIN_LEN and
+// PROJECT_TITLE_MAX_LEN of label_studio/core/settings/base.py, the
+// validators of Project.title in label_studio/projects/models.py; "Must be
+// between 3 and 50 characters long" in label-studio-sdk 1.0.5's Project).
+// An empty title is allowed: Label Studio does not check a blank one.
+const (
+	minProjectTitle = 3
+	maxProjectTitle = 50
+)
+
+func validateTitle(title string) field.ErrorList {
+	if n := utf8.RuneCountInString(title); title != "" && (n < minProjectTitle || n > maxProjectTitle) {
+		return field.ErrorList{field.Invalid(field.NewPath("title"), title,
+			fmt.Sprintf("must be between %d and %d characters long", minProjectTitle, maxProjectTitle))}
+	}
+	return nil
+}
+
 // CreateProject creates a project with the rendered labeling config.
 func (c *Client) CreateProject(ctx context.Context, title, description string, config *Config) (Project, error) {
+	errs := validateTitle(title)
+	if config != nil {
+		errs = append(errs, config.validate()...)
+	}
+	if len(errs) > 0 {
+		return Project{}, fmt.Errorf("label studio create project: %w", errs.ToAggregate())
+	}
 	xmlConfig, err := config.XML()
 	if err != nil {
 		return Project{}, fmt.Errorf("label studio create project: %w", err)
@@ -340,6 +372,13 @@ func (c *Client) pageSizeOr() int {
 // nil) the labeling config of a project; empty strings are left unchanged.
 func (c *Client) UpdateProject(ctx context.Context, id int, title, description string, config *Config) (Project, error) {
 	patch := Project{Title: title, Description: description}
+	errs := validateTitle(title)
+	if config != nil {
+		errs = append(errs, config.validate()...)
+	}
+	if len(errs) > 0 {
+		return Project{}, fmt.Errorf("label studio update project: %w", errs.ToAggregate())
+	}
 	if config != nil {
 		x, err := config.XML()
 		if err != nil {
@@ -379,9 +418,10 @@ func (c *Client) ImportTasks(ctx context.Context, project int, tasks []Task) (Im
 }
 
 // ListTasks returns every task of a project with its annotations and
-// predictions (fields=all), following the pages of GET /api/tasks?project=
-// ({total_annotations, total_predictions, total, tasks}: TaskPagination in
-// label_studio/data_manager/api.py).
+// predictions (fields=all), following the pages of GET /api/tasks/?project=
+// ({tasks, total, total_annotations, total_predictions}: TasksListResponse
+// of label-studio-sdk 1.0.5's .mock/definition/tasks.yml; the path is
+// api/tasks/ in label_studio/tasks/urls.py).
 func (c *Client) ListTasks(ctx context.Context, project int) ([]Task, error) {
 	var all []Task
 	for page := 1; ; page++ {
@@ -390,7 +430,7 @@ func (c *Client) ListTasks(ctx context.Context, project int) ([]Task, error) {
 			Total int    `json:"total"`
 		}
 		q := url.Values{"project": {strconv.Itoa(project)}, "fields": {"all"}, "page": {strconv.Itoa(page)}, "page_size": {strconv.Itoa(c.pageSizeOr())}}
-		if err := c.do(ctx, "list tasks", http.MethodGet, "/api/tasks", q, nil, &resp); err != nil {
+		if err := c.do(ctx, "list tasks", http.MethodGet, "/api/tasks/", q, nil, &resp); err != nil {
 			return nil, err
 		}
 		all = append(all, resp.Tasks...)
@@ -418,9 +458,12 @@ func (c *Client) CreateAnnotation(ctx context.Context, task int, a Annotation) (
 	return out, err
 }
 
-// Export returns every task of a project with its annotations in Label
-// Studio's JSON export (GET /api/projects/{id}/export?exportType=JSON,
-// label_studio/data_export/api.py ExportAPI). Convert it with SFT,
+// Export returns every task of a project with its annotations and
+// predictions in Label Studio's JSON export (GET
+// /api/projects/{id}/export?exportType=JSON&download_all_tasks=true:
+// label_studio/data_export/api.py ExportAPI reads exportType, or
+// export_type, and download_all_tasks through ExportParamSerializer, and
+// answers a file holding the JSON list of tasks). Convert it with SFT,
 // PreferencePairs and KTO.
 func (c *Client) Export(ctx context.Context, project int) ([]Task, error) {
 	var tasks []Task
@@ -429,14 +472,64 @@ func (c *Client) Export(ctx context.Context, project int) ([]Task, error) {
 	return tasks, err
 }
 
-// CreateWebhook registers a webhook (POST /api/webhooks/).
+// webhookActions are the events a webhook can be sent for, and
+// orgOnlyActions those a project's webhook cannot have (WebhookAction.ACTIONS
+// and validate_actions in label_studio/webhooks/models.py).
+var (
+	webhookActions = []string{
+		"PROJECT_CREATED", "PROJECT_UPDATED", "PROJECT_DELETED",
+		"TASKS_CREATED", "TASKS_DELETED",
+		"ANNOTATION_CREATED", "ANNOTATIONS_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED",
+		"LABEL_LINK_CREATED", "LABEL_LINK_UPDATED", "LABEL_LINK_DELETED",
+	}
+	orgOnlyActions = []string{"PROJECT_CREATED", "PROJECT_DELETED"}
+	// webhookHeaderName and maxWebhookHeaders are HEADERS_SCHEMA of
+	// label_studio/webhooks/models.py.
+	webhookHeaderName = regexp.MustCompile(`^[a-zA-Z0-9-_]+$`)
+)
+
+const maxWebhookHeaders = 10
+
+// CreateWebhook registers a webhook (POST /api/webhooks/). Its actions,
+// headers and URL are checked as Label Studio checks them, and a webhook
+// that would never be sent (no actions and SendForAllActions false) or
+// whose actions Label Studio would ignore (SendForAllActions true) is
+// refused.
 func (c *Client) CreateWebhook(ctx context.Context, w Webhook) (Webhook, error) {
-	u, err := url.Parse(w.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Webhook{}, fmt.Errorf("label studio create webhook: %w", field.Invalid(field.NewPath("url"), w.URL, "must be an http or https URL"))
+	var errs field.ErrorList
+	if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, field.Invalid(field.NewPath("url"), w.URL, "must be an http or https URL"))
+	} else if u.User != nil {
+		errs = append(errs, field.Invalid(field.NewPath("url"), u.Redacted(), "must not carry credentials: pass them in headers"))
+	}
+	switch {
+	case w.SendForAllActions && len(w.Actions) > 0:
+		errs = append(errs, field.Forbidden(field.NewPath("actions"), "Label Studio ignores them when sendForAllActions is true"))
+	case !w.SendForAllActions && len(w.Actions) == 0:
+		errs = append(errs, field.Required(field.NewPath("actions"), "a webhook with no actions and sendForAllActions false is never sent"))
+	}
+	for i, a := range w.Actions {
+		p := field.NewPath("actions").Index(i)
+		switch {
+		case !slices.Contains(webhookActions, a):
+			errs = append(errs, field.NotSupported(p, a, webhookActions))
+		case w.Project != 0 && slices.Contains(orgOnlyActions, a):
+			errs = append(errs, field.Forbidden(p, a+" is an organization webhook's action, not a project's"))
+		}
+	}
+	if len(w.Headers) > maxWebhookHeaders {
+		errs = append(errs, field.TooMany(field.NewPath("headers"), len(w.Headers), maxWebhookHeaders))
+	}
+	for _, k := range sortedKeys(w.Headers) {
+		if !webhookHeaderName.MatchString(k) {
+			errs = append(errs, field.Invalid(field.NewPath("headers").Key(k), k, "must be letters, digits, - and _"))
+		}
+	}
+	if len(errs) > 0 {
+		return Webhook{}, fmt.Errorf("label studio create webhook: %w", errs.ToAggregate())
 	}
 	var out Webhook
-	err = c.do(ctx, "create webhook", http.MethodPost, "/api/webhooks/", nil, w, &out)
+	err := c.do(ctx, "create webhook", http.MethodPost, "/api/webhooks/", nil, w, &out)
 	return out, err
 }
 
@@ -452,15 +545,67 @@ func (c *Client) DeleteWebhook(ctx context.Context, id int) error {
 	return c.do(ctx, "delete webhook", http.MethodDelete, "/api/webhooks/"+strconv.Itoa(id)+"/", nil, nil, nil)
 }
 
-// ConnectBackend connects an ML backend to a project (POST /api/ml,
-// label_studio/ml/api.py MLBackendListAPI), so Label Studio asks it for
-// predictions; interactive enables pre-annotation while labeling.
-func (c *Client) ConnectBackend(ctx context.Context, project int, title, backendURL string, interactive bool) error {
-	body := map[string]any{"project": project, "title": title, "url": backendURL, "is_interactive": interactive}
-	return c.do(ctx, "connect ml backend", http.MethodPost, "/api/ml", nil, body, nil)
+// ConnectOption configures ConnectBackend.
+type ConnectOption interface{ applyConnect(*mlBackendRequest) }
+
+type connectOptionFunc func(*mlBackendRequest)
+
+func (f connectOptionFunc) applyConnect(r *mlBackendRequest) { f(r) }
+
+// BackendBasicAuth makes Label Studio call the ML backend with HTTP basic
+// auth (auth_method BASIC_AUTH), as a Backend made with BasicAuth, or an
+// MLBackend given BasicAuthFromSecret, requires. The password is sent to
+// Label Studio only, never printed.
+func BackendBasicAuth(user, password string) ConnectOption {
+	return connectOptionFunc(func(r *mlBackendRequest) {
+		r.AuthMethod, r.BasicAuthUser, r.BasicAuthPass = "BASIC_AUTH", user, password
+	})
 }
 
-// ConnectS3 adds an S3 import storage to a project (POST /api/storages/s3);
+// mlBackendRequest is the body of POST /api/ml/ (MlCreateRequest in
+// label-studio-sdk 1.0.5's .mock/definition/ml.yml, generated from Label
+// Studio's API of August 2024).
+type mlBackendRequest struct {
+	Project       int    `json:"project"`
+	Title         string `json:"title,omitempty"`
+	URL           string `json:"url"`
+	IsInteractive bool   `json:"is_interactive"`
+	AuthMethod    string `json:"auth_method,omitempty"`
+	BasicAuthUser string `json:"basic_auth_user,omitempty"`
+	BasicAuthPass string `json:"basic_auth_pass,omitempty"`
+}
+
+// ConnectBackend connects an ML backend to a project (POST /api/ml/; the
+// path is api/ml/ in label_studio/ml/urls.py), so Label Studio asks it for
+// predictions; interactive enables pre-annotation while labeling. Label
+// Studio checks the backend's /health and /setup when it connects.
+func (c *Client) ConnectBackend(ctx context.Context, project int, title, backendURL string, interactive bool, opts ...ConnectOption) error {
+	body := mlBackendRequest{Project: project, Title: title, URL: backendURL, IsInteractive: interactive, AuthMethod: "NONE"}
+	for _, o := range opts {
+		if o != nil {
+			o.applyConnect(&body)
+		}
+	}
+	var errs field.ErrorList
+	if project <= 0 {
+		errs = append(errs, field.Required(field.NewPath("project"), "the project's id"))
+	}
+	if u, err := url.Parse(backendURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, field.Invalid(field.NewPath("url"), backendURL, "must be an http or https URL, such as label.BackendURL gives"))
+	} else if u.User != nil {
+		errs = append(errs, field.Invalid(field.NewPath("url"), u.Redacted(), "must not carry credentials: use label.BackendBasicAuth"))
+	}
+	if body.AuthMethod == "BASIC_AUTH" && (body.BasicAuthUser == "" || body.BasicAuthPass == "") {
+		errs = append(errs, field.Required(field.NewPath("basicAuth"), "both a user and a password"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("label studio connect ml backend: %w", errs.ToAggregate())
+	}
+	return c.do(ctx, "connect ml backend", http.MethodPost, "/api/ml/", nil, body, nil)
+}
+
+// ConnectS3 adds an S3 import storage to a project (POST
+// /api/storages/s3/, io_storages/urls.py);
 // SyncS3 then imports its objects as tasks.
 func (c *Client) ConnectS3(ctx context.Context, s S3Storage) (S3Storage, error) {
 	var errs field.ErrorList
@@ -477,7 +622,7 @@ func (c *Client) ConnectS3(ctx context.Context, s S3Storage) (S3Storage, error) 
 		return S3Storage{}, fmt.Errorf("label studio connect s3 storage: %w", errs.ToAggregate())
 	}
 	var out S3Storage
-	err := c.do(ctx, "connect s3 storage", http.MethodPost, "/api/storages/s3", nil, s, &out)
+	err := c.do(ctx, "connect s3 storage", http.MethodPost, "/api/storages/s3/", nil, s, &out)
 	return out, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,10 +33,10 @@ func newClient(t *testing.T, opts ...label.ClientOption) (*label.Client, *labelt
 }
 
 func TestClientProjectsLifecycle(t *testing.T) {
-	c, _ := newClient(t, label.PageSize(2))
+	c, srv := newClient(t, label.PageSize(2))
 	ctx := t.Context()
 	var ids []int
-	for _, title := range []string{"a", "b", "c"} {
+	for _, title := range []string{"alpha", "beta", "gamma"} {
 		p, err := c.CreateProject(ctx, title, "d", label.TextClassification("pos", "neg"))
 		require.NoError(t, err)
 		ids = append(ids, p.ID)
@@ -44,7 +45,7 @@ func TestClientProjectsLifecycle(t *testing.T) {
 	all, err := c.ListProjects(ctx)
 	require.NoError(t, err)
 	require.Len(t, all, 3, "three projects over two pages of two")
-	assert.Equal(t, "c", all[2].Title)
+	assert.Equal(t, "gamma", all[2].Title)
 
 	cfg, err := c.ProjectConfig(ctx, ids[0])
 	require.NoError(t, err)
@@ -57,6 +58,15 @@ func TestClientProjectsLifecycle(t *testing.T) {
 	assert.Equal(t, "renamed", up.Title)
 	assert.Equal(t, "d", up.Description)
 	assert.Contains(t, up.LabelConfig, `choice="multiple"`)
+
+	// Label Studio's title limits (3 to 50 characters) and the config
+	// are checked before the call, together.
+	before := len(srv.Requests())
+	_, err = c.CreateProject(ctx, "ab", "", label.NewConfig())
+	assert.ErrorContains(t, err, `label studio create project: [title: Invalid value: "ab": must be between 3 and 50 characters long, tags: Required value`)
+	_, err = c.UpdateProject(ctx, ids[0], strings.Repeat("é", 51), "", nil)
+	assert.ErrorContains(t, err, "title: Invalid value")
+	assert.Len(t, srv.Requests(), before)
 
 	require.NoError(t, c.DeleteProject(ctx, ids[1]))
 	_, err = c.GetProject(ctx, ids[1])
@@ -112,19 +122,98 @@ func TestClientTasksPredictionsAnnotationsExport(t *testing.T) {
 func TestClientWebhooksAndBackends(t *testing.T) {
 	c, srv := newClient(t)
 	ctx := t.Context()
-	h, err := c.CreateWebhook(ctx, label.Webhook{Project: 1, URL: "http://hook:9090/webhook", SendPayload: true, IsActive: true, Actions: []string{"ANNOTATION_CREATED"}})
+	p, err := c.CreateProject(ctx, "hooks", "", label.TextClassification("a", "b"))
 	require.NoError(t, err)
-	list, err := c.ListWebhooks(ctx, 1)
+	h, err := c.CreateWebhook(ctx, label.Webhook{Project: p.ID, URL: "http://hook:9090/webhook", SendPayload: true, IsActive: true,
+		Actions: []string{"ANNOTATION_CREATED", "ANNOTATIONS_DELETED"}, Headers: map[string]string{"X-Team": "nlp"}})
+	require.NoError(t, err)
+	list, err := c.ListWebhooks(ctx, p.ID)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	assert.Equal(t, []string{"ANNOTATION_CREATED"}, list[0].Actions)
+	assert.Equal(t, []string{"ANNOTATION_CREATED", "ANNOTATIONS_DELETED"}, list[0].Actions)
 	require.NoError(t, c.DeleteWebhook(ctx, h.ID))
 	assert.True(t, label.IsNotFound(c.DeleteWebhook(ctx, h.ID)))
-	_, err = c.CreateWebhook(ctx, label.Webhook{URL: "ftp://x"})
+	_, err = c.CreateWebhook(ctx, label.Webhook{URL: "ftp://x", SendForAllActions: true})
 	assert.ErrorContains(t, err, "url: Invalid value")
 
-	require.NoError(t, c.ConnectBackend(ctx, 1, "qwen", "http://backend:9090", true))
-	assert.Equal(t, "http://backend:9090", srv.Backends()[0]["url"])
+	// What Label Studio refuses (WebhookAction, validate_actions and
+	// HEADERS_SCHEMA in label_studio/webhooks/models.py), or would never
+	// send, is refused before the call, every problem at once.
+	before := len(srv.Requests())
+	_, err = c.CreateWebhook(ctx, label.Webhook{Project: p.ID, URL: "http://u:pw@hook/", Actions: []string{"ANNOTATION_DELETED", "PROJECT_CREATED"},
+		Headers: map[string]string{"bad header": "x"}})
+	for _, want := range []string{
+		`url: Invalid value: "http://u:xxxxx@hook/": must not carry credentials`,
+		`actions[0]: Unsupported value: "ANNOTATION_DELETED"`,
+		`actions[1]: Forbidden: PROJECT_CREATED is an organization webhook's action`,
+		`headers[bad header]: Invalid value: "bad header"`,
+	} {
+		assert.ErrorContains(t, err, want)
+	}
+	assert.NotContains(t, err.Error(), "pw@")
+	_, err = c.CreateWebhook(ctx, label.Webhook{Project: p.ID, URL: "http://hook/"})
+	assert.ErrorContains(t, err, "actions: Required value: a webhook with no actions and sendForAllActions false is never sent")
+	_, err = c.CreateWebhook(ctx, label.Webhook{Project: p.ID, URL: "http://hook/", SendForAllActions: true, Actions: []string{"TASKS_CREATED"}})
+	assert.ErrorContains(t, err, "actions: Forbidden: Label Studio ignores them")
+	assert.Len(t, srv.Requests(), before, "refused before any call")
+
+	require.NoError(t, c.ConnectBackend(ctx, p.ID, "qwen", "http://backend:9090", true))
+	require.NoError(t, c.ConnectBackend(ctx, p.ID, "qwen-auth", "http://backend:9090", false, label.BackendBasicAuth("ls", "pw")))
+	backends := srv.Backends()
+	require.Len(t, backends, 2)
+	assert.Equal(t, "http://backend:9090", backends[0]["url"])
+	assert.Equal(t, "NONE", backends[0]["auth_method"])
+	assert.Equal(t, "BASIC_AUTH", backends[1]["auth_method"])
+	assert.Equal(t, "ls", backends[1]["basic_auth_user"])
+	assert.Equal(t, true, backends[1]["basic_auth_pass_is_set"])
+	err = c.ConnectBackend(ctx, 999, "x", "http://backend:9090", false)
+	assert.ErrorContains(t, err, `label studio connect ml backend: POST /api/ml/: 400 Bad Request: Validation error; project: Invalid pk "999"`)
+	err = c.ConnectBackend(ctx, 0, "x", "http://u:pw@backend:9090", false, label.BackendBasicAuth("ls", ""))
+	for _, want := range []string{"project: Required value", "url: Invalid value", "use label.BackendBasicAuth", "basicAuth: Required value"} {
+		assert.ErrorContains(t, err, want)
+	}
+	assert.NotContains(t, err.Error(), "pw@")
+}
+
+// The client spells every path as label_studio's urls.py files do; the
+// stand-in answers 404 to any other spelling (Label Studio would append a
+// missing slash itself, which is why a misspelling would go unnoticed
+// there).
+func TestClientPathsAsLabelStudioSpellsThem(t *testing.T) {
+	c, srv := newClient(t)
+	ctx := t.Context()
+	p, err := c.CreateProject(ctx, "paths", "", label.TextClassification("a"))
+	require.NoError(t, err)
+	_, err = c.ImportTasks(ctx, p.ID, []label.Task{{Data: map[string]any{"text": "x"}}})
+	require.NoError(t, err)
+	tasks, err := c.ListTasks(ctx, p.ID)
+	require.NoError(t, err)
+	_, err = c.CreatePrediction(ctx, label.Prediction{Task: tasks[0].ID, Result: []label.Result{choice("a")}})
+	require.NoError(t, err)
+	_, err = c.CreateAnnotation(ctx, tasks[0].ID, label.Annotation{Result: []label.Result{choice("a")}})
+	require.NoError(t, err)
+	_, err = c.Export(ctx, p.ID)
+	require.NoError(t, err)
+	require.NoError(t, c.ConnectBackend(ctx, p.ID, "b", "http://b:9090", false))
+	st, err := c.ConnectS3(ctx, label.S3Storage{Project: p.ID, Bucket: "b", RegexFilter: ".*"})
+	require.NoError(t, err)
+	require.NoError(t, c.SyncS3(ctx, st.ID))
+	id := strconv.Itoa(p.ID)
+	assert.Equal(t, []string{
+		"POST /api/projects/", "POST /api/projects/" + id + "/import", "GET /api/tasks/", "POST /api/predictions/",
+		"POST /api/tasks/" + strconv.Itoa(tasks[0].ID) + "/annotations/", "GET /api/projects/" + id + "/export",
+		"POST /api/ml/", "POST /api/storages/s3/", "POST /api/storages/s3/" + strconv.Itoa(st.ID) + "/sync",
+	}, srv.Requests())
+
+	for _, path := range []string{"/api/tasks", "/api/ml", "/api/storages/s3", "/api/projects/" + id} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Token "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+	}
 }
 
 func TestClientRetriesAndAuth(t *testing.T) {
@@ -154,7 +243,7 @@ func TestClientRetriesAndAuth(t *testing.T) {
 	t.Cleanup(gw.Close)
 	gc, err := label.NewClient(gw.URL, label.Token(token), label.Retries(3, time.Millisecond))
 	require.NoError(t, err)
-	_, err = gc.CreateProject(t.Context(), "x", "", label.TextClassification("a"))
+	_, err = gc.CreateProject(t.Context(), "xyz", "", label.TextClassification("a"))
 	assert.EqualError(t, err, "label studio create project: POST /api/projects/: 502 Bad Gateway: <html>bad gateway</html>")
 	assert.Equal(t, int32(1), calls.Load())
 	_, err = gc.GetProject(t.Context(), 1)
@@ -195,5 +284,5 @@ func TestClientS3Storage(t *testing.T) {
 		assert.ErrorContains(t, err, want)
 	}
 	_, err = c.ConnectS3(t.Context(), label.S3Storage{Project: 99, Bucket: "b", RegexFilter: ".*"})
-	assert.ErrorContains(t, err, `label studio connect s3 storage: POST /api/storages/s3: 400 Bad Request: Validation error; project: Invalid pk "99"`)
+	assert.ErrorContains(t, err, `label studio connect s3 storage: POST /api/storages/s3/: 400 Bad Request: Validation error; project: Invalid pk "99"`)
 }

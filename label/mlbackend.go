@@ -73,7 +73,9 @@ func (m *MLBackendServer) APIKeyFromSecret(secret, key string) *MLBackendServer 
 }
 
 // BasicAuthFromSecret requires basic auth with the user and password at
-// userKey and passwordKey of Secret secret.
+// userKey and passwordKey of Secret secret, on every call but /health
+// (which the probes ask). Connect it with Client.ConnectBackend and
+// BackendBasicAuth, so that Label Studio sends them.
 func (m *MLBackendServer) BasicAuthFromSecret(secret, userKey, passwordKey string) *MLBackendServer {
 	if m == nil {
 		return nil

@@ -6,14 +6,14 @@ import (
 )
 
 // The JSON shapes of Label Studio's REST API at 1.13.1: the fields of its
-// Project, Task, Annotation, Prediction and Webhook serializers
-// (label_studio/projects, tasks and webhooks) that cube uses, and the
-// result format of its JSON export (docs/source/guide/export.md). Of
-// these, the import answer (label_studio/data_import/api.py), the task
-// pages (label_studio/data_manager/api.py TaskPagination), the error body
-// (core/utils/common.py custom_exception_handler) and the S3 storage
-// (io_storages/s3/openapi_schema.py) were read in the source; the rest
-// follow the API reference.
+// Project, Task, Annotation, Prediction, Webhook and S3 storage
+// serializers that cube uses, and the result format of its JSON export.
+// Each was checked against the types of label-studio-sdk 1.0.5
+// (.mock/definition/__package__.yml, projects.yml, tasks.yml,
+// predictions.yml, webhooks.yml, ml.yml, importStorage/s3.yml: the API
+// definition generated from Label Studio in August 2024, the release
+// nearest 1.13.1) and, where the server's own source could be read, against
+// it (see doc.go for which files and versions).
 
 // Project is a labeling project.
 type Project struct {
@@ -57,6 +57,8 @@ type Annotation struct {
 }
 
 // Prediction is a model's pre-annotation of a task, shown to annotators.
+// Score orders tasks in the Data Manager (lowest first); Label Studio
+// stores null for a prediction made without one, which reads as 0.
 type Prediction struct {
 	ID           int      `json:"id,omitempty"`
 	Task         int      `json:"task,omitempty"`
@@ -175,22 +177,33 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Webhook is a URL Label Studio calls on project events.
+// Webhook is a URL Label Studio calls on project events
+// (label_studio/webhooks/models.py Webhook). Label Studio's own defaults
+// for SendPayload, SendForAllActions and IsActive are true; the fields
+// here are always sent, so a Webhook created without IsActive is inactive
+// and one without SendPayload sends the action only.
 type Webhook struct {
-	ID                int               `json:"id,omitempty"`
-	Project           int               `json:"project,omitempty"`
-	URL               string            `json:"url"`
-	SendPayload       bool              `json:"send_payload"`
-	SendForAllActions bool              `json:"send_for_all_actions"`
-	Headers           map[string]string `json:"headers,omitempty"`
-	IsActive          bool              `json:"is_active"`
+	ID                int    `json:"id,omitempty"`
+	Project           int    `json:"project,omitempty"`
+	URL               string `json:"url"`
+	SendPayload       bool   `json:"send_payload"`
+	SendForAllActions bool   `json:"send_for_all_actions"`
+	// Headers are sent with every call: at most 10, named with letters,
+	// digits, - and _ (HEADERS_SCHEMA).
+	Headers  map[string]string `json:"headers,omitempty"`
+	IsActive bool              `json:"is_active"`
 	// Actions are the events sent when SendForAllActions is false, such as
-	// ANNOTATION_CREATED (label_studio/webhooks/models.py WebhookAction).
+	// ANNOTATION_CREATED or ANNOTATIONS_DELETED (WebhookAction); a project's
+	// webhook cannot have PROJECT_CREATED or PROJECT_DELETED.
 	Actions []string `json:"actions,omitempty"`
 }
 
 // ImportResult is what POST /api/projects/{id}/import answers
-// (label_studio/data_import/api.py ImportAPI).
+// (label_studio/data_import/api.py ImportAPI.create). The server writes
+// "prediction_count", although the OpenAPI schema beside it, and the SDK
+// generated from that, call it "predictions_count"; the code is what
+// counts. The counts are null when the import is not committed to the
+// project, and read as 0 here.
 type ImportResult struct {
 	TaskCount       int     `json:"task_count"`
 	AnnotationCount int     `json:"annotation_count"`

@@ -32,6 +32,10 @@ type clusterTool struct {
 	// does not build from the module proxy's copy; the build restores them
 	// in a copy of the module (see restoreLinks).
 	links []upstreamLink
+	// sources are further directories of the main module whose code a
+	// main-module program runs, hashed into the images key with the
+	// program's own directory so that a change there rebuilds its image.
+	sources []string
 }
 
 // upstreamLink is a symbolic link of an upstream repository.
@@ -77,6 +81,9 @@ var clusterTools = []clusterTool{
 	{name: "kubectl-delivery", module: "main", pkg: "./internal/testenv/cmd/kubectl-delivery", static: true},
 	{name: "pause", module: "main", pkg: "./internal/testenv/cmd/pause", static: true},
 	{name: "nslookup", module: "main", pkg: "./internal/testenv/cmd/nslookup", static: true},
+	// cube's own ML backend for Label Studio: what it serves is package
+	// label's Backend asking a model through serve.Client.
+	{name: "label-mlbackend", module: "main", pkg: "./label/labeltest/cmd/mlbackend", static: true, sources: []string{"label", "serve"}},
 }
 
 // clusterFormat changes whenever what the cluster build puts in its cache
@@ -122,8 +129,10 @@ func newClusterLayout(l *layout) (*clusterLayout, error) {
 		switch t.module {
 		case "":
 		case "main":
-			if err := hashTree(images, filepath.Join(l.mainDir, t.pkg)); err != nil {
-				return nil, fmt.Errorf("cluster cache key: %w", err)
+			for _, dir := range append([]string{t.pkg}, t.sources...) {
+				if err := hashTree(images, filepath.Join(l.mainDir, dir)); err != nil {
+					return nil, fmt.Errorf("cluster cache key: %w", err)
+				}
 			}
 			c.artifacts.paths[t.name] = "" // set below, once the images key is known
 			continue

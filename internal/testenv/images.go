@@ -55,6 +55,10 @@ type Images struct {
 	// training-operator's MPIJob launcher: it copies kubectl into the
 	// launcher and waits for the workers to run.
 	KubectlDelivery string
+	// LabelBackend is cube's ML backend for Label Studio
+	// (label/labeltest/cmd/mlbackend): label.BackendFromEnv served on
+	// label.BackendPort, the program an MLBackend workload runs.
+	LabelBackend string
 	// KatibSuggestion is Katib v0.19.0's goptuna suggestion service
 	// (cmd/suggestion/goptuna/v1beta1): random, tpe, cmaes, sobol.
 	KatibSuggestion string
@@ -124,6 +128,9 @@ func (c *clusterLayout) recipes(images *Images) []imageRecipe {
 			"/bin/kubectl":          static("kubectl"),
 			"/bin/kubectl-delivery": static("kubectl-delivery"),
 		}, nil), entrypoint: []string{"/bin/kubectl-delivery"}},
+		{name: "label-mlbackend", field: &images.LabelBackend, layers: busyboxWith(map[string]string{
+			"/usr/local/bin/label-mlbackend": static("label-mlbackend"),
+		}, nil), entrypoint: []string{"/usr/local/bin/label-mlbackend"}},
 		// Entrypoints as in the upstream Dockerfiles of Katib v0.19.0
 		// (cmd/suggestion/goptuna/v1beta1/Dockerfile,
 		// cmd/metricscollector/v1beta1/file-metricscollector/Dockerfile):

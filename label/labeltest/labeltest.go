@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/cubestudio/cube/label"
 )
@@ -54,7 +56,8 @@ func (s *Server) Requests() []string {
 	return slices.Clone(s.requests)
 }
 
-// Backends returns the bodies of POST /api/ml.
+// Backends returns what each POST /api/ml/ connected, without the
+// password (basic_auth_pass_is_set tells whether one was sent).
 func (s *Server) Backends() []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -72,7 +75,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // fail answers in the shape of custom_exception_handler
 // (label_studio/core/utils/common.py).
 func fail(w http.ResponseWriter, status int, detail string, validation map[string][]string) {
-	body := map[string]any{"id": "stand-in", "status_code": status, "version": "1.13.1", "detail": detail}
+	body := map[string]any{"id": "stand-in", "status_code": status, "version": "1.13.1", "detail": detail, "exc_info": nil}
 	if validation != nil {
 		body["validation_errors"] = validation
 	}
@@ -92,11 +95,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusUnauthorized, "Authentication credentials were not provided.", nil)
 		return
 	}
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	if len(parts) < 2 || parts[0] != "api" {
+	if !routes.MatchString(r.URL.Path) {
 		fail(w, http.StatusNotFound, "Not found.", nil)
 		return
 	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case parts[1] == "projects" && len(parts) == 2:
 		s.projectsList(w, r)
@@ -182,16 +185,66 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		fail(w, http.StatusNotFound, "Not found.", nil)
 	case parts[1] == "ml" && r.Method == http.MethodPost:
-		var b map[string]any
-		if !decode(w, r, &b) {
-			return
-		}
-		s.backends = append(s.backends, b)
-		b["id"] = s.id()
-		writeJSON(w, http.StatusCreated, b)
+		s.connectBackend(w, r)
 	default:
 		fail(w, http.StatusNotFound, "Not found.", nil)
 	}
+}
+
+// routes are the paths the stand-in answers, spelled as Label Studio's
+// urls.py files write them (projects/urls.py, data_import/urls.py,
+// data_export/urls.py, tasks/urls.py, webhooks/urls.py, io_storages/urls.py,
+// ml/urls.py), trailing slash included or not. Label Studio itself also
+// resolves a path missing its slash (CommonMiddlewareAppendSlashWithoutRedirect
+// in core/middleware.py); the stand-in answers 404 instead, so a client
+// that misspells a path fails here.
+var routes = regexp.MustCompile(`^/api/(projects/(\d+/(import|export)?)?|tasks/(\d+/annotations/)?|predictions/|webhooks/(\d+/)?|storages/s3/(\d+/sync)?|ml/)$`)
+
+// mlBackendRequest holds the fields POST /api/ml/ takes (MlCreateRequest
+// of label-studio-sdk 1.0.5's .mock/definition/ml.yml); anything else is
+// refused, so a misnamed field fails here.
+type mlBackendRequest struct {
+	URL           string         `json:"url"`
+	Project       int            `json:"project"`
+	IsInteractive bool           `json:"is_interactive"`
+	Title         string         `json:"title"`
+	Description   string         `json:"description"`
+	AuthMethod    string         `json:"auth_method"`
+	BasicAuthUser string         `json:"basic_auth_user"`
+	BasicAuthPass string         `json:"basic_auth_pass"`
+	ExtraParams   map[string]any `json:"extra_params"`
+	Timeout       int            `json:"timeout"`
+}
+
+func (s *Server) connectBackend(w http.ResponseWriter, r *http.Request) {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	var req mlBackendRequest
+	if err := dec.Decode(&req); err != nil {
+		fail(w, http.StatusBadRequest, "JSON parse error - "+err.Error(), nil)
+		return
+	}
+	errs := map[string][]string{}
+	if req.URL == "" {
+		errs["url"] = []string{"This field is required."}
+	}
+	if _, ok := s.projects[req.Project]; !ok {
+		errs["project"] = []string{fmt.Sprintf("Invalid pk \"%d\" - object does not exist.", req.Project)}
+	}
+	if req.AuthMethod != "" && req.AuthMethod != "NONE" && req.AuthMethod != "BASIC_AUTH" {
+		errs["auth_method"] = []string{fmt.Sprintf("\"%s\" is not a valid choice.", req.AuthMethod)}
+	}
+	if len(errs) > 0 {
+		fail(w, http.StatusBadRequest, "Validation error", errs)
+		return
+	}
+	// Backends() shows what was sent, the password aside: Label Studio's
+	// serializer never answers it either.
+	b := map[string]any{"id": s.id(), "url": req.URL, "project": req.Project, "is_interactive": req.IsInteractive,
+		"title": req.Title, "auth_method": req.AuthMethod, "basic_auth_user": req.BasicAuthUser,
+		"basic_auth_pass_is_set": req.BasicAuthPass != ""}
+	s.backends = append(s.backends, b)
+	writeJSON(w, http.StatusCreated, b)
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -209,6 +262,21 @@ func (s *Server) task(id int) *label.Task {
 		}
 	}
 	return nil
+}
+
+// titleProblem is what Django's MinLengthValidator and MaxLengthValidator
+// on Project.title (3 and 50, label_studio/projects/models.py) say of
+// title; a blank title is not checked.
+func titleProblem(title string) string {
+	switch n := utf8.RuneCountInString(title); {
+	case title == "":
+		return ""
+	case n < 3:
+		return fmt.Sprintf("Ensure this value has at least 3 characters (it has %d).", n)
+	case n > 50:
+		return fmt.Sprintf("Ensure this value has at most 50 characters (it has %d).", n)
+	}
+	return ""
 }
 
 func validConfig(x string) bool {
@@ -237,6 +305,10 @@ func (s *Server) projectsList(w http.ResponseWriter, r *http.Request) {
 		}
 		if p.LabelConfig != "" && !validConfig(p.LabelConfig) {
 			fail(w, http.StatusBadRequest, "Validation error", map[string][]string{"label_config": {"Can't parse XML"}})
+			return
+		}
+		if msg := titleProblem(p.Title); msg != "" {
+			fail(w, http.StatusBadRequest, "Validation error", map[string][]string{"title": {msg}})
 			return
 		}
 		p.ID, p.CreatedAt = s.id(), "2026-12-01T00:00:00Z"
@@ -298,6 +370,10 @@ func (s *Server) project(w http.ResponseWriter, r *http.Request, p *label.Projec
 		}
 		if patch.LabelConfig != "" && !validConfig(patch.LabelConfig) {
 			fail(w, http.StatusBadRequest, "Validation error", map[string][]string{"label_config": {"Can't parse XML"}})
+			return
+		}
+		if msg := titleProblem(patch.Title); msg != "" {
+			fail(w, http.StatusBadRequest, "Validation error", map[string][]string{"title": {msg}})
 			return
 		}
 		if patch.Title != "" {
