@@ -164,7 +164,17 @@ func (c *hfConfig) object(name string) *hfConfig {
 // qk_rope_head_dim, qk_nope_head_dim, v_head_dim; MoE: n_routed_experts,
 // n_shared_experts, num_experts_per_tok, moe_intermediate_size,
 // first_k_dense_replace). A multimodal config whose decoder sits under
-// text_config is read from there.
+// text_config is read from there. Qwen2.5-VL's vision_config (depth,
+// hidden_size, intermediate_size, num_heads, patch_size,
+// temporal_patch_size, spatial_merge_size, out_hidden_size, in_chans) is
+// counted with the decoder; a vision_config of any other model_type is
+// refused unless num_parameters is stated. bert, roberta, xlm-roberta and
+// camembert configs are read as encoders: max_position_embeddings,
+// type_vocab_size, pad_token_id (the RoBERTa family's position offset),
+// and the head the first architectures entry names, a bare encoder
+// ("…Model", TaskEmbedding) or a sequence classifier
+// ("…ForSequenceClassification", TaskReranking with one label in
+// id2label or num_labels, TaskClassification otherwise).
 //
 // Parameters come from a num_parameters field when the config has one and
 // are otherwise computed from the architecture with the formula in the
