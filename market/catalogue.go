@@ -121,6 +121,10 @@ var (
 		Task: TaskTextGeneration, Architecture: "llama", Layers: 16, HiddenSize: 2048, IntermediateSize: 8192,
 		AttentionHeads: 32, KVHeads: 8, HeadDim: 64, VocabSize: 128256, TiedEmbeddings: true, DType: BF16,
 	})
+	llama32_3B = mustCount(Model{
+		Task: TaskTextGeneration, Architecture: "llama", Layers: 28, HiddenSize: 3072, IntermediateSize: 8192,
+		AttentionHeads: 24, KVHeads: 8, HeadDim: 128, VocabSize: 128256, TiedEmbeddings: true, DType: BF16,
+	})
 	// Qwen2.5-VL's decoder is Qwen2's (q, k and v biased); the vision tower
 	// comes on top (vision_config).
 	qwen25VL_3B = mustCount(Model{
@@ -190,6 +194,8 @@ var catalogue = []entry{
 		aliases: []string{"Mistral-7B-Instruct"}},
 	{model: variant(llama32_1B, "meta-llama/Llama-3.2-1B", 131072, "llama3.2")},
 	{model: variant(llama32_1B, "meta-llama/Llama-3.2-1B-Instruct", 131072, "llama3.2")},
+	{model: variant(llama32_3B, "meta-llama/Llama-3.2-3B", 131072, "llama3.2")},
+	{model: variant(llama32_3B, "meta-llama/Llama-3.2-3B-Instruct", 131072, "llama3.2")},
 	{model: variant(qwen25VL_3B, "Qwen/Qwen2.5-VL-3B-Instruct", 128000, "qwen-research")},
 	{model: variant(qwen25VL_7B, "Qwen/Qwen2.5-VL-7B-Instruct", 128000, "apache-2.0")},
 	// An encoder's context is its longest input: 8194 - 2 and 514 - 2.

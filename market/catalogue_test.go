@@ -19,6 +19,7 @@ func TestCatalogueHoldsTheRequiredModels(t *testing.T) {
 		"deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
 		"deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
 		"meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct",
+		"meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.2-3B-Instruct",
 		"Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct",
 		"BAAI/bge-m3", "BAAI/bge-reranker-v2-m3", "BAAI/bge-reranker-base",
 	} {

@@ -73,7 +73,7 @@
 // counts (total, active and in the vision tower), the format the published
 // weights are stored in, and the license.
 //
-// The built-in catalogue holds Llama-3.1 8B and 70B, Llama-3.2-1B, Qwen2.5
+// The built-in catalogue holds Llama-3.1 8B and 70B, Llama-3.2 1B and 3B, Qwen2.5
 // 7B, 14B, 32B and 72B, Qwen3-8B and Qwen3-30B-A3B (mixture of experts),
 // Llama-3.3-70B, DeepSeek-V3 and DeepSeek-R1, the R1 distills of Qwen2.5
 // (7B, 14B, 32B) and Llama (8B, 70B), GLM-4-9B and Mistral-7B v0.3, base
@@ -83,8 +83,8 @@
 // read from a config.json (testdata/SOURCES.md says which); testdata holds
 // those files and the tests check that FromHFConfig reads each to the same
 // facts. Siblings without a file of their own share an architecture with
-// one that has: base and instruction-tuned pairs (Llama-3.2-1B-Instruct
-// with Llama-3.2-1B among them), DeepSeek-R1 with V3,
+// one that has: base and instruction-tuned pairs (the Llama-3.2 Instruct
+// models with their bases among them), DeepSeek-R1 with V3,
 // Llama-3.3-70B with Llama-3.1-70B, and the R1 distills, which are
 // fine-tunes of Qwen2.5 and Llama bases, with those bases.
 //

@@ -105,16 +105,26 @@ func TestQwen25VLParameterCounts(t *testing.T) {
 	assert.Equal(t, gqa(151936, 2048, 11008, 36, 16, 2, 128, true)+vl3.VisionParameters, vl3.Parameters)
 }
 
-// TestLlama32ParameterCount checks Llama-3.2-1B against the 1.23B of its
-// model card (Meta's table; the Hugging Face page rounds the same count to
-// 1.24B): tied embeddings, head_dim 64.
-func TestLlama32ParameterCount(t *testing.T) {
-	m := mustLookup(t, "meta-llama/Llama-3.2-1B-Instruct")
-	const vocab, h, inter, layers, heads, kv, d = 128256, 2048, 8192, 16, 32, 8, 64
-	want := int64(vocab*h + h + layers*(h*heads*d+2*h*kv*d+heads*d*h+3*h*inter+2*h))
-	assert.Equal(t, want, m.Parameters)
-	assert.InDelta(t, 1.23, float64(m.Parameters)/1e9, 0.06)
-	assert.True(t, m.TiedEmbeddings)
+// TestLlama32ParameterCounts checks Llama-3.2-1B and -3B against the 1.23B
+// and 3.21B of their model card (Meta's table): tied embeddings, head_dim
+// 64 for the 1B.
+func TestLlama32ParameterCounts(t *testing.T) {
+	tied := func(vocab, h, inter, layers, heads, kv, d int64) int64 {
+		return vocab*h + h + layers*(h*heads*d+2*h*kv*d+heads*d*h+3*h*inter+2*h)
+	}
+	for _, tc := range []struct {
+		id        string
+		want      int64
+		published float64
+	}{
+		{"meta-llama/Llama-3.2-1B-Instruct", tied(128256, 2048, 8192, 16, 32, 8, 64), 1.23},
+		{"meta-llama/Llama-3.2-3B", tied(128256, 3072, 8192, 28, 24, 8, 128), 3.21},
+	} {
+		m := mustLookup(t, tc.id)
+		assert.Equal(t, tc.want, m.Parameters, tc.id)
+		assert.InDelta(t, tc.published, float64(m.Parameters)/1e9, 0.06, tc.id)
+		assert.True(t, m.TiedEmbeddings, tc.id)
+	}
 }
 
 func TestFromHFConfigBERT(t *testing.T) {

@@ -27,6 +27,7 @@ var seedConfigs = map[string]string{
 	"Qwen3-8B.json":                    "Qwen/Qwen3-8B",
 	"Qwen3-30B-A3B.json":               "Qwen/Qwen3-30B-A3B",
 	"Llama-3.2-1B.json":                "meta-llama/Llama-3.2-1B",
+	"Llama-3.2-3B.json":                "meta-llama/Llama-3.2-3B",
 	"Qwen2.5-VL-3B-Instruct.json":      "Qwen/Qwen2.5-VL-3B-Instruct",
 	"Qwen2.5-VL-7B-Instruct.json":      "Qwen/Qwen2.5-VL-7B-Instruct",
 	"bge-m3.json":                      "BAAI/bge-m3",
