@@ -184,6 +184,8 @@ func TestFromHFConfigEncoderAndVisionErrors(t *testing.T) {
 			[]string{"max_position_embeddings: Required value"}},
 		{"offset past the table", `{"architectures":["XLMRobertaModel"],` + enc + `,"pad_token_id":600}`,
 			[]string{"pad_token_id: Invalid value: 600: positions start at pad_token_id + 1 (601)"}},
+		{"no labels", `{"architectures":["XLMRobertaForSequenceClassification"],"id2label":{},` + enc + `}`,
+			[]string{"id2label: Invalid value: 0: a sequence classifier needs at least one label"}},
 		{"heads do not divide", `{"architectures":["BertModel"],"model_type":"bert","hidden_size":18,"intermediate_size":64,
 			"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,"max_position_embeddings":512}`,
 			[]string{"num_attention_heads: Invalid value: 4: must divide hidden_size (18) in an encoder"}},

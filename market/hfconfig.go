@@ -435,11 +435,13 @@ func readEncoder(c *hfConfig, m *Model) {
 		c.fail(field.Required(c.path.Child("architectures"),
 			"an encoder's class (such as XLMRobertaModel or XLMRobertaForSequenceClassification) decides its head"))
 	case strings.HasSuffix(arch, "ForSequenceClassification"):
-		e.Labels = 2
 		if n, ok := c.size("id2label"); ok {
 			e.Labels = n
 		} else {
 			e.Labels = c.int(2, maxCount, "num_labels")
+		}
+		if e.Labels < 1 {
+			c.fail(field.Invalid(c.path.Child("id2label"), e.Labels, "a sequence classifier needs at least one label"))
 		}
 		// BertForSequenceClassification puts a Linear on the pooler;
 		// RobertaForSequenceClassification builds the encoder without a
@@ -448,7 +450,10 @@ func readEncoder(c *hfConfig, m *Model) {
 		e.Pooler, e.HeadDense = !roberta, roberta
 		m.Task = TaskClassification
 		if e.Labels == 1 {
-			m.Task = TaskReranking // TEI serves one-label classifiers on /rerank
+			// TEI serves a classifier of one label as a reranker
+			// (router/src/lib.rs: more than one id2label entry makes a
+			// classifier).
+			m.Task = TaskReranking
 		}
 	case strings.HasSuffix(arch, "Model"):
 		e.Pooler = true // BertModel and XLMRobertaModel add the pooling layer by default
