@@ -77,13 +77,13 @@ func (s *Service) checkWeightFormat(r *rendering) field.ErrorList {
 }
 
 // checkTask reports a model the engine does not serve: TEI serves
-// embedding, reranking and classification models, vLLM, SGLang, TGI,
-// Ollama and MindIE (as cube renders them) serve models that generate
-// text, vision-language ones included. Triton serves whatever its model
-// repository holds.
+// embedding, reranking and classification models, vLLM, SGLang, TGI and
+// MindIE (as cube renders them) serve models that generate text,
+// vision-language ones included. Triton serves whatever its model
+// repository holds, and Ollama embeds as well as it generates (/api/embed).
 func (s *Service) checkTask(r *rendering) field.ErrorList {
 	m := r.facts
-	if m == nil || s.engine == tritonEngine {
+	if m == nil || s.engine == tritonEngine || s.engine == ollamaEngine {
 		return nil
 	}
 	p := field.NewPath("spec", "model")
