@@ -306,8 +306,20 @@ func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, 
 		NeedBytes: smallest.NeedBytesPerDevice, DeviceBytes: smallest.DeviceBytes}
 }
 
-// modelFacts finds the architecture: Facts, or market's catalogue.
+// modelFacts finds the architecture: Facts, or market's catalogue. An
+// encoder (an embedding or reranking model such as BAAI/bge-m3) is
+// refused: LLaMA-Factory trains decoders, and the planner's layer shapes
+// (linearLayers) are a decoder's.
 func (f *FineTune) modelFacts() (market.Model, error) {
+	m, err := f.findFacts()
+	if err == nil && m.IsEncoder() {
+		return market.Model{}, fmt.Errorf("model: %s is an encoder (task %s), and LLaMA-Factory fine-tunes decoders that generate text",
+			m.Name, m.Task)
+	}
+	return m, err
+}
+
+func (f *FineTune) findFacts() (market.Model, error) {
 	if f.facts != nil {
 		return *f.facts, f.facts.Validate()
 	}

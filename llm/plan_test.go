@@ -182,6 +182,13 @@ func TestPlanErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "accelerator")
 	_, err = llm.Plan(llm.SFT("x", qwen), hardware.H100)
 	assert.ErrorContains(t, err, "fine-tune:")
+
+	// Encoders are not LLaMA-Factory's, from the catalogue or given as Facts.
+	_, err = llm.Plan(llm.SFT("e", "BAAI/bge-m3").Template("qwen").AddDataset(alpaca).Output("pvc://m/x"), hardware.H100)
+	assert.ErrorContains(t, err, "model: bge-m3 is an encoder (task embedding), and LLaMA-Factory fine-tunes decoders that generate text")
+	_, err = llm.Plan(llm.SFT("e", "pvc://m/reranker").Template("qwen").Facts(mustLookup("BAAI/bge-reranker-v2-m3")).
+		AddDataset(alpaca).Output("pvc://m/x"), hardware.H100)
+	assert.ErrorContains(t, err, "model: bge-reranker-v2-m3 is an encoder (task reranking)")
 }
 
 func TestPlanApplyAndString(t *testing.T) {

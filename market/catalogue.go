@@ -40,11 +40,21 @@ func variant(base Model, id string, contextLength int, license string) Model {
 // a literal in this file, so a failure is a programming error.
 func mustCount(m Model) Model {
 	total, active, err := countParameters(m, 0)
+	if err == nil && m.HasVision() {
+		m.VisionParameters, err = visionParameters(m.Vision)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("market: catalogue entry %s: %v", m.HFID, err))
 	}
 	m.Parameters, m.ActiveParameters = total, active
 	return m
+}
+
+// qwen25VLVision is the vision tower every Qwen2.5-VL size shares; only
+// out_hidden_size, the decoder's width, differs.
+func qwen25VLVision(outHiddenSize int) Vision {
+	return Vision{Depth: 32, HiddenSize: 1280, IntermediateSize: 3420, Heads: 16, PatchSize: 14,
+		TemporalPatchSize: 2, SpatialMergeSize: 2, OutHiddenSize: outHiddenSize, InChannels: 3}
 }
 
 // The architecture of each family, as its config.json states it. Every
@@ -54,31 +64,31 @@ func mustCount(m Model) Model {
 // uses DeepSeek-V3's architecture unchanged).
 var (
 	llama31_8B = mustCount(Model{
-		Architecture: "llama", Layers: 32, HiddenSize: 4096, IntermediateSize: 14336,
+		Task: TaskTextGeneration, Architecture: "llama", Layers: 32, HiddenSize: 4096, IntermediateSize: 14336,
 		AttentionHeads: 32, KVHeads: 8, HeadDim: 128, VocabSize: 128256, DType: BF16,
 	})
 	llama31_70B = mustCount(Model{
-		Architecture: "llama", Layers: 80, HiddenSize: 8192, IntermediateSize: 28672,
+		Task: TaskTextGeneration, Architecture: "llama", Layers: 80, HiddenSize: 8192, IntermediateSize: 28672,
 		AttentionHeads: 64, KVHeads: 8, HeadDim: 128, VocabSize: 128256, DType: BF16,
 	})
 	qwen25_7B = mustCount(Model{
-		Architecture: "qwen2", Layers: 28, HiddenSize: 3584, IntermediateSize: 18944,
+		Task: TaskTextGeneration, Architecture: "qwen2", Layers: 28, HiddenSize: 3584, IntermediateSize: 18944,
 		AttentionHeads: 28, KVHeads: 4, HeadDim: 128, VocabSize: 152064, QKVBias: true, DType: BF16,
 	})
 	qwen25_14B = mustCount(Model{
-		Architecture: "qwen2", Layers: 48, HiddenSize: 5120, IntermediateSize: 13824,
+		Task: TaskTextGeneration, Architecture: "qwen2", Layers: 48, HiddenSize: 5120, IntermediateSize: 13824,
 		AttentionHeads: 40, KVHeads: 8, HeadDim: 128, VocabSize: 152064, QKVBias: true, DType: BF16,
 	})
 	qwen25_32B = mustCount(Model{
-		Architecture: "qwen2", Layers: 64, HiddenSize: 5120, IntermediateSize: 27648,
+		Task: TaskTextGeneration, Architecture: "qwen2", Layers: 64, HiddenSize: 5120, IntermediateSize: 27648,
 		AttentionHeads: 40, KVHeads: 8, HeadDim: 128, VocabSize: 152064, QKVBias: true, DType: BF16,
 	})
 	qwen25_72B = mustCount(Model{
-		Architecture: "qwen2", Layers: 80, HiddenSize: 8192, IntermediateSize: 29568,
+		Task: TaskTextGeneration, Architecture: "qwen2", Layers: 80, HiddenSize: 8192, IntermediateSize: 29568,
 		AttentionHeads: 64, KVHeads: 8, HeadDim: 128, VocabSize: 152064, QKVBias: true, DType: BF16,
 	})
 	deepseekV3 = mustCount(Model{
-		Architecture: "deepseek_v3", Layers: 61, HiddenSize: 7168, IntermediateSize: 18432,
+		Task: TaskTextGeneration, Architecture: "deepseek_v3", Layers: 61, HiddenSize: 7168, IntermediateSize: 18432,
 		AttentionHeads: 128, KVHeads: 128, HeadDim: 128 + 64, VocabSize: 129280,
 		MLA: MLA{KVLoraRank: 512, QLoraRank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128},
 		MoE: MoE{Experts: 256, SharedExperts: 1, ExpertsPerToken: 8, ExpertIntermediateSize: 2048, DenseLayers: 3},
@@ -89,23 +99,60 @@ var (
 		// ChatGLM field names: num_layers 40, ffn_hidden_size 13696,
 		// multi_query_group_num 2, kv_channels 128, padded_vocab_size 151552,
 		// add_qkv_bias true.
-		Architecture: "chatglm", Layers: 40, HiddenSize: 4096, IntermediateSize: 13696,
+		Task: TaskTextGeneration, Architecture: "chatglm", Layers: 40, HiddenSize: 4096, IntermediateSize: 13696,
 		AttentionHeads: 32, KVHeads: 2, HeadDim: 128, VocabSize: 151552, QKVBias: true, DType: BF16,
 	})
 	qwen3_8B = mustCount(Model{
-		Architecture: "qwen3", Layers: 36, HiddenSize: 4096, IntermediateSize: 12288,
+		Task: TaskTextGeneration, Architecture: "qwen3", Layers: 36, HiddenSize: 4096, IntermediateSize: 12288,
 		AttentionHeads: 32, KVHeads: 8, HeadDim: 128, VocabSize: 151936, QKNorm: true, DType: BF16,
 	})
 	qwen3_30BA3B = mustCount(Model{
 		// Every layer is sparse (decoder_sparse_step 1, mlp_only_layers []);
 		// intermediate_size 6144 is unused by the published model.
-		Architecture: "qwen3_moe", Layers: 48, HiddenSize: 2048, IntermediateSize: 6144,
+		Task: TaskTextGeneration, Architecture: "qwen3_moe", Layers: 48, HiddenSize: 2048, IntermediateSize: 6144,
 		AttentionHeads: 32, KVHeads: 4, HeadDim: 128, VocabSize: 151936, QKNorm: true, DType: BF16,
 		MoE: MoE{Experts: 128, ExpertsPerToken: 8, ExpertIntermediateSize: 768},
 	})
 	mistral7B = mustCount(Model{
-		Architecture: "mistral", Layers: 32, HiddenSize: 4096, IntermediateSize: 14336,
+		Task: TaskTextGeneration, Architecture: "mistral", Layers: 32, HiddenSize: 4096, IntermediateSize: 14336,
 		AttentionHeads: 32, KVHeads: 8, HeadDim: 128, VocabSize: 32768, DType: BF16,
+	})
+	llama32_1B = mustCount(Model{
+		Task: TaskTextGeneration, Architecture: "llama", Layers: 16, HiddenSize: 2048, IntermediateSize: 8192,
+		AttentionHeads: 32, KVHeads: 8, HeadDim: 64, VocabSize: 128256, TiedEmbeddings: true, DType: BF16,
+	})
+	llama32_3B = mustCount(Model{
+		Task: TaskTextGeneration, Architecture: "llama", Layers: 28, HiddenSize: 3072, IntermediateSize: 8192,
+		AttentionHeads: 24, KVHeads: 8, HeadDim: 128, VocabSize: 128256, TiedEmbeddings: true, DType: BF16,
+	})
+	// Qwen2.5-VL's decoder is Qwen2's (q, k and v biased); the vision tower
+	// comes on top (vision_config).
+	qwen25VL_3B = mustCount(Model{
+		Task: TaskVisionLanguage, Architecture: "qwen2_5_vl", Layers: 36, HiddenSize: 2048, IntermediateSize: 11008,
+		AttentionHeads: 16, KVHeads: 2, HeadDim: 128, VocabSize: 151936, TiedEmbeddings: true, QKVBias: true, DType: BF16,
+		Vision: qwen25VLVision(2048),
+	})
+	qwen25VL_7B = mustCount(Model{
+		Task: TaskVisionLanguage, Architecture: "qwen2_5_vl", Layers: 28, HiddenSize: 3584, IntermediateSize: 18944,
+		AttentionHeads: 28, KVHeads: 4, HeadDim: 128, VocabSize: 152064, QKVBias: true, DType: BF16,
+		Vision: qwen25VLVision(3584),
+	})
+	// The BGE encoders are XLM-RoBERTa (model_type xlm-roberta,
+	// pad_token_id 1, so positions start at 2) published in float32.
+	bgeM3 = mustCount(Model{
+		Task: TaskEmbedding, Architecture: "xlm-roberta", Layers: 24, HiddenSize: 1024, IntermediateSize: 4096,
+		AttentionHeads: 16, KVHeads: 16, HeadDim: 64, VocabSize: 250002, QKVBias: true, DType: FP32,
+		Encoder: Encoder{PositionEmbeddings: 8194, PositionOffset: 2, TokenTypes: 1, Pooler: true},
+	})
+	bgeRerankerV2M3 = mustCount(Model{
+		Task: TaskReranking, Architecture: "xlm-roberta", Layers: 24, HiddenSize: 1024, IntermediateSize: 4096,
+		AttentionHeads: 16, KVHeads: 16, HeadDim: 64, VocabSize: 250002, QKVBias: true, DType: FP32,
+		Encoder: Encoder{PositionEmbeddings: 8194, PositionOffset: 2, TokenTypes: 1, Labels: 1, HeadDense: true},
+	})
+	bgeRerankerBase = mustCount(Model{
+		Task: TaskReranking, Architecture: "xlm-roberta", Layers: 12, HiddenSize: 768, IntermediateSize: 3072,
+		AttentionHeads: 12, KVHeads: 12, HeadDim: 64, VocabSize: 250002, QKVBias: true, DType: FP32,
+		Encoder: Encoder{PositionEmbeddings: 514, PositionOffset: 2, TokenTypes: 1, Labels: 1, HeadDense: true},
 	})
 )
 
@@ -145,6 +192,16 @@ var catalogue = []entry{
 		aliases: []string{"Mistral-7B"}},
 	{model: variant(mistral7B, "mistralai/Mistral-7B-Instruct-v0.3", 32768, "apache-2.0"),
 		aliases: []string{"Mistral-7B-Instruct"}},
+	{model: variant(llama32_1B, "meta-llama/Llama-3.2-1B", 131072, "llama3.2")},
+	{model: variant(llama32_1B, "meta-llama/Llama-3.2-1B-Instruct", 131072, "llama3.2")},
+	{model: variant(llama32_3B, "meta-llama/Llama-3.2-3B", 131072, "llama3.2")},
+	{model: variant(llama32_3B, "meta-llama/Llama-3.2-3B-Instruct", 131072, "llama3.2")},
+	{model: variant(qwen25VL_3B, "Qwen/Qwen2.5-VL-3B-Instruct", 128000, "qwen-research")},
+	{model: variant(qwen25VL_7B, "Qwen/Qwen2.5-VL-7B-Instruct", 128000, "apache-2.0")},
+	// An encoder's context is its longest input: 8194 - 2 and 514 - 2.
+	{model: variant(bgeM3, "BAAI/bge-m3", 8192, "mit")},
+	{model: variant(bgeRerankerV2M3, "BAAI/bge-reranker-v2-m3", 8192, "apache-2.0")},
+	{model: variant(bgeRerankerBase, "BAAI/bge-reranker-base", 512, "mit")},
 }
 
 // Catalogue returns a copy of every built-in model, in a stable order.

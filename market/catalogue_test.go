@@ -18,6 +18,10 @@ func TestCatalogueHoldsTheRequiredModels(t *testing.T) {
 		"Qwen/Qwen3-8B", "Qwen/Qwen3-30B-A3B", "meta-llama/Llama-3.3-70B-Instruct",
 		"deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
 		"deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+		"meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct",
+		"meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.2-3B-Instruct",
+		"Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct",
+		"BAAI/bge-m3", "BAAI/bge-reranker-v2-m3", "BAAI/bge-reranker-base",
 	} {
 		m := mustLookup(t, id)
 		assert.Equal(t, id, m.HFID)
@@ -54,6 +58,13 @@ func TestLookup(t *testing.T) {
 		{"qwen2.5-72b", "Qwen2.5-72B-Instruct", "Qwen/Qwen2.5-72B-Instruct", 32768},
 		{"Qwen/Qwen2.5-7B-Chat", "Qwen2.5-7B-Chat", "Qwen/Qwen2.5-7B-Chat", 32768},
 		{"mistralai/Mistral-7B-it", "Mistral-7B-it", "mistralai/Mistral-7B-it", 32768},
+		{"BAAI/bge-m3", "bge-m3", "BAAI/bge-m3", 8192},
+		{"baai/BGE-M3", "bge-m3", "BAAI/bge-m3", 8192},
+		{"bge-reranker-v2-m3", "bge-reranker-v2-m3", "BAAI/bge-reranker-v2-m3", 8192},
+		{"BAAI/bge-reranker-base", "bge-reranker-base", "BAAI/bge-reranker-base", 512},
+		{"qwen/qwen2.5-vl-7b-instruct", "Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", 128000},
+		{"Qwen/Qwen2.5-VL-3B", "Qwen2.5-VL-3B", "Qwen/Qwen2.5-VL-3B", 128000},
+		{"Llama-3.2-1B-Instruct", "Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B-Instruct", 131072},
 	} {
 		m, err := Lookup(tc.query)
 		require.NoError(t, err, tc.query)
@@ -62,10 +73,21 @@ func TestLookup(t *testing.T) {
 		assert.Equal(t, tc.context, m.ContextLength, tc.query)
 	}
 	assert.Equal(t, mustLookup(t, "Qwen/Qwen2.5-72B-Instruct").Parameters, mustLookup(t, "Qwen/Qwen2.5-72B").Parameters)
+	assert.Equal(t, TaskVisionLanguage, mustLookup(t, "Qwen/Qwen2.5-VL-3B").Task, "a base sibling keeps the task")
+}
+
+// Every built-in model states its task, and only encoders leave text
+// generation.
+func TestCatalogueTasks(t *testing.T) {
+	for _, m := range Catalogue() {
+		assert.NotEmpty(t, m.Task, m.HFID)
+		assert.Equal(t, m.IsEncoder(), !m.Generates(), m.HFID)
+		assert.Equal(t, m.HasVision(), m.Task == TaskVisionLanguage, m.HFID)
+	}
 }
 
 func TestLookupUnknown(t *testing.T) {
-	for _, q := range []string{"", "  ", "gpt-4", "Qwen/Qwen2.5-3B-Instruct", "org/"} {
+	for _, q := range []string{"", "  ", "gpt-4", "Qwen/Qwen2.5-3B-Instruct", "org/", "BAAI/bge-large-en-v1.5", "Qwen/Qwen2.5-VL-72B-Instruct"} {
 		_, err := Lookup(q)
 		require.ErrorIs(t, err, ErrUnknownModel, q)
 		assert.Contains(t, err.Error(), "look up model")

@@ -65,21 +65,26 @@
 // # Catalogue
 //
 // The catalogue holds the architecture facts that memory and throughput
-// planners need: layers,
+// planners need: the task (text generation, vision-language chat,
+// embedding, reranking, classification), layers,
 // hidden size, attention and KV heads, head dimension, vocabulary, context
-// length, DeepSeek's MLA dimensions, mixture-of-experts layout, parameter
-// counts (total and active), the format the published weights are stored in,
-// and the license.
+// length, DeepSeek's MLA dimensions, mixture-of-experts layout, an
+// encoder's position table and head, a vision tower's layout, parameter
+// counts (total, active and in the vision tower), the format the published
+// weights are stored in, and the license.
 //
-// The built-in catalogue holds Llama-3.1 8B and 70B, Qwen2.5 7B, 14B, 32B and
-// 72B, Qwen3-8B and Qwen3-30B-A3B (mixture of experts), Llama-3.3-70B,
-// DeepSeek-V3 and DeepSeek-R1, the R1 distills of Qwen2.5 (7B, 14B, 32B)
-// and Llama (8B, 70B), GLM-4-9B and Mistral-7B v0.3, base and
-// instruction-tuned where both exist. Every architecture's numbers were
+// The built-in catalogue holds Llama-3.1 8B and 70B, Llama-3.2 1B and 3B, Qwen2.5
+// 7B, 14B, 32B and 72B, Qwen3-8B and Qwen3-30B-A3B (mixture of experts),
+// Llama-3.3-70B, DeepSeek-V3 and DeepSeek-R1, the R1 distills of Qwen2.5
+// (7B, 14B, 32B) and Llama (8B, 70B), GLM-4-9B and Mistral-7B v0.3, base
+// and instruction-tuned where both exist; the vision-language
+// Qwen2.5-VL-3B and -7B Instruct; the embedding model bge-m3 and the
+// rerankers bge-reranker-v2-m3 and bge-reranker-base. Every architecture's numbers were
 // read from a config.json (testdata/SOURCES.md says which); testdata holds
 // those files and the tests check that FromHFConfig reads each to the same
 // facts. Siblings without a file of their own share an architecture with
-// one that has: base and instruction-tuned pairs, DeepSeek-R1 with V3,
+// one that has: base and instruction-tuned pairs (the Llama-3.2 Instruct
+// models with their bases among them), DeepSeek-R1 with V3,
 // Llama-3.3-70B with Llama-3.1-70B, and the R1 distills, which are
 // fine-tunes of Qwen2.5 and Llama bases, with those bases.
 //
@@ -89,8 +94,17 @@
 // Lookup accepts a catalogue name or a Hugging Face id in any case, and
 // resolves a base or instruction-tuned sibling the catalogue does not list
 // ("Qwen/Qwen2.5-72B") to the one it does. FromHFConfig reads any
-// Llama-style, Qwen2, Mistral, Mixtral, GLM/ChatGLM or DeepSeek-V2/V3
-// config.json, so a team's own fine-tunes can be planned too.
+// Llama-style, Qwen2, Qwen3, Mistral, Mixtral, GLM/ChatGLM or
+// DeepSeek-V2/V3 config.json, Qwen2.5-VL's (vision tower included) and the
+// BERT, RoBERTa and XLM-RoBERTa encoders', so a team's own fine-tunes can
+// be planned too.
+//
+// Model.Task says which engine serves a model: text-generating decoders
+// (Generates) go to vLLM and its peers, encoders (IsEncoder; bge-m3 and
+// the rerankers) to Text Embeddings Inference, serve.TEI. An encoder keeps
+// no KV cache (KVBytesPerToken is 0) and its ContextLength is its longest
+// input: max_position_embeddings less the position offset, pad_token_id +
+// 1 for the RoBERTa family (8194 - 2 = 8192 for bge-m3), as TEI computes it.
 //
 // # Parameter count
 //
@@ -123,11 +137,35 @@
 // counts: 8.03 B for Llama-3.1-8B, 7.62 B for Qwen2.5-7B, 671.0 B total and
 // 37.6 B active for DeepSeek-V3, 46.7 B / 12.9 B for Mixtral-8x7B.
 //
+// A Qwen2.5-VL vision tower (vision_config, writing h, i and n for its
+// hidden_size, intermediate_size and depth, p and t for patch_size and
+// temporal_patch_size, c for in_channels, s for spatial_merge_size and o
+// for out_hidden_size) adds, after transformers' modeling_qwen2_5_vl.py:
+//
+//	patch embed  c·t·p²·h                       (Conv3d, no bias)
+//	per block    2h + 3h² + 3h + h² + h          (two RMSNorms, qkv and proj with biases)
+//	             + 3·h·i + 2i + h                (gated MLP with biases)
+//	merger       h + (s²h)² + s²h + s²h·o + o    (RMSNorm, two linear layers)
+//
+// 676.55 M for every size's tower, 8.29 B in all for Qwen2.5-VL-7B.
+//
+// A BERT-style encoder (modeling_bert.py, modeling_xlm_roberta.py; P for
+// max_position_embeddings, T for type_vocab_size) counts
+//
+//	embeddings   V·h + P·h + T·h + 2h           (word, position, token type, LayerNorm)
+//	per layer    4h² + 4h + 2h                   (q, k, v, output dense with biases, LayerNorm)
+//	             + 2·h·i + i + h + 2h            (FFN with biases, LayerNorm)
+//	pooler       h² + h                          (bare encoders and BERT classifiers)
+//	head         h² + h (RoBERTa's dense) + h·labels + labels
+//
+// 568 M for bge-m3 and bge-reranker-v2-m3, 278 M for bge-reranker-base.
+//
 // # KV cache
 //
 // Model.KVBytesPerToken is 2 × L × n_kv × d × bytes for multi-head and
 // grouped-query attention and (kv_lora_rank + qk_rope_head_dim) × L × bytes
-// for MLA, which caches one latent shared by every head.
+// for MLA, which caches one latent shared by every head; an encoder caches
+// nothing, and a vision tower caches nothing either.
 // Model.KVBytesPerTokenPerLayer gives one tensor-parallel rank's share the
 // way vLLM sizes its pages: heads split across ranks, replicated when the
 // ranks outnumber them, and the MLA latent replicated on every rank.

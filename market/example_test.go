@@ -47,3 +47,21 @@ func ExampleFromHFConfig() {
 	// acme/support-bot-8b 8030261248 bf16 131072
 	// [num_hidden_layers: Invalid value: "32": must be a number, num_attention_heads: Required value, vocab_size: Required value, intermediate_size: Required value: dense models need the FFN width]
 }
+
+// Encoders and vision-language models are in the catalogue too: an
+// embedding model has no KV cache and a longest input, a vision-language
+// model counts its vision tower among its weights.
+func ExampleLookup_tasks() {
+	for _, id := range []string{"BAAI/bge-m3", "BAAI/bge-reranker-v2-m3", "Qwen/Qwen2.5-VL-7B-Instruct"} {
+		m, err := market.Lookup(id)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: %s, %.0f M parameters (%.0f M vision), %d tokens, %d bytes of KV a token\n",
+			m.Name, m.Task, float64(m.Parameters)/1e6, float64(m.VisionParameters)/1e6, m.ContextLength, m.KVBytesPerToken(market.BF16))
+	}
+	// Output:
+	// bge-m3: embedding, 568 M parameters (0 M vision), 8192 tokens, 0 bytes of KV a token
+	// bge-reranker-v2-m3: reranking, 568 M parameters (0 M vision), 8192 tokens, 0 bytes of KV a token
+	// Qwen2.5-VL-7B-Instruct: vision-language, 8292 M parameters (677 M vision), 128000 tokens, 57344 bytes of KV a token
+}

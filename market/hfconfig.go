@@ -104,6 +104,33 @@ func (c *hfConfig) string(name string) string {
 	return s
 }
 
+// firstString decodes a list of strings, such as architectures, and
+// returns its first entry ("" when absent or empty).
+func (c *hfConfig) firstString(name string) string {
+	if !c.has(name) {
+		return ""
+	}
+	var list []string
+	if err := json.Unmarshal(c.raw[name], &list); err != nil {
+		c.fail(field.Invalid(c.path.Child(name), rawValue(c.raw[name]), "must be a list of strings"))
+		return ""
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	return list[0]
+}
+
+// size returns the number of entries of an object field such as id2label,
+// and whether it is present.
+func (c *hfConfig) size(name string) (int, bool) {
+	sub := c.object(name)
+	if sub == nil {
+		return 0, false
+	}
+	return len(sub.raw), true
+}
+
 // rawValue returns what to print for a value of the wrong type: the string
 // itself for a JSON string, the JSON text otherwise.
 func rawValue(raw json.RawMessage) any {
@@ -137,7 +164,17 @@ func (c *hfConfig) object(name string) *hfConfig {
 // qk_rope_head_dim, qk_nope_head_dim, v_head_dim; MoE: n_routed_experts,
 // n_shared_experts, num_experts_per_tok, moe_intermediate_size,
 // first_k_dense_replace). A multimodal config whose decoder sits under
-// text_config is read from there.
+// text_config is read from there. Qwen2.5-VL's vision_config (depth,
+// hidden_size, intermediate_size, num_heads, patch_size,
+// temporal_patch_size, spatial_merge_size, out_hidden_size, in_chans) is
+// counted with the decoder; a vision_config of any other model_type is
+// refused unless num_parameters is stated. bert, roberta, xlm-roberta and
+// camembert configs are read as encoders: max_position_embeddings,
+// type_vocab_size, pad_token_id (the RoBERTa family's position offset),
+// and the head the first architectures entry names, a bare encoder
+// ("…Model", TaskEmbedding) or a sequence classifier
+// ("…ForSequenceClassification", TaskReranking with one label in
+// id2label or num_labels, TaskClassification otherwise).
 //
 // Parameters come from a num_parameters field when the config has one and
 // are otherwise computed from the architecture with the formula in the
@@ -166,6 +203,12 @@ func FromHFConfig(configJSON []byte) (Model, error) {
 		}
 	}
 	m, extraPerLayer := readArchitecture(c)
+	if encoderFamilies[m.Architecture] {
+		readEncoder(c, &m)
+	} else {
+		m.Task = TaskTextGeneration
+		readVision(top, c, &m)
+	}
 	m.DType = readDType(c, top)
 	if name := top.string("_name_or_path"); isRepoID(name) {
 		m.HFID = name
@@ -199,6 +242,10 @@ func FromHFConfig(configJSON []byte) (Model, error) {
 		return Model{}, field.ErrorList{field.Invalid(c.path.Child("num_hidden_layers"), m.Layers, err.Error())}.ToAggregate()
 	}
 	m.Parameters, m.ActiveParameters = total, active
+	if m.HasVision() {
+		// countParameters succeeded, so the tower's own count does too.
+		m.VisionParameters, _ = visionParameters(m.Vision)
+	}
 	if stated > 0 {
 		m.Parameters = stated
 		if !m.IsMoE() || m.ActiveParameters > stated {
@@ -251,7 +298,7 @@ func readArchitecture(c *hfConfig) (Model, int64) {
 		m.HeadDim = c.int(0, maxDimension, "head_dim")
 		bias := c.bool(false, "attention_bias")
 		switch m.Architecture {
-		case "qwen2", "qwen2_moe":
+		case "qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text":
 			// Qwen2 always biases q, k and v and never o.
 			m.QKVBias = true
 		case "qwen3", "qwen3_moe":
@@ -348,5 +395,115 @@ func readDType(c, top *hfConfig) DType {
 	default:
 		src.fail(field.NotSupported(src.path.Child(name), s, []string{"bfloat16", "float16", "float32"}))
 		return BF16
+	}
+}
+
+// encoderFamilies are the model_type values of the BERT-style encoders
+// FromHFConfig reads; the RoBERTa family among them offsets positions by
+// the padding index.
+var encoderFamilies = map[string]bool{"bert": true, "roberta": true, "xlm-roberta": true, "camembert": true}
+
+// readEncoder reads what a BERT-style encoder adds: its position and
+// token-type tables and the head its architectures entry names. Defaults
+// are those of transformers' BertConfig and XLMRobertaConfig
+// (type_vocab_size 2, pad_token_id 1 for the RoBERTa family) and of
+// PretrainedConfig (two labels when neither id2label nor num_labels is
+// given).
+func readEncoder(c *hfConfig, m *Model) {
+	roberta := m.Architecture != "bert"
+	e := Encoder{
+		PositionEmbeddings: c.int(0, 1<<30, "max_position_embeddings"),
+		TokenTypes:         c.int(2, maxDimension, "type_vocab_size"),
+	}
+	if !c.has("max_position_embeddings") {
+		c.fail(field.Required(c.path.Child("max_position_embeddings"), "an encoder's position table sets its longest input"))
+	}
+	if kind := c.string("position_embedding_type"); kind != "" && kind != "absolute" {
+		// relative_key adds distance embeddings the count leaves out.
+		c.fail(field.NotSupported(c.path.Child("position_embedding_type"), kind, []string{"absolute"}))
+	}
+	if roberta {
+		// RoBERTa numbers positions from padding_idx + 1
+		// (create_position_ids_from_input_ids in modeling_roberta.py);
+		// Text Embeddings Inference takes max_position_embeddings -
+		// (pad_token_id + 1) as the longest input (router/src/lib.rs).
+		e.PositionOffset = c.int(1, maxDimension, "pad_token_id") + 1
+	}
+	arch := c.firstString("architectures")
+	switch {
+	case arch == "":
+		c.fail(field.Required(c.path.Child("architectures"),
+			"an encoder's class (such as XLMRobertaModel or XLMRobertaForSequenceClassification) decides its head"))
+	case strings.HasSuffix(arch, "ForSequenceClassification"):
+		if n, ok := c.size("id2label"); ok {
+			e.Labels = n
+		} else {
+			e.Labels = c.int(2, maxCount, "num_labels")
+		}
+		if e.Labels < 1 {
+			c.fail(field.Invalid(c.path.Child("id2label"), e.Labels, "a sequence classifier needs at least one label"))
+		}
+		// BertForSequenceClassification puts a Linear on the pooler;
+		// RobertaForSequenceClassification builds the encoder without a
+		// pooler (add_pooling_layer=False) and uses its classification
+		// head, dense then out_proj.
+		e.Pooler, e.HeadDense = !roberta, roberta
+		m.Task = TaskClassification
+		if e.Labels == 1 {
+			// TEI serves a classifier of one label as a reranker
+			// (router/src/lib.rs: more than one id2label entry makes a
+			// classifier).
+			m.Task = TaskReranking
+		}
+	case strings.HasSuffix(arch, "Model"):
+		e.Pooler = true // BertModel and XLMRobertaModel add the pooling layer by default
+		m.Task = TaskEmbedding
+	default:
+		c.fail(field.NotSupported(c.path.Child("architectures").Index(0), arch,
+			[]string{"<family>Model (embedding)", "<family>ForSequenceClassification (reranking, classification)"}))
+	}
+	m.Encoder = e
+	m.TiedEmbeddings = false // an encoder has no output head to tie
+	m.QKVBias = true         // query, key and value carry biases in every BERT-style encoder
+	m.ContextLength = max(0, e.PositionEmbeddings-e.PositionOffset)
+}
+
+// readVision reads a vision_config beside the decoder c. Qwen2.5-VL's
+// vision tower is counted (Vision); any other is refused unless the config
+// states num_parameters, since leaving its weights out would plan too
+// little memory. Defaults are Qwen2_5_VLVisionConfig's (temporal_patch_size
+// 2, spatial_merge_size 2, in_channels 3).
+func readVision(top, c *hfConfig, m *Model) {
+	v := top.object("vision_config")
+	if v == nil {
+		return
+	}
+	m.Task = TaskVisionLanguage
+	outer := top.string("model_type")
+	if outer != "" {
+		m.Architecture = outer
+	}
+	if outer != "qwen2_5_vl" {
+		if !c.has("num_parameters") {
+			top.fail(field.Invalid(v.path, outer,
+				"cube counts the vision tower of model_type qwen2_5_vl only: state num_parameters to plan this model"))
+		}
+		return
+	}
+	m.Vision = Vision{
+		Depth:             v.int(0, maxCount, "depth"),
+		HiddenSize:        v.int(0, maxDimension, "hidden_size"),
+		IntermediateSize:  v.int(0, maxDimension, "intermediate_size"),
+		Heads:             v.int(0, maxCount, "num_heads"),
+		PatchSize:         v.int(0, maxCount, "patch_size"),
+		TemporalPatchSize: v.int(2, maxCount, "temporal_patch_size"),
+		SpatialMergeSize:  v.int(2, maxCount, "spatial_merge_size"),
+		OutHiddenSize:     v.int(0, maxDimension, "out_hidden_size"),
+		InChannels:        v.int(3, maxCount, "in_channels", "in_chans"),
+	}
+	for _, name := range []string{"depth", "hidden_size", "intermediate_size", "num_heads", "patch_size", "out_hidden_size"} {
+		if !v.has(name) {
+			v.fail(field.Required(v.path.Child(name), "Qwen2.5-VL's vision tower needs it"))
+		}
 	}
 }

@@ -26,6 +26,13 @@ var seedConfigs = map[string]string{
 	"Mistral-7B-Instruct-v0.3.json":    "mistralai/Mistral-7B-Instruct-v0.3",
 	"Qwen3-8B.json":                    "Qwen/Qwen3-8B",
 	"Qwen3-30B-A3B.json":               "Qwen/Qwen3-30B-A3B",
+	"Llama-3.2-1B.json":                "meta-llama/Llama-3.2-1B",
+	"Llama-3.2-3B.json":                "meta-llama/Llama-3.2-3B",
+	"Qwen2.5-VL-3B-Instruct.json":      "Qwen/Qwen2.5-VL-3B-Instruct",
+	"Qwen2.5-VL-7B-Instruct.json":      "Qwen/Qwen2.5-VL-7B-Instruct",
+	"bge-m3.json":                      "BAAI/bge-m3",
+	"bge-reranker-v2-m3.json":          "BAAI/bge-reranker-v2-m3",
+	"bge-reranker-base.json":           "BAAI/bge-reranker-base",
 }
 
 func readSeed(t testing.TB, name string) []byte {
@@ -61,6 +68,10 @@ func TestFromHFConfigMatchesCatalogue(t *testing.T) {
 			assert.Equal(t, want.QKNorm, got.QKNorm)
 			assert.Equal(t, want.MLA, got.MLA)
 			assert.Equal(t, want.MoE, got.MoE)
+			assert.Equal(t, want.Encoder, got.Encoder)
+			assert.Equal(t, want.Vision, got.Vision)
+			assert.Equal(t, want.VisionParameters, got.VisionParameters)
+			assert.Equal(t, want.Task, got.Task)
 			assert.Equal(t, want.DType, got.DType)
 			assert.Equal(t, want.KVBytesPerToken(BF16), got.KVBytesPerToken(BF16))
 			assert.Equal(t, "config.json", got.Source)
@@ -71,10 +82,13 @@ func TestFromHFConfigMatchesCatalogue(t *testing.T) {
 
 func TestFromHFConfigArchitectureNames(t *testing.T) {
 	for file, arch := range map[string]string{
-		"glm-4-9b-chat.json":    "chatglm",
-		"glm-4-9b-chat-hf.json": "glm",
-		"DeepSeek-V3.json":      "deepseek_v3",
-		"Qwen2.5-32B.json":      "qwen2",
+		"glm-4-9b-chat.json":          "chatglm",
+		"glm-4-9b-chat-hf.json":       "glm",
+		"DeepSeek-V3.json":            "deepseek_v3",
+		"Qwen2.5-32B.json":            "qwen2",
+		"Qwen2.5-VL-7B-Instruct.json": "qwen2_5_vl",
+		"bge-m3.json":                 "xlm-roberta",
+		"Llama-3.2-1B.json":           "llama",
 	} {
 		m, err := FromHFConfig(readSeed(t, file))
 		require.NoError(t, err)
@@ -222,8 +236,13 @@ func FuzzFromHFConfig(f *testing.F) {
 		if verr := m.Validate(); verr != nil {
 			t.Fatalf("accepted an invalid model: %v", verr)
 		}
-		if m.Parameters <= 0 || m.ActiveParameters <= 0 || m.KVBytesPerToken(BF16) <= 0 {
+		if m.Parameters <= 0 || m.ActiveParameters <= 0 {
 			t.Fatalf("accepted a model without size: %+v", m)
+		}
+		// Decoders cache keys and values; encoders cache nothing and
+		// never generate.
+		if kv := m.KVBytesPerToken(BF16); (kv > 0) == m.IsEncoder() || m.Generates() == m.IsEncoder() {
+			t.Fatalf("encoder %v with %d KV bytes a token and task %q: %+v", m.IsEncoder(), kv, m.Task, m)
 		}
 	})
 }

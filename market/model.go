@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -81,6 +82,97 @@ type MoE struct {
 	DenseLayers int
 }
 
+// Task is what a model is served for. It decides which engine serves it:
+// text-generating decoders go to vLLM and its peers, encoders to Text
+// Embeddings Inference (serve.TEI).
+type Task string
+
+// The tasks cube tells apart. A Model whose Task is empty is taken to be a
+// text-generating decoder, so hand-written facts from before tasks existed
+// keep their meaning.
+const (
+	// TaskTextGeneration is a decoder that generates text: chat and
+	// completion.
+	TaskTextGeneration Task = "text-generation"
+	// TaskVisionLanguage is a decoder that also reads images and video and
+	// answers in text (vision-language chat, such as Qwen2.5-VL).
+	TaskVisionLanguage Task = "vision-language"
+	// TaskEmbedding turns text into vectors (bge-m3): TEI's /embed and
+	// /v1/embeddings.
+	TaskEmbedding Task = "embedding"
+	// TaskReranking scores a query against a passage with a one-label
+	// cross-encoder (bge-reranker): TEI's /rerank.
+	TaskReranking Task = "reranking"
+	// TaskClassification labels a sequence with one of several classes:
+	// TEI's /predict.
+	TaskClassification Task = "classification"
+)
+
+var tasks = []Task{TaskTextGeneration, TaskVisionLanguage, TaskEmbedding, TaskReranking, TaskClassification}
+
+// Encoder holds what a BERT-style encoder (BERT, RoBERTa, XLM-RoBERTa)
+// has beyond the fields it shares with decoders. The zero value means a
+// decoder. An encoder attends in both directions over its whole input at
+// once and keeps no KV cache.
+type Encoder struct {
+	// PositionEmbeddings is the number of rows of the learned absolute
+	// position table (max_position_embeddings).
+	PositionEmbeddings int
+	// PositionOffset is the first position id: the RoBERTa family numbers
+	// positions from pad_token_id + 1, BERT from 0. The longest input is
+	// PositionEmbeddings - PositionOffset tokens.
+	PositionOffset int
+	// TokenTypes is the rows of the token-type (segment) table
+	// (type_vocab_size).
+	TokenTypes int
+	// Pooler is true when the checkpoint holds BERT's pooler, a dense h×h
+	// layer with bias over the first token: the bare encoders (BertModel,
+	// XLMRobertaModel) and BertForSequenceClassification have it; RoBERTa's
+	// sequence classifiers are built without it.
+	Pooler bool
+	// Labels is the outputs of the sequence-classification head
+	// (num_labels, the size of id2label); 0 for a bare encoder.
+	Labels int
+	// HeadDense is true when that head passes the first token through a
+	// dense h×h layer with bias before the output projection, as
+	// RobertaClassificationHead and XLMRobertaClassificationHead do; BERT's
+	// head is the output projection alone, on the pooler.
+	HeadDense bool
+}
+
+// Vision holds the vision tower of a vision-language model in Qwen2.5-VL's
+// layout (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py,
+// Qwen2_5_VisionTransformerPretrainedModel): a patch-embedding Conv3d, Depth
+// blocks of RMSNorm, attention with a fused biased qkv and a biased
+// output projection, and a gated (SwiGLU) MLP with biases, then a merger
+// that RMS-normalises, concatenates SpatialMergeSize² neighbouring patches
+// and maps them through a two-layer MLP into the decoder's hidden size. The
+// zero value means no vision tower.
+type Vision struct {
+	// Depth is the number of vision blocks (depth).
+	Depth int
+	// HiddenSize is the width of the vision blocks (hidden_size).
+	HiddenSize int
+	// IntermediateSize is the width of their MLP (intermediate_size).
+	IntermediateSize int
+	// Heads is the attention heads of a block (num_heads).
+	Heads int
+	// PatchSize is the side of a square patch in pixels (patch_size).
+	PatchSize int
+	// TemporalPatchSize is how many frames a patch spans
+	// (temporal_patch_size).
+	TemporalPatchSize int
+	// SpatialMergeSize is the side of the square of patches the merger
+	// concatenates into one token (spatial_merge_size).
+	SpatialMergeSize int
+	// OutHiddenSize is the merger's output width, the decoder's hidden
+	// size (out_hidden_size).
+	OutHiddenSize int
+	// InChannels is the colour channels of the input (in_channels, written
+	// in_chans in the published configs).
+	InChannels int
+}
+
 // Model holds the architecture facts that memory and throughput planners
 // need. Parameter counts are computed from the architecture (see the package
 // documentation for the formula) unless a config states them.
@@ -94,12 +186,19 @@ type Model struct {
 	// chatglm, glm, deepseek_v3 ...
 	Architecture string
 
+	// Task is what the model is served for; empty means text generation.
+	Task Task
+
 	// Parameters is the total parameter count of the served model
-	// (DeepSeek's multi-token-prediction module excluded).
+	// (DeepSeek's multi-token-prediction module excluded, a vision tower
+	// included).
 	Parameters int64
 	// ActiveParameters is the count used per token; equal to Parameters for
 	// dense models.
 	ActiveParameters int64
+	// VisionParameters is the part of Parameters in the vision tower
+	// (Vision); 0 for a text-only model.
+	VisionParameters int64
 
 	Layers           int
 	HiddenSize       int
@@ -113,7 +212,8 @@ type Model struct {
 	// VocabSize is the (padded) vocabulary, the row count of the embedding.
 	VocabSize int
 	// ContextLength is the longest sequence the config allows
-	// (max_position_embeddings, or seq_length for ChatGLM).
+	// (max_position_embeddings, or seq_length for ChatGLM); for an encoder,
+	// the longest input, max_position_embeddings less the position offset.
 	ContextLength int
 	// TiedEmbeddings is true when the output head shares the input embedding.
 	TiedEmbeddings bool
@@ -125,6 +225,10 @@ type Model struct {
 
 	MLA MLA
 	MoE MoE
+	// Encoder is set for BERT-style encoders (embedding and reranking
+	// models); Vision for a vision-language model's vision tower.
+	Encoder Encoder
+	Vision  Vision
 
 	// DType is the format the published weights are stored in.
 	DType DType
@@ -141,11 +245,27 @@ func (m Model) UsesMLA() bool { return m.MLA.KVLoraRank > 0 }
 // IsMoE reports whether the model is a mixture of experts.
 func (m Model) IsMoE() bool { return m.MoE.Experts > 0 }
 
+// IsEncoder reports whether the model is a BERT-style encoder, which has
+// no KV cache.
+func (m Model) IsEncoder() bool { return m.Encoder.PositionEmbeddings > 0 }
+
+// HasVision reports whether the model has a vision tower whose layout cube
+// knows (Vision).
+func (m Model) HasVision() bool { return m.Vision.Depth > 0 }
+
+// Generates reports whether the model generates text (TaskTextGeneration,
+// TaskVisionLanguage, or no task given), which is what vLLM, SGLang, TGI,
+// Ollama and MindIE serve.
+func (m Model) Generates() bool {
+	return m.Task == "" || m.Task == TaskTextGeneration || m.Task == TaskVisionLanguage
+}
+
 // KVBytesPerToken returns the KV-cache bytes one token occupies across all
 // layers when the cache is stored in format kv, before any tensor-parallel
 // split: 2 × layers × KV heads × head dim × bytes for multi-head and
 // grouped-query attention, and (kv_lora_rank + qk_rope_head_dim) × layers ×
-// bytes for MLA, which caches one latent shared by every head.
+// bytes for MLA, which caches one latent shared by every head. An encoder
+// caches nothing: 0.
 func (m Model) KVBytesPerToken(kv DType) int64 {
 	return int64(m.Layers) * m.KVBytesPerTokenPerLayer(kv, 1)
 }
@@ -157,6 +277,9 @@ func (m Model) KVBytesPerToken(kv DType) int64 {
 func (m Model) KVBytesPerTokenPerLayer(kv DType, tp int) int64 {
 	if tp < 1 {
 		tp = 1
+	}
+	if m.IsEncoder() {
+		return 0
 	}
 	if m.UsesMLA() {
 		return int64(m.MLA.KVLoraRank+m.MLA.QKRopeHeadDim) * int64(kv.Bits()) / 8
@@ -232,7 +355,83 @@ func (m Model) Validate() error {
 		errs = append(errs, field.Invalid(field.NewPath("num_experts_per_tok"), m.MoE.ExpertsPerToken,
 			fmt.Sprintf("must be between 1 and the number of experts (%d)", m.MoE.Experts)))
 	}
+	if m.Task != "" && !slices.Contains(tasks, m.Task) {
+		errs = append(errs, field.NotSupported(field.NewPath("task"), m.Task, tasks))
+	}
+	errs = append(errs, m.validateEncoder()...)
+	errs = append(errs, m.validateVision()...)
 	return errs.ToAggregate()
+}
+
+func (m Model) validateEncoder() field.ErrorList {
+	e := m.Encoder
+	if !m.IsEncoder() {
+		if e != (Encoder{}) {
+			return field.ErrorList{field.Invalid(field.NewPath("max_position_embeddings"), e.PositionEmbeddings,
+				"an encoder needs its position table: the other encoder fields are set")}
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	if e.TokenTypes < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("type_vocab_size"), e.TokenTypes, "must not be negative"))
+	}
+	if e.Labels < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("num_labels"), e.Labels, "must not be negative"))
+	}
+	if e.PositionOffset < 0 || e.PositionOffset >= e.PositionEmbeddings {
+		errs = append(errs, field.Invalid(field.NewPath("pad_token_id"), e.PositionOffset-1, fmt.Sprintf(
+			"positions start at pad_token_id + 1 (%d), which must lie inside max_position_embeddings (%d)", e.PositionOffset, e.PositionEmbeddings)))
+	}
+	if m.Generates() {
+		errs = append(errs, field.Invalid(field.NewPath("task"), m.Task,
+			"an encoder does not generate text: its task is embedding, reranking or classification"))
+	}
+	if m.IsMoE() || m.UsesMLA() || m.HasVision() {
+		errs = append(errs, field.Invalid(field.NewPath("model_type"), m.Architecture,
+			"an encoder has no experts, latent attention or vision tower"))
+	}
+	if m.AttentionHeads > 0 && m.HiddenSize%m.AttentionHeads != 0 {
+		errs = append(errs, field.Invalid(field.NewPath("num_attention_heads"), m.AttentionHeads,
+			fmt.Sprintf("must divide hidden_size (%d) in an encoder", m.HiddenSize)))
+	}
+	return errs
+}
+
+func (m Model) validateVision() field.ErrorList {
+	v := m.Vision
+	p := field.NewPath("vision_config")
+	var errs field.ErrorList
+	if m.VisionParameters < 0 || m.VisionParameters > m.Parameters {
+		errs = append(errs, field.Invalid(field.NewPath("num_vision_parameters"), m.VisionParameters,
+			"must be between 0 and num_parameters"))
+	}
+	if !m.HasVision() {
+		if v != (Vision{}) {
+			errs = append(errs, field.Invalid(p.Child("depth"), v.Depth, "must be positive when other vision fields are set"))
+		}
+		return errs
+	}
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"hidden_size", v.HiddenSize}, {"intermediate_size", v.IntermediateSize}, {"num_heads", v.Heads},
+		{"patch_size", v.PatchSize}, {"temporal_patch_size", v.TemporalPatchSize},
+		{"spatial_merge_size", v.SpatialMergeSize}, {"out_hidden_size", v.OutHiddenSize}, {"in_channels", v.InChannels},
+	} {
+		if f.value <= 0 {
+			errs = append(errs, field.Invalid(p.Child(f.name), f.value, "must be positive"))
+		}
+	}
+	if v.Heads > 0 && v.HiddenSize%v.Heads != 0 {
+		errs = append(errs, field.Invalid(p.Child("num_heads"), v.Heads, fmt.Sprintf("must divide vision_config.hidden_size (%d)", v.HiddenSize)))
+	}
+	if v.OutHiddenSize > 0 && m.HiddenSize > 0 && v.OutHiddenSize != m.HiddenSize {
+		errs = append(errs, field.Invalid(p.Child("out_hidden_size"), v.OutHiddenSize,
+			fmt.Sprintf("must equal the decoder's hidden_size (%d), which the merger feeds", m.HiddenSize)))
+	}
+	return errs
 }
 
 // errOverflow reports architectures whose parameter count does not fit an
@@ -290,6 +489,95 @@ func (c *counter) times(k int) int64 {
 // extraPerLayer adds biases the Model fields do not describe (Llama's
 // o_proj and MLP biases).
 func countParameters(m Model, extraPerLayer int64) (total, active int64, err error) {
+	if m.IsEncoder() {
+		n, err := encoderParameters(m)
+		return n, n, err
+	}
+	total, active, err = decoderParameters(m, extraPerLayer)
+	if err != nil || !m.HasVision() {
+		return total, active, err
+	}
+	vision, err := visionParameters(m.Vision)
+	if err != nil {
+		return 0, 0, err
+	}
+	var t, a counter
+	t.add(total)
+	t.add(vision)
+	a.add(active)
+	a.add(vision)
+	if t.overflow || a.overflow {
+		return 0, 0, errOverflow
+	}
+	return t.n, a.n, nil
+}
+
+// encoderParameters counts a BERT-style encoder, following the formula in
+// doc.go and the modules of transformers' models/bert/modeling_bert.py and
+// models/xlm_roberta/modeling_xlm_roberta.py.
+func encoderParameters(m Model) (int64, error) {
+	var c counter
+	h, i, e := m.HiddenSize, m.IntermediateSize, m.Encoder
+	// Word, position and token-type tables, and the embedding LayerNorm
+	// (weight and bias).
+	c.add(c.mul(m.VocabSize, h))
+	c.add(c.mul(e.PositionEmbeddings, h))
+	c.add(c.mul(e.TokenTypes, h))
+	c.add(c.mul(2, h))
+
+	var layer counter
+	layer.add(layer.mul(4, h, h)) // query, key, value, attention output dense
+	layer.add(layer.mul(4, h))    // their biases
+	layer.add(layer.mul(2, h))    // attention output LayerNorm
+	layer.add(layer.mul(2, h, i)) // intermediate and output dense
+	layer.add(int64(i) + int64(h))
+	layer.add(layer.mul(2, h)) // output LayerNorm
+	c.add(layer.times(m.Layers))
+
+	if e.Pooler {
+		c.add(c.mul(h, h) + int64(h))
+	}
+	if e.HeadDense {
+		c.add(c.mul(h, h) + int64(h))
+	}
+	if e.Labels > 0 {
+		c.add(c.mul(h, e.Labels) + int64(e.Labels)) // out_proj, or BERT's classifier
+	}
+	if c.overflow || layer.overflow {
+		return 0, errOverflow
+	}
+	return c.n, nil
+}
+
+// visionParameters counts a Qwen2.5-VL vision tower (see Vision and doc.go).
+func visionParameters(v Vision) (int64, error) {
+	var c counter
+	h, i := v.HiddenSize, v.IntermediateSize
+	c.add(c.mul(v.InChannels, v.TemporalPatchSize, v.PatchSize, v.PatchSize, h)) // patch_embed.proj, no bias
+
+	var block counter
+	block.add(block.mul(2, h))            // norm1, norm2 (RMSNorm)
+	block.add(block.mul(3, h, h))         // attn.qkv
+	block.add(block.mul(3, h))            // its bias
+	block.add(block.mul(h, h))            // attn.proj
+	block.add(int64(h))                   // its bias
+	block.add(block.mul(3, h, i))         // mlp gate_proj, up_proj, down_proj
+	block.add(block.mul(2, i) + int64(h)) // their biases
+	c.add(block.times(v.Depth))
+
+	merged := c.mul(h, v.SpatialMergeSize, v.SpatialMergeSize)
+	c.add(int64(h))                                 // merger.ln_q
+	c.add(c.mul(int(merged), int(merged)) + merged) // merger.mlp.0
+	c.add(c.mul(int(merged), v.OutHiddenSize))      // merger.mlp.2
+	c.add(int64(v.OutHiddenSize))                   // its bias
+	if c.overflow || block.overflow {
+		return 0, errOverflow
+	}
+	return c.n, nil
+}
+
+// decoderParameters counts a decoder-only transformer.
+func decoderParameters(m Model, extraPerLayer int64) (total, active int64, err error) {
 	var c counter
 	h := m.HiddenSize
 

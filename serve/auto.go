@@ -48,6 +48,7 @@ func (s *Service) layout(r *rendering, sourceOK bool) field.ErrorList {
 			fmt.Sprintf("exceeds %s's context of %d tokens", m.Name, m.ContextLength)))
 	}
 	errs = append(errs, s.checkWeightFormat(r)...)
+	errs = append(errs, s.checkTask(r)...)
 	if s.auto != nil {
 		return append(errs, s.autoLayout(r, sourceOK)...)
 	}
@@ -71,6 +72,32 @@ func (s *Service) checkWeightFormat(r *rendering) field.ErrorList {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "model"), s.model, fmt.Sprintf(
 			"%s is published in FP8, which vLLM-Ascend cannot load: serve a W8A8 checkpoint of it (such as ModelScope's vllm-ascend/%s-W8A8) with Quantization(\"ascend\") and ModelFacts",
 			m.Name, path.Base(m.Name)))}
+	}
+	return nil
+}
+
+// checkTask reports a model the engine does not serve: TEI serves
+// embedding, reranking and classification models, vLLM, SGLang, TGI and
+// MindIE (as cube renders them) serve models that generate text,
+// vision-language ones included. Triton serves whatever its model
+// repository holds, and Ollama embeds as well as it generates (/api/embed).
+func (s *Service) checkTask(r *rendering) field.ErrorList {
+	m := r.facts
+	if m == nil || s.engine == tritonEngine || s.engine == ollamaEngine {
+		return nil
+	}
+	p := field.NewPath("spec", "model")
+	task := m.Task
+	if task == "" {
+		task = market.TaskTextGeneration
+	}
+	switch {
+	case s.engine == teiEngine && m.Generates():
+		return field.ErrorList{field.Invalid(p, s.model, fmt.Sprintf(
+			"%s is a %s model and TEI serves embedding, reranking and classification models: serve it with serve.VLLM", m.Name, task))}
+	case s.engine != teiEngine && !m.Generates():
+		return field.ErrorList{field.Invalid(p, s.model, fmt.Sprintf(
+			"%s is a%s %s model, which %s does not serve: serve it with serve.TEI", m.Name, article(string(task)), task, s.engine.title))}
 	}
 	return nil
 }
@@ -216,7 +243,8 @@ func (s *Service) checkPlacement(r *rendering) field.ErrorList {
 func (s *Service) checkFit(r *rendering) field.ErrorList {
 	e := s.engine
 	// A slice holds a fraction of the memory the planner would count.
-	if r.facts == nil || !e.autoSizes || !r.hasProfile || !r.profile.Accelerated() || r.devices == 0 || r.slice {
+	// A model of the wrong task was reported by checkTask.
+	if r.facts == nil || !r.facts.Generates() || !e.autoSizes || !r.hasProfile || !r.profile.Accelerated() || r.devices == 0 || r.slice {
 		return nil
 	}
 	spec := field.NewPath("spec")
@@ -271,7 +299,7 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("model"), s.model,
 			"Auto needs the model's architecture and "+why+": give it with ModelFacts, or size the service yourself with GPUs and TensorParallel instead of Auto"))
 	}
-	if len(errs) > 0 || !sourceOK {
+	if len(errs) > 0 || !sourceOK || !r.facts.Generates() { // the last was reported by checkTask
 		return errs
 	}
 	opts := append(s.planOptions(r), s.auto.opts...)

@@ -87,7 +87,10 @@
 //     Overhead).
 //   - Weights take parameters × bytes per parameter (bf16 2, fp8 and int8 1,
 //     int4 0.5; group-quantization scales not counted), split evenly over
-//     TP × PP ranks.
+//     TP × PP ranks. A vision-language model's parameters include its
+//     vision tower (market.Model.VisionParameters, 677 M for Qwen2.5-VL);
+//     the memory of vLLM's profiling run through that tower (its encoder
+//     cache) is not estimated.
 //   - Inside the share, a reserve is held back for what vLLM's profiling
 //     run measures: the gate and up activations of one forward pass of
 //     max_num_batched_tokens tokens (tokens × 2 × FFN width ÷ TP × 2 bytes;
@@ -119,9 +122,16 @@
 // derives it from the device's memory itself, and TGI sizes its KV cache by
 // its own warm-up, so Auto leaves their fractions to them.
 //
+// Plan sizes models that generate text (market.Model.Generates). It
+// refuses an embedding, reranking or classification model, which has no KV
+// cache: serve those with TEI, one model on one device. A Service checks
+// the same when it knows the model's facts: TEI refuses a text-generating
+// model, and vLLM, SGLang, TGI and MindIE refuse an encoder; FromMarket
+// builds a TEI Service for an encoder the market found.
+//
 // Plan tries tensor-parallel sizes 1, 2, 4 … up to the node's devices that
 // divide the attention heads (and divide, or are a multiple of, the KV
-// heads), smallest first, then adds pipeline stages on the largest of them:
+// heads, and divide a vision tower's heads, which vLLM splits too), smallest first, then adds pipeline stages on the largest of them:
 // on the same node while it has devices left, then across nodes. The
 // returned PlanResult carries TensorParallel, PipelineParallel, Nodes and
 // DevicesPerNode for the builders and every memory figure for people

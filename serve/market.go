@@ -25,6 +25,11 @@ import (
 //
 // A version whose lineage reaches no catalogue model has no facts for the
 // planner: give them with ModelFacts, or size the service by hand.
+//
+// An embedding, reranking or classification model (a Facts whose task does
+// not generate text, such as BAAI/bge-m3) is served with TEI instead, on
+// one device of hw; TEI is not planned, so opts are refused for it, and so
+// is a LoRA adapter, which TEI cannot load.
 func FromMarket(name string, e *market.Entry, hw hardware.Profile, opts ...PlanOption) *Service {
 	if e == nil {
 		s := VLLM(name, "")
@@ -32,6 +37,9 @@ func FromMarket(name string, e *market.Entry, hw hardware.Profile, opts ...PlanO
 		return s
 	}
 	v := e.Version
+	if e.HasFacts && !e.Facts.Generates() {
+		return fromMarketTEI(name, e, hw, len(opts))
+	}
 	var s *Service
 	if v.Artifact.Format == market.FormatLoRA {
 		s = VLLM(name, e.Base).LoRA(v.Model, v.Artifact.URI)
@@ -48,6 +56,24 @@ func FromMarket(name string, e *market.Entry, hw hardware.Profile, opts ...PlanO
 	}
 	if e.HasFacts {
 		s.ModelFacts(e.Facts)
+	}
+	return s
+}
+
+// fromMarketTEI serves an encoder the market found with TEI.
+func fromMarketTEI(name string, e *market.Entry, hw hardware.Profile, planOptions int) *Service {
+	v := e.Version
+	s := TEI(name, v.Artifact.URI).ServedModelName(v.Model).On(hw).Label(market.LabelModel, v.Model).ModelFacts(e.Facts)
+	if v.Number > 0 {
+		s.Label(market.LabelVersion, strconv.Itoa(v.Number))
+	}
+	if planOptions > 0 {
+		s.fail(field.Invalid(field.NewPath("spec", "auto"), planOptions, fmt.Sprintf(
+			"%s is a%s %s model, served by TEI on one device without the planner: drop the plan options", e.Facts.Name,
+			article(string(e.Facts.Task)), e.Facts.Task)))
+	}
+	if v.Artifact.Format == market.FormatLoRA {
+		s.fail(field.Invalid(field.NewPath("spec", "model"), v.Ref(), "is a LoRA adapter of an encoder, which TEI cannot load: merge it into the weights first"))
 	}
 	return s
 }

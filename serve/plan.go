@@ -425,6 +425,13 @@ func validatePlan(model market.Model, acc hardware.Profile, o planOptions) error
 	if err := model.Validate(); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("model"), model.Name, err.Error()))
 	}
+	if !model.Generates() {
+		// An encoder keeps no KV cache, and vLLM as cube renders it serves
+		// generation only.
+		errs = append(errs, field.Invalid(field.NewPath("model"), model.Name, fmt.Sprintf(
+			"is a%s %s model, which Plan does not size (it sizes vLLM's KV cache for text generation): serve it with serve.TEI, on one device",
+			article(string(model.Task)), model.Task)))
+	}
 	accelerated := acc.MemoryBytes > 0 && acc.MaxPerNode >= 1
 	switch {
 	case acc.MemoryBytes <= 0:
@@ -506,6 +513,12 @@ func (p planner) splitProblem(tp int) string {
 	m := p.model
 	if m.AttentionHeads%tp != 0 {
 		return fmt.Sprintf("must divide %s's %d attention heads", m.Name, m.AttentionHeads)
+	}
+	// vLLM splits the vision tower's heads across the same ranks
+	// (Qwen2_5_VisionAttention divides num_heads by the TP size,
+	// vllm/model_executor/models/qwen2_5_vl.py).
+	if m.HasVision() && m.Vision.Heads%tp != 0 {
+		return fmt.Sprintf("must divide the %d attention heads of %s's vision tower", m.Vision.Heads, m.Name)
 	}
 	if !m.UsesMLA() && m.KVHeads%tp != 0 && tp%m.KVHeads != 0 {
 		return fmt.Sprintf("must divide, or be a multiple of, %s's %d KV heads", m.Name, m.KVHeads)
@@ -593,3 +606,11 @@ func (r PlanResult) needBytes(acc hardware.Profile) int64 {
 func (r PlanResult) fits() bool { return r.KVTokenCapacity >= int64(r.ContextLength) }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// article is "n" before a word that starts with a vowel, for "a"/"an".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "n"
+	}
+	return ""
+}

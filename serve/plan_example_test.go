@@ -65,3 +65,28 @@ func ExamplePlan_doesNotFit() {
 	// true
 	// short by 1430220390 bytes per device
 }
+
+// A vision-language model's vision tower is part of its weights; an
+// embedding model has no KV cache for Plan to size, and goes to TEI.
+func ExamplePlan_tasks() {
+	vl, err := market.Lookup("Qwen/Qwen2.5-VL-7B-Instruct")
+	if err != nil {
+		panic(err)
+	}
+	plan, err := serve.Plan(vl, hardware.L4, serve.ContextLength(8192))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s: %.1f GiB weights per device at TP=%d, %.1f GiB of them the vision tower\n", plan.Model,
+		float64(plan.WeightBytesPerDevice)/(1<<30), plan.TensorParallel, float64(vl.VisionParameters*2)/(1<<30)/float64(plan.TensorParallel))
+
+	embed, err := market.Lookup("BAAI/bge-m3")
+	if err != nil {
+		panic(err)
+	}
+	_, err = serve.Plan(embed, hardware.L4)
+	fmt.Println(err)
+	// Output:
+	// Qwen2.5-VL-7B-Instruct: 15.4 GiB weights per device at TP=1, 1.3 GiB of them the vision tower
+	// plan bge-m3 on L4: model: Invalid value: "bge-m3": is an embedding model, which Plan does not size (it sizes vLLM's KV cache for text generation): serve it with serve.TEI, on one device
+}
