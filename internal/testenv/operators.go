@@ -205,7 +205,13 @@ func (n *node) startTrainingOperator() error {
 		"--pytorch-init-container-image=" + n.images.PyTorchInit,
 		"--mpi-kubectl-delivery-image=" + n.images.KubectlDelivery,
 		"--leader-elect=false",
-	}, []string{"KUBECONFIG=" + n.admin, "MY_POD_NAMESPACE=" + namespace})
+	}, []string{"KUBECONFIG=" + n.admin, "MY_POD_NAMESPACE=" + namespace,
+		// Its certificate rotator writes to the fixed trainingOperatorCertDir
+		// while its webhook server reads controller-runtime's default,
+		// os.TempDir()/k8s-webhook-server/serving-certs: with TMPDIR set
+		// elsewhere (a CI runner's, or a second cache tree) the server finds
+		// no certificate and the manager stops.
+		"TMPDIR=/tmp"})
 	if err != nil {
 		return err
 	}
