@@ -231,7 +231,8 @@ type TrainingPlan struct {
 //     4 bits plus 0.127 bits of double-quantized constants (Dettmers et
 //     al. 2023, "QLoRA", §3) or 8 bits, the rest in bf16; a full DPO's
 //     reference model and a full PPO's reference and reward models in
-//     bf16. ZeRO-3 partitions frozen weights too (÷N).
+//     bf16 (the reference only, with a served reward model). ZeRO-3
+//     partitions frozen weights too (÷N).
 //   - activations of one micro batch of b sequences of s tokens, hidden
 //     size h, a heads, L layers (Korthikanti et al. 2022, "Reducing
 //     Activation Recomputation in Large Transformer Models", §4, no
@@ -308,16 +309,26 @@ func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, 
 
 // modelFacts finds the architecture: Facts, or market's catalogue.
 func (f *FineTune) modelFacts() (market.Model, error) {
-	if f.facts != nil {
-		return *f.facts, f.facts.Validate()
+	return factsOf("model", f.model, f.facts, "Facts")
+}
+
+// factsOf finds the architecture of the model ref: given, when the caller
+// gave it (with the method setter), or market's catalogue entry of a Hugging
+// Face or ModelScope id. The error names the field and the setter.
+func factsOf(fieldName, ref string, given *market.Model, setter string) (market.Model, error) {
+	if given != nil {
+		if err := given.Validate(); err != nil {
+			return *given, fmt.Errorf("%s: %w", fieldName, err)
+		}
+		return *given, nil
 	}
-	src, err := serve.ParseSource(f.model)
+	src, err := serve.ParseSource(ref)
 	if err == nil && (src.Kind == serve.SourceHuggingFace || src.Kind == serve.SourceModelScope) {
 		if m, err := market.Lookup(src.Repo); err == nil {
 			return m, nil
 		}
 	}
-	return market.Model{}, fmt.Errorf("model: %q is not in market's catalogue: give its architecture with Facts", f.model)
+	return market.Model{}, fmt.Errorf("%s: %q is not in market's catalogue: give its architecture with %s", fieldName, ref, setter)
 }
 
 // deviceCounts are the layouts tried, smallest first: 1, 2, 4 … devices
@@ -371,10 +382,14 @@ func (p planner) trainable() int64 {
 }
 
 // outerParameters is the embedding, output head and final norm.
-func (p planner) outerParameters() int64 {
-	embed := int64(p.m.VocabSize) * int64(p.m.HiddenSize)
-	n := embed + int64(p.m.HiddenSize)
-	if !p.m.TiedEmbeddings {
+func (p planner) outerParameters() int64 { return outerParameters(p.m) }
+
+// outerParameters is m's embedding, output head (unless tied) and final
+// norm: the parameters outside its decoder layers.
+func outerParameters(m market.Model) int64 {
+	embed := int64(m.VocabSize) * int64(m.HiddenSize)
+	n := embed + int64(m.HiddenSize)
+	if !m.TiedEmbeddings {
 		n += embed
 	}
 	return n
@@ -401,6 +416,8 @@ func (p planner) frozenBytes() int64 {
 	switch {
 	case p.usesReference() && full:
 		b += float64(p.m.Parameters) * bf16 // the reference model
+	case p.f.stage == StagePPO && full && p.f.servedReward():
+		b += float64(p.m.Parameters) * bf16 // the reference; the reward model is served elsewhere
 	case p.f.stage == StagePPO && full:
 		b += 2 * float64(p.m.Parameters) * bf16 // reference and reward models
 	}
@@ -465,17 +482,28 @@ func (p planner) usesReference() bool {
 
 // activations is one micro batch's activation memory on one device.
 func (p planner) activations() int64 {
-	s, b, h, a := int64(p.f.cutoff), int64(p.f.batch)*int64(p.sequencesPerSample()), int64(p.m.HiddenSize), int64(p.m.AttentionHeads)
-	L := int64(p.m.Layers)
+	return activationBytes(p.m, int64(p.f.cutoff), int64(p.f.batch)*int64(p.sequencesPerSample()), p.f.checkpointing, p.o.attentionMaps, true)
+}
+
+// activationBytes is the activation memory of b sequences of s tokens
+// through model m (Korthikanti et al. 2022, §4, no tensor parallelism; see
+// Plan): 34·s·b·h bytes a layer (+5·a·s²·b with attention maps), only the
+// 2·s·b·h input of each layer and one layer's full activations with
+// checkpointing, and the fp32 logits 4·s·b·V when logits is set.
+func activationBytes(m market.Model, s, b int64, checkpointing, attentionMaps, logits bool) int64 {
+	h, a, L := int64(m.HiddenSize), int64(m.AttentionHeads), int64(m.Layers)
 	perLayer := s * b * h * 34
-	if p.o.attentionMaps {
+	if attentionMaps {
 		perLayer += 5 * a * s * s * b
 	}
-	logits := 4 * s * b * int64(p.m.VocabSize)
-	if p.f.checkpointing {
-		return L*2*s*b*h + perLayer + logits
+	var out int64
+	if logits {
+		out = 4 * s * b * int64(m.VocabSize)
 	}
-	return L*perLayer + logits
+	if checkpointing {
+		return L*2*s*b*h + perLayer + out
+	}
+	return L*perLayer + out
 }
 
 func (p planner) size(n int, z zeroLayout) TrainingPlan {
