@@ -424,7 +424,9 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 		add("trainer.critic_warmup", "0")
 	} else {
 		add("critic.model.path", model("critic.model.path", r.critic))
-		add("critic.optim.lr", strconv.FormatFloat(r.learningRate*10, 'g', -1, 64))
+		// Ten times the actor's, as verl's examples; 15 digits drop the
+		// float's last-bit noise (1e-05, not 9.999999999999999e-06).
+		add("critic.optim.lr", strconv.FormatFloat(r.learningRate*10, 'g', 15, 64))
 		// FSDPCriticConfig refuses a run with neither critic micro batch
 		// set (verl/workers/config/critic.py, _check_mutually_exclusive).
 		add("critic.ppo_micro_batch_size_per_gpu", micro)

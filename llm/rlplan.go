@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/serve"
@@ -232,8 +234,13 @@ func PlanRL(r *RL, acc hardware.Profile, opts ...PlanOption) (RLPlan, error) {
 	if acc.Accelerated() && o.tokens > 0 && acc.BF16TFLOPS <= 0 {
 		o.problems = append(o.problems, fmt.Errorf("accelerator: %s has no bf16 peak in the catalogue, and verl trains in bf16", acc.Name))
 	}
-	// The run's own checks, without the layout (the planner chooses it).
-	if _, _, errs := r.overrides(1, 0, acc.Vendor == hardware.Huawei); len(errs) > 0 {
+	// The run's own checks, less the layout's (the planner chooses it).
+	_, _, errs := r.overrides(0, 0, acc.Vendor == hardware.Huawei)
+	errs = errs.Filter(func(err error) bool {
+		var fe *field.Error
+		return errors.As(err, &fe) && (fe.Field == "trainer.nnodes" || fe.Field == "trainer.n_gpus_per_node")
+	})
+	if len(errs) > 0 {
 		o.problems = append(o.problems, fmt.Errorf("rl: %w", errs.ToAggregate()))
 	}
 	if len(o.problems) > 0 {
@@ -332,14 +339,20 @@ func (p rlPlanner) trainable() int64 {
 	return p.m.Parameters
 }
 
-// criticParameters is the critic's count: the policy's architecture
-// without its output head, plus the score head of one label (h + 1).
-func criticParameters(m market.Model) int64 {
-	n := m.Parameters + int64(m.HiddenSize) + 1
+// criticModel is m as verl's critic loads it: without its output head,
+// with the score head of one label (h + 1 parameters) instead, so its
+// only vocabulary-sized matrix is the embedding.
+func criticModel(m market.Model) market.Model {
+	delta := int64(m.HiddenSize) + 1
 	if !m.TiedEmbeddings {
-		n -= int64(m.VocabSize) * int64(m.HiddenSize)
+		delta -= int64(m.VocabSize) * int64(m.HiddenSize)
 	}
-	return n
+	m.Parameters += delta
+	if m.ActiveParameters > 0 {
+		m.ActiveParameters += delta
+	}
+	m.TiedEmbeddings = true
+	return m
 }
 
 // fsdpStates returns one device's fp32 FSDP states of a model of total
@@ -400,11 +413,12 @@ func (p rlPlanner) size(n int, z fsdpOffload) RLPlan {
 		cpuPerDevice += ceilDiv(4*psi, int64(n)) // the reference, CPU-offloaded by FSDP
 	}
 	if r.algorithm == PPOAlgorithm {
-		psiC := criticParameters(p.critic)
+		critic := criticModel(p.critic)
+		psiC := critic.Parameters
 		plan.CriticParameters = psiC
 		plan.CriticStateBytesPerDevice, plan.CriticResidentBytesPerDevice, offloaded = fsdpStates(psiC, psiC, n, z)
 		cpuPerDevice += offloaded
-		plan.CriticGatheredBytesPerDevice = gathered(p.critic, psiC, psiC)
+		plan.CriticGatheredBytesPerDevice = gathered(critic, psiC, psiC)
 		plan.CriticActivationBytesPerDevice = activationBytes(p.critic, s, b, r.checkpointing, p.o.attentionMaps, false)
 		plan.CriticUpdateBytes = plan.CriticStateBytesPerDevice + plan.CriticGatheredBytesPerDevice + plan.CriticActivationBytesPerDevice +
 			plan.ActorResidentBytesPerDevice + p.o.overhead
@@ -451,9 +465,10 @@ func (p rlPlanner) estimate(plan *RLPlan) {
 		plan.Compute = append(plan.Compute, ComputeTerm{Pass: "reference log-probs", Multiple: 2, Parameters: active(p.m)})
 	}
 	if r.algorithm == PPOAlgorithm {
+		critic := active(criticModel(p.critic))
 		plan.Compute = append(plan.Compute,
-			ComputeTerm{Pass: "critic values", Multiple: 2, Parameters: plan.CriticParameters},
-			ComputeTerm{Pass: "critic update", Multiple: 6 + recompute, Parameters: plan.CriticParameters})
+			ComputeTerm{Pass: "critic values", Multiple: 2, Parameters: critic},
+			ComputeTerm{Pass: "critic update", Multiple: 6 + recompute, Parameters: critic})
 	}
 	if p.o.tokens == 0 || plan.PeakTFLOPS <= 0 {
 		return
@@ -510,7 +525,14 @@ func (p RLPlan) String() string {
 		fmt.Fprintf(&b, "    scoring          %s = resident %s + reward model share %s + overhead %s\n", gib(p.RewardBytes),
 			gib(p.ActorResidentBytesPerDevice+p.CriticResidentBytesPerDevice), gib(p.Reward.UsableBytesPerDevice), gib(p.OverheadBytesPerDevice))
 	}
-	b.WriteString("    reference        in CPU memory (FSDP CPU offload), gathered a unit at a time\n")
+	switch {
+	case p.Algorithm == PPOAlgorithm:
+		b.WriteString("    reference        none (no KL term: use_kl_loss and use_kl_in_reward are off)\n")
+	case p.TrainableParameters < p.Parameters:
+		b.WriteString("    reference        the actor without its adapter (ref_in_actor)\n")
+	default:
+		b.WriteString("    reference        in CPU memory (FSDP CPU offload), gathered a unit at a time\n")
+	}
 	fmt.Fprintf(&b, "  rollout: %d replica(s) of TP=%d; each share holds %s weights + %s reserve + %s KV cache; %d of its %d responses at once at full length\n",
 		p.RolloutReplicas, p.Rollout.TensorParallel, gib(p.Rollout.WeightBytesPerDevice), gib(p.Rollout.ReserveBytesPerDevice), gib(p.Rollout.KVCacheBytesPerDevice),
 		min(p.Rollout.MaxConcurrentSequences, int64(p.SequencesPerReplica)), p.SequencesPerReplica)
