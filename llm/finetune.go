@@ -668,7 +668,11 @@ func (f *FineTune) renderStage(c *trainConfig, r *rendering) field.ErrorList {
 	if f.stage == StagePPO && f.servedReward() {
 		p := field.NewPath("reward_model")
 		if problem := rewardServerProblem(f.rewardModel); problem != "" {
-			errs = append(errs, field.Invalid(p, f.rewardModel, problem))
+			shown := f.rewardModel
+			if u, err := url.Parse(shown); err == nil {
+				shown = u.Redacted() // a password given in the URL is not echoed
+			}
+			errs = append(errs, field.Invalid(p, shown, problem))
 		}
 		if f.rewardFull {
 			errs = append(errs, field.Forbidden(field.NewPath("reward_model_type"), "a served reward model is neither LoRA nor full: drop FullRewardModel"))
