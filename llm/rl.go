@@ -184,11 +184,11 @@ func (r *RL) RewardModel(model string) *RL { return r.set(func() { r.rewardModel
 // package serve (an LLM judge, a reward model behind vLLM): every pod gets
 // OPENAI_BASE_URL=<svc.Endpoint()>/v1, the variable the openai Python
 // client reads its base URL from, so a RewardFunction that calls
-// openai.OpenAI() reaches it. Neither verl nor LLaMA-Factory calls a
-// served reward model itself (verl loads reward models in-process;
-// LLaMA-Factory's "api" reward speaks its own route), so the function
-// does; the client also needs OPENAI_API_KEY (EnvFromSecret on Job, any
-// value for a server without a key).
+// openai.OpenAI() reaches it. verl does not call a served model itself
+// (it serves a RewardModel with its own engine on the run's
+// accelerators), so the function does; the client also needs
+// OPENAI_API_KEY (EnvFromSecret on Job, any value for a server without a
+// key).
 func (r *RL) JudgeEndpoint(svc *serve.Service) *RL {
 	if r == nil {
 		return nil
@@ -222,14 +222,18 @@ func (r *RL) CriticFacts(m market.Model) *RL { return r.set(func() { r.criticFac
 // pvc:// reward model trained from a catalogued base: give the base's).
 func (r *RL) RewardModelFacts(m market.Model) *RL { return r.set(func() { r.rewardFacts = &m }) }
 
-// Offload moves the actor's (and a PPO critic's) FSDP parameters and/or
-// optimizer states to CPU memory outside their own update
-// (fsdp_config.param_offload, optimizer_offload): verl loads them back for
-// each update (verl/workers/fsdp_workers.py, update_actor), so offload
-// frees memory for the rollout and the other roles, not for the update.
-func (r *RL) Offload(params, optimizer bool) *RL {
-	return r.set(func() { r.offloadParams, r.offloadOptimizer = params, optimizer })
-}
+// OffloadOptimizer moves the actor's (and a PPO critic's) Adam moments to
+// CPU memory outside their own update (fsdp_config.optimizer_offload);
+// OffloadParams moves their parameters (param_offload). verl loads them
+// back for each update (verl/workers/fsdp_workers.py, update_actor), so
+// offload frees memory for the rollout and the other roles, not for the
+// update.
+func (r *RL) OffloadOptimizer() *RL { return r.set(func() { r.offloadOptimizer = true }) }
+
+// OffloadParams moves the actor's (and a PPO critic's) parameters to CPU
+// memory outside their own update (fsdp_config.param_offload); see
+// OffloadOptimizer.
+func (r *RL) OffloadParams() *RL { return r.set(func() { r.offloadParams = true }) }
 
 // Batch sets the prompts per step (data.train_batch_size), the PPO
 // mini-batch and the micro batch per GPU.

@@ -110,7 +110,7 @@ func rlBuilders() map[string]*llm.RL {
 		Output("pvc://models/rm-ppo")
 	offloaded := llm.VerlPPO("offloaded-ppo", "Qwen/Qwen2.5-7B-Instruct").
 		TrainFiles("pvc://datasets/prompts.parquet").RewardFunction("pvc://datasets/reward/score.py", "score").
-		Offload(true, true).Output("pvc://models/offloaded-ppo")
+		OffloadParams().OffloadOptimizer().Output("pvc://models/offloaded-ppo")
 	offloaded.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
 	ppo.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
 	npu := grpo("npu-grpo")

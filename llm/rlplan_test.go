@@ -197,6 +197,6 @@ func TestPlanRLErrors(t *testing.T) {
 	for _, z := range []*llm.RL{nil, {}} {
 		_, err := llm.PlanRL(z, hardware.H100)
 		assert.ErrorContains(t, err, "llm.GRPO")
-		z.Facts(market.Model{}).CriticFacts(market.Model{}).RewardModelFacts(market.Model{}).Offload(true, true)
+		z.Facts(market.Model{}).CriticFacts(market.Model{}).RewardModelFacts(market.Model{}).OffloadParams().OffloadOptimizer()
 	}
 }
