@@ -71,6 +71,17 @@ type planOptions struct {
 	problems      []error
 }
 
+// newPlanOptions is the defaults with opts applied in order.
+func newPlanOptions(opts []PlanOption) planOptions {
+	o := planOptions{mfu: DefaultMFU, maxNodes: DefaultMaxNodes, rolloutShare: DefaultRolloutShare, overhead: DefaultOverheadBytes}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
 // Tokens is the number of training tokens of one epoch (samples × their
 // mean length); Plan multiplies it by the epochs. Without it Plan sizes
 // memory only and reports no time or cost.
@@ -259,12 +270,7 @@ type TrainingPlan struct {
 //
 // When nothing fits on MaxNodes nodes Plan returns a *FitError.
 func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, error) {
-	o := planOptions{mfu: DefaultMFU, maxNodes: DefaultMaxNodes, rolloutShare: DefaultRolloutShare, overhead: DefaultOverheadBytes}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := newPlanOptions(opts)
 	if f == nil || f.job == nil {
 		o.problems = append(o.problems, errors.New("fine-tune: is nil or zero"))
 		return TrainingPlan{}, errors.Join(o.problems...)
@@ -273,11 +279,8 @@ func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, 
 	if err != nil {
 		o.problems = append(o.problems, err)
 	}
-	if !acc.Accelerated() || acc.MemoryBytes <= 0 {
-		o.problems = append(o.problems, fmt.Errorf("accelerator: %q has no device memory to plan for", acc.Name))
-	}
-	if acc.MaxPerNode < 1 && acc.Accelerated() {
-		o.problems = append(o.problems, fmt.Errorf("accelerator: %q has no devices per node", acc.Name))
+	if err := deviceProblem(acc); err != nil {
+		o.problems = append(o.problems, err)
 	}
 	if acc.Accelerated() && o.tokens > 0 && peakTFLOPS(acc, f.precision) <= 0 {
 		o.problems = append(o.problems, fmt.Errorf("accelerator: %s has no %s peak in the catalogue (no %s support): choose another Precision", acc.Name, precisionName(f.precision), precisionName(f.precision)))
@@ -305,6 +308,17 @@ func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, 
 	}
 	return TrainingPlan{}, &FitError{Model: model.Name, Accelerator: acc.Name, Devices: smallest.Devices,
 		NeedBytes: smallest.NeedBytesPerDevice, DeviceBytes: smallest.DeviceBytes}
+}
+
+// deviceProblem says why acc cannot be planned for, or nil.
+func deviceProblem(acc hardware.Profile) error {
+	switch {
+	case !acc.Accelerated() || acc.MemoryBytes <= 0:
+		return fmt.Errorf("accelerator: %q has no device memory to plan for", acc.Name)
+	case acc.MaxPerNode < 1:
+		return fmt.Errorf("accelerator: %q has no devices per node", acc.Name)
+	}
+	return nil
 }
 
 // modelFacts finds the architecture: Facts, or market's catalogue.

@@ -195,12 +195,7 @@ type RLPlan struct {
 // not divide, or on which verl's batch checks fail, is skipped. When
 // nothing fits on MaxNodes nodes PlanRL returns a *FitError.
 func PlanRL(r *RL, acc hardware.Profile, opts ...PlanOption) (RLPlan, error) {
-	o := planOptions{mfu: DefaultMFU, maxNodes: DefaultMaxNodes, rolloutShare: DefaultRolloutShare, overhead: DefaultOverheadBytes}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := newPlanOptions(opts)
 	if r == nil || r.job == nil {
 		o.problems = append(o.problems, errors.New("rl: is nil or zero: create it with llm.GRPO or llm.VerlPPO"))
 		return RLPlan{}, errors.Join(o.problems...)
@@ -224,10 +219,8 @@ func PlanRL(r *RL, acc hardware.Profile, opts ...PlanOption) (RLPlan, error) {
 			o.problems = append(o.problems, err)
 		}
 	}
-	if !acc.Accelerated() || acc.MemoryBytes <= 0 {
-		o.problems = append(o.problems, fmt.Errorf("accelerator: %q has no device memory to plan for", acc.Name))
-	} else if acc.MaxPerNode < 1 {
-		o.problems = append(o.problems, fmt.Errorf("accelerator: %q has no devices per node", acc.Name))
+	if err := deviceProblem(acc); err != nil {
+		o.problems = append(o.problems, err)
 	} else if r.rolloutTP > acc.MaxPerNode {
 		o.problems = append(o.problems, fmt.Errorf("actor_rollout_ref.rollout.tensor_model_parallel_size: %d exceeds the %d devices of a %s node", r.rolloutTP, acc.MaxPerNode, acc.Name))
 	}
