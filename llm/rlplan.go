@@ -3,6 +3,7 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -176,7 +177,9 @@ type RLPlan struct {
 //     verl's batch limits (8192 tokens, 1024 sequences). In trainer mode
 //     the engine sleeps and frees its share (free_cache_engine); while it
 //     generates, the actor's and critic's resident states stay beside it.
-//     SGLang's share (mem_fraction_static) is sized the same way.
+//     SGLang's mem_fraction_static is a fraction of the memory free when
+//     it starts (the same page), which the resident states lower, so
+//     sizing it as vLLM's share overstates it.
 //   - reward model: served by verl's reward loop in the same share
 //     (RewardModel), awake only while it scores.
 //   - Overhead.
@@ -229,7 +232,7 @@ func PlanRL(r *RL, acc hardware.Profile, opts ...PlanOption) (RLPlan, error) {
 	}
 	// The run's own checks, less the layout's (the planner chooses it).
 	_, _, errs := r.overrides(0, 0, acc.Vendor == hardware.Huawei)
-	errs = errs.Filter(func(err error) bool {
+	errs = append(slices.Clone(r.problems), errs...).Filter(func(err error) bool {
 		var fe *field.Error
 		return errors.As(err, &fe) && (fe.Field == "trainer.nnodes" || fe.Field == "trainer.n_gpus_per_node")
 	})
