@@ -62,4 +62,10 @@ var builders = []struct {
 	{"ppo", func(n string) *llm.FineTune {
 		return llm.PPO(n, qwen, rewardPath).AddDataset(alpaca).ReportTo("tensorboard").Output("pvc://models/" + n)
 	}},
+	{"ppo-api", func(n string) *llm.FineTune {
+		return llm.PPO(n, qwen, rewardPath).RewardServer(rewardServer).AddDataset(alpaca).FullTuning().Output("pvc://models/" + n)
+	}},
 }
+
+// rewardServer is a LLaMA-Factory API server's scoring route in the cluster.
+const rewardServer = "http://qwen-rm.team-a.svc:8000/v1/score/evaluation"

@@ -52,6 +52,18 @@
 // TrainingPlan.String explains every figure; Apply puts the layout on the
 // fine-tune.
 //
+// PlanRL sizes a verl run the same way, phase by phase of its step, as
+// verl's hybrid engine places the roles on every device: the FSDP-sharded
+// fp32 states of the actor (and a PPO critic) with their offloads, their
+// activations, the rollout engine's gpu_memory_utilization share of the
+// device sized by serve.Plan (weights, reserve, KV cache and how many
+// responses run at once), a served reward model's share, and the
+// reference in CPU memory. Time is the training passes over
+// (devices × peak × MFU), divided by (1 − RolloutShare), an assumption
+// the caller changes; RLPlan.String explains every figure.
+//
+//	plan, err := llm.PlanRL(grpo, hardware.H100, llm.Tokens(15_000_000))
+//
 // # GRPO and large PPO: verl on KubeRay
 //
 // GRPO and VerlPPO run verl (v0.7.0) on a train.RayJob: the Ray driver
@@ -60,10 +72,12 @@
 // against testdata/verl-keys.txt), and verl's hybrid engine places the
 // actor, the vLLM or SGLang rollout, the reference and a reward model on
 // the worker groups' accelerators in turn. trainer.nnodes and
-// n_gpus_per_node are read from the RayJob's own worker groups. See rl.go
-// for why verl rather than OpenRLHF. A reward function can call a model
-// served by package serve (JudgeEndpoint sets OPENAI_BASE_URL to its
-// endpoint); neither trainer calls a served reward model by itself.
+// n_gpus_per_node are read from the RayJob's own worker groups, and
+// verl's batch checks are made before the run is submitted. See rl.go
+// for why verl rather than OpenRLHF. A reward model (RewardModel) is
+// served by verl's reward loop on the same accelerators; a reward
+// function can call a model served by package serve (JudgeEndpoint sets
+// OPENAI_BASE_URL to its endpoint).
 //
 //	grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").
 //		TrainFiles("pvc://datasets/gsm8k/train.parquet").
@@ -71,9 +85,18 @@
 //		Output("pvc://models/math")
 //	grpo.Job().WorkerGroup("gpu", 2).On(hardware.H100).GPUs(8)
 //
+// # A served reward model for PPO
+//
+// LLaMA-Factory's PPO can score with a reward model served over HTTP
+// (reward_model_type api): RewardServer, or an http(s) URL given to PPO,
+// names the scoring route it posts to. It speaks LLaMA-Factory's own
+// protocol ({"model", "messages"} in, {"scores"} out), which
+// LLaMA-Factory's API server answers at /v1/score/evaluation and no
+// engine of package serve does, and it sends no API key, so a
+// serve.Service is not accepted and the URL carries no credentials.
+//
 // # What it does not do
 //
-// LLaMA-Factory's PPO loads its reward model in-process: its "api" reward
-// type posts to a route of LLaMA-Factory's own server that no serve
-// engine implements. The planner does not size verl runs.
+// PlanRL does not size Megatron-backed verl runs, verl's separate reward
+// resource pool or multi-turn agent rollouts; cube renders none of them.
 package llm

@@ -3,6 +3,7 @@ package llm_test
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
@@ -82,4 +83,58 @@ func ExamplePlan() {
 	//   compute: 8 × active parameters × 60000000 tokens = 3.85e+18 FLOPs
 	//   time: FLOPs / (2 × 989.0 TFLOPS × MFU 0.35) = 1.55 h, 3.1 device-hours
 	//   cost: 3.1 device-hours × 2.50 = 7.73
+}
+
+func ExamplePlanRL() {
+	grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").
+		TrainFiles("pvc://datasets/gsm8k/train.parquet").
+		RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").
+		Output("pvc://models/math")
+	// GSM8K's 7473 prompts × 5 samples × about 400 tokens an epoch.
+	plan, err := llm.PlanRL(grpo, hardware.H100, llm.Tokens(7473*5*400), llm.Prices(map[string]float64{"H100-SXM-80GB": 2.5}))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	fmt.Print(plan)
+	// Output:
+	// verl GRPO of Qwen2.5-7B-Instruct on 4 × H100-SXM-80GB (1 node(s) × 4), one colocated worker group (hybrid engine)
+	//   step: 256 prompts × 5 samples, up to 2048 tokens each, micro batch 4
+	//   parameters: actor 7615616512 (7615616512 trainable)
+	//   per device: 78.2 GiB of 79.6 GiB at the largest phase
+	//     actor update     41.2 GiB = states 28.4 GiB (fp32 weights, gradients, Adam; FSDP over 4) + gathered 3.8 GiB + activations 7.1 GiB + overhead 2.0 GiB
+	//     generation       78.2 GiB = resident 28.4 GiB + rollout share 47.8 GiB (0.6 of the device) + overhead 2.0 GiB
+	//     reference        in CPU memory (FSDP CPU offload), gathered a unit at a time
+	//   rollout: 4 replica(s) of TP=1; each share holds 14.2 GiB weights + 1.2 GiB reserve + 32.4 GiB KV cache; 296 of its 320 responses at once at full length
+	//   CPU memory per node: 28.4 GiB (reference and offloaded states)
+	//   compute: (actor update 8×7615616512 + old log-probs 2×7615616512 + reference log-probs 2×7615616512) × 224190000 tokens = 2.05e+19 FLOPs
+	//   time: FLOPs / (4 × 989.0 TFLOPS × MFU 0.35) = 4.11 h training / (1 − rollout share 0.50, assumed) = 8.22 h, 32.9 device-hours
+	//   cost: 32.9 device-hours × 2.50 = 82.21
+}
+
+func ExampleFineTune_RewardServer() {
+	ppo := llm.PPO("support-ppo", "Qwen/Qwen2.5-7B-Instruct", "").
+		RewardServer("http://support-rm.team-a.svc:8000/v1/score/evaluation").
+		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		Output("pvc://models/support-ppo")
+	cfg, err := ppo.Config()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, line := range strings.Split(cfg, "\n") {
+		if strings.HasPrefix(line, "reward_model") || strings.HasPrefix(line, "stage") {
+			fmt.Println(line)
+		}
+	}
+	_, err = llm.PPO("support-ppo", "Qwen/Qwen2.5-7B-Instruct", "").
+		RewardServer("http://support-rm.team-a.svc:8000/v1/chat/completions").
+		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		Output("pvc://models/support-ppo").Objects()
+	fmt.Println(err)
+	// Output:
+	// reward_model: http://support-rm.team-a.svc:8000/v1/score/evaluation
+	// reward_model_type: api
+	// stage: ppo
+	// reward_model: Invalid value: "http://support-rm.team-a.svc:8000/v1/chat/completions": must be the URL of a route that answers LLaMA-Factory's scoring request ({"model", "messages"} in, {"scores"} out), such as a LLaMA-Factory API server's /v1/score/evaluation; the serving engines of package serve answer none
 }

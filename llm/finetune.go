@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -205,12 +206,11 @@ func KTO(name, model string) *FineTune {
 }
 
 // PPO trains with proximal policy optimisation (stage ppo) against a
-// reward model LLaMA-Factory loads beside the policy: a LoRA adapter
-// trained by RewardModel on the same base (reward_model_type lora, the
-// default) given as pvc://claim/path, or a full reward model with
-// FullRewardModel. LLaMA-Factory's third kind, "api", posts to its own
-// scoring server's route, which no serve engine implements, so it is not
-// offered.
+// reward model: a LoRA adapter trained by RewardModel on the same base
+// that LLaMA-Factory loads beside the policy (reward_model_type lora, the
+// default) given as pvc://claim/path, a full reward model with
+// FullRewardModel, or a served one given as the http(s) URL of its
+// scoring route (reward_model_type api; see RewardServer).
 func PPO(name, model, rewardModel string) *FineTune {
 	f := newFineTune(StagePPO, name, model)
 	f.rewardModel, f.learningRate = rewardModel, 1e-5
@@ -458,6 +458,27 @@ func (f *FineTune) KTOWeights(chosen, rejected float64) *FineTune {
 // adapter on the policy's base.
 func (f *FineTune) FullRewardModel() *FineTune { return f.set(func() { f.rewardFull = true }) }
 
+// RewardServer scores PPO's responses with a reward model served over
+// HTTP (reward_model_type api, reward_model the URL), replacing the
+// reward model PPO was given. url is the full URL of the scoring route,
+// which LLaMA-Factory v0.9.5 posts to as given
+// (train/ppo/ppo_utils.py get_rewards_from_server): a JSON body
+// {"model": "model", "messages": [prompt + response, ...]}, the answer's
+// "scores" one number a text. LLaMA-Factory's own API server answers it
+// at /v1/score/evaluation (api/app.py) when it runs a reward model
+// (`llamafactory-cli api` with stage rm, a value-head checkpoint, the
+// Hugging Face backend); no engine of package serve does (vLLM's /score
+// and /classify, TEI's /predict take other bodies), so neither a
+// serve.Service nor its OpenAI endpoint is accepted.
+//
+// The request carries only a Content-Type header: LLaMA-Factory sends no
+// API key, so the server must run without one (the API server checks a
+// bearer token only when API_KEY is set) and stay reachable only inside
+// the cluster; a URL with credentials in it is refused.
+func (f *FineTune) RewardServer(url string) *FineTune {
+	return f.set(func() { f.rewardModel, f.rewardFull = url, false })
+}
+
 // PPOEpochs sets the optimisation epochs per PPO batch (ppo_epochs).
 func (f *FineTune) PPOEpochs(n int) *FineTune { return f.set(func() { f.ppoEpochs = n }) }
 
@@ -644,7 +665,21 @@ func (f *FineTune) renderStage(c *trainConfig, r *rendering) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("kto_chosen_weight"), "only for KTO"))
 	}
 	c.KTOChosenWeight, c.KTORejectedWeight = f.ktoChosen, f.ktoReject
-	if f.stage == StagePPO {
+	if f.stage == StagePPO && f.servedReward() {
+		p := field.NewPath("reward_model")
+		if problem := rewardServerProblem(f.rewardModel); problem != "" {
+			shown := f.rewardModel
+			if u, err := url.Parse(shown); err == nil {
+				shown = u.Redacted() // a password given in the URL is not echoed
+			}
+			errs = append(errs, field.Invalid(p, shown, problem))
+		}
+		if f.rewardFull {
+			errs = append(errs, field.Forbidden(field.NewPath("reward_model_type"), "a served reward model is neither LoRA nor full: drop FullRewardModel"))
+		}
+		c.RewardModel, c.RewardModelType = f.rewardModel, "api"
+	}
+	if f.stage == StagePPO && !f.servedReward() {
 		p := field.NewPath("reward_model")
 		rm, rErrs := resolveModel(f.rewardModel, p, "/reward")
 		errs = append(errs, rErrs...)
@@ -658,6 +693,8 @@ func (f *FineTune) renderStage(c *trainConfig, r *rendering) field.ErrorList {
 		} else if f.method != LoRA && f.method != QLoRA {
 			errs = append(errs, field.Forbidden(p, "a LoRA reward model needs a LoRA policy: use FullRewardModel"))
 		}
+	}
+	if f.stage == StagePPO {
 		if f.ppoEpochs < 0 {
 			errs = append(errs, field.Invalid(field.NewPath("ppo_epochs"), f.ppoEpochs, "must not be negative"))
 		}
@@ -670,6 +707,33 @@ func (f *FineTune) renderStage(c *trainConfig, r *rendering) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("reward_model"), "only for PPO"))
 	}
 	return errs
+}
+
+// servedReward says PPO's reward model is an HTTP scoring server.
+func (f *FineTune) servedReward() bool {
+	return strings.HasPrefix(f.rewardModel, "http://") || strings.HasPrefix(f.rewardModel, "https://")
+}
+
+// servingRoutes are the routes of the serving engines package serve runs
+// (vLLM's OpenAI server and its pooling routes, TEI's, Ollama's), none of
+// which takes LLaMA-Factory's scoring body.
+var servingRoutes = []string{"", "/", "/v1", "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models",
+	"/score", "/v1/score", "/classify", "/pooling", "/rerank", "/v1/rerank", "/predict", "/embed", "/api/generate", "/api/chat"}
+
+// rewardServerProblem says what is wrong with a reward server URL, or "".
+func rewardServerProblem(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+		return "must be an http(s) URL with a host"
+	case u.User != nil:
+		return "must not carry credentials: LLaMA-Factory sends no API key, so the server must take requests without one"
+	case u.RawQuery != "" || u.Fragment != "":
+		return "must be the scoring route's URL without a query or fragment"
+	case slices.Contains(servingRoutes, strings.TrimSuffix(u.Path, "/")) || slices.Contains(servingRoutes, u.Path):
+		return "must be the URL of a route that answers LLaMA-Factory's scoring request ({\"model\", \"messages\"} in, {\"scores\"} out), such as a LLaMA-Factory API server's /v1/score/evaluation; the serving engines of package serve answer none"
+	}
+	return ""
 }
 
 // kindFor is the dataset kind a stage trains on.

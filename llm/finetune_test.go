@@ -21,6 +21,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -112,6 +113,9 @@ func TestStagesRenderTheirArguments(t *testing.T) {
 		"simpo":     {"stage": "dpo", "pref_loss": "simpo", "simpo_gamma": 0.5},
 		"kto":       {"stage": "kto", "kto_chosen_weight": 1.0, "kto_rejected_weight": 1.0, "model_name_or_path": "Qwen/Qwen2.5-7B-Instruct"},
 		"ppo":       {"stage": "ppo", "reward_model": "/reward/models/qwen-rm", "reward_model_type": "lora", "report_to": "tensorboard"},
+		// train/trainer_utils.py create_reward_model: "api" takes the URL as
+		// reward_model and loads nothing.
+		"ppo-api": {"stage": "ppo", "reward_model": rewardServer, "reward_model_type": "api", "finetuning_type": "full"},
 	}
 	for _, b := range builders {
 		want, ok := cases[b.name]
@@ -143,6 +147,12 @@ func TestStagesRenderTheirArguments(t *testing.T) {
 				// output, even when it is the same claim.
 				assert.Len(t, slices.DeleteFunc(slices.Clone(c.VolumeMounts), func(m corev1.VolumeMount) bool { return !strings.HasPrefix(m.Name, "llm-claim") }), 3)
 				assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "llm-claim-0", MountPath: "/reward/models", ReadOnly: true})
+			case "ppo-api":
+				// Nothing of the reward model is mounted: only the output.
+				for _, m := range c.VolumeMounts {
+					assert.NotEqual(t, "/reward/models", m.MountPath)
+				}
+				assert.Len(t, slices.DeleteFunc(slices.Clone(c.VolumeMounts), func(m corev1.VolumeMount) bool { return !strings.HasPrefix(m.Name, "llm-claim") }), 2)
 			}
 		})
 	}
@@ -281,6 +291,8 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 		{"bad loss", llm.DPO("x", qwen).AddDataset(pairs).Output("pvc://o/x").PreferenceLoss("kto_pair").SimPOGamma(1), []string{"pref_loss", "simpo_gamma"}},
 		{"ppo eval", llm.PPO("x", qwen, "pvc://m/rm").AddDataset(alpaca).Output("pvc://o/x").ValidationSplit(0.1), []string{"eval_dataset"}},
 		{"ppo full lora rm", llm.PPO("x", qwen, "pvc://m/rm").AddDataset(alpaca).Output("pvc://o/x").FullTuning(), []string{"reward_model"}},
+		{"reward server and full", llm.PPO("x", qwen, rewardServer).FullRewardModel().AddDataset(alpaca).Output("pvc://o/x"), []string{"reward_model_type"}},
+		{"reward server not ppo", llm.SFT("x", qwen).RewardServer(rewardServer).AddDataset(alpaca).Output("pvc://o/x"), []string{"reward_model"}},
 		{"adapter on full", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").FullTuning().ResumeFrom("pvc://m/a"), []string{"adapter_name_or_path"}},
 		{"zero offload", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").OffloadParams(), []string{"job"}},
 		{"elastic", func() *llm.FineTune {
@@ -396,4 +408,39 @@ func TestFloatsReadAsFloatsByOmegaConf(t *testing.T) {
 		}
 	}
 	assert.Contains(t, cfg, "learning_rate: 5e-06")
+}
+
+// TestRewardServerURLs checks the URLs a served reward model may have:
+// LLaMA-Factory v0.9.5 posts {"model", "messages"} to the URL as given and
+// reads "scores" (train/ppo/ppo_utils.py), with no API key.
+func TestRewardServerURLs(t *testing.T) {
+	build := func(url string) *llm.FineTune {
+		return llm.PPO("x", qwen, "pvc://m/rm").RewardServer(url).AddDataset(alpaca).Output("pvc://o/x")
+	}
+	for _, ok := range []string{rewardServer, "https://rm.example.com/score/evaluation"} {
+		cfg, err := build(ok).Config()
+		require.NoError(t, err, ok)
+		assert.Contains(t, cfg, "reward_model: "+ok+"\nreward_model_type: api\n")
+	}
+	// PPO takes the URL in place of a reward model too, and a LoRA policy
+	// does not need a LoRA reward model then.
+	cfg, err := llm.PPO("x", qwen, rewardServer).AddDataset(alpaca).Output("pvc://o/x").Config()
+	require.NoError(t, err)
+	assert.Contains(t, cfg, "reward_model_type: api")
+
+	judge := serve.VLLM("judge", "Qwen/Qwen2.5-72B-Instruct").Namespace("team-a")
+	for url, want := range map[string]string{
+		judge.Endpoint():                                 "answers LLaMA-Factory's scoring request",
+		judge.Endpoint() + "/v1":                         "answers LLaMA-Factory's scoring request",
+		judge.Endpoint() + "/v1/chat/completions":        "answers LLaMA-Factory's scoring request",
+		"http://rm:8000/classify":                        "answers LLaMA-Factory's scoring request",
+		"http://user:secret@rm:8000/v1/score/evaluation": "must not carry credentials",
+		"http://rm:8000/v1/score/evaluation?key=x":       "without a query",
+		"http:///v1/score/evaluation":                    "with a host",
+	} {
+		_, err := build(url).Objects()
+		assert.Equal(t, []string{"reward_model"}, fields(t, err), url)
+		assert.ErrorContains(t, err, want, url)
+		assert.NotContains(t, err.Error(), "secret@", "the literal credential is not echoed")
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -101,6 +102,9 @@ var methods = []func(f *llm.FineTune, p *program){
 	func(f *llm.FineTune, p *program) { f.KTOWeights(pick(p, fuzzFloats), pick(p, fuzzFloats)) },
 	func(f *llm.FineTune, p *program) { f.ResumeFrom(pick(p, fuzzModels)) },
 	func(f *llm.FineTune, p *program) { f.FullRewardModel() },
+	func(f *llm.FineTune, p *program) {
+		f.RewardServer(pick(p, []string{rewardServer, "http://u:p@rm/score/evaluation", "http://rm:8000/v1", "https://", "ftp://rm/x"}))
+	},
 	func(f *llm.FineTune, p *program) { f.PPOEpochs(pick(p, fuzzInts)) },
 	func(f *llm.FineTune, p *program) { f.GradientClipping(pick(p, fuzzFloats)) },
 	func(f *llm.FineTune, p *program) { f.WarmupSteps(pick(p, fuzzInts)) },
@@ -177,7 +181,14 @@ var rlMethods = []func(r *llm.RL, p *program){
 		r.Job().On(pick(p, []hardware.Profile{hardware.H100, hardware.Ascend910B3, hardware.CPU})).GPUs(pick(p, fuzzInts))
 	},
 	func(r *llm.RL, p *program) { r.Job().Image(pick(p, []string{"", "registry.example.com/verl:1"})) },
+	func(r *llm.RL, p *program) { r.OffloadParams() },
+	func(r *llm.RL, p *program) { r.OffloadOptimizer() },
+	func(r *llm.RL, p *program) { r.Facts(pick(p, fuzzFacts)) },
+	func(r *llm.RL, p *program) { r.RewardModelFacts(pick(p, fuzzFacts)).CriticFacts(pick(p, fuzzFacts)) },
 }
+
+// fuzzFacts are a catalogued architecture and an empty one.
+var fuzzFacts = []market.Model{mustLookup(qwen), {}}
 
 // FuzzRL drives the verl builders: Objects never panics, a success is
 // one RayJob whose entrypoint is verl's, a failure field errors.
@@ -198,6 +209,8 @@ func FuzzRL(f *testing.F) {
 		for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
 			pick(p, rlMethods)(r, p)
 		}
+		// The planner never panics on what the builder holds.
+		_, _ = llm.PlanRL(r, hardware.H100, llm.Tokens(1000), llm.AllowOffload())
 		objs, err := r.Objects()
 		if err != nil {
 			var agg utilerrors.Aggregate

@@ -71,6 +71,17 @@ type planOptions struct {
 	problems      []error
 }
 
+// newPlanOptions is the defaults with opts applied in order.
+func newPlanOptions(opts []PlanOption) planOptions {
+	o := planOptions{mfu: DefaultMFU, maxNodes: DefaultMaxNodes, rolloutShare: DefaultRolloutShare, overhead: DefaultOverheadBytes}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
 // Tokens is the number of training tokens of one epoch (samples × their
 // mean length); Plan multiplies it by the epochs. Without it Plan sizes
 // memory only and reports no time or cost.
@@ -231,7 +242,8 @@ type TrainingPlan struct {
 //     4 bits plus 0.127 bits of double-quantized constants (Dettmers et
 //     al. 2023, "QLoRA", §3) or 8 bits, the rest in bf16; a full DPO's
 //     reference model and a full PPO's reference and reward models in
-//     bf16. ZeRO-3 partitions frozen weights too (÷N).
+//     bf16 (the reference only, with a served reward model). ZeRO-3
+//     partitions frozen weights too (÷N).
 //   - activations of one micro batch of b sequences of s tokens, hidden
 //     size h, a heads, L layers (Korthikanti et al. 2022, "Reducing
 //     Activation Recomputation in Large Transformer Models", §4, no
@@ -258,12 +270,7 @@ type TrainingPlan struct {
 //
 // When nothing fits on MaxNodes nodes Plan returns a *FitError.
 func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, error) {
-	o := planOptions{mfu: DefaultMFU, maxNodes: DefaultMaxNodes, rolloutShare: DefaultRolloutShare, overhead: DefaultOverheadBytes}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := newPlanOptions(opts)
 	if f == nil || f.job == nil {
 		o.problems = append(o.problems, errors.New("fine-tune: is nil or zero"))
 		return TrainingPlan{}, errors.Join(o.problems...)
@@ -272,11 +279,8 @@ func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, 
 	if err != nil {
 		o.problems = append(o.problems, err)
 	}
-	if !acc.Accelerated() || acc.MemoryBytes <= 0 {
-		o.problems = append(o.problems, fmt.Errorf("accelerator: %q has no device memory to plan for", acc.Name))
-	}
-	if acc.MaxPerNode < 1 && acc.Accelerated() {
-		o.problems = append(o.problems, fmt.Errorf("accelerator: %q has no devices per node", acc.Name))
+	if err := deviceProblem(acc); err != nil {
+		o.problems = append(o.problems, err)
 	}
 	if acc.Accelerated() && o.tokens > 0 && peakTFLOPS(acc, f.precision) <= 0 {
 		o.problems = append(o.problems, fmt.Errorf("accelerator: %s has no %s peak in the catalogue (no %s support): choose another Precision", acc.Name, precisionName(f.precision), precisionName(f.precision)))
@@ -306,12 +310,23 @@ func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, 
 		NeedBytes: smallest.NeedBytesPerDevice, DeviceBytes: smallest.DeviceBytes}
 }
 
+// deviceProblem says why acc cannot be planned for, or nil.
+func deviceProblem(acc hardware.Profile) error {
+	switch {
+	case !acc.Accelerated() || acc.MemoryBytes <= 0:
+		return fmt.Errorf("accelerator: %q has no device memory to plan for", acc.Name)
+	case acc.MaxPerNode < 1:
+		return fmt.Errorf("accelerator: %q has no devices per node", acc.Name)
+	}
+	return nil
+}
+
 // modelFacts finds the architecture: Facts, or market's catalogue. An
 // encoder (an embedding or reranking model such as BAAI/bge-m3) is
 // refused: LLaMA-Factory trains decoders, and the planner's layer shapes
 // (linearLayers) are a decoder's.
 func (f *FineTune) modelFacts() (market.Model, error) {
-	m, err := f.findFacts()
+	m, err := factsOf("model", f.model, f.facts, "Facts")
 	if err == nil && m.IsEncoder() {
 		return market.Model{}, fmt.Errorf("model: %s is an encoder (task %s), and LLaMA-Factory fine-tunes decoders that generate text",
 			m.Name, m.Task)
@@ -319,17 +334,23 @@ func (f *FineTune) modelFacts() (market.Model, error) {
 	return m, err
 }
 
-func (f *FineTune) findFacts() (market.Model, error) {
-	if f.facts != nil {
-		return *f.facts, f.facts.Validate()
+// factsOf finds the architecture of the model ref: given, when the caller
+// gave it (with the method setter), or market's catalogue entry of a Hugging
+// Face or ModelScope id. The error names the field and the setter.
+func factsOf(fieldName, ref string, given *market.Model, setter string) (market.Model, error) {
+	if given != nil {
+		if err := given.Validate(); err != nil {
+			return *given, fmt.Errorf("%s: %w", fieldName, err)
+		}
+		return *given, nil
 	}
-	src, err := serve.ParseSource(f.model)
+	src, err := serve.ParseSource(ref)
 	if err == nil && (src.Kind == serve.SourceHuggingFace || src.Kind == serve.SourceModelScope) {
 		if m, err := market.Lookup(src.Repo); err == nil {
 			return m, nil
 		}
 	}
-	return market.Model{}, fmt.Errorf("model: %q is not in market's catalogue: give its architecture with Facts", f.model)
+	return market.Model{}, fmt.Errorf("%s: %q is not in market's catalogue: give its architecture with %s", fieldName, ref, setter)
 }
 
 // deviceCounts are the layouts tried, smallest first: 1, 2, 4 … devices
@@ -383,10 +404,14 @@ func (p planner) trainable() int64 {
 }
 
 // outerParameters is the embedding, output head and final norm.
-func (p planner) outerParameters() int64 {
-	embed := int64(p.m.VocabSize) * int64(p.m.HiddenSize)
-	n := embed + int64(p.m.HiddenSize)
-	if !p.m.TiedEmbeddings {
+func (p planner) outerParameters() int64 { return outerParameters(p.m) }
+
+// outerParameters is m's embedding, output head (unless tied) and final
+// norm: the parameters outside its decoder layers.
+func outerParameters(m market.Model) int64 {
+	embed := int64(m.VocabSize) * int64(m.HiddenSize)
+	n := embed + int64(m.HiddenSize)
+	if !m.TiedEmbeddings {
 		n += embed
 	}
 	return n
@@ -413,6 +438,8 @@ func (p planner) frozenBytes() int64 {
 	switch {
 	case p.usesReference() && full:
 		b += float64(p.m.Parameters) * bf16 // the reference model
+	case p.f.stage == StagePPO && full && p.f.servedReward():
+		b += float64(p.m.Parameters) * bf16 // the reference; the reward model is served elsewhere
 	case p.f.stage == StagePPO && full:
 		b += 2 * float64(p.m.Parameters) * bf16 // reference and reward models
 	}
@@ -477,17 +504,28 @@ func (p planner) usesReference() bool {
 
 // activations is one micro batch's activation memory on one device.
 func (p planner) activations() int64 {
-	s, b, h, a := int64(p.f.cutoff), int64(p.f.batch)*int64(p.sequencesPerSample()), int64(p.m.HiddenSize), int64(p.m.AttentionHeads)
-	L := int64(p.m.Layers)
+	return activationBytes(p.m, int64(p.f.cutoff), int64(p.f.batch)*int64(p.sequencesPerSample()), p.f.checkpointing, p.o.attentionMaps, true)
+}
+
+// activationBytes is the activation memory of b sequences of s tokens
+// through model m (Korthikanti et al. 2022, §4, no tensor parallelism; see
+// Plan): 34·s·b·h bytes a layer (+5·a·s²·b with attention maps), only the
+// 2·s·b·h input of each layer and one layer's full activations with
+// checkpointing, and the fp32 logits 4·s·b·V when logits is set.
+func activationBytes(m market.Model, s, b int64, checkpointing, attentionMaps, logits bool) int64 {
+	h, a, L := int64(m.HiddenSize), int64(m.AttentionHeads), int64(m.Layers)
 	perLayer := s * b * h * 34
-	if p.o.attentionMaps {
+	if attentionMaps {
 		perLayer += 5 * a * s * s * b
 	}
-	logits := 4 * s * b * int64(p.m.VocabSize)
-	if p.f.checkpointing {
-		return L*2*s*b*h + perLayer + logits
+	var out int64
+	if logits {
+		out = 4 * s * b * int64(m.VocabSize)
 	}
-	return L*perLayer + logits
+	if checkpointing {
+		return L*2*s*b*h + perLayer + out
+	}
+	return L*perLayer + out
 }
 
 func (p planner) size(n int, z zeroLayout) TrainingPlan {

@@ -161,6 +161,24 @@ func TestPlanFollowsTheFormulas(t *testing.T) {
 	})
 }
 
+// TestPlanPPOServedReward: a full PPO holds its reference and reward
+// models in bf16 beside the policy, only the reference when the reward
+// model is served (train/trainer_utils.py create_reward_model loads
+// nothing for "api").
+func TestPlanPPOServedReward(t *testing.T) {
+	psi := mustLookup(qwen).Parameters
+	local := llm.PPO("p", qwen, "pvc://m/rm").FullRewardModel().FullTuning().AddDataset(alpaca).Output("pvc://m/x")
+	served := llm.PPO("p", qwen, rewardServer).FullTuning().AddDataset(alpaca).Output("pvc://m/x")
+	for f, want := range map[*llm.FineTune]int64{local: 2 * 2 * psi, served: 2 * psi} {
+		p, err := llm.Plan(f, hardware.H100, llm.MaxNodes(1), llm.AllowOffload())
+		require.NoError(t, err)
+		if p.ZeROStage == 3 {
+			want = (want + int64(p.Devices) - 1) / int64(p.Devices)
+		}
+		assert.Equal(t, want, p.FrozenBytesPerDevice)
+	}
+}
+
 func TestPlanErrors(t *testing.T) {
 	f := llm.SFT("z", "deepseek-ai/DeepSeek-V3").AddDataset(alpaca).Output("pvc://m/x").FullTuning()
 	_, err := llm.Plan(f, hardware.L4, llm.MaxNodes(1))

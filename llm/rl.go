@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -91,6 +92,10 @@ type RL struct {
 	output                       string
 	logger                       []string
 	checkpointing                bool
+	offloadParams                bool
+	offloadOptimizer             bool
+
+	facts, criticFacts, rewardFacts *market.Model
 
 	autoImage string
 	problems  field.ErrorList
@@ -164,18 +169,26 @@ func (r *RL) RewardFunction(file, name string) *RL {
 
 // RewardModel scores responses with a reward model (reward_model.enable,
 // reward_model.model.path), such as the output of llm.RewardModel with
-// FullTuning, as pvc://claim/path or a Hugging Face id.
+// FullTuning, as pvc://claim/path or a Hugging Face id. verl v0.7.0 serves
+// it through its reward loop (reward_model.use_reward_loop, on by
+// default): a vLLM or SGLang server of its own on the same accelerators,
+// asked for a sequence classification score (verl/experimental/
+// reward_loop/reward_loop.py, compute_score_disrm), so it must be a
+// sequence-classification checkpoint. The server uses the rollout's
+// engine, tensor parallelism and memory share (Rollout) and the run's
+// lengths (reward_model.rollout.*); it sleeps while the policy generates
+// and the policy's engine sleeps while it scores.
 func (r *RL) RewardModel(model string) *RL { return r.set(func() { r.rewardModel = model }) }
 
 // JudgeEndpoint points the run's reward function at a model served by
 // package serve (an LLM judge, a reward model behind vLLM): every pod gets
 // OPENAI_BASE_URL=<svc.Endpoint()>/v1, the variable the openai Python
 // client reads its base URL from, so a RewardFunction that calls
-// openai.OpenAI() reaches it. Neither verl nor LLaMA-Factory calls a
-// served reward model itself (verl loads reward models in-process;
-// LLaMA-Factory's "api" reward speaks its own route), so the function
-// does; the client also needs OPENAI_API_KEY (EnvFromSecret on Job, any
-// value for a server without a key).
+// openai.OpenAI() reaches it. verl does not call a served model itself
+// (it serves a RewardModel with its own engine on the run's
+// accelerators), so the function does; the client also needs
+// OPENAI_API_KEY (EnvFromSecret on Job, any value for a server without a
+// key).
 func (r *RL) JudgeEndpoint(svc *serve.Service) *RL {
 	if r == nil {
 		return nil
@@ -194,6 +207,33 @@ func (r *RL) JudgeEndpoint(svc *serve.Service) *RL {
 
 // Critic sets the critic's initial weights (PPO only).
 func (r *RL) Critic(model string) *RL { return r.set(func() { r.critic = model }) }
+
+// Facts gives PlanRL the policy's architecture when its reference is not
+// in market's catalogue (a pvc:// path, a private model); it is also the
+// critic's when the critic starts from the policy.
+func (r *RL) Facts(m market.Model) *RL { return r.set(func() { r.facts = &m }) }
+
+// CriticFacts gives PlanRL the critic's architecture when Critic names a
+// model that is not in market's catalogue.
+func (r *RL) CriticFacts(m market.Model) *RL { return r.set(func() { r.criticFacts = &m }) }
+
+// RewardModelFacts gives PlanRL the reward model's architecture when
+// RewardModel names a model that is not in market's catalogue (such as a
+// pvc:// reward model trained from a catalogued base: give the base's).
+func (r *RL) RewardModelFacts(m market.Model) *RL { return r.set(func() { r.rewardFacts = &m }) }
+
+// OffloadOptimizer moves the actor's (and a PPO critic's) Adam moments to
+// CPU memory outside their own update (fsdp_config.optimizer_offload);
+// OffloadParams moves their parameters (param_offload). verl loads them
+// back for each update (verl/workers/fsdp_workers.py, update_actor), so
+// offload frees memory for the rollout and the other roles, not for the
+// update.
+func (r *RL) OffloadOptimizer() *RL { return r.set(func() { r.offloadOptimizer = true }) }
+
+// OffloadParams moves the actor's (and a PPO critic's) parameters to CPU
+// memory outside their own update (fsdp_config.param_offload); see
+// OffloadOptimizer.
+func (r *RL) OffloadParams() *RL { return r.set(func() { r.offloadParams = true }) }
 
 // Batch sets the prompts per step (data.train_batch_size), the PPO
 // mini-batch and the micro batch per GPU.
@@ -355,6 +395,12 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	// GRPO puts the KL against the reference in the loss, not the reward
 	// (verl's GRPO examples: use_kl_loss True, use_kl_in_reward False).
 	add("actor_rollout_ref.actor.use_kl_loss", strconv.FormatBool(grpo))
+	if r.offloadParams {
+		add("actor_rollout_ref.actor.fsdp_config.param_offload", "true")
+	}
+	if r.offloadOptimizer {
+		add("actor_rollout_ref.actor.fsdp_config.optimizer_offload", "true")
+	}
 	add("actor_rollout_ref.actor.kl_loss_coef", fraction("actor_rollout_ref.actor.kl_loss_coef", r.klCoef, 0, 10))
 	add("algorithm.use_kl_in_reward", "false")
 	if !slices.Contains([]string{"vllm", "sglang"}, r.engine) {
@@ -382,7 +428,18 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 		add("trainer.critic_warmup", "0")
 	} else {
 		add("critic.model.path", model("critic.model.path", r.critic))
-		add("critic.optim.lr", strconv.FormatFloat(r.learningRate*10, 'g', -1, 64))
+		// Ten times the actor's, as verl's examples; 15 digits drop the
+		// float's last-bit noise (1e-05, not 9.999999999999999e-06).
+		add("critic.optim.lr", strconv.FormatFloat(r.learningRate*10, 'g', 15, 64))
+		// FSDPCriticConfig refuses a run with neither critic micro batch
+		// set (verl/workers/config/critic.py, _check_mutually_exclusive).
+		add("critic.ppo_micro_batch_size_per_gpu", micro)
+		if r.offloadParams {
+			add("critic.model.fsdp_config.param_offload", "true")
+		}
+		if r.offloadOptimizer {
+			add("critic.model.fsdp_config.optimizer_offload", "true")
+		}
 	}
 	switch {
 	case r.rewardModel != "" && r.rewardPath != "":
@@ -390,6 +447,16 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	case r.rewardModel != "":
 		add("reward_model.enable", "true")
 		add("reward_model.model.path", model("reward_model.model.path", r.rewardModel))
+		// The reward loop serves the model with reward_model.rollout, whose
+		// name is mandatory ("???" in the generated configuration) and
+		// whose other defaults (TP 2, half the memory, 2048 + 2048 tokens)
+		// are not the run's; verl's own reward-model examples set them
+		// (examples/ppo_trainer/run_qwen2-7b_rm.sh).
+		add("reward_model.rollout.name", r.engine)
+		add("reward_model.rollout.tensor_model_parallel_size", tp)
+		add("reward_model.rollout.gpu_memory_utilization", strconv.FormatFloat(r.rolloutMemory, 'g', -1, 64))
+		add("reward_model.rollout.prompt_length", strconv.Itoa(r.promptLen))
+		add("reward_model.rollout.response_length", strconv.Itoa(r.responseLen))
 	case r.rewardPath != "":
 		add("custom_reward_function.path", file("custom_reward_function.path", r.rewardPath, RLRewardRoot, true))
 		if r.rewardFunc == "" {
@@ -403,6 +470,15 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 		errs = append(errs, field.Required(field.NewPath("custom_reward_function.path"), "a reward is required: RewardFunction or RewardModel"))
 	}
 
+	// verl's own batch checks (verl/utils/config.py validate_config;
+	// ActorRolloutRefWorker.__init__ in verl/workers/fsdp_workers.py
+	// normalises the mini batch per device), made here so that a run
+	// fails before it is submitted.
+	if devices := nodes * gpus; devices > 0 && r.batch > 0 && r.samples > 0 && r.miniBatch > 0 && r.microBatch > 0 {
+		if problem := verlBatchProblem(r.batch, r.miniBatch, r.microBatch, r.samples, devices); problem != "" {
+			errs = append(errs, field.Invalid(field.NewPath("data.train_batch_size"), r.batch, problem))
+		}
+	}
 	add("trainer.nnodes", positive("trainer.nnodes", nodes))
 	add("trainer.n_gpus_per_node", positive("trainer.n_gpus_per_node", gpus))
 	if ascend {
@@ -420,6 +496,22 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	add("trainer.project_name", "cube")
 	add("trainer.experiment_name", r.job.Name())
 	return out, claims, errs
+}
+
+// verlBatchProblem says why verl refuses a batch on devices devices, or
+// "": the responses of a step (prompts × samples) must divide among the
+// devices, and the mini batch's responses per device (miniBatch × samples
+// / devices) must be a positive multiple of the micro batch.
+func verlBatchProblem(prompts, miniBatch, micro, samples, devices int) string {
+	if prompts*samples%devices != 0 {
+		return fmt.Sprintf("%d prompts × %d samples must divide among the %d devices (verl's validate_config)", prompts, samples, devices)
+	}
+	perDevice := miniBatch * samples / devices
+	if perDevice < 1 || perDevice%micro != 0 {
+		return fmt.Sprintf("the mini batch's %d × %d responses over %d devices (%d each) must be a positive multiple of the micro batch %d (verl's ActorRolloutRefWorker)",
+			miniBatch, samples, devices, perDevice, micro)
+	}
+	return ""
 }
 
 // hydraList renders a Hydra list value: [a,b].

@@ -108,10 +108,14 @@ func rlBuilders() map[string]*llm.RL {
 		TrainFiles("pvc://datasets/prompts.parquet").
 		RewardModel("pvc://models/qwen-rm-full").LoRA(32, 64).WandB("wandb", "key").
 		Output("pvc://models/rm-ppo")
+	offloaded := llm.VerlPPO("offloaded-ppo", "Qwen/Qwen2.5-7B-Instruct").
+		TrainFiles("pvc://datasets/prompts.parquet").RewardFunction("pvc://datasets/reward/score.py", "score").
+		OffloadParams().OffloadOptimizer().Output("pvc://models/offloaded-ppo")
+	offloaded.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
 	ppo.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
 	npu := grpo("npu-grpo")
 	npu.Job().On(hardware.Ascend910B3).Fabric(hardware.RoCE()).Image("registry.example.com/verl:ascend")
-	return map[string]*llm.RL{"grpo": grpo("math-grpo"), "ppo": ppo, "grpo-ascend": npu}
+	return map[string]*llm.RL{"grpo": grpo("math-grpo"), "ppo": ppo, "grpo-ascend": npu, "ppo-offload": offloaded}
 }
 
 func TestEveryVerlOverrideIsUpstream(t *testing.T) {
@@ -131,6 +135,21 @@ func TestEveryVerlOverrideIsUpstream(t *testing.T) {
 			assert.Equal(t, "/models/models/qwen-rm-full", got["reward_model.model.path"])
 			assert.Equal(t, "32", got["actor_rollout_ref.model.lora_rank"])
 			assert.Equal(t, "[console,wandb]", got["trainer.logger"])
+			// FSDPCriticConfig needs a critic micro batch.
+			assert.Equal(t, "4", got["critic.ppo_micro_batch_size_per_gpu"])
+			// The reward loop's server: its name is mandatory at v0.7.0.
+			for k, v := range map[string]string{"reward_model.rollout.name": "vllm", "reward_model.rollout.tensor_model_parallel_size": "1",
+				"reward_model.rollout.gpu_memory_utilization": "0.6", "reward_model.rollout.prompt_length": "1024",
+				"reward_model.rollout.response_length": "1024"} {
+				assert.Equal(t, v, got[k], k)
+			}
+			assert.NotContains(t, got, "actor_rollout_ref.actor.fsdp_config.param_offload")
+		case "ppo-offload":
+			for _, k := range []string{"actor_rollout_ref.actor.fsdp_config.param_offload", "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
+				"critic.model.fsdp_config.param_offload", "critic.model.fsdp_config.optimizer_offload"} {
+				assert.Equal(t, "true", got[k], k)
+			}
+			assert.NotContains(t, got, "reward_model.rollout.name")
 		case "grpo-ascend":
 			assert.Equal(t, "npu", got["trainer.device"])
 		}
@@ -138,7 +157,8 @@ func TestEveryVerlOverrideIsUpstream(t *testing.T) {
 }
 
 func TestHeadWithAcceleratorsCountsAsANode(t *testing.T) {
-	r := grpo("head")
+	// 24 devices: 240 × 5 responses, 48 × 5 / 24 = 10 a device in micro batches of 2.
+	r := grpo("head").Batch(240, 48, 2)
 	r.Job().HeadAccelerators()
 	objs, err := r.Objects()
 	require.NoError(t, err)
@@ -155,6 +175,14 @@ func TestRLErrors(t *testing.T) {
 		"actor_rollout_ref.rollout.tensor_model_parallel_size", "actor_rollout_ref.rollout.gpu_memory_utilization",
 		"custom_reward_function.path", "trainer.default_local_dir",
 	}, fields(t, err), err.Error())
+
+	// verl's batch checks on 2 × 8 devices: 6 prompts × 5 samples do not
+	// divide among 16; 64 × 5 / 16 = 20 responses a device are no multiple
+	// of a micro batch of 8.
+	for _, b := range [][3]int{{6, 4, 4}, {256, 64, 8}} {
+		_, err := grpo("batch").Batch(b[0], b[1], b[2]).Objects()
+		assert.Equal(t, []string{"data.train_batch_size"}, fields(t, err), b)
+	}
 
 	npu := grpo("npu")
 	npu.Job().On(hardware.Ascend910B3)
