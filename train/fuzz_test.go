@@ -324,7 +324,7 @@ var fuzzKinds = []func(name string, base bool) (cube.Workload, []op){
 				min := pick(p, fuzzInts)
 				j.AddTask(train.VolcanoTask{
 					Name: pick(p, []string{"launcher", "ps", "Bad Task", ""}), Replicas: pick(p, fuzzInts), MinAvailable: &min,
-					Command: []string{pick(p, fuzzStrings)}, NoAccelerators: p.byte()%2 == 0,
+					Command: []string{pick(p, fuzzStrings)}, NoGPUs: p.byte()%2 == 0,
 					CPU: pick(p, fuzzQuantity), Memory: pick(p, fuzzQuantity), MaxRetry: pick(p, fuzzInts),
 					RestartPolicy: pick(p, fuzzPodRests),
 					Policies:      []vcbatch.LifecyclePolicy{{Event: pick(p, fuzzEvents), Action: pick(p, fuzzActions)}},

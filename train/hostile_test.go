@@ -84,7 +84,7 @@ func TestHostileSettings(t *testing.T) {
 			}},
 		{"more GPUs than a CPU profile has",
 			train.PyTorch("pt").Image(img).On(hardware.CPU).GPUs(2).Nodes(1), []string{
-				`count: Invalid value: 2: cpu-amd64 has no accelerators to request`,
+				`gpus: Invalid value: 2: cpu-amd64 has no accelerators to request`,
 			}},
 		// Found by FuzzBuilders: each was accepted by cube and refused by
 		// the API server.

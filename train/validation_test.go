@@ -65,7 +65,7 @@ func TestValidation(t *testing.T) {
 			`spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image: Required value: an image is required`,
 		}},
 		{"more GPUs than the node holds, reported once for every replica", pytorch().On(hardware.H100).GPUs(16), []string{
-			`count: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
+			`gpus: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
 		}},
 		{"negative GPUs reported once, under the setting", pytorch().On(hardware.H100).GPUs(-1), []string{
 			`gpus: Invalid value: -1: must not be negative`,
