@@ -28,7 +28,7 @@
 // PipelineStatus in the exit handler. After adds dependencies on side
 // effects. Steps can retry with backoff, time out, run When a condition
 // holds, and fan out with ForEach (a list) or ForEachIn (a JSON list from a
-// parameter or an output), MaxParallel at a time.
+// parameter or an output), Parallelism at a time.
 //
 // # Compiling for Argo
 //
@@ -67,7 +67,7 @@
 // working directory — the image, resources, hardware and volumes are
 // ignored, and env values from Secrets do not exist; workload steps run their
 // main container's command once as a single process, or a function given
-// with Replace. Dependencies, Concurrency, retries, timeouts, When and
+// with Replace. Dependencies, Parallelism, retries, timeouts, When and
 // fan-out behave as in Argo, including failing fast: after a failure no new
 // step starts. Parameters, inputs, outputs and each step's log are files in
 // the run directory; progress events stream to OnEvent handlers and to a

@@ -307,9 +307,9 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 	if c.maxParSet {
 		switch {
 		case c.maxPar < 1:
-			errs = append(errs, field.Invalid(path.Child("maxParallel"), c.maxPar, "must be at least 1"))
+			errs = append(errs, field.Invalid(path.Child("parallelism"), c.maxPar, "must be at least 1"))
 		case !fanned:
-			errs = append(errs, field.Invalid(path.Child("maxParallel"), c.maxPar, "applies only to a step with ForEach or ForEachIn"))
+			errs = append(errs, field.Invalid(path.Child("parallelism"), c.maxPar, "applies only to a step with ForEach or ForEachIn"))
 		}
 	}
 	if exit {

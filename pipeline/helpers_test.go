@@ -119,7 +119,7 @@ func llmFlowNamed(name string) *pipeline.Pipeline {
 		Outputs("shards", "rows")
 	tokenize := pipeline.Container("tokenize").Image("python:3.12").
 		Command("python", "tokenize.py", "--shard", pipeline.ItemRef, "--out", pipeline.WorkspaceDir+"/tokens").
-		ForEachIn(prepare.Output("shards")).MaxParallel(4).
+		ForEachIn(prepare.Output("shards")).Parallelism(4).
 		Retry(pipeline.Retry{Limit: 3})
 	train := pipeline.Workload("train", pytorchJob("llama-sft")).
 		After(tokenize).

@@ -32,7 +32,7 @@ func TestNilPipeline(t *testing.T) {
 	assert.EqualError(t, err, nilPipeline)
 	_, err = p.Run(t.Context())
 	assert.EqualError(t, err, nilPipeline)
-	_, err = p.Schedule("@daily").Timezone("UTC").Concurrency(pipeline.ForbidConcurrent).StartingDeadline(time.Minute).
+	_, err = p.Schedule("@daily").Timezone("UTC").ConcurrencyPolicy(pipeline.ForbidConcurrent).StartingDeadline(time.Minute).
 		KeepHistory(1, 1).Suspend(true).Objects()
 	assert.EqualError(t, err, nilPipeline)
 	var s *pipeline.Schedule

@@ -38,7 +38,7 @@ type RunOption interface{ applyToRun(*runOptions) }
 
 type runOptions struct {
 	dir         string
-	concurrency int
+	parallelism int
 	params      map[string]string
 	handlers    []func(Event)
 	progress    io.Writer
@@ -58,14 +58,15 @@ func (f runOptionFunc) applyToRun(o *runOptions) { f(o) }
 // temporary directory (Result.Dir), which the caller may remove.
 func RunDir(dir string) RunOption { return runOptionFunc(func(o *runOptions) { o.dir = dir }) }
 
-// Concurrency bounds how many steps (and fan-out items) run at once
-// (default: the number of CPUs; the pipeline's Parallelism caps it).
-func Concurrency(n int) RunOption {
+// Parallelism bounds how many steps (and fan-out items) of a local run
+// execute at once (default: the number of CPUs; the pipeline's own
+// Pipeline.Parallelism caps it).
+func Parallelism(n int) RunOption {
 	return runOptionFunc(func(o *runOptions) {
 		if n < 1 {
-			o.problems = append(o.problems, field.Invalid(field.NewPath("concurrency"), n, "must be at least 1"))
+			o.problems = append(o.problems, field.Invalid(field.NewPath("parallelism"), n, "must be at least 1"))
 		}
-		o.concurrency = n
+		o.parallelism = n
 	})
 }
 
@@ -184,7 +185,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 // (the image, resources, hardware and volumes are ignored, and the working
 // directory is the caller's), workload steps run their main container's
 // command once as a single local process (or the function Replace gives).
-// It honours dependencies, the concurrency bound, retries with backoff,
+// It honours dependencies, the parallelism bound, retries with backoff,
 // timeouts, When and fan-out, and runs the exit handler last. Values move
 // through files in the run directory. Cancelling ctx kills the whole process
 // tree of every running step.
@@ -196,7 +197,7 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) (*Result, error) 
 	if p == nil {
 		return nil, errNilPipeline
 	}
-	o := runOptions{concurrency: runtime.NumCPU(), progress: os.Stderr}
+	o := runOptions{parallelism: runtime.NumCPU(), progress: os.Stderr}
 	for _, opt := range opts {
 		opt.applyToRun(&o)
 	}

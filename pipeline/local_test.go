@@ -84,7 +84,7 @@ func TestRunDependencyOrder(t *testing.T) {
 	e := c.step("e").After(d)
 	// Listed out of order on purpose: order comes from the edges.
 	p := pipeline.New("order").Step(e, d, cc, b, a, f)
-	res, err := runLocal(t, p, pipeline.Concurrency(4))
+	res, err := runLocal(t, p, pipeline.Parallelism(4))
 	require.NoError(t, err)
 	assert.Equal(t, pipeline.StatusSucceeded, res.Status)
 	edges := [][2]string{{"a", "b"}, {"a", "c"}, {"b", "d"}, {"c", "d"}, {"d", "e"}}
@@ -150,7 +150,7 @@ func TestRunConcurrencyBound(t *testing.T) {
 			for i := range 20 {
 				p.Step(pipeline.Func(fmt.Sprintf("s%d", i), g.body))
 			}
-			res, err := runLocal(t, p, pipeline.Concurrency(tc.concurrency))
+			res, err := runLocal(t, p, pipeline.Parallelism(tc.concurrency))
 			require.NoError(t, err)
 			assert.Equal(t, pipeline.StatusSucceeded, res.Status)
 			assert.Equal(t, tc.want, g.max.Load(), "the bound is reached and never exceeded")
@@ -170,8 +170,8 @@ func TestRunFanOutBound(t *testing.T) {
 		}
 		item, idx := tk.Item()
 		return tk.SetOutput("square", strconv.Itoa(idx*idx)+"/"+item)
-	}).ForEach(items...).MaxParallel(2).Outputs("square")
-	res, err := runLocal(t, pipeline.New("fanout").Step(fan), pipeline.Concurrency(8))
+	}).ForEach(items...).Parallelism(2).Outputs("square")
+	res, err := runLocal(t, pipeline.New("fanout").Step(fan), pipeline.Parallelism(8))
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), g.max.Load())
 	s := stepResult(t, res, "fan")
@@ -275,7 +275,7 @@ func TestRunRetryPolicies(t *testing.T) {
 		failing("failure-on-error", pipeline.RetryOnTransientError),
 		failing("failure-always", pipeline.RetryAlways),
 	)
-	res, err := runLocal(t, p, pipeline.Concurrency(6))
+	res, err := runLocal(t, p, pipeline.Parallelism(6))
 	require.Error(t, err)
 	want := map[string]int{
 		"error-on-failure": 1, "error-on-error": 3, "error-always": 3,
@@ -307,7 +307,7 @@ func TestRunTimeout(t *testing.T) {
 		return ctx.Err()
 	}).Timeout(100 * time.Millisecond)
 	began := time.Now()
-	res, err := runLocal(t, pipeline.New("timeouts").Step(slow, stubborn), pipeline.Concurrency(2))
+	res, err := runLocal(t, pipeline.New("timeouts").Step(slow, stubborn), pipeline.Parallelism(2))
 	took := time.Since(began)
 	require.Error(t, err)
 	assert.Less(t, took, 5*time.Second, "a timed-out process is killed, not waited for")
@@ -491,7 +491,7 @@ func TestRunMissingOutput(t *testing.T) {
 		return tk.SetOutput("other", "x")
 	})
 	panics := pipeline.Func("panics", func(context.Context, *pipeline.Task) error { panic("boom") })
-	res, err := runLocal(t, pipeline.New("p").Step(lazy, undeclared, panics), pipeline.Concurrency(3))
+	res, err := runLocal(t, pipeline.New("p").Step(lazy, undeclared, panics), pipeline.Parallelism(3))
 	require.Error(t, err)
 	assert.ErrorContains(t, stepResult(t, res, "lazy").Err, "output result was not written to ")
 	assert.ErrorContains(t, stepResult(t, res, "undeclared").Err, "set output other of step undeclared: not declared with Outputs")
@@ -659,7 +659,7 @@ func TestRunWhen(t *testing.T) {
 func TestRunFailFast(t *testing.T) {
 	fail := pipeline.Func("fail", func(context.Context, *pipeline.Task) error { return errors.New("no") })
 	later := pipeline.Func("later", func(context.Context, *pipeline.Task) error { return nil })
-	res, err := runLocal(t, pipeline.New("ff").Step(fail, later), pipeline.Concurrency(1))
+	res, err := runLocal(t, pipeline.New("ff").Step(fail, later), pipeline.Parallelism(1))
 	require.Error(t, err)
 	assert.Equal(t, map[string]pipeline.Status{"fail": pipeline.StatusFailed, "later": pipeline.StatusOmitted}, statuses(res))
 	assert.Equal(t, "step fail failed", stepResult(t, res, "later").Reason)
@@ -672,7 +672,7 @@ func TestRunFailFast(t *testing.T) {
 		return nil
 	})
 	failAfter := pipeline.Func("fail", func(context.Context, *pipeline.Task) error { <-started; return errors.New("no") })
-	res, err = runLocal(t, pipeline.New("ff").Step(slow, failAfter), pipeline.Concurrency(2))
+	res, err = runLocal(t, pipeline.New("ff").Step(slow, failAfter), pipeline.Parallelism(2))
 	require.Error(t, err)
 	assert.Equal(t, map[string]pipeline.Status{"slow": pipeline.StatusSucceeded, "fail": pipeline.StatusFailed}, statuses(res))
 }

@@ -109,7 +109,7 @@ func newRun(g *graph, o runOptions) (*run, error) {
 	if r.cache, err = openCache(dir); err != nil {
 		return nil, err
 	}
-	r.limit = o.concurrency
+	r.limit = o.parallelism
 	if g.p.parallelismSet && g.p.parallelism < r.limit {
 		r.limit = g.p.parallelism
 	}

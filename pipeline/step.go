@@ -126,8 +126,10 @@ func (s *StepOptions[T]) ForEachIn(list string) *T {
 	return s.ret()
 }
 
-// MaxParallel bounds how many items of a fanned-out step run at once.
-func (s *StepOptions[T]) MaxParallel(n int) *T {
+// Parallelism bounds how many items of a fanned-out step run at once
+// (Argo's template parallelism on the fan-out), as Pipeline.Parallelism
+// bounds the steps of a run.
+func (s *StepOptions[T]) Parallelism(n int) *T {
 	s.c.maxPar, s.c.maxParSet = n, true
 	return s.ret()
 }
