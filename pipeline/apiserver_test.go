@@ -34,7 +34,7 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 		Command("sh", "-c", "echo "+pipeline.ItemRef+" > "+pipeline.OutputFile("part")).
 		ForEach("a", "b").Parallelism(1).Outputs("part")
 	merge := pipeline.Container("merge").Image("busybox").Command("echo", shard.Output("part"))
-	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1}).Timeout(time.Minute).
+	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1}).ActiveDeadline(time.Minute).
 		OutputFrom("job", "{.metadata.name}")
 	return map[string]cube.Workload{
 		"workflow": llmFlowNamed("llm-flow").Namespace(ns),
@@ -45,7 +45,7 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 		"job":      pipeline.New("batch").Namespace(ns).Param("lr", "0.1").Step(job).PodGC(pipeline.PodGCOnWorkflowCompletion).TTLAfterFailure(time.Hour),
 		"rbac":     llmFlowNamed("llm-rbac").Namespace(ns).ExecutorRBAC(),
 		"rbac-schedule": pipeline.New("nightly-rbac").Namespace(ns).Workspace(pipeline.Workspace{Size: "1Gi"}).
-			Step(pipeline.Workload("j", batchJob("j", "ls", pipeline.WorkspaceDir)).Timeout(time.Hour)).ExecutorRBAC().Schedule("@daily"),
+			Step(pipeline.Workload("j", batchJob("j", "ls", pipeline.WorkspaceDir)).ActiveDeadline(time.Hour)).ExecutorRBAC().Schedule("@daily"),
 	}
 }
 

@@ -311,7 +311,7 @@ func TestBuildRetryAndTTLVariants(t *testing.T) {
 	assert.Equal(t, &wfv1.RetryStrategy{Limit: ptr.To(intstr.FromInt(1)), RetryPolicy: wfv1.RetryPolicyAlways,
 		Backoff: &wfv1.Backoff{MaxDuration: "1m0s"}}, template(t, wf, "s").RetryStrategy)
 	// Sub-second timeouts round up: Argo counts whole seconds.
-	wf, err = pipeline.New("v").Step(pipeline.Container("s").Image("i").Command("c").Timeout(1500 * time.Millisecond)).Build()
+	wf, err = pipeline.New("v").Step(pipeline.Container("s").Image("i").Command("c").ActiveDeadline(1500 * time.Millisecond)).Build()
 	require.NoError(t, err)
 	assert.Equal(t, ptr.To(intstr.FromInt32(2)), template(t, wf, "s").ActiveDeadlineSeconds)
 }

@@ -43,7 +43,7 @@
 // onExit, parallelism, ttlStrategy, podGC, the service account and labels.
 // The job of a workload step and its pods join the pipeline's release
 // (cube.dev/release), so Release.Wait on the pipeline reports their pods'
-// problems; a step's Timeout is also the job's own deadline, so the job
+// problems; a step's ActiveDeadline is also the job's own deadline, so the job
 // stops with the step. ExecutorRBAC adds the ServiceAccount, Role and
 // RoleBinding Argo's executor needs (ExecutorRules). The workspace is
 // ReadWriteMany unless its pods mount it one at a time (see Workspace).

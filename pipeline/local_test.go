@@ -300,12 +300,12 @@ func TestRunRetryMaxDuration(t *testing.T) {
 }
 
 func TestRunTimeout(t *testing.T) {
-	slow := pipeline.Container("slow").Command("sleep", "30").Timeout(200 * time.Millisecond).
+	slow := pipeline.Container("slow").Command("sleep", "30").ActiveDeadline(200 * time.Millisecond).
 		Retry(pipeline.Retry{Limit: 1})
 	stubborn := pipeline.Func("func", func(ctx context.Context, _ *pipeline.Task) error {
 		<-ctx.Done()
 		return ctx.Err()
-	}).Timeout(100 * time.Millisecond)
+	}).ActiveDeadline(100 * time.Millisecond)
 	began := time.Now()
 	res, err := runLocal(t, pipeline.New("timeouts").Step(slow, stubborn), pipeline.Parallelism(2))
 	took := time.Since(began)

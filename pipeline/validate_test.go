@@ -166,7 +166,7 @@ func TestValidateFunctionStepNamesStep(t *testing.T) {
 func TestValidateStepSettings(t *testing.T) {
 	s := ctr("s").
 		Retry(pipeline.Retry{Limit: -1, Backoff: -time.Second, Factor: -2, MaxBackoff: -time.Second, MaxDuration: -time.Second, Policy: "Sometimes"}).
-		Timeout(0).
+		ActiveDeadline(0).
 		Parallelism(2).
 		When("{{params.x}} ==").
 		Namespace("elsewhere")
@@ -181,7 +181,7 @@ func TestValidateStepSettings(t *testing.T) {
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxBackoff", "must not be negative"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxDuration", "must not be negative"},
 		wantErr{field.ErrorTypeNotSupported, "steps[0].retry.policy", "Sometimes"},
-		wantErr{field.ErrorTypeInvalid, "steps[0].timeout", "must be positive"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].activeDeadline", "must be positive"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].parallelism", "applies only to a step with ForEach"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].when", "unexpected end of expression"},
 		wantErr{field.ErrorTypeForbidden, "steps[0].namespace", "set it on the pipeline"},
