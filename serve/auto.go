@@ -320,7 +320,7 @@ func (s *Service) planOptions(r *rendering) []PlanOption {
 		opts = append(opts, TensorParallel(s.tp))
 	}
 	if d, ok := quantizedDType(s.quantization); ok {
-		opts = append(opts, Quantization(d))
+		opts = append(opts, WeightDType(d))
 	}
 	if strings.HasPrefix(strings.ToLower(s.kvCacheDType), "fp8") {
 		opts = append(opts, KVCacheDType(market.FP8))

@@ -258,6 +258,11 @@ func (s *Service) Quantization(method string) *Service {
 
 // KVCacheDType sets the KV-cache type (vLLM and SGLang --kv-cache-dtype,
 // e.g. fp8; TGI --kv-cache-dtype fp8_e4m3fn or fp8_e5m2).
+// It takes the engine's own value, checked against the values that engine
+// accepts, because those name variants (fp8_e4m3, fp8_e5m2, auto) that
+// market.DType does not; the plan option KVCacheDType takes the
+// market.DType whose width sizes the cache, and Auto passes FP8 to the
+// planner for any fp8 value.
 func (s *Service) KVCacheDType(dtype string) *Service {
 	if s == nil {
 		return nil
