@@ -180,11 +180,11 @@ func ExamplePipeline_Run() {
 		return
 	}
 	for _, s := range res.Steps {
-		fmt.Println(s.Name, s.Status, s.Outputs)
+		fmt.Println(s.Name, s.Phase, s.Outputs)
 	}
 	// Run again in the same directory: nothing changed, nothing runs.
 	res, _ = p.Run(context.Background(), pipeline.RunDir(dir), pipeline.Progress(nil))
-	fmt.Println(res.Status, res.Steps[1].Status)
+	fmt.Println(res.Phase, res.Steps[1].Phase)
 	// Output:
 	// evaluating: 1200 rows at lr 3e-4: loss 0.42
 	// prepare Succeeded map[rows:1200]

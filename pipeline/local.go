@@ -14,24 +14,26 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Status is the outcome of a step in a local run.
-type Status string
+// Phase is the outcome of a step in a local run, as Argo's node phase and
+// cube.Phase are of a step and a release in a cluster (a phase is the
+// value; a status, such as cube.Status, is the report that carries it).
+type Phase string
 
 // Step outcomes.
 const (
-	StatusSucceeded Status = "Succeeded"
-	StatusFailed    Status = "Failed"
-	// StatusSkipped: the step's When was false.
-	StatusSkipped Status = "Skipped"
-	// StatusCached: an earlier run in the same directory ran the same spec
+	PhaseSucceeded Phase = "Succeeded"
+	PhaseFailed    Phase = "Failed"
+	// PhaseSkipped: the step's When was false.
+	PhaseSkipped Phase = "Skipped"
+	// PhaseCached: an earlier run in the same directory ran the same spec
 	// with the same inputs; its outputs were reused.
-	StatusCached Status = "Cached"
-	// StatusOmitted: the step did not run because a step it depends on
+	PhaseCached Phase = "Cached"
+	// PhaseOmitted: the step did not run because a step it depends on
 	// failed, another step failed first, or the run was cancelled.
-	StatusOmitted Status = "Omitted"
+	PhaseOmitted Phase = "Omitted"
 )
 
-func (s Status) done() bool { return s == StatusSucceeded || s == StatusCached || s == StatusSkipped }
+func (s Phase) done() bool { return s == PhaseSucceeded || s == PhaseCached || s == PhaseSkipped }
 
 // RunOption changes how Run works.
 type RunOption interface{ applyToRun(*runOptions) }
@@ -110,8 +112,8 @@ type Result struct {
 	Pipeline string
 	// Dir is the run directory.
 	Dir string
-	// Status is StatusSucceeded or StatusFailed.
-	Status   Status
+	// Phase is PhaseSucceeded or PhaseFailed.
+	Phase    Phase
 	Duration time.Duration
 	// Steps are in pipeline order, the exit handler last.
 	Steps []StepResult
@@ -121,8 +123,8 @@ type Result struct {
 
 // StepResult is what one step did.
 type StepResult struct {
-	Name   string
-	Status Status
+	Name  string
+	Phase Phase
 	// Reason says why a step was skipped, omitted or failed.
 	Reason string
 	// Attempts counts the attempts made (of every item, for a fan-out).
@@ -141,7 +143,7 @@ type StepResult struct {
 // ItemResult is one item of a fanned-out step.
 type ItemResult struct {
 	Item     string
-	Status   Status
+	Phase    Phase
 	Attempts int
 	Duration time.Duration
 	Outputs  map[string]string
