@@ -202,11 +202,11 @@ func sharedPlacement(errs field.ErrorList, tmplPath *field.Path) field.ErrorList
 
 // count32 reports a negative count or one beyond int32 under path.
 func count32(n int, path *field.Path) field.ErrorList {
-	switch {
-	case n < 0:
+	if n < 0 {
 		return field.ErrorList{field.Invalid(path, n, "must not be negative")}
-	case n > math.MaxInt32:
-		return field.ErrorList{field.Invalid(path, n, "must fit in 32 bits")}
+	}
+	if _, err := pod.Int32(path, n); err != nil {
+		return field.ErrorList{err}
 	}
 	return nil
 }
