@@ -122,7 +122,7 @@ func TestCatalogueValuesShareNothing(t *testing.T) {
 }
 
 func TestLookupIgnoresCase(t *testing.T) {
-	for _, name := range []string{"h100-sxm-80gb", "H100-SXM-80GB", "H100-sxm-80GB"} {
+	for _, name := range []string{"h100-sxm-80gb", "H100-SXM-80GB", "H100-sxm-80GB", " h100-sxm-80gb\n"} {
 		p, ok := hardware.Lookup(name)
 		require.True(t, ok, name)
 		assert.Equal(t, "H100-SXM-80GB", p.Name)
@@ -132,6 +132,17 @@ func TestLookupIgnoresCase(t *testing.T) {
 	assert.Equal(t, hardware.MooreThreadsS4000, p)
 	_, ok = hardware.Lookup("H100")
 	assert.False(t, ok, "case-insensitive, not a prefix match")
+
+	// The tables of a profile follow the same rule, and give back their
+	// own spelling.
+	m, ok := hardware.A100_80G.MIGProfile(" 3G.40GB")
+	require.True(t, ok)
+	assert.Equal(t, "3g.40gb", m.Name)
+	v, ok := hardware.Ascend910B3.VNPUTemplate("VIR05_1C_16G")
+	require.True(t, ok)
+	assert.Equal(t, "vir05_1c_16g", v.Name)
+	_, ok = hardware.A100_80G.MIGProfile("3g.41gb")
+	assert.False(t, ok)
 }
 
 func TestRDMAOnCPUIsAnError(t *testing.T) {

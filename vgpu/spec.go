@@ -104,15 +104,23 @@ func Slice(p hardware.Profile) *Spec {
 }
 
 // MIG is one MIG instance of profile ("1g.10gb") on a card of profile p,
-// under the mixed strategy unless Strategy(Single).
+// under the mixed strategy unless Strategy(Single). The card's profile is
+// found ignoring case ("1G.10GB"), and renders in the card's spelling.
 func MIG(p hardware.Profile, profile string) *Spec {
+	if m, ok := p.MIGProfile(profile); ok {
+		profile = m.Name
+	}
 	return &Spec{kind: KindMIG, profile: p.WithFlavour(p.Flavour), migName: profile, strategy: Mixed, devices: 1}
 }
 
 // VNPU is an Ascend vNPU of the named template ("vir05_1c_16g"). It renders
 // as a Huawei static vNPU (huawei.com/Ascend910-5c.1cpu.16g) unless the
-// profile's flavour is HAMi or Backend(HAMi) is chosen.
+// profile's flavour is HAMi or Backend(HAMi) is chosen. The chip's
+// template is found ignoring case, and renders in the chip's spelling.
 func VNPU(p hardware.Profile, template string) *Spec {
+	if t, ok := p.VNPUTemplate(template); ok {
+		template = t.Name
+	}
 	return &Spec{kind: KindVNPU, profile: p.WithFlavour(p.Flavour), template: template, devices: 1}
 }
 
