@@ -51,4 +51,74 @@
 // pulled, a missing Secret key, a crash loop with the last exit reason
 // (OOMKilled…). FailOnStuckPods makes Wait fail on the stuck ones at once
 // instead of at the controller's deadline.
+//
+// # One word per concept
+//
+// Each concept has one name across the module, chosen from the word users
+// already know from Kubernetes, Argo, Katib or vLLM; the upstream field it
+// renders to is cited where it differs. Renames marked (lead) are decided
+// here but wait on packages being edited elsewhere.
+//
+//	concept                        word               where                                     why
+//	whole accelerators asked for   GPUs(n)            pod.Builder.GPUs, vgpu.Spec.GPUs,         nvidia.com/gpu, Ray num_gpus; an NPU
+//	  by a pod (setter, field)     GPUs (field)       hardware.Placement.GPUs,                  count too, per the profile. Field
+//	                                                  TenantBuilder.GPUs (lead), ops            paths are "gpus".
+//	                                                  LeaseBuilder.GPUs (lead)
+//	  read back                    GPUCount()         pod.Builder.GPUCount, vgpu.Spec.GPUCount  a getter cannot share the setter's name
+//	  a role without them          NoGPUs             pod.TemplateOptions.NoGPUs,
+//	                                                  train.VolcanoTask.NoGPUs
+//	devices a node has or a plan   Devices            hardware.NodeInventory.Devices,           a measure of hardware, not a request
+//	  spans (measure, not request)                    Inventory.Devices, serve.PlanResult.
+//	                                                  Devices, llm.TrainingPlan.Devices,
+//	                                                  vgpu.Share.Devices, DeviceHours
+//	retries of a failed run        RetryLimit /       train Lifecycle.RetryLimit and            Argo retryStrategy.limit, Kubernetes
+//	                               Retry{Limit}       VolcanoJob.RetryLimit (backoffLimit,      backoffLimit and Volcano maxRetry
+//	                                                  maxRetry), pipeline.Retry.Limit,          count the same retries; "Retry" +
+//	                                                  market DownloadJob.RetryLimit (lead)      "Limit" in that order everywhere
+//	retries of an HTTP call        Retry(limit,       rag OpenAIEmbedder.Retry, label           the same words for the same count,
+//	                               backoff)           Retry (lead, now Retries)                 plus the first backoff
+//	how many run at once           Parallelism        pipeline Pipeline.Parallelism, Step       Kubernetes Job and Argo parallelism
+//	                                                  Parallelism, run option pipeline.
+//	                                                  Parallelism, rag OpenAIEmbedder.
+//	                                                  Parallelism, WithApplyParallelism,
+//	                                                  tune Experiment/Local.Parallelism
+//	                                                  (lead; Katib parallelTrialCount),
+//	                                                  market EvaluationJob.Parallelism (lead)
+//	what a cron does on overlap    ConcurrencyPolicy  pipeline Schedule.ConcurrencyPolicy       CronWorkflow concurrencyPolicy; not a
+//	                                                                                            count
+//	how long the caller waits      Timeout            cube.Timeout (Wait)                       kubectl wait --timeout
+//	how long one HTTP request may  RequestTimeout     serve.RequestTimeout (client),            http.Client.Timeout, Gateway API
+//	  take                                            serve Split.RequestTimeout (gateway)      timeouts.request
+//	how long a run may take before ActiveDeadline     train Lifecycle.ActiveDeadline, pipeline  activeDeadlineSeconds, the field
+//	  the controller fails it                         Step ActiveDeadline                       both render
+//	how long a pod may load before StartupTimeout     serve Service.StartupTimeout              startup probe budget; a different
+//	  it is restarted                                                                           bound
+//	how late a cron run may start  StartingDeadline   pipeline Schedule.StartingDeadline        startingDeadlineSeconds
+//	collective connect bound       HCCLConnectTimeout hardware.HCCLConnectTimeout               HCCL_CONNECT_TIMEOUT
+//	file-lock wait                 LockTimeout        market FileStore.LockTimeout              a different wait, named for its lock
+//	numeric format, computed with  market.DType       serve plan options WeightDType and        one type where cube needs the width
+//	                                                  KVCacheDType, market.Model.DType
+//	numeric format, passed to an   DType(string),     serve Service.DType, KVCacheDType         the engine's own values (auto, half,
+//	  engine flag                  KVCacheDType       (checked per engine)                      fp8_e5m2…), which market.DType
+//	                               (string)                                                     cannot name; Auto maps fp8 → FP8
+//	quantization method            Quantization       serve Service.Quantization (awq, gptq,    vLLM --quantization; the plan
+//	                                                  fp8); the plan's weight format is         option sizing weights is WeightDType
+//	                                                  WeightDType
+//	model sharding                 TensorParallel,    serve Service and plan option, train      vLLM --tensor-parallel-size; the
+//	                               PipelineParallel   ColossalAIJob, PlanResult                 same int everywhere
+//	a count in the public API      int                serve Replicas, DisruptionBudget,         converted at the boundary by
+//	                                                  Autoscale, ScaleOnCPU/Memory, Split.      pod.Int32, which reports a count that
+//	                                                  Weights; train; tune MaxTrials,           does not fit; ports stay int32 as in
+//	                                                  MaxFailed (lead); label MLBackendServer.  corev1, and serve.TritonInstanceGroup
+//	                                                  Replicas (lead)                           mirrors Triton's model_config.proto
+//	where a thing stands (value)   Phase              cube.Phase, pipeline.Phase (local step    Kubernetes and Argo .status.phase
+//	                                                  outcome), tune TrialPhase (lead, now
+//	                                                  TrialState)
+//	the report carrying a phase    Status             cube.Status, cube.ObjectStatus            Kubernetes .status
+//	catalogue look-up by name      Lookup, ignoring   hardware.Lookup, market.Lookup,           names are typed by people; the
+//	                               case and space     Profile.MIGProfile, Profile.VNPUTemplate, result carries the canonical
+//	                                                  vgpu.MIG, vgpu.VNPU                       spelling, which is what renders
+//	a builder type                 named for what it  serve.Service, train.PyTorchJob,          TenantBuilder → TenantSpec and
+//	                               builds             vgpu.Spec, notebook.Notebook; cube        LeaseBuilder → LeaseSpec (lead): the
+//	                                                  TenantSpec, ops LeaseSpec (lead)          constructor holds the short name
 package cube

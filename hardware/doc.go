@@ -43,7 +43,7 @@
 //
 //	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}}
 //	errs := hardware.Apply(&tmpl, "main", hardware.Placement{
-//		Profile: hardware.H100, Count: 8,
+//		Profile: hardware.H100, GPUs: 8,
 //		Fabric:  hardware.InfiniBand(hardware.HCAs("mlx5_0", "mlx5_1")),
 //	}, field.NewPath("spec", "template"))
 //

@@ -294,10 +294,13 @@ func (p Profile) VNPUTemplates() []VNPUTemplate { return slices.Clone(p.vnpu) }
 // vendor's runtime (the Ascend driver paths are governed by AscendRuntime).
 func (p Profile) HostMounts() []HostMount { return slices.Clone(p.hostMounts) }
 
-// MIGProfile returns the MIG profile named name ("3g.40gb").
+// MIGProfile returns the MIG profile named name ("3g.40gb"), ignoring case
+// and surrounding space as every catalogue look-up does (Lookup,
+// market.Lookup); the result's Name is the spelling resources use.
 func (p Profile) MIGProfile(name string) (MIGProfile, bool) {
+	name = strings.TrimSpace(name)
 	for _, m := range p.mig {
-		if m.Name == name {
+		if strings.EqualFold(m.Name, name) {
 			m.Placements = slices.Clone(m.Placements)
 			return m, true
 		}
@@ -305,10 +308,13 @@ func (p Profile) MIGProfile(name string) (MIGProfile, bool) {
 	return MIGProfile{}, false
 }
 
-// VNPUTemplate returns the vNPU template named name ("vir05_1c_16g").
+// VNPUTemplate returns the vNPU template named name ("vir05_1c_16g"),
+// ignoring case and surrounding space; the result's Name is the spelling
+// resources use.
 func (p Profile) VNPUTemplate(name string) (VNPUTemplate, bool) {
+	name = strings.TrimSpace(name)
 	for _, t := range p.vnpu {
-		if t.Name == name {
+		if strings.EqualFold(t.Name, name) {
 			return t, true
 		}
 	}

@@ -105,7 +105,7 @@ func TestCatalogueValuesShareNothing(t *testing.T) {
 	mine = mine.WithNodeLabels(map[string]string{"zone": "b"})
 
 	tmpl := baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100, Count: 1}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100, GPUs: 1}, tmplPath))
 	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, tmpl.Spec.NodeSelector)
 	assert.Equal(t, "nvidia.com/gpu", tmpl.Spec.Tolerations[0].Key)
 	again, ok := hardware.H100.MIGProfile("1g.10gb")
@@ -122,7 +122,7 @@ func TestCatalogueValuesShareNothing(t *testing.T) {
 }
 
 func TestLookupIgnoresCase(t *testing.T) {
-	for _, name := range []string{"h100-sxm-80gb", "H100-SXM-80GB", "H100-sxm-80GB"} {
+	for _, name := range []string{"h100-sxm-80gb", "H100-SXM-80GB", "H100-sxm-80GB", " h100-sxm-80gb\n"} {
 		p, ok := hardware.Lookup(name)
 		require.True(t, ok, name)
 		assert.Equal(t, "H100-SXM-80GB", p.Name)
@@ -132,6 +132,17 @@ func TestLookupIgnoresCase(t *testing.T) {
 	assert.Equal(t, hardware.MooreThreadsS4000, p)
 	_, ok = hardware.Lookup("H100")
 	assert.False(t, ok, "case-insensitive, not a prefix match")
+
+	// The tables of a profile follow the same rule, and give back their
+	// own spelling.
+	m, ok := hardware.A100_80G.MIGProfile(" 3G.40GB")
+	require.True(t, ok)
+	assert.Equal(t, "3g.40gb", m.Name)
+	v, ok := hardware.Ascend910B3.VNPUTemplate("VIR05_1C_16G")
+	require.True(t, ok)
+	assert.Equal(t, "vir05_1c_16g", v.Name)
+	_, ok = hardware.A100_80G.MIGProfile("3g.41gb")
+	assert.False(t, ok)
 }
 
 func TestRDMAOnCPUIsAnError(t *testing.T) {
@@ -178,7 +189,7 @@ func TestDomesticCollectives(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.p.Name, func(t *testing.T) {
 			tmpl := baseTemplate()
-			require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: c.p, Count: 1, Fabric: c.fabric}, tmplPath))
+			require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: c.p, GPUs: 1, Fabric: c.fabric}, tmplPath))
 			assert.Equal(t, c.env, tmpl.Spec.Containers[0].Env)
 		})
 	}
@@ -186,7 +197,7 @@ func TestDomesticCollectives(t *testing.T) {
 
 func TestDomesticFabricErrors(t *testing.T) {
 	tmpl := baseTemplate()
-	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.MooreThreadsS4000, Count: 8,
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.MooreThreadsS4000, GPUs: 8,
 		Fabric: hardware.InfiniBand(hardware.HCAs("mlx5_0"), hardware.GDRLevel("PHB"), hardware.NCCLDebug("INFO"),
 			hardware.HCCLConnectTimeout(0), hardware.RDMASharedDevice(""))}, tmplPath)
 	assert.Equal(t, []string{
@@ -205,7 +216,7 @@ func TestDomesticFabricErrors(t *testing.T) {
 	p := hardware.MooreThreadsS4000.WithCollective(c)
 	assert.Equal(t, "MCCL", hardware.MooreThreadsS4000.Collective().Name)
 	assert.Empty(t, hardware.MooreThreadsS4000.Collective().IBHCA, "the catalogue keeps its default")
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, Count: 8,
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, GPUs: 8,
 		Fabric: hardware.InfiniBand(hardware.HCAs("mlx5_0"), hardware.NCCLDebug("INFO"))}, tmplPath))
 	assert.Equal(t, []corev1.EnvVar{{Name: "MCCL_IB_HCA", Value: "mlx5_0"}, {Name: "MCCL_DEBUG", Value: "INFO"}},
 		tmpl.Spec.Containers[0].Env)
@@ -213,7 +224,7 @@ func TestDomesticFabricErrors(t *testing.T) {
 
 	// Flavours of another vendor are refused.
 	tmpl = baseTemplate()
-	errs = hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.EnflameS60.WithFlavour(hardware.MIGMixed), Count: 1}, tmplPath)
+	errs = hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.EnflameS60.WithFlavour(hardware.MIGMixed), GPUs: 1}, tmplPath)
 	assert.Equal(t, []string{
 		`spec.template.profile.flavour: Unsupported value: "nvidia-mig-mixed": supported values: "vendor-device-plugin", "hami"`,
 		`spec.template.profile.flavour: Invalid value: "nvidia-mig-mixed": S60 has no MIG; use vendor-device-plugin`,
@@ -224,12 +235,12 @@ func TestDomesticFabricErrors(t *testing.T) {
 func TestKunlunxinHAMiCounts(t *testing.T) {
 	for _, n := range []int{1, 2, 4, 8} {
 		tmpl := baseTemplate()
-		assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.WithFlavour(hardware.HAMi), Count: n}, tmplPath))
+		assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.WithFlavour(hardware.HAMi), GPUs: n}, tmplPath))
 	}
 	tmpl := baseTemplate()
-	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.WithFlavour(hardware.HAMi), Count: 3}, tmplPath)
-	assert.Equal(t, []string{"spec.template.count: Invalid value: 3: HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"}, errStrings(errs))
-	assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800, Count: 3}, tmplPath),
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.WithFlavour(hardware.HAMi), GPUs: 3}, tmplPath)
+	assert.Equal(t, []string{"spec.template.gpus: Invalid value: 3: HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"}, errStrings(errs))
+	assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800, GPUs: 3}, tmplPath),
 		"the vendor's own plugin has no such rule")
 }
 

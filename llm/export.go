@@ -111,7 +111,7 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 	if e.shardGB < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("export_size"), e.shardGB, "must be at least 1"))
 	}
-	if p, ok := e.job.Profile(); ok && p.Accelerated() && e.job.Devices() > 0 {
+	if p, ok := e.job.Profile(); ok && p.Accelerated() && e.job.GPUCount() > 0 {
 		cfg.ExportDevice = "auto"
 	}
 	e.autoImage = pickImage(e.job, e.autoImage)

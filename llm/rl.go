@@ -547,7 +547,7 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 	objs, jobErr := r.job.Objects()
 	if jobErr != nil {
 		errs = append(errs, field.Invalid(field.NewPath("job"), r.job.Name(), jobErr.Error()))
-		_, _, oErrs := r.overrides(1, max(r.job.Devices(), 1), ascend)
+		_, _, oErrs := r.overrides(1, max(r.job.GPUCount(), 1), ascend)
 		return nil, append(errs, oErrs...)
 	}
 	ray := objs[0].(*rayv1.RayJob)
@@ -566,7 +566,7 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 	if !profile.Accelerated() {
 		errs = append(errs, field.Required(field.NewPath("job", "on"), "verl trains on accelerators: set On with a GPU or NPU profile"))
 	}
-	ovs, claims, oErrs := r.overrides(nodes, r.job.Devices(), ascend)
+	ovs, claims, oErrs := r.overrides(nodes, r.job.GPUCount(), ascend)
 	errs = append(errs, oErrs...)
 	if len(errs) > 0 {
 		return nil, errs

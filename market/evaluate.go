@@ -246,7 +246,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	}
 	profile, _ := e.Profile()
 	local := e.endpoint == ""
-	if local && e.Devices() < 1 && e.SliceSetting() == nil {
+	if local && e.GPUCount() < 1 && e.SliceSetting() == nil {
 		errs = append(errs, field.Required(field.NewPath("spec", "gpus"),
 			"evaluating local weights runs vLLM on accelerators: set On(profile).GPUs(n), or evaluate a served Endpoint"))
 	}
@@ -264,7 +264,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		}
 	}
 	tmpl, tmplErrs := e.Template(field.NewPath("spec", "template"), pod.TemplateOptions{
-		Container: "evaluate", DefaultImage: image, RestartPolicy: corev1.RestartPolicyNever, NoDevices: !local,
+		Container: "evaluate", DefaultImage: image, RestartPolicy: corev1.RestartPolicyNever, NoGPUs: !local,
 	})
 	errs = append(errs, tmplErrs...)
 	if len(errs) > 0 {
@@ -316,7 +316,7 @@ func (e *EvaluationJob) harnessArgs(local bool, weights string) []string {
 	batch := e.batchSize
 	if local {
 		model = "vllm"
-		modelArgs = "pretrained=" + weights + ",tensor_parallel_size=" + strconv.Itoa(max(1, e.Devices())) + ",dtype=auto,gpu_memory_utilization=0.8"
+		modelArgs = "pretrained=" + weights + ",tensor_parallel_size=" + strconv.Itoa(max(1, e.GPUCount())) + ",dtype=auto,gpu_memory_utilization=0.8"
 		if batch == "" {
 			batch = "auto"
 		}

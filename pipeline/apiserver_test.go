@@ -32,20 +32,20 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 		PodLabel("tier", "gpu").Annotation("owner", "nlp")
 	shard := pipeline.Container("shard").Image("busybox").
 		Command("sh", "-c", "echo "+pipeline.ItemRef+" > "+pipeline.OutputFile("part")).
-		ForEach("a", "b").MaxParallel(1).Outputs("part")
+		ForEach("a", "b").Parallelism(1).Outputs("part")
 	merge := pipeline.Container("merge").Image("busybox").Command("echo", shard.Output("part"))
-	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1}).Timeout(time.Minute).
+	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1}).ActiveDeadline(time.Minute).
 		OutputFrom("job", "{.metadata.name}")
 	return map[string]cube.Workload{
 		"workflow": llmFlowNamed("llm-flow").Namespace(ns),
 		"schedule": llmFlowNamed("llm-nightly").Namespace(ns).Schedule("0 2 * * *").Timezone("Asia/Shanghai").
-			Concurrency(pipeline.ReplaceConcurrent).StartingDeadline(time.Minute).KeepHistory(1, 2),
+			ConcurrencyPolicy(pipeline.ReplaceConcurrent).StartingDeadline(time.Minute).KeepHistory(1, 2),
 		"hardware": pipeline.New("sft-h100").Namespace(ns).Step(hw),
 		"fan-out":  pipeline.New("fan").Namespace(ns).Step(shard, merge),
 		"job":      pipeline.New("batch").Namespace(ns).Param("lr", "0.1").Step(job).PodGC(pipeline.PodGCOnWorkflowCompletion).TTLAfterFailure(time.Hour),
 		"rbac":     llmFlowNamed("llm-rbac").Namespace(ns).ExecutorRBAC(),
 		"rbac-schedule": pipeline.New("nightly-rbac").Namespace(ns).Workspace(pipeline.Workspace{Size: "1Gi"}).
-			Step(pipeline.Workload("j", batchJob("j", "ls", pipeline.WorkspaceDir)).Timeout(time.Hour)).ExecutorRBAC().Schedule("@daily"),
+			Step(pipeline.Workload("j", batchJob("j", "ls", pipeline.WorkspaceDir)).ActiveDeadline(time.Hour)).ExecutorRBAC().Schedule("@daily"),
 	}
 }
 

@@ -77,7 +77,7 @@ func BenchmarkLocalOverhead(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := p.Run(b.Context(), pipeline.RunDir(dir), pipeline.Progress(nil), pipeline.NoCache, pipeline.Concurrency(4)); err != nil {
+				if _, err := p.Run(b.Context(), pipeline.RunDir(dir), pipeline.Progress(nil), pipeline.NoCache, pipeline.Parallelism(4)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -96,7 +96,7 @@ func BenchmarkLocalOverhead(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			if _, err := p.Run(b.Context(), pipeline.RunDir(dir), pipeline.Progress(nil), pipeline.Concurrency(4)); err != nil {
+			if _, err := p.Run(b.Context(), pipeline.RunDir(dir), pipeline.Progress(nil), pipeline.Parallelism(4)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -606,7 +606,7 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 	}
 	var errs field.ErrorList
 	if n.c.timeoutSet && n.c.timeout > 0 {
-		errs = append(errs, stopAtDeadline(obj, gk, n.c.timeout, n.path.Child("timeout"))...)
+		errs = append(errs, stopAtDeadline(obj, gk, n.c.timeout, n.path.Child("activeDeadline"))...)
 	}
 	// The job, its pods and the objects around it join the pipeline's
 	// release, so that Release.Wait on the pipeline sees the job's pods and

@@ -29,7 +29,7 @@ func TestGoldenLLMFlow(t *testing.T) {
 func TestGoldenSchedule(t *testing.T) {
 	s := llmFlow().Schedule("0 2 * * *", "30 14 * * MON-FRI").
 		Timezone("Asia/Shanghai").
-		Concurrency(pipeline.ForbidConcurrent).
+		ConcurrencyPolicy(pipeline.ForbidConcurrent).
 		StartingDeadline(10*time.Minute).
 		KeepHistory(3, 5)
 	golden.AssertRender(t, "llm-flow-schedule.golden", s)
@@ -162,7 +162,7 @@ func TestBuildFanOutWrapper(t *testing.T) {
 func TestBuildFanOutWrapperOutputs(t *testing.T) {
 	shard := pipeline.Container("shard").Image("busybox").
 		Command("sh", "-c", "echo "+pipeline.ItemRef+" "+pipeline.ParamRef("n")+" > "+pipeline.OutputFile("part")).
-		ForEach("a", "b").MaxParallel(1).Outputs("part")
+		ForEach("a", "b").Parallelism(1).Outputs("part")
 	merge := pipeline.Container("merge").Image("busybox").Command("echo", shard.Output("part"))
 	wf, err := pipeline.New("fan").Param("n", "1").Step(shard, merge).Build()
 	require.NoError(t, err)
@@ -311,7 +311,7 @@ func TestBuildRetryAndTTLVariants(t *testing.T) {
 	assert.Equal(t, &wfv1.RetryStrategy{Limit: ptr.To(intstr.FromInt(1)), RetryPolicy: wfv1.RetryPolicyAlways,
 		Backoff: &wfv1.Backoff{MaxDuration: "1m0s"}}, template(t, wf, "s").RetryStrategy)
 	// Sub-second timeouts round up: Argo counts whole seconds.
-	wf, err = pipeline.New("v").Step(pipeline.Container("s").Image("i").Command("c").Timeout(1500 * time.Millisecond)).Build()
+	wf, err = pipeline.New("v").Step(pipeline.Container("s").Image("i").Command("c").ActiveDeadline(1500 * time.Millisecond)).Build()
 	require.NoError(t, err)
 	assert.Equal(t, ptr.To(intstr.FromInt32(2)), template(t, wf, "s").ActiveDeadlineSeconds)
 }

@@ -62,7 +62,7 @@ func TestWorkloadTimeoutBecomesTheJobsDeadline(t *testing.T) {
 		if tc.own > 0 {
 			job.Spec.ActiveDeadlineSeconds = &tc.own
 		}
-		wf, err := pipeline.New("p").Step(pipeline.Workload("j", cube.Objects(job)).Timeout(90*time.Second + time.Millisecond)).Build()
+		wf, err := pipeline.New("p").Step(pipeline.Workload("j", cube.Objects(job)).ActiveDeadline(90*time.Second + time.Millisecond)).Build()
 		require.NoError(t, err)
 		got, _, err := unstructured.NestedInt64(manifestOf(t, wf, "j").Object, "spec", "activeDeadlineSeconds")
 		require.NoError(t, err)
@@ -88,8 +88,8 @@ func TestWorkloadTimeoutRefusedWithoutADeadline(t *testing.T) {
 		"metadata": map[string]any{"name": "gang"},
 		"spec":     map[string]any{"tasks": []any{}},
 	}}
-	_, err := pipeline.New("p").Step(pipeline.Workload("gang", cube.Objects(vc)).Timeout(time.Hour)).Build()
-	requireErrors(t, err, wantErr{field.ErrorTypeInvalid, "steps[0].timeout", "Job.batch.volcano.sh has no deadline of its own"})
+	_, err := pipeline.New("p").Step(pipeline.Workload("gang", cube.Objects(vc)).ActiveDeadline(time.Hour)).Build()
+	requireErrors(t, err, wantErr{field.ErrorTypeInvalid, "steps[0].activeDeadline", "Job.batch.volcano.sh has no deadline of its own"})
 
 	_, err = pipeline.New("p").Step(pipeline.Workload("gang", cube.Objects(vc))).Build()
 	assert.NoError(t, err, "without Timeout the step is fine")

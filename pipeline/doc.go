@@ -28,7 +28,7 @@
 // PipelineStatus in the exit handler. After adds dependencies on side
 // effects. Steps can retry with backoff, time out, run When a condition
 // holds, and fan out with ForEach (a list) or ForEachIn (a JSON list from a
-// parameter or an output), MaxParallel at a time.
+// parameter or an output), Parallelism at a time.
 //
 // # Compiling for Argo
 //
@@ -43,7 +43,7 @@
 // onExit, parallelism, ttlStrategy, podGC, the service account and labels.
 // The job of a workload step and its pods join the pipeline's release
 // (cube.dev/release), so Release.Wait on the pipeline reports their pods'
-// problems; a step's Timeout is also the job's own deadline, so the job
+// problems; a step's ActiveDeadline is also the job's own deadline, so the job
 // stops with the step. ExecutorRBAC adds the ServiceAccount, Role and
 // RoleBinding Argo's executor needs (ExecutorRules). The workspace is
 // ReadWriteMany unless its pods mount it one at a time (see Workspace).
@@ -67,7 +67,7 @@
 // working directory — the image, resources, hardware and volumes are
 // ignored, and env values from Secrets do not exist; workload steps run their
 // main container's command once as a single process, or a function given
-// with Replace. Dependencies, Concurrency, retries, timeouts, When and
+// with Replace. Dependencies, Parallelism, retries, timeouts, When and
 // fan-out behave as in Argo, including failing fast: after a failure no new
 // step starts. Parameters, inputs, outputs and each step's log are files in
 // the run directory; progress events stream to OnEvent handlers and to a

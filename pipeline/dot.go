@@ -35,21 +35,21 @@ func (r *Result) DOT() string { return r.g.dot(r.statuses()) }
 // its status.
 func (r *Result) Mermaid() string { return r.g.mermaid(r.statuses()) }
 
-func (r *Result) statuses() map[string]Status {
-	out := make(map[string]Status, len(r.Steps))
+func (r *Result) statuses() map[string]Phase {
+	out := make(map[string]Phase, len(r.Steps))
 	for _, s := range r.Steps {
-		out[s.Name] = s.Status
+		out[s.Name] = s.Phase
 	}
 	return out
 }
 
 // statusColors are the fill and border colours of each status.
-var statusColors = map[Status][2]string{
-	StatusSucceeded: {"#c8e6c9", "#2e7d32"},
-	StatusCached:    {"#bbdefb", "#1565c0"},
-	StatusFailed:    {"#ffcdd2", "#c62828"},
-	StatusSkipped:   {"#eeeeee", "#757575"},
-	StatusOmitted:   {"#fff9c4", "#9e9d24"},
+var statusColors = map[Phase][2]string{
+	PhaseSucceeded: {"#c8e6c9", "#2e7d32"},
+	PhaseCached:    {"#bbdefb", "#1565c0"},
+	PhaseFailed:    {"#ffcdd2", "#c62828"},
+	PhaseSkipped:   {"#eeeeee", "#757575"},
+	PhaseOmitted:   {"#fff9c4", "#9e9d24"},
 }
 
 func (g *graph) drawn() []*node {
@@ -77,7 +77,7 @@ func (n *node) caption() string {
 	return strings.Join(parts, ", ")
 }
 
-func (g *graph) dot(status map[string]Status) string {
+func (g *graph) dot(status map[string]Phase) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %s {\n", strconv.Quote(g.p.Name()))
 	b.WriteString("  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Helvetica\"];\n")
@@ -104,7 +104,7 @@ func (g *graph) dot(status map[string]Status) string {
 	return b.String()
 }
 
-func (g *graph) mermaid(status map[string]Status) string {
+func (g *graph) mermaid(status map[string]Phase) string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	id := func(n *node) string { return "s" + strconv.Itoa(n.index) }
@@ -126,7 +126,7 @@ func (g *graph) mermaid(status map[string]Status) string {
 		}
 	}
 	if status != nil {
-		for _, st := range []Status{StatusSucceeded, StatusCached, StatusFailed, StatusSkipped, StatusOmitted} {
+		for _, st := range []Phase{PhaseSucceeded, PhaseCached, PhaseFailed, PhaseSkipped, PhaseOmitted} {
 			var ids []string
 			for _, n := range g.drawn() {
 				if status[n.c.name] == st {

@@ -180,11 +180,11 @@ func ExamplePipeline_Run() {
 		return
 	}
 	for _, s := range res.Steps {
-		fmt.Println(s.Name, s.Status, s.Outputs)
+		fmt.Println(s.Name, s.Phase, s.Outputs)
 	}
 	// Run again in the same directory: nothing changed, nothing runs.
 	res, _ = p.Run(context.Background(), pipeline.RunDir(dir), pipeline.Progress(nil))
-	fmt.Println(res.Status, res.Steps[1].Status)
+	fmt.Println(res.Phase, res.Steps[1].Phase)
 	// Output:
 	// evaluating: 1200 rows at lr 3e-4: loss 0.42
 	// prepare Succeeded map[rows:1200]
@@ -221,7 +221,7 @@ func ExampleStepOptions_ForEach() {
 	shard := pipeline.Func("shard", func(ctx context.Context, t *pipeline.Task) error {
 		item, _ := t.Item()
 		return t.SetOutput("rows", fmt.Sprint(len(item)*100))
-	}).ForEach("en", "zh-hans", "ja").MaxParallel(2).Outputs("rows")
+	}).ForEach("en", "zh-hans", "ja").Parallelism(2).Outputs("rows")
 	total := pipeline.Func("total", func(ctx context.Context, t *pipeline.Task) error {
 		fmt.Println("rows per shard:", t.Input("rows"))
 		return nil
@@ -283,7 +283,7 @@ func ExamplePipeline_Mermaid() {
 // fails no new step starts (Argo's DAGs fail fast), so bench and deploy are
 // omitted; the exit handler still runs.
 func ExampleResult_DOT() {
-	res, _ := diamond().Run(context.Background(), pipeline.Progress(nil), pipeline.Concurrency(1),
+	res, _ := diamond().Run(context.Background(), pipeline.Progress(nil), pipeline.Parallelism(1),
 		pipeline.Replace("evaluate", func(context.Context, *pipeline.Task) error { return fmt.Errorf("accuracy too low") }))
 	defer os.RemoveAll(res.Dir)
 	fmt.Print(res.DOT())
@@ -327,7 +327,7 @@ func ExampleResult_DOT() {
 // A schedule compiles the same pipeline to a CronWorkflow.
 func ExamplePipeline_Schedule() {
 	cw, err := diamond().Namespace("ml").
-		Schedule("0 2 * * *").Timezone("Asia/Shanghai").Concurrency(pipeline.ForbidConcurrent).StartingDeadline(5 * time.Minute).
+		Schedule("0 2 * * *").Timezone("Asia/Shanghai").ConcurrencyPolicy(pipeline.ForbidConcurrent).StartingDeadline(5 * time.Minute).
 		Build()
 	if err != nil {
 		fmt.Println(err)

@@ -260,7 +260,7 @@ func fuzzOptions[T any](r *byteReader, s *pipeline.StepOptions[T], op int, earli
 		s.Retry(pipeline.Retry{Limit: pick(r, fuzzInts), Policy: pick(r, fuzzPolicies), Backoff: pick(r, fuzzDurations),
 			Factor: pick(r, fuzzInts), MaxBackoff: pick(r, fuzzDurations), MaxDuration: pick(r, fuzzDurations)})
 	case 3:
-		s.Timeout(pick(r, fuzzDurations))
+		s.ActiveDeadline(pick(r, fuzzDurations))
 	case 4:
 		s.When(pick(r, fuzzWhens))
 	case 5:
@@ -268,7 +268,7 @@ func fuzzOptions[T any](r *byteReader, s *pipeline.StepOptions[T], op int, earli
 	case 6:
 		s.ForEachIn(pick(r, []string{"", pipeline.ParamRef("lr"), "{{steps.a.outputs.o}}", "[1,2]"}))
 	case 7:
-		s.MaxParallel(pick(r, fuzzInts))
+		s.Parallelism(pick(r, fuzzInts))
 	case 8:
 		if len(earlier) > 0 {
 			s.After(earlier[r.next()%len(earlier)])

@@ -295,10 +295,10 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 	}
 	switch {
 	case c.timeoutSet && c.timeout <= 0:
-		errs = append(errs, field.Invalid(path.Child("timeout"), c.timeout.String(), "must be positive"))
+		errs = append(errs, field.Invalid(path.Child("activeDeadline"), c.timeout.String(), "must be positive"))
 	case c.timeoutSet && c.timeout > math.MaxInt32*time.Second:
 		// activeDeadlineSeconds is an int32 in Argo's template.
-		errs = append(errs, field.Invalid(path.Child("timeout"), c.timeout.String(), "must be at most 2^31-1 seconds"))
+		errs = append(errs, field.Invalid(path.Child("activeDeadline"), c.timeout.String(), "must be at most 2^31-1 seconds"))
 	}
 	fanned := c.itemsSet || c.itemsFrom != ""
 	if c.itemsSet && len(c.items) == 0 {
@@ -307,9 +307,9 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 	if c.maxParSet {
 		switch {
 		case c.maxPar < 1:
-			errs = append(errs, field.Invalid(path.Child("maxParallel"), c.maxPar, "must be at least 1"))
+			errs = append(errs, field.Invalid(path.Child("parallelism"), c.maxPar, "must be at least 1"))
 		case !fanned:
-			errs = append(errs, field.Invalid(path.Child("maxParallel"), c.maxPar, "applies only to a step with ForEach or ForEachIn"))
+			errs = append(errs, field.Invalid(path.Child("parallelism"), c.maxPar, "applies only to a step with ForEach or ForEachIn"))
 		}
 	}
 	if exit {

@@ -119,18 +119,18 @@ func llmFlowNamed(name string) *pipeline.Pipeline {
 		Outputs("shards", "rows")
 	tokenize := pipeline.Container("tokenize").Image("python:3.12").
 		Command("python", "tokenize.py", "--shard", pipeline.ItemRef, "--out", pipeline.WorkspaceDir+"/tokens").
-		ForEachIn(prepare.Output("shards")).MaxParallel(4).
+		ForEachIn(prepare.Output("shards")).Parallelism(4).
 		Retry(pipeline.Retry{Limit: 3})
 	train := pipeline.Workload("train", pytorchJob("llama-sft")).
 		After(tokenize).
 		Retry(pipeline.Retry{Limit: 2, Policy: pipeline.RetryOnError, Backoff: 30 * time.Second, Factor: 2, MaxBackoff: 5 * time.Minute}).
-		Timeout(6 * time.Hour)
+		ActiveDeadline(6 * time.Hour)
 	evaluate := pipeline.Container("evaluate").Image("python:3.12").
 		On(hardware.L4).GPUs(1).
 		Command("python", "eval.py").
 		Args("--rows", prepare.Output("rows"), "--lr", pipeline.ParamRef("lr"), "--score-file", pipeline.OutputFile("score")).
 		After(train).
-		Timeout(90 * time.Second).
+		ActiveDeadline(90 * time.Second).
 		Outputs("score")
 	benchmark := pipeline.Container("benchmark").Image("python:3.12").
 		Command("python", "bench.py", "--lang", pipeline.ItemRef).

@@ -32,7 +32,7 @@ func TestNilPipeline(t *testing.T) {
 	assert.EqualError(t, err, nilPipeline)
 	_, err = p.Run(t.Context())
 	assert.EqualError(t, err, nilPipeline)
-	_, err = p.Schedule("@daily").Timezone("UTC").Concurrency(pipeline.ForbidConcurrent).StartingDeadline(time.Minute).
+	_, err = p.Schedule("@daily").Timezone("UTC").ConcurrencyPolicy(pipeline.ForbidConcurrent).StartingDeadline(time.Minute).
 		KeepHistory(1, 1).Suspend(true).Objects()
 	assert.EqualError(t, err, nilPipeline)
 	var s *pipeline.Schedule
@@ -87,21 +87,21 @@ func TestNilAndForeignSteps(t *testing.T) {
 // path.
 func TestSilentAcceptancesRefused(t *testing.T) {
 	_, err := pipeline.New("p").Step(
-		ctr("a").Timeout(-time.Second),
-		ctr("b").Timeout(0),
+		ctr("a").ActiveDeadline(-time.Second),
+		ctr("b").ActiveDeadline(0),
 		ctr("c").Retry(pipeline.Retry{Limit: -1, Backoff: -time.Second}),
 		// Found by FuzzPipelineBuilder: these overflowed Argo's int32
 		// fields (intstr.FromInt truncates, activeDeadlineSeconds wrapped).
 		ctr("d").Retry(pipeline.Retry{Limit: 1 << 31, Factor: 1 << 31}),
-		ctr("e").Timeout(1<<62),
+		ctr("e").ActiveDeadline(1<<62),
 	).TTL(-time.Second).Parallelism(0).Build()
 	requireErrors(t, err,
-		wantErr{field.ErrorTypeInvalid, "steps[0].timeout", "must be positive"},
-		wantErr{field.ErrorTypeInvalid, "steps[1].timeout", "must be positive"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].activeDeadline", "must be positive"},
+		wantErr{field.ErrorTypeInvalid, "steps[1].activeDeadline", "must be positive"},
 		wantErr{field.ErrorTypeInvalid, "steps[2].retry.limit", "must be between 0 and 2^31-1"},
 		wantErr{field.ErrorTypeInvalid, "steps[3].retry.limit", "must be between 0 and 2^31-1"},
 		wantErr{field.ErrorTypeInvalid, "steps[3].retry.factor", "must be between 0 and 2^31-1"},
-		wantErr{field.ErrorTypeInvalid, "steps[4].timeout", "must be at most 2^31-1 seconds"},
+		wantErr{field.ErrorTypeInvalid, "steps[4].activeDeadline", "must be at most 2^31-1 seconds"},
 		wantErr{field.ErrorTypeInvalid, "steps[2].retry.backoff", "must not be negative"},
 		wantErr{field.ErrorTypeInvalid, "ttl", "must be between 0 and 2^31-1 seconds"},
 		wantErr{field.ErrorTypeInvalid, "parallelism", "must be at least 1"},

@@ -14,31 +14,33 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Status is the outcome of a step in a local run.
-type Status string
+// Phase is the outcome of a step in a local run, as Argo's node phase and
+// cube.Phase are of a step and a release in a cluster (a phase is the
+// value; a status, such as cube.Status, is the report that carries it).
+type Phase string
 
 // Step outcomes.
 const (
-	StatusSucceeded Status = "Succeeded"
-	StatusFailed    Status = "Failed"
-	// StatusSkipped: the step's When was false.
-	StatusSkipped Status = "Skipped"
-	// StatusCached: an earlier run in the same directory ran the same spec
+	PhaseSucceeded Phase = "Succeeded"
+	PhaseFailed    Phase = "Failed"
+	// PhaseSkipped: the step's When was false.
+	PhaseSkipped Phase = "Skipped"
+	// PhaseCached: an earlier run in the same directory ran the same spec
 	// with the same inputs; its outputs were reused.
-	StatusCached Status = "Cached"
-	// StatusOmitted: the step did not run because a step it depends on
+	PhaseCached Phase = "Cached"
+	// PhaseOmitted: the step did not run because a step it depends on
 	// failed, another step failed first, or the run was cancelled.
-	StatusOmitted Status = "Omitted"
+	PhaseOmitted Phase = "Omitted"
 )
 
-func (s Status) done() bool { return s == StatusSucceeded || s == StatusCached || s == StatusSkipped }
+func (s Phase) done() bool { return s == PhaseSucceeded || s == PhaseCached || s == PhaseSkipped }
 
 // RunOption changes how Run works.
 type RunOption interface{ applyToRun(*runOptions) }
 
 type runOptions struct {
 	dir         string
-	concurrency int
+	parallelism int
 	params      map[string]string
 	handlers    []func(Event)
 	progress    io.Writer
@@ -58,14 +60,15 @@ func (f runOptionFunc) applyToRun(o *runOptions) { f(o) }
 // temporary directory (Result.Dir), which the caller may remove.
 func RunDir(dir string) RunOption { return runOptionFunc(func(o *runOptions) { o.dir = dir }) }
 
-// Concurrency bounds how many steps (and fan-out items) run at once
-// (default: the number of CPUs; the pipeline's Parallelism caps it).
-func Concurrency(n int) RunOption {
+// Parallelism bounds how many steps (and fan-out items) of a local run
+// execute at once (default: the number of CPUs; the pipeline's own
+// Pipeline.Parallelism caps it).
+func Parallelism(n int) RunOption {
 	return runOptionFunc(func(o *runOptions) {
 		if n < 1 {
-			o.problems = append(o.problems, field.Invalid(field.NewPath("concurrency"), n, "must be at least 1"))
+			o.problems = append(o.problems, field.Invalid(field.NewPath("parallelism"), n, "must be at least 1"))
 		}
-		o.concurrency = n
+		o.parallelism = n
 	})
 }
 
@@ -109,8 +112,8 @@ type Result struct {
 	Pipeline string
 	// Dir is the run directory.
 	Dir string
-	// Status is StatusSucceeded or StatusFailed.
-	Status   Status
+	// Phase is PhaseSucceeded or PhaseFailed.
+	Phase    Phase
 	Duration time.Duration
 	// Steps are in pipeline order, the exit handler last.
 	Steps []StepResult
@@ -120,8 +123,8 @@ type Result struct {
 
 // StepResult is what one step did.
 type StepResult struct {
-	Name   string
-	Status Status
+	Name  string
+	Phase Phase
 	// Reason says why a step was skipped, omitted or failed.
 	Reason string
 	// Attempts counts the attempts made (of every item, for a fan-out).
@@ -140,7 +143,7 @@ type StepResult struct {
 // ItemResult is one item of a fanned-out step.
 type ItemResult struct {
 	Item     string
-	Status   Status
+	Phase    Phase
 	Attempts int
 	Duration time.Duration
 	Outputs  map[string]string
@@ -184,7 +187,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 // (the image, resources, hardware and volumes are ignored, and the working
 // directory is the caller's), workload steps run their main container's
 // command once as a single local process (or the function Replace gives).
-// It honours dependencies, the concurrency bound, retries with backoff,
+// It honours dependencies, the parallelism bound, retries with backoff,
 // timeouts, When and fan-out, and runs the exit handler last. Values move
 // through files in the run directory. Cancelling ctx kills the whole process
 // tree of every running step.
@@ -196,7 +199,7 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) (*Result, error) 
 	if p == nil {
 		return nil, errNilPipeline
 	}
-	o := runOptions{concurrency: runtime.NumCPU(), progress: os.Stderr}
+	o := runOptions{parallelism: runtime.NumCPU(), progress: os.Stderr}
 	for _, opt := range opts {
 		opt.applyToRun(&o)
 	}

@@ -122,7 +122,7 @@ func (p *Pipeline) Workspace(w Workspace) *Pipeline {
 }
 
 // Parallelism bounds how many steps of a run execute at once (Argo's
-// spec.parallelism; locally it caps Concurrency).
+// spec.parallelism; locally it caps the Parallelism run option).
 func (p *Pipeline) Parallelism(n int) *Pipeline {
 	if p == nil {
 		return nil

@@ -18,8 +18,8 @@ const (
 	EventSucceeded EventType = "succeeded"
 	EventFailed    EventType = "failed"
 	// EventSkipped: the step (or item) did not run: its When was false
-	// (StatusSkipped), an earlier run had done it (StatusCached), or it was
-	// omitted (StatusOmitted). Reason says which.
+	// (PhaseSkipped), an earlier run had done it (PhaseCached), or it was
+	// omitted (PhaseOmitted). Reason says which.
 	EventSkipped EventType = "skipped"
 )
 

@@ -63,8 +63,9 @@ func (s *Schedule) Timezone(tz string) *Schedule {
 	return s
 }
 
-// Concurrency sets what happens when a run is still going at the next tick.
-func (s *Schedule) Concurrency(policy ConcurrencyPolicy) *Schedule {
+// ConcurrencyPolicy sets what happens when a run is still going at the next
+// tick (CronWorkflow's concurrencyPolicy). It is not a parallelism bound.
+func (s *Schedule) ConcurrencyPolicy(policy ConcurrencyPolicy) *Schedule {
 	if s != nil {
 		s.concurrency = policy
 	}
@@ -171,7 +172,7 @@ func (s *Schedule) validate() field.ErrorList {
 	switch s.concurrency {
 	case "", AllowConcurrent, ForbidConcurrent, ReplaceConcurrent:
 	default:
-		errs = append(errs, field.NotSupported(field.NewPath("concurrency"), s.concurrency,
+		errs = append(errs, field.NotSupported(field.NewPath("concurrencyPolicy"), s.concurrency,
 			[]ConcurrencyPolicy{AllowConcurrent, ForbidConcurrent, ReplaceConcurrent}))
 	}
 	if d := s.startingDeadline; d != nil && *d < 0 {

@@ -96,9 +96,10 @@ func (s *StepOptions[T]) Output(name string) string {
 // Retry sets how a failed step is retried (Argo's retryStrategy).
 func (s *StepOptions[T]) Retry(r Retry) *T { s.c.retry = &r; return s.ret() }
 
-// Timeout bounds each attempt of the step (Argo's activeDeadlineSeconds,
-// rounded up to whole seconds; locally the exact duration).
-func (s *StepOptions[T]) Timeout(d time.Duration) *T {
+// ActiveDeadline bounds each attempt of the step (Argo's activeDeadlineSeconds,
+// rounded up to whole seconds; locally the exact duration), the word
+// train.Lifecycle uses for a job.
+func (s *StepOptions[T]) ActiveDeadline(d time.Duration) *T {
 	s.c.timeout, s.c.timeoutSet = d, true
 	return s.ret()
 }
@@ -126,8 +127,10 @@ func (s *StepOptions[T]) ForEachIn(list string) *T {
 	return s.ret()
 }
 
-// MaxParallel bounds how many items of a fanned-out step run at once.
-func (s *StepOptions[T]) MaxParallel(n int) *T {
+// Parallelism bounds how many items of a fanned-out step run at once
+// (Argo's template parallelism on the fan-out), as Pipeline.Parallelism
+// bounds the steps of a run.
+func (s *StepOptions[T]) Parallelism(n int) *T {
 	s.c.maxPar, s.c.maxParSet = n, true
 	return s.ret()
 }
@@ -209,11 +212,11 @@ const stepKind = "pipeline-step"
 // its pods and those objects carry the pipeline's cube.dev/release label
 // (selectors follow), so Release.Wait on the pipeline sees the job's pods.
 //
-// Timeout becomes the job's own deadline too (spec.activeDeadlineSeconds of
+// ActiveDeadline becomes the job's own deadline too (spec.activeDeadlineSeconds of
 // a batch Job or RayJob, spec.runPolicy.activeDeadlineSeconds of a
 // training-operator job, the smaller one if the job has its own), so the job
 // stops with the step and a retry does not run beside it; a kind with no
-// deadline field (a Volcano Job) refuses Timeout. A workload that serves
+// deadline field (a Volcano Job) refuses ActiveDeadline. A workload that serves
 // (a Deployment, StatefulSet, LeaderWorkerSet, RayService…) is refused: it
 // has no completion to wait for. OutputFrom reads outputs from the job
 // once it has succeeded.

@@ -166,11 +166,11 @@ func TestValidateFunctionStepNamesStep(t *testing.T) {
 func TestValidateStepSettings(t *testing.T) {
 	s := ctr("s").
 		Retry(pipeline.Retry{Limit: -1, Backoff: -time.Second, Factor: -2, MaxBackoff: -time.Second, MaxDuration: -time.Second, Policy: "Sometimes"}).
-		Timeout(0).
-		MaxParallel(2).
+		ActiveDeadline(0).
+		Parallelism(2).
 		When("{{params.x}} ==").
 		Namespace("elsewhere")
-	e := ctr("e").ForEach().MaxParallel(0)
+	e := ctr("e").ForEach().Parallelism(0)
 	q := ctr("q").ForEachIn("not a ref")
 	r := ctr("r").ForEachIn(pipeline.ItemRef)
 	_, err := pipeline.New("p").Param("x", "1").Step(s, e, q, r).Build()
@@ -181,12 +181,12 @@ func TestValidateStepSettings(t *testing.T) {
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxBackoff", "must not be negative"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxDuration", "must not be negative"},
 		wantErr{field.ErrorTypeNotSupported, "steps[0].retry.policy", "Sometimes"},
-		wantErr{field.ErrorTypeInvalid, "steps[0].timeout", "must be positive"},
-		wantErr{field.ErrorTypeInvalid, "steps[0].maxParallel", "applies only to a step with ForEach"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].activeDeadline", "must be positive"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].parallelism", "applies only to a step with ForEach"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].when", "unexpected end of expression"},
 		wantErr{field.ErrorTypeForbidden, "steps[0].namespace", "set it on the pipeline"},
 		wantErr{field.ErrorTypeRequired, "steps[1].forEach", "at least one item"},
-		wantErr{field.ErrorTypeInvalid, "steps[1].maxParallel", "at least 1"},
+		wantErr{field.ErrorTypeInvalid, "steps[1].parallelism", "at least 1"},
 		wantErr{field.ErrorTypeInvalid, "steps[2].forEachIn", "must be one ParamRef or step Output"},
 		wantErr{field.ErrorTypeInvalid, "steps[3].forEachIn", "the item is known only inside the step"},
 		wantErr{field.ErrorTypeInvalid, "steps[3].forEachIn", "must be one ParamRef or step Output"},
@@ -254,7 +254,7 @@ func TestValidateExitHandler(t *testing.T) {
 }
 
 func TestValidateTemplateNameCollision(t *testing.T) {
-	fan := ctr("x").ForEach("1", "2").MaxParallel(1)
+	fan := ctr("x").ForEach("1", "2").Parallelism(1)
 	_, err := pipeline.New("p").Step(ctr("x-fanout"), fan).Build()
 	requireErrors(t, err, wantErr{field.ErrorTypeInvalid, "steps[1].name", `template name "x-fanout" of the fan-out of step "x" is already step "x-fanout"`})
 }
@@ -314,7 +314,7 @@ func TestValidateSchedule(t *testing.T) {
 	_, err = pipeline.New("p").Step(ctr("s")).
 		Schedule("* * *", "61 * * * *", "* * * * FUNDAY", "@sometimes", "@every -1s", "5-1 * * * *", "*/0 * * * *", "TZ=Mars/Base * * * * *").
 		Timezone("Nowhere/Atlantis").
-		Concurrency("Sometimes").
+		ConcurrencyPolicy("Sometimes").
 		StartingDeadline(-time.Second).
 		KeepHistory(-1, 1).
 		Build()
@@ -328,7 +328,7 @@ func TestValidateSchedule(t *testing.T) {
 		wantErr{field.ErrorTypeInvalid, "schedule[6]", "bad step"},
 		wantErr{field.ErrorTypeInvalid, "schedule[7]", `unknown time zone "Mars/Base"`},
 		wantErr{field.ErrorTypeInvalid, "timezone", "unknown time zone"},
-		wantErr{field.ErrorTypeNotSupported, "concurrency", "Sometimes"},
+		wantErr{field.ErrorTypeNotSupported, "concurrencyPolicy", "Sometimes"},
 		wantErr{field.ErrorTypeInvalid, "startingDeadline", "must not be negative"},
 		wantErr{field.ErrorTypeInvalid, "keepHistory.succeeded", "between 0"},
 	)
@@ -348,9 +348,9 @@ func TestValidateLocal(t *testing.T) {
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}},
 	}))
 	_, err := pipeline.New("p").Step(noCmd, job).
-		Run(t.Context(), pipeline.Replace("ghost", nil), pipeline.SetParam("nope", "1"), pipeline.Concurrency(0), pipeline.Progress(nil))
+		Run(t.Context(), pipeline.Replace("ghost", nil), pipeline.SetParam("nope", "1"), pipeline.Parallelism(0), pipeline.Progress(nil))
 	requireErrors(t, err,
-		wantErr{field.ErrorTypeInvalid, "concurrency", "at least 1"},
+		wantErr{field.ErrorTypeInvalid, "parallelism", "at least 1"},
 		wantErr{field.ErrorTypeNotFound, "replace", "ghost"},
 		wantErr{field.ErrorTypeNotFound, "params", "nope"},
 		wantErr{field.ErrorTypeRequired, "steps[0].command", "needs a command to run locally"},

@@ -401,9 +401,9 @@ func (b *Builder[T]) HostNetwork(on bool) *T { b.hostNetwork = on; return b.ret(
 // SliceSetting returns the slice set with Slice (nil when none).
 func (b *Builder[T]) SliceSetting() *vgpu.Spec { return b.slice }
 
-// Devices returns the whole accelerators per pod set with GPUs (0 when unset
+// GPUCount returns the whole accelerators per pod set with GPUs (0 when unset
 // or when a slice is used).
-func (b *Builder[T]) Devices() int {
+func (b *Builder[T]) GPUCount() int {
 	if b.slice != nil {
 		return 0
 	}
@@ -454,9 +454,9 @@ type TemplateOptions struct {
 	// DefaultImage is used when Image was not called; without either,
 	// Template reports the image as required.
 	DefaultImage string
-	// NoDevices renders the pod without accelerators, for roles such as a
+	// NoGPUs renders the pod without accelerators, for roles such as a
 	// parameter server or an MPI launcher, while keeping the rest.
-	NoDevices bool
+	NoGPUs bool
 	// Labels are added to the pod (component and role labels).
 	Labels map[string]string
 	// RestartPolicy of the pod; empty leaves the API default.
@@ -549,9 +549,9 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 			errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
 		}
 	}
-	if b.slice != nil && b.devicesSet && !opts.NoDevices {
+	if b.slice != nil && b.devicesSet && !opts.NoGPUs {
 		errs = append(errs, field.Forbidden(p.Child("gpus"), fmt.Sprintf(
-			"GPUs(%d) and Slice both set: a slice gives the pod its own devices (vgpu Spec.Devices); drop one", b.devices)))
+			"GPUs(%d) and Slice both set: a slice gives the pod its own devices (vgpu Spec.GPUs); drop one", b.devices)))
 	}
 	requests, limits := b.requests, b.limits
 	if len(opts.Resources) > 0 {
@@ -611,7 +611,7 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	errs = append(errs, b.addVolumes(&tmpl.Spec, &c, specPath)...)
 	tmpl.Spec.Containers = []corev1.Container{c}
 
-	errs = append(errs, b.applyHardware(&tmpl, name, p, opts.NoDevices)...)
+	errs = append(errs, b.applyHardware(&tmpl, name, p, opts.NoGPUs)...)
 	if b.edge != nil {
 		errs = append(errs, hardware.ApplyEdge(&tmpl, name, *b.edge, p)...)
 	}
@@ -739,7 +739,7 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 	if noDevices || b.slice != nil || count < 0 {
 		count = 0 // a negative count is reported by GPUs, once
 	}
-	placement := hardware.Placement{Profile: *b.profile, Count: count, Fabric: b.fabric, SharedMemory: shm}
+	placement := hardware.Placement{Profile: *b.profile, GPUs: count, Fabric: b.fabric, SharedMemory: shm}
 	if noDevices {
 		placement.Fabric = hardware.Fabric{} // a role without devices does not join the collective
 	}

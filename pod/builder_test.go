@@ -110,10 +110,10 @@ func TestTemplateHardware(t *testing.T) {
 	}
 	assert.True(t, envNames["NCCL_DEBUG"], "NCCL variables set: %v", envNames)
 	assert.Equal(t, "1", qty(c.Resources.Limits, "rdma/rdma_shared_device_a"))
-	assert.Equal(t, 8, j.Devices())
+	assert.Equal(t, 8, j.GPUCount())
 
 	// A parameter-server-like role keeps the profile's placement but no devices.
-	ps, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch", NoDevices: true})
+	ps, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch", NoGPUs: true})
 	require.Empty(t, errs)
 	_, hasGPU := ps.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]
 	assert.False(t, hasGPU)
@@ -142,7 +142,7 @@ func TestTemplateSlice(t *testing.T) {
 	assert.Equal(t, "1", qty(lim, "nvidia.com/gpu"))
 	assert.Equal(t, "10240", qty(lim, "nvidia.com/gpumem"))
 	assert.Equal(t, "30", qty(lim, "nvidia.com/gpucores"))
-	assert.Equal(t, 0, j.Devices())
+	assert.Equal(t, 0, j.GPUCount())
 	p, ok := j.Profile()
 	require.True(t, ok)
 	assert.Equal(t, hardware.A100_80G.Name, p.Name)
@@ -195,7 +195,7 @@ func TestTemplateResourcesOverrideThePodSettings(t *testing.T) {
 	j := newJob("mpi").Image("i").CPU("32").Memory("256Gi").Request(corev1.ResourceEphemeralStorage, "10Gi").
 		On(hardware.H100).GPUs(8)
 	launcher, errs := j.Template(tmplPath, pod.TemplateOptions{
-		NoDevices: true,
+		NoGPUs:    true,
 		Resources: map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "2Gi"},
 	})
 	require.Empty(t, errs)

@@ -142,7 +142,7 @@ func normalize(v []float32) bool {
 // OpenAIEmbedder embeds through any OpenAI-compatible /embeddings endpoint
 // (vLLM's embedding task, Hugging Face text-embeddings-inference, Ollama)
 // with go-openai, through a serve.Client. Texts go in batches of BatchSize,
-// at most Concurrency batches at once; a batch answered 429 or 5xx (or not
+// at most Parallelism batches at once; a batch answered 429 or 5xx (or not
 // answered) is retried up to Retry's limit with doubling backoff; and
 // vectors are cached by model and content hash, so embedding unchanged text
 // again costs no request.
@@ -150,7 +150,7 @@ type OpenAIEmbedder struct {
 	client      *serve.Client
 	model       string
 	batch       int
-	concurrency int
+	parallelism int
 	retries     int
 	backoff     time.Duration
 	cache       *EmbeddingCache
@@ -160,7 +160,7 @@ type OpenAIEmbedder struct {
 // model's embeddings. Defaults: batches of 64, 4 batches at once, 3
 // retries starting at 500ms, a cache of 10,000 vectors.
 func NewOpenAIEmbedder(client *serve.Client, model string) *OpenAIEmbedder {
-	return &OpenAIEmbedder{client: client, model: model, batch: 64, concurrency: 4,
+	return &OpenAIEmbedder{client: client, model: model, batch: 64, parallelism: 4,
 		retries: 3, backoff: 500 * time.Millisecond, cache: NewEmbeddingCache(10_000)}
 }
 
@@ -172,10 +172,10 @@ func (e *OpenAIEmbedder) BatchSize(n int) *OpenAIEmbedder {
 	return e
 }
 
-// Concurrency sets how many requests are in flight at once.
-func (e *OpenAIEmbedder) Concurrency(n int) *OpenAIEmbedder {
+// Parallelism sets how many requests are in flight at once.
+func (e *OpenAIEmbedder) Parallelism(n int) *OpenAIEmbedder {
 	if e != nil {
-		e.concurrency = n
+		e.parallelism = n
 	}
 	return e
 }
@@ -221,8 +221,8 @@ func (e *OpenAIEmbedder) validate() error {
 	if e.batch <= 0 {
 		errs = append(errs, fmt.Errorf("batchSize: %d: must be positive", e.batch))
 	}
-	if e.concurrency <= 0 {
-		errs = append(errs, fmt.Errorf("concurrency: %d: must be positive", e.concurrency))
+	if e.parallelism <= 0 {
+		errs = append(errs, fmt.Errorf("parallelism: %d: must be positive", e.parallelism))
 	}
 	if e.retries < 0 {
 		errs = append(errs, fmt.Errorf("retry: limit %d: must not be negative", e.retries))
@@ -251,7 +251,7 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 		missing = append(missing, i)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(e.concurrency)
+	g.SetLimit(e.parallelism)
 	for start := 0; start < len(missing); start += e.batch {
 		idx := missing[start:min(start+e.batch, len(missing))]
 		g.Go(func() error {

@@ -106,7 +106,7 @@ func newServeClient(t *testing.T, url string) *serve.Client {
 
 func TestOpenAIEmbedderBatchesBoundsConcurrencyAndCaches(t *testing.T) {
 	srv := newEmbeddingServer(t, 0, 0)
-	e := NewOpenAIEmbedder(newServeClient(t, srv.URL), "bge-small").BatchSize(3).Concurrency(2)
+	e := NewOpenAIEmbedder(newServeClient(t, srv.URL), "bge-small").BatchSize(3).Parallelism(2)
 	texts := []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "g"}
 	vs, err := e.Embed(t.Context(), texts)
 	require.NoError(t, err)
@@ -144,9 +144,9 @@ func TestOpenAIEmbedderRetriesOverloadAndServerErrors(t *testing.T) {
 }
 
 func TestOpenAIEmbedderValidation(t *testing.T) {
-	_, err := NewOpenAIEmbedder(nil, "").BatchSize(0).Concurrency(-1).Retry(-1, -time.Second).Embed(t.Context(), []string{"x"})
+	_, err := NewOpenAIEmbedder(nil, "").BatchSize(0).Parallelism(-1).Retry(-1, -time.Second).Embed(t.Context(), []string{"x"})
 	require.Error(t, err)
-	for _, want := range []string{"client: required", "model: required", "batchSize: 0", "concurrency: -1", "retry: limit -1", "retry: backoff -1s"} {
+	for _, want := range []string{"client: required", "model: required", "batchSize: 0", "parallelism: -1", "retry: limit -1", "retry: backoff -1s"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	var nilEmbedder *OpenAIEmbedder

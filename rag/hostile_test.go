@@ -26,7 +26,7 @@ func TestNilAndZeroValuesReportInsteadOfPanicking(t *testing.T) {
 	assert.ErrorContains(t, err, "nil TokenSplitter")
 
 	var nilEmb *OpenAIEmbedder
-	_, err = nilEmb.BatchSize(1).Concurrency(1).Retry(1, time.Second).Cache(nil).Embed(ctx, []string{"x"})
+	_, err = nilEmb.BatchSize(1).Parallelism(1).Retry(1, time.Second).Cache(nil).Embed(ctx, []string{"x"})
 	assert.ErrorContains(t, err, "nil OpenAIEmbedder")
 	assert.Empty(t, nilEmb.Model())
 	_, err = (&OpenAIEmbedder{}).Embed(ctx, []string{"x"})

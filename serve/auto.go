@@ -108,7 +108,7 @@ func (s *Service) checkTask(r *rendering) field.ErrorList {
 func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 	e := s.engine
 	spec := field.NewPath("spec")
-	nodes, devices := max(1, s.nodes), s.Devices()
+	nodes, devices := max(1, s.nodes), s.GPUCount()
 	accelerated := r.hasProfile && r.profile.Accelerated()
 	r.nodes, r.devices, r.tp, r.pp = nodes, devices, 1, 1
 	if slice := s.SliceSetting(); slice != nil {
@@ -172,7 +172,7 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 	e := s.engine
 	spec := field.NewPath("spec")
 	r.slice = true
-	n := max(1, slice.Count())
+	n := max(1, slice.GPUCount())
 	r.devices = n
 	var errs field.ErrorList
 	if s.nodes > 1 {
@@ -204,11 +204,11 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
 			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d on a %s slice, which is one device to the engine: serve it with TP 1, or use whole devices (GPUs)", tp, pp, slice.Kind())))
 	case oneDevice && n > 1:
-		errs = append(errs, field.Invalid(spec.Child("slice", "devices"), n,
+		errs = append(errs, field.Invalid(spec.Child("slice", "gpus"), n,
 			fmt.Sprintf("%d %s instances in one pod, but the engine's process sees one: %d would sit idle", n, slice.Kind(), n-1)))
 	case tp*pp != n:
 		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
-			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d must equal the slice's %d device(s) (vgpu Spec.Devices)", tp, pp, n)))
+			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d must equal the slice's %d device(s) (vgpu Spec.GPUs)", tp, pp, n)))
 	}
 	return errs
 }
@@ -282,7 +282,7 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 		return field.ErrorList{field.Forbidden(autoPath, e.title+" is not sized by the planner: set GPUs instead")}
 	}
 	var errs field.ErrorList
-	if s.Devices() > 0 || s.nodes > 0 || s.pp > 0 {
+	if s.GPUCount() > 0 || s.nodes > 0 || s.pp > 0 {
 		errs = append(errs, field.Forbidden(autoPath, "Auto chooses the GPUs, nodes and pipeline stages: drop GPUs, Nodes and PipelineParallel, or drop Auto"))
 	}
 	if s.SliceSetting() != nil {
@@ -348,7 +348,7 @@ func (s *Service) planOptions(r *rendering) []PlanOption {
 		opts = append(opts, TensorParallel(s.tp))
 	}
 	if d, ok := quantizedDType(s.quantization); ok {
-		opts = append(opts, Quantization(d))
+		opts = append(opts, WeightDType(d))
 	}
 	if strings.HasPrefix(strings.ToLower(s.kvCacheDType), "fp8") {
 		opts = append(opts, KVCacheDType(market.FP8))

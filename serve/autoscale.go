@@ -16,13 +16,14 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/pod"
 )
 
 // ScaleMetric is one signal the autoscaler follows. Make one with
 // ScaleOnCPU, ScaleOnMemory, ScaleOnQueue or ScaleOnPodMetric.
 type ScaleMetric struct {
 	kind    metricKind
-	percent int32
+	percent int
 	name    string
 	target  string
 }
@@ -38,11 +39,11 @@ const (
 
 // ScaleOnCPU scales to keep the pods' CPU use at percent of their CPU
 // request (the service needs CPU set).
-func ScaleOnCPU(percent int32) ScaleMetric { return ScaleMetric{kind: metricCPU, percent: percent} }
+func ScaleOnCPU(percent int) ScaleMetric { return ScaleMetric{kind: metricCPU, percent: percent} }
 
 // ScaleOnMemory scales to keep the pods' memory use at percent of their
 // memory request (the service needs Memory set).
-func ScaleOnMemory(percent int32) ScaleMetric {
+func ScaleOnMemory(percent int) ScaleMetric {
 	return ScaleMetric{kind: metricMemory, percent: percent}
 }
 
@@ -73,8 +74,20 @@ type autoscaling struct {
 // between minReplicas and maxReplicas replicas (LeaderWorkerSet groups for
 // a multi-node service) following metrics. The workload then carries no
 // replica count, so that applying it again does not undo the autoscaler.
-func (s *Service) Autoscale(minReplicas, maxReplicas int32, metrics ...ScaleMetric) *Service {
-	s.autoscale = &autoscaling{min: minReplicas, max: maxReplicas, metrics: slices.Clone(metrics)}
+func (s *Service) Autoscale(minReplicas, maxReplicas int, metrics ...ScaleMetric) *Service {
+	if s == nil {
+		return nil
+	}
+	p := field.NewPath("spec", "autoscale")
+	min32, err := pod.Int32(p.Child("minReplicas"), minReplicas)
+	if err != nil {
+		s.fail(err)
+	}
+	max32, err := pod.Int32(p.Child("maxReplicas"), maxReplicas)
+	if err != nil {
+		s.fail(err)
+	}
+	s.autoscale = &autoscaling{min: min32, max: max32, metrics: slices.Clone(metrics)}
 	return s
 }
 
@@ -109,13 +122,17 @@ func (s *Service) horizontalPodAutoscaler(r *rendering, target autoscaleTarget, 
 			if m.percent < 1 {
 				errs = append(errs, field.Invalid(mp.Child("percent"), m.percent, "must be at least 1"))
 			}
+			percent, err := pod.Int32(mp.Child("percent"), m.percent)
+			if err != nil {
+				errs = append(errs, err)
+			}
 			if _, ok := requests[res]; !ok {
 				errs = append(errs, field.Required(mp, fmt.Sprintf("scaling on %s utilisation needs a %s request: call %s", res, res, setter)))
 			}
 			metrics = append(metrics, autoscalingv2.MetricSpec{
 				Type: autoscalingv2.ResourceMetricSourceType,
 				Resource: &autoscalingv2.ResourceMetricSource{Name: res, Target: autoscalingv2.MetricTarget{
-					Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(m.percent),
+					Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(percent),
 				}},
 			})
 		case metricQueue, metricPods:

@@ -34,8 +34,8 @@ import (
 type Split struct {
 	pod.Meta[Split]
 	stable, canary *Service
-	stableWeight   int32
-	canaryWeight   int32
+	stableWeight   int
+	canaryWeight   int
 	gateway        string
 	gatewayNS      string
 	listener       string
@@ -54,7 +54,7 @@ func Canary(name string, stable, canary *Service) *Split {
 
 // Weights sets the percentages of requests each version gets; they must add
 // up to 100 (90, 10 sends one request in ten to the canary).
-func (c *Split) Weights(stable, canary int32) *Split {
+func (c *Split) Weights(stable, canary int) *Split {
 	if c == nil {
 		return nil
 	}
@@ -144,9 +144,9 @@ func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 	wp := spec.Child("weights")
 	switch {
 	case c.stableWeight < 0 || c.canaryWeight < 0:
-		errs = append(errs, field.Invalid(wp, []int32{c.stableWeight, c.canaryWeight}, "must not be negative"))
+		errs = append(errs, field.Invalid(wp, []int{c.stableWeight, c.canaryWeight}, "must not be negative"))
 	case c.stableWeight+c.canaryWeight != 100:
-		errs = append(errs, field.Invalid(wp, []int32{c.stableWeight, c.canaryWeight},
+		errs = append(errs, field.Invalid(wp, []int{c.stableWeight, c.canaryWeight},
 			fmt.Sprintf("are percentages and must add up to 100, not %d", c.stableWeight+c.canaryWeight)))
 	}
 	versions := []struct {
@@ -201,13 +201,14 @@ func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 	for _, h := range c.hostnames {
 		hostnames = append(hostnames, gatewayv1.Hostname(h))
 	}
-	backend := func(s *Service, weight int32) gatewayv1.HTTPBackendRef {
+	// The weights were checked above: 0 to 100 each.
+	backend := func(s *Service, weight int) gatewayv1.HTTPBackendRef {
 		return gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{
 				Name: gatewayv1.ObjectName(s.ServiceName()),
 				Port: ptr.To(s.ServicePort()),
 			},
-			Weight: ptr.To(weight),
+			Weight: ptr.To(int32(weight)),
 		}}
 	}
 	rule := gatewayv1.HTTPRouteRule{

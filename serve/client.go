@@ -81,9 +81,11 @@ func HTTPClient(c *http.Client) ClientOption {
 	return clientOptionFunc(func(o *clientOptions) { o.httpClient, o.httpSet = c, true })
 }
 
-// Timeout bounds each request, including the reading of a streamed
-// response; use a context deadline to bound a single call instead.
-func Timeout(d time.Duration) ClientOption {
+// RequestTimeout bounds each request, including the reading of a streamed
+// response (http.Client's Timeout); use a context deadline to bound a
+// single call instead. Split.RequestTimeout is the same bound at the
+// gateway.
+func RequestTimeout(d time.Duration) ClientOption {
 	return clientOptionFunc(func(o *clientOptions) { o.timeout, o.timeoutSet = d, true })
 }
 
@@ -117,7 +119,7 @@ func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 		errs = append(errs, field.Required(field.NewPath("httpClient"), ""))
 	}
 	if o.timeoutSet && o.timeout <= 0 {
-		errs = append(errs, field.Invalid(field.NewPath("timeout"), o.timeout.String(), "must be positive"))
+		errs = append(errs, field.Invalid(field.NewPath("requestTimeout"), o.timeout.String(), "must be positive"))
 	}
 	if o.model != "" && strings.TrimSpace(o.model) != o.model {
 		errs = append(errs, field.Invalid(field.NewPath("servedModel"), o.model, "must not start or end with spaces"))

@@ -224,7 +224,7 @@ func TestNewClientReportsEveryBadOption(t *testing.T) {
 	_, err := serve.NewClient("nope",
 		serve.APIKeyFromEnv("CUBE_TEST_EMPTY_KEY"),
 		serve.HTTPClient(nil),
-		serve.Timeout(-time.Second),
+		serve.RequestTimeout(-time.Second),
 		serve.ServedModel(" qwen "),
 	)
 	require.Error(t, err)
@@ -232,7 +232,7 @@ func TestNewClientReportsEveryBadOption(t *testing.T) {
 		`endpoint: Invalid value: "nope": must be an http or https URL`,
 		`apiKeyFromEnv: Invalid value: "CUBE_TEST_EMPTY_KEY": environment variable is unset or empty`,
 		"httpClient: Required value",
-		`timeout: Invalid value: "-1s": must be positive`,
+		`requestTimeout: Invalid value: "-1s": must be positive`,
 		`servedModel: Invalid value: " qwen ": must not start or end with spaces`,
 	} {
 		assert.Contains(t, err.Error(), want)
@@ -468,7 +468,7 @@ func TestHTTPClientAndTimeout(t *testing.T) {
 	f := newFakeOpenAI(t, "", "m")
 	transport := &countingTransport{}
 	mine := &http.Client{Transport: transport}
-	c, err := serve.NewClient(f.URL, serve.ServedModel("m"), serve.HTTPClient(mine), serve.Timeout(5*time.Second))
+	c, err := serve.NewClient(f.URL, serve.ServedModel("m"), serve.HTTPClient(mine), serve.RequestTimeout(5*time.Second))
 	require.NoError(t, err)
 	_, err = c.Chat(t.Context(), serve.UserMessage("x"))
 	require.NoError(t, err)
@@ -476,7 +476,7 @@ func TestHTTPClientAndTimeout(t *testing.T) {
 	assert.Zero(t, mine.Timeout, "the caller's client is not modified")
 
 	f.delay = 2 * time.Second
-	slow, err := serve.NewClient(f.URL, serve.ServedModel("m"), serve.Timeout(50*time.Millisecond))
+	slow, err := serve.NewClient(f.URL, serve.ServedModel("m"), serve.RequestTimeout(50*time.Millisecond))
 	require.NoError(t, err)
 	start := time.Now()
 	_, err = slow.Chat(t.Context(), serve.UserMessage("x"))

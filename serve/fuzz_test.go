@@ -81,9 +81,9 @@ func (s *script) slice() *vgpu.Spec {
 	case 0:
 		return vgpu.Slice(card).Memory(s.str()).Cores(s.num())
 	case 1:
-		return vgpu.Slice(card).Memory("20Gi").Devices(s.num())
+		return vgpu.Slice(card).Memory("20Gi").GPUs(s.num())
 	case 2:
-		return vgpu.MIG(card, []string{"1g.10gb", "3g.40gb", "7g.80gb", "bad"}[s.pick(4)]).Devices(s.num())
+		return vgpu.MIG(card, []string{"1g.10gb", "3g.40gb", "7g.80gb", "bad"}[s.pick(4)]).GPUs(s.num())
 	case 3:
 		return vgpu.Slice(card).Memory("10Gi").Backend(vgpu.Volcano)
 	default:
@@ -129,7 +129,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 	for i := 0; i < 40 && !s.done(); i++ {
 		switch s.pick(44) {
 		case 0:
-			svc = svc.Replicas(int32(s.num()))
+			svc = svc.Replicas(s.num())
 		case 1:
 			svc = svc.TensorParallel(s.num())
 		case 2:
@@ -169,7 +169,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 19:
 			svc = svc.StartupTimeout(time.Duration(s.num()) * time.Minute)
 		case 20:
-			svc = svc.DisruptionBudget(int32(s.num()))
+			svc = svc.DisruptionBudget(s.num())
 		case 21:
 			svc = svc.Auto(s.planOptions()...)
 		case 22:
@@ -192,9 +192,9 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 25:
 			svc = svc.KeepAlive(s.str())
 		case 26:
-			metrics := []serve.ScaleMetric{serve.ScaleOnQueue(s.str()), serve.ScaleOnCPU(int32(s.num())),
-				serve.ScaleOnMemory(int32(s.num())), serve.ScaleOnPodMetric(s.str(), s.str())}
-			svc = svc.Autoscale(int32(s.num()), int32(s.num()), metrics[:s.pick(len(metrics)+1)]...)
+			metrics := []serve.ScaleMetric{serve.ScaleOnQueue(s.str()), serve.ScaleOnCPU(s.num()),
+				serve.ScaleOnMemory(s.num()), serve.ScaleOnPodMetric(s.str(), s.str())}
+			svc = svc.Autoscale(s.num(), s.num(), metrics[:s.pick(len(metrics)+1)]...)
 		case 27:
 			svc = svc.On(fuzzProfiles[s.pick(len(fuzzProfiles))])
 		case 28:

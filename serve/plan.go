@@ -267,10 +267,13 @@ func KVCacheDType(d market.DType) PlanOption {
 	return planOptionFunc(func(o *planOptions) { o.kvDType = d; o.mark("kvCacheDType") })
 }
 
-// Quantization sizes the weights in format d (FP8, INT8 or INT4 for a
-// quantized checkpoint) instead of the format the model is published in.
-func Quantization(d market.DType) PlanOption {
-	return planOptionFunc(func(o *planOptions) { o.weightDType = d; o.mark("quantization") })
+// WeightDType sizes the weights in format d (FP8, INT8 or INT4 for a
+// quantized checkpoint) instead of the format the model is published in
+// (PlanResult.WeightDType). The quantization method that produced such a
+// checkpoint (awq, gptq…) is Service.Quantization; Auto derives the format
+// from it.
+func WeightDType(d market.DType) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.weightDType = d; o.mark("weightDType") })
 }
 
 // MaxTensorParallel caps the tensor-parallel size Plan may choose (it never
@@ -454,7 +457,7 @@ func validatePlan(model market.Model, acc hardware.Profile, o planOptions) error
 			[]market.DType{market.BF16, market.FP16, market.FP8, market.FP32}))
 	}
 	if !o.weightDType.Valid() {
-		errs = append(errs, field.NotSupported(field.NewPath("quantization"), o.weightDType,
+		errs = append(errs, field.NotSupported(field.NewPath("weightDType"), o.weightDType,
 			[]market.DType{market.FP32, market.BF16, market.FP16, market.FP8, market.INT8, market.INT4}))
 	}
 	if o.maxTP < 1 && o.set["maxTensorParallel"] {

@@ -117,8 +117,8 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 		{llama70, hardware.A100_40G, nil, 8, 1, 1, 8, 131072, market.BF16, market.BF16, 0.9},
 		{llama70, hardware.L4, nil, 8, 2, 2, 8, 131072, market.BF16, market.BF16, 0.9}, // multi-node
 		{llama70, hardware.H200, nil, 2, 1, 1, 2, 131072, market.BF16, market.BF16, 0.9},
-		{llama70, hardware.H100, []serve.PlanOption{serve.Quantization(market.FP8), serve.KVCacheDType(market.FP8)}, 2, 1, 1, 2, 131072, market.FP8, market.FP8, 0.9},
-		{llama70, hardware.A100_40G, []serve.PlanOption{serve.Quantization(market.INT4), serve.ContextLength(8192)}, 1, 1, 1, 1, 8192, market.INT4, market.BF16, 0.9},
+		{llama70, hardware.H100, []serve.PlanOption{serve.WeightDType(market.FP8), serve.KVCacheDType(market.FP8)}, 2, 1, 1, 2, 131072, market.FP8, market.FP8, 0.9},
+		{llama70, hardware.A100_40G, []serve.PlanOption{serve.WeightDType(market.INT4), serve.ContextLength(8192)}, 1, 1, 1, 1, 8192, market.INT4, market.BF16, 0.9},
 		// Qwen2.5-7B-Instruct: 32768-token context, 28 heads (TP ∈ {1, 2, 4}).
 		{qwen7, hardware.H100, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
 		{qwen7, hardware.A100_40G, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
@@ -250,7 +250,7 @@ func TestPlanForcedTensorParallelMustDivideHeads(t *testing.T) {
 
 	oddHeads := qwen7
 	oddHeads.Name, oddHeads.AttentionHeads, oddHeads.KVHeads = "odd-heads", 7, 7
-	_, err = serve.Plan(oddHeads, hardware.H100, serve.Quantization(market.INT4), serve.ContextLength(1024))
+	_, err = serve.Plan(oddHeads, hardware.H100, serve.WeightDType(market.INT4), serve.ContextLength(1024))
 	require.NoError(t, err, "TP=1 divides anything")
 }
 
@@ -278,7 +278,7 @@ func TestPlanCannotFit(t *testing.T) {
 
 	// DeepSeek-V3 upcast to BF16 (1.25 TiB) on at most two nodes of L4s.
 	dsv3 := catalogueModel(t, "deepseek-ai/DeepSeek-V3")
-	_, err = serve.Plan(dsv3, hardware.L4, serve.Quantization(market.BF16), serve.MaxNodes(2))
+	_, err = serve.Plan(dsv3, hardware.L4, serve.WeightDType(market.BF16), serve.MaxNodes(2))
 	want = expectPlan(dsv3, hardware.L4, 0.9, 8, 2, 2, 8, 163840, market.BF16, market.BF16)
 	require.ErrorAs(t, err, &fit)
 	assert.Equal(t, 8, fit.TensorParallel)
@@ -310,7 +310,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 	qwen7 := catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct")
 	_, err := serve.Plan(qwen7, hardware.H100,
 		serve.ContextLength(-1), serve.MemoryUtilization(1.5), serve.KVCacheDType(market.INT4),
-		serve.Quantization("fp6"), serve.MaxTensorParallel(0), serve.TensorParallel(-2), serve.MaxNodes(0),
+		serve.WeightDType("fp6"), serve.MaxTensorParallel(0), serve.TensorParallel(-2), serve.MaxNodes(0),
 		serve.Overhead(-1), serve.MaxBatchedTokens(0), serve.MaxSequences(0))
 	require.Error(t, err)
 	for _, want := range []string{
@@ -318,7 +318,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		"contextLength: Invalid value: -1: must be positive",
 		"memoryUtilization: Invalid value: 1.5: must be in (0, 1]",
 		`kvCacheDType: Unsupported value: "int4"`,
-		`quantization: Unsupported value: "fp6"`,
+		`weightDType: Unsupported value: "fp6"`,
 		"maxTensorParallel: Invalid value: 0: must be at least 1",
 		"tensorParallel: Invalid value: -2: must be at least 1",
 		"maxNodes: Invalid value: 0: must be at least 1",
@@ -419,7 +419,7 @@ func TestPlanWithAbsurdLayerCounts(t *testing.T) {
 	m.Layers = math.MaxInt32
 	start := time.Now()
 	_, _ = serve.Plan(m, hardware.L4, serve.MaxNodes(math.MaxInt32), serve.ContextLength(1024))
-	_, _ = serve.Plan(m, hardware.L4.WithMaxPerNode(1), serve.MaxNodes(math.MaxInt32), serve.Quantization(market.FP32))
+	_, _ = serve.Plan(m, hardware.L4.WithMaxPerNode(1), serve.MaxNodes(math.MaxInt32), serve.WeightDType(market.FP32))
 	assert.Less(t, time.Since(start), 5*time.Second)
 
 	// The same candidates as a stage-by-stage search: Llama-3.1-70B on L4

@@ -214,7 +214,7 @@ func (s *Service) checkHardware(r *rendering) field.ErrorList {
 	switch {
 	case !e.cpu && !e.nvidia && (!accelerated || r.profile.Vendor != hardware.Huawei):
 		return field.ErrorList{field.Required(on, e.title+" runs on Ascend NPUs: call On(hardware.Ascend910B3) or another 910B profile")}
-	case !accelerated && e.gpuImage && s.ImageName() == "" && s.Devices() == 0 && s.auto == nil:
+	case !accelerated && e.gpuImage && s.ImageName() == "" && s.GPUCount() == 0 && s.auto == nil:
 		// (GPUs and Auto without a profile are reported as a missing On.)
 		return field.ErrorList{field.Required(field.NewPath("spec", "image"),
 			fmt.Sprintf("the default %s image is built for GPUs: call On with an accelerator, or set Image to a CPU build", e.title))}
@@ -381,7 +381,7 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	// A shallow copy carries the layout into the shared builder without
 	// changing s: GPUs, Fabric and HostNetwork only assign fields.
 	c := *s
-	if r.templateDevices != s.Devices() {
+	if r.templateDevices != s.GPUCount() {
 		c.GPUs(r.templateDevices)
 	}
 	if r.fabric != nil && c.FabricSetting().IsZero() {

@@ -143,14 +143,19 @@ func (s *Service) fail(err *field.Error) { s.problems = append(s.problems, err) 
 
 // Replicas sets how many copies of the model serve (default 1). With
 // Autoscale the autoscaler owns the count instead.
-func (s *Service) Replicas(n int32) *Service {
+func (s *Service) Replicas(n int) *Service {
 	if s == nil {
 		return nil
 	}
+	path := field.NewPath("spec", "replicas")
 	if n < 0 {
-		s.fail(field.Invalid(field.NewPath("spec", "replicas"), n, "must not be negative"))
+		s.fail(field.Invalid(path, n, "must not be negative"))
 	}
-	s.replicas = &n
+	n32, err := pod.Int32(path, n)
+	if err != nil {
+		s.fail(err)
+	}
+	s.replicas = &n32
 	return s
 }
 
@@ -258,6 +263,11 @@ func (s *Service) Quantization(method string) *Service {
 
 // KVCacheDType sets the KV-cache type (vLLM and SGLang --kv-cache-dtype,
 // e.g. fp8; TGI --kv-cache-dtype fp8_e4m3fn or fp8_e5m2).
+// It takes the engine's own value, checked against the values that engine
+// accepts, because those name variants (fp8_e4m3, fp8_e5m2, auto) that
+// market.DType does not; the plan option KVCacheDType takes the
+// market.DType whose width sizes the cache, and Auto passes FP8 to the
+// planner for any fp8 value.
 func (s *Service) KVCacheDType(dtype string) *Service {
 	if s == nil {
 		return nil
@@ -453,14 +463,19 @@ func (s *Service) StartupTimeout(d time.Duration) *Service {
 // node drains may take down at once (of a LeaderWorkerSet: how many groups;
 // the budget counts pods, and one evicted pod takes its group down). The
 // default, 1, is rendered whenever the service has more than one replica.
-func (s *Service) DisruptionBudget(maxUnavailable int32) *Service {
+func (s *Service) DisruptionBudget(maxUnavailable int) *Service {
 	if s == nil {
 		return nil
 	}
+	path := field.NewPath("spec", "disruptionBudget")
 	if maxUnavailable < 0 {
-		s.fail(field.Invalid(field.NewPath("spec", "disruptionBudget"), maxUnavailable, "must not be negative"))
+		s.fail(field.Invalid(path, maxUnavailable, "must not be negative"))
 	}
-	s.maxUnavailable = &maxUnavailable
+	n32, err := pod.Int32(path, maxUnavailable)
+	if err != nil {
+		s.fail(err)
+	}
+	s.maxUnavailable = &n32
 	return s
 }
 

@@ -43,7 +43,7 @@ func TestPyTorchMasterAndWorkers(t *testing.T) {
 		RestartPolicy(kubeflowv1.RestartPolicyExitCode).
 		TTLAfterFinished(1500 * time.Millisecond).
 		ActiveDeadline(2 * time.Hour).
-		BackoffLimit(4).
+		RetryLimit(4).
 		Suspend(true).
 		Build()
 	require.NoError(t, err)
@@ -371,7 +371,7 @@ func TestRayJob(t *testing.T) {
 		WorkerGroup("gpu", 2).
 		AutoscaledWorkerGroup("spot", 1, 0+1, 8).
 		On(hardware.H100).GPUs(8).
-		ActiveDeadline(time.Hour).BackoffLimit(2).TTLAfterFinished(time.Minute).
+		ActiveDeadline(time.Hour).RetryLimit(2).TTLAfterFinished(time.Minute).
 		Build()
 	require.NoError(t, err)
 	assert.Equal(t, "ray.io/v1", job.APIVersion)
@@ -439,12 +439,12 @@ func TestRayJobOnAscendGangScheduled(t *testing.T) {
 
 func TestVolcanoJob(t *testing.T) {
 	job, err := train.Volcano("vc").Image(img).Command("python", "w.py").
-		AddTask(train.VolcanoTask{Name: "launcher", Replicas: 1, Command: []string{"mpirun", "python", "w.py"}, NoAccelerators: true,
+		AddTask(train.VolcanoTask{Name: "launcher", Replicas: 1, Command: []string{"mpirun", "python", "w.py"}, NoGPUs: true,
 			CPU: "1", Memory: "2Gi",
 			Policies: []vcbatch.LifecyclePolicy{{Event: vcbus.TaskCompletedEvent, Action: vcbus.CompleteJobAction}}}).
-		AddTask(train.VolcanoTask{Name: "worker", Replicas: 4, MinAvailable: ptr(2), MaxRetry: 3}).
+		AddTask(train.VolcanoTask{Name: "worker", Replicas: 4, MinAvailable: ptr(2), RetryLimit: 3}).
 		Plugin(train.PluginSSH).WithoutPlugin(train.PluginEnv).Plugin(train.PluginSvc, "--publish-not-ready-addresses=true").
-		MinAvailable(3).MaxRetry(5).TTLAfterFinished(time.Hour).
+		MinAvailable(3).RetryLimit(5).TTLAfterFinished(time.Hour).
 		Policy(vcbus.PodEvictedEvent, vcbus.RestartJobAction).
 		PriorityClass("batch").
 		CPU("32").Memory("256Gi").On(hardware.H100).GPUs(8).

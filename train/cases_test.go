@@ -64,7 +64,7 @@ var builderCases = []builderCase{
 			EnvFromSecret("HF_TOKEN", "hf", "token").
 			CleanPodPolicy(kubeflowv1.CleanPodPolicyRunning).
 			TTLAfterFinished(time.Hour).
-			BackoffLimit(3).
+			RetryLimit(3).
 			Gang().Queue("team-a").PriorityClass("training")
 		s.on(settingsOf[train.PyTorchJob]{&j.Builder})
 		return j
@@ -167,7 +167,7 @@ var builderCases = []builderCase{
 			Policy(vcbus.PodEvictedEvent, vcbus.RestartJobAction).
 			Policy(vcbus.PodFailedEvent, vcbus.AbortJobAction).
 			RestartPolicy(corev1.RestartPolicyNever).
-			MaxRetry(2).
+			RetryLimit(2).
 			Queue("team-a")
 		s.on(settingsOf[train.VolcanoJob]{&j.Builder})
 		return j

@@ -140,7 +140,7 @@ func lifecycleOps[T any](l *train.Lifecycle[T]) []op {
 	return []op{
 		func(p *program) { l.TTLAfterFinished(pick(p, fuzzDurations)) },
 		func(p *program) { l.ActiveDeadline(pick(p, fuzzDurations)) },
-		func(p *program) { l.BackoffLimit(pick(p, fuzzInts)) },
+		func(p *program) { l.RetryLimit(pick(p, fuzzInts)) },
 		func(p *program) { l.Suspend(p.byte()%2 == 0) },
 	}
 }
@@ -324,8 +324,8 @@ var fuzzKinds = []func(name string, base bool) (cube.Workload, []op){
 				min := pick(p, fuzzInts)
 				j.AddTask(train.VolcanoTask{
 					Name: pick(p, []string{"launcher", "ps", "Bad Task", ""}), Replicas: pick(p, fuzzInts), MinAvailable: &min,
-					Command: []string{pick(p, fuzzStrings)}, NoAccelerators: p.byte()%2 == 0,
-					CPU: pick(p, fuzzQuantity), Memory: pick(p, fuzzQuantity), MaxRetry: pick(p, fuzzInts),
+					Command: []string{pick(p, fuzzStrings)}, NoGPUs: p.byte()%2 == 0,
+					CPU: pick(p, fuzzQuantity), Memory: pick(p, fuzzQuantity), RetryLimit: pick(p, fuzzInts),
 					RestartPolicy: pick(p, fuzzPodRests),
 					Policies:      []vcbatch.LifecyclePolicy{{Event: pick(p, fuzzEvents), Action: pick(p, fuzzActions)}},
 				})
@@ -334,7 +334,7 @@ var fuzzKinds = []func(name string, base bool) (cube.Workload, []op){
 			func(p *program) { j.Plugin(pick(p, fuzzPlugins), pick(p, fuzzStrings)) },
 			func(p *program) { j.WithoutPlugin(pick(p, fuzzPlugins)) },
 			func(p *program) { j.Policy(pick(p, fuzzEvents), pick(p, fuzzActions)) },
-			func(p *program) { j.MaxRetry(pick(p, fuzzInts)) },
+			func(p *program) { j.RetryLimit(pick(p, fuzzInts)) },
 			func(p *program) { j.TTLAfterFinished(pick(p, fuzzDurations)) },
 			func(p *program) { j.RestartPolicy(pick(p, fuzzPodRests)) },
 		})

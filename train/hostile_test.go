@@ -84,7 +84,7 @@ func TestHostileSettings(t *testing.T) {
 			}},
 		{"more GPUs than a CPU profile has",
 			train.PyTorch("pt").Image(img).On(hardware.CPU).GPUs(2).Nodes(1), []string{
-				`count: Invalid value: 2: cpu-amd64 has no accelerators to request`,
+				`gpus: Invalid value: 2: cpu-amd64 has no accelerators to request`,
 			}},
 		// Found by FuzzBuilders: each was accepted by cube and refused by
 		// the API server.
@@ -93,7 +93,7 @@ func TestHostileSettings(t *testing.T) {
 				`spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 2147483648: must fit in 32 bits`,
 			}},
 		{"elastic and Volcano counts beyond 32 bits",
-			train.Volcano("vc").Image(img).Task("w", math.MaxInt32+1).MaxRetry(math.MaxInt32 + 1), []string{
+			train.Volcano("vc").Image(img).Task("w", math.MaxInt32+1).RetryLimit(math.MaxInt32 + 1), []string{
 				`spec.maxRetry: Invalid value: 2147483648: must fit in 32 bits`,
 				`spec.tasks[0].replicas: Invalid value: 2147483648: must fit in 32 bits`,
 			}},

@@ -78,7 +78,7 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 		return nil, unmadeErrors("train.MPIJob", "MPI")
 	}
 	errs := atLeast(j.workers, 1, replicasPath(mpiSpecs, kubeflowv1.MPIJobReplicaTypeWorker), "worker")
-	slots := perPod(j.slots, j.Devices())
+	slots := perPod(j.slots, j.GPUCount())
 	switch {
 	case slots < 1:
 		errs = append(errs, field.Invalid(field.NewPath("spec", "slotsPerWorker"), slots, "must be at least 1"))
@@ -105,7 +105,7 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 		launcher = MPIRunCommand(max(j.workers, 0)*max(slots, 0), launch...)
 	}
 	roles := []role{
-		{typ: kubeflowv1.MPIJobReplicaTypeLauncher, replicas: 1, noDevices: true, override: true, command: launcher,
+		{typ: kubeflowv1.MPIJobReplicaTypeLauncher, replicas: 1, noGPUs: true, override: true, command: launcher,
 			ownServiceAccount: true, serviceAccount: j.launcherSA},
 		// Workers keep no command: the operator makes them sleep until
 		// mpirun reaches them.

@@ -38,8 +38,8 @@ func (j *MXNetJob) build() (*kubeflowv1.MXJob, field.ErrorList) {
 	errs := atLeast(j.workers, 1, replicasPath(mxnetSpecs, kubeflowv1.MXJobReplicaTypeWorker), "worker")
 	errs = append(errs, atLeast(j.servers, 1, replicasPath(mxnetSpecs, kubeflowv1.MXJobReplicaTypeServer), "server")...)
 	roles := []role{
-		{typ: kubeflowv1.MXJobReplicaTypeScheduler, replicas: 1, noDevices: true},
-		{typ: kubeflowv1.MXJobReplicaTypeServer, replicas: max(j.servers, 0), noDevices: true},
+		{typ: kubeflowv1.MXJobReplicaTypeScheduler, replicas: 1, noGPUs: true},
+		{typ: kubeflowv1.MXJobReplicaTypeServer, replicas: max(j.servers, 0), noGPUs: true},
 		{typ: kubeflowv1.MXJobReplicaTypeWorker, replicas: max(j.workers, 0)},
 	}
 	r, renderErrs := j.render(layout{specsField: mxnetSpecs, container: kubeflowv1.MXJobDefaultContainerName, roles: roles})

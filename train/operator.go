@@ -67,9 +67,9 @@ func (o *operatorJob[T]) init(self *T, kind, name string) {
 type role struct {
 	typ      kubeflowv1.ReplicaType
 	replicas int
-	// noDevices renders the role without accelerators or fabric (a
+	// noGPUs renders the role without accelerators or fabric (a
 	// parameter server, an MPI launcher, an MXNet scheduler).
-	noDevices bool
+	noGPUs bool
 	// override replaces the pod settings' command and args with command
 	// and args (nil clears them, leaving the image's entrypoint).
 	override      bool
@@ -154,7 +154,7 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 		rolePath := specsPath.Key(string(r.typ))
 		tmpl, tmplErrs := o.Template(rolePath.Child("template"), pod.TemplateOptions{
 			Container:         l.container,
-			NoDevices:         r.noDevices,
+			NoGPUs:            r.noGPUs,
 			Labels:            map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
 			Resources:         o.roleResources[r.typ],
 			OmitSettingErrors: true,
@@ -202,11 +202,11 @@ func sharedPlacement(errs field.ErrorList, tmplPath *field.Path) field.ErrorList
 
 // count32 reports a negative count or one beyond int32 under path.
 func count32(n int, path *field.Path) field.ErrorList {
-	switch {
-	case n < 0:
+	if n < 0 {
 		return field.ErrorList{field.Invalid(path, n, "must not be negative")}
-	case n > math.MaxInt32:
-		return field.ErrorList{field.Invalid(path, n, "must fit in 32 bits")}
+	}
+	if _, err := pod.Int32(path, n); err != nil {
+		return field.ErrorList{err}
 	}
 	return nil
 }

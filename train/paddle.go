@@ -49,7 +49,7 @@ func (j *PaddleJob) build() (*kubeflowv1.PaddleJob, field.ErrorList) {
 	}
 	var roles []role
 	if j.servers > 0 {
-		roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeMaster, replicas: j.servers, noDevices: true})
+		roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeMaster, replicas: j.servers, noGPUs: true})
 	}
 	roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeWorker, replicas: max(j.workers, 0)})
 	r, renderErrs := j.render(layout{specsField: paddleSpecs, container: kubeflowv1.PaddleJobDefaultContainerName, roles: roles})

@@ -46,8 +46,10 @@ func (l *Lifecycle[T]) TTLAfterFinished(d time.Duration) *T { l.ttl = &d; return
 // rounded up).
 func (l *Lifecycle[T]) ActiveDeadline(d time.Duration) *T { l.deadline = &d; return l.ret() }
 
-// BackoffLimit is how many times the job is retried before it fails.
-func (l *Lifecycle[T]) BackoffLimit(n int) *T { l.backoff = &n; return l.ret() }
+// RetryLimit is how many times the job is retried before it fails
+// (Kubernetes' and the training operator's runPolicy.backoffLimit, KubeRay's
+// backoffLimit); the same word as pipeline.Retry's Limit.
+func (l *Lifecycle[T]) RetryLimit(n int) *T { l.backoff = &n; return l.ret() }
 
 // Suspend creates the job suspended (true) or running (false, the
 // default); a suspended job creates no pods until it is resumed.

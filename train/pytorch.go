@@ -119,7 +119,7 @@ func (t *torchJob[T]) Torchrun(script string, args ...string) *T {
 }
 
 // nprocPerNode is the process count per pod.
-func (t *torchJob[T]) nprocPerNode() int { return perPod(t.nproc, t.Devices()) }
+func (t *torchJob[T]) nprocPerNode() int { return perPod(t.nproc, t.GPUCount()) }
 
 const pytorchSpecs = "pytorchReplicaSpecs"
 

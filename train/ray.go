@@ -171,7 +171,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	headPath := spec.Child("rayClusterSpec", "headGroupSpec", "template")
 	head, headErrs := j.Template(headPath, pod.TemplateOptions{
 		Container:         "ray-head",
-		NoDevices:         !j.headDevices,
+		NoGPUs:            !j.headDevices,
 		Labels:            map[string]string{LabelComponent: "head"},
 		Resources:         j.headRes,
 		OmitSettingErrors: true,

@@ -59,7 +59,7 @@ func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
 		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeChief, replicas: 1})
 	}
 	if j.ps > 0 {
-		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypePS, replicas: j.ps, noDevices: true})
+		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypePS, replicas: j.ps, noGPUs: true})
 	}
 	roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeWorker, replicas: max(j.workers, 0)})
 	if j.eval {

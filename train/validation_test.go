@@ -65,7 +65,7 @@ func TestValidation(t *testing.T) {
 			`spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image: Required value: an image is required`,
 		}},
 		{"more GPUs than the node holds, reported once for every replica", pytorch().On(hardware.H100).GPUs(16), []string{
-			`count: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
+			`gpus: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
 		}},
 		{"negative GPUs reported once, under the setting", pytorch().On(hardware.H100).GPUs(-1), []string{
 			`gpus: Invalid value: -1: must not be negative`,
@@ -84,7 +84,7 @@ func TestValidation(t *testing.T) {
 		{"run policy", pytorch().
 			TTLAfterFinished(-time.Second).
 			ActiveDeadline(0).
-			BackoffLimit(-1).
+			RetryLimit(-1).
 			CleanPodPolicy("Sometimes").
 			RestartPolicy("Maybe"), []string{
 			`spec.runPolicy.ttlSecondsAfterFinished: Invalid value: "-1s": must not be negative`,
@@ -95,7 +95,7 @@ func TestValidation(t *testing.T) {
 		}},
 		{"durations and counts beyond 32 bits", pytorch().
 			TTLAfterFinished(time.Duration(math.MaxInt32+1) * time.Second).
-			BackoffLimit(math.MaxInt32 + 1), []string{
+			RetryLimit(math.MaxInt32 + 1), []string{
 			`spec.runPolicy.ttlSecondsAfterFinished: Invalid value: "596523h14m8s": must be at most 2147483647 seconds`,
 			`spec.runPolicy.backoffLimit: Invalid value: 2147483648: must fit in 32 bits`,
 		}},
@@ -255,7 +255,7 @@ func TestValidation(t *testing.T) {
 			`spec.rayClusterSpec.workerGroupSpecs: Required value: at least one worker group is required`,
 		}},
 		{"ray keeping its cluster", train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).
-			KeepClusterAfterFinish().Suspend(true).TTLAfterFinished(time.Minute).ActiveDeadline(-time.Second).BackoffLimit(-1), []string{
+			KeepClusterAfterFinish().Suspend(true).TTLAfterFinished(time.Minute).ActiveDeadline(-time.Second).RetryLimit(-1), []string{
 			`spec.activeDeadlineSeconds: Invalid value: "-1s": must not be negative`,
 			`spec.backoffLimit: Invalid value: -1: must not be negative`,
 			`spec.suspend: Forbidden: a RayJob that keeps its cluster cannot be suspended`,
@@ -286,7 +286,7 @@ func TestValidation(t *testing.T) {
 		}},
 
 		// Volcano.
-		{"volcano without tasks", train.Volcano("vc").Image(img).Plugin("gossip").MinAvailable(0).MaxRetry(-1).TTLAfterFinished(-time.Second).
+		{"volcano without tasks", train.Volcano("vc").Image(img).Plugin("gossip").MinAvailable(0).RetryLimit(-1).TTLAfterFinished(-time.Second).
 			Policy("PodExploded", vcbus.RestartJobAction).Policy(vcbus.PodFailedEvent, "Panic"), []string{
 			`spec.tasks: Required value: at least one task is required`,
 			`spec.plugins[gossip]: Unsupported value: "gossip": supported values: "env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "hcclrank", "ray"`,
@@ -298,7 +298,7 @@ func TestValidation(t *testing.T) {
 		}},
 		{"volcano tasks", train.Volcano("vc").Image(img).MinAvailable(9).
 			Task("Worker", 1).Task("w", 2).Task("w", 0).
-			AddTask(train.VolcanoTask{Name: "x", Replicas: 2, MinAvailable: ptr(3), MaxRetry: -1,
+			AddTask(train.VolcanoTask{Name: "x", Replicas: 2, MinAvailable: ptr(3), RetryLimit: -1,
 				Policies: []vcbatch.LifecyclePolicy{{Event: "Boom", Action: vcbus.AbortJobAction}}}), []string{
 			`spec.minAvailable: Invalid value: 9: must not exceed the job's 5 pods`,
 			`spec.tasks[0].name: Invalid value: "Worker": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,

@@ -56,16 +56,17 @@ type VolcanoTask struct {
 	MinAvailable *int
 	// Command and Args replace the job's command line when Command is set.
 	Command, Args []string
-	// NoAccelerators runs the task without accelerators (a launcher).
-	NoAccelerators bool
+	// NoGPUs runs the task without accelerators (a launcher).
+	NoGPUs bool
 	// CPU and Memory, when set, replace the job's CPU and memory (requests
 	// = limits) for this task's pods: a small launcher or a parameter
 	// server with more memory.
 	CPU, Memory string
 	// Policies are the task's own lifecycle policies.
 	Policies []vcbatch.LifecyclePolicy
-	// MaxRetry is how often the task is retried (0: the job's).
-	MaxRetry int
+	// RetryLimit is how often the task is retried (Volcano's task
+	// maxRetry; 0: the job's).
+	RetryLimit int
 	// RestartPolicy of the task's pods (empty: the job's, see
 	// VolcanoJob.RestartPolicy).
 	RestartPolicy corev1.RestartPolicy
@@ -147,9 +148,10 @@ func (j *VolcanoJob) Policy(event vcbus.Event, action vcbus.Action) *VolcanoJob 
 	return j
 }
 
-// MaxRetry is how many times the job is restarted before it fails
-// (Volcano's default is 3).
-func (j *VolcanoJob) MaxRetry(n int) *VolcanoJob { j.maxRetry = &n; return j }
+// RetryLimit is how many times the job is restarted before it fails
+// (Volcano's spec.maxRetry; Volcano's default is 3), as Lifecycle.RetryLimit
+// is for the other jobs.
+func (j *VolcanoJob) RetryLimit(n int) *VolcanoJob { j.maxRetry = &n; return j }
 
 // TTLAfterFinished deletes the job this long after it completed or failed
 // (whole seconds, rounded up).
@@ -307,7 +309,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		}
 		tmpl, tmplErrs := j.Template(tPath.Child("template"), pod.TemplateOptions{
 			Container:         t.Name,
-			NoDevices:         t.NoAccelerators,
+			NoGPUs:            t.NoGPUs,
 			Labels:            map[string]string{LabelComponent: t.Name},
 			Resources:         cpuMemory(t.CPU, t.Memory),
 			RestartPolicy:     restart,
@@ -335,8 +337,8 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 			n := clamp32(*t.MinAvailable)
 			task.MinAvailable = &n
 		}
-		errs = append(errs, count32(t.MaxRetry, tPath.Child("maxRetry"))...)
-		task.MaxRetry = clamp32(t.MaxRetry)
+		errs = append(errs, count32(t.RetryLimit, tPath.Child("maxRetry"))...)
+		task.MaxRetry = clamp32(t.RetryLimit)
 		job.Spec.Tasks = append(job.Spec.Tasks, task)
 	}
 	return job, dedupe(errs)

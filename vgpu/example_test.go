@@ -134,7 +134,7 @@ func ExampleSlice_otherVendors() {
 	fmt.Println("MetaX C500:")
 	printRequest(vgpu.Slice(hardware.MetaXC500).Memory("8Gi").Cores(50))
 	fmt.Println("two DCUs:")
-	printRequest(vgpu.Slice(hardware.HygonK100).Memory("8Gi").Devices(2))
+	printRequest(vgpu.Slice(hardware.HygonK100).Memory("8Gi").GPUs(2))
 	// Output:
 	// Hygon K100:
 	//   hygon.com/dcucores: 50
@@ -152,5 +152,5 @@ func ExampleSlice_otherVendors() {
 	//   metax-tech.com/vcore: 50
 	//   metax-tech.com/vmemory: 8
 	// two DCUs:
-	// gpu.devices: Invalid value: 2: HAMi shares one DCU-K100-AI per container; ask for whole devices to use several
+	// gpu.gpus: Invalid value: 2: HAMi shares one DCU-K100-AI per container; ask for whole devices to use several
 }

@@ -28,7 +28,7 @@ func TestRequestShareReadsWhatApplyRenders(t *testing.T) {
 		{"hami percent", vgpu.Slice(a100).MemoryPercent(40).Cores(10), a100, vgpu.KindSlice, 0.4},
 		{"volcano", vgpu.Slice(a100).Memory("40Gi").Cores(20).Backend(vgpu.Volcano), a100, vgpu.KindSlice, 0.5},
 		{"mig", vgpu.MIG(a100, "3g.40gb"), a100, vgpu.KindMIG, 3.0 / 7},
-		{"mig twice", vgpu.MIG(a100, "1g.10gb").Devices(2), a100, vgpu.KindMIG, 2.0 / 7},
+		{"mig twice", vgpu.MIG(a100, "1g.10gb").GPUs(2), a100, vgpu.KindMIG, 2.0 / 7},
 		{"static vnpu", vgpu.VNPU(b3, "vir10_3c_32g"), b3, vgpu.KindVNPU, 0.5},
 		{"hami vnpu", vgpu.VNPU(b3, "vir05_1c_16g").Backend(vgpu.HAMi), b3, vgpu.KindVNPU, 0.25},
 		{"whole", vgpu.Whole(a100, 4), a100, vgpu.KindWhole, 4},
@@ -37,7 +37,7 @@ func TestRequestShareReadsWhatApplyRenders(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}}
 			if c.kind == vgpu.KindWhole {
-				require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: c.prof, Count: 4}, nil))
+				require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: c.prof, GPUs: 4}, nil))
 			} else {
 				require.Empty(t, c.spec.Apply(&tmpl, "main", nil))
 			}

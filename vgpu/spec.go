@@ -104,15 +104,23 @@ func Slice(p hardware.Profile) *Spec {
 }
 
 // MIG is one MIG instance of profile ("1g.10gb") on a card of profile p,
-// under the mixed strategy unless Strategy(Single).
+// under the mixed strategy unless Strategy(Single). The card's profile is
+// found ignoring case ("1G.10GB"), and renders in the card's spelling.
 func MIG(p hardware.Profile, profile string) *Spec {
+	if m, ok := p.MIGProfile(profile); ok {
+		profile = m.Name
+	}
 	return &Spec{kind: KindMIG, profile: p.WithFlavour(p.Flavour), migName: profile, strategy: Mixed, devices: 1}
 }
 
 // VNPU is an Ascend vNPU of the named template ("vir05_1c_16g"). It renders
 // as a Huawei static vNPU (huawei.com/Ascend910-5c.1cpu.16g) unless the
-// profile's flavour is HAMi or Backend(HAMi) is chosen.
+// profile's flavour is HAMi or Backend(HAMi) is chosen. The chip's
+// template is found ignoring case, and renders in the chip's spelling.
 func VNPU(p hardware.Profile, template string) *Spec {
+	if t, ok := p.VNPUTemplate(template); ok {
+		template = t.Name
+	}
 	return &Spec{kind: KindVNPU, profile: p.WithFlavour(p.Flavour), template: template, devices: 1}
 }
 
@@ -153,9 +161,10 @@ func (s *Spec) Backend(b Backend) *Spec { s.backend = b; return s }
 // Strategy chooses the MIG strategy (Mixed by default).
 func (s *Spec) Strategy(st Strategy) *Spec { s.strategy = st; return s }
 
-// Devices sets how many devices get a slice (HAMi nvidia.com/gpu: n, n MIG
-// instances); default 1.
-func (s *Spec) Devices(n int) *Spec { s.devices = n; return s }
+// GPUs sets how many devices get a slice (HAMi nvidia.com/gpu: n, n MIG
+// instances); default 1. It is the word the workload builders use for
+// whole devices (pod.Builder.GPUs).
+func (s *Spec) GPUs(n int) *Spec { s.devices = n; return s }
 
 // Profile returns a copy of the card the spec is for.
 func (s *Spec) Profile() hardware.Profile { return s.profile.WithFlavour(s.profile.Flavour) }
@@ -163,8 +172,8 @@ func (s *Spec) Profile() hardware.Profile { return s.profile.WithFlavour(s.profi
 // Kind is what the spec asks for.
 func (s *Spec) Kind() Kind { return s.kind }
 
-// Count is the number of devices the spec touches.
-func (s *Spec) Count() int { return s.devices }
+// GPUCount is the number of devices the spec touches, as set with GPUs.
+func (s *Spec) GPUCount() int { return s.devices }
 
 // MIGProfile is the MIG profile name of a MIG spec.
 func (s *Spec) MIGProfile() string { return s.migName }
@@ -272,9 +281,9 @@ func (s *Spec) demand(path *field.Path) (demandShape, field.ErrorList) {
 		return demandShape{}, append(errs, field.Invalid(path.Child("profile"), p.Name, "a CPU profile has no devices to share"))
 	}
 	if s.devices < 1 {
-		errs = append(errs, field.Invalid(path.Child("devices"), s.devices, "must be at least 1"))
+		errs = append(errs, field.Invalid(path.Child("gpus"), s.devices, "must be at least 1"))
 	} else if p.MaxPerNode > 0 && s.devices > p.MaxPerNode {
-		errs = append(errs, field.Invalid(path.Child("devices"), s.devices,
+		errs = append(errs, field.Invalid(path.Child("gpus"), s.devices,
 			fmt.Sprintf("more devices per pod than a %s node holds (%d)", p.Name, p.MaxPerNode)))
 	}
 	b := s.EffectiveBackend()
@@ -362,7 +371,7 @@ func (s *Spec) sliceDemand(path *field.Path, b Backend, errs field.ErrorList) (d
 			}
 		case HuaweiStatic:
 			if s.devices > 1 {
-				errs = append(errs, field.Invalid(path.Child("devices"), s.devices, "a static vNPU is requested one per container"))
+				errs = append(errs, field.Invalid(path.Child("gpus"), s.devices, "a static vNPU is requested one per container"))
 			}
 		case Volcano, DevicePlugin:
 			return d, append(errs, field.Invalid(path.Child("backend"), b,
@@ -495,7 +504,7 @@ func (s *Spec) vnpuDemand(path *field.Path, b Backend, errs field.ErrorList) (de
 				templateNames(p, func(t hardware.VNPUTemplate) bool { return t.Static })))
 		}
 		if s.devices > 1 {
-			errs = append(errs, field.Invalid(path.Child("devices"), s.devices, "a static vNPU is requested one per container"))
+			errs = append(errs, field.Invalid(path.Child("gpus"), s.devices, "a static vNPU is requested one per container"))
 		}
 	default:
 		return demandShape{}, append(errs, field.Invalid(path.Child("backend"), b,
@@ -665,7 +674,7 @@ func (s *Spec) hamiSliceDemand(path *field.Path, b Backend, memBytes int64, errs
 			fmt.Sprintf("HAMi cannot share a %s; request whole devices", p.Name)))
 	}
 	if s.devices > 1 && !sl.MultiDevice {
-		errs = append(errs, field.Invalid(path.Child("devices"), s.devices,
+		errs = append(errs, field.Invalid(path.Child("gpus"), s.devices,
 			fmt.Sprintf("HAMi shares one %s per container; ask for whole devices to use several", p.Name)))
 	}
 	if s.coresSet && sl.Cores == "" {

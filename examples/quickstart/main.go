@@ -158,9 +158,9 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 
 	comment(out, "cube quickstart: tenant, training job, pipeline, served model")
 	comment(out, "")
-	comment(out, "pipeline ran locally in "+result.Duration.Round(time.Millisecond).String()+": "+string(result.Status))
+	comment(out, "pipeline ran locally in "+result.Duration.Round(time.Millisecond).String()+": "+string(result.Phase))
 	for _, s := range result.Steps {
-		comment(out, fmt.Sprintf("  %-9s %-9s outputs=%v", s.Name, s.Status, s.Outputs))
+		comment(out, fmt.Sprintf("  %-9s %-9s outputs=%v", s.Name, s.Phase, s.Outputs))
 	}
 	comment(out, "")
 	comment(out, result.Mermaid())

@@ -35,7 +35,7 @@ func TestPipelineInTenant(t *testing.T) {
 		Outputs("count", "items")
 	square := pipeline.Container("square").Image(c.Images.Busybox).
 		Command(sh(`echo "square of ` + pipeline.ItemRef + ` is $((` + pipeline.ItemRef + ` * ` + pipeline.ItemRef + `))"`)...).
-		ForEachIn(gen.Output("items")).MaxParallel(2)
+		ForEachIn(gen.Output("items")).Parallelism(2)
 	skipped := pipeline.Container("never").Image(c.Images.Busybox).
 		Command("sh", "-c", "echo this step must not run; exit 1").
 		When(gen.Output("count") + " > 5")

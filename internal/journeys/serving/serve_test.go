@@ -46,7 +46,7 @@ func serviceClient(t *testing.T, cl *cube.Client, rel *cube.Release, ns string, 
 		for _, p := range svc.Spec.Ports {
 			if p.Port == port {
 				endpoint := fmt.Sprintf("http://%s", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port))))
-				c, err := serve.NewClient(endpoint, serve.Timeout(10*time.Second))
+				c, err := serve.NewClient(endpoint, serve.RequestTimeout(10*time.Second))
 				require.NoError(t, err)
 				return c
 			}
