@@ -26,9 +26,19 @@ type setting struct {
 	profile    hardware.Profile
 	fabric     hardware.Fabric
 	restricted bool
+	// namespace of the objects, for builders that need one ("team-a"
+	// when empty).
+	namespace string
 	// literal is a credential written in clear in the main container's
 	// env, which every builder must refuse without repeating it.
 	literal string
+}
+
+func (s setting) namespaceOr(def string) string {
+	if s.namespace == "" {
+		return def
+	}
+	return s.namespace
 }
 
 // nonRootUID is the user the restricted cases run as.
@@ -99,17 +109,17 @@ func builderCases() []builderCase {
 	return []builderCase{
 		// notebook
 		{"notebook-jupyter", func(s setting) cube.Workload {
-			n := notebook.Jupyter("lab", "alice").Namespace("team-a").AuthSecret("alice-credentials", "token").Storage("10Gi", "").AllowNamespace(ingress)
+			n := notebook.Jupyter("lab", "alice").Namespace(s.namespaceOr("team-a")).AuthSecret("alice-credentials", "token").Storage("10Gi", "").AllowNamespace(ingress)
 			on(&n.Builder, s)
 			return n
 		}},
 		{"notebook-vscode", func(s setting) cube.Workload {
-			n := notebook.VSCode("code", "alice").Namespace("team-a").AuthSecret("alice-credentials", "password").AllowNamespace(ingress)
+			n := notebook.VSCode("code", "alice").Namespace(s.namespaceOr("team-a")).AuthSecret("alice-credentials", "password").AllowNamespace(ingress)
 			on(&n.Builder, s)
 			return n
 		}},
 		{"notebook-rstudio", func(s setting) cube.Workload {
-			n := notebook.RStudio("rstudio", "alice").Namespace("team-a").AuthSecret("alice-credentials", "password").AllowNamespace(ingress)
+			n := notebook.RStudio("rstudio", "alice").Namespace(s.namespaceOr("team-a")).AuthSecret("alice-credentials", "password").AllowNamespace(ingress)
 			on(&n.Builder, s)
 			return n
 		}},

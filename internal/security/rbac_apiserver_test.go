@@ -24,16 +24,22 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// cpuWorkloads are every builder's workload on CPUs (MindIE's on Ascend,
-// the only hardware it serves on).
-func cpuWorkloads() map[string]cube.Workload {
+// tenantWorkloads are every builder's workload in namespace, on CPUs
+// where the builder runs there, else on one H100 (serving engines, verl,
+// local evaluation), else on one Ascend 910B3 (MindIE).
+func tenantWorkloads(t *testing.T, namespace string) map[string]cube.Workload {
 	out := map[string]cube.Workload{}
 	for _, bc := range builderCases() {
-		if bc.name == "serve-mindie" {
-			out[bc.name] = bc.make(setting{profile: hardware.Ascend910B3})
-			continue
+		for _, p := range []hardware.Profile{hardware.CPU, hardware.H100, hardware.Ascend910B3} {
+			w := bc.make(setting{profile: p, namespace: namespace})
+			if _, err := w.Objects(); err == nil {
+				out[bc.name] = w
+				break
+			}
 		}
-		out[bc.name] = bc.make(setting{profile: hardware.CPU})
+		if out[bc.name] == nil {
+			t.Errorf("%s renders on none of CPU, H100 and Ascend 910B3", bc.name)
+		}
 	}
 	return out
 }
@@ -44,7 +50,7 @@ func cpuWorkloads() map[string]cube.Workload {
 func TestClientRulesNameServedResources(t *testing.T) {
 	env := testenv.Get(t)
 	mapper := env.Client.RESTMapper()
-	for name, w := range cpuWorkloads() {
+	for name, w := range tenantWorkloads(t, "team-a") {
 		objs, err := w.Objects()
 		require.NoError(t, err, name)
 		rules, err := cube.ClientRules(w)
@@ -103,9 +109,9 @@ func TestTenantEditorsMayApplyEveryBuilder(t *testing.T) {
 	// Editors read their namespace, so Apply's Pod Security check runs
 	// for them too instead of being skipped.
 	ps := cube.Tenant(ns) // baseline, as applied
-	for name, w := range cpuWorkloads() {
+	for name, w := range tenantWorkloads(t, ns) {
 		t.Run(name, func(t *testing.T) {
-			require.NoError(t, ps.Admits(w), "pods on CPUs need no more than baseline")
+			require.NoError(t, ps.Admits(w), "pods without an RDMA fabric need no more than baseline")
 			rel, err := alice.Apply(ctx, w)
 			require.NoError(t, err, "an editor applies %s", name)
 			_, err = rel.Status(ctx)
@@ -122,7 +128,7 @@ func TestTenantEditorsMayApplyEveryBuilder(t *testing.T) {
 	require.ErrorAs(t, err, &psErr, "the editor's Apply checked the namespace's level")
 
 	// What ClientRules names for the builders, the editor's Roles grant.
-	for name, w := range cpuWorkloads() {
+	for name, w := range tenantWorkloads(t, ns) {
 		rules, err := cube.ClientRules(w)
 		require.NoError(t, err)
 		for _, r := range rules {
