@@ -56,7 +56,7 @@ var userInfoURL = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#"'@]+@[^\
 
 // configLine is key: value or key=value in a config file held in a
 // ConfigMap or an inline script.
-var configLine = regexp.MustCompile(`(?m)^\s*"?([A-Za-z0-9_.-]+)"?\s*[:=]\s*"?([^\s",]+)`)
+var configLine = regexp.MustCompile(`(?m)(?:^|[{,])[ \t]*"?([A-Za-z0-9_.-]+)"?[ \t]*[:=][ \t]*"?([^\s",}\]]+)`)
 
 // isReference says that a value names a credential without holding it:
 // an env or Argo reference, a path, a placeholder.
