@@ -28,6 +28,58 @@
 // the API server itself would store a job and then refuse its pods.
 // TenantBuilder.Admits makes the same check without a cluster.
 //
+// # Pod Security
+//
+// What cube's pods ask of the Pod Security Standards, tested for every
+// builder on every hardware profile and fabric with the evaluator of
+// k8s.io/pod-security-admission (internal/security):
+//
+//   - Every pod passes the baseline level but for three additions, which
+//     need the privileged level:
+//
+//     IPC_LOCK, added to the main container by an RDMA fabric
+//     (InfiniBand, RoCE) to pin memory for verbs: baseline refuses it
+//     ("non-default capabilities"), restricted too ("unrestricted
+//     capabilities"). Ascend's on-chip RoCE adds none.
+//     Tenant(...).AllowRDMA() opts a tenant into the privileged level.
+//
+//     Read-only hostPath mounts of an accelerator's driver: the Ascend
+//     driver, npu-smi and DCMI (volumes ascend-*) on a profile without
+//     the Ascend Docker Runtime (WithAscendRuntime(false)), and a
+//     profile's HostMounts (Hygon's /opt/hyhal), on every pod of a
+//     workload placed on that profile, its roles without devices
+//     (parameter servers, launchers, Ray heads) included: both levels
+//     refuse host paths ("hostPath volumes"; restricted also "restricted
+//     volume types"). Profiles with the runtime mount nothing.
+//
+//     The host network of MindIE serving across nodes, whose HCCL rank
+//     table names the nodes' addresses ("host namespaces").
+//
+//   - Every pod passes the restricted level, but for those additions,
+//     once it runs as a non-root user: give any builder
+//     PodSecurityContext (runAsNonRoot, runAsUser, the RuntimeDefault
+//     seccomp profile) and SecurityContext (allowPrivilegeEscalation
+//     false, capabilities drop ALL); the containers a builder adds beside
+//     the main one (model downloads and pulls) get the same
+//     (pod.HelperSecurityContext). cube sets them itself where it knows
+//     the image's user: notebooks (Jupyter's jovyan and code-server's
+//     coder, 1000; RStudio's rserver as rstudio) and Label Studio (1001).
+//     The other default images run as root (vLLM, SGLang, TGI, TEI,
+//     Triton, Ollama, MindIE, LLaMA-Factory, verl, aws-cli,
+//     python:3.12-slim), so cube sets no user for them: as they come,
+//     their pods fail restricted's runAsNonRoot, seccompProfile,
+//     allowPrivilegeEscalation and capabilities checks, and pass
+//     baseline, the level a Tenant enforces by default. So does Label
+//     Studio's bundled Postgres, whose image starts as root to own its
+//     data directory and which the caller's contexts do not reach: a
+//     restricted namespace takes ExternalDatabase.
+//
+// TenantBuilder.LevelFor picks the strictest of restricted and baseline
+// that admits a set of workloads, or says which pod neither admits and
+// why; PodTemplates returns the pod templates the checks judge.
+// ClientRules lists the RBAC a program running cube needs, each rule
+// shown needed by a test on the API server.
+//
 // A Tenant is a team's namespace: quota, container default requests (no
 // default limits, which would kill engines that state none), Volcano
 // queue, Roles for its editors and viewers covering every kind cube

@@ -150,6 +150,33 @@ type podTemplate struct {
 	spec *corev1.PodSpec
 }
 
+// PodTemplate is one pod template of an object, as PodTemplates finds it.
+type PodTemplate struct {
+	// Path is the field path of the template in the object
+	// ("spec.pytorchReplicaSpecs.Worker.template"; "spec" for a Pod).
+	Path     string
+	Metadata metav1.ObjectMeta
+	Spec     corev1.PodSpec
+}
+
+// PodTemplates returns the pod templates of obj, of any kind, that
+// Apply's Pod Security check evaluates: a Pod's spec, the templates of
+// Deployments, StatefulSets, jobs of every operator, LeaderWorkerSets and
+// RayJobs, and those of the manifests an Argo Workflow's resource steps
+// create. Programs that run their own policy on cube's pods start here.
+func PodTemplates(obj client.Object) ([]PodTemplate, error) {
+	u, err := ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	found := podTemplates(u.Object)
+	out := make([]PodTemplate, len(found))
+	for i, t := range found {
+		out[i] = PodTemplate{Path: t.path, Metadata: *t.meta, Spec: *t.spec}
+	}
+	return out, nil
+}
+
 // podTemplates finds the pod specs in an object of any kind: every map
 // with a list of containers (a Pod's spec, a Deployment's or a job
 // replica's template, a LeaderWorkerSet's leader and worker templates, a

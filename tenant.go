@@ -480,6 +480,36 @@ func (t *TenantBuilder) Admits(ws ...Workload) error {
 	return checkPodSecurity(t.name, t.namespaceLabels(), objs)
 }
 
+// LevelFor returns the strictest Pod Security level that admits every pod
+// of the workloads: PodSecurityRestricted, else PodSecurityBaseline. When
+// baseline refuses some pod it returns the *PodSecurityError of the
+// baseline level, naming each refused template and why (an RDMA fabric's
+// IPC_LOCK, the host paths of a driver): LevelFor never chooses the
+// privileged level, which admits privileged containers and host paths, so
+// a tenant gets it only by asking (AllowRDMA, PodSecurity). Pass the level
+// to PodSecurity:
+//
+//	level, err := tenant.LevelFor(notebook, job)
+//	if err != nil { ... }
+//	tenant.PodSecurity(level)
+func (t *TenantBuilder) LevelFor(ws ...Workload) (PodSecurityLevel, error) {
+	if t == nil || !t.made {
+		return "", errNotMade
+	}
+	objs, err := prepareAll("workload", ws)
+	if err != nil {
+		return "", err
+	}
+	var refused error
+	for _, level := range []PodSecurityLevel{PodSecurityRestricted, PodSecurityBaseline} {
+		labels := map[string]string{LabelPodSecurityEnforce: string(level), LabelPodSecurityEnforceVersion: "latest"}
+		if refused = checkPodSecurity(t.name, labels, objs); refused == nil {
+			return level, nil
+		}
+	}
+	return "", refused
+}
+
 func (t *TenantBuilder) limitRange(id Identity, hard corev1.ResourceList) (*corev1.LimitRange, field.ErrorList) {
 	var errs field.ErrorList
 	item := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer}

@@ -60,6 +60,15 @@ var editOnly = []rbacv1.PolicyRule{
 // logs: both editors and viewers read pod logs (Release.Logs).
 var logs = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get", "list", "watch"}}
 
+// ownNamespace lets editors read the tenant's Namespace: Apply's Pod
+// Security check reads its enforce label (see ClientRules), and skips the
+// check for a caller who may not, leaving only the API server to refuse
+// the pods, after their job is stored. A RoleBinding grants it for its
+// own namespace only.
+func ownNamespace(name string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{name}, Verbs: []string{"get"}}
+}
+
 // pipelineJobs are the kinds a pipeline's workload step creates and
 // follows: every kind with a completion that cube builds.
 var pipelineJobs = []rbacv1.PolicyRule{
@@ -125,12 +134,13 @@ func (t *TenantBuilder) pipelineAccount(id Identity) []client.Object {
 }
 
 // memberRoles are the Roles <name>-cube-edit and <name>-cube-view: every
-// kind cube creates, to edit or to read, and pod logs.
+// kind cube creates, to edit or to read, and pod logs; editors also read
+// the tenant's Namespace.
 func (t *TenantBuilder) memberRoles(id Identity) []client.Object {
 	edit := append(withVerbs(cubeResources, editVerbs, true), withVerbs(editOnly, editVerbs, false)...)
 	view := withVerbs(cubeResources, viewVerbs, true)
 	return []client.Object{
-		role(id, t.name+"-cube-edit", t.name, append(edit, *logs.DeepCopy())),
+		role(id, t.name+"-cube-edit", t.name, append(edit, *logs.DeepCopy(), ownNamespace(t.name))),
 		role(id, t.name+"-cube-view", t.name, append(view, *logs.DeepCopy())),
 	}
 }

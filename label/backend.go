@@ -45,6 +45,24 @@ type Backend struct {
 	onWebhook   func(ctx context.Context, action string, payload json.RawMessage) error
 }
 
+// String describes the backend without its basic-auth password.
+func (b *Backend) String() string {
+	if b == nil {
+		return "label.Backend(nil)"
+	}
+	out := fmt.Sprintf("label.Backend(chat %v", b.chat)
+	if b.embed != nil {
+		out += fmt.Sprintf(", embeddings %v", b.embed)
+	}
+	if b.user != "" {
+		out += ", basic auth as " + b.user
+	}
+	return out + ")"
+}
+
+// GoString is String, so that %#v does not print the password either.
+func (b *Backend) GoString() string { return b.String() }
+
 // BackendOption configures NewBackend.
 type BackendOption func(*Backend)
 

@@ -145,6 +145,9 @@ func (c *Client) String() string {
 	return "label.Client(" + c.base.String() + ")"
 }
 
+// GoString is String, so that %#v does not print the token either.
+func (c *Client) GoString() string { return c.String() }
+
 // APIError is a call Label Studio answered with an error status. Its
 // message names the call and says what the server said: the "detail" and
 // "validation_errors" of Label Studio's error body

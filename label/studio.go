@@ -279,6 +279,23 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 	if tmpl.Spec.SecurityContext == nil {
 		tmpl.Spec.SecurityContext = &corev1.PodSecurityContext{
 			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](StudioUID), FSGroup: ptr.To[int64](StudioUID),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+	}
+	// The image's user needs no privilege: the rest of what the restricted
+	// Pod Security level asks, for what the caller left unset.
+	if c.SecurityContext == nil {
+		c.SecurityContext = &corev1.SecurityContext{}
+	}
+	if sc := c.SecurityContext; !ptr.Deref(sc.Privileged, false) {
+		if sc.AllowPrivilegeEscalation == nil {
+			sc.AllowPrivilegeEscalation = ptr.To(false)
+		}
+		if sc.Capabilities == nil {
+			sc.Capabilities = &corev1.Capabilities{}
+		}
+		if len(sc.Capabilities.Drop) == 0 {
+			sc.Capabilities.Drop = []corev1.Capability{"ALL"}
 		}
 	}
 	maps.Copy(tmpl.Labels, selector)

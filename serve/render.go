@@ -465,7 +465,11 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 		main.VolumeMounts = append(main.VolumeMounts, m)
 	}
 	for _, ic := range r.initContainers {
-		tmpl.Spec.InitContainers = append(tmpl.Spec.InitContainers, *ic.DeepCopy())
+		ic := ic.DeepCopy()
+		if ic.SecurityContext == nil {
+			ic.SecurityContext = pod.HelperSecurityContext(main)
+		}
+		tmpl.Spec.InitContainers = append(tmpl.Spec.InitContainers, *ic)
 	}
 	if tmpl.Spec.HostNetwork {
 		tmpl.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet

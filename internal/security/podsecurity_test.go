@@ -1,0 +1,349 @@
+package security_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/label"
+)
+
+// The reasons k8s.io/pod-security-admission v0.37.2 gives for the checks
+// cube's documented additions fail (policy/check_capabilities_baseline.go,
+// check_capabilities_restricted.go, check_hostPathVolumes.go,
+// check_restrictedVolumes.go).
+const (
+	reasonCapabilitiesBaseline   = "non-default capabilities"
+	reasonCapabilitiesRestricted = "unrestricted capabilities"
+	reasonHostPath               = "hostPath volumes"
+	reasonVolumeTypes            = "restricted volume types"
+	reasonEscalation             = "allowPrivilegeEscalation != false"
+	reasonRunAsNonRoot           = "runAsNonRoot != true"
+	reasonSeccomp                = "seccompProfile"
+	reasonHostNamespaces         = "host namespaces"
+)
+
+// imageUserReasons are the restricted checks a pod fails when it runs as
+// its image's user with the runtime's defaults: what a caller who knows
+// the image runs as non-root settles with PodSecurityContext and
+// SecurityContext (cube's doc, "Pod Security").
+var imageUserReasons = []string{reasonEscalation, reasonCapabilitiesRestricted, reasonRunAsNonRoot, reasonSeccomp}
+
+var evaluator = func() policy.Evaluator {
+	e, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}()
+
+// failing returns the reasons the level refuses the template for, sorted.
+func failing(level psaapi.Level, t cube.PodTemplate) []string {
+	var out []string
+	for _, r := range evaluator.EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, &t.Metadata, &t.Spec) {
+		if !r.Allowed && !slices.Contains(out, r.ForbiddenReason) {
+			out = append(out, r.ForbiddenReason)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// additions are the documented departures from the restricted level a
+// template carries.
+type additions struct {
+	ipcLock      bool // an RDMA fabric's IPC_LOCK
+	driverMounts bool // host paths of an accelerator's driver
+	hostNetwork  bool // MindIE across nodes, whose HCCL rank table names the nodes
+	otherCaps    []string
+	otherHost    []string
+}
+
+// driverVolumes are the hostPath volumes hardware.Apply adds: the Ascend
+// driver's (without the Ascend Docker Runtime) and every catalogue
+// profile's HostMounts.
+func isDriverVolume(name string) bool {
+	if strings.HasPrefix(name, "ascend-") {
+		return true
+	}
+	for _, p := range hardware.Catalogue() {
+		for _, m := range p.HostMounts() {
+			if m.Volume == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func additionsOf(spec *corev1.PodSpec) additions {
+	var a additions
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
+			continue
+		}
+		for _, cp := range c.SecurityContext.Capabilities.Add {
+			if cp == "IPC_LOCK" {
+				a.ipcLock = true
+			} else {
+				a.otherCaps = append(a.otherCaps, c.Name+":"+string(cp))
+			}
+		}
+	}
+	a.hostNetwork = spec.HostNetwork
+	for _, v := range spec.Volumes {
+		if v.HostPath == nil {
+			continue
+		}
+		if isDriverVolume(v.Name) {
+			a.driverMounts = true
+		} else {
+			a.otherHost = append(a.otherHost, v.Name)
+		}
+	}
+	return a
+}
+
+// requests reports whether some container asks for a resource the
+// predicate accepts.
+func requests(spec *corev1.PodSpec, pred func(corev1.ResourceName) bool) bool {
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		for name := range c.Resources.Limits {
+			if pred(name) {
+				return true
+			}
+		}
+		for name := range c.Resources.Requests {
+			if pred(name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isRDMAResource(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), "rdma/") || strings.HasSuffix(string(name), "mlnxnics")
+}
+
+// onAccelerators reports whether the pod asks for accelerators or is
+// placed on the nodes of an accelerated profile: the roles without
+// devices of a job on such a profile (parameter servers, launchers, Ray
+// heads) run its image there, with the driver's mounts, too.
+func onAccelerators(spec *corev1.PodSpec) bool {
+	if requests(spec, isAcceleratorResource) {
+		return true
+	}
+	for _, p := range hardware.Catalogue() {
+		labels := p.NodeLabels()
+		if !p.Accelerated() || len(labels) == 0 {
+			continue
+		}
+		all := true
+		for k, v := range labels {
+			all = all && spec.NodeSelector[k] == v
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func isAscendResource(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), "huawei.com/")
+}
+
+func isAcceleratorResource(name corev1.ResourceName) bool {
+	switch {
+	case name == corev1.ResourceCPU, name == corev1.ResourceMemory, name == corev1.ResourceEphemeralStorage,
+		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix), isRDMAResource(name):
+		return false
+	}
+	return true
+}
+
+// documented is what the levels may refuse a template for, given its
+// additions: IPC_LOCK fails the capability checks of both levels, driver
+// host paths the volume checks of both.
+func (a additions) documented() (baseline, restricted []string) {
+	if a.ipcLock {
+		baseline = append(baseline, reasonCapabilitiesBaseline)
+		restricted = append(restricted, reasonCapabilitiesBaseline, reasonCapabilitiesRestricted)
+	}
+	if a.driverMounts {
+		baseline = append(baseline, reasonHostPath)
+		restricted = append(restricted, reasonHostPath, reasonVolumeTypes)
+	}
+	if a.hostNetwork {
+		baseline = append(baseline, reasonHostNamespaces)
+		restricted = append(restricted, reasonHostNamespaces)
+	}
+	return baseline, restricted
+}
+
+// verdict judges one template: empty when it meets the rules, else what
+// is wrong. imageUser allows the restricted checks of imageUserReasons
+// (a template whose caller did not set the restricted security contexts,
+// of a builder that does not know its image's user).
+func verdict(t cube.PodTemplate, imageUser bool) []string {
+	var problems []string
+	a := additionsOf(&t.Spec)
+	if len(a.otherCaps) > 0 {
+		problems = append(problems, fmt.Sprintf("adds capabilities cube does not document: %v", a.otherCaps))
+	}
+	if len(a.otherHost) > 0 {
+		problems = append(problems, fmt.Sprintf("mounts host paths cube does not document: %v", a.otherHost))
+	}
+	if a.ipcLock && !requests(&t.Spec, isRDMAResource) {
+		problems = append(problems, "adds IPC_LOCK without an RDMA device")
+	}
+	if a.driverMounts && !onAccelerators(&t.Spec) {
+		problems = append(problems, "mounts a driver's host paths off accelerator nodes")
+	}
+	if a.hostNetwork && !(requests(&t.Spec, isAscendResource) && slices.ContainsFunc(t.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "rank-table" })) {
+		problems = append(problems, "runs on the host network without an HCCL rank table of Ascend nodes")
+	}
+	allowedBaseline, allowedRestricted := a.documented()
+	if imageUser {
+		allowedRestricted = append(allowedRestricted, imageUserReasons...)
+	}
+	for _, r := range failing(psaapi.LevelBaseline, t) {
+		if !slices.Contains(allowedBaseline, r) {
+			problems = append(problems, "baseline refuses: "+r)
+		}
+	}
+	for _, r := range failing(psaapi.LevelRestricted, t) {
+		if !slices.Contains(allowedRestricted, r) {
+			problems = append(problems, "restricted refuses: "+r)
+		}
+	}
+	return problems
+}
+
+// knowsImageUser are the builders that run images whose user they know
+// and set the restricted level's security contexts themselves: the
+// notebook images of Jupyter's docker-stacks (jovyan, 1000), code-server
+// (coder, 1000), Label Studio (1001). Their pods pass restricted with no
+// help from the caller.
+var knowsImageUser = []string{"notebook-jupyter", "notebook-vscode", "notebook-rstudio", "label-studio", "label-studio-postgres"}
+
+// rootImages are the images of templates a builder renders beside the
+// caller's pod settings, which the caller's security contexts do not
+// reach, and that start as root: Label Studio's bundled Postgres (the
+// official image's entrypoint chowns PGDATA as root, then drops to the
+// postgres user with gosu). They pass baseline, not restricted; a
+// restricted namespace takes ExternalDatabase instead (cube's doc, "Pod
+// Security").
+var rootImages = []string{label.DefaultPostgresImage}
+
+func runsRootImage(t cube.PodTemplate) bool {
+	return slices.ContainsFunc(t.Spec.Containers, func(c corev1.Container) bool { return slices.Contains(rootImages, c.Image) })
+}
+
+// fabrics are the fabrics every profile is rendered with.
+func fabrics() []struct {
+	name   string
+	fabric hardware.Fabric
+} {
+	return []struct {
+		name   string
+		fabric hardware.Fabric
+	}{
+		{"none", hardware.Fabric{}},
+		{"tcp", hardware.TCP()},
+		{"infiniband", hardware.InfiniBand()},
+		{"roce", hardware.RoCE()},
+	}
+}
+
+// profiles are the catalogue and the variants that change what a pod
+// mounts: Ascend without its Docker runtime, and HAMi and MIG flavours.
+func profiles() []hardware.Profile {
+	return append(hardware.Catalogue(),
+		hardware.Ascend910B3.WithAscendRuntime(false),
+		hardware.Ascend310P3.WithAscendRuntime(false),
+		hardware.H100.WithFlavour(hardware.HAMi),
+		hardware.A100_80G.WithFlavour(hardware.MIGSingle),
+	)
+}
+
+// TestEveryBuilderPodMeetsPodSecurity renders every builder on every
+// profile with every fabric, as it comes and with the restricted security
+// contexts a caller sets, and judges every pod template with the
+// evaluator of k8s.io/pod-security-admission at the latest version.
+func TestEveryBuilderPodMeetsPodSecurity(t *testing.T) {
+	var cells, rendered, templates int
+	refused := map[string]int{}
+	for _, bc := range builderCases() {
+		renderedHere := 0
+		for _, p := range profiles() {
+			for _, f := range fabrics() {
+				for _, restricted := range []bool{false, true} {
+					cells++
+					s := setting{profile: p, fabric: f.fabric, restricted: restricted}
+					objs, err := bc.make(s).Objects()
+					if err != nil {
+						// A builder may refuse a combination (MindIE needs
+						// Ascend, a fabric needs devices): counted below.
+						refused[bc.name]++
+						if refused[bc.name] == 1 || os.Getenv("SECURITY_DEBUG") != "" {
+							t.Logf("%s refuses %s, fabric %s: %v", bc.name, p.Name, f.name, err)
+						}
+						continue
+					}
+					rendered++
+					renderedHere++
+					imageUser := !restricted && !slices.Contains(knowsImageUser, bc.name)
+					found := 0
+					for _, obj := range objs {
+						tmpls, err := cube.PodTemplates(obj)
+						require.NoError(t, err)
+						for _, tm := range tmpls {
+							found++
+							for _, problem := range verdict(tm, imageUser || runsRootImage(tm)) {
+								t.Errorf("%s on %s, fabric %s, restricted contexts %v: %s %s (%s): %s",
+									bc.name, p.Name, f.name, restricted, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), tm.Path, problem)
+							}
+						}
+					}
+					templates += found
+					assert.NotZero(t, found, "%s renders no pod template", bc.name)
+				}
+			}
+		}
+		assert.NotZero(t, renderedHere, "%s renders on no profile", bc.name)
+	}
+	t.Logf("%d builders × %d profiles × %d fabrics × 2 (as they come, restricted): %d cells, %d rendered, %d pod templates judged; refused by the builders: %v",
+		len(builderCases()), len(profiles()), len(fabrics()), cells, rendered, templates, refused)
+}
+
+// TestGoldenPodsMeetPodSecurity judges every pod template of every golden
+// file of the module: baseline with only the documented additions, and
+// restricted but for the image-user checks.
+func TestGoldenPodsMeetPodSecurity(t *testing.T) {
+	objs, files := goldenObjects(t)
+	templates := 0
+	for _, g := range objs {
+		tmpls, err := cube.PodTemplates(g.obj)
+		require.NoError(t, err)
+		for _, tm := range tmpls {
+			templates++
+			for _, problem := range verdict(tm, true) {
+				t.Errorf("%s: %s %s (%s): %s", g.file, g.obj.GetKind(), g.obj.GetName(), tm.Path, problem)
+			}
+		}
+	}
+	assert.Greater(t, templates, 300, "the golden files hold the pods of every builder")
+	t.Logf("%d pod templates of %d objects in %d golden files", templates, len(objs), files)
+}
