@@ -26,7 +26,7 @@
 // checks of k8s.io/pod-security-admission that the API server's admission
 // runs, and says which template is refused and why (a *PodSecurityError):
 // the API server itself would store a job and then refuse its pods.
-// TenantBuilder.Admits makes the same check without a cluster.
+// TenantSpec.Admits makes the same check without a cluster.
 //
 // # Pod Security
 //
@@ -74,7 +74,7 @@
 //     data directory and which the caller's contexts do not reach: a
 //     restricted namespace takes ExternalDatabase.
 //
-// TenantBuilder.LevelFor picks the strictest of restricted and baseline
+// TenantSpec.LevelFor picks the strictest of restricted and baseline
 // that admits a set of workloads, or says which pod neither admits and
 // why; PodTemplates returns the pod templates the checks judge.
 // ClientRules lists the RBAC a program running cube needs, each rule
@@ -88,7 +88,7 @@
 // operator, Prometheus; an ingress controller on request).
 //
 // Nothing in this package panics on a nil or zero value: a nil or typed-nil
-// Workload, a nil Client, Release or TenantBuilder, a Client made from a nil
+// Workload, a nil Client, Release or TenantSpec, a Client made from a nil
 // controller-runtime client or with a bad option (WithNamespace("Bad_NS"))
 // and a bad wait option (Timeout(-time.Second)) all give errors saying so.
 // Render refuses what Apply refuses without a cluster.
@@ -109,13 +109,13 @@
 // Each concept has one name across the module, chosen from the word users
 // already know from Kubernetes, Argo, Katib or vLLM; the upstream field it
 // renders to is cited where it differs. Renames marked (lead) are decided
-// here but wait on packages being edited elsewhere.
+// here and not yet made (the tune package's).
 //
 //	concept                        word               where                                     why
 //	whole accelerators asked for   GPUs(n)            pod.Builder.GPUs, vgpu.Spec.GPUs,         nvidia.com/gpu, Ray num_gpus; an NPU
 //	  by a pod (setter, field)     GPUs (field)       hardware.Placement.GPUs,                  count too, per the profile. Field
-//	                                                  TenantBuilder.GPUs (lead), ops            paths are "gpus".
-//	                                                  LeaseBuilder.GPUs (lead)
+//	                                                  TenantSpec.GPUs, ops LeaseSpec.GPUs,      paths are "gpus".
+//	                                                  train RayJob.HeadGPUs
 //	  read back                    GPUCount()         pod.Builder.GPUCount, vgpu.Spec.GPUCount  a getter cannot share the setter's name
 //	  a role without them          NoGPUs             pod.TemplateOptions.NoGPUs,
 //	                                                  train.VolcanoTask.NoGPUs
@@ -126,16 +126,16 @@
 //	retries of a failed run        RetryLimit /       train Lifecycle.RetryLimit and            Argo retryStrategy.limit, Kubernetes
 //	                               Retry{Limit}       VolcanoJob.RetryLimit (backoffLimit,      backoffLimit and Volcano maxRetry
 //	                                                  maxRetry), pipeline.Retry.Limit,          count the same retries; "Retry" +
-//	                                                  market DownloadJob.RetryLimit (lead)      "Limit" in that order everywhere
+//	                                                  market DownloadJob.RetryLimit             "Limit" in that order everywhere
 //	retries of an HTTP call        Retry(limit,       rag OpenAIEmbedder.Retry, label           the same words for the same count,
-//	                               backoff)           Retry (lead, now Retries)                 plus the first backoff
+//	                               backoff)           Retry                                     plus the first backoff
 //	how many run at once           Parallelism        pipeline Pipeline.Parallelism, Step       Kubernetes Job and Argo parallelism
 //	                                                  Parallelism, run option pipeline.
 //	                                                  Parallelism, rag OpenAIEmbedder.
 //	                                                  Parallelism, WithApplyParallelism,
 //	                                                  tune Experiment/Local.Parallelism
 //	                                                  (lead; Katib parallelTrialCount),
-//	                                                  market EvaluationJob.Parallelism (lead)
+//	                                                  market EvaluationJob.Parallelism
 //	what a cron does on overlap    ConcurrencyPolicy  pipeline Schedule.ConcurrencyPolicy       CronWorkflow concurrencyPolicy; not a
 //	                                                                                            count
 //	how long the caller waits      Timeout            cube.Timeout (Wait)                       kubectl wait --timeout
@@ -162,7 +162,7 @@
 //	                                                  Autoscale, ScaleOnCPU/Memory, Split.      pod.Int32, which reports a count that
 //	                                                  Weights; train; tune MaxTrials,           does not fit; ports stay int32 as in
 //	                                                  MaxFailed (lead); label MLBackendServer.  corev1, and serve.TritonInstanceGroup
-//	                                                  Replicas (lead)                           mirrors Triton's model_config.proto
+//	                                                  Replicas                                  mirrors Triton's model_config.proto
 //	where a thing stands (value)   Phase              cube.Phase, pipeline.Phase (local step    Kubernetes and Argo .status.phase
 //	                                                  outcome), tune TrialPhase (lead, now
 //	                                                  TrialState)
@@ -170,7 +170,7 @@
 //	catalogue look-up by name      Lookup, ignoring   hardware.Lookup, market.Lookup,           names are typed by people; the
 //	                               case and space     Profile.MIGProfile, Profile.VNPUTemplate, result carries the canonical
 //	                                                  vgpu.MIG, vgpu.VNPU                       spelling, which is what renders
-//	a builder type                 named for what it  serve.Service, train.PyTorchJob,          TenantBuilder → TenantSpec and
-//	                               builds             vgpu.Spec, notebook.Notebook; cube        LeaseBuilder → LeaseSpec (lead): the
-//	                                                  TenantSpec, ops LeaseSpec (lead)          constructor holds the short name
+//	a builder type                 named for what it  serve.Service, train.PyTorchJob,          TenantBuilder → TenantSpec,
+//	                               builds             vgpu.Spec, notebook.Notebook; cube        LeaseBuilder → LeaseSpec: the
+//	                                                  TenantSpec, ops LeaseSpec                 constructor holds the short name
 package cube

@@ -33,9 +33,9 @@ type nilWorkload struct{ objs []client.Object }
 func (w *nilWorkload) Objects() ([]client.Object, error) { return w.objs, nil }
 
 func TestNilAndZeroTenantBuilder(t *testing.T) {
-	var nilTenant *cube.TenantBuilder
+	var nilTenant *cube.TenantSpec
 	chained := nilTenant.Label("a", "b").Editors("x").EditorGroups("g").Viewers("y").ViewerGroups("h").
-		CPU("1").Memory("1Gi").Pods(1).Storage("1Gi").Accelerators("nvidia.com/gpu", 1).Quota("pods", "1").
+		CPU("1").Memory("1Gi").Pods(1).Storage("1Gi").GPUs("nvidia.com/gpu", 1).Quota("pods", "1").
 		DefaultCPU("1", "1").DefaultMemory("1Gi", "1Gi").QueueWeight(1).QueueReclaimable(true).
 		PodSecurity(cube.PodSecurityBaseline).AllowRDMA().AllowIngressFromNamespace("ns").
 		AllowIngress(cube.PrometheusIngress()).IngressExceptions()
@@ -43,12 +43,12 @@ func TestNilAndZeroTenantBuilder(t *testing.T) {
 	assert.Empty(t, nilTenant.Name())
 	assert.Equal(t, cube.Identity{Kind: "tenant"}, nilTenant.Identity())
 	_, err := nilTenant.Objects()
-	assert.EqualError(t, err, "cube: TenantBuilder is nil or zero: start it with cube.Tenant(name)")
-	assert.EqualError(t, nilTenant.Admits(), "cube: TenantBuilder is nil or zero: start it with cube.Tenant(name)")
+	assert.EqualError(t, err, "cube: TenantSpec is nil or zero: start it with cube.Tenant(name)")
+	assert.EqualError(t, nilTenant.Admits(), "cube: TenantSpec is nil or zero: start it with cube.Tenant(name)")
 
-	zero := (&cube.TenantBuilder{}).CPU("1").DefaultMemory("1Gi", "").Accelerators("nvidia.com/gpu", 2).Label("k", "v")
+	zero := (&cube.TenantSpec{}).CPU("1").DefaultMemory("1Gi", "").GPUs("nvidia.com/gpu", 2).Label("k", "v")
 	_, err = zero.Objects()
-	assert.EqualError(t, err, "cube: TenantBuilder is nil or zero: start it with cube.Tenant(name)")
+	assert.EqualError(t, err, "cube: TenantSpec is nil or zero: start it with cube.Tenant(name)")
 }
 
 func TestRenderRefusesNilsAndWhatApplyRefuses(t *testing.T) {

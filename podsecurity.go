@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// PodSecurityError is Apply (or TenantBuilder.Admits) refusing, before
+// PodSecurityError is Apply (or TenantSpec.Admits) refusing, before
 // anything is applied, workloads whose pods the namespace's Pod Security
 // level would refuse: the API server's PodSecurity admission checks pods
 // only when a controller creates them, so a job would be stored and then

@@ -61,11 +61,11 @@ const (
 // follow and delete the jobs it runs.
 const PipelineServiceAccount = "cube-pipeline"
 
-// TenantBuilder builds a team's share of a cluster: its namespace, quota,
+// TenantSpec builds a team's share of a cluster: its namespace, quota,
 // container defaults, Volcano queue, members, pipeline account and network
 // isolation. Create one with Tenant; it is a Workload.
-type TenantBuilder struct {
-	made        bool // by Tenant: a zero TenantBuilder is refused
+type TenantSpec struct {
+	made        bool // by Tenant: a zero TenantSpec is refused
 	name        string
 	labels      map[string]string
 	podSecurity PodSecurityLevel
@@ -93,8 +93,8 @@ type TenantBuilder struct {
 // refuses, so the namespace runs at the privileged level instead. Admits
 // (and Client.Apply, against the namespace's labels) says which workloads
 // the level refuses before anything is applied.
-func Tenant(name string) *TenantBuilder {
-	return &TenantBuilder{
+func Tenant(name string) *TenantSpec {
+	return &TenantSpec{
 		made:        true,
 		name:        name,
 		podSecurity: PodSecurityBaseline,
@@ -109,7 +109,7 @@ func Tenant(name string) *TenantBuilder {
 }
 
 // Name returns the tenant's name (and namespace).
-func (t *TenantBuilder) Name() string {
+func (t *TenantSpec) Name() string {
 	if t == nil {
 		return ""
 	}
@@ -117,7 +117,7 @@ func (t *TenantBuilder) Name() string {
 }
 
 // Label adds a label to the namespace.
-func (t *TenantBuilder) Label(key, value string) *TenantBuilder {
+func (t *TenantSpec) Label(key, value string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -130,7 +130,7 @@ func (t *TenantBuilder) Label(key, value string) *TenantBuilder {
 
 // Editors binds users to the ClusterRole edit and to the tenant's Role
 // <name>-cube-edit in the namespace.
-func (t *TenantBuilder) Editors(users ...string) *TenantBuilder {
+func (t *TenantSpec) Editors(users ...string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -139,7 +139,7 @@ func (t *TenantBuilder) Editors(users ...string) *TenantBuilder {
 }
 
 // EditorGroups binds groups as Editors binds users.
-func (t *TenantBuilder) EditorGroups(groups ...string) *TenantBuilder {
+func (t *TenantSpec) EditorGroups(groups ...string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -149,7 +149,7 @@ func (t *TenantBuilder) EditorGroups(groups ...string) *TenantBuilder {
 
 // Viewers binds users to the ClusterRole view and to the tenant's Role
 // <name>-cube-view in the namespace.
-func (t *TenantBuilder) Viewers(users ...string) *TenantBuilder {
+func (t *TenantSpec) Viewers(users ...string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -158,7 +158,7 @@ func (t *TenantBuilder) Viewers(users ...string) *TenantBuilder {
 }
 
 // ViewerGroups binds groups as Viewers binds users.
-func (t *TenantBuilder) ViewerGroups(groups ...string) *TenantBuilder {
+func (t *TenantSpec) ViewerGroups(groups ...string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -174,7 +174,7 @@ func appendSubjects(to []rbacv1.Subject, kind string, names []string) []rbacv1.S
 }
 
 // setHard sets a quota limit on a builder that may be a zero value.
-func (t *TenantBuilder) setHard(name corev1.ResourceName, q string) {
+func (t *TenantSpec) setHard(name corev1.ResourceName, q string) {
 	if t.hard == nil {
 		t.hard = map[corev1.ResourceName]string{}
 	}
@@ -183,7 +183,7 @@ func (t *TenantBuilder) setHard(name corev1.ResourceName, q string) {
 
 // CPU limits the sum of the namespace's CPU requests to q ("64"). Limits
 // are not bounded unless Quota sets limits.cpu.
-func (t *TenantBuilder) CPU(q string) *TenantBuilder {
+func (t *TenantSpec) CPU(q string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -193,7 +193,7 @@ func (t *TenantBuilder) CPU(q string) *TenantBuilder {
 
 // Memory limits the sum of the namespace's memory requests to q ("512Gi").
 // Limits are not bounded unless Quota sets limits.memory.
-func (t *TenantBuilder) Memory(q string) *TenantBuilder {
+func (t *TenantSpec) Memory(q string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -202,7 +202,7 @@ func (t *TenantBuilder) Memory(q string) *TenantBuilder {
 }
 
 // Pods limits how many pods the namespace holds.
-func (t *TenantBuilder) Pods(n int) *TenantBuilder {
+func (t *TenantSpec) Pods(n int) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -211,7 +211,7 @@ func (t *TenantBuilder) Pods(n int) *TenantBuilder {
 }
 
 // Storage limits the storage all the namespace's claims request ("10Ti").
-func (t *TenantBuilder) Storage(q string) *TenantBuilder {
+func (t *TenantSpec) Storage(q string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -219,13 +219,13 @@ func (t *TenantBuilder) Storage(q string) *TenantBuilder {
 	return t
 }
 
-// Accelerators limits the devices of one extended resource the namespace
-// requests, e.g. Accelerators("nvidia.com/gpu", 16) or
-// Accelerators("huawei.com/Ascend910", 32): the quota gets
+// GPUs limits the devices of one extended resource the namespace
+// requests, e.g. GPUs("nvidia.com/gpu", 16) or
+// GPUs("huawei.com/Ascend910", 32): the quota gets
 // requests.<resource> and the Volcano queue's capability <resource>. Call
 // it once per resource name in use (a cluster with several device plugins
 // has several).
-func (t *TenantBuilder) Accelerators(resourceName corev1.ResourceName, n int) *TenantBuilder {
+func (t *TenantSpec) GPUs(resourceName corev1.ResourceName, n int) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -241,7 +241,7 @@ func (t *TenantBuilder) Accelerators(resourceName corev1.ResourceName, n int) *T
 // name. A limits.cpu or limits.memory quota needs a default limit
 // (DefaultCPU, DefaultMemory): the API server refuses a container without
 // a limit in a namespace whose quota bounds limits.
-func (t *TenantBuilder) Quota(name corev1.ResourceName, q string) *TenantBuilder {
+func (t *TenantSpec) Quota(name corev1.ResourceName, q string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -250,7 +250,7 @@ func (t *TenantBuilder) Quota(name corev1.ResourceName, q string) *TenantBuilder
 }
 
 // setDefault sets a LimitRange default on a builder that may be a zero value.
-func (t *TenantBuilder) setDefault(name corev1.ResourceName, request, limit string) {
+func (t *TenantSpec) setDefault(name corev1.ResourceName, request, limit string) {
 	if t.defaults == nil {
 		t.defaults = map[corev1.ResourceName][2]string{}
 	}
@@ -259,7 +259,7 @@ func (t *TenantBuilder) setDefault(name corev1.ResourceName, request, limit stri
 
 // DefaultCPU sets the CPU request and limit a container gets when it
 // states none; an empty limit gives none.
-func (t *TenantBuilder) DefaultCPU(request, limit string) *TenantBuilder {
+func (t *TenantSpec) DefaultCPU(request, limit string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -271,7 +271,7 @@ func (t *TenantBuilder) DefaultCPU(request, limit string) *TenantBuilder {
 // it states none; an empty limit gives none. A memory limit kills the
 // container that goes over it: give one only if every image in the tenant
 // states its own or fits it.
-func (t *TenantBuilder) DefaultMemory(request, limit string) *TenantBuilder {
+func (t *TenantSpec) DefaultMemory(request, limit string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -281,7 +281,7 @@ func (t *TenantBuilder) DefaultMemory(request, limit string) *TenantBuilder {
 
 // QueueWeight sets the weight of the tenant's Volcano queue: its share of
 // the cluster relative to the other queues (default 1).
-func (t *TenantBuilder) QueueWeight(n int) *TenantBuilder {
+func (t *TenantSpec) QueueWeight(n int) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -291,7 +291,7 @@ func (t *TenantBuilder) QueueWeight(n int) *TenantBuilder {
 
 // QueueReclaimable says whether other queues may reclaim resources the
 // tenant's queue borrowed beyond its share (Volcano's default is true).
-func (t *TenantBuilder) QueueReclaimable(on bool) *TenantBuilder {
+func (t *TenantSpec) QueueReclaimable(on bool) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -302,7 +302,7 @@ func (t *TenantBuilder) QueueReclaimable(on bool) *TenantBuilder {
 // PodSecurity sets the Pod Security level the namespace enforces (default
 // PodSecurityBaseline). With AllowRDMA only PodSecurityPrivileged is
 // possible: Objects reports any other level.
-func (t *TenantBuilder) PodSecurity(level PodSecurityLevel) *TenantBuilder {
+func (t *TenantSpec) PodSecurity(level PodSecurityLevel) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -316,7 +316,7 @@ func (t *TenantBuilder) PodSecurity(level PodSecurityLevel) *TenantBuilder {
 // explicit opt-in because that level also admits privileged containers and
 // host paths; together with PodSecurity of another level it is an error,
 // whichever comes first.
-func (t *TenantBuilder) AllowRDMA() *TenantBuilder {
+func (t *TenantSpec) AllowRDMA() *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -325,7 +325,7 @@ func (t *TenantBuilder) AllowRDMA() *TenantBuilder {
 }
 
 // level is the level the namespace enforces.
-func (t *TenantBuilder) level() PodSecurityLevel {
+func (t *TenantSpec) level() PodSecurityLevel {
 	if t.rdma && !t.levelSet {
 		return PodSecurityPrivileged
 	}
@@ -336,7 +336,7 @@ func (t *TenantBuilder) level() PodSecurityLevel {
 // namespace (a monitoring or ingress namespace) to every pod of the
 // tenant, which the tenant's NetworkPolicy otherwise denies. AllowIngress
 // admits narrower traffic.
-func (t *TenantBuilder) AllowIngressFromNamespace(namespace string) *TenantBuilder {
+func (t *TenantSpec) AllowIngressFromNamespace(namespace string) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -346,7 +346,7 @@ func (t *TenantBuilder) AllowIngressFromNamespace(namespace string) *TenantBuild
 
 // AllowIngress adds an exception to the tenant's network isolation: a
 // NetworkPolicy <name>-allow-<e.Name>.
-func (t *TenantBuilder) AllowIngress(e IngressException) *TenantBuilder {
+func (t *TenantSpec) AllowIngress(e IngressException) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -358,7 +358,7 @@ func (t *TenantBuilder) AllowIngress(e IngressException) *TenantBuilder {
 // isolation (KubeRayIngress and PrometheusIngress unless replaced); with
 // no arguments only the namespace's own pods, and the namespaces of
 // AllowIngressFromNamespace, reach the tenant's pods.
-func (t *TenantBuilder) IngressExceptions(es ...IngressException) *TenantBuilder {
+func (t *TenantSpec) IngressExceptions(es ...IngressException) *TenantSpec {
 	if t == nil {
 		return nil
 	}
@@ -370,12 +370,12 @@ func (t *TenantBuilder) IngressExceptions(es ...IngressException) *TenantBuilder
 }
 
 // Identity returns the identity that labels the tenant's objects.
-func (t *TenantBuilder) Identity() Identity { return Identity{Kind: "tenant", Release: t.Name()} }
+func (t *TenantSpec) Identity() Identity { return Identity{Kind: "tenant", Release: t.Name()} }
 
 var podSecurityLevels = []PodSecurityLevel{PodSecurityPrivileged, PodSecurityBaseline, PodSecurityRestricted}
 
-// errNotMade is the error of a nil or zero TenantBuilder.
-var errNotMade = errors.New("cube: TenantBuilder is nil or zero: start it with cube.Tenant(name)")
+// errNotMade is the error of a nil or zero TenantSpec.
+var errNotMade = errors.New("cube: TenantSpec is nil or zero: start it with cube.Tenant(name)")
 
 // Objects validates the tenant and returns, in a fresh slice of fresh
 // objects: the Namespace, a ResourceQuota and a LimitRange named after the
@@ -385,7 +385,7 @@ var errNotMade = errors.New("cube: TenantBuilder is nil or zero: start it with c
 // and <name>-cube-view (when they have members), the NetworkPolicy
 // <name>-isolation and one NetworkPolicy <name>-allow-<exception> per
 // ingress exception. Every problem is reported at once.
-func (t *TenantBuilder) Objects() ([]client.Object, error) {
+func (t *TenantSpec) Objects() ([]client.Object, error) {
 	if t == nil || !t.made {
 		return nil, errNotMade
 	}
@@ -451,7 +451,7 @@ func (t *TenantBuilder) Objects() ([]client.Object, error) {
 
 // namespaceLabels are the namespace's labels: the caller's and the Pod
 // Security level.
-func (t *TenantBuilder) namespaceLabels() map[string]string {
+func (t *TenantSpec) namespaceLabels() map[string]string {
 	out := maps.Clone(t.labels)
 	if out == nil {
 		out = map[string]string{}
@@ -469,7 +469,7 @@ func (t *TenantBuilder) namespaceLabels() map[string]string {
 // PodSecurity admission would (the checks are k8s.io/pod-security-admission's
 // at the namespace's enforce level and version). Client.Apply makes the same
 // check against the labels of the namespace it applies to.
-func (t *TenantBuilder) Admits(ws ...Workload) error {
+func (t *TenantSpec) Admits(ws ...Workload) error {
 	if t == nil || !t.made {
 		return errNotMade
 	}
@@ -492,7 +492,7 @@ func (t *TenantBuilder) Admits(ws ...Workload) error {
 //	level, err := tenant.LevelFor(notebook, job)
 //	if err != nil { ... }
 //	tenant.PodSecurity(level)
-func (t *TenantBuilder) LevelFor(ws ...Workload) (PodSecurityLevel, error) {
+func (t *TenantSpec) LevelFor(ws ...Workload) (PodSecurityLevel, error) {
 	if t == nil || !t.made {
 		return "", errNotMade
 	}
@@ -510,7 +510,7 @@ func (t *TenantBuilder) LevelFor(ws ...Workload) (PodSecurityLevel, error) {
 	return "", refused
 }
 
-func (t *TenantBuilder) limitRange(id Identity, hard corev1.ResourceList) (*corev1.LimitRange, field.ErrorList) {
+func (t *TenantSpec) limitRange(id Identity, hard corev1.ResourceList) (*corev1.LimitRange, field.ErrorList) {
 	var errs field.ErrorList
 	item := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer}
 	p := field.NewPath("spec", "limits").Index(0)
@@ -570,7 +570,7 @@ func (t *TenantBuilder) limitRange(id Identity, hard corev1.ResourceList) (*core
 // queue is the tenant's Volcano queue; its capability mirrors the quota's
 // CPU, memory and accelerator requests, so that Volcano does not admit a
 // job the quota would refuse pod by pod.
-func (t *TenantBuilder) queue(id Identity, hard corev1.ResourceList) (*vcscheduling.Queue, field.ErrorList) {
+func (t *TenantSpec) queue(id Identity, hard corev1.ResourceList) (*vcscheduling.Queue, field.ErrorList) {
 	var errs field.ErrorList
 	if t.weight < 1 || t.weight > math.MaxInt32 {
 		errs = append(errs, field.Invalid(field.NewPath("queue", "spec", "weight"), t.weight, fmt.Sprintf("must be from 1 to %d", math.MaxInt32)))

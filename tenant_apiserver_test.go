@@ -54,7 +54,7 @@ func tenantResources(cpu, memory, gpus string) corev1.ResourceList {
 
 // applyTenant applies the tenant named after a fresh test namespace and
 // returns a client for that namespace.
-func applyTenant(t *testing.T, env *testenv.Env, tenant *cube.TenantBuilder) *cube.Client {
+func applyTenant(t *testing.T, env *testenv.Env, tenant *cube.TenantSpec) *cube.Client {
 	t.Helper()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -76,7 +76,7 @@ func TestTenantQuotaRefusesAPodOverIt(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := t.Context()
 	c := applyTenant(t, env, cube.Tenant(ns).
-		CPU("8").Memory("16Gi").Pods(10).Accelerators("nvidia.com/gpu", 4).
+		CPU("8").Memory("16Gi").Pods(10).GPUs("nvidia.com/gpu", 4).
 		Editors("alice").ViewerGroups("auditors"))
 
 	var stored corev1.Namespace

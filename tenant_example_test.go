@@ -21,8 +21,8 @@ func ExampleTenant() {
 		Editors("alice").
 		ViewerGroups("auditors").
 		CPU("128").Memory("1Ti").Pods(100).
-		Accelerators("nvidia.com/gpu", 16).
-		Accelerators("huawei.com/Ascend910", 8).
+		GPUs("nvidia.com/gpu", 16).
+		GPUs("huawei.com/Ascend910", 8).
 		QueueWeight(2)
 	objs, err := tenant.Objects()
 	if err != nil {
@@ -60,7 +60,7 @@ func ExampleTenant() {
 
 // A tenant says, before anything is applied, which pods its Pod Security
 // level refuses: InfiniBand adds IPC_LOCK, which baseline forbids.
-func ExampleTenantBuilder_Admits() {
+func ExampleTenantSpec_Admits() {
 	job := train.PyTorch("llama-sft").Namespace("team-nlp").
 		Image("nvcr.io/nvidia/pytorch:24.05-py3").Torchrun("sft.py").
 		On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand())

@@ -17,7 +17,7 @@ import (
 	"github.com/cubestudio/cube/internal/testenv"
 )
 
-// tenantProgram drives a TenantBuilder through the method calls a byte
+// tenantProgram drives a TenantSpec through the method calls a byte
 // string encodes: each byte picks a method, the bytes after it pick its
 // arguments from values a user might pass (valid, invalid, empty) and
 // from the two free strings.
@@ -76,7 +76,7 @@ func (p *tenantProgram) exception() cube.IngressException {
 }
 
 // run applies the program to t and returns it.
-func (p *tenantProgram) run(t *cube.TenantBuilder) *cube.TenantBuilder {
+func (p *tenantProgram) run(t *cube.TenantSpec) *cube.TenantSpec {
 	for len(p.code) > 0 {
 		switch p.next() % 20 {
 		case 0:
@@ -98,7 +98,7 @@ func (p *tenantProgram) run(t *cube.TenantBuilder) *cube.TenantBuilder {
 		case 8:
 			t.Storage(p.quantity())
 		case 9:
-			t.Accelerators(corev1.ResourceName(p.pick("nvidia.com/gpu", "huawei.com/Ascend910", "bad/key/x", "", p.a)), p.number())
+			t.GPUs(corev1.ResourceName(p.pick("nvidia.com/gpu", "huawei.com/Ascend910", "bad/key/x", "", p.a)), p.number())
 		case 10:
 			t.Quota(corev1.ResourceName(p.pick("persistentvolumeclaims", "limits.memory", "limits.cpu", "services.loadbalancers", "bad key", p.a)), p.quantity())
 		case 11:

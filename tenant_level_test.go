@@ -61,8 +61,8 @@ func TestTenantLevelFor(t *testing.T) {
 
 	_, err = tenant.LevelFor(tenantPod("plain", nil), nil)
 	require.ErrorContains(t, err, "workload 1: workload is nil")
-	_, err = (*cube.TenantBuilder)(nil).LevelFor(restrictedPod("strict"))
-	require.ErrorContains(t, err, "TenantBuilder is nil or zero")
-	_, err = (&cube.TenantBuilder{}).LevelFor(restrictedPod("strict"))
-	require.ErrorContains(t, err, "TenantBuilder is nil or zero")
+	_, err = (*cube.TenantSpec)(nil).LevelFor(restrictedPod("strict"))
+	require.ErrorContains(t, err, "TenantSpec is nil or zero")
+	_, err = (&cube.TenantSpec{}).LevelFor(restrictedPod("strict"))
+	require.ErrorContains(t, err, "TenantSpec is nil or zero")
 }

@@ -93,7 +93,7 @@ func IngressControllerIngress(namespace string) IngressException {
 // networkPolicies are the isolation policy, which admits ingress from the
 // namespace's own pods and the namespaces allowed explicitly and denies
 // the rest, and one policy per exception.
-func (t *TenantBuilder) networkPolicies(id Identity) ([]client.Object, field.ErrorList) {
+func (t *TenantSpec) networkPolicies(id Identity) ([]client.Object, field.ErrorList) {
 	var errs field.ErrorList
 	peers := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
 	for i, ns := range t.allowFrom {

@@ -117,7 +117,7 @@ func roleBinding(id Identity, name, namespace string, ref rbacv1.RoleRef, subjec
 // patch: manifests/quick-start/base/executor/emissary/executor-role.yaml
 // and docs/workflow-rbac.md, argo-workflows v3.7.6) and what a workload
 // step does with its job.
-func (t *TenantBuilder) pipelineAccount(id Identity) []client.Object {
+func (t *TenantSpec) pipelineAccount(id Identity) []client.Object {
 	rules := append([]rbacv1.PolicyRule{{
 		APIGroups: []string{"argoproj.io"}, Resources: []string{"workflowtaskresults"}, Verbs: []string{"create", "patch"},
 	}}, withVerbs(pipelineJobs, jobVerbs, false)...)
@@ -136,7 +136,7 @@ func (t *TenantBuilder) pipelineAccount(id Identity) []client.Object {
 // memberRoles are the Roles <name>-cube-edit and <name>-cube-view: every
 // kind cube creates, to edit or to read, and pod logs; editors also read
 // the tenant's Namespace.
-func (t *TenantBuilder) memberRoles(id Identity) []client.Object {
+func (t *TenantSpec) memberRoles(id Identity) []client.Object {
 	edit := append(withVerbs(cubeResources, editVerbs, true), withVerbs(editOnly, editVerbs, false)...)
 	view := withVerbs(cubeResources, viewVerbs, true)
 	return []client.Object{
@@ -147,7 +147,7 @@ func (t *TenantBuilder) memberRoles(id Identity) []client.Object {
 
 // memberBindings bind editors and viewers to the ClusterRole edit or view
 // and to the tenant's Role beside it.
-func (t *TenantBuilder) memberBindings(id Identity) ([]client.Object, field.ErrorList) {
+func (t *TenantSpec) memberBindings(id Identity) ([]client.Object, field.ErrorList) {
 	var objs []client.Object
 	var errs field.ErrorList
 	for _, b := range []struct {

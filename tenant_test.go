@@ -34,8 +34,8 @@ func TestTenantObjects(t *testing.T) {
 		Editors("alice", "bob").EditorGroups("ml-engineers").
 		Viewers("carol").ViewerGroups("auditors").
 		CPU("256").Memory("2Ti").Pods(200).Storage("50Ti").
-		Accelerators("nvidia.com/gpu", 32).
-		Accelerators("huawei.com/Ascend910", 16).
+		GPUs("nvidia.com/gpu", 32).
+		GPUs("huawei.com/Ascend910", 16).
 		Quota("persistentvolumeclaims", "40").
 		DefaultCPU("500m", "2").DefaultMemory("1Gi", "4Gi").
 		QueueWeight(3).QueueReclaimable(false).
@@ -182,7 +182,7 @@ func TestTenantValidation(t *testing.T) {
 		Label("bad key!", "v").Label("ok", "bad value!").
 		PodSecurity("lenient").
 		Editors("").ViewerGroups("").
-		CPU("lots").Memory("-1Gi").Accelerators("nvidia.com/gpu", -2).
+		CPU("lots").Memory("-1Gi").GPUs("nvidia.com/gpu", -2).
 		Quota("bad/key/name", "1").
 		DefaultCPU("4", "2").DefaultMemory("x", "y").
 		QueueWeight(0).

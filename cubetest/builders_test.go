@@ -49,7 +49,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		want    cube.Phase // the phase Wait returns on success
 	}{
 		{"tenant", ns, func() cube.Workload {
-			return cube.Tenant(ns).CPU("64").Memory("256Gi").Accelerators("nvidia.com/gpu", 8).Editors("alice").Viewers("bob")
+			return cube.Tenant(ns).CPU("64").Memory("256Gi").GPUs("nvidia.com/gpu", 8).Editors("alice").Viewers("bob")
 		}, cube.Ready, cube.Ready},
 		{"notebook", "alice-lab", func() cube.Workload {
 			return notebook.Jupyter("alice-lab", "alice").Namespace(ns).AuthSecret("alice-lab-token", "token").Storage("10Gi", "").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"})

@@ -74,9 +74,9 @@ func HTTPClient(c *http.Client) ClientOption {
 	return clientOptionFunc(func(o *clientOptions) { o.http, o.httpSet = c, true })
 }
 
-// Retries sets how many times a transient failure is retried (default 3)
+// Retry sets how many times a transient failure is retried (default 3)
 // and the first backoff, doubled each time (default 200ms).
-func Retries(n int, backoff time.Duration) ClientOption {
+func Retry(n int, backoff time.Duration) ClientOption {
 	return clientOptionFunc(func(o *clientOptions) { o.retries, o.backoff = n, backoff })
 }
 
@@ -118,7 +118,7 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 		errs = append(errs, field.Required(field.NewPath("httpClient"), ""))
 	}
 	if o.retries < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("retries"), o.retries, "must not be negative"))
+		errs = append(errs, field.Invalid(field.NewPath("retry"), o.retries, "must not be negative"))
 	}
 	if o.backoff < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("backoff"), o.backoff.String(), "must not be negative"))

@@ -93,14 +93,19 @@ func (m *MLBackendServer) ModelVersion(v string) *MLBackendServer {
 }
 
 // Replicas sets how many pods serve predictions (default 1).
-func (m *MLBackendServer) Replicas(n int32) *MLBackendServer {
+func (m *MLBackendServer) Replicas(n int) *MLBackendServer {
 	if m == nil {
 		return nil
 	}
+	path := field.NewPath("replicas")
 	if n < 1 {
-		m.problems = append(m.problems, field.Invalid(field.NewPath("replicas"), n, "must be at least 1"))
+		m.problems = append(m.problems, field.Invalid(path, n, "must be at least 1"))
 	}
-	m.replicas = n
+	r, err := pod.Int32(path, n)
+	if err != nil {
+		m.problems = append(m.problems, err)
+	}
+	m.replicas = r
 	return m
 }
 

@@ -53,7 +53,7 @@ const terminationLog = "/dev/termination-log"
 //
 // Downloads resume: the three tools keep what a failed attempt fetched
 // (hf and modelscope keep partial files in the target directory, aws s3
-// sync skips complete files), and the Job retries the pod (BackoffLimit,
+// sync skips complete files), and the Job retries the pod (RetryLimit,
 // default 4) on the same claim. Pin the revision (hf://org/name@<commit>
 // or Revision) to register exactly what was tested; without one the hub's
 // main branch is fetched and recorded as such.
@@ -145,14 +145,14 @@ func (d *DownloadJob) Exclude(patterns ...string) *DownloadJob {
 	return d
 }
 
-// BackoffLimit sets how many failed pods the Job replaces (default 4),
+// RetryLimit sets how many failed pods the Job replaces (default 4),
 // each resuming where the last stopped.
-func (d *DownloadJob) BackoffLimit(n int) *DownloadJob {
+func (d *DownloadJob) RetryLimit(n int) *DownloadJob {
 	if d == nil {
 		return nil
 	}
 	if n < 0 || n > math.MaxInt32 {
-		d.fail(field.Invalid(field.NewPath("spec", "backoffLimit"), n, "must be between 0 and 2147483647"))
+		d.fail(field.Invalid(field.NewPath("spec", "retryLimit"), n, "must be between 0 and 2147483647"))
 		return d
 	}
 	d.retries = int32(n)

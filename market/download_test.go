@@ -93,12 +93,12 @@ func TestDownloadFromModelScopeAndS3(t *testing.T) {
 }
 
 func TestDownloadErrorsAreJoined(t *testing.T) {
-	_, err := market.Download("Bad_Name", "ftp://x", "").BackoffLimit(-1).MaxWorkers(0).
+	_, err := market.Download("Bad_Name", "ftp://x", "").RetryLimit(-1).MaxWorkers(0).
 		HFToken("", "").HFEndpoint("mirror").Include("-rf", "a b").Register("Bad", "safetensors", "fp12").
 		Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz0123456789").Build()
 	require.Error(t, err)
 	for _, want := range []string{
-		"metadata.name", "spec.source", "spec.claim", "spec.backoffLimit", "spec.maxWorkers", "spec.hfToken",
+		"metadata.name", "spec.source", "spec.claim", "spec.retryLimit", "spec.maxWorkers", "spec.hfToken",
 		"spec.hfEndpoint", "spec.patterns[0]", "spec.patterns[1]", "spec.register.model", "spec.register.dtype", "HF_TOKEN",
 	} {
 		assert.ErrorContains(t, err, want)

@@ -130,7 +130,7 @@ func (e *EvaluationJob) Limit(n float64) *EvaluationJob {
 }
 
 // BatchSize sets --batch_size: a number, "auto" or "auto:N" (default
-// auto for local weights, 1 for endpoints, which Concurrency parallelises).
+// auto for local weights, 1 for endpoints, which Parallelism parallelises).
 func (e *EvaluationJob) BatchSize(size string) *EvaluationJob {
 	if e == nil {
 		return nil
@@ -142,14 +142,14 @@ func (e *EvaluationJob) BatchSize(size string) *EvaluationJob {
 	return e
 }
 
-// Concurrency sets how many requests run at once against an endpoint
+// Parallelism sets how many requests run at once against an endpoint
 // (local-completions' num_concurrent, default 8).
-func (e *EvaluationJob) Concurrency(n int) *EvaluationJob {
+func (e *EvaluationJob) Parallelism(n int) *EvaluationJob {
 	if e == nil {
 		return nil
 	}
 	if n < 1 {
-		e.fail(field.Invalid(field.NewPath("spec", "concurrency"), n, "must be at least 1"))
+		e.fail(field.Invalid(field.NewPath("spec", "parallelism"), n, "must be at least 1"))
 	}
 	e.concurrency = n
 	return e
@@ -254,7 +254,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "batchSize"), e.batchSize, "an endpoint takes a number: auto sizes local weights only"))
 	}
 	if local && e.concurrency > 0 {
-		errs = append(errs, field.Forbidden(field.NewPath("spec", "concurrency"), "applies to endpoints"))
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "parallelism"), "applies to endpoints"))
 	}
 	image := DefaultEvalImage
 	if local {

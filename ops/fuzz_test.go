@@ -21,7 +21,7 @@ func FuzzLease(f *testing.F) {
 		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		period := time.Duration(seconds) * time.Second
 		l, err := ops.Lease(name, tenant).Holder(holder).Workload("notebook", release).
-			Accelerators(hardware.A100_80G, devices).Period(start, period).Build()
+			GPUs(hardware.A100_80G, devices).Period(start, period).Build()
 		if err != nil {
 			return
 		}

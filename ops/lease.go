@@ -32,14 +32,14 @@ const (
 	AnnotationEnforcedAt      = "ops.cube.dev/enforced-at"
 )
 
-// LeaseBuilder builds a lease of accelerators to a tenant for a period, as
+// LeaseSpec builds a lease of accelerators to a tenant for a period, as
 // a coordination.k8s.io/v1 Lease: the holder is the user, acquireTime the
 // start, renewTime the last renewal and leaseDurationSeconds the period, so
 // the lease expires at renewTime + leaseDurationSeconds. It names the
 // workload it covers (a notebook or SSH workspace release on the leased
 // hardware), which Enforcer stops at expiry. Create one with Lease; it is
 // a cube.Workload.
-type LeaseBuilder struct {
+type LeaseSpec struct {
 	name, tenant, holder string
 	kind, release        string
 	profile              hardware.Profile
@@ -49,10 +49,10 @@ type LeaseBuilder struct {
 }
 
 // Lease starts the lease named name in the tenant's namespace.
-func Lease(name, tenant string) *LeaseBuilder { return &LeaseBuilder{name: name, tenant: tenant} }
+func Lease(name, tenant string) *LeaseSpec { return &LeaseSpec{name: name, tenant: tenant} }
 
 // Holder sets the user the lease is for.
-func (l *LeaseBuilder) Holder(user string) *LeaseBuilder {
+func (l *LeaseSpec) Holder(user string) *LeaseSpec {
 	if l != nil {
 		l.holder = user
 	}
@@ -61,15 +61,15 @@ func (l *LeaseBuilder) Holder(user string) *LeaseBuilder {
 
 // Workload names the release the lease covers and its cube.dev/kind
 // ("notebook" is stopped with notebook.Stop, anything else scaled to zero).
-func (l *LeaseBuilder) Workload(kind, release string) *LeaseBuilder {
+func (l *LeaseSpec) Workload(kind, release string) *LeaseSpec {
 	if l != nil {
 		l.kind, l.release = kind, release
 	}
 	return l
 }
 
-// Accelerators sets what is leased: n devices of profile p.
-func (l *LeaseBuilder) Accelerators(p hardware.Profile, n int) *LeaseBuilder {
+// GPUs sets what is leased: n devices of profile p.
+func (l *LeaseSpec) GPUs(p hardware.Profile, n int) *LeaseSpec {
 	if l != nil {
 		l.profile, l.devices = p, n
 	}
@@ -77,7 +77,7 @@ func (l *LeaseBuilder) Accelerators(p hardware.Profile, n int) *LeaseBuilder {
 }
 
 // Period sets when the lease starts and how long it runs.
-func (l *LeaseBuilder) Period(start time.Time, length time.Duration) *LeaseBuilder {
+func (l *LeaseSpec) Period(start time.Time, length time.Duration) *LeaseSpec {
 	if l != nil {
 		l.start, l.period = start, length
 	}
@@ -85,7 +85,7 @@ func (l *LeaseBuilder) Period(start time.Time, length time.Duration) *LeaseBuild
 }
 
 // Build validates the lease and returns it.
-func (l *LeaseBuilder) Build() (*coordinationv1.Lease, error) {
+func (l *LeaseSpec) Build() (*coordinationv1.Lease, error) {
 	if l == nil {
 		return nil, errors.New("lease: builder is nil; use ops.Lease")
 	}
@@ -105,7 +105,7 @@ func (l *LeaseBuilder) Build() (*coordinationv1.Lease, error) {
 		errs = append(errs, field.Required(meta.Child("annotations").Key(AnnotationWorkloadRelease), "name the leased workload with Workload(kind, release)"))
 	}
 	if !l.profile.Accelerated() {
-		errs = append(errs, field.Required(meta.Child("annotations").Key(AnnotationAccelerator), "lease accelerators with Accelerators(profile, n)"))
+		errs = append(errs, field.Required(meta.Child("annotations").Key(AnnotationAccelerator), "lease accelerators with GPUs(profile, n)"))
 	}
 	if l.devices < 1 {
 		errs = append(errs, field.Invalid(meta.Child("annotations").Key(AnnotationDevices), l.devices, "must be at least 1"))
@@ -139,7 +139,7 @@ func (l *LeaseBuilder) Build() (*coordinationv1.Lease, error) {
 }
 
 // Objects returns the lease, so that cube.Client.Apply applies it.
-func (l *LeaseBuilder) Objects() ([]client.Object, error) {
+func (l *LeaseSpec) Objects() ([]client.Object, error) {
 	lease, err := l.Build()
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func TestLeaseEnforcedAtExpiryOnTestAPIServer(t *testing.T) {
 
 	start := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
 	_, err = cc.Apply(ctx, ops.Lease("bob-a100", ns).Holder("bob").Workload(notebook.Kind, "ws").
-		Accelerators(hardware.A100_80G, 1).Period(start, time.Hour))
+		GPUs(hardware.A100_80G, 1).Period(start, time.Hour))
 	require.NoError(t, err)
 
 	stored := &coordinationv1.Lease{}
@@ -93,7 +93,7 @@ func TestLeaseValidation(t *testing.T) {
 		"ops.cube.dev/workload-release", "ops.cube.dev/accelerator", "ops.cube.dev/devices", "spec.acquireTime", "spec.leaseDurationSeconds"} {
 		assert.Contains(t, err.Error(), want)
 	}
-	var nilLease *ops.LeaseBuilder
+	var nilLease *ops.LeaseSpec
 	_, err = nilLease.Holder("x").Objects()
 	assert.ErrorContains(t, err, "builder is nil")
 	_, err = ops.Enforcer{}.Enforce(t.Context(), "")

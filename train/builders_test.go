@@ -396,7 +396,7 @@ func TestRayJob(t *testing.T) {
 	require.NotNil(t, cluster.EnableInTreeAutoscaling)
 	assert.True(t, *cluster.EnableInTreeAutoscaling)
 
-	kept, err := train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).HeadAccelerators().
+	kept, err := train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).HeadGPUs().
 		On(hardware.L4).GPUs(1).KeepClusterAfterFinish().Build()
 	require.NoError(t, err)
 	assert.False(t, kept.Spec.ShutdownAfterJobFinishes)
@@ -412,7 +412,7 @@ func TestRayJob(t *testing.T) {
 
 func TestRayJobOnAscendGangScheduled(t *testing.T) {
 	job, err := train.Ray("ray").Image(img).Entrypoint("python train.py").
-		WorkerGroup("npu", 2).HeadAccelerators().
+		WorkerGroup("npu", 2).HeadGPUs().
 		On(hardware.Ascend910B3).GPUs(8).
 		Gang().Queue("team-a").PriorityClass("high").
 		Build()

@@ -308,7 +308,7 @@ var fuzzKinds = []func(name string, base bool) (cube.Workload, []op){
 			},
 			func(p *program) { j.KeepClusterAfterFinish() },
 			func(p *program) { j.RayVersion(pick(p, []string{"2.40.0", "", "latest"})) },
-			func(p *program) { j.HeadAccelerators() },
+			func(p *program) { j.HeadGPUs() },
 			func(p *program) { j.HeadResources(pick(p, fuzzQuantity), pick(p, fuzzQuantity)) },
 			func(p *program) { j.Gang() },
 		})

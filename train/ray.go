@@ -41,7 +41,7 @@ type rayGroup struct {
 // RayJob builds a KubeRay RayJob: a Ray cluster (a head group and worker
 // groups sharing the pod settings) that runs an entrypoint and, by
 // default, is shut down when the entrypoint finishes. Worker pods get the
-// accelerators; the head gets none unless HeadAccelerators is called. The
+// accelerators; the head gets none unless HeadGPUs is called. The
 // containers run `ray start` (KubeRay writes it), so the program goes in
 // Entrypoint rather than Command. Create one with Ray.
 type RayJob struct {
@@ -97,9 +97,9 @@ func (j *RayJob) KeepClusterAfterFinish() *RayJob { j.keepCluster = true; return
 // RayVersion records the Ray version of the image (spec.rayClusterSpec.rayVersion).
 func (j *RayJob) RayVersion(v string) *RayJob { j.rayVersion = v; return j }
 
-// HeadAccelerators gives the head pod the accelerators too, so that it runs
+// HeadGPUs gives the head pod the accelerators too, so that it runs
 // GPU or NPU tasks.
-func (j *RayJob) HeadAccelerators() *RayJob { j.headDevices = true; return j }
+func (j *RayJob) HeadGPUs() *RayJob { j.headDevices = true; return j }
 
 // HeadResources gives the head pod its own CPU and memory (requests =
 // limits) in place of the shared CPU and Memory; an empty value keeps the

@@ -88,7 +88,7 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	tenant := cube.Tenant(ns).
 		Editors("alice@example.com").Viewers("bob@example.com").
 		CPU("512").Memory("4Ti").Pods(200).Storage("20Ti").
-		Accelerators("nvidia.com/gpu", 32).
+		GPUs("nvidia.com/gpu", 32).
 		QueueWeight(2)
 	if !size.small {
 		tenant.AllowRDMA()
