@@ -26,6 +26,13 @@ const (
 	EarlyStoppingMedianStop  = "medianstop"           // medianstop
 )
 
+// The early stopping only the local tuner runs (Katib v0.19.0 ships
+// medianstop alone, so an Experiment refuses them).
+const (
+	EarlyStoppingHalving   = "successive-halving"
+	EarlyStoppingHyperband = "hyperband"
+)
+
 // Algorithm is a search algorithm and its settings. It is a value: every
 // setter returns a modified copy. Setters that the algorithm's Katib
 // suggestion service does not know are reported by Objects, as the service
@@ -275,7 +282,7 @@ var requiredSettings = map[string][]string{
 	AlgorithmPBT:       {"suggestion_trial_dir", "n_population", "truncation_threshold"},
 }
 
-func validateSettings(name string, settings []setting, rules map[string]settingRule, path *field.Path) field.ErrorList {
+func validateSettings(name string, settings []setting, rules map[string]settingRule, required []string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	have := map[string]bool{}
 	for i, s := range settings {
@@ -290,7 +297,7 @@ func validateSettings(name string, settings []setting, rules map[string]settingR
 			errs = append(errs, field.Invalid(p.Child("value"), s.value, fmt.Sprintf("%s: %s", s.name, msg)))
 		}
 	}
-	for _, req := range requiredSettings[name] {
+	for _, req := range required {
 		if !have[req] {
 			errs = append(errs, field.Required(path.Child("algorithmSettings"), fmt.Sprintf("%s needs the setting %s", name, req)))
 		}
@@ -325,7 +332,7 @@ func (a Algorithm) validate(path *field.Path, params []Param, parallel, maxTrial
 	if !ok {
 		return field.ErrorList{field.NotSupported(path.Child("algorithmName"), a.name, sortedNames(algorithmRules))}
 	}
-	errs := validateSettings(a.name, a.settings, rules, path)
+	errs := validateSettings(a.name, a.settings, rules, requiredSettings[a.name], path)
 	switch a.name {
 	case AlgorithmGrid:
 		combos := 1
@@ -415,6 +422,80 @@ func (e EarlyStopping) StartStep(n int) EarlyStopping {
 	return e
 }
 
+// HalvingStop is asynchronous successive halving (ASHA; Li et al., "A
+// System for Massively Parallel Hyperparameter Tuning", MLSys 2020) as an
+// early-stopping rule, the way Optuna's SuccessiveHalvingPruner runs it:
+// rung k is the report number StartStep·Eta^(EarlyStoppingRate+k); a trial
+// reaching a rung goes on only if its report there is among the best
+// ⌊n/Eta⌋ (at least the best one) of the n reports there — its own and
+// those of the finished trials it is judged against. Defaults: StartStep
+// 1, Eta 3, EarlyStoppingRate 0. Local only.
+func HalvingStop() EarlyStopping { return EarlyStopping{name: EarlyStoppingHalving} }
+
+// HyperbandStop is Hyperband (Li et al., "Hyperband: A Novel Bandit-Based
+// Approach to Hyperparameter Optimization", JMLR 2018) as early stopping:
+// with s_max = ⌊log_Eta(maxSteps/StartStep)⌋ it runs s_max+1 HalvingStop
+// brackets, bracket b with EarlyStoppingRate b, and gives bracket b
+// ⌈(s_max+1)/(s_max-b+1)·Eta^(s_max-b)⌉ of every round of trials, in order
+// (trial numbers modulo the round's size); a trial is judged only against
+// its own bracket. Defaults: StartStep 1, Eta 3. Local only.
+func HyperbandStop(maxSteps int) EarlyStopping {
+	return EarlyStopping{name: EarlyStoppingHyperband, settings: []setting{{"max_step", strconv.Itoa(maxSteps)}}}
+}
+
+// Eta is the reduction factor of HalvingStop and HyperbandStop, at least 2:
+// one trial in Eta goes on at each rung.
+func (e EarlyStopping) Eta(eta int) EarlyStopping {
+	e.settings = Algorithm{settings: e.settings}.with("eta", strconv.Itoa(eta)).settings
+	return e
+}
+
+// EarlyStoppingRate is HalvingStop's minimum early-stopping rate s, at
+// least 0: the first rung is at report StartStep·Eta^s.
+func (e EarlyStopping) EarlyStoppingRate(s int) EarlyStopping {
+	e.settings = Algorithm{settings: e.settings}.with("early_stopping_rate", strconv.Itoa(s)).settings
+	return e
+}
+
+// Name returns the early-stopping algorithm's name.
+func (e EarlyStopping) Name() string { return e.name }
+
+// localEarlyStoppingRules are the early stopping the local tuner runs:
+// Katib's medianstop and the local-only halving rules.
+var localEarlyStoppingRules = map[string]map[string]settingRule{
+	EarlyStoppingMedianStop: earlyStoppingRules[EarlyStoppingMedianStop],
+	EarlyStoppingHalving: {
+		"start_step":          intAtLeast(1),
+		"eta":                 intAtLeast(2),
+		"early_stopping_rate": intAtLeast(0),
+	},
+	EarlyStoppingHyperband: {
+		"start_step": intAtLeast(1),
+		"eta":        intAtLeast(2),
+		"max_step":   intAtLeast(1),
+	},
+}
+
+// validateLocal checks early stopping for the local tuner.
+func (e EarlyStopping) validateLocal(path *field.Path) field.ErrorList {
+	rules, ok := localEarlyStoppingRules[e.name]
+	if !ok {
+		return field.ErrorList{field.NotSupported(path.Child("algorithmName"), e.name, sortedNames(localEarlyStoppingRules))}
+	}
+	var required []string
+	if e.name == EarlyStoppingHyperband {
+		required = []string{"max_step"}
+	}
+	errs := validateSettings(e.name, e.settings, rules, required, path)
+	if e.name == EarlyStoppingHyperband && len(errs) == 0 {
+		if start, maxStep := intSetting(e.settings, "start_step", 1), intSetting(e.settings, "max_step", 0); maxStep < start {
+			errs = append(errs, field.Invalid(path.Child("algorithmSettings").Key("max_step"), maxStep,
+				fmt.Sprintf("must be at least start_step (%d)", start)))
+		}
+	}
+	return errs
+}
+
 var earlyStoppingRules = map[string]map[string]settingRule{
 	EarlyStoppingMedianStop: {
 		"min_trials_required": intAtLeast(1),
@@ -427,7 +508,7 @@ func (e EarlyStopping) validate(path *field.Path) field.ErrorList {
 	if !ok {
 		return field.ErrorList{field.NotSupported(path.Child("algorithmName"), e.name, sortedNames(earlyStoppingRules))}
 	}
-	return validateSettings(e.name, e.settings, rules, path)
+	return validateSettings(e.name, e.settings, rules, nil, path)
 }
 
 // intSetting returns an integer setting or def.
