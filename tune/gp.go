@@ -23,7 +23,18 @@ import (
 // trials a tuning budget allows, the GP's smooth posterior is what finds
 // the bottom of a basin instead of circling it, and its cubic cost in the
 // trial count stays far below a trial's.
-type gpSampler struct{ l *Local }
+type gpSampler struct {
+	l *Local
+	// fitted caches the hyperparameters fitted at a history length: a pure
+	// function of the first trials, so a resumed study refits the same.
+	fitted map[int]gpHyper
+}
+
+// gpHyper is a fit's log length scales and log noise.
+type gpHyper struct {
+	logLen   []float64
+	logNoise float64
+}
 
 const (
 	gpInitial    = 10
@@ -225,6 +236,36 @@ func (s *gpSampler) sample(i int, history []TrialResult, pending []map[string]an
 		return (&randomSampler{l: s.l}).sample(i, history, pending)
 	}
 	dims := dimsOf(s.l.params)
+	// The hyperparameters are refitted every trial at first and then every
+	// 1+n/20 trials, from the history up to that point: the fit costs most
+	// of the time, and changes little from one trial to the next.
+	n := len(history)
+	at := n - n%(1+n/20)
+	if len(sortByObjective(s.l.objective, history[:at])) < 2 {
+		at = n
+	}
+	h, ok := s.fitted[at]
+	if !ok {
+		fm, y, _ := s.model(dims, history[:at], nil)
+		h = s.fitHyper(fm, y)
+		if s.fitted == nil {
+			s.fitted = map[int]gpHyper{}
+		}
+		s.fitted[at] = h
+	}
+	m, y, best := s.model(dims, history, pending)
+	m.setHyper(h)
+	m.fit(y, math.Exp(h.logNoise))
+	rng := s.l.rngFor(i, 4)
+	x := s.maximizeEI(m, dims, best, ranked, rng)
+	return s.decode(dims, x)
+}
+
+// model puts the succeeded trials of history (best first) and the pending
+// ones, with the worst value seen, into an unfitted model, and returns the
+// warped, standardised values and the best of them.
+func (s *gpSampler) model(dims []dim, history []TrialResult, pending []map[string]any) (*gpModel, []float64, float64) {
+	ranked := sortByObjective(s.l.objective, history)
 	m := &gpModel{groups: gpGroups(dims)}
 	var raw []float64
 	for _, r := range ranked {
@@ -241,10 +282,14 @@ func (s *gpSampler) sample(i int, history []TrialResult, pending []map[string]an
 		raw = append(raw, worst)
 	}
 	y, best := standardize(warp(raw), len(ranked))
-	s.fitHyper(m, y)
-	rng := s.l.rngFor(i, 4)
-	x := s.maximizeEI(m, dims, best, ranked, rng)
-	return s.decode(dims, x)
+	return m, y, best
+}
+
+func (m *gpModel) setHyper(h gpHyper) {
+	m.inv = m.inv[:0]
+	for _, e := range h.logLen {
+		m.inv = append(m.inv, math.Exp(-e))
+	}
 }
 
 // warp takes the log of the values above the lowest, offset by a tenth of
@@ -298,7 +343,7 @@ func standardize(v []float64, observed int) ([]float64, float64) {
 // prior on the length scales, centred at 0.5 of the cube, over the log
 // length scales and the log noise: an isotropic grid first, then
 // coordinate steps of halving size.
-func (s *gpSampler) fitHyper(m *gpModel, y []float64) {
+func (s *gpSampler) fitHyper(m *gpModel, y []float64) gpHyper {
 	p := len(m.groups)
 	logPrior := func(logLen []float64) float64 {
 		out := 0.0
@@ -309,10 +354,7 @@ func (s *gpSampler) fitHyper(m *gpModel, y []float64) {
 		return out
 	}
 	score := func(logLen []float64, logNoise float64) float64 {
-		m.inv = m.inv[:0]
-		for _, e := range logLen {
-			m.inv = append(m.inv, math.Exp(-e))
-		}
+		m.setHyper(gpHyper{logLen: logLen})
 		return m.fit(y, math.Exp(logNoise)) + logPrior(logLen)
 	}
 	best := math.Inf(-1)
@@ -345,7 +387,7 @@ func (s *gpSampler) fitHyper(m *gpModel, y []float64) {
 			}
 		}
 	}
-	score(bestLen, bestNoise)
+	return gpHyper{logLen: bestLen, logNoise: bestNoise}
 }
 
 // maximizeEI scores random candidates, candidates near the best trials, and

@@ -253,9 +253,11 @@ var localUnsupported = map[string]map[string][]string{
 	AlgorithmBayesian: {"base_estimator": {"GP"}, "acq_func": {"EI"}, "acq_optimizer": {"auto", "sampling"}},
 }
 
-func (l *Local) validate() error {
+func (l *Local) validate() error { return l.validateList().ToAggregate() }
+
+func (l *Local) validateList() field.ErrorList {
 	if l == nil {
-		return field.ErrorList{field.Required(field.NewPath("local"), "the study is nil: start it with tune.NewLocal")}.ToAggregate()
+		return field.ErrorList{field.Required(field.NewPath("local"), "the study is nil: start it with tune.NewLocal")}
 	}
 	errs := l.objective.validate(field.NewPath("objective"))
 	errs = append(errs, validateSpace(l.params, field.NewPath("parameters"))...)
@@ -294,7 +296,7 @@ func (l *Local) validate() error {
 			errs = append(errs, field.TooMany(field.NewPath("parameters"), len(l.params), len(joeKuo)+1))
 		}
 	}
-	return errs.ToAggregate()
+	return errs
 }
 
 // Run runs the study: fn is called once per trial, at most Parallel at a
