@@ -82,7 +82,9 @@ func (l *Local) RunCommand(ctx context.Context, argv []string, places ...Placeme
 func (l *Local) validatePlacements(text string, places []Placement) field.ErrorList {
 	var errs field.ErrorList
 	reached := map[string]bool{}
-	has := func(name string) bool { return slices.ContainsFunc(l.params, func(p Param) bool { return p.name == name }) }
+	has := func(name string) bool {
+		return slices.ContainsFunc(l.params, func(p Param) bool { return p.name == name })
+	}
 	for i, pl := range places {
 		pp := field.NewPath("placements").Index(i)
 		switch {

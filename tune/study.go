@@ -24,14 +24,14 @@ import (
 // objective, algorithm, early stopping, seed or parallelism cannot be
 // resumed, because its trials would not be the ones this study samples.
 type studyHeader struct {
-	Format        int                `json:"format"`
-	Objective     string             `json:"objective"`
-	Parameters    []json.RawMessage  `json:"parameters"`
-	Algorithm     string             `json:"algorithm"`
-	EarlyStopping string             `json:"earlyStopping,omitempty"`
-	Seed          uint64             `json:"seed"`
-	Parallel      int                `json:"parallel"`
-	ConstantLiar  bool               `json:"constantLiar"`
+	Format        int               `json:"format"`
+	Objective     string            `json:"objective"`
+	Parameters    []json.RawMessage `json:"parameters"`
+	Algorithm     string            `json:"algorithm"`
+	EarlyStopping string            `json:"earlyStopping,omitempty"`
+	Seed          uint64            `json:"seed"`
+	Parallel      int               `json:"parallel"`
+	ConstantLiar  bool              `json:"constantLiar"`
 }
 
 // trialRecord is one finished trial. Numbers are strings so that NaN and
