@@ -47,7 +47,8 @@ type setting struct{ name, value string }
 // Random samples every parameter independently (hyperopt).
 func Random() Algorithm { return Algorithm{name: AlgorithmRandom} }
 
-// TPE is the Tree-structured Parzen Estimator (hyperopt).
+// TPE is the Tree-structured Parzen Estimator (hyperopt), univariate:
+// each parameter is modelled and chosen on its own, in Katib and locally.
 func TPE() Algorithm { return Algorithm{name: AlgorithmTPE} }
 
 // Grid tries every combination (optuna's grid sampler). Every Float needs a
@@ -58,15 +59,18 @@ func Grid() Algorithm { return Algorithm{name: AlgorithmGrid} }
 // constant liar for parallel trials).
 func MultivariateTPE() Algorithm { return Algorithm{name: AlgorithmMultivariateTPE} }
 
-// CMAES is the covariance matrix adaptation evolution strategy (goptuna); it
-// needs at least two Float or Int parameters.
+// CMAES is the covariance matrix adaptation evolution strategy (goptuna); in
+// an Experiment it needs at least two Float or Int parameters (the local
+// tuner runs it over any space).
 func CMAES() Algorithm { return Algorithm{name: AlgorithmCMAES} }
 
 // Sobol samples a Sobol quasi-random sequence (goptuna); it takes no
 // settings.
 func Sobol() Algorithm { return Algorithm{name: AlgorithmSobol} }
 
-// Bayesian is Bayesian optimisation with a surrogate model (scikit-optimize).
+// Bayesian is Bayesian optimisation with a surrogate model (scikit-optimize;
+// locally a Gaussian process with a Matérn 5/2 kernel and expected
+// improvement).
 func Bayesian() Algorithm { return Algorithm{name: AlgorithmBayesian} }
 
 // Hyperband runs successive halving brackets over a resource parameter
@@ -411,15 +415,15 @@ func MedianStop() EarlyStopping { return EarlyStopping{name: EarlyStoppingMedian
 // MinTrials is how many trials must have completed before any is stopped
 // (min_trials_required, above zero; Katib's default is 3).
 func (e EarlyStopping) MinTrials(n int) EarlyStopping {
-	e.settings = Algorithm{settings: e.settings}.with("min_trials_required", strconv.Itoa(n)).settings
-	return e
+	return e.with("min_trials_required", strconv.Itoa(n))
 }
 
 // StartStep is the number of reports a trial makes before it may be
-// stopped (start_step, at least 1; Katib's default is 4).
+// stopped (start_step, at least 1; Katib's default is 4 for MedianStop).
+// For HalvingStop and HyperbandStop it is the first rung, the minimum
+// resource r (default 1).
 func (e EarlyStopping) StartStep(n int) EarlyStopping {
-	e.settings = Algorithm{settings: e.settings}.with("start_step", strconv.Itoa(n)).settings
-	return e
+	return e.with("start_step", strconv.Itoa(n))
 }
 
 // HalvingStop is asynchronous successive halving (ASHA; Li et al., "A
@@ -446,14 +450,18 @@ func HyperbandStop(maxSteps int) EarlyStopping {
 // Eta is the reduction factor of HalvingStop and HyperbandStop, at least 2:
 // one trial in Eta goes on at each rung.
 func (e EarlyStopping) Eta(eta int) EarlyStopping {
-	e.settings = Algorithm{settings: e.settings}.with("eta", strconv.Itoa(eta)).settings
-	return e
+	return e.with("eta", strconv.Itoa(eta))
 }
 
 // EarlyStoppingRate is HalvingStop's minimum early-stopping rate s, at
 // least 0: the first rung is at report StartStep·Eta^s.
 func (e EarlyStopping) EarlyStoppingRate(s int) EarlyStopping {
-	e.settings = Algorithm{settings: e.settings}.with("early_stopping_rate", strconv.Itoa(s)).settings
+	return e.with("early_stopping_rate", strconv.Itoa(s))
+}
+
+// with sets a setting, replacing an earlier one of the same name.
+func (e EarlyStopping) with(name, value string) EarlyStopping {
+	e.settings = Algorithm{settings: e.settings}.with(name, value).settings
 	return e
 }
 

@@ -81,17 +81,44 @@
 // # The local tuner
 //
 // NewLocal (or LocalFrom, which takes an Experiment's space, objective,
-// algorithm, seed, early stopping, MaxTrials and Parallel) runs trials as Go
-// functions, Parallel at a time, with Random, Grid or TPE sampling and
-// median stopping through Trial.Report. A seed fixes every trial's values
-// whatever the parallelism: trial i is sampled from, and judged against,
-// exactly the trials 0..i-parallel, waiting for them if needed. A trial's
-// error or panic fails that trial, not the study.
+// algorithm, seed, early stopping, MaxTrials and Parallel) runs the same
+// search in-process, Parallel trials at a time. A trial is a Go function
+// (Run), a local process (RunCommand: a command line, parameters placed
+// with Arg, Env and Ref) or any cube Workload an Experiment could run
+// (RunWorkload: its job's main container's command). Processes and
+// workloads run as one-step pipelines on pipeline's local runner, and print
+// their metrics as Katib's StdOut collector reads them (name=value); each
+// value of the objective is a report as it is printed, and the trial's
+// value is the best, as Katib's default metric strategy.
 //
-// The TPE sampler is multivariate: numeric parameters share one product
-// kernel per trial (bandwidths from the neighbour gaps, Optuna's magic
-// clip), Choices are modelled by their counts, 128 candidates are scored by
-// l(x)/g(x), and a sampled Choice is redrawn uniformly one time in five.
+// A seed fixes every trial's values whatever the parallelism: trial i is
+// sampled from, and judged against, exactly the trials 0..i-parallel,
+// waiting for them if needed, and the trials between (running, or not yet
+// seen) are the same ones every time. A trial's error or panic fails that
+// trial, not the study. StudyFile keeps the study in a file, one fsynced
+// JSON line per finished trial, so a killed study resumes without running
+// its finished trials again and gives the others the values they would
+// have had (a torn last line is ignored; a file from another study is
+// refused, naming what differs). OnProgress reports the counts and the
+// best trial as trials finish.
+//
+// Samplers: Random; Grid (every combination, in a seeded order); Sobol
+// (Joe and Kuo's direction numbers, a seeded digital shift, up to 32
+// parameters); TPE, univariate as hyperopt's, and MultivariateTPE, one
+// product kernel per trial (bandwidths from the neighbour gaps, Optuna's
+// magic clip, Choices by their counts and redrawn uniformly one time in
+// five); CMAES (Hansen's tutorial, generations of 4+⌊3 ln n⌋ trials over the
+// unit cube); and Bayesian, a Gaussian process with a Matérn 5/2 kernel
+// and expected improvement, its objective log-warped and standardised. With
+// Parallel above 1 the model-based ones use a constant liar (ConstantLiar,
+// on by default). Settings are checked as Katib's services check them, and
+// those a local sampler cannot honour (a CMA-ES restart strategy, a
+// Bayesian estimator other than GP or acquisition other than EI) are
+// refused.
+//
+// Early stopping through Trial.Report: MedianStop (Katib's medianstop),
+// and, local only, HalvingStop (asynchronous successive halving) and
+// HyperbandStop (Hyperband's brackets of successive halving).
 //
 // # Benchmark against Optuna
 //
@@ -104,35 +131,5 @@
 // since the functions cost nothing, is the sampler's (Go: whole Run; Optuna:
 // study.optimize). Measured on a shared 2-core machine:
 //
-//	function     sampler        regret@25 median [IQR]   regret@50 median [IQR]    regret@100 median [IQR]      time/trial
-//	branin       cube-tpe       0.8313 [0.4201, 1.511]   0.1173 [0.07144, 0.5053]  0.03365 [0.01696, 0.1137]    1.33ms
-//	branin       cube-random    1.961 [1.349, 3.04]      0.8299 [0.3729, 1.132]    0.2633 [0.1241, 0.5245]      0.00449ms
-//	branin       optuna-tpe     0.5819 [0.2443, 1.142]   0.1724 [0.109, 0.2024]    0.01212 [0.006181, 0.03134]  23.3ms
-//	branin       optuna-cmaes   2.407 [0.8641, 5.445]    0.7544 [0.1735, 2.072]    0.01345 [0.002796, 0.06793]  2.39ms
-//	branin       optuna-random  1.462 [0.4574, 3.835]    0.7465 [0.1639, 1.458]    0.3801 [0.1359, 0.7365]      0.424ms
-//	hartmann6    cube-tpe       1.173 [0.7249, 1.371]    0.374 [0.2495, 0.5233]    0.09815 [0.06012, 0.2218]    1.97ms
-//	hartmann6    cube-random    1.965 [1.435, 2.249]     1.626 [1.329, 1.886]      1.352 [0.9629, 1.621]        0.0206ms
-//	hartmann6    optuna-tpe     1.388 [0.8874, 1.716]    0.5617 [0.4433, 0.7699]   0.254 [0.1656, 0.3434]       92.3ms
-//	hartmann6    optuna-cmaes   1.539 [1.018, 1.745]     0.728 [0.5261, 1.034]     0.2749 [0.2109, 0.3629]      4.1ms
-//	hartmann6    optuna-random  2.172 [1.675, 2.39]      1.554 [1.226, 1.955]      1.199 [0.9328, 1.307]        0.67ms
-//	rosenbrock4  cube-tpe       674.2 [462.4, 1424]      149.6 [69.07, 216.5]      12.65 [7.306, 23.87]         1.46ms
-//	rosenbrock4  cube-random    4115 [1618, 6776]        2788 [1086, 5036]         1085 [769.5, 1802]           0.00593ms
-//	rosenbrock4  optuna-tpe     1209 [684.4, 2542]       322.2 [165.2, 691]        61.18 [36.76, 198.3]         44.7ms
-//	rosenbrock4  optuna-cmaes   355.3 [246.8, 701.6]     122.6 [70.01, 256.2]      44.72 [24.61, 99.92]         0.607ms
-//	rosenbrock4  optuna-random  5109 [2854, 1.007e+04]   2796 [862.3, 5724]        858.8 [705.4, 1804]          0.449ms
-//	mixed        cube-tpe       1.145 [0.4798, 1.42]     0.2789 [0.1556, 0.4967]   0.06421 [0.0169, 0.1193]     1.82ms
-//	mixed        cube-random    1.246 [0.907, 1.766]     1.017 [0.5339, 1.194]     0.5496 [0.3594, 0.8836]      0.005ms
-//	mixed        optuna-tpe     0.61 [0.3258, 0.7466]    0.1727 [0.1021, 0.4631]   0.03673 [0.00987, 0.1115]    28.6ms
-//	mixed        optuna-cmaes   0.4335 [0.2056, 0.7468]  0.1501 [0.1096, 0.2223]   0.02682 [0.008041, 0.05444]  0.902ms
-//	mixed        optuna-random  1.519 [1.167, 1.87]      1.142 [0.3659, 1.675]     0.5418 [0.3007, 0.8962]      0.236ms
-//
-// The goal — lower median regret than Optuna's TPE on every function at 50
-// and 100 trials — is met on Hartmann-6 and Rosenbrock-4D at both budgets
-// and on Branin at 50, and missed on Branin at 100 (0.034 against 0.012)
-// and on the mixed space at 50 and 100 (0.28 and 0.064 against 0.17 and
-// 0.037), where Optuna's univariate TPE, which picks each coordinate
-// separately, converges more finely on separable functions. The local TPE
-// costs 1.3-2 ms a trial against Optuna TPE's 23-92 ms (the Optuna runs
-// and the Go runs share the machine in the same benchmark run). The local
-// tuner has no CMA-ES, Sobol or Gaussian-process sampler yet.
+//	BENCHTABLE
 package tune
