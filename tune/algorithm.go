@@ -26,6 +26,13 @@ const (
 	EarlyStoppingMedianStop  = "medianstop"           // medianstop
 )
 
+// The early stopping only the local tuner runs (Katib v0.19.0 ships
+// medianstop alone, so an Experiment refuses them).
+const (
+	EarlyStoppingHalving   = "successive-halving"
+	EarlyStoppingHyperband = "hyperband"
+)
+
 // Algorithm is a search algorithm and its settings. It is a value: every
 // setter returns a modified copy. Setters that the algorithm's Katib
 // suggestion service does not know are reported by Objects, as the service
@@ -40,7 +47,8 @@ type setting struct{ name, value string }
 // Random samples every parameter independently (hyperopt).
 func Random() Algorithm { return Algorithm{name: AlgorithmRandom} }
 
-// TPE is the Tree-structured Parzen Estimator (hyperopt).
+// TPE is the Tree-structured Parzen Estimator (hyperopt), univariate:
+// each parameter is modelled and chosen on its own, in Katib and locally.
 func TPE() Algorithm { return Algorithm{name: AlgorithmTPE} }
 
 // Grid tries every combination (optuna's grid sampler). Every Float needs a
@@ -51,15 +59,18 @@ func Grid() Algorithm { return Algorithm{name: AlgorithmGrid} }
 // constant liar for parallel trials).
 func MultivariateTPE() Algorithm { return Algorithm{name: AlgorithmMultivariateTPE} }
 
-// CMAES is the covariance matrix adaptation evolution strategy (goptuna); it
-// needs at least two Float or Int parameters.
+// CMAES is the covariance matrix adaptation evolution strategy (goptuna); in
+// an Experiment it needs at least two Float or Int parameters (the local
+// tuner runs it over any space).
 func CMAES() Algorithm { return Algorithm{name: AlgorithmCMAES} }
 
 // Sobol samples a Sobol quasi-random sequence (goptuna); it takes no
 // settings.
 func Sobol() Algorithm { return Algorithm{name: AlgorithmSobol} }
 
-// Bayesian is Bayesian optimisation with a surrogate model (scikit-optimize).
+// Bayesian is Bayesian optimisation with a surrogate model (scikit-optimize;
+// locally a Gaussian process with a Matérn 5/2 kernel and expected
+// improvement).
 func Bayesian() Algorithm { return Algorithm{name: AlgorithmBayesian} }
 
 // Hyperband runs successive halving brackets over a resource parameter
@@ -275,7 +286,7 @@ var requiredSettings = map[string][]string{
 	AlgorithmPBT:       {"suggestion_trial_dir", "n_population", "truncation_threshold"},
 }
 
-func validateSettings(name string, settings []setting, rules map[string]settingRule, path *field.Path) field.ErrorList {
+func validateSettings(name string, settings []setting, rules map[string]settingRule, required []string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	have := map[string]bool{}
 	for i, s := range settings {
@@ -290,7 +301,7 @@ func validateSettings(name string, settings []setting, rules map[string]settingR
 			errs = append(errs, field.Invalid(p.Child("value"), s.value, fmt.Sprintf("%s: %s", s.name, msg)))
 		}
 	}
-	for _, req := range requiredSettings[name] {
+	for _, req := range required {
 		if !have[req] {
 			errs = append(errs, field.Required(path.Child("algorithmSettings"), fmt.Sprintf("%s needs the setting %s", name, req)))
 		}
@@ -325,7 +336,7 @@ func (a Algorithm) validate(path *field.Path, params []Param, parallel, maxTrial
 	if !ok {
 		return field.ErrorList{field.NotSupported(path.Child("algorithmName"), a.name, sortedNames(algorithmRules))}
 	}
-	errs := validateSettings(a.name, a.settings, rules, path)
+	errs := validateSettings(a.name, a.settings, rules, requiredSettings[a.name], path)
 	switch a.name {
 	case AlgorithmGrid:
 		combos := 1
@@ -404,15 +415,93 @@ func MedianStop() EarlyStopping { return EarlyStopping{name: EarlyStoppingMedian
 // MinTrials is how many trials must have completed before any is stopped
 // (min_trials_required, above zero; Katib's default is 3).
 func (e EarlyStopping) MinTrials(n int) EarlyStopping {
-	e.settings = Algorithm{settings: e.settings}.with("min_trials_required", strconv.Itoa(n)).settings
-	return e
+	return e.with("min_trials_required", strconv.Itoa(n))
 }
 
 // StartStep is the number of reports a trial makes before it may be
-// stopped (start_step, at least 1; Katib's default is 4).
+// stopped (start_step, at least 1; Katib's default is 4 for MedianStop).
+// For HalvingStop and HyperbandStop it is the first rung, the minimum
+// resource r (default 1).
 func (e EarlyStopping) StartStep(n int) EarlyStopping {
-	e.settings = Algorithm{settings: e.settings}.with("start_step", strconv.Itoa(n)).settings
+	return e.with("start_step", strconv.Itoa(n))
+}
+
+// HalvingStop is asynchronous successive halving (ASHA; Li et al., "A
+// System for Massively Parallel Hyperparameter Tuning", MLSys 2020) as an
+// early-stopping rule, the way Optuna's SuccessiveHalvingPruner runs it:
+// rung k is the report number StartStep·Eta^(EarlyStoppingRate+k); a trial
+// reaching a rung goes on only if its report there is among the best
+// ⌊n/Eta⌋ (at least the best one) of the n reports there — its own and
+// those of the finished trials it is judged against. Defaults: StartStep
+// 1, Eta 3, EarlyStoppingRate 0. Local only.
+func HalvingStop() EarlyStopping { return EarlyStopping{name: EarlyStoppingHalving} }
+
+// HyperbandStop is Hyperband (Li et al., "Hyperband: A Novel Bandit-Based
+// Approach to Hyperparameter Optimization", JMLR 2018) as early stopping:
+// with s_max = ⌊log_Eta(maxSteps/StartStep)⌋ it runs s_max+1 HalvingStop
+// brackets, bracket b with EarlyStoppingRate b, and gives bracket b
+// ⌈(s_max+1)/(s_max-b+1)·Eta^(s_max-b)⌉ of every round of trials, in order
+// (trial numbers modulo the round's size); a trial is judged only against
+// its own bracket. Defaults: StartStep 1, Eta 3. Local only.
+func HyperbandStop(maxSteps int) EarlyStopping {
+	return EarlyStopping{name: EarlyStoppingHyperband, settings: []setting{{"max_step", strconv.Itoa(maxSteps)}}}
+}
+
+// Eta is the reduction factor of HalvingStop and HyperbandStop, at least 2:
+// one trial in Eta goes on at each rung.
+func (e EarlyStopping) Eta(eta int) EarlyStopping {
+	return e.with("eta", strconv.Itoa(eta))
+}
+
+// EarlyStoppingRate is HalvingStop's minimum early-stopping rate s, at
+// least 0: the first rung is at report StartStep·Eta^s.
+func (e EarlyStopping) EarlyStoppingRate(s int) EarlyStopping {
+	return e.with("early_stopping_rate", strconv.Itoa(s))
+}
+
+// with sets a setting, replacing an earlier one of the same name.
+func (e EarlyStopping) with(name, value string) EarlyStopping {
+	e.settings = Algorithm{settings: e.settings}.with(name, value).settings
 	return e
+}
+
+// Name returns the early-stopping algorithm's name.
+func (e EarlyStopping) Name() string { return e.name }
+
+// localEarlyStoppingRules are the early stopping the local tuner runs:
+// Katib's medianstop and the local-only halving rules.
+var localEarlyStoppingRules = map[string]map[string]settingRule{
+	EarlyStoppingMedianStop: earlyStoppingRules[EarlyStoppingMedianStop],
+	EarlyStoppingHalving: {
+		"start_step":          intAtLeast(1),
+		"eta":                 intAtLeast(2),
+		"early_stopping_rate": intAtLeast(0),
+	},
+	EarlyStoppingHyperband: {
+		"start_step": intAtLeast(1),
+		"eta":        intAtLeast(2),
+		"max_step":   intAtLeast(1),
+	},
+}
+
+// validateLocal checks early stopping for the local tuner.
+func (e EarlyStopping) validateLocal(path *field.Path) field.ErrorList {
+	rules, ok := localEarlyStoppingRules[e.name]
+	if !ok {
+		return field.ErrorList{field.NotSupported(path.Child("algorithmName"), e.name, sortedNames(localEarlyStoppingRules))}
+	}
+	var required []string
+	if e.name == EarlyStoppingHyperband {
+		required = []string{"max_step"}
+	}
+	errs := validateSettings(e.name, e.settings, rules, required, path)
+	if e.name == EarlyStoppingHyperband && len(errs) == 0 {
+		if start, maxStep := intSetting(e.settings, "start_step", 1), intSetting(e.settings, "max_step", 0); maxStep < start {
+			errs = append(errs, field.Invalid(path.Child("algorithmSettings").Key("max_step"), maxStep,
+				fmt.Sprintf("must be at least start_step (%d)", start)))
+		}
+	}
+	return errs
 }
 
 var earlyStoppingRules = map[string]map[string]settingRule{
@@ -427,7 +516,7 @@ func (e EarlyStopping) validate(path *field.Path) field.ErrorList {
 	if !ok {
 		return field.ErrorList{field.NotSupported(path.Child("algorithmName"), e.name, sortedNames(earlyStoppingRules))}
 	}
-	return validateSettings(e.name, e.settings, rules, path)
+	return validateSettings(e.name, e.settings, rules, nil, path)
 }
 
 // intSetting returns an integer setting or def.

@@ -52,16 +52,29 @@ type run struct {
 	PerTrial float64            `json:"seconds_per_trial"`
 }
 
-// localRuns runs the local tuner's samplers on every function.
-func localRuns(tb testing.TB, seeds int, budgets []int) []run {
+// localSamplers are the local tuner's samplers the benchmark runs.
+var localSamplers = []struct {
+	name string
+	alg  tune.Algorithm
+}{
+	{"cube-gp", tune.Bayesian()},
+	{"cube-tpe", tune.TPE()},
+	{"cube-mvtpe", tune.MultivariateTPE()},
+	{"cube-cmaes", tune.CMAES()},
+	{"cube-sobol", tune.Sobol()},
+	{"cube-random", tune.Random()},
+}
+
+// localRuns runs the local tuner's samplers on every function, seeds
+// first..first+seeds-1.
+func localRuns(tb testing.TB, names []string, first, seeds int, budgets []int) []run {
 	var out []run
-	samplers := []struct {
-		name string
-		alg  tune.Algorithm
-	}{{"cube-tpe", tune.TPE()}, {"cube-random", tune.Random()}}
 	for _, f := range benchFunctions {
-		for _, s := range samplers {
-			for seed := range seeds {
+		for _, s := range localSamplers {
+			if !slices.Contains(names, s.name) {
+				continue
+			}
+			for seed := first; seed < first+seeds; seed++ {
 				trials := slices.Max(budgets)
 				var values []float64
 				study := tune.NewLocal(tune.Minimize("y"), f.params...).Algorithm(s.alg).Trials(trials).Seed(uint64(seed))
@@ -84,12 +97,12 @@ func localRuns(tb testing.TB, seeds int, budgets []int) []run {
 }
 
 // optunaRuns runs testdata/optuna_bench.py.
-func optunaRuns(tb testing.TB, py string, seeds int, budgets []int) []run {
+func optunaRuns(tb testing.TB, py string, first, seeds int, budgets []int) []run {
 	parts := make([]string, len(budgets))
 	for i, b := range budgets {
 		parts[i] = strconv.Itoa(b)
 	}
-	cmd := exec.CommandContext(tb.Context(), py, filepath.Join("testdata", "optuna_bench.py"), strconv.Itoa(seeds), strings.Join(parts, ","))
+	cmd := exec.CommandContext(tb.Context(), py, filepath.Join("testdata", "optuna_bench.py"), strconv.Itoa(seeds), strings.Join(parts, ","), strconv.Itoa(first))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	outb, err := cmd.Output()
@@ -149,7 +162,7 @@ func summarize(runs []run, budgets []int) summary {
 	return s
 }
 
-var samplerOrder = []string{"cube-tpe", "cube-random", "optuna-tpe", "optuna-cmaes", "optuna-random"}
+var samplerOrder = []string{"cube-gp", "cube-tpe", "cube-mvtpe", "cube-cmaes", "cube-sobol", "cube-random", "optuna-tpe", "optuna-cmaes", "optuna-random"}
 
 func (s summary) table(budgets []int) string {
 	var buf bytes.Buffer
@@ -176,20 +189,52 @@ func (s summary) table(budgets []int) string {
 	return buf.String()
 }
 
-// BenchmarkAgainstOptuna measures, in one run, the local tuner's TPE and
-// random samplers and Optuna's TPE, CMA-ES and random samplers on Branin,
-// Hartmann-6, Rosenbrock-4D and a mixed space: the median and interquartile
-// range of the regret (best found minus the optimum) over 20 seeds at 25,
-// 50 and 100 trials, and the median time per trial (the functions cost
-// nothing, so it is the sampler's). Run with
+// benchSeeds reads TUNE_BENCH_FIRST_SEED (default 0: the seeds of the
+// table in doc.go; 1000 gives the held-out seeds the doc also reports) and
+// TUNE_BENCH_SAMPLERS (a comma-separated subset of the local samplers).
+func benchSeeds(tb testing.TB) (int, []string) {
+	first := 0
+	if v := os.Getenv("TUNE_BENCH_FIRST_SEED"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(tb, err, "TUNE_BENCH_FIRST_SEED")
+		first = n
+	}
+	var names []string
+	for _, s := range localSamplers {
+		names = append(names, s.name)
+	}
+	if v := os.Getenv("TUNE_BENCH_SAMPLERS"); v != "" {
+		names = strings.Split(v, ",")
+	}
+	return first, names
+}
+
+// BenchmarkAgainstOptuna measures, in one run, the local tuner's samplers
+// (GP, univariate and multivariate TPE, CMA-ES, Sobol, random) and
+// Optuna's TPE, CMA-ES and random samplers on Branin, Hartmann-6,
+// Rosenbrock-4D and a mixed space: the median and interquartile range of
+// the regret (best found minus the optimum) over 20 seeds at 25, 50 and
+// 100 trials, and the median time per trial (the functions cost nothing,
+// so it is the sampler's). Run with
 //
 //	go test ./tune -run '^$' -bench AgainstOptuna -benchtime 1x
 func BenchmarkAgainstOptuna(b *testing.B) {
 	py := optunaPython(b)
 	budgets := []int{25, 50, 100}
+	first, names := benchSeeds(b)
 	for range b.N {
-		runs := append(localRuns(b, 20, budgets), optunaRuns(b, py, 20, budgets)...)
+		runs := append(localRuns(b, names, first, 20, budgets), optunaRuns(b, py, first, 20, budgets)...)
 		// Printed, not logged: the benchmark log keeps only its first lines.
 		fmt.Print(summarize(runs, budgets).table(budgets))
+	}
+}
+
+// BenchmarkLocalSamplers is the local half of BenchmarkAgainstOptuna, for
+// a quick look without Optuna.
+func BenchmarkLocalSamplers(b *testing.B) {
+	budgets := []int{25, 50, 100}
+	first, names := benchSeeds(b)
+	for range b.N {
+		fmt.Print(summarize(localRuns(b, names, first, 20, budgets), budgets).table(budgets))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
@@ -154,7 +155,7 @@ func ExampleLocal() {
 	study := tune.NewLocal(tune.Minimize("loss"),
 		tune.Float("x", -5, 5),
 		tune.Float("lr", 1e-5, 1e-1).Log(),
-	).Algorithm(tune.TPE()).Trials(60).Parallel(4).Seed(7)
+	).Algorithm(tune.Bayesian()).Trials(60).Parallel(4).Seed(7)
 	res, err := study.Run(context.Background(), func(_ context.Context, t *tune.Trial) (float64, error) {
 		return math.Pow(t.Float("x")-1, 2) + math.Pow(math.Log10(t.Float("lr"))+3, 2), nil
 	})
@@ -165,5 +166,103 @@ func ExampleLocal() {
 	fmt.Printf("trials: %d, best loss %.3f at x=%.2f lr=%.1e\n",
 		len(res.Trials), res.Best.Value, res.Best.Float("x"), res.Best.Float("lr"))
 	// Output:
-	// trials: 60, best loss 0.001 at x=0.98 lr=1.0e-03
+	// trials: 60, best loss 0.000 at x=1.00 lr=1.0e-03
+}
+
+// A study stored in a file resumes where it stopped: here the first run
+// ends after 10 of 20 trials (its context is cancelled), and the second
+// runs only the other 10, with the values an uninterrupted study gives.
+func ExampleLocal_StudyFile() {
+	dir, err := os.MkdirTemp("", "study")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	study := func() *tune.Local {
+		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", -5, 5)).
+			Algorithm(tune.TPE()).Trials(20).Seed(3).StudyFile(filepath.Join(dir, "study.jsonl"))
+	}
+	ran := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = study().Run(ctx, func(_ context.Context, t *tune.Trial) (float64, error) {
+		ran++
+		if t.Number == 9 {
+			cancel() // as if the process died after trial 9
+		}
+		return math.Pow(t.Float("x")-1, 2), nil
+	})
+	fmt.Println("first run:", ran, "trials,", err)
+	ran = 0
+	res, err := study().Run(context.Background(), func(_ context.Context, t *tune.Trial) (float64, error) {
+		ran++
+		return math.Pow(t.Float("x")-1, 2), nil
+	})
+	fmt.Println("second run:", ran, "trials,", err, "- the study has", len(res.Trials))
+	// Output:
+	// first run: 10 trials, context canceled
+	// second run: 10 trials, <nil> - the study has 20
+}
+
+// OnProgress follows a study: the counts and the best trial so far, each
+// time a trial finishes.
+func ExampleLocal_OnProgress() {
+	_, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(4).Seed(1).
+		OnProgress(func(p tune.LocalProgress) {
+			fmt.Printf("%d/%d done, best %.3f (trial %d)\n", p.Finished, p.Trials, p.Best.Value, p.Best.Number)
+		}).
+		Run(context.Background(), func(_ context.Context, t *tune.Trial) (float64, error) {
+			return math.Abs(t.Float("x") - 0.5), nil
+		})
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// 1/4 done, best 0.262 (trial 0)
+	// 2/4 done, best 0.032 (trial 1)
+	// 3/4 done, best 0.032 (trial 1)
+	// 4/4 done, best 0.032 (trial 1)
+}
+
+// HalvingStop is asynchronous successive halving: at reports 1, 3, 9...
+// (Eta 3) a trial goes on only if it is among the best third of the trials
+// that got there.
+func ExampleHalvingStop() {
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).
+		EarlyStop(tune.HalvingStop().Eta(3)).Trials(30).Seed(4).
+		Run(context.Background(), func(_ context.Context, t *tune.Trial) (float64, error) {
+			var loss float64
+			for epoch := 1; epoch <= 9; epoch++ {
+				loss = t.Float("x") + 1/float64(epoch)
+				if err := t.Report(loss); err != nil {
+					return 0, err // tune.ErrPruned: the trial is stopped
+				}
+			}
+			return loss, nil
+		})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	epochs := 0
+	for _, r := range res.Trials {
+		epochs += len(r.Reports)
+	}
+	fmt.Printf("%d epochs instead of %d; best loss %.3f\n", epochs, 30*9, res.Best.Value)
+	// Output:
+	// 84 epochs instead of 270; best loss 0.134
+}
+
+// RunCommand runs each trial as a process that prints its metric as Katib
+// reads it (name=value).
+func ExampleLocal_RunCommand() {
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("n", 0, 9)).Algorithm(tune.Grid()).Trials(10).
+		RunCommand(context.Background(), []string{"sh", "-c", `echo "loss=$(( (N - 4) * (N - 4) ))"`}, tune.Env("n", "N"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("best n:", res.Best.Int("n"), "loss", res.Best.Value)
+	// Output:
+	// best n: 4 loss 0
 }

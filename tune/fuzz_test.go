@@ -1,6 +1,11 @@
 package tune_test
 
 import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
@@ -62,5 +67,102 @@ func FuzzExperiment(f *testing.F) {
 		require.NoError(t, err)
 		require.NoError(t, env.ApplyStrict(t.Context(), u, cube.ManagedBy))
 		require.Equal(t, katibv1beta1.SchemeGroupVersion.String(), u.GetAPIVersion())
+	})
+}
+
+var fuzzLocalAlgorithms = []tune.Algorithm{
+	tune.Random(), tune.Grid(), tune.TPE(), tune.MultivariateTPE().StartupTrials(2), tune.Sobol(),
+	tune.CMAES(), tune.CMAES().Sigma(0.05), tune.Bayesian().InitialPoints(2), tune.TPE().Gamma(0.5).PriorWeight(2),
+}
+
+var fuzzEarlyStopping = []func(a, b int) *tune.EarlyStopping{
+	func(int, int) *tune.EarlyStopping { return nil },
+	func(a, b int) *tune.EarlyStopping { es := tune.MedianStop().StartStep(a).MinTrials(b); return &es },
+	func(a, b int) *tune.EarlyStopping { es := tune.HalvingStop().StartStep(a).Eta(b); return &es },
+	func(a, b int) *tune.EarlyStopping { es := tune.HyperbandStop(a).Eta(b); return &es },
+}
+
+// FuzzLocal runs local studies over arbitrary spaces, samplers, early
+// stopping and counts: Run never panics, and when it accepts the study
+// every trial's values lie in the space and every trial is there.
+func FuzzLocal(f *testing.F) {
+	f.Add(-1.0, 1.0, 0.0, false, 0, 5, uint8(2), uint8(0), 3, 2, 12, 2, uint64(1))
+	f.Add(1e-4, 1.0, 0.0, true, 1, 1, uint8(7), uint8(2), 1, 3, 15, 3, uint64(2))
+	f.Add(0.0, 1.0, 0.25, false, -3, 3, uint8(1), uint8(3), 9, 3, 20, 1, uint64(3))
+	f.Add(0.0, 0.0, 0.0, false, 4, 4, uint8(5), uint8(1), 1, 1, 10, 4, uint64(4))
+	f.Add(2.0, -1.0, -1.0, true, 5, 1, uint8(200), uint8(9), 0, 0, 0, 0, uint64(5))
+	f.Fuzz(func(t *testing.T, lo, hi, step float64, log bool, imin, imax int, alg, es uint8, esA, esB, trials, parallel int, seed uint64) {
+		if trials > 40 || parallel > 8 || imax-imin > 1000 {
+			return // keep each run short
+		}
+		fp := tune.Float("x", lo, hi)
+		if log {
+			fp = fp.Log()
+		}
+		if step != 0 {
+			fp = fp.Step(step)
+		}
+		study := tune.NewLocal(tune.Minimize("loss"), fp, tune.Int("n", imin, imax), tune.Choice("c", "a", "b", "c")).
+			Algorithm(fuzzLocalAlgorithms[int(alg)%len(fuzzLocalAlgorithms)]).Trials(trials).Parallel(parallel).Seed(seed)
+		if e := fuzzEarlyStopping[int(es)%len(fuzzEarlyStopping)](esA, esB); e != nil {
+			study.EarlyStop(*e)
+		}
+		res, err := study.Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
+			v := math.Abs(tr.Float("x")) + float64(tr.Int("n"))
+			for range 5 {
+				if err := tr.Report(v); err != nil {
+					return 0, err
+				}
+				v /= 2
+			}
+			return v, nil
+		})
+		if err != nil {
+			require.Nil(t, res)
+			return
+		}
+		require.Len(t, res.Trials, trials)
+		for _, r := range res.Trials {
+			require.NotEqual(t, tune.TrialFailed, r.State, "trial %d: %v", r.Number, r.Err)
+			x := r.Float("x")
+			require.True(t, x >= math.Min(lo, hi) && x <= math.Max(lo, hi), "x=%v outside [%v, %v]", x, lo, hi)
+			require.True(t, r.Int("n") >= imin && r.Int("n") <= imax, "n=%d outside [%d, %d]", r.Int("n"), imin, imax)
+			require.Contains(t, []string{"a", "b", "c"}, r.String("c"))
+		}
+	})
+}
+
+// FuzzStudyFile opens arbitrary bytes as a study file: Run never panics,
+// and either refuses the file or resumes with the trials it records, all
+// within the space.
+func FuzzStudyFile(f *testing.F) {
+	dir := f.TempDir()
+	seedPath := filepath.Join(dir, "seed.jsonl")
+	study := func(path string) *tune.Local {
+		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Choice("c", "a", "b")).Trials(4).Seed(1).StudyFile(path)
+	}
+	if _, err := study(seedPath).Trials(2).Run(f.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return tr.Float("x"), nil }); err != nil {
+		f.Fatal(err)
+	}
+	valid, err := os.ReadFile(seedPath)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid)
+	f.Add(valid[:len(valid)-7])
+	f.Add([]byte("{}\n"))
+	f.Add(append(slices.Clone(valid), []byte(`{"number":1,"state":"Succeeded","values":{"x":"2","c":"a"},"value":"NaN"}`+"\n")...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "study.jsonl")
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+		res, err := study(path).Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return tr.Float("x"), nil })
+		if err != nil {
+			return
+		}
+		require.Len(t, res.Trials, 4)
+		for _, r := range res.Trials {
+			require.True(t, r.Float("x") >= 0 && r.Float("x") <= 1)
+			require.Contains(t, []string{"a", "b"}, r.String("c"))
+		}
 	})
 }

@@ -79,50 +79,18 @@ func (t *Trial) Values() map[string]string {
 var errNoStudy = errors.New("report: the trial belongs to no study (trials come from Local.Run)")
 
 // Report records the objective's value after step (the first report is
-// step 1). With MedianStop it returns ErrPruned once the trial falls behind;
-// the trial function should then return.
+// step 1). With early stopping (MedianStop, HalvingStop, HyperbandStop) it
+// returns ErrPruned once the trial is stopped; the trial function should
+// then return.
 func (t *Trial) Report(value float64) error {
 	if t == nil || t.study == nil {
 		return errNoStudy
 	}
 	t.reports = append(t.reports, value)
-	es := t.study.earlyStopping
-	if es == nil || t.pruned {
-		if t.pruned {
-			return ErrPruned
-		}
-		return nil
+	if t.pruned {
+		return ErrPruned
 	}
-	start := intSetting(es.settings, "start_step", 4)
-	minTrials := intSetting(es.settings, "min_trials_required", 3)
-	if len(t.reports) < start {
-		return nil
-	}
-	// Katib's medianstop: the median over completed trials of the average of
-	// their first start_step reports; a trial whose best value so far is
-	// worse is stopped.
-	var avgs []float64
-	for _, r := range t.prior {
-		if r.State != TrialSucceeded || len(r.Reports) < start {
-			continue
-		}
-		sum := 0.0
-		for _, v := range r.Reports[:start] {
-			sum += v
-		}
-		avgs = append(avgs, sum/float64(start))
-	}
-	if len(avgs) < minTrials {
-		return nil
-	}
-	median := medianOf(avgs)
-	best := t.reports[0]
-	for _, v := range t.reports[1:] {
-		if t.study.objective.better(v, best) {
-			best = v
-		}
-	}
-	if t.study.objective.better(median, best) {
+	if es := t.study.earlyStopping; es != nil && t.study.stops(*es, t.Number, t.reports, t.prior) {
 		t.pruned = true
 		return ErrPruned
 	}
@@ -182,12 +150,15 @@ type Local struct {
 	trials        int
 	parallel      int
 	seed          uint64
+	constantLiar  bool
+	studyPath     *string
+	onProgress    func(LocalProgress)
 }
 
 // NewLocal starts a local study over params towards objective, with Random
 // sampling, one trial at a time, 10 trials and seed 0 until set otherwise.
 func NewLocal(objective Objective, params ...Param) *Local {
-	return &Local{params: slices.Clone(params), objective: objective, algorithm: Random(), trials: 10, parallel: 1}
+	return &Local{params: slices.Clone(params), objective: objective, algorithm: Random(), trials: 10, parallel: 1, constantLiar: true}
 }
 
 // LocalFrom starts a local study with an experiment's search space,
@@ -235,17 +206,71 @@ func (l *Local) Parallel(n int) *Local { l.parallel = n; return l }
 // Seed sets the seed of the sampler.
 func (l *Local) Seed(seed uint64) *Local { l.seed = seed; return l }
 
-// localAlgorithms are the samplers the local tuner runs.
-var localAlgorithms = []string{AlgorithmRandom, AlgorithmGrid, AlgorithmTPE, AlgorithmMultivariateTPE}
+// ConstantLiar sets whether the model-based samplers (TPE, MultivariateTPE,
+// Bayesian) count the trials still running as bad ones, so that parallel
+// trials spread out instead of all sampling the same promising spot (on by
+// default; it only matters with Parallel above 1). TPE puts the running
+// trials among the bad ones (Optuna's constant_liar); the Gaussian process
+// takes their value to be the worst seen so far.
+func (l *Local) ConstantLiar(on bool) *Local { l.constantLiar = on; return l }
 
-func (l *Local) validate() error {
+// StudyFile stores the study in the file at path: every finished trial is
+// appended and fsynced as it ends. Run on an existing file resumes the
+// study: the trials it records are not run again, and the others get the
+// values they would have had in an uninterrupted run (the file must come
+// from the same space, objective, algorithm, early stopping, seed and
+// parallelism, or Run says which differs). A record torn by a crash is
+// ignored. Trials may be raised between runs.
+func (l *Local) StudyFile(path string) *Local { l.studyPath = &path; return l }
+
+// OnProgress calls fn each time a trial finishes (and once at the start
+// when a study file holds finished trials), from one goroutine at a time,
+// with the counts and the best trial so far. fn must not block for long:
+// the study waits for it.
+func (l *Local) OnProgress(fn func(LocalProgress)) *Local { l.onProgress = fn; return l }
+
+// LocalProgress is a local study's state when a trial finishes.
+type LocalProgress struct {
+	Trials       int // the study's trials in all
+	Finished     int // trials finished, resumed ones included
+	Resumed      int // trials read from the study file
+	Running      int
+	Succeeded    int
+	Failed       int
+	EarlyStopped int
+	Last         *TrialResult // the trial that just finished; nil in the report of resumed trials
+	Best         *TrialResult // the best succeeded trial so far; nil when none succeeded
+}
+
+// localAlgorithms are the samplers the local tuner runs.
+var localAlgorithms = []string{AlgorithmRandom, AlgorithmGrid, AlgorithmTPE, AlgorithmMultivariateTPE,
+	AlgorithmSobol, AlgorithmCMAES, AlgorithmBayesian}
+
+// localUnsupported are settings Katib's services take that the local
+// samplers cannot honour, with the values they can.
+var localUnsupported = map[string]map[string][]string{
+	AlgorithmCMAES:    {"restart_strategy": {"none"}},
+	AlgorithmBayesian: {"base_estimator": {"GP"}, "acq_func": {"EI"}, "acq_optimizer": {"auto", "sampling"}},
+}
+
+func (l *Local) validate() error { return l.validateList().ToAggregate() }
+
+func (l *Local) validateList() field.ErrorList {
 	if l == nil {
-		return field.ErrorList{field.Required(field.NewPath("local"), "the study is nil: start it with tune.NewLocal")}.ToAggregate()
+		return field.ErrorList{field.Required(field.NewPath("local"), "the study is nil: start it with tune.NewLocal")}
 	}
 	errs := l.objective.validate(field.NewPath("objective"))
 	errs = append(errs, validateSpace(l.params, field.NewPath("parameters"))...)
+	algPath := field.NewPath("algorithm")
 	if !slices.Contains(localAlgorithms, l.algorithm.name) {
-		errs = append(errs, field.NotSupported(field.NewPath("algorithm"), l.algorithm.name, localAlgorithms))
+		errs = append(errs, field.NotSupported(algPath, l.algorithm.name, localAlgorithms))
+	} else {
+		errs = append(errs, validateSettings(l.algorithm.name, l.algorithm.settings, algorithmRules[l.algorithm.name], nil, algPath)...)
+		for i, st := range l.algorithm.settings {
+			if ok, limited := localUnsupported[l.algorithm.name][st.name]; limited && !slices.Contains(ok, st.value) {
+				errs = append(errs, field.NotSupported(algPath.Child("algorithmSettings").Index(i).Child("value"), st.value, ok))
+			}
+		}
 	}
 	if l.trials < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("trials"), l.trials, "must be at least 1"))
@@ -254,22 +279,31 @@ func (l *Local) validate() error {
 		errs = append(errs, field.Invalid(field.NewPath("parallel"), l.parallel, "must be at least 1"))
 	}
 	if l.earlyStopping != nil {
-		errs = append(errs, l.earlyStopping.validate(field.NewPath("earlyStopping"))...)
+		errs = append(errs, l.earlyStopping.validateLocal(field.NewPath("earlyStopping"))...)
 	}
-	if l.algorithm.name == AlgorithmGrid {
+	if l.studyPath != nil && *l.studyPath == "" {
+		errs = append(errs, field.Required(field.NewPath("studyFile"), "the study file needs a path"))
+	}
+	switch l.algorithm.name {
+	case AlgorithmGrid:
 		for i, p := range l.params {
 			if p.gridSize() == 0 {
 				errs = append(errs, field.Required(field.NewPath("parameters").Index(i).Child("step"), fmt.Sprintf("grid needs a step on Float %q", p.name)))
 			}
 		}
+	case AlgorithmSobol:
+		if len(l.params) > len(joeKuo)+1 {
+			errs = append(errs, field.TooMany(field.NewPath("parameters"), len(l.params), len(joeKuo)+1))
+		}
 	}
-	return errs.ToAggregate()
+	return errs
 }
 
 // Run runs the study: fn is called once per trial, at most Parallel at a
 // time. It returns when every trial has finished, or when ctx ends (with the
 // trials finished so far and ctx's error). A trial's error fails that
-// trial, not the study.
+// trial, not the study; a trial that fails because ctx ended is not
+// recorded in the study file, so a resumed study runs it again.
 func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 	if err := l.validate(); err != nil {
 		return nil, err
@@ -277,48 +311,95 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 	if fn == nil {
 		return nil, errors.New("run local study: the trial function is nil")
 	}
-	s := newSampler(l)
 	results := make([]TrialResult, l.trials)
 	done := make([]bool, l.trials)
+	params := make([]map[string]any, l.trials)
+	var store *studyFile
+	resumed := 0
+	if l.studyPath != nil {
+		st, recorded, err := l.openStudy(*l.studyPath)
+		if err != nil {
+			return nil, fmt.Errorf("run local study: %w", err)
+		}
+		defer st.close()
+		store = st
+		for _, r := range recorded {
+			if r.Number < l.trials {
+				results[r.Number], done[r.Number], params[r.Number] = r, true, r.params
+				resumed++
+			}
+		}
+	}
+	s := newSampler(l)
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	var wg sync.WaitGroup
 	running := 0
-	var runErr error
+	var runErr, storeErr error
+	report := func(last *TrialResult) {
+		if l.onProgress != nil {
+			l.onProgress(l.progress(results, done, resumed, running, last))
+		}
+	}
+	if resumed > 0 {
+		report(nil)
+	}
+	// Wake the waiting loop when ctx ends.
+	stop := context.AfterFunc(ctx, func() { mu.Lock(); cond.Broadcast(); mu.Unlock() })
+	defer stop()
 	for i := 0; i < l.trials; i++ {
 		mu.Lock()
+		if done[i] {
+			mu.Unlock()
+			continue
+		}
 		// Trial i sees exactly trials 0..i-parallel: wait for them, and for a
 		// free slot.
-		for (running >= l.parallel || !prefixDone(done, i-l.parallel)) && ctx.Err() == nil {
+		for (running >= l.parallel || !prefixDone(done, i-l.parallel)) && ctx.Err() == nil && storeErr == nil {
 			cond.Wait()
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || storeErr != nil {
 			mu.Unlock()
 			runErr = ctx.Err()
 			break
 		}
-		history := slices.Clone(results[:max(0, i-l.parallel+1)])
+		seen := max(0, i-l.parallel+1)
+		history := slices.Clone(results[:seen])
+		// The trials between are running (or, after a resume, may have
+		// finished): the same ones whatever the timing.
+		var pending []map[string]any
+		if l.constantLiar {
+			pending = slices.Clone(params[seen:i])
+		}
 		running++
 		mu.Unlock()
 
-		values := s.sample(i, history)
+		values := s.sample(i, history, pending)
+		params[i] = values
 		t := &Trial{Number: i, values: values, study: l, prior: history}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := l.runOne(ctx, fn, t)
+			var err error
+			if store != nil && (r.State != TrialFailed || ctx.Err() == nil) {
+				err = store.append(r)
+			}
 			mu.Lock()
+			defer mu.Unlock()
+			running--
+			if err != nil {
+				// Unrecorded, the trial would run again on resume: count it
+				// as not finished, and start no more.
+				storeErr = errors.Join(storeErr, err)
+				cond.Broadcast()
+				return
+			}
 			results[t.Number] = r
 			done[t.Number] = true
-			running--
 			cond.Broadcast()
-			mu.Unlock()
+			report(&r)
 		}()
-		if i == 0 {
-			// Wake the waiting loop when ctx ends.
-			stop := context.AfterFunc(ctx, func() { mu.Lock(); cond.Broadcast(); mu.Unlock() })
-			defer stop()
-		}
 	}
 	wg.Wait()
 	out := &Result{}
@@ -334,7 +415,34 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 			out.Best = r
 		}
 	}
+	if storeErr != nil {
+		return out, fmt.Errorf("run local study: %w", storeErr)
+	}
 	return out, runErr
+}
+
+// progress counts the finished trials; the caller holds the study's lock.
+func (l *Local) progress(results []TrialResult, done []bool, resumed, running int, last *TrialResult) LocalProgress {
+	p := LocalProgress{Trials: l.trials, Resumed: resumed, Running: running, Last: last}
+	for i, r := range results {
+		if !done[i] {
+			continue
+		}
+		p.Finished++
+		switch r.State {
+		case TrialSucceeded:
+			p.Succeeded++
+			if p.Best == nil || l.objective.better(r.Value, p.Best.Value) {
+				best := r
+				p.Best = &best
+			}
+		case TrialFailed:
+			p.Failed++
+		case TrialEarlyStopped:
+			p.EarlyStopped++
+		}
+	}
+	return p
 }
 
 // prefixDone reports whether trials 0..last are done.
@@ -388,16 +496,26 @@ func formatValues(values map[string]any) map[string]string {
 }
 
 // sampler proposes trial i's values from the finished trials it may see.
+// pending holds the values of the trials sampled before i that it may not
+// see (they are running), when the constant liar is on.
 type sampler interface {
-	sample(i int, history []TrialResult) map[string]any
+	sample(i int, history []TrialResult, pending []map[string]any) map[string]any
 }
 
 func newSampler(l *Local) sampler {
 	switch l.algorithm.name {
 	case AlgorithmGrid:
 		return newGridSampler(l)
-	case AlgorithmTPE, AlgorithmMultivariateTPE:
+	case AlgorithmTPE:
 		return &tpeSampler{l: l}
+	case AlgorithmMultivariateTPE:
+		return &tpeSampler{l: l, multivariate: true}
+	case AlgorithmSobol:
+		return newSobolSampler(l)
+	case AlgorithmCMAES:
+		return newCMASampler(l)
+	case AlgorithmBayesian:
+		return &gpSampler{l: l}
 	}
 	return &randomSampler{l: l}
 }
@@ -410,7 +528,7 @@ func (l *Local) rngFor(i int, stream uint64) *rand.Rand {
 
 type randomSampler struct{ l *Local }
 
-func (s *randomSampler) sample(i int, _ []TrialResult) map[string]any {
+func (s *randomSampler) sample(i int, _ []TrialResult, _ []map[string]any) map[string]any {
 	rng := s.l.rngFor(i, 0)
 	u := make([]float64, len(s.l.params))
 	for d := range u {
@@ -495,7 +613,7 @@ func newGridSampler(l *Local) *gridSampler {
 	return &gridSampler{l: l, points: points}
 }
 
-func (s *gridSampler) sample(i int, _ []TrialResult) map[string]any {
+func (s *gridSampler) sample(i int, _ []TrialResult, _ []map[string]any) map[string]any {
 	idx := s.points[i%len(s.points)]
 	out := make(map[string]any, len(s.l.params))
 	for d, p := range s.l.params {

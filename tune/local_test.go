@@ -3,6 +3,7 @@ package tune_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,7 @@ var quadSpace = []tune.Param{tune.Float("x", -5, 5), tune.Int("n", 0, 10)}
 // a seed fixes every trial's values whatever the scheduling, and a
 // different seed changes them.
 func TestLocalDeterministic(t *testing.T) {
-	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE()} {
+	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian()} {
 		t.Run(alg.Name(), func(t *testing.T) {
 			run := func(parallel int, seed uint64) []map[string]string {
 				res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(alg).Trials(30).Parallel(parallel).Seed(seed).
@@ -75,7 +76,7 @@ func TestLocalValuesStayInTheSpace(t *testing.T) {
 		tune.Float("lr", 1e-5, 1e-1).Log(), tune.Int("layers", 2, 8).Step(2), tune.Int("units", 16, 512).Log(),
 		tune.Choice("opt", "adam", "sgd"), tune.Discrete("batch", 16, 32, 64), tune.Float("drop", 0, 0.5).Step(0.1),
 	}
-	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE()} {
+	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian()} {
 		res, err := tune.NewLocal(tune.Minimize("loss"), space...).Algorithm(alg).Trials(60).Run(t.Context(),
 			func(_ context.Context, tr *tune.Trial) (float64, error) {
 				return tr.Float("lr") + float64(tr.Int("layers")) + tr.Float("batch") + tr.Float("drop"), nil
@@ -195,18 +196,44 @@ func TestLocalValidation(t *testing.T) {
 	_, err := nilStudy.Run(t.Context(), quadratic)
 	assert.ErrorContains(t, err, "local: Required value: the study is nil")
 
-	_, err = tune.NewLocal(tune.Objective{}, tune.Float("x", 1, 0)).Algorithm(tune.CMAES()).Trials(0).Parallel(0).
-		EarlyStop(tune.MedianStop().StartStep(0)).Run(t.Context(), quadratic)
+	_, err = tune.NewLocal(tune.Objective{}, tune.Float("x", 1, 0)).Algorithm(tune.PBT("/ckpt", 5, 0.2)).Trials(0).Parallel(0).
+		EarlyStop(tune.MedianStop().StartStep(0)).StudyFile("").Run(t.Context(), quadratic)
 	errs := errorStrings(t, err)
 	assert.Empty(t, missing(errs,
 		"objective: Required value",
 		"parameters[0].feasibleSpace.max: Invalid value: 0: must not be below min",
-		`algorithm: Unsupported value: "cmaes"`,
+		`algorithm: Unsupported value: "pbt"`,
 		"trials: Invalid value: 0: must be at least 1",
 		"parallel: Invalid value: 0: must be at least 1",
 		`earlyStopping.algorithmSettings[0].value: Invalid value: "0": start_step`,
+		"studyFile: Required value: the study file needs a path",
 	), "%q", errs)
-	assert.Len(t, errs, 6, "%q", errs)
+	assert.Len(t, errs, 7, "%q", errs)
+
+	// Settings are checked as Katib's services check them, and refused
+	// where the local sampler cannot honour them.
+	for _, tc := range []struct {
+		alg  tune.Algorithm
+		want string
+	}{
+		{tune.CMAES().RestartStrategy("ipop"), `algorithm.algorithmSettings[0].value: Unsupported value: "ipop": supported values: "none"`},
+		{tune.CMAES().Sigma(-1), `algorithm.algorithmSettings[0].value: Invalid value: "-1": sigma: must be in (0, `},
+		{tune.Bayesian().AcquisitionFunc("LCB"), `algorithm.algorithmSettings[0].value: Unsupported value: "LCB": supported values: "EI"`},
+		{tune.Bayesian().BaseEstimator("RF"), `algorithm.algorithmSettings[0].value: Unsupported value: "RF": supported values: "GP"`},
+		{tune.Bayesian().AcquisitionOptimizer("lbfgs"), `algorithm.algorithmSettings[0].value: Unsupported value: "lbfgs": supported values: "auto", "sampling"`},
+		{tune.TPE().Setting("n_startup_trials", "3"), `algorithm.algorithmSettings[0].name: Unsupported value: "n_startup_trials"`},
+		{tune.MultivariateTPE().EICandidates(-2), `algorithm.algorithmSettings[0].value: Invalid value: "-2": n_ei_candidates: must be at least 0`},
+		{tune.Sobol().Seed(1), `algorithm.algorithmSettings[0].name: Unsupported value: "random_state"`},
+	} {
+		_, err := tune.NewLocal(tune.Minimize("l"), tune.Float("x", 0, 1)).Algorithm(tc.alg).Run(t.Context(), quadratic)
+		assert.ErrorContains(t, err, tc.want)
+	}
+	many := make([]tune.Param, 33)
+	for i := range many {
+		many[i] = tune.Float(fmt.Sprintf("x%d", i), 0, 1)
+	}
+	_, err = tune.NewLocal(tune.Minimize("l"), many...).Algorithm(tune.Sobol()).Run(t.Context(), quadratic)
+	assert.ErrorContains(t, err, "parameters: Too many: 33: must have at most 32 items")
 
 	_, err = tune.NewLocal(tune.Minimize("l"), tune.Float("x", 0, 1)).Algorithm(tune.Grid()).Run(t.Context(), quadratic)
 	assert.ErrorContains(t, err, `parameters[0].step: Required value: grid needs a step on Float "x"`)

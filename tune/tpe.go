@@ -7,23 +7,29 @@ import (
 	"strconv"
 )
 
-// tpeSampler is a multivariate Tree-structured Parzen Estimator: the
+// tpeSampler is the Tree-structured Parzen Estimator (Bergstra et al.,
+// "Algorithms for Hyper-Parameter Optimization", NeurIPS 2011): the
 // finished trials are split into the best gamma(n) and the rest, a Parzen
-// mixture (one product kernel per trial, plus a wide prior) is fitted to
-// each, and the candidate drawn from the good mixture with the highest
-// l(x)/g(x) among 128 candidates wins. Numeric parameters are modelled
-// jointly on their (log) scale with truncated Gaussian product kernels,
-// Choices independently by their counts. Both "tpe" and "multivariate-tpe"
-// run it: the joint model is what beats univariate TPE on coupled
-// functions (Hartmann-6, Rosenbrock).
-type tpeSampler struct{ l *Local }
+// mixture (one kernel per trial, plus a wide prior) is fitted to each, and
+// the candidate drawn from the good mixture with the highest l(x)/g(x)
+// wins. Univariate ("tpe", as hyperopt) it does so for each parameter on
+// its own, with 24 candidates; multivariate ("multivariate-tpe", as
+// Optuna's multivariate TPE) numeric parameters share one truncated
+// Gaussian product kernel per trial and 128 candidates are scored jointly,
+// Choices still modelled by their counts. With the constant liar, running
+// trials join the bad trials.
+type tpeSampler struct {
+	l            *Local
+	multivariate bool
+}
 
 const (
 	// categoryResample is the chance a sampled Choice is replaced by a
 	// uniformly drawn category.
 	categoryResample = 0.2
 	tpeStartup       = 10  // random trials first, as Optuna and Katib's defaults
-	tpeCandidates    = 128 // candidates scored per trial
+	tpeCandidates    = 128 // candidates scored per trial, multivariate
+	tpeCandidates1D  = 24  // candidates scored per parameter, univariate (hyperopt's and Optuna's default)
 )
 
 // dim is one parameter on the sampler's continuous (or categorical) scale.
@@ -133,7 +139,7 @@ type parzen struct {
 // and the bounds included), clipped to [range/min(100, 1+n), range]: the
 // estimator of Bergstra et al. and Optuna's "magic clip", per dimension of
 // a product kernel.
-func fitParzen(dims []dim, points [][]float64) parzen {
+func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 	n := len(points)
 	pz := parzen{dims: dims}
 	prior := make([]float64, len(dims))
@@ -180,9 +186,11 @@ func fitParzen(dims []dim, points [][]float64) parzen {
 		pz.sigmas[n][d] = width
 	}
 	pz.weights = make([]float64, len(pz.centers))
+	total := float64(n) + priorWeight
 	for i := range pz.weights {
-		pz.weights[i] = 1 / float64(len(pz.centers))
+		pz.weights[i] = 1 / total
 	}
+	pz.weights[n] = priorWeight / total
 	pz.logConst = make([]float64, len(pz.centers))
 	for c := range pz.centers {
 		lc := math.Log(pz.weights[c])
@@ -203,10 +211,10 @@ func fitParzen(dims []dim, points [][]float64) parzen {
 		}
 		p := make([]float64, dm.k)
 		for c := range p {
-			p[c] = 1 / float64(dm.k) / float64(n+1)
+			p[c] = priorWeight / float64(dm.k) / total
 		}
 		for _, pt := range points {
-			p[clampIndex(pt[d], dm.k)] += 1 / float64(n+1)
+			p[clampIndex(pt[d], dm.k)] += 1 / total
 		}
 		pz.categories[d] = p
 	}
@@ -288,53 +296,100 @@ func (s *tpeSampler) settingInt(name string, def int) int {
 	return def
 }
 
-func (s *tpeSampler) sample(i int, history []TrialResult) map[string]any {
+func (s *tpeSampler) settingFloat(name string, def float64) float64 {
+	if v, ok := s.l.algorithm.setting(name); ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
+		}
+	}
+	return def
+}
+
+func (s *tpeSampler) sample(i int, history []TrialResult, pending []map[string]any) map[string]any {
 	startup := s.settingInt("n_startup_trials", tpeStartup)
-	candidates := s.settingInt("n_ei_candidates", s.settingInt("n_EI_candidates", tpeCandidates))
+	candidates := tpeCandidates1D
+	if s.multivariate {
+		candidates = tpeCandidates
+	}
+	candidates = s.settingInt("n_ei_candidates", s.settingInt("n_EI_candidates", candidates))
+	priorWeight := s.settingFloat("prior_weight", 1)
 	ranked := sortByObjective(s.l.objective, history)
 	if len(ranked) < max(startup, 2) || candidates == 0 {
-		return (&randomSampler{l: s.l}).sample(i, history)
+		return (&randomSampler{l: s.l}).sample(i, history, pending)
 	}
 	dims := dimsOf(s.l.params)
 	// Optuna's default split: the best ceil(0.1 n), at most 25.
 	nGood := min(max(int(math.Ceil(0.1*float64(len(ranked)))), 1), 25)
-	if v, ok := s.l.algorithm.setting("gamma"); ok {
-		if g, err := strconv.ParseFloat(v, 64); err == nil && g > 0 && g < 1 {
-			nGood = max(int(math.Ceil(g*float64(len(ranked)))), 1)
-		}
+	if g := s.settingFloat("gamma", 0); g > 0 && g < 1 {
+		nGood = max(int(math.Ceil(g*float64(len(ranked)))), 1)
 	}
-	encode := func(rs []TrialResult) [][]float64 {
-		out := make([][]float64, len(rs))
-		for j, r := range rs {
+	encode := func(values []map[string]any) [][]float64 {
+		out := make([][]float64, len(values))
+		for j, v := range values {
 			out[j] = make([]float64, len(dims))
 			for d, dm := range dims {
-				out[j][d] = dm.encode(r.params[dm.p.name])
+				out[j][d] = dm.encode(v[dm.p.name])
 			}
 		}
 		return out
 	}
-	good := fitParzen(dims, encode(ranked[:nGood]))
-	bad := fitParzen(dims, encode(ranked[nGood:]))
-	rng := s.l.rngFor(i, 1)
-	var best []float64
-	bestScore := math.Inf(-1)
-	for range candidates {
-		x := good.sample(rng)
-		if score := good.logDensity(x) - bad.logDensity(x); score > bestScore {
-			best, bestScore = x, score
+	var goodValues, badValues []map[string]any
+	for j, r := range ranked {
+		if j < nGood {
+			goodValues = append(goodValues, r.params)
+		} else {
+			badValues = append(badValues, r.params)
 		}
 	}
-	// Choices are modelled apart from the numeric parameters, so a search
-	// that found its numeric optimum under one category would not learn that
-	// another category is better there: now and then it tries another.
-	for d, dm := range dims {
-		if dm.category && rng.Float64() < categoryResample {
-			best[d] = float64(rng.IntN(dm.k))
+	// The constant liar: a running trial counts as a bad one.
+	badValues = append(badValues, pending...)
+	goodPts, badPts := encode(goodValues), encode(badValues)
+	rng := s.l.rngFor(i, 1)
+	var best []float64
+	if s.multivariate {
+		best = tpeArgmax(dims, goodPts, badPts, priorWeight, candidates, rng)
+		// Choices are modelled apart from the numeric parameters, so a search
+		// that found its numeric optimum under one category would not learn
+		// that another category is better there: now and then it tries
+		// another.
+		for d, dm := range dims {
+			if dm.category && rng.Float64() < categoryResample {
+				best[d] = float64(rng.IntN(dm.k))
+			}
+		}
+	} else {
+		best = make([]float64, len(dims))
+		for d := range dims {
+			best[d] = tpeArgmax(dims[d:d+1], column(goodPts, d), column(badPts, d), priorWeight, candidates, rng)[0]
 		}
 	}
 	out := make(map[string]any, len(dims))
 	for d, dm := range dims {
 		out[dm.p.name] = dm.decode(best[d])
+	}
+	return out
+}
+
+// tpeArgmax draws candidates from the good mixture and returns the one
+// with the highest l(x)/g(x).
+func tpeArgmax(dims []dim, good, bad [][]float64, priorWeight float64, candidates int, rng *rand.Rand) []float64 {
+	l, g := fitParzen(dims, good, priorWeight), fitParzen(dims, bad, priorWeight)
+	var best []float64
+	bestScore := math.Inf(-1)
+	for range candidates {
+		x := l.sample(rng)
+		if score := l.logDensity(x) - g.logDensity(x); score > bestScore {
+			best, bestScore = x, score
+		}
+	}
+	return best
+}
+
+// column is dimension d of points, as one-dimensional points.
+func column(points [][]float64, d int) [][]float64 {
+	out := make([][]float64, len(points))
+	for j, p := range points {
+		out[j] = []float64{p[d]}
 	}
 	return out
 }

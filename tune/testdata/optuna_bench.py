@@ -6,9 +6,10 @@ Optuna's TPE, CMA-ES and random samplers at their defaults, one study per
 seed, and prints one JSON line per study: the best value found after each
 budget and the sampler's time per trial. Usage:
 
-    python3 optuna_bench.py SEEDS BUDGET[,BUDGET...]
+    python3 optuna_bench.py SEEDS BUDGET[,BUDGET...] [FIRST_SEED]
 
-e.g. python3 optuna_bench.py 20 25,50,100. Not a test dependency: the Go
+e.g. python3 optuna_bench.py 20 25,50,100 (seeds 0..19; FIRST_SEED 1000
+runs the held-out seeds 1000..1019). Not a test dependency: the Go
 benchmark runs it when python3 can import optuna.
 """
 import json
@@ -76,9 +77,10 @@ SAMPLERS = {
 def main():
     seeds = int(sys.argv[1])
     budgets = [int(b) for b in sys.argv[2].split(",")]
+    first = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     for fname, fn in FUNCTIONS.items():
         for sname, make in SAMPLERS.items():
-            for seed in range(seeds):
+            for seed in range(first, first + seeds):
                 study = optuna.create_study(direction="minimize", sampler=make(seed))
                 start = time.perf_counter()
                 study.optimize(fn, n_trials=max(budgets))

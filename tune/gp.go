@@ -1,0 +1,499 @@
+package tune
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+)
+
+// gpSampler is Bayesian optimisation with a Gaussian process: a Matérn 5/2
+// kernel with one length scale per parameter (a Choice one-hot encoded,
+// sharing its length scale), over the unit cube of the parameters, on the
+// standardised objective; the signal variance is profiled out of the
+// marginal likelihood and the length scales and noise are fitted to it
+// (under a weak log-normal prior on the length scales) by a deterministic
+// pattern search; the next trial maximises expected improvement (Jones et
+// al., "Efficient Global Optimization of Expensive Black-Box Functions",
+// 1998) over random, near-best and locally refined candidates. The first
+// InitialPoints trials (10 unless set) are random. With the constant liar a
+// running trial counts as having the worst value seen so far.
+//
+// A GP rather than a tree ensemble or TPE: with the tens to hundreds of
+// trials a tuning budget allows, the GP's smooth posterior is what finds
+// the bottom of a basin instead of circling it, and its cubic cost in the
+// trial count stays far below a trial's.
+type gpSampler struct {
+	l *Local
+	// fitted caches the hyperparameters fitted at a history length: a pure
+	// function of the first trials, so a resumed study refits the same.
+	fitted map[int]gpHyper
+}
+
+// gpHyper is a fit's log length scales and log noise.
+type gpHyper struct {
+	logLen   []float64
+	logNoise float64
+}
+
+const (
+	gpInitial    = 10
+	gpRandom     = 256 // uniform candidates
+	gpNearBest   = 5   // best trials perturbed
+	gpPerturbed  = 32  // candidates around each
+	gpRefineBest = 3   // candidates refined
+)
+
+// gpModel is a fitted process.
+type gpModel struct {
+	x      [][]float64 // features per trial
+	groups [][]int     // feature indices per parameter
+	inv    []float64   // 1/length scale per parameter
+	chol   [][]float64 // lower Cholesky factor of R + noise·I
+	alpha  []float64   // (R + noise·I)^{-1} y
+	scale  float64     // profiled signal variance
+}
+
+// features encodes values: a numeric parameter as its position in [0, 1]
+// on its own scale, a Choice one-hot.
+func gpFeatures(dims []dim, values map[string]any) []float64 {
+	var out []float64
+	for _, dm := range dims {
+		x := dm.encode(values[dm.p.name])
+		if dm.category {
+			for c := range dm.k {
+				out = append(out, b2f(clampIndex(x, dm.k) == c))
+			}
+			continue
+		}
+		out = append(out, (x-dm.lo)/(dm.hi-dm.lo))
+	}
+	return out
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func gpGroups(dims []dim) [][]int {
+	var groups [][]int
+	f := 0
+	for _, dm := range dims {
+		n := 1
+		if dm.category {
+			n = dm.k
+		}
+		var g []int
+		for range n {
+			g = append(g, f)
+			f++
+		}
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// matern52 is the correlation at scaled distance r.
+func matern52(r2 float64) float64 {
+	r := math.Sqrt(5 * r2)
+	return (1 + r + r*r/3) * math.Exp(-r)
+}
+
+func (m *gpModel) corr(a, b []float64) float64 {
+	r2 := 0.0
+	for p, g := range m.groups {
+		for _, f := range g {
+			d := (a[f] - b[f]) * m.inv[p]
+			r2 += d * d
+		}
+	}
+	return matern52(r2)
+}
+
+// fit factors the correlation matrix and returns the log marginal
+// likelihood with the signal variance profiled out (-Inf when singular).
+func (m *gpModel) fit(y []float64, noise float64) float64 {
+	n := len(m.x)
+	k := make([][]float64, n)
+	for i := range k {
+		k[i] = make([]float64, i+1)
+		for j := 0; j < i; j++ {
+			k[i][j] = m.corr(m.x[i], m.x[j])
+		}
+		k[i][i] = 1 + noise
+	}
+	l, ok := cholesky(k)
+	if !ok {
+		return math.Inf(-1)
+	}
+	m.chol = l
+	m.alpha = cholSolve(l, y)
+	q := 0.0
+	for i := range y {
+		q += y[i] * m.alpha[i]
+	}
+	m.scale = math.Max(q/float64(n), 1e-12)
+	logDet := 0.0
+	for i := range l {
+		logDet += math.Log(l[i][i])
+	}
+	return -0.5*float64(n)*math.Log(m.scale) - logDet
+}
+
+// predict returns the posterior mean and standard deviation at x.
+func (m *gpModel) predict(x []float64) (float64, float64) {
+	n := len(m.x)
+	ks := make([]float64, n)
+	mean := 0.0
+	for i := range ks {
+		ks[i] = m.corr(x, m.x[i])
+		mean += ks[i] * m.alpha[i]
+	}
+	v := forwardSolve(m.chol, ks)
+	vv := 0.0
+	for _, e := range v {
+		vv += e * e
+	}
+	return mean, math.Sqrt(math.Max(m.scale*(1-vv), 1e-12*m.scale))
+}
+
+// cholesky factors the symmetric positive definite matrix given by its
+// lower triangle.
+func cholesky(a [][]float64) ([][]float64, bool) {
+	n := len(a)
+	l := make([][]float64, n)
+	for i := range l {
+		l[i] = make([]float64, i+1)
+		for j := 0; j <= i; j++ {
+			sum := a[i][j]
+			li, lj := l[i], l[j]
+			for k := 0; k < j; k++ {
+				sum -= li[k] * lj[k]
+			}
+			if i == j {
+				if sum <= 0 {
+					return nil, false
+				}
+				l[i][i] = math.Sqrt(sum)
+			} else {
+				l[i][j] = sum / l[j][j]
+			}
+		}
+	}
+	return l, true
+}
+
+func forwardSolve(l [][]float64, b []float64) []float64 {
+	x := make([]float64, len(b))
+	for i := range b {
+		sum := b[i]
+		for k := 0; k < i; k++ {
+			sum -= l[i][k] * x[k]
+		}
+		x[i] = sum / l[i][i]
+	}
+	return x
+}
+
+func cholSolve(l [][]float64, b []float64) []float64 {
+	z := forwardSolve(l, b)
+	n := len(z)
+	x := make([]float64, n)
+	for i := n - 1; i >= 0; i-- {
+		sum := z[i]
+		for k := i + 1; k < n; k++ {
+			sum -= l[k][i] * x[k]
+		}
+		x[i] = sum / l[i][i]
+	}
+	return x
+}
+
+// logExpectedImprovement is log EI below best for a normal posterior,
+// accurate far into the tail where EI itself underflows.
+func logExpectedImprovement(best, mean, sd float64) float64 {
+	z := (best - mean) / sd
+	if z > -6 {
+		h := z*normCDF(z) + math.Exp(-0.5*z*z)/math.Sqrt(2*math.Pi)
+		return math.Log(math.Max(h, 1e-300)) + math.Log(sd)
+	}
+	// h(z) ~ φ(z)/z² as z → -∞.
+	return -0.5*z*z - 0.5*math.Log(2*math.Pi) - 2*math.Log(-z) + math.Log(sd)
+}
+
+func (s *gpSampler) sample(i int, history []TrialResult, pending []map[string]any) map[string]any {
+	initial := gpInitial
+	if v, ok := s.l.algorithm.setting("n_initial_points"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			initial = n
+		}
+	}
+	ranked := sortByObjective(s.l.objective, history)
+	if len(ranked) < max(initial, 2) {
+		return (&randomSampler{l: s.l}).sample(i, history, pending)
+	}
+	dims := dimsOf(s.l.params)
+	// The hyperparameters are refitted every trial at first and then every
+	// 1+n/20 trials, from the history up to that point: the fit costs most
+	// of the time, and changes little from one trial to the next.
+	n := len(history)
+	at := n - n%(1+n/20)
+	if len(sortByObjective(s.l.objective, history[:at])) < 2 {
+		at = n
+	}
+	h, ok := s.fitted[at]
+	if !ok {
+		fm, y, _ := s.model(dims, history[:at], nil)
+		h = s.fitHyper(fm, y)
+		if s.fitted == nil {
+			s.fitted = map[int]gpHyper{}
+		}
+		s.fitted[at] = h
+	}
+	m, y, best := s.model(dims, history, pending)
+	m.setHyper(h)
+	m.fit(y, math.Exp(h.logNoise))
+	rng := s.l.rngFor(i, 4)
+	x := s.maximizeEI(m, dims, best, ranked, rng)
+	return s.decode(dims, x)
+}
+
+// model puts the succeeded trials of history (best first) and the pending
+// ones, with the worst value seen, into an unfitted model, and returns the
+// warped, standardised values and the best of them.
+func (s *gpSampler) model(dims []dim, history []TrialResult, pending []map[string]any) (*gpModel, []float64, float64) {
+	ranked := sortByObjective(s.l.objective, history)
+	m := &gpModel{groups: gpGroups(dims)}
+	var raw []float64
+	for _, r := range ranked {
+		m.x = append(m.x, gpFeatures(dims, r.params))
+		v := r.Value
+		if s.l.objective.maximize {
+			v = -v
+		}
+		raw = append(raw, v)
+	}
+	worst := slices.Max(raw)
+	for _, p := range pending {
+		m.x = append(m.x, gpFeatures(dims, p))
+		raw = append(raw, worst)
+	}
+	y, best := standardize(warp(raw), len(ranked))
+	return m, y, best
+}
+
+func (m *gpModel) setHyper(h gpHyper) {
+	m.inv = m.inv[:0]
+	for _, e := range h.logLen {
+		m.inv = append(m.inv, math.Exp(-e))
+	}
+}
+
+// warp takes the log of the values above the lowest, offset by a tenth of
+// their median: monotone, so EI's ranking of trials is kept, it tames the
+// heavy upper tail of objectives like Rosenbrock's that otherwise makes
+// the GP fit the worst trials and smooth over the basin.
+func warp(v []float64) []float64 {
+	lo := slices.Min(v)
+	above := make([]float64, len(v))
+	for j, e := range v {
+		above[j] = e - lo
+	}
+	offset := medianOf(above) / 10
+	if offset <= 0 || math.IsNaN(offset) || math.IsInf(offset, 0) {
+		return v
+	}
+	out := make([]float64, len(v))
+	for j, e := range above {
+		out[j] = math.Log(e + offset)
+	}
+	return out
+}
+
+// standardize centres and scales values; best is the lowest of the first
+// observed (the rest are lies).
+func standardize(v []float64, observed int) ([]float64, float64) {
+	mean, sd := 0.0, 0.0
+	for _, e := range v {
+		mean += e
+	}
+	mean /= float64(len(v))
+	for _, e := range v {
+		sd += (e - mean) * (e - mean)
+	}
+	sd = math.Sqrt(sd / float64(len(v)))
+	if sd == 0 || math.IsNaN(sd) || math.IsInf(sd, 0) {
+		sd = 1
+	}
+	out := make([]float64, len(v))
+	best := math.Inf(1)
+	for j, e := range v {
+		out[j] = (e - mean) / sd
+		if j < observed {
+			best = math.Min(best, out[j])
+		}
+	}
+	return out, best
+}
+
+// fitHyper maximises the (profiled) marginal likelihood plus a log-normal
+// prior on the length scales, centred at 0.5 of the cube, over the log
+// length scales and the log noise: an isotropic grid first, then
+// coordinate steps of halving size.
+func (s *gpSampler) fitHyper(m *gpModel, y []float64) gpHyper {
+	p := len(m.groups)
+	logPrior := func(logLen []float64) float64 {
+		out := 0.0
+		for _, e := range logLen {
+			d := (e - math.Log(0.5)) / 1.5
+			out -= 0.5 * d * d
+		}
+		return out
+	}
+	score := func(logLen []float64, logNoise float64) float64 {
+		m.setHyper(gpHyper{logLen: logLen})
+		return m.fit(y, math.Exp(logNoise)) + logPrior(logLen)
+	}
+	best := math.Inf(-1)
+	var bestLen []float64
+	bestNoise := 0.0
+	for _, l0 := range []float64{0.05, 0.1, 0.2, 0.4, 0.8, 1.6} {
+		for _, n0 := range []float64{1e-6, 1e-2} {
+			ll := make([]float64, p)
+			for k := range ll {
+				ll[k] = math.Log(l0)
+			}
+			if sc := score(ll, math.Log(n0)); sc > best {
+				best, bestLen, bestNoise = sc, ll, math.Log(n0)
+			}
+		}
+	}
+	for _, step := range []float64{math.Ln2, math.Ln2 / 2, math.Ln2 / 4} {
+		for k := 0; k <= p; k++ {
+			for _, dir := range []float64{1, -1} {
+				ll := slices.Clone(bestLen)
+				noise := bestNoise
+				if k < p {
+					ll[k] = math.Min(math.Max(ll[k]+dir*step, math.Log(0.01)), math.Log(20))
+				} else {
+					noise = math.Min(math.Max(noise+dir*4*step, math.Log(1e-8)), math.Log(0.5))
+				}
+				if sc := score(ll, noise); sc > best {
+					best, bestLen, bestNoise = sc, ll, noise
+				}
+			}
+		}
+	}
+	return gpHyper{logLen: bestLen, logNoise: bestNoise}
+}
+
+// maximizeEI scores random candidates, candidates near the best trials, and
+// then refines the best of them by shrinking perturbations.
+func (s *gpSampler) maximizeEI(m *gpModel, dims []dim, best float64, ranked []TrialResult, rng *rand.Rand) []float64 {
+	type cand struct {
+		x     []float64
+		score float64
+	}
+	eval := func(x []float64) cand {
+		mean, sd := m.predict(x)
+		return cand{x, logExpectedImprovement(best, mean, sd)}
+	}
+	randomPoint := func() []float64 {
+		u := make([]float64, len(dims))
+		for d := range u {
+			u[d] = rng.Float64()
+		}
+		return s.unitFeatures(dims, u)
+	}
+	perturb := func(x []float64, sigma float64) []float64 {
+		out := slices.Clone(x)
+		for p, g := range m.groups {
+			if dims[p].category {
+				if rng.Float64() < 0.2 {
+					c := rng.IntN(dims[p].k)
+					for j, f := range g {
+						out[f] = b2f(j == c)
+					}
+				}
+				continue
+			}
+			f := g[0]
+			out[f] = math.Min(math.Max(out[f]+sigma*rng.NormFloat64(), 0), 1)
+		}
+		return out
+	}
+	var cands []cand
+	for range gpRandom {
+		cands = append(cands, eval(randomPoint()))
+	}
+	for j := 0; j < min(gpNearBest, len(ranked)); j++ {
+		for range gpPerturbed {
+			cands = append(cands, eval(perturb(m.x[j], 0.05)))
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0
+	})
+	top := cands[0]
+	for j := 0; j < min(gpRefineBest, len(cands)); j++ {
+		c := cands[j]
+		for _, sigma := range []float64{0.02, 0.01, 0.005} {
+			for range 16 {
+				if n := eval(perturb(c.x, sigma)); n.score > c.score {
+					c = n
+				}
+			}
+		}
+		if c.score > top.score {
+			top = c
+		}
+	}
+	return top.x
+}
+
+// unitFeatures turns a point of the parameters' unit cube into features.
+func (s *gpSampler) unitFeatures(dims []dim, u []float64) []float64 {
+	var out []float64
+	for d, dm := range dims {
+		if dm.category {
+			c := min(int(u[d]*float64(dm.k)), dm.k-1)
+			for j := range dm.k {
+				out = append(out, b2f(j == c))
+			}
+			continue
+		}
+		out = append(out, u[d])
+	}
+	return out
+}
+
+// decode turns features back into parameter values.
+func (s *gpSampler) decode(dims []dim, x []float64) map[string]any {
+	out := make(map[string]any, len(dims))
+	f := 0
+	for _, dm := range dims {
+		if dm.category {
+			c := 0
+			for j := range dm.k {
+				if x[f+j] > x[f+c] {
+					c = j
+				}
+			}
+			out[dm.p.name] = dm.p.choices[c]
+			f += dm.k
+			continue
+		}
+		out[dm.p.name] = dm.decode(dm.lo + x[f]*(dm.hi-dm.lo))
+		f++
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package tune_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/tune"
+)
+
+func values(t *testing.T, study *tune.Local, fn tune.Func) [][]float64 {
+	t.Helper()
+	res, err := study.Run(t.Context(), fn)
+	require.NoError(t, err)
+	out := make([][]float64, len(res.Trials))
+	for i, r := range res.Trials {
+		for d := 0; ; d++ {
+			name := fmt.Sprintf("u%d", d)
+			if _, ok := r.Values[name]; !ok {
+				break
+			}
+			out[i] = append(out[i], r.Float(name))
+		}
+	}
+	return out
+}
+
+func unitCube(n int) []tune.Param {
+	out := make([]tune.Param, n)
+	for i := range out {
+		out[i] = tune.Float(fmt.Sprintf("u%d", i), 0, 1)
+	}
+	return out
+}
+
+func zero(context.Context, *tune.Trial) (float64, error) { return 0, nil }
+
+// TestLocalSobolIsANet checks the defining property of the Sobol sequence,
+// which the seeded digital shift keeps: the first 2^m points put exactly
+// one point in every interval [k/2^m, (k+1)/2^m) of each coordinate, and
+// the first two coordinates form a (0, m, 2)-net: one point in every
+// elementary box of area 2^-m.
+func TestLocalSobolIsANet(t *testing.T) {
+	const m = 6
+	for _, seed := range []uint64{0, 9} {
+		pts := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(32)...).Algorithm(tune.Sobol()).Trials(1<<m).Seed(seed), zero)
+		for d := range 32 {
+			seen := map[int]bool{}
+			for _, p := range pts {
+				seen[int(p[d]*(1<<m))] = true
+			}
+			assert.Len(t, seen, 1<<m, "seed %d coordinate %d", seed, d)
+		}
+		for a := 0; a <= m; a++ {
+			boxes := map[[2]int]bool{}
+			for _, p := range pts {
+				boxes[[2]int{int(p[0] * float64(int(1)<<a)), int(p[1] * float64(int(1)<<(m-a)))}] = true
+			}
+			assert.Len(t, boxes, 1<<m, "seed %d boxes 2^-%d × 2^-%d", seed, a, m-a)
+		}
+	}
+	a := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(3)...).Algorithm(tune.Sobol()).Trials(4).Seed(1), zero)
+	b := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(3)...).Algorithm(tune.Sobol()).Trials(4).Seed(2), zero)
+	assert.NotEqual(t, a, b, "the seed shifts the sequence")
+}
+
+func sphere(center []float64) tune.Func {
+	return func(_ context.Context, t *tune.Trial) (float64, error) {
+		s := 0.0
+		for d, c := range center {
+			s += math.Pow(t.Float(fmt.Sprintf("u%d", d))-c, 2)
+		}
+		return s, nil
+	}
+}
+
+func TestLocalCMAESConverges(t *testing.T) {
+	center := []float64{0.2, 0.7, 0.35, 0.6}
+	res, err := tune.NewLocal(tune.Minimize("l"), unitCube(4)...).Algorithm(tune.CMAES()).Trials(300).Seed(1).Run(t.Context(), sphere(center))
+	require.NoError(t, err)
+	assert.Less(t, res.Best.Value, 1e-5, "CMA-ES narrows in on the sphere's centre")
+	// Late generations sample close to the optimum, not just one lucky trial.
+	late := 0.0
+	for _, r := range res.Trials[len(res.Trials)-32:] {
+		late += r.Value / 32
+	}
+	assert.Less(t, late, 1e-4)
+	random, err := tune.NewLocal(tune.Minimize("l"), unitCube(4)...).Trials(300).Seed(1).Run(t.Context(), sphere(center))
+	require.NoError(t, err)
+	assert.Greater(t, random.Best.Value, 100*res.Best.Value)
+}
+
+func TestLocalBayesianFindsBranin(t *testing.T) {
+	branin := benchFunctions[0]
+	for _, seed := range []uint64{1, 2, 3} {
+		res, err := tune.NewLocal(tune.Minimize("y"), branin.params...).Algorithm(tune.Bayesian()).Trials(40).Seed(seed).Run(t.Context(), objectiveOf(branin))
+		require.NoError(t, err)
+		assert.Less(t, res.Best.Value-branin.optimum, 0.05, "seed %d", seed)
+	}
+	// Maximising the negation gives the same trials.
+	a, err := tune.NewLocal(tune.Minimize("y"), branin.params...).Algorithm(tune.Bayesian()).Trials(20).Seed(4).Run(t.Context(), objectiveOf(branin))
+	require.NoError(t, err)
+	b, err := tune.NewLocal(tune.Maximize("y"), branin.params...).Algorithm(tune.Bayesian()).Trials(20).Seed(4).
+		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return -branin.eval(tr), nil })
+	require.NoError(t, err)
+	for i := range a.Trials {
+		assert.Equal(t, a.Trials[i].Values, b.Trials[i].Values, "trial %d", i)
+	}
+}
+
+func TestLocalUnivariateTPEDiffers(t *testing.T) {
+	uni := values(t, tune.NewLocal(tune.Minimize("y"), unitCube(6)...).Algorithm(tune.TPE()).Trials(30).Seed(1), sphere(make([]float64, 6)))
+	multi := values(t, tune.NewLocal(tune.Minimize("y"), unitCube(6)...).Algorithm(tune.MultivariateTPE()).Trials(30).Seed(1), sphere(make([]float64, 6)))
+	assert.Equal(t, uni[:10], multi[:10], "the same random startup trials")
+	assert.NotEqual(t, uni[10:], multi[10:])
+}
+
+// TestLocalConstantLiar checks that, with four trials at a time, the
+// constant liar keeps a trial away from the three running ones: the
+// average distance to the nearest running trial grows.
+func TestLocalConstantLiar(t *testing.T) {
+	for _, alg := range []tune.Algorithm{tune.TPE(), tune.MultivariateTPE(), tune.Bayesian()} {
+		spread := func(liar bool) float64 {
+			total, n := 0.0, 0
+			for seed := range uint64(4) {
+				pts := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(2)...).Algorithm(alg).Trials(40).Parallel(4).
+					Seed(seed).ConstantLiar(liar), sphere([]float64{0.3, 0.3}))
+				for i := 14; i < len(pts); i++ {
+					nearest := math.Inf(1)
+					for j := i - 3; j < i; j++ {
+						nearest = math.Min(nearest, math.Hypot(pts[i][0]-pts[j][0], pts[i][1]-pts[j][1]))
+					}
+					total += nearest
+					n++
+				}
+			}
+			return total / float64(n)
+		}
+		with, without := spread(true), spread(false)
+		assert.Greater(t, with, 1.2*without, "%s: nearest running trial %.4f with the liar, %.4f without", alg.Name(), with, without)
+	}
+}

@@ -1,0 +1,239 @@
+package tune_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/tune"
+)
+
+// studyChildEnv makes TestHelperStudyProcess run the study of
+// killableStudy in the directory it names: the test binary re-executed as
+// the process TestStudyFileSurvivesSIGKILL kills.
+const studyChildEnv = "TUNE_STUDY_CHILD_DIR"
+
+const killableTrials = 24
+
+func killableStudy(dir string) *tune.Local {
+	return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", -2, 2), tune.Int("n", 0, 6), tune.Choice("c", "a", "b")).
+		Algorithm(tune.MultivariateTPE()).Trials(killableTrials).Parallel(2).Seed(11).
+		StudyFile(filepath.Join(dir, "study.jsonl"))
+}
+
+// loggingTrial appends "<who> <number>" to dir/runs.log as each trial
+// starts (one O_APPEND write, so lines never mix), then takes pause.
+func loggingTrial(dir, who string, pause time.Duration) tune.Func {
+	return func(ctx context.Context, t *tune.Trial) (float64, error) {
+		f, err := os.OpenFile(filepath.Join(dir, "runs.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return 0, err
+		}
+		_, err = fmt.Fprintf(f, "%s %d\n", who, t.Number)
+		f.Close()
+		if err != nil {
+			return 0, err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		return math.Pow(t.Float("x")-0.5, 2) + float64(t.Int("n")), nil
+	}
+}
+
+// TestHelperStudyProcess is not a test on its own: it is the child process
+// of TestStudyFileSurvivesSIGKILL, and returns at once without its
+// environment variable.
+func TestHelperStudyProcess(t *testing.T) {
+	dir := os.Getenv(studyChildEnv)
+	if dir == "" {
+		return
+	}
+	_, err := killableStudy(dir).Run(t.Context(), loggingTrial(dir, "child", 100*time.Millisecond))
+	require.NoError(t, err)
+}
+
+// recordedTrials reads the trial numbers a study file records.
+func recordedTrials(t *testing.T, path string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []int
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if i == 0 || line == "" {
+			continue
+		}
+		var rec struct{ Number int }
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "line %d", i+1)
+		out = append(out, rec.Number)
+	}
+	return out
+}
+
+func runsLog(t *testing.T, dir string) map[string][]int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "runs.log"))
+	require.NoError(t, err)
+	defer f.Close()
+	out := map[string][]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var who string
+		var n int
+		_, err := fmt.Sscanf(sc.Text(), "%s %d", &who, &n)
+		require.NoError(t, err, sc.Text())
+		out[who] = append(out[who], n)
+	}
+	return out
+}
+
+// TestStudyFileSurvivesSIGKILL kills a study's process with SIGKILL in
+// the middle, resumes the study from its file, and checks that no trial
+// the file records ran again, that the others ran exactly once more, and
+// that every trial has the values an uninterrupted study gives.
+func TestStudyFileSurvivesSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "study.jsonl")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperStudyProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), studyChildEnv+"="+dir)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if data, err := os.ReadFile(path); err == nil && strings.Count(string(data), "\n") >= 1+6 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the child recorded no 6 trials in time: %s", out.String())
+		time.Sleep(2 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	err := cmd.Wait()
+	require.Error(t, err, "the child must die of the signal: %s", out.String())
+	assert.Contains(t, err.Error(), "killed")
+
+	finished := recordedTrials(t, path)
+	require.Less(t, len(finished), killableTrials, "the child finished before it was killed; the test proves nothing")
+	started := runsLog(t, dir)["child"]
+	assert.Subset(t, started, finished, "a recorded trial was started by the child")
+
+	var progress []tune.LocalProgress
+	res, err := killableStudy(dir).OnProgress(func(p tune.LocalProgress) { progress = append(progress, p) }).
+		Run(t.Context(), loggingTrial(dir, "resume", 0))
+	require.NoError(t, err)
+	require.Len(t, res.Trials, killableTrials)
+
+	resumed := runsLog(t, dir)["resume"]
+	for _, n := range finished {
+		assert.NotContains(t, resumed, n, "trial %d was recorded before the kill and ran again", n)
+	}
+	for n := range killableTrials {
+		want := 1
+		if contains(finished, n) {
+			want = 0
+		}
+		assert.Equal(t, want, count(resumed, n), "runs of trial %d after the resume", n)
+	}
+	assert.Len(t, recordedTrials(t, path), killableTrials, "every trial recorded once")
+
+	// The resumed trials have the values an uninterrupted study gives them.
+	fresh, err := killableStudy(t.TempDir()).Run(t.Context(), loggingTrial(t.TempDir(), "fresh", 0))
+	require.NoError(t, err)
+	for i := range fresh.Trials {
+		assert.Equal(t, fresh.Trials[i].Values, res.Trials[i].Values, "trial %d", i)
+		assert.Equal(t, fresh.Trials[i].Value, res.Trials[i].Value, "trial %d", i)
+	}
+	assert.Equal(t, fresh.Best.Values, res.Best.Values)
+
+	// Progress: first the resumed trials, then one report per trial run.
+	require.NotEmpty(t, progress)
+	assert.Equal(t, len(finished), progress[0].Resumed)
+	assert.Equal(t, len(finished), progress[0].Finished)
+	assert.Nil(t, progress[0].Last)
+	last := progress[len(progress)-1]
+	assert.Equal(t, killableTrials, last.Finished)
+	assert.Equal(t, killableTrials, last.Succeeded)
+	assert.Equal(t, res.Best.Values, last.Best.Values)
+	assert.Len(t, progress, 1+killableTrials-len(finished))
+}
+
+func contains(s []int, v int) bool { return count(s, v) > 0 }
+
+func count(s []int, v int) int {
+	n := 0
+	for _, e := range s {
+		if e == v {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStudyFileTornRecord appends half a record, as a crash during the
+// write leaves it: the study ignores it, cuts it off, runs that trial, and
+// the file parses again.
+func TestStudyFileTornRecord(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "study.jsonl")
+	study := func(trials int) *tune.Local {
+		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(trials).Seed(3).StudyFile(path)
+	}
+	_, err := study(5).Run(t.Context(), loggingTrial(dir, "first", 0))
+	require.NoError(t, err)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"number":5,"state":"Succ`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	res, err := study(8).Run(t.Context(), loggingTrial(dir, "second", 0))
+	require.NoError(t, err)
+	assert.Len(t, res.Trials, 8)
+	assert.Equal(t, []int{5, 6, 7}, runsLog(t, dir)["second"])
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, recordedTrials(t, path))
+}
+
+func TestStudyFileRefusesAnotherStudy(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "study.jsonl")
+	base := func() *tune.Local {
+		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(3).Seed(3).StudyFile(path)
+	}
+	_, err := base().Run(t.Context(), loggingTrial(dir, "first", 0))
+	require.NoError(t, err)
+
+	_, err = base().Seed(4).Run(t.Context(), loggingTrial(dir, "x", 0))
+	assert.ErrorContains(t, err, "holds another study: its seed differs")
+	_, err = base().Parallel(2).Run(t.Context(), loggingTrial(dir, "x", 0))
+	assert.ErrorContains(t, err, "its parallel differs")
+	_, err = base().Algorithm(tune.TPE()).Run(t.Context(), loggingTrial(dir, "x", 0))
+	assert.ErrorContains(t, err, "its algorithm differs")
+	_, err = tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 2)).Trials(3).Seed(3).StudyFile(path).
+		Run(t.Context(), loggingTrial(dir, "x", 0))
+	assert.ErrorContains(t, err, "its parameters[0] differs")
+
+	// A damaged line before the end is an error, not a silent half-read.
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[2] = "{not json}\n"
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644))
+	_, err = base().Run(t.Context(), loggingTrial(dir, "x", 0))
+	assert.ErrorContains(t, err, "line 3: not a trial record")
+	_, ok := runsLog(t, dir)["x"]
+	assert.False(t, ok, "no trial ran for a refused study file")
+}
