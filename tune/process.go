@@ -248,7 +248,7 @@ func (l *Local) runStep(ctx context.Context, t *Trial, step pipeline.Step, dir s
 		}
 	}()
 	res, err := pipeline.New(fmt.Sprintf("trial-%d", t.Number)).Step(step).Run(ctx,
-		pipeline.RunDir(dir), pipeline.NoCache, pipeline.Concurrency(1), pipeline.Progress(nil),
+		pipeline.RunDir(dir), pipeline.NoCache, pipeline.Parallelism(1), pipeline.Progress(nil),
 		pipeline.OnEvent(func(ev pipeline.Event) {
 			if ev.Type == pipeline.EventStarted && ev.Log != "" {
 				select {
@@ -264,13 +264,13 @@ func (l *Local) runStep(ctx context.Context, t *Trial, step pipeline.Step, dir s
 		return 0, ErrPruned
 	case err != nil:
 		return 0, fmt.Errorf("trial %d: %w", t.Number, err)
-	case res.Status != pipeline.StatusSucceeded:
+	case res.Phase != pipeline.PhaseSucceeded:
 		for _, s := range res.Steps {
 			if s.Err != nil {
 				return 0, fmt.Errorf("trial %d: %w", t.Number, s.Err)
 			}
 		}
-		return 0, fmt.Errorf("trial %d: the step %s", t.Number, res.Status)
+		return 0, fmt.Errorf("trial %d: the step %s", t.Number, res.Phase)
 	case len(out.values) == 0:
 		return 0, fmt.Errorf("trial %d printed no value of %s (as %s=<number>)", t.Number, l.objective.metric, l.objective.metric)
 	}
