@@ -66,9 +66,6 @@ var clusterTools = []clusterTool{
 	{name: "katib-db-manager", pkg: "github.com/kubeflow/katib/cmd/db-manager/v1beta1", version: "v0.19.0"},
 	{name: "katib-suggestion-goptuna", pkg: "github.com/kubeflow/katib/cmd/suggestion/goptuna/v1beta1", version: "v0.19.0", static: true},
 	{name: "katib-file-metricscollector", pkg: "github.com/kubeflow/katib/cmd/metricscollector/v1beta1/file-metricscollector", version: "v0.19.0", static: true},
-	// kube-network-policies v0.8.0 (no replace directive) enforces
-	// NetworkPolicies on the pod bridge.
-	{name: "kube-network-policies", pkg: "sigs.k8s.io/kube-network-policies/cmd", version: "v0.8.0"},
 	{name: "lws-controller", module: "lws", pkg: "sigs.k8s.io/lws/cmd"},
 	{name: "workflow-controller", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller"},
 	// In argo-workflows v3.7.6, workflow/executor/osspecific/signal_linux.go
