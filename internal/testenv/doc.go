@@ -191,7 +191,11 @@
 //
 // What does not run: no real GPUs or NPUs (device plugins), no Volcano
 // scheduler (volcano.sh/volcano cannot be fetched), no NetworkPolicy
-// enforcement (the bridge CNI has none), and no inference engine (the
+// enforcement (the bridge CNI has none; kube-network-policies v0.8.0 was
+// tried and cannot program its rules here, because this kernel has no
+// nftables queue expression: nft refuses "queue num N" with "No such file
+// or directory", and kube-router, the iptables-based alternative, is
+// served only at a version with reported security flaws), and no inference engine (the
 // stand-in engine answers on the OpenAI API instead). The
 // training-operator's PyTorch init container runs Images.PyTorchInit, whose
 // nslookup behaves as the one of the operator's default image (alpine:3.10)
