@@ -55,7 +55,9 @@ var releaseKinds = []schema.GroupVersionKind{
 }
 
 // existing lists, straight from the API server, the objects that carry
-// release's label (its record aside), as "Kind name".
+// release's label (its record aside), as "Kind name". Objects being
+// deleted do not count: with no garbage collector running, an object
+// deleted with foreground propagation keeps its finalizer.
 func existing(t *testing.T, env *testenv.Env, ns, release string) []string {
 	t.Helper()
 	var out []string
@@ -64,7 +66,7 @@ func existing(t *testing.T, env *testenv.Env, ns, release string) []string {
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{cube.LabelRelease: release}))
 		for _, u := range list.Items {
-			if u.GetLabels()[cube.LabelKind] == "release" {
+			if u.GetLabels()[cube.LabelKind] == "release" || u.GetDeletionTimestamp() != nil {
 				continue
 			}
 			out = append(out, gvk.Kind+" "+u.GetName())
@@ -134,28 +136,41 @@ func countPatches(p *testenv.Proxy, resource, name string) int {
 }
 
 // TestApplyWhenTheAPIServerStopsBetweenRanks stops kube-apiserver when
-// Apply, having stored the ConfigMap rank and the record, sends its first
-// Service or Deployment: Apply retries as its Retry says and fails naming
-// the object and ErrUnavailable; the record lists at least everything
-// that exists; once the server is back, applying again converges, the
-// record lists exactly what exists, and Delete leaves nothing.
+// Apply, having stored the ConfigMap rank and the record, sends its
+// Service: Apply retries as its Retry says and fails naming the object
+// and ErrUnavailable; the record lists at least everything that exists;
+// once the server is back, applying again converges, the record lists
+// exactly what exists, and Delete leaves nothing.
 func TestApplyWhenTheAPIServerStopsBetweenRanks(t *testing.T) {
-	testApplyWhenTheAPIServerStops(t, "between-ranks", 0)
+	testApplyWhenTheAPIServerStops(t, "between-ranks", 0, 1, []string{"ConfigMap between-ranks-config"})
 }
 
 // TestApplyWhenTheAPIServerStopsMidRank is the same with the server
-// stopped on the fourth Deployment of ten, while others of the rank are
-// in flight: those may or may not have reached the server, so the record
-// must keep them.
+// stopped on the fourth of eleven Deployments, applied one at a time:
+// three of the rank are stored, the rest are not.
 func TestApplyWhenTheAPIServerStopsMidRank(t *testing.T) {
-	testApplyWhenTheAPIServerStops(t, "mid-rank", 3)
+	testApplyWhenTheAPIServerStops(t, "mid-rank", 3, 1, []string{
+		"ConfigMap mid-rank-config", "Deployment mid-rank", "Deployment mid-rank-0", "Deployment mid-rank-1", "Service mid-rank",
+	})
 }
 
-func testApplyWhenTheAPIServerStops(t *testing.T, release string, skip int) {
+// TestApplyWhenTheAPIServerStopsMidParallelRank stops the server on the
+// fourth Deployment while the others of the rank are in flight, eight at
+// a time: those may or may not have reached the server, so the record
+// must keep every one.
+func TestApplyWhenTheAPIServerStopsMidParallelRank(t *testing.T) {
+	testApplyWhenTheAPIServerStops(t, "mid-parallel", 3, 8, nil)
+}
+
+// testApplyWhenTheAPIServerStops stops the server on the first PATCH of
+// a Service (skip 0) or after skip Deployment PATCHes, and checks what
+// exists after the failed Apply (when want is not nil), the record, a
+// second Apply and Delete.
+func testApplyWhenTheAPIServerStops(t *testing.T, release string, skip, parallelism int, want []string) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	proxy := env.Proxy(t)
-	c := proxied(t, proxy, ns)
+	c := proxied(t, proxy, ns, cube.WithApplyParallelism(parallelism))
 	ctx := t.Context()
 	w := webRelease(release, ns, 10)
 
@@ -174,10 +189,10 @@ func testApplyWhenTheAPIServerStops(t *testing.T, release string, skip int) {
 	assert.ErrorContains(t, err, "after 5 attempts")
 	assert.Less(t, elapsed, 30*time.Second, "retries are bounded")
 	if skip == 0 {
-		assert.ErrorContains(t, err, "apply Service "+ns+"/"+release+":")
+		assert.ErrorContains(t, err, "apply Service "+ns+"/"+release+": API server unavailable after 5 attempts")
 		assert.Equal(t, 5, countPatches(proxy, "services", release), "one attempt and four retries")
 	} else {
-		assert.ErrorContains(t, err, "apply Deployment "+ns+"/"+release+"-")
+		assert.ErrorContains(t, err, "apply Deployment.apps "+ns+"/"+release)
 	}
 	assert.ErrorContains(t, err, "record release", "the record could not be settled with the server down either")
 
@@ -186,12 +201,14 @@ func testApplyWhenTheAPIServerStops(t *testing.T, release string, skip int) {
 	record := recorded(t, env, ns, release)
 	t.Logf("after the failed apply: %d objects exist, the record lists %d", len(before), len(record))
 	assert.Subset(t, record, before, "nothing exists that the record does not list")
-	assert.Contains(t, before, "ConfigMap "+release+"-config", "the first rank was stored")
+	if want != nil {
+		assert.Equal(t, want, before)
+	}
 
 	rel, err := c.Apply(ctx, w)
 	require.NoError(t, err, "applying again converges")
 	after := existing(t, env, ns, release)
-	assert.Len(t, after, 12)
+	assert.Len(t, after, 13)
 	assert.Equal(t, after, recorded(t, env, ns, release), "the record lists exactly what exists")
 
 	require.NoError(t, rel.Delete(ctx))
@@ -224,8 +241,8 @@ func TestApplyOutlivesAQuickRestart(t *testing.T) {
 	restarted.Wait()
 	require.NoError(t, err)
 	assert.Equal(t, existing(t, env, ns, "quick"), recorded(t, env, ns, "quick"))
-	assert.Len(t, rel.Objects, 5)
-	retries := countPatches(proxy, "deployments", "") - 3
+	assert.Len(t, rel.Objects, 6)
+	retries := countPatches(proxy, "deployments", "") - 4
 	t.Logf("%d Deployment apply retries while the server restarted", retries)
 	assert.Positive(t, retries)
 }
