@@ -561,7 +561,9 @@ func TestWaitResumesAfterWatchesExpireAndFail(t *testing.T) {
 	assert.Equal(t, 2, faults[1].Hits())
 	jobWatches := proxy.Count(func(r testenv.Request) bool { return r.Watch && strings.HasSuffix(r.Path, "/jobs") })
 	t.Logf("%d faults injected; %d job watches", injected, jobWatches)
-	jobLists := proxy.Count(func(r testenv.Request) bool { return !r.Watch && r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/jobs") })
+	jobLists := proxy.Count(func(r testenv.Request) bool {
+		return !r.Watch && r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/jobs")
+	})
 	t.Logf("%d job lists", jobLists)
 	assert.Equal(t, 3, jobWatches, "the three expired; the list after the third saw the job succeed")
 	assert.Equal(t, 3, jobLists, "503, 429, then the list that saw the success")
