@@ -197,6 +197,11 @@ var (
 // (an HPA dropped, a renamed ConfigMap) are deleted and listed in
 // Release.Pruned, unless NoPrune is given. Only objects that still carry the
 // release's labels are deleted.
+//
+// A request the API server fails for a passing reason is retried as the
+// client's Retry says (WithRetry); when the retries are spent, the error
+// wraps ErrUnavailable and the record lists every object that may exist,
+// so applying again converges.
 func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*Release, error) {
 	if err := c.usable(); err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
