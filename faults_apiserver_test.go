@@ -388,6 +388,18 @@ func jobRelease(name, ns string) cube.Workload {
 	})
 }
 
+// proxiedJob applies a release of one Job, name, in a fresh namespace
+// through a fresh proxy.
+func proxiedJob(t *testing.T, name string) (*testenv.Env, string, *testenv.Proxy, *cube.Release) {
+	t.Helper()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	proxy := env.Proxy(t)
+	rel, err := proxied(t, proxy, ns).Apply(t.Context(), jobRelease(name, ns))
+	require.NoError(t, err)
+	return env, ns, proxy, rel
+}
+
 // waitInBackground starts rel.Wait and returns a channel with its result
 // and one that gets each status it reports.
 func waitInBackground(ctx context.Context, rel *cube.Release, until cube.Phase, opts ...cube.WaitOption) (<-chan waitResult, <-chan cube.Status) {
@@ -421,13 +433,8 @@ func jobRef(ns, name string) cube.ObjectRef {
 // its requests: a restart seen from the client). Once it can, the wait
 // lists again and reports Succeeded.
 func TestWaitSeesWhatHappenedWhileTheAPIServerWasDown(t *testing.T) {
-	env := testenv.Get(t)
-	ns := env.Namespace(t)
-	proxy := env.Proxy(t)
-	c := proxied(t, proxy, ns)
+	env, ns, proxy, rel := proxiedJob(t, "down")
 	ctx := t.Context()
-	rel, err := c.Apply(ctx, jobRelease("down", ns))
-	require.NoError(t, err)
 	done, progress := waitInBackground(ctx, rel, cube.Succeeded, cube.Timeout(5*time.Minute))
 	select {
 	case st := <-progress:
@@ -523,13 +530,8 @@ func TestWaitHonoursTimeoutAndContextWhileTheAPIServerIsDown(t *testing.T) {
 // lists again each time, and reports the job's success, written while its
 // watches were failing.
 func TestWaitResumesAfterWatchesExpireAndFail(t *testing.T) {
-	env := testenv.Get(t)
-	ns := env.Namespace(t)
-	proxy := env.Proxy(t)
-	c := proxied(t, proxy, ns)
+	env, ns, proxy, rel := proxiedJob(t, "expire")
 	ctx := t.Context()
-	rel, err := c.Apply(ctx, jobRelease("expire", ns))
-	require.NoError(t, err)
 
 	lists := func(resource string) func(*http.Request) bool {
 		return func(r *http.Request) bool {
@@ -572,16 +574,10 @@ func TestWaitResumesAfterWatchesExpireAndFail(t *testing.T) {
 // TestWaitFailsOnRefusal keeps a wait from retrying what will never pass:
 // a watch the server refuses (403) ends it with that error at once.
 func TestWaitFailsOnRefusal(t *testing.T) {
-	env := testenv.Get(t)
-	ns := env.Namespace(t)
-	proxy := env.Proxy(t)
-	c := proxied(t, proxy, ns)
-	ctx := t.Context()
-	rel, err := c.Apply(ctx, jobRelease("refused", ns))
-	require.NoError(t, err)
+	_, _, proxy, rel := proxiedJob(t, "refused")
 	proxy.Inject(&testenv.Fault{Name: "403", Match: testenv.Watches("jobs"), Status: http.StatusForbidden})
 	began := time.Now()
-	_, err = rel.Wait(ctx, cube.Succeeded, cube.Timeout(time.Minute))
+	_, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(time.Minute))
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	assert.False(t, errors.Is(err, cube.ErrTimeout))
