@@ -359,18 +359,28 @@ func (c *Client) applyObjects(ctx context.Context, objs []*unstructured.Unstruct
 	return mayExist, nil
 }
 
-// refused reports whether err is the API server's refusal of a write
-// (a 4xx answer other than 408), which then changed nothing. Any other
-// failure may come after the server made the change: its answer was
-// lost, the connection dropped, the server failed after storing, or ctx
-// ended with the request sent.
+// refused reports whether err is the API server's refusal of a write,
+// which then changed nothing: a 4xx answer other than 408 (429 included:
+// throttled requests are not served), or a 500 that is not the server's
+// own trouble (a schema it cannot apply). Any other failure may come
+// after the server made the change: its answer was lost, the connection
+// dropped, its storage failed or timed out, or ctx ended with the request
+// sent.
 func refused(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		return false
 	}
-	code := status.Status().Code
-	return code >= 400 && code < 500 && code != http.StatusRequestTimeout
+	s := status.Status()
+	switch {
+	case s.Code == http.StatusRequestTimeout:
+		return false
+	case s.Code >= 400 && s.Code < 500:
+		return true
+	case s.Code == http.StatusInternalServerError:
+		return !serverTrouble(s.Reason)
+	}
+	return false
 }
 
 // newRelease names the release of objs (prepare checked they are one) and

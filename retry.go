@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
@@ -18,7 +19,8 @@ var ErrUnavailable = errors.New("API server unavailable")
 
 // Retry is how a Client retries a request the API server could not serve
 // for a passing reason: a refused, reset or dropped connection, a 5xx
-// answer, or a 429 without Retry-After. Up to Limit more attempts, waiting
+// answer (a 500 only when it says the server's storage failed or timed
+// out), or a 429 without Retry-After. Up to Limit more attempts, waiting
 // Backoff, multiplied by Factor after each retry and capped at MaxBackoff.
 //
 // client-go already retries, up to ten times and waiting as the server
@@ -89,18 +91,34 @@ func transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	if _, ok := apierrors.SuggestsClientDelay(err); ok {
+	if seconds, ok := apierrors.SuggestsClientDelay(err); ok && seconds > 0 {
 		// The answer carried Retry-After: client-go waited and retried it
 		// (rest.Request's maxRetries, ten by default) before giving up.
+		// (SuggestsClientDelay also says yes, with 0, to every timeout.)
 		return false
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
-		code := status.Status().Code
-		return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
+		s := status.Status()
+		switch {
+		case s.Code == http.StatusTooManyRequests:
+			return true
+		case s.Code == http.StatusInternalServerError:
+			return serverTrouble(s.Reason)
+		}
+		return s.Code > http.StatusInternalServerError
 	}
 	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
 		utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)
+}
+
+// serverTrouble reports whether a 500 with reason is the server's own
+// trouble (its storage failed or timed out), which may pass. Other 500s
+// are requests it cannot serve: server-side apply answers an object its
+// schema does not know ("failed to create typed patch object … field not
+// declared in schema") with a 500 and no reason.
+func serverTrouble(reason metav1.StatusReason) bool {
+	return reason == metav1.StatusReasonInternalError || reason == metav1.StatusReasonServerTimeout
 }
 
 // retrying calls do until it succeeds, fails for good, or the client's

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -42,7 +43,12 @@ func TestTransient(t *testing.T) {
 		{"EOF", &url.Error{Op: "Patch", URL: "https://x", Err: io.EOF}, true},
 		{"connection reset", &url.Error{Op: "Get", URL: "https://x", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
 		{"503", apierrors.NewServiceUnavailable("busy"), true},
-		{"500", apierrors.NewInternalError(errors.New("etcd")), true},
+		{"500 InternalError", apierrors.NewInternalError(errors.New("etcd")), true},
+		{"500 ServerTimeout", apierrors.NewServerTimeout(gr, "patch", 0), true},
+		// What kube-apiserver answers server-side apply of a field its
+		// schema does not know (seen on the test API server).
+		{"500 without a reason", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+			Message: "failed to create typed patch object (ns/half; /v1, Kind=Service): .spec.typo: field not declared in schema"}}, false},
 		{"429 without Retry-After", apierrors.NewGenericServerResponse(http.StatusTooManyRequests, "PATCH", gr, "x", "", 0, false), true},
 		{"429 with Retry-After: client-go retried it", apierrors.NewTooManyRequests("slow down", 1), false},
 		{"504", apierrors.NewGenericServerResponse(http.StatusGatewayTimeout, "PATCH", gr, "x", "", 0, false), true},
@@ -79,6 +85,17 @@ func TestRetryingIsBoundedAndHonoursContext(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.True(t, apierrors.IsServiceUnavailable(err))
 	assert.Less(t, time.Since(began), 10*time.Second)
+}
+
+func TestRefused(t *testing.T) {
+	gr := schema.GroupResource{Resource: "services"}
+	assert.True(t, refused(apierrors.NewBadRequest("no")))
+	assert.True(t, refused(apierrors.NewTooManyRequests("later", 0)), "a throttled request was not served")
+	assert.True(t, refused(&apierrors.StatusError{ErrStatus: metav1.Status{Code: http.StatusInternalServerError, Message: "failed to create typed patch object"}}))
+	assert.False(t, refused(apierrors.NewInternalError(errors.New("etcd"))), "storage may have failed after the write")
+	assert.False(t, refused(apierrors.NewServerTimeout(gr, "patch", 0)))
+	assert.False(t, refused(apierrors.NewServiceUnavailable("busy")))
+	assert.False(t, refused(io.EOF), "a dropped connection says nothing")
 }
 
 func TestWithRetryRefusesNegatives(t *testing.T) {
