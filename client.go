@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ type Client struct {
 	namespace   string
 	readers     map[schema.GroupKind]StatusFunc
 	parallelism int
+	retry       Retry
 	watches     watchHub // shared by the client's waits
 }
 
@@ -123,7 +125,7 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 // nil c, or a bad option, makes every method of the client return that
 // problem.
 func NewFromClient(c client.Client, opts ...Option) *Client {
-	cl := &Client{c: c, namespace: metav1.NamespaceDefault, parallelism: DefaultApplyParallelism}
+	cl := &Client{c: c, namespace: metav1.NamespaceDefault, parallelism: DefaultApplyParallelism, retry: DefaultRetry}
 	if isNil(c) {
 		cl.err = errors.New("cube: controller-runtime client is nil")
 	}
@@ -195,6 +197,11 @@ var (
 // (an HPA dropped, a renamed ConfigMap) are deleted and listed in
 // Release.Pruned, unless NoPrune is given. Only objects that still carry the
 // release's labels are deleted.
+//
+// A request the API server fails for a passing reason is retried as the
+// client's Retry says (WithRetry); when the retries are spent, the error
+// wraps ErrUnavailable and the record lists every object that may exist,
+// so applying again converges.
 func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*Release, error) {
 	if err := c.usable(); err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
@@ -229,7 +236,8 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 			first = i + 1
 		}
 	}
-	var prev, stored []ObjectRef
+	var prev []ObjectRef
+	var stored recordState
 	if first > 0 {
 		if err := c.checkPodSecurity(ctx, objs); err != nil {
 			return nil, fmt.Errorf("apply: %w", err)
@@ -243,18 +251,23 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 	} else if prev, stored, err = c.checkAndOpenRecord(ctx, rel, objs, o.dryRun, applyOpts); err != nil {
 		return nil, err
 	}
-	if applied, err := c.applyObjects(ctx, objs[first:], applyOpts); err != nil {
-		if !sameRefs(stored, prev) { // this apply wrote the record (never in a dry run)
-			// Record only what may exist: the earlier objects and those
-			// applied before the failure.
-			err = errors.Join(err, c.settleRecord(ctx, rel, union(prev, append(rel.Objects[:first:first], applied...)), applyOpts))
+	// Objects another writer of the record (an Apply of the same release
+	// elsewhere) added while this one opened it are theirs to keep.
+	theirs := minus(stored.refs, union(prev, rel.Objects))
+	if mayExist, err := c.applyObjects(ctx, objs[first:], applyOpts); err != nil {
+		if !sameRefs(stored.refs, prev) { // this apply wrote the record (never in a dry run)
+			// Record only what may exist: the earlier objects, those
+			// applied before the failure, and those whose apply failed
+			// in a way that does not say the server refused it.
+			mayExist = append(rel.Objects[:first:first], mayExist...)
+			err = errors.Join(err, c.settleRecord(ctx, rel, stored, union(union(prev, mayExist), theirs), applyOpts))
 		}
 		return nil, err
 	}
-	final := rel.Objects
+	final := union(rel.Objects, theirs)
 	if stale := minus(prev, rel.Objects); len(stale) > 0 {
 		if o.noPrune {
-			final = union(rel.Objects, stale)
+			final = union(final, stale)
 		} else {
 			rel.Pruned, err = c.prune(ctx, rel.Name, stale, o.dryRun)
 			if err != nil {
@@ -262,8 +275,8 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 			}
 		}
 	}
-	if !o.dryRun && !sameRefs(stored, final) {
-		if err := c.writeRecord(ctx, rel.Name, rel.Namespace, final, applyOpts); err != nil {
+	if !o.dryRun && !sameRefs(stored.refs, final) {
+		if err := c.settleRecord(ctx, rel, stored, final, applyOpts); err != nil {
 			return nil, err
 		}
 	}
@@ -281,9 +294,11 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 // the objects of a rank (all Deployments and jobs, all ConfigMaps…) go to
 // the server concurrently, at most the client's parallelism at once, and a
 // rank starts only when the one before it is stored. It returns the objects
-// applied and, when some failed, every failure of the rank that stopped it.
+// that may exist (those applied, and those whose apply failed other than
+// by the server's refusal: a lost answer, a dropped connection) and, when
+// some failed, every failure of the rank that stopped it.
 func (c *Client) applyObjects(ctx context.Context, objs []*unstructured.Unstructured, opts []client.ApplyOption) ([]ObjectRef, error) {
-	var applied []ObjectRef
+	var mayExist []ObjectRef
 	for start := 0; start < len(objs); {
 		rank := rankOf(objs[start].GetKind())
 		end := start + 1
@@ -293,7 +308,12 @@ func (c *Client) applyObjects(ctx context.Context, objs []*unstructured.Unstruct
 		group := objs[start:end]
 		errs := make([]error, len(group))
 		one := func(i int) {
-			if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(group[i]), opts...); err != nil {
+			// Server-side apply is idempotent: an apply the server made
+			// but whose answer was lost is made again with no change.
+			err := c.retrying(ctx, func(ctx context.Context) error {
+				return c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(group[i]), opts...)
+			})
+			if err != nil {
 				errs[i] = applyError(RefOf(group[i]), err)
 			}
 		}
@@ -320,20 +340,47 @@ func (c *Client) applyObjects(ctx context.Context, objs []*unstructured.Unstruct
 			switch {
 			case err != nil:
 				failed = append(failed, err)
+				if !refused(err) {
+					mayExist = append(mayExist, RefOf(group[i]))
+				}
 			case c.parallelism > 1 || len(failed) == 0:
-				applied = append(applied, RefOf(group[i]))
+				mayExist = append(mayExist, RefOf(group[i]))
 			}
 		}
 		switch len(failed) {
 		case 0:
 		case 1:
-			return applied, failed[0]
+			return mayExist, failed[0]
 		default:
-			return applied, errors.Join(failed...)
+			return mayExist, errors.Join(failed...)
 		}
 		start = end
 	}
-	return applied, nil
+	return mayExist, nil
+}
+
+// refused reports whether err is the API server's refusal of a write,
+// which then changed nothing: a 4xx answer other than 408 (429 included:
+// throttled requests are not served), or a 500 that is not the server's
+// own trouble (a schema it cannot apply). Any other failure may come
+// after the server made the change: its answer was lost, the connection
+// dropped, its storage failed or timed out, or ctx ended with the request
+// sent.
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	switch {
+	case s.Code == http.StatusRequestTimeout:
+		return false
+	case s.Code >= 400 && s.Code < 500:
+		return true
+	case s.Code == http.StatusInternalServerError:
+		return !serverTrouble(s.Reason)
+	}
+	return false
 }
 
 // newRelease names the release of objs (prepare checked they are one) and
@@ -455,33 +502,44 @@ const recordPrefix = "cube-release-"
 
 const recordKey = "objects"
 
+// recordState is the release's record as this Apply last read or wrote
+// it: the objects it listed and its resourceVersion ("" when there was no
+// record). Writes of the record are conditional on that version, so that
+// two programs applying the same release at once do not drop each other's
+// objects from it.
+type recordState struct {
+	refs    []ObjectRef
+	version string
+}
+
 // openRecord makes the release's record list every object about to be
 // applied before any of them is, so an apply that stops halfway leaves
 // nothing Release.Delete cannot find. A new release is recorded with a
 // single create; a record that already lists them all is left alone. It
-// returns what the record listed before (prev) and lists now (stored); a
-// dry run writes nothing.
-func (c *Client) openRecord(ctx context.Context, rel *Release, dryRun bool, applyOpts []client.ApplyOption) (prev, stored []ObjectRef, err error) {
+// returns what the record listed before (prev) and what it lists now
+// (stored); a dry run writes nothing.
+func (c *Client) openRecord(ctx context.Context, rel *Release, dryRun bool, applyOpts []client.ApplyOption) (prev []ObjectRef, stored recordState, err error) {
 	if !dryRun {
-		created, err := c.createRecord(ctx, rel)
+		version, created, err := c.createRecord(ctx, rel)
 		if err != nil {
-			return nil, nil, err
+			return nil, recordState{}, err
 		}
 		if created {
-			return nil, rel.Objects, nil
+			return nil, recordState{refs: rel.Objects, version: version}, nil
 		}
 	}
-	if prev, err = c.recorded(ctx, rel.Namespace, rel.Name); err != nil {
-		return nil, nil, fmt.Errorf("apply: %w", err)
+	current, err := c.readRecord(ctx, rel.Namespace, rel.Name)
+	if err != nil {
+		return nil, recordState{}, fmt.Errorf("apply: %w", err)
 	}
-	all := union(prev, rel.Objects)
-	if dryRun || len(all) == len(prev) {
-		return prev, prev, nil
+	if dryRun || len(minus(rel.Objects, current.refs)) == 0 {
+		return current.refs, current, nil
 	}
-	if err := c.writeRecord(ctx, rel.Name, rel.Namespace, all, applyOpts); err != nil {
-		return nil, nil, err
+	stored, err = c.updateRecord(ctx, rel, current, union(current.refs, rel.Objects), applyOpts)
+	if err != nil {
+		return nil, recordState{}, err
 	}
-	return prev, all, nil
+	return current.refs, stored, nil
 }
 
 // checkAndOpenRecord checks the pods of objs against their namespace's
@@ -492,7 +550,7 @@ func (c *Client) openRecord(ctx context.Context, rel *Release, dryRun bool, appl
 // what it listed before (none: no record), so that a refused apply leaves
 // no release behind; were that undone write lost, the record would list
 // objects that do not exist, which Delete and Status take in their stride.
-func (c *Client) checkAndOpenRecord(ctx context.Context, rel *Release, objs []*unstructured.Unstructured, dryRun bool, applyOpts []client.ApplyOption) (prev, stored []ObjectRef, err error) {
+func (c *Client) checkAndOpenRecord(ctx context.Context, rel *Release, objs []*unstructured.Unstructured, dryRun bool, applyOpts []client.ApplyOption) (prev []ObjectRef, stored recordState, err error) {
 	var psErr error
 	checked := make(chan struct{})
 	go func() {
@@ -502,27 +560,87 @@ func (c *Client) checkAndOpenRecord(ctx context.Context, rel *Release, objs []*u
 	prev, stored, err = c.openRecord(ctx, rel, dryRun, applyOpts)
 	<-checked
 	switch {
-	case psErr != nil && err == nil && !sameRefs(stored, prev):
-		return nil, nil, errors.Join(fmt.Errorf("apply: %w", psErr), c.settleRecord(ctx, rel, prev, applyOpts))
+	case psErr != nil && err == nil && !sameRefs(stored.refs, prev):
+		return nil, recordState{}, errors.Join(fmt.Errorf("apply: %w", psErr), c.settleRecord(ctx, rel, stored, prev, applyOpts))
 	case psErr != nil:
-		return nil, nil, fmt.Errorf("apply: %w", psErr)
+		return nil, recordState{}, fmt.Errorf("apply: %w", psErr)
 	case err != nil:
-		return nil, nil, err
+		return nil, recordState{}, err
 	}
 	return prev, stored, nil
 }
 
-// settleRecord writes the record with objects, or deletes it when there
-// are none.
-func (c *Client) settleRecord(ctx context.Context, rel *Release, objects []ObjectRef, applyOpts []client.ApplyOption) error {
-	if len(objects) > 0 {
-		return c.writeRecord(ctx, rel.Name, rel.Namespace, objects, applyOpts)
+// settleRecord makes the record list objects instead of what from lists,
+// or deletes it when that leaves none (see updateRecord).
+func (c *Client) settleRecord(ctx context.Context, rel *Release, from recordState, objects []ObjectRef, applyOpts []client.ApplyOption) error {
+	_, err := c.updateRecord(ctx, rel, from, objects, applyOpts)
+	return err
+}
+
+// maxRecordConflicts bounds how often updateRecord reads the record again
+// after another writer changed it.
+const maxRecordConflicts = 10
+
+// updateRecord replaces the record that lists from.refs (at from.version)
+// with one listing want, deleting it when want is empty. When another
+// writer changed the record in between (a conflict on the version, or the
+// record is gone), it reads it again and keeps what that writer added:
+// the objects the record lists now and from did not. It returns what it
+// stored.
+func (c *Client) updateRecord(ctx context.Context, rel *Release, from recordState, want []ObjectRef, applyOpts []client.ApplyOption) (recordState, error) {
+	for conflicts := 0; ; conflicts++ {
+		stored, err := c.putRecord(ctx, rel, from.version, want, applyOpts)
+		if err == nil {
+			return stored, nil
+		}
+		if !apierrors.IsConflict(err) && !(apierrors.IsNotFound(err) && from.version != "") || conflicts >= maxRecordConflicts {
+			if conflicts > 0 {
+				err = fmt.Errorf("%w (after %d conflicts with other writers of the record)", err, conflicts)
+			}
+			return recordState{}, err
+		}
+		current, err := c.readRecord(ctx, rel.Namespace, rel.Name)
+		if err != nil {
+			return recordState{}, fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
+		}
+		want = union(want, minus(current.refs, from.refs))
+		from = current
 	}
-	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordPrefix + rel.Name, Namespace: rel.Namespace}}
-	if err := c.c.Delete(ctx, record); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove release record %s/%s: %w", rel.Namespace, rel.Name, err)
+}
+
+// putRecord writes the record listing objects, or deletes it when there
+// are none, on condition that it is at version ("": that there is none).
+// The record is cube's own, so its fields are taken over from whichever
+// manager wrote them.
+func (c *Client) putRecord(ctx context.Context, rel *Release, version string, objects []ObjectRef, applyOpts []client.ApplyOption) (recordState, error) {
+	if len(objects) == 0 {
+		record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordPrefix + rel.Name, Namespace: rel.Namespace}}
+		var opts []client.DeleteOption
+		if version != "" {
+			opts = append(opts, client.Preconditions{ResourceVersion: &version})
+		}
+		err := c.retrying(ctx, func(ctx context.Context) error { return c.c.Delete(ctx, record, opts...) })
+		if err != nil && !(apierrors.IsNotFound(err) && version == "") {
+			return recordState{}, fmt.Errorf("remove release record %s/%s: %w", rel.Namespace, rel.Name, err)
+		}
+		return recordState{}, nil
 	}
-	return nil
+	cm := recordOf(rel.Name, rel.Namespace, objects)
+	// Server-side apply takes a resourceVersion in the applied object as
+	// a precondition: a record changed since it was read is a conflict.
+	cm.ResourceVersion = version
+	u, err := ToUnstructured(cm)
+	if err != nil {
+		return recordState{}, err
+	}
+	opts := append(slices.Clone(applyOpts), client.ForceOwnership)
+	err = c.retrying(ctx, func(ctx context.Context) error {
+		return c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
+	})
+	if err != nil {
+		return recordState{}, fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
+	}
+	return recordState{refs: objects, version: u.GetResourceVersion()}, nil
 }
 
 // recordOf is the ConfigMap that records a release's objects.
@@ -548,32 +666,52 @@ func recordOf(name, namespace string, objects []ObjectRef) *corev1.ConfigMap {
 	}
 }
 
-// createRecord records a release that has no record yet; false when it has
-// one.
-func (c *Client) createRecord(ctx context.Context, rel *Release) (bool, error) {
-	err := c.c.Create(ctx, recordOf(rel.Name, rel.Namespace, rel.Objects), client.FieldOwner(ManagedBy))
+// createRecord records a release that has no record yet, returning the
+// record's resourceVersion; false when it has one. A create whose answer
+// was lost and is retried finds the record it made, and reads it.
+func (c *Client) createRecord(ctx context.Context, rel *Release) (string, bool, error) {
+	cm := recordOf(rel.Name, rel.Namespace, rel.Objects)
+	err := c.retrying(ctx, func(ctx context.Context) error { return c.c.Create(ctx, cm, client.FieldOwner(ManagedBy)) })
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		return false, nil
+		return "", false, nil
 	case err != nil:
-		return false, fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
+		return "", false, fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
 	}
-	return true, nil
+	return cm.ResourceVersion, true, nil
 }
 
-// writeRecord stores the release's record: the objects Delete and Status
-// act on. The record is cube's own, so its fields are taken over from
-// whichever manager wrote them.
-func (c *Client) writeRecord(ctx context.Context, name, namespace string, objects []ObjectRef, applyOpts []client.ApplyOption) error {
-	u, err := ToUnstructured(recordOf(name, namespace, objects))
+// readRecord reads the release's record: the zero recordState when the
+// release was never applied.
+func (c *Client) readRecord(ctx context.Context, namespace, name string) (recordState, error) {
+	cm, err := c.getRecord(ctx, namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return recordState{}, nil
+	case err != nil:
+		return recordState{}, err
+	}
+	rel, err := c.releaseFromRecord(cm)
 	if err != nil {
-		return err
+		return recordState{}, err
 	}
-	opts := append(slices.Clone(applyOpts), client.ForceOwnership)
-	if err := c.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
-		return fmt.Errorf("record release %s/%s: %w", namespace, name, err)
+	return recordState{refs: rel.Objects, version: cm.ResourceVersion}, nil
+}
+
+func (c *Client) getRecord(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	var cm corev1.ConfigMap
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	err := c.retrying(ctx, func(ctx context.Context) error {
+		return c.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: recordPrefix + name}, u)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get release %s/%s: %w", namespace, name, err)
 	}
-	return nil
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm); err != nil {
+		return nil, fmt.Errorf("read release %s/%s: %w", namespace, name, err)
+	}
+	return &cm, nil
 }
 
 // Release returns the release name in namespace as recorded by an earlier
@@ -582,16 +720,11 @@ func (c *Client) Release(ctx context.Context, namespace, name string) (*Release,
 	if err := c.usable(); err != nil {
 		return nil, fmt.Errorf("get release %s/%s: %w", namespace, name, err)
 	}
-	var cm corev1.ConfigMap
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
-	if err := c.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: recordPrefix + name}, u); err != nil {
-		return nil, fmt.Errorf("get release %s/%s: %w", namespace, name, err)
+	cm, err := c.getRecord(ctx, namespace, name)
+	if err != nil {
+		return nil, err
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm); err != nil {
-		return nil, fmt.Errorf("read release %s/%s: %w", namespace, name, err)
-	}
-	return c.releaseFromRecord(&cm)
+	return c.releaseFromRecord(cm)
 }
 
 func (c *Client) releaseFromRecord(cm *corev1.ConfigMap) (*Release, error) {
@@ -621,7 +754,7 @@ func (c *Client) Releases(ctx context.Context, namespace string) ([]*Release, er
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
-	if err := c.c.List(ctx, list, opts...); err != nil {
+	if err := c.retrying(ctx, func(ctx context.Context) error { return c.c.List(ctx, list, opts...) }); err != nil {
 		return nil, fmt.Errorf("list releases: %w", err)
 	}
 	var out []*Release

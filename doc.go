@@ -21,6 +21,18 @@
 // declarative: objects the workload no longer has are pruned (NoPrune keeps
 // them).
 //
+// A Client outlives the API server's passing troubles. Requests that fail
+// with a refused or dropped connection, a 5xx, or a 429 without
+// Retry-After are retried with bounded backoff (WithRetry; client-go
+// itself retries answers with Retry-After), and then fail wrapping
+// ErrUnavailable; every retried write is idempotent. Writes of the record
+// are conditional on its resourceVersion, and one that conflicts with
+// another writer reads it again and keeps that writer's objects. An apply
+// that fails records every object that may exist (a write whose answer was
+// lost counts), so applying again converges and Delete finds everything.
+// Wait re-watches and re-lists with backoff through restarts, expired
+// watches and 5xx, bounded by its timeout and context.
+//
 // Before it applies anything, Apply checks the pod templates of a workload
 // against the Pod Security level of the namespace they land in, with the
 // checks of k8s.io/pod-security-admission that the API server's admission

@@ -20,19 +20,6 @@ type refKey struct {
 
 func keyOf(r ObjectRef) refKey { return refKey{r.Group, r.Kind, r.Namespace, r.Name} }
 
-// recorded returns the objects the release's record lists, or nil when the
-// release was never applied.
-func (c *Client) recorded(ctx context.Context, namespace, name string) ([]ObjectRef, error) {
-	rel, err := c.Release(ctx, namespace, name)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	return rel.Objects, nil
-}
-
 // union returns a followed by the refs of b that a lacks.
 func union(a, b []ObjectRef) []ObjectRef {
 	out := slices.Clone(a)
@@ -84,7 +71,9 @@ func (c *Client) prune(ctx context.Context, release string, stale []ObjectRef, d
 		ref := stale[i]
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GroupVersionKind)
-		err := c.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
+		err := c.retrying(ctx, func(ctx context.Context) error {
+			return c.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
+		})
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -100,7 +89,9 @@ func (c *Client) prune(ctx context.Context, release string, stale []ObjectRef, d
 		if dryRun {
 			opts = append(opts, client.DryRunAll)
 		}
-		if err := c.c.Delete(ctx, u, opts...); err != nil && !apierrors.IsNotFound(err) {
+		// A delete whose answer was lost and is retried finds the object
+		// gone (or going: the same answer again).
+		if err := c.retrying(ctx, func(ctx context.Context) error { return c.c.Delete(ctx, u, opts...) }); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("prune %s: %w", ref, err))
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,7 +110,9 @@ func (r *Release) usable() error {
 func (r *Release) get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(ref.GroupVersionKind)
-	err := r.client.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
+	err := r.client.retrying(ctx, func(ctx context.Context) error {
+		return r.client.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
+	})
 	return u, err
 }
 
@@ -142,33 +145,46 @@ func (r *Release) Status(ctx context.Context) (Status, error) {
 	return st, nil
 }
 
-// Delete deletes every object of the release, last applied first, with
-// foreground propagation (dependents such as pods go before their owner), and
-// then the release record. Objects already gone are not an error.
+// Delete deletes every object of the release (those r lists and those its
+// record lists), last applied first, with foreground propagation
+// (dependents such as pods go before their owner), and then the release
+// record. Objects already gone are not an error.
 func (r *Release) Delete(ctx context.Context) error {
 	if err := r.usable(); err != nil {
 		return fmt.Errorf("delete: %w", err)
 	}
+	// The record may list more than r: objects an earlier Apply kept
+	// (NoPrune), or that another Apply of the release added meanwhile.
+	// Deleting it with them left would orphan them.
+	record, err := r.client.readRecord(ctx, r.Namespace, r.Name)
+	if err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	objects := union(r.Objects, record.refs)
+	slices.SortStableFunc(objects, func(a, b ObjectRef) int { return cmp.Compare(rankOf(a.Kind), rankOf(b.Kind)) })
 	var errs []error
 	policy := metav1.DeletePropagationForeground
-	for i := len(r.Objects) - 1; i >= 0; i-- {
-		ref := r.Objects[i]
+	for i := len(objects) - 1; i >= 0; i-- {
+		ref := objects[i]
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GroupVersionKind)
 		u.SetNamespace(ref.Namespace)
 		u.SetName(ref.Name)
-		if err := r.client.c.Delete(ctx, u, client.PropagationPolicy(policy)); err != nil && !apierrors.IsNotFound(err) {
+		err := r.client.retrying(ctx, func(ctx context.Context) error {
+			return r.client.c.Delete(ctx, u, client.PropagationPolicy(policy))
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	record := &unstructured.Unstructured{}
-	record.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
-	record.SetNamespace(r.Namespace)
-	record.SetName(recordPrefix + r.Name)
-	if err := r.client.c.Delete(ctx, record); err != nil && !apierrors.IsNotFound(err) {
+	cm := &unstructured.Unstructured{}
+	cm.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	cm.SetNamespace(r.Namespace)
+	cm.SetName(recordPrefix + r.Name)
+	if err := r.client.retrying(ctx, func(ctx context.Context) error { return r.client.c.Delete(ctx, cm) }); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete release record %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -105,6 +107,13 @@ func OnProgress(fn func(Status)) WaitOption { return func(o *waitOptions) { o.pr
 // thousand. Right after Apply, an object counts only once the watch has
 // shown the version Apply wrote. A caller not allowed to read pods waits
 // on the objects alone.
+//
+// Wait outlives the API server's troubles: while the server is unreachable
+// or failing (a restart, 429 or 5xx answers), or a watch expires, it
+// watches and lists again with backoff, and judges the release on what it
+// lists then, so a job that succeeded meanwhile is seen Succeeded. The
+// timeout and ctx bound it all along; the error of a wait that ends while
+// the server is unreachable says so.
 func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (Status, error) {
 	if err := r.usable(); err != nil {
 		return Status{}, fmt.Errorf("wait: %w", err)
@@ -200,15 +209,34 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 				return st, nil
 			}
 		case <-timer:
-			return last, &WaitError{Release: r.Name, Until: until, Last: last, errs: []error{ErrTimeout}}
+			errs := append([]error{ErrTimeout}, troubles(feeds, podFeed)...)
+			return last, &WaitError{Release: r.Name, Until: until, Last: last, errs: errs}
 		case <-ctx.Done():
 			errs := []error{ctx.Err()}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				errs = append(errs, ErrTimeout)
 			}
+			errs = append(errs, troubles(feeds, podFeed)...)
 			return last, &WaitError{Release: r.Name, Until: until, Last: last, errs: errs}
 		}
 	}
+}
+
+// troubles are why the feeds of a wait cannot follow the server right now
+// (it is unreachable, say), for the error of a wait that ends meanwhile.
+func troubles(feeds map[feedKey]*feed, podFeed *feed) []error {
+	var errs []error
+	for _, k := range slices.SortedFunc(maps.Keys(feeds), func(a, b feedKey) int {
+		return strings.Compare(a.gvk.String()+a.ns, b.gvk.String()+b.ns)
+	}) {
+		if err := feeds[k].troubled(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := podFeed.troubled(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 func sameStatus(a, b Status) bool {

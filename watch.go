@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,9 +42,13 @@ type feed struct {
 	refs int // waits following the feed; guarded by watchHub.mu
 	stop context.CancelFunc
 
-	mu      sync.Mutex
-	listed  bool  // a full list arrived: absent objects do not exist
-	err     error // the feed stopped: waits following it fail with err
+	mu     sync.Mutex
+	listed bool  // a full list arrived: absent objects do not exist
+	err    error // the feed stopped: waits following it fail with err
+	// trouble is why the feed cannot watch or list right now (the API
+	// server is unreachable or failing); it keeps trying, and what it
+	// read before stands until it lists again.
+	trouble error
 	entries map[string]feedEntry
 	waiters map[string]map[*waiter]struct{} // by release
 }
@@ -123,13 +128,39 @@ func (h *watchHub) forget(f *feed) {
 	}
 }
 
+// feedBackoff is how long a feed waits before it tries again to watch
+// and list after a failure, or after a watch that ended at once.
+var feedBackoff = Retry{Backoff: 100 * time.Millisecond, Factor: 2, MaxBackoff: 5 * time.Second}
+
+// briefWatch is how long a watch must last for the feed to start over at
+// once when it ends; one that ends sooner counts as a failure.
+const briefWatch = time.Second
+
 // run watches, lists, and follows the watch until it ends, then starts
-// over; it stops when ctx ends or the server refuses.
+// over; it stops when ctx ends or the server refuses. While the server is
+// unreachable or failing, or a watch expired (410: the resourceVersion is
+// too old), it tries again with backoff for as long as waits follow it:
+// they have their own timeouts.
 func (f *feed) run(ctx context.Context, h *watchHub, readers map[schema.GroupKind]StatusFunc, wc client.WithWatch) {
 	listGVK := f.key.gvk.GroupVersion().WithKind(f.key.gvk.Kind + "List")
 	opts := []client.ListOption{client.HasLabels{LabelRelease}}
 	if f.key.ns != "" {
 		opts = append(opts, client.InNamespace(f.key.ns))
+	}
+	failures := 0
+	backoff := func(err error) bool {
+		failures++
+		if err != nil {
+			f.setTrouble(err)
+		}
+		t := time.NewTimer(feedBackoff.delay(failures))
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
 	}
 	for ctx.Err() == nil {
 		// Watch first, then list: every change after the list is seen, even
@@ -140,23 +171,60 @@ func (f *feed) run(ctx context.Context, h *watchHub, readers map[schema.GroupKin
 		watchList.SetGroupVersionKind(listGVK)
 		w, err := wc.Watch(ctx, watchList, opts...)
 		if err != nil {
-			f.fail(ctx, h, fmt.Errorf("watch %s: %w", f.key.gvk.Kind, err))
+			err = fmt.Errorf("watch %s: %w", f.key.gvk.Kind, err)
+			if ctx.Err() == nil && resumable(err) && backoff(err) {
+				continue
+			}
+			f.fail(ctx, h, err)
 			return
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(listGVK)
 		if err := wc.List(ctx, list, opts...); err != nil {
 			w.Stop()
-			f.fail(ctx, h, fmt.Errorf("list %s: %w", f.key.gvk.Kind, err))
+			err = fmt.Errorf("list %s: %w", f.key.gvk.Kind, err)
+			if ctx.Err() == nil && resumable(err) && backoff(err) {
+				continue
+			}
+			f.fail(ctx, h, err)
 			return
 		}
 		f.replace(readers, list.Items)
+		began := time.Now()
 		more := f.forward(ctx, readers, w)
 		w.Stop()
 		if !more {
 			return
 		}
+		if time.Since(began) >= briefWatch {
+			failures = 0
+		} else if !backoff(nil) {
+			return
+		}
 	}
+}
+
+// resumable reports whether a feed that failed with err should try again:
+// the server was unreachable, overloaded or failing (even after client-go
+// retried as the server asked), or the watch expired.
+func resumable(err error) bool {
+	if _, ok := apierrors.SuggestsClientDelay(err); ok {
+		return true
+	}
+	return transient(err) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+}
+
+func (f *feed) setTrouble(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.trouble = err
+}
+
+// troubled returns why the feed cannot follow the server right now, or nil.
+func (f *feed) troubled() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.trouble
 }
 
 // fail stops the feed with err, unless the feed was stopped. Pods are
@@ -191,7 +259,10 @@ func (f *feed) forward(ctx context.Context, readers map[schema.GroupKind]StatusF
 			return false
 		case ev, ok := <-w.ResultChan():
 			if !ok || ev.Type == watch.Error {
-				return true // re-list: the watch expired or the server closed it
+				// Re-list: the watch expired (an ERROR event with 410
+				// Expired: its resourceVersion is too old), the server
+				// closed it (its timeout, a restart) or it failed.
+				return true
 			}
 			u, err := asUnstructured(ev.Object)
 			if err != nil {
@@ -228,7 +299,7 @@ func (f *feed) replace(readers map[schema.GroupKind]StatusFunc, items []unstruct
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.entries, f.listed = entries, true
+	f.entries, f.listed, f.trouble = entries, true, nil
 	f.notifyAll()
 }
 

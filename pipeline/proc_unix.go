@@ -9,9 +9,11 @@ import (
 )
 
 // isolate runs cmd in its own process group; cancelling kills the whole
-// group, so a step's children die with it.
+// group, so a step's children die with it. On Linux the step also dies
+// with the run's process (dieWithRun).
 func isolate(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithRun(cmd.SysProcAttr)
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 }
 

@@ -49,6 +49,29 @@
 // The admin credential in Env.Config is a bearer token of a user in
 // system:masters; authorization is RBAC.
 //
+// # Faults
+//
+// StopAPIServer kills kube-apiserver (SIGKILL) and keeps etcd, so what was
+// stored survives; StartAPIServer starts it again with the same flags on
+// the same port and credentials, so e.Config and its clients work again
+// (StopAPIServerFor also restarts it when the test ends). Only the
+// environment of Get can be stopped, not the test cluster.
+//
+// Proxy puts a reverse proxy in front of kube-apiserver, with a
+// rest.Config of its own, that injects Faults into the requests they
+// match: an answer with 429 (with or without Retry-After), 500 or 503, or
+// any status; the same after the server did the work (Forward: a lost
+// answer); a dropped connection; a watch ended with an ERROR event 410
+// "too old resource version"; or a hook that runs before the request goes
+// on (stop the server on the fourth Deployment, write behind the client's
+// back). A Fault acts on Times requests after skipping Skip; the proxy
+// logs every request and which fault answered it, for counting retries.
+//
+//	p := env.Proxy(t)
+//	p.Inject(&testenv.Fault{Match: testenv.Patches("deployments"), Times: 2,
+//		Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+//	c, _ := cube.New(p.Config)
+//
 // # Build and cache
 //
 // Nothing is downloaded but Go modules. kube-apiserver is built from

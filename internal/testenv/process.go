@@ -326,6 +326,11 @@ type servers struct {
 	etcd      *etcdServer
 	apiServer *process
 	config    *rest.Config
+	// apiServerArgs, with the binary, are kube-apiserver's command line,
+	// so that restartAPIServer starts it again as it was: same port,
+	// credentials and certificates.
+	apiServerBin  string
+	apiServerArgs []string
 }
 
 // apiServerOptions are what the test cluster changes in kube-apiserver.
@@ -357,7 +362,41 @@ func launchServers(ctx context.Context, art artifacts, dir, template string, opt
 		return nil, err
 	}
 	s.apiServer, s.config = server.proc, server.config
+	s.apiServerBin, s.apiServerArgs = art.kubeAPIServer, server.args
 	return s, nil
+}
+
+// stopAPIServer kills kube-apiserver (SIGKILL: a crash, not a clean
+// shutdown) and waits for it to exit; etcd keeps running.
+func (s *servers) stopAPIServer() { s.apiServer.kill() }
+
+// startAPIServerAgain starts kube-apiserver again with the command line it
+// had, on the same port and etcd, and waits for /readyz.
+func (s *servers) startAPIServerAgain(ctx context.Context) error {
+	if !s.apiServer.hasExited() {
+		return errors.New("kube-apiserver is running")
+	}
+	var lastErr error
+	// The port was this server's a moment ago; another process may bind it
+	// in between, and then nothing helps but trying again.
+	for range startAttempts {
+		p, err := startProcess(s.launcher, "kube-apiserver", s.apiServerBin, s.apiServerArgs, s.apiServer.logPath)
+		if err != nil {
+			return err
+		}
+		s.apiServer = p
+		if err := waitAPIServerReady(ctx, p, s.config); err != nil {
+			lastErr = p.failure(err)
+			retry := p.bindFailed()
+			p.kill()
+			if !retry {
+				break
+			}
+			continue
+		}
+		return nil
+	}
+	return lastErr
 }
 
 // kill ends both processes at once.
@@ -376,6 +415,7 @@ func (s *servers) kill() {
 type apiServer struct {
 	proc   *process
 	config *rest.Config
+	args   []string
 }
 
 // startAPIServer writes the credentials, starts kube-apiserver against
@@ -443,19 +483,8 @@ func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string, 
 			QPS:   1000,
 			Burst: 2000,
 		}
-		err = waitUntil(ctx, p, 100*time.Millisecond, func(ctx context.Context) bool {
-			if _, err := os.Stat(config.CAFile); err != nil {
-				return false
-			}
-			clientset, err := kubernetes.NewForConfig(config)
-			if err != nil {
-				return false
-			}
-			_, err = clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-			return err == nil
-		})
-		if err == nil {
-			return &apiServer{proc: p, config: config}, nil
+		if err = waitAPIServerReady(ctx, p, config); err == nil {
+			return &apiServer{proc: p, config: config, args: args}, nil
 		}
 		retry := p.bindFailed()
 		lastErr = p.failure(err)
@@ -465,6 +494,21 @@ func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string, 
 		}
 	}
 	return nil, lastErr
+}
+
+// waitAPIServerReady waits until kube-apiserver p answers /readyz.
+func waitAPIServerReady(ctx context.Context, p *process, config *rest.Config) error {
+	return waitUntil(ctx, p, 100*time.Millisecond, func(ctx context.Context) bool {
+		if _, err := os.Stat(config.CAFile); err != nil {
+			return false
+		}
+		clientset, err := kubernetes.NewForConfig(config)
+		if err != nil {
+			return false
+		}
+		_, err = clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil
+	})
 }
 
 // mergeFlags returns defaults (--name=value each) with the flags in

@@ -53,6 +53,8 @@ type Env struct {
 	// controller and the kubelet do their work.
 	controllers bool
 	dynamic     dynamic.Interface
+	// restartMu orders StopAPIServer and StartAPIServer.
+	restartMu sync.Mutex
 
 	namespacedOnce      sync.Once
 	namespacedResources []schema.GroupVersionResource

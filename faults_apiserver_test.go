@@ -1,0 +1,585 @@
+package cube_test
+
+// Faults on the test API server: kube-apiserver stopped (SIGKILL) and
+// started again on the same port and etcd (testenv.Env.StopAPIServer),
+// and a fault proxy in front of it (testenv.Env.Proxy) that answers
+// chosen requests with 429, 5xx or a dropped connection, expires watches,
+// or stops the server after the Kth write. No controller runs: the tests
+// write Job status themselves (cubetest.MarkObject), directly to the API
+// server while the client under test cannot reach it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/internal/testenv"
+)
+
+// faultRetry keeps the tests short: four retries over 1.5 s.
+var faultRetry = cube.Retry{Limit: 4, Backoff: 100 * time.Millisecond, Factor: 2, MaxBackoff: 800 * time.Millisecond}
+
+// proxied is a cube client that talks to env through p.
+func proxied(t *testing.T, p *testenv.Proxy, ns string, opts ...cube.Option) *cube.Client {
+	t.Helper()
+	c, err := cube.New(p.Config, append([]cube.Option{cube.WithNamespace(ns), cube.WithRetry(faultRetry)}, opts...)...)
+	require.NoError(t, err)
+	return c
+}
+
+// releaseKinds are the kinds the fault tests' releases use.
+var releaseKinds = []schema.GroupVersionKind{
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+	corev1.SchemeGroupVersion.WithKind("Service"),
+	appsv1.SchemeGroupVersion.WithKind("Deployment"),
+	batchv1.SchemeGroupVersion.WithKind("Job"),
+}
+
+// existing lists, straight from the API server, the objects that carry
+// release's label (its record aside), as "Kind name". Objects being
+// deleted do not count: with no garbage collector running, an object
+// deleted with foreground propagation keeps its finalizer.
+func existing(t *testing.T, env *testenv.Env, ns, release string) []string {
+	t.Helper()
+	var out []string
+	for _, gvk := range releaseKinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{cube.LabelRelease: release}))
+		for _, u := range list.Items {
+			if u.GetLabels()[cube.LabelKind] == "release" || u.GetDeletionTimestamp() != nil {
+				continue
+			}
+			out = append(out, gvk.Kind+" "+u.GetName())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// recorded reads release's record straight from the API server, as
+// "Kind name"; nil when there is none.
+func recorded(t *testing.T, env *testenv.Env, ns, release string) []string {
+	t.Helper()
+	var cm corev1.ConfigMap
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cube-release-" + release}, &cm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	var out []string
+	for line := range strings.SplitSeq(cm.Data["objects"], "\n") {
+		if f := strings.Fields(line); len(f) == 4 {
+			out = append(out, f[1]+" "+f[3])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// webRelease is a release of a ConfigMap, a Service and n Deployments.
+func webRelease(name, ns string, n int) cube.Workload {
+	return cube.WorkloadFunc(func() ([]client.Object, error) {
+		objs, err := webApp(name, ns, 1).Objects()
+		if err != nil {
+			return nil, err
+		}
+		id := cube.Identity{Kind: "web", Release: name, PartOf: "shop"}
+		for _, d := range deployments(name, ns, n) {
+			d.SetLabels(id.Labels())
+			objs = append(objs, d)
+		}
+		return objs, nil
+	})
+}
+
+// stopAfter stops env's kube-apiserver when a request reaches the hook,
+// before the request goes on (and so fails).
+func stopAfter(t *testing.T, env *testenv.Env) func(*http.Request) {
+	return func(*http.Request) {
+		if err := env.StopAPIServerFor(t); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func restart(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	began := time.Now()
+	require.NoError(t, env.StartAPIServer(t.Context()))
+	t.Logf("kube-apiserver restarted in %s", time.Since(began).Round(time.Millisecond))
+}
+
+func countPatches(p *testenv.Proxy, resource, name string) int {
+	return p.Count(func(r testenv.Request) bool {
+		return r.Method == http.MethodPatch && strings.Contains(r.Path, "/"+resource+"/"+name)
+	})
+}
+
+// TestApplyWhenTheAPIServerStopsBetweenRanks stops kube-apiserver when
+// Apply, having stored the ConfigMap rank and the record, sends its
+// Service: Apply retries as its Retry says and fails naming the object
+// and ErrUnavailable; the record lists at least everything that exists;
+// once the server is back, applying again converges, the record lists
+// exactly what exists, and Delete leaves nothing.
+func TestApplyWhenTheAPIServerStopsBetweenRanks(t *testing.T) {
+	testApplyWhenTheAPIServerStops(t, "between-ranks", 0, 1, []string{"ConfigMap between-ranks-config"})
+}
+
+// TestApplyWhenTheAPIServerStopsMidRank is the same with the server
+// stopped on the fourth of eleven Deployments, applied one at a time:
+// three of the rank are stored, the rest are not.
+func TestApplyWhenTheAPIServerStopsMidRank(t *testing.T) {
+	testApplyWhenTheAPIServerStops(t, "mid-rank", 3, 1, []string{
+		"ConfigMap mid-rank-config", "Deployment mid-rank", "Deployment mid-rank-0", "Deployment mid-rank-1", "Service mid-rank",
+	})
+}
+
+// TestApplyWhenTheAPIServerStopsMidParallelRank stops the server on the
+// fourth Deployment while the others of the rank are in flight, eight at
+// a time: those may or may not have reached the server, so the record
+// must keep every one.
+func TestApplyWhenTheAPIServerStopsMidParallelRank(t *testing.T) {
+	testApplyWhenTheAPIServerStops(t, "mid-parallel", 3, 8, nil)
+}
+
+// testApplyWhenTheAPIServerStops stops the server on the first PATCH of
+// a Service (skip 0) or after skip Deployment PATCHes, and checks what
+// exists after the failed Apply (when want is not nil), the record, a
+// second Apply and Delete.
+func testApplyWhenTheAPIServerStops(t *testing.T, release string, skip, parallelism int, want []string) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	proxy := env.Proxy(t)
+	c := proxied(t, proxy, ns, cube.WithApplyParallelism(parallelism))
+	ctx := t.Context()
+	w := webRelease(release, ns, 10)
+
+	resource := "services"
+	if skip > 0 {
+		resource = "deployments"
+	}
+	stop := proxy.Inject(&testenv.Fault{Name: "stop", Match: testenv.Patches(resource), Skip: skip, Times: 1, Hook: stopAfter(t, env)})
+	began := time.Now()
+	_, err := c.Apply(ctx, w)
+	elapsed := time.Since(began)
+	require.Error(t, err)
+	require.Equal(t, 1, stop.Hits())
+	t.Logf("apply failed after %s: %v", elapsed.Round(time.Millisecond), err)
+	assert.ErrorIs(t, err, cube.ErrUnavailable)
+	assert.ErrorContains(t, err, "after 5 attempts")
+	assert.Less(t, elapsed, 30*time.Second, "retries are bounded")
+	if skip == 0 {
+		assert.ErrorContains(t, err, "apply Service "+ns+"/"+release+": API server unavailable after 5 attempts")
+		assert.Equal(t, 5, countPatches(proxy, "services", release), "one attempt and four retries")
+	} else {
+		assert.ErrorContains(t, err, "apply Deployment.apps "+ns+"/"+release)
+	}
+	assert.ErrorContains(t, err, "record release", "the record could not be settled with the server down either")
+
+	restart(t, env)
+	before := existing(t, env, ns, release)
+	record := recorded(t, env, ns, release)
+	t.Logf("after the failed apply: %d objects exist, the record lists %d", len(before), len(record))
+	assert.Subset(t, record, before, "nothing exists that the record does not list")
+	if want != nil {
+		assert.Equal(t, want, before)
+	}
+
+	rel, err := c.Apply(ctx, w)
+	require.NoError(t, err, "applying again converges")
+	after := existing(t, env, ns, release)
+	assert.Len(t, after, 13)
+	assert.Equal(t, after, recorded(t, env, ns, release), "the record lists exactly what exists")
+
+	require.NoError(t, rel.Delete(ctx))
+	assert.Empty(t, existing(t, env, ns, release), "Delete finds everything")
+	assert.Nil(t, recorded(t, env, ns, release))
+}
+
+// TestApplyOutlivesAQuickRestart stops kube-apiserver on Apply's first
+// Deployment and starts it again while Apply retries: the Apply succeeds.
+func TestApplyOutlivesAQuickRestart(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	proxy := env.Proxy(t)
+	// Enough retries to outlast a restart on a busy machine.
+	c := proxied(t, proxy, ns, cube.WithRetry(cube.Retry{Limit: 30, Backoff: 250 * time.Millisecond, Factor: 2, MaxBackoff: 2 * time.Second}))
+	ctx := t.Context()
+	var restarted sync.WaitGroup
+	proxy.Inject(&testenv.Fault{Name: "restart", Match: testenv.Patches("deployments"), Times: 1, Hook: func(*http.Request) {
+		if err := env.StopAPIServerFor(t); err != nil {
+			t.Error(err)
+			return
+		}
+		restarted.Go(func() {
+			if err := env.StartAPIServer(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}})
+	rel, err := c.Apply(ctx, webRelease("quick", ns, 3))
+	restarted.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, existing(t, env, ns, "quick"), recorded(t, env, ns, "quick"))
+	assert.Len(t, rel.Objects, 6)
+	retries := countPatches(proxy, "deployments", "") - 4
+	t.Logf("%d Deployment apply retries while the server restarted", retries)
+	assert.Positive(t, retries)
+}
+
+// TestApplyRetriesThrottlingAndServerErrors answers the Deployments of one
+// Apply with each transient failure: 429 with Retry-After (client-go
+// retries it, and cube does not retry it again), 429 without, 503, 500
+// after the server stored the apply (the answer is lost), a dropped
+// connection, and 503 on the record. Apply succeeds; each object took
+// exactly the attempts its faults called for; the objects applied twice
+// are as if applied once (generation 1, one field manager).
+func TestApplyRetriesThrottlingAndServerErrors(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	proxy := env.Proxy(t)
+	c := proxied(t, proxy, ns)
+	ctx := t.Context()
+	const release = "throttled"
+	faults := []*testenv.Fault{
+		{Name: "429 Retry-After", Match: named("deployments", release+"-0"), Times: 2, Status: http.StatusTooManyRequests, RetryAfter: time.Second},
+		{Name: "429", Match: named("deployments", release+"-1"), Times: 2, Status: http.StatusTooManyRequests},
+		{Name: "503", Match: named("deployments", release+"-2"), Times: 2, Status: http.StatusServiceUnavailable},
+		{Name: "500 after storing", Match: named("deployments", release+"-3"), Times: 2, Status: http.StatusInternalServerError, Forward: true},
+		{Name: "drop", Match: named("deployments", release+"-4"), Times: 1, Drop: true},
+		{Name: "record 503", Match: createsConfigMaps, Times: 1, Status: http.StatusServiceUnavailable},
+	}
+	for _, f := range faults {
+		proxy.Inject(f)
+	}
+	_, err := c.Apply(ctx, webRelease(release, ns, 6))
+	require.NoError(t, err)
+	injected := 0
+	for _, f := range faults {
+		injected += f.Hits()
+	}
+	assert.Equal(t, 10, injected)
+	for i, want := range []int{3, 3, 3, 3, 2, 1} {
+		assert.Equal(t, want, countPatches(proxy, "deployments", fmt.Sprintf("%s-%d", release, i)), "attempts of deployment %d", i)
+	}
+	records := proxy.Count(func(r testenv.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/configmaps")
+	})
+	assert.Equal(t, 2, records, "the record's create, retried once")
+	for i := range 6 {
+		var d appsv1.Deployment
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("%s-%d", release, i)}, &d))
+		assert.Equal(t, int64(1), d.Generation, "deployment %d changed once", i)
+		var managers []string
+		for _, m := range d.ManagedFields {
+			managers = append(managers, m.Manager+"/"+string(m.Operation))
+		}
+		assert.Equal(t, []string{"cube/Apply"}, managers, "deployment %d", i)
+	}
+	assert.Equal(t, existing(t, env, ns, release), recorded(t, env, ns, release))
+}
+
+// TestApplyGivesUpOnEndlessThrottling answers every apply of one
+// Deployment with 429 and Retry-After: client-go retries it ten times,
+// waiting as asked, and cube adds no retries of its own.
+func TestApplyGivesUpOnEndlessThrottling(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	proxy := env.Proxy(t)
+	c := proxied(t, proxy, ns)
+	proxy.Inject(&testenv.Fault{Name: "429", Match: named("deployments", "endless-0"), Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	began := time.Now()
+	_, err := c.Apply(t.Context(), webRelease("endless", ns, 1))
+	require.Error(t, err)
+	t.Logf("gave up after %s: %v", time.Since(began).Round(time.Millisecond), err)
+	assert.True(t, apierrors.IsTooManyRequests(err), "%v", err)
+	assert.NotErrorIs(t, err, cube.ErrUnavailable, "cube did not retry what client-go retried")
+	assert.Equal(t, 11, countPatches(proxy, "deployments", "endless-0"), "client-go's ten retries, no more")
+	assert.GreaterOrEqual(t, time.Since(began), 10*time.Second, "each retry waited as the server asked")
+	assert.Subset(t, recorded(t, env, ns, "endless"), existing(t, env, ns, "endless"))
+}
+
+// TestApplyRetriesRecordConflicts writes the release's record behind
+// Apply's back, as a concurrent Apply of the same release would, between
+// Apply's read of the record and its write: the write conflicts on the
+// resourceVersion, Apply reads the record again and keeps the other
+// writer's object, and Delete removes it too.
+func TestApplyRetriesRecordConflicts(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	proxy := env.Proxy(t)
+	c := proxied(t, proxy, ns)
+	ctx := t.Context()
+	id := cube.Identity{Kind: "web", Release: "shared"}
+	cm := func(name string) client.Object {
+		return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: id.ObjectMeta(name, ns, nil, nil), Data: map[string]string{"k": "v"}}
+	}
+	_, err := c.Apply(ctx, cube.Objects(cm("a")))
+	require.NoError(t, err)
+
+	// The other writer: it applied "x" and added it to the record.
+	other := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	proxy.Inject(&testenv.Fault{Name: "concurrent writer", Match: func(r *http.Request) bool {
+		return r.Method == http.MethodPatch && testenv.Named("configmaps", "cube-release-shared")(r)
+	}, Times: 1, Hook: func(*http.Request) {
+		if _, err := other.Apply(context.Background(), cube.Objects(cm("a"), cm("x")), cube.NoPrune); err != nil {
+			t.Error(err)
+		}
+	}})
+	rel, err := c.Apply(ctx, cube.Objects(cm("a"), cm("b")))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ConfigMap a", "ConfigMap b", "ConfigMap x"}, recorded(t, env, ns, "shared"), "neither writer's object is lost")
+	assert.Equal(t, existing(t, env, ns, "shared"), recorded(t, env, ns, "shared"))
+	writes := proxy.Count(func(r testenv.Request) bool {
+		return r.Method == http.MethodPatch && strings.HasSuffix(r.Path, "/configmaps/cube-release-shared")
+	})
+	t.Logf("record writes through the proxy: %d", writes)
+	assert.Equal(t, 2, writes, "one conflict, one retry after reading the record again")
+
+	require.NoError(t, rel.Delete(ctx))
+	assert.Empty(t, existing(t, env, ns, "shared"), "the other writer's object is not orphaned")
+}
+
+// createsConfigMaps matches the creation of a ConfigMap: a new release's
+// record.
+func createsConfigMaps(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/configmaps")
+}
+
+func named(resource, name string) func(*http.Request) bool {
+	return testenv.Named(resource, name)
+}
+
+// jobRelease is a release of one batch Job.
+func jobRelease(name, ns string) cube.Workload {
+	id := cube.Identity{Kind: "batch", Release: name}
+	return cube.WorkloadFunc(func() ([]client.Object, error) {
+		return []client.Object{&batchv1.Job{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: id.ObjectMeta(name, ns, nil, nil),
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: id.Labels()},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "main", Image: "busybox:1.36", Command: []string{"true"}}},
+				},
+			}},
+		}}, nil
+	})
+}
+
+// proxiedJob applies a release of one Job, name, in a fresh namespace
+// through a fresh proxy.
+func proxiedJob(t *testing.T, name string) (*testenv.Env, string, *testenv.Proxy, *cube.Release) {
+	t.Helper()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	proxy := env.Proxy(t)
+	rel, err := proxied(t, proxy, ns).Apply(t.Context(), jobRelease(name, ns))
+	require.NoError(t, err)
+	return env, ns, proxy, rel
+}
+
+// waitInBackground starts rel.Wait and returns a channel with its result
+// and one that gets each status it reports.
+func waitInBackground(ctx context.Context, rel *cube.Release, until cube.Phase, opts ...cube.WaitOption) (<-chan waitResult, <-chan cube.Status) {
+	done := make(chan waitResult, 1)
+	progress := make(chan cube.Status, 100)
+	opts = append(opts, cube.OnProgress(func(st cube.Status) {
+		select {
+		case progress <- st:
+		default:
+		}
+	}))
+	go func() {
+		st, err := rel.Wait(ctx, until, opts...)
+		done <- waitResult{st, err}
+	}()
+	return done, progress
+}
+
+type waitResult struct {
+	st  cube.Status
+	err error
+}
+
+func jobRef(ns, name string) cube.ObjectRef {
+	return cube.ObjectRef{GroupVersionKind: batchv1.SchemeGroupVersion.WithKind("Job"), Namespace: ns, Name: name}
+}
+
+// TestWaitSeesWhatHappenedWhileTheAPIServerWasDown follows a Job
+// through a proxy; kube-apiserver is stopped mid-wait and started again,
+// and the Job succeeds while the wait cannot reach it (the proxy drops
+// its requests: a restart seen from the client). Once it can, the wait
+// lists again and reports Succeeded.
+func TestWaitSeesWhatHappenedWhileTheAPIServerWasDown(t *testing.T) {
+	env, ns, proxy, rel := proxiedJob(t, "down")
+	ctx := t.Context()
+	done, progress := waitInBackground(ctx, rel, cube.Succeeded, cube.Timeout(5*time.Minute))
+	select {
+	case st := <-progress:
+		require.Equal(t, cube.InProgress, st.Phase)
+	case r := <-done:
+		t.Fatalf("wait ended before the fault: %v %v", r.st, r.err)
+	}
+
+	cut := proxy.Inject(&testenv.Fault{Name: "down", Drop: true})
+	require.NoError(t, env.StopAPIServerFor(t))
+	time.Sleep(2 * time.Second) // the wait's watches break and it tries again
+	restart(t, env)
+	require.NoError(t, cubetest.MarkObject(ctx, env.Client, jobRef(ns, "down"), cube.Succeeded, "", ""))
+	time.Sleep(time.Second)
+	select {
+	case r := <-done:
+		t.Fatalf("wait ended while it could not reach the server: %v %v", r.st, r.err)
+	default:
+	}
+	proxy.Clear()
+	dropped := cut.Hits()
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		assert.Equal(t, cube.Succeeded, r.st.Phase)
+	case <-time.After(time.Minute):
+		t.Fatal("the wait did not resume within a minute of the server coming back")
+	}
+	jobLists := proxy.Count(func(r testenv.Request) bool {
+		return !r.Watch && r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/jobs") && r.Fault == ""
+	})
+	t.Logf("%d requests dropped while down; %d job lists went through", dropped, jobLists)
+	assert.Positive(t, dropped)
+	// client-go hands back an empty watch for a GET whose connection kept
+	// dropping, so the wait may resume on a list alone.
+	assert.GreaterOrEqual(t, jobLists, 2, "the wait listed the jobs again once it could")
+}
+
+// TestWaitHonoursTimeoutAndContextWhileTheAPIServerIsDown waits on a
+// release while kube-apiserver is stopped: the timeout and the context
+// end the wait on time, and the error says why the wait saw nothing.
+func TestWaitHonoursTimeoutAndContextWhileTheAPIServerIsDown(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	c, err := cube.New(env.Config, cube.WithNamespace(ns), cube.WithRetry(faultRetry))
+	require.NoError(t, err)
+	ctx := t.Context()
+	rel, err := c.Apply(ctx, jobRelease("timeout", ns))
+	require.NoError(t, err)
+	require.NoError(t, env.StopAPIServerFor(t))
+
+	began := time.Now()
+	_, err = rel.Wait(ctx, cube.Succeeded, cube.Timeout(2*time.Second))
+	elapsed := time.Since(began)
+	require.Error(t, err)
+	t.Logf("timed out after %s: %v", elapsed.Round(time.Millisecond), err)
+	assert.ErrorIs(t, err, cube.ErrTimeout)
+	assert.ErrorContains(t, err, "connection refused")
+	assert.Less(t, elapsed, 3*time.Second)
+
+	cancelCtx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(time.Second, cancel)
+	began = time.Now()
+	_, err = rel.Wait(cancelCtx, cube.Succeeded)
+	elapsed = time.Since(began)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, elapsed, 2*time.Second)
+
+	deadline, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	_, err = rel.Wait(deadline, cube.Succeeded)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, cube.ErrTimeout)
+
+	// And the server coming back mid-wait: the wait resumes and sees the
+	// job succeed.
+	done, _ := waitInBackground(ctx, rel, cube.Succeeded, cube.Timeout(5*time.Minute))
+	restart(t, env)
+	require.NoError(t, cubetest.MarkObject(ctx, env.Client, jobRef(ns, "timeout"), cube.Succeeded, "", ""))
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		assert.Equal(t, cube.Succeeded, r.st.Phase)
+	case <-time.After(time.Minute):
+		t.Fatal("the wait did not resume")
+	}
+}
+
+// TestWaitResumesAfterWatchesExpireAndFail expires the wait's Job
+// watches (an ERROR event with 410 "too old resource version"), answers
+// its Pod watches with 410 and its Job lists with 503 and 429: the wait
+// lists again each time, and reports the job's success, written while its
+// watches were failing.
+func TestWaitResumesAfterWatchesExpireAndFail(t *testing.T) {
+	env, ns, proxy, rel := proxiedJob(t, "expire")
+	ctx := t.Context()
+
+	lists := func(resource string) func(*http.Request) bool {
+		return func(r *http.Request) bool {
+			return r.Method == http.MethodGet && !strings.Contains(r.URL.RawQuery, "watch=") && strings.HasSuffix(r.URL.Path, "/"+resource)
+		}
+	}
+	faults := []*testenv.Fault{
+		proxy.Inject(&testenv.Fault{Name: "expire", Match: testenv.Watches("jobs"), Times: 3, Expire: true}),
+		proxy.Inject(&testenv.Fault{Name: "410", Match: testenv.Watches("pods"), Times: 2, Status: http.StatusGone}),
+		proxy.Inject(&testenv.Fault{Name: "503", Match: lists("jobs"), Times: 1, Status: http.StatusServiceUnavailable}),
+		proxy.Inject(&testenv.Fault{Name: "429", Match: lists("jobs"), Times: 1, Status: http.StatusTooManyRequests}),
+	}
+	done, _ := waitInBackground(ctx, rel, cube.Succeeded, cube.Timeout(2*time.Minute))
+	require.Eventually(t, func() bool { return faults[0].Hits() >= 1 }, time.Minute, 10*time.Millisecond)
+	require.NoError(t, cubetest.MarkObject(ctx, env.Client, jobRef(ns, "expire"), cube.Succeeded, "", ""))
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		assert.Equal(t, cube.Succeeded, r.st.Phase)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the wait did not end")
+	}
+	injected := 0
+	for _, f := range faults {
+		t.Logf("%s: %d", f.Name, f.Hits())
+		injected += f.Hits()
+	}
+	assert.Equal(t, 3, faults[0].Hits(), "every expiry was met: the wait re-watched")
+	assert.Equal(t, 2, faults[1].Hits())
+	jobWatches := proxy.Count(func(r testenv.Request) bool { return r.Watch && strings.HasSuffix(r.Path, "/jobs") })
+	t.Logf("%d faults injected; %d job watches", injected, jobWatches)
+	jobLists := proxy.Count(func(r testenv.Request) bool {
+		return !r.Watch && r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/jobs")
+	})
+	t.Logf("%d job lists", jobLists)
+	assert.Equal(t, 3, jobWatches, "the three expired; the list after the third saw the job succeed")
+	assert.Equal(t, 3, jobLists, "503, 429, then the list that saw the success")
+}
+
+// TestWaitFailsOnRefusal keeps a wait from retrying what will never pass:
+// a watch the server refuses (403) ends it with that error at once.
+func TestWaitFailsOnRefusal(t *testing.T) {
+	_, _, proxy, rel := proxiedJob(t, "refused")
+	proxy.Inject(&testenv.Fault{Name: "403", Match: testenv.Watches("jobs"), Status: http.StatusForbidden})
+	began := time.Now()
+	_, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(time.Minute))
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.False(t, errors.Is(err, cube.ErrTimeout))
+	assert.Less(t, time.Since(began), 10*time.Second)
+}

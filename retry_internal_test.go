@@ -1,0 +1,108 @@
+package cube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestRetryDelay(t *testing.T) {
+	r := Retry{Limit: 6, Backoff: 250 * time.Millisecond, Factor: 2, MaxBackoff: 4 * time.Second}
+	var got []time.Duration
+	for n := 1; n <= 7; n++ {
+		got = append(got, r.delay(n))
+	}
+	assert.Equal(t, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second, 4 * time.Second}, got)
+	assert.Equal(t, time.Second, Retry{Backoff: time.Second}.delay(5), "factor 0 counts as 1")
+}
+
+func TestTransient(t *testing.T) {
+	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	refused := &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"connection refused", refused, true},
+		{"EOF", &url.Error{Op: "Patch", URL: "https://x", Err: io.EOF}, true},
+		{"connection reset", &url.Error{Op: "Get", URL: "https://x", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
+		{"503", apierrors.NewServiceUnavailable("busy"), true},
+		{"500 InternalError", apierrors.NewInternalError(errors.New("etcd")), true},
+		{"500 ServerTimeout", apierrors.NewServerTimeout(gr, "patch", 0), true},
+		// What kube-apiserver answers server-side apply of a field its
+		// schema does not know (seen on the test API server).
+		{"500 without a reason", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+			Message: "failed to create typed patch object (ns/half; /v1, Kind=Service): .spec.typo: field not declared in schema"}}, false},
+		{"429 without Retry-After", apierrors.NewGenericServerResponse(http.StatusTooManyRequests, "PATCH", gr, "x", "", 0, false), true},
+		{"429 with Retry-After: client-go retried it", apierrors.NewTooManyRequests("slow down", 1), false},
+		{"504", apierrors.NewGenericServerResponse(http.StatusGatewayTimeout, "PATCH", gr, "x", "", 0, false), true},
+		{"conflict", apierrors.NewConflict(gr, "x", errors.New("modified")), false},
+		{"invalid", apierrors.NewBadRequest("no"), false},
+		{"forbidden", apierrors.NewForbidden(gr, "x", errors.New("no")), false},
+		{"not found", apierrors.NewNotFound(gr, "x"), false},
+		{"canceled", fmt.Errorf("patch: %w", context.Canceled), false},
+		{"deadline", context.DeadlineExceeded, false},
+	} {
+		assert.Equal(t, tc.want, transient(tc.err), tc.name)
+	}
+}
+
+func TestRetryingIsBoundedAndHonoursContext(t *testing.T) {
+	c := &Client{retry: Retry{Limit: 3, Backoff: time.Millisecond}}
+	calls := 0
+	err := c.retrying(t.Context(), func(context.Context) error { calls++; return apierrors.NewServiceUnavailable("busy") })
+	require.ErrorIs(t, err, ErrUnavailable)
+	assert.True(t, apierrors.IsServiceUnavailable(err), "the last failure is wrapped")
+	assert.ErrorContains(t, err, "after 4 attempts")
+	assert.Equal(t, 4, calls)
+
+	calls = 0
+	err = c.retrying(t.Context(), func(context.Context) error { calls++; return apierrors.NewBadRequest("no") })
+	assert.True(t, apierrors.IsBadRequest(err))
+	assert.Equal(t, 1, calls, "a refusal is not retried")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	slow := &Client{retry: Retry{Limit: 100, Backoff: time.Hour}}
+	time.AfterFunc(20*time.Millisecond, cancel)
+	began := time.Now()
+	err = slow.retrying(ctx, func(context.Context) error { return apierrors.NewServiceUnavailable("busy") })
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.True(t, apierrors.IsServiceUnavailable(err))
+	assert.Less(t, time.Since(began), 10*time.Second)
+}
+
+func TestRefused(t *testing.T) {
+	gr := schema.GroupResource{Resource: "services"}
+	assert.True(t, refused(apierrors.NewBadRequest("no")))
+	assert.True(t, refused(apierrors.NewTooManyRequests("later", 0)), "a throttled request was not served")
+	assert.True(t, refused(&apierrors.StatusError{ErrStatus: metav1.Status{Code: http.StatusInternalServerError, Message: "failed to create typed patch object"}}))
+	assert.False(t, refused(apierrors.NewInternalError(errors.New("etcd"))), "storage may have failed after the write")
+	assert.False(t, refused(apierrors.NewServerTimeout(gr, "patch", 0)))
+	assert.False(t, refused(apierrors.NewServiceUnavailable("busy")))
+	assert.False(t, refused(io.EOF), "a dropped connection says nothing")
+}
+
+func TestWithRetryRefusesNegatives(t *testing.T) {
+	c := NewFromClient(nil, WithRetry(Retry{Limit: -1, Backoff: -time.Second, Factor: -2, MaxBackoff: -time.Second}))
+	err := c.usable()
+	require.Error(t, err)
+	for _, want := range []string{"retry limit -1 is negative", "retry backoff -1s is negative", "retry factor -2 is negative", "retry max backoff -1s is negative"} {
+		assert.ErrorContains(t, err, want)
+	}
+}
