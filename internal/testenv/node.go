@@ -126,7 +126,6 @@ func startNode(parent context.Context) (*node, error) {
 		{"kubelet", n.startKubelet},
 		{"kube-proxy", n.startKubeProxy},
 		{"coredns", n.startCoreDNS},
-		{"network policies", n.startNetworkPolicies},
 		{"storage", n.startProvisioner},
 		{"operators", n.startOperators},
 		{"node ready", n.waitReady},
@@ -638,7 +637,6 @@ func cleanupHost(dir string) {
 	for _, cmd := range []string{"iptables", "ip6tables"} {
 		removeKubeChains(cmd)
 	}
-	_ = run("nft", "delete", "table", "inet", netpolTable)
 	_ = os.RemoveAll("/tmp/k8s-webhook-server")
 	_ = os.RemoveAll(katibCertDir)
 	_ = os.RemoveAll(postgresDir())
