@@ -150,9 +150,14 @@ func lifecycle(ctx context.Context, t *testing.T, env *testenv.Env, c *cube.Clie
 	} else if len(st.Pods) != 1 {
 		fail("status", fmt.Errorf("want the stuck pod, got %v", st.Pods))
 	}
-	// Logs lists the pods and asks for their logs (pods/log get). The pod
-	// has no node, so the server answers with an error; only a refusal
-	// counts.
+	// Logs lists the pods and asks for their logs (pods/log get) of
+	// containers that have started (it leaves out one still waiting, as
+	// the stuck pod is): the pod runs now. The pod has no node, so the
+	// server answers with an error; only a refusal counts.
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "web", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+	}}}
+	require.NoError(t, env.Client.Status().Update(ctx, p))
 	if r, err := rel.Logs(ctx, cube.LogOptions{}); err == nil {
 		r.Close()
 	} else if apierrors.IsForbidden(err) {

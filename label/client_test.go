@@ -253,7 +253,7 @@ func TestClientRetriesAndAuth(t *testing.T) {
 
 func TestNewClientErrors(t *testing.T) {
 	_, err := label.NewClient("", label.Retry(-1, -time.Second), label.PageSize(0), label.HTTPClient(nil))
-	for _, want := range []string{"baseURL: Required value", "token: Required value", "retries: Invalid value: -1", "backoff: Invalid value", "pageSize: Invalid value: 0", "httpClient: Required value"} {
+	for _, want := range []string{"baseURL: Required value", "token: Required value", "retry: Invalid value: -1", "backoff: Invalid value", "pageSize: Invalid value: 0", "httpClient: Required value"} {
 		assert.ErrorContains(t, err, want)
 	}
 	_, err = label.NewClient("http://u:secret@studio", label.TokenFromEnv("LABEL_TEST_UNSET_TOKEN"))

@@ -94,7 +94,9 @@ func TestTrainingOperatorRestartMidJob(t *testing.T) {
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 	assert.Equal(t, kubeflowv1.JobSucceeded, finalCondition(t, c, ns, "op-crash"))
-	assert.Contains(t, logs, "rank 1 world 2 sum 3.0")
+	// The master's line proves the all-reduce with the worker; the worker's
+	// pod may already be gone when its job succeeds.
+	assert.Contains(t, logs, "rank 0 world 2 sum 3.0")
 }
 
 // The kubelet crashes and restarts while a job's pods run: the containers
@@ -143,5 +145,7 @@ func TestWorkerPodDeleted(t *testing.T) {
 	after, err := c.Clientset.CoreV1().Pods(ns).Get(t.Context(), worker, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotEqual(t, before.UID, after.UID, "the operator replaced the deleted worker")
-	assert.Contains(t, logs, "rank 1 world 2 sum 3.0")
+	// The master's line proves the all-reduce with the worker; the worker's
+	// pod may already be gone when its job succeeds.
+	assert.Contains(t, logs, "rank 0 world 2 sum 3.0")
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,25 +60,7 @@ func TestKatibRandomSearch(t *testing.T) {
 	// tune renders no Namespace.
 	enableInjection(t, c, ns)
 
-	job := cube.Objects(&batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: "quad"},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: new(int32),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{
-					Name:  "train",
-					Image: c.Images.Python,
-					// sh -c: Katib's StdOut collector appends its redirection
-					// to the command and runs it through sh -c.
-					Command:         []string{"sh", "-c", `python3 -c "$PROGRAM"`},
-					Env:             []corev1.EnvVar{{Name: "PROGRAM", Value: objective}},
-					ImagePullPolicy: corev1.PullIfNotPresent,
-				}},
-			}},
-		},
-	})
+	job := programJob("quad", c.Images.Python, objective)
 	const trials = 4
 	exp := tune.New("quad").
 		Objective(tune.Maximize("score")).
@@ -124,26 +105,7 @@ score = 1 - (x - 0.7) ** 2
 print(f"score={score:.6f}", flush=True)
 open("/dev/termination-log", "w").write(f"x={x} score={score:.6f}")
 `
-	job := cube.Objects(&batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: "peak"},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: new(int32),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{
-					Name:            "train",
-					Image:           c.Images.Python,
-					Command:         []string{"sh", "-c", `python3 -c "$PROGRAM"`},
-					Env:             []corev1.EnvVar{{Name: "PROGRAM", Value: program}},
-					ImagePullPolicy: corev1.PullIfNotPresent,
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
-					}},
-				}},
-			}},
-		},
-	})
+	job := programJob("peak", c.Images.Python, program)
 	const trials = 16
 	exp := tune.New("peak").
 		Objective(tune.Maximize("score")).
@@ -220,6 +182,29 @@ dist.destroy_process_group()
 		best = math.Max(best, scoreOf(t, line))
 	}
 	assert.InDelta(t, best, p.Optimal.Metrics["score"], 1e-6, "optimal %+v, trials printed %v", p.Optimal, printed)
+}
+
+// programJob is a batch Job trial running a Python program from $PROGRAM.
+// sh -c: Katib's StdOut collector appends its redirection to the command
+// and runs it through sh -c.
+func programJob(name, image, program string) cube.Workload {
+	return cube.Objects(&batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: new(int32),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{
+					Name:            "train",
+					Image:           image,
+					Command:         []string{"sh", "-c", `python3 -c "$PROGRAM"`},
+					Env:             []corev1.EnvVar{{Name: "PROGRAM", Value: program}},
+					ImagePullPolicy: corev1.PullIfNotPresent,
+				}},
+			}},
+		},
+	})
 }
 
 // enableInjection labels ns so that Katib's pod webhook injects the
