@@ -120,8 +120,7 @@
 //
 // Each concept has one name across the module, chosen from the word users
 // already know from Kubernetes, Argo, Katib or vLLM; the upstream field it
-// renders to is cited where it differs. Renames marked (lead) are decided
-// here and not yet made (the tune package's).
+// renders to is cited where it differs.
 //
 //	concept                        word               where                                     why
 //	whole accelerators asked for   GPUs(n)            pod.Builder.GPUs, vgpu.Spec.GPUs,         nvidia.com/gpu, Ray num_gpus; an NPU
@@ -146,7 +145,7 @@
 //	                                                  Parallelism, rag OpenAIEmbedder.
 //	                                                  Parallelism, WithApplyParallelism,
 //	                                                  tune Experiment/Local.Parallelism
-//	                                                  (lead; Katib parallelTrialCount),
+//	                                                  (Katib parallelTrialCount),
 //	                                                  market EvaluationJob.Parallelism
 //	what a cron does on overlap    ConcurrencyPolicy  pipeline Schedule.ConcurrencyPolicy       CronWorkflow concurrencyPolicy; not a
 //	                                                                                            count
@@ -173,11 +172,10 @@
 //	a count in the public API      int                serve Replicas, DisruptionBudget,         converted at the boundary by
 //	                                                  Autoscale, ScaleOnCPU/Memory, Split.      pod.Int32, which reports a count that
 //	                                                  Weights; train; tune MaxTrials,           does not fit; ports stay int32 as in
-//	                                                  MaxFailed (lead); label MLBackendServer.  corev1, and serve.TritonInstanceGroup
+//	                                                  MaxFailed; label MLBackendServer.         corev1, and serve.TritonInstanceGroup
 //	                                                  Replicas                                  mirrors Triton's model_config.proto
 //	where a thing stands (value)   Phase              cube.Phase, pipeline.Phase (local step    Kubernetes and Argo .status.phase
-//	                                                  outcome), tune TrialPhase (lead, now
-//	                                                  TrialState)
+//	                                                  outcome), tune TrialPhase
 //	the report carrying a phase    Status             cube.Status, cube.ObjectStatus            Kubernetes .status
 //	catalogue look-up by name      Lookup, ignoring   hardware.Lookup, market.Lookup,           names are typed by people; the
 //	                               case and space     Profile.MIGProfile, Profile.VNPUTemplate, result carries the canonical

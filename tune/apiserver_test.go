@@ -144,7 +144,7 @@ func TestAppliedStrictly(t *testing.T) {
 				e := tune.New(name).Namespace(ns).
 					Objective(tune.Maximize("accuracy").Also("loss")).
 					EarlyStop(tune.MedianStop().MinTrials(2).StartStep(2)).
-					Parallel(3).MaxTrials(6).MaxFailed(1).Resume(tune.LongRunning)
+					Parallelism(3).MaxTrials(6).MaxFailed(1).Resume(tune.LongRunning)
 				e = kind(name+"-trial", alg(e))
 				objs, err := e.Objects()
 				require.NoError(t, err)

@@ -22,7 +22,7 @@ func TestPyTorchTrialFields(t *testing.T) {
 		Algorithm(tune.TPE().Seed(1)).
 		Param(tune.Float("lr", 1e-5, 1e-2).Log(), tune.Int("layers", 2, 8).Step(2), tune.Choice("optimizer", "adam", "sgd"), tune.Discrete("batch", 32, 64)).
 		Trial(pytorch("mnist-trial"), tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"), tune.Env("optimizer", "OPTIMIZER"), tune.Env("batch", "BATCH")).
-		Parallel(4).MaxTrials(40).MaxFailed(3).Resume(tune.FromVolume).RetainTrials().
+		Parallelism(4).MaxTrials(40).MaxFailed(3).Resume(tune.FromVolume).RetainTrials().
 		Build()
 	require.NoError(t, err)
 	assert.Equal(t, "kubeflow.org/v1beta1", exp.APIVersion)
@@ -219,12 +219,12 @@ func TestValidation(t *testing.T) {
 			"spec.parameters[13].parameterType: Invalid value",
 			"spec.parameters[14].feasibleSpace.step: Invalid value: -1: must be a positive finite number",
 		}},
-		"counts": {func() *tune.Experiment { return baseExperiment("n").Parallel(0).MaxTrials(0).MaxFailed(-1) }, []string{
+		"counts": {func() *tune.Experiment { return baseExperiment("n").Parallelism(0).MaxTrials(0).MaxFailed(-1) }, []string{
 			"spec.parallelTrialCount: Invalid value: 0: must be at least 1",
 			"spec.maxTrialCount: Invalid value: 0: must be at least 1",
 			"spec.maxFailedTrialCount: Invalid value: -1: must be at least 0",
 		}},
-		"counts exceed": {func() *tune.Experiment { return baseExperiment("n").Parallel(5).MaxTrials(4).MaxFailed(5) }, []string{
+		"counts exceed": {func() *tune.Experiment { return baseExperiment("n").Parallelism(5).MaxTrials(4).MaxFailed(5) }, []string{
 			"spec.parallelTrialCount: Invalid value: 5: must not exceed maxTrialCount",
 			"spec.maxFailedTrialCount: Invalid value: 5: must not exceed maxTrialCount",
 		}},
@@ -276,17 +276,17 @@ func TestValidation(t *testing.T) {
 		}},
 		"grid too small": {func() *tune.Experiment {
 			return tune.New("g").Objective(tune.Minimize("loss")).Param(tune.Float("lr", 0.1, 0.3).Step(0.1), tune.Choice("o", "a", "b")).
-				Trial(batchJob("t"), tune.Arg("lr", "--lr"), tune.Env("o", "O")).Algorithm(tune.Grid()).MaxTrials(7).Parallel(1)
+				Trial(batchJob("t"), tune.Arg("lr", "--lr"), tune.Env("o", "O")).Algorithm(tune.Grid()).MaxTrials(7).Parallelism(1)
 		}, []string{"spec.maxTrialCount: Invalid value: 7: grid has only 6 combinations"}},
 		"hyperband": {func() *tune.Experiment {
-			return baseExperiment("h").Algorithm(tune.Hyperband("optimizer", 0).Eta(1)).Parallel(1)
+			return baseExperiment("h").Algorithm(tune.Hyperband("optimizer", 0).Eta(1)).Parallelism(1)
 		}, []string{
 			`algorithmSettings[1].value: Invalid value: "0": r_l`,
 			`algorithmSettings[2].value: Invalid value: "1": eta: must be at least 2`,
 			`spec.algorithm.algorithmSettings[resource_name]: Invalid value: "optimizer": the resource must be an Int or Float`,
 		}},
 		"hyperband parallel": {func() *tune.Experiment {
-			return baseExperiment("h").Algorithm(tune.Hyperband("epochs", 27)).Parallel(2).MaxTrials(30)
+			return baseExperiment("h").Algorithm(tune.Hyperband("epochs", 27)).Parallelism(2).MaxTrials(30)
 		}, []string{
 			`spec.algorithm.algorithmSettings[resource_name]: Invalid value: "epochs": must name a parameter`,
 			"spec.parallelTrialCount: Invalid value: 2: hyperband with r_l 27 and eta 3 needs at least 27 parallel trials",

@@ -16,7 +16,7 @@
 //			tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"),
 //			tune.Env("optimizer", "OPTIMIZER")).
 //		EarlyStop(tune.MedianStop()).
-//		Parallel(4).MaxTrials(40).MaxFailed(3)
+//		Parallelism(4).MaxTrials(40).MaxFailed(3)
 //	rel, err := client.Apply(ctx, exp)
 //
 // # Search space and objective
@@ -81,8 +81,8 @@
 // # The local tuner
 //
 // NewLocal (or LocalFrom, which takes an Experiment's space, objective,
-// algorithm, seed, early stopping, MaxTrials and Parallel) runs the same
-// search in-process, Parallel trials at a time. A trial is a Go function
+// algorithm, seed, early stopping, MaxTrials and Parallelism) runs the same
+// search in-process, Parallelism trials at a time. A trial is a Go function
 // (Run), a local process (RunCommand: a command line, parameters placed
 // with Arg, Env and Ref) or any cube Workload an Experiment could run
 // (RunWorkload: its job's main container's command). Processes and
@@ -110,7 +110,7 @@
 // five); CMAES (Hansen's tutorial, generations of 4+⌊3 ln n⌋ trials over the
 // unit cube); and Bayesian, a Gaussian process with a Matérn 5/2 kernel
 // and expected improvement, its objective log-warped and standardised. With
-// Parallel above 1 the model-based ones use a constant liar (ConstantLiar,
+// Parallelism above 1 the model-based ones use a constant liar (ConstantLiar,
 // on by default). Settings are checked as Katib's services check them, and
 // those a local sampler cannot honour (a CMA-ES restart strategy, a
 // Bayesian estimator other than GP or acquisition other than EI) are

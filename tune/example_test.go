@@ -27,7 +27,7 @@ func ExampleNew() {
 		).
 		Trial(batchJob("mnist"), tune.Arg("lr", "--lr"), tune.Env("optimizer", "OPTIMIZER")).
 		EarlyStop(tune.MedianStop().MinTrials(3)).
-		Parallel(2).MaxTrials(20).MaxFailed(2)
+		Parallelism(2).MaxTrials(20).MaxFailed(2)
 	if err := cube.Render(os.Stdout, exp); err != nil {
 		fmt.Println(err)
 	}
@@ -130,7 +130,7 @@ func ExampleExperiment_Build() {
 		Algorithm(tune.Grid().Gamma(0.5)).
 		Param(tune.Float("lr", 0.1, 0.01), tune.Int("layers", 2, 8)).
 		Trial(batchJob("train"), tune.Arg("layers", "--layers"), tune.Env("dropout", "DROPOUT")).
-		Parallel(4).MaxTrials(2).
+		Parallelism(4).MaxTrials(2).
 		Build()
 	var agg utilerrors.Aggregate
 	if errors.As(err, &agg) {
@@ -155,7 +155,7 @@ func ExampleLocal() {
 	study := tune.NewLocal(tune.Minimize("loss"),
 		tune.Float("x", -5, 5),
 		tune.Float("lr", 1e-5, 1e-1).Log(),
-	).Algorithm(tune.Bayesian()).Trials(60).Parallel(4).Seed(7)
+	).Algorithm(tune.Bayesian()).Trials(60).Parallelism(4).Seed(7)
 	res, err := study.Run(context.Background(), func(_ context.Context, t *tune.Trial) (float64, error) {
 		return math.Pow(t.Float("x")-1, 2) + math.Pow(math.Log10(t.Float("lr"))+3, 2), nil
 	})

@@ -44,9 +44,9 @@ type Experiment struct {
 	primaryContainer string
 	primaryLabels    map[string]string
 	success, failure string
-	parallel         *int32
-	maxTrials        *int32
-	maxFailed        *int32
+	parallel         *int
+	maxTrials        *int
+	maxFailed        *int
 	resume           ResumePolicy
 	retain           bool
 }
@@ -123,14 +123,15 @@ func (e *Experiment) Conditions(success, failure string) *Experiment {
 	return e
 }
 
-// Parallel sets how many trials run at once (Katib's default is 3).
-func (e *Experiment) Parallel(n int32) *Experiment { e.parallel = &n; return e }
+// Parallelism sets how many trials run at once (Katib's
+// parallelTrialCount; its default is 3).
+func (e *Experiment) Parallelism(n int) *Experiment { e.parallel = &n; return e }
 
 // MaxTrials sets how many trials the search runs at most.
-func (e *Experiment) MaxTrials(n int32) *Experiment { e.maxTrials = &n; return e }
+func (e *Experiment) MaxTrials(n int) *Experiment { e.maxTrials = &n; return e }
 
 // MaxFailed sets how many trials may fail before the experiment fails.
-func (e *Experiment) MaxFailed(n int32) *Experiment { e.maxFailed = &n; return e }
+func (e *Experiment) MaxFailed(n int) *Experiment { e.maxFailed = &n; return e }
 
 // Resume sets the resume policy.
 func (e *Experiment) Resume(p ResumePolicy) *Experiment { e.resume = p; return e }
@@ -173,8 +174,8 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 
 	for _, c := range []struct {
 		name string
-		v    *int32
-		min  int32
+		v    *int
+		min  int
 	}{{"parallelTrialCount", e.parallel, 1}, {"maxTrialCount", e.maxTrials, 1}, {"maxFailedTrialCount", e.maxFailed, 0}} {
 		if c.v != nil && *c.v < c.min {
 			errs = append(errs, field.Invalid(spec.Child(c.name), *c.v, fmt.Sprintf("must be at least %d", c.min)))
@@ -196,12 +197,24 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 	if e.algorithm != nil {
 		algorithm = *e.algorithm
 	}
-	parallel, maxTrials := int32(katibv1beta1.DefaultTrialParallelCount), int32(0)
-	if e.parallel != nil {
-		parallel = *e.parallel
+	// Counts are ints in cube's API and int32 in Katib's.
+	count32 := func(name string, v *int) *int32 {
+		if v == nil {
+			return nil
+		}
+		n, err := pod.Int32(spec.Child(name), *v)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return &n
 	}
-	if e.maxTrials != nil {
-		maxTrials = *e.maxTrials
+	parallel32, maxTrials32, maxFailed32 := count32("parallelTrialCount", e.parallel), count32("maxTrialCount", e.maxTrials), count32("maxFailedTrialCount", e.maxFailed)
+	parallel, maxTrials := int32(katibv1beta1.DefaultTrialParallelCount), int32(0)
+	if parallel32 != nil {
+		parallel = *parallel32
+	}
+	if maxTrials32 != nil {
+		maxTrials = *maxTrials32
 	}
 	errs = append(errs, algorithm.validate(spec.Child("algorithm"), e.params, parallel, maxTrials,
 		spec.Child("parallelTrialCount"), spec.Child("maxTrialCount"))...)
@@ -222,9 +235,9 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 		Spec: katibv1beta1.ExperimentSpec{
 			Objective:            e.objective.katib(),
 			Algorithm:            algorithm.katib(),
-			ParallelTrialCount:   clonePtr(e.parallel),
-			MaxTrialCount:        clonePtr(e.maxTrials),
-			MaxFailedTrialCount:  clonePtr(e.maxFailed),
+			ParallelTrialCount:   parallel32,
+			MaxTrialCount:        maxTrials32,
+			MaxFailedTrialCount:  maxFailed32,
 			MetricsCollectorSpec: e.collector.katib(),
 			ResumePolicy:         e.resume,
 			TrialTemplate: &katibv1beta1.TrialTemplate{
@@ -254,12 +267,4 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 		shared = append(shared, o)
 	}
 	return exp, shared, nil
-}
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

@@ -54,7 +54,7 @@ func FuzzExperiment(f *testing.F) {
 		e := tune.New(name).Objective(objective).Algorithm(algorithm).
 			Param(fp, tune.Int(intName, imin, imax), tune.Choice("opt", c1, c2)).
 			Trial(batchJob("trial"), tune.Arg(floatName, "--f"), tune.Env(intName, "INT_PARAM"), tune.Env("opt", "OPT")).
-			Parallel(parallel).MaxTrials(maxTrials).MaxFailed(maxFailed)
+			Parallelism(int(parallel)).MaxTrials(int(maxTrials)).MaxFailed(int(maxFailed))
 		exp, err := e.Build()
 		if err != nil {
 			return
@@ -103,7 +103,7 @@ func FuzzLocal(f *testing.F) {
 			fp = fp.Step(step)
 		}
 		study := tune.NewLocal(tune.Minimize("loss"), fp, tune.Int("n", imin, imax), tune.Choice("c", "a", "b", "c")).
-			Algorithm(fuzzLocalAlgorithms[int(alg)%len(fuzzLocalAlgorithms)]).Trials(trials).Parallel(parallel).Seed(seed)
+			Algorithm(fuzzLocalAlgorithms[int(alg)%len(fuzzLocalAlgorithms)]).Trials(trials).Parallelism(parallel).Seed(seed)
 		if e := fuzzEarlyStopping[int(es)%len(fuzzEarlyStopping)](esA, esB); e != nil {
 			study.EarlyStop(*e)
 		}

@@ -77,5 +77,5 @@ func baseExperiment(name string) *tune.Experiment {
 		Objective(tune.Maximize("accuracy").Goal(0.95).Also("loss")).
 		Param(tune.Float("lr", 1e-5, 1e-2).Log(), tune.Int("layers", 2, 8), tune.Choice("optimizer", "adam", "sgd")).
 		Trial(batchJob("train"), tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"), tune.Env("optimizer", "OPTIMIZER")).
-		Parallel(2).MaxTrials(12).MaxFailed(3)
+		Parallelism(2).MaxTrials(12).MaxFailed(3)
 }

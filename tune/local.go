@@ -18,14 +18,14 @@ import (
 // trial counts as early-stopped, not failed.
 var ErrPruned = errors.New("trial stopped early")
 
-// TrialState is how a local trial ended.
-type TrialState string
+// TrialPhase is how a local trial ended.
+type TrialPhase string
 
 // The states of a finished local trial.
 const (
-	TrialSucceeded    TrialState = "Succeeded"
-	TrialFailed       TrialState = "Failed"
-	TrialEarlyStopped TrialState = "EarlyStopped"
+	TrialSucceeded    TrialPhase = "Succeeded"
+	TrialFailed       TrialPhase = "Failed"
+	TrialEarlyStopped TrialPhase = "EarlyStopped"
 )
 
 // Trial is one evaluation in a local study: its parameter values and a way
@@ -112,7 +112,7 @@ type TrialResult struct {
 	Number  int
 	Values  map[string]string // as Katib assigns them
 	Value   float64           // the objective value (NaN unless Succeeded)
-	State   TrialState
+	State   TrialPhase
 	Reports []float64
 	Err     error
 	params  map[string]any
@@ -176,10 +176,10 @@ func LocalFrom(e *Experiment) *Local {
 		l.earlyStopping = &es
 	}
 	if e.maxTrials != nil {
-		l.trials = int(*e.maxTrials)
+		l.trials = *e.maxTrials
 	}
 	if e.parallel != nil {
-		l.parallel = int(*e.parallel)
+		l.parallel = *e.parallel
 	}
 	if v, ok := l.algorithm.setting("random_state"); ok {
 		var s int
@@ -200,8 +200,8 @@ func (l *Local) EarlyStop(s EarlyStopping) *Local { l.earlyStopping = &s; return
 // Trials sets the number of trials.
 func (l *Local) Trials(n int) *Local { l.trials = n; return l }
 
-// Parallel sets how many trials run at once.
-func (l *Local) Parallel(n int) *Local { l.parallel = n; return l }
+// Parallelism sets how many trials run at once.
+func (l *Local) Parallelism(n int) *Local { l.parallel = n; return l }
 
 // Seed sets the seed of the sampler.
 func (l *Local) Seed(seed uint64) *Local { l.seed = seed; return l }
@@ -276,7 +276,7 @@ func (l *Local) validateList() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("trials"), l.trials, "must be at least 1"))
 	}
 	if l.parallel < 1 {
-		errs = append(errs, field.Invalid(field.NewPath("parallel"), l.parallel, "must be at least 1"))
+		errs = append(errs, field.Invalid(field.NewPath("parallelism"), l.parallel, "must be at least 1"))
 	}
 	if l.earlyStopping != nil {
 		errs = append(errs, l.earlyStopping.validateLocal(field.NewPath("earlyStopping"))...)

@@ -28,7 +28,7 @@ func TestLocalDeterministic(t *testing.T) {
 	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian()} {
 		t.Run(alg.Name(), func(t *testing.T) {
 			run := func(parallel int, seed uint64) []map[string]string {
-				res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(alg).Trials(30).Parallel(parallel).Seed(seed).
+				res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(alg).Trials(30).Parallelism(parallel).Seed(seed).
 					Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) {
 						// Finish out of order.
 						time.Sleep(time.Duration((tr.Number*7)%5) * time.Millisecond)
@@ -52,7 +52,7 @@ func TestLocalDeterministic(t *testing.T) {
 }
 
 func TestLocalFindsTheOptimum(t *testing.T) {
-	res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(tune.TPE()).Trials(80).Parallel(2).Seed(3).Run(t.Context(), quadratic)
+	res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(tune.TPE()).Trials(80).Parallelism(2).Seed(3).Run(t.Context(), quadratic)
 	require.NoError(t, err)
 	require.NotNil(t, res.Best)
 	assert.Equal(t, 3, res.Best.Int("n"))
@@ -62,7 +62,7 @@ func TestLocalFindsTheOptimum(t *testing.T) {
 		assert.GreaterOrEqual(t, r.Value, res.Best.Value)
 	}
 	// Maximising the negation finds the same point.
-	maxRes, err := tune.NewLocal(tune.Maximize("score"), quadSpace...).Algorithm(tune.TPE()).Trials(80).Parallel(2).Seed(3).
+	maxRes, err := tune.NewLocal(tune.Maximize("score"), quadSpace...).Algorithm(tune.TPE()).Trials(80).Parallelism(2).Seed(3).
 		Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) {
 			v, err := quadratic(ctx, tr)
 			return -v, err
@@ -164,7 +164,7 @@ func TestLocalTrialFailures(t *testing.T) {
 
 func TestLocalContextCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(100).Parallel(2).Run(ctx,
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(100).Parallelism(2).Run(ctx,
 		func(ctx context.Context, tr *tune.Trial) (float64, error) {
 			if tr.Number == 5 {
 				cancel()
@@ -177,13 +177,13 @@ func TestLocalContextCancel(t *testing.T) {
 }
 
 func TestLocalFromExperiment(t *testing.T) {
-	e := baseExperiment("from").Algorithm(tune.TPE().Seed(9)).MaxTrials(15).Parallel(3)
+	e := baseExperiment("from").Algorithm(tune.TPE().Seed(9)).MaxTrials(15).Parallelism(3)
 	res, err := tune.LocalFrom(e).Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
 		return tr.Float("lr") * float64(tr.Int("layers")), nil
 	})
 	require.NoError(t, err)
 	assert.Len(t, res.Trials, 15)
-	again, err := tune.NewLocal(tune.Maximize("accuracy"), e.Space()...).Algorithm(tune.TPE()).Trials(15).Parallel(3).Seed(9).
+	again, err := tune.NewLocal(tune.Maximize("accuracy"), e.Space()...).Algorithm(tune.TPE()).Trials(15).Parallelism(3).Seed(9).
 		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
 			return tr.Float("lr") * float64(tr.Int("layers")), nil
 		})
@@ -196,7 +196,7 @@ func TestLocalValidation(t *testing.T) {
 	_, err := nilStudy.Run(t.Context(), quadratic)
 	assert.ErrorContains(t, err, "local: Required value: the study is nil")
 
-	_, err = tune.NewLocal(tune.Objective{}, tune.Float("x", 1, 0)).Algorithm(tune.PBT("/ckpt", 5, 0.2)).Trials(0).Parallel(0).
+	_, err = tune.NewLocal(tune.Objective{}, tune.Float("x", 1, 0)).Algorithm(tune.PBT("/ckpt", 5, 0.2)).Trials(0).Parallelism(0).
 		EarlyStop(tune.MedianStop().StartStep(0)).StudyFile("").Run(t.Context(), quadratic)
 	errs := errorStrings(t, err)
 	assert.Empty(t, missing(errs,
@@ -204,7 +204,7 @@ func TestLocalValidation(t *testing.T) {
 		"parameters[0].feasibleSpace.max: Invalid value: 0: must not be below min",
 		`algorithm: Unsupported value: "pbt"`,
 		"trials: Invalid value: 0: must be at least 1",
-		"parallel: Invalid value: 0: must be at least 1",
+		"parallelism: Invalid value: 0: must be at least 1",
 		`earlyStopping.algorithmSettings[0].value: Invalid value: "0": start_step`,
 		"studyFile: Required value: the study file needs a path",
 	), "%q", errs)

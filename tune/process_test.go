@@ -38,13 +38,13 @@ func checkEpochs(t *testing.T, res *tune.Result, trials int) {
 }
 
 func TestLocalRunCommand(t *testing.T) {
-	study := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).Trials(6).Parallel(2).Seed(1)
+	study := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).Trials(6).Parallelism(2).Seed(1)
 	res, err := study.RunCommand(t.Context(), []string{"sh", "-c", epochs, "sh", tune.Ref("n")}, tune.Env("x", "X"))
 	require.NoError(t, err)
 	checkEpochs(t, res, 6)
 
 	// The same study with Go-function trials samples the same values.
-	fn, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).Trials(6).Parallel(2).Seed(1).
+	fn, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).Trials(6).Parallelism(2).Seed(1).
 		Run(t.Context(), curveTrial)
 	require.NoError(t, err)
 	for i := range fn.Trials {
@@ -123,7 +123,7 @@ func TestLocalRunWorkload(t *testing.T) {
 		}},
 	})
 	dir := t.TempDir()
-	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).Trials(4).Parallel(2).Seed(5).
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).Trials(4).Parallelism(2).Seed(5).
 		StudyFile(filepath.Join(dir, "study.jsonl")).
 		RunWorkload(t.Context(), job, tune.Arg("n", "--n"), tune.Env("x", "X"))
 	require.NoError(t, err)

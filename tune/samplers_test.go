@@ -127,7 +127,7 @@ func TestLocalConstantLiar(t *testing.T) {
 		spread := func(liar bool) float64 {
 			total, n := 0.0, 0
 			for seed := range uint64(4) {
-				pts := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(2)...).Algorithm(alg).Trials(40).Parallel(4).
+				pts := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(2)...).Algorithm(alg).Trials(40).Parallelism(4).
 					Seed(seed).ConstantLiar(liar), sphere([]float64{0.3, 0.3}))
 				for i := 14; i < len(pts); i++ {
 					nearest := math.Inf(1)

@@ -29,7 +29,7 @@ const killableTrials = 24
 
 func killableStudy(dir string) *tune.Local {
 	return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", -2, 2), tune.Int("n", 0, 6), tune.Choice("c", "a", "b")).
-		Algorithm(tune.MultivariateTPE()).Trials(killableTrials).Parallel(2).Seed(11).
+		Algorithm(tune.MultivariateTPE()).Trials(killableTrials).Parallelism(2).Seed(11).
 		StudyFile(filepath.Join(dir, "study.jsonl"))
 }
 
@@ -218,7 +218,7 @@ func TestStudyFileRefusesAnotherStudy(t *testing.T) {
 
 	_, err = base().Seed(4).Run(t.Context(), loggingTrial(dir, "x", 0))
 	assert.ErrorContains(t, err, "holds another study: its seed differs")
-	_, err = base().Parallel(2).Run(t.Context(), loggingTrial(dir, "x", 0))
+	_, err = base().Parallelism(2).Run(t.Context(), loggingTrial(dir, "x", 0))
 	assert.ErrorContains(t, err, "its parallel differs")
 	_, err = base().Algorithm(tune.TPE()).Run(t.Context(), loggingTrial(dir, "x", 0))
 	assert.ErrorContains(t, err, "its algorithm differs")
