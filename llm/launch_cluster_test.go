@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -100,6 +101,10 @@ func TestLaunchPathOnTheCluster(t *testing.T) {
 		Env("PATH", "/opt/standin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin").
 		AddVolume(corev1.Volume{Name: "standin", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: standin.Name}, DefaultMode: &mode}}}, "/opt/standin")
+	// Keep the Worker's pod once the Master succeeds, so that its log can
+	// be read: with the operator's default (Running) a worker still
+	// closing its process group is deleted with the job's success.
+	sft.Job().CleanPodPolicy(kubeflowv1.CleanPodPolicyNone)
 	rel, err := cl.Apply(ctx, sft)
 	require.NoError(t, err)
 	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(5*time.Minute), cube.FailOnStuckPods())

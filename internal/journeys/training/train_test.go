@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,10 @@ func TestPyTorchDDPAllReduce(t *testing.T) {
 		Image(c.Images.Python).
 		Command("python3", "-c", allReduce).
 		Workers(1).
-		CPU("500m").Memory("1Gi")
+		CPU("500m").Memory("1Gi").
+		// Keep the Worker's pod for its log: by default the operator
+		// deletes pods still running when the Master succeeds.
+		CleanPodPolicy(kubeflowv1.CleanPodPolicyNone)
 	rel := journeys.Apply(t, cl, job)
 	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
 	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
