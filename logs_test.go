@@ -102,13 +102,7 @@ func TestLogsSkipContainersNotStarted(t *testing.T) {
 		"job-worker": {Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}},
 	}
 	for name, state := range statuses {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: map[string]string{cube.LabelRelease: "job"}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}},
-			Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "main", State: state}}},
-		}
-		_, err := cluster.Clientset.CoreV1().Pods("team-a").Create(ctx, p, metav1.CreateOptions{})
-		require.NoError(t, err)
+		jobPod(t, cluster, name, &corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "main", State: state}}})
 	}
 	asked := 0
 	cluster.Clientset.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -140,12 +134,7 @@ func TestLogsSkipPodsDeletedMeanwhile(t *testing.T) {
 	rel, err := cluster.Client.Apply(ctx, webApp("job", "", 1))
 	require.NoError(t, err)
 	for _, name := range []string{"job-a-gone", "job-b-live"} {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: map[string]string{cube.LabelRelease: "job"}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}},
-		}
-		_, err := cluster.Clientset.CoreV1().Pods("team-a").Create(ctx, p, metav1.CreateOptions{})
-		require.NoError(t, err)
+		jobPod(t, cluster, name, nil)
 	}
 	calls := 0
 	cluster.Clientset.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -165,4 +154,18 @@ func TestLogsSkipPodsDeletedMeanwhile(t *testing.T) {
 	r.Close()
 	assert.Equal(t, "[job-b-live] done\n", string(out))
 	assert.Equal(t, 2, calls)
+}
+
+// jobPod adds a pod of release "job" in team-a, with status if given.
+func jobPod(t *testing.T, cluster *cubetest.Cluster, name string, status *corev1.PodStatus) {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: map[string]string{cube.LabelRelease: "job"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}},
+	}
+	if status != nil {
+		p.Status = *status
+	}
+	_, err := cluster.Clientset.CoreV1().Pods("team-a").Create(t.Context(), p, metav1.CreateOptions{})
+	require.NoError(t, err)
 }

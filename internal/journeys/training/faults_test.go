@@ -67,6 +67,18 @@ func waitPodsRunning(t *testing.T, c *testenv.Cluster, ns, job string, n int) {
 	require.NoError(t, err, "%d pods of %s running", n, job)
 }
 
+// succeeds waits for the job's release to succeed, checks that the
+// operator recorded the same outcome, and returns the release's logs.
+func succeeds(t *testing.T, c *testenv.Cluster, rel *cube.Release, ns, name string) string {
+	t.Helper()
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	require.NoError(t, err, logs)
+	assert.Equal(t, cube.Succeeded, st.Phase)
+	assert.Equal(t, kubeflowv1.JobSucceeded, finalCondition(t, c, ns, name))
+	return logs
+}
+
 // finalCondition is the terminal condition the training-operator stored on
 // the job: what the operator decided.
 func finalCondition(t *testing.T, c *testenv.Cluster, ns, name string) kubeflowv1.JobConditionType {
@@ -89,11 +101,7 @@ func finalCondition(t *testing.T, c *testenv.Cluster, ns, name string) kubeflowv
 func TestTrainingOperatorRestartMidJob(t *testing.T) {
 	c, rel, ns := faultJob(t, "op-crash")
 	require.NoError(t, c.Restart(t.Context(), "training-operator"))
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
-	require.NoError(t, err, logs)
-	assert.Equal(t, cube.Succeeded, st.Phase)
-	assert.Equal(t, kubeflowv1.JobSucceeded, finalCondition(t, c, ns, "op-crash"))
+	logs := succeeds(t, c, rel, ns, "op-crash")
 	// The master's line proves the all-reduce with the worker; the worker's
 	// pod may already be gone when its job succeeds.
 	assert.Contains(t, logs, "rank 0 world 2 sum 3.0")
@@ -105,11 +113,7 @@ func TestTrainingOperatorRestartMidJob(t *testing.T) {
 func TestKubeletRestartWhilePodsRun(t *testing.T) {
 	c, rel, ns := faultJob(t, "kubelet-crash")
 	require.NoError(t, c.Restart(t.Context(), "kubelet"))
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
-	require.NoError(t, err, logs)
-	assert.Equal(t, cube.Succeeded, st.Phase)
-	assert.Equal(t, kubeflowv1.JobSucceeded, finalCondition(t, c, ns, "kubelet-crash"))
+	succeeds(t, c, rel, ns, "kubelet-crash")
 	pods, err := c.Clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "training.kubeflow.org/job-name=kubelet-crash"})
 	require.NoError(t, err)
 	require.Len(t, pods.Items, 2)
@@ -137,11 +141,7 @@ func TestWorkerPodDeleted(t *testing.T) {
 	now := int64(0)
 	require.NoError(t, c.Clientset.CoreV1().Pods(ns).Delete(t.Context(), worker, metav1.DeleteOptions{GracePeriodSeconds: &now}))
 
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
-	require.NoError(t, err, logs)
-	assert.Equal(t, cube.Succeeded, st.Phase)
-	assert.Equal(t, kubeflowv1.JobSucceeded, finalCondition(t, c, ns, "lost-worker"))
+	logs := succeeds(t, c, rel, ns, "lost-worker")
 	after, err := c.Clientset.CoreV1().Pods(ns).Get(t.Context(), worker, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotEqual(t, before.UID, after.UID, "the operator replaced the deleted worker")
