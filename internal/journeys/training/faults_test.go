@@ -42,7 +42,11 @@ func faultJob(t *testing.T, name string) (*testenv.Cluster, *cube.Release, strin
 		Image(c.Images.Python).
 		Command("python3", "-c", lateAllReduce).
 		Workers(1).
-		CPU("250m").Memory("768Mi")
+		CPU("250m").Memory("768Mi").
+		// Keep every pod after the job ends: the journeys inspect them, and
+		// by default the operator deletes pods still running when the
+		// Master succeeds (the kubelet-restart journey lost a worker so).
+		CleanPodPolicy(kubeflowv1.CleanPodPolicyNone)
 	rel := journeys.Apply(t, cl, job)
 	waitPodsRunning(t, c, ns, name, 2)
 	return c, rel, ns
