@@ -6,7 +6,10 @@ import (
 	"maps"
 	"math"
 	"reflect"
+	goruntime "runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -146,15 +149,16 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 	c := &compiler{g: g, names: make(map[string]claimant, size), templates: make([]wfv1.Template, 1, size)}
 	c.names[p.Name()] = claimant{what: "the DAG template"}
 	dag := wfv1.Template{Name: p.Name(), DAG: &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(g.nodes))}}
-	for _, n := range g.nodes {
-		task, ok, terrs := c.step(n)
+	pre := c.containers(g.nodes)
+	for i, n := range g.nodes {
+		task, ok, terrs := c.step(n, pre[i])
 		errs = append(errs, terrs...)
 		if ok {
 			dag.DAG.Tasks = append(dag.DAG.Tasks, task)
 		}
 	}
 	if g.exit != nil {
-		if task, ok, terrs := c.step(g.exit); len(terrs) > 0 {
+		if task, ok, terrs := c.step(g.exit, nil); len(terrs) > 0 {
 			errs = append(errs, terrs...)
 		} else if ok {
 			spec.OnExit = task.Template
@@ -351,8 +355,61 @@ func inTask(r ref) string {
 	return ""
 }
 
-// step compiles one step into its templates and returns its DAG task.
-func (c *compiler) step(n *node) (task wfv1.DAGTask, ok bool, errs field.ErrorList) {
+// containerTemplate is a container step's template as containers
+// compiled it, with the image pull secrets it needs and its errors.
+type containerTemplate struct {
+	tmpl wfv1.Template
+	pull []corev1.LocalObjectReference
+	errs field.ErrorList
+}
+
+// parallelFrom is the number of container steps from which containers
+// compiles them on every core: below it, starting goroutines costs more
+// than it saves.
+const parallelFrom = 256
+
+// containers compiles the container steps among nodes, each into the slot
+// of its node (nil for other steps). A container step's template depends
+// on its node and the pipeline alone, never on another step's, so in a
+// large pipeline they compile on every core; step takes them in the
+// nodes' order, so the Workflow and its errors are the same either way.
+func (c *compiler) containers(nodes []*node) []*containerTemplate {
+	slots := make([]containerTemplate, len(nodes)) // one allocation
+	out := make([]*containerTemplate, len(nodes))
+	var work []int
+	for i, n := range nodes {
+		if _, ok := n.step.(*ContainerStep); ok && !n.badName {
+			work = append(work, i)
+		}
+	}
+	one := func(i int) {
+		slot := &slots[i]
+		slot.tmpl, slot.pull, slot.errs = c.container(nodes[i], nodes[i].step.(*ContainerStep))
+		out[i] = slot
+	}
+	workers := min(goruntime.GOMAXPROCS(0), len(work)/parallelFrom+1)
+	if workers <= 1 {
+		for _, i := range work {
+			one(i)
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for k := int(next.Add(1)) - 1; k < len(work); k = int(next.Add(1)) - 1 {
+				one(work[k])
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// step compiles one step into its templates and returns its DAG task; a
+// container step's template is taken from pre when containers compiled it.
+func (c *compiler) step(n *node, pre *containerTemplate) (task wfv1.DAGTask, ok bool, errs field.ErrorList) {
 	var tmpl wfv1.Template
 	if n.badName {
 		return task, false, nil
@@ -362,7 +419,17 @@ func (c *compiler) step(n *node) (task wfv1.DAGTask, ok bool, errs field.ErrorLi
 		return task, false, field.ErrorList{field.Invalid(n.path, n.c.name,
 			"a Go function step runs only locally: use a container or workload step to compile the pipeline for Argo")}
 	case *ContainerStep:
-		tmpl, errs = c.container(n, s)
+		if pre == nil {
+			var pull []corev1.LocalObjectReference
+			tmpl, pull, errs = c.container(n, s)
+			pre = &containerTemplate{tmpl: tmpl, pull: pull, errs: errs}
+		}
+		tmpl, errs = pre.tmpl, pre.errs
+		for _, ps := range pre.pull {
+			if !slices.Contains(c.pullSecrets, ps) {
+				c.pullSecrets = append(c.pullSecrets, ps)
+			}
+		}
 	case *WorkloadStep:
 		tmpl, errs = c.workload(n)
 	}
@@ -474,16 +541,19 @@ func retryStrategy(r Retry) *wfv1.RetryStrategy {
 // pod; a step's own pod labels would otherwise name the step as a release.
 var standardLabels = []string{cube.LabelName, cube.LabelManagedBy, cube.LabelPartOf, cube.LabelKind, cube.LabelRelease}
 
-// container compiles a container step to a container template.
-func (c *compiler) container(n *node, s *ContainerStep) (wfv1.Template, field.ErrorList) {
+// container compiles a container step to a container template and
+// returns the image pull secrets it needs (the Workflow has them, see
+// fromPodSpec). It only reads the compiler: containers calls it from
+// several goroutines.
+func (c *compiler) container(n *node, s *ContainerStep) (wfv1.Template, []corev1.LocalObjectReference, field.ErrorList) {
 	var errs field.ErrorList
 	if s.NamespaceName() != "" {
 		errs = append(errs, field.Forbidden(n.path.Child("namespace"), "steps run in the pipeline's namespace: set it on the pipeline"))
 	}
 	pt, terrs := s.Template(n.path.Child("template"), pod.TemplateOptions{Container: mainContainer})
 	errs = append(errs, terrs...)
-	spec := pt.Spec
-	ctr := spec.Containers[0]
+	spec := &pt.Spec
+	ctr := &spec.Containers[0]
 	if len(n.c.outputs) > 0 {
 		ctr.Env = setDefaultEnv(ctr.Env, EnvOutputs, OutputsPath)
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: outputsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -505,13 +575,12 @@ func (c *compiler) container(n *node, s *ContainerStep) (wfv1.Template, field.Er
 	for i := range ctr.Env {
 		ctr.Env[i].Value = rewrite(ctr.Env[i].Value)
 	}
-	spec.Containers[0] = ctr
 
 	t := wfv1.Template{}
 	for _, o := range n.c.outputs {
 		t.Outputs.Parameters = append(t.Outputs.Parameters, wfv1.Parameter{Name: o, ValueFrom: &wfv1.ValueFrom{Path: OutputsPath + "/" + o}})
 	}
-	labels := maps.Clone(pt.Labels)
+	labels := pt.Labels // Template's own map
 	for _, k := range standardLabels {
 		delete(labels, k)
 	}
@@ -528,12 +597,7 @@ func (c *compiler) container(n *node, s *ContainerStep) (wfv1.Template, field.Er
 	if err != nil {
 		errs = append(errs, field.InternalError(n.path, err))
 	}
-	for _, ps := range pull {
-		if !slices.Contains(c.pullSecrets, ps) {
-			c.pullSecrets = append(c.pullSecrets, ps)
-		}
-	}
-	return t, errs
+	return t, pull, errs
 }
 
 func setDefaultEnv(env []corev1.EnvVar, name, value string) []corev1.EnvVar {
@@ -545,12 +609,15 @@ func setDefaultEnv(env []corev1.EnvVar, name, value string) []corev1.EnvVar {
 
 // fromPodSpec moves a pod spec into an Argo template: the fields a template
 // has, the image pull secrets returned for the Workflow (Argo has them only
-// there), and whatever is left as a podSpecPatch.
-func fromPodSpec(t *wfv1.Template, spec corev1.PodSpec) ([]corev1.LocalObjectReference, error) {
-	ctr := spec.Containers[0]
-	t.Container = &ctr
-	for _, ic := range spec.InitContainers {
-		t.InitContainers = append(t.InitContainers, wfv1.UserContainer{Container: ic})
+// there), and whatever is left as a podSpecPatch. It takes spec over: the
+// template shares its container, and spec is left with what the patch has.
+func fromPodSpec(t *wfv1.Template, spec *corev1.PodSpec) ([]corev1.LocalObjectReference, error) {
+	t.Container = &spec.Containers[0]
+	if len(spec.InitContainers) > 0 {
+		t.InitContainers = make([]wfv1.UserContainer, len(spec.InitContainers))
+		for i, ic := range spec.InitContainers {
+			t.InitContainers[i] = wfv1.UserContainer{Container: ic}
+		}
 	}
 	t.Volumes = spec.Volumes
 	t.NodeSelector = spec.NodeSelector
@@ -563,16 +630,16 @@ func fromPodSpec(t *wfv1.Template, spec corev1.PodSpec) ([]corev1.LocalObjectRef
 	t.HostAliases = spec.HostAliases
 	pull := spec.ImagePullSecrets
 
-	rest := spec
-	rest.Containers, rest.InitContainers, rest.Volumes = nil, nil, nil
-	rest.NodeSelector, rest.Affinity, rest.Tolerations = nil, nil, nil
-	rest.SchedulerName, rest.PriorityClassName, rest.ServiceAccountName = "", "", ""
-	rest.SecurityContext, rest.HostAliases, rest.ImagePullSecrets = nil, nil, nil
-	rest.RestartPolicy = "" // Argo sets it
-	if reflect.ValueOf(&rest).Elem().IsZero() {
+	// What the template took is cleared: the rest is the patch.
+	spec.Containers, spec.InitContainers, spec.Volumes = nil, nil, nil
+	spec.NodeSelector, spec.Affinity, spec.Tolerations = nil, nil, nil
+	spec.SchedulerName, spec.PriorityClassName, spec.ServiceAccountName = "", "", ""
+	spec.SecurityContext, spec.HostAliases, spec.ImagePullSecrets = nil, nil, nil
+	spec.RestartPolicy = "" // Argo sets it
+	if reflect.ValueOf(spec).Elem().IsZero() {
 		return pull, nil
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rest)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
 	if err != nil {
 		return nil, fmt.Errorf("pod spec patch: %w", err)
 	}

@@ -2,6 +2,8 @@ package pipeline_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -358,4 +360,42 @@ func TestRenderYAMLRoundTrips(t *testing.T) {
 	want, err := json.Marshal(buildFlow(t).Spec)
 	require.NoError(t, err)
 	assert.JSONEq(t, string(want), string(got))
+}
+
+// A pipeline large enough to compile its container steps on every core
+// compiles to the same Workflow, and reports the same errors in the same
+// order, as on one core; go test -race checks the steps share nothing.
+func TestCompileOnEveryCoreIsCompileOnOne(t *testing.T) {
+	build := func(procs int, p *pipeline.Pipeline) (string, error) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		wf, err := p.Build()
+		if err != nil {
+			return "", err
+		}
+		out, merr := yaml.Marshal(wf)
+		require.NoError(t, merr)
+		return string(out), nil
+	}
+	good := wideDAG(1000)
+	for i := range 1000 {
+		// Pull secrets gathered from many steps: the Workflow lists each once.
+		good.Step(pipeline.Container(fmt.Sprintf("pull-%d", i)).Image("registry.example.com/x").ImagePullSecret(fmt.Sprintf("reg-%d", i%3)))
+	}
+	one, err := build(1, good)
+	require.NoError(t, err)
+	many, err := build(4, good)
+	require.NoError(t, err)
+	assert.Equal(t, one, many)
+	assert.Equal(t, 3, strings.Count(one, "- name: reg-"), "each pull secret once")
+
+	bad := wideDAG(600)
+	for i := range 300 {
+		bad.Step(pipeline.Container(fmt.Sprintf("bad-%d", i)).Image("with space").CPU("lots"))
+	}
+	_, errOne := build(1, bad)
+	_, errMany := build(4, bad)
+	require.Error(t, errOne)
+	require.Error(t, errMany)
+	assert.Equal(t, errOne.Error(), errMany.Error())
+	assert.Equal(t, 300, strings.Count(errOne.Error(), "must not contain whitespace"))
 }

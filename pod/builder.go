@@ -579,7 +579,7 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels:      b.PodLabels(mergeMaps(b.podLabels, opts.Labels)),
+			Labels:      b.podLabelsWith(b.podLabels, opts.Labels),
 			Annotations: maps.Clone(b.podAnnotations),
 		},
 		Spec: corev1.PodSpec{
@@ -776,15 +776,6 @@ func volumeName(kind, source string) string {
 		name = strings.TrimRight(name[:validation.DNS1123LabelMaxLength], "-")
 	}
 	return name
-}
-
-func mergeMaps(a, b map[string]string) map[string]string {
-	out := maps.Clone(a)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, b)
-	return out
 }
 
 func sortedKeys[K ~string, V any](m map[K]V) []K {

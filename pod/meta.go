@@ -93,12 +93,23 @@ func (m *Meta[T]) ObjectMeta(name string) metav1.ObjectMeta {
 // PodLabels returns the labels of the release's pods: the extra labels, the
 // standard ones and the given component labels, freshly allocated.
 func (m *Meta[T]) PodLabels(extra map[string]string) map[string]string {
-	out := maps.Clone(m.labels)
-	if out == nil {
-		out = map[string]string{}
+	return m.podLabelsWith(extra)
+}
+
+// podLabelsWith is PodLabels with the extra labels of several sets, later
+// ones winning, in one map sized once.
+func (m *Meta[T]) podLabelsWith(extra ...map[string]string) map[string]string {
+	id := m.Identity().Labels()
+	n := len(m.labels) + len(id)
+	for _, e := range extra {
+		n += len(e)
 	}
-	maps.Copy(out, m.Identity().Labels())
-	maps.Copy(out, extra)
+	out := make(map[string]string, n)
+	maps.Copy(out, m.labels)
+	maps.Copy(out, id)
+	for _, e := range extra {
+		maps.Copy(out, e)
+	}
 	return out
 }
 
