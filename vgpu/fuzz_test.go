@@ -90,7 +90,8 @@ func FuzzSlice(f *testing.F) {
 		}
 		if parsed, err := vgpu.ParseTemplate(tpl); err == nil {
 			assert.Positive(t, parsed.AICores)
-			assert.True(t, strings.HasPrefix(tpl, "vir"))
+			assert.True(t, strings.HasPrefix(parsed.Name, "vir"))
+			assert.True(t, strings.EqualFold(strings.TrimSpace(tpl), parsed.Name))
 		}
 	})
 }

@@ -10,8 +10,10 @@ import (
 
 // ParseMIGProfile parses a MIG profile name such as "3g.40gb" or
 // "1g.10gb+me" into compute slices, memory in GB and the media-extension
-// flag.
+// flag. Case and surrounding space are ignored, as the catalogue's
+// look-ups ignore them.
 func ParseMIGProfile(name string) (computeSlices, memoryGB int, mediaExtension bool, err error) {
+	name = canonical(name)
 	rest, me := strings.CutSuffix(name, "+me")
 	g, gb, ok := strings.Cut(rest, "g.")
 	if !ok {
@@ -35,11 +37,13 @@ func ParseMIGProfile(name string) (computeSlices, memoryGB int, mediaExtension b
 // ParseTemplate parses an Ascend vNPU template name: vir<AI cores>, then
 // optional _<AI CPUs>c, _<GB>g and a media suffix (_m/_dvpp with media
 // engines, _nm/_ndvpp without). Memory is left zero; the chip's table
-// knows it.
-func ParseTemplate(name string) (hardware.VNPUTemplate, error) {
+// knows it. Case and surrounding space are ignored; Name is the drivers'
+// spelling.
+func ParseTemplate(given string) (hardware.VNPUTemplate, error) {
 	bad := func(why string) (hardware.VNPUTemplate, error) {
-		return hardware.VNPUTemplate{}, fmt.Errorf("vnpu template %q: %s", name, why)
+		return hardware.VNPUTemplate{}, fmt.Errorf("vnpu template %q: %s", given, why)
 	}
+	name := canonical(given)
 	rest, ok := strings.CutPrefix(name, "vir")
 	if !ok {
 		return bad("want vir<cores>[_<n>c][_<n>g][_m|_nm]")
@@ -75,6 +79,12 @@ func ParseTemplate(name string) (hardware.VNPUTemplate, error) {
 	}
 	return t, nil
 }
+
+// canonical is a slice name as the drivers spell it (lower case, no
+// surrounding space): the parsers read names as the catalogue's look-ups
+// do (hardware.Profile.MIGProfile, VNPUTemplate), which ignore case and
+// surrounding space, so that a name one accepts the other parses.
+func canonical(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
 
 // smallInt parses a short run of decimal digits.
 func smallInt(s string) (int, error) {

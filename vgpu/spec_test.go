@@ -254,6 +254,18 @@ func TestParsers(t *testing.T) {
 	tp, err = vgpu.ParseTemplate("vir04_3c_ndvpp")
 	require.NoError(t, err)
 	assert.Equal(t, hardware.VNPUTemplate{Name: "vir04_3c_ndvpp", AICores: 4, AICPUs: 3, Media: "ndvpp"}, tp)
+	// As the catalogue's look-ups (Profile.VNPUTemplate, MIGProfile) ignore
+	// case and surrounding space, so do the parsers: a name VNPU accepts
+	// parses (FuzzSlice found "vir05_1C_16g" accepted by one, refused by
+	// the other). Name is the drivers' spelling.
+	tp, err = vgpu.ParseTemplate(" VIR05_1C_16G ")
+	require.NoError(t, err)
+	assert.Equal(t, hardware.VNPUTemplate{Name: "vir05_1c_16g", AICores: 5, AICPUs: 1, MemoryMiB: 16384}, tp)
+	_, err = vgpu.ParseTemplate("VIR05_X")
+	assert.EqualError(t, err, `vnpu template "VIR05_X": unexpected part "x"`, "the error quotes the name as given")
+	compute, gb, me, err := vgpu.ParseMIGProfile(" 3G.40GB+ME")
+	require.NoError(t, err)
+	assert.Equal(t, []any{3, 40, true}, []any{compute, gb, me})
 	for bad, why := range map[string]string{
 		"vir":             "AI cores must be a positive number",
 		"vir00":           "AI cores must be a positive number",
