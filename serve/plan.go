@@ -32,7 +32,9 @@ const (
 	// against, and captures CUDA graphs after it has sized the KV cache, so
 	// neither comes out of the share (vllm/v1/worker/gpu_worker.py,
 	// init_device and determine_available_memory); a start-up with less
-	// free memory than the share fails.
+	// free memory than the share fails. VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1
+	// (vllm/envs.py, off by default) moves the graphs' estimate into the
+	// share; the planner assumes the default.
 	DefaultOverheadBytes = int64(1) << 30
 
 	activationBytes = 2 // activations run in 16-bit
