@@ -576,3 +576,30 @@ func uniq(s []string) []string {
 	}
 	return out
 }
+
+// DropAnnotationVisibleDevices removes from every container of tmpl the
+// ASCEND_VISIBLE_DEVICES that Apply reads from the huawei.com/Ascend...
+// pod annotation (Profile.VisibleDevicesFromAnnotation). Only Volcano
+// with Huawei's scheduler plugin writes that annotation: on a pod another
+// scheduler places, the variable resolves to "" and, being in the pod
+// spec, overrides the ASCEND_VISIBLE_DEVICES the Ascend device plugin
+// returns from Allocate (mind-cluster component/ascend-device-plugin/pkg/
+// common/utils.go SetAscendRuntimeEnv). Builders whose pods are not
+// scheduled by Volcano call it after the template is made; Apply cannot,
+// because the training operators choose the scheduler of a gang-scheduled
+// job's pods after it runs.
+func DropAnnotationVisibleDevices(tmpl *corev1.PodTemplateSpec) {
+	if tmpl == nil {
+		return
+	}
+	for i := range tmpl.Spec.Containers {
+		c := &tmpl.Spec.Containers[i]
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "ASCEND_VISIBLE_DEVICES" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+				strings.HasPrefix(e.ValueFrom.FieldRef.FieldPath, "metadata.annotations[")
+		})
+		if len(c.Env) == 0 {
+			c.Env = nil
+		}
+	}
+}

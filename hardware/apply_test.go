@@ -302,3 +302,29 @@ func TestApplyDevices(t *testing.T) {
 	}, errStrings(hardware.ApplyDevices(&tmpl, "main", r, tmplPath)))
 	assert.Empty(t, tmpl.Spec.Containers[0].Resources.Limits, "unchanged on error")
 }
+
+// DropAnnotationVisibleDevices takes out only the annotation-fed
+// ASCEND_VISIBLE_DEVICES Apply adds (mind-cluster's device plugin sets the
+// variable itself from Allocate), in every container, and leaves the rest.
+func TestDropAnnotationVisibleDevices(t *testing.T) {
+	require.NotPanics(t, func() { hardware.DropAnnotationVisibleDevices(nil) })
+
+	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}, {Name: "side"}}}}
+	require.Empty(t, hardware.Apply(tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3, GPUs: 2}, field.NewPath("spec")))
+	fromAnnotation := corev1.EnvVar{Name: "ASCEND_VISIBLE_DEVICES", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['huawei.com/Ascend910']"}}}
+	require.Contains(t, tmpl.Spec.Containers[0].Env, fromAnnotation, "Apply reads the devices from Volcano's annotation")
+	literal := corev1.EnvVar{Name: "ASCEND_VISIBLE_DEVICES", Value: "0,1"}
+	other := corev1.EnvVar{Name: "TZ", Value: "UTC"}
+	tmpl.Spec.Containers[1].Env = []corev1.EnvVar{fromAnnotation, other}
+
+	hardware.DropAnnotationVisibleDevices(tmpl)
+	assert.NotContains(t, tmpl.Spec.Containers[0].Env, fromAnnotation)
+	assert.Equal(t, []corev1.EnvVar{other}, tmpl.Spec.Containers[1].Env)
+	npus := tmpl.Spec.Containers[0].Resources.Limits[hardware.Ascend910B3.ResourceName]
+	assert.Equal(t, int64(2), npus.Value(), "the devices are still requested")
+
+	tmpl.Spec.Containers[1].Env = []corev1.EnvVar{literal}
+	hardware.DropAnnotationVisibleDevices(tmpl)
+	assert.Equal(t, []corev1.EnvVar{literal}, tmpl.Spec.Containers[1].Env, "a value the caller wrote stays")
+}

@@ -298,8 +298,10 @@ type jupyterKernel struct {
 // (components/notebook-controller/pkg/culler/culler.go allKernelsAreIdle):
 // a cell that computes for hours without output sends nothing on iopub, so
 // its last_activity stays at the cell's start. A dead kernel is not
-// activity. Otherwise the latest of the server's and its kernels'
-// last_activity counts.
+// activity (Kubeflow's allKernelsAreIdle counts it as not idle, so a dead
+// kernel keeps a Kubeflow notebook running forever; here it runs nothing
+// and lets the notebook be culled). Otherwise the latest of the server's
+// and its kernels' last_activity counts.
 func jupyterActivity(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, root string, o *cullOptions) (time.Time, error) {
 	token, err := tokenOf(ctx, c, sts)
 	if err != nil {

@@ -329,8 +329,9 @@ func launchMindIE(s *Service, r *rendering) field.ErrorList {
 		table := s.rankTable
 		if table == "" {
 			// Only Ascend's operator fills rings-config-<job>, and only for
-			// the AscendJobs it runs (mind-cluster ascend-operator); nothing
-			// fills it for a LeaderWorkerSet group, whose pods would wait
+			// AscendJobs, Volcano Jobs and Deployments (mind-cluster
+			// ascend-operator pkg/controllers/v1 consts.go, deployhandler.go);
+			// nothing fills it for a LeaderWorkerSet group, whose pods would wait
 			// for a completed table forever. The table needs each NPU's
 			// device IP, known only on the nodes (hccn.conf), so cube cannot
 			// write it either.

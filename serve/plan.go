@@ -32,7 +32,15 @@ const (
 	// against, and captures CUDA graphs after it has sized the KV cache, so
 	// neither comes out of the share (vllm/v1/worker/gpu_worker.py,
 	// init_device and determine_available_memory); a start-up with less
-	// free memory than the share fails.
+	// free memory than the share fails. VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1
+	// (vllm/envs.py, off by default) moves the graphs' estimate into the
+	// share; the planner assumes the default. vLLM-Ascend differs: its
+	// NPUWorker takes the snapshot before it initialises the distributed
+	// environment (vllm_ascend/worker/worker.py _init_device), so the HCCL
+	// buffers of the rank's groups, 2 × HCCL_BUFFSIZE (200 MB by CANN's
+	// default) per communicator, come out of the share. The planner does not
+	// subtract them: on Ascend with TP or PP above 1 its KV figure is high by
+	// about 400 MB per group; lower MemoryUtilization to keep the margin.
 	DefaultOverheadBytes = int64(1) << 30
 
 	activationBytes = 2 // activations run in 16-bit

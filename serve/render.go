@@ -398,10 +398,10 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	if len(tmpl.Spec.Containers) == 0 {
 		return tmpl, errs
 	}
-	main := &tmpl.Spec.Containers[0]
 	if tmpl.Spec.SchedulerName != pod.VolcanoScheduler {
-		dropAnnotationVisibleDevices(main)
+		hardware.DropAnnotationVisibleDevices(&tmpl)
 	}
+	main := &tmpl.Spec.Containers[0]
 	cPath := p.Child("spec", "containers").Index(0)
 
 	userCommand, userArgs := s.CommandLine()
@@ -503,25 +503,6 @@ func (s *Service) setProbes(c *corev1.Container) {
 		live = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: e.livePath, Port: intstr.FromInt32(e.port)}}
 	}
 	c.LivenessProbe = &corev1.Probe{ProbeHandler: live, PeriodSeconds: 30, TimeoutSeconds: 10, FailureThreshold: 5}
-}
-
-// dropAnnotationVisibleDevices removes the ASCEND_VISIBLE_DEVICES that
-// hardware.Apply reads from the huawei.com/Ascend910 pod annotation. Only
-// Volcano with Huawei's scheduler plugin writes that annotation: on a pod
-// another scheduler places the variable resolves to "" and, being in the
-// pod spec, overrides the ASCEND_VISIBLE_DEVICES the Ascend device plugin
-// returns from Allocate (mind-cluster ascend-device-plugin: the plugin
-// server's Allocate sets Envs["ASCEND_VISIBLE_DEVICES"] with and without
-// Volcano). hardware.Apply sees the template's schedulerName and is the
-// better place for this check.
-func dropAnnotationVisibleDevices(c *corev1.Container) {
-	c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
-		return e.Name == "ASCEND_VISIBLE_DEVICES" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
-			strings.HasPrefix(e.ValueFrom.FieldRef.FieldPath, "metadata.annotations[")
-	})
-	if len(c.Env) == 0 {
-		c.Env = nil
-	}
 }
 
 // checkLiteralSecrets refuses credentials written into the objects: an

@@ -510,9 +510,11 @@ func (s *Service) ModelFacts(m market.Model) *Service {
 // RankTable names the ConfigMap holding MindIE's multi-node rank table
 // (key hccl.json, the Ascend operator's format, with "status":
 // "completed"), which a MindIE replica across nodes requires: Ascend's
-// operator fills rings-config-<job> only for its own AscendJobs, never for
-// the LeaderWorkerSet cube renders, and the table's NPU device IPs are
-// known only on the nodes. MindIE only.
+// operator fills rings-config-<job> only for the owners it watches
+// (AscendJobs, Volcano Jobs and Deployments: acjobKind, vcjobKind and
+// deployKind in mind-cluster component/ascend-operator/pkg/controllers/v1/
+// consts.go), never for the LeaderWorkerSet cube renders, and the table's
+// NPU device IPs are known only on the nodes. MindIE only.
 func (s *Service) RankTable(configMap string) *Service {
 	if s == nil {
 		return nil

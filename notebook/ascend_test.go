@@ -1,0 +1,60 @@
+package notebook_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/notebook"
+)
+
+// visibleDevices is the notebook container's ASCEND_VISIBLE_DEVICES, if any.
+func visibleDevices(c corev1.Container) *corev1.EnvVar {
+	for i := range c.Env {
+		if c.Env[i].Name == "ASCEND_VISIBLE_DEVICES" {
+			return &c.Env[i]
+		}
+	}
+	return nil
+}
+
+// ASCEND_VISIBLE_DEVICES from the huawei.com/Ascend910 annotation only on
+// pods Volcano schedules: only Volcano with Huawei's plugin writes that
+// annotation, and an empty variable in the pod spec overrides the one the
+// Ascend device plugin returns from Allocate (mind-cluster
+// component/ascend-device-plugin/pkg/common/utils.go SetAscendRuntimeEnv).
+// Issue 10 item 21, for notebooks.
+func TestAscendVisibleDevicesOnlyUnderVolcano(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	nb := func(name string) *notebook.Notebook {
+		return notebook.Jupyter(name, "alice").Namespace(ns).AuthSecret("tok", "token").AllowNamespace(istio).
+			On(hardware.Ascend910B3).GPUs(1)
+	}
+
+	_, _, _, sts := objects(t, nb("npu"))
+	c := sts.Spec.Template.Spec.Containers[0]
+	assert.Empty(t, sts.Spec.Template.Spec.SchedulerName)
+	assert.Nil(t, visibleDevices(c), "the device plugin sets it for the default scheduler's pods")
+	npus := c.Resources.Limits[hardware.Ascend910B3.ResourceName]
+	assert.Equal(t, int64(1), npus.Value(), "the NPU is still requested")
+	_, err := cc.Apply(t.Context(), nb("npu"))
+	require.NoError(t, err)
+
+	_, _, _, sts = objects(t, nb("npu-volcano").Scheduler("volcano"))
+	c = sts.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, "volcano", sts.Spec.Template.Spec.SchedulerName)
+	v := visibleDevices(c)
+	require.NotNil(t, v, "Volcano's Ascend plugin writes the allocation annotation")
+	require.NotNil(t, v.ValueFrom)
+	require.NotNil(t, v.ValueFrom.FieldRef)
+	assert.Equal(t, "metadata.annotations['huawei.com/Ascend910']", v.ValueFrom.FieldRef.FieldPath)
+	_, err = cc.Apply(t.Context(), nb("npu-volcano").Scheduler("volcano"))
+	require.NoError(t, err)
+}
