@@ -584,10 +584,10 @@ func uniq(s []string) []string {
 // scheduler places, the variable resolves to "" and, being in the pod
 // spec, overrides the ASCEND_VISIBLE_DEVICES the Ascend device plugin
 // returns from Allocate (mind-cluster component/ascend-device-plugin/pkg/
-// common/utils.go SetAscendRuntimeEnv). Builders whose pods are not
-// scheduled by Volcano call it after the template is made; Apply cannot,
-// because the training operators choose the scheduler of a gang-scheduled
-// job's pods after it runs.
+// common/utils.go SetAscendRuntimeEnv). pod.Builder.Template calls it for
+// every template that Volcano does not schedule (its schedulerName, or
+// TemplateOptions.ScheduledByVolcano for the gang-scheduled jobs whose
+// operator sets the scheduler later); Apply cannot tell, for that reason.
 func DropAnnotationVisibleDevices(tmpl *corev1.PodTemplateSpec) {
 	if tmpl == nil {
 		return

@@ -34,9 +34,9 @@
 // into a pod template: devices as requests equal to limits, node
 // selectors, tolerations, NCCL_* or HCCL_* variables (HCCL_IF_IP from the
 // pod IP), the Ascend ring-controller.atlas label and ASCEND_VISIBLE_DEVICES
-// from the allocation annotation (which only Volcano writes: builders of
-// pods another scheduler places remove it with
-// DropAnnotationVisibleDevices), the Ascend driver host paths when the
+// from the allocation annotation (which only Volcano writes: the pod
+// templates of cube's builders drop it, with DropAnnotationVisibleDevices,
+// where another scheduler places the pods), the Ascend driver host paths when the
 // Ascend Docker Runtime is absent, a memory-backed /dev/shm, IPC_LOCK for
 // RDMA and the Multus annotation. It checks the placement first (too many
 // devices for the node type, MIG on a card without MIG, RDMA without a

@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -119,12 +118,6 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 		Labels:       labels,
 	})
 	errs = append(errs, tmplErrs...)
-	if tmpl.Spec.SchedulerName != pod.VolcanoScheduler {
-		// Only Volcano writes the annotation hardware.Apply reads the
-		// Ascend devices from; elsewhere the device plugin's own
-		// ASCEND_VISIBLE_DEVICES must not be shadowed by an empty one.
-		hardware.DropAnnotationVisibleDevices(&tmpl)
-	}
 	if len(tmpl.Spec.Containers) == 1 {
 		errs = append(errs, n.shapeServer(&tmpl, srv, port, home, baseURL, tmplPath.Child("spec"))...)
 	}

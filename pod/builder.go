@@ -466,6 +466,14 @@ type TemplateOptions struct {
 	// memory for an MPI launcher or a parameter server beside large
 	// workers. Values are parsed like CPU and Memory.
 	Resources map[corev1.ResourceName]string
+	// ScheduledByVolcano says that Volcano's scheduler places the pods
+	// although the template's schedulerName is not (yet) volcano: a
+	// training operator or KubeRay sets it on a gang-scheduled job's pods.
+	// Only Volcano writes the pod annotation Ascend profiles read
+	// ASCEND_VISIBLE_DEVICES from; the template of any other scheduler's
+	// pods leaves that variable to the device plugin
+	// (hardware.DropAnnotationVisibleDevices).
+	ScheduledByVolcano bool
 	// OmitSettingErrors leaves out the problems recorded while chaining
 	// (a negative GPUs, a bad Queue, a literal secret in Env): a workload
 	// that renders several templates from one Builder reports them once,
@@ -612,6 +620,9 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	tmpl.Spec.Containers = []corev1.Container{c}
 
 	errs = append(errs, b.applyHardware(&tmpl, name, p, opts.NoGPUs)...)
+	if tmpl.Spec.SchedulerName != VolcanoScheduler && !opts.ScheduledByVolcano {
+		hardware.DropAnnotationVisibleDevices(&tmpl)
+	}
 	if b.edge != nil {
 		errs = append(errs, hardware.ApplyEdge(&tmpl, name, *b.edge, p)...)
 	}

@@ -398,9 +398,6 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	if len(tmpl.Spec.Containers) == 0 {
 		return tmpl, errs
 	}
-	if tmpl.Spec.SchedulerName != pod.VolcanoScheduler {
-		hardware.DropAnnotationVisibleDevices(&tmpl)
-	}
 	main := &tmpl.Spec.Containers[0]
 	cPath := p.Child("spec", "containers").Index(0)
 

@@ -153,11 +153,12 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 	for _, r := range l.roles {
 		rolePath := specsPath.Key(string(r.typ))
 		tmpl, tmplErrs := o.Template(rolePath.Child("template"), pod.TemplateOptions{
-			Container:         l.container,
-			NoGPUs:            r.noGPUs,
-			Labels:            map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
-			Resources:         o.roleResources[r.typ],
-			OmitSettingErrors: true,
+			Container:          l.container,
+			NoGPUs:             r.noGPUs,
+			Labels:             map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
+			Resources:          o.roleResources[r.typ],
+			ScheduledByVolcano: gang.on,
+			OmitSettingErrors:  true,
 		})
 		errs = append(errs, sharedPlacement(tmplErrs, rolePath.Child("template"))...)
 		if r.override {

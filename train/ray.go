@@ -170,11 +170,12 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	cluster := &rayv1.RayClusterSpec{RayVersion: j.rayVersion}
 	headPath := spec.Child("rayClusterSpec", "headGroupSpec", "template")
 	head, headErrs := j.Template(headPath, pod.TemplateOptions{
-		Container:         "ray-head",
-		NoGPUs:            !j.headDevices,
-		Labels:            map[string]string{LabelComponent: "head"},
-		Resources:         j.headRes,
-		OmitSettingErrors: true,
+		Container:          "ray-head",
+		NoGPUs:             !j.headDevices,
+		Labels:             map[string]string{LabelComponent: "head"},
+		Resources:          j.headRes,
+		ScheduledByVolcano: j.gang,
+		OmitSettingErrors:  true,
 	})
 	errs = append(errs, sharedPlacement(headErrs, headPath)...)
 	errs = append(errs, checkTemplatePorts(head, headPath)...)
@@ -207,9 +208,10 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 			errs = append(errs, field.Invalid(gPath.Child("maxReplicas"), g.max, "must fit in 32 bits"))
 		}
 		tmpl, tmplErrs := j.Template(gPath.Child("template"), pod.TemplateOptions{
-			Container:         "ray-worker",
-			Labels:            map[string]string{LabelComponent: "worker"},
-			OmitSettingErrors: true,
+			Container:          "ray-worker",
+			Labels:             map[string]string{LabelComponent: "worker"},
+			ScheduledByVolcano: j.gang,
+			OmitSettingErrors:  true,
 		})
 		errs = append(errs, sharedPlacement(tmplErrs, gPath.Child("template"))...)
 		errs = append(errs, checkTemplatePorts(tmpl, gPath.Child("template"))...)

@@ -308,12 +308,13 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 				"a PodFailed policy never fires while the kubelet restarts failed containers in place: set RestartPolicy(corev1.RestartPolicyNever)"))
 		}
 		tmpl, tmplErrs := j.Template(tPath.Child("template"), pod.TemplateOptions{
-			Container:         t.Name,
-			NoGPUs:            t.NoGPUs,
-			Labels:            map[string]string{LabelComponent: t.Name},
-			Resources:         cpuMemory(t.CPU, t.Memory),
-			RestartPolicy:     restart,
-			OmitSettingErrors: true,
+			Container:          t.Name,
+			NoGPUs:             t.NoGPUs,
+			Labels:             map[string]string{LabelComponent: t.Name},
+			Resources:          cpuMemory(t.CPU, t.Memory),
+			RestartPolicy:      restart,
+			ScheduledByVolcano: scheduler == VolcanoScheduler,
+			OmitSettingErrors:  true,
 		})
 		errs = append(errs, sharedPlacement(tmplErrs, tPath.Child("template"))...)
 		if t.Command != nil {
