@@ -195,8 +195,11 @@ func TestAPIServerExecutorRBACAuthorizes(t *testing.T) {
 	for _, verb := range []string{"create", "patch"} {
 		assert.True(t, allowed("argoproj.io", "workflowtaskresults", verb), verb)
 	}
-	for _, verb := range []string{"create", "get", "watch", "patch", "delete"} {
+	for _, verb := range []string{"create", "get"} {
 		assert.True(t, allowed("kubeflow.org", "pytorchjobs", verb), verb)
+	}
+	for _, verb := range []string{"watch", "list", "patch", "delete"} {
+		assert.False(t, allowed("kubeflow.org", "pytorchjobs", verb), "Argo v3.7.6's executor does not %s the job", verb)
 	}
 	assert.False(t, allowed("argoproj.io", "workflows", "create"), "the executor does not create workflows")
 	assert.False(t, allowed("", "secrets", "get"))
