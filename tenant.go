@@ -57,8 +57,8 @@ const (
 
 // PipelineServiceAccount is the ServiceAccount every tenant gives its
 // pipelines: pass it to pipeline.(*Pipeline).ServiceAccount. Its Role lets
-// Argo's executor report step results and lets a workload step create,
-// follow and delete the jobs it runs.
+// Argo's executor report step results and lets a workload step create and
+// read the jobs it runs.
 const PipelineServiceAccount = "cube-pipeline"
 
 // TenantSpec builds a team's share of a cluster: its namespace, quota,

@@ -14,9 +14,12 @@ var (
 	editVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 	viewVerbs = []string{"get", "list", "watch"}
 	// jobVerbs are what an Argo resource step does with the job it runs:
-	// create it, follow it to its success or failure condition, patch it
-	// and delete it (workflow/executor/resource.go, argo-workflows v3.7.6).
-	jobVerbs = []string{"create", "delete", "get", "list", "patch", "watch"}
+	// kubectl create, then GET polls until its success or failure
+	// condition matches and kubectl get for its outputs
+	// (workflow/executor/resource.go ExecResource, WaitResource,
+	// SaveResourceParameters, argo-workflows v3.7.6); it never watches,
+	// lists, patches or deletes the job.
+	jobVerbs = []string{"create", "get"}
 )
 
 // cubeResources are the kinds cube's builders create in a tenant's

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -193,10 +195,52 @@ func TestAPIServerExecutorRBACAuthorizes(t *testing.T) {
 	for _, verb := range []string{"create", "patch"} {
 		assert.True(t, allowed("argoproj.io", "workflowtaskresults", verb), verb)
 	}
-	for _, verb := range []string{"create", "get", "watch", "patch", "delete"} {
+	for _, verb := range []string{"create", "get"} {
 		assert.True(t, allowed("kubeflow.org", "pytorchjobs", verb), verb)
+	}
+	for _, verb := range []string{"watch", "list", "patch", "delete"} {
+		assert.False(t, allowed("kubeflow.org", "pytorchjobs", verb), "Argo v3.7.6's executor does not %s the job", verb)
 	}
 	assert.False(t, allowed("argoproj.io", "workflows", "create"), "the executor does not create workflows")
 	assert.False(t, allowed("", "secrets", "get"))
 	assert.False(t, allowed("kubeflow.org", "tfjobs", "create"), "only the kinds the steps run")
+}
+
+// TestAPIServerWaitSeesTheWorkloadsPods applies a pipeline with a workload
+// step and creates the pod the job's controller would make from the job's
+// pod template (the batch Job controller copies the template's labels onto
+// its pods, k8s.io/kubernetes pkg/controller/job): the pipeline's release
+// lists it by cube.dev/release and reports its problem, which it missed
+// while the job kept its own release label (issue 10, item 15).
+func TestAPIServerWaitSeesTheWorkloadsPods(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	p := pipeline.New("trainflow").Namespace(ns).Step(pipeline.Workload("train", batchJob("trainer", "true")))
+	rel, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(ctx, p)
+	require.NoError(t, err)
+
+	wf, err := p.Build()
+	require.NoError(t, err)
+	labels, found, err := unstructured.NestedStringMap(manifestOf(t, wf, "train").Object, "spec", "template", "metadata", "labels")
+	require.NoError(t, err)
+	require.True(t, found, "the job's pod template has labels")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "trainer-x7k2p", Namespace: ns, Labels: labels},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36", Command: []string{"true"}}}},
+	}
+	require.NoError(t, env.Client.Create(ctx, pod))
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "main", Image: "busybox:1.36",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "busybox:1.36"`}},
+	}}}
+	require.NoError(t, env.Client.Status().Update(ctx, pod))
+
+	st, err := rel.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Pods, 1, "the pipeline's release lists the job's pod")
+	assert.Equal(t, "trainer-x7k2p", st.Pods[0].Pod)
+	assert.Equal(t, "main", st.Pods[0].Container)
+	assert.Equal(t, "ImagePullBackOff", st.Pods[0].Reason)
 }

@@ -149,7 +149,8 @@ func TestWorkloadStepRefusesServing(t *testing.T) {
 
 // The executor of Argo v3.7 writes WorkflowTaskResults (docs/workflow-rbac.md)
 // and, for resource templates, creates the job and reads it until a
-// condition matches (workflow/executor/resource.go).
+// condition matches (workflow/executor/resource.go: kubectl create, GET
+// polls, kubectl get for outputs; no watch, patch or delete).
 func TestExecutorRBAC(t *testing.T) {
 	objs, err := llmFlow().ExecutorRBAC().Objects()
 	require.NoError(t, err)
@@ -163,7 +164,7 @@ func TestExecutorRBAC(t *testing.T) {
 	assert.Equal(t, "llm-flow", sa.Labels[cube.LabelRelease])
 	assert.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflowtaskresults"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs"}, Verbs: []string{"create", "get", "watch", "patch", "delete"}},
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs"}, Verbs: []string{"create", "get"}},
 	}, role.Rules)
 	assert.Equal(t, "pipeline-runner", role.Name)
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pipeline-runner"}, binding.RoleRef)

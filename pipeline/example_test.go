@@ -429,6 +429,6 @@ func ExamplePipeline_ExecutorRBAC() {
 	// RoleBinding etl-runner
 	// Workflow etl
 	// [argoproj.io] [workflowtaskresults] [create patch]
-	// [batch] [jobs] [create get watch patch delete]
+	// [batch] [jobs] [create get]
 	// runs as: etl-runner
 }

@@ -20,10 +20,15 @@ const executorSuffix = "-executor"
 //   - create and patch on argoproj.io workflowtaskresults, where every pod
 //     reports its outputs and completion (docs/workflow-rbac.md and
 //     manifests/quick-start/base/executor/emissary/executor-role.yaml);
-//   - for each kind the workload steps run, create (kubectl create of the
-//     manifest), get and watch (waiting on the success and failure
-//     conditions, workflow/executor/resource.go WaitResource), patch and
-//     delete (stopping a job).
+//   - for each kind the workload steps run, create and get, no more: the
+//     resource step runs kubectl create of the manifest (ExecResource),
+//     polls the job with GET until a condition matches (WaitResource
+//     checkResourceState, no watch) and reads its outputs with kubectl get
+//     (SaveResourceParameters), all in workflow/executor/resource.go,
+//     argo-workflows v3.7.6. The executor never patches or deletes the
+//     job: it stops at its own deadline (see ActiveDeadline), and the
+//     Workflow owns it (setOwnerReference), so the garbage collector
+//     deletes it with the Workflow.
 //
 // The objects Objects renders around the jobs (ConfigMaps, Services…) are
 // applied with the pipeline by whoever applies it, not by the executor, so
@@ -69,7 +74,7 @@ func (g *graph) executorRules() []rbacv1.PolicyRule {
 		rules = append(rules, rbacv1.PolicyRule{
 			APIGroups: []string{grp},
 			Resources: resources,
-			Verbs:     []string{"create", "get", "watch", "patch", "delete"},
+			Verbs:     []string{"create", "get"},
 		})
 	}
 	return rules
