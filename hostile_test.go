@@ -63,6 +63,7 @@ func TestRenderRefusesNilsAndWhatApplyRefuses(t *testing.T) {
 		"nil":                {nil, "render workload 0: workload is nil"},
 		"typed nil":          {typedNil, "render workload 0: workload *cube_test.nilWorkload is nil"},
 		"nil WorkloadFunc":   {cube.WorkloadFunc(nil), "render workload 0: workload cube.WorkloadFunc is nil"},
+		"nil PyTorchJob":     {(*train.PyTorchJob)(nil), "render workload 0: workload *train.PyTorchJob is nil"},
 		"Objects(nil)":       {cube.Objects(nil), "render workload 0: cube.Objects: object 0 is nil"},
 		"Objects(typed nil)": {cube.Objects((*corev1.Pod)(nil)), "render workload 0: cube.Objects: object 0 is nil"},
 		"nil object":         {&nilWorkload{objs: []client.Object{(*corev1.ConfigMap)(nil)}}, "render workload 0: workload *cube_test.nilWorkload: object 0 is nil"},

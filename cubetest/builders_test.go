@@ -12,10 +12,12 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
+	"github.com/cubestudio/cube/tune"
 )
 
 // applyWaitReact is what a user's automation does with any builder: apply,
@@ -69,6 +71,18 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		{"vllm multi-node", "deepseek", func() cube.Workload {
 			return serve.VLLM("deepseek", "deepseek-ai/DeepSeek-V3").Namespace(ns).On(hardware.H100).GPUs(8).Nodes(2)
 		}, cube.Ready, cube.Ready},
+		{"katib experiment", "search", func() cube.Workload {
+			trial := train.PyTorch("search").Namespace(ns).Image("pytorch/pytorch:2.4.0").Torchrun("train.py").On(hardware.CPU).CPU("2").Memory("4Gi")
+			return tune.New("search").Namespace(ns).Objective(tune.Maximize("accuracy")).Algorithm(tune.Random()).
+				Param(tune.Float("lr", 1e-4, 1e-1)).Trial(trial, tune.Arg("lr", "--lr")).MaxTrials(4)
+		}, cube.Succeeded, cube.Succeeded},
+		{"llm sft", "support-bot", func() cube.Workload {
+			sft := llm.SFT("support-bot", "Qwen/Qwen2.5-7B-Instruct").
+				AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+				LoRA(llm.Adapter{Rank: 16, Alpha: 32}).Output("pvc://models/support-bot")
+			sft.Job().Namespace(ns).On(hardware.H100).GPUs(8)
+			return sft
+		}, cube.Succeeded, cube.Succeeded},
 		{"pipeline", "flow", func() cube.Workload {
 			prepare := pipeline.Container("prepare").Image("python:3.12").Command("python", "prepare.py")
 			job := train.PyTorch("flow-train").Namespace(ns).Image("pytorch/pytorch:2.4.0").Torchrun("train.py").On(hardware.CPU).CPU("2").Memory("4Gi")

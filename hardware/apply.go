@@ -200,6 +200,12 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("gpus"), p.GPUs,
 				"HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"))
 		}
+		if prof.Accelerated() && prof.MaxPerNode < 1 {
+			// Without it no count is too many: GPUs(64) would render a pod
+			// no node can hold.
+			errs = append(errs, field.Invalid(profPath.Child("maxPerNode"), prof.MaxPerNode,
+				fmt.Sprintf("must be at least 1: how many %s devices a node holds (WithMaxPerNode)", prof.Name)))
+		}
 		if prof.MaxPerNode > 0 && p.GPUs > prof.MaxPerNode {
 			errs = append(errs, field.Invalid(path.Child("gpus"), p.GPUs,
 				fmt.Sprintf("more devices per pod than a %s node holds (%d)", prof.Name, prof.MaxPerNode)))

@@ -189,6 +189,8 @@ func TestApplyPlacementErrors(t *testing.T) {
 			[]string{"spec.template.gpus: Invalid value: -1: must not be negative"}},
 		{"too many devices", hardware.Placement{Profile: hardware.Ascend910B2, GPUs: 16},
 			[]string{"spec.template.gpus: Invalid value: 16: more devices per pod than a Ascend910B2 node holds (8)"}},
+		{"nodes holding no devices", hardware.Placement{Profile: hardware.H100.WithMaxPerNode(0), GPUs: 64},
+			[]string{"spec.template.profile.maxPerNode: Invalid value: 0: must be at least 1: how many H100-SXM-80GB devices a node holds (WithMaxPerNode)"}},
 		{"devices on CPU", hardware.Placement{Profile: hardware.CPU, GPUs: 2},
 			[]string{"spec.template.gpus: Invalid value: 2: cpu-amd64 has no accelerators to request"}},
 		{"no HAMi name", hardware.Placement{Profile: hardware.Ascend910B1.WithFlavour(hardware.HAMi), GPUs: 1},

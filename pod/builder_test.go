@@ -1,6 +1,8 @@
 package pod_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -189,6 +191,34 @@ func TestValidateMeta(t *testing.T) {
 	require.Len(t, long, 1)
 	assert.Equal(t, field.ErrorTypeTooLong, long[0].Type)
 	assert.Equal(t, field.ErrorTypeRequired, newJob("").ValidateMeta(63)[0].Type)
+}
+
+// TestOneLengthLimitForOneName: a name over both the DNS label's 63
+// characters and the builder's own limit was reported twice, with two
+// different limits; it is reported once, with the tighter one.
+func TestOneLengthLimitForOneName(t *testing.T) {
+	name := strings.Repeat("a", 70)
+	for _, limit := range []int{54, 63, 0, 100} {
+		errs := newJob(name).ValidateMeta(limit)
+		want := limit
+		if limit == 0 || limit > 63 {
+			want = 63
+		}
+		assert.Equal(t, []string{fmt.Sprintf("metadata.name: Too long: may not be more than %d bytes", want)}, errStrings(errs), "limit %d", limit)
+	}
+	// The format is still judged on a long name.
+	errs := newJob(strings.Repeat("A", 70)).ValidateMeta(54)
+	require.Len(t, errs, 2)
+	assert.Equal(t, field.ErrorTypeInvalid, errs[0].Type)
+	assert.Equal(t, field.ErrorTypeTooLong, errs[1].Type)
+}
+
+func errStrings(errs field.ErrorList) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
 }
 
 func TestTemplateResourcesOverrideThePodSettings(t *testing.T) {

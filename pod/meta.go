@@ -123,11 +123,20 @@ func (m *Meta[T]) ValidateMeta(maxNameLen int) field.ErrorList {
 	case m.name == "":
 		errs = append(errs, field.Required(namePath, "a name is required"))
 	default:
-		for _, msg := range validation.IsDNS1123Label(m.name) {
-			errs = append(errs, field.Invalid(namePath, m.name, msg))
+		// One limit for one name: the tighter of the DNS label's 63 and
+		// the builder's own, reported once.
+		limit := validation.DNS1123LabelMaxLength
+		if maxNameLen > 0 && maxNameLen < limit {
+			limit = maxNameLen
 		}
-		if maxNameLen > 0 && len(m.name) > maxNameLen {
-			errs = append(errs, field.TooLong(namePath, m.name, maxNameLen))
+		labelLen := validation.MaxLenError(validation.DNS1123LabelMaxLength)
+		for _, msg := range validation.IsDNS1123Label(m.name) {
+			if msg != labelLen {
+				errs = append(errs, field.Invalid(namePath, m.name, msg))
+			}
+		}
+		if len(m.name) > limit {
+			errs = append(errs, field.TooLong(namePath, m.name, limit))
 		}
 	}
 	if m.namespace != "" {

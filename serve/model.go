@@ -93,6 +93,19 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 		r.modelArg = path.Join(CachePath, "s3", r.src.Bucket, r.src.Prefix)
 		r.initContainers = append(r.initContainers, s.s3Download(r.src, r.modelArg))
 	}
+	if r.src.Kind != SourceS3 {
+		// Only the s3:// download reads these (s3Download); on another
+		// source they would be dropped without a word.
+		for _, set := range []struct {
+			name string
+			on   bool
+		}{{"s3Credentials", s.s3Secret != ""}, {"s3Endpoint", s.s3Endpoint != ""}, {"s3Region", s.s3Region != ""}} {
+			if set.on {
+				errs = append(errs, field.Forbidden(spec.Child(set.name),
+					fmt.Sprintf("S3 settings apply only to an s3:// model source; this one is %s", r.src.Kind)))
+			}
+		}
+	}
 
 	if len(e.loraSources) == 0 {
 		return errs // checkSupport reports the adapters
