@@ -57,7 +57,19 @@ func dataset(p *program) llm.Dataset {
 		Samples: pick(p, fuzzInts), Columns: map[string]string{pick(p, []string{"prompt", "bogus", "chosen"}): pick(p, fuzzNames)}}
 }
 
+// constructors start from a fine-tune that validates (the first three:
+// most programs pick them, and the calls after make them wrong or not) or
+// from a bare, zero or nil one.
 var constructors = []func(p *program) *llm.FineTune{
+	func(p *program) *llm.FineTune {
+		return llm.SFT(pick(p, fuzzNames), qwen).AddDataset(alpaca).Output("pvc://models/out")
+	},
+	func(p *program) *llm.FineTune {
+		return llm.DPO(pick(p, fuzzNames), qwen).AddDataset(pairs).Output("pvc://models/out")
+	},
+	func(p *program) *llm.FineTune {
+		return llm.KTO(pick(p, fuzzNames), qwen).AddDataset(ktoLabels).Output("pvc://models/out")
+	},
 	func(p *program) *llm.FineTune { return llm.SFT(pick(p, fuzzNames), pick(p, fuzzModels)) },
 	func(p *program) *llm.FineTune { return llm.RewardModel(pick(p, fuzzNames), pick(p, fuzzModels)) },
 	func(p *program) *llm.FineTune { return llm.DPO(pick(p, fuzzNames), pick(p, fuzzModels)) },
@@ -120,20 +132,37 @@ var methods = []func(f *llm.FineTune, p *program){
 	},
 }
 
+// fineTuneSeeds are FuzzFineTune's seeds; TestFuzzCorpusApplies runs them too.
+var fineTuneSeeds = [][]byte{
+	{0, 0},
+	{1, 0, 21, 8, 22, 3},
+	{2, 2, 14, 2},
+	{3, 0, 0, 0, 0, 0, 0, 2, 0},
+	{5, 0, 0, 0, 1, 1, 0, 2, 0, 21, 8, 22, 3},
+	{9, 0, 0, 3, 0, 0, 0, 0, 0, 2, 0, 5, 27, 17, 2},
+	{10, 0, 1, 2},
+}
+
+// runFineTune interprets a FuzzFineTune program: a constructor, then at
+// most 64 method calls.
+func runFineTune(data []byte) *llm.FineTune {
+	p := &program{data: data}
+	ft := pick(p, constructors)(p)
+	for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
+		pick(p, methods)(ft, p)
+	}
+	return ft
+}
+
 // FuzzFineTune drives the builders with random call sequences: Objects
 // never panics, a success has the three objects with parseable configs
 // and no secret literal, and a failure is an aggregate of field errors.
 func FuzzFineTune(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 2, 0})
-	f.Add([]byte{2, 0, 0, 0, 1, 1, 0, 2, 0, 21, 8, 22, 3})
-	f.Add([]byte{6, 0, 0, 3, 0, 0, 0, 0, 0, 2, 0, 5, 27, 17, 2})
-	f.Add([]byte{7, 0, 1, 2})
+	for _, seed := range fineTuneSeeds {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := &program{data: data}
-		ft := pick(p, constructors)(p)
-		for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
-			pick(p, methods)(ft, p)
-		}
+		ft := runFineTune(data)
 		objs, err := ft.Objects()
 		if err != nil {
 			var agg utilerrors.Aggregate
@@ -190,25 +219,50 @@ var rlMethods = []func(r *llm.RL, p *program){
 // fuzzFacts are a catalogued architecture and an empty one.
 var fuzzFacts = []market.Model{mustLookup(qwen), {}}
 
+// rlSeeds are FuzzRL's seeds; TestFuzzCorpusApplies runs them too.
+var rlSeeds = [][]byte{
+	{0, 0},
+	{1, 5, 10, 0},
+	{2, 0, 0, 0, 2, 0, 0, 14, 0, 17, 0, 0, 18, 0, 1},
+	{3, 0, 0, 3, 0, 14, 0, 17, 0, 1, 18, 0, 1},
+	{5},
+}
+
+// runRL interprets a FuzzRL program: a constructor (a GRPO or PPO that
+// validates, a bare GRPO or PPO, a zero value or nil), then at most 64 method calls.
+func runRL(data []byte) *llm.RL {
+	p := &program{data: data}
+	var r *llm.RL
+	switch p.byte() % 6 {
+	case 0: // one that validates
+		r = llm.GRPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").
+			RewardFunction("pvc://datasets/reward.py", "score").Output("pvc://models/out")
+		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+	case 1:
+		r = llm.VerlPPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").
+			RewardModel("pvc://models/rm").Output("pvc://models/out")
+		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+	case 2:
+		r = llm.GRPO(pick(p, fuzzNames), pick(p, fuzzModels))
+	case 3:
+		r = llm.VerlPPO(pick(p, fuzzNames), pick(p, fuzzModels))
+	case 4:
+		r = &llm.RL{}
+	}
+	for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
+		pick(p, rlMethods)(r, p)
+	}
+	return r
+}
+
 // FuzzRL drives the verl builders: Objects never panics, a success is
 // one RayJob whose entrypoint is verl's, a failure field errors.
 func FuzzRL(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 0, 2, 0, 0, 14, 0, 17, 0, 0, 18, 0, 1})
-	f.Add([]byte{1, 0, 0, 3, 0, 14, 0, 17, 0, 1, 18, 0, 1})
+	for _, seed := range rlSeeds {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := &program{data: data}
-		var r *llm.RL
-		switch p.byte() % 4 {
-		case 0:
-			r = llm.GRPO(pick(p, fuzzNames), pick(p, fuzzModels))
-		case 1:
-			r = llm.VerlPPO(pick(p, fuzzNames), pick(p, fuzzModels))
-		case 2:
-			r = &llm.RL{}
-		}
-		for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
-			pick(p, rlMethods)(r, p)
-		}
+		r := runRL(data)
 		// The planner never panics on what the builder holds.
 		_, _ = llm.PlanRL(r, hardware.H100, llm.Tokens(1000), llm.AllowOffload())
 		objs, err := r.Objects()
