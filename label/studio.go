@@ -116,7 +116,9 @@ func (s *StudioServer) Storage(size, storageClass string) *StudioServer {
 }
 
 // Host sets the external URL Label Studio builds links with
-// (LABEL_STUDIO_HOST), e.g. "https://cube.example.com/labelstudio".
+// (LABEL_STUDIO_HOST), e.g. "https://cube.example.com/labelstudio". A URL
+// with credentials (user:password@) is refused: it would be a literal in
+// the Deployment.
 func (s *StudioServer) Host(u string) *StudioServer {
 	if s == nil {
 		return nil
