@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/train"
@@ -22,22 +23,9 @@ import (
 // A fuzz program is a byte string: the constructor, then method calls,
 // each an index into the method table and the bytes its arguments are
 // drawn from (dictionaries mixing valid and hostile values).
-type program struct {
-	data []byte
-	pos  int
-}
+type program = fuzzcorpus.Program
 
-func (p *program) byte() byte {
-	if p.pos >= len(p.data) {
-		p.pos++
-		return 0
-	}
-	b := p.data[p.pos]
-	p.pos++
-	return b
-}
-
-func pick[T any](p *program, values []T) T { return values[int(p.byte())%len(values)] }
+func pick[T any](p *program, values []T) T { return fuzzcorpus.Pick(p, values) }
 
 var (
 	fuzzInts    = []int{1, 8, 0, -1, 3, 4, 16, 65536, math.MaxInt32}
@@ -146,9 +134,9 @@ var fineTuneSeeds = [][]byte{
 // runFineTune interprets a FuzzFineTune program: a constructor, then at
 // most 64 method calls.
 func runFineTune(data []byte) *llm.FineTune {
-	p := &program{data: data}
+	p := fuzzcorpus.NewProgram(data)
 	ft := pick(p, constructors)(p)
-	for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
+	for steps := 0; !p.Done() && steps < 64; steps++ {
 		pick(p, methods)(ft, p)
 	}
 	return ft
@@ -231,9 +219,9 @@ var rlSeeds = [][]byte{
 // runRL interprets a FuzzRL program: a constructor (a GRPO or PPO that
 // validates, a bare GRPO or PPO, a zero value or nil), then at most 64 method calls.
 func runRL(data []byte) *llm.RL {
-	p := &program{data: data}
+	p := fuzzcorpus.NewProgram(data)
 	var r *llm.RL
-	switch p.byte() % 6 {
+	switch p.Byte() % 6 {
 	case 0: // one that validates
 		r = llm.GRPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").
 			RewardFunction("pvc://datasets/reward.py", "score").Output("pvc://models/out")
@@ -249,7 +237,7 @@ func runRL(data []byte) *llm.RL {
 	case 4:
 		r = &llm.RL{}
 	}
-	for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
+	for steps := 0; !p.Done() && steps < 64; steps++ {
 		pick(p, rlMethods)(r, p)
 	}
 	return r

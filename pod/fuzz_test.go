@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -20,22 +21,9 @@ import (
 // index into the setter table followed by the bytes its arguments are
 // drawn from (dictionaries mixing valid and hostile values; bytes past
 // the end read as zero).
-type program struct {
-	data []byte
-	pos  int
-}
+type program = fuzzcorpus.Program
 
-func (p *program) byte() byte {
-	if p.pos >= len(p.data) {
-		p.pos++
-		return 0
-	}
-	b := p.data[p.pos]
-	p.pos++
-	return b
-}
-
-func pick[T any](p *program, values []T) T { return values[int(p.byte())%len(values)] }
+func pick[T any](p *program, values []T) T { return fuzzcorpus.Pick(p, values) }
 
 var (
 	fuzzInts     = []int{1, 2, 0, 8, -1, 65536, math.MaxInt32}
@@ -117,27 +105,27 @@ var setters = []func(j *job, p *program){
 	func(j *job, p *program) {
 		j.Port(pick(p, []string{"http", "", "Bad Port", "a-very-long-port-name"}), int32(pick(p, fuzzInts)))
 	},
-	func(j *job, p *program) { j.HostNetwork(p.byte()%2 == 0) },
+	func(j *job, p *program) { j.HostNetwork(p.Byte()%2 == 0) },
 }
 
 // runProgram interprets a program: the job, the template options and at
 // most 64 setter calls.
 func runProgram(data []byte) (*job, pod.TemplateOptions) {
-	p := &program{data: data}
+	p := fuzzcorpus.NewProgram(data)
 	j := &job{} // a zero value: its chained methods return nil
-	if p.byte()%4 != 0 {
+	if p.Byte()%4 != 0 {
 		j = newJob(pick(p, fuzzNames))
 	}
 	opts := pod.TemplateOptions{
 		Container:     pick(p, []string{"main", "", "Bad_Name"}),
 		DefaultImage:  pick(p, []string{"", "busybox"}),
-		NoGPUs:        p.byte()%2 == 1,
+		NoGPUs:        p.Byte()%2 == 1,
 		RestartPolicy: pick(p, fuzzPolicies),
 	}
-	if p.byte()%3 == 0 {
+	if p.Byte()%3 == 0 {
 		opts.Resources = map[corev1.ResourceName]string{corev1.ResourceCPU: pick(p, fuzzQuantity)}
 	}
-	for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
+	for steps := 0; !p.Done() && steps < 64; steps++ {
 		pick(p, setters)(j, p)
 	}
 	return j, opts

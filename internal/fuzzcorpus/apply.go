@@ -86,3 +86,60 @@ func AssertContains(t testing.TB, path string, want, got any) {
 		assert.Equal(t, want, got, path)
 	}
 }
+
+// StoredAll builds the workload of every input, and applies each one
+// Objects accepts with Stored (after check, when not nil, which may assert
+// more on it), each in a subtest that logs the input when it fails. It
+// asserts that at least min inputs were accepted, so that a corpus of
+// refusals cannot pass, and returns how many were.
+func StoredAll[In any](t *testing.T, c *cube.Client, env *testenv.Env, ns string, inputs []In, min int,
+	workload func(In) cube.Workload, check func(*testing.T, cube.Workload)) int {
+	t.Helper()
+	accepted := 0
+	for i, in := range inputs {
+		w := workload(in)
+		if _, err := w.Objects(); err != nil {
+			continue
+		}
+		accepted++
+		ok := t.Run("", func(t *testing.T) {
+			if check != nil {
+				check(t, w)
+			}
+			Stored(t, c, env, ns, w)
+		})
+		if !ok {
+			t.Logf("input %d %#v was accepted by Objects", i, in)
+		}
+	}
+	t.Logf("%d of %d inputs accepted and applied", accepted, len(inputs))
+	assert.GreaterOrEqual(t, accepted, min, "the corpus exercises accepted inputs, not only refusals")
+	return accepted
+}
+
+// Program reads a fuzz program, a byte string, one byte at a time; bytes
+// past its end read as zero.
+type Program struct {
+	data []byte
+	pos  int
+}
+
+// NewProgram reads data.
+func NewProgram(data []byte) *Program { return &Program{data: data} }
+
+// Byte returns the next byte.
+func (p *Program) Byte() byte {
+	if p.pos >= len(p.data) {
+		p.pos++
+		return 0
+	}
+	b := p.data[p.pos]
+	p.pos++
+	return b
+}
+
+// Done reports whether every byte was read.
+func (p *Program) Done() bool { return p.pos >= len(p.data) }
+
+// Pick returns the value of values the next byte selects.
+func Pick[T any](p *Program, values []T) T { return values[int(p.Byte())%len(values)] }
