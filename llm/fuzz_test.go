@@ -17,6 +17,7 @@ import (
 	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -167,7 +168,13 @@ func FuzzFineTune(f *testing.F) {
 		require.NoError(t, yaml.Unmarshal([]byte(cm.Data[llm.ConfigKey]), &cfg))
 		rendered, err := yaml.Marshal(objs)
 		require.NoError(t, err)
-		assert.NotContains(t, string(rendered), "hf_abcdefghijklmnopqrstuvwxyz")
+		// No literal under a secret-named variable (pod.SecretLiteral's
+		// rule: the name decides, so X=hf_… passes, HF_TOKEN=hf_… never).
+		var tree any
+		require.NoError(t, yaml.Unmarshal(rendered, &tree))
+		for _, e := range envVars(tree) {
+			assert.False(t, pod.SecretLiteral(e["name"], e["value"]), "a secret literal in env %s", e["name"])
+		}
 		assert.False(t, strings.Contains(cm.Data[llm.ConfigKey], "NaN"))
 		_, _ = llm.Plan(ft, hardware.H100, llm.Tokens(1000))
 	})
@@ -206,6 +213,33 @@ var rlMethods = []func(r *llm.RL, p *program){
 
 // fuzzFacts are a catalogued architecture and an empty one.
 var fuzzFacts = []market.Model{mustLookup(qwen), {}}
+
+// envVars returns every name/value pair of an env list in a rendered
+// object tree.
+func envVars(tree any) []map[string]string {
+	var out []map[string]string
+	switch v := tree.(type) {
+	case map[string]any:
+		for k, child := range v {
+			if list, ok := child.([]any); ok && k == "env" {
+				for _, item := range list {
+					if m, ok := item.(map[string]any); ok {
+						name, _ := m["name"].(string)
+						value, _ := m["value"].(string)
+						out = append(out, map[string]string{"name": name, "value": value})
+					}
+				}
+				continue
+			}
+			out = append(out, envVars(child)...)
+		}
+	case []any:
+		for _, child := range v {
+			out = append(out, envVars(child)...)
+		}
+	}
+	return out
+}
 
 // rlSeeds are FuzzRL's seeds; TestFuzzCorpusApplies runs them too.
 var rlSeeds = [][]byte{
