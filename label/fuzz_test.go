@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,16 +59,33 @@ func FuzzConfigBuilder(f *testing.F) {
 	})
 }
 
+// studioInput is one input of FuzzStudio.
+type studioInput struct{ name, secret, key, tokenKey, size, host, db, dbKey string }
+
+func (in studioInput) studio() *label.StudioServer {
+	s := label.Studio(in.name).Admin(in.secret, in.key, in.key).APIToken(in.secret, in.tokenKey).Storage(in.size, "").Host(in.host)
+	if in.db != "" {
+		s.Postgres(in.db, in.dbKey, in.size, "")
+	}
+	return s
+}
+
+// studioSeeds are FuzzStudio's seeds; TestFuzzCorpusApplies runs them too.
+var studioSeeds = []studioInput{
+	{"labels", "admin", "email", "token", "10Gi", "http://x", "db", "pw"},
+	{"", "", "", "", "-1", "::", "", ""},
+	// A host with credentials was accepted and rendered as a literal.
+	{"labels", "admin", "email", "token", "10Gi", "http://u:p@x", "", ""},
+}
+
 // FuzzStudio: any names, sizes, secrets and URLs give objects or errors,
 // never a panic, and never a literal credential.
 func FuzzStudio(f *testing.F) {
-	f.Add("labels", "admin", "email", "token", "10Gi", "http://x", "db", "pw")
-	f.Add("", "", "", "", "-1", "::", "", "")
+	for _, in := range studioSeeds {
+		f.Add(in.name, in.secret, in.key, in.tokenKey, in.size, in.host, in.db, in.dbKey)
+	}
 	f.Fuzz(func(t *testing.T, name, secret, key, tokenKey, size, host, db, dbKey string) {
-		s := label.Studio(name).Admin(secret, key, key).APIToken(secret, tokenKey).Storage(size, "").Host(host)
-		if db != "" {
-			s.Postgres(db, dbKey, size, "")
-		}
+		s := studioInput{name, secret, key, tokenKey, size, host, db, dbKey}.studio()
 		objs, err := s.Objects()
 		if err != nil {
 			return
@@ -78,6 +96,11 @@ func FuzzStudio(f *testing.F) {
 		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 			if strings.Contains(e.Name, "PASSWORD") || strings.Contains(e.Name, "TOKEN") {
 				require.Empty(t, e.Value, e.Name)
+			}
+			if e.Name == "LABEL_STUDIO_HOST" {
+				u, err := url.Parse(e.Value)
+				require.NoError(t, err)
+				require.Nil(t, u.User, "a credential in LABEL_STUDIO_HOST")
 			}
 		}
 	})

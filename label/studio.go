@@ -116,7 +116,9 @@ func (s *StudioServer) Storage(size, storageClass string) *StudioServer {
 }
 
 // Host sets the external URL Label Studio builds links with
-// (LABEL_STUDIO_HOST), e.g. "https://cube.example.com/labelstudio".
+// (LABEL_STUDIO_HOST), e.g. "https://cube.example.com/labelstudio". A URL
+// with credentials (user:password@) is refused: it would be a literal in
+// the Deployment.
 func (s *StudioServer) Host(u string) *StudioServer {
 	if s == nil {
 		return nil
@@ -208,7 +210,10 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 		{Name: "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK", Value: strconv.FormatBool(!s.signup)},
 	}
 	if s.host != "" {
-		if u, err := url.Parse(s.host); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if u, err := url.Parse(s.host); err == nil && u.User != nil {
+			// The URL goes into the Deployment as a literal; never echo it.
+			errs = append(errs, field.Forbidden(field.NewPath("host"), "must not carry credentials (user:password@): it would be a literal in the Deployment, and links need only the public URL"))
+		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, field.Invalid(field.NewPath("host"), s.host, "must be an http or https URL (LABEL_STUDIO_HOST ignores anything else)"))
 		}
 		env = append(env, corev1.EnvVar{Name: "LABEL_STUDIO_HOST", Value: s.host})

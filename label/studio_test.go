@@ -94,6 +94,10 @@ func TestStudioErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "env[LABEL_STUDIO_PASSWORD]: Forbidden: set by Admin")
 	assert.NotContains(t, err.Error(), "POSTGRE_HOST", "only the variables the Studio sets are refused")
 
+	_, err = studio().Host("https://admin:hunter2@labels.example.com").Objects()
+	assert.ErrorContains(t, err, "host: Forbidden: must not carry credentials")
+	assert.NotContains(t, err.Error(), "hunter2", "the error never repeats the password")
+
 	var nilStudio *label.StudioServer
 	_, err = nilStudio.Admin("a", "b", "c").Objects()
 	assert.ErrorContains(t, err, "the *StudioServer is nil")

@@ -4,15 +4,14 @@ package llm_test
 // CRDs installed (internal/testenv); no operator runs.
 
 import (
-	"fmt"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/testenv"
 )
 
@@ -51,31 +50,7 @@ func applyAndCompare(t *testing.T, c *cube.Client, env *testenv.Env, ns string, 
 		require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: obj.GetName()}, u))
 		rendered, err := cube.ToUnstructured(obj)
 		require.NoError(t, err)
-		assertContains(t, "", rendered.Object["spec"], u.Object["spec"])
-		assertContains(t, "", rendered.Object["data"], u.Object["data"])
-	}
-}
-
-func assertContains(t *testing.T, path string, want, got any) {
-	t.Helper()
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !assert.True(t, ok, "%s: want an object, got %v", path, got) {
-			return
-		}
-		for k, v := range w {
-			assertContains(t, path+"."+k, v, g[k])
-		}
-	case []any:
-		g, ok := got.([]any)
-		if !assert.True(t, ok, "%s: want a list, got %v", path, got) || !assert.Len(t, g, len(w), path) {
-			return
-		}
-		for i := range w {
-			assertContains(t, fmt.Sprintf("%s[%d]", path, i), w[i], g[i])
-		}
-	default:
-		assert.Equal(t, want, got, path)
+		fuzzcorpus.AssertContains(t, "", rendered.Object["spec"], u.Object["spec"])
+		fuzzcorpus.AssertContains(t, "", rendered.Object["data"], u.Object["data"])
 	}
 }

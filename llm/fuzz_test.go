@@ -14,30 +14,19 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
 
 // A fuzz program is a byte string: the constructor, then method calls,
 // each an index into the method table and the bytes its arguments are
 // drawn from (dictionaries mixing valid and hostile values).
-type program struct {
-	data []byte
-	pos  int
-}
+type program = fuzzcorpus.Program
 
-func (p *program) byte() byte {
-	if p.pos >= len(p.data) {
-		p.pos++
-		return 0
-	}
-	b := p.data[p.pos]
-	p.pos++
-	return b
-}
-
-func pick[T any](p *program, values []T) T { return values[int(p.byte())%len(values)] }
+func pick[T any](p *program, values []T) T { return fuzzcorpus.Pick(p, values) }
 
 var (
 	fuzzInts    = []int{1, 8, 0, -1, 3, 4, 16, 65536, math.MaxInt32}
@@ -57,7 +46,19 @@ func dataset(p *program) llm.Dataset {
 		Samples: pick(p, fuzzInts), Columns: map[string]string{pick(p, []string{"prompt", "bogus", "chosen"}): pick(p, fuzzNames)}}
 }
 
+// constructors start from a fine-tune that validates (the first three:
+// most programs pick them, and the calls after make them wrong or not) or
+// from a bare, zero or nil one.
 var constructors = []func(p *program) *llm.FineTune{
+	func(p *program) *llm.FineTune {
+		return llm.SFT(pick(p, fuzzNames), qwen).AddDataset(alpaca).Output("pvc://models/out")
+	},
+	func(p *program) *llm.FineTune {
+		return llm.DPO(pick(p, fuzzNames), qwen).AddDataset(pairs).Output("pvc://models/out")
+	},
+	func(p *program) *llm.FineTune {
+		return llm.KTO(pick(p, fuzzNames), qwen).AddDataset(ktoLabels).Output("pvc://models/out")
+	},
 	func(p *program) *llm.FineTune { return llm.SFT(pick(p, fuzzNames), pick(p, fuzzModels)) },
 	func(p *program) *llm.FineTune { return llm.RewardModel(pick(p, fuzzNames), pick(p, fuzzModels)) },
 	func(p *program) *llm.FineTune { return llm.DPO(pick(p, fuzzNames), pick(p, fuzzModels)) },
@@ -120,20 +121,37 @@ var methods = []func(f *llm.FineTune, p *program){
 	},
 }
 
+// fineTuneSeeds are FuzzFineTune's seeds; TestFuzzCorpusApplies runs them too.
+var fineTuneSeeds = [][]byte{
+	{0, 0},
+	{1, 0, 21, 8, 22, 3},
+	{2, 2, 14, 2},
+	{3, 0, 0, 0, 0, 0, 0, 2, 0},
+	{5, 0, 0, 0, 1, 1, 0, 2, 0, 21, 8, 22, 3},
+	{9, 0, 0, 3, 0, 0, 0, 0, 0, 2, 0, 5, 27, 17, 2},
+	{10, 0, 1, 2},
+}
+
+// runFineTune interprets a FuzzFineTune program: a constructor, then at
+// most 64 method calls.
+func runFineTune(data []byte) *llm.FineTune {
+	p := fuzzcorpus.NewProgram(data)
+	ft := pick(p, constructors)(p)
+	for steps := 0; !p.Done() && steps < 64; steps++ {
+		pick(p, methods)(ft, p)
+	}
+	return ft
+}
+
 // FuzzFineTune drives the builders with random call sequences: Objects
 // never panics, a success has the three objects with parseable configs
 // and no secret literal, and a failure is an aggregate of field errors.
 func FuzzFineTune(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 2, 0})
-	f.Add([]byte{2, 0, 0, 0, 1, 1, 0, 2, 0, 21, 8, 22, 3})
-	f.Add([]byte{6, 0, 0, 3, 0, 0, 0, 0, 0, 2, 0, 5, 27, 17, 2})
-	f.Add([]byte{7, 0, 1, 2})
+	for _, seed := range fineTuneSeeds {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := &program{data: data}
-		ft := pick(p, constructors)(p)
-		for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
-			pick(p, methods)(ft, p)
-		}
+		ft := runFineTune(data)
 		objs, err := ft.Objects()
 		if err != nil {
 			var agg utilerrors.Aggregate
@@ -150,7 +168,13 @@ func FuzzFineTune(f *testing.F) {
 		require.NoError(t, yaml.Unmarshal([]byte(cm.Data[llm.ConfigKey]), &cfg))
 		rendered, err := yaml.Marshal(objs)
 		require.NoError(t, err)
-		assert.NotContains(t, string(rendered), "hf_abcdefghijklmnopqrstuvwxyz")
+		// No literal under a secret-named variable (pod.SecretLiteral's
+		// rule: the name decides, so X=hf_… passes, HF_TOKEN=hf_… never).
+		var tree any
+		require.NoError(t, yaml.Unmarshal(rendered, &tree))
+		for _, e := range envVars(tree) {
+			assert.False(t, pod.SecretLiteral(e["name"], e["value"]), "a secret literal in env %s", e["name"])
+		}
 		assert.False(t, strings.Contains(cm.Data[llm.ConfigKey], "NaN"))
 		_, _ = llm.Plan(ft, hardware.H100, llm.Tokens(1000))
 	})
@@ -190,25 +214,77 @@ var rlMethods = []func(r *llm.RL, p *program){
 // fuzzFacts are a catalogued architecture and an empty one.
 var fuzzFacts = []market.Model{mustLookup(qwen), {}}
 
+// envVars returns every name/value pair of an env list in a rendered
+// object tree.
+func envVars(tree any) []map[string]string {
+	var out []map[string]string
+	switch v := tree.(type) {
+	case map[string]any:
+		for k, child := range v {
+			if list, ok := child.([]any); ok && k == "env" {
+				for _, item := range list {
+					if m, ok := item.(map[string]any); ok {
+						name, _ := m["name"].(string)
+						value, _ := m["value"].(string)
+						out = append(out, map[string]string{"name": name, "value": value})
+					}
+				}
+				continue
+			}
+			out = append(out, envVars(child)...)
+		}
+	case []any:
+		for _, child := range v {
+			out = append(out, envVars(child)...)
+		}
+	}
+	return out
+}
+
+// rlSeeds are FuzzRL's seeds; TestFuzzCorpusApplies runs them too.
+var rlSeeds = [][]byte{
+	{0, 0},
+	{1, 5, 10, 0},
+	{2, 0, 0, 0, 2, 0, 0, 14, 0, 17, 0, 0, 18, 0, 1},
+	{3, 0, 0, 3, 0, 14, 0, 17, 0, 1, 18, 0, 1},
+	{5},
+}
+
+// runRL interprets a FuzzRL program: a constructor (a GRPO or PPO that
+// validates, a bare GRPO or PPO, a zero value or nil), then at most 64 method calls.
+func runRL(data []byte) *llm.RL {
+	p := fuzzcorpus.NewProgram(data)
+	var r *llm.RL
+	switch p.Byte() % 6 {
+	case 0: // one that validates
+		r = llm.GRPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").
+			RewardFunction("pvc://datasets/reward.py", "score").Output("pvc://models/out")
+		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+	case 1:
+		r = llm.VerlPPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").
+			RewardModel("pvc://models/rm").Output("pvc://models/out")
+		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+	case 2:
+		r = llm.GRPO(pick(p, fuzzNames), pick(p, fuzzModels))
+	case 3:
+		r = llm.VerlPPO(pick(p, fuzzNames), pick(p, fuzzModels))
+	case 4:
+		r = &llm.RL{}
+	}
+	for steps := 0; !p.Done() && steps < 64; steps++ {
+		pick(p, rlMethods)(r, p)
+	}
+	return r
+}
+
 // FuzzRL drives the verl builders: Objects never panics, a success is
 // one RayJob whose entrypoint is verl's, a failure field errors.
 func FuzzRL(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 0, 2, 0, 0, 14, 0, 17, 0, 0, 18, 0, 1})
-	f.Add([]byte{1, 0, 0, 3, 0, 14, 0, 17, 0, 1, 18, 0, 1})
+	for _, seed := range rlSeeds {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := &program{data: data}
-		var r *llm.RL
-		switch p.byte() % 4 {
-		case 0:
-			r = llm.GRPO(pick(p, fuzzNames), pick(p, fuzzModels))
-		case 1:
-			r = llm.VerlPPO(pick(p, fuzzNames), pick(p, fuzzModels))
-		case 2:
-			r = &llm.RL{}
-		}
-		for steps := 0; p.pos < len(p.data) && steps < 64; steps++ {
-			pick(p, rlMethods)(r, p)
-		}
+		r := runRL(data)
 		// The planner never panics on what the builder holds.
 		_, _ = llm.PlanRL(r, hardware.H100, llm.Tokens(1000), llm.AllowOffload())
 		objs, err := r.Objects()

@@ -60,19 +60,34 @@ func FuzzParseDownloadSummary(f *testing.F) {
 	})
 }
 
+// downloadInput is one input of FuzzDownloadBuild.
+type downloadInput struct{ name, source, claim, into, rev, pattern string }
+
+func (in downloadInput) job() *market.DownloadJob {
+	d := market.Download(in.name, in.source, in.claim).Into(in.into).Revision(in.rev)
+	if in.pattern != "" {
+		d.Include(in.pattern)
+	}
+	return d
+}
+
+// downloadSeeds are FuzzDownloadBuild's seeds; TestFuzzCorpusApplies runs
+// them too.
+var downloadSeeds = []downloadInput{
+	{"qwen", "hf://Qwen/Qwen2.5-7B-Instruct@main", "models", "", "", "*.json"},
+	{"x", "s3://bucket/a/b", "models", "sub/dir", "", ""},
+	{"x", "modelscope://a/b", "m", "../../etc", "-rf", "--all"},
+}
+
 // FuzzDownloadBuild: any source, claim, directory, revision and pattern
 // builds a Job or returns an error, never panics; a Job's arguments never
 // carry a value that starts like a flag where a value belongs.
 func FuzzDownloadBuild(f *testing.F) {
-	f.Add("qwen", "hf://Qwen/Qwen2.5-7B-Instruct@main", "models", "", "", "*.json")
-	f.Add("x", "s3://bucket/a/b", "models", "sub/dir", "", "")
-	f.Add("x", "modelscope://a/b", "m", "../../etc", "-rf", "--all")
+	for _, s := range downloadSeeds {
+		f.Add(s.name, s.source, s.claim, s.into, s.rev, s.pattern)
+	}
 	f.Fuzz(func(t *testing.T, name, source, claim, into, rev, pattern string) {
-		d := market.Download(name, source, claim).Into(into).Revision(rev)
-		if pattern != "" {
-			d.Include(pattern)
-		}
-		job, err := d.Build()
+		job, err := downloadInput{name, source, claim, into, rev, pattern}.job().Build()
 		if err != nil {
 			return
 		}

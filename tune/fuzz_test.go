@@ -28,34 +28,61 @@ var fuzzAlgorithms = []func(resource string) tune.Algorithm{
 	func(string) tune.Algorithm { return tune.PBT("/var/log/katib/checkpoints", 5, 0.2) },
 }
 
+// experimentInput is one input of FuzzExperiment.
+type experimentInput struct {
+	name, floatName     string
+	lo, hi, step        float64
+	log                 bool
+	intName             string
+	imin, imax          int
+	c1, c2, metric      string
+	maximize            bool
+	alg                 uint8
+	parallel, maxTrials int32
+	maxFailed           int32
+}
+
+// experiment builds the experiment an input describes.
+func (in experimentInput) experiment() *tune.Experiment {
+	objective := tune.Minimize(in.metric)
+	if in.maximize {
+		objective = tune.Maximize(in.metric)
+	}
+	fp := tune.Float(in.floatName, in.lo, in.hi)
+	if in.log {
+		fp = fp.Log()
+	}
+	if in.step != 0 {
+		fp = fp.Step(in.step)
+	}
+	algorithm := fuzzAlgorithms[int(in.alg)%len(fuzzAlgorithms)](in.intName)
+	return tune.New(in.name).Objective(objective).Algorithm(algorithm).
+		Param(fp, tune.Int(in.intName, in.imin, in.imax), tune.Choice("opt", in.c1, in.c2)).
+		Trial(batchJob("trial"), tune.Arg(in.floatName, "--f"), tune.Env(in.intName, "INT_PARAM"), tune.Env("opt", "OPT")).
+		Parallelism(int(in.parallel)).MaxTrials(int(in.maxTrials)).MaxFailed(int(in.maxFailed))
+}
+
+// experimentSeeds are FuzzExperiment's seeds; TestFuzzCorpusApplies runs
+// them too.
+var experimentSeeds = []experimentInput{
+	{"fuzz", "lr", 0.001, 0.1, 0.0, true, "layers", 1, 8, "adam", "sgd", "accuracy", true, 0, 2, 10, 1},
+	{"grid", "lr", 0.1, 0.5, 0.1, false, "layers", 2, 4, "a", "b", "loss", false, 2, 1, 6, 0},
+	{"hb", "lr", 0.01, 0.05, 0.0, false, "epochs", 1, 1, "a", "b", "loss", false, 7, 3, 3, 0},
+	{"cm", "x", -1.0, 1.0, 0.0, false, "y", -3, 3, "p", "q", "score", true, 4, 3, 30, 2},
+	{"Bad", "1x", 1.0, -1.0, -2.0, true, "", 5, 1, "", "", "", true, 200, -1, 0, -5},
+}
+
 // FuzzExperiment builds experiments from arbitrary input: the builder
 // never panics, and whatever it accepts the API server and Katib's
 // validator accept too.
 func FuzzExperiment(f *testing.F) {
-	f.Add("fuzz", "lr", 0.001, 0.1, 0.0, true, "layers", 1, 8, "adam", "sgd", "accuracy", true, uint8(0), int32(2), int32(10), int32(1))
-	f.Add("grid", "lr", 0.1, 0.5, 0.1, false, "layers", 2, 4, "a", "b", "loss", false, uint8(2), int32(1), int32(6), int32(0))
-	f.Add("hb", "lr", 0.01, 0.05, 0.0, false, "epochs", 1, 1, "a", "b", "loss", false, uint8(7), int32(3), int32(3), int32(0))
-	f.Add("cm", "x", -1.0, 1.0, 0.0, false, "y", -3, 3, "p", "q", "score", true, uint8(4), int32(3), int32(30), int32(2))
-	f.Add("Bad", "1x", 1.0, -1.0, -2.0, true, "", 5, 1, "", "", "", true, uint8(200), int32(-1), int32(0), int32(-5))
+	for _, s := range experimentSeeds {
+		f.Add(s.name, s.floatName, s.lo, s.hi, s.step, s.log, s.intName, s.imin, s.imax, s.c1, s.c2, s.metric, s.maximize, s.alg, s.parallel, s.maxTrials, s.maxFailed)
+	}
 	f.Fuzz(func(t *testing.T, name, floatName string, lo, hi, step float64, log bool, intName string, imin, imax int,
 		c1, c2, metric string, maximize bool, alg uint8, parallel, maxTrials, maxFailed int32) {
-		objective := tune.Minimize(metric)
-		if maximize {
-			objective = tune.Maximize(metric)
-		}
-		fp := tune.Float(floatName, lo, hi)
-		if log {
-			fp = fp.Log()
-		}
-		if step != 0 {
-			fp = fp.Step(step)
-		}
-		algorithm := fuzzAlgorithms[int(alg)%len(fuzzAlgorithms)](intName)
-		e := tune.New(name).Objective(objective).Algorithm(algorithm).
-			Param(fp, tune.Int(intName, imin, imax), tune.Choice("opt", c1, c2)).
-			Trial(batchJob("trial"), tune.Arg(floatName, "--f"), tune.Env(intName, "INT_PARAM"), tune.Env("opt", "OPT")).
-			Parallelism(int(parallel)).MaxTrials(int(maxTrials)).MaxFailed(int(maxFailed))
-		exp, err := e.Build()
+		in := experimentInput{name, floatName, lo, hi, step, log, intName, imin, imax, c1, c2, metric, maximize, alg, parallel, maxTrials, maxFailed}
+		exp, err := in.experiment().Build()
 		if err != nil {
 			return
 		}
