@@ -304,13 +304,29 @@ func MarkObject(ctx context.Context, c client.Client, ref cube.ObjectRef, phase 
 		return err
 	}
 	err := c.Status().Update(ctx, u)
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) && gone(ctx, c, ref) == nil {
 		// Kinds without a status subresource (Argo's Workflow) take their
 		// status in a plain update, as their controllers write it.
 		err = c.Update(ctx, u)
 	}
 	if err != nil {
+		if gerr := gone(ctx, c, ref); gerr != nil {
+			// Deleted since the Get (the fake client then answers a status
+			// update of a Service with a failed create, not NotFound).
+			return fmt.Errorf("cubetest: update status of %s: deleted meanwhile: %w", ref, gerr)
+		}
 		return fmt.Errorf("cubetest: update status of %s: %w", ref, err)
+	}
+	return nil
+}
+
+// gone returns the NotFound error of getting ref, or nil if it exists (or
+// the Get failed otherwise).
+func gone(ctx context.Context, c client.Client, ref cube.ObjectRef) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ref.GroupVersionKind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

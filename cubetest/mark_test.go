@@ -2,6 +2,7 @@ package cubetest_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,7 +36,12 @@ func claimAndApp(name string) cube.Workload {
 				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			},
 		}
-		return append([]client.Object{claim}, objs...), nil
+		svc := &corev1.Service{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: id.ObjectMeta(name, "", nil, nil),
+			Spec:       corev1.ServiceSpec{Selector: id.Selector(""), Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		}
+		return append([]client.Object{claim, svc}, objs...), nil
 	})
 }
 
@@ -48,7 +54,7 @@ func TestMarkSkipsWhatTheReactionDeleted(t *testing.T) {
 	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, claimAndApp("web"))
 	require.NoError(t, err)
-	require.Len(t, rel.Objects, 3)
+	require.Len(t, rel.Objects, 4)
 
 	// Play the reaction deterministically: the first status write deletes
 	// the whole release, as the automation does once its Wait fails.
@@ -88,4 +94,43 @@ func TestMarkRefusesAReleaseNotApplied(t *testing.T) {
 	var claim corev1.PersistentVolumeClaim
 	require.NoError(t, cluster.Fake.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web-data"}, &claim))
 	assert.Empty(t, claim.Status.Phase, "nothing was written: the claim is still as applied")
+}
+
+// The reaction may also land between Mark's read of an object and its
+// write: the fake client answers a status update of a deleted Service
+// with a failed create ("resourceVersion can not be set for Create
+// requests"), not NotFound. Mark skips it too.
+func TestMarkSkipsAnObjectDeletedBetweenReadAndWrite(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	rel, err := cluster.Client.Apply(ctx, claimAndApp("web"))
+	require.NoError(t, err)
+	deleted := 0
+	cluster.Fake = interceptor.NewClient(cluster.Fake, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if obj.GetObjectKind().GroupVersionKind().Kind == "Service" {
+				require.NoError(t, c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName()}}))
+				deleted++
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	require.NoError(t, cluster.MarkReady(ctx, rel))
+	assert.Equal(t, 1, deleted)
+	// The objects not deleted were still written.
+	var d appsv1.Deployment
+	require.NoError(t, cluster.Fake.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web"}, &d))
+	assert.Equal(t, int32(1), d.Status.AvailableReplicas)
+	// And any other failed write is still an error.
+	cluster = cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	rel, err = cluster.Client.Apply(ctx, claimAndApp("web"))
+	require.NoError(t, err)
+	cluster.Fake = interceptor.NewClient(cluster.Fake, interceptor.Funcs{
+		SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
+			return errors.New("etcd is down")
+		},
+	})
+	err = cluster.MarkReady(ctx, rel)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "update status of Deployment.apps team-a/web: etcd is down")
 }
