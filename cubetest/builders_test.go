@@ -55,9 +55,9 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		// failure matches what the automation reports after MarkFailed;
 		// empty: the message the controller gave.
 		failure string
-		// noController says why nothing can fail the release: only its
-		// success is played.
-		noController string
+		// onlySuccess says why only the release's success is played:
+		// nothing can fail it, or it is Ready as soon as it exists.
+		onlySuccess string
 	}{
 		{"tenant", ns, func() cube.Workload {
 			return cube.Tenant(ns).CPU("64").Memory("256Gi").GPUs("nvidia.com/gpu", 8).Editors("alice").Viewers("bob")
@@ -80,6 +80,33 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		{"vllm multi-node", "deepseek", func() cube.Workload {
 			return serve.VLLM("deepseek", "deepseek-ai/DeepSeek-V3").Namespace(ns).On(hardware.H100).GPUs(8).Nodes(2)
 		}, cube.Ready, cube.Ready, "", ""},
+		{"tfjob", "tf-ps", func() cube.Workload {
+			return train.TensorFlow("tf-ps").Namespace(ns).Image("tensorflow/tensorflow:2.17.0").Command("python", "train.py").
+				Workers(2).ParameterServers(1).On(hardware.CPU).CPU("2").Memory("4Gi")
+		}, cube.Succeeded, cube.Succeeded, "", ""},
+		{"mpijob", "allreduce", func() cube.Workload {
+			return train.MPI("allreduce").Namespace(ns).Image("mpioperator/mpi-pi:openmpi").Command("/home/mpiuser/pi").Workers(2).On(hardware.L4).GPUs(2)
+		}, cube.Succeeded, cube.Succeeded, "", ""},
+		{"deepspeed", "llama-pretrain", func() cube.Workload {
+			return train.DeepSpeed("llama-pretrain").Namespace(ns).Image("registry.example.com/llm/deepspeed:0.15").Torchrun("pretrain.py").
+				Workers(1).On(hardware.H100).GPUs(8).Config(train.DeepSpeedConfig{ZeROStage: 2, Precision: train.BF16, MicroBatchPerGPU: 2})
+		}, cube.Succeeded, cube.Succeeded, "", ""},
+		{"paddlejob", "ctr", func() cube.Workload {
+			return train.Paddle("ctr").Namespace(ns).Image("paddlepaddle/paddle:2.6.1-gpu-cuda12.0-cudnn8.9-trt8.6").Launch("train.py").
+				ParameterServers(1).Workers(2).On(hardware.T4).GPUs(1)
+		}, cube.Succeeded, cube.Succeeded, "", ""},
+		{"xgboostjob", "xgb", func() cube.Workload {
+			return train.XGBoost("xgb").Namespace(ns).Image("docker.io/kubeflow/xgboost-dist-iris:latest").Command("python", "main.py").Nodes(2).On(hardware.CPU).CPU("2").Memory("4Gi")
+		}, cube.Succeeded, cube.Succeeded, "", ""},
+		{"mxjob", "mx", func() cube.Workload {
+			return train.MXNet("mx").Namespace(ns).Image("mxnet/python:1.9.1_gpu_cu112_py3").Command("python", "/mxnet/train.py").Servers(1).Workers(2).On(hardware.T4).GPUs(1)
+		}, cube.Succeeded, cube.Succeeded, "", ""},
+		{"llm grpo", "math", func() cube.Workload {
+			grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").TrainFiles("pvc://datasets/gsm8k/train.parquet").
+				RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").Output("pvc://models/math")
+			grpo.Job().Namespace(ns).WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+			return grpo
+		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"katib experiment", "search", func() cube.Workload {
 			trial := train.PyTorch("search").Namespace(ns).Image("pytorch/pytorch:2.4.0").Torchrun("train.py").On(hardware.CPU).CPU("2").Memory("4Gi")
 			return tune.New("search").Namespace(ns).Objective(tune.Maximize("accuracy")).Algorithm(tune.Random()).
@@ -97,6 +124,10 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 			job := train.PyTorch("flow-train").Namespace(ns).Image("pytorch/pytorch:2.4.0").Torchrun("train.py").On(hardware.CPU).CPU("2").Memory("4Gi")
 			return pipeline.New("flow").Namespace(ns).Step(prepare, pipeline.Workload("train", job).After(prepare))
 		}, cube.Succeeded, cube.Succeeded, "", ""},
+		{"pipeline schedule", "nightly", func() cube.Workload {
+			prepare := pipeline.Container("prepare").Image("python:3.12").Command("python", "prepare.py")
+			return pipeline.New("nightly").Namespace(ns).Step(prepare).Schedule("0 2 * * *")
+		}, cube.Ready, cube.Ready, "", "a CronWorkflow is Ready once it exists, so Wait returns before anything fails it (TestCronWorkflowSubmissionError)"},
 		// Label Studio's claims come before its Deployments (a release
 		// lists its objects by kind rank): MarkFailed loses a claim first,
 		// and that is what Wait reports; the automation deletes the
@@ -138,7 +169,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			outcomes := []cube.Phase{cube.Succeeded, cube.Failed}
-			if tc.noController != "" {
+			if tc.onlySuccess != "" {
 				outcomes = outcomes[:1]
 			}
 			for _, outcome := range outcomes {
@@ -158,7 +189,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 				go func() { <-done; cancel() }()
 				rel, werr := cluster.WaitForRelease(found, ns, tc.release)
 				switch {
-				case werr != nil && tc.noController != "":
+				case werr != nil && tc.onlySuccess != "":
 					// Ready as soon as applied: the automation may be done
 					// before the test looks.
 					<-done

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/pipeline"
 )
 
 // claimAndApp is a release whose first object (a claim) fails before its
@@ -133,4 +134,23 @@ func TestMarkSkipsAnObjectDeletedBetweenReadAndWrite(t *testing.T) {
 	err = cluster.MarkReady(ctx, rel)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "update status of Deployment.apps team-a/web: etcd is down")
+}
+
+// Argo's cron controller reports a failed submission as a SubmissionError
+// condition; MarkFailed writes it, and the release reports it.
+func TestCronWorkflowSubmissionError(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	prepare := pipeline.Container("prepare").Image("python:3.12").Command("python", "prepare.py")
+	rel, err := cluster.Client.Apply(ctx, pipeline.New("nightly").Namespace("team-a").Step(prepare).Schedule("0 2 * * *"))
+	require.NoError(t, err)
+	require.NoError(t, cluster.MarkFailed(ctx, rel, "", "run policy error: forbidden"))
+	st, err := rel.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, cube.Failed, st.Phase)
+	assert.Contains(t, st.Reason, "SubmissionError: run policy error: forbidden")
+	require.NoError(t, cluster.MarkReady(ctx, rel))
+	st, err = rel.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, cube.Ready, st.Phase, st.Reason)
 }
