@@ -8,8 +8,8 @@
 // release's objects to Ready, Succeeded or Failed by writing the status each
 // controller would write (Deployment, StatefulSet, Job, Pod, PVC, Service,
 // the training-operator jobs, Katib Experiment, Volcano Job, RayJob, Argo
-// Workflow, LeaderWorkerSet). A test of "apply, wait, react" runs in
-// milliseconds:
+// Workflow and CronWorkflow, LeaderWorkerSet). A test of "apply, wait,
+// react" runs in milliseconds:
 //
 //	cluster := cubetest.NewCluster(nil)
 //	rel, _ := cluster.Client.Apply(ctx, myWorkload)
@@ -28,8 +28,8 @@
 // (with their NetworkPolicies), training jobs, RayJobs, Volcano jobs,
 // Katib Experiments, LLM fine-tunes, served models (Deployments and
 // LeaderWorkerSets) and their canary Splits, pipelines, Label Studio and
-// its ML backend, the model market's download and evaluation Jobs, and
-// ops' Leases. Kinds no controller writes a status to (an HTTPRoute, a
+// its ML backend, the model market's download and evaluation Jobs,
+// pipeline Schedules (CronWorkflows) and ops' Leases. Kinds no controller writes a status to (an HTTPRoute, a
 // Lease, RBAC, quotas) are Ready once they exist: nothing can fail them.
 //
 // Mark writes a release's objects one after the other while the code
