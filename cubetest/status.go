@@ -83,8 +83,9 @@ var writers = map[schema.GroupKind]statusWriter{
 // reason and message where the kind has them. It knows the kinds cube builds:
 // Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim, Service, the
 // training-operator jobs, Katib Experiment, Volcano Job, RayJob, Argo
-// Workflow and CronWorkflow, and LeaderWorkerSet. Long-running kinds asked to Succeed become
-// Ready. The caller stores the result with a status update.
+// Workflow and CronWorkflow, and LeaderWorkerSet. Long-running kinds asked
+// to Succeed become Ready. The caller stores the result with a status
+// update.
 func SetStatus(u *unstructured.Unstructured, phase cube.Phase, reason, message string) error {
 	if u == nil {
 		return errors.New("cubetest: object is nil")
