@@ -77,6 +77,18 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		{"vllm", "qwen", func() cube.Workload {
 			return serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1).Replicas(2)
 		}, cube.Ready, cube.Ready, "", ""},
+		{"sglang", "qwen-sgl", func() cube.Workload {
+			return serve.SGLang("qwen-sgl", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1)
+		}, cube.Ready, cube.Ready, "", ""},
+		{"tgi", "qwen-tgi", func() cube.Workload {
+			return serve.TGI("qwen-tgi", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1)
+		}, cube.Ready, cube.Ready, "", ""},
+		{"tei", "bge", func() cube.Workload {
+			return serve.TEI("bge", "BAAI/bge-base-en-v1.5").Namespace(ns).On(hardware.L4).GPUs(1)
+		}, cube.Ready, cube.Ready, "", ""},
+		{"ollama", "llama", func() cube.Workload {
+			return serve.Ollama("llama", "llama3.1:8b").Namespace(ns).On(hardware.L4).GPUs(1)
+		}, cube.Ready, cube.Ready, "", ""},
 		{"vllm multi-node", "deepseek", func() cube.Workload {
 			return serve.VLLM("deepseek", "deepseek-ai/DeepSeek-V3").Namespace(ns).On(hardware.H100).GPUs(8).Nodes(2)
 		}, cube.Ready, cube.Ready, "", ""},
