@@ -242,6 +242,14 @@ func (c *Cluster) MarkFailed(ctx context.Context, rel *cube.Release, reason, mes
 
 // Mark writes the status that each object's controller would write for
 // phase, through the status subresource, as a controller does.
+//
+// Every object with a status must exist when Mark starts: marking a
+// release that was not (fully) applied is an error. The objects are
+// written one after the other, and the code under test, running in another
+// goroutine, may react to the first ones before Mark reaches the others: a
+// Wait that sees one object fail returns, and the automation may delete
+// the release. An object deleted after Mark started is skipped, as a
+// controller writes nothing to an object that is gone.
 func (c *Cluster) Mark(ctx context.Context, rel *cube.Release, phase cube.Phase, reason, message string) error {
 	if err := c.usable(); err != nil {
 		return err
@@ -252,12 +260,26 @@ func (c *Cluster) Mark(ctx context.Context, rel *cube.Release, phase cube.Phase,
 	if err := checkPhase(phase); err != nil {
 		return err
 	}
-	var errs []error
+	var refs []cube.ObjectRef
 	for _, ref := range rel.Objects {
-		if !HasStatus(ref.GroupKind()) {
-			continue
+		if HasStatus(ref.GroupKind()) {
+			refs = append(refs, ref)
 		}
-		if err := MarkObject(ctx, c.Fake, ref, phase, reason, message); err != nil {
+	}
+	var errs []error
+	for _, ref := range refs {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(ref.GroupVersionKind)
+		if err := c.Fake.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+			errs = append(errs, fmt.Errorf("cubetest: mark release %s/%s %s: get %s: %w", rel.Namespace, rel.Name, phase, ref, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, ref := range refs {
+		err := MarkObject(ctx, c.Fake, ref, phase, reason, message)
+		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
@@ -282,13 +304,29 @@ func MarkObject(ctx context.Context, c client.Client, ref cube.ObjectRef, phase 
 		return err
 	}
 	err := c.Status().Update(ctx, u)
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) && gone(ctx, c, ref) == nil {
 		// Kinds without a status subresource (Argo's Workflow) take their
 		// status in a plain update, as their controllers write it.
 		err = c.Update(ctx, u)
 	}
 	if err != nil {
+		if gerr := gone(ctx, c, ref); gerr != nil {
+			// Deleted since the Get (the fake client then answers a status
+			// update of a Service with a failed create, not NotFound).
+			return fmt.Errorf("cubetest: update status of %s: deleted meanwhile: %w", ref, gerr)
+		}
 		return fmt.Errorf("cubetest: update status of %s: %w", ref, err)
+	}
+	return nil
+}
+
+// gone returns the NotFound error of getting ref, or nil if it exists (or
+// the Get failed otherwise).
+func gone(ctx context.Context, c client.Client, ref cube.ObjectRef) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ref.GroupVersionKind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

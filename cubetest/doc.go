@@ -8,8 +8,8 @@
 // release's objects to Ready, Succeeded or Failed by writing the status each
 // controller would write (Deployment, StatefulSet, Job, Pod, PVC, Service,
 // the training-operator jobs, Katib Experiment, Volcano Job, RayJob, Argo
-// Workflow, LeaderWorkerSet). A test of "apply, wait, react" runs in
-// milliseconds:
+// Workflow and CronWorkflow, LeaderWorkerSet). A test of "apply, wait,
+// react" runs in milliseconds:
 //
 //	cluster := cubetest.NewCluster(nil)
 //	rel, _ := cluster.Client.Apply(ctx, myWorkload)
@@ -26,7 +26,17 @@
 //
 // Every cube builder applies, waits and reacts here: tenants and notebooks
 // (with their NetworkPolicies), training jobs, RayJobs, Volcano jobs,
-// served models (Deployments and LeaderWorkerSets) and pipelines. The fake
+// Katib Experiments, LLM fine-tunes, served models (Deployments and
+// LeaderWorkerSets) and their canary Splits, pipelines, Label Studio and
+// its ML backend, the model market's download and evaluation Jobs,
+// pipeline Schedules (CronWorkflows) and ops' Leases. Kinds no controller writes a status to (an HTTPRoute, a
+// Lease, RBAC, quotas) are Ready once they exist: nothing can fail them.
+//
+// Mark writes a release's objects one after the other while the code
+// under test may react to the first writes: once its Wait has seen one
+// object fail it may delete the release. Mark skips the objects deleted
+// after it started, as a controller writes nothing to an object that is
+// gone; an object missing before it starts is an error. The fake
 // client's server-side apply is controller-runtime's with one repair: it
 // still treats NetworkPolicy as having a status, which the API removed, and
 // without the repair no object with a NetworkPolicy could be applied.

@@ -17,7 +17,7 @@ var fuzzKinds = [][2]string{
 	{"apps/v1", "Deployment"}, {"apps/v1", "StatefulSet"}, {"v1", "Pod"}, {"batch/v1", "Job"},
 	{"kubeflow.org/v1", "PyTorchJob"}, {"kubeflow.org/v1beta1", "Experiment"},
 	{"batch.volcano.sh/v1alpha1", "Job"}, {"ray.io/v1", "RayJob"}, {"argoproj.io/v1alpha1", "Workflow"},
-	{"leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"}, {"example.com/v1", "Unknown"},
+	{"leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"}, {"argoproj.io/v1alpha1", "CronWorkflow"}, {"example.com/v1", "Unknown"},
 }
 
 // FuzzSetStatus writes any phase, reason and message a test may give on

@@ -74,6 +74,7 @@ var writers = map[schema.GroupKind]statusWriter{
 	{Group: "batch.volcano.sh", Kind: "Job"}:                     typedWriter(volcanoJob),
 	{Group: "ray.io", Kind: "RayJob"}:                            typedWriter(rayJob),
 	{Group: "argoproj.io", Kind: "Workflow"}:                     typedWriter(workflow),
+	{Group: "argoproj.io", Kind: "CronWorkflow"}:                 typedWriter(cronWorkflow),
 	{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}: typedWriter(leaderWorkerSet),
 }
 
@@ -82,8 +83,9 @@ var writers = map[schema.GroupKind]statusWriter{
 // reason and message where the kind has them. It knows the kinds cube builds:
 // Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim, Service, the
 // training-operator jobs, Katib Experiment, Volcano Job, RayJob, Argo
-// Workflow and LeaderWorkerSet. Long-running kinds asked to Succeed become
-// Ready. The caller stores the result with a status update.
+// Workflow and CronWorkflow, and LeaderWorkerSet. Long-running kinds asked
+// to Succeed become Ready. The caller stores the result with a status
+// update.
 func SetStatus(u *unstructured.Unstructured, phase cube.Phase, reason, message string) error {
 	if u == nil {
 		return errors.New("cubetest: object is nil")
@@ -315,6 +317,23 @@ func workflow(w *wfv1.Workflow, phase cube.Phase, _, message string) {
 	w.Status.StartedAt = now()
 	if phase != cube.InProgress {
 		w.Status.FinishedAt = now()
+	}
+}
+
+// cronWorkflow writes what Argo's cron controller writes: it schedules
+// (lastScheduledTime, phase Active) or reports a condition of type
+// SubmissionError, status True, with the message
+// (reportCronWorkflowError in workflow/cron/operator.go, v3.7). A cron
+// workflow never completes: Succeeded is Ready.
+func cronWorkflow(w *wfv1.CronWorkflow, phase cube.Phase, _, message string) {
+	w.Status.Phase = wfv1.ActivePhase
+	w.Status.Conditions = nil
+	switch phase {
+	case cube.Failed:
+		w.Status.Conditions = wfv1.Conditions{{Type: wfv1.ConditionTypeSubmissionError, Status: metav1.ConditionTrue, Message: nonEmpty(message, "submission failed")}}
+	case cube.Ready, cube.Succeeded:
+		t := now()
+		w.Status.LastScheduledTime = &t
 	}
 }
 
