@@ -7,7 +7,6 @@ package train_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/testenv"
 )
 
@@ -53,8 +53,8 @@ func TestAppliedStrictly(t *testing.T) {
 					}
 					// Every rendered field is stored as rendered; the server
 					// may add defaults (port protocols, suspend: false).
-					assertContains(t, "", rendered.Object["spec"], u.Object["spec"])
-					assertContains(t, "", rendered.Object["data"], u.Object["data"])
+					fuzzcorpus.AssertContains(t, "", rendered.Object["spec"], u.Object["spec"])
+					fuzzcorpus.AssertContains(t, "", rendered.Object["data"], u.Object["data"])
 					assert.Equal(t, obj.GetLabels(), u.GetLabels())
 				}
 				assert.Equal(t, primaryKind[bc.name], rel.Objects[len(rel.Objects)-1].Kind)
@@ -132,31 +132,5 @@ func dropTaskTemplateMetadata(objs ...*unstructured.Unstructured) {
 			}
 		}
 		_ = unstructured.SetNestedSlice(u.Object, tasks, "spec", "tasks")
-	}
-}
-
-// assertContains checks that got holds every field of want with the same
-// value: maps may have more keys, lists must have the same length.
-func assertContains(t *testing.T, path string, want, got any) {
-	t.Helper()
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !assert.True(t, ok, "%s: want an object, got %v", path, got) {
-			return
-		}
-		for k, v := range w {
-			assertContains(t, path+"."+k, v, g[k])
-		}
-	case []any:
-		g, ok := got.([]any)
-		if !assert.True(t, ok, "%s: want a list, got %v", path, got) || !assert.Len(t, g, len(w), path) {
-			return
-		}
-		for i := range w {
-			assertContains(t, fmt.Sprintf("%s[%d]", path, i), w[i], g[i])
-		}
-	default:
-		assert.Equal(t, want, got, path)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
@@ -32,24 +33,9 @@ import (
 // the bytes its arguments are drawn from. Arguments come from small
 // dictionaries that mix valid values with the hostile ones a new user
 // tries; bytes past the end read as zero.
-type program struct {
-	data []byte
-	pos  int
-}
+type program = fuzzcorpus.Program
 
-func (p *program) byte() byte {
-	if p.pos >= len(p.data) {
-		p.pos++
-		return 0
-	}
-	b := p.data[p.pos]
-	p.pos++
-	return b
-}
-
-func (p *program) done() bool { return p.pos >= len(p.data) }
-
-func pick[T any](p *program, values []T) T { return values[int(p.byte())%len(values)] }
+func pick[T any](p *program, values []T) T { return fuzzcorpus.Pick(p, values) }
 
 var (
 	fuzzInts      = []int{1, 2, 0, 3, 8, -1, 4, 16, 64, 65536, math.MaxInt32, math.MaxInt32 + 1, -7}
@@ -132,7 +118,7 @@ func podOps[T any](b *pod.Builder[T]) []op {
 		func(p *program) { b.PodSecurityContext(nil) },
 		func(p *program) { b.SecurityContext(nil) },
 		func(p *program) { b.Port(pick(p, []string{"http", "", "Bad Port"}), int32(pick(p, fuzzInts))) },
-		func(p *program) { b.HostNetwork(p.byte()%2 == 0) },
+		func(p *program) { b.HostNetwork(p.Byte()%2 == 0) },
 	}
 }
 
@@ -141,7 +127,7 @@ func lifecycleOps[T any](l *train.Lifecycle[T]) []op {
 		func(p *program) { l.TTLAfterFinished(pick(p, fuzzDurations)) },
 		func(p *program) { l.ActiveDeadline(pick(p, fuzzDurations)) },
 		func(p *program) { l.RetryLimit(pick(p, fuzzInts)) },
-		func(p *program) { l.Suspend(p.byte()%2 == 0) },
+		func(p *program) { l.Suspend(p.Byte()%2 == 0) },
 	}
 }
 
@@ -324,7 +310,7 @@ var fuzzKinds = []func(name string, base bool) (cube.Workload, []op){
 				min := pick(p, fuzzInts)
 				j.AddTask(train.VolcanoTask{
 					Name: pick(p, []string{"launcher", "ps", "Bad Task", ""}), Replicas: pick(p, fuzzInts), MinAvailable: &min,
-					Command: []string{pick(p, fuzzStrings)}, NoGPUs: p.byte()%2 == 0,
+					Command: []string{pick(p, fuzzStrings)}, NoGPUs: p.Byte()%2 == 0,
 					CPU: pick(p, fuzzQuantity), Memory: pick(p, fuzzQuantity), RetryLimit: pick(p, fuzzInts),
 					RestartPolicy: pick(p, fuzzPodRests),
 					Policies:      []vcbatch.LifecyclePolicy{{Event: pick(p, fuzzEvents), Action: pick(p, fuzzActions)}},
@@ -361,12 +347,12 @@ const maxCalls = 48
 
 // run interprets a program.
 func run(data []byte) cube.Workload {
-	p := &program{data: data}
-	kind := fuzzKinds[int(p.byte())%len(fuzzKinds)]
-	base := p.byte()%4 != 0
+	p := fuzzcorpus.NewProgram(data)
+	kind := fuzzKinds[int(p.Byte())%len(fuzzKinds)]
+	base := p.Byte()%4 != 0
 	w, ops := kind(pick(p, fuzzNames), base)
-	for calls := 0; len(ops) > 0 && !p.done() && calls < maxCalls; calls++ {
-		ops[int(p.byte())%len(ops)](p)
+	for calls := 0; len(ops) > 0 && !p.Done() && calls < maxCalls; calls++ {
+		ops[int(p.Byte())%len(ops)](p)
 	}
 	return w
 }
