@@ -104,8 +104,16 @@ func TestHostileSettings(t *testing.T) {
 			}},
 		{"two ports of one number on a Ray cluster",
 			train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).Port("a", 8080).Port("b", 8080), []string{
-				`spec.rayClusterSpec.headGroupSpec.template.spec.containers[0].ports[1].containerPort: Duplicate value: 8080`,
-				`spec.rayClusterSpec.workerGroupSpecs[0].template.spec.containers[0].ports[1].containerPort: Duplicate value: 8080`,
+				`spec.rayClusterSpec.headGroupSpec.template.spec.containers[0].ports[1].containerPort: Duplicate value: 8080: the same in spec.rayClusterSpec.workerGroupSpecs[0]`,
+			}},
+		{"a bad port and environment variable set once on a job of three roles, reported once",
+			train.TensorFlow("tf").Image(img).Chief().ParameterServers(1).Port("http", 70000).Env("BAD NAME", "v"), []string{
+				`spec.tfReplicaSpecs[Chief].template.spec.containers[0].env[0].name: Invalid value: "BAD NAME": a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*') (the same in spec.tfReplicaSpecs[PS], spec.tfReplicaSpecs[Worker])`,
+				`spec.tfReplicaSpecs[Chief].template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive (the same in spec.tfReplicaSpecs[PS], spec.tfReplicaSpecs[Worker])`,
+			}},
+		{"the same bad port on the tasks of a Volcano job, reported once",
+			train.Volcano("vc").Image(img).Task("a", 1).Task("b", 2).Port("http", 0), []string{
+				`spec.tasks[0].template.spec.containers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive (the same in spec.tasks[1])`,
 			}},
 		{"a priority class, a scheduler and a service account that cannot exist",
 			train.Volcano("vc").Image(img).Task("w", 1).PriorityClass("Bad_Name").Scheduler("My Scheduler").ServiceAccount("Bad SA"), []string{

@@ -261,15 +261,41 @@ func copyJobLabels(meta *metav1.ObjectMeta, podLabels map[string]string) {
 }
 
 // dedupe drops repeated errors: settings shared by every replica (a
-// negative GPU count, a bad /dev/shm size) are reported once.
+// negative GPU count, a bad /dev/shm size) are reported once. A problem of
+// a pod template that recurs in the templates of other roles (a job's
+// port, environment variable or image, which every role shares) is
+// reported once too, under the first role's path, naming the others.
 func dedupe(errs field.ErrorList) field.ErrorList {
 	seen := map[string]bool{}
+	first := map[string]int{}    // template problem (without the role) -> index in out
+	others := map[int][]string{} // index in out -> the other roles' template paths
 	out := errs[:0:0]
 	for _, e := range errs {
-		if k := e.Error(); !seen[k] {
-			seen[k] = true
-			out = append(out, e)
+		k := e.Error()
+		if seen[k] {
+			continue
 		}
+		seen[k] = true
+		if role, rest, ok := strings.Cut(e.Field, ".template."); ok {
+			// The role's path is part of the error's text only through
+			// Field: the rest of the key is type, value and detail.
+			key := rest + "\x00" + strings.Replace(k, e.Field, "", 1)
+			if i, dup := first[key]; dup {
+				others[i] = append(others[i], role)
+				continue
+			}
+			first[key] = len(out)
+		}
+		out = append(out, e)
+	}
+	for i, roles := range others {
+		merged := *out[i]
+		if same := "the same in " + strings.Join(roles, ", "); merged.Detail == "" {
+			merged.Detail = same
+		} else {
+			merged.Detail += " (" + same + ")"
+		}
+		out[i] = &merged
 	}
 	return out
 }

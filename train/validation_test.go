@@ -59,10 +59,9 @@ func TestValidation(t *testing.T) {
 			`metadata.name: Required value: a name is required`,
 		}},
 
-		// Images and the shared pod settings, reported once per replica.
+		// Images and the shared pod settings, reported once for all replicas.
 		{"missing image", train.PyTorch("job"), []string{
-			`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image: Required value: an image is required`,
-			`spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image: Required value: an image is required`,
+			`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image: Required value: an image is required (the same in spec.pytorchReplicaSpecs[Worker])`,
 		}},
 		{"more GPUs than the node holds, reported once for every replica", pytorch().On(hardware.H100).GPUs(16), []string{
 			`gpus: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
@@ -148,8 +147,7 @@ func TestValidation(t *testing.T) {
 			`spec.mpiReplicaSpecs[Worker].replicas: Invalid value: 0: at least 1 worker required`,
 			`spec.slotsPerWorker: Invalid value: 0: must be at least 1`,
 			`spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].command: Required value: the program mpirun runs is required: set Command`,
-			`spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].image: Required value: an image is required`,
-			`spec.mpiReplicaSpecs[Worker].template.spec.containers[0].image: Required value: an image is required`,
+			`spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].image: Required value: an image is required (the same in spec.mpiReplicaSpecs[Worker])`,
 		}},
 		{"horovod without a program", train.Horovod("hvd").Image(img), []string{
 			`spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].command: Required value: the program mpirun runs is required: set Command`,
@@ -177,9 +175,7 @@ func TestValidation(t *testing.T) {
 		{"mxnet", train.MXNet("mx").Workers(0).Servers(0), []string{
 			`spec.mxReplicaSpecs[Worker].replicas: Invalid value: 0: at least 1 worker required`,
 			`spec.mxReplicaSpecs[Server].replicas: Invalid value: 0: at least 1 server required`,
-			`spec.mxReplicaSpecs[Scheduler].template.spec.containers[0].image: Required value: an image is required`,
-			`spec.mxReplicaSpecs[Server].template.spec.containers[0].image: Required value: an image is required`,
-			`spec.mxReplicaSpecs[Worker].template.spec.containers[0].image: Required value: an image is required`,
+			`spec.mxReplicaSpecs[Scheduler].template.spec.containers[0].image: Required value: an image is required (the same in spec.mxReplicaSpecs[Server], spec.mxReplicaSpecs[Worker])`,
 		}},
 
 		// DeepSpeed.
@@ -212,12 +208,10 @@ func TestValidation(t *testing.T) {
 			`deepspeedConfig.zero_optimization.offload_param: Forbidden: cpu offload needs ZeRO stage 3 or higher, not 2`,
 		}},
 		{"deepspeed config directory taken", train.DeepSpeed("ds").Image(img).ConfigMapVolume("mine", train.DeepSpeedConfigDir), []string{
-			`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].volumeMounts[0].mountPath: Duplicate value: "/etc/deepspeed"`,
-			`spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].volumeMounts[0].mountPath: Duplicate value: "/etc/deepspeed"`,
+			`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].volumeMounts[0].mountPath: Duplicate value: "/etc/deepspeed": the same in spec.pytorchReplicaSpecs[Worker]`,
 		}},
 		{"deepspeed config volume name taken", train.DeepSpeed("ds").Image(img).AddVolume(deepSpeedVolumeClash(), ""), []string{
-			`spec.pytorchReplicaSpecs[Master].template.spec.volumes[0].name: Duplicate value: "deepspeed-config"`,
-			`spec.pytorchReplicaSpecs[Worker].template.spec.volumes[0].name: Duplicate value: "deepspeed-config"`,
+			`spec.pytorchReplicaSpecs[Master].template.spec.volumes[0].name: Duplicate value: "deepspeed-config": the same in spec.pytorchReplicaSpecs[Worker]`,
 		}},
 
 		// ColossalAI.
