@@ -131,9 +131,15 @@ func Whole(p hardware.Profile, n int) *Spec {
 }
 
 // Memory sets device memory per device, as a quantity ("10Gi", "3000Mi").
+// An empty quantity is refused: leave Memory out for a slice of compute
+// only (Cores alone).
 func (s *Spec) Memory(q string) *Spec {
 	s.memory = q
 	s.memPct = 0
+	if strings.TrimSpace(q) == "" {
+		s.memory = ""
+		s.problem("memory", q, `an empty quantity: give one ("10Gi"), or leave Memory out for a slice of compute only`)
+	}
 	return s
 }
 

@@ -126,6 +126,8 @@ func TestSpecErrors(t *testing.T) {
 			[]string{`spec.template.memory: Invalid value: "ten gigs": parse memory "ten gigs": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`}},
 		{"memory not positive", vgpu.Slice(hardware.T4).Memory("-1Gi"),
 			[]string{`spec.template.memory: Invalid value: "-1Gi": memory "-1Gi" must be positive`}},
+		{"an empty memory is not compute only", vgpu.Slice(hardware.T4).Memory(" ").Cores(25),
+			[]string{`spec.template.memory: Invalid value: " ": an empty quantity: give one ("10Gi"), or leave Memory out for a slice of compute only`}},
 		{"memory below a MiB", vgpu.Slice(hardware.T4).Memory("1Ki"),
 			[]string{`spec.template.memory: Invalid value: "1Ki": must be at least 1Mi`}},
 		{"cores above 100", vgpu.Slice(hardware.L40S).Memory("1Gi").Cores(101),
