@@ -294,3 +294,23 @@ func TestAllowRDMAAndAnotherLevelConflict(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "privileged", objs[0].GetLabels()[cube.LabelPodSecurityWarn])
 }
+
+// TestQuantitiesApimachineryCannotRoundAreRefused: resource.ParseQuantity
+// (apimachinery v0.37.2) runs for hours on a decimal exponent beyond int32
+// ("E6854775807" wraps to -1735158785, see internal/quantity); every
+// quantity a user gives cube is refused at once instead.
+func TestQuantitiesApimachineryCannotRoundAreRefused(t *testing.T) {
+	const hostile = "92233720E6854775807"
+	start := time.Now()
+	_, ferr := cube.ParseQuantity(nil, hostile, cube.NonNegative)
+	require.NotNil(t, ferr)
+	assert.Contains(t, ferr.Error(), "beyond ±1000")
+	_, err := train.PyTorch("pt").Image("img").CPU(hostile).Memory("1e-5000").Objects()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `resources.requests[cpu]: Invalid value: "92233720E6854775807"`)
+	assert.Contains(t, err.Error(), `resources.requests[memory]: Invalid value: "1e-5000"`)
+	_, err = cube.Tenant("team").CPU(hostile).Objects()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "beyond ±1000")
+	assert.Less(t, time.Since(start), 5*time.Second)
+}

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/quantity"
 )
 
 // Sign says what a quantity given by a user may be.
@@ -22,7 +24,7 @@ const (
 // a problem under path instead of panicking: not a quantity, negative, or
 // zero when sign is Positive. Every builder parses user quantities with it.
 func ParseQuantity(path *field.Path, value string, sign Sign) (resource.Quantity, *field.Error) {
-	q, err := resource.ParseQuantity(value)
+	q, err := quantity.Parse(value)
 	switch {
 	case err != nil:
 		return resource.Quantity{}, field.Invalid(path, value, err.Error())
@@ -37,15 +39,24 @@ func ParseQuantity(path *field.Path, value string, sign Sign) (resource.Quantity
 // ParseResourceList parses a map of non-negative quantities by resource
 // name, reporting each bad one under path[name], in name order.
 func ParseResourceList(in map[corev1.ResourceName]string, path *field.Path) (corev1.ResourceList, field.ErrorList) {
-	var errs field.ErrorList
-	out := corev1.ResourceList{}
-	for _, name := range slices.Sorted(maps.Keys(in)) {
-		q, err := ParseQuantity(path.Key(string(name)), in[name], NonNegative)
-		if err != nil {
-			errs = append(errs, err)
+	out := make(corev1.ResourceList, len(in))
+	bad := false
+	for name, v := range in {
+		q, err := quantity.Parse(v)
+		if err != nil || q.Sign() < 0 {
+			bad = true
 			continue
 		}
 		out[name] = q
+	}
+	if !bad {
+		return out, nil // the usual case: no sort, no paths
+	}
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		if _, err := ParseQuantity(path.Key(string(name)), in[name], NonNegative); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return out, errs
 }

@@ -434,8 +434,13 @@ func (c *compiler) step(n *node, pre *containerTemplate) (task wfv1.DAGTask, ok 
 		tmpl, errs = c.workload(n)
 	}
 	tmpl.Name = n.c.name
-	for _, r := range n.inputs {
-		tmpl.Inputs.Parameters = append(tmpl.Inputs.Parameters, wfv1.Parameter{Name: inputName(r)})
+	names := make([]string, len(n.inputs))
+	if len(n.inputs) > 0 {
+		tmpl.Inputs.Parameters = make([]wfv1.Parameter, len(n.inputs))
+	}
+	for i, r := range n.inputs {
+		names[i] = inputName(r)
+		tmpl.Inputs.Parameters[i] = wfv1.Parameter{Name: names[i]}
 	}
 	if r := n.c.retry; r != nil {
 		tmpl.RetryStrategy = retryStrategy(*r)
@@ -448,8 +453,11 @@ func (c *compiler) step(n *node, pre *containerTemplate) (task wfv1.DAGTask, ok 
 	errs = append(errs, c.claim(tmpl.Name, claimant{step: n.c.name}, n.path)...)
 
 	task = wfv1.DAGTask{Name: n.c.name, Template: tmpl.Name}
-	for _, d := range n.deps {
-		task.Dependencies = append(task.Dependencies, c.g.nodes[d].c.name)
+	if len(n.deps) > 0 {
+		task.Dependencies = make([]string, len(n.deps))
+	}
+	for i, d := range n.deps {
+		task.Dependencies[i] = c.g.nodes[d].c.name
 	}
 	task.When = substitute(n.c.when, inTask)
 	fanned := n.c.itemsSet || n.c.itemsFrom != ""
@@ -460,8 +468,8 @@ func (c *compiler) step(n *node, pre *containerTemplate) (task wfv1.DAGTask, ok 
 	}
 	withParam := substitute(n.c.itemsFrom, inTask)
 	args := make([]wfv1.Parameter, 0, len(n.inputs))
-	for _, r := range n.inputs {
-		args = append(args, wfv1.Parameter{Name: inputName(r), Value: wfv1.AnyStringPtr(inTask(r))})
+	for i, r := range n.inputs {
+		args = append(args, wfv1.Parameter{Name: names[i], Value: wfv1.AnyStringPtr(inTask(r))})
 	}
 
 	if !fanned || !n.c.maxParSet {
@@ -639,7 +647,11 @@ func fromPodSpec(t *wfv1.Template, spec *corev1.PodSpec) ([]corev1.LocalObjectRe
 	if reflect.ValueOf(spec).Elem().IsZero() {
 		return pull, nil
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
+	// A copy goes to the converter, so that spec (the caller's template,
+	// usually on its stack) does not escape to the heap for the converter.
+	patch := new(corev1.PodSpec)
+	*patch = *spec
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(patch)
 	if err != nil {
 		return nil, fmt.Errorf("pod spec patch: %w", err)
 	}

@@ -577,8 +577,8 @@ func (g *graph) link(n *node) field.ErrorList {
 					errs = append(errs, field.Invalid(at(), s, fmt.Sprintf("step %q has no output %q (declared: %s)", r.step, r.name, declared(up.c.outputs))))
 					continue
 				}
-				if !taskLevel && !inputSeen[inputName(r)] {
-					inputSeen[inputName(r)] = true
+				if name := inputName(r); !taskLevel && !inputSeen[name] {
+					inputSeen[name] = true
 					n.inputs = append(n.inputs, r)
 				}
 			case refOutputPath:
@@ -593,7 +593,7 @@ func (g *graph) link(n *node) field.ErrorList {
 					errs = append(errs, field.Invalid(at(), s, "only a step with ForEach or ForEachIn has an item"))
 				case taskLevel:
 					errs = append(errs, field.Invalid(at(), s, "the item is known only inside the step"))
-				case !inputSeen[inputName(r)]:
+				case !inputSeen[inputName(r)]: // a constant for items
 					inputSeen[inputName(r)] = true
 					n.inputs = append(n.inputs, r)
 				}
@@ -630,6 +630,7 @@ func (g *graph) link(n *node) field.ErrorList {
 			errs = append(errs, field.Invalid(fp, c.itemsFrom, "must be one ParamRef or step Output holding a JSON list"))
 		}
 	}
+	n.deps = make([]int, 0, len(deps))
 	for d := range deps {
 		n.deps = append(n.deps, d)
 	}

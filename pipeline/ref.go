@@ -84,12 +84,26 @@ func ours(inner string) bool {
 
 // parseRef parses the inside of one of cube's placeholders.
 func parseRef(inner string) (ref, error) {
-	parts := strings.Split(inner, ".")
-	bad := errMalformed(inner)
+	// Every placeholder of every step comes here: the parts of the usual
+	// ones (at most five) are split without allocating.
+	var buf [5]string
+	parts := buf[:0]
+	if strings.Count(inner, ".") < len(buf) {
+		for rest := inner; ; {
+			part, after, more := strings.Cut(rest, ".")
+			parts = append(parts, part)
+			if !more {
+				break
+			}
+			rest = after
+		}
+	} else {
+		parts = strings.Split(inner, ".")
+	}
 	switch parts[0] {
 	case "params":
 		if len(parts) != 2 || !isParamName(parts[1]) {
-			return ref{}, bad
+			return ref{}, errMalformed(inner)
 		}
 		return ref{kind: refParam, name: parts[1]}, nil
 	case "steps":
@@ -109,7 +123,7 @@ func parseRef(inner string) (ref, error) {
 		case len(parts) == 2 && isParamName(parts[1]):
 			return ref{kind: refItem, name: parts[1]}, nil
 		}
-		return ref{}, bad
+		return ref{}, errMalformed(inner)
 	case "workspace":
 		if len(parts) == 1 {
 			return ref{kind: refWorkspace}, nil
@@ -122,7 +136,7 @@ func parseRef(inner string) (ref, error) {
 			return ref{kind: refPipelineStatus}, nil
 		}
 	}
-	return ref{}, bad
+	return ref{}, errMalformed(inner)
 }
 
 // placeholders calls fn for each {{...}} in s, left to right, with its

@@ -33,6 +33,13 @@ var byteResources = []corev1.ResourceName{corev1.ResourceMemory, corev1.Resource
 // whole number of bytes, in name order.
 func wholeBytes(list corev1.ResourceList, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	whole := true
+	for name, q := range list {
+		whole = whole && !(slices.Contains(byteResources, name) && q.MilliValue()%1000 != 0)
+	}
+	if whole {
+		return nil
+	}
 	names := make([]corev1.ResourceName, 0, len(list))
 	for name := range list {
 		names = append(names, name)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/quantity"
 )
 
 // Backend is what shares a device between pods.
@@ -247,7 +248,7 @@ func (s *Spec) Validate(path *field.Path) field.ErrorList {
 
 // parseMemory parses the memory quantity.
 func parseMemory(q string) (int64, error) {
-	qty, err := resource.ParseQuantity(strings.TrimSpace(q))
+	qty, err := quantity.Parse(strings.TrimSpace(q))
 	if err != nil {
 		return 0, fmt.Errorf("parse memory %q: %w", q, err)
 	}

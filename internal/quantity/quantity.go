@@ -1,0 +1,64 @@
+// Package quantity parses the resource quantities users give cube
+// ("16Gi", "500m", "1e3") as apimachinery's resource.ParseQuantity does,
+// after refusing the inputs it cannot parse in reasonable time.
+//
+// resource.ParseQuantity (k8s.io/apimachinery v0.37.2,
+// pkg/api/resource/quantity.go and suffix.go) reads the exponent of a
+// decimal-exponent quantity with strconv.ParseInt and converts it to int32
+// without a range check, then scales and rounds an inf.Dec by it:
+// "92233720E6854775807" wraps to an exponent of -1735158785 and the
+// rounding runs for hours (found by vgpu's FuzzSlice). Exponents beyond
+// ±1000 are refused here; 1e-1000 already rounds up to 1n and 1e1000 is
+// far beyond any resource.
+package quantity
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// MaxExponent bounds the decimal exponent of a quantity ("1e1000").
+const MaxExponent = 1000
+
+// Parse is resource.ParseQuantity for user input: an exponent beyond
+// ±MaxExponent is an error.
+func Parse(s string) (resource.Quantity, error) {
+	if exp, ok := exponent(s); ok && (exp > MaxExponent || exp < -MaxExponent) {
+		return resource.Quantity{}, fmt.Errorf("the exponent of %q is beyond ±%d", s, MaxExponent)
+	}
+	return resource.ParseQuantity(s)
+}
+
+// exponent is the decimal exponent of s ("5" in "1e5", "-3" in "2E-3") by
+// apimachinery's grammar: a signed number of digits and dots, then the
+// suffix; a suffix of e or E and more is an exponent. An exponent too
+// large for int64 comes back as beyond any bound.
+func exponent(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	for i < len(s) && (s[i] == '.' || s[i] >= '0' && s[i] <= '9') {
+		i++
+	}
+	suffix := s[i:]
+	if len(suffix) < 2 || suffix[0] != 'e' && suffix[0] != 'E' {
+		return 0, false
+	}
+	exp, err := strconv.ParseInt(suffix[1:], 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			if strings.HasPrefix(suffix[1:], "-") {
+				return -MaxExponent - 1, true
+			}
+			return MaxExponent + 1, true
+		}
+		return 0, false // not an exponent: apimachinery says what is wrong
+	}
+	return exp, true
+}
