@@ -347,7 +347,7 @@ func (a Algorithm) validate(path *field.Path, params []Param, parallel, maxTrial
 					fmt.Sprintf("grid needs a step on Float %q", p.name)))
 			}
 			if combos < math.MaxInt32 {
-				combos *= max(n, 1)
+				combos *= min(max(n, 1), math.MaxInt32) // below 2^62: no overflow
 			}
 		}
 		if maxTrials > 0 && int(maxTrials) > combos {

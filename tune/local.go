@@ -591,12 +591,12 @@ func newGridSampler(l *Local) *gridSampler {
 	sizes := make([]int, len(l.params))
 	total := 1
 	for d, p := range l.params {
-		sizes[d] = p.gridSize()
-		total *= sizes[d]
-		if total > 1<<20 {
-			total = 1 << 20 // enough for any study; the grid is visited in a shuffled order
-			break
-		}
+		sizes[d] = max(p.gridSize(), 1)
+		// At most 2^20 points: enough for any study, as the grid is
+		// visited in a shuffled order. Every size is still read (a break
+		// here left the later ones 0, a division by zero below: found by
+		// FuzzLocal).
+		total = min(total*sizes[d], 1<<20)
 	}
 	points := make([][]int, 0, total)
 	for k := 0; k < total; k++ {

@@ -218,16 +218,28 @@ func (p Param) gridSize() int {
 		if step == 0 {
 			step = 1
 		}
-		return int(math.Floor((p.max-p.min)/step)) + 1
+		return gridPoints(math.Floor((p.max-p.min)/step) + 1)
 	case FloatKind:
 		if p.step == 0 {
 			return 0
 		}
 		// A small tolerance so that 0.1 steps from 0 to 1 keep the end point,
 		// as numpy.arange with the max+step bound in Katib's grid does.
-		return int(math.Floor((p.max-p.min)/p.step+1e-9)) + 1
+		return gridPoints(math.Floor((p.max-p.min)/p.step+1e-9) + 1)
 	}
 	return 0
+}
+
+// maxGridPoints bounds a parameter's grid: a float's int conversion is
+// undefined beyond int's range (a range of 1e300 in steps of 1 was a
+// negative count).
+const maxGridPoints = 1 << 40
+
+func gridPoints(n float64) int {
+	if n != n || n > maxGridPoints {
+		return maxGridPoints
+	}
+	return max(int(n), 1)
 }
 
 // formatFloat prints a float the shortest way that parses back exactly.
