@@ -321,7 +321,9 @@ func (c *compiler) inTemplate(r ref) string {
 	switch r.kind {
 	case refParam:
 		return "{{workflow.parameters." + r.name + "}}"
-	case refOutput, refItem:
+	case refOutput: // inputName, in one concatenation
+		return "{{inputs.parameters." + r.step + "_" + r.name + "}}"
+	case refItem:
 		return "{{inputs.parameters." + inputName(r) + "}}"
 	case refOutputPath:
 		return OutputsPath + "/" + r.name

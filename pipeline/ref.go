@@ -212,6 +212,7 @@ func substitute(s string, fn func(ref) string) string {
 		return s
 	}
 	var b strings.Builder
+	b.Grow(len(s) + 32) // a placeholder's replacement is about as long: one allocation
 	last := 0
 	placeholders(s, func(start, end int, inner string) {
 		if !ours(inner) {

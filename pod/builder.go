@@ -588,10 +588,17 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	}
 	reqPath := func() *field.Path { return cPath.Child("resources", "requests") }
 	limPath := func() *field.Path { return cPath.Child("resources", "limits") }
-	reqs, _ := cube.ParseResourceList(requests, nil)
-	lims, _ := cube.ParseResourceList(limits, nil)
-	errs = append(errs, under(func(p *field.Path) field.ErrorList { _, e := cube.ParseResourceList(requests, p); return e }, reqPath)...)
-	errs = append(errs, under(func(p *field.Path) field.ErrorList { _, e := cube.ParseResourceList(limits, p); return e }, limPath)...)
+	// Parsed without a path, and again under it only to report problems.
+	reqs, reqErrs := cube.ParseResourceList(requests, nil)
+	if reqErrs != nil {
+		_, reqErrs = cube.ParseResourceList(requests, reqPath())
+	}
+	lims, limErrs := cube.ParseResourceList(limits, nil)
+	if limErrs != nil {
+		_, limErrs = cube.ParseResourceList(limits, limPath())
+	}
+	errs = append(errs, reqErrs...)
+	errs = append(errs, limErrs...)
 	errs = append(errs, under(func(p *field.Path) field.ErrorList { return wholeBytes(reqs, p) }, reqPath)...)
 	errs = append(errs, under(func(p *field.Path) field.ErrorList { return wholeBytes(lims, p) }, limPath)...)
 	if len(reqs) > 0 {
