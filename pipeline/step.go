@@ -282,6 +282,9 @@ func Func(name string, fn StepFunc) *FuncStep {
 // ParamRef, ItemRef); using another step's output makes this step depend on
 // it.
 func (s *FuncStep) Input(name, value string) *FuncStep {
+	if s == nil {
+		return nil
+	}
 	s.inputs = setNamed(s.inputs, namedValue{name, value})
 	return s
 }

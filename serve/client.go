@@ -35,6 +35,9 @@ type Client struct {
 	model string
 }
 
+// errNilReceiver is what a nil or zero Client's requests return.
+var errNilReceiver = errors.New("serve: a nil or zero Client has no server: make it with serve.NewClient")
+
 // ClientOption configures NewClient.
 type ClientOption interface {
 	applyClient(*clientOptions)
@@ -178,11 +181,19 @@ func baseURL(endpoint string) (string, *field.Error) {
 
 // BaseURL returns the API base URL requests go to, such as
 // "http://qwen-chat:8000/v1".
-func (c *Client) BaseURL() string { return c.baseURL }
+func (c *Client) BaseURL() string {
+	if c == nil {
+		return ""
+	}
+	return c.baseURL
+}
 
 // Model returns the served model name the helpers send: the ServedModel
 // option, or what the server listed once a helper has asked; "" before that.
 func (c *Client) Model() string {
+	if c == nil {
+		return ""
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.model
@@ -190,6 +201,9 @@ func (c *Client) Model() string {
 
 // String describes the client without its API key.
 func (c *Client) String() string {
+	if c == nil {
+		return "serve.Client(nil)"
+	}
 	return fmt.Sprintf("serve.Client(%s, model %q)", c.baseURL, c.Model())
 }
 
@@ -235,6 +249,9 @@ func AssistantMessage(content string) openai.ChatCompletionMessage {
 // returns the whole answer. For sampling settings, tools or response
 // formats, call CreateChatCompletion with Model() filled in.
 func (c *Client) Chat(ctx context.Context, messages ...openai.ChatCompletionMessage) (openai.ChatCompletionResponse, error) {
+	if c == nil || c.Client == nil {
+		return openai.ChatCompletionResponse{}, errNilReceiver
+	}
 	model, err := c.resolveModel(ctx)
 	if err != nil {
 		return openai.ChatCompletionResponse{}, fmt.Errorf("chat: %w", err)
@@ -250,6 +267,9 @@ func (c *Client) Chat(ctx context.Context, messages ...openai.ChatCompletionMess
 // server-sent chunks; Recv returns io.EOF after the server's "data: [DONE]".
 // Close the stream when done.
 func (c *Client) ChatStream(ctx context.Context, messages ...openai.ChatCompletionMessage) (*openai.ChatCompletionStream, error) {
+	if c == nil || c.Client == nil {
+		return nil, errNilReceiver
+	}
 	model, err := c.resolveModel(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("chat stream: %w", err)
@@ -266,6 +286,9 @@ func (c *Client) ChatStream(ctx context.Context, messages ...openai.ChatCompleti
 // Complete sends prompt to the legacy /completions endpoint, which vLLM,
 // SGLang and Ollama still serve for base models.
 func (c *Client) Complete(ctx context.Context, prompt string) (openai.CompletionResponse, error) {
+	if c == nil || c.Client == nil {
+		return openai.CompletionResponse{}, errNilReceiver
+	}
 	model, err := c.resolveModel(ctx)
 	if err != nil {
 		return openai.CompletionResponse{}, fmt.Errorf("complete: %w", err)

@@ -78,6 +78,9 @@ func isTriton(e *engine) bool { return e == tritonEngine || e == tritonVLLMEngin
 // image becomes DefaultTritonVLLMImage. A Service has at most one
 // vLLM-backend model. cfg is copied. Triton only.
 func (s *Service) AddTritonModel(cfg TritonModelConfig) *Service {
+	if s == nil {
+		return nil
+	}
 	s.use("tritonModels")
 	if cfg.Backend == TritonBackendVLLM && s.engine == tritonEngine {
 		s.engine = tritonVLLMEngine

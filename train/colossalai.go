@@ -68,25 +68,58 @@ func ColossalAI(name string) *ColossalAIJob {
 // Script sets the training script and its own arguments; the plugin
 // arguments follow them.
 func (j *ColossalAIJob) Script(script string, args ...string) *ColossalAIJob {
+	if j == nil {
+		return nil
+	}
 	j.script, j.args = script, slices.Clone(args)
 	return j
 }
 
 // Plugin sets the booster plugin (default PluginDDP).
-func (j *ColossalAIJob) Plugin(p ColossalAIPlugin) *ColossalAIJob { j.plugin = p; return j }
+func (j *ColossalAIJob) Plugin(p ColossalAIPlugin) *ColossalAIJob {
+	if j == nil {
+		return nil
+	}
+	j.plugin = p
+	return j
+}
 
 // ZeROStage sets --zero_stage: 1 or 2 for PluginZeRO (default 2), 0 to 2
 // for PluginHybridParallel (default 0; at most 1 with pipeline stages).
-func (j *ColossalAIJob) ZeROStage(n int) *ColossalAIJob { j.zeroStage = &n; return j }
+func (j *ColossalAIJob) ZeROStage(n int) *ColossalAIJob {
+	if j == nil {
+		return nil
+	}
+	j.zeroStage = &n
+	return j
+}
 
 // TensorParallel sets --tp_size for PluginHybridParallel (default 1).
-func (j *ColossalAIJob) TensorParallel(n int) *ColossalAIJob { j.tp = n; return j }
+func (j *ColossalAIJob) TensorParallel(n int) *ColossalAIJob {
+	if j == nil {
+		return nil
+	}
+	j.tp = n
+	return j
+}
 
 // PipelineParallel sets --pp_size for PluginHybridParallel (default 1).
-func (j *ColossalAIJob) PipelineParallel(n int) *ColossalAIJob { j.pp = n; return j }
+func (j *ColossalAIJob) PipelineParallel(n int) *ColossalAIJob {
+	if j == nil {
+		return nil
+	}
+	j.pp = n
+	return j
+}
 
 // Launcher chooses torchrun (default) or `colossalai run`.
-func (j *ColossalAIJob) Launcher(l ColossalAILauncher) *ColossalAIJob { j.launcher = l; return j }
+func (j *ColossalAIJob) Launcher(l ColossalAILauncher) *ColossalAIJob {
+	if j == nil {
+		return nil
+	}
+	j.launcher = l
+	return j
+}
 
 // pluginArgs renders the plugin's arguments for a world of world
 // processes (0 when elastic: the size is not known).

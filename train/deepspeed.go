@@ -214,7 +214,13 @@ func DeepSpeed(name string) *DeepSpeedJob {
 }
 
 // Config replaces the DeepSpeed configuration.
-func (j *DeepSpeedJob) Config(c DeepSpeedConfig) *DeepSpeedJob { j.config = c; return j }
+func (j *DeepSpeedJob) Config(c DeepSpeedConfig) *DeepSpeedJob {
+	if j == nil {
+		return nil
+	}
+	j.config = c
+	return j
+}
 
 // Torchrun replaces the command and arguments with TorchrunCommand(script,
 // args...) followed by DeepSpeed's --deepspeed --deepspeed_config

@@ -42,7 +42,13 @@ func Horovod(name string) *MPIJob {
 }
 
 // Workers sets the Worker replicas (default 1).
-func (j *MPIJob) Workers(n int) *MPIJob { j.workers = n; return j }
+func (j *MPIJob) Workers(n int) *MPIJob {
+	if j == nil {
+		return nil
+	}
+	j.workers = n
+	return j
+}
 
 // LauncherServiceAccount runs the Launcher under the service account name
 // instead of the one the operator makes for it.
@@ -57,16 +63,28 @@ func (j *MPIJob) Workers(n int) *MPIJob { j.workers = n; return j }
 // account then holds pods/exec on the workers while the job lives, and an
 // account shared with other workloads must exist beforehand.
 func (j *MPIJob) LauncherServiceAccount(name string) *MPIJob {
+	if j == nil {
+		return nil
+	}
 	j.launcherSA = name
 	return j
 }
 
 // SlotsPerWorker sets the MPI ranks per Worker. By default it is the
 // accelerators per pod, or 1 for pods without accelerators.
-func (j *MPIJob) SlotsPerWorker(n int) *MPIJob { j.slots = &n; return j }
+func (j *MPIJob) SlotsPerWorker(n int) *MPIJob {
+	if j == nil {
+		return nil
+	}
+	j.slots = &n
+	return j
+}
 
 // MPIRunArgs adds flags to mpirun, placed before the program.
 func (j *MPIJob) MPIRunArgs(args ...string) *MPIJob {
+	if j == nil {
+		return nil
+	}
 	j.mpirunArgs = append(j.mpirunArgs, args...)
 	return j
 }

@@ -24,10 +24,22 @@ func MXNet(name string) *MXNetJob {
 }
 
 // Workers sets the Worker replicas (default 1).
-func (j *MXNetJob) Workers(n int) *MXNetJob { j.workers = n; return j }
+func (j *MXNetJob) Workers(n int) *MXNetJob {
+	if j == nil {
+		return nil
+	}
+	j.workers = n
+	return j
+}
 
 // Servers sets the parameter-server replicas (default 1).
-func (j *MXNetJob) Servers(n int) *MXNetJob { j.servers = n; return j }
+func (j *MXNetJob) Servers(n int) *MXNetJob {
+	if j == nil {
+		return nil
+	}
+	j.servers = n
+	return j
+}
 
 const mxnetSpecs = "mxReplicaSpecs"
 

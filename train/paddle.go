@@ -25,14 +25,29 @@ func Paddle(name string) *PaddleJob {
 }
 
 // Workers sets the Worker (trainer) replicas (default 1).
-func (j *PaddleJob) Workers(n int) *PaddleJob { j.workers = n; return j }
+func (j *PaddleJob) Workers(n int) *PaddleJob {
+	if j == nil {
+		return nil
+	}
+	j.workers = n
+	return j
+}
 
 // ParameterServers switches to parameter-server mode with n servers.
-func (j *PaddleJob) ParameterServers(n int) *PaddleJob { j.servers = n; return j }
+func (j *PaddleJob) ParameterServers(n int) *PaddleJob {
+	if j == nil {
+		return nil
+	}
+	j.servers = n
+	return j
+}
 
 // Launch replaces the command and arguments with PaddleLaunchCommand(script,
 // args...).
 func (j *PaddleJob) Launch(script string, args ...string) *PaddleJob {
+	if j == nil {
+		return nil
+	}
 	j.Command(PaddleLaunchCommand(script, args...)...)
 	return j.Args()
 }

@@ -67,10 +67,19 @@ func Ray(name string) *RayJob {
 
 // Entrypoint sets the command the job submits to the cluster, e.g.
 // "python train.py --epochs 3".
-func (j *RayJob) Entrypoint(cmd string) *RayJob { j.entrypoint = cmd; return j }
+func (j *RayJob) Entrypoint(cmd string) *RayJob {
+	if j == nil {
+		return nil
+	}
+	j.entrypoint = cmd
+	return j
+}
 
 // RuntimeEnv sets the runtime environment of the entrypoint.
 func (j *RayJob) RuntimeEnv(env RuntimeEnv) *RayJob {
+	if j == nil {
+		return nil
+	}
 	env.Pip = slices.Clone(env.Pip)
 	env.PyModules = slices.Clone(env.PyModules)
 	env.EnvVars = maps.Clone(env.EnvVars)
@@ -80,32 +89,59 @@ func (j *RayJob) RuntimeEnv(env RuntimeEnv) *RayJob {
 
 // WorkerGroup adds a worker group of a fixed size.
 func (j *RayJob) WorkerGroup(name string, replicas int) *RayJob {
+	if j == nil {
+		return nil
+	}
 	return j.AutoscaledWorkerGroup(name, replicas, replicas, replicas)
 }
 
 // AutoscaledWorkerGroup adds a worker group that starts with replicas
 // workers and that Ray's autoscaler scales between min and max.
 func (j *RayJob) AutoscaledWorkerGroup(name string, replicas, min, max int) *RayJob {
+	if j == nil {
+		return nil
+	}
 	j.groups = append(j.groups, rayGroup{name: name, replicas: replicas, min: min, max: max})
 	return j
 }
 
 // KeepClusterAfterFinish keeps the Ray cluster running when the entrypoint
 // finishes (by default it is shut down).
-func (j *RayJob) KeepClusterAfterFinish() *RayJob { j.keepCluster = true; return j }
+func (j *RayJob) KeepClusterAfterFinish() *RayJob {
+	if j == nil {
+		return nil
+	}
+	j.keepCluster = true
+	return j
+}
 
 // RayVersion records the Ray version of the image (spec.rayClusterSpec.rayVersion).
-func (j *RayJob) RayVersion(v string) *RayJob { j.rayVersion = v; return j }
+func (j *RayJob) RayVersion(v string) *RayJob {
+	if j == nil {
+		return nil
+	}
+	j.rayVersion = v
+	return j
+}
 
 // HeadGPUs gives the head pod the accelerators too, so that it runs
 // GPU or NPU tasks.
-func (j *RayJob) HeadGPUs() *RayJob { j.headDevices = true; return j }
+func (j *RayJob) HeadGPUs() *RayJob {
+	if j == nil {
+		return nil
+	}
+	j.headDevices = true
+	return j
+}
 
 // HeadResources gives the head pod its own CPU and memory (requests =
 // limits) in place of the shared CPU and Memory; an empty value keeps the
 // shared setting. The head runs the GCS, the dashboard and the driver, not
 // the training, so it rarely needs what a worker does.
 func (j *RayJob) HeadResources(cpu, memory string) *RayJob {
+	if j == nil {
+		return nil
+	}
 	j.headRes = cpuMemory(cpu, memory)
 	return j
 }
@@ -117,7 +153,13 @@ func (j *RayJob) HeadResources(cpu, memory string) *RayJob {
 // (volcano.sh/queue-name) and the PriorityClass (ray.io/priority-class-name)
 // of the pod settings, which KubeRay copies to the PodGroup, and the pods
 // get schedulerName volcano.
-func (j *RayJob) Gang() *RayJob { j.gang = true; return j }
+func (j *RayJob) Gang() *RayJob {
+	if j == nil {
+		return nil
+	}
+	j.gang = true
+	return j
+}
 
 // KubeRay's labels for batch scheduling (KubeRay v1.5.0,
 // controllers/ray/batchscheduler/volcano and utils/constant.go).

@@ -25,24 +25,54 @@ func TensorFlow(name string) *TFJob {
 }
 
 // Workers sets the Worker replicas (default 1; a TFJob needs at least one).
-func (j *TFJob) Workers(n int) *TFJob { j.workers = n; return j }
+func (j *TFJob) Workers(n int) *TFJob {
+	if j == nil {
+		return nil
+	}
+	j.workers = n
+	return j
+}
 
 // ParameterServers adds n PS replicas (parameter-server strategy); they
 // run without accelerators.
-func (j *TFJob) ParameterServers(n int) *TFJob { j.ps = n; return j }
+func (j *TFJob) ParameterServers(n int) *TFJob {
+	if j == nil {
+		return nil
+	}
+	j.ps = n
+	return j
+}
 
 // Chief adds a Chief replica, which coordinates and whose success ends the
 // job.
-func (j *TFJob) Chief() *TFJob { j.chief = true; return j }
+func (j *TFJob) Chief() *TFJob {
+	if j == nil {
+		return nil
+	}
+	j.chief = true
+	return j
+}
 
 // Evaluator adds an Evaluator replica, which evaluates checkpoints beside
 // the training.
-func (j *TFJob) Evaluator() *TFJob { j.eval = true; return j }
+func (j *TFJob) Evaluator() *TFJob {
+	if j == nil {
+		return nil
+	}
+	j.eval = true
+	return j
+}
 
 // SucceedWhenAllWorkersSucceed makes the job succeed only when every
 // Worker has (SuccessPolicyAllWorkers) instead of when the Chief, or
 // Worker 0, has.
-func (j *TFJob) SucceedWhenAllWorkersSucceed() *TFJob { j.allWorkersMatch = true; return j }
+func (j *TFJob) SucceedWhenAllWorkersSucceed() *TFJob {
+	if j == nil {
+		return nil
+	}
+	j.allWorkersMatch = true
+	return j
+}
 
 const tfSpecs = "tfReplicaSpecs"
 

@@ -97,11 +97,17 @@ func Volcano(name string) *VolcanoJob {
 
 // Task adds a task of replicas pods running the job's command line.
 func (j *VolcanoJob) Task(name string, replicas int) *VolcanoJob {
+	if j == nil {
+		return nil
+	}
 	return j.AddTask(VolcanoTask{Name: name, Replicas: replicas})
 }
 
 // AddTask adds a task described in full.
 func (j *VolcanoJob) AddTask(t VolcanoTask) *VolcanoJob {
+	if j == nil {
+		return nil
+	}
 	t.Command, t.Args = slices.Clone(t.Command), slices.Clone(t.Args)
 	t.Policies = slices.Clone(t.Policies)
 	if t.MinAvailable != nil {
@@ -114,11 +120,20 @@ func (j *VolcanoJob) AddTask(t VolcanoTask) *VolcanoJob {
 
 // MinAvailable sets how many pods must be schedulable together for the job
 // to start (default: all pods of all tasks).
-func (j *VolcanoJob) MinAvailable(n int) *VolcanoJob { j.minAvailable = &n; return j }
+func (j *VolcanoJob) MinAvailable(n int) *VolcanoJob {
+	if j == nil {
+		return nil
+	}
+	j.minAvailable = &n
+	return j
+}
 
 // Plugin enables a job plugin (PluginEnv, PluginSvc, PluginSSH…) with
 // its arguments, replacing earlier arguments of the same plugin.
 func (j *VolcanoJob) Plugin(name string, args ...string) *VolcanoJob {
+	if j == nil {
+		return nil
+	}
 	if j.plugins == nil {
 		j.plugins = map[string][]string{}
 	}
@@ -135,15 +150,30 @@ func (j *VolcanoJob) Plugin(name string, args ...string) *VolcanoJob {
 // task never completes. Under OnFailure the kubelet restarts a failed
 // container in place and the pod never reaches Failed, so a PodFailed
 // policy needs RestartPolicyNever; Objects reports the combination.
-func (j *VolcanoJob) RestartPolicy(p corev1.RestartPolicy) *VolcanoJob { j.restart = p; return j }
+func (j *VolcanoJob) RestartPolicy(p corev1.RestartPolicy) *VolcanoJob {
+	if j == nil {
+		return nil
+	}
+	j.restart = p
+	return j
+}
 
 // WithoutPlugin removes a plugin (the env and svc plugins are on by
 // default).
-func (j *VolcanoJob) WithoutPlugin(name string) *VolcanoJob { delete(j.plugins, name); return j }
+func (j *VolcanoJob) WithoutPlugin(name string) *VolcanoJob {
+	if j == nil {
+		return nil
+	}
+	delete(j.plugins, name)
+	return j
+}
 
 // Policy adds a job lifecycle policy: on event, take action (e.g.
 // vcbus.PodEvictedEvent → vcbus.RestartJobAction).
 func (j *VolcanoJob) Policy(event vcbus.Event, action vcbus.Action) *VolcanoJob {
+	if j == nil {
+		return nil
+	}
 	j.policies = append(j.policies, vcbatch.LifecyclePolicy{Event: event, Action: action})
 	return j
 }
@@ -151,11 +181,23 @@ func (j *VolcanoJob) Policy(event vcbus.Event, action vcbus.Action) *VolcanoJob 
 // RetryLimit is how many times the job is restarted before it fails
 // (Volcano's spec.maxRetry; Volcano's default is 3), as Lifecycle.RetryLimit
 // is for the other jobs.
-func (j *VolcanoJob) RetryLimit(n int) *VolcanoJob { j.maxRetry = &n; return j }
+func (j *VolcanoJob) RetryLimit(n int) *VolcanoJob {
+	if j == nil {
+		return nil
+	}
+	j.maxRetry = &n
+	return j
+}
 
 // TTLAfterFinished deletes the job this long after it completed or failed
 // (whole seconds, rounded up).
-func (j *VolcanoJob) TTLAfterFinished(d time.Duration) *VolcanoJob { j.ttl = &d; return j }
+func (j *VolcanoJob) TTLAfterFinished(d time.Duration) *VolcanoJob {
+	if j == nil {
+		return nil
+	}
+	j.ttl = &d
+	return j
+}
 
 // The lifecycle events and actions Volcano v1.14's job webhook lets users
 // set (policyEventMap and policyActionMap in

@@ -24,12 +24,21 @@ func XGBoost(name string) *XGBoostJob {
 
 // Workers sets the Worker replicas besides the Master (default 1; 0 runs
 // the Master alone). Nodes counts the Master too; the later call wins.
-func (j *XGBoostJob) Workers(n int) *XGBoostJob { j.size = podCount{n: n, set: true}; return j }
+func (j *XGBoostJob) Workers(n int) *XGBoostJob {
+	if j == nil {
+		return nil
+	}
+	j.size = podCount{n: n, set: true}
+	return j
+}
 
 // Nodes sets how many pods train, the Master included (Nodes(1): the Master
 // alone), as PyTorchJob's Nodes. The operator gives the Workers ranks after
 // the Master's (SetPodEnv in pkg/controller.v1/xgboost).
 func (j *XGBoostJob) Nodes(n int) *XGBoostJob {
+	if j == nil {
+		return nil
+	}
 	j.size = podCount{n: n, set: true, nodes: true}
 	return j
 }

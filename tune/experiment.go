@@ -60,10 +60,19 @@ func New(name string) *Experiment {
 }
 
 // Objective sets the metric to optimise (replaces).
-func (e *Experiment) Objective(o Objective) *Experiment { e.objective = o; return e }
+func (e *Experiment) Objective(o Objective) *Experiment {
+	if e == nil {
+		return nil
+	}
+	e.objective = o
+	return e
+}
 
 // Algorithm sets the search algorithm (replaces; default Random).
 func (e *Experiment) Algorithm(a Algorithm) *Experiment {
+	if e == nil {
+		return nil
+	}
 	a.settings = slices.Clone(a.settings)
 	e.algorithm = &a
 	return e
@@ -71,6 +80,9 @@ func (e *Experiment) Algorithm(a Algorithm) *Experiment {
 
 // EarlyStop stops trials that fall behind (replaces).
 func (e *Experiment) EarlyStop(s EarlyStopping) *Experiment {
+	if e == nil {
+		return nil
+	}
 	s.settings = slices.Clone(s.settings)
 	e.earlyStopping = &s
 	return e
@@ -78,7 +90,13 @@ func (e *Experiment) EarlyStop(s EarlyStopping) *Experiment {
 
 // Collect sets how Katib reads the trials' metrics (replaces; default
 // StdOut).
-func (e *Experiment) Collect(c Collector) *Experiment { e.collector = c; return e }
+func (e *Experiment) Collect(c Collector) *Experiment {
+	if e == nil {
+		return nil
+	}
+	e.collector = c
+	return e
+}
 
 // Param appends parameters to the search space.
 func (e *Experiment) Param(params ...Param) *Experiment {
@@ -96,6 +114,9 @@ func (e *Experiment) Param(params ...Param) *Experiment {
 // Secrets beside it, which every trial shares. Its name and namespace are
 // dropped: Katib names each trial's object after the trial.
 func (e *Experiment) Trial(w cube.Workload, places ...Placement) *Experiment {
+	if e == nil {
+		return nil
+	}
 	e.trial = w
 	e.placements = append(e.placements, places...)
 	return e
@@ -103,11 +124,20 @@ func (e *Experiment) Trial(w cube.Workload, places ...Placement) *Experiment {
 
 // PrimaryContainer names the container whose output carries the metrics,
 // for kinds cube does not know or to override its default.
-func (e *Experiment) PrimaryContainer(name string) *Experiment { e.primaryContainer = name; return e }
+func (e *Experiment) PrimaryContainer(name string) *Experiment {
+	if e == nil {
+		return nil
+	}
+	e.primaryContainer = name
+	return e
+}
 
 // PrimaryPodLabels selects the pods Katib collects metrics from (replaces
 // the kind's default; the map is copied).
 func (e *Experiment) PrimaryPodLabels(labels map[string]string) *Experiment {
+	if e == nil {
+		return nil
+	}
 	e.primaryLabels = maps.Clone(labels)
 	if e.primaryLabels == nil {
 		e.primaryLabels = map[string]string{}
@@ -119,25 +149,58 @@ func (e *Experiment) PrimaryPodLabels(labels map[string]string) *Experiment {
 // paths on the object (Katib's successCondition and failureCondition), for
 // kinds cube does not know or to override its default.
 func (e *Experiment) Conditions(success, failure string) *Experiment {
+	if e == nil {
+		return nil
+	}
 	e.success, e.failure = success, failure
 	return e
 }
 
 // Parallelism sets how many trials run at once (Katib's
 // parallelTrialCount; its default is 3).
-func (e *Experiment) Parallelism(n int) *Experiment { e.parallel = &n; return e }
+func (e *Experiment) Parallelism(n int) *Experiment {
+	if e == nil {
+		return nil
+	}
+	e.parallel = &n
+	return e
+}
 
 // MaxTrials sets how many trials the search runs at most.
-func (e *Experiment) MaxTrials(n int) *Experiment { e.maxTrials = &n; return e }
+func (e *Experiment) MaxTrials(n int) *Experiment {
+	if e == nil {
+		return nil
+	}
+	e.maxTrials = &n
+	return e
+}
 
 // MaxFailed sets how many trials may fail before the experiment fails.
-func (e *Experiment) MaxFailed(n int) *Experiment { e.maxFailed = &n; return e }
+func (e *Experiment) MaxFailed(n int) *Experiment {
+	if e == nil {
+		return nil
+	}
+	e.maxFailed = &n
+	return e
+}
 
 // Resume sets the resume policy.
-func (e *Experiment) Resume(p ResumePolicy) *Experiment { e.resume = p; return e }
+func (e *Experiment) Resume(p ResumePolicy) *Experiment {
+	if e == nil {
+		return nil
+	}
+	e.resume = p
+	return e
+}
 
 // RetainTrials keeps each trial's object and pods after it completes.
-func (e *Experiment) RetainTrials() *Experiment { e.retain = true; return e }
+func (e *Experiment) RetainTrials() *Experiment {
+	if e == nil {
+		return nil
+	}
+	e.retain = true
+	return e
+}
 
 // Space returns a copy of the search space, which the local tuner shares.
 func (e *Experiment) Space() []Param {
@@ -168,7 +231,7 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 		return nil, nil, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "the experiment is nil: start it with tune.New")}.ToAggregate()
 	}
 	spec := field.NewPath("spec")
-	errs := e.ValidateMeta(maxNameLength)
+	errs := e.ValidateServiceMeta(maxNameLength) // Katib: ^[a-z]([-a-z0-9]*[a-z0-9])?, at most 40 (pkg/webhook/v1beta1/experiment/validator)
 	errs = append(errs, e.objective.validate(spec.Child("objective"))...)
 	errs = append(errs, validateSpace(e.params, spec.Child("parameters"))...)
 

@@ -192,19 +192,49 @@ func LocalFrom(e *Experiment) *Local {
 
 // Algorithm sets the sampler: Random, Grid, TPE or MultivariateTPE
 // (replaces).
-func (l *Local) Algorithm(a Algorithm) *Local { l.algorithm = a; return l }
+func (l *Local) Algorithm(a Algorithm) *Local {
+	if l == nil {
+		return nil
+	}
+	l.algorithm = a
+	return l
+}
 
 // EarlyStop sets early stopping (MedianStop).
-func (l *Local) EarlyStop(s EarlyStopping) *Local { l.earlyStopping = &s; return l }
+func (l *Local) EarlyStop(s EarlyStopping) *Local {
+	if l == nil {
+		return nil
+	}
+	l.earlyStopping = &s
+	return l
+}
 
 // Trials sets the number of trials.
-func (l *Local) Trials(n int) *Local { l.trials = n; return l }
+func (l *Local) Trials(n int) *Local {
+	if l == nil {
+		return nil
+	}
+	l.trials = n
+	return l
+}
 
 // Parallelism sets how many trials run at once.
-func (l *Local) Parallelism(n int) *Local { l.parallel = n; return l }
+func (l *Local) Parallelism(n int) *Local {
+	if l == nil {
+		return nil
+	}
+	l.parallel = n
+	return l
+}
 
 // Seed sets the seed of the sampler.
-func (l *Local) Seed(seed uint64) *Local { l.seed = seed; return l }
+func (l *Local) Seed(seed uint64) *Local {
+	if l == nil {
+		return nil
+	}
+	l.seed = seed
+	return l
+}
 
 // ConstantLiar sets whether the model-based samplers (TPE, MultivariateTPE,
 // Bayesian) count the trials still running as bad ones, so that parallel
@@ -212,7 +242,13 @@ func (l *Local) Seed(seed uint64) *Local { l.seed = seed; return l }
 // default; it only matters with Parallel above 1). TPE puts the running
 // trials among the bad ones (Optuna's constant_liar); the Gaussian process
 // takes their value to be the worst seen so far.
-func (l *Local) ConstantLiar(on bool) *Local { l.constantLiar = on; return l }
+func (l *Local) ConstantLiar(on bool) *Local {
+	if l == nil {
+		return nil
+	}
+	l.constantLiar = on
+	return l
+}
 
 // StudyFile stores the study in the file at path: every finished trial is
 // appended and fsynced as it ends. Run on an existing file resumes the
@@ -221,13 +257,25 @@ func (l *Local) ConstantLiar(on bool) *Local { l.constantLiar = on; return l }
 // from the same space, objective, algorithm, early stopping, seed and
 // parallelism, or Run says which differs). A record torn by a crash is
 // ignored. Trials may be raised between runs.
-func (l *Local) StudyFile(path string) *Local { l.studyPath = &path; return l }
+func (l *Local) StudyFile(path string) *Local {
+	if l == nil {
+		return nil
+	}
+	l.studyPath = &path
+	return l
+}
 
 // OnProgress calls fn each time a trial finishes (and once at the start
 // when a study file holds finished trials), from one goroutine at a time,
 // with the counts and the best trial so far. fn must not block for long:
 // the study waits for it.
-func (l *Local) OnProgress(fn func(LocalProgress)) *Local { l.onProgress = fn; return l }
+func (l *Local) OnProgress(fn func(LocalProgress)) *Local {
+	if l == nil {
+		return nil
+	}
+	l.onProgress = fn
+	return l
+}
 
 // LocalProgress is a local study's state when a trial finishes.
 type LocalProgress struct {

@@ -135,6 +135,9 @@ func Whole(p hardware.Profile, n int) *Spec {
 // An empty quantity is refused: leave Memory out for a slice of compute
 // only (Cores alone).
 func (s *Spec) Memory(q string) *Spec {
+	if s == nil {
+		return nil
+	}
 	s.memory = q
 	s.memPct = 0
 	if strings.TrimSpace(q) == "" {
@@ -147,6 +150,9 @@ func (s *Spec) Memory(q string) *Spec {
 // MemoryPercent sets device memory as a percentage of the card (1–100),
 // replacing Memory.
 func (s *Spec) MemoryPercent(pct int) *Spec {
+	if s == nil {
+		return nil
+	}
 	s.memPct = pct
 	s.memory = ""
 	if pct < 1 || pct > 100 {
@@ -157,37 +163,81 @@ func (s *Spec) MemoryPercent(pct int) *Spec {
 
 // Cores sets the percentage of compute per device (1–100).
 func (s *Spec) Cores(pct int) *Spec {
+	if s == nil {
+		return nil
+	}
 	s.cores = pct
 	s.coresSet = true
 	return s
 }
 
 // Backend chooses what shares the device.
-func (s *Spec) Backend(b Backend) *Spec { s.backend = b; return s }
+func (s *Spec) Backend(b Backend) *Spec {
+	if s == nil {
+		return nil
+	}
+	s.backend = b
+	return s
+}
 
 // Strategy chooses the MIG strategy (Mixed by default).
-func (s *Spec) Strategy(st Strategy) *Spec { s.strategy = st; return s }
+func (s *Spec) Strategy(st Strategy) *Spec {
+	if s == nil {
+		return nil
+	}
+	s.strategy = st
+	return s
+}
 
 // GPUs sets how many devices get a slice (HAMi nvidia.com/gpu: n, n MIG
 // instances); default 1. It is the word the workload builders use for
 // whole devices (pod.Builder.GPUs).
-func (s *Spec) GPUs(n int) *Spec { s.devices = n; return s }
+func (s *Spec) GPUs(n int) *Spec {
+	if s == nil {
+		return nil
+	}
+	s.devices = n
+	return s
+}
 
 // Profile returns a copy of the card the spec is for.
-func (s *Spec) Profile() hardware.Profile { return s.profile.WithFlavour(s.profile.Flavour) }
+func (s *Spec) Profile() hardware.Profile {
+	if s == nil {
+		return hardware.Profile{}
+	}
+	return s.profile.WithFlavour(s.profile.Flavour)
+}
 
 // Kind is what the spec asks for.
-func (s *Spec) Kind() Kind { return s.kind }
+func (s *Spec) Kind() Kind {
+	if s == nil {
+		return ""
+	}
+	return s.kind
+}
 
 // GPUCount is the number of devices the spec touches, as set with GPUs.
-func (s *Spec) GPUCount() int { return s.devices }
+func (s *Spec) GPUCount() int {
+	if s == nil {
+		return 0
+	}
+	return s.devices
+}
 
 // MIGProfile is the MIG profile name of a MIG spec.
-func (s *Spec) MIGProfile() string { return s.migName }
+func (s *Spec) MIGProfile() string {
+	if s == nil {
+		return ""
+	}
+	return s.migName
+}
 
 // Template is the vNPU template of a VNPU spec, or the one a Slice on an
 // Ascend profile rounds up to ("" when none fits).
 func (s *Spec) Template() string {
+	if s == nil {
+		return ""
+	}
 	if s.kind == KindVNPU {
 		return s.template
 	}
@@ -201,6 +251,9 @@ func (s *Spec) Template() string {
 
 // EffectiveBackend is the backend the spec renders for.
 func (s *Spec) EffectiveBackend() Backend {
+	if s == nil {
+		return ""
+	}
 	if s.backend != "" {
 		return s.backend
 	}
