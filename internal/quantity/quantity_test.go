@@ -1,6 +1,7 @@
 package quantity
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,4 +47,14 @@ func FuzzParse(f *testing.F) {
 			require.True(t, want.Equal(got), s)
 		}
 	})
+}
+
+func ExampleParse() {
+	q, err := Parse("16Gi")
+	fmt.Println(q.String(), err)
+	_, err = Parse("92233720E6854775807")
+	fmt.Println(err)
+	// Output:
+	// 16Gi <nil>
+	// the exponent of "92233720E6854775807" is beyond ±1000
 }
