@@ -163,7 +163,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 				serve.VLLM("chat-v1", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1),
 				serve.VLLM("chat-v2", "Qwen/Qwen2.5-14B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1)).
 				Namespace(ns).Weights(90, 10).Gateway("inference", "gateways")
-		}, cube.Ready, cube.Ready, "", "cube reads no status of an HTTPRoute: it is Ready once it exists"},
+		}, cube.Ready, cube.Ready, "", ""},
 		{"market download", "qwen-download", func() cube.Workload {
 			return market.Download("qwen-download", "hf://Qwen/Qwen2.5-7B-Instruct@main", "models").Namespace(ns).HFToken("hf", "token")
 		}, cube.Succeeded, cube.Succeeded, "", ""},

@@ -29,8 +29,10 @@
 // Katib Experiments, LLM fine-tunes, served models (Deployments and
 // LeaderWorkerSets) and their canary Splits, pipelines, Label Studio and
 // its ML backend, the model market's download and evaluation Jobs,
-// pipeline Schedules (CronWorkflows) and ops' Leases. Kinds no controller writes a status to (an HTTPRoute, a
-// Lease, RBAC, quotas) are Ready once they exist: nothing can fail them.
+// pipeline Schedules (CronWorkflows) and ops' Leases. A Split's HTTPRoute gets the parent statuses a Gateway
+// controller writes (Accepted and ResolvedRefs). Kinds no controller writes
+// a status to (a Lease, RBAC, quotas) are Ready once they exist: nothing can
+// fail them.
 //
 // Mark writes a release's objects one after the other while the code
 // under test may react to the first writes: once its Wait has seen one

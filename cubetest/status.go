@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
@@ -76,6 +77,7 @@ var writers = map[schema.GroupKind]statusWriter{
 	{Group: "argoproj.io", Kind: "Workflow"}:                     typedWriter(workflow),
 	{Group: "argoproj.io", Kind: "CronWorkflow"}:                 typedWriter(cronWorkflow),
 	{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}: typedWriter(leaderWorkerSet),
+	{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}:              typedWriter(httpRoute),
 }
 
 // SetStatus writes into u the status that u's controller would write when
@@ -83,7 +85,7 @@ var writers = map[schema.GroupKind]statusWriter{
 // reason and message where the kind has them. It knows the kinds cube builds:
 // Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim, Service, the
 // training-operator jobs, Katib Experiment, Volcano Job, RayJob, Argo
-// Workflow and CronWorkflow, and LeaderWorkerSet. Long-running kinds asked
+// Workflow and CronWorkflow, LeaderWorkerSet and HTTPRoute. Long-running kinds asked
 // to Succeed become Ready. The caller stores the result with a status
 // update.
 func SetStatus(u *unstructured.Unstructured, phase cube.Phase, reason, message string) error {
@@ -362,4 +364,38 @@ func nonEmpty(s, fallback string) string {
 		return fallback
 	}
 	return s
+}
+
+// GatewayController is the controller name cubetest writes into the
+// parent statuses of an HTTPRoute, as a Gateway implementation would.
+const GatewayController = "cubetest.cube.dev/gateway"
+
+// httpRoute writes what the controller of each parent Gateway writes
+// (Gateway API v1.6.3, RouteParentStatus): Accepted and ResolvedRefs true
+// when Ready, Accepted false (reason NotAllowedByListeners unless given)
+// when Failed, no parent entries yet when InProgress.
+func httpRoute(r *gatewayv1.HTTPRoute, phase cube.Phase, reason, message string) {
+	r.Status.Parents = nil
+	if phase == cube.InProgress {
+		return
+	}
+	for _, ref := range r.Spec.ParentRefs {
+		ps := gatewayv1.RouteParentStatus{ParentRef: ref, ControllerName: GatewayController}
+		cond := func(typ gatewayv1.RouteConditionType, status metav1.ConditionStatus, why, msg string) metav1.Condition {
+			return metav1.Condition{Type: string(typ), Status: status, Reason: why, Message: msg, ObservedGeneration: r.Generation, LastTransitionTime: metav1.Now()}
+		}
+		if phase == cube.Failed {
+			why := reason
+			if why == "" {
+				why = string(gatewayv1.RouteReasonNotAllowedByListeners)
+			}
+			ps.Conditions = []metav1.Condition{cond(gatewayv1.RouteConditionAccepted, metav1.ConditionFalse, why, message)}
+		} else {
+			ps.Conditions = []metav1.Condition{
+				cond(gatewayv1.RouteConditionAccepted, metav1.ConditionTrue, string(gatewayv1.RouteReasonAccepted), message),
+				cond(gatewayv1.RouteConditionResolvedRefs, metav1.ConditionTrue, string(gatewayv1.RouteReasonResolvedRefs), ""),
+			}
+		}
+		r.Status.Parents = append(r.Status.Parents, ps)
+	}
 }

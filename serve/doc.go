@@ -69,6 +69,10 @@
 // HTTPRoute (module sigs.k8s.io/gateway-api v1.6.3: v1.7.0 needs Go 1.27).
 // The cluster needs a Gateway API implementation (Envoy Gateway, Istio,
 // Cilium…) and a Gateway for the route to attach to (Split.Gateway).
+// Wait reads the route as the Gateway controllers report it
+// (HTTPRouteStatus): Ready once every parent Gateway has accepted it with
+// its backends resolved, Failed when one refuses it; without a Gateway
+// controller nothing answers and the route stays InProgress.
 //
 // # Planner
 //

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/cubestudio/cube"
@@ -13,6 +14,62 @@ import (
 func init() {
 	cube.RegisterStatus(schema.GroupKind{Group: lwsv1.GroupVersion.Group, Kind: "LeaderWorkerSet"},
 		cube.TypedStatus(leaderWorkerSetStatus))
+	cube.RegisterStatus(schema.GroupKind{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}, cube.TypedStatus(HTTPRouteStatus))
+}
+
+// HTTPRouteStatus reads an HTTPRoute (a Split) as Gateway API v1.6.3
+// defines its status (apis/v1/shared_types.go, RouteParentStatus): the
+// controller of each parent Gateway adds a parent entry with the
+// conditions Accepted and ResolvedRefs. The route serves once every parent
+// named in spec.parentRefs has accepted it with its references resolved:
+// Ready. Accepted false (NotAllowedByListeners, NoMatchingParent,
+// UnsupportedValue…) and ResolvedRefs false other than BackendNotFound
+// (RefNotPermitted, InvalidKind, UnsupportedProtocol) do not mend
+// themselves: Failed. A backend not found yet, a parent that has not
+// answered (no Gateway controller answers at all on a cluster without
+// one) and a condition older than the route's generation are InProgress.
+func HTTPRouteStatus(r *gatewayv1.HTTPRoute) cube.ObjectStatus {
+	parents := r.Status.Parents
+	answered := fmt.Sprintf("%d/%d parent gateways answered", min(len(parents), len(r.Spec.ParentRefs)), len(r.Spec.ParentRefs))
+	for _, p := range parents {
+		for _, c := range p.Conditions {
+			if c.ObservedGeneration != 0 && c.ObservedGeneration < r.Generation {
+				return cube.ObjectStatus{Phase: cube.InProgress, Reason: "NotObserved", Message: "gateway controller has not seen the latest spec"}
+			}
+			switch gatewayv1.RouteConditionType(c.Type) {
+			case gatewayv1.RouteConditionAccepted:
+				if c.Status == metav1.ConditionFalse {
+					return cube.ObjectStatus{Phase: cube.Failed, Reason: c.Reason, Message: joinMessage(c.Message, "not accepted by gateway "+string(p.ParentRef.Name))}
+				}
+			case gatewayv1.RouteConditionResolvedRefs:
+				if c.Status == metav1.ConditionFalse {
+					phase := cube.Failed
+					if gatewayv1.RouteConditionReason(c.Reason) == gatewayv1.RouteReasonBackendNotFound {
+						phase = cube.InProgress
+					}
+					return cube.ObjectStatus{Phase: phase, Reason: c.Reason, Message: joinMessage(c.Message, "references of gateway "+string(p.ParentRef.Name))}
+				}
+			}
+		}
+	}
+	if len(parents) < len(r.Spec.ParentRefs) {
+		return cube.ObjectStatus{Phase: cube.InProgress, Reason: "Pending", Message: answered}
+	}
+	for _, p := range parents {
+		if !conditionTrue(p.Conditions, string(gatewayv1.RouteConditionAccepted)) || !conditionTrue(p.Conditions, string(gatewayv1.RouteConditionResolvedRefs)) {
+			return cube.ObjectStatus{Phase: cube.InProgress, Reason: "Pending", Message: "gateway " + string(p.ParentRef.Name) + " has not accepted the route yet"}
+		}
+	}
+	return cube.ObjectStatus{Phase: cube.Ready, Reason: string(gatewayv1.RouteReasonAccepted), Message: answered}
+}
+
+func conditionTrue(conds []metav1.Condition, typ string) bool {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // leaderWorkerSetStatus reads a LeaderWorkerSet the way its controller
