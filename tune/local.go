@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -629,43 +630,58 @@ func (p Param) snap(x float64) any {
 	return x
 }
 
-// gridSampler walks the grid in a seeded order.
+// gridSampler walks the grid in a seeded order without listing it: trial
+// i takes point (a·i + b) mod total, a permutation of the grid for an a
+// prime to total, and decodes it into one index per parameter. Listing
+// and shuffling the points cost a million allocations for a grid of a
+// million points before the first trial (a fuzz execution took over go's
+// ten seconds under load), while a study visits a few hundred.
 type gridSampler struct {
-	l      *Local
-	points [][]int
+	l     *Local
+	sizes []uint64
+	total uint64
+	a, b  uint64
 }
 
+// maxGridTotal bounds the number of grid points: far more than any study
+// visits, and a·i stays exact in 128 bits.
+const maxGridTotal = 1 << 62
+
 func newGridSampler(l *Local) *gridSampler {
-	sizes := make([]int, len(l.params))
-	total := 1
+	sizes := make([]uint64, len(l.params))
+	total := uint64(1)
 	for d, p := range l.params {
-		sizes[d] = max(p.gridSize(), 1)
-		// At most 2^20 points: enough for any study, as the grid is
-		// visited in a shuffled order. Every size is still read (a break
-		// here left the later ones 0, a division by zero below: found by
-		// FuzzLocal).
-		total = min(total*sizes[d], 1<<20)
-	}
-	points := make([][]int, 0, total)
-	for k := 0; k < total; k++ {
-		idx := make([]int, len(sizes))
-		r := k
-		for d := len(sizes) - 1; d >= 0; d-- {
-			idx[d] = r % sizes[d]
-			r /= sizes[d]
+		sizes[d] = uint64(max(p.gridSize(), 1))
+		if hi, lo := bits.Mul64(total, sizes[d]); hi != 0 || lo > maxGridTotal {
+			total = maxGridTotal
+		} else {
+			total = lo
 		}
-		points = append(points, idx)
 	}
 	rng := rand.New(rand.NewPCG(l.seed, 1<<62))
-	rng.Shuffle(len(points), func(a, b int) { points[a], points[b] = points[b], points[a] })
-	return &gridSampler{l: l, points: points}
+	a := uint64(1)
+	if total > 2 {
+		for a = 1 + rng.Uint64N(total-1); gcd(a, total) != 1; a = 1 + rng.Uint64N(total-1) {
+		}
+	}
+	return &gridSampler{l: l, sizes: sizes, total: total, a: a, b: rng.Uint64N(total)}
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 func (s *gridSampler) sample(i int, _ []TrialResult, _ []map[string]any) map[string]any {
-	idx := s.points[i%len(s.points)]
+	hi, lo := bits.Mul64(s.a, uint64(i)%s.total)
+	k := (bits.Rem64(hi, lo, s.total) + s.b) % s.total
 	out := make(map[string]any, len(s.l.params))
-	for d, p := range s.l.params {
-		out[p.name] = p.gridValue(idx[d])
+	for d := len(s.sizes) - 1; d >= 0; d-- {
+		p := s.l.params[d]
+		out[p.name] = p.gridValue(int(k % s.sizes[d]))
+		k /= s.sizes[d]
 	}
 	return out
 }

@@ -264,3 +264,28 @@ func TestTrialZeroValues(t *testing.T) {
 	_, err := zero.Run(t.Context(), quadratic)
 	assert.ErrorContains(t, err, "objective: Required value")
 }
+
+// TestGridVisitsEveryPointOnce: the grid's seeded order is a permutation,
+// so as many trials as points visit each point once; and a grid of 10^15
+// points starts at once (it is not listed).
+func TestGridVisitsEveryPointOnce(t *testing.T) {
+	for seed := range uint64(5) {
+		res, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("a", 0, 2), tune.Int("b", 0, 3), tune.Choice("c", "x", "y", "z", "w", "v")).
+			Algorithm(tune.Grid()).Trials(60).Seed(seed).
+			Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return float64(tr.Int("a")), nil })
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		for _, r := range res.Trials {
+			key := fmt.Sprint(r.Int("a"), r.Int("b"), r.String("c"))
+			require.False(t, seen[key], "seed %d: %s twice", seed, key)
+			seen[key] = true
+		}
+		require.Len(t, seen, 60)
+	}
+	start := time.Now()
+	_, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("a", 0, 999999), tune.Int("b", 0, 999999), tune.Int("c", 0, 999)).
+		Algorithm(tune.Grid()).Trials(5).
+		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return 0, nil })
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 2*time.Second)
+}
