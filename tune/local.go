@@ -699,7 +699,7 @@ func (p Param) gridValue(k int) any {
 		}
 		return int(p.min + float64(k)*step)
 	}
-	return p.min + float64(k)*p.step
+	return math.Min(p.min+float64(k)*p.step, p.max) // the last point may round past the bound
 }
 
 // sortByObjective returns the succeeded trials, best first (ties by
