@@ -2,6 +2,9 @@ package cube
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -33,7 +36,9 @@ type Client struct {
 	c           client.Client
 	clientset   kubernetes.Interface
 	namespace   string
-	readers     map[schema.GroupKind]StatusFunc
+	kinds       []Kind    // as given to WithKinds
+	table       kindTable // CoreKinds and kinds, built once by NewFromClient
+	owner       string    // the field owner, see WithFieldOwner
 	parallelism int
 	retry       Retry
 	watches     watchHub // shared by the client's waits
@@ -73,14 +78,46 @@ func WithNamespace(ns string) Option {
 // its rest.Config; NewFromClient has none unless this option gives it.
 func WithClientset(cs kubernetes.Interface) Option { return func(c *Client) { c.clientset = cs } }
 
-// WithStatus overrides, for this client only, how the phase of a kind is read.
-func WithStatus(gk schema.GroupKind, read StatusFunc) Option {
+// WithKinds adds kinds the client can read the phase of, besides
+// CoreKinds: the workload packages' (train.Kinds(), serve.Kinds()…), all
+// of them at once with kinds.All(), or a Kind of your own for a CRD. An
+// object of a kind the client cannot read is Unknown, never Ready, so
+// that the same object reads the same phase whatever the program imports.
+// A later entry for a group and kind replaces an earlier one.
+func WithKinds(kinds ...Kind) Option {
+	return func(c *Client) { c.kinds = append(c.kinds, kinds...) }
+}
+
+// DefaultFieldOwner is the field owner of a Client made without
+// WithFieldOwner.
+const DefaultFieldOwner = ManagedBy
+
+// WithFieldOwner sets the owner of the fields the client applies (default
+// DefaultFieldOwner), so that two services embedding cube do not share
+// one. Each release applies as field manager owner:namespace/name, so
+// that the API server refuses, as a conflict, an object of one release
+// that another release tries to change. An owner must be 1 to 48
+// printable ASCII characters without ':' (New fails otherwise).
+func WithFieldOwner(owner string) Option {
 	return func(c *Client) {
-		if c.readers == nil {
-			c.readers = map[schema.GroupKind]StatusFunc{}
+		if err := validOwner(owner); err != nil {
+			c.err = errors.Join(c.err, err)
+			return
 		}
-		c.readers[gk] = read
+		c.owner = owner
 	}
+}
+
+func validOwner(owner string) error {
+	if owner == "" || len(owner) > 48 {
+		return fmt.Errorf("cube: field owner %q: must be 1 to 48 characters", owner)
+	}
+	for _, r := range owner {
+		if r < 0x21 || r > 0x7e || r == ':' {
+			return fmt.Errorf("cube: field owner %q: only printable ASCII without spaces or ':'", owner)
+		}
+	}
+	return nil
 }
 
 // New returns a Client for the cluster cfg points at. Its controller-runtime
@@ -125,7 +162,7 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 // nil c, or a bad option, makes every method of the client return that
 // problem.
 func NewFromClient(c client.Client, opts ...Option) *Client {
-	cl := &Client{c: c, namespace: metav1.NamespaceDefault, parallelism: DefaultApplyParallelism, retry: DefaultRetry}
+	cl := &Client{c: c, namespace: metav1.NamespaceDefault, owner: DefaultFieldOwner, parallelism: DefaultApplyParallelism, retry: DefaultRetry}
 	if isNil(c) {
 		cl.err = errors.New("cube: controller-runtime client is nil")
 	}
@@ -134,6 +171,7 @@ func NewFromClient(c client.Client, opts ...Option) *Client {
 			o(cl)
 		}
 	}
+	cl.table = newKindTable(cl.kinds...)
 	return cl
 }
 
@@ -216,12 +254,15 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 	if err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
 	}
+	kind := workloadKind(objs)
 	SortForApply(objs)
 	rel, err := c.newRelease(objs)
 	if err != nil {
 		return nil, err
 	}
-	applyOpts := []client.ApplyOption{client.FieldOwner(ManagedBy)}
+	rel.Kind = kind
+	manager := c.manager(rel)
+	applyOpts := []client.ApplyOption{client.FieldOwner(manager)}
 	if o.force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
@@ -242,40 +283,67 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 		if err := c.checkPodSecurity(ctx, objs); err != nil {
 			return nil, fmt.Errorf("apply: %w", err)
 		}
-		if _, err := c.applyObjects(ctx, objs[:first], applyOpts); err != nil {
+		// The namespace carries the release's UID, so read the record (if
+		// the namespace and it exist) before applying the namespace.
+		current, err := c.readRecord(ctx, rel.Namespace, rel.Name)
+		if err != nil {
+			return nil, fmt.Errorf("apply: %w", err)
+		}
+		if err := rel.claim(current); err != nil {
 			return nil, err
+		}
+		stamp(objs, rel.UID)
+		if _, err := c.applyObjects(ctx, objs[:first], applyOpts); err != nil {
+			return nil, c.ownership(rel, err)
 		}
 		if prev, stored, err = c.openRecord(ctx, rel, o.dryRun, applyOpts); err != nil {
 			return nil, err
 		}
+		if stored.uid != "" && stored.uid != rel.UID { // another Apply made the record meanwhile
+			rel.UID = stored.uid
+			stamp(objs, rel.UID)
+			if _, err := c.applyObjects(ctx, objs[:first], applyOpts); err != nil {
+				return nil, c.ownership(rel, err)
+			}
+		}
 	} else if prev, stored, err = c.checkAndOpenRecord(ctx, rel, objs, o.dryRun, applyOpts); err != nil {
 		return nil, err
 	}
+	stamp(objs, rel.UID)
 	// Objects another writer of the record (an Apply of the same release
 	// elsewhere) added while this one opened it are theirs to keep.
 	theirs := minus(stored.refs, union(prev, rel.Objects))
+	rel.adopted = stored.adopted
 	if mayExist, err := c.applyObjects(ctx, objs[first:], applyOpts); err != nil {
+		err = c.ownership(rel, err)
 		if !sameRefs(stored.refs, prev) { // this apply wrote the record (never in a dry run)
 			// Record only what may exist: the earlier objects, those
 			// applied before the failure, and those whose apply failed
 			// in a way that does not say the server refused it.
 			mayExist = append(rel.Objects[:first:first], mayExist...)
+			rel.adopted = union(rel.adopted, adoptedOf(objs, prev, manager))
 			err = errors.Join(err, c.settleRecord(ctx, rel, stored, union(union(prev, mayExist), theirs), applyOpts))
 		}
 		return nil, err
+	}
+	if !o.dryRun {
+		rel.adopted = union(rel.adopted, adoptedOf(objs, prev, manager))
 	}
 	final := union(rel.Objects, theirs)
 	if stale := minus(prev, rel.Objects); len(stale) > 0 {
 		if o.noPrune {
 			final = union(final, stale)
 		} else {
-			rel.Pruned, err = c.prune(ctx, rel.Name, stale, o.dryRun)
+			var kept []ObjectRef
+			rel.Pruned, kept, err = c.prune(ctx, rel, stale, o.dryRun)
 			if err != nil {
 				return nil, fmt.Errorf("apply: %w", err)
 			}
+			final = union(final, kept)
 		}
 	}
-	if !o.dryRun && !sameRefs(stored.refs, final) {
+	rel.adopted = intersect(rel.adopted, final)
+	if !o.dryRun && (!sameRefs(stored.refs, final) || !sameRefs(stored.adopted, rel.adopted) || stored.kind != rel.Kind) {
 		if err := c.settleRecord(ctx, rel, stored, final, applyOpts); err != nil {
 			return nil, err
 		}
@@ -288,6 +356,80 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 		}
 	}
 	return rel, nil
+}
+
+// workloadKind is the builder kind of a workload: the cube.dev/kind label
+// of its first object that has one.
+func workloadKind(objs []*unstructured.Unstructured) string {
+	for _, u := range objs {
+		if k := u.GetLabels()[LabelKind]; k != "" {
+			return k
+		}
+	}
+	return ""
+}
+
+// stamp labels every object with the release's UID.
+func stamp(objs []*unstructured.Unstructured, uid string) {
+	for _, u := range objs {
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelReleaseUID] = uid
+		u.SetLabels(labels)
+	}
+}
+
+// maxManagerLen is the API server's limit on a field manager's name
+// (k8s.io/apiserver/pkg/endpoints/handlers/rest.go, validateFieldManager).
+const maxManagerLen = 128
+
+// manager is the field manager the release applies as: the client's owner
+// and the release's namespace and name, so that one release changing a
+// field another release set is a conflict the API server reports. A name
+// too long for the server's limit ends in a hash of the whole instead.
+func (c *Client) manager(rel *Release) string {
+	m := c.owner + ":" + rel.Namespace + "/" + rel.Name
+	if len(m) <= maxManagerLen {
+		return m
+	}
+	sum := sha256.Sum256([]byte(m))
+	return m[:maxManagerLen-17] + "-" + hex.EncodeToString(sum[:8])
+}
+
+// adoptedOf returns the objects of objs new to the release (not in prev)
+// that existed before this Apply: the server's answer names another field
+// manager of the object itself (not of a subresource such as status). An
+// object cube did not create is never deleted with the release.
+func adoptedOf(objs []*unstructured.Unstructured, prev []ObjectRef, manager string) []ObjectRef {
+	had := keys(prev)
+	var out []ObjectRef
+	for _, u := range objs {
+		ref := RefOf(u)
+		if had[keyOf(ref)] {
+			continue
+		}
+		for _, mf := range u.GetManagedFields() {
+			if mf.Manager != manager && mf.Subresource == "" {
+				out = append(out, ref)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// intersect returns the refs of a that b has.
+func intersect(a, b []ObjectRef) []ObjectRef {
+	have := keys(b)
+	var out []ObjectRef
+	for _, r := range a {
+		if have[keyOf(r)] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // applyObjects applies objs, already in apply order, one rank at a time:
@@ -500,16 +642,85 @@ func managerOf(msg string) string {
 // recordPrefix names the ConfigMap that records a release's objects.
 const recordPrefix = "cube-release-"
 
-const recordKey = "objects"
+// The keys of a record's data, and the component label that marks it.
+const (
+	recordKey        = "objects"
+	recordKindKey    = "kind"
+	recordUIDKey     = "uid"
+	recordAdoptedKey = "adopted"
+	recordComponent  = "cube-release-record"
+	labelComponent   = "app.kubernetes.io/component"
+)
+
+var (
+	// ErrNotFound is wrapped by the error of Client.Release for a release
+	// that has no record (never applied, or deleted).
+	ErrNotFound = errors.New("release not found")
+	// ErrNameTaken is wrapped by Apply's error when the workload's name
+	// belongs to a release of another kind, or one of its objects to
+	// another release: Apply then changes nothing of theirs.
+	ErrNameTaken = errors.New("name taken by another release")
+)
 
 // recordState is the release's record as this Apply last read or wrote
-// it: the objects it listed and its resourceVersion ("" when there was no
-// record). Writes of the record are conditional on that version, so that
-// two programs applying the same release at once do not drop each other's
-// objects from it.
+// it: the objects it listed, those of them the release found in place and
+// adopted, the release's kind and UID, and the record's resourceVersion
+// ("" when there was no record). Writes of the record are conditional on
+// that version, so that two programs applying the same release at once do
+// not drop each other's objects from it.
 type recordState struct {
 	refs    []ObjectRef
+	adopted []ObjectRef
+	kind    string
+	uid     string
 	version string
+}
+
+// claim takes the release's identity from its record: the UID it has, or
+// a new one for a new release. A record of another kind is refused: the
+// name belongs to that release.
+func (r *Release) claim(current recordState) error {
+	if current.version == "" {
+		if r.UID == "" {
+			r.UID = newUID()
+		}
+		return nil
+	}
+	if current.kind != "" && r.Kind != "" && current.kind != r.Kind {
+		return fmt.Errorf("apply %s %s/%s: %w: %s/%s is a %s release; choose another name, or delete that release first (Client.Release then Release.Delete)",
+			r.Kind, r.Namespace, r.Name, ErrNameTaken, r.Namespace, r.Name, current.kind)
+	}
+	if current.uid == "" { // a record written before releases had UIDs
+		current.uid = newUID()
+	}
+	r.UID = current.uid
+	return nil
+}
+
+// newUID returns 128 random bits in hex: a label value.
+func newUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// ownership turns an apply conflict with another release's field manager
+// into an error wrapping ErrNameTaken that names that release.
+func (c *Client) ownership(rel *Release, err error) error {
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	ours := c.manager(rel)
+	for _, f := range ce.Conflicts {
+		owner, release, ok := strings.Cut(f.Manager, ":")
+		if !ok || f.Manager == ours || validOwner(owner) != nil || !strings.Contains(release, "/") {
+			continue
+		}
+		return fmt.Errorf("apply %s/%s: %w: %s belongs to release %s (field manager %q owns %s); rename the object or the release, delete that release, or use cube.Force to take it: %w",
+			rel.Namespace, rel.Name, ErrNameTaken, ce.Object, release, f.Manager, f.Field, err)
+	}
+	return err
 }
 
 // openRecord makes the release's record list every object about to be
@@ -517,24 +728,32 @@ type recordState struct {
 // nothing Release.Delete cannot find. A new release is recorded with a
 // single create; a record that already lists them all is left alone. It
 // returns what the record listed before (prev) and what it lists now
-// (stored); a dry run writes nothing.
+// (stored); a dry run writes nothing. A record of another kind of
+// workload is refused (ErrNameTaken) before anything is written.
 func (c *Client) openRecord(ctx context.Context, rel *Release, dryRun bool, applyOpts []client.ApplyOption) (prev []ObjectRef, stored recordState, err error) {
 	if !dryRun {
+		if rel.UID == "" {
+			rel.UID = newUID()
+		}
 		version, created, err := c.createRecord(ctx, rel)
 		if err != nil {
 			return nil, recordState{}, err
 		}
 		if created {
-			return nil, recordState{refs: rel.Objects, version: version}, nil
+			return nil, recordState{refs: rel.Objects, kind: rel.Kind, uid: rel.UID, version: version}, nil
 		}
 	}
 	current, err := c.readRecord(ctx, rel.Namespace, rel.Name)
 	if err != nil {
 		return nil, recordState{}, fmt.Errorf("apply: %w", err)
 	}
-	if dryRun || len(minus(rel.Objects, current.refs)) == 0 {
+	if err := rel.claim(current); err != nil {
+		return nil, recordState{}, err
+	}
+	if dryRun || len(minus(rel.Objects, current.refs)) == 0 && current.uid == rel.UID && current.kind == rel.Kind {
 		return current.refs, current, nil
 	}
+	rel.adopted = current.adopted
 	stored, err = c.updateRecord(ctx, rel, current, union(current.refs, rel.Objects), applyOpts)
 	if err != nil {
 		return nil, recordState{}, err
@@ -603,7 +822,11 @@ func (c *Client) updateRecord(ctx context.Context, rel *Release, from recordStat
 		if err != nil {
 			return recordState{}, fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
 		}
+		if current.version != "" && current.kind != "" && current.kind != rel.Kind {
+			return recordState{}, fmt.Errorf("record release %s/%s: %w: a %s release took the name meanwhile", rel.Namespace, rel.Name, ErrNameTaken, current.kind)
+		}
 		want = union(want, minus(current.refs, from.refs))
+		rel.adopted = union(rel.adopted, current.adopted)
 		from = current
 	}
 }
@@ -625,7 +848,8 @@ func (c *Client) putRecord(ctx context.Context, rel *Release, version string, ob
 		}
 		return recordState{}, nil
 	}
-	cm := recordOf(rel.Name, rel.Namespace, objects)
+	adopted := intersect(rel.adopted, objects)
+	cm := recordOf(rel, objects, adopted)
 	// Server-side apply takes a resourceVersion in the applied object as
 	// a precondition: a record changed since it was read is a conflict.
 	cm.ResourceVersion = version
@@ -640,38 +864,65 @@ func (c *Client) putRecord(ctx context.Context, rel *Release, version string, ob
 	if err != nil {
 		return recordState{}, fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
 	}
-	return recordState{refs: objects, version: u.GetResourceVersion()}, nil
+	return recordState{refs: objects, adopted: adopted, kind: rel.Kind, uid: rel.UID, version: u.GetResourceVersion()}, nil
 }
 
-// recordOf is the ConfigMap that records a release's objects.
-func recordOf(name, namespace string, objects []ObjectRef) *corev1.ConfigMap {
+// recordOf is the ConfigMap that records a release: its kind and UID, its
+// objects, and those of them it adopted. It carries the release's labels
+// and kind, so that Releases can select by kind.
+func recordOf(rel *Release, objects, adopted []ObjectRef) *corev1.ConfigMap {
+	data := map[string]string{recordKey: encodeRefs(objects), recordKindKey: rel.Kind, recordUIDKey: rel.UID}
+	if len(adopted) > 0 {
+		data[recordAdoptedKey] = encodeRefs(adopted)
+	}
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      recordPrefix + rel.Name,
+			Namespace: rel.Namespace,
+			Labels: map[string]string{
+				LabelManagedBy:  ManagedBy,
+				LabelRelease:    rel.Name,
+				LabelReleaseUID: rel.UID,
+				LabelKind:       rel.Kind,
+				labelComponent:  recordComponent,
+			},
+		},
+		Data: data,
+	}
+}
+
+func encodeRefs(objects []ObjectRef) string {
 	refs := slices.Clone(objects)
 	slices.SortFunc(refs, compareRefs)
 	lines := make([]string, len(refs))
 	for i, r := range refs {
 		lines[i] = r.encode()
 	}
-	return &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      recordPrefix + name,
-			Namespace: namespace,
-			Labels: map[string]string{
-				LabelManagedBy: ManagedBy,
-				LabelRelease:   name,
-				LabelKind:      "release",
-			},
-		},
-		Data: map[string]string{recordKey: strings.Join(lines, "\n")},
+	return strings.Join(lines, "\n")
+}
+
+func decodeRefs(text string) ([]ObjectRef, error) {
+	var out []ObjectRef
+	for line := range strings.SplitSeq(text, "\n") {
+		if line == "" {
+			continue
+		}
+		ref, err := decodeRef(line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ref)
 	}
+	return out, nil
 }
 
 // createRecord records a release that has no record yet, returning the
 // record's resourceVersion; false when it has one. A create whose answer
 // was lost and is retried finds the record it made, and reads it.
 func (c *Client) createRecord(ctx context.Context, rel *Release) (string, bool, error) {
-	cm := recordOf(rel.Name, rel.Namespace, rel.Objects)
-	err := c.retrying(ctx, func(ctx context.Context) error { return c.c.Create(ctx, cm, client.FieldOwner(ManagedBy)) })
+	cm := recordOf(rel, rel.Objects, nil)
+	err := c.retrying(ctx, func(ctx context.Context) error { return c.c.Create(ctx, cm, client.FieldOwner(c.manager(rel))) })
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return "", false, nil
@@ -682,7 +933,7 @@ func (c *Client) createRecord(ctx context.Context, rel *Release) (string, bool, 
 }
 
 // readRecord reads the release's record: the zero recordState when the
-// release was never applied.
+// release was never applied (or its namespace does not exist).
 func (c *Client) readRecord(ctx context.Context, namespace, name string) (recordState, error) {
 	cm, err := c.getRecord(ctx, namespace, name)
 	switch {
@@ -695,7 +946,7 @@ func (c *Client) readRecord(ctx context.Context, namespace, name string) (record
 	if err != nil {
 		return recordState{}, err
 	}
-	return recordState{refs: rel.Objects, version: cm.ResourceVersion}, nil
+	return recordState{refs: rel.Objects, adopted: rel.adopted, kind: rel.Kind, uid: rel.UID, version: cm.ResourceVersion}, nil
 }
 
 func (c *Client) getRecord(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
@@ -716,11 +967,16 @@ func (c *Client) getRecord(ctx context.Context, namespace, name string) (*corev1
 
 // Release returns the release name in namespace as recorded by an earlier
 // Apply, for programs that follow a release they did not apply themselves.
+// A release with no record (never applied, or deleted) is an error
+// wrapping ErrNotFound.
 func (c *Client) Release(ctx context.Context, namespace, name string) (*Release, error) {
 	if err := c.usable(); err != nil {
 		return nil, fmt.Errorf("get release %s/%s: %w", namespace, name, err)
 	}
 	cm, err := c.getRecord(ctx, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get release %s/%s: %w", namespace, name, ErrNotFound)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -728,33 +984,52 @@ func (c *Client) Release(ctx context.Context, namespace, name string) (*Release,
 }
 
 func (c *Client) releaseFromRecord(cm *corev1.ConfigMap) (*Release, error) {
-	rel := &Release{client: c, Name: cm.Labels[LabelRelease], Namespace: cm.Namespace}
-	for line := range strings.SplitSeq(cm.Data[recordKey], "\n") {
-		if line == "" {
-			continue
-		}
-		ref, err := decodeRef(line)
-		if err != nil {
-			return nil, fmt.Errorf("read release %s/%s: %w", cm.Namespace, rel.Name, err)
-		}
-		rel.Objects = append(rel.Objects, ref)
+	rel := &Release{client: c, Name: cm.Labels[LabelRelease], Namespace: cm.Namespace, Kind: cm.Data[recordKindKey], UID: cm.Data[recordUIDKey]}
+	if rel.Name == "" {
+		rel.Name = strings.TrimPrefix(cm.Name, recordPrefix)
+	}
+	var err error
+	if rel.Objects, err = decodeRefs(cm.Data[recordKey]); err != nil {
+		return nil, fmt.Errorf("read release %s/%s: %w", cm.Namespace, rel.Name, err)
+	}
+	if rel.adopted, err = decodeRefs(cm.Data[recordAdoptedKey]); err != nil {
+		return nil, fmt.Errorf("read release %s/%s: %w", cm.Namespace, rel.Name, err)
 	}
 	return rel, nil
 }
 
+// ReleasesOption narrows what Releases lists.
+type ReleasesOption func(*releasesOptions)
+
+type releasesOptions struct{ kind string }
+
+// OfKind lists only releases of one builder kind ("pytorchjob", "vllm",
+// "tenant"…: Release.Kind).
+func OfKind(kind string) ReleasesOption { return func(o *releasesOptions) { o.kind = kind } }
+
 // Releases lists the releases recorded in namespace (all namespaces when
 // namespace is empty), sorted by namespace and name.
-func (c *Client) Releases(ctx context.Context, namespace string) ([]*Release, error) {
+func (c *Client) Releases(ctx context.Context, namespace string, opts ...ReleasesOption) ([]*Release, error) {
 	if err := c.usable(); err != nil {
 		return nil, fmt.Errorf("list releases: %w", err)
 	}
+	var o releasesOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMapList"})
-	opts := []client.ListOption{client.MatchingLabels{LabelManagedBy: ManagedBy, LabelKind: "release"}}
-	if namespace != "" {
-		opts = append(opts, client.InNamespace(namespace))
+	selector := client.MatchingLabels{LabelManagedBy: ManagedBy, labelComponent: recordComponent}
+	if o.kind != "" {
+		selector[LabelKind] = o.kind
 	}
-	if err := c.retrying(ctx, func(ctx context.Context) error { return c.c.List(ctx, list, opts...) }); err != nil {
+	listOpts := []client.ListOption{selector}
+	if namespace != "" {
+		listOpts = append(listOpts, client.InNamespace(namespace))
+	}
+	if err := c.retrying(ctx, func(ctx context.Context) error { return c.c.List(ctx, list, listOpts...) }); err != nil {
 		return nil, fmt.Errorf("list releases: %w", err)
 	}
 	var out []*Release

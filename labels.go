@@ -14,6 +14,10 @@ const (
 	LabelPartOf    = "app.kubernetes.io/part-of"
 	LabelKind      = "cube.dev/kind"
 	LabelRelease   = "cube.dev/release"
+	// LabelReleaseUID carries the UID of the release that applied the
+	// object (Release.UID). Apply sets it on every top-level object; only
+	// objects that carry it are pruned or deleted with the release.
+	LabelReleaseUID = "cube.dev/release-uid"
 
 	// ManagedBy is the value of LabelManagedBy, and the field manager of every
 	// server-side apply.

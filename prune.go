@@ -58,17 +58,36 @@ func sameRefs(a, b []ObjectRef) bool {
 	return len(minus(a, b)) == 0 && len(minus(b, a)) == 0
 }
 
-// prune deletes the objects of stale, last applied first, with foreground
-// propagation as Release.Delete does, and returns those it deleted. An
-// object is left alone when it is already gone or no longer carries the
-// release's labels (someone else took it over); a precondition on its UID
-// keeps a re-created object of the same name from being deleted.
-func (c *Client) prune(ctx context.Context, release string, stale []ObjectRef, dryRun bool) ([]ObjectRef, error) {
-	slices.SortFunc(stale, compareRefs)
-	var deleted []ObjectRef
+// prune deletes the objects of stale that the release owns (see
+// deleteOwned; never a Namespace) and returns those it deleted and those
+// it keeps in the record: the Namespaces, which go only with an explicit
+// Release.Delete of the release that created them.
+func (c *Client) prune(ctx context.Context, rel *Release, stale []ObjectRef, dryRun bool) (deleted, kept []ObjectRef, err error) {
+	return c.deleteOwned(ctx, rel, stale, false, dryRun)
+}
+
+// deleteOwned deletes the objects of refs, last applied first, with
+// foreground propagation, and returns those it deleted. It deletes only
+// what the release created: an object that is gone, that no longer
+// carries the release's labels and UID (someone else took it over), or
+// that the release adopted is left alone, and a Namespace too unless
+// namespaces is true (it is kept, and returned). A precondition on the
+// object's UID keeps a re-created object of the same name from being
+// deleted.
+func (c *Client) deleteOwned(ctx context.Context, rel *Release, refs []ObjectRef, namespaces, dryRun bool) (deleted, kept []ObjectRef, err error) {
+	refs = slices.Clone(refs)
+	slices.SortFunc(refs, compareRefs)
+	adopted := keys(rel.adopted)
 	var errs []error
-	for i := len(stale) - 1; i >= 0; i-- {
-		ref := stale[i]
+	for i := len(refs) - 1; i >= 0; i-- {
+		ref := refs[i]
+		if adopted[keyOf(ref)] {
+			continue
+		}
+		if ref.Kind == "Namespace" && ref.Group == "" && !namespaces {
+			kept = append(kept, ref)
+			continue
+		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GroupVersionKind)
 		err := c.retrying(ctx, func(ctx context.Context) error {
@@ -78,10 +97,10 @@ func (c *Client) prune(ctx context.Context, release string, stale []ObjectRef, d
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			errs = append(errs, fmt.Errorf("prune %s: %w", ref, err))
+			errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
 			continue
 		}
-		if l := u.GetLabels(); l[LabelRelease] != release || l[LabelManagedBy] != ManagedBy {
+		if !rel.owns(u) || rel.UID == "" && u.GetLabels()[LabelReleaseUID] != "" {
 			continue
 		}
 		uid := u.GetUID()
@@ -92,10 +111,10 @@ func (c *Client) prune(ctx context.Context, release string, stale []ObjectRef, d
 		// A delete whose answer was lost and is retried finds the object
 		// gone (or going: the same answer again).
 		if err := c.retrying(ctx, func(ctx context.Context) error { return c.c.Delete(ctx, u, opts...) }); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("prune %s: %w", ref, err))
+			errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
 			continue
 		}
 		deleted = append(deleted, ref)
 	}
-	return deleted, errors.Join(errs...)
+	return deleted, kept, errors.Join(errs...)
 }

@@ -3,13 +3,12 @@ package cube
 import (
 	"cmp"
 	"context"
+	"time"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,17 +78,30 @@ func compareRefs(a, b ObjectRef) int {
 }
 
 // Release is what one Apply created: a name, the namespace its record lives
-// in, and references to its objects in apply order.
+// in, the kind of workload that made it, and references to its objects in
+// apply order.
 type Release struct {
 	Name      string
 	Namespace string
-	Objects   []ObjectRef
+	// Kind is the builder kind of the workload (its objects' cube.dev/kind
+	// label: "tenant", "pytorchjob", "vllm"…). A name belongs to one kind
+	// at a time: Apply refuses a workload of another kind under a name in
+	// use (ErrNameTaken).
+	Kind string
+	// UID tells this release from an earlier one of the same name: every
+	// object the release applies carries it in LabelReleaseUID, and only
+	// objects that carry it are ever pruned or deleted.
+	UID     string
+	Objects []ObjectRef
 	// Pruned are the objects of the release's previous Apply that this
 	// Apply deleted (with DryRun: would delete) because the workload no
 	// longer has them. Empty for releases read back with Client.Release.
 	Pruned []ObjectRef
 
 	client *Client
+	// adopted are objects of the release that existed before it applied
+	// them (a Namespace made by an administrator): never deleted with it.
+	adopted []ObjectRef
 	// applied is the resourceVersion the server gave each object this
 	// Apply wrote, so that Wait does not judge an object by an older one.
 	applied map[ObjectRef]string
@@ -116,39 +128,65 @@ func (r *Release) get(ctx context.Context, ref ObjectRef) (*unstructured.Unstruc
 	return u, err
 }
 
-// Status reads every object of the release once and summarises them. An
-// object that does not exist is InProgress with reason NotFound.
+// Status reads every object of the release once and summarises them (see
+// Summarize): an object that does not exist is Missing, one of a kind the
+// client cannot read Unknown. While the release is neither Ready nor
+// Succeeded, Status also lists what its pods are stuck on and the pods
+// the cluster refused to create (Refusals).
 func (r *Release) Status(ctx context.Context) (Status, error) {
 	if err := r.usable(); err != nil {
 		return Status{}, fmt.Errorf("status: %w", err)
 	}
 	objs := make([]ObjectStatus, 0, len(r.Objects))
+	created := make(map[ObjectRef]time.Time, len(r.Objects))
 	for _, ref := range r.Objects {
 		u, err := r.get(ctx, ref)
 		switch {
 		case apierrors.IsNotFound(err):
-			objs = append(objs, ObjectStatus{Ref: ref, Phase: InProgress, Reason: "NotFound"})
+			objs = append(objs, ObjectStatus{Ref: ref, Phase: Missing, Reason: "NotFound"})
 		case err != nil:
 			return Status{}, fmt.Errorf("status of %s: %w", ref, err)
+		case !r.owns(u):
+			objs = append(objs, ObjectStatus{Ref: ref, Phase: Missing, Reason: "NotOwned",
+				Message: "an object of this name exists but another release (or no release) made it"})
 		default:
-			objs = append(objs, readStatusWith(r.client.readers, u))
+			objs = append(objs, r.client.table.read(u))
+			created[ref] = u.GetCreationTimestamp().Time
 		}
 	}
 	st := Summarize(objs)
-	if !st.settled() {
+	if !st.settled() && st.Phase != Missing {
 		pods, err := r.podProblems(ctx)
 		if err != nil {
 			return Status{}, err
 		}
 		st.Pods = pods
+		if st.Refusals, err = r.refusals(ctx, created); err != nil {
+			return Status{}, err
+		}
 	}
 	return st, nil
 }
 
-// Delete deletes every object of the release (those r lists and those its
+// owns reports whether u is an object of this release: it carries the
+// release's labels and, when the release has a UID, that UID.
+func (r *Release) owns(u *unstructured.Unstructured) bool {
+	l := u.GetLabels()
+	if l[LabelRelease] != r.Name || l[LabelManagedBy] != ManagedBy {
+		return false
+	}
+	return r.UID == "" || l[LabelReleaseUID] == r.UID
+}
+
+// Delete deletes the objects of the release (those r lists and those its
 // record lists), last applied first, with foreground propagation
 // (dependents such as pods go before their owner), and then the release
-// record. Objects already gone are not an error.
+// record. It deletes only what the release created: an object that no
+// longer carries the release's labels and UID (another release or a
+// person took it over), and one the release found in place and adopted
+// (a Namespace made by an administrator), are left alone. Deleting a
+// Tenant's release deletes the Namespace it created, and with it
+// everything in it. Objects already gone are not an error.
 func (r *Release) Delete(ctx context.Context) error {
 	if err := r.usable(); err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -160,31 +198,27 @@ func (r *Release) Delete(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)
 	}
-	objects := union(r.Objects, record.refs)
-	slices.SortStableFunc(objects, func(a, b ObjectRef) int { return cmp.Compare(rankOf(a.Kind), rankOf(b.Kind)) })
-	var errs []error
-	policy := metav1.DeletePropagationForeground
-	for i := len(objects) - 1; i >= 0; i-- {
-		ref := objects[i]
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(ref.GroupVersionKind)
-		u.SetNamespace(ref.Namespace)
-		u.SetName(ref.Name)
-		err := r.client.retrying(ctx, func(ctx context.Context) error {
-			return r.client.c.Delete(ctx, u, client.PropagationPolicy(policy))
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
+	owner := *r
+	if record.version != "" {
+		if record.kind != "" && r.Kind != "" && record.kind != r.Kind {
+			return fmt.Errorf("delete %s/%s: %w: the record is now a %s release's", r.Namespace, r.Name, ErrNameTaken, record.kind)
 		}
+		owner.UID = nonEmpty(owner.UID, record.uid)
+		owner.adopted = union(owner.adopted, record.adopted)
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	objects := union(r.Objects, record.refs)
+	if _, _, err := r.client.deleteOwned(ctx, &owner, objects, true, false); err != nil {
+		return fmt.Errorf("delete: %w", err)
 	}
 	cm := &unstructured.Unstructured{}
 	cm.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
 	cm.SetNamespace(r.Namespace)
 	cm.SetName(recordPrefix + r.Name)
-	if err := r.client.retrying(ctx, func(ctx context.Context) error { return r.client.c.Delete(ctx, cm) }); err != nil && !apierrors.IsNotFound(err) {
+	var opts []client.DeleteOption
+	if record.version != "" {
+		opts = append(opts, client.Preconditions{ResourceVersion: &record.version})
+	}
+	if err := r.client.retrying(ctx, func(ctx context.Context) error { return r.client.c.Delete(ctx, cm, opts...) }); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete release record %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	return nil

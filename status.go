@@ -2,8 +2,8 @@ package cube
 
 import (
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -16,14 +16,18 @@ import (
 // Phase is where an object, or a whole release, stands.
 type Phase string
 
-// Phases, from least to most settled. Ready is the goal of long-running
-// objects (a Deployment serving); Succeeded and Failed end run-to-completion
-// objects (a training job).
+// Phases. Ready is the goal of long-running objects (a Deployment serving);
+// Succeeded and Failed end run-to-completion objects (a training job).
+// Missing is an object that does not exist (never created, or deleted);
+// Unknown is an object of a kind the client has no reader for (see Kind):
+// cube cannot tell where it stands, and says so instead of guessing.
 const (
 	InProgress Phase = "InProgress"
 	Ready      Phase = "Ready"
 	Succeeded  Phase = "Succeeded"
 	Failed     Phase = "Failed"
+	Missing    Phase = "Missing"
+	Unknown    Phase = "Unknown"
 )
 
 // ObjectStatus is the state of one object of a release, with the reason and
@@ -48,9 +52,7 @@ func (s ObjectStatus) String() string {
 }
 
 // Status is the state of a release: one entry per object and the overall
-// phase, which is Failed if any object failed, InProgress if any is in
-// progress, Succeeded if any run-to-completion object succeeded and the rest
-// are ready, and Ready otherwise.
+// phase (see Summarize).
 type Status struct {
 	Phase   Phase
 	Reason  string
@@ -59,6 +61,11 @@ type Status struct {
 	// label) while the release is neither Ready nor Succeeded: why a
 	// rollout or a job is not moving. Release.Status and Wait fill it.
 	Pods []PodProblem
+	// Refusals are the pods the cluster refused to create for the
+	// release's objects (a quota exceeded, Pod Security, a LimitRange, an
+	// admission webhook, a missing ServiceAccount), as their controllers
+	// reported them, while the release is neither Ready nor Succeeded.
+	Refusals []Refusal
 }
 
 func (s Status) String() string {
@@ -66,6 +73,12 @@ func (s Status) String() string {
 	b.WriteString(string(s.Phase))
 	if s.Reason != "" {
 		b.WriteString(": " + s.Reason)
+	}
+	if len(s.Refusals) > 0 {
+		b.WriteString("; " + s.Refusals[0].String())
+		if len(s.Refusals) > 1 {
+			fmt.Fprintf(&b, " and %d more refusals", len(s.Refusals)-1)
+		}
 	}
 	if len(s.Pods) > 0 {
 		b.WriteString("; " + s.Pods[0].String())
@@ -80,10 +93,15 @@ func (s Status) String() string {
 // longer matter for.
 func (s Status) settled() bool { return s.Phase == Ready || s.Phase == Succeeded }
 
-// Summarize computes the overall phase of a release from its objects.
+// Summarize computes the overall phase of a release from its objects, the
+// first rule that holds deciding: Failed if any object failed; Missing if
+// every object is missing; InProgress if any is in progress or missing;
+// Unknown if any cannot be read; Succeeded if any run-to-completion object
+// succeeded (the rest being ready); Ready otherwise. A release with no
+// objects is Missing.
 func Summarize(objects []ObjectStatus) Status {
 	st := Status{Phase: Ready, Objects: objects}
-	var progress, succeeded []ObjectStatus
+	var progress, missing, unknown, succeeded []ObjectStatus
 	for _, o := range objects {
 		switch o.Phase {
 		case Failed:
@@ -93,22 +111,42 @@ func Summarize(objects []ObjectStatus) Status {
 			}
 		case InProgress:
 			progress = append(progress, o)
+		case Missing:
+			missing = append(missing, o)
+		case Unknown:
+			unknown = append(unknown, o)
 		case Succeeded:
 			succeeded = append(succeeded, o)
+		case Ready:
+		default: // a reader that returned no phase cannot be trusted
+			o.Phase, o.Reason = Unknown, nonEmpty(o.Reason, "NoPhase")
+			unknown = append(unknown, o)
 		}
 	}
 	switch {
 	case st.Phase == Failed:
-	case len(progress) > 0:
+	case len(missing) == len(objects):
+		st.Phase = Missing
+		st.Reason = "no object of the release exists"
+	case len(progress)+len(missing) > 0:
 		st.Phase = InProgress
-		st.Reason = progress[0].String()
-		if len(progress) > 1 {
-			st.Reason += fmt.Sprintf(" and %d more", len(progress)-1)
-		}
+		st.Reason = describe(append(progress, missing...))
+	case len(unknown) > 0:
+		st.Phase = Unknown
+		st.Reason = describe(unknown)
 	case len(succeeded) > 0:
 		st.Phase = Succeeded
 	}
 	return st
+}
+
+// describe is the first of objs and how many more there are.
+func describe(objs []ObjectStatus) string {
+	out := objs[0].String()
+	if len(objs) > 1 {
+		out += fmt.Sprintf(" and %d more", len(objs)-1)
+	}
+	return out
 }
 
 // StatusFunc reads the phase of one object from its stored form.
@@ -129,83 +167,131 @@ func TypedStatus[T any, PT interface {
 	}
 }
 
-// registry is a per-kind table that packages fill from init and clients
-// read concurrently.
-type registry[V any] struct {
-	mu sync.RWMutex
-	m  map[schema.GroupKind]V
+// Kind is what a Client knows of one kind of object: how to read its
+// phase, whether it runs to completion, and for a kind a pipeline step can
+// run, the conditions Argo waits on. A Client reads the kinds of the
+// Kubernetes API itself (CoreKinds) and those given with WithKinds; any
+// other kind reads Unknown. Each workload package lists its own
+// (train.Kinds, serve.Kinds, pipeline.Kinds, tune.Kinds) and package kinds
+// gathers them all, the way an API group's AddToScheme fills a scheme.
+type Kind struct {
+	GroupKind schema.GroupKind
+	// Status reads the phase of a stored object of the kind. A Kind
+	// without one is ignored.
+	Status StatusFunc
+	// Completes is true for kinds that run to completion (a Job, a
+	// PyTorchJob, a Workflow): only they reach Succeeded.
+	Completes bool
+	// Completion are the kind's success and failure conditions in the
+	// grammar of Argo's resource templates; zero when a pipeline step
+	// cannot wait for the kind.
+	Completion Completion
 }
 
-func (r *registry[V]) set(gk schema.GroupKind, v V) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = map[schema.GroupKind]V{}
+// kindTable is a set of kinds by group and kind: a Client's, read-only
+// once the client is made.
+type kindTable map[schema.GroupKind]Kind
+
+// newKindTable holds the core kinds and then kinds, a later entry of a
+// group and kind replacing an earlier one.
+func newKindTable(kinds ...Kind) kindTable {
+	t := make(kindTable, len(coreKinds)+len(kinds))
+	for _, list := range [][]Kind{coreKinds, kinds} {
+		for _, k := range list {
+			if k.Status != nil {
+				t[k.GroupKind] = k
+			}
+		}
 	}
-	r.m[gk] = v
+	return t
 }
 
-func (r *registry[V]) get(gk schema.GroupKind) (V, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	v, ok := r.m[gk]
-	return v, ok
-}
+// CoreKinds returns the kinds every Client reads: the Kubernetes API's own
+// that cube creates. Deployment, StatefulSet, DaemonSet, Job, Pod,
+// PersistentVolumeClaim, Service, Namespace and ResourceQuota are read
+// from their status; ConfigMap, Secret, ServiceAccount, the RBAC kinds,
+// NetworkPolicy, LimitRange, PodDisruptionBudget, HorizontalPodAutoscaler,
+// PriorityClass and CronJob have no state beyond existing and are Ready
+// once they exist.
+func CoreKinds() []Kind { return slices.Clone(coreKinds) }
 
-var statusRegistry registry[StatusFunc]
-
-// RegisterStatus registers how to read the phase of a kind. Packages that
-// build a kind register its reader from init (train for PyTorchJob, pipeline
-// for Workflow…), the way client-go registers types into a scheme. A later
-// registration replaces an earlier one; Client options can override per client.
-func RegisterStatus(gk schema.GroupKind, read StatusFunc) {
-	statusRegistry.set(gk, read)
-}
-
-// statusReader returns the registered reader of a kind, or nil.
-func statusReader(gk schema.GroupKind) StatusFunc {
-	read, _ := statusRegistry.get(gk)
-	return read
-}
-
-// ReadStatus returns the phase of one stored object with the registered
-// reader of its kind. Kinds without a reader (ConfigMaps, Secrets, RBAC…) are
-// Ready once they exist. A nil object is InProgress with reason NotFound,
-// as a missing one is.
-func ReadStatus(obj *unstructured.Unstructured) ObjectStatus {
+// ReadStatus returns the phase of one stored object as a Client with the
+// given kinds (besides CoreKinds) reads it: a kind with no reader is
+// Unknown, an object marked for deletion InProgress (Terminating), and a
+// nil object Missing.
+func ReadStatus(obj *unstructured.Unstructured, kinds ...Kind) ObjectStatus {
 	if obj == nil {
-		return ObjectStatus{Phase: InProgress, Reason: "NotFound"}
+		return ObjectStatus{Phase: Missing, Reason: "NotFound"}
 	}
-	return readStatusWith(nil, obj)
+	return newKindTable(kinds...).read(obj)
 }
 
-func readStatusWith(overrides map[schema.GroupKind]StatusFunc, obj *unstructured.Unstructured) ObjectStatus {
+// CompletionOf returns the completion conditions of a kind among kinds
+// and CoreKinds; false when the kind has none.
+func CompletionOf(gk schema.GroupKind, kinds ...Kind) (Completion, bool) {
+	k, ok := newKindTable(kinds...)[gk]
+	return k.Completion, ok && k.Completion != (Completion{})
+}
+
+func (t kindTable) read(obj *unstructured.Unstructured) ObjectStatus {
 	gk := obj.GroupVersionKind().GroupKind()
-	read := overrides[gk]
-	if read == nil {
-		read = statusReader(gk)
-	}
 	var st ObjectStatus
-	if read == nil {
-		st = ObjectStatus{Phase: Ready}
+	if k, ok := t[gk]; ok {
+		st = k.Status(obj)
 	} else {
-		st = read(obj)
+		st = ObjectStatus{Phase: Unknown, Reason: "NoReader", Message: fmt.Sprintf(
+			"cube has no status reader for %s: give the client its kind with cube.WithKinds (package kinds has all of cube's)", kindName(gk))}
 	}
 	st.Ref = RefOf(obj)
 	if obj.GetDeletionTimestamp() != nil && st.Phase != Failed {
-		st.Phase, st.Reason = InProgress, "Terminating"
+		st.Phase, st.Reason, st.Message = InProgress, "Terminating", ""
 	}
 	return st
 }
 
-func init() {
-	RegisterStatus(schema.GroupKind{Group: "apps", Kind: "Deployment"}, TypedStatus(deploymentStatus))
-	RegisterStatus(schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, TypedStatus(statefulSetStatus))
-	RegisterStatus(schema.GroupKind{Group: "batch", Kind: "Job"}, TypedStatus(jobStatus))
-	RegisterStatus(schema.GroupKind{Kind: "Pod"}, TypedStatus(podStatus))
-	RegisterStatus(schema.GroupKind{Kind: "PersistentVolumeClaim"}, TypedStatus(pvcStatus))
-	RegisterStatus(schema.GroupKind{Kind: "Service"}, TypedStatus(serviceStatus))
+// completes reports whether the kind of ref runs to completion.
+func (t kindTable) completes(gk schema.GroupKind) bool { return t[gk].Completes }
+
+func kindName(gk schema.GroupKind) string {
+	if gk.Group == "" {
+		return gk.Kind
+	}
+	return gk.Kind + "." + gk.Group
 }
+
+// exists is the reader of kinds whose only state is that they exist.
+func exists(*unstructured.Unstructured) ObjectStatus { return ObjectStatus{Phase: Ready, Reason: "Exists"} }
+
+var coreKinds = func() []Kind {
+	out := []Kind{
+		{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Status: TypedStatus(deploymentStatus)},
+		{GroupKind: schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, Status: TypedStatus(statefulSetStatus)},
+		{GroupKind: schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, Status: TypedStatus(daemonSetStatus)},
+		// The Job controller sets completionTime only when a Job succeeds, and
+		// a Job carries at most five conditions (Suspended, FailureTarget,
+		// SuccessCriteriaMet, Complete, Failed).
+		{GroupKind: schema.GroupKind{Group: "batch", Kind: "Job"}, Status: TypedStatus(jobStatus), Completes: true, Completion: Completion{
+			Success: "status.completionTime",
+			Failure: AnyConditionOfType(string(batchv1.JobFailed), 5),
+		}},
+		{GroupKind: schema.GroupKind{Kind: "Pod"}, Status: TypedStatus(podStatus), Completes: true},
+		{GroupKind: schema.GroupKind{Kind: "PersistentVolumeClaim"}, Status: TypedStatus(pvcStatus)},
+		{GroupKind: schema.GroupKind{Kind: "Service"}, Status: TypedStatus(serviceStatus)},
+		{GroupKind: schema.GroupKind{Kind: "Namespace"}, Status: TypedStatus(namespaceStatus)},
+		{GroupKind: schema.GroupKind{Kind: "ResourceQuota"}, Status: TypedStatus(resourceQuotaStatus)},
+	}
+	for _, gk := range []schema.GroupKind{
+		{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "ServiceAccount"}, {Kind: "LimitRange"},
+		{Group: "rbac.authorization.k8s.io", Kind: "Role"}, {Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"},
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"},
+		{Group: "networking.k8s.io", Kind: "NetworkPolicy"}, {Group: "policy", Kind: "PodDisruptionBudget"},
+		{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, {Group: "scheduling.k8s.io", Kind: "PriorityClass"},
+		{Group: "batch", Kind: "CronJob"},
+	} {
+		out = append(out, Kind{GroupKind: gk, Status: exists})
+	}
+	return out
+}()
 
 // observed reports whether a controller has seen the latest spec.
 func observed(generation, observedGeneration int64) bool {
@@ -306,6 +392,47 @@ func serviceStatus(s *corev1.Service) ObjectStatus {
 	return ObjectStatus{Phase: Ready, Reason: "Ready"}
 }
 
+func daemonSetStatus(ds *appsv1.DaemonSet) ObjectStatus {
+	s := ds.Status
+	switch {
+	case !observed(ds.Generation, s.ObservedGeneration):
+		return ObjectStatus{Phase: InProgress, Reason: "NotObserved", Message: "controller has not seen the latest spec"}
+	case s.UpdatedNumberScheduled < s.DesiredNumberScheduled || s.NumberAvailable < s.DesiredNumberScheduled:
+		return ObjectStatus{Phase: InProgress, Reason: "Rollout",
+			Message: fmt.Sprintf("%d/%d updated, %d/%d available", s.UpdatedNumberScheduled, s.DesiredNumberScheduled, s.NumberAvailable, s.DesiredNumberScheduled)}
+	}
+	return ObjectStatus{Phase: Ready, Reason: "Available", Message: fmt.Sprintf("%d/%d available", s.NumberAvailable, s.DesiredNumberScheduled)}
+}
+
+// namespaceStatus: a namespace is Ready while Active; one being deleted
+// is Terminating (which ReadStatus says from its deletion timestamp).
+func namespaceStatus(ns *corev1.Namespace) ObjectStatus {
+	if ns.Status.Phase == corev1.NamespaceTerminating {
+		return ObjectStatus{Phase: InProgress, Reason: "Terminating"}
+	}
+	return ObjectStatus{Phase: Ready, Reason: nonEmpty(string(ns.Status.Phase), string(corev1.NamespaceActive))}
+}
+
+// resourceQuotaStatus: a quota is enforceable only once the quota
+// controller has filled status.hard with every resource of spec.hard;
+// until then the API server refuses every pod it covers ("status unknown
+// for quota", k8s.io/apiserver/pkg/admission/plugin/resourcequota/
+// controller.go), so a Tenant whose quota is not yet counted is not Ready.
+func resourceQuotaStatus(q *corev1.ResourceQuota) ObjectStatus {
+	var missing []string
+	for name, want := range q.Spec.Hard {
+		if got, ok := q.Status.Hard[name]; !ok || got.Cmp(want) != 0 {
+			missing = append(missing, string(name))
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return ObjectStatus{Phase: InProgress, Reason: "NotCounted",
+			Message: "the quota controller has not counted " + strings.Join(missing, ", ") + " yet: pods it covers are refused until it has"}
+	}
+	return ObjectStatus{Phase: Ready, Reason: "Enforced"}
+}
+
 func nonEmpty(s, fallback string) string {
 	if s == "" {
 		return fallback
@@ -317,25 +444,12 @@ func nonEmpty(s, fallback string) string {
 // in the JSON-path selector syntax of Argo Workflows' resource templates
 // (successCondition/failureCondition): comma-separated requirements on
 // JSON paths parsed as label selectors, e.g. Success "status.succeeded > 0"
-// and Failure "status.failed > 3". A package that
-// registers a reader for such a kind registers its Completion too, so that a
-// pipeline step can create the object and wait for it exactly as Release.Wait
-// would.
+// and Failure "status.failed > 3". A Kind that a pipeline step can run
+// carries its Completion, so that the step creates the object and waits
+// for it exactly as Release.Wait would.
 type Completion struct {
 	Success string
 	Failure string
-}
-
-var completionRegistry registry[Completion]
-
-// RegisterCompletion registers the completion conditions of a kind.
-func RegisterCompletion(gk schema.GroupKind, c Completion) {
-	completionRegistry.set(gk, c)
-}
-
-// CompletionOf returns the completion conditions registered for a kind.
-func CompletionOf(gk schema.GroupKind) (Completion, bool) {
-	return completionRegistry.get(gk)
 }
 
 // AnyConditionOfType returns the requirements that match a condition of
@@ -350,14 +464,4 @@ func AnyConditionOfType(condType string, positions int) string {
 		reqs[i] = fmt.Sprintf("status.conditions.%d.type == %s", i, condType)
 	}
 	return strings.Join(reqs, ", ")
-}
-
-func init() {
-	// The Job controller sets completionTime only when a Job succeeds, and
-	// a Job carries at most five conditions (Suspended, FailureTarget,
-	// SuccessCriteriaMet, Complete, Failed).
-	RegisterCompletion(schema.GroupKind{Group: "batch", Kind: "Job"}, Completion{
-		Success: "status.completionTime",
-		Failure: AnyConditionOfType(string(batchv1.JobFailed), 5),
-	})
 }

@@ -32,7 +32,10 @@ type feedKey struct {
 	ns  string
 }
 
-var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
+var (
+	podGVK   = corev1.SchemeGroupVersion.WithKind("Pod")
+	eventGVK = corev1.SchemeGroupVersion.WithKind("Event")
+)
 
 // feed is one shared watch of the objects of one kind in one namespace
 // that carry a release label. It keeps what waits read of each object, not
@@ -50,14 +53,21 @@ type feed struct {
 	// read before stands until it lists again.
 	trouble error
 	entries map[string]feedEntry
+	// seen is the newest resourceVersion the feed has shown: its list's,
+	// then each event's. An object Apply wrote at or before it and absent
+	// from the feed is gone; one written after it may not be shown yet.
+	seen    string
 	waiters map[string]map[*waiter]struct{} // by release
 }
 
 type feedEntry struct {
 	release         string
+	uid             string // LabelReleaseUID
 	resourceVersion string
+	created         time.Time
 	status          ObjectStatus // objects
 	problems        []PodProblem // pods
+	event           *createEvent // events about creating pods
 }
 
 // waiter is one Wait. A feed puts a token in wake whenever it changes
@@ -92,7 +102,7 @@ func (h *watchHub) follow(ctx context.Context, c *Client, wc client.WithWatch, k
 		feedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		f = &feed{key: key, stop: stop, entries: map[string]feedEntry{}, waiters: map[string]map[*waiter]struct{}{}}
 		h.feeds[key] = f
-		go f.run(feedCtx, h, c.readers, wc)
+		go f.run(feedCtx, h, c.table, wc)
 	}
 	f.refs++
 	f.mu.Lock()
@@ -141,9 +151,13 @@ const briefWatch = time.Second
 // unreachable or failing, or a watch expired (410: the resourceVersion is
 // too old), it tries again with backoff for as long as waits follow it:
 // they have their own timeouts.
-func (f *feed) run(ctx context.Context, h *watchHub, readers map[schema.GroupKind]StatusFunc, wc client.WithWatch) {
+func (f *feed) run(ctx context.Context, h *watchHub, readers kindTable, wc client.WithWatch) {
 	listGVK := f.key.gvk.GroupVersion().WithKind(f.key.gvk.Kind + "List")
-	opts := []client.ListOption{client.HasLabels{LabelRelease}}
+	// Events carry no labels: their feed keeps those about creating pods.
+	var opts []client.ListOption
+	if f.key.gvk != eventGVK {
+		opts = append(opts, client.HasLabels{LabelRelease})
+	}
 	if f.key.ns != "" {
 		opts = append(opts, client.InNamespace(f.key.ns))
 	}
@@ -189,7 +203,7 @@ func (f *feed) run(ctx context.Context, h *watchHub, readers map[schema.GroupKin
 			f.fail(ctx, h, err)
 			return
 		}
-		f.replace(readers, list.Items)
+		f.replace(readers, list.GetResourceVersion(), list.Items)
 		began := time.Now()
 		more := f.forward(ctx, readers, w)
 		w.Stop()
@@ -235,7 +249,7 @@ func (f *feed) fail(ctx context.Context, h *watchHub, err error) {
 		return
 	}
 	f.mu.Lock()
-	if f.key.gvk == podGVK && apierrors.IsForbidden(err) {
+	if (f.key.gvk == podGVK || f.key.gvk == eventGVK) && apierrors.IsForbidden(err) {
 		f.listed = true
 		clear(f.entries)
 	} else {
@@ -252,7 +266,7 @@ func (f *feed) fail(ctx context.Context, h *watchHub, err error) {
 
 // forward applies watch events until the watch ends or fails (true: start
 // over) or ctx ends (false).
-func (f *feed) forward(ctx context.Context, readers map[schema.GroupKind]StatusFunc, w watch.Interface) bool {
+func (f *feed) forward(ctx context.Context, readers kindTable, w watch.Interface) bool {
 	for {
 		select {
 		case <-ctx.Done():
@@ -273,8 +287,18 @@ func (f *feed) forward(ctx context.Context, readers map[schema.GroupKind]StatusF
 	}
 }
 
-func (f *feed) entry(readers map[schema.GroupKind]StatusFunc, u *unstructured.Unstructured) feedEntry {
-	e := feedEntry{release: u.GetLabels()[LabelRelease], resourceVersion: u.GetResourceVersion()}
+func (f *feed) entry(readers kindTable, u *unstructured.Unstructured) feedEntry {
+	e := feedEntry{release: u.GetLabels()[LabelRelease], uid: u.GetLabels()[LabelReleaseUID],
+		resourceVersion: u.GetResourceVersion(), created: u.GetCreationTimestamp().Time}
+	if f.key.gvk == eventGVK {
+		ev := &corev1.Event{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ev); err == nil {
+			if ce, ok := createEventOf(ev); ok {
+				e.event = &ce
+			}
+		}
+		return e
+	}
 	if f.key.gvk == podGVK {
 		p := &corev1.Pod{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
@@ -287,29 +311,46 @@ func (f *feed) entry(readers map[schema.GroupKind]StatusFunc, u *unstructured.Un
 	if u.GroupVersionKind().Kind == "" {
 		u.SetGroupVersionKind(f.key.gvk)
 	}
-	e.status = readStatusWith(readers, u)
+	e.status = readers.read(u)
 	return e
 }
 
 // replace takes a full list: it is every object there is.
-func (f *feed) replace(readers map[schema.GroupKind]StatusFunc, items []unstructured.Unstructured) {
+func (f *feed) replace(readers kindTable, version string, items []unstructured.Unstructured) {
 	entries := make(map[string]feedEntry, len(items))
 	for i := range items {
-		entries[items[i].GetName()] = f.entry(readers, &items[i])
+		if e := f.entry(readers, &items[i]); f.key.gvk != eventGVK || e.event != nil {
+			entries[items[i].GetName()] = e
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.entries, f.listed, f.trouble = entries, true, nil
+	f.entries, f.listed, f.trouble, f.seen = entries, true, nil, version
 	f.notifyAll()
 }
 
-func (f *feed) apply(readers map[schema.GroupKind]StatusFunc, typ watch.EventType, u *unstructured.Unstructured) {
+func (f *feed) apply(readers kindTable, typ watch.EventType, u *unstructured.Unstructured) {
 	var e feedEntry
 	if typ != watch.Deleted {
 		e = f.entry(readers, u)
+		if f.key.gvk == eventGVK && e.event == nil {
+			return
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if rv := u.GetResourceVersion(); olderThan(f.seen, rv) {
+		f.seen = rv
+	}
+	if f.key.gvk == eventGVK {
+		if typ == watch.Deleted {
+			delete(f.entries, u.GetName())
+		} else {
+			f.entries[u.GetName()] = e
+		}
+		f.notifyAll()
+		return
+	}
 	old, had := f.entries[u.GetName()]
 	if typ == watch.Deleted {
 		delete(f.entries, u.GetName())
@@ -342,7 +383,7 @@ func (f *feed) notifyAll() {
 // resourceVersion (applied, from Apply) counts only once the feed has seen
 // that version or a later one: until then it is InProgress, so that a wait
 // right after an apply never judges the objects as they were before it.
-func (f *feed) statuses(release string, refs []ObjectRef, applied map[ObjectRef]string, into map[ObjectRef]ObjectStatus) (listed bool, err error) {
+func (f *feed) statuses(rel *Release, refs []ObjectRef, into map[ObjectRef]ObjectStatus, created map[ObjectRef]time.Time) (listed bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil || !f.listed {
@@ -351,12 +392,18 @@ func (f *feed) statuses(release string, refs []ObjectRef, applied map[ObjectRef]
 	for _, ref := range refs {
 		e, ok := f.entries[ref.Name]
 		switch {
-		case !ok || e.release != release:
-			into[ref] = ObjectStatus{Ref: ref, Phase: InProgress, Reason: "NotFound"}
-		case olderThan(e.resourceVersion, applied[ref]):
+		case !ok && rel.applied[ref] != "" && (f.seen == "" || olderThan(f.seen, rel.applied[ref])):
+			into[ref] = ObjectStatus{Ref: ref, Phase: InProgress, Reason: "Applying"}
+		case !ok:
+			into[ref] = ObjectStatus{Ref: ref, Phase: Missing, Reason: "NotFound"}
+		case e.release != rel.Name || rel.UID != "" && e.uid != rel.UID:
+			into[ref] = ObjectStatus{Ref: ref, Phase: Missing, Reason: "NotOwned",
+				Message: "an object of this name exists but another release (or no release) made it"}
+		case olderThan(e.resourceVersion, rel.applied[ref]):
 			into[ref] = ObjectStatus{Ref: ref, Phase: InProgress, Reason: "Applying"}
 		default:
 			into[ref] = e.status
+			created[ref] = e.created
 		}
 	}
 	return true, nil
@@ -375,6 +422,21 @@ func (f *feed) podProblems(release string) (listed bool, problems []PodProblem, 
 		}
 	}
 	return true, problems, nil
+}
+
+// createEvents are the feed's events about creating pods.
+func (f *feed) createEvents() (listed bool, events []createEvent, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil || !f.listed {
+		return false, nil, f.err
+	}
+	for _, e := range f.entries {
+		if e.event != nil {
+			events = append(events, *e.event)
+		}
+	}
+	return true, events, nil
 }
 
 // olderThan reports whether resource version seen is older than want.

@@ -28,6 +28,7 @@ import (
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/kinds"
 )
 
 // ExperimentGVK is Katib's Experiment, known to the fake cluster without
@@ -99,8 +100,9 @@ type Cluster struct {
 	Clientset *k8sfake.Clientset
 }
 
-// NewCluster returns an empty in-memory cluster holding objs. Options are
-// passed to the cube client (cube.WithNamespace and friends).
+// NewCluster returns an empty in-memory cluster holding objs. Its client
+// reads every kind cube builds (kinds.All); options are passed to it
+// after that (cube.WithNamespace and friends).
 func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 	s := Scheme()
 	var withStatus []client.Object
@@ -127,7 +129,7 @@ func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 		WithObjects(objs...).
 		Build()
 	cs := k8sfake.NewClientset()
-	c := cube.NewFromClient(fc, append([]cube.Option{cube.WithClientset(cs)}, opts...)...)
+	c := cube.NewFromClient(fc, append([]cube.Option{cube.WithClientset(cs), cube.WithKinds(kinds.All()...)}, opts...)...)
 	return &Cluster{Client: c, Fake: fc, Clientset: cs}
 }
 

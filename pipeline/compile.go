@@ -674,10 +674,10 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 		return wfv1.Template{}, nil // analyze reported why
 	}
 	gk := n.primary.GroupVersionKind().GroupKind()
-	done, ok := cube.CompletionOf(gk)
-	if !ok {
+	done := n.completion
+	if done == (cube.Completion{}) {
 		return wfv1.Template{}, field.ErrorList{field.Invalid(wp, gk.String(), fmt.Sprintf(
-			"step %q: no cube.Completion is registered for %s, so Argo cannot tell when it finishes: import the package that builds it or call cube.RegisterCompletion",
+			"step %q: the pipeline has no Completion for %s, so Argo cannot tell when it finishes: give the pipeline its kind with Kinds (train.Kinds()… or kinds.All())",
 			n.c.name, gk))}
 	}
 	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(n.primary.Object)}

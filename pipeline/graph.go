@@ -53,7 +53,10 @@ func (t stepType) String() string {
 
 // node is one step of an analysed pipeline.
 type node struct {
-	index int
+	// completion is the success and failure conditions of a workload
+	// step's job, from its kind.
+	completion cube.Completion
+	index      int
 	step  Step
 	c     *stepCore
 	typ   stepType
@@ -129,7 +132,7 @@ func (p *Pipeline) analyze() (*graph, field.ErrorList) {
 		errs = append(errs, field.Required(stepsPath, "a pipeline needs at least one step"))
 	}
 	for i, s := range p.steps {
-		n, nerrs := newNode(i, s, stepsPath.Index(i), false)
+		n, nerrs := newNode(i, s, stepsPath.Index(i), false, p.completions())
 		errs = append(errs, nerrs...)
 		if n == nil {
 			continue
@@ -146,7 +149,7 @@ func (p *Pipeline) analyze() (*graph, field.ErrorList) {
 		g.nodes = append(g.nodes, n)
 	}
 	if p.onExitSet {
-		n, nerrs := newNode(len(p.steps), p.onExit, field.NewPath("onExit"), true)
+		n, nerrs := newNode(len(p.steps), p.onExit, field.NewPath("onExit"), true, p.completions())
 		errs = append(errs, nerrs...)
 		if n != nil {
 			if _, dup := g.byName[n.c.name]; dup {
@@ -206,7 +209,7 @@ func (p *Pipeline) validateSettings() field.ErrorList {
 }
 
 // newNode checks one step on its own and classifies it.
-func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList) {
+func newNode(i int, s Step, path *field.Path, exit bool, kinds []cube.Kind) (*node, field.ErrorList) {
 	var errs field.ErrorList
 	if isNilStep(s) {
 		return nil, field.ErrorList{field.Required(path, "step is nil")}
@@ -221,7 +224,7 @@ func newNode(i int, s Step, path *field.Path, exit bool) (*node, field.ErrorList
 		n.typ = containerType
 	case *WorkloadStep:
 		n.typ = workloadType
-		errs = append(errs, n.loadWorkload(st)...)
+		errs = append(errs, n.loadWorkload(st, kinds)...)
 	case *FuncStep:
 		n.typ = funcType
 		if st.fn == nil {
@@ -367,7 +370,7 @@ var servingKinds = map[schema.GroupKind]bool{
 // loadWorkload renders a workload step's objects and picks its primary
 // object: the one whose kind has a registered Completion, or else the one
 // object that is not auxiliary.
-func (n *node) loadWorkload(s *WorkloadStep) field.ErrorList {
+func (n *node) loadWorkload(s *WorkloadStep, kinds []cube.Kind) field.ErrorList {
 	wp := n.path.Child("workload")
 	if s.workload == nil {
 		return field.ErrorList{field.Required(wp, "workload is nil")}
@@ -384,7 +387,8 @@ func (n *node) loadWorkload(s *WorkloadStep) field.ErrorList {
 		}
 		all = append(all, u)
 		gk := u.GroupVersionKind().GroupKind()
-		if _, ok := cube.CompletionOf(gk); ok {
+		if done, ok := cube.CompletionOf(gk, kinds...); ok {
+			n.completion = done
 			completing = append(completing, u)
 		}
 		if !auxiliaryKinds[gk] {

@@ -8,6 +8,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -32,6 +33,7 @@ type Pipeline struct {
 	executorRBAC   bool
 	onExit         Step
 	onExitSet      bool
+	kinds          []cube.Kind
 }
 
 // namedValue is a pipeline parameter or a function step's input.
@@ -89,6 +91,18 @@ const (
 func New(name string) *Pipeline {
 	p := &Pipeline{}
 	p.InitMeta(p, Kind, name)
+	return p
+}
+
+// Kinds adds the kinds the pipeline's workload steps create (appends),
+// such as train.Kinds() for training jobs: a workload step runs a job of
+// a kind whose Completion tells Argo when it has finished. The Kubernetes
+// API's own (a batch Job) and this package's (a Workflow) need none.
+func (p *Pipeline) Kinds(kinds ...cube.Kind) *Pipeline {
+	if p == nil {
+		return nil
+	}
+	p.kinds = append(p.kinds, kinds...)
 	return p
 }
 

@@ -16,14 +16,17 @@ var (
 	CronWorkflowKind = schema.GroupKind{Group: "argoproj.io", Kind: "CronWorkflow"}
 )
 
-func init() {
-	cube.RegisterStatus(WorkflowKind, cube.TypedStatus(workflowStatus))
-	cube.RegisterStatus(CronWorkflowKind, cube.TypedStatus(cronWorkflowStatus))
-	// A Workflow can itself be the job of a workload step.
-	cube.RegisterCompletion(WorkflowKind, cube.Completion{
-		Success: "status.phase == Succeeded",
-		Failure: "status.phase in (Failed, Error)",
-	})
+// Kinds returns how a cube.Client reads the kinds this package builds
+// (cube.WithKinds): a Workflow runs to completion (and can itself be the
+// job of a workload step), a CronWorkflow is Ready while it schedules.
+func Kinds() []cube.Kind {
+	return []cube.Kind{
+		{GroupKind: WorkflowKind, Status: cube.TypedStatus(workflowStatus), Completes: true, Completion: cube.Completion{
+			Success: "status.phase == Succeeded",
+			Failure: "status.phase in (Failed, Error)",
+		}},
+		{GroupKind: CronWorkflowKind, Status: cube.TypedStatus(cronWorkflowStatus)},
+	}
 }
 
 // workflowStatus reads the phase Argo's controller writes.
@@ -60,3 +63,8 @@ func cronWorkflowStatus(cw *wfv1.CronWorkflow) cube.ObjectStatus {
 	}
 	return cube.ObjectStatus{Phase: cube.Ready, Reason: "Scheduled", Message: fmt.Sprintf("%d active", len(cw.Status.Active))}
 }
+
+// completions are the kinds a workload step of p can wait on: this
+// package's and those given with Kinds (the Kubernetes API's own come
+// with cube.CompletionOf).
+func (p *Pipeline) completions() []cube.Kind { return append(Kinds(), p.kinds...) }

@@ -11,10 +11,14 @@ import (
 	"github.com/cubestudio/cube"
 )
 
-func init() {
-	cube.RegisterStatus(schema.GroupKind{Group: lwsv1.GroupVersion.Group, Kind: "LeaderWorkerSet"},
-		cube.TypedStatus(leaderWorkerSetStatus))
-	cube.RegisterStatus(schema.GroupKind{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}, cube.TypedStatus(HTTPRouteStatus))
+// Kinds returns how a cube.Client reads the kinds this package builds
+// besides the Kubernetes API's own (cube.WithKinds): LeaderWorkerSet and
+// HTTPRoute.
+func Kinds() []cube.Kind {
+	return []cube.Kind{
+		{GroupKind: schema.GroupKind{Group: lwsv1.GroupVersion.Group, Kind: "LeaderWorkerSet"}, Status: cube.TypedStatus(leaderWorkerSetStatus)},
+		{GroupKind: schema.GroupKind{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}, Status: cube.TypedStatus(HTTPRouteStatus)},
+	}
 }
 
 // HTTPRouteStatus reads an HTTPRoute (a Split) as Gateway API v1.6.3

@@ -63,20 +63,24 @@ var (
 	}
 )
 
-func init() {
-	cube.RegisterStatus(PyTorchJobKind, cube.TypedStatus(func(j *kubeflowv1.PyTorchJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
-	cube.RegisterStatus(TFJobKind, cube.TypedStatus(func(j *kubeflowv1.TFJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
-	cube.RegisterStatus(MPIJobKind, cube.TypedStatus(func(j *kubeflowv1.MPIJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
-	cube.RegisterStatus(PaddleJobKind, cube.TypedStatus(func(j *kubeflowv1.PaddleJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
-	cube.RegisterStatus(XGBoostJobKind, cube.TypedStatus(func(j *kubeflowv1.XGBoostJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
-	cube.RegisterStatus(MXJobKind, cube.TypedStatus(func(j *kubeflowv1.MXJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) }))
-	cube.RegisterStatus(RayJobKind, cube.TypedStatus(RayJobStatus))
-	cube.RegisterStatus(VolcanoJobKind, cube.TypedStatus(VolcanoJobStatus))
-	for _, gk := range []schema.GroupKind{PyTorchJobKind, TFJobKind, MPIJobKind, PaddleJobKind, XGBoostJobKind, MXJobKind} {
-		cube.RegisterCompletion(gk, trainingJobCompletion)
+// Kinds returns how a cube.Client reads the kinds this package builds
+// (cube.WithKinds): the training-operator jobs, RayJob and Volcano's Job,
+// all of them run to completion, with the conditions a pipeline step
+// waits on.
+func Kinds() []cube.Kind {
+	job := func(gk schema.GroupKind, read cube.StatusFunc) cube.Kind {
+		return cube.Kind{GroupKind: gk, Status: read, Completes: true, Completion: trainingJobCompletion}
 	}
-	cube.RegisterCompletion(RayJobKind, rayCompletion)
-	cube.RegisterCompletion(VolcanoJobKind, volcanoCompletion)
+	return []cube.Kind{
+		job(PyTorchJobKind, cube.TypedStatus(func(j *kubeflowv1.PyTorchJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
+		job(TFJobKind, cube.TypedStatus(func(j *kubeflowv1.TFJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
+		job(MPIJobKind, cube.TypedStatus(func(j *kubeflowv1.MPIJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
+		job(PaddleJobKind, cube.TypedStatus(func(j *kubeflowv1.PaddleJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
+		job(XGBoostJobKind, cube.TypedStatus(func(j *kubeflowv1.XGBoostJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
+		job(MXJobKind, cube.TypedStatus(func(j *kubeflowv1.MXJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
+		{GroupKind: RayJobKind, Status: cube.TypedStatus(RayJobStatus), Completes: true, Completion: rayCompletion},
+		{GroupKind: VolcanoJobKind, Status: cube.TypedStatus(VolcanoJobStatus), Completes: true, Completion: volcanoCompletion},
+	}
 }
 
 // TrainingJobStatus reads the phase of a training-operator job from its

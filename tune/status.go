@@ -14,10 +14,10 @@ import (
 // ExperimentKind is the group and kind of Katib's Experiment.
 var ExperimentKind = schema.GroupKind{Group: katibv1beta1.SchemeGroupVersion.Group, Kind: "Experiment"}
 
-// Importing the package teaches cube's client to follow an Experiment, so
-// that Release.Wait ends when Katib marks it Succeeded or Failed.
-func init() {
-	cube.RegisterStatus(ExperimentKind, cube.TypedStatus(ExperimentStatus))
+// Kinds returns how a cube.Client reads an Experiment (cube.WithKinds),
+// so that Release.Wait ends when Katib marks it Succeeded or Failed.
+func Kinds() []cube.Kind {
+	return []cube.Kind{{GroupKind: ExperimentKind, Status: cube.TypedStatus(ExperimentStatus), Completes: true}}
 }
 
 // ExperimentStatus reads an Experiment's phase from Katib's conditions:

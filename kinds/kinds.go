@@ -1,0 +1,19 @@
+package kinds
+
+import (
+	"slices"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/train"
+	"github.com/cubestudio/cube/tune"
+)
+
+// All returns every kind cube's packages build beyond the Kubernetes API's
+// own (which every cube.Client reads: cube.CoreKinds): the training jobs,
+// serving's LeaderWorkerSet and HTTPRoute, Argo's Workflow and
+// CronWorkflow, and Katib's Experiment.
+func All() []cube.Kind {
+	return slices.Concat(train.Kinds(), serve.Kinds(), pipeline.Kinds(), tune.Kinds())
+}

@@ -1,0 +1,242 @@
+package cube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Refusal is a pod the cluster refused to create for an object of a
+// release, as the object's controller reported it in a Warning event: the
+// ReplicaSet, StatefulSet and Job controllers' FailedCreate
+// (k8s.io/kubernetes pkg/controller/controller_utils.go,
+// FailedCreatePodReason) and training-operator's FailedCreatePod
+// (pkg/controller.v1/common/pod.go). Controllers retry such pods with
+// backoff and set no condition, so without the events a job refused by
+// its quota reads as merely not started.
+type Refusal struct {
+	// Object is the release's object whose pods were refused (for a
+	// Deployment, the Deployment, although its ReplicaSet reported it).
+	Object ObjectRef
+	// Reason says what refused the pod: QuotaExceeded, QuotaNotCounted (a
+	// new quota the quota controller has not counted yet), PodSecurity,
+	// LimitRange, Webhook, ServiceAccount, or the controller's own reason
+	// (FailedCreate, FailedCreatePod) for anything else.
+	Reason string
+	// Message is the API server's answer as the controller recorded it.
+	Message string
+	// Quota is the quota that refused the pod, for QuotaExceeded.
+	Quota *QuotaRefusal
+	// Count is how many times the controller saw it, Last when it last did.
+	Count int32
+	Last  time.Time
+}
+
+// QuotaRefusal is a ResourceQuota that refused a pod: its name and, for
+// each resource over the limit, what the pod requested, what was used and
+// the limit, as the quota admission plugin wrote them
+// (k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go:
+// "exceeded quota: %s, requested: %s, used: %s, limited: %s", each list
+// "name=quantity" sorted and joined by commas).
+type QuotaRefusal struct {
+	Quota     string
+	Resources []QuotaResource
+}
+
+// QuotaResource is one resource a quota refused.
+type QuotaResource struct {
+	Name      string
+	Requested string
+	Used      string
+	Limited   string
+}
+
+func (r Refusal) String() string {
+	out := r.Object.String() + ": pods refused: "
+	if q := r.Quota; q != nil {
+		parts := make([]string, len(q.Resources))
+		for i, res := range q.Resources {
+			parts[i] = fmt.Sprintf("%s requested %s, used %s of %s", res.Name, res.Requested, res.Used, res.Limited)
+		}
+		return out + fmt.Sprintf("exceeded quota %s (%s)", q.Quota, strings.Join(parts, "; "))
+	}
+	return out + r.Reason + ": " + r.Message
+}
+
+// The reasons controllers give for creating a pod and failing to.
+var (
+	failedCreate     = []string{"FailedCreate", "FailedCreatePod"}
+	successfulCreate = []string{"SuccessfulCreate", "SuccessfulCreatePod"}
+)
+
+// createEvent is what a feed keeps of one event about creating pods.
+type createEvent struct {
+	kind, name string // the involved object
+	failed     bool
+	reason     string
+	message    string
+	count      int32
+	last       time.Time
+}
+
+// createEventOf reads ev; false when it is not about creating pods.
+func createEventOf(ev *corev1.Event) (createEvent, bool) {
+	failed := slices.Contains(failedCreate, ev.Reason)
+	if !failed && !slices.Contains(successfulCreate, ev.Reason) {
+		return createEvent{}, false
+	}
+	last := ev.LastTimestamp.Time
+	if ev.Series != nil && ev.Series.LastObservedTime.After(last) {
+		last = ev.Series.LastObservedTime.Time
+	}
+	if last.IsZero() {
+		last = ev.EventTime.Time
+	}
+	if last.IsZero() {
+		last = ev.CreationTimestamp.Time
+	}
+	count := max(ev.Count, 1)
+	if ev.Series != nil && ev.Series.Count > count {
+		count = ev.Series.Count
+	}
+	return createEvent{
+		kind: ev.InvolvedObject.Kind, name: ev.InvolvedObject.Name, failed: failed,
+		reason: ev.Reason, message: ev.Message, count: count, last: last,
+	}, true
+}
+
+// refusalsOf returns the current refusals of objs from events: for each
+// object (and the ReplicaSets of each Deployment), the latest event about
+// creating its pods, when that is a failure no later than the object's
+// creation. A pod created after a refusal (the quota was raised, another
+// job ended) clears it.
+func refusalsOf(objs []ObjectRef, created map[ObjectRef]time.Time, events []createEvent) []Refusal {
+	latest := map[ObjectRef]createEvent{}
+	for _, ev := range events {
+		ref, ok := ownerOfEvent(objs, ev)
+		if !ok || ev.last.Before(created[ref]) {
+			continue
+		}
+		if cur, seen := latest[ref]; !seen || ev.last.After(cur.last) || ev.last.Equal(cur.last) && ev.failed {
+			latest[ref] = ev
+		}
+	}
+	var out []Refusal
+	for _, ref := range objs {
+		ev, ok := latest[ref]
+		if !ok || !ev.failed {
+			continue
+		}
+		out = append(out, refusal(ref, ev))
+	}
+	return out
+}
+
+// ownerOfEvent finds the object of objs an event is about: the object
+// itself, or the Deployment whose ReplicaSet it is. The Deployment
+// controller names a ReplicaSet "<deployment>-<pod-template-hash>"
+// (k8s.io/kubernetes pkg/controller/deployment/sync.go, getNewReplicaSet),
+// and the hash has no '-'.
+func ownerOfEvent(objs []ObjectRef, ev createEvent) (ObjectRef, bool) {
+	for _, ref := range objs {
+		switch {
+		case ref.Kind == ev.kind && ref.Name == ev.name:
+			return ref, true
+		case ref.Kind == "Deployment" && ref.Group == "apps" && ev.kind == "ReplicaSet":
+			hash, ok := strings.CutPrefix(ev.name, ref.Name+"-")
+			if ok && hash != "" && !strings.Contains(hash, "-") {
+				return ref, true
+			}
+		}
+	}
+	return ObjectRef{}, false
+}
+
+// refusal classifies what refused a pod from the API server's message.
+func refusal(ref ObjectRef, ev createEvent) Refusal {
+	r := Refusal{Object: ref, Reason: ev.reason, Message: ev.message, Count: ev.count, Last: ev.last}
+	msg := ev.message
+	switch {
+	case strings.Contains(msg, "exceeded quota: "):
+		r.Reason = "QuotaExceeded"
+		r.Quota = parseQuotaRefusal(msg)
+	case strings.Contains(msg, "status unknown for quota: "):
+		r.Reason = "QuotaNotCounted"
+	case strings.Contains(msg, "violates PodSecurity"):
+		r.Reason = "PodSecurity"
+	case strings.Contains(msg, "admission webhook") && strings.Contains(msg, "denied the request"):
+		r.Reason = "Webhook"
+	case strings.Contains(msg, "error looking up service account"):
+		r.Reason = "ServiceAccount"
+	case strings.Contains(msg, " per Container is ") || strings.Contains(msg, " per Pod is ") || strings.Contains(msg, " per PersistentVolumeClaim is "):
+		// k8s.io/kubernetes plugin/pkg/admission/limitranger/admission.go
+		r.Reason = "LimitRange"
+	}
+	return r
+}
+
+// parseQuotaRefusal reads "exceeded quota: NAME, requested: A=1,B=2, used:
+// A=0,B=1, limited: A=1,B=2"; nil when the message is not of that form.
+func parseQuotaRefusal(msg string) *QuotaRefusal {
+	_, rest, _ := strings.Cut(msg, "exceeded quota: ")
+	name, rest, ok1 := strings.Cut(rest, ", requested: ")
+	requested, rest, ok2 := strings.Cut(rest, ", used: ")
+	used, limited, ok3 := strings.Cut(rest, ", limited: ")
+	if !ok1 || !ok2 || !ok3 || name == "" {
+		return nil
+	}
+	req, usedBy, limit := pairs(requested), pairs(used), pairs(strings.TrimSpace(limited))
+	q := &QuotaRefusal{Quota: name}
+	for _, res := range req {
+		q.Resources = append(q.Resources, QuotaResource{Name: res[0], Requested: res[1], Used: lookup(usedBy, res[0]), Limited: lookup(limit, res[0])})
+	}
+	return q
+}
+
+func pairs(list string) [][2]string {
+	var out [][2]string
+	for item := range strings.SplitSeq(list, ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(item), "="); ok {
+			out = append(out, [2]string{k, v})
+		}
+	}
+	return out
+}
+
+func lookup(list [][2]string, key string) string {
+	for _, p := range list {
+		if p[0] == key {
+			return p[1]
+		}
+	}
+	return ""
+}
+
+// refusals lists the events of the release's namespace once and returns
+// the current refusals of its objects; none when reading events is
+// forbidden (refusals are diagnostics, like pod problems).
+func (r *Release) refusals(ctx context.Context, created map[ObjectRef]time.Time) ([]Refusal, error) {
+	list := &corev1.EventList{}
+	err := r.client.retrying(ctx, func(ctx context.Context) error {
+		return r.client.c.List(ctx, list, client.InNamespace(r.Namespace))
+	})
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list events of release %s: %w", r.Name, err)
+	}
+	var events []createEvent
+	for i := range list.Items {
+		if ev, ok := createEventOf(&list.Items[i]); ok {
+			events = append(events, ev)
+		}
+	}
+	return refusalsOf(r.Objects, created, events), nil
+}
