@@ -216,13 +216,22 @@ var (
 )
 
 // Apply renders w and applies its objects with server-side apply (field
-// manager "cube", strict field validation, namespaces and configuration
-// first; the objects of one kind rank go to the server concurrently, see
-// WithApplyParallelism, and when some fail every failure of that rank is
-// reported). Applying the same workload twice changes nothing. A field owned by
-// another manager fails with an error IsConflict recognises, unless Force is
-// given. Apply records the release in a ConfigMap so that Releases and
+// manager OWNER:NAMESPACE/NAME, see WithFieldOwner; strict field
+// validation; namespaces and configuration first; the objects of one kind
+// rank go to the server concurrently, see WithApplyParallelism, and when
+// some fail every failure of that rank is reported). Applying the same
+// workload twice changes nothing. A field owned by another manager fails
+// with an error IsConflict recognises, unless Force is given; when that
+// manager is another release, the error also wraps ErrNameTaken and names
+// it. Apply records the release in a ConfigMap so that Releases and
 // Release.Delete find its objects later.
+//
+// A release name belongs to one kind of workload: applying a workload of
+// another kind (a PyTorchJob named like the Tenant it runs in) under a
+// name in use is refused with ErrNameTaken before anything is written.
+// Every object is labelled with the release's UID (LabelReleaseUID);
+// an object that existed before the release applied it is adopted:
+// recorded, and never deleted with the release.
 //
 // Before it applies anything, Apply checks the pod templates of w against
 // the Pod Security level their namespace enforces (the labels of a
@@ -234,7 +243,8 @@ var (
 // objects an earlier Apply of the same release made that w no longer has
 // (an HPA dropped, a renamed ConfigMap) are deleted and listed in
 // Release.Pruned, unless NoPrune is given. Only objects that still carry the
-// release's labels are deleted.
+// release's labels and UID and that it did not adopt are deleted, and never
+// a Namespace: it stays recorded until Release.Delete.
 //
 // A request the API server fails for a passing reason is retried as the
 // client's Retry says (WithRetry); when the retries are spent, the error

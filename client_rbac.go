@@ -36,6 +36,10 @@ var objectVerbs = []string{"create", "delete", "get", "list", "patch", "watch"}
 //   - pods: list and watch, for what Wait and Status say about stuck
 //     pods (without them Wait follows the objects alone) and for Logs,
 //     which lists the release's pods; pods/log: get, for Logs;
+//   - events: list and watch, for the pods the cluster refused to create
+//     (Status.Refusals: a quota exceeded…), which controllers report only
+//     in events (without them Wait and Status cannot say why a job never
+//     starts);
 //   - namespaces: get, for Apply's Pod Security check, which reads the
 //     namespace's enforce label (without it Apply leaves the check to the
 //     API server, which refuses only the pods, after the job is stored).
@@ -67,6 +71,7 @@ func ClientRules(ws ...Workload) ([]rbacv1.PolicyRule, error) {
 	add("", "configmaps", "create", "delete", "get", "list", "patch")
 	add("", "pods", "list", "watch")
 	add("", "pods/log", "get")
+	add("", "events", "list", "watch")
 	add("", "namespaces", "get")
 
 	keys := slices.SortedFunc(maps.Keys(verbs), func(a, b resource) int {

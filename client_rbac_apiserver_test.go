@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ func TestClientRules(t *testing.T) {
 	all := []string{"create", "delete", "get", "list", "patch", "watch"}
 	assert.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
@@ -129,6 +131,24 @@ func lifecycle(ctx context.Context, t *testing.T, env *testenv.Env, c *cube.Clie
 	if ps := (*cube.PodSecurityError)(nil); !errors.As(err, &ps) {
 		fail("pod security check", fmt.Errorf("want a *PodSecurityError, got %v", err))
 	}
+	// The quota refused a pod of the Deployment, as its ReplicaSet's
+	// controller reports it: Wait follows the events (list, watch) and
+	// fails at once; Status lists them (events list).
+	refused := quotaEvent(ns, release+"-5d9c7b8f4", "team", time.Now())
+	require.NoError(t, env.Client.Create(ctx, refused))
+	if _, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods(), cube.Timeout(5*time.Second)); !errors.Is(err, cube.ErrFailed) || !strings.Contains(err.Error(), "exceeded quota team") {
+		fail("wait for a refusal", fmt.Errorf("want the refused pod to fail the wait, got %v", err))
+	}
+	if st, err := rel.Status(ctx); err != nil {
+		fail("status of a refusal", err)
+	} else if len(st.Refusals) != 1 {
+		fail("status of a refusal", fmt.Errorf("want the refusal, got %v", st.Refusals))
+	}
+	// The controller created the pod after all: the refusal is over.
+	created := quotaEvent(ns, release+"-5d9c7b8f4", "team", time.Now().Add(2*time.Second))
+	created.Name, created.Reason, created.Type, created.Message = created.Name+"-ok", "SuccessfulCreate", corev1.EventTypeNormal, "Created pod"
+	require.NoError(t, env.Client.Create(ctx, created))
+
 	// A pod of the release that cannot pull its image, as a ReplicaSet
 	// and the kubelet would leave it.
 	p := &corev1.Pod{

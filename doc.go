@@ -105,16 +105,44 @@
 // and a bad wait option (Timeout(-time.Second)) all give errors saying so.
 // Render refuses what Apply refuses without a cluster.
 //
-// How the phase of a kind is read is registered with RegisterStatus; this
-// package registers Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim
-// and Service, and the workload packages register their own kinds.
+// # Releases own what they create
+//
+// A release is a name in a namespace, held by one kind of workload (the
+// builder's kind, Release.Kind) and one instance (Release.UID), recorded in
+// a ConfigMap cube-release-NAME. Apply of a workload of another kind under
+// a name in use is refused with ErrNameTaken, and so is an object another
+// release made: each release applies as its own field manager
+// (OWNER:NAMESPACE/NAME, WithFieldOwner), so the API server reports the
+// clash as a conflict. Every object carries the release's UID
+// (LabelReleaseUID); prune and Release.Delete delete only objects that
+// carry it and that the release created: one found in place (an
+// administrator's Namespace made a Tenant) is adopted and never deleted,
+// and a Namespace goes only with an explicit Delete of the release that
+// created it, never by prune.
+//
+// # Statuses never guess
+//
+// A Client reads the phase of the Kubernetes API's own kinds (CoreKinds)
+// and of the kinds given with WithKinds: train.Kinds(), serve.Kinds(),
+// pipeline.Kinds(), tune.Kinds(), or all of them with kinds.All(). An
+// object of any other kind is Unknown, never Ready, whatever the program
+// imports; an object that does not exist is Missing, and a release whose
+// objects are all gone (after Delete) is Missing too, while Client.Release
+// of its name fails with ErrNotFound. Wait takes any phase but Unknown and
+// stops with ErrNeverReaches as soon as the release cannot reach it
+// (Succeeded for a release of Deployments); with neither Timeout nor a
+// deadline on its context, DefaultWaitTimeout bounds it.
 //
 // While a release is neither Ready nor Succeeded, Status and Wait also say
-// what its pods (found by the release label) are stuck on, as PodProblems:
+// which pods the cluster refused to create (Refusals: a quota exceeded,
+// naming the ResourceQuota and the resources, Pod Security, a LimitRange,
+// a webhook, a missing ServiceAccount), read from the events the
+// controllers record, and what its pods (found by the release label) are
+// stuck on, as PodProblems:
 // unschedulable with the scheduler's message, an image that cannot be
 // pulled, a missing Secret key, a crash loop with the last exit reason
-// (OOMKilled…). FailOnStuckPods makes Wait fail on the stuck ones at once
-// instead of at the controller's deadline.
+// (OOMKilled…). FailOnStuckPods makes Wait fail on a refusal or a stuck
+// pod at once instead of at the controller's deadline.
 //
 // # One word per concept
 //

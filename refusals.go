@@ -31,40 +31,18 @@ type Refusal struct {
 	Reason string
 	// Message is the API server's answer as the controller recorded it.
 	Message string
-	// Quota is the quota that refused the pod, for QuotaExceeded.
-	Quota *QuotaRefusal
+	// Quota is what the quota that refused the pod said, for
+	// QuotaExceeded (its Err is nil: the refusal came from an event).
+	Quota *QuotaExceededError
 	// Count is how many times the controller saw it, Last when it last did.
 	Count int32
 	Last  time.Time
 }
 
-// QuotaRefusal is a ResourceQuota that refused a pod: its name and, for
-// each resource over the limit, what the pod requested, what was used and
-// the limit, as the quota admission plugin wrote them
-// (k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go:
-// "exceeded quota: %s, requested: %s, used: %s, limited: %s", each list
-// "name=quantity" sorted and joined by commas).
-type QuotaRefusal struct {
-	Quota     string
-	Resources []QuotaResource
-}
-
-// QuotaResource is one resource a quota refused.
-type QuotaResource struct {
-	Name      string
-	Requested string
-	Used      string
-	Limited   string
-}
-
 func (r Refusal) String() string {
 	out := r.Object.String() + ": pods refused: "
-	if q := r.Quota; q != nil {
-		parts := make([]string, len(q.Resources))
-		for i, res := range q.Resources {
-			parts[i] = fmt.Sprintf("%s requested %s, used %s of %s", res.Name, res.Requested, res.Used, res.Limited)
-		}
-		return out + fmt.Sprintf("exceeded quota %s (%s)", q.Quota, strings.Join(parts, "; "))
+	if r.Quota != nil {
+		return out + r.Quota.Error()
 	}
 	return out + r.Reason + ": " + r.Message
 }
@@ -165,7 +143,7 @@ func refusal(ref ObjectRef, ev createEvent) Refusal {
 	switch {
 	case strings.Contains(msg, "exceeded quota: "):
 		r.Reason = "QuotaExceeded"
-		r.Quota = parseQuotaRefusal(msg)
+		r.Quota, _ = parseQuotaExceeded(msg)
 	case strings.Contains(msg, "status unknown for quota: "):
 		r.Reason = "QuotaNotCounted"
 	case strings.Contains(msg, "violates PodSecurity"):
@@ -179,43 +157,6 @@ func refusal(ref ObjectRef, ev createEvent) Refusal {
 		r.Reason = "LimitRange"
 	}
 	return r
-}
-
-// parseQuotaRefusal reads "exceeded quota: NAME, requested: A=1,B=2, used:
-// A=0,B=1, limited: A=1,B=2"; nil when the message is not of that form.
-func parseQuotaRefusal(msg string) *QuotaRefusal {
-	_, rest, _ := strings.Cut(msg, "exceeded quota: ")
-	name, rest, ok1 := strings.Cut(rest, ", requested: ")
-	requested, rest, ok2 := strings.Cut(rest, ", used: ")
-	used, limited, ok3 := strings.Cut(rest, ", limited: ")
-	if !ok1 || !ok2 || !ok3 || name == "" {
-		return nil
-	}
-	req, usedBy, limit := pairs(requested), pairs(used), pairs(strings.TrimSpace(limited))
-	q := &QuotaRefusal{Quota: name}
-	for _, res := range req {
-		q.Resources = append(q.Resources, QuotaResource{Name: res[0], Requested: res[1], Used: lookup(usedBy, res[0]), Limited: lookup(limit, res[0])})
-	}
-	return q
-}
-
-func pairs(list string) [][2]string {
-	var out [][2]string
-	for item := range strings.SplitSeq(list, ",") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(item), "="); ok {
-			out = append(out, [2]string{k, v})
-		}
-	}
-	return out
-}
-
-func lookup(list [][2]string, key string) string {
-	for _, p := range list {
-		if p[0] == key {
-			return p[1]
-		}
-	}
-	return ""
 }
 
 // refusals lists the events of the release's namespace once and returns

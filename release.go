@@ -3,10 +3,10 @@ package cube
 import (
 	"cmp"
 	"context"
-	"time"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

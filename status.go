@@ -249,9 +249,6 @@ func (t kindTable) read(obj *unstructured.Unstructured) ObjectStatus {
 	return st
 }
 
-// completes reports whether the kind of ref runs to completion.
-func (t kindTable) completes(gk schema.GroupKind) bool { return t[gk].Completes }
-
 func kindName(gk schema.GroupKind) string {
 	if gk.Group == "" {
 		return gk.Kind
@@ -260,7 +257,9 @@ func kindName(gk schema.GroupKind) string {
 }
 
 // exists is the reader of kinds whose only state is that they exist.
-func exists(*unstructured.Unstructured) ObjectStatus { return ObjectStatus{Phase: Ready, Reason: "Exists"} }
+func exists(*unstructured.Unstructured) ObjectStatus {
+	return ObjectStatus{Phase: Ready, Reason: "Exists"}
+}
 
 var coreKinds = func() []Kind {
 	out := []Kind{

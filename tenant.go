@@ -640,14 +640,28 @@ func AsQuotaExceeded(err error) (*QuotaExceededError, bool) {
 	if !apierrors.IsForbidden(err) || !errors.As(err, &status) {
 		return nil, false
 	}
-	msg := status.Status().Message
+	qe, ok := parseQuotaExceeded(status.Status().Message)
+	if !ok {
+		return nil, false
+	}
+	qe.Err = err
+	return qe, true
+}
+
+// parseQuotaExceeded reads what the quota admission plugin says when it
+// refuses a request, wherever it is quoted (an API error, a controller's
+// event): "exceeded quota: NAME, requested: R, used: U, limited: L", each
+// list "resource=quantity" joined by commas
+// (k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go).
+func parseQuotaExceeded(msg string) (*QuotaExceededError, bool) {
 	_, rest, ok := strings.Cut(msg, "exceeded quota: ")
 	if !ok {
 		return nil, false
 	}
-	qe = &QuotaExceededError{Err: err}
+	qe := &QuotaExceededError{}
 	qe.Quota, rest, _ = strings.Cut(rest, ", requested: ")
 	qe.Requested, rest, _ = strings.Cut(rest, ", used: ")
 	qe.Used, qe.Limited, _ = strings.Cut(rest, ", limited: ")
+	qe.Limited = strings.TrimSpace(qe.Limited)
 	return qe, true
 }

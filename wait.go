@@ -179,7 +179,13 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 		defer t.Stop()
 		timer = t.C
 	}
-	if until == Succeeded && !slices.ContainsFunc(r.Objects, func(ref ObjectRef) bool { return r.client.table.completes(ref.GroupKind()) }) {
+	// A release of known kinds none of which runs to completion never
+	// succeeds; one with a kind the client cannot read fails below, on
+	// that object's Unknown.
+	if until == Succeeded && !slices.ContainsFunc(r.Objects, func(ref ObjectRef) bool {
+		k, known := r.client.table[ref.GroupKind()]
+		return !known || k.Completes
+	}) {
 		return Status{}, &WaitError{Release: r.Name, Until: until, errs: []error{fmt.Errorf(
 			"%w: nothing in the release runs to completion (%s): wait for %s", ErrNeverReaches, refList(r.Objects), Ready)}}
 	}

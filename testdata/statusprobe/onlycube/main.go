@@ -1,0 +1,22 @@
+// Command onlycube prints the phase cube reads for a fresh PyTorchJob in a
+// program that imports only cube (TestStatusDoesNotDependOnImports).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cubestudio/cube"
+)
+
+func main() {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON([]byte(os.Args[1])); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	st := cube.ReadStatus(u)
+	fmt.Println(st.Phase, st.Reason)
+}
