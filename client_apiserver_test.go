@@ -64,7 +64,7 @@ func TestApplyIsOrderedAndIdempotent(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &d))
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
 	require.NotEmpty(t, d.ManagedFields)
-	assert.Equal(t, "cube", d.ManagedFields[0].Manager)
+	assert.Equal(t, "cube:"+ns+"/shop", d.ManagedFields[0].Manager, "each release is its own field manager")
 	assert.Equal(t, metav1.ManagedFieldsOperationApply, d.ManagedFields[0].Operation)
 
 	before := resourceVersions(t, env, rel)
@@ -258,7 +258,8 @@ func TestDeleteRemovesTheRelease(t *testing.T) {
 	require.Len(t, rels, 1)
 	assert.Equal(t, "other", rels[0].Name)
 	_, err = c.Release(ctx, ns, "shop")
-	assert.True(t, apierrors.IsNotFound(errors.Unwrap(err)), "%v", err)
+	assert.ErrorIs(t, err, cube.ErrNotFound)
+	assert.Equal(t, "get release "+ns+"/shop: release not found", err.Error(), "the storage stays hidden")
 }
 
 // BenchmarkApply1000Deployments applies one release of 1,000 Deployments

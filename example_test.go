@@ -14,6 +14,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/train"
 )
 
 func ExampleRender() {
@@ -148,4 +149,29 @@ func ExampleClient_Apply_prune() {
 	// Output:
 	// [ConfigMap team-a/shop-config Deployment.apps team-a/shop] <nil>
 	// pruned: [Service team-a/shop]
+}
+
+// A client reads the kinds it was given: a PyTorchJob is Unknown to one
+// that only knows the Kubernetes API's own kinds, and in progress to one
+// given train's, whatever the program imports.
+func ExampleReadStatus() {
+	job, err := cube.ToUnstructured(must(train.PyTorch("sft").Image("busybox").Command("true").Build()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cube.ReadStatus(job).Phase)
+	fmt.Println(cube.ReadStatus(job, train.Kinds()...).Phase)
+	fmt.Println(cube.ReadStatus(nil).Phase)
+	// Output:
+	// Unknown
+	// InProgress
+	// Missing
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -66,7 +66,7 @@ func existing(t *testing.T, env *testenv.Env, ns, release string) []string {
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{cube.LabelRelease: release}))
 		for _, u := range list.Items {
-			if u.GetLabels()[cube.LabelKind] == "release" || u.GetDeletionTimestamp() != nil {
+			if strings.HasPrefix(u.GetName(), "cube-release-") || u.GetDeletionTimestamp() != nil {
 				continue
 			}
 			out = append(out, gvk.Kind+" "+u.GetName())
@@ -294,7 +294,7 @@ func TestApplyRetriesThrottlingAndServerErrors(t *testing.T) {
 		for _, m := range d.ManagedFields {
 			managers = append(managers, m.Manager+"/"+string(m.Operation))
 		}
-		assert.Equal(t, []string{"cube/Apply"}, managers, "deployment %d", i)
+		assert.Equal(t, []string{"cube:" + ns + "/" + release + "/Apply"}, managers, "deployment %d", i)
 	}
 	assert.Equal(t, existing(t, env, ns, release), recorded(t, env, ns, release))
 }

@@ -256,7 +256,7 @@ func TestApplyChecksPodSecurityBeforeApplying(t *testing.T) {
 // job as a manifest string inside the Workflow; Argo creates the job, whose
 // pods the namespace's level then refuses.
 func TestAdmitsLooksIntoPipelineSteps(t *testing.T) {
-	flow := pipeline.New("sft-flow").Namespace("team-nlp").ServiceAccount(cube.PipelineServiceAccount).
+	flow := pipeline.New("sft-flow").Namespace("team-nlp").ServiceAccount(cube.PipelineServiceAccount).Kinds(train.Kinds()...).
 		Step(pipeline.Workload("train", rdmaJob("team-nlp")))
 	err := cube.Tenant("team-nlp").Admits(flow)
 	var ps *cube.PodSecurityError
@@ -272,7 +272,7 @@ func TestAdmitsLooksIntoPipelineSteps(t *testing.T) {
 func TestExportedFunctionsTakeNil(t *testing.T) {
 	assert.Equal(t, cube.ObjectRef{}, cube.RefOf(nil))
 	assert.Equal(t, cube.ObjectRef{}, cube.RefOf((*corev1.Pod)(nil)))
-	assert.Equal(t, cube.ObjectStatus{Phase: cube.InProgress, Reason: "NotFound"}, cube.ReadStatus(nil))
+	assert.Equal(t, cube.ObjectStatus{Phase: cube.Missing, Reason: "NotFound"}, cube.ReadStatus(nil))
 	assert.Nil(t, cube.PodProblems(nil))
 	_, err := cube.ToUnstructured((*corev1.Pod)(nil))
 	assert.EqualError(t, err, "object is nil")

@@ -231,7 +231,7 @@ func TestAnEditedRecordNeverDeletesWhatCubeDidNotMake(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, again.Pruned, "objects without the release's UID are not pruned")
 	require.NoError(t, rel.Delete(t.Context()))
-	assert.False(t, deleted(t, env, cube.RefOf(foreign)))
+	assert.False(t, deleted(t, env, cube.ObjectRef{GroupVersionKind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Namespace: ns, Name: "team-settings"}))
 	assert.False(t, deleted(t, env, nsRef(ns)))
 }
 

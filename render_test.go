@@ -80,7 +80,16 @@ func TestSummarize(t *testing.T) {
 	assert.Equal(t, cube.Succeeded, cube.Summarize([]cube.ObjectStatus{ready, done}).Phase)
 	assert.Equal(t, cube.InProgress, cube.Summarize([]cube.ObjectStatus{done, run}).Phase)
 	assert.Equal(t, cube.Failed, cube.Summarize([]cube.ObjectStatus{run, fail, done}).Phase)
-	assert.Equal(t, cube.Ready, cube.Summarize(nil).Phase)
+	gone := cube.ObjectStatus{Phase: cube.Missing, Reason: "NotFound"}
+	unknown := cube.ObjectStatus{Phase: cube.Unknown, Reason: "NoReader"}
+	assert.Equal(t, cube.Missing, cube.Summarize(nil).Phase, "a release with no objects has nothing to be ready")
+	assert.Equal(t, cube.Missing, cube.Summarize([]cube.ObjectStatus{gone, gone}).Phase)
+	assert.Equal(t, cube.InProgress, cube.Summarize([]cube.ObjectStatus{ready, gone}).Phase, "one object gone")
+	assert.Equal(t, cube.Failed, cube.Summarize([]cube.ObjectStatus{gone, fail}).Phase)
+	assert.Equal(t, cube.Unknown, cube.Summarize([]cube.ObjectStatus{ready, unknown, done}).Phase, "never Ready or Succeeded past an unknown")
+	assert.Equal(t, cube.InProgress, cube.Summarize([]cube.ObjectStatus{unknown, run}).Phase)
+	noPhase := cube.Summarize([]cube.ObjectStatus{ready, {Reason: "Odd"}})
+	assert.Equal(t, cube.Unknown, noPhase.Phase, "a reader that gives no phase is not trusted: %s", noPhase)
 }
 
 // BenchmarkRender1000Objects renders a release of 1,000 Deployments with

@@ -207,7 +207,8 @@ func newKindTable(kinds ...Kind) kindTable {
 }
 
 // CoreKinds returns the kinds every Client reads: the Kubernetes API's own
-// that cube creates. Deployment, StatefulSet, DaemonSet, Job, Pod,
+// that cube creates, and the Volcano Queue of a Tenant (Ready once
+// Volcano's controller has opened it). Deployment, StatefulSet, DaemonSet, Job, Pod,
 // PersistentVolumeClaim, Service, Namespace and ResourceQuota are read
 // from their status; ConfigMap, Secret, ServiceAccount, the RBAC kinds,
 // NetworkPolicy, LimitRange, PodDisruptionBudget, HorizontalPodAutoscaler,
@@ -258,7 +259,7 @@ func kindName(gk schema.GroupKind) string {
 
 // exists is the reader of kinds whose only state is that they exist.
 func exists(*unstructured.Unstructured) ObjectStatus {
-	return ObjectStatus{Phase: Ready, Reason: "Exists"}
+	return ObjectStatus{Phase: Ready}
 }
 
 var coreKinds = func() []Kind {
@@ -278,6 +279,7 @@ var coreKinds = func() []Kind {
 		{GroupKind: schema.GroupKind{Kind: "Service"}, Status: TypedStatus(serviceStatus)},
 		{GroupKind: schema.GroupKind{Kind: "Namespace"}, Status: TypedStatus(namespaceStatus)},
 		{GroupKind: schema.GroupKind{Kind: "ResourceQuota"}, Status: TypedStatus(resourceQuotaStatus)},
+		queueKind, // a Tenant's
 	}
 	for _, gk := range []schema.GroupKind{
 		{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "ServiceAccount"}, {Kind: "LimitRange"},

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
@@ -174,6 +175,16 @@ func TestATenantIsReadyOnlyOnceItsQuotaIsCounted(t *testing.T) {
 	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: ns}, &quota))
 	quota.Status.Hard = quota.Spec.Hard.DeepCopy()
 	require.NoError(t, env.Client.Status().Update(t.Context(), &quota))
+	st, err = tenant.Status(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, cube.InProgress, st.Phase, "%s", st)
+	assert.Contains(t, st.Reason, "NotOpened", "Volcano's controller does not run here")
+
+	// Play Volcano's queue controller, which opens a new queue.
+	var queue vcscheduling.Queue
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, &queue))
+	queue.Status.State = vcscheduling.QueueStateOpen
+	require.NoError(t, env.Client.Status().Update(t.Context(), &queue))
 	st, err = tenant.Wait(t.Context(), cube.Ready, cube.Timeout(time.Minute))
 	require.NoError(t, err, "%s", st)
 }

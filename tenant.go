@@ -602,6 +602,26 @@ func (t *TenantSpec) queue(id Identity, hard corev1.ResourceList) (*vcscheduling
 	}, errs
 }
 
+// queueKind is how a Client reads the Volcano Queue of a Tenant: Volcano's
+// queue controller opens a new queue (status.state Open) and jobs are
+// scheduled from it only then; Closed or Closing refuses new jobs
+// (volcano.sh/apis v1.14.0 pkg/apis/scheduling/v1beta1/types.go,
+// QueueState). A queue no controller has opened yet is in progress.
+var queueKind = Kind{
+	GroupKind: vcscheduling.SchemeGroupVersion.WithKind("Queue").GroupKind(),
+	Status: TypedStatus(func(q *vcscheduling.Queue) ObjectStatus {
+		switch q.Status.State {
+		case vcscheduling.QueueStateOpen:
+			return ObjectStatus{Phase: Ready, Reason: string(q.Status.State)}
+		case vcscheduling.QueueStateClosed, vcscheduling.QueueStateClosing:
+			return ObjectStatus{Phase: Failed, Reason: string(q.Status.State), Message: "the queue takes no new jobs"}
+		case vcscheduling.QueueStateUnknown:
+			return ObjectStatus{Phase: Unknown, Reason: string(q.Status.State), Message: "Volcano reports the queue's state as Unknown"}
+		}
+		return ObjectStatus{Phase: InProgress, Reason: "NotOpened", Message: "Volcano's controller has not opened the queue yet"}
+	}),
+}
+
 // QuotaExceededError is the API server refusing to create an object
 // because it would take a namespace over a ResourceQuota. Its fields hold
 // what the server said, e.g. Requested "requests.nvidia.com/gpu=16".
