@@ -66,5 +66,5 @@ func TestStatusStringShowsPodProblems(t *testing.T) {
 		{Pod: "web-1", Container: "main", Reason: "ImagePullBackOff", Message: "Back-off pulling image", Stuck: true},
 		{Pod: "web-2", Reason: "Unschedulable", Message: "0/3 nodes are available"},
 	}}
-	assert.Equal(t, "InProgress: Deployment ns/web InProgress (Rollout: 0/2 updated, 0/2 available); pod web-1 container main: ImagePullBackOff: Back-off pulling image and 1 more pod problems", st.String())
+	assert.Equal(t, "InProgress: Deployment ns/web InProgress (Rollout: 0/2 updated, 0/2 available); pod web-1 container main: ImagePullBackOff: Back-off pulling image; and 1 more pod problems", st.String())
 }

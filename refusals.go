@@ -16,10 +16,14 @@ import (
 // release, as the object's controller reported it in a Warning event: the
 // ReplicaSet, StatefulSet and Job controllers' FailedCreate
 // (k8s.io/kubernetes pkg/controller/controller_utils.go,
-// FailedCreatePodReason) and training-operator's FailedCreatePod
-// (pkg/controller.v1/common/pod.go). Controllers retry such pods with
-// backoff and set no condition, so without the events a job refused by
-// its quota reads as merely not started.
+// FailedCreatePodReason), training-operator's FailedCreatePod
+// (pkg/controller.v1/control/pod_control.go, createPods) and, for an
+// MPIJob, whose controller drops the API server's answer from its
+// FailedCreatePod event, its MPIJobFailed "worker pod created failed: …"
+// or "launcher pod created failed: …" (training-operator v1.8.1
+// pkg/controller.v1/mpi/mpijob_controller.go). Controllers retry such
+// pods with backoff and set no condition, so without the events a job
+// refused by its quota reads as merely not started.
 type Refusal struct {
 	// Object is the release's object whose pods were refused (for a
 	// Deployment, the Deployment, although its ReplicaSet reported it).
@@ -55,7 +59,7 @@ var (
 
 // createEvent is what a feed keeps of one event about creating pods.
 type createEvent struct {
-	kind, name string // the involved object
+	group, kind, name string // the involved object
 	failed     bool
 	reason     string
 	message    string
@@ -65,7 +69,8 @@ type createEvent struct {
 
 // createEventOf reads ev; false when it is not about creating pods.
 func createEventOf(ev *corev1.Event) (createEvent, bool) {
-	failed := slices.Contains(failedCreate, ev.Reason)
+	failed := slices.Contains(failedCreate, ev.Reason) ||
+		ev.Reason == "MPIJobFailed" && strings.Contains(ev.Message, "pod created failed: ")
 	if !failed && !slices.Contains(successfulCreate, ev.Reason) {
 		return createEvent{}, false
 	}
@@ -83,8 +88,12 @@ func createEventOf(ev *corev1.Event) (createEvent, bool) {
 	if ev.Series != nil && ev.Series.Count > count {
 		count = ev.Series.Count
 	}
+	group, _, _ := strings.Cut(ev.InvolvedObject.APIVersion, "/")
+	if !strings.Contains(ev.InvolvedObject.APIVersion, "/") {
+		group = "" // "v1": the core group
+	}
 	return createEvent{
-		kind: ev.InvolvedObject.Kind, name: ev.InvolvedObject.Name, failed: failed,
+		group: group, kind: ev.InvolvedObject.Kind, name: ev.InvolvedObject.Name, failed: failed,
 		reason: ev.Reason, message: ev.Message, count: count, last: last,
 	}, true
 }
@@ -101,7 +110,7 @@ func refusalsOf(objs []ObjectRef, created map[ObjectRef]time.Time, events []crea
 		if !ok || ev.last.Before(created[ref]) {
 			continue
 		}
-		if cur, seen := latest[ref]; !seen || ev.last.After(cur.last) || ev.last.Equal(cur.last) && ev.failed {
+		if cur, seen := latest[ref]; !seen || ev.last.After(cur.last) || ev.last.Equal(cur.last) && telling(ev) > telling(cur) {
 			latest[ref] = ev
 		}
 	}
@@ -116,6 +125,20 @@ func refusalsOf(objs []ObjectRef, created map[ObjectRef]time.Time, events []crea
 	return out
 }
 
+// telling ranks events of the same second: a refusal over a creation (so
+// that none is hidden), and one that says why over one that does not (an
+// MPIJob's FailedCreatePod, "Created worker pod: ", beside its
+// MPIJobFailed with the API server's answer).
+func telling(ev createEvent) int {
+	switch {
+	case !ev.failed:
+		return 0
+	case refusal(ObjectRef{}, ev).Reason == ev.reason && !strings.Contains(ev.message, "forbidden"):
+		return 1
+	}
+	return 2
+}
+
 // ownerOfEvent finds the object of objs an event is about: the object
 // itself, or the Deployment whose ReplicaSet it is. The Deployment
 // controller names a ReplicaSet "<deployment>-<pod-template-hash>"
@@ -124,9 +147,9 @@ func refusalsOf(objs []ObjectRef, created map[ObjectRef]time.Time, events []crea
 func ownerOfEvent(objs []ObjectRef, ev createEvent) (ObjectRef, bool) {
 	for _, ref := range objs {
 		switch {
-		case ref.Kind == ev.kind && ref.Name == ev.name:
+		case ref.Group == ev.group && ref.Kind == ev.kind && ref.Name == ev.name:
 			return ref, true
-		case ref.Kind == "Deployment" && ref.Group == "apps" && ev.kind == "ReplicaSet":
+		case ref.Kind == "Deployment" && ref.Group == "apps" && ev.group == "apps" && ev.kind == "ReplicaSet":
 			hash, ok := strings.CutPrefix(ev.name, ref.Name+"-")
 			if ok && hash != "" && !strings.Contains(hash, "-") {
 				return ref, true

@@ -26,7 +26,7 @@ func TestRefusalReasons(t *testing.T) {
 		{`Error creating: pods "sft-worker-0" is forbidden: maximum cpu usage per Container is 2, but limit is 4`, "LimitRange"},
 		{`Error creating: Internal error occurred: resource quota evaluation timed out`, "FailedCreatePod"},
 	} {
-		ev := createEvent{kind: "PyTorchJob", name: "sft", failed: true, reason: "FailedCreatePod", message: c.message, count: 1, last: at}
+		ev := createEvent{group: "kubeflow.org", kind: "PyTorchJob", name: "sft", failed: true, reason: "FailedCreatePod", message: c.message, count: 1, last: at}
 		got := refusalsOf([]ObjectRef{job}, nil, []createEvent{ev})
 		require.Len(t, got, 1, c.message)
 		assert.Equal(t, c.reason, got[0].Reason, c.message)
@@ -47,10 +47,10 @@ func TestRefusalsFollowTheLatestEvent(t *testing.T) {
 	deploy := ObjectRef{GroupVersionKind: appsv1.SchemeGroupVersion.WithKind("Deployment"), Namespace: "t", Name: "web"}
 	created := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	refused := func(name string, at time.Time) createEvent {
-		return createEvent{kind: "ReplicaSet", name: name, failed: true, reason: "FailedCreate", message: "exceeded quota: q, requested: cpu=2, used: cpu=0, limited: cpu=1", last: at}
+		return createEvent{group: "apps", kind: "ReplicaSet", name: name, failed: true, reason: "FailedCreate", message: "exceeded quota: q, requested: cpu=2, used: cpu=0, limited: cpu=1", last: at}
 	}
 	made := func(name string, at time.Time) createEvent {
-		return createEvent{kind: "ReplicaSet", name: name, reason: "SuccessfulCreate", message: "Created pod", last: at}
+		return createEvent{group: "apps", kind: "ReplicaSet", name: name, reason: "SuccessfulCreate", message: "Created pod", last: at}
 	}
 	since := map[ObjectRef]time.Time{deploy: created}
 	objs := []ObjectRef{deploy}
@@ -75,13 +75,47 @@ func TestCreateEventOf(t *testing.T) {
 	assert.False(t, ok, "not about creating pods")
 	ev, ok := createEventOf(&corev1.Event{
 		Reason: "FailedCreate", Message: "m", Count: 4, LastTimestamp: metav1.NewTime(at),
-		InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", Name: "nb"},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "nb"},
 		Series:         &corev1.EventSeries{Count: 9, LastObservedTime: metav1.NewMicroTime(at.Add(time.Minute))},
 	})
 	require.True(t, ok)
-	assert.Equal(t, createEvent{kind: "StatefulSet", name: "nb", failed: true, reason: "FailedCreate", message: "m", count: 9, last: at.Add(time.Minute)}, ev)
+	assert.Equal(t, createEvent{group: "apps", kind: "StatefulSet", name: "nb", failed: true, reason: "FailedCreate", message: "m", count: 9, last: at.Add(time.Minute)}, ev)
 	ev, ok = createEventOf(&corev1.Event{Reason: "SuccessfulCreatePod", EventTime: metav1.NewMicroTime(at)})
 	require.True(t, ok)
 	assert.False(t, ev.failed)
 	assert.Equal(t, at, ev.last, "events.k8s.io events carry eventTime only")
+}
+
+// An MPIJob's controller records its refused worker twice in one second:
+// FailedCreatePod without the API server's answer, and MPIJobFailed with
+// it (training-operator v1.8.1 pkg/controller.v1/mpi/mpijob_controller.go,
+// getOrCreateWorker); the one that says why is reported, and an object of
+// another group with the same kind and name is not the release's.
+func TestMPIJobRefusalSaysWhy(t *testing.T) {
+	mpi := ObjectRef{GroupVersionKind: metav1.SchemeGroupVersion.WithKind("MPIJob"), Namespace: "t", Name: "hvd"}
+	mpi.Group = "kubeflow.org"
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	quota := `worker pod created failed: pods "hvd-worker-0" is forbidden: exceeded quota: q, requested: requests.cpu=8, used: requests.cpu=0, limited: requests.cpu=4`
+	for _, order := range [][]*corev1.Event{
+		{{Reason: "FailedCreatePod", Message: "Created worker pod: "}, {Reason: "MPIJobFailed", Message: quota}},
+		{{Reason: "MPIJobFailed", Message: quota}, {Reason: "FailedCreatePod", Message: "Created worker pod: "}},
+	} {
+		var events []createEvent
+		for _, ev := range order {
+			ev.InvolvedObject = corev1.ObjectReference{APIVersion: "kubeflow.org/v1", Kind: "MPIJob", Name: "hvd"}
+			ev.LastTimestamp = metav1.NewTime(at)
+			ce, ok := createEventOf(ev)
+			require.True(t, ok, ev.Reason)
+			events = append(events, ce)
+		}
+		got := refusalsOf([]ObjectRef{mpi}, nil, events)
+		require.Len(t, got, 1)
+		assert.Equal(t, "QuotaExceeded", got[0].Reason)
+		require.NotNil(t, got[0].Quota)
+		assert.Equal(t, "requests.cpu=8", got[0].Quota.Requested)
+	}
+	_, ok := createEventOf(&corev1.Event{Reason: "MPIJobFailed", Message: "launcher failed"})
+	assert.False(t, ok, "an MPIJob that failed for another reason is not a refused pod")
+	other := createEvent{group: "batch.volcano.sh", kind: "MPIJob", name: "hvd", failed: true, reason: "FailedCreate", message: "m", last: at}
+	assert.Empty(t, refusalsOf([]ObjectRef{mpi}, nil, []createEvent{other}))
 }

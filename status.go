@@ -74,16 +74,22 @@ func (s Status) String() string {
 	if s.Reason != "" {
 		b.WriteString(": " + s.Reason)
 	}
+	// FailOnStuckPods makes the first refusal or stuck pod the reason:
+	// it is said once.
 	if len(s.Refusals) > 0 {
-		b.WriteString("; " + s.Refusals[0].String())
+		if first := s.Refusals[0].String(); first != s.Reason {
+			b.WriteString("; " + first)
+		}
 		if len(s.Refusals) > 1 {
-			fmt.Fprintf(&b, " and %d more refusals", len(s.Refusals)-1)
+			fmt.Fprintf(&b, "; and %d more refusals", len(s.Refusals)-1)
 		}
 	}
 	if len(s.Pods) > 0 {
-		b.WriteString("; " + s.Pods[0].String())
+		if first := s.Pods[0].String(); first != s.Reason {
+			b.WriteString("; " + first)
+		}
 		if len(s.Pods) > 1 {
-			fmt.Fprintf(&b, " and %d more pod problems", len(s.Pods)-1)
+			fmt.Fprintf(&b, "; and %d more pod problems", len(s.Pods)-1)
 		}
 	}
 	return b.String()
@@ -212,8 +218,8 @@ func newKindTable(kinds ...Kind) kindTable {
 // PersistentVolumeClaim, Service, Namespace and ResourceQuota are read
 // from their status; ConfigMap, Secret, ServiceAccount, the RBAC kinds,
 // NetworkPolicy, LimitRange, PodDisruptionBudget, HorizontalPodAutoscaler,
-// PriorityClass and CronJob have no state beyond existing and are Ready
-// once they exist.
+// PriorityClass, CronJob and Lease have no state beyond existing and are
+// Ready once they exist.
 func CoreKinds() []Kind { return slices.Clone(coreKinds) }
 
 // ReadStatus returns the phase of one stored object as a Client with the
@@ -287,7 +293,7 @@ var coreKinds = func() []Kind {
 		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"},
 		{Group: "networking.k8s.io", Kind: "NetworkPolicy"}, {Group: "policy", Kind: "PodDisruptionBudget"},
 		{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, {Group: "scheduling.k8s.io", Kind: "PriorityClass"},
-		{Group: "batch", Kind: "CronJob"},
+		{Group: "batch", Kind: "CronJob"}, {Group: "coordination.k8s.io", Kind: "Lease"},
 	} {
 		out = append(out, Kind{GroupKind: gk, Status: exists})
 	}
