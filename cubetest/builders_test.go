@@ -134,7 +134,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		{"pipeline", "flow", func() cube.Workload {
 			prepare := pipeline.Container("prepare").Image("python:3.12").Command("python", "prepare.py")
 			job := train.PyTorch("flow-train").Namespace(ns).Image("pytorch/pytorch:2.4.0").Torchrun("train.py").On(hardware.CPU).CPU("2").Memory("4Gi")
-			return pipeline.New("flow").Namespace(ns).Step(prepare, pipeline.Workload("train", job).After(prepare))
+			return pipeline.New("flow").Namespace(ns).Kinds(train.Kinds()...).Step(prepare, pipeline.Workload("train", job).After(prepare))
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"pipeline schedule", "nightly", func() cube.Workload {
 			prepare := pipeline.Container("prepare").Image("python:3.12").Command("python", "prepare.py")

@@ -22,7 +22,10 @@
 // SetStatus carry container statuses as the kubelet writes them, and
 // AddPod creates a pod of a release that is running, unschedulable or stuck
 // (ImagePullBackOff, CrashLoopBackOff…), so reactions to what
-// Status.Pods reports can be tested too.
+// Status.Pods reports can be tested too. RefusePods records the events the
+// controllers record when the API server refuses to create their pods (a
+// quota exceeded: QuotaExceededMessage), so reactions to Status.Refusals
+// and to Wait with cube.FailOnStuckPods can be tested as well.
 //
 // Every cube builder applies, waits and reacts here: tenants and notebooks
 // (with their NetworkPolicies), training jobs, RayJobs, Volcano jobs,
@@ -30,9 +33,11 @@
 // LeaderWorkerSets) and their canary Splits, pipelines, Label Studio and
 // its ML backend, the model market's download and evaluation Jobs,
 // pipeline Schedules (CronWorkflows) and ops' Leases. A Split's HTTPRoute gets the parent statuses a Gateway
-// controller writes (Accepted and ResolvedRefs). Kinds no controller writes
-// a status to (a Lease, RBAC, quotas) are Ready once they exist: nothing can
-// fail them.
+// controller writes (Accepted and ResolvedRefs), a tenant's ResourceQuota
+// the status the quota controller writes once it has counted it (until
+// then cube reads it InProgress). Kinds no controller writes a status to
+// (a Lease, RBAC, a LimitRange) are Ready once they exist: nothing can fail
+// them.
 //
 // Mark writes a release's objects one after the other while the code
 // under test may react to the first writes: once its Wait has seen one

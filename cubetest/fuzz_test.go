@@ -9,6 +9,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/kinds"
 )
 
 // fuzzKinds are the kinds SetStatus plays a controller for, plus one it
@@ -46,9 +47,10 @@ func FuzzSetStatus(f *testing.F) {
 			return // a kind or phase SetStatus cannot play, said as an error
 		}
 		var st cube.ObjectStatus
-		require.NotPanics(t, func() { st = cube.ReadStatus(u) })
+		require.NotPanics(t, func() { st = cube.ReadStatus(u, kinds.All()...) })
 		if k[1] != "Unknown" {
 			assert.NotEmpty(t, st.Phase)
+			assert.NotEqual(t, cube.Unknown, st.Phase, "kinds.All() reads every kind SetStatus plays: %v", st)
 		}
 	})
 }

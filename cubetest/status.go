@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +19,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
 )
@@ -47,12 +49,14 @@ func typedWriter[T any, PT interface {
 }
 
 var writers = map[schema.GroupKind]statusWriter{
-	{Group: "apps", Kind: "Deployment"}:  typedWriter(deployment),
-	{Group: "apps", Kind: "StatefulSet"}: typedWriter(statefulSet),
-	{Group: "batch", Kind: "Job"}:        typedWriter(job),
-	{Kind: "Pod"}:                        typedWriter(pod),
-	{Kind: "PersistentVolumeClaim"}:      typedWriter(pvc),
-	{Kind: "Service"}:                    typedWriter(service),
+	{Group: "apps", Kind: "Deployment"}:             typedWriter(deployment),
+	{Group: "apps", Kind: "StatefulSet"}:            typedWriter(statefulSet),
+	{Group: "batch", Kind: "Job"}:                   typedWriter(job),
+	{Kind: "Pod"}:                                   typedWriter(pod),
+	{Kind: "PersistentVolumeClaim"}:                 typedWriter(pvc),
+	{Kind: "Service"}:                               typedWriter(service),
+	{Kind: "ResourceQuota"}:                         typedWriter(resourceQuota),
+	{Group: "scheduling.volcano.sh", Kind: "Queue"}: typedWriter(volcanoQueue),
 	{Group: "kubeflow.org", Kind: "PyTorchJob"}: typedWriter(func(j *kubeflowv1.PyTorchJob, p cube.Phase, r, m string) {
 		trainingJob(&j.Status, p, r, m)
 	}),
@@ -83,8 +87,8 @@ var writers = map[schema.GroupKind]statusWriter{
 // SetStatus writes into u the status that u's controller would write when
 // the object reaches phase (Ready, Succeeded, Failed or InProgress), with
 // reason and message where the kind has them. It knows the kinds cube builds:
-// Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim, Service, the
-// training-operator jobs, Katib Experiment, Volcano Job, RayJob, Argo
+// Deployment, StatefulSet, Job, Pod, PersistentVolumeClaim, Service,
+// ResourceQuota, Volcano Queue, the training-operator jobs, Katib Experiment, Volcano Job, RayJob, Argo
 // Workflow and CronWorkflow, LeaderWorkerSet and HTTPRoute. Long-running kinds asked
 // to Succeed become Ready. The caller stores the result with a status
 // update.
@@ -216,6 +220,39 @@ func pvc(c *corev1.PersistentVolumeClaim, phase cube.Phase, _, _ string) {
 		c.Status.Phase = corev1.ClaimBound
 		c.Status.Capacity = c.Spec.Resources.Requests.DeepCopy()
 		c.Status.AccessModes = append([]corev1.PersistentVolumeAccessMode(nil), c.Spec.AccessModes...)
+	}
+}
+
+// resourceQuota writes what the quota controller writes once it has
+// counted a quota (k8s.io/kubernetes pkg/controller/resourcequota,
+// syncResourceQuota): status.hard as spec.hard and what the namespace
+// uses, nothing here. Counting is all it does, so only InProgress leaves
+// the quota uncounted (cube reads it InProgress, NotCounted); Failed
+// counts it like Ready.
+func resourceQuota(q *corev1.ResourceQuota, phase cube.Phase, _, _ string) {
+	q.Status = corev1.ResourceQuotaStatus{}
+	if phase == cube.InProgress {
+		return
+	}
+	q.Status.Hard = q.Spec.Hard.DeepCopy()
+	q.Status.Used = corev1.ResourceList{}
+	for name := range q.Spec.Hard {
+		q.Status.Used[name] = *resource.NewQuantity(0, resource.DecimalSI)
+	}
+}
+
+// volcanoQueue writes the state Volcano's queue controller writes
+// (volcano-sh/volcano pkg/controllers/queue/state, open.go and
+// closed.go): Open once it has synced the queue, Closed for a queue that
+// takes no more jobs; nothing before it has.
+func volcanoQueue(q *vcscheduling.Queue, phase cube.Phase, _, _ string) {
+	switch phase {
+	case cube.InProgress:
+		q.Status.State = ""
+	case cube.Failed:
+		q.Status.State = vcscheduling.QueueStateClosed
+	default:
+		q.Status.State = vcscheduling.QueueStateOpen
 	}
 }
 
