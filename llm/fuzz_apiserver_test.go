@@ -15,8 +15,6 @@ import (
 // server accepts.
 func TestFuzzCorpusApplies(t *testing.T) {
 	env := testenv.Get(t)
-	ns := env.Namespace(t)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset))
 	targets := []struct {
 		name  string
 		seeds [][]byte
@@ -28,6 +26,11 @@ func TestFuzzCorpusApplies(t *testing.T) {
 	}
 	for _, target := range targets {
 		t.Run(target.name, func(t *testing.T) {
+			// A namespace per target: both draw their release names from
+			// the same few, and a release name belongs to one builder
+			// kind (Apply refuses an RL run under a fine-tune's name).
+			ns := env.Namespace(t)
+			c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset))
 			corpus := append(append([][]byte{}, target.seeds...), fuzzcorpus.Bytes(t, target.name)...)
 			corpus = append(corpus, fuzzcorpus.Programs(10, 300, 2, 10)...)
 			fuzzcorpus.StoredAll(t, c, env, ns, corpus, target.min, target.run, nil)

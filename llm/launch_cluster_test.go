@@ -28,6 +28,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/train"
 )
 
 const standinLauncher = `#!/usr/bin/env python3
@@ -71,7 +72,7 @@ dist.destroy_process_group()
 func TestLaunchPathOnTheCluster(t *testing.T) {
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns))
+	cl, err := cube.New(c.Config, cube.WithNamespace(ns), cube.WithKinds(train.Kinds()...))
 	require.NoError(t, err)
 	ctx := t.Context()
 

@@ -8,16 +8,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/train"
 )
 
 // A fine-tune, its merge and a GRPO run are pipeline steps: each has one
-// job whose completion the step waits on, its ConfigMaps applied beside.
+// job whose completion (from train.Kinds) the step waits on, its
+// ConfigMaps applied beside.
 func TestFineTuneIsAPipelineStep(t *testing.T) {
 	sft := builders[0].build("sft")
-	train := pipeline.Workload("sft", sft)
-	merge := pipeline.Workload("merge", sft.Merge("merge", "pvc://models/merged")).After(train)
+	tune := pipeline.Workload("sft", sft)
+	merge := pipeline.Workload("merge", sft.Merge("merge", "pvc://models/merged")).After(tune)
 	rl := pipeline.Workload("grpo", grpo("grpo")).After(merge)
-	wf, err := pipeline.New("tune-and-merge").Step(train, merge, rl).Build()
+	wf, err := pipeline.New("tune-and-merge").Kinds(train.Kinds()...).Step(tune, merge, rl).Build()
 	require.NoError(t, err)
 	created := map[string]bool{}
 	for _, tmpl := range wf.Spec.Templates {

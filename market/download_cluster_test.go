@@ -125,8 +125,9 @@ func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 	assert.Equal(t, "pvc://models/"+filepath.ToSlash("Qwen/Qwen2.5-0.5B-Instruct"), v.Artifact.URI)
 
 	// Serve it (the stand-in engine stands in for vLLM) and evaluate the
-	// endpoint through cluster DNS; the scores land on the version.
-	svc := serve.VLLM("qwen", "standin/qwen").Namespace(ns).Image(c.Images.Standin).CPU("100m").Memory("128Mi")
+	// endpoint through cluster DNS; the scores land on the version. The
+	// service's release needs a name of its own: "qwen" is the download's.
+	svc := serve.VLLM("qwen-chat", "standin/qwen").Namespace(ns).Image(c.Images.Standin).CPU("100m").Memory("128Mi")
 	srel, err := cl.Apply(ctx, svc)
 	require.NoError(t, err)
 	_, err = srel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods())

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -34,12 +35,22 @@ type FileStore struct {
 	// LockTimeout bounds the wait for another process's write; the default
 	// is 30 seconds.
 	LockTimeout time.Duration
+	// checked is the meta page of the last transaction checkBoltFile
+	// walked or this store committed: while it is the one in use, the file
+	// need not be walked again.
+	checked atomic.Pointer[boltMeta]
 }
 
 // OpenFileStore returns a store in the file at path, creating its
 // directory and the file when they do not exist. The file is initialised
 // here, under the write lock, so that no reader in another process ever
 // opens a file that a writer has created but not yet written.
+//
+// A file that is not a registry, is truncated or has damaged pages is an
+// error, never a panic or a crash: before bbolt maps the file, every call
+// checks its meta pages and length, and walks its pages when a transaction
+// this store has not seen is in use (see checkBoltFile); a panic or memory
+// fault inside bbolt is turned into an error.
 func OpenFileStore(path string) (*FileStore, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open file store: %w", field.Required(field.NewPath("path"), "a file path is required"))
@@ -47,10 +58,24 @@ func OpenFileStore(path string) (*FileStore, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open file store %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: defaultLockTimeout})
+	s := &FileStore{path: path}
+	_, err := checkBoltFile(path, nil)
+	if err == nil {
+		err = guarded(func() error { return s.initFile() })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open file store %s: %w", path, err)
 	}
+	return s, nil
+}
+
+// initFile creates the buckets, in a new file under bbolt's write lock.
+func (s *FileStore) initFile() error {
+	db, err := boltOpen(s.path, bolt.Options{Timeout: defaultLockTimeout})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketVersions, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -59,13 +84,13 @@ func OpenFileStore(path string) (*FileStore, error) {
 		}
 		return nil
 	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		return nil, fmt.Errorf("open file store %s: %w", path, err)
+		return err
 	}
-	return &FileStore{path: path}, nil
+	if m, err := committedMeta(s.path); err == nil {
+		s.checked.Store(&m)
+	}
+	return db.Close()
 }
 
 const defaultLockTimeout = 30 * time.Second
@@ -98,54 +123,72 @@ func (s *FileStore) usable() error {
 	return nil
 }
 
-func (s *FileStore) open(ctx context.Context, readOnly bool) (*bolt.DB, error) {
+// open checks the file, opens it with bbolt and runs fn on it, turning a
+// panic or memory fault inside bbolt into an error.
+func (s *FileStore) open(ctx context.Context, readOnly bool, fn func(db *bolt.DB) error) error {
 	if err := s.usable(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	timeout := s.LockTimeout
 	if timeout <= 0 {
 		timeout = defaultLockTimeout
 	}
-	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: readOnly})
+	m, err := checkBoltFile(s.path, s.checked.Load())
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", s.path, err)
+		return fmt.Errorf("open %s: %w", s.path, err)
 	}
-	return db, nil
+	s.checked.Store(&m)
+	err = guarded(func() error {
+		db, err := boltOpen(s.path, bolt.Options{Timeout: timeout, ReadOnly: readOnly})
+		if err != nil {
+			return fmt.Errorf("open %s: %w", s.path, err)
+		}
+		defer db.Close()
+		if err := fn(db); err != nil {
+			return err
+		}
+		if !readOnly {
+			// What this store committed, under the lock it still holds, is
+			// bbolt's own writing over a checked file.
+			if m, err := committedMeta(s.path); err == nil {
+				s.checked.Store(&m)
+			}
+		}
+		if err := db.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", s.path, err)
+		}
+		return nil
+	})
+	if errors.Is(err, errDamaged) {
+		return fmt.Errorf("read %s: %w", s.path, err)
+	}
+	return err
 }
 
 // view runs fn in a read transaction.
 func (s *FileStore) view(ctx context.Context, fn func(b *bolt.Bucket) error) error {
-	db, err := s.open(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return db.View(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucketVersions)) })
+	return s.open(ctx, true, func(db *bolt.DB) error {
+		return db.View(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucketVersions)) })
+	})
 }
 
 func (s *FileStore) update(ctx context.Context, fn func(versions, meta *bolt.Bucket) error) error {
-	db, err := s.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		versions, err := tx.CreateBucketIfNotExists(bucketVersions)
-		if err != nil {
-			return err
-		}
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		return fn(versions, meta)
+	return s.open(ctx, false, func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error {
+			versions, err := tx.CreateBucketIfNotExists(bucketVersions)
+			if err != nil {
+				return err
+			}
+			meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+			if err != nil {
+				return err
+			}
+			return fn(versions, meta)
+		})
 	})
-	if cerr := db.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close %s: %w", s.path, cerr)
-	}
-	return err
 }
 
 func decode(raw []byte) (Version, error) {

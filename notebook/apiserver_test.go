@@ -147,7 +147,7 @@ func TestStopStartKeepsTheHome(t *testing.T) {
 		managers = append(managers, mf.Manager)
 	}
 	assert.Contains(t, managers, notebook.FieldManager)
-	assert.Contains(t, managers, cube.ManagedBy)
+	assert.Contains(t, managers, cube.DefaultFieldOwner+":"+ns+"/lab", "the release's own field manager")
 }
 
 func TestRenew(t *testing.T) {

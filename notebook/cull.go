@@ -128,8 +128,11 @@ func ServiceURL(svc *corev1.Service) (string, error) {
 //
 // A notebook whose status cannot be read is left running and its error is
 // returned, naming the notebook, joined with the others, after every
-// notebook has been looked at.
+// notebook has been looked at. A nil c is an error.
 func Cull(ctx context.Context, c client.Client, namespace string, idle time.Duration, opts ...CullOption) ([]Culled, error) {
+	if c == nil {
+		return nil, errors.New("cull notebooks: client: must not be nil")
+	}
 	o := cullOptions{
 		httpClient: &http.Client{Timeout: 10 * time.Second},
 		serviceURL: ServiceURL,

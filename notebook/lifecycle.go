@@ -55,8 +55,12 @@ func Renew(ctx context.Context, c client.Client, namespace, name string, at time
 }
 
 // patchNotebook reads the notebook's StatefulSet, refuses anything cube did
-// not build as a notebook, and sends change as a JSON merge patch.
+// not build as a notebook, and sends change as a JSON merge patch. A nil c
+// is an error.
 func patchNotebook(ctx context.Context, c client.Client, namespace, name, verb string, change func(*appsv1.StatefulSet)) error {
+	if c == nil {
+		return fmt.Errorf("%s notebook %s/%s: client: must not be nil", verb, namespace, name)
+	}
 	sts := &appsv1.StatefulSet{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, sts); err != nil {
 		return fmt.Errorf("%s notebook %s/%s: %w", verb, namespace, name, err)

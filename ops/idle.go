@@ -271,8 +271,11 @@ func stopRelease(ctx context.Context, c client.Client, namespace, release, kind 
 }
 
 // WriteFindings writes findings as a table a person reads, saying whether
-// each action was carried out or is a dry run.
+// each action was carried out or is a dry run. A nil w is an error.
 func WriteFindings(w io.Writer, findings []Finding) error {
+	if w == nil {
+		return errors.New("write findings: w: must not be nil")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TENANT\tRELEASE\tKIND\tPOLICY\tMEAN%\tPEAK%\tACTION")
 	for _, f := range findings {

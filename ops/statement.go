@@ -68,10 +68,14 @@ func NewStatement(u *Usage, tenant string, prices PriceTable, currency string) (
 	return st, nil
 }
 
-// WriteTable writes the statement as a person reads a bill.
+// WriteTable writes the statement as a person reads a bill. A nil
+// statement or w is an error.
 func (s *Statement) WriteTable(w io.Writer) error {
 	if s == nil {
 		return errors.New("write statement: statement is nil")
+	}
+	if w == nil {
+		return errors.New("write statement: w: must not be nil")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "statement for %s, %s to %s\n", s.Tenant, s.From.UTC().Format(time.RFC3339), s.To.UTC().Format(time.RFC3339))

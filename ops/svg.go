@@ -27,9 +27,17 @@ const (
 // (idle) through amber to red (busy), empty where there were no samples,
 // and each row's mean and peak on the right. Rows whose peak stayed under
 // idleBelow percent are marked idle. Hover a bucket for its time and value.
+// A nil w and a to not after from are errors, reported together.
 func WriteUtilisationSVG(w io.Writer, series []DeviceSeries, from, to time.Time, idleBelow float64) error {
+	var errs []error
+	if w == nil {
+		errs = append(errs, errors.New("w: must not be nil"))
+	}
 	if !to.After(from) {
-		return errors.New("write utilisation svg: to: must be after from")
+		errs = append(errs, errors.New("to: must be after from"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("write utilisation svg: %w", errors.Join(errs...))
 	}
 	bw := bufio.NewWriter(w)
 	width := svgLabelWidth + svgBarWidth + svgTextWidth

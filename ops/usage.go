@@ -266,10 +266,13 @@ var csvHeader = []string{"tenant", "release", "kind", "accelerator", "share", "d
 
 // WriteCSV writes one row per record under a header row: tenant, release,
 // kind, accelerator, share, device_hours (four decimals), pods, from, to
-// (RFC 3339).
+// (RFC 3339). A nil usage or w is an error.
 func (u *Usage) WriteCSV(w io.Writer) error {
 	if u == nil {
 		return errors.New("write usage csv: usage is nil")
+	}
+	if w == nil {
+		return errors.New("write usage csv: w: must not be nil")
 	}
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
@@ -291,10 +294,13 @@ func (u *Usage) WriteCSV(w io.Writer) error {
 }
 
 // WriteTable writes the records as aligned columns a person reads, with a
-// total per accelerator at the end.
+// total per accelerator at the end. A nil usage or w is an error.
 func (u *Usage) WriteTable(w io.Writer) error {
 	if u == nil {
 		return errors.New("write usage table: usage is nil")
+	}
+	if w == nil {
+		return errors.New("write usage table: w: must not be nil")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "usage %s to %s\n", u.From.UTC().Format(time.RFC3339), u.To.UTC().Format(time.RFC3339))

@@ -53,11 +53,15 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 
 func TestAPIServerAcceptsCompiledObjects(t *testing.T) {
 	env := testenv.Get(t)
-	ns := env.Namespace(t)
 	ctx := t.Context()
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
-	for name, w := range apiServerPipelines(ns) {
+	// Each pipeline goes to a namespace of its own: the variants of
+	// llmFlow share their training job's ConfigMap, which belongs to the
+	// one release that applied it first.
+	for name := range apiServerPipelines("") {
 		t.Run(name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			w := apiServerPipelines(ns)[name]
+			c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
 			built, err := w.Objects()
 			require.NoError(t, err)
 			rel, err := c.Apply(ctx, w)
@@ -134,7 +138,7 @@ func TestAPIServerWaitWorkflow(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(pipeline.Kinds()...))
 	for _, final := range []cube.Phase{cube.Succeeded, cube.Failed} {
 		t.Run(string(final), func(t *testing.T) {
 			p := pipeline.New("wait-" + string(map[cube.Phase]rune{cube.Succeeded: 's', cube.Failed: 'f'}[final])).Step(ctr("s"))
@@ -153,11 +157,21 @@ func TestAPIServerWaitWorkflow(t *testing.T) {
 				st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(30*time.Second), cube.OnProgress(func(s cube.Status) { progressed <- s }))
 				done <- result{st, err}
 			}()
-			first := <-progressed
+			next := func() cube.Status {
+				t.Helper()
+				select {
+				case s := <-progressed:
+					return s
+				case r := <-done:
+					t.Fatalf("Wait ended before the Workflow did: %v, %v", r.st, r.err)
+					return cube.Status{}
+				}
+			}
+			first := next()
 			assert.Equal(t, cube.InProgress, first.Phase)
 			assert.Equal(t, "Pending", first.Objects[0].Reason)
 			require.NoError(t, markWorkflow(ctx, env.Client, ref, cube.InProgress, ""))
-			running := <-progressed
+			running := next()
 			assert.Equal(t, "Running", running.Objects[0].Reason)
 			require.NoError(t, markWorkflow(ctx, env.Client, ref, final, "child 's' failed"))
 			r := <-done
@@ -170,6 +184,22 @@ func TestAPIServerWaitWorkflow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client not given pipeline.Kinds() cannot tell where a Workflow stands:
+// it reads it Unknown, and Wait refuses at once rather than wait forever.
+func TestAPIServerWaitWorkflowNeedsItsKind(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	rel, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(ctx, pipeline.New("unknown").Step(ctr("s")))
+	require.NoError(t, err)
+	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(30*time.Second))
+	require.ErrorIs(t, err, cube.ErrNeverReaches)
+	assert.Equal(t, cube.Unknown, st.Phase)
+	require.Len(t, st.Objects, 1)
+	assert.Equal(t, cube.Unknown, st.Objects[0].Phase)
+	assert.Equal(t, "NoReader", st.Objects[0].Reason)
 }
 
 // The API server's RBAC authorizer answers for the executor's account what
@@ -217,7 +247,7 @@ func TestAPIServerWaitSeesTheWorkloadsPods(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := t.Context()
 	p := pipeline.New("trainflow").Namespace(ns).Step(pipeline.Workload("train", batchJob("trainer", "true")))
-	rel, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(ctx, p)
+	rel, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(pipeline.Kinds()...)).Apply(ctx, p)
 	require.NoError(t, err)
 
 	wf, err := p.Build()

@@ -667,7 +667,7 @@ func fromPodSpec(t *wfv1.Template, spec *corev1.PodSpec) ([]corev1.LocalObjectRe
 }
 
 // workload compiles a workload step to a resource template that creates its
-// job and waits on the kind's registered completion conditions.
+// job and waits on the completion conditions of the job's kind.
 func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 	wp := n.path.Child("workload")
 	if n.primary == nil {

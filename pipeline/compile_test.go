@@ -239,8 +239,9 @@ func TestBuildWorkloadTemplate(t *testing.T) {
 	r := train.Resource
 	assert.Equal(t, "create", r.Action)
 	assert.True(t, r.SetOwnerReference)
-	assert.Equal(t, pytorchCompletion.Success, r.SuccessCondition)
-	assert.Equal(t, pytorchCompletion.Failure, r.FailureCondition)
+	assert.Equal(t, "status.completionTime", r.SuccessCondition, "train.Kinds' completion of a PyTorchJob")
+	assert.Equal(t, "status.conditions.0.type == Failed, status.conditions.1.type == Failed, status.conditions.2.type == Failed, "+
+		"status.conditions.3.type == Failed, status.conditions.4.type == Failed", r.FailureCondition)
 	assert.Equal(t, &wfv1.RetryStrategy{
 		Limit: ptr.To(intstr.FromInt(2)), RetryPolicy: wfv1.RetryPolicyOnError,
 		Backoff: &wfv1.Backoff{Duration: "30s", Factor: ptr.To(intstr.FromInt(2)), Cap: "5m0s"},

@@ -18,13 +18,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/train"
 )
 
 // manifestOf decodes the job a step's resource template creates.
@@ -81,17 +81,15 @@ func TestWorkloadTimeoutBecomesTheJobsDeadline(t *testing.T) {
 // batch/v1alpha1 JobSpec has none) would keep running after the step timed
 // out: Timeout is refused for it.
 func TestWorkloadTimeoutRefusedWithoutADeadline(t *testing.T) {
-	gk := schema.GroupKind{Group: "batch.volcano.sh", Kind: "Job"}
-	cube.RegisterCompletion(gk, cube.Completion{Success: "status.state.phase == Completed", Failure: "status.state.phase == Failed"})
 	vc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
 		"metadata": map[string]any{"name": "gang"},
 		"spec":     map[string]any{"tasks": []any{}},
 	}}
-	_, err := pipeline.New("p").Step(pipeline.Workload("gang", cube.Objects(vc)).ActiveDeadline(time.Hour)).Build()
+	_, err := pipeline.New("p").Kinds(train.Kinds()...).Step(pipeline.Workload("gang", cube.Objects(vc)).ActiveDeadline(time.Hour)).Build()
 	requireErrors(t, err, wantErr{field.ErrorTypeInvalid, "steps[0].activeDeadline", "Job.batch.volcano.sh has no deadline of its own"})
 
-	_, err = pipeline.New("p").Step(pipeline.Workload("gang", cube.Objects(vc))).Build()
+	_, err = pipeline.New("p").Kinds(train.Kinds()...).Step(pipeline.Workload("gang", cube.Objects(vc))).Build()
 	assert.NoError(t, err, "without Timeout the step is fine")
 }
 
@@ -135,7 +133,7 @@ func TestWorkloadObjectsJoinThePipelinesRelease(t *testing.T) {
 }
 
 // A Deployment has no completion: a serving workload is refused with the
-// reason, not with advice to register a completion.
+// reason, not with advice to give the pipeline a kind.
 func TestWorkloadStepRefusesServing(t *testing.T) {
 	id := cube.Identity{Kind: "vllm", Release: "chat"}
 	dep := &appsv1.Deployment{

@@ -10,15 +10,19 @@
 //	evaluate := pipeline.Container("evaluate").Image("python:3.12").
 //		Command("python", "eval.py", "--data", prepare.Output("data")).
 //		After(train)
-//	p := pipeline.New("llm-flow").Param("lr", "3e-4").Step(prepare, train, evaluate)
+//	p := pipeline.New("llm-flow").Kinds(train.Kinds()...).
+//		Param("lr", "3e-4").Step(prepare, train, evaluate)
 //
 // There are three kinds of step. A ContainerStep runs one container and
 // embeds pod.Builder, so image, command, env, secrets, resources, hardware
 // profiles and volumes are set as on every other cube workload. A
 // WorkloadStep wraps a cube.Workload (a PyTorchJob, a Volcano Job, a RayJob…)
-// and waits for it with the success and failure conditions its package
-// registered with cube.RegisterCompletion. A FuncStep calls a Go function;
-// it runs only locally.
+// and waits for it with the success and failure conditions of its kind's
+// cube.Kind: a pipeline is given the kinds its workload steps create with
+// Kinds (train.Kinds() for training jobs, kinds.All() for every kind cube
+// builds); a batch Job's (cube.CoreKinds) and a Workflow's (this package's
+// Kinds) it knows already. A FuncStep calls a Go function; it runs only
+// locally.
 //
 // Values move between steps through placeholders: ParamRef(name) for
 // pipeline parameters, step.Output(name) for another step's output (which
@@ -51,14 +55,17 @@
 // reported at once with a field path: a dependency cycle ("a → b → a"), an
 // unknown dependency, a bad or duplicate step name (Argo's template name rule),
 // a reference to an output that does not exist, an empty pipeline, a
-// function step, a job kind with no registered completion, a serving
+// function step, a job kind the pipeline has no completion for, a serving
 // workload (it never completes), a nil pipeline or step. A nested
 // workload's own errors keep their paths under the step
 // (steps[1].workload.spec.replicas).
 //
-// The package registers status readers for Workflow (Pending and Running
-// are in progress, Succeeded, Failed and Error) and CronWorkflow (ready), so
-// cube.Client's Release.Wait follows a pipeline like any other workload.
+// Kinds returns the package's status readers for Workflow (Pending and
+// Running are in progress, Succeeded, Failed and Error) and CronWorkflow
+// (ready): a cube.Client given them (cube.WithKinds(pipeline.Kinds()...),
+// or kinds.All()) follows a pipeline's release with Release.Wait like any
+// other workload. A client without them reads a Workflow Unknown, and
+// Wait for it fails at once with cube.ErrNeverReaches.
 //
 // # Running locally
 //

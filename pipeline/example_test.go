@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/cubestudio/cube"
@@ -343,14 +342,10 @@ func ExamplePipeline_Schedule() {
 }
 
 // A workload step creates a job with an Argo resource template and waits on
-// the completion conditions its kind registered.
+// the completion conditions of its kind: a batch/v1 Job's are cube's own
+// (cube.CoreKinds); a pipeline that runs a training job is given its kind
+// with Kinds(train.Kinds()...).
 func ExampleWorkload() {
-	// The package that builds a kind registers its completion from init;
-	// batch/v1 Job is registered here for the example.
-	cube.RegisterCompletion(schema.GroupKind{Group: "batch", Kind: "Job"}, cube.Completion{
-		Success: "status.succeeded > 0",
-		Failure: "status.failed > 0",
-	})
 	job := cube.Objects(&batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: "convert"},
@@ -368,7 +363,7 @@ func ExampleWorkload() {
 	fmt.Println(r.Action, r.SetOwnerReference, "|", r.SuccessCondition, "|", r.FailureCondition)
 	fmt.Print(r.Manifest)
 	// Output:
-	// create true | status.succeeded > 0 | status.failed > 0
+	// create true | status.completionTime | status.conditions.0.type == Failed, status.conditions.1.type == Failed, status.conditions.2.type == Failed, status.conditions.3.type == Failed, status.conditions.4.type == Failed
 	// apiVersion: batch/v1
 	// kind: Job
 	// metadata:
@@ -396,10 +391,6 @@ func ExampleWorkload() {
 // Role Argo's executor needs: task results, and the job kinds its workload
 // steps create.
 func ExamplePipeline_ExecutorRBAC() {
-	cube.RegisterCompletion(schema.GroupKind{Group: "batch", Kind: "Job"}, cube.Completion{
-		Success: "status.succeeded > 0",
-		Failure: "status.failed > 0",
-	})
 	job := cube.Objects(&batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: "convert"},

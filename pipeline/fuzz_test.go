@@ -18,6 +18,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/train"
 )
 
 // fuzzGraph builds a pipeline from bytes: the first byte gives the number of
@@ -278,7 +279,8 @@ func fuzzOptions[T any](r *byteReader, s *pipeline.StepOptions[T], op int, earli
 
 // fuzzPipeline builds a pipeline from fuzz input by a random sequence of
 // builder calls with random arguments. namespace is the only namespace it
-// sets, so that what it accepts can be applied to a test API server.
+// sets, so that what it accepts can be applied to a test API server. The
+// pipeline has train's kinds, so that a PyTorchJob step compiles.
 func fuzzPipeline(data []byte, namespace string) *pipeline.Pipeline {
 	r := &byteReader{data: data}
 	if r.next()%16 == 15 {
@@ -288,6 +290,7 @@ func fuzzPipeline(data []byte, namespace string) *pipeline.Pipeline {
 	if r.next()%16 == 15 {
 		p = &pipeline.Pipeline{}
 	}
+	p.Kinds(train.Kinds()...)
 	var steps []pipeline.Step
 	for ops := 0; !r.done() && ops < 48; ops++ {
 		switch r.next() % 16 {

@@ -57,11 +57,11 @@ type node struct {
 	// step's job, from its kind.
 	completion cube.Completion
 	index      int
-	step  Step
-	c     *stepCore
-	typ   stepType
-	path  *field.Path
-	exit  bool
+	step       Step
+	c          *stepCore
+	typ        stepType
+	path       *field.Path
+	exit       bool
 	// badName: the name failed validation, so the step is not compiled
 	// (its errors would only repeat the name's).
 	badName bool
@@ -368,8 +368,8 @@ var servingKinds = map[schema.GroupKind]bool{
 }
 
 // loadWorkload renders a workload step's objects and picks its primary
-// object: the one whose kind has a registered Completion, or else the one
-// object that is not auxiliary.
+// object: the one whose kind has a Completion among kinds (and
+// cube.CoreKinds), or else the one object that is not auxiliary.
 func (n *node) loadWorkload(s *WorkloadStep, kinds []cube.Kind) field.ErrorList {
 	wp := n.path.Child("workload")
 	if s.workload == nil {
@@ -413,7 +413,7 @@ func (n *node) loadWorkload(s *WorkloadStep, kinds []cube.Kind) field.ErrorList 
 	case len(all) == 0:
 		return field.ErrorList{field.Required(wp, "the workload has no objects")}
 	default:
-		return field.ErrorList{field.Invalid(wp, kindsOf(all), "cannot tell which object is the job: none has a registered cube.Completion")}
+		return field.ErrorList{field.Invalid(wp, kindsOf(all), "cannot tell which object is the job: none has a cube.Completion among the pipeline's kinds (give the job's kind with Kinds)")}
 	}
 	for _, u := range all {
 		if u != n.primary {

@@ -8,39 +8,16 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/train"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
-
-// The job kinds the tests wrap. The packages that build them (train, cube)
-// register their completions in their own init; these tests do not import
-// them, so they register the same kind of conditions here.
-var (
-	jobKind     = schema.GroupKind{Group: "batch", Kind: "Job"}
-	pytorchKind = schema.GroupKind{Group: "kubeflow.org", Kind: "PyTorchJob"}
-)
-
-var jobCompletion = cube.Completion{
-	Success: "status.succeeded > 0",
-	Failure: "status.failed > 0",
-}
-
-var pytorchCompletion = cube.Completion{
-	Success: `status.conditions.#(type=="Succeeded").status == True`,
-	Failure: `status.conditions.#(type=="Failed").status == True`,
-}
-
-func init() {
-	cube.RegisterCompletion(jobKind, jobCompletion)
-	cube.RegisterCompletion(pytorchKind, pytorchCompletion)
-}
 
 // batchJob is a batch/v1 Job workload running command in busybox.
 func batchJob(name string, command ...string) cube.Workload {
@@ -63,7 +40,8 @@ func batchJob(name string, command ...string) cube.Workload {
 
 // pytorchJob is a PyTorchJob with a ConfigMap around it, as a training
 // builder would make: the job reads the data written to the workspace and
-// the learning-rate parameter.
+// the learning-rate parameter. A pipeline that runs it is given
+// train.Kinds(), whose Completion Argo waits on.
 func pytorchJob(name string) cube.Workload {
 	id := cube.Identity{Kind: "pytorchjob", Release: name}
 	container := corev1.Container{
@@ -121,7 +99,7 @@ func llmFlowNamed(name string) *pipeline.Pipeline {
 		Command("python", "tokenize.py", "--shard", pipeline.ItemRef, "--out", pipeline.WorkspaceDir+"/tokens").
 		ForEachIn(prepare.Output("shards")).Parallelism(4).
 		Retry(pipeline.Retry{Limit: 3})
-	train := pipeline.Workload("train", pytorchJob("llama-sft")).
+	sft := pipeline.Workload("train", pytorchJob("llama-sft")).
 		After(tokenize).
 		Retry(pipeline.Retry{Limit: 2, Policy: pipeline.RetryOnError, Backoff: 30 * time.Second, Factor: 2, MaxBackoff: 5 * time.Minute}).
 		ActiveDeadline(6 * time.Hour)
@@ -129,13 +107,13 @@ func llmFlowNamed(name string) *pipeline.Pipeline {
 		On(hardware.L4).GPUs(1).
 		Command("python", "eval.py").
 		Args("--rows", prepare.Output("rows"), "--lr", pipeline.ParamRef("lr"), "--score-file", pipeline.OutputFile("score")).
-		After(train).
+		After(sft).
 		ActiveDeadline(90 * time.Second).
 		Outputs("score")
 	benchmark := pipeline.Container("benchmark").Image("python:3.12").
 		Command("python", "bench.py", "--lang", pipeline.ItemRef).
 		ForEach("en", "zh", "ja").
-		After(train)
+		After(sft)
 	publish := pipeline.Container("publish").Image("curlimages/curl:8.10.1").
 		Command("sh", "-c", "curl -fsS -X POST \"$REGISTRY\" -d score="+evaluate.Output("score")).
 		Env("REGISTRY", "http://registry.ml:8080/models").
@@ -143,8 +121,9 @@ func llmFlowNamed(name string) *pipeline.Pipeline {
 	notify := pipeline.Container("notify").Image("curlimages/curl:8.10.1").
 		Command("sh", "-c", "echo run "+pipeline.PipelineName+" ended: "+pipeline.PipelineStatus)
 	return pipeline.New(name).Namespace("ml").Label("team", "nlp").
+		Kinds(train.Kinds()...).
 		Param("lr", "3e-4").Param("publish", "no").
-		Step(prepare, tokenize, train, evaluate, benchmark, publish).
+		Step(prepare, tokenize, sft, evaluate, benchmark, publish).
 		Workspace(pipeline.Workspace{Size: "50Gi", StorageClass: "standard", AccessMode: corev1.ReadWriteMany}).
 		Parallelism(8).
 		TTL(24 * time.Hour).

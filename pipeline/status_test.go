@@ -45,7 +45,7 @@ func TestWorkflowStatus(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ml"},
 			Status:     tc.status,
 		}
-		got := cube.ReadStatus(toUnstructured(t, wf))
+		got := cube.ReadStatus(toUnstructured(t, wf), pipeline.Kinds()...)
 		tc.want.Ref = cube.RefOf(wf)
 		assert.Equal(t, tc.want, got, "phase %q", tc.status.Phase)
 	}
@@ -57,18 +57,21 @@ func TestCronWorkflowStatus(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ml"},
 	}
 	ref := cube.RefOf(cw)
-	assert.Equal(t, cube.ObjectStatus{Ref: ref, Phase: cube.Ready, Reason: "Scheduled", Message: "0 active"}, cube.ReadStatus(toUnstructured(t, cw)))
+	assert.Equal(t, cube.ObjectStatus{Ref: ref, Phase: cube.Ready, Reason: "Scheduled", Message: "0 active"}, cube.ReadStatus(toUnstructured(t, cw), pipeline.Kinds()...))
 	cw.Spec.Suspend = true
-	assert.Equal(t, cube.ObjectStatus{Ref: ref, Phase: cube.Ready, Reason: "Suspended"}, cube.ReadStatus(toUnstructured(t, cw)))
+	assert.Equal(t, cube.ObjectStatus{Ref: ref, Phase: cube.Ready, Reason: "Suspended"}, cube.ReadStatus(toUnstructured(t, cw), pipeline.Kinds()...))
 	cw.Status.Conditions = wfv1.Conditions{{Type: wfv1.ConditionTypeSpecError, Status: metav1.ConditionTrue, Message: "bad schedule"}}
-	assert.Equal(t, cube.ObjectStatus{Ref: ref, Phase: cube.Failed, Reason: "SpecError", Message: "bad schedule"}, cube.ReadStatus(toUnstructured(t, cw)))
+	assert.Equal(t, cube.ObjectStatus{Ref: ref, Phase: cube.Failed, Reason: "SpecError", Message: "bad schedule"}, cube.ReadStatus(toUnstructured(t, cw), pipeline.Kinds()...))
 }
 
-func TestWorkflowCompletionRegistered(t *testing.T) {
-	c, ok := cube.CompletionOf(pipeline.WorkflowKind)
+func TestWorkflowCompletion(t *testing.T) {
+	c, ok := cube.CompletionOf(pipeline.WorkflowKind, pipeline.Kinds()...)
 	require.True(t, ok)
 	assert.Equal(t, cube.Completion{Success: "status.phase == Succeeded", Failure: "status.phase in (Failed, Error)"}, c)
-	// So a pipeline runs another pipeline as a workload step.
+	_, ok = cube.CompletionOf(pipeline.WorkflowKind)
+	assert.False(t, ok, "a Workflow is not a kind of the Kubernetes API: its completion comes with pipeline.Kinds")
+	// So a pipeline runs another pipeline as a workload step, with no
+	// Kinds of its own: a pipeline knows its package's.
 	inner := pipeline.New("inner").Step(ctr("s"))
 	wf, err := pipeline.New("outer").Step(pipeline.Workload("inner", inner)).Build()
 	require.NoError(t, err)

@@ -203,9 +203,11 @@ const stepKind = "pipeline-step"
 
 // WorkloadStep runs a cube.Workload whose primary object is a job (a
 // PyTorchJob, a Volcano Job, a RayJob…): compiled for Argo, a resource
-// template creates it and waits on the success and failure conditions
-// registered for its kind with cube.RegisterCompletion; the pipeline's
-// service account needs RBAC to create that kind (ExecutorRBAC renders it).
+// template creates it and waits on the success and failure conditions of
+// its kind (cube.Kind.Completion), which the pipeline is given with
+// Pipeline.Kinds (train.Kinds() for training jobs; a batch Job and a
+// Workflow need none); the pipeline's service account needs RBAC to create
+// that kind (ExecutorRBAC renders it).
 // A job that mentions WorkspaceDir gets the run's workspace claim mounted in
 // each of its pods (the workspace then defaults to ReadWriteMany). Its other
 // objects (ConfigMaps, Services…) are applied with the pipeline. The job,

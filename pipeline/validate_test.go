@@ -18,6 +18,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/train"
 )
 
 // fieldErrors returns the field errors of an aggregate.
@@ -260,7 +261,7 @@ func TestValidateTemplateNameCollision(t *testing.T) {
 }
 
 func TestValidateWorkloadSteps(t *testing.T) {
-	unregistered := cube.Objects(&corev1.Pod{
+	noCompletion := cube.Objects(&corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "bare"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i", Command: []string{"true"}}}},
@@ -277,7 +278,7 @@ func TestValidateWorkloadSteps(t *testing.T) {
 		return append(a, b...), nil
 	})
 	_, err := pipeline.New("p").Step(
-		pipeline.Workload("pod", unregistered),
+		pipeline.Workload("pod", noCompletion),
 		pipeline.Workload("broken", broken),
 		pipeline.Workload("empty", empty),
 		pipeline.Workload("config", onlyConfig),
@@ -286,14 +287,27 @@ func TestValidateWorkloadSteps(t *testing.T) {
 		pipeline.Workload("outputs", batchJob("j", "true")).Outputs("x"),
 	).Build()
 	requireErrors(t, err,
-		wantErr{field.ErrorTypeInvalid, "steps[0].workload", `step "pod": no cube.Completion is registered for Pod`},
+		wantErr{field.ErrorTypeInvalid, "steps[0].workload", `step "pod": the pipeline has no Completion for Pod, so Argo cannot tell when it finishes`},
 		wantErr{field.ErrorTypeInvalid, "steps[1].workload", "spec.replicas: must be positive"},
 		wantErr{field.ErrorTypeRequired, "steps[2].workload", "no objects"},
-		wantErr{field.ErrorTypeInvalid, "steps[3].workload", "none has a registered cube.Completion"},
+		wantErr{field.ErrorTypeInvalid, "steps[3].workload", "none has a cube.Completion among the pipeline's kinds"},
 		wantErr{field.ErrorTypeInvalid, "steps[4].workload", "runs one job"},
 		wantErr{field.ErrorTypeRequired, "steps[5].workload", "workload is nil"},
 		wantErr{field.ErrorTypeInvalid, "steps[6].outputs[0]", "writes no output files"},
 	)
+}
+
+// A PyTorchJob is no kind of the Kubernetes API: a pipeline not given
+// train.Kinds() has no Completion for it, and says how to give one.
+func TestValidateWorkloadStepNeedsItsKind(t *testing.T) {
+	ws := pipeline.Workspace{Size: "1Gi"}
+	_, err := pipeline.New("p").Param("lr", "1e-4").Workspace(ws).Step(pipeline.Workload("sft", pytorchJob("sft"))).Build()
+	requireErrors(t, err, wantErr{field.ErrorTypeInvalid, "steps[0].workload",
+		`step "sft": the pipeline has no Completion for PyTorchJob.kubeflow.org, so Argo cannot tell when it finishes: give the pipeline its kind with Kinds`})
+
+	wf, err := pipeline.New("p").Kinds(train.Kinds()...).Param("lr", "1e-4").Workspace(ws).Step(pipeline.Workload("sft", pytorchJob("sft"))).Build()
+	require.NoError(t, err)
+	assert.Equal(t, "status.completionTime", template(t, wf, "sft").Resource.SuccessCondition)
 }
 
 func TestValidateAllErrorsAtOnce(t *testing.T) {

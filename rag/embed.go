@@ -39,8 +39,16 @@ type FeatureHasher struct {
 	dims int
 }
 
+// maxHashedDims bounds FeatureHasher's dimensions. Each text becomes a
+// dense vector of dims float32s, so an unbounded dims is an unbounded
+// allocation per text (1<<40 asked for 4 TiB and the process was killed).
+// Served embedding models stay far below it: small sentence encoders use
+// 384 or 768 dimensions, the largest in common use 4,096.
+const maxHashedDims = 1 << 16
+
 // HashedFeatures returns a FeatureHasher making vectors of dims
-// dimensions (384 matches common small sentence encoders).
+// dimensions (384 matches common small sentence encoders). Embed refuses
+// dims outside 1 to 65,536.
 func HashedFeatures(dims int) *FeatureHasher { return &FeatureHasher{dims: dims} }
 
 // Model returns "hashed-features-v1-<dims>".
@@ -58,6 +66,9 @@ func (h *FeatureHasher) Embed(ctx context.Context, texts []string) ([][]float32,
 	}
 	if h.dims <= 0 {
 		return nil, fmt.Errorf("embed: hashed features: dims: %d: must be positive", h.dims)
+	}
+	if h.dims > maxHashedDims {
+		return nil, fmt.Errorf("embed: hashed features: dims: %d: must be at most %d", h.dims, maxHashedDims)
 	}
 	out := make([][]float32, len(texts))
 	for i, t := range texts {

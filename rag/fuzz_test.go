@@ -2,11 +2,14 @@ package rag
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cubestudio/cube/rag/bpe"
@@ -97,8 +100,92 @@ func FuzzSplitters(f *testing.F) {
 	})
 }
 
+// allocated is the bytes the process has allocated so far.
+func allocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// within fails t when what ran since start, over an input of n bytes,
+// took longer than 1 s plus perByte per byte or allocated more than 64 MiB
+// plus allocPerByte per byte: the bounds that hostile input must not
+// break. The fuzzing worker's instrumentation and a shared machine are
+// allowed for: linear work stays far below.
+func within(t *testing.T, what string, n int, start time.Time, allocs uint64, perByte time.Duration, allocPerByte uint64) {
+	t.Helper()
+	if took, limit := time.Since(start), time.Second+time.Duration(n)*perByte; took > limit {
+		t.Fatalf("%s of %d bytes took %v, over %v", what, n, took, limit)
+	}
+	if used, limit := allocated()-allocs, 64<<20+uint64(n)*allocPerByte; used > limit {
+		t.Fatalf("%s of %d bytes allocated %d bytes, over %d", what, n, used, limit)
+	}
+}
+
+// LoadMarkdown finds the headings of any text in time and memory linear in
+// its length.
+func FuzzLoadMarkdown(f *testing.F) {
+	f.Add("# T\n\ntext\n\nSetext\n===\n")
+	f.Add(strings.Repeat(">", 2000) + " # deep")
+	f.Add(strings.Repeat("1. ", 1000) + "\n" + strings.Repeat("  - x\n", 100))
+	f.Add("# [a](b \"c\") `d` **e** [f][g]\n\n[g]: /h\n" + strings.Repeat("[a](", 500))
+	f.Fuzz(func(t *testing.T, text string) {
+		start, allocs := time.Now(), allocated()
+		docs, err := LoadMarkdown("f.md", strings.NewReader(text))
+		within(t, "LoadMarkdown", len(text), start, allocs, 20*time.Microsecond, 2000)
+		if err != nil {
+			if utf8.ValidString(text) {
+				t.Fatalf("valid UTF-8 refused: %v", err)
+			}
+			return
+		}
+		if len(docs) != 1 || docs[0].Text != text {
+			t.Fatal("markdown text changed")
+		}
+		for _, h := range markdownHeadings([]byte(text)) {
+			if h.start == -1 && h.end == -1 {
+				continue // an empty heading ("#") has no line to place it
+			}
+			if h.start < 0 || h.end > len(text) || h.start > h.end {
+				t.Fatalf("heading %q at %d-%d outside %d bytes", h.title, h.start, h.end, len(text))
+			}
+		}
+	})
+}
+
+// LoadPDF returns pages or an error for any bytes, in bounded time and
+// memory: the PDF library it guards recursed, looped and allocated as the
+// file said.
+func FuzzLoadPDF(f *testing.F) {
+	f.Add(makePDF("hello", "second page"))
+	f.Add(testPDF{objs: onePage("BT /F1 12 Tf [(Hel) -20 (lo)] TJ ET"), xrefStream: true}.bytes())
+	f.Add(testPDF{objs: append(onePage("BT /F1 12 Tf (packed) Tj ET"), ""), packed: []int{1, 2, 3, 5}, packedIn: 6}.bytes())
+	f.Add(testPDF{objs: func() []string {
+		o := onePage("BT /F1 12 Tf <0001> Tj ET")
+		o[4] = "<< /Type /Font /Subtype /Type0 /BaseFont /X /Encoding /Identity-H /ToUnicode 6 0 R >>"
+		return append(o, streamObj("", []byte("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 1 beginbfchar <0001> <0041> endbfchar endcmap")))
+	}()}.bytes())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		start, allocs := time.Now(), allocated()
+		docs, err := LoadPDF("f.pdf", bytes.NewReader(b), int64(len(b)))
+		// Reading is bounded by 64 times the file, decompressing by 100
+		// times; the reader allocates a buffer per object it reads.
+		within(t, "LoadPDF", len(b), start, allocs, 50*time.Microsecond, 4000)
+		if err != nil {
+			return
+		}
+		for _, d := range docs {
+			if d.Page < 1 || d.Source != "f.pdf" {
+				t.Fatalf("document %+v", d)
+			}
+		}
+	})
+}
+
 // Any bytes as a log file open as a store or fail with an error, and a
 // store that opens accepts writes and reopens with the same chunks.
+// Opening never changes the file but to cut a torn tail: what is left is
+// a prefix of what was there. Replay is linear in the log.
 func FuzzOpenLog(f *testing.F) {
 	dir := f.TempDir()
 	s, err := Open(dir)
@@ -114,12 +201,29 @@ func FuzzOpenLog(f *testing.F) {
 	f.Add([]byte(logMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, logName), b, 0o644); err != nil {
+		path := filepath.Join(dir, logName)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		start, allocs := time.Now(), allocated()
 		s, err := Open(dir, NoSync())
+		// Replay reads the log in a 1 MiB buffer and keeps its records.
+		within(t, "Open", len(b), start, allocs, 20*time.Microsecond, 100)
+		after, rerr := os.ReadFile(path)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
 		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("a log that does not open must be ErrCorrupt: %v", err)
+			}
+			if !bytes.Equal(after, b) {
+				t.Fatal("a log that does not open was changed")
+			}
 			return
+		}
+		if len(b) >= len(logMagic) && !bytes.HasPrefix(b, after) || len(after) < len(logMagic) {
+			t.Fatalf("opening turned %d bytes into %d that are not a prefix of them", len(b), len(after))
 		}
 		n := s.Count()
 		if err := s.Upsert(t.Context(), rec("zz-new", "s", "new", 1, 0)); err != nil && s.Dimensions() == 2 {

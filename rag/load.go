@@ -23,9 +23,10 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/ledongthuc/pdf"
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 	"golang.org/x/net/html"
 )
 
@@ -86,7 +87,11 @@ func LoadText(source string, r io.Reader) ([]Document, error) {
 
 // LoadMarkdown reads a Markdown file as one Document whose Title is its
 // first heading. The text stays Markdown: MarkdownSplitter uses the headings
-// to give each chunk its section path.
+// to give each chunk its section path. Finding the headings takes time
+// linear in the file: block quotes and lists nest at most 32 deep (a
+// heading deeper in is text), and a heading's inline markup is parsed for
+// its title only within a budget linear in the file (past it, the title is
+// the heading as written).
 func LoadMarkdown(source string, r io.Reader) ([]Document, error) {
 	b, err := readText("markdown", source, r)
 	if err != nil {
@@ -107,19 +112,113 @@ type heading struct {
 	start, end int
 }
 
+// maxMarkdownNesting is how deep block quotes and list items nest in the
+// Markdown the loaders and MarkdownSplitter read: markers past it are text
+// of the innermost block, so a heading nested deeper is no heading.
+// goldmark revisits every open container on every line and measures each
+// line from its start, so unbounded nesting made parsing quadratic (a
+// 100 kB line of ">" took 20 s); nothing written for people nests 32 deep.
+const maxMarkdownNesting = 32
+
+// titleMarkupBudget bounds the work of parsing the inline markup
+// (emphasis, code spans, links) of a document's headings for their titles:
+// goldmark's inline parser rescans to the end of the line or paragraph for
+// each unclosed link, quadratic in a heading's length, so the squares of
+// the lengths of the headings parsed sum to at most this much plus 1,024
+// per byte of the document, and a heading past the budget's title is its
+// text as written. Real headings are short; a README's first line of badges
+// (600 bytes and more) is well within it.
+const titleMarkupBudget = 1 << 24
+
+// maxLinkRefLines bounds the paragraphs whose leading link reference
+// definitions ("[id]: /url") are read: goldmark removes each definition
+// from its paragraph by copying the lines after it, quadratic in a
+// paragraph of definitions (1.6 MB of them took minutes). A longer
+// paragraph keeps its definitions as text, which matters only when a
+// setext underline follows it or a heading links to one of them.
+const maxLinkRefLines = 256
+
+// markdownBlocks is goldmark's CommonMark block parser, with block quotes
+// and lists bounded to maxMarkdownNesting, link reference definitions to
+// maxLinkRefLines, and without inline parsers: finding headings needs only
+// the blocks, and titles are parsed apart.
+var markdownBlocks = func() parser.Parser {
+	blocks := parser.DefaultBlockParsers()
+	for i, b := range blocks {
+		switch bp := b.Value.(parser.BlockParser); bp {
+		case parser.NewBlockquoteParser():
+			blocks[i].Value = nestingLimit{BlockParser: bp}
+		case parser.NewListParser():
+			blocks[i].Value = nestingLimit{BlockParser: bp, list: true}
+		}
+	}
+	return parser.NewParser(parser.WithBlockParsers(blocks...),
+		parser.WithParagraphTransformers(util.Prioritized(boundedLinkRefs{}, 100)))
+}()
+
+// markdownInline parses a heading's text as one paragraph with goldmark's
+// inline parsers; without other block parsers, "1. Intro" stays text.
+var markdownInline = parser.NewParser(
+	parser.WithBlockParsers(util.Prioritized(parser.NewParagraphParser(), 1000)),
+	parser.WithInlineParsers(parser.DefaultInlineParsers()...))
+
+// nestingLimit declines to open a block quote or list inside
+// maxMarkdownNesting block quotes and list items; the line's markers are
+// then read as text of the innermost block. A list item opens only in a
+// list, so bounding lists bounds items.
+type nestingLimit struct {
+	parser.BlockParser
+	list bool
+}
+
+func (l nestingLimit) Open(parent ast.Node, reader text.Reader, pc parser.Context) (ast.Node, parser.State) {
+	// goldmark asks the list parser for a list in a list when an item ends
+	// at the next item's marker; it declines and resets its state, so that
+	// call always goes through.
+	if _, inList := parent.(*ast.List); !(l.list && inList) && nesting(parent) >= maxMarkdownNesting {
+		return nil, parser.NoChildren
+	}
+	return l.BlockParser.Open(parent, reader, pc)
+}
+
+// boundedLinkRefs reads the link reference definitions that begin a
+// paragraph of at most maxLinkRefLines lines.
+type boundedLinkRefs struct{}
+
+func (boundedLinkRefs) Transform(p *ast.Paragraph, reader text.Reader, pc parser.Context) {
+	if p.Lines().Len() <= maxLinkRefLines {
+		parser.LinkReferenceParagraphTransformer.Transform(p, reader, pc)
+	}
+}
+
+// nesting counts the block quotes and list items n is or is in. Walking up
+// is cheap: no container opens deeper than maxMarkdownNesting.
+func nesting(n ast.Node) int {
+	depth := 0
+	for ; n != nil; n = n.Parent() {
+		switch n.(type) {
+		case *ast.Blockquote, *ast.ListItem:
+			depth++
+		}
+	}
+	return depth
+}
+
 // markdownHeadings parses src with goldmark (CommonMark: fenced code,
 // setext headings and HTML blocks are told apart from headings) and returns
-// its headings in order.
+// its headings in order. Its time grows linearly with src.
 func markdownHeadings(src []byte) []heading {
-	doc := goldmark.New().Parser().Parse(text.NewReader(src))
+	// The titles are parsed in the document's context, where its link
+	// reference definitions are.
+	pc := parser.NewContext()
+	doc := markdownBlocks.Parse(text.NewReader(src), parser.WithContext(pc))
+	budget := titleMarkupBudget + 1024*int64(len(src))
 	var out []heading
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		h, ok := n.(*ast.Heading)
 		if !ok || !entering {
 			return ast.WalkContinue, nil
 		}
-		var title strings.Builder
-		collectText(h, src, &title)
 		lines := h.Lines()
 		start, end := -1, -1
 		if lines.Len() > 0 {
@@ -146,10 +245,31 @@ func markdownHeadings(src []byte) []heading {
 				}
 			}
 		}
-		out = append(out, heading{level: h.Level, title: strings.TrimSpace(title.String()), start: start, end: end})
+		out = append(out, heading{level: h.Level, title: headingTitle(h, src, pc, &budget), start: start, end: end})
 		return ast.WalkSkipChildren, nil
 	})
 	return out
+}
+
+// headingTitle is the text of h without its inline markup, or as written
+// when parsing the markup would exceed what is left of budget.
+func headingTitle(h *ast.Heading, src []byte, pc parser.Context, budget *int64) string {
+	var raw []byte
+	lines := h.Lines()
+	for i := range lines.Len() {
+		seg := lines.At(i)
+		raw = append(raw, bytes.TrimSpace(seg.Value(src))...)
+		raw = append(raw, '\n')
+	}
+	raw = bytes.TrimSpace(raw)
+	work := int64(len(raw)) * int64(len(raw))
+	if work > *budget {
+		return strings.Join(strings.Fields(string(raw)), " ")
+	}
+	*budget -= work
+	var title strings.Builder
+	collectText(markdownInline.Parse(text.NewReader(raw), parser.WithContext(pc)), raw, &title)
+	return strings.TrimSpace(title.String())
 }
 
 func collectText(n ast.Node, src []byte, b *strings.Builder) {
@@ -353,7 +473,17 @@ func LoadJSONL(source string, r io.Reader, textField string) ([]Document, error)
 
 // LoadPDF reads the text layer of a PDF with github.com/ledongthuc/pdf, one
 // Document per page that has text. Scanned pages without a text layer yield
-// nothing (OCR is not done); encrypted files are an error.
+// nothing (OCR is not done); encrypted files are an error. That library
+// trusts the file (it recurses as deep as the file nests and loops as long
+// as the file's counts say), so the file is read into memory and checked
+// before the library parses it, and each page's content streams before
+// the library interprets them: arrays, dictionaries and object definitions
+// nested deeper than 1,000, an object stream kept in an object stream,
+// counts beyond what the file could hold, an array left open at the end of
+// a content stream and streams that decompress to more than 64 MiB and a
+// hundred times the file (1 GiB at most) are errors, as are a library
+// panic, a page tree that leads back to itself and reading the file over
+// and over.
 func LoadPDF(source string, r io.ReaderAt, size int64) (docs []Document, err error) {
 	if err := checkSource("pdf", source); err != nil {
 		return nil, err
@@ -364,30 +494,45 @@ func LoadPDF(source string, r io.ReaderAt, size int64) (docs []Document, err err
 	if size > MaxFileSize {
 		return nil, fmt.Errorf("load pdf %s: %w", source, ErrTooLarge)
 	}
-	// The PDF library panics on some malformed files; a loader must not.
+	if size < 0 {
+		return nil, fmt.Errorf("load pdf %s: size: %d: must not be negative", source, size)
+	}
+	data := make([]byte, size)
+	if n, err := r.ReadAt(data, 0); n < len(data) {
+		return nil, fmt.Errorf("load pdf %s: read %d of %d bytes: %w", source, n, size, err)
+	}
+	if err := checkPDF(data); err != nil {
+		return nil, fmt.Errorf("load pdf %s: %w", source, err)
+	}
+	// The PDF library panics on some malformed files, and pdfGuard panics
+	// to stop it; a loader must not.
 	defer func() {
 		if p := recover(); p != nil {
 			docs, err = nil, fmt.Errorf("load pdf %s: malformed PDF: %v", source, p)
 		}
 	}()
-	pr, err := pdf.NewReader(r, size)
+	pr, err := pdf.NewReader(newPDFGuard(bytes.NewReader(data), size), size)
 	if err != nil {
 		return nil, fmt.Errorf("load pdf %s: %w", source, err)
 	}
-	for i := 1; i <= pr.NumPage(); i++ {
-		p := pr.Page(i)
-		if p.V.IsNull() {
-			continue
+	pages, err := pdfPages(pr, maxObject(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("load pdf %s: %w", source, err)
+	}
+	var decoded int64
+	for i, p := range pages {
+		if err := checkPDFPage(p, &decoded, pdfDecodeLimit(len(data))); err != nil {
+			return nil, fmt.Errorf("load pdf %s: page %d: %w", source, i+1, err)
 		}
 		t, err := p.GetPlainText(nil)
 		if err != nil {
-			return nil, fmt.Errorf("load pdf %s: page %d: %w", source, i, err)
+			return nil, fmt.Errorf("load pdf %s: page %d: %w", source, i+1, err)
 		}
 		if strings.TrimSpace(t) == "" {
 			continue
 		}
-		docs = append(docs, Document{Source: source, Title: fmt.Sprintf("%s page %d", path.Base(source), i),
-			Text: t, Page: i, Metadata: meta("pdf")})
+		docs = append(docs, Document{Source: source, Title: fmt.Sprintf("%s page %d", path.Base(source), i+1),
+			Text: t, Page: i + 1, Metadata: meta("pdf")})
 	}
 	return docs, nil
 }
@@ -484,21 +629,22 @@ var formats = map[string]string{
 
 // LoadFile reads the file at name with the loader its extension selects
 // (.txt .text .md .markdown .html .htm .csv .jsonl .ndjson .pdf .docx);
-// source is the name documents carry.
+// source is the name documents carry. It reads regular files only (a
+// symbolic link is followed): a named pipe, device, socket or directory is
+// an error, found without waiting on it, since a pipe with no writer would
+// block the read forever and a device need never end. LoadFile takes no
+// context because a regular file's read cannot wait on anyone; LoadDir
+// checks its context between files.
 func LoadFile(name, source string) ([]Document, error) {
 	format, ok := formats[strings.ToLower(filepath.Ext(name))]
 	if !ok {
 		return nil, fmt.Errorf("load %s: unknown extension %q", name, filepath.Ext(name))
 	}
-	f, err := os.Open(name)
+	f, st, err := openRegular(name)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", format, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", format, err)
-	}
 	switch format {
 	case "text":
 		return LoadText(source, bufio.NewReader(f))
@@ -515,6 +661,51 @@ func LoadFile(name, source string) ([]Document, error) {
 	default:
 		return LoadDOCX(source, f, st.Size())
 	}
+}
+
+// openRegular opens name for reading if it is a regular file. It looks
+// before opening and, since the file can change in between, again at what
+// it opened, which it opens without blocking on a named pipe.
+func openRegular(name string) (*os.File, fs.FileInfo, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := regular(name, st); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err = f.Stat(); err == nil {
+		err = regular(name, st)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+func regular(name string, st fs.FileInfo) error {
+	m := st.Mode()
+	kind := ""
+	switch {
+	case m.IsRegular():
+		return nil
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	default:
+		kind = "irregular (" + m.Type().String() + ")"
+	}
+	return fmt.Errorf("%s: is %s, not a regular file", name, kind)
 }
 
 // LoadDir walks the directory tree at root and loads every file with a

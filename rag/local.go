@@ -64,8 +64,13 @@ func ExactBelow(n int) LocalOption { return func(o *localOptions) { o.exactBelow
 func NoSync() LocalOption { return func(o *localOptions) { o.noSync = true } }
 
 // Open opens, creating if needed, the embedded store in dir. The log is
-// replayed: a record a crash cut short is dropped (its write was never
-// acknowledged), a log damaged before its end is an ErrCorrupt error.
+// replayed: a last record a crash cut short is cut off (its write was
+// never acknowledged); anything else that is not a whole, valid record, a
+// damaged last record included, is an ErrCorrupt error naming the byte
+// offset, and the log is left as it was. A cut is told from damage by
+// what an interrupted append leaves: a strict prefix of the frame it was
+// writing, with which the frame's length, operation and (when at most three
+// bytes are missing) checksum agree.
 func Open(dir string, opts ...LocalOption) (*Local, error) {
 	o := localOptions{exactBelow: 5000}
 	for _, opt := range opts {

@@ -80,12 +80,15 @@ func TestStoredObjectsKeepTheirFields(t *testing.T) {
 	// The CRD defaults the replicas; cube never sends them, so the
 	// autoscaler's changes survive the next apply.
 	assert.Equal(t, int32(1), *lws.Spec.Replicas)
+	applied := false
 	for _, mf := range lws.ManagedFields {
-		if mf.Manager == cube.ManagedBy {
+		if mf.Manager == cube.DefaultFieldOwner+":"+ns+"/deepseek" { // the release's field manager
+			applied = true
 			require.NotNil(t, mf.FieldsV1)
 			assert.NotContains(t, string(mf.FieldsV1.Raw), `"f:replicas"`)
 		}
 	}
+	assert.True(t, applied, "the release's field manager owns fields of the set: %v", lws.ManagedFields)
 	assert.Equal(t, lwsv1.LeaderCreatedStartupPolicy, lws.Spec.StartupPolicy)
 	leader := lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	assert.Contains(t, leader.Args, "--pipeline-parallel-size")
@@ -167,11 +170,11 @@ func TestWaitReadyDeployment(t *testing.T) {
 }
 
 // TestWaitReadyLeaderWorkerSet waits through Ready for a multi-node service:
-// the registered LeaderWorkerSet reader follows the Available condition.
+// the LeaderWorkerSet reader of serve.Kinds follows the Available condition.
 func TestWaitReadyLeaderWorkerSet(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(serve.Kinds()...))
 	svc := serve.VLLM("deepseek", "deepseek-ai/DeepSeek-V3").On(hardware.H100).Auto(serve.ContextLength(8192))
 	rel, err := cl.Apply(t.Context(), svc)
 	require.NoError(t, err)
@@ -200,7 +203,7 @@ func TestWaitReadyLeaderWorkerSet(t *testing.T) {
 func TestWaitFailedLeaderWorkerSet(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(serve.Kinds()...))
 	svc := serve.SGLang("qwen-72b", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2)
 	rel, err := cl.Apply(t.Context(), svc)
 	require.NoError(t, err)

@@ -74,6 +74,12 @@
 // its backends resolved, Failed when one refuses it; without a Gateway
 // controller nothing answers and the route stays InProgress.
 //
+// A cube.Client reads Deployments and Services by itself; the
+// LeaderWorkerSet of a multi-node service and a Split's HTTPRoute it reads
+// once given Kinds (cube.WithKinds(serve.Kinds()...), or kinds.All()).
+// Without them they read Unknown, and Wait for the release fails at once
+// with cube.ErrNeverReaches.
+//
 // # Planner
 //
 // Plan chooses the layout Auto renders and says what each device's memory

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/serve"
 )
 
 func leaderWorkerSet(replicas int32, ready int32, conds ...metav1.Condition) *unstructured.Unstructured {
@@ -64,14 +65,14 @@ func TestLeaderWorkerSetStatus(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := cube.ReadStatus(c.obj)
+			got := cube.ReadStatus(c.obj, serve.Kinds()...)
 			got.Ref = cube.ObjectRef{}
 			assert.Equal(t, c.want, got)
 		})
 	}
 
 	stale := leaderWorkerSet(1, 1, metav1.Condition{Type: "Available", Status: metav1.ConditionTrue, Reason: "AllGroupsReady", ObservedGeneration: 1})
-	assert.Equal(t, cube.InProgress, cube.ReadStatus(stale).Phase, "a condition of an older generation")
+	assert.Equal(t, cube.InProgress, cube.ReadStatus(stale, serve.Kinds()...).Phase, "a condition of an older generation")
 }
 
 // TestReaderReadsWhatCubetestWrites checks the reader against cubetest's
@@ -80,6 +81,7 @@ func TestReaderReadsWhatCubetestWrites(t *testing.T) {
 	for _, phase := range []cube.Phase{cube.InProgress, cube.Ready, cube.Failed} {
 		u := leaderWorkerSet(2, 0)
 		require.NoError(t, cubetest.SetStatus(u, phase, "", ""))
-		assert.Equal(t, phase, cube.ReadStatus(u).Phase, "phase %s", phase)
+		assert.Equal(t, phase, cube.ReadStatus(u, serve.Kinds()...).Phase, "phase %s", phase)
+		assert.Equal(t, cube.Unknown, cube.ReadStatus(u).Phase, "without serve.Kinds, phase %s", phase)
 	}
 }

@@ -7,6 +7,7 @@ package train_test
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -19,12 +20,13 @@ import (
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/train"
 )
 
 func newClient(t testing.TB) (*cube.Client, *testenv.Env, string) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	return cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset)), env, ns
+	return cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset), cube.WithKinds(train.Kinds()...)), env, ns
 }
 
 // TestAppliedStrictly applies every builder on every hardware setup with
@@ -55,7 +57,9 @@ func TestAppliedStrictly(t *testing.T) {
 					// may add defaults (port protocols, suspend: false).
 					fuzzcorpus.AssertContains(t, "", rendered.Object["spec"], u.Object["spec"])
 					fuzzcorpus.AssertContains(t, "", rendered.Object["data"], u.Object["data"])
-					assert.Equal(t, obj.GetLabels(), u.GetLabels())
+					labels := maps.Clone(obj.GetLabels())
+					labels[cube.LabelReleaseUID] = rel.UID
+					assert.Equal(t, labels, u.GetLabels(), "the rendered labels and the release's UID")
 				}
 				assert.Equal(t, primaryKind[bc.name], rel.Objects[len(rel.Objects)-1].Kind)
 			})

@@ -35,6 +35,8 @@
 //		Fabric(hardware.InfiniBand()).
 //		PVC("datasets", "/data").
 //		Gang().Queue("team-a")
+//	client, err := cube.New(cfg, cube.WithKinds(train.Kinds()...))
+//	...
 //	rel, err := client.Apply(ctx, job)
 //	...
 //	_, err = rel.Wait(ctx, cube.Succeeded)
@@ -80,9 +82,12 @@
 // as a backstop once cube's own checks pass: it stops at its first finding,
 // and cube's checks report every problem with its field path.
 //
-// Importing the package registers, with the cube client, how to read the
-// phase of every kind it builds (so Release.Wait reports Running, Succeeded
-// and Failed) and the Argo resource-template success and failure
-// conditions of each (cube.CompletionOf), so a pipeline step waits the
-// same way.
+// Kinds returns, for every kind the package builds, how to read its phase
+// and the Argo resource-template success and failure conditions
+// (cube.Kind). Give them to the client (cube.WithKinds(train.Kinds()...),
+// or kinds.All()) so that Release.Wait reports Running, Succeeded and
+// Failed, and to a pipeline that runs a training job as a workload step
+// (pipeline.New(name).Kinds(train.Kinds()...)) so that its step waits the
+// same way. A client not given them reads the jobs Unknown, and Wait for
+// them fails at once with cube.ErrNeverReaches.
 package train

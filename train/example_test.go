@@ -520,9 +520,10 @@ func ExampleVolcano() {
 	//         schedulerName: volcano
 }
 
-// The Argo resource-template conditions registered for PyTorchJobs.
+// The Argo resource-template conditions of a PyTorchJob, among the kinds
+// the package lists for cube.WithKinds and pipeline.Pipeline.Kinds.
 func ExamplePyTorchJobKind() {
-	c, _ := cube.CompletionOf(train.PyTorchJobKind)
+	c, _ := cube.CompletionOf(train.PyTorchJobKind, train.Kinds()...)
 	fmt.Println("success:", c.Success)
 	fmt.Println("failure:", c.Failure)
 	// Output:

@@ -2,6 +2,7 @@ package train_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,8 +108,8 @@ func toUnstructured(t *testing.T, obj runtime.Object, gvk schema.GroupVersionKin
 }
 
 // TestCompletionsFollowTheStatusWriters checks, for every kind, that the
-// registered reader and the registered Argo conditions agree with the
-// status each operator writes (cubetest.SetStatus).
+// reader and the Argo conditions of train.Kinds agree with the status each
+// operator writes (cubetest.SetStatus).
 func TestCompletionsFollowTheStatusWriters(t *testing.T) {
 	cpu := setups[2]
 	for _, bc := range builderCases {
@@ -117,8 +118,14 @@ func TestCompletionsFollowTheStatusWriters(t *testing.T) {
 			require.NoError(t, err)
 			job := objs[len(objs)-1]
 			gvk := job.GetObjectKind().GroupVersionKind()
-			completion, ok := cube.CompletionOf(gvk.GroupKind())
-			require.True(t, ok, "completion registered for %s", gvk.GroupKind())
+			completion, ok := cube.CompletionOf(gvk.GroupKind(), train.Kinds()...)
+			require.True(t, ok, "train.Kinds has a completion for %s", gvk.GroupKind())
+			i := slices.IndexFunc(train.Kinds(), func(k cube.Kind) bool { return k.GroupKind == gvk.GroupKind() })
+			require.GreaterOrEqual(t, i, 0)
+			assert.True(t, train.Kinds()[i].Completes, "%s runs to completion", gvk.GroupKind())
+			unread := cube.ReadStatus(toUnstructured(t, job, gvk))
+			assert.Equal(t, cube.Unknown, unread.Phase, "a reader without train.Kinds cannot tell")
+			assert.Equal(t, "NoReader", unread.Reason)
 			for _, tc := range []struct {
 				phase             cube.Phase
 				succeeded, failed bool
@@ -129,7 +136,7 @@ func TestCompletionsFollowTheStatusWriters(t *testing.T) {
 			} {
 				u := toUnstructured(t, job, gvk)
 				require.NoError(t, cubetest.SetStatus(u, tc.phase, "Reason", "message"))
-				st := cube.ReadStatus(u)
+				st := cube.ReadStatus(u, train.Kinds()...)
 				assert.Equal(t, tc.phase, st.Phase, "reader after %s", tc.phase)
 				succeeded, failed := argo(t, completion, u)
 				assert.Equal(t, tc.succeeded, succeeded, "argo success after %s", tc.phase)
@@ -142,7 +149,7 @@ func TestCompletionsFollowTheStatusWriters(t *testing.T) {
 // TestTrainingJobCompletionFindsTheConditionAnywhere uses the condition
 // lists the operator writes in longer histories (restarts, suspension).
 func TestTrainingJobCompletionFindsTheConditionAnywhere(t *testing.T) {
-	completion, ok := cube.CompletionOf(train.PyTorchJobKind)
+	completion, ok := cube.CompletionOf(train.PyTorchJobKind, train.Kinds()...)
 	require.True(t, ok)
 	now := metav1.Now()
 	cond := func(typ kubeflowv1.JobConditionType, s corev1.ConditionStatus) kubeflowv1.JobCondition {
@@ -179,7 +186,7 @@ func TestTrainingJobCompletionFindsTheConditionAnywhere(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := &kubeflowv1.PyTorchJob{Status: tc.status}
 			u := toUnstructured(t, job, gvk)
-			st := cube.ReadStatus(u)
+			st := cube.ReadStatus(u, train.Kinds()...)
 			assert.Equal(t, tc.phase, st.Phase)
 			assert.Equal(t, tc.reason, st.Reason)
 			succeeded, failed := argo(t, completion, u)
@@ -235,7 +242,7 @@ func TestVolcanoAndRayPhases(t *testing.T) {
 		assert.Equal(t, tc.want, st.Phase, "%s/%s", tc.deploy, tc.job)
 		assert.Equal(t, tc.why, st.Reason, "%s/%s", tc.deploy, tc.job)
 		u := toUnstructured(t, job, rayv1.GroupVersion.WithKind("RayJob"))
-		completion, ok := cube.CompletionOf(train.RayJobKind)
+		completion, ok := cube.CompletionOf(train.RayJobKind, train.Kinds()...)
 		require.True(t, ok)
 		succeeded, failed := argo(t, completion, u)
 		assert.Equal(t, tc.want == cube.Succeeded, succeeded, "%s/%s", tc.deploy, tc.job)
@@ -246,7 +253,7 @@ func TestVolcanoAndRayPhases(t *testing.T) {
 func TestUnreadableStatus(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": "not a list"}}}
 	u.SetGroupVersionKind(kubeflowv1.SchemeGroupVersion.WithKind(kubeflowv1.TFJobKind))
-	st := cube.ReadStatus(u)
+	st := cube.ReadStatus(u, train.Kinds()...)
 	assert.Equal(t, cube.Failed, st.Phase)
 	assert.Equal(t, "Unreadable", st.Reason)
 }

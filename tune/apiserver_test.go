@@ -245,7 +245,7 @@ func TestKatibValidatorBackstopFails(t *testing.T) {
 func TestWaitFollowsKatib(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset))
+	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset), cube.WithKinds(tune.Kinds()...))
 	rel, err := c.Apply(t.Context(), baseExperiment("follow"))
 	require.NoError(t, err)
 
@@ -262,7 +262,8 @@ func TestWaitFollowsKatib(t *testing.T) {
 		u.Object["status"] = content
 		require.NoError(t, env.Client.Status().Update(t.Context(), u))
 	}
-	assert.Equal(t, cube.InProgress, cube.ReadStatus(get()).Phase)
+	assert.Equal(t, cube.InProgress, cube.ReadStatus(get(), tune.Kinds()...).Phase)
+	assert.Equal(t, cube.Unknown, cube.ReadStatus(get()).Phase, "without tune.Kinds nothing reads an Experiment")
 
 	now := metav1.Now()
 	running := katibv1beta1.ExperimentStatus{
@@ -278,7 +279,7 @@ func TestWaitFollowsKatib(t *testing.T) {
 		},
 	}
 	setStatus(running)
-	st := cube.ReadStatus(get())
+	st := cube.ReadStatus(get(), tune.Kinds()...)
 	assert.Equal(t, cube.InProgress, st.Phase)
 	assert.Equal(t, "Running", st.Reason)
 	assert.Equal(t, "5 trials: 2 running, 2 succeeded, 0 failed, 1 early-stopped", st.Message)
@@ -312,6 +313,6 @@ func TestWaitFollowsKatib(t *testing.T) {
 	failed := done
 	failed.Conditions = []katibv1beta1.ExperimentCondition{{Type: katibv1beta1.ExperimentFailed, Status: corev1.ConditionTrue, Reason: "ExperimentMaxFailedTrialsReached", Message: "3 trials failed", LastUpdateTime: now, LastTransitionTime: now}}
 	setStatus(failed)
-	st = cube.ReadStatus(get())
+	st = cube.ReadStatus(get(), tune.Kinds()...)
 	assert.Equal(t, cube.ObjectStatus{Ref: st.Ref, Phase: cube.Failed, Reason: "ExperimentMaxFailedTrialsReached", Message: "3 trials failed"}, st)
 }

@@ -72,9 +72,11 @@
 //
 // # Following an experiment
 //
-// Importing the package registers the Experiment's status reader with cube,
-// so Release.Wait ends when Katib marks it Succeeded or Failed, and the
-// release status carries the trial counts. ProgressOf reads the counts and
+// Kinds returns the Experiment's status reader: a cube.Client given it
+// (cube.WithKinds(tune.Kinds()...), or kinds.All()) ends Release.Wait when
+// Katib marks the Experiment Succeeded or Failed, and the release status
+// carries the trial counts. A client without it reads the Experiment
+// Unknown, and Wait for it fails at once with cube.ErrNeverReaches. ProgressOf reads the counts and
 // the current optimal trial, whose parameters Optimum.Float and Optimum.Int
 // parse.
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/llm"
 )
 
@@ -101,7 +102,9 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
-	c, err := cube.New(cfg, cube.WithNamespace(ns))
+	// The fine-tunes run as PyTorchJobs: the client reads them with their
+	// kinds (a client not given them reads them Unknown).
+	c, err := cube.New(cfg, cube.WithNamespace(ns), cube.WithKinds(kinds.All()...))
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func TestQuickstartAppliesToAnAPIServer(t *testing.T) {
 	})
 	workloads, err := journey(ctx, io.Discard, ns, gpuCluster())
 	require.NoError(t, err)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, clientOptions(ns, gpuCluster())...)
 
 	// The controllers: each object that has a status is marked done once.
 	// Their calls use the test's context, so that stopping them never

@@ -52,7 +52,7 @@ func TestQuickstartRunsOnACluster(t *testing.T) {
 	var out strings.Builder
 	workloads, err := journey(ctx, &out, ns, size)
 	require.NoError(t, err)
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns))
+	cl, err := cube.New(c.Config, clientOptions(ns, size)...)
 	require.NoError(t, err)
 	var logs []string
 	err = applyAll(ctx, cl, 5*time.Minute, workloads, func(format string, args ...any) {

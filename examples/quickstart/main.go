@@ -12,10 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/serve"
@@ -71,11 +74,34 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
-	c, err := cube.New(cfg, cube.WithNamespace(ns))
+	c, err := cube.New(cfg, clientOptions(ns, size)...)
 	if err != nil {
 		return err
 	}
 	return applyAll(ctx, c, wait, workloads, log.Printf)
+}
+
+// clientOptions are the options of the journey's client: the team's
+// namespace, and the kinds it waits on beyond the Kubernetes API's own
+// (the PyTorchJob, the pipeline's Workflow, a multi-node service's
+// LeaderWorkerSet), which a client not given them reads Unknown. A small
+// cluster runs no Volcano controller to open the tenant's queue (cube
+// reads a Queue Ready once Volcano has opened it) and the small journey
+// schedules nothing through it, so there the queue is Ready once it exists.
+func clientOptions(ns string, size sizing) []cube.Option {
+	opts := []cube.Option{cube.WithNamespace(ns), cube.WithKinds(kinds.All()...)}
+	if size.small {
+		opts = append(opts, cube.WithKinds(queueExists))
+	}
+	return opts
+}
+
+// queueExists reads a Volcano Queue as Ready once it exists.
+var queueExists = cube.Kind{
+	GroupKind: vcscheduling.SchemeGroupVersion.WithKind("Queue").GroupKind(),
+	Status: func(*unstructured.Unstructured) cube.ObjectStatus {
+		return cube.ObjectStatus{Phase: cube.Ready, Reason: "Exists"}
+	},
 }
 
 // journey builds the team's tenant, training job, pipeline and served
@@ -130,6 +156,7 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	finetune := pipeline.Workload("train", sft).After(prepare)
 	evaluate.After(finetune)
 	flow := pipeline.New("sft-flow").Namespace(ns).ServiceAccount(cube.PipelineServiceAccount).
+		Kinds(train.Kinds()...). // Argo waits on the PyTorchJob with train's completion conditions
 		Step(prepare, finetune, evaluate)
 
 	// 4. Serving: the planner sizes Qwen2.5-72B on H100s, and Auto applies it.

@@ -11,14 +11,16 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/kinds"
 )
 
-// NewClient returns a cube client on the cluster, in a fresh namespace.
+// NewClient returns a cube client on the cluster, in a fresh namespace,
+// that reads every kind cube builds (kinds.All).
 func NewClient(t testing.TB) (*testenv.Cluster, *cube.Client, string) {
 	t.Helper()
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns))
+	cl, err := cube.New(c.Config, cube.WithNamespace(ns), cube.WithKinds(kinds.All()...))
 	require.NoError(t, err)
 	return c, cl, ns
 }

@@ -308,7 +308,7 @@ func builderCases() []builderCase {
 			on(&prep.Builder, s)
 			job := train.PyTorch("flow-train").Image(image).Torchrun("train.py")
 			on(&job.Builder, s)
-			return pipeline.New("flow").Step(prep, pipeline.Workload("train", job).After(prep))
+			return pipeline.New("flow").Kinds(train.Kinds()...).Step(prep, pipeline.Workload("train", job).After(prep))
 		}},
 		// tune: the trial template
 		{"tune", func(s setting) cube.Workload {

@@ -53,6 +53,7 @@ func TestPipelineInTenant(t *testing.T) {
 	exit := pipeline.Container("on-exit").Image(c.Images.Busybox).
 		Command(sh(`echo "exit handler: ` + pipeline.PipelineStatus + `"`)...)
 	flow := pipeline.New("flow").ServiceAccount(cube.PipelineServiceAccount).
+		Kinds(train.Kinds()...).
 		Param("who", "team-a").
 		Step(gen, square, skipped, flaky, fit, report).
 		OnExit(exit)
