@@ -106,7 +106,9 @@ func TestTenantNamespaceGoesOnlyWithTheTenantThatCreatedIt(t *testing.T) {
 	// An administrator's namespace made a tenant stays when the tenant goes.
 	admin := env.Namespace(t)
 	c = cube.NewFromClient(env.Client, cube.WithNamespace(admin))
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &vcscheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: admin}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &vcscheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: admin}})
+	})
 	rel, err := c.Apply(t.Context(), cube.Tenant(admin).CPU("4"))
 	require.NoError(t, err)
 	require.NoError(t, rel.Delete(t.Context()))
@@ -120,7 +122,9 @@ func TestPruneNeverDeletesANamespace(t *testing.T) {
 	c, env, ns := newClient(t)
 	name := ns + "-extra"
 	id := cube.Identity{Kind: "bundle", Release: "bundle"}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
 	withNS := cube.Objects(
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: id.ObjectMeta(name, "", nil, nil)},
 		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: id.ObjectMeta("settings", ns, nil, nil)},

@@ -60,11 +60,11 @@ var (
 // createEvent is what a feed keeps of one event about creating pods.
 type createEvent struct {
 	group, kind, name string // the involved object
-	failed     bool
-	reason     string
-	message    string
-	count      int32
-	last       time.Time
+	failed            bool
+	reason            string
+	message           string
+	count             int32
+	last              time.Time
 }
 
 // createEventOf reads ev; false when it is not about creating pods.
