@@ -67,7 +67,7 @@ type Option func(*Client)
 func WithNamespace(ns string) Option {
 	return func(c *Client) {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			c.err = errors.Join(c.err, fmt.Errorf("cube: namespace %q: %s", ns, strings.Join(msgs, "; ")))
+			c.err = joinErrors(c.err, fmt.Errorf("cube: namespace %q: %s", ns, strings.Join(msgs, "; ")))
 			return
 		}
 		c.namespace = ns
@@ -101,7 +101,7 @@ const DefaultFieldOwner = ManagedBy
 func WithFieldOwner(owner string) Option {
 	return func(c *Client) {
 		if err := validOwner(owner); err != nil {
-			c.err = errors.Join(c.err, err)
+			c.err = joinErrors(c.err, err)
 			return
 		}
 		c.owner = owner
@@ -332,7 +332,7 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 			// in a way that does not say the server refused it.
 			mayExist = append(rel.Objects[:first:first], mayExist...)
 			rel.adopted = union(rel.adopted, adoptedOf(objs, prev, manager))
-			err = errors.Join(err, c.settleRecord(ctx, rel, stored, union(union(prev, mayExist), theirs), applyOpts))
+			err = joinErrors(err, c.settleRecord(ctx, rel, stored, union(union(prev, mayExist), theirs), applyOpts))
 		}
 		return nil, err
 	}
@@ -504,7 +504,7 @@ func (c *Client) applyObjects(ctx context.Context, objs []*unstructured.Unstruct
 		case 1:
 			return mayExist, failed[0]
 		default:
-			return mayExist, errors.Join(failed...)
+			return mayExist, joinErrors(failed...)
 		}
 		start = end
 	}
@@ -570,7 +570,7 @@ func (c *Client) newRelease(objs []*unstructured.Unstructured) (*Release, error)
 		rel.Namespace = c.namespace
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("apply: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("apply: %w", joinErrors(errs...))
 	}
 	return rel, nil
 }
@@ -790,7 +790,7 @@ func (c *Client) checkAndOpenRecord(ctx context.Context, rel *Release, objs []*u
 	<-checked
 	switch {
 	case psErr != nil && err == nil && !sameRefs(stored.refs, prev):
-		return nil, recordState{}, errors.Join(fmt.Errorf("apply: %w", psErr), c.settleRecord(ctx, rel, stored, prev, applyOpts))
+		return nil, recordState{}, joinErrors(fmt.Errorf("apply: %w", psErr), c.settleRecord(ctx, rel, stored, prev, applyOpts))
 	case psErr != nil:
 		return nil, recordState{}, fmt.Errorf("apply: %w", psErr)
 	case err != nil:

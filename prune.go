@@ -2,7 +2,6 @@ package cube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -116,5 +115,5 @@ func (c *Client) deleteOwned(ctx context.Context, rel *Release, refs []ObjectRef
 		}
 		deleted = append(deleted, ref)
 	}
-	return deleted, kept, errors.Join(errs...)
+	return deleted, kept, joinErrors(errs...)
 }

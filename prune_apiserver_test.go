@@ -255,6 +255,7 @@ func TestApplyReportsEveryFailureOfARank(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `ConfigMap `+ns+`/bad-1`)
 	assert.Contains(t, err.Error(), `ConfigMap `+ns+`/bad-2`)
+	assert.NotContains(t, err.Error(), "\n", "every failure, on one line")
 	rel, err := c.Release(ctx, ns, "many")
 	require.NoError(t, err)
 	assert.Len(t, rel.Objects, 8, "the eight good ConfigMaps were stored and recorded")

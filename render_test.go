@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"strings"
 	"testing"
 	"time"
@@ -163,4 +166,25 @@ func BenchmarkRender1000Objects(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A Deployment whose ReplicaSet cannot create pods carries ReplicaFailure
+// (reason FailedCreate) until it can: in progress, saying why.
+func TestDeploymentReplicaFailureIsReported(t *testing.T) {
+	replicas := int32(2)
+	d := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "t", Generation: 1},
+		Spec:       appsv1.DeploymentSpec{Replicas: &replicas},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Conditions: []appsv1.DeploymentCondition{{
+			Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+			Message: `pods "web-5d9c7b8f4-x" is forbidden: exceeded quota: q, requested: requests.cpu=2, used: requests.cpu=0, limited: requests.cpu=1`,
+		}}},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+	require.NoError(t, err)
+	st := cube.ReadStatus(&unstructured.Unstructured{Object: obj})
+	assert.Equal(t, cube.InProgress, st.Phase)
+	assert.Equal(t, "FailedCreate", st.Reason)
+	assert.Contains(t, st.Message, "exceeded quota: q")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,3 +143,35 @@ func (c *Client) retrying(ctx context.Context, do func(context.Context) error) e
 		}
 	}
 }
+
+// joinErrors is errors.Join on one line: nil when every err is nil, the
+// one error when there is one, else their messages separated by "; ",
+// with errors.Is and errors.As seeing each. One line keeps a failure one
+// log record.
+func joinErrors(errs ...error) error {
+	var kept lineErrors
+	for _, err := range errs {
+		if err != nil {
+			kept = append(kept, err)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return nil
+	case 1:
+		return kept[0]
+	}
+	return kept
+}
+
+type lineErrors []error
+
+func (e lineErrors) Error() string {
+	parts := make([]string, len(e))
+	for i, err := range e {
+		parts[i] = strings.ReplaceAll(err.Error(), "\n", "; ")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e lineErrors) Unwrap() []error { return e }

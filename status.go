@@ -310,10 +310,21 @@ func deploymentStatus(d *appsv1.Deployment) ObjectStatus {
 	if d.Spec.Replicas != nil {
 		want = *d.Spec.Replicas
 	}
-	for _, c := range d.Status.Conditions {
+	var replicaFailure *appsv1.DeploymentCondition
+	for i, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
 			return ObjectStatus{Phase: Failed, Reason: c.Reason, Message: c.Message}
 		}
+		// The Deployment controller copies its ReplicaSet's ReplicaFailure
+		// (reason FailedCreate, the API server's answer as the message)
+		// while pods cannot be created (k8s.io/kubernetes
+		// pkg/controller/deployment/sync.go, syncRolloutStatus).
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			replicaFailure = &d.Status.Conditions[i]
+		}
+	}
+	if replicaFailure != nil {
+		return ObjectStatus{Phase: InProgress, Reason: nonEmpty(replicaFailure.Reason, string(appsv1.DeploymentReplicaFailure)), Message: replicaFailure.Message}
 	}
 	s := d.Status
 	switch {

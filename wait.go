@@ -168,7 +168,7 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 		}
 	}
 	if len(o.errs) > 0 {
-		return Status{}, fmt.Errorf("wait: %w", errors.Join(o.errs...))
+		return Status{}, fmt.Errorf("wait: %w", joinErrors(o.errs...))
 	}
 	if _, ok := ctx.Deadline(); !ok && o.timeout == 0 {
 		o.timeout = DefaultWaitTimeout
