@@ -129,7 +129,7 @@ func TestRefusePodsAsEachControllerRecordsIt(t *testing.T) {
 			"TFJob", "FailedCreatePod", "Error creating: " + quota, "tfjob-controller", "QuotaExceeded"},
 		// The MPIJob controller drops the API server's answer.
 		{"mpijob", train.MPI("mpi").Namespace(ns).Image("mpioperator/mpi-pi:openmpi").Command("/home/mpiuser/pi").Workers(2).On(hardware.H100).GPUs(2),
-			"MPIJob", "FailedCreatePod", "Created worker pod: ", "mpijob-controller", "FailedCreatePod"},
+			"MPIJob", "FailedCreatePod", "Created worker pod: ", "mpijob-controller", "QuotaExceeded"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,7 +154,7 @@ func TestRefusePodsAsEachControllerRecordsIt(t *testing.T) {
 			assert.Equal(t, tc.message, ev.Message)
 			assert.Equal(t, tc.component, ev.Source.Component)
 			if tc.kind == "MPIJob" {
-				// The controller's second event says why; cube reads the first.
+				// The controller's second event says why, and cube reports it.
 				require.Len(t, events, 2)
 				assert.Equal(t, "MPIJobFailed", events[1-e].Reason)
 				assert.Equal(t, "worker pod created failed: "+quota, events[1-e].Message)

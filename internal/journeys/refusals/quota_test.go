@@ -196,17 +196,18 @@ func TestQuotaRefusesNotebookPod(t *testing.T) {
 // and records a refused worker twice (v1.8.1
 // pkg/controller.v1/mpi/mpijob_controller.go, getOrCreateWorker):
 // FailedCreatePod "Created worker pod: ", without the API server's
-// answer, which cube reads, and MPIJobFailed "worker pod created failed:
-// <answer>", which it does not. cube sees that the pods are refused, not
-// why.
-func TestQuotaRefusesMPIJobWorkersWithoutSayingWhy(t *testing.T) {
+// answer, and MPIJobFailed "worker pod created failed: <answer>": cube
+// reports the one that says why.
+func TestQuotaRefusesMPIJobWorkers(t *testing.T) {
 	c, cl, ns := quotaTenant(t)
 	job := train.MPI("over").Image(c.Images.Python).Command("true").Workers(1).On(hardware.H100).GPUs(2)
 	rel, st := applyRefused(t, cl, job, cube.Succeeded, "MPIJob")
 	r := st.Refusals[0]
-	assert.Equal(t, "FailedCreatePod", r.Reason)
-	assert.Equal(t, "Created worker pod: ", r.Message)
-	assert.Nil(t, r.Quota)
+	assert.Equal(t, "QuotaExceeded", r.Reason)
+	require.NotNil(t, r.Quota)
+	assert.Equal(t, ns, r.Quota.Quota)
+	assert.Equal(t, "requests.nvidia.com/gpu=2", r.Quota.Requested)
+	assert.Equal(t, "worker pod created failed: "+overQuota("over-worker-0", ns), r.Message)
 
 	var events corev1.EventList
 	require.NoError(t, c.Client.List(t.Context(), &events, client.InNamespace(ns)))
