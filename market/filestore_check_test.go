@@ -214,10 +214,6 @@ func FuzzOpenFileStore(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:8<<10])
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if cf, e := os.OpenFile("/tmp/prefix/market.count", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); e == nil { // TEMP
-			cf.Write([]byte{1})
-			cf.Close()
-		}
 		path := filepath.Join(t.TempDir(), "registry.db")
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -499,7 +500,7 @@ func LoadPDF(source string, r io.ReaderAt, size int64) (docs []Document, err err
 	}
 	data := make([]byte, size)
 	if n, err := r.ReadAt(data, 0); n < len(data) {
-		return nil, fmt.Errorf("load pdf %s: read %d of %d bytes: %w", source, n, size, err)
+		return nil, fmt.Errorf("load pdf %s: read %d of %d bytes: %w", source, n, size, cmp.Or(err, io.ErrUnexpectedEOF))
 	}
 	if err := checkPDF(data); err != nil {
 		return nil, fmt.Errorf("load pdf %s: %w", source, err)

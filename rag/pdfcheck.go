@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
+	"slices"
 	"strconv"
 
 	"github.com/ledongthuc/pdf"
@@ -31,7 +33,8 @@ const (
 	// recursion stays well inside the stack at this depth.
 	maxPDFNesting = 1000
 	// maxPDFObjects is the largest object number PDF allows (ISO
-	// 32000-1, annex C); the reader sizes its xref table by it.
+	// 32000-1, annex C). The reader sizes its cross-reference table by the
+	// object numbers a file states.
 	maxPDFObjects = 8_388_607
 	// maxPDFCMapCount bounds the counts a ToUnicode CMap gives its
 	// ranges and characters (the format allows 100 per block), which the
@@ -89,7 +92,8 @@ func checkPDF(data []byte) error {
 		return err
 	}
 	streams := map[int64]bool{}
-	for num, x := range s.xref {
+	for _, num := range slices.Sorted(maps.Keys(s.xref)) {
+		x := s.xref[num]
 		if !x.inStream {
 			continue
 		}
@@ -98,7 +102,7 @@ func checkPDF(data []byte) error {
 		}
 		streams[x.stream] = true
 	}
-	for num := range streams {
+	for _, num := range slices.Sorted(maps.Keys(streams)) {
 		if err := s.objectStream(num); err != nil {
 			return fmt.Errorf("object stream %d: %w", num, err)
 		}
@@ -236,7 +240,7 @@ func (s *pdfScan) xrefTable(l *pdfLexer, limit int64) (pdfDict, error) {
 		if t.kind != tokInt || n.kind != tokInt {
 			return nil, nil // the reader refuses it
 		}
-		if t.num < 0 || n.num < 0 || t.num+n.num > limit {
+		if t.num < 0 || n.num < 0 || t.num > limit || n.num > limit-t.num {
 			return nil, fmt.Errorf("section of %d objects from %d: more objects than a file of %d bytes holds", n.num, t.num, len(s.data))
 		}
 		for i := int64(0); i < n.num; i++ {
@@ -281,7 +285,7 @@ func (s *pdfScan) xrefStream(strm pdfStream, limit int64) error {
 	for i := 0; i+1 < len(index); i += 2 {
 		start, ok1 := index[i].(int64)
 		n, ok2 := index[i+1].(int64)
-		if !ok1 || !ok2 || start < 0 || n < 0 || start+n > limit {
+		if !ok1 || !ok2 || start < 0 || n < 0 || start > limit || n > limit-start {
 			return fmt.Errorf("/Index %v: more objects than a file of %d bytes holds", index, len(s.data))
 		}
 	}
@@ -357,7 +361,7 @@ func (s *pdfScan) objectStream(num int64) error {
 	n, ok1 := s.resolve(d["N"]).(int64)
 	first, ok2 := s.resolve(d["First"]).(int64)
 	if !ok1 || !ok2 {
-		return errors.New("its /N or /First is no number in the file (the reader would read it from another object stream)")
+		return errors.New("its /N and /First must be numbers in the file, not missing or in another object stream")
 	}
 	if n > maxObject(len(s.data)) {
 		return fmt.Errorf("/N %d: more objects than a file of %d bytes holds", n, len(s.data))
@@ -379,7 +383,7 @@ func (s *pdfScan) objectStream(num int64) error {
 		if id.kind == tokEOF {
 			return nil
 		}
-		if off.kind != tokInt || off.num < 0 || first+off.num >= int64(len(data)) {
+		if off.kind != tokInt || off.num < 0 || off.num >= int64(len(data))-first {
 			continue
 		}
 		ol := &pdfLexer{b: data, pos: int(first + off.num), eofIsEnd: true}
@@ -427,7 +431,7 @@ func (s *pdfScan) resolve(v any) any {
 func (s *pdfScan) streamData(strm pdfStream, length, filter, params any, value func(any) any) ([]byte, error) {
 	end := int64(len(s.data))
 	if n, ok := length.(int64); ok {
-		end = min(int64(strm.data)+max(n, 0), end)
+		end = int64(strm.data) + min(max(n, 0), end-int64(strm.data))
 	} else if i := bytes.Index(s.data[strm.data:], []byte("endstream")); i >= 0 {
 		end = int64(strm.data + i)
 	}
@@ -461,7 +465,7 @@ func (s *pdfScan) streamData(strm pdfStream, length, filter, params any, value f
 	b, err := io.ReadAll(io.LimitReader(r, limit-s.decoded+1))
 	s.decoded += int64(len(b))
 	if s.decoded > limit {
-		return nil, fmt.Errorf("object streams decompress to more than %d bytes", limit)
+		return nil, fmt.Errorf("its streams decompress to more than %d bytes", limit)
 	}
 	if err != nil && len(b) == 0 {
 		return nil, nil // the reader fails decoding it

@@ -297,8 +297,8 @@ func notTorn(p []byte, n, sum uint32) string {
 		if w == 0 {
 			break // cut inside the chunk length
 		}
-		chunkEnd := 1 + uint64(w) + m
-		if chunkEnd+4 > uint64(n) {
+		chunkEnd := 1 + uint64(w) + min(m, maxFrame)
+		if m > maxFrame || chunkEnd+4 > uint64(n) {
 			return fmt.Sprintf("its %d-byte chunk does not fit in it", m)
 		}
 		if chunkEnd <= uint64(len(p)) && !json.Valid(p[1+w:chunkEnd]) {
@@ -327,8 +327,14 @@ func notTorn(p []byte, n, sum uint32) string {
 			if w < 0 {
 				return fmt.Sprintf("the length of ID %d overflows", i)
 			}
-			if w == 0 || l > uint64(len(p)-at-w) {
-				break // cut inside the IDs
+			if w == 0 {
+				break // cut inside an ID's length
+			}
+			if l > uint64(n)-uint64(at+w) {
+				return fmt.Sprintf("ID %d, of %d bytes, does not fit in it", i, l)
+			}
+			if l > uint64(len(p)-at-w) {
+				break // cut inside an ID
 			}
 			at += w + int(l)
 		}
