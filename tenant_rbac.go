@@ -63,6 +63,11 @@ var editOnly = []rbacv1.PolicyRule{
 // logs: both editors and viewers read pod logs (Release.Logs).
 var logs = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get", "list", "watch"}}
 
+// events: both editors and viewers read the namespace's events, where
+// controllers report the pods the cluster refused to create
+// (Release.Status and Wait: Refusals; see ClientRules).
+var events = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}}
+
 // ownNamespace lets editors read the tenant's Namespace: Apply's Pod
 // Security check reads its enforce label (see ClientRules), and skips the
 // check for a caller who may not, leaving only the API server to refuse
@@ -143,8 +148,8 @@ func (t *TenantSpec) memberRoles(id Identity) []client.Object {
 	edit := append(withVerbs(cubeResources, editVerbs, true), withVerbs(editOnly, editVerbs, false)...)
 	view := withVerbs(cubeResources, viewVerbs, true)
 	return []client.Object{
-		role(id, t.name+"-cube-edit", t.name, append(edit, *logs.DeepCopy(), ownNamespace(t.name))),
-		role(id, t.name+"-cube-view", t.name, append(view, *logs.DeepCopy())),
+		role(id, t.name+"-cube-edit", t.name, append(edit, *logs.DeepCopy(), *events.DeepCopy(), ownNamespace(t.name))),
+		role(id, t.name+"-cube-view", t.name, append(view, *logs.DeepCopy(), *events.DeepCopy())),
 	}
 }
 

@@ -676,9 +676,14 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 	gk := n.primary.GroupVersionKind().GroupKind()
 	done := n.completion
 	if done == (cube.Completion{}) {
+		// Kinds cannot help with a kind of the Kubernetes API (a bare
+		// Pod): cube reads those itself, and has no Argo conditions for it.
+		advice := "give the pipeline its kind with Kinds (train.Kinds()… or kinds.All())"
+		if slices.ContainsFunc(cube.CoreKinds(), func(k cube.Kind) bool { return k.GroupKind == gk }) {
+			advice = "run it in a batch Job"
+		}
 		return wfv1.Template{}, field.ErrorList{field.Invalid(wp, gk.String(), fmt.Sprintf(
-			"step %q: the pipeline has no Completion for %s, so Argo cannot tell when it finishes: give the pipeline its kind with Kinds (train.Kinds()… or kinds.All())",
-			n.c.name, gk))}
+			"step %q: the pipeline has no Completion for %s, so Argo cannot tell when it finishes: %s", n.c.name, gk, advice))}
 	}
 	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(n.primary.Object)}
 	rewriteStrings(obj.Object, func(v string) string { return substitute(v, c.inTemplate) })

@@ -287,7 +287,7 @@ func TestValidateWorkloadSteps(t *testing.T) {
 		pipeline.Workload("outputs", batchJob("j", "true")).Outputs("x"),
 	).Build()
 	requireErrors(t, err,
-		wantErr{field.ErrorTypeInvalid, "steps[0].workload", `step "pod": the pipeline has no Completion for Pod, so Argo cannot tell when it finishes`},
+		wantErr{field.ErrorTypeInvalid, "steps[0].workload", `step "pod": the pipeline has no Completion for Pod, so Argo cannot tell when it finishes: run it in a batch Job`},
 		wantErr{field.ErrorTypeInvalid, "steps[1].workload", "spec.replicas: must be positive"},
 		wantErr{field.ErrorTypeRequired, "steps[2].workload", "no objects"},
 		wantErr{field.ErrorTypeInvalid, "steps[3].workload", "none has a cube.Completion among the pipeline's kinds"},

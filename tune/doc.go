@@ -76,9 +76,9 @@
 // (cube.WithKinds(tune.Kinds()...), or kinds.All()) ends Release.Wait when
 // Katib marks the Experiment Succeeded or Failed, and the release status
 // carries the trial counts. A client without it reads the Experiment
-// Unknown, and Wait for it fails at once with cube.ErrNeverReaches. ProgressOf reads the counts and
-// the current optimal trial, whose parameters Optimum.Float and Optimum.Int
-// parse.
+// Unknown, and Wait for it fails at once with cube.ErrNeverReaches.
+// ProgressOf reads the counts and the current optimal trial, whose
+// parameters Optimum.Float and Optimum.Int parse.
 //
 // # The local tuner
 //
