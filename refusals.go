@@ -67,10 +67,20 @@ type createEvent struct {
 	last              time.Time
 }
 
+// refusedByAdmission reports whether a failed create's message is the API
+// server refusing the pod (Forbidden: a quota, Pod Security, a
+// LimitRange, a missing ServiceAccount; or a webhook's denial), not a
+// passing failure the controller retries ("already exists" after a
+// race, a timeout), which is no refusal.
+func refusedByAdmission(msg string) bool {
+	return strings.Contains(msg, " is forbidden") || strings.Contains(msg, "denied the request") ||
+		strings.Contains(msg, "exceeded quota: ") || strings.Contains(msg, "status unknown for quota: ")
+}
+
 // createEventOf reads ev; false when it is not about creating pods.
 func createEventOf(ev *corev1.Event) (createEvent, bool) {
-	failed := slices.Contains(failedCreate, ev.Reason) ||
-		ev.Reason == "MPIJobFailed" && strings.Contains(ev.Message, "pod created failed: ")
+	failed := (slices.Contains(failedCreate, ev.Reason) ||
+		ev.Reason == "MPIJobFailed" && strings.Contains(ev.Message, "pod created failed: ")) && refusedByAdmission(ev.Message)
 	if !failed && !slices.Contains(successfulCreate, ev.Reason) {
 		return createEvent{}, false
 	}
