@@ -83,9 +83,21 @@ func WithClientset(cs kubernetes.Interface) Option { return func(c *Client) { c.
 // of them at once with kinds.All(), or a Kind of your own for a CRD. An
 // object of a kind the client cannot read is Unknown, never Ready, so
 // that the same object reads the same phase whatever the program imports.
-// A later entry for a group and kind replaces an earlier one.
+// A later entry for a group and kind replaces an earlier one; an entry
+// without a Kind name or a Status reader makes New fail.
 func WithKinds(kinds ...Kind) Option {
-	return func(c *Client) { c.kinds = append(c.kinds, kinds...) }
+	return func(c *Client) {
+		for i, k := range kinds {
+			switch {
+			case k.GroupKind.Kind == "":
+				c.err = joinErrors(c.err, fmt.Errorf("cube: WithKinds: entry %d has no GroupKind.Kind", i))
+			case k.Status == nil:
+				c.err = joinErrors(c.err, fmt.Errorf("cube: WithKinds: %s has no Status reader (cube.ExistsKind reads a kind Ready once it exists)", kindName(k.GroupKind)))
+			default:
+				c.kinds = append(c.kinds, k)
+			}
+		}
+	}
 }
 
 // DefaultFieldOwner is the field owner of a Client made without

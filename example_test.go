@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
@@ -167,6 +168,21 @@ func ExampleReadStatus() {
 	// Unknown
 	// InProgress
 	// Missing
+}
+
+// A custom kind no controller reports on (here a Volcano Queue on a cluster
+// without Volcano's controller) can be read Ready once it exists.
+func ExampleExistsKind() {
+	queue := &unstructured.Unstructured{}
+	queue.SetAPIVersion("scheduling.volcano.sh/v1beta1")
+	queue.SetKind("Queue")
+	queue.SetName("team-a")
+	fmt.Println(cube.ReadStatus(queue).Phase, cube.ReadStatus(queue).Reason)
+	exists := cube.ExistsKind(queue.GroupVersionKind().GroupKind())
+	fmt.Println(cube.ReadStatus(queue, exists).Phase, cube.ReadStatus(queue, exists).Reason)
+	// Output:
+	// InProgress NotOpened
+	// Ready Exists
 }
 
 func must[T any](v T, err error) T {

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,6 +123,9 @@ func TestNilClientsAndReleases(t *testing.T) {
 	assert.ErrorContains(t, err, `cube: namespace "Bad_NS"`)
 	_, err = cube.New(nil)
 	assert.EqualError(t, err, "cube: rest config is nil")
+	queue := schema.GroupKind{Group: "scheduling.volcano.sh", Kind: "Queue"}
+	_, err = cube.NewFromClient(cluster.Fake, cube.WithKinds(cube.Kind{GroupKind: queue}, cube.Kind{Status: cube.ExistsKind(queue).Status})).Apply(ctx, tenantPod("p", nil))
+	assert.EqualError(t, err, "apply: cube: WithKinds: Queue.scheduling.volcano.sh has no Status reader (cube.ExistsKind reads a kind Ready once it exists); cube: WithKinds: entry 1 has no GroupKind.Kind")
 
 	var nilRelease *cube.Release
 	_, err = nilRelease.Wait(ctx, cube.Ready)

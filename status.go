@@ -182,8 +182,8 @@ func TypedStatus[T any, PT interface {
 // gathers them all, the way an API group's AddToScheme fills a scheme.
 type Kind struct {
 	GroupKind schema.GroupKind
-	// Status reads the phase of a stored object of the kind. A Kind
-	// without one is ignored.
+	// Status reads the phase of a stored object of the kind. WithKinds
+	// refuses a Kind without one; ReadStatus and CompletionOf ignore it.
 	Status StatusFunc
 	// Completes is true for kinds that run to completion (a Job, a
 	// PyTorchJob, a Workflow): only they reach Succeeded.
@@ -266,6 +266,18 @@ func kindName(gk schema.GroupKind) string {
 // exists is the reader of kinds whose only state is that they exist.
 func exists(*unstructured.Unstructured) ObjectStatus {
 	return ObjectStatus{Phase: Ready}
+}
+
+// ExistsKind returns a Kind read Ready as soon as an object of it exists:
+// for a custom kind whose only state is existing, or where no controller
+// reports the kind's status (the Volcano Queue of a Tenant on a cluster
+// without Volcano's controller). Prefer a real reader wherever a
+// controller writes status: this one cannot tell a broken object from a
+// working one.
+func ExistsKind(gk schema.GroupKind) Kind {
+	return Kind{GroupKind: gk, Status: func(*unstructured.Unstructured) ObjectStatus {
+		return ObjectStatus{Phase: Ready, Reason: "Exists"}
+	}}
 }
 
 var coreKinds = func() []Kind {

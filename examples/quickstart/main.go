@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -97,12 +96,7 @@ func clientOptions(ns string, size sizing) []cube.Option {
 }
 
 // queueExists reads a Volcano Queue as Ready once it exists.
-var queueExists = cube.Kind{
-	GroupKind: vcscheduling.SchemeGroupVersion.WithKind("Queue").GroupKind(),
-	Status: func(*unstructured.Unstructured) cube.ObjectStatus {
-		return cube.ObjectStatus{Phase: cube.Ready, Reason: "Exists"}
-	},
-}
+var queueExists = cube.ExistsKind(vcscheduling.SchemeGroupVersion.WithKind("Queue").GroupKind())
 
 // journey builds the team's tenant, training job, pipeline and served
 // model, runs the pipeline locally, prints them all to out, and returns the

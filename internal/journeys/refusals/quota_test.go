@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -73,12 +72,7 @@ func quotaTenant(t *testing.T) (*testenv.Cluster, *cube.Client, string) {
 // (status.state Open), and no Volcano controller runs here (only its
 // CRDs are installed), so a tenant's release would never be Ready. The
 // quota, which these tests need enforceable, is read as cube reads it.
-var queueExists = cube.Kind{
-	GroupKind: vcscheduling.SchemeGroupVersion.WithKind("Queue").GroupKind(),
-	Status: func(*unstructured.Unstructured) cube.ObjectStatus {
-		return cube.ObjectStatus{Phase: cube.Ready, Reason: "Exists"}
-	},
-}
+var queueExists = cube.ExistsKind(vcscheduling.SchemeGroupVersion.WithKind("Queue").GroupKind())
 
 // refOf returns the object of rel of kind.
 func refOf(t *testing.T, rel *cube.Release, kind string) cube.ObjectRef {
