@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
@@ -26,27 +27,49 @@ type Exporter struct {
 	Namespace, Pod, Container, Device string
 }
 
-// The exporters Metrics reads by default. Names and labels are read from
-// each exporter's source:
+// The exporters Metrics reads by default, at the versions whose source
+// their names and labels were read from (ops/testdata/contracts holds the
+// facts, each with its file):
 //
-//   - DCGM: NVIDIA/dcgm-exporter etc/default-counters.csv
-//     (DCGM_FI_DEV_GPU_UTIL in %, DCGM_FI_DEV_FB_USED in MiB), device labels
-//     gpu, UUID, modelName, Hostname set by the collector, and pod,
-//     namespace, container added by internal/pkg/transformation
-//     (const.go: podAttribute, namespaceAttribute, containerAttribute)
-//     when the kubelet's pod-resources socket is mounted.
-//   - HAMi: Project-HAMi/HAMi cmd/vGPUmonitor/metrics.go,
-//     hami_container_device_utilization_ratio and
-//     hami_vgpu_memory_used_bytes with labels namespace, pod, container,
-//     vdevice_index, device_uuid.
-//   - HAMiLegacy: the same file's --legacy-metrics names that Cube
-//     Studio's Grafana dashboard queries, Device_utilization_desc_of_container
-//     and vGPU_device_memory_usage_in_bytes with podnamespace, podname,
-//     ctrname, deviceuuid.
-//   - Ascend: Huawei's npu-exporter (module huawei.com/npu-exporter/v6,
-//     collector package), container_npu_utilization (%) and
-//     container_npu_used_memory (MB) with labels id, namespace, pod_name,
-//     container_name, vdie_id.
+//   - DCGM: NVIDIA/dcgm-exporter 4.5.3-4.8.2, etc/default-counters.csv
+//     (DCGM_FI_DEV_GPU_UTIL in %, DCGM_FI_DEV_FB_USED in MiB); device labels
+//     gpu, UUID, pci_bus_id, device, modelName and Hostname from
+//     internal/pkg/rendermetrics/render_metrics.go, and pod, namespace,
+//     container added by internal/pkg/transformation (const.go:
+//     podAttribute, namespaceAttribute, containerAttribute) when the
+//     kubelet's pod-resources socket is mounted.
+//   - HAMi: Project-HAMi/HAMi v2.10.0 (hardware.HAMiCommit)
+//     cmd/vGPUmonitor/metrics.go, hami_container_device_utilization_ratio
+//     and hami_vgpu_memory_used_bytes with labels namespace, pod,
+//     container, vdevice_index, device_uuid.
+//   - HAMiLegacy: the same file's --legacy-metrics names
+//     (initLegacyDescriptors) that Cube Studio's Grafana dashboard queries,
+//     Device_utilization_desc_of_container and
+//     vGPU_device_memory_usage_in_bytes with podnamespace, podname,
+//     ctrname, vdeviceid, deviceuuid.
+//   - Ascend: Ascend/mind-cluster v26.1.0 component/npu-exporter (module
+//     huawei.com/npu-exporter/v6): container_npu_utilization (%,
+//     collector/metrics/collector_for_utilization.go) and
+//     container_npu_used_memory (MB, collector/metrics/collector_for_npu.go),
+//     both with collector/common.CardLabel (metrics_collector.go): id,
+//     model_name, vdie_id, pcie_bus_info, namespace, pod_name,
+//     container_name (names in collector/common/constants.go). A device is
+//     keyed by id, the chip's physical ID: vdie_id is empty whenever the
+//     driver does not report the die ID (collector/common/npu_collector.go
+//     setVdieID only logs), so keying by it merged every NPU of a
+//     container into one series. Ascend vNPUs (310P) have no
+//     container_npu_utilization (collector_for_utilization.go
+//     updateContainerUtilization skips them); their vnpu_pod_* metrics,
+//     labelled v_dev_id, are not read.
+//
+// Prometheus renames a scraped label that collides with a target label to
+// exported_<name> unless the scrape honours labels, and the exporters'
+// default charts scrape through a ServiceMonitor whose targets carry the
+// exporter's own namespace, pod and container: dcgm-exporter's
+// deployment/values.yaml sets serviceMonitor.honorLabels: false, and HAMi's
+// charts/hami/templates/device-plugin/servicemonitor.yaml sets no
+// honorLabels (false). The queries therefore take the workload's namespace,
+// pod and container from exported_* where present (see Exporter.Query).
 var (
 	DCGM = Exporter{Name: "dcgm", Utilisation: "DCGM_FI_DEV_GPU_UTIL", Memory: "DCGM_FI_DEV_FB_USED", MemoryScale: 1 << 20,
 		Namespace: "namespace", Pod: "pod", Container: "container", Device: "UUID"}
@@ -55,8 +78,32 @@ var (
 	HAMiLegacy = Exporter{Name: "hami-legacy", Utilisation: "Device_utilization_desc_of_container", Memory: "vGPU_device_memory_usage_in_bytes", MemoryScale: 1,
 		Namespace: "podnamespace", Pod: "podname", Container: "ctrname", Device: "deviceuuid"}
 	Ascend = Exporter{Name: "ascend", Utilisation: "container_npu_utilization", Memory: "container_npu_used_memory", MemoryScale: 1 << 20,
-		Namespace: "namespace", Pod: "pod_name", Container: "container_name", Device: "vdie_id"}
+		Namespace: "namespace", Pod: "pod_name", Container: "container_name", Device: "id"}
 )
+
+// targetLabels are the labels a ServiceMonitor's scrape targets carry that
+// an exporter's own labels may collide with (prometheus-operator sets
+// namespace, pod and container from the endpoint's pod).
+var targetLabels = []string{"namespace", "pod", "container"}
+
+// Query is the PromQL expression Metrics reads metric with: the series of
+// metric that name a pod, with the workload's namespace, pod and container
+// taken from exported_<label> when Prometheus renamed them (a scrape
+// without honor_labels whose targets carry those labels, as the exporters'
+// default ServiceMonitors do) and from the exporter's labels otherwise.
+func (e Exporter) Query(metric string) string {
+	// Only series that name a pod: dcgm-exporter leaves pod empty on
+	// devices no pod holds. Under honor_labels false, pod is the
+	// exporter's own for those, a pod no release has.
+	q := fmt.Sprintf(`%s{%s!=""}`, metric, e.Pod)
+	for _, l := range []string{e.Namespace, e.Pod, e.Container} {
+		if slices.Contains(targetLabels, l) {
+			// "(.+)" leaves the series alone when exported_<l> is absent.
+			q = fmt.Sprintf(`label_replace(%s, %q, "$1", %q, "(.+)")`, q, l, "exported_"+l)
+		}
+	}
+	return q
+}
 
 // Sample is one value at one time.
 type Sample struct {
@@ -156,9 +203,7 @@ func (m *Metrics) Utilisation(ctx context.Context, from, to time.Time, step time
 			if metric == "" {
 				return nil
 			}
-			// Only series that name a pod: dcgm-exporter leaves pod empty
-			// on devices no pod holds.
-			query := fmt.Sprintf(`%s{%s!=""}`, metric, e.Pod)
+			query := e.Query(metric)
 			v, _, err := m.api.QueryRange(ctx, query, r)
 			if err != nil {
 				return fmt.Errorf("query %s: %w", query, err)

@@ -70,6 +70,14 @@ func startPrometheus(t *testing.T, target string) string {
 // caller's (a backfilled TSDB); empty means a fresh temporary one.
 func startPrometheusOn(t *testing.T, target, storage string) string {
 	t.Helper()
+	return startPrometheusWith(t, target, storage, nil)
+}
+
+// startPrometheusWith is startPrometheusOn with labels on the scrape target
+// and honor_labels left at its default, false: as a ServiceMonitor's target
+// carries the exporter pod's own namespace, pod and container.
+func startPrometheusWith(t *testing.T, target, storage string, targetLabels map[string]string) string {
+	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -88,7 +96,8 @@ scrape_configs:
   - job_name: accelerators
     static_configs:
       - targets: [%q]
-`, target)
+        labels: {%s}
+`, target, strings.Join(labelPairs(targetLabels), ", "))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -130,4 +139,12 @@ func startExporter(t *testing.T, lines ...[]string) string {
 	srv := httptest.NewServer(exporter{lines: all})
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func labelPairs(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s: %q", k, v))
+	}
+	return out
 }
