@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -96,14 +97,11 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 		}
 	}
 	var errs field.ErrorList
-	u, err := url.Parse(baseURL)
-	switch {
-	case strings.TrimSpace(baseURL) == "":
-		errs = append(errs, field.Required(field.NewPath("baseURL"), "the URL of Label Studio, such as http://studio:8080"))
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		errs = append(errs, field.Invalid(field.NewPath("baseURL"), baseURL, "must be an http or https URL with a host"))
-	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		errs = append(errs, field.Invalid(field.NewPath("baseURL"), u.Redacted(), "must not carry credentials, a query or a fragment"))
+	u, _ := url.Parse(baseURL)
+	if err := checkHTTPURL(field.NewPath("baseURL"), baseURL, "the URL of Label Studio, such as http://studio:8080"); err != nil {
+		errs = append(errs, err)
+	} else if u.RawQuery != "" || u.Fragment != "" {
+		errs = append(errs, field.Invalid(field.NewPath("baseURL"), u.Redacted(), "must not carry a query or a fragment"))
 	}
 	token := o.token
 	if o.tokenEnv != "" {
@@ -446,8 +444,17 @@ func (c *Client) ListTasks(ctx context.Context, project int) ([]Task, error) {
 // CreatePrediction adds a pre-annotation to a task, with the model version
 // and score Label Studio shows and filters by.
 func (c *Client) CreatePrediction(ctx context.Context, p Prediction) (Prediction, error) {
+	var errs field.ErrorList
 	if p.Task == 0 {
-		return Prediction{}, fmt.Errorf("label studio create prediction: %w", field.Required(field.NewPath("task"), ""))
+		errs = append(errs, field.Required(field.NewPath("task"), ""))
+	}
+	if !finite(p.Score) {
+		// Label Studio orders tasks by it; JSON cannot carry it.
+		errs = append(errs, field.Invalid(field.NewPath("score"), p.Score, "must be a finite number"))
+	}
+	errs = append(errs, validateResults(field.NewPath("result"), p.Result)...)
+	if len(errs) > 0 {
+		return Prediction{}, fmt.Errorf("label studio create prediction: %w", errs.ToAggregate())
 	}
 	var out Prediction
 	err := c.do(ctx, "create prediction", http.MethodPost, "/api/predictions/", nil, p, &out)
@@ -456,6 +463,9 @@ func (c *Client) CreatePrediction(ctx context.Context, p Prediction) (Prediction
 
 // CreateAnnotation adds an annotation to a task.
 func (c *Client) CreateAnnotation(ctx context.Context, task int, a Annotation) (Annotation, error) {
+	if errs := validateResults(field.NewPath("result"), a.Result); len(errs) > 0 {
+		return Annotation{}, fmt.Errorf("label studio create annotation: %w", errs.ToAggregate())
+	}
 	var out Annotation
 	err := c.do(ctx, "create annotation", http.MethodPost, "/api/tasks/"+strconv.Itoa(task)+"/annotations/", nil, a, &out)
 	return out, err
@@ -500,10 +510,8 @@ const maxWebhookHeaders = 10
 // refused.
 func (c *Client) CreateWebhook(ctx context.Context, w Webhook) (Webhook, error) {
 	var errs field.ErrorList
-	if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, field.Invalid(field.NewPath("url"), w.URL, "must be an http or https URL"))
-	} else if u.User != nil {
-		errs = append(errs, field.Invalid(field.NewPath("url"), u.Redacted(), "must not carry credentials: pass them in headers"))
+	if err := checkHTTPURL(field.NewPath("url"), w.URL, "where Label Studio posts (pass credentials in headers)"); err != nil {
+		errs = append(errs, err)
 	}
 	switch {
 	case w.SendForAllActions && len(w.Actions) > 0:
@@ -593,10 +601,8 @@ func (c *Client) ConnectBackend(ctx context.Context, project int, title, backend
 	if project <= 0 {
 		errs = append(errs, field.Required(field.NewPath("project"), "the project's id"))
 	}
-	if u, err := url.Parse(backendURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, field.Invalid(field.NewPath("url"), backendURL, "must be an http or https URL, such as label.BackendURL gives"))
-	} else if u.User != nil {
-		errs = append(errs, field.Invalid(field.NewPath("url"), u.Redacted(), "must not carry credentials: use label.BackendBasicAuth"))
+	if err := checkHTTPURL(field.NewPath("url"), backendURL, "the backend's URL, such as label.BackendURL gives; for credentials use label.BackendBasicAuth"); err != nil {
+		errs = append(errs, err)
 	}
 	if body.AuthMethod == "BASIC_AUTH" && (body.BasicAuthUser == "" || body.BasicAuthPass == "") {
 		errs = append(errs, field.Required(field.NewPath("basicAuth"), "both a user and a password"))
@@ -621,6 +627,19 @@ func (c *Client) ConnectS3(ctx context.Context, s S3Storage) (S3Storage, error) 
 	if s.RegexFilter == "" {
 		errs = append(errs, field.Required(field.NewPath("regexFilter"), "Label Studio imports no object without one (\".*\" for all)"))
 	}
+	if strings.ContainsAny(s.Bucket, "/:@ \t\n") {
+		errs = append(errs, field.Invalid(field.NewPath("bucket"), redactURL(s.Bucket), "must be a bucket's name, not a URL or a path (the path goes in Prefix)"))
+	}
+	if s.S3Endpoint != "" {
+		// boto3 takes it as endpoint_url, which needs a scheme; keys go in
+		// the pod's environment, never in the storage Label Studio stores.
+		if err := checkHTTPURL(field.NewPath("s3Endpoint"), s.S3Endpoint, "the S3 API's URL, such as http://minio:9000"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.PresignTTL < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("presignTTL"), s.PresignTTL, "must not be negative (minutes; 0 is Label Studio's default)"))
+	}
 	if len(errs) > 0 {
 		return S3Storage{}, fmt.Errorf("label studio connect s3 storage: %w", errs.ToAggregate())
 	}
@@ -633,4 +652,30 @@ func (c *Client) ConnectS3(ctx context.Context, s S3Storage) (S3Storage, error) 
 // (POST /api/storages/s3/{id}/sync).
 func (c *Client) SyncS3(ctx context.Context, id int) error {
 	return c.do(ctx, "sync s3 storage", http.MethodPost, "/api/storages/s3/"+strconv.Itoa(id)+"/sync", nil, nil, nil)
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// validateResults refuses the numbers JSON cannot carry (NaN, ±Inf) in
+// results, by field, before encoding/json refuses them without saying
+// where.
+func validateResults(p *field.Path, results []Result) field.ErrorList {
+	var errs field.ErrorList
+	for i, r := range results {
+		rp := p.Index(i)
+		if r.Score != nil && !finite(*r.Score) {
+			errs = append(errs, field.Invalid(rp.Child("score"), *r.Score, "must be a finite number"))
+		}
+		if b := r.Value.Box; b != nil {
+			for _, f := range []struct {
+				name string
+				v    float64
+			}{{"x", b.X}, {"y", b.Y}, {"width", b.Width}, {"height", b.Height}, {"rotation", b.Rotation}} {
+				if !finite(f.v) {
+					errs = append(errs, field.Invalid(rp.Child("value", f.name), f.v, "must be a finite number"))
+				}
+			}
+		}
+	}
+	return errs
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -406,6 +407,50 @@ func (c *Config) XML() (string, error) {
 // maxConfigBytes bounds what ParseConfig reads.
 const maxConfigBytes = 1 << 20
 
+// configSyntaxError says what is wrong with a label_config encoding/xml
+// could not decode, under the field's name: empty, cut short inside an
+// element (which it names), or not XML, where the decoder says only "EOF"
+// or "unexpected EOF".
+func configSyntaxError(label string, err error) *field.Error {
+	p := field.NewPath("label_config")
+	if strings.TrimSpace(label) == "" {
+		return field.Required(p, "empty: a labeling configuration is a <View> of object and control tags")
+	}
+	if errors.Is(err, io.EOF) {
+		return field.Invalid(p, truncate(label), "no <View> element: a labeling configuration is a <View> of object and control tags")
+	}
+	var syntax *xml.SyntaxError
+	if errors.As(err, &syntax) && strings.Contains(syntax.Msg, "unexpected EOF") {
+		if open := openElements(label); len(open) > 0 {
+			return field.Invalid(p, truncate(label), fmt.Sprintf("truncated: <%s> is not closed", strings.Join(open, "> in <")))
+		}
+		return field.Invalid(p, truncate(label), "truncated inside a tag")
+	}
+	return field.Invalid(p, truncate(label), err.Error())
+}
+
+// openElements lists the elements still open where label ends or stops
+// parsing, innermost first.
+func openElements(label string) []string {
+	dec := xml.NewDecoder(strings.NewReader(label))
+	var open []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			slices.Reverse(open)
+			return open
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			open = append(open, t.Name.Local)
+		case xml.EndElement:
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+		}
+	}
+}
+
 // ParseConfig reads a label_config back into a Config, keeping the tags
 // cube knows and refusing the rest by name, and validates it. Nested
 // <View> elements (layout) are flattened.
@@ -416,7 +461,7 @@ func ParseConfig(label string) (*Config, error) {
 	var root node
 	dec := xml.NewDecoder(bytes.NewReader([]byte(label)))
 	if err := dec.Decode(&root); err != nil {
-		return nil, fmt.Errorf("parse label config: %w", err)
+		return nil, fmt.Errorf("parse label config: %w", configSyntaxError(label, err))
 	}
 	if root.XMLName.Local != "View" {
 		return nil, fmt.Errorf("parse label config: the root is <%s>, not <View>", root.XMLName.Local)

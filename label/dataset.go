@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/cubestudio/cube/llm"
 )
 
@@ -77,6 +79,9 @@ func (r *Records) WriteJSON(w io.Writer) error {
 	if r == nil {
 		return errors.New("label: the *Records is nil")
 	}
+	if w == nil {
+		return fmt.Errorf("write %s dataset: nil writer", r.Format)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	var v any = r.Alpaca
@@ -96,6 +101,11 @@ func (r *Records) WriteJSON(w io.Writer) error {
 // (pvc://claim/path/file.json, s3://…): an llm.InstructionData,
 // PreferenceData or KTOData of the records' format.
 func (r *Records) Dataset(name, source string) llm.Dataset {
+	if r == nil {
+		// No format and no kind: llm refuses it, naming both, when the
+		// fine-tune is built.
+		return llm.Dataset{Name: name, Source: source}
+	}
 	switch r.Kind {
 	case llm.Preferences:
 		return llm.PreferenceData(name, source, r.Format)
@@ -127,6 +137,14 @@ type ResponseFields struct {
 	Correction string
 	// System is the system prompt of every record.
 	System string
+}
+
+func (f ResponseFields) validate() error {
+	if f.MinRating < 0 {
+		// Every rating, 0 included, would pass: every response desirable.
+		return field.Invalid(field.NewPath("minRating"), f.MinRating, "must not be negative (0 is the default, 4)")
+	}
+	return nil
 }
 
 func (f ResponseFields) withDefaults() ResponseFields {
@@ -195,6 +213,9 @@ func SFT(tasks []Task, format llm.Format, fields ResponseFields) (*Records, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := fields.validate(); err != nil {
+		return nil, fmt.Errorf("export %s: %w", llm.Instructions, err)
+	}
 	f := fields.withDefaults()
 	for _, t := range tasks {
 		v, why := f.read(t)
@@ -219,6 +240,9 @@ func KTO(tasks []Task, format llm.Format, fields ResponseFields) (*Records, erro
 	r, err := newRecords(format, llm.KTOLabels)
 	if err != nil {
 		return nil, err
+	}
+	if err := fields.validate(); err != nil {
+		return nil, fmt.Errorf("export %s: %w", llm.KTOLabels, err)
 	}
 	f := fields.withDefaults()
 	for _, t := range tasks {

@@ -1,6 +1,7 @@
 package label_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -142,5 +143,43 @@ func FuzzValueJSON(f *testing.F) {
 		again, err := json.Marshal(back)
 		require.NoError(t, err)
 		require.JSONEq(t, string(out), string(again))
+	})
+}
+
+// FuzzURLCredentials: a URL holding a password, in any shape, is refused
+// or accepted by every URL cube takes, and a refusal never repeats the
+// password.
+func FuzzURLCredentials(f *testing.F) {
+	for _, u := range hostileURLs {
+		before, after, _ := strings.Cut(u, "user:s3cr3t@")
+		f.Add(before, after)
+	}
+	f.Fuzz(func(t *testing.T, before, after string) {
+		const secret = "s3cr3t"
+		if strings.Contains(before+after, secret[:3]) {
+			return
+		}
+		u := before + "user:" + secret + "@" + after
+		c, err := label.NewClient("http://studio:8080", label.Token("t"))
+		require.NoError(t, err)
+		var errs []error
+		_, err = label.NewClient(u, label.Token("t"))
+		errs = append(errs, err)
+		_, err = label.Studio("labels").Admin("admin", "email", "pw").APIToken("admin", "token").Host(u).Objects()
+		errs = append(errs, err)
+		_, err = label.MLBackend("b", "img").Model(u, "m").Objects()
+		errs = append(errs, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel() // nothing is sent: only the checks run
+		errs = append(errs, c.ConnectBackend(ctx, 1, "b", u, false))
+		_, err = c.CreateWebhook(ctx, label.Webhook{Project: 1, URL: u, SendForAllActions: true})
+		errs = append(errs, err)
+		_, err = c.ConnectS3(ctx, label.S3Storage{Project: 1, Bucket: "data", RegexFilter: ".*", S3Endpoint: u})
+		errs = append(errs, err)
+		for i, err := range errs {
+			if err != nil {
+				require.NotContains(t, err.Error(), secret, "%d: %q", i, u)
+			}
+		}
 	})
 }

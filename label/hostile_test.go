@@ -1,14 +1,17 @@
 package label_test
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/label"
+	"github.com/cubestudio/cube/llm"
 )
 
 // Zero values and nil receivers return errors, never panic.
@@ -46,4 +49,142 @@ func TestBackendRefusesBadBodies(t *testing.T) {
 	rec := httptest.NewRecorder()
 	b.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/train", nil))
 	assert.Equal(t, http.StatusNotFound, rec.Code)
+}
+
+// An empty or cut-short label_config says so and names the field, rather
+// than passing on encoding/xml's bare "EOF".
+func TestParseConfigSaysWhatIsWrong(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                  "label_config: Required value: empty",
+		" \n\t":                             "label_config: Required value: empty",
+		`<View><Text name="t" value="$t"/>`: "label_config: Invalid value: \"<View><Text name=\\\"t\\\" value=\\\"$t\\\"/>\": truncated: <View> is not closed",
+		`<View><Text name="t`:               "label_config: Invalid value",
+		`not xml`:                           "label_config: Invalid value: \"not xml\": no <View> element",
+	} {
+		_, err := label.ParseConfig(in)
+		require.Error(t, err, "%q", in)
+		assert.Contains(t, err.Error(), want, "%q", in)
+		assert.NotRegexp(t, `: (unexpected )?EOF$`, err.Error(), "%q", in)
+	}
+}
+
+// A size problem is reported once under its field: the bundled database's
+// claim is postgres.size, not postgres.size.size.
+func TestStudioSizeErrorsNameTheFieldOnce(t *testing.T) {
+	s := label.Studio("labels").Admin("admin", "email", "pw").APIToken("admin", "token").
+		Storage("lots", "").Postgres("db", "pw", "-1Gi", "")
+	_, err := s.Objects()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "postgres.size: ")
+	assert.Contains(t, err.Error(), "storage.size: ")
+	assert.NotContains(t, err.Error(), "size.size")
+}
+
+// hostileURLs carry a password the errors must not repeat: a scheme
+// Label Studio does not read, a port that does not parse, an escape that
+// does not decode, a space.
+var hostileURLs = []string{
+	"ftp://user:s3cr3t@host/x",
+	"http://user:s3cr3t@host:port/x",
+	"http://user:s3cr3t@host/%zz",
+	"http://user:s3cr3t@host/a b",
+	"https://user:s3cr3t@host",
+	"//user:s3cr3t@host",
+	"user:s3cr3t@host",
+}
+
+// Every URL cube takes (Label Studio's base URL and host, the ML backend's
+// model endpoints and connection, webhooks, S3 endpoints) is refused when
+// it carries credentials, and the refusal never repeats the password.
+func TestURLsWithCredentialsAreRefusedWithoutEcho(t *testing.T) {
+	c, srv := newClient(t)
+	for _, u := range hostileURLs {
+		var errs []error
+		_, err := label.NewClient(u, label.Token("t"))
+		errs = append(errs, err)
+		_, err = label.Studio("labels").Admin("admin", "email", "pw").APIToken("admin", "token").Host(u).Objects()
+		errs = append(errs, err)
+		_, err = label.MLBackend("b", "img").Model(u, "m").Objects()
+		errs = append(errs, err)
+		_, err = label.MLBackend("b", "img").Model("http://model:8000/v1", "m").EmbeddingModel(u, "e").Objects()
+		errs = append(errs, err)
+		errs = append(errs, c.ConnectBackend(t.Context(), 1, "b", u, false))
+		_, err = c.CreateWebhook(t.Context(), label.Webhook{Project: 1, URL: u, SendForAllActions: true})
+		errs = append(errs, err)
+		_, err = c.ConnectS3(t.Context(), label.S3Storage{Project: 1, Bucket: "data", RegexFilter: ".*", S3Endpoint: u})
+		errs = append(errs, err)
+		for i, err := range errs {
+			require.Error(t, err, "%d: %s", i, u)
+			assert.NotContains(t, err.Error(), "s3cr3t", "%d: %s", i, u)
+		}
+	}
+	assert.Empty(t, srv.Requests(), "nothing is sent")
+}
+
+// An S3 storage is checked before Label Studio sees it: a bucket that is
+// a URL, an endpoint that is not one, a negative presign TTL.
+func TestConnectS3RefusesWhatLabelStudioWouldNot(t *testing.T) {
+	c, srv := newClient(t)
+	_, err := c.ConnectS3(t.Context(), label.S3Storage{Project: 1, Bucket: "s3://data/x", RegexFilter: ".*",
+		S3Endpoint: "minio:9000", PresignTTL: -5})
+	require.Error(t, err)
+	for _, want := range []string{`bucket: Invalid value: "s3://data/x"`, `s3Endpoint: Invalid value: "minio:9000"`, "presignTTL: Invalid value: -5"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.Empty(t, srv.Requests())
+}
+
+// A prediction's score must be a number JSON can carry and Label Studio
+// can sort by; NaN and infinities are refused by name before the call.
+func TestCreatePredictionRefusesNonFiniteScores(t *testing.T) {
+	c, srv := newClient(t)
+	for _, s := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		_, err := c.CreatePrediction(t.Context(), label.Prediction{Task: 1, Result: []label.Result{}, Score: s})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "score: Invalid value")
+	}
+	assert.Empty(t, srv.Requests())
+}
+
+// A negative MinRating would make every rated response desirable; it is
+// refused, naming the field.
+func TestExportsRefuseNegativeMinRating(t *testing.T) {
+	_, err := label.SFT(nil, llm.Alpaca, label.ResponseFields{MinRating: -1})
+	assert.ErrorContains(t, err, "minRating: Invalid value: -1")
+	_, err = label.KTO(nil, llm.Alpaca, label.ResponseFields{MinRating: -3})
+	assert.ErrorContains(t, err, "minRating: Invalid value: -3")
+}
+
+// Nil and zero receivers of every exported type answer with an error or
+// a zero result, never a panic.
+func TestNilAndZeroReceiversDoNotPanic(t *testing.T) {
+	var r *label.Records
+	assert.NotPanics(t, func() { _ = r.Dataset("d", "pvc://c/d.json") })
+	assert.Error(t, r.WriteJSON(&strings.Builder{}))
+	recs, err := label.SFT(nil, llm.Alpaca, label.ResponseFields{})
+	require.NoError(t, err)
+	assert.ErrorContains(t, recs.WriteJSON(nil), "writer")
+
+	var c *label.Client
+	_, err = c.ListTasks(t.Context(), 1)
+	assert.ErrorContains(t, err, "nil or zero")
+	assert.ErrorContains(t, c.ConnectBackend(t.Context(), 1, "b", "http://b:9090", false), "nil or zero")
+
+	var s *label.StudioServer
+	assert.Nil(t, s.Admin("a", "b", "c").APIToken("a", "b").Host("http://x").Postgres("a", "b", "1Gi", "").AllowSignup().ExternalDatabase("x").Storage("1Gi", ""))
+	_, err = s.Build()
+	assert.ErrorContains(t, err, "nil")
+	_, err = (&label.StudioServer{}).Objects()
+	assert.Error(t, err)
+
+	var m *label.MLBackendServer
+	assert.Nil(t, m.Model("u", "m").EmbeddingModel("u", "m").ModelVersion("v").Replicas(2).APIKeyFromSecret("s", "k").BasicAuthFromSecret("s", "u", "p"))
+	_, err = m.Objects()
+	assert.ErrorContains(t, err, "nil")
+
+	_, err = (&label.Config{}).XML()
+	assert.ErrorContains(t, err, "tags: Required value")
+	var b *label.Backend
+	assert.Equal(t, "label.Backend(nil)", b.String())
+	assert.Empty(t, b.Version(t.Context()))
 }

@@ -3,7 +3,6 @@ package label
 import (
 	"errors"
 	"maps"
-	"net/url"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -128,12 +127,10 @@ func (m *MLBackendServer) Objects() ([]client.Object, error) {
 		if u.value == "" && u.path == "embeddingModel.endpoint" {
 			continue
 		}
-		p, err := url.Parse(u.value)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(field.NewPath(u.path), u.value, "not a URL"))
-		case (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil:
-			errs = append(errs, field.Invalid(field.NewPath(u.path), p.Redacted(), "must be an http or https URL without credentials"))
+		// The URL is a literal in the Deployment: the key goes in
+		// APIKeyFromSecret.
+		if err := checkHTTPURL(field.NewPath(u.path), u.value, "an OpenAI-compatible endpoint (its key goes in APIKeyFromSecret)"); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if m.model == "" {

@@ -3,7 +3,6 @@ package label
 import (
 	"errors"
 	"maps"
-	"net/url"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -210,11 +209,11 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 		{Name: "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK", Value: strconv.FormatBool(!s.signup)},
 	}
 	if s.host != "" {
-		if u, err := url.Parse(s.host); err == nil && u.User != nil {
-			// The URL goes into the Deployment as a literal; never echo it.
-			errs = append(errs, field.Forbidden(field.NewPath("host"), "must not carry credentials (user:password@): it would be a literal in the Deployment, and links need only the public URL"))
-		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, field.Invalid(field.NewPath("host"), s.host, "must be an http or https URL (LABEL_STUDIO_HOST ignores anything else)"))
+		// The URL goes into the Deployment as a literal: credentials would
+		// be readable by anyone who reads the Deployment, and links need
+		// only the public URL.
+		if err := checkHTTPURL(field.NewPath("host"), s.host, "the public URL Label Studio builds links with (LABEL_STUDIO_HOST)"); err != nil {
+			errs = append(errs, err)
 		}
 		env = append(env, corev1.EnvVar{Name: "LABEL_STUDIO_HOST", Value: s.host})
 	}
@@ -327,6 +326,8 @@ func hasEnv(env []corev1.EnvVar, name string) bool {
 	return false
 }
 
+// claim renders a data claim; p is the field of its options (storage,
+// postgres), under which the size is reported as p.size.
 func (s *StudioServer) claim(name, size, class string, p *field.Path) (*corev1.PersistentVolumeClaim, field.ErrorList) {
 	var errs field.ErrorList
 	q, err := pod.ParseStorageSize(p.Child("size"), size)
@@ -368,7 +369,7 @@ func (s *StudioServer) postgres() ([]client.Object, field.ErrorList) {
 	if size == "" {
 		size = DefaultStudioStorage
 	}
-	claim, errs := s.claim(name, size, s.pgClass, field.NewPath("postgres", "size"))
+	claim, errs := s.claim(name, size, s.pgClass, field.NewPath("postgres"))
 	selector := s.Identity().Selector("postgres")
 	labels := s.PodLabels(map[string]string{"app.kubernetes.io/component": "postgres"})
 	ready := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pg_isready", "-U", "postgres", "-d", "labelstudio"}}}
