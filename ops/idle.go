@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -71,7 +72,9 @@ func (p Policy) validate(i int) error {
 	if p.Name == "" {
 		errs = append(errs, fmt.Errorf("policies[%d].name: must not be empty", i))
 	}
-	if p.Below <= 0 || p.Below > 100 {
+	// Written so that NaN fails: every comparison with NaN is false, and a
+	// NaN threshold would judge every release idle.
+	if !(p.Below > 0 && p.Below <= 100) {
 		errs = append(errs, fmt.Errorf("policies[%d].below: %v must be in (0, 100]", i, p.Below))
 	}
 	if p.For <= 0 {
@@ -111,11 +114,18 @@ func (f Finding) String() string {
 // returns the releases each policy finds idle at now, one finding per
 // release and policy, sorted by tenant and release. Series of pods cube did
 // not make are left out.
+//
+// A release with a sample in the window that is no utilisation (NaN, an
+// infinity, or negative, as npu-exporter's -1 for "not read") is not judged:
+// such a sample is under no threshold and would make the release look
+// idle. Idle names those releases in its error and still returns the
+// findings of the others.
 func Idle(series []DeviceSeries, pods []corev1.Pod, now time.Time, policies ...Policy) ([]Finding, error) {
 	var errs []error
 	if len(policies) == 0 {
 		errs = append(errs, errors.New("policies: at least one is needed"))
 	}
+	errs = append(errs, checkTime("now", now))
 	for i, p := range policies {
 		errs = append(errs, p.validate(i))
 	}
@@ -142,8 +152,10 @@ func Idle(series []DeviceSeries, pods []corev1.Pod, now time.Time, policies ...P
 		kinds[r] = p.Labels[cube.LabelKind]
 	}
 	var out []Finding
+	var bad []error
 	for _, pol := range policies {
 		since := now.Add(-pol.For)
+	releases:
 		for r, ss := range byRelease {
 			if len(pol.Kinds) > 0 && !slices.Contains(pol.Kinds, kinds[r]) {
 				continue
@@ -161,6 +173,11 @@ func Idle(series []DeviceSeries, pods []corev1.Pod, now time.Time, policies ...P
 					first = earlier(first, smp.At)
 					if smp.At.Before(since) {
 						continue
+					}
+					if math.IsNaN(smp.Value) || math.IsInf(smp.Value, 0) || smp.Value < 0 {
+						bad = append(bad, fmt.Errorf("policy %s: release %s/%s not judged: pod %s device %s has utilisation %v at %s",
+							pol.Name, r.ns, r.name, s.Pod, s.Device, smp.Value, smp.At.UTC().Format(time.RFC3339)))
+						continue releases
 					}
 					sum += smp.Value
 					peak = max(peak, smp.Value)
@@ -186,6 +203,10 @@ func Idle(series []DeviceSeries, pods []corev1.Pod, now time.Time, policies ...P
 	slices.SortFunc(out, func(a, b Finding) int {
 		return strings.Compare(a.Tenant+"/"+a.Release+"/"+a.Policy, b.Tenant+"/"+b.Release+"/"+b.Policy)
 	})
+	slices.SortFunc(bad, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	if err := errors.Join(bad...); err != nil {
+		return out, fmt.Errorf("idle: %w", err)
+	}
 	return out, nil
 }
 
@@ -206,12 +227,37 @@ const FieldManager = "cube-ops"
 // and returns the findings with Done set for those carried out. Without
 // Execute it returns them unchanged: a dry-run report. Errors of single
 // releases are joined; the other releases are still acted on.
+//
+// Findings are checked before anything is done: an action outside Report,
+// ScaleDown and Stop, or an acting finding without its tenant or release
+// (an empty tenant would select the release in every namespace), makes
+// Act refuse the whole list and act on none of it.
 func Act(ctx context.Context, c client.Client, findings []Finding, opts ...ActOption) ([]Finding, error) {
 	var cfg actConfig
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
+	}
+	var invalid []error
+	for i, f := range findings {
+		switch f.Action {
+		case "", Report:
+			continue
+		case ScaleDown, Stop:
+		default:
+			invalid = append(invalid, fmt.Errorf("findings[%d].action: unknown action %q (one of %q, %q, %q)", i, f.Action, Report, ScaleDown, Stop))
+			continue
+		}
+		if f.Tenant == "" {
+			invalid = append(invalid, fmt.Errorf("findings[%d].tenant: must not be empty", i))
+		}
+		if f.Release == "" {
+			invalid = append(invalid, fmt.Errorf("findings[%d].release: must not be empty", i))
+		}
+	}
+	if err := errors.Join(invalid...); err != nil {
+		return slices.Clone(findings), fmt.Errorf("act: nothing done: %w", err)
 	}
 	out := slices.Clone(findings)
 	if !cfg.execute {

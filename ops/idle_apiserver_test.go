@@ -174,6 +174,6 @@ func TestIdleRejectsBadPolicies(t *testing.T) {
 	var m *ops.Metrics
 	_, err = m.Utilisation(t.Context(), t0, t0.Add(time.Hour), time.Minute)
 	assert.ErrorContains(t, err, "metrics is nil")
-	_, err = ops.Act(t.Context(), nil, []ops.Finding{{Action: ops.Stop}}, ops.Execute())
+	_, err = ops.Act(t.Context(), nil, []ops.Finding{{Action: ops.Stop, Tenant: "team", Release: "lab"}}, ops.Execute())
 	assert.ErrorContains(t, err, "client: must not be nil")
 }

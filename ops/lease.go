@@ -112,9 +112,13 @@ func (l *LeaseSpec) Build() (*coordinationv1.Lease, error) {
 	}
 	if l.start.IsZero() {
 		errs = append(errs, field.Required(spec.Child("acquireTime"), "set the start with Period"))
+	} else if err := checkTime("start", l.start); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("acquireTime"), l.start.UTC().Format(time.RFC3339), err.Error()))
 	}
 	if l.period < time.Second || l.period.Seconds() > math.MaxInt32 {
 		errs = append(errs, field.Invalid(spec.Child("leaseDurationSeconds"), l.period.String(), "must be between a second and 68 years"))
+	} else if err := checkTime("expiry", l.start.Add(l.period)); err != nil && !l.start.IsZero() {
+		errs = append(errs, field.Invalid(spec.Child("leaseDurationSeconds"), l.period.String(), err.Error()))
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("lease %s: %w", l.name, errs.ToAggregate())
@@ -158,10 +162,15 @@ func Expiry(l *coordinationv1.Lease) (time.Time, bool) {
 
 // Renew restarts a lease's period at at: it expires a full period later.
 // A lease already enforced is renewed too, and its workload may be started
-// again (notebook.Start).
+// again (notebook.Start). An at that is the zero time or outside
+// 1970–2262 is refused (see checkTime): it would expire the lease at once
+// or never.
 func Renew(ctx context.Context, c client.Client, namespace, name string, at time.Time) error {
 	if c == nil {
 		return errors.New("renew lease: client: must not be nil")
+	}
+	if err := checkTime("at", at); err != nil {
+		return fmt.Errorf("renew lease %s/%s: %w", namespace, name, err)
 	}
 	lease := &coordinationv1.Lease{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lease); err != nil {
@@ -179,6 +188,21 @@ func Renew(ctx context.Context, c client.Client, namespace, name string, at time
 		return fmt.Errorf("renew lease %s/%s: %w", namespace, name, err)
 	}
 	return nil
+}
+
+// checkLeaseTimes refuses a lease whose renewal time or duration is
+// missing or could not have been set on purpose.
+func checkLeaseTimes(l *coordinationv1.Lease) error {
+	var errs []error
+	if l.Spec.RenewTime == nil {
+		errs = append(errs, errors.New("spec.renewTime: must be set"))
+	} else if err := checkTime("spec.renewTime", l.Spec.RenewTime.Time); err != nil {
+		errs = append(errs, err)
+	}
+	if d := l.Spec.LeaseDurationSeconds; d == nil || *d < 1 {
+		errs = append(errs, errors.New("spec.leaseDurationSeconds: must be at least 1"))
+	}
+	return errors.Join(errs...)
 }
 
 // Enforcer stops the workloads of expired leases.
@@ -217,12 +241,24 @@ func (e Enforcer) Enforce(ctx context.Context, namespace string) ([]Expired, err
 		return nil, fmt.Errorf("enforce leases: list: %w", err)
 	}
 	at := now()
+	if err := checkTime("now", at); err != nil {
+		return nil, fmt.Errorf("enforce leases: %w", err)
+	}
 	var out []Expired
 	var errs []error
 	for i := range leases.Items {
 		l := &leases.Items[i]
-		end, ok := Expiry(l)
-		if !ok || at.Before(end) || l.Annotations[AnnotationEnforcedAt] != "" {
+		if l.Annotations[AnnotationEnforcedAt] != "" {
+			continue
+		}
+		if err := checkLeaseTimes(l); err != nil {
+			// Neither stopped nor passed over in silence: a lease whose
+			// times were never set or are a placeholder needs a person.
+			errs = append(errs, fmt.Errorf("enforce lease %s/%s: not enforced: %w", l.Namespace, l.Name, err))
+			continue
+		}
+		end, _ := Expiry(l)
+		if at.Before(end) {
 			continue
 		}
 		release := l.Annotations[AnnotationWorkloadRelease]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -166,6 +167,16 @@ func NewMetrics(address string, opts ...MetricsOption) (*Metrics, error) {
 		}
 		if !model.IsValidLegacyMetricName(e.Utilisation) || (e.Memory != "" && !model.IsValidLegacyMetricName(e.Memory)) {
 			errs = append(errs, fmt.Errorf("exporters[%d] %q: metric names must be Prometheus metric names", i, e.Name))
+		}
+		// The labels go into the query text: a name that is no label name
+		// would change the query.
+		for _, l := range []struct{ field, name string }{{"namespace", e.Namespace}, {"pod", e.Pod}, {"container", e.Container}, {"device", e.Device}} {
+			if (l.name != "" || l.field == "device") && !model.LabelName(l.name).IsValidLegacy() {
+				errs = append(errs, fmt.Errorf("exporters[%d] %q: %s label %q must be a Prometheus label name (the device label tells a container's devices apart)", i, e.Name, l.field, l.name))
+			}
+		}
+		if e.Memory != "" && !(e.MemoryScale > 0 && !math.IsInf(e.MemoryScale, 0)) {
+			errs = append(errs, fmt.Errorf("exporters[%d] %q: memory scale %v must be a positive finite number of bytes per unit", i, e.Name, e.MemoryScale))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -43,8 +44,8 @@ func NewStatement(u *Usage, tenant string, prices PriceTable, currency string) (
 		errs = append(errs, errors.New("tenant: must not be empty"))
 	}
 	for acc, p := range prices {
-		if p < 0 {
-			errs = append(errs, fmt.Errorf("prices[%q]: %v must not be negative", acc, p))
+		if p < 0 || math.IsNaN(p) || math.IsInf(p, 0) {
+			errs = append(errs, fmt.Errorf("prices[%q]: %v must be a finite, non-negative number", acc, p))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
