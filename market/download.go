@@ -535,10 +535,13 @@ func (d *DownloadJob) toolEnv(scheme string) []corev1.EnvVar {
 }
 
 // toolArgs is the download command: the flags of huggingface_hub's
-// cli/download.py (hf download REPO --revision --local-dir --include
-// --exclude --max-workers, one pattern per flag), of modelscope's
-// cli/download.py (--model --revision --local_dir --include/--exclude
-// taking several patterns, --max-workers), and aws s3 sync.
+// src/huggingface_hub/cli/download.py at v0.35.3 (hf download REPO
+// --revision --local-dir --max-workers, and --include/--exclude, each
+// nargs="*": one flag followed by every pattern, since a repeated flag
+// replaces the patterns before it), of modelscope's modelscope/cli/download.py
+// at v1.29.0 (--model --revision --local_dir --max-workers, --include and
+// --exclude nargs="*" likewise), and aws s3 sync, whose filters repeat
+// (testdata/contracts holds the facts, checked by TestRenderedCommandsKeepTheContracts).
 func (d *DownloadJob) toolArgs(src source, rev, dest string) []string {
 	workers := d.maxWorkers
 	if workers == 0 {
@@ -550,25 +553,13 @@ func (d *DownloadJob) toolArgs(src source, rev, dest string) []string {
 		if rev != "" {
 			args = append(args, "--revision", rev)
 		}
-		for _, p := range d.include {
-			args = append(args, "--include", p)
-		}
-		for _, p := range d.exclude {
-			args = append(args, "--exclude", p)
-		}
-		return args
+		return appendPatterns(args, d.include, d.exclude)
 	case SchemeModelScope:
 		args := []string{"modelscope", "download", "--model", src.repo, "--local_dir", dest, "--max-workers", strconv.Itoa(workers)}
 		if rev != "" {
 			args = append(args, "--revision", rev)
 		}
-		if len(d.include) > 0 {
-			args = append(append(args, "--include"), d.include...)
-		}
-		if len(d.exclude) > 0 {
-			args = append(append(args, "--exclude"), d.exclude...)
-		}
-		return args
+		return appendPatterns(args, d.include, d.exclude)
 	}
 	args := []string{"aws", "s3", "sync", "s3://" + src.repo, dest, "--no-progress"}
 	for _, p := range d.exclude {
@@ -581,6 +572,18 @@ func (d *DownloadJob) toolArgs(src source, rev, dest string) []string {
 		for _, p := range d.include {
 			args = append(args, "--include", p)
 		}
+	}
+	return args
+}
+
+// appendPatterns adds the hub tools' --include and --exclude, each once
+// with all its patterns (both parsers declare them nargs="*").
+func appendPatterns(args, include, exclude []string) []string {
+	if len(include) > 0 {
+		args = append(append(args, "--include"), include...)
+	}
+	if len(exclude) > 0 {
+		args = append(append(args, "--exclude"), exclude...)
 	}
 	return args
 }

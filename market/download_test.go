@@ -48,7 +48,7 @@ func TestDownloadFromHuggingFace(t *testing.T) {
 	assert.Equal(t, []string{
 		"hf", "download", "Qwen/Qwen2.5-7B-Instruct", "--local-dir", "/models/Qwen/Qwen2.5-7B-Instruct", "--max-workers", "8",
 		"--revision", "a09a35458c702b33eeacc393d103063234e8bc28",
-		"--include", "*.json", "--include", "*.safetensors", "--exclude", "original/*",
+		"--include", "*.json", "*.safetensors", "--exclude", "original/*",
 	}, c.Args)
 	env := envMap(t, c)
 	assert.Equal(t, secretRef("hf", "token"), env["HF_TOKEN"].ValueFrom)

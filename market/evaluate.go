@@ -34,8 +34,20 @@ import (
 // records. OpenCompass is what Cube Studio's template uses, but its
 // configs are Python files and its summaries CSV; EvalScope wraps the
 // same benchmarks for ModelScope.
+//
+// LMEvalPackage is 0.4.12 because the local-weight images run vLLM 0.18:
+// 0.4.9.1 imports get_open_port from vllm.utils (lm_eval/models/vllm_causallms.py),
+// which vLLM 0.14 dropped, and 0.4.9.2, which fixes that import, still
+// imports get_tokenizer from vllm.transformers_utils.tokenizer, kept only
+// until vLLM 0.13; 0.4.12 falls back for both, imports ray only for
+// data-parallel runs and declares vllm>=0.18 (pyproject.toml). The api
+// extra brings the HTTP clients of local-completions, the hf extra the
+// transformers its default huggingface tokenizer backend loads
+// (lm_eval/models/api_models.py); the vllm extra is left out so that pip
+// keeps the image's own vLLM build. testdata/contracts/lm-eval.tsv holds
+// the facts.
 const (
-	LMEvalPackage = "lm_eval[api]==0.4.9.1"
+	LMEvalPackage = "lm_eval[api,hf]==0.4.12"
 	// DefaultEvalImage runs evaluations of served endpoints: the harness
 	// only sends requests.
 	DefaultEvalImage = "python:3.12-slim"
@@ -230,7 +242,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		}
 	}
 	art := e.version.Artifact
-	var claim, weights string
+	var claim, weights, revision string
 	switch art.Scheme() {
 	case SchemePVC:
 		_, rest, _ := strings.Cut(art.URI, "://")
@@ -239,7 +251,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		weights = path.Join(ModelDir, dir)
 	case SchemeHF:
 		_, rest, _ := strings.Cut(art.URI, "://")
-		weights, _, _ = strings.Cut(rest, "@")
+		weights, revision, _ = strings.Cut(rest, "@")
 	default:
 		errs = append(errs, field.Invalid(vPath.Child("artifact", "uri"), art.URI,
 			"the harness reads pvc:// or hf:// weights: download the version to a claim first (market.Download)"))
@@ -281,7 +293,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	}
 	if cmd, _ := e.CommandLine(); len(cmd) == 0 {
 		c.Command = []string{"sh", "-c", evalScript, "evaluate"}
-		c.Args = e.harnessArgs(local, weights)
+		c.Args = e.harnessArgs(local, weights, revision)
 	}
 	c.TerminationMessagePath, c.TerminationMessagePolicy = terminationLog, corev1.TerminationMessageReadFile
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "results", MountPath: resultsDir})
@@ -306,17 +318,24 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	}, nil
 }
 
-// harnessArgs is the lm_eval command line, with the flags of
-// lm_eval/_cli/run.py (--model, --model_args key=value,…, --tasks a,b,
-// --num_fewshot, --limit, --batch_size, --output_path); the
-// local-completions arguments are those of lm_eval/models/openai_completions.py
-// and the vllm ones of lm_eval/models/vllm_causallms.py.
-func (e *EvaluationJob) harnessArgs(local bool, weights string) []string {
+// harnessArgs is the lm_eval command line at v0.4.12: the run subcommand
+// (lm_eval/_cli/harness.py) with the flags of lm_eval/_cli/run.py
+// (--model, --model_args key=value,…, --tasks a,b, --num_fewshot, --limit,
+// --batch_size, --output_path); the local-completions arguments are
+// TemplateAPI's (lm_eval/models/api_models.py, registered in
+// lm_eval/models/openai_completions.py) and the vllm ones VLLM's
+// (lm_eval/models/vllm_causallms.py, whose extra keyword arguments, such as
+// gpu_memory_utilization, go to vllm.LLM). A hub revision goes to revision,
+// which both read, so that the weights evaluated are the version's.
+func (e *EvaluationJob) harnessArgs(local bool, weights, revision string) []string {
 	var model, modelArgs string
 	batch := e.batchSize
 	if local {
 		model = "vllm"
 		modelArgs = "pretrained=" + weights + ",tensor_parallel_size=" + strconv.Itoa(max(1, e.GPUCount())) + ",dtype=auto,gpu_memory_utilization=0.8"
+		if revision != "" {
+			modelArgs += ",revision=" + revision
+		}
 		if batch == "" {
 			batch = "auto"
 		}
@@ -328,11 +347,14 @@ func (e *EvaluationJob) harnessArgs(local bool, weights string) []string {
 		model = "local-completions"
 		modelArgs = "model=" + e.servedModel + ",base_url=" + e.endpoint + "/completions,num_concurrent=" + strconv.Itoa(concurrency) +
 			",max_retries=3,tokenizer=" + weights
+		if revision != "" {
+			modelArgs += ",revision=" + revision
+		}
 		if batch == "" {
 			batch = "1"
 		}
 	}
-	args := []string{"lm_eval", "--model", model, "--model_args", modelArgs, "--tasks", strings.Join(e.tasks, ","),
+	args := []string{"lm_eval", "run", "--model", model, "--model_args", modelArgs, "--tasks", strings.Join(e.tasks, ","),
 		"--batch_size", batch, "--output_path", resultsDir}
 	if e.fewShot != nil {
 		args = append(args, "--num_fewshot", strconv.Itoa(*e.fewShot))

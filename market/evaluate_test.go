@@ -47,7 +47,7 @@ func TestEvaluateAnEndpoint(t *testing.T) {
 	assert.Equal(t, "evaluate", c.Name)
 	assert.Equal(t, market.DefaultEvalImage, c.Image)
 	assert.Equal(t, []string{
-		"lm_eval", "--model", "local-completions",
+		"lm_eval", "run", "--model", "local-completions",
 		"--model_args", "model=support-bot,base_url=http://support-bot-api.ml:8000/v1/completions,num_concurrent=16,max_retries=3,tokenizer=/models/support-bot/v3",
 		"--tasks", "mmlu,gsm8k", "--batch_size", "1", "--output_path", "/results", "--num_fewshot", "5", "--limit", "100",
 	}, c.Args)
@@ -66,7 +66,7 @@ func TestEvaluateLocalWeightsOnNVIDIAAndAscend(t *testing.T) {
 	require.NoError(t, err)
 	c := job.Spec.Template.Spec.Containers[0]
 	assert.Equal(t, market.DefaultEvalVLLMImage, c.Image)
-	assert.Equal(t, []string{"lm_eval", "--model", "vllm",
+	assert.Equal(t, []string{"lm_eval", "run", "--model", "vllm",
 		"--model_args", "pretrained=/models/support-bot/v3,tensor_parallel_size=2,dtype=auto,gpu_memory_utilization=0.8",
 		"--tasks", "mmlu", "--batch_size", "auto", "--output_path", "/results"}, c.Args)
 	assert.Equal(t, "2", c.Resources.Limits.Name("nvidia.com/gpu", "").String())
@@ -76,7 +76,8 @@ func TestEvaluateLocalWeightsOnNVIDIAAndAscend(t *testing.T) {
 	require.NoError(t, err)
 	c = job.Spec.Template.Spec.Containers[0]
 	assert.Equal(t, market.DefaultEvalVLLMAscendImage, c.Image)
-	assert.Contains(t, c.Args[4], "pretrained=acme/support-bot,")
+	// The version's hub revision is what the harness loads.
+	assert.Equal(t, "pretrained=acme/support-bot,tensor_parallel_size=1,dtype=auto,gpu_memory_utilization=0.8,revision=v3", c.Args[5])
 	assert.Equal(t, "1", c.Resources.Limits.Name("huawei.com/Ascend910", "").String())
 }
 

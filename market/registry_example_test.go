@@ -69,7 +69,7 @@ func ExampleDownload() {
 	fmt.Println(err)
 	// Output:
 	// fetch-qwen pvc://models/Qwen/Qwen2.5-7B-Instruct
-	// [hf download Qwen/Qwen2.5-7B-Instruct --local-dir /models/Qwen/Qwen2.5-7B-Instruct --max-workers 8 --revision a09a35458c702b33eeacc393d103063234e8bc28 --include *.json --include *.safetensors --include tokenizer*]
+	// [hf download Qwen/Qwen2.5-7B-Instruct --local-dir /models/Qwen/Qwen2.5-7B-Instruct --max-workers 8 --revision a09a35458c702b33eeacc393d103063234e8bc28 --include *.json *.safetensors tokenizer*]
 	// [spec.hfToken: Required value: secret name and key are required, spec.source: Invalid value: "hf://Qwen": a hub repository is org/name, spec.claim: Required value: the PersistentVolumeClaim the model is written to]
 }
 
@@ -84,7 +84,7 @@ func ExampleEvaluate() {
 	fmt.Println(job.Spec.Template.Spec.Containers[0].Args)
 	// Output:
 	// support-bot@2
-	// [lm_eval --model local-completions --model_args model=support-bot,base_url=http://support-bot-api.ml:8000/v1/completions,num_concurrent=8,max_retries=3,tokenizer=/models/support-bot/v2 --tasks mmlu,gsm8k --batch_size 1 --output_path /results --num_fewshot 5]
+	// [lm_eval run --model local-completions --model_args model=support-bot,base_url=http://support-bot-api.ml:8000/v1/completions,num_concurrent=8,max_retries=3,tokenizer=/models/support-bot/v2 --tasks mmlu,gsm8k --batch_size 1 --output_path /results --num_fewshot 5]
 }
 
 func ExampleGet() {
