@@ -495,12 +495,15 @@ func LoadPDF(source string, r io.ReaderAt, size int64) (docs []Document, err err
 	if size > MaxFileSize {
 		return nil, fmt.Errorf("load pdf %s: %w", source, ErrTooLarge)
 	}
-	if size < 0 {
-		return nil, fmt.Errorf("load pdf %s: size: %d: must not be negative", source, size)
+	if err := checkSize(r, size); err != nil {
+		return nil, fmt.Errorf("load pdf %s: %w", source, err)
 	}
 	data := make([]byte, size)
 	if n, err := r.ReadAt(data, 0); n < len(data) {
 		return nil, fmt.Errorf("load pdf %s: read %d of %d bytes: %w", source, n, size, cmp.Or(err, io.ErrUnexpectedEOF))
+	}
+	if err := pdfTrailer(data); err != nil {
+		return nil, fmt.Errorf("load pdf %s: %w", source, err)
 	}
 	if err := checkPDF(data); err != nil {
 		return nil, fmt.Errorf("load pdf %s: %w", source, err)
@@ -538,6 +541,28 @@ func LoadPDF(source string, r io.ReaderAt, size int64) (docs []Document, err err
 	return docs, nil
 }
 
+// checkSize checks the size a loader of an io.ReaderAt was given against
+// what r holds. The PDF and ZIP readers look for their trailer in the last
+// bytes before size: given a size smaller than the file they miss it and
+// say "missing %%EOF" or "not a valid zip file", which sends the caller
+// looking at the file instead of the size; given one larger, the ZIP
+// reader may still find its directory and read a file whose size is wrong.
+func checkSize(r io.ReaderAt, size int64) error {
+	if size < 0 {
+		return fmt.Errorf("size: %d: must not be negative", size)
+	}
+	var b [1]byte
+	if n, _ := r.ReadAt(b[:], size); n > 0 {
+		return fmt.Errorf("size: %d is less than the input: there is data at byte %d (give the whole file's size)", size, size)
+	}
+	if size > 0 {
+		if n, _ := r.ReadAt(b[:], size-1); n == 0 {
+			return fmt.Errorf("size: %d is more than the input holds", size)
+		}
+	}
+	return nil
+}
+
 // LoadDOCX reads the paragraphs of a Word (Office Open XML) document: the
 // ZIP container is opened with archive/zip and word/document.xml decoded
 // with encoding/xml, since no maintained DOCX reader with a free licence is
@@ -552,6 +577,9 @@ func LoadDOCX(source string, r io.ReaderAt, size int64) ([]Document, error) {
 	}
 	if size > MaxFileSize {
 		return nil, fmt.Errorf("load docx %s: %w", source, ErrTooLarge)
+	}
+	if err := checkSize(r, size); err != nil {
+		return nil, fmt.Errorf("load docx %s: %w", source, err)
 	}
 	zr, err := zip.NewReader(r, size)
 	if err != nil {

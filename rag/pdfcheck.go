@@ -142,6 +142,28 @@ func (s *pdfScan) nesting() error {
 	}
 }
 
+// pdfTrailer says what is wrong with the end of a file that begins as a
+// PDF but whose last 100 bytes, where the reader looks, hold no "%%EOF":
+// too short to hold one, cut short, or followed by other data. The reader
+// says "missing %%EOF" for all three.
+func pdfTrailer(data []byte) error {
+	if !bytes.HasPrefix(data, []byte("%PDF-")) {
+		return nil // the reader refuses the header itself
+	}
+	if len(data) < 100 {
+		return fmt.Errorf("%d bytes is too short for a PDF: the reader looks for the trailer in the last 100 bytes", len(data))
+	}
+	if bytes.HasSuffix(bytes.TrimRight(data[len(data)-100:], "\r\n\t "), []byte("%%EOF")) {
+		return nil
+	}
+	last := bytes.LastIndex(data, []byte("%%EOF"))
+	if last < 0 {
+		return errors.New("no %%EOF at its end: the file is cut short (an interrupted copy or download)")
+	}
+	end := last + len("%%EOF")
+	return fmt.Errorf("its last %%%%EOF ends at byte %d, %d bytes before the end: the reader looks for it in the last 100 bytes (data appended after the PDF)", end-1, len(data)-end)
+}
+
 // pdfStartXref finds the offset the last "startxref" line gives, where the
 // reader finds it: on a line of its own in the last 100 bytes, before
 // "%%EOF".

@@ -277,3 +277,38 @@ func rewriteXrefEntry(t *testing.T, b []byte, num int, typ byte, f2 uint32) []by
 	binary.BigEndian.PutUint32(b[at+1:], f2)
 	return b
 }
+
+// A size that does not match the file, and a file cut short or followed
+// by more than the reader looks past, are reported as what they are: the
+// PDF reader says "missing %%EOF" for all of them.
+func TestLoadPDFSaysSizeProblems(t *testing.T) {
+	b := makePDF("Hello")
+	eof := bytes.LastIndex(b, []byte("%%EOF")) + len("%%EOF")
+	for _, c := range []struct {
+		name string
+		data []byte
+		size int64
+		want string
+	}{
+		{"smaller", b, int64(len(b)) - 40, fmt.Sprintf("size: %d is less than the input: there is data at byte %d", len(b)-40, len(b)-40)},
+		{"larger", b, int64(len(b)) + 10, fmt.Sprintf("size: %d is more than the input holds", len(b)+10)},
+		{"truncated", b[:len(b)-40], int64(len(b)) - 40, "no %%EOF at its end: the file is cut short"},
+		{"trailing", append(slices.Clone(b), bytes.Repeat([]byte("x"), 200)...), int64(len(b)) + 200, fmt.Sprintf("last %%%%EOF ends at byte %d, %d bytes before the end", eof-1, len(b)+200-eof)},
+		{"tiny", b[:60], 60, "60 bytes is too short for a PDF"},
+	} {
+		_, err := LoadPDF("m.pdf", bytes.NewReader(c.data), c.size)
+		require.Error(t, err, c.name)
+		assert.Contains(t, err.Error(), c.want, c.name)
+		assert.NotContains(t, err.Error(), "missing %%EOF", c.name)
+	}
+}
+
+// The other loaders that take a size say the same of it: a ZIP reader
+// given too small a size says "not a valid zip file".
+func TestLoadDOCXSaysSizeProblems(t *testing.T) {
+	b := makeDOCX(t, "Hello")
+	_, err := LoadDOCX("d.docx", bytes.NewReader(b), int64(len(b))-10)
+	assert.ErrorContains(t, err, fmt.Sprintf("load docx d.docx: size: %d is less than the input", len(b)-10))
+	_, err = LoadDOCX("d.docx", bytes.NewReader(b), int64(len(b))+10)
+	assert.ErrorContains(t, err, fmt.Sprintf("load docx d.docx: size: %d is more than the input holds", len(b)+10))
+}
