@@ -62,7 +62,7 @@ func goldenCases() []goldenCase {
 			MaxModelLen(8192).DType("bfloat16").PrefixCaching(true).
 			LoRA("summarize", "hf://org/mistral-summarize-lora")},
 		{"tei-l4", serve.TEI("bge-m3", "BAAI/bge-m3").
-			Image("ghcr.io/huggingface/text-embeddings-inference:89-1.8").
+			Image("ghcr.io/huggingface/text-embeddings-inference:89-1.9.3").
 			On(hardware.L4).GPUs(1).
 			HFToken("hf-token", "token").
 			Autoscale(1, 3, serve.ScaleOnQueue("16"))},

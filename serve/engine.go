@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/hardware"
 )
 
 // Default images of the engines. Each constructor uses its engine's image
@@ -16,10 +18,16 @@ const (
 	DefaultVLLMAscendImage = "quay.io/ascend/vllm-ascend:v0.18.0rc1"
 	DefaultSGLangImage     = "lmsysorg/sglang:v0.5.9"
 	DefaultTGIImage        = "ghcr.io/huggingface/text-generation-inference:3.3.5"
-	// DefaultTEIImage is Text Embeddings Inference for NVIDIA GPUs (Ampere
-	// and later); give cpu-1.8 with Image on nodes without a GPU, 89-1.8
-	// for Ada (L4, L40S), turing-1.8 for T4.
-	DefaultTEIImage    = "ghcr.io/huggingface/text-embeddings-inference:1.8"
+	// DefaultTEIImage is Text Embeddings Inference 1.9.3 for every NVIDIA
+	// GPU it supports: the cuda- image (Dockerfile-cuda-all) holds a router
+	// per compute capability (75, 80, 90, 100, 120) and its entrypoint
+	// (cuda-all-entrypoint.sh) starts the one for the device, where the
+	// single-architecture images refuse any other (compute_cap.rs: the
+	// plain 1.9 image, built for 8.0, fails on a T4 or an H100). Give
+	// cpu-1.9.3 with Image on nodes without a GPU. 1.9 is the first release
+	// with --served-model-name (router/src/main.rs), which ServedModelName
+	// and FromMarket render.
+	DefaultTEIImage    = "ghcr.io/huggingface/text-embeddings-inference:cuda-1.9.3"
 	DefaultTritonImage = "nvcr.io/nvidia/tritonserver:25.06-py3"
 	DefaultOllamaImage = "ollama/ollama:0.11.10"
 	DefaultMindIEImage = "swr.cn-south-1.myhuaweicloud.com/ascendhub/mindie:2.2.RC1-800I-A2-py311-openeuler24.03-lts"
@@ -37,6 +45,10 @@ type engine struct {
 	kind, title string
 	image       string
 	ascendImage string // "" = no default image for Ascend NPUs
+	// vendorFramework names the vendor build of the engine the hardware
+	// catalogue lists for other vendors' devices (hardware.FrameworkVLLM);
+	// "" = the engine has none, and Image is required there.
+	vendorFramework hardware.Framework
 	// gpuImage says the default image is built for accelerators: on a CPU
 	// node the caller must give a CPU build with Image.
 	gpuImage bool

@@ -227,16 +227,51 @@ func (s *Service) checkHardware(r *rendering) field.ErrorList {
 			fmt.Sprintf("cube pins no %s image for Ascend NPUs: set Image", e.title))}
 	case r.profile.Vendor == hardware.NVIDIA && !e.nvidia:
 		return field.ErrorList{field.Invalid(on, r.profile.Name, e.title+" does not run on NVIDIA GPUs")}
+	case r.profile.Vendor != hardware.NVIDIA && r.profile.Vendor != hardware.Huawei && s.ImageName() == "" && e.defaultImage(r) == "":
+		// The engine's default image is a CUDA build: on Hygon, Cambricon,
+		// Kunlunxin, MetaX and the other vendors' devices it finds no
+		// device and fails, or serves on the CPU.
+		return field.ErrorList{field.Required(field.NewPath("spec", "image"),
+			fmt.Sprintf("cube knows no %s image for %s %s devices (%s): set Image to a %s build for them",
+				e.title, r.profile.Vendor, r.profile.Name, e.vendorHint(), e.title))}
 	}
 	return nil
 }
 
-// defaultImage is the engine's image for the profile.
-func (e *engine) defaultImage(r *rendering) string {
-	if r.hasProfile && r.profile.Vendor == hardware.Huawei && e.ascendImage != "" {
-		return e.ascendImage
+// vendorHint says where a vendor image for the engine would come from.
+func (e *engine) vendorHint() string {
+	if e.vendorFramework == "" {
+		return "its images are built for NVIDIA GPUs and CPUs only"
 	}
-	return e.image
+	return "the profile has no " + string(e.vendorFramework) + " image; hardware.Profile.WithImages sets one"
+}
+
+// defaultImage is the engine's image for the profile: its CUDA (or CPU)
+// image on NVIDIA GPUs and nodes without accelerators, its Ascend image on
+// Ascend NPUs, and on other vendors' devices the vendor's build the
+// hardware catalogue knows (hardware.Profile.Image), or "" when there is
+// none.
+func (e *engine) defaultImage(r *rendering) string {
+	if !r.hasProfile || !r.profile.Accelerated() {
+		return e.image
+	}
+	switch r.profile.Vendor {
+	case hardware.NVIDIA:
+		return e.image
+	case hardware.Huawei:
+		if e.ascendImage != "" {
+			return e.ascendImage
+		}
+		return e.image // refused by checkHardware unless Image is set
+	}
+	if e.vendorFramework == "" {
+		return ""
+	}
+	img, err := r.profile.Image(e.vendorFramework)
+	if err != nil {
+		return ""
+	}
+	return img
 }
 
 // objects builds the Kubernetes objects from the rendering.
@@ -390,9 +425,13 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	if r.hostNetwork {
 		c.HostNetwork(true)
 	}
+	image := e.defaultImage(r)
+	if image == "" {
+		image = e.image // refused by checkHardware, which names the accelerator
+	}
 	tmpl, errs := c.Template(p, pod.TemplateOptions{
 		Container:    e.kind,
-		DefaultImage: e.defaultImage(r),
+		DefaultImage: image,
 		Labels:       map[string]string{LabelComponent: ComponentServer},
 	})
 	if len(tmpl.Spec.Containers) == 0 {

@@ -285,15 +285,15 @@ func TestTGI(t *testing.T) {
 }
 
 // TEI takes its flags from router/src/main.rs (text-embeddings-inference
-// 1.8): the model as --model-id, its own --hostname and --port, metrics on
+// v1.9.3): the image's entrypoint runs the router; the model as --model-id, its own --hostname and --port, metrics on
 // --prometheus-port; the API key and hub token only through the
 // environment (API_KEY, HF_TOKEN), never as literals or arguments.
 func TestTEI(t *testing.T) {
-	r := render(t, serve.TEI("bge", "BAAI/bge-m3").Image("ghcr.io/huggingface/text-embeddings-inference:cpu-1.8").
+	r := render(t, serve.TEI("bge", "BAAI/bge-m3").Image("ghcr.io/huggingface/text-embeddings-inference:cpu-1.9.3").
 		CPU("2").Memory("4Gi").DType("float32").ServedModelName("bge").
 		APIKeyFromSecret("tei-key", "key").HFToken("hf-token", "token").ModelCache("hub"))
 	c := r.main(t)
-	assert.Equal(t, []string{"text-embeddings-router"}, c.Command)
+	assert.Empty(t, c.Command, "the image's entrypoint starts the router")
 	assert.Equal(t, []string{
 		"--model-id", "BAAI/bge-m3", "--hostname", "0.0.0.0", "--port", "8080",
 		"--dtype", "float32", "--served-model-name", "bge", "--prometheus-port", "9000",
@@ -721,5 +721,36 @@ func TestObjectsConcurrently(t *testing.T) {
 	}
 	for range 8 * len(svcs) {
 		require.NoError(t, <-done)
+	}
+}
+
+// TEI before 1.9 has no --served-model-name (router/src/main.rs at
+// v1.8.3): a caller's 1.8 image with a served name (set, or implied by a
+// model on a volume) is refused at Objects with the reason; a 1.9 image or
+// one whose tag names no version renders.
+func TestTEIServedModelNameNeeds19(t *testing.T) {
+	for _, img := range []string{
+		"ghcr.io/huggingface/text-embeddings-inference:1.8",
+		"ghcr.io/huggingface/text-embeddings-inference:89-1.8",
+		"ghcr.io/huggingface/text-embeddings-inference:cpu-1.7.4",
+		"ghcr.io/huggingface/text-embeddings-inference:turing-1.8.3-grpc",
+	} {
+		_, err := serve.TEI("bge", "BAAI/bge-m3").Image(img).CPU("1").ServedModelName("bge").Objects()
+		require.Error(t, err, img)
+		assert.Contains(t, err.Error(), "spec.servedModelName")
+		assert.Contains(t, err.Error(), "has no --served-model-name, added in 1.9")
+		_, err = serve.TEI("bge", "pvc://models/bge-m3").Image(img).CPU("1").Objects()
+		require.Error(t, err, "a volume's model is served under a name: %s", img)
+		_, err = serve.TEI("bge", "BAAI/bge-m3").Image(img).CPU("1").Objects()
+		require.NoError(t, err, "no served name: %s", img)
+	}
+	for _, img := range []string{
+		"ghcr.io/huggingface/text-embeddings-inference:cpu-1.9.3",
+		"ghcr.io/huggingface/text-embeddings-inference:latest",
+		"registry.example/tei:1.8",
+		"ghcr.io/huggingface/text-embeddings-inference@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	} {
+		_, err := serve.TEI("bge", "BAAI/bge-m3").Image(img).CPU("1").ServedModelName("bge").Objects()
+		require.NoError(t, err, img)
 	}
 }

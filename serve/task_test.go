@@ -71,7 +71,7 @@ func TestServiceChecksTheModelsTask(t *testing.T) {
 	objs, err := serve.TEI("embed", "BAAI/bge-m3").On(hardware.L4).Objects()
 	require.NoError(t, err)
 	dep := objs[0].(*appsv1.Deployment)
-	assert.Equal(t, []string{"text-embeddings-router"}, dep.Spec.Template.Spec.Containers[0].Command)
+	assert.Equal(t, serve.DefaultTEIImage, dep.Spec.Template.Spec.Containers[0].Image)
 
 	for _, tc := range []struct {
 		name string
@@ -114,7 +114,7 @@ func TestFromMarketServesEncodersWithTEI(t *testing.T) {
 	require.NoError(t, err)
 	dep := objs[0].(*appsv1.Deployment)
 	c := dep.Spec.Template.Spec.Containers[0]
-	assert.Equal(t, []string{"text-embeddings-router"}, c.Command)
+	assert.Equal(t, serve.DefaultTEIImage, c.Image, "an image with --served-model-name (TEI 1.9)")
 	assert.Equal(t, "BAAI/bge-m3", c.Args[slices.Index(c.Args, "--model-id")+1])
 	assert.Equal(t, e.Version.Model, c.Args[slices.Index(c.Args, "--served-model-name")+1])
 	assert.Equal(t, e.Version.Model, dep.Labels[market.LabelModel])

@@ -17,9 +17,9 @@ import (
 // TestVLLMOnTheOtherVendors serves one model on each of the other
 // vendors' profiles (Hygon, Cambricon, Kunlunxin, MetaX, Moore Threads,
 // Enflame, Iluvatar), on one node and on two, with the vendor's vLLM image
-// where hardware knows one (a placeholder otherwise: serve does not yet
-// pick vendor images itself), and applies each to the real API server with
-// strict validation.
+// where hardware knows one (a placeholder otherwise: without one serve
+// refuses the devices, TestEnginesPickTheirImageForTheAccelerator), and
+// applies each to the real API server with strict validation.
 func TestVLLMOnTheOtherVendors(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)

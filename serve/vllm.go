@@ -15,7 +15,8 @@ import (
 var vllmEngine = &engine{
 	kind: "vllm", title: "vLLM",
 	image: DefaultVLLMImage, ascendImage: DefaultVLLMAscendImage,
-	nvidia: true, ascend: true, cpu: true, gpuImage: true,
+	vendorFramework: hardware.FrameworkVLLM,
+	nvidia:          true, ascend: true, cpu: true, gpuImage: true,
 	port:      8000,
 	readyPath: "/health", livePath: "/health",
 	metricsPath: "/metrics", queueMetric: "vllm:num_requests_waiting",
