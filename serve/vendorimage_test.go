@@ -32,10 +32,16 @@ func TestEnginesPickTheirImageForTheAccelerator(t *testing.T) {
 	assert.Equal(t, serve.DefaultVLLMAscendImage, image(t, serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(hardware.Ascend910B3).GPUs(1)))
 
 	engines := map[string]func(p hardware.Profile) *serve.Service{
-		"vLLM":   func(p hardware.Profile) *serve.Service { return serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1) },
-		"SGLang": func(p hardware.Profile) *serve.Service { return serve.SGLang("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1) },
-		"TGI":    func(p hardware.Profile) *serve.Service { return serve.TGI("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1) },
-		"TEI":    func(p hardware.Profile) *serve.Service { return serve.TEI("embed", "BAAI/bge-m3").On(p).GPUs(1) },
+		"vLLM": func(p hardware.Profile) *serve.Service {
+			return serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1)
+		},
+		"SGLang": func(p hardware.Profile) *serve.Service {
+			return serve.SGLang("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1)
+		},
+		"TGI": func(p hardware.Profile) *serve.Service {
+			return serve.TGI("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1)
+		},
+		"TEI": func(p hardware.Profile) *serve.Service { return serve.TEI("embed", "BAAI/bge-m3").On(p).GPUs(1) },
 	}
 	for _, p := range []hardware.Profile{
 		hardware.CambriconMLU370, hardware.CambriconMLU590, hardware.KunlunxinP800, hardware.KunlunxinR200,
