@@ -84,6 +84,18 @@ func Hyperband(resourceParam string, maxResource float64) Algorithm {
 // PBT is population-based training: trialDir is where trials checkpoint
 // (Katib's suggestion_trial_dir), population the number of members (at
 // least 5), truncation the fraction replaced each generation, in [0, 1].
+//
+// Katib's pod webhook mounts the suggestion's PVC at trialDir in every
+// trial's primary container (pkg/webhook/v1beta1/pod/inject_webhook.go,
+// mutateSuggestionVolume), and the PVC exists only under the FromVolume
+// resume policy (pkg/controller.v1beta1/suggestion/composer/composer.go):
+// an Experiment with PBT renders FromVolume unless Resume says otherwise,
+// and Build refuses another policy. The webhook skips that mount for the
+// Push collector, so Build refuses Push too. Every Float needs a Step: the
+// service lists the values with numpy.arange(min, max, step)
+// (pbt/service.py:140-145). The PVC katib-config asks for is ReadWriteMany
+// (manifests/v1beta1/installs/katib-standalone/katib-config.yaml): the
+// cluster needs a storage class that provides it.
 func PBT(trialDir string, population int, truncation float64) Algorithm {
 	return Algorithm{name: AlgorithmPBT}.
 		with("suggestion_trial_dir", trialDir).
@@ -159,8 +171,13 @@ func (a Algorithm) AcquisitionOptimizer(o string) Algorithm { return a.with("acq
 // Eta is Hyperband's halving rate, at least 2 (Katib defaults it to 3).
 func (a Algorithm) Eta(eta int) Algorithm { return a.with("eta", strconv.Itoa(eta)) }
 
-// ResampleProbability makes PBT resample a parameter with this probability
-// in [0, 1] instead of perturbing it by 0.8 or 1.2.
+// ResampleProbability is PBT's resample_probability, which Build refuses:
+// Katib v0.19.0's pbt service compares the setting's text with numbers
+// (pkg/suggestion/v1beta1/pbt/service.py:69, `0 <= settings[...] <= 1` on a
+// str), a TypeError that the controller takes as a failed validation
+// (codes.Unknown, pkg/controller.v1beta1/suggestion/suggestionclient), so
+// every PBT Experiment with it fails. Without it PBT perturbs each value by
+// 0.8 or 1.2.
 func (a Algorithm) ResampleProbability(p float64) Algorithm {
 	return a.with("resample_probability", formatFloat(p))
 }
@@ -275,7 +292,9 @@ var algorithmRules = map[string]map[string]settingRule{
 		"suggestion_trial_dir": absDir,
 		"n_population":         intAtLeast(5),
 		"truncation_threshold": floatIn(0, 1, true),
-		"resample_probability": floatIn(0, 1, true),
+		"resample_probability": func(string) string {
+			return "Katib v0.19.0's pbt service compares the setting's text with numbers (pkg/suggestion/v1beta1/pbt/service.py:69) and fails every Experiment that sets it; leave it unset (PBT then perturbs values by 0.8 or 1.2)"
+		},
 	},
 }
 
@@ -337,6 +356,7 @@ func (a Algorithm) validate(path *field.Path, params []Param, parallel, maxTrial
 		return field.ErrorList{field.NotSupported(path.Child("algorithmName"), a.name, sortedNames(algorithmRules))}
 	}
 	errs := validateSettings(a.name, a.settings, rules, requiredSettings[a.name], path)
+	errs = append(errs, a.validateSpace(params)...)
 	switch a.name {
 	case AlgorithmGrid:
 		combos := 1

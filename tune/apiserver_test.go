@@ -7,6 +7,8 @@ package tune_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	configv1beta1 "github.com/kubeflow/katib/pkg/apis/config/v1beta1"
@@ -23,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
@@ -31,7 +34,9 @@ import (
 // katibConfig stands in for the katib-config ConfigMap that Katib's
 // validator reads through its manifest generator: every algorithm,
 // early-stopping algorithm and metrics collector of Katib v0.19.0's
-// katib-config.yaml has an image. Everything else is Katib's own code.
+// katib-config.yaml has an image, and no other (the collectors are the
+// contract's katib-config.metricsCollectors). Everything else is Katib's
+// own code.
 type katibConfig struct{ manifest.Generator }
 
 func (katibConfig) GetSuggestionConfigData(name string) (configv1beta1.SuggestionConfig, error) {
@@ -50,6 +55,10 @@ func (katibConfig) GetEarlyStoppingConfigData(name string) (configv1beta1.EarlyS
 }
 
 func (katibConfig) GetMetricsCollectorConfigData(kind common.CollectorKind) (configv1beta1.MetricsCollectorConfig, error) {
+	f, ok := katibContract.Fact(contract.Set, "katib-config.metricsCollectors")
+	if !ok || !slices.Contains(strings.Split(f.Value, ","), string(kind)) {
+		return configv1beta1.MetricsCollectorConfig{}, fmt.Errorf("failed to find metrics collector config for kind: %s in ConfigMap: katib-config", kind)
+	}
 	return configv1beta1.MetricsCollectorConfig{CollectorKind: string(kind), Image: "collector-" + string(kind)}, nil
 }
 
@@ -69,6 +78,9 @@ func algorithms() map[string]func(e *tune.Experiment) *tune.Experiment {
 	space := func(e *tune.Experiment) *tune.Experiment {
 		return e.Param(tune.Float("lr", 1e-4, 1e-1).Log(), tune.Int("layers", 2, 8), tune.Choice("optimizer", "adam", "sgd"))
 	}
+	uniform := func(e *tune.Experiment) *tune.Experiment {
+		return e.Param(tune.Float("lr", 1e-4, 1e-1), tune.Int("layers", 2, 8).Step(2), tune.Choice("optimizer", "adam", "sgd"))
+	}
 	return map[string]func(e *tune.Experiment) *tune.Experiment{
 		"random": func(e *tune.Experiment) *tune.Experiment { return space(e).Algorithm(tune.Random().Seed(3)) },
 		"tpe": func(e *tune.Experiment) *tune.Experiment {
@@ -81,10 +93,11 @@ func algorithms() map[string]func(e *tune.Experiment) *tune.Experiment {
 		"multivariate-tpe": func(e *tune.Experiment) *tune.Experiment {
 			return space(e).Algorithm(tune.MultivariateTPE().Seed(1).StartupTrials(5).EICandidates(24))
 		},
+		// goptuna samples uniformly whatever the distribution.
 		"cmaes": func(e *tune.Experiment) *tune.Experiment {
-			return space(e).Algorithm(tune.CMAES().Seed(4).Sigma(0.3).RestartStrategy("ipop"))
+			return uniform(e).Algorithm(tune.CMAES().Seed(4).Sigma(0.3).RestartStrategy("ipop"))
 		},
-		"sobol": func(e *tune.Experiment) *tune.Experiment { return space(e).Algorithm(tune.Sobol()) },
+		"sobol": func(e *tune.Experiment) *tune.Experiment { return uniform(e).Algorithm(tune.Sobol()) },
 		"bayesianoptimization": func(e *tune.Experiment) *tune.Experiment {
 			return space(e).Algorithm(tune.Bayesian().Seed(5).BaseEstimator("GP").InitialPoints(4).AcquisitionFunc("EI").AcquisitionOptimizer("sampling"))
 		},
@@ -92,9 +105,10 @@ func algorithms() map[string]func(e *tune.Experiment) *tune.Experiment {
 			return e.Param(tune.Float("lr", 0.01, 0.05), tune.Int("epochs", 1, 1)).
 				Algorithm(tune.Hyperband("epochs", 3).Eta(3))
 		},
+		// PBT needs a step on every Float and FromVolume.
 		"pbt": func(e *tune.Experiment) *tune.Experiment {
-			return e.Param(tune.Float("lr", 0.0001, 0.02)).
-				Algorithm(tune.PBT("/var/log/katib/checkpoints/", 10, 0.2).ResampleProbability(0.5))
+			return e.Param(tune.Float("lr", 0.0001, 0.02).Step(0.0001), tune.Discrete("batch", 32, 64)).
+				Algorithm(tune.PBT("/var/log/katib/checkpoints/", 10, 0.2)).Resume(tune.FromVolume)
 		},
 	}
 }
@@ -169,21 +183,24 @@ func TestAppliedStrictly(t *testing.T) {
 	}
 }
 
+// collectors is every metrics collector an Experiment may use.
+func collectors() map[string]tune.Collector {
+	return map[string]tune.Collector{
+		"stdout":    tune.StdOut(`([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)`),
+		"file-text": tune.File("/var/log/katib/metrics.log").Filter(`(\w+):\s*(\d+\.\d+)`),
+		"file-json": tune.File("/var/log/katib/metrics.json").JSON(),
+		"tfevent":   tune.TensorFlowEvent("/var/log/katib/tfevent/"),
+		"push":      tune.Push(),
+		"custom": tune.Custom(corev1.Container{Name: "collector", Image: "registry.example.com/collector:1"}).
+			Read("/var/log/metrics", true),
+	}
+}
+
 // TestCollectorsAppliedStrictly applies every metrics collector.
 func TestCollectorsAppliedStrictly(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	collectors := map[string]tune.Collector{
-		"stdout":     tune.StdOut(`([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)`),
-		"file-text":  tune.File("/var/log/katib/metrics.log").Filter(`(\w+):\s*(\d+\.\d+)`),
-		"file-json":  tune.File("/var/log/katib/metrics.json").JSON(),
-		"tfevent":    tune.TensorFlowEvent("/var/log/katib/tfevent/"),
-		"prometheus": tune.Prometheus(8080, "/metrics"),
-		"push":       tune.Push(),
-		"custom": tune.Custom(corev1.Container{Name: "collector", Image: "registry.example.com/collector:1"}).
-			Read("/var/log/metrics", true),
-	}
-	for name, c := range collectors {
+	for name, c := range collectors() {
 		t.Run(name, func(t *testing.T) {
 			e := baseExperiment("mc-" + name).Namespace(ns).Collect(c)
 			exp, err := e.Build()

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/tune"
@@ -145,10 +144,6 @@ func TestCollectorRendering(t *testing.T) {
 			Collector: &common.CollectorSpec{Kind: common.TfEventCollector},
 			Source:    &common.SourceSpec{FileSystemPath: &common.FileSystemPath{Path: "/m/tf", Kind: common.DirectoryKind}},
 		}},
-		"prometheus": {tune.Prometheus(9090, "/metrics"), &common.MetricsCollectorSpec{
-			Collector: &common.CollectorSpec{Kind: common.PrometheusMetricCollector},
-			Source:    &common.SourceSpec{HttpGet: &corev1.HTTPGetAction{Path: "/metrics", Port: intstr.FromInt32(9090)}},
-		}},
 		"push": {tune.Push(), &common.MetricsCollectorSpec{Collector: &common.CollectorSpec{Kind: common.PushCollector}}},
 		"custom": {tune.Custom(corev1.Container{Name: "c", Image: "i"}), &common.MetricsCollectorSpec{
 			Collector: &common.CollectorSpec{Kind: common.CustomCollector, CustomCollector: &corev1.Container{Name: "c", Image: "i"}},
@@ -218,6 +213,7 @@ func TestValidation(t *testing.T) {
 			"spec.parameters[13].name: Required value",
 			"spec.parameters[13].parameterType: Invalid value",
 			"spec.parameters[14].feasibleSpace.step: Invalid value: -1: must be a positive finite number",
+			`spec.parameters[3].feasibleSpace.step: Invalid value: 2: random, parameter "step": Katib's hyperopt service draws round(uniform(min, max)/step)·step`,
 		}},
 		"counts": {func() *tune.Experiment { return baseExperiment("n").Parallelism(0).MaxTrials(0).MaxFailed(-1) }, []string{
 			"spec.parallelTrialCount: Invalid value: 0: must be at least 1",
@@ -261,6 +257,7 @@ func TestValidation(t *testing.T) {
 		}},
 		"sobol takes no settings": {func() *tune.Experiment { return baseExperiment("s").Algorithm(tune.Sobol().Seed(1)) }, []string{
 			`spec.algorithm.algorithmSettings[0].name: Unsupported value: "random_state"`,
+			`spec.parameters[0].feasibleSpace.distribution: Invalid value: "logUniform": sobol, parameter "lr": Katib's goptuna service samples uniformly whatever the distribution`,
 		}},
 		"bayesian": {func() *tune.Experiment {
 			return baseExperiment("b").Algorithm(tune.Bayesian().BaseEstimator("NN").InitialPoints(-1).AcquisitionFunc("UCB").AcquisitionOptimizer("adam"))
@@ -284,12 +281,14 @@ func TestValidation(t *testing.T) {
 			`algorithmSettings[1].value: Invalid value: "0": r_l`,
 			`algorithmSettings[2].value: Invalid value: "1": eta: must be at least 2`,
 			`spec.algorithm.algorithmSettings[resource_name]: Invalid value: "optimizer": the resource must be an Int or Float`,
+			`spec.parameters[0].feasibleSpace.distribution: Invalid value: "logUniform": hyperband, parameter "lr": Katib's hyperband service samples uniformly between min and max`,
 		}},
 		"hyperband parallel": {func() *tune.Experiment {
 			return baseExperiment("h").Algorithm(tune.Hyperband("epochs", 27)).Parallelism(2).MaxTrials(30)
 		}, []string{
 			`spec.algorithm.algorithmSettings[resource_name]: Invalid value: "epochs": must name a parameter`,
 			"spec.parallelTrialCount: Invalid value: 2: hyperband with r_l 27 and eta 3 needs at least 27 parallel trials",
+			`spec.parameters[0].feasibleSpace.distribution: Invalid value: "logUniform": hyperband, parameter "lr"`,
 		}},
 		"hyperband missing": {func() *tune.Experiment { return baseExperiment("h").Algorithm(tune.Algorithm{}.Setting("eta", "3")) }, []string{
 			`spec.algorithm.algorithmName: Unsupported value: ""`,
@@ -300,7 +299,64 @@ func TestValidation(t *testing.T) {
 			`algorithmSettings[0].value: Invalid value: "relative": suggestion_trial_dir: must be an absolute path`,
 			`algorithmSettings[1].value: Invalid value: "4": n_population: must be at least 5`,
 			`algorithmSettings[2].value: Invalid value: "1.5": truncation_threshold: must be in [0, 1]`,
-			`algorithmSettings[3].value: Invalid value: "2": resample_probability: must be in [0, 1]`,
+			`algorithmSettings[3].value: Invalid value: "2": resample_probability: Katib v0.19.0's pbt service compares the setting's text with numbers (pkg/suggestion/v1beta1/pbt/service.py:69)`,
+			`spec.parameters[0].feasibleSpace.step: Required value: pbt, parameter "lr": Katib's pbt service lists a Float's values with numpy.arange(min, max, float(step)) and fails without a step`,
+			`spec.parameters[0].feasibleSpace.distribution: Invalid value: "logUniform": pbt, parameter "lr": Katib's pbt service samples the values min, min+step, ... uniformly`,
+		}},
+		// Issue 26, item 12: any resample_probability fails every PBT
+		// Experiment, a valid one too.
+		"pbt resample probability": {func() *tune.Experiment {
+			return pbtExperiment("p").Algorithm(tune.PBT("/ckpt", 5, 0.2).ResampleProbability(0.5))
+		}, []string{`algorithmSettings[3].value: Invalid value: "0.5": resample_probability: Katib v0.19.0's pbt service`}},
+		"pbt raw resample probability": {func() *tune.Experiment {
+			return pbtExperiment("p").Algorithm(tune.PBT("/ckpt", 5, 0.2).Setting("resample_probability", "0"))
+		}, []string{`algorithmSettings[3].value: Invalid value: "0": resample_probability`}},
+		// Issue 26, item 13: the suggestion PVC the webhook mounts exists
+		// only under FromVolume, and Push skips the mount.
+		"pbt resume": {func() *tune.Experiment { return pbtExperiment("p").Resume(tune.LongRunning) }, []string{
+			`spec.resumePolicy: Invalid value: "LongRunning": PBT needs FromVolume: Katib's pod webhook mounts the suggestion's PVC into every trial`,
+		}},
+		"pbt never resume": {func() *tune.Experiment { return pbtExperiment("p").Resume(tune.NeverResume) }, []string{
+			`spec.resumePolicy: Invalid value: "Never": PBT needs FromVolume`,
+		}},
+		"pbt push": {func() *tune.Experiment { return pbtExperiment("p").Collect(tune.Push()) }, []string{
+			`spec.metricsCollectorSpec.collector.kind: Invalid value: "Push": PBT trials share checkpoints through the suggestion's PVC, which Katib's pod webhook does not mount under the Push collector`,
+		}},
+		// Issue 26, item 14 and section 2 item 5: what each service does
+		// with a distribution or a step it does not honour.
+		"bayesian space": {func() *tune.Experiment {
+			return spaceExperiment("b", tune.Bayesian(), tune.Float("m", -1, 1), tune.Float("lr", 1e-4, 1e-1).Log(),
+				tune.Int("n", 1, 64).Log(), tune.Float("d", 0.1, 0.5).Step(0.1), tune.Int("k", 2, 8).Step(2))
+		}, []string{
+			`spec.parameters[0].feasibleSpace.distribution: Invalid value: "uniform": bayesianoptimization, parameter "m": Katib's skopt service samples every Float log-uniformly (pkg/suggestion/v1beta1/skopt/base_service.py:66-74): declare it with Log() (and a positive min)`,
+			`spec.parameters[2].feasibleSpace.distribution: Invalid value: "logUniform": bayesianoptimization, parameter "n": Katib's skopt service samples every Int uniformly`,
+			`spec.parameters[3].feasibleSpace.distribution: Invalid value: "uniform": bayesianoptimization, parameter "d"`,
+			`spec.parameters[3].feasibleSpace.step: Invalid value: 0.1: bayesianoptimization, parameter "d": Katib's skopt service ignores the step`,
+			`spec.parameters[4].feasibleSpace.step: Invalid value: 2: bayesianoptimization, parameter "k": Katib's skopt service ignores the step`,
+		}},
+		"cmaes log": {func() *tune.Experiment {
+			return spaceExperiment("c", tune.CMAES(), tune.Float("lr", 1e-4, 1e-1).Log(), tune.Int("n", 1, 64).Log(), tune.Float("m", 0, 1))
+		}, []string{
+			`spec.parameters[0].feasibleSpace.distribution: Invalid value: "logUniform": cmaes, parameter "lr": Katib's goptuna service samples uniformly whatever the distribution (pkg/suggestion/v1beta1/goptuna/converter.go:110-165)`,
+			`spec.parameters[1].feasibleSpace.distribution: Invalid value: "logUniform": cmaes, parameter "n"`,
+		}},
+		"grid log int": {func() *tune.Experiment {
+			return spaceExperiment("g", tune.Grid(), tune.Int("n", 1, 64).Log())
+		}, []string{`spec.parameters[0].feasibleSpace.distribution: Invalid value: "logUniform": grid, parameter "n": grid enumerates min to max by the step, ignoring Log`}},
+		"hyperband space": {func() *tune.Experiment {
+			return spaceExperiment("h", tune.Hyperband("epochs", 9), tune.Int("epochs", 1, 9), tune.Float("d", 0, 1).Step(0.25),
+				tune.Discrete("b", 16, 0.5)).Parallelism(9)
+		}, []string{
+			`spec.parameters[1].feasibleSpace.step: Invalid value: 0.25: hyperband, parameter "d": Katib's hyperband service ignores the step`,
+			`spec.parameters[2].feasibleSpace.list[1]: Invalid value: 0.5: hyperband, parameter "b": Katib's hyperband service reads Discrete values with int()`,
+		}},
+		"hyperopt step": {func() *tune.Experiment {
+			return spaceExperiment("t", tune.TPE(), tune.Float("d", 0.15, 0.95).Step(0.1), tune.Float("ok", 0.1, 0.5).Step(0.1),
+				tune.Int("k", 1, 9).Step(2), tune.Int("n", 1, 64).Log())
+		}, []string{
+			`spec.parameters[0].feasibleSpace.step: Invalid value: 0.1: tpe, parameter "d": Katib's hyperopt service draws round(uniform(min, max)/step)·step (hp.quniform, pkg/suggestion/v1beta1/hyperopt/base_service.py:71-77), multiples of the step rather than min, min+step, ...: min (0.15) and max (0.95) must be multiples of it`,
+			`spec.parameters[2].feasibleSpace.step: Invalid value: 2: tpe, parameter "k"`,
+			`spec.parameters[3].feasibleSpace.distribution: Invalid value: "logUniform": tpe, parameter "n": Katib's hyperopt service draws a log-scaled Int as int(loguniform(min, max))`,
 		}},
 		"early stopping": {func() *tune.Experiment {
 			return baseExperiment("e").EarlyStop(tune.MedianStop().MinTrials(0).StartStep(0))
@@ -327,9 +383,9 @@ func TestValidation(t *testing.T) {
 			`spec.metricsCollectorSpec.source.fileSystemPath.path: Invalid value: "tf"`,
 			`spec.metricsCollectorSpec.source.filter: Invalid value: ["(a)(b)"]: the TensorFlowEvent collector takes no filter`,
 		}},
-		"prometheus": {func() *tune.Experiment { return baseExperiment("c").Collect(tune.Prometheus(0, "metrics")) }, []string{
-			"spec.metricsCollectorSpec.source.httpGet.port: Invalid value: 0",
-			`spec.metricsCollectorSpec.source.httpGet.path: Invalid value: "metrics": must start with '/'`,
+		// Issue 26, item 11.
+		"prometheus": {func() *tune.Experiment { return baseExperiment("c").Collect(tune.Prometheus(8080, "/metrics")) }, []string{
+			`spec.metricsCollectorSpec.collector.kind: Invalid value: "PrometheusMetric": Katib v0.19.0 ships no Prometheus metrics collector and its default katib-config lists none, so the experiment webhook refuses this kind; use one of ["StdOut" "File" "TensorFlowEvent" "Push" "Custom"]`,
 		}},
 		"custom": {func() *tune.Experiment {
 			return baseExperiment("c").Collect(tune.Custom(corev1.Container{}).Read("x", false))
@@ -396,4 +452,32 @@ func TestValidation(t *testing.T) {
 			assert.Error(t, err)
 		})
 	}
+}
+
+// TestIntegerText: an Int's bounds and step, and whole Discrete values,
+// render as integer text. formatFloat's "2e+06" is refused by goptuna's
+// strconv.Atoi and by int() in optuna, skopt and hyperband.
+func TestIntegerText(t *testing.T) {
+	exp, err := spaceExperiment("i", tune.MultivariateTPE(), tune.Int("steps", 1000000, 4000000).Step(1000000),
+		tune.Discrete("tokens", 1e6, 2.5e6, 0.5), tune.Float("lr", 1e-5, 2e6)).Build()
+	require.NoError(t, err)
+	ps := exp.Spec.Parameters
+	assert.Equal(t, []string{"1000000", "4000000", "1000000"}, []string{ps[0].FeasibleSpace.Min, ps[0].FeasibleSpace.Max, ps[0].FeasibleSpace.Step})
+	assert.Equal(t, []string{"1000000", "2500000", "0.5"}, ps[1].FeasibleSpace.List)
+	assert.Equal(t, []string{"1e-05", "2e+06"}, []string{ps[2].FeasibleSpace.Min, ps[2].FeasibleSpace.Max}, "Floats stay as Python's float() and Go's ParseFloat read them")
+}
+
+// TestPBTRendersFromVolume: PBT without Resume renders FromVolume, the
+// policy under which the suggestion's PVC exists; an explicit FromVolume is
+// kept.
+func TestPBTRendersFromVolume(t *testing.T) {
+	exp, err := pbtExperiment("p").Build()
+	require.NoError(t, err)
+	assert.Equal(t, tune.FromVolume, exp.Spec.ResumePolicy)
+	exp, err = pbtExperiment("p").Resume(tune.FromVolume).Build()
+	require.NoError(t, err)
+	assert.Equal(t, tune.FromVolume, exp.Spec.ResumePolicy)
+	exp, err = baseExperiment("r").Build()
+	require.NoError(t, err)
+	assert.Empty(t, exp.Spec.ResumePolicy, "other algorithms keep Katib's default")
 }

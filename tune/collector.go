@@ -5,11 +5,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 
 	common "github.com/kubeflow/katib/pkg/apis/controller/common/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -21,7 +19,6 @@ type Collector struct {
 	path    string
 	json    bool
 	formats []string
-	port    int
 	custom  *corev1.Container
 	dir     bool
 }
@@ -43,9 +40,18 @@ func TensorFlowEvent(dir string) Collector {
 	return Collector{kind: common.TfEventCollector, path: dir, dir: true}
 }
 
-// Prometheus scrapes the trial's Prometheus endpoint on port at path.
+// Prometheus is Katib's PrometheusMetric collector kind, which Build
+// refuses: Katib v0.19.0 ships no Prometheus metrics collector (its
+// cmd/metricscollector/v1beta1 builds the file and tfevent collectors only),
+// its default katib-config lists StdOut, File and TensorFlowEvent
+// (manifests/v1beta1/installs/katib-standalone/katib-config.yaml), and the
+// experiment webhook refuses an auto-injected kind the katib-config has no
+// image for (pkg/webhook/v1beta1/experiment/validator/validator.go:491-499,
+// AutoInjectMetricsCollectorList in pkg/metricscollector/v1beta1/common).
+// Scrape an endpoint with a Custom collector of your own, or have the trial
+// print its metrics for StdOut.
 func Prometheus(port int, path string) Collector {
-	return Collector{kind: common.PrometheusMetricCollector, port: port, path: path}
+	return Collector{kind: common.PrometheusMetricCollector}
 }
 
 // Push takes metrics the trial pushes to Katib's DB manager itself (the
@@ -72,6 +78,13 @@ func (c Collector) JSON() Collector { c.json = true; return c }
 // Read sets the file (or, with dir, directory) a Custom collector reads.
 func (c Collector) Read(path string, dir bool) Collector { c.path, c.dir = path, dir; return c }
 
+// defaultCollectorKinds are the kinds an Experiment may use on Katib
+// v0.19.0's default install: those katib-config has an image for, and Push
+// and Custom, which need none (the validator looks up only the
+// auto-injected kinds).
+var defaultCollectorKinds = []string{string(common.StdOutCollector), string(common.FileCollector),
+	string(common.TfEventCollector), string(common.PushCollector), string(common.CustomCollector)}
+
 // twoGroups is Katib's check that a metrics format has two top
 // subexpressions (pkg/webhook/v1beta1/experiment/validator).
 var twoGroups = regexp.MustCompile(`.*\(.*\).*\(.*\).*`)
@@ -93,12 +106,9 @@ func (c Collector) validate(path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, "must be an absolute path"))
 		}
 	case common.PrometheusMetricCollector:
-		if c.port < 1 || c.port > 65535 {
-			errs = append(errs, field.Invalid(src.Child("httpGet", "port"), c.port, "must be a port in 1-65535"))
-		}
-		if !strings.HasPrefix(c.path, "/") {
-			errs = append(errs, field.Invalid(src.Child("httpGet", "path"), c.path, "must start with '/'"))
-		}
+		errs = append(errs, field.Invalid(path.Child("collector", "kind"), c.kind, fmt.Sprintf(
+			"Katib v0.19.0 ships no Prometheus metrics collector and its default katib-config lists none, so the experiment webhook refuses this kind; use one of %q (Custom runs a scraper of your own)",
+			defaultCollectorKinds)))
 	case common.CustomCollector:
 		if c.custom == nil || c.custom.Name == "" || c.custom.Image == "" {
 			errs = append(errs, field.Required(path.Child("collector", "customCollector"), "a custom collector needs a container with a name and an image"))
@@ -137,8 +147,6 @@ func (c Collector) katib() *common.MetricsCollectorSpec {
 		source.FileSystemPath = &common.FileSystemPath{Path: c.path, Kind: common.FileKind, Format: format}
 	case common.TfEventCollector:
 		source.FileSystemPath = &common.FileSystemPath{Path: c.path, Kind: common.DirectoryKind}
-	case common.PrometheusMetricCollector:
-		source.HttpGet = &corev1.HTTPGetAction{Path: c.path, Port: intstr.FromInt32(int32(c.port))}
 	case common.CustomCollector:
 		spec.Collector.CustomCollector = c.custom.DeepCopy()
 		if c.path != "" {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	common "github.com/kubeflow/katib/pkg/apis/controller/common/v1beta1"
 	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -285,6 +286,27 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 		errs = append(errs, e.earlyStopping.validate(spec.Child("earlyStopping"))...)
 	}
 	errs = append(errs, e.collector.validate(spec.Child("metricsCollectorSpec"))...)
+	resume := e.resume
+	if algorithm.name == AlgorithmPBT {
+		// The pod webhook mounts the suggestion's PVC into every trial when
+		// suggestion_trial_dir is set (pkg/webhook/v1beta1/pod/inject_webhook.go:178,
+		// mutateSuggestionVolume), and the suggestion controller creates that
+		// PVC only under FromVolume (pkg/controller.v1beta1/suggestion/composer/composer.go:122):
+		// under another policy the trials wait for a claim that never comes.
+		switch resume {
+		case "":
+			resume = FromVolume
+		case FromVolume:
+		default:
+			errs = append(errs, field.Invalid(spec.Child("resumePolicy"), resume,
+				"PBT needs FromVolume: Katib's pod webhook mounts the suggestion's PVC into every trial, and the PVC exists only under FromVolume (pkg/webhook/v1beta1/pod/inject_webhook.go, mutateSuggestionVolume)"))
+		}
+		if e.collector.kind == common.PushCollector {
+			// inject_webhook.go:166 returns before mutateSuggestionVolume.
+			errs = append(errs, field.Invalid(spec.Child("metricsCollectorSpec", "collector", "kind"), e.collector.kind,
+				"PBT trials share checkpoints through the suggestion's PVC, which Katib's pod webhook does not mount under the Push collector (pkg/webhook/v1beta1/pod/inject_webhook.go:166)"))
+		}
+	}
 
 	trial, trialErrs := e.renderTrial(spec.Child("trialTemplate", "trialSpec"))
 	errs = append(errs, trialErrs...)
@@ -302,7 +324,7 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 			MaxTrialCount:        maxTrials32,
 			MaxFailedTrialCount:  maxFailed32,
 			MetricsCollectorSpec: e.collector.katib(),
-			ResumePolicy:         e.resume,
+			ResumePolicy:         resume,
 			TrialTemplate: &katibv1beta1.TrialTemplate{
 				Retain:               e.retain,
 				TrialSource:          katibv1beta1.TrialSource{TrialSpec: trial.spec},

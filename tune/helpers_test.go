@@ -79,3 +79,21 @@ func baseExperiment(name string) *tune.Experiment {
 		Trial(batchJob("train"), tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"), tune.Env("optimizer", "OPTIMIZER")).
 		Parallelism(2).MaxTrials(12).MaxFailed(3)
 }
+
+// pbtExperiment is a valid PBT experiment over a batch Job.
+func pbtExperiment(name string) *tune.Experiment {
+	return tune.New(name).Objective(tune.Maximize("accuracy")).
+		Param(tune.Float("lr", 0.0001, 0.02).Step(0.0001), tune.Int("batch", 16, 128)).
+		Trial(batchJob("train"), tune.Arg("lr", "--lr"), tune.Arg("batch", "--batch")).
+		Algorithm(tune.PBT("/var/log/katib/checkpoints/", 5, 0.2))
+}
+
+// spaceExperiment is an experiment over params, each placed as a flag,
+// searched with a.
+func spaceExperiment(name string, a tune.Algorithm, params ...tune.Param) *tune.Experiment {
+	places := make([]tune.Placement, len(params))
+	for i, p := range params {
+		places[i] = tune.Arg(p.Name(), "--"+p.Name())
+	}
+	return tune.New(name).Objective(tune.Minimize("loss")).Param(params...).Trial(batchJob("train"), places...).Algorithm(a)
+}

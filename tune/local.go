@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -31,6 +32,12 @@ const (
 
 // Trial is one evaluation in a local study: its parameter values and a way
 // to report intermediate values.
+//
+// Float, Int and String return a value, not an error, to keep trial code
+// short; reading a parameter the space does not have, or one of another
+// kind, returns the zero value and fails the trial once it returns, with an
+// error naming the parameter, so that a misspelt name cannot turn the
+// search into the optimisation of a constant.
 type Trial struct {
 	Number  int
 	values  map[string]any
@@ -39,34 +46,50 @@ type Trial struct {
 	prior   []TrialResult // the completed trials early stopping compares with
 	reports []float64
 	pruned  bool
+	misuse  []error // wrong reads and reports; they fail the trial
 }
 
-// Float returns the value of a Float or Discrete parameter (0 if absent).
-func (t *Trial) Float(name string) float64 {
+// param returns the value of the parameter name as a T, recording a misuse
+// when the trial has no such parameter or it is of another kind.
+func param[T any](t *Trial, method, name string) T {
+	var zero T
 	if t == nil {
-		return 0
+		return zero
 	}
-	v, _ := t.values[name].(float64)
-	return v
+	v, ok := t.values[name]
+	if !ok {
+		t.misuse = append(t.misuse, fmt.Errorf("%s(%q): the search space has no such parameter (it has %q)", method, name, slices.Sorted(maps.Keys(t.values))))
+		return zero
+	}
+	x, ok := v.(T)
+	if !ok {
+		t.misuse = append(t.misuse, fmt.Errorf("%s(%q): the parameter is %s", method, name, kindReader(v)))
+		return zero
+	}
+	return x
 }
 
-// Int returns the value of an Int parameter (0 if absent).
-func (t *Trial) Int(name string) int {
-	if t == nil {
-		return 0
+func kindReader(v any) string {
+	switch v.(type) {
+	case int:
+		return "an Int: read it with Int"
+	case string:
+		return "a Choice: read it with String"
 	}
-	v, _ := t.values[name].(int)
-	return v
+	return "a Float or Discrete: read it with Float"
 }
 
-// String returns the value of a Choice parameter ("" if absent).
-func (t *Trial) String(name string) string {
-	if t == nil {
-		return ""
-	}
-	v, _ := t.values[name].(string)
-	return v
-}
+// Float returns the value of a Float or Discrete parameter. Any other name
+// returns 0 and fails the trial.
+func (t *Trial) Float(name string) float64 { return param[float64](t, "Float", name) }
+
+// Int returns the value of an Int parameter. Any other name returns 0 and
+// fails the trial.
+func (t *Trial) Int(name string) int { return param[int](t, "Int", name) }
+
+// String returns the value of a Choice parameter. Any other name returns
+// "" and fails the trial.
+func (t *Trial) String(name string) string { return param[string](t, "String", name) }
 
 // Values returns the parameter values formatted as Katib assigns them.
 func (t *Trial) Values() map[string]string {
@@ -86,6 +109,13 @@ var errNoStudy = errors.New("report: the trial belongs to no study (trials come 
 func (t *Trial) Report(value float64) error {
 	if t == nil || t.study == nil {
 		return errNoStudy
+	}
+	if math.IsNaN(value) || math.IsInf(value, 0) {
+		// Early stopping would compare it, and Katib's collectors would
+		// record it as text no service parses back: fail the trial.
+		err := fmt.Errorf("report %d: %v is not a finite number", len(t.reports)+1, value)
+		t.misuse = append(t.misuse, err)
+		return err
 	}
 	t.reports = append(t.reports, value)
 	if t.pruned {
@@ -351,7 +381,8 @@ func (l *Local) validateList() field.ErrorList {
 // Run runs the study: fn is called once per trial, at most Parallel at a
 // time. It returns when every trial has finished, or when ctx ends (with the
 // trials finished so far and ctx's error). A trial's error fails that
-// trial, not the study; a trial that fails because ctx ended is not
+// trial, not the study, unless every trial fails: then Run returns the
+// result and an error naming the first failure. A trial that fails because ctx ended is not
 // recorded in the study file, so a resumed study runs it again.
 func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 	if err := l.validate(); err != nil {
@@ -467,7 +498,23 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 	if storeErr != nil {
 		return out, fmt.Errorf("run local study: %w", storeErr)
 	}
-	return out, runErr
+	if runErr != nil {
+		return out, runErr
+	}
+	if err := allFailed(out.Trials); err != nil {
+		return out, fmt.Errorf("run local study: %w", err)
+	}
+	return out, nil
+}
+
+// allFailed is the error of a study in which every trial failed: its result
+// holds nothing to choose from, and the cause is most often one bug in the
+// trial function, which the first failure names.
+func allFailed(trials []TrialResult) error {
+	if len(trials) == 0 || slices.ContainsFunc(trials, func(r TrialResult) bool { return r.State != TrialFailed }) {
+		return nil
+	}
+	return fmt.Errorf("all %d trials failed; the first: %w", len(trials), trials[0].Err)
 }
 
 // progress counts the finished trials; the caller holds the study's lock.
@@ -514,6 +561,8 @@ func (l *Local) runOne(ctx context.Context, fn Func, t *Trial) (r TrialResult) {
 	}()
 	v, err := fn(ctx, t)
 	switch {
+	case len(t.misuse) > 0:
+		r.State, r.Err = TrialFailed, fmt.Errorf("trial %d: %w", t.Number, errors.Join(append(t.misuse, err)...))
 	case errors.Is(err, ErrPruned) || (err == nil && t.pruned):
 		r.State = TrialEarlyStopped
 		if len(t.reports) > 0 {

@@ -289,3 +289,88 @@ func TestGridVisitsEveryPointOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 2*time.Second)
 }
+
+// TestTrialMisreadFailsTheTrial: reading a parameter the space does not
+// have, or one of another kind, used to return 0 and let the search
+// optimise a constant; it fails the trial, naming the read.
+func TestTrialMisreadFailsTheTrial(t *testing.T) {
+	space := []tune.Param{tune.Float("lr", 0.1, 1), tune.Int("layers", 1, 4), tune.Choice("opt", "adam", "sgd"), tune.Discrete("batch", 32, 64)}
+	reads := map[string]struct {
+		read func(*tune.Trial)
+		want string
+	}{
+		"misspelt Float":       {func(tr *tune.Trial) { tr.Float("lrr") }, `Float("lrr"): the search space has no such parameter (it has ["batch" "layers" "lr" "opt"])`},
+		"Float of an Int":      {func(tr *tune.Trial) { tr.Float("layers") }, `Float("layers"): the parameter is an Int: read it with Int`},
+		"Int of a Float":       {func(tr *tune.Trial) { tr.Int("lr") }, `Int("lr"): the parameter is a Float or Discrete: read it with Float`},
+		"Int of a Choice":      {func(tr *tune.Trial) { tr.Int("opt") }, `Int("opt"): the parameter is a Choice: read it with String`},
+		"String of a Discrete": {func(tr *tune.Trial) { tr.String("batch") }, `String("batch"): the parameter is a Float or Discrete: read it with Float`},
+		"report of +Inf":       {func(tr *tune.Trial) { _ = tr.Report(math.Inf(1)) }, "report 1: +Inf is not a finite number"},
+		"report of NaN":        {func(tr *tune.Trial) { _ = tr.Report(math.NaN()) }, "report 1: NaN is not a finite number"},
+	}
+	for name, c := range reads {
+		t.Run(name, func(t *testing.T) {
+			res, err := tune.NewLocal(tune.Minimize("loss"), space...).Trials(3).Run(t.Context(),
+				func(_ context.Context, tr *tune.Trial) (float64, error) {
+					if tr.Number == 1 {
+						c.read(tr)
+					}
+					return tr.Float("lr") + float64(tr.Int("layers")), nil
+				})
+			require.NoError(t, err, "two trials succeeded")
+			assert.Equal(t, tune.TrialFailed, res.Trials[1].State)
+			assert.EqualError(t, res.Trials[1].Err, "trial 1: "+c.want)
+			assert.Equal(t, tune.TrialSucceeded, res.Trials[0].State)
+			assert.Equal(t, tune.TrialSucceeded, res.Trials[2].State)
+		})
+	}
+	// Every read right: the values are the sampled ones, not zeros.
+	res, err := tune.NewLocal(tune.Minimize("loss"), space...).Trials(1).Run(t.Context(),
+		func(_ context.Context, tr *tune.Trial) (float64, error) {
+			assert.Equal(t, tr.Values()["opt"], tr.String("opt"))
+			assert.Contains(t, []float64{32, 64}, tr.Float("batch"))
+			assert.GreaterOrEqual(t, tr.Int("layers"), 1)
+			return tr.Float("lr"), nil
+		})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, res.Best.Value, 0.1)
+}
+
+// TestReportRefusesNonFinite: Report(+Inf) and Report(NaN) return an error,
+// are not recorded, and fail the trial even when it ignores the error.
+func TestReportRefusesNonFinite(t *testing.T) {
+	var reportErr error
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(1).Run(t.Context(),
+		func(_ context.Context, tr *tune.Trial) (float64, error) {
+			require.NoError(t, tr.Report(0.5))
+			reportErr = tr.Report(math.Inf(-1))
+			return 0.25, nil
+		})
+	assert.EqualError(t, reportErr, "report 2: -Inf is not a finite number")
+	assert.EqualError(t, err, "run local study: all 1 trials failed; the first: trial 0: report 2: -Inf is not a finite number")
+	require.NotNil(t, res)
+	assert.Equal(t, []float64{0.5}, res.Trials[0].Reports)
+	assert.Equal(t, tune.TrialFailed, res.Trials[0].State)
+}
+
+// TestLocalRunAllFailed: a study in which every trial failed is an error
+// naming the first failure, with the result still returned; one success
+// or one early stop is not.
+func TestLocalRunAllFailed(t *testing.T) {
+	boom := errors.New("boom")
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(3).Parallelism(2).Run(t.Context(),
+		func(_ context.Context, tr *tune.Trial) (float64, error) { return 0, fmt.Errorf("trial code: %w", boom) })
+	assert.ErrorIs(t, err, boom)
+	assert.EqualError(t, err, "run local study: all 3 trials failed; the first: trial code: boom")
+	require.NotNil(t, res)
+	assert.Len(t, res.Trials, 3)
+	assert.Nil(t, res.Best)
+
+	_, err = tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(3).Run(t.Context(),
+		func(_ context.Context, tr *tune.Trial) (float64, error) {
+			if tr.Number == 2 {
+				return 0, tune.ErrPruned
+			}
+			return 0, boom
+		})
+	assert.NoError(t, err, "an early-stopped trial is not a failure")
+}

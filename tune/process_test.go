@@ -54,13 +54,16 @@ func TestLocalRunCommand(t *testing.T) {
 
 func TestLocalRunCommandFailures(t *testing.T) {
 	study := func() *tune.Local { return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(1) }
+	// Every trial failed: the result holds them, and Run says so.
 	res, err := study().RunCommand(t.Context(), []string{"sh", "-c", `echo loss=1; exit 3`}, tune.Env("x", "X"))
-	require.NoError(t, err)
+	assert.ErrorContains(t, err, "run local study: all 1 trials failed; the first: trial 0: run trial-0: step trial: exit status 3")
+	require.NotNil(t, res)
 	assert.Equal(t, tune.TrialFailed, res.Trials[0].State)
 	assert.ErrorContains(t, res.Trials[0].Err, "exit status 3")
 
 	res, err = study().RunCommand(t.Context(), []string{"sh", "-c", `echo accuracy=0.9`}, tune.Env("x", "X"))
-	require.NoError(t, err)
+	assert.ErrorContains(t, err, "all 1 trials failed")
+	require.NotNil(t, res)
 	assert.ErrorContains(t, res.Trials[0].Err, "trial 0 printed no value of loss (as loss=<number>)")
 
 	_, err = tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Float("y", 0, 1)).

@@ -180,8 +180,12 @@ func (p Param) katib() katibv1beta1.ParameterSpec {
 		spec.ParameterType = katibv1beta1.ParameterTypeDouble
 		spec.FeasibleSpace = katibv1beta1.FeasibleSpace{Min: formatFloat(p.min), Max: formatFloat(p.max)}
 	case IntKind:
+		// Integer text: goptuna reads an Int's bounds and step with
+		// strconv.Atoi (goptuna/converter.go:141-157), optuna, skopt and
+		// hyperband with Python's int(), and both refuse formatFloat's
+		// "1e+06".
 		spec.ParameterType = katibv1beta1.ParameterTypeInt
-		spec.FeasibleSpace = katibv1beta1.FeasibleSpace{Min: formatFloat(p.min), Max: formatFloat(p.max)}
+		spec.FeasibleSpace = katibv1beta1.FeasibleSpace{Min: formatInt(p.min), Max: formatInt(p.max)}
 	case ChoiceKind:
 		spec.ParameterType = katibv1beta1.ParameterTypeCategorical
 		spec.FeasibleSpace = katibv1beta1.FeasibleSpace{List: slices.Clone(p.choices)}
@@ -189,13 +193,18 @@ func (p Param) katib() katibv1beta1.ParameterSpec {
 		spec.ParameterType = katibv1beta1.ParameterTypeDiscrete
 		list := make([]string, len(p.values))
 		for i, v := range p.values {
-			list[i] = formatFloat(v)
+			// Whole values as integer text: hyperband reads them with int()
+			// (hyperband/parsing_util.py:61), and the trial gets the text.
+			list[i] = formatNumber(v)
 		}
 		spec.FeasibleSpace = katibv1beta1.FeasibleSpace{List: list}
 	}
 	if p.kind == FloatKind || p.kind == IntKind {
 		if p.step != 0 {
 			spec.FeasibleSpace.Step = formatFloat(p.step)
+			if p.kind == IntKind {
+				spec.FeasibleSpace.Step = formatInt(p.step)
+			}
 		}
 		spec.FeasibleSpace.Distribution = katibv1beta1.DistributionUniform
 		if p.log {
@@ -244,3 +253,16 @@ func gridPoints(n float64) int {
 
 // formatFloat prints a float the shortest way that parses back exactly.
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// formatInt prints a whole float as integer text ("1000000", not "1e+06").
+// An Int's bounds and step are whole: Int takes ints, Step checks.
+func formatInt(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+
+// formatNumber prints whole values as integer text and others the shortest
+// way.
+func formatNumber(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		return formatInt(v)
+	}
+	return formatFloat(v)
+}
