@@ -275,3 +275,37 @@ func TestS3SettingsNeedAnS3Source(t *testing.T) {
 		S3Credentials("s3").S3Endpoint("http://minio:9000").S3Region("eu-west-1")).main(t)
 	assert.Contains(t, c.Args, "/model-cache/s3/bucket/qwen")
 }
+
+// The hub mirror and the S3 endpoint land in the pods' environment in
+// clear: a URL carrying a user or password is refused without quoting it,
+// and one the clients cannot append paths to is refused with the reason.
+func TestServerURLsCarryNoCredentials(t *testing.T) {
+	const secret = "hunter2-s3cr3t"
+	for name, tc := range map[string]struct {
+		svc  *serve.Service
+		want wantErr
+	}{
+		"hf user:password": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://me:" + secret + "@hf-mirror.com"),
+			wantErr{field.ErrorTypeForbidden, "spec.hfEndpoint", "must not carry credentials"}},
+		"hf token as user": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://" + secret + "@hf-mirror.com"),
+			wantErr{field.ErrorTypeForbidden, "spec.hfEndpoint", "HFToken"}},
+		"hf unparsable with @": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://me:" + secret + "@hf mirror.com"),
+			wantErr{field.ErrorTypeInvalid, "spec.hfEndpoint", "not a URL"}},
+		"hf query": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://hf-mirror.com/?token=x"),
+			wantErr{field.ErrorTypeInvalid, "spec.hfEndpoint", "must not have a query or fragment"}},
+		"hf no host": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https:///models"),
+			wantErr{field.ErrorTypeInvalid, "spec.hfEndpoint", "must name a host"}},
+		"hf scheme": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("ftp://hf-mirror.com"),
+			wantErr{field.ErrorTypeInvalid, "spec.hfEndpoint", "http(s) URL"}},
+		"s3 user:password": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Endpoint("http://AKIA:" + secret + "@minio:9000"),
+			wantErr{field.ErrorTypeForbidden, "spec.s3Endpoint", "S3Credentials"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assertErrors(t, tc.svc, tc.want)
+			_, err := tc.svc.Objects()
+			assert.NotContains(t, err.Error(), secret)
+		})
+	}
+	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://hf-mirror.com/")).main(t)
+	assert.Equal(t, "https://hf-mirror.com/", envValue(t, c, "HF_ENDPOINT"))
+}

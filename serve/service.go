@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"math"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"time"
@@ -388,11 +389,35 @@ func (s *Service) HFEndpoint(url string) *Service {
 	if s == nil {
 		return nil
 	}
-	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
-		s.fail(field.Invalid(field.NewPath("spec", "hfEndpoint"), url, "must be an http(s) URL"))
+	if err := checkServerURL(field.NewPath("spec", "hfEndpoint"), url, "give the hub token with HFToken"); err != nil {
+		s.fail(err)
 	}
 	s.hfEndpoint = url
 	return s
+}
+
+// checkServerURL checks the base URL of a server the pod downloads from,
+// rendered into its environment in clear: http or https, a host, no query
+// or fragment (the clients append paths to it), and no credentials, which
+// would be stored in the objects; credentials is how to give them instead.
+// A URL with a user or password is never quoted back.
+func checkServerURL(path *field.Path, raw, credentials string) *field.Error {
+	u, err := neturl.Parse(raw)
+	switch {
+	case err != nil && strings.Contains(raw, "@"):
+		return field.Invalid(path, "(not shown: it may hold credentials)", "not a URL")
+	case err != nil:
+		return field.Invalid(path, raw, "not a URL")
+	case u.User != nil:
+		return field.Forbidden(path, "must not carry credentials (user or password before @; the value is not shown): they would be stored in the objects in clear; "+credentials)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return field.Invalid(path, raw, "must be an http(s) URL")
+	case u.Hostname() == "":
+		return field.Invalid(path, raw, "must name a host")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return field.Invalid(path, raw, "must not have a query or fragment: the client appends paths to it")
+	}
+	return nil
 }
 
 // S3Credentials names the Secret the s3:// download reads its keys from:
@@ -417,8 +442,8 @@ func (s *Service) S3Endpoint(url string) *Service {
 	if s == nil {
 		return nil
 	}
-	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
-		s.fail(field.Invalid(field.NewPath("spec", "s3Endpoint"), url, "must be an http(s) URL"))
+	if err := checkServerURL(field.NewPath("spec", "s3Endpoint"), url, "give the keys with S3Credentials"); err != nil {
+		s.fail(err)
 	}
 	s.s3Endpoint = url
 	return s
