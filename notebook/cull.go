@@ -128,18 +128,42 @@ func ServiceURL(svc *corev1.Service) (string, error) {
 //
 // A notebook whose status cannot be read is left running and its error is
 // returned, naming the notebook, joined with the others, after every
-// notebook has been looked at. A nil c is an error.
+// notebook has been looked at. So is one whose times cannot be judged: a
+// lifetime counted from an unknown creation time, a renewal or a last
+// activity that is the zero time or outside 1970–2262 (a placeholder such
+// as year 9999), which would otherwise cull it at once or never.
+//
+// A nil c, a nil HTTP client, service URL function or clock given as an
+// option, and a clock that reads such a time are errors; nil options are
+// ignored.
 func Cull(ctx context.Context, c client.Client, namespace string, idle time.Duration, opts ...CullOption) ([]Culled, error) {
-	if c == nil {
-		return nil, errors.New("cull notebooks: client: must not be nil")
-	}
 	o := cullOptions{
 		httpClient: &http.Client{Timeout: 10 * time.Second},
 		serviceURL: ServiceURL,
 		now:        time.Now,
 	}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	var errs []error
+	if c == nil {
+		errs = append(errs, errors.New("client: must not be nil"))
+	}
+	if o.httpClient == nil {
+		errs = append(errs, errors.New("WithHTTPClient: client must not be nil"))
+	}
+	if o.serviceURL == nil {
+		errs = append(errs, errors.New("WithServiceURL: function must not be nil"))
+	}
+	if o.now == nil {
+		errs = append(errs, errors.New("WithClock: clock must not be nil"))
+	} else if err := checkTime("WithClock: now", o.now()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("cull notebooks: %w", err)
 	}
 	list := &appsv1.StatefulSetList{}
 	listOpts := []client.ListOption{client.MatchingLabels{cube.LabelKind: Kind, cube.LabelManagedBy: cube.ManagedBy}}
@@ -150,7 +174,6 @@ func Cull(ctx context.Context, c client.Client, namespace string, idle time.Dura
 		return nil, fmt.Errorf("cull notebooks: list statefulsets: %w", err)
 	}
 	var culled []Culled
-	var errs []error
 	for i := range list.Items {
 		sts := &list.Items[i]
 		if !running(sts) {
@@ -185,6 +208,9 @@ func running(sts *appsv1.StatefulSet) bool {
 // activity, how long it has been quiet.
 func judge(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, idle time.Duration, o *cullOptions) (*Culled, error) {
 	now := o.now()
+	if err := checkTime("clock", now); err != nil {
+		return nil, err
+	}
 	base := Culled{Namespace: sts.Namespace, Name: sts.Name, IDE: IDE(sts.Labels[LabelIDE])}
 
 	if raw, ok := sts.Annotations[AnnotationMaxLifetime]; ok {
@@ -192,11 +218,15 @@ func judge(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, idle t
 		if err != nil || lifetime <= 0 {
 			return nil, fmt.Errorf("annotation %s=%q is not a positive duration", AnnotationMaxLifetime, raw)
 		}
-		from := sts.CreationTimestamp.Time
+		from, fromName := sts.CreationTimestamp.Time, "creation time"
 		if renewed, ok := sts.Annotations[AnnotationRenewedAt]; ok {
 			if from, err = time.Parse(time.RFC3339, renewed); err != nil {
 				return nil, fmt.Errorf("annotation %s=%q is not an RFC 3339 time", AnnotationRenewedAt, renewed)
 			}
+			fromName = "annotation " + AnnotationRenewedAt
+		}
+		if err := checkTime(fromName, from); err != nil {
+			return nil, fmt.Errorf("lifetime not judged: %w", err)
 		}
 		if age := now.Sub(from); age > lifetime {
 			base.Reason, base.Since = Expired, from
@@ -221,6 +251,9 @@ func judge(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, idle t
 	last, err := read(ctx, c, sts, strings.TrimSuffix(root, "/"), o)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkTime("last activity", last); err != nil {
+		return nil, fmt.Errorf("idleness not judged: %w", err)
 	}
 	if quiet := now.Sub(last); quiet > idle {
 		base.Reason, base.Since = Idle, last

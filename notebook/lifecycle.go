@@ -47,8 +47,13 @@ func Start(ctx context.Context, c client.Client, namespace, name string) error {
 }
 
 // Renew restarts the notebook's lifetime (AnnotationMaxLifetime) at at, the
-// way Cube Studio's renew button does.
+// way Cube Studio's renew button does. An at that is the zero time or
+// outside 1970–2262 is refused: Cull would expire the notebook at once, or
+// never.
 func Renew(ctx context.Context, c client.Client, namespace, name string, at time.Time) error {
+	if err := checkTime("at", at); err != nil {
+		return fmt.Errorf("renew notebook %s/%s: %w", namespace, name, err)
+	}
 	return patchNotebook(ctx, c, namespace, name, "renew", func(sts *appsv1.StatefulSet) {
 		setAnnotation(sts, AnnotationRenewedAt, at.UTC().Format(time.RFC3339))
 	})
