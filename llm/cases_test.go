@@ -39,8 +39,9 @@ var builders = []struct {
 			HFToken("hf", "token").Output("pvc://models/" + n)
 	}},
 	{"sft-qlora", func(n string) *llm.FineTune {
-		return llm.SFT(n, "meta-llama/Llama-3.1-8B-Instruct").AddDataset(alpaca).
-			QLoRA(4, llm.Adapter{Rank: 8, Targets: []string{"q_proj", "v_proj"}}).Output("pvc://models/" + n)
+		// LLaMA-Factory's images lack bitsandbytes: QLoRA runs on an image of the caller's.
+		return ownImage(llm.SFT(n, "meta-llama/Llama-3.1-8B-Instruct").AddDataset(alpaca).
+			QLoRA(4, llm.Adapter{Rank: 8, Targets: []string{"q_proj", "v_proj"}}).Output("pvc://models/" + n))
 	}},
 	{"sft-full", func(n string) *llm.FineTune {
 		return llm.SFT(n, "pvc://models/qwen2.5-7b").Template("qwen").Facts(mustLookup(qwen)).
@@ -60,10 +61,11 @@ var builders = []struct {
 		return llm.KTO(n, "modelscope://Qwen/Qwen2.5-7B-Instruct").AddDataset(ktoLabels).KTOWeights(1, 1).Output("pvc://models/" + n)
 	}},
 	{"ppo", func(n string) *llm.FineTune {
-		return llm.PPO(n, qwen, rewardPath).AddDataset(alpaca).ReportTo("tensorboard").Output("pvc://models/" + n)
+		// LLaMA-Factory's images have a trl PPO refuses: PPO runs on an image of the caller's.
+		return ownImage(llm.PPO(n, qwen, rewardPath).AddDataset(alpaca).ReportTo("tensorboard").Output("pvc://models/" + n))
 	}},
 	{"ppo-api", func(n string) *llm.FineTune {
-		return llm.PPO(n, qwen, rewardPath).RewardServer(rewardServer).AddDataset(alpaca).FullTuning().Output("pvc://models/" + n)
+		return ownImage(llm.PPO(n, qwen, rewardPath).RewardServer(rewardServer).AddDataset(alpaca).FullTuning().Output("pvc://models/" + n))
 	}},
 }
 

@@ -6,11 +6,12 @@ package llm
 // src/llamafactory/hparams/{model_args,data_args,finetuning_args,training_args}.py
 // there, or of the Hugging Face Seq2SeqTrainingArguments it extends
 // (transformers src/transformers/training_args.py; v0.9.5 accepts
-// transformers 4.55 to 5.6). testdata/llamafactory-args.tsv lists them
-// with their allowed values, and the tests check every rendered config
-// against it: LLaMA-Factory's parser refuses a key it does not know
-// ("Some specified arguments are not used by the HfArgumentParser",
-// hparams/parser.py).
+// transformers 4.55 to 5.6). testdata/contracts/llamafactory.tsv states
+// them with their allowed values, the exclusions, the dataset columns each
+// format needs and what the default images contain, and the tests check
+// every rendered configuration against it: LLaMA-Factory's parser refuses
+// a key it does not know ("Some specified arguments are not used by the
+// HfArgumentParser", hparams/parser.py).
 const LLaMAFactoryVersion = "0.9.5"
 
 // Default images: LLaMA-Factory's own, as its release workflow
@@ -41,24 +42,27 @@ type trainConfig struct {
 
 	// finetuning_args.py: FinetuningArguments, LoraArguments,
 	// FreezeArguments, RLHFArguments.
-	Stage                 string   `json:"stage"`
-	DoTrain               bool     `json:"do_train"`
-	FinetuningType        string   `json:"finetuning_type"`
-	LoraRank              int      `json:"lora_rank,omitempty"`
-	LoraAlpha             int      `json:"lora_alpha,omitempty"`
-	LoraDropout           *float64 `json:"lora_dropout,omitempty"`
-	LoraTarget            string   `json:"lora_target,omitempty"`
-	FreezeTrainableLayers int      `json:"freeze_trainable_layers,omitempty"`
-	PrefBeta              *float64 `json:"pref_beta,omitempty"`
-	PrefLoss              string   `json:"pref_loss,omitempty"`
-	PrefFtx               float64  `json:"pref_ftx,omitempty"`
-	SimpoGamma            *float64 `json:"simpo_gamma,omitempty"`
-	KTOChosenWeight       *float64 `json:"kto_chosen_weight,omitempty"`
-	KTORejectedWeight     *float64 `json:"kto_rejected_weight,omitempty"`
-	RewardModel           string   `json:"reward_model,omitempty"`
-	RewardModelType       string   `json:"reward_model_type,omitempty"`
-	PPOEpochs             int      `json:"ppo_epochs,omitempty"`
-	PlotLoss              bool     `json:"plot_loss"`
+	Stage                   string   `json:"stage"`
+	DoTrain                 bool     `json:"do_train"`
+	FinetuningType          string   `json:"finetuning_type"`
+	LoraRank                int      `json:"lora_rank,omitempty"`
+	LoraAlpha               int      `json:"lora_alpha,omitempty"`
+	LoraDropout             *float64 `json:"lora_dropout,omitempty"`
+	LoraTarget              string   `json:"lora_target,omitempty"`
+	FreezeTrainableLayers   int      `json:"freeze_trainable_layers,omitempty"`
+	PrefBeta                *float64 `json:"pref_beta,omitempty"`
+	PrefLoss                string   `json:"pref_loss,omitempty"`
+	PrefFtx                 float64  `json:"pref_ftx,omitempty"`
+	SimpoGamma              *float64 `json:"simpo_gamma,omitempty"`
+	KTOChosenWeight         *float64 `json:"kto_chosen_weight,omitempty"`
+	KTORejectedWeight       *float64 `json:"kto_rejected_weight,omitempty"`
+	RefModel                string   `json:"ref_model,omitempty"`
+	RefModelAdapters        string   `json:"ref_model_adapters,omitempty"`
+	RefModelQuantizationBit int      `json:"ref_model_quantization_bit,omitempty"`
+	RewardModel             string   `json:"reward_model,omitempty"`
+	RewardModelType         string   `json:"reward_model_type,omitempty"`
+	PPOEpochs               int      `json:"ppo_epochs,omitempty"`
+	PlotLoss                bool     `json:"plot_loss"`
 
 	// data_args.py: DataArguments.
 	Dataset                 string  `json:"dataset"`
@@ -73,7 +77,6 @@ type trainConfig struct {
 	// training_args.py (LLaMA-Factory's TrainingArguments over Hugging
 	// Face's Seq2SeqTrainingArguments).
 	OutputDir                 string  `json:"output_dir"`
-	OverwriteOutputDir        bool    `json:"overwrite_output_dir,omitempty"`
 	LoggingSteps              int     `json:"logging_steps"`
 	SaveStrategy              string  `json:"save_strategy,omitempty"`
 	SaveSteps                 int     `json:"save_steps,omitempty"`

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"strings"
 
@@ -88,6 +89,17 @@ type datasetInfo struct {
 // columnKeys are the column keys DatasetAttr.join reads.
 var columnKeys = []string{"prompt", "query", "response", "history", "messages", "system", "tools", "images", "videos", "audios", "chosen", "rejected", "kto_tag"}
 
+// alpacaColumns are, by kind, the Alpaca columns the converter reads
+// (data/converter.py at v0.9.5) with DatasetAttr's default names
+// (data/parser.py:51-53): the instruction and input make the user turn;
+// instructions and KTO labels read the response, preference pairs chosen
+// and rejected instead.
+var alpacaColumns = map[Kind]map[string]string{
+	Instructions: {"prompt": "instruction", "query": "input", "response": "output"},
+	Preferences:  {"prompt": "instruction", "query": "input"},
+	KTOLabels:    {"prompt": "instruction", "query": "input", "response": "output"},
+}
+
 // datasetMount is a claim a dataset is read from.
 type claimMount struct{ claim, mountPath string }
 
@@ -125,6 +137,17 @@ func (d Dataset) render(p *field.Path, want Kind) (datasetInfo, *claimMount, fie
 	if d.Format == ShareGPT {
 		columns["messages"] = "conversations"
 	}
+	if d.Format == Alpaca && (len(columns) > 0 || len(d.Columns) > 0) {
+		// A columns map replaces every column: DatasetAttr.join
+		// (data/parser.py:80 at v0.9.5) sets each one it does not name to
+		// None, and the Alpaca converter then builds an empty prompt, drops
+		// every SFT example (no response) or reads example[None] for KTO
+		// (data/converter.py:94-117). So the map names the columns the
+		// converter reads for the kind, under DatasetAttr's default names.
+		for k, v := range alpacaColumns[d.Kind] {
+			columns[k] = v
+		}
+	}
 	for k, v := range d.Columns {
 		known := false
 		for _, c := range columnKeys {
@@ -147,7 +170,14 @@ func (d Dataset) render(p *field.Path, want Kind) (datasetInfo, *claimMount, fie
 	if strings.HasPrefix(d.Source, "s3://") {
 		// LLaMA-Factory reads s3:// and gs:// files through fsspec
 		// (cloud_file_name, data/loader.py).
-		if rest := strings.TrimPrefix(d.Source, "s3://"); rest == "" || !strings.Contains(rest, "/") {
+		// Credentials come from the pod's environment (Job's
+		// EnvFromSecret), never from the URL, which is stored in the
+		// ConfigMap in clear.
+		u, err := url.Parse(d.Source)
+		switch {
+		case err != nil || strings.Contains(d.Source, "@"):
+			errs = append(errs, field.Invalid(sp, "s3://<redacted>", "must be s3://bucket/key without credentials: give them with Job().EnvFromSecret"))
+		case u.Host == "" || strings.Trim(u.Path, "/") == "" || u.RawQuery != "" || u.Fragment != "":
 			errs = append(errs, field.Invalid(sp, d.Source, "must be s3://bucket/key"))
 		}
 		info.CloudFileName = d.Source

@@ -42,7 +42,6 @@ func ExampleSFT() {
 	// model_name_or_path: Qwen/Qwen2.5-7B-Instruct
 	// num_train_epochs: 2
 	// output_dir: /output/support-bot
-	// overwrite_output_dir: true
 	// per_device_train_batch_size: 1
 	// plot_loss: true
 	// report_to: none
@@ -58,7 +57,7 @@ func ExampleDPO_errors() {
 		Objects()
 	fmt.Println(err)
 	// Output:
-	// [pref_beta: Invalid value: -1: must be positive, dataset[0].kind: Invalid value: "instructions": this stage trains on preferences, output: Required value: an output is required: Output("pvc://claim/path")]
+	// [pref_beta: Invalid value: -1: must be positive and finite, dataset[0].kind: Invalid value: "instructions": this stage trains on preferences, output: Required value: an output is required: Output("pvc://claim/path")]
 }
 
 func ExamplePlan() {
@@ -88,6 +87,7 @@ func ExamplePlan() {
 func ExamplePlanRL() {
 	grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").
 		TrainFiles("pvc://datasets/gsm8k/train.parquet").
+		ValFiles("pvc://datasets/gsm8k/test.parquet").
 		RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").
 		Output("pvc://models/math")
 	// GSM8K's 7473 prompts × 5 samples × about 400 tokens an epoch.
@@ -113,10 +113,14 @@ func ExamplePlanRL() {
 }
 
 func ExampleFineTune_RewardServer() {
+	// LLaMA-Factory v0.9.5's PPO needs trl 0.8.6 to 0.9.6, and its own
+	// image has 0.18 to 0.24: PPO runs on an image built with such a trl.
+	const image = "registry.example.com/llamafactory:0.9.5-trl0.9.6"
 	ppo := llm.PPO("support-ppo", "Qwen/Qwen2.5-7B-Instruct", "").
 		RewardServer("http://support-rm.team-a.svc:8000/v1/score/evaluation").
 		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
 		Output("pvc://models/support-ppo")
+	ppo.Job().Image(image)
 	cfg, err := ppo.Config()
 	if err != nil {
 		fmt.Println(err)
@@ -127,10 +131,12 @@ func ExampleFineTune_RewardServer() {
 			fmt.Println(line)
 		}
 	}
-	_, err = llm.PPO("support-ppo", "Qwen/Qwen2.5-7B-Instruct", "").
+	chat := llm.PPO("support-ppo", "Qwen/Qwen2.5-7B-Instruct", "").
 		RewardServer("http://support-rm.team-a.svc:8000/v1/chat/completions").
 		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
-		Output("pvc://models/support-ppo").Objects()
+		Output("pvc://models/support-ppo")
+	chat.Job().Image(image)
+	_, err = chat.Objects()
 	fmt.Println(err)
 	// Output:
 	// reward_model: http://support-rm.team-a.svc:8000/v1/score/evaluation

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/llm"
 )
@@ -31,7 +32,7 @@ func TestMergeRendersLLaMAFactoryExport(t *testing.T) {
 		"export_size":          5.0,
 		"export_device":        "cpu",
 	}, cfg)
-	checkKeys(t, "export.yaml", cfg, allowed(t)["train"])
+	assert.NoError(t, llamaFactory(t).CheckKeys("export.yaml", contract.Flatten(cfg)))
 	job := objs[1].(*kubeflowv1.PyTorchJob)
 	require.Len(t, job.Spec.PyTorchReplicaSpecs, 1)
 	c := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0]

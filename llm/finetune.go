@@ -545,7 +545,11 @@ func (f *FineTune) render() (rendering, field.ErrorList) {
 	var r rendering
 	c := &r.config
 	c.Stage, c.DoTrain, c.PlotLoss = string(f.stage), true, true
-	c.DatasetDir, c.DDPTimeout, c.OverwriteOutputDir = ConfigDir, 180000000, true
+	// overwrite_output_dir stays unset: with it LLaMA-Factory skips
+	// get_last_checkpoint (hparams/parser.py:484-500 at v0.9.5), so a pod
+	// the job restarts would train again from step 0 instead of resuming
+	// from the last checkpoint in the output directory.
+	c.DatasetDir, c.DDPTimeout = ConfigDir, 180000000
 
 	model, mErrs := resolveModel(f.model, field.NewPath("model"), ModelRoot)
 	errs = append(errs, mErrs...)
@@ -566,8 +570,13 @@ func (f *FineTune) render() (rendering, field.ErrorList) {
 	if f.trustRemote != nil {
 		c.TrustRemoteCode = *f.trustRemote
 	}
-	if c.Template == "" && !hasFamily && len(mErrs) == 0 {
+	switch {
+	case c.Template == "" && !hasFamily && len(mErrs) == 0:
 		errs = append(errs, field.Required(field.NewPath("template"), fmt.Sprintf("cube has no family preset for %q: set Template", f.model)))
+	case c.Template != "" && !slices.Contains(templates, c.Template):
+		// get_template_and_fix_tokenizer raises "Template {name} does not
+		// exist." (data/template.py at v0.9.5) only inside the pod.
+		errs = append(errs, field.Invalid(field.NewPath("template"), c.Template, "is not a template LLaMA-Factory v0.9.5 registers (data/template.py; llm.Templates lists them)"))
 	}
 
 	errs = append(errs, f.renderMethod(c)...)
@@ -584,6 +593,12 @@ func (f *FineTune) renderMethod(c *trainConfig) field.ErrorList {
 		c.FinetuningType = "full"
 	case Freeze:
 		c.FinetuningType, c.FreezeTrainableLayers = "freeze", f.freezeLayer
+		// More layers than the model has trains them all, silently
+		// (model/adapter.py:90 at v0.9.5: range(max(0, num_layers - n), ...)).
+		if m, ok := f.knownFacts(); ok && f.freezeLayer > m.Layers {
+			errs = append(errs, field.Invalid(field.NewPath("freeze_trainable_layers"), f.freezeLayer,
+				fmt.Sprintf("%s has %d decoder layers", m.Name, m.Layers)))
+		}
 	case LoRA, QLoRA:
 		c.FinetuningType = "lora"
 		a := f.adapter
@@ -610,10 +625,15 @@ func (f *FineTune) renderMethod(c *trainConfig) field.ErrorList {
 				}
 			}
 			c.LoraTarget = strings.Join(a.Targets, ",")
+			errs = append(errs, f.unmatchedTargets(p.Child("lora_target"))...)
 		}
 		if f.method == QLoRA {
 			if f.quantBits != 4 && f.quantBits != 8 {
 				errs = append(errs, field.Invalid(field.NewPath("quantization_bit"), f.quantBits, "must be 4 or 8"))
+			}
+			if f.quantBits == 8 && f.zero == 3 {
+				errs = append(errs, field.Forbidden(field.NewPath("quantization_bit"),
+					"8-bit QLoRA cannot run under ZeRO-3: LLaMA-Factory raises \"Only 4-bit quantized model can use fsdp+qlora\" (model/model_utils/quantization.py:188 at v0.9.5); use 4 bits or ZeRO 0-2"))
 			}
 			c.QuantizationBit, c.QuantizationMethod = f.quantBits, "bnb"
 		}
@@ -631,6 +651,66 @@ func (f *FineTune) renderMethod(c *trainConfig) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("adapter_name_or_path"), f.resumeFrom, "must be pvc://claim/path"))
 		}
 		c.AdapterNameOrPath = ad.value
+		if f.usesReference() && (f.method == LoRA || f.method == QLoRA) {
+			// Without ref_model a LoRA run's reference is the policy with
+			// its adapter disabled (create_ref_model returns None,
+			// train/trainer_utils.py:137; dpo/trainer.py:264
+			// disable_adapter()): the base before the adapter resumed here.
+			// The reference is the base with this adapter, loaded frozen.
+			c.RefModel, c.RefModelAdapters = c.ModelNameOrPath, ad.value
+			if f.method == QLoRA {
+				c.RefModelQuantizationBit = f.quantBits
+			}
+		}
+	}
+	return errs
+}
+
+// usesReference says the loss runs a frozen reference model forward: DPO
+// and its hinge and IPO variants (use_ref_model, hparams/finetuning_args.py:574
+// at v0.9.5) and KTO (train/kto/workflow.py:60).
+func (f *FineTune) usesReference() bool {
+	return (f.stage == StageDPO && f.prefLoss != LossORPO && f.prefLoss != LossSimPO) || f.stage == StageKTO
+}
+
+// knownFacts is the model's architecture when Facts gave it or market's
+// catalogue has it; without either, what depends on it (freeze layers,
+// LoRA targets) cannot be checked before the pod runs.
+func (f *FineTune) knownFacts() (market.Model, bool) {
+	m, err := f.modelFacts()
+	return m, err == nil
+}
+
+// moduleNamesKnown are the architectures whose linear modules
+// linearLayers names exactly; other architectures' targets are not
+// checked (their vision towers or fused projections have other names).
+var moduleNamesKnown = []string{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "chatglm", "glm", "deepseek_v3"}
+
+// unmatchedTargets reports the LoRA targets that name no module of the
+// model, when its architecture is known: PEFT matches a target against
+// the end of each module's name, and LLaMA-Factory fails inside the pod
+// when none matches ("Target modules ... not found in the base model").
+func (f *FineTune) unmatchedTargets(p *field.Path) field.ErrorList {
+	m, ok := f.knownFacts()
+	if !ok || !slices.Contains(moduleNamesKnown, m.Architecture) {
+		return nil
+	}
+	names := []string{"lm_head", "embed_tokens"}
+	if m.Architecture == "qwen3_moe" {
+		names = append(names, "gate") // the router is an nn.Linear
+	}
+	for _, l := range linearLayers(m) {
+		names = append(names, l.name)
+	}
+	var errs field.ErrorList
+	for i, t := range f.adapter.Targets {
+		if t == "" || strings.ContainsAny(t, ", ") || t == "all" {
+			continue // reported as malformed
+		}
+		if last := t[strings.LastIndex(t, ".")+1:]; !slices.Contains(names, last) {
+			slices.Sort(names)
+			errs = append(errs, field.NotSupported(p.Index(i), t, slices.Compact(names)))
+		}
 	}
 	return errs
 }
@@ -653,16 +733,35 @@ func (f *FineTune) renderStage(c *trainConfig, r *rendering) field.ErrorList {
 		}
 		c.SimpoGamma = f.simpoGamma
 	}
-	if f.beta != nil && (*f.beta <= 0 || math.IsNaN(*f.beta)) {
-		errs = append(errs, field.Invalid(field.NewPath("pref_beta"), *f.beta, "must be positive"))
+	if f.stage == StageKTO {
+		// KTO reads pref_beta and pref_ftx; its trainer ignores pref_loss
+		// and simpo_gamma (train/kto/trainer.py at v0.9.5), so setting them
+		// would silently change nothing.
+		if f.prefLoss != "" {
+			errs = append(errs, field.Forbidden(field.NewPath("pref_loss"), "KTO has its own loss: PreferenceLoss is for DPO, ORPO and SimPO"))
+		}
+		if f.simpoGamma != nil {
+			errs = append(errs, field.Forbidden(field.NewPath("simpo_gamma"), "only for the SimPO loss"))
+		}
+	}
+	if f.simpoGamma != nil && !finite(*f.simpoGamma) {
+		errs = append(errs, field.Invalid(field.NewPath("simpo_gamma"), *f.simpoGamma, "must be a finite number"))
+	}
+	if f.beta != nil && !(*f.beta > 0 && finite(*f.beta)) {
+		errs = append(errs, field.Invalid(field.NewPath("pref_beta"), *f.beta, "must be positive and finite"))
 	}
 	c.PrefBeta = f.beta
-	if f.sftWeight < 0 || math.IsNaN(f.sftWeight) {
-		errs = append(errs, field.Invalid(field.NewPath("pref_ftx"), f.sftWeight, "must not be negative"))
+	if !(f.sftWeight >= 0 && finite(f.sftWeight)) {
+		errs = append(errs, field.Invalid(field.NewPath("pref_ftx"), f.sftWeight, "must be finite and not negative"))
 	}
 	c.PrefFtx = f.sftWeight
 	if (f.ktoChosen != nil) && f.stage != StageKTO {
 		errs = append(errs, field.Forbidden(field.NewPath("kto_chosen_weight"), "only for KTO"))
+	}
+	for name, w := range map[string]*float64{"kto_chosen_weight": f.ktoChosen, "kto_rejected_weight": f.ktoReject} {
+		if w != nil && !(*w >= 0 && finite(*w)) {
+			errs = append(errs, field.Invalid(field.NewPath(name), *w, "must be finite and not negative"))
+		}
 	}
 	c.KTOChosenWeight, c.KTORejectedWeight = f.ktoChosen, f.ktoReject
 	if f.stage == StagePPO && f.servedReward() {
@@ -708,6 +807,9 @@ func (f *FineTune) renderStage(c *trainConfig, r *rendering) field.ErrorList {
 	}
 	return errs
 }
+
+// finite reports whether v is neither NaN nor an infinity.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // servedReward says PPO's reward model is an HTTP scoring server.
 func (f *FineTune) servedReward() bool {
@@ -773,8 +875,12 @@ func (f *FineTune) renderData(c *trainConfig, r *rendering) field.ErrorList {
 	}
 	c.Dataset = strings.Join(add(f.datasets, field.NewPath("dataset")), ",")
 	c.EvalDataset = strings.Join(add(f.evalDatasets, field.NewPath("eval_dataset")), ",")
-	if f.valSize < 0 || f.valSize >= 1 || math.IsNaN(f.valSize) {
+	if !(f.valSize >= 0 && f.valSize < 1) {
 		errs = append(errs, field.Invalid(field.NewPath("val_size"), f.valSize, "must be a fraction in [0, 1)"))
+	}
+	if f.valSize > 0 && len(f.evalDatasets) > 0 {
+		// hparams/data_args.py:162 at v0.9.5.
+		errs = append(errs, field.Forbidden(field.NewPath("val_size"), "LLaMA-Factory refuses val_size with eval_dataset: use ValidationSplit or AddEvalDataset, not both"))
 	}
 	c.ValSize = f.valSize
 	if f.cutoff < 1 {
@@ -812,7 +918,7 @@ func (f *FineTune) renderTraining(c *trainConfig, r *rendering) field.ErrorList 
 	positive("gradient_accumulation_steps", f.accumulation)
 	positive("logging_steps", f.logSteps)
 	c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps, c.LoggingSteps = f.batch, f.accumulation, f.logSteps
-	if !(f.learningRate > 0) || math.IsInf(f.learningRate, 0) {
+	if !(f.learningRate > 0 && finite(f.learningRate)) {
 		errs = append(errs, field.Invalid(field.NewPath("learning_rate"), f.learningRate, "must be positive"))
 	}
 	c.LearningRate = f.learningRate
@@ -825,7 +931,7 @@ func (f *FineTune) renderTraining(c *trainConfig, r *rendering) field.ErrorList 
 		errs = append(errs, field.Invalid(field.NewPath("max_steps"), f.steps, "must not be negative"))
 	case f.steps > 0:
 		c.MaxSteps = f.steps
-	case !(f.epochs > 0) || math.IsInf(f.epochs, 0):
+	case !(f.epochs > 0 && finite(f.epochs)):
 		errs = append(errs, field.Invalid(field.NewPath("num_train_epochs"), f.epochs, "must be positive"))
 	default:
 		c.NumTrainEpochs = f.epochs
@@ -834,7 +940,7 @@ func (f *FineTune) renderTraining(c *trainConfig, r *rendering) field.ErrorList 
 		errs = append(errs, field.Invalid(field.NewPath("warmup_steps"), f.warmup, "must not be negative"))
 	}
 	c.WarmupSteps = f.warmup
-	if f.clipping < 0 || math.IsNaN(f.clipping) || math.IsInf(f.clipping, 0) {
+	if !(f.clipping >= 0 && finite(f.clipping)) {
 		errs = append(errs, field.Invalid(field.NewPath("max_grad_norm"), f.clipping, "must not be negative"))
 	}
 	c.MaxGradNorm = f.clipping
@@ -906,6 +1012,38 @@ func (f *FineTune) deepSpeed() train.DeepSpeedConfig {
 	return cfg
 }
 
+// imageProblems says what the run needs that LLaMA-Factory's own images
+// lack, when the job runs one of them. Both are built from v0.9.5's
+// pyproject.toml, which pins trl to 0.18-0.24, plus only the metrics and
+// deepspeed extras (docker/docker-cuda/Dockerfile,
+// docker/docker-npu/Dockerfile): no bitsandbytes, no s3fs. An image the
+// caller sets is theirs to vouch for.
+func (f *FineTune) imageProblems() field.ErrorList {
+	if image := f.job.ImageName(); image != DefaultImage && image != DefaultAscendImage {
+		return nil
+	}
+	const set = ": set an image that has it with Job().Image"
+	var errs field.ErrorList
+	if f.stage == StagePPO {
+		errs = append(errs, field.Forbidden(field.NewPath("stage"), "PPO needs trl>=0.8.6,<=0.9.6 (train/ppo/trainer.py:90 at v0.9.5), and LLaMA-Factory's image has trl 0.18-0.24 (pyproject.toml)"+set))
+	}
+	if f.method == QLoRA {
+		errs = append(errs, field.Forbidden(field.NewPath("quantization_bit"), "QLoRA needs bitsandbytes (model/model_utils/quantization.py:169 at v0.9.5), which LLaMA-Factory's image does not install"+set))
+	}
+	for i, d := range append(slices.Clone(f.datasets), f.evalDatasets...) {
+		if !strings.HasPrefix(d.Source, "s3://") {
+			continue
+		}
+		p := field.NewPath("dataset").Index(i)
+		if i >= len(f.datasets) {
+			p = field.NewPath("eval_dataset").Index(i - len(f.datasets))
+		}
+		errs = append(errs, field.Forbidden(p.Child("source"), "s3:// needs s3fs (fsspec.filesystem(\"s3\"), data/data_utils.py:162 at v0.9.5), which LLaMA-Factory's image does not install"+set+
+			", and the credentials with Job().EnvFromSecret (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"))
+	}
+	return errs
+}
+
 // configMapName names the ConfigMap with train.yaml and dataset_info.json.
 func (f *FineTune) configMapName() string { return f.job.Name() + "-llamafactory" }
 
@@ -915,6 +1053,7 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 	}
 	r, errs := f.render()
 	f.autoImage = pickImage(f.job, f.autoImage)
+	errs = append(errs, f.imageProblems()...)
 	f.job.Config(f.deepSpeed())
 	objs, jobErr := f.job.Objects()
 	if jobErr != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/cubestudio/cube/hardware"
@@ -192,6 +193,9 @@ type TrainingPlan struct {
 	OverheadBytesPerDevice int64
 	// NeedBytesPerDevice is the sum; DeviceBytes what one device has.
 	NeedBytesPerDevice, DeviceBytes int64
+	// Fits says NeedBytesPerDevice is within DeviceBytes: always so for
+	// Plan, the answer to the question for Check.
+	Fits bool
 
 	// SequenceLength and MicroBatch are the cutoff_len and per-device
 	// batch the activations are sized for; Checkpointing says whether
@@ -230,8 +234,8 @@ type TrainingPlan struct {
 //     parameter, Rajbhandari et al. 2020, "ZeRO", §3): stage 0
 //     (2+2+K)Ψ = 16Ψ; stage 1 4Ψ + 12Ψ/N; stages 2 and 3 exactly as
 //     DeepSpeed's estimators compute them: stage 2
-//     (estimate_zero2_model_states_mem_needs, runtime/zero/stage_1_and_2.py)
-//     4Ψ + ⌊16Ψ/N⌋, or 2Ψ with the optimizer offloaded; stage 3
+//     (estimate_zero2_model_states_mem_needs, runtime/zero/stage_1_and_2.py
+//     at DeepSpeed v0.18.4) 2Ψ + ⌊18Ψ/N⌋, or 2Ψ with the optimizer offloaded; stage 3
 //     (estimate_zero3_model_states_mem_needs, runtime/zero/stage3.py)
 //     4·largest layer + ⌊18Ψ/N⌋, 4·largest layer + ⌊2Ψ/N⌋ with the
 //     optimizer offloaded, 4·largest layer with parameters too. The CPU
@@ -270,10 +274,85 @@ type TrainingPlan struct {
 //
 // When nothing fits on MaxNodes nodes Plan returns a *FitError.
 func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, error) {
+	p, err := newPlanner(f, acc, opts)
+	if err != nil {
+		return TrainingPlan{}, err
+	}
+	var smallest TrainingPlan
+	for _, n := range deviceCounts(acc.MaxPerNode, p.o.maxNodes) {
+		for _, layout := range p.layouts() {
+			plan := p.size(n, layout)
+			if smallest.NeedBytesPerDevice == 0 || plan.NeedBytesPerDevice < smallest.NeedBytesPerDevice {
+				smallest = plan
+			}
+			if plan.Fits {
+				p.estimate(&plan)
+				return plan, nil
+			}
+		}
+	}
+	return TrainingPlan{}, &FitError{Model: p.m.Name, Accelerator: acc.Name, Devices: smallest.Devices,
+		NeedBytes: smallest.NeedBytesPerDevice, DeviceBytes: smallest.DeviceBytes}
+}
+
+// Layout is a layout of a fine-tune the caller pins, to ask Check about
+// it: Devices accelerators in all (up to one node's, or whole nodes),
+// the DeepSpeed ZeRO stage and its offloads.
+type Layout struct {
+	Devices, ZeROStage              int
+	OffloadOptimizer, OffloadParams bool
+}
+
+// Check answers a pinned question, such as "ZeRO-2 on 8 × H100: does it
+// fit, and what does each device hold?": it sizes f on layout l of
+// accelerators acc by the same formulas as Plan, which chooses, and
+// returns the plan with Fits saying whether the need per device is
+// within the device's memory, and the time and cost (with Tokens and
+// Prices). Only a layout that cannot run is an error: one that
+// LLaMA-Factory or DeepSpeed refuses (8-bit QLoRA under ZeRO-3,
+// parameter offload below ZeRO-3), a device count that is neither part
+// of one node nor whole nodes, or more nodes than MaxNodes allows.
+func Check(f *FineTune, acc hardware.Profile, l Layout, opts ...PlanOption) (TrainingPlan, error) {
+	var problems []error
+	p, err := newPlanner(f, acc, opts)
+	if err != nil {
+		problems = append(problems, err)
+	}
+	switch {
+	case l.Devices < 1:
+		problems = append(problems, fmt.Errorf("layout: devices %d must be at least 1", l.Devices))
+	case acc.MaxPerNode >= 1 && l.Devices > acc.MaxPerNode && l.Devices%acc.MaxPerNode != 0:
+		problems = append(problems, fmt.Errorf("layout: %d devices are neither part of one node nor whole nodes of %d × %s", l.Devices, acc.MaxPerNode, acc.Name))
+	case err == nil && acc.MaxPerNode >= 1 && l.Devices > p.o.maxNodes*acc.MaxPerNode:
+		problems = append(problems, fmt.Errorf("layout: %d devices need more than MaxNodes %d nodes", l.Devices, p.o.maxNodes))
+	}
+	if l.ZeROStage < 0 || l.ZeROStage > 3 {
+		problems = append(problems, fmt.Errorf("layout: ZeRO stage %d must be 0 to 3", l.ZeROStage))
+	}
+	if l.OffloadOptimizer && l.ZeROStage < 1 {
+		problems = append(problems, errors.New("layout: the optimizer offloads under ZeRO 1 to 3 only"))
+	}
+	if l.OffloadParams && l.ZeROStage != 3 {
+		problems = append(problems, errors.New("layout: parameters offload under ZeRO-3 only"))
+	}
+	if f != nil && f.method == QLoRA && f.quantBits == 8 && l.ZeROStage == 3 {
+		problems = append(problems, errors.New("layout: 8-bit QLoRA cannot run under ZeRO-3 (LLaMA-Factory: only 4-bit quantized models can)"))
+	}
+	if len(problems) > 0 {
+		return TrainingPlan{}, errors.Join(problems...)
+	}
+	plan := p.size(l.Devices, zeroLayout{stage: l.ZeROStage, offloadOptimizer: l.OffloadOptimizer, offloadParams: l.OffloadParams})
+	p.estimate(&plan)
+	return plan, nil
+}
+
+// newPlanner checks the fine-tune, the profile and the options, and
+// finds the model's architecture.
+func newPlanner(f *FineTune, acc hardware.Profile, opts []PlanOption) (planner, error) {
 	o := newPlanOptions(opts)
 	if f == nil || f.job == nil {
 		o.problems = append(o.problems, errors.New("fine-tune: is nil or zero"))
-		return TrainingPlan{}, errors.Join(o.problems...)
+		return planner{}, errors.Join(o.problems...)
 	}
 	model, err := f.modelFacts()
 	if err != nil {
@@ -289,25 +368,9 @@ func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, 
 		o.problems = append(o.problems, fmt.Errorf("fine-tune: %w", errs.ToAggregate()))
 	}
 	if len(o.problems) > 0 {
-		return TrainingPlan{}, errors.Join(o.problems...)
+		return planner{}, errors.Join(o.problems...)
 	}
-
-	p := planner{f: f, m: model, acc: acc, o: o}
-	var smallest TrainingPlan
-	for _, n := range deviceCounts(acc.MaxPerNode, o.maxNodes) {
-		for _, layout := range p.layouts() {
-			plan := p.size(n, layout)
-			if smallest.NeedBytesPerDevice == 0 || plan.NeedBytesPerDevice < smallest.NeedBytesPerDevice {
-				smallest = plan
-			}
-			if plan.NeedBytesPerDevice <= plan.DeviceBytes {
-				p.estimate(&plan)
-				return plan, nil
-			}
-		}
-	}
-	return TrainingPlan{}, &FitError{Model: model.Name, Accelerator: acc.Name, Devices: smallest.Devices,
-		NeedBytes: smallest.NeedBytesPerDevice, DeviceBytes: smallest.DeviceBytes}
+	return planner{f: f, m: model, acc: acc, o: o}, nil
 }
 
 // deviceProblem says why acc cannot be planned for, or nil.
@@ -379,12 +442,16 @@ type planner struct {
 }
 
 // layouts are tried in order: lower stages first (less communication),
-// offload last and only when allowed.
+// offload last and only when allowed. 8-bit QLoRA never gets ZeRO-3,
+// which LLaMA-Factory refuses for it.
 func (p planner) layouts() []zeroLayout {
 	out := []zeroLayout{{stage: 0}, {stage: 1}, {stage: 2}, {stage: 3}}
 	if p.o.offload {
 		out = append(out, zeroLayout{stage: 2, offloadOptimizer: true}, zeroLayout{stage: 3, offloadOptimizer: true},
 			zeroLayout{stage: 3, offloadOptimizer: true, offloadParams: true})
+	}
+	if p.f.method == QLoRA && p.f.quantBits == 8 {
+		out = slices.DeleteFunc(out, func(z zeroLayout) bool { return z.stage == 3 })
 	}
 	return out
 }
@@ -425,17 +492,16 @@ func (p planner) frozenBytes() int64 {
 	case LoRA:
 		b = float64(p.m.Parameters) * bf16
 	case QLoRA:
-		quantized := layerLinearParameters(p.m)
-		bits := 8.0
-		if p.f.quantBits == 4 {
-			bits = 4 + 0.127
-		}
-		b = float64(quantized)*bits/8 + float64(p.m.Parameters-quantized)*bf16
+		b = p.quantizedBytes()
 	case Freeze:
 		b = float64(p.m.Parameters-p.trainable()) * bf16
 	}
 	full := p.f.method == Full || p.f.method == Freeze
 	switch {
+	case p.usesReference() && p.f.method == LoRA && p.f.resumeFrom != "":
+		b += float64(p.m.Parameters) * bf16 // the reference: the base with the resumed adapter (ref_model)
+	case p.usesReference() && p.f.method == QLoRA && p.f.resumeFrom != "":
+		b += p.quantizedBytes() // the reference, quantized like the policy (ref_model_quantization_bit)
 	case p.usesReference() && full:
 		b += float64(p.m.Parameters) * bf16 // the reference model
 	case p.f.stage == StagePPO && full && p.f.servedReward():
@@ -444,6 +510,18 @@ func (p planner) frozenBytes() int64 {
 		b += 2 * float64(p.m.Parameters) * bf16 // reference and reward models
 	}
 	return int64(math.Ceil(b))
+}
+
+// quantizedBytes is the base model under QLoRA: the decoder's linear
+// weights at the quantization's bits (NF4 with double-quantized constants
+// at 4), the rest in bf16.
+func (p planner) quantizedBytes() float64 {
+	quantized := layerLinearParameters(p.m)
+	bits := 8.0
+	if p.f.quantBits == 4 {
+		bits = 4 + 0.127
+	}
+	return float64(quantized)*bits/8 + float64(p.m.Parameters-quantized)*2
 }
 
 // largestLayer is DeepSpeed's model_to_params largest_layer_params: the
@@ -471,7 +549,11 @@ func (p planner) modelStates(psi int64, n, nodes int, z zeroLayout) (gpu, cpu in
 		if z.offloadOptimizer {
 			return 2 * psi, int64(P * float64(max(4*n, 16)) * buffer)
 		}
-		return 4*psi + int64(16*P/float64(n)), int64(P * 4 * float64(perNode) * buffer)
+		// 2 bytes of fp16 parameters whole, and 18 bytes sharded: fp16
+		// and fp32 gradients, fp32 master weights, Adam's two moments
+		// (estimate_zero2_model_states_mem_needs, runtime/zero/stage_1_and_2.py
+		// at DeepSpeed v0.18.4, the newest LLaMA-Factory v0.9.5 allows).
+		return 2*psi + int64(18*P/float64(n)), int64(P * 4 * float64(perNode) * buffer)
 	}
 	// The largest layer is gathered whole, whether it trains or not.
 	largest := 4 * p.largestLayer()
@@ -498,9 +580,7 @@ func (p planner) sequencesPerSample() int {
 }
 
 // usesReference says the loss runs a frozen reference model forward.
-func (p planner) usesReference() bool {
-	return (p.f.stage == StageDPO && p.f.prefLoss != LossORPO && p.f.prefLoss != LossSimPO) || p.f.stage == StageKTO
-}
+func (p planner) usesReference() bool { return p.f.usesReference() }
 
 // activations is one micro batch's activation memory on one device.
 func (p planner) activations() int64 {
@@ -548,6 +628,7 @@ func (p planner) size(n int, z zeroLayout) TrainingPlan {
 		SequenceLength: p.f.cutoff, MicroBatch: p.f.batch, Checkpointing: p.f.checkpointing,
 	}
 	plan.NeedBytesPerDevice = plan.FrozenBytesPerDevice + plan.ModelStateBytesPerDevice + plan.ActivationBytesPerDevice + plan.OverheadBytesPerDevice
+	plan.Fits = plan.NeedBytesPerDevice <= plan.DeviceBytes
 	return plan
 }
 
@@ -635,7 +716,11 @@ func (p TrainingPlan) String() string {
 		b.WriteString(", parameters offloaded to CPU")
 	}
 	fmt.Fprintf(&b, "\n  parameters: %d total, %d trainable\n", p.Parameters, p.TrainableParameters)
-	fmt.Fprintf(&b, "  per device: %s of %s\n", gib(p.NeedBytesPerDevice), gib(p.DeviceBytes))
+	fmt.Fprintf(&b, "  per device: %s of %s", gib(p.NeedBytesPerDevice), gib(p.DeviceBytes))
+	if !p.Fits {
+		fmt.Fprintf(&b, ": does not fit, short by %s", gib(p.NeedBytesPerDevice-p.DeviceBytes))
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "    frozen weights   %s\n", gib(p.FrozenBytesPerDevice))
 	fmt.Fprintf(&b, "    model states     %s (trainable weights, gradients, Adam; DeepSpeed's ZeRO-%d estimate)\n", gib(p.ModelStateBytesPerDevice), p.ZeROStage)
 	ckpt := "off"
