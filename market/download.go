@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -100,7 +99,24 @@ func Download(name, source, claim string) *DownloadJob {
 	return d
 }
 
-func (d *DownloadJob) fail(err *field.Error) { d.problems = append(d.problems, err) }
+func (d *DownloadJob) fail(err *field.Error) {
+	if err != nil {
+		d.problems = append(d.problems, err)
+	}
+}
+
+// validateEndpoint checks an http(s) endpoint a pod reads from the
+// environment: credentials in it would be rendered into the Job's spec, so
+// they are refused without repeating the value.
+func validateEndpoint(p *field.Path, url string) *field.Error {
+	switch {
+	case hasCredentials(url):
+		return field.Forbidden(p, credentialsMessage)
+	case !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://"):
+		return field.Invalid(p, url, "must be an http(s) URL")
+	}
+	return nil
+}
 
 // Into sets the directory on the claim (default: the repository's path,
 // "Qwen/Qwen2.5-7B-Instruct", or the bucket prefix).
@@ -210,9 +226,7 @@ func (d *DownloadJob) HFEndpoint(url string) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
-		d.fail(field.Invalid(field.NewPath("spec", "hfEndpoint"), url, "must be an http(s) URL"))
-	}
+	d.fail(validateEndpoint(field.NewPath("spec", "hfEndpoint"), url))
 	d.hfEndpoint = url
 	return d
 }
@@ -243,8 +257,11 @@ func (d *DownloadJob) ModelScopeEndpoint(domain string) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	if domain == "" || strings.ContainsAny(domain, " \t\n\"'$`\\") {
-		d.fail(field.Invalid(field.NewPath("spec", "modelScopeEndpoint"), domain, "must be a host name or URL"))
+	switch p := field.NewPath("spec", "modelScopeEndpoint"); {
+	case hasCredentials(domain) || !strings.Contains(domain, "://") && strings.Contains(domain, "@"):
+		d.fail(field.Forbidden(p, credentialsMessage))
+	case domain == "" || strings.ContainsAny(domain, " \t\n\"'$`\\"):
+		d.fail(field.Invalid(p, domain, "must be a host name or URL"))
 	}
 	d.msEndpoint = domain
 	return d
@@ -271,9 +288,7 @@ func (d *DownloadJob) S3Endpoint(url string) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
-		d.fail(field.Invalid(field.NewPath("spec", "s3Endpoint"), url, "must be an http(s) URL"))
-	}
+	d.fail(validateEndpoint(field.NewPath("spec", "s3Endpoint"), url))
 	d.s3Endpoint = url
 	return d
 }
@@ -378,18 +393,18 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "claim"), d.claim, msg))
 		}
 	}
-	if len(srcErrs) == 0 && (d.dir() == "" || d.dir() == ".") {
+	switch {
+	case strings.HasPrefix(d.into, "/") || hasDotSegment(d.into):
+		errs = append(errs, field.Invalid(field.NewPath("spec", "into"), d.into, "a directory relative to the claim, without '.' or '..' segments"))
+	case len(srcErrs) == 0 && (d.dir() == "" || d.dir() == "."):
 		errs = append(errs, field.Invalid(field.NewPath("spec", "into"), d.into, "must name a directory on the claim"))
 	}
 	errs = append(errs, ValidateModelName(field.NewPath("spec", "register", "model"), d.model)...)
 	if d.dtype != "" && !d.dtype.Valid() {
 		errs = append(errs, field.NotSupported(field.NewPath("spec", "register", "dtype"), d.dtype, []DType{FP32, BF16, FP16, FP8, INT8, INT4}))
 	}
-	for i, p := range slices.Concat(d.include, d.exclude) {
-		if p == "" || strings.ContainsAny(p, " \t\n") || strings.HasPrefix(p, "-") {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "patterns").Index(i), p, "a glob pattern without whitespace, not starting with '-'"))
-		}
-	}
+	errs = append(errs, validatePatterns(field.NewPath("spec", "include"), d.include)...)
+	errs = append(errs, validatePatterns(field.NewPath("spec", "exclude"), d.exclude)...)
 	rev := src.revision
 	if d.revision != "" {
 		rev = d.revision
@@ -449,6 +464,21 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 			Template:     tmpl,
 		},
 	}, nil
+}
+
+// validatePatterns checks glob patterns of files in a repository or under
+// a prefix: a pattern that starts like a flag would be read as one, and one
+// that is absolute or climbs with '..' matches nothing the tools list (hf
+// and modelscope match repository paths, aws s3 sync keys under the
+// prefix), so the download would silently fetch nothing.
+func validatePatterns(p *field.Path, patterns []string) field.ErrorList {
+	var errs field.ErrorList
+	for i, pat := range patterns {
+		if pat == "" || strings.ContainsAny(pat, " \t\n") || strings.HasPrefix(pat, "-") || strings.HasPrefix(pat, "/") || hasDotSegment(pat) {
+			errs = append(errs, field.Invalid(p.Index(i), pat, "a glob pattern relative to the repository: no whitespace, no leading '-' or '/', no '.' or '..' segments"))
+		}
+	}
+	return errs
 }
 
 // Annotations a download Job carries, which RegisterDownload reads back.

@@ -47,14 +47,15 @@ printf 'weights of %s' "$repo" > "$dir/model.safetensors"
 echo "hf stand-in: downloaded $repo to $dir"
 `
 
-// standinLMEval stands in for lm-evaluation-harness's lm_eval with
+// standinLMEval stands in for lm-evaluation-harness's lm_eval run with
 // --model local-completions (lm_eval/models/openai_completions.py): it
 // asks the served model at base_url for one completion and writes a
 // results_<date>.json as lm_eval/loggers/evaluation_tracker.py lays it out,
 // scoring 1 when the model answered.
 const standinLMEval = `#!/usr/bin/env python3
 import json, os, sys, urllib.request
-args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+assert sys.argv[1] == "run", sys.argv
+args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
 assert args["--model"] == "local-completions", args
 margs = dict(kv.split("=", 1) for kv in args["--model_args"].split(","))
 req = urllib.request.Request(margs["base_url"], data=json.dumps({"model": margs["model"], "prompt": "2+2=", "max_tokens": 4}).encode(),

@@ -99,7 +99,7 @@ func TestDownloadErrorsAreJoined(t *testing.T) {
 	require.Error(t, err)
 	for _, want := range []string{
 		"metadata.name", "spec.source", "spec.claim", "spec.retryLimit", "spec.maxWorkers", "spec.hfToken",
-		"spec.hfEndpoint", "spec.patterns[0]", "spec.patterns[1]", "spec.register.model", "spec.register.dtype", "HF_TOKEN",
+		"spec.hfEndpoint", "spec.include[0]", "spec.include[1]", "spec.register.model", "spec.register.dtype", "HF_TOKEN",
 	} {
 		assert.ErrorContains(t, err, want)
 	}

@@ -64,7 +64,7 @@ func TestEntryDownloadAndEvaluate(t *testing.T) {
 	assert.Equal(t, "Qwen/Qwen2.5-7B-Instruct", job.Spec.Template.Spec.Containers[0].Args[2])
 	ev, err := e.Evaluate("eval-qwen", "mmlu").On(hardware.L4).GPUs(1).Build()
 	require.NoError(t, err)
-	assert.Contains(t, ev.Spec.Template.Spec.Containers[0].Args[4], "pretrained=Qwen/Qwen2.5-7B-Instruct,")
+	assert.Contains(t, ev.Spec.Template.Spec.Containers[0].Args[5], "pretrained=Qwen/Qwen2.5-7B-Instruct,")
 	assert.NotContains(t, ev.Annotations, market.AnnotationVersion, "a catalogue model is not a registered version")
 
 	var nilEntry *market.Entry

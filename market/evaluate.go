@@ -100,8 +100,11 @@ func (e *EvaluationJob) Endpoint(baseURL, servedModel string) *EvaluationJob {
 	if e == nil {
 		return nil
 	}
-	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") || strings.ContainsAny(baseURL, ", \t\n") {
-		e.fail(field.Invalid(field.NewPath("spec", "endpoint"), baseURL, "must be an http(s) URL without commas or spaces"))
+	switch p := field.NewPath("spec", "endpoint"); {
+	case hasCredentials(baseURL):
+		e.fail(field.Forbidden(p, credentialsMessage))
+	case !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") || strings.ContainsAny(baseURL, ", \t\n"):
+		e.fail(field.Invalid(p, baseURL, "must be an http(s) URL without commas or spaces"))
 	}
 	if servedModel == "" || strings.ContainsAny(servedModel, ", \t\n=") {
 		e.fail(field.Invalid(field.NewPath("spec", "servedModel"), servedModel, "must be the served model name, without commas, spaces or '='"))
@@ -243,13 +246,16 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	}
 	art := e.version.Artifact
 	var claim, weights, revision string
-	switch art.Scheme() {
-	case SchemePVC:
+	uriErrs := validateURI(vPath.Child("artifact", "uri"), art.URI)
+	errs = append(errs, uriErrs...)
+	switch scheme := art.Scheme(); {
+	case len(uriErrs) > 0:
+	case scheme == SchemePVC:
 		_, rest, _ := strings.Cut(art.URI, "://")
 		var dir string
 		claim, dir, _ = strings.Cut(rest, "/")
 		weights = path.Join(ModelDir, dir)
-	case SchemeHF:
+	case scheme == SchemeHF:
 		_, rest, _ := strings.Cut(art.URI, "://")
 		weights, revision, _ = strings.Cut(rest, "@")
 	default:

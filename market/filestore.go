@@ -280,7 +280,7 @@ func (s *FileStore) Update(ctx context.Context, v Version) (Version, error) {
 		if err != nil {
 			return err
 		}
-		next, err := prepareUpdate(stored, v)
+		next, err := prepareUpdate(stored, v, time.Now())
 		if err != nil {
 			return err
 		}

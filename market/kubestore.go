@@ -184,7 +184,7 @@ func (s *KubernetesStore) Update(ctx context.Context, v Version) (Version, error
 	if err != nil {
 		return Version{}, err
 	}
-	next, err := prepareUpdate(stored, v)
+	next, err := prepareUpdate(stored, v, time.Now())
 	if err != nil {
 		return Version{}, err
 	}

@@ -79,13 +79,22 @@ func prepareCreate(v Version, now time.Time) (Version, error) {
 	if err := v.Validate(); err != nil {
 		return Version{}, fmt.Errorf("register version of %q: %w", v.Model, err)
 	}
+	if errs := v.validateTimes(now); len(errs) > 0 {
+		return Version{}, fmt.Errorf("register version of %q: %w", v.Model, errs.ToAggregate())
+	}
 	return v, nil
 }
 
 // prepareUpdate checks an update against the stored version.
-func prepareUpdate(stored, v Version) (Version, error) {
+func prepareUpdate(stored, v Version, now time.Time) (Version, error) {
 	if err := v.Validate(); err != nil {
 		return Version{}, fmt.Errorf("update %s: %w", v.Ref(), err)
+	}
+	// Created never changes (checkImmutable below): the stored one is checked.
+	withStored := v
+	withStored.Created = stored.Created
+	if errs := withStored.validateTimes(now); len(errs) > 0 {
+		return Version{}, fmt.Errorf("update %s: %w", v.Ref(), errs.ToAggregate())
 	}
 	if v.Stage == "" {
 		return Version{}, fmt.Errorf("update %s: %w", v.Ref(), field.Required(field.NewPath("stage"), "a stored version has a stage"))

@@ -191,9 +191,15 @@ func (v Version) Validate() error {
 		errs = append(errs, field.Invalid(field.NewPath("number"), v.Number, "must not be negative"))
 	}
 	errs = append(errs, v.Artifact.validate(field.NewPath("artifact"))...)
+	if hasCredentials(v.Lineage.BaseModel) {
+		errs = append(errs, field.Forbidden(field.NewPath("lineage", "baseModel"), credentialsMessage))
+	}
 	for i, d := range v.Lineage.Datasets {
-		if strings.TrimSpace(d) == "" {
+		switch {
+		case strings.TrimSpace(d) == "":
 			errs = append(errs, field.Required(field.NewPath("lineage", "datasets").Index(i), "a dataset must not be empty"))
+		case hasCredentials(d):
+			errs = append(errs, field.Forbidden(field.NewPath("lineage", "datasets").Index(i), credentialsMessage))
 		}
 	}
 	for _, k := range sortedKeys(v.Lineage.Hyperparameters) {
@@ -272,14 +278,80 @@ func validateURI(uri *field.Path, value string) field.ErrorList {
 		errs = append(errs, field.NotSupported(uri, scheme, schemes))
 	case rest == "" || strings.HasPrefix(rest, "/"):
 		errs = append(errs, field.Invalid(uri, value, "has no location after the scheme"))
+	case hasCredentials(value):
+		errs = append(errs, field.Forbidden(uri, credentialsMessage))
 	case strings.ContainsAny(rest, " \t\n\"'`$\\"):
 		errs = append(errs, field.Invalid(uri, value, "must not contain spaces, quotes, '$' or '\\'"))
 	case (scheme == SchemeHF || scheme == SchemeModelScope) && !isHubRepo(strings.SplitN(rest, "@", 2)[0]):
 		errs = append(errs, field.Invalid(uri, value, "a hub repository is org/name"))
+	case hasDotSegment(strings.SplitN(rest, "@", 2)[0]) || scheme != SchemeHF && scheme != SchemeModelScope && hasDotSegment(rest):
+		errs = append(errs, field.Invalid(uri, value, "must not contain '.' or '..' path segments: a path that climbs out of where it points"))
 	case scheme == SchemePVC:
 		claim, _, _ := strings.Cut(rest, "/")
 		for _, msg := range validation.IsDNS1123Subdomain(claim) {
 			errs = append(errs, field.Invalid(uri, value, "claim: "+msg))
+		}
+	}
+	return errs
+}
+
+// credentialsMessage refuses a URL with user:password@. The value is never
+// repeated in the error: it would carry the secret into logs.
+const credentialsMessage = "must not carry credentials (user:password@ before the host): keep them in a Secret"
+
+// hasCredentials reports whether a URL-like value carries user
+// information: an '@' between "://" and the first '/', '?' or '#'.
+func hasCredentials(value string) bool {
+	_, rest, ok := strings.Cut(value, "://")
+	if !ok {
+		return false
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return strings.Contains(rest, "@")
+}
+
+// hasDotSegment reports whether a slash-separated path has a "." or ".."
+// segment.
+func hasDotSegment(p string) bool {
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// maxClockSkew is how far in the future a time the caller gives may lie:
+// clocks of the machines writing to one registry differ a little.
+const maxClockSkew = 5 * time.Minute
+
+// earliest is the earliest time a version or stage change may carry;
+// anything before is a zero value gone wrong.
+var earliest = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// validateTimes checks the times a version carries against now: none in
+// the future (a version created in year 9999 would stay the newest of its
+// stage for ever), none before 1970, stage changes in order.
+func (v Version) validateTimes(now time.Time) field.ErrorList {
+	var errs field.ErrorList
+	check := func(p *field.Path, at time.Time) {
+		switch {
+		case at.IsZero():
+			errs = append(errs, field.Required(p, "when it happened"))
+		case at.Before(earliest):
+			errs = append(errs, field.Invalid(p, at, "must not be before 1970"))
+		case at.After(now.Add(maxClockSkew)):
+			errs = append(errs, field.Invalid(p, at, "must not be in the future"))
+		}
+	}
+	check(field.NewPath("created"), v.Created)
+	for i, h := range v.History {
+		p := field.NewPath("history").Index(i).Child("at")
+		check(p, h.At)
+		if i > 0 && h.At.Before(v.History[i-1].At) {
+			errs = append(errs, field.Invalid(p, h.At, "stage changes are in the order they happened"))
 		}
 	}
 	return errs
