@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	common "github.com/kubeflow/katib/pkg/apis/controller/common/v1beta1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -235,9 +236,19 @@ func oneOf(values ...string) settingRule {
 	}
 }
 
-func absDir(v string) string {
-	if !filepath.IsAbs(v) {
+func absDir(v string) string { return cleanAbsPath(v) }
+
+// cleanAbsPath checks a path Katib mounts or reads in the trial's
+// container: absolute, and without "." or ".." parts or a trailing slash
+// to hide where it lands ("/a/../../etc" is /etc), and not the root.
+func cleanAbsPath(v string) string {
+	switch {
+	case !filepath.IsAbs(v):
 		return "must be an absolute path"
+	case strings.TrimSuffix(filepath.Clean(v), "/") != strings.TrimSuffix(v, "/"):
+		return fmt.Sprintf("must be a clean path (it is %s)", filepath.Clean(v))
+	case filepath.Clean(v) == "/":
+		return "must not be the root directory"
 	}
 	return ""
 }
@@ -404,10 +415,12 @@ func (a Algorithm) validate(path *field.Path, params []Param, parallel, maxTrial
 		if errRL == nil && rl > 0 {
 			// Katib's hyperband service: s_max = int(log(r_l)/log(eta)), and
 			// parallelTrialCount must reach ceil(eta^s_max).
+			// In float: a large r_l needs more than an int32 holds (an
+			// int32 conversion of 2^996 wrapped to a negative need).
 			smax := math.Floor(math.Log(rl) / math.Log(float64(eta)))
-			need := int32(math.Ceil(math.Pow(float64(eta), smax)))
-			if parallel < need {
-				errs = append(errs, field.Invalid(parallelPath, parallel, fmt.Sprintf("hyperband with r_l %s and eta %d needs at least %d parallel trials", formatFloat(rl), eta, need)))
+			need := math.Ceil(math.Pow(float64(eta), smax))
+			if float64(parallel) < need {
+				errs = append(errs, field.Invalid(parallelPath, parallel, fmt.Sprintf("hyperband with r_l %s and eta %d needs at least %s parallel trials", formatFloat(rl), eta, formatNumber(need))))
 			}
 		}
 	}

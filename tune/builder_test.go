@@ -481,3 +481,27 @@ func TestPBTRendersFromVolume(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, exp.Spec.ResumePolicy, "other algorithms keep Katib's default")
 }
+
+// TestHostileInput: input a new user could give that was accepted or
+// panicked; each is refused with the field named, or is a no-op on nil.
+func TestHostileInput(t *testing.T) {
+	var nilExp *tune.Experiment
+	assert.Nil(t, nilExp.Param(tune.Float("x", 0, 1)), "Param on a nil experiment")
+
+	// 2^996 parallel trials wrapped to a negative int32 and passed.
+	_, err := spaceExperiment("h", tune.Hyperband("epochs", 1e300).Eta(2), tune.Int("epochs", 1, 9)).Parallelism(100).Build()
+	assert.Equal(t, []string{
+		"spec.parallelTrialCount: Invalid value: 100: hyperband with r_l 1e+300 and eta 2 needs at least 6.696928794914171e+299 parallel trials",
+	}, errorStrings(t, err))
+
+	// Paths that hide where they land.
+	_, err = pbtExperiment("p").Algorithm(tune.PBT("/var/log/../../etc", 5, 0.2)).Collect(tune.File("/tmp/./m.log")).Build()
+	assert.Equal(t, []string{
+		`spec.algorithm.algorithmSettings[0].value: Invalid value: "/var/log/../../etc": suggestion_trial_dir: must be a clean path (it is /etc)`,
+		`spec.metricsCollectorSpec.source.fileSystemPath.path: Invalid value: "/tmp/./m.log": must be a clean path (it is /tmp/m.log)`,
+	}, errorStrings(t, err))
+	_, err = pbtExperiment("p").Algorithm(tune.PBT("/", 5, 0.2)).Collect(tune.TensorFlowEvent("/var/log/tf/")).Build()
+	assert.Equal(t, []string{
+		`spec.algorithm.algorithmSettings[0].value: Invalid value: "/": suggestion_trial_dir: must not be the root directory`,
+	}, errorStrings(t, err))
+}

@@ -2,7 +2,6 @@ package tune
 
 import (
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 
@@ -95,15 +94,15 @@ func (c Collector) validate(path *field.Path) field.ErrorList {
 	switch c.kind {
 	case "", common.StdOutCollector, common.PushCollector:
 	case common.FileCollector:
-		if !filepath.IsAbs(c.path) {
-			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, "must be an absolute path"))
+		if msg := cleanAbsPath(c.path); msg != "" {
+			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, msg))
 		}
 		if c.json && len(c.formats) > 0 {
 			errs = append(errs, field.Invalid(src.Child("filter"), c.formats, "a JSON metrics file takes no filter"))
 		}
 	case common.TfEventCollector:
-		if !filepath.IsAbs(c.path) {
-			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, "must be an absolute path"))
+		if msg := cleanAbsPath(c.path); msg != "" {
+			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, msg))
 		}
 	case common.PrometheusMetricCollector:
 		errs = append(errs, field.Invalid(path.Child("collector", "kind"), c.kind, fmt.Sprintf(
@@ -113,8 +112,8 @@ func (c Collector) validate(path *field.Path) field.ErrorList {
 		if c.custom == nil || c.custom.Name == "" || c.custom.Image == "" {
 			errs = append(errs, field.Required(path.Child("collector", "customCollector"), "a custom collector needs a container with a name and an image"))
 		}
-		if c.path != "" && !filepath.IsAbs(c.path) {
-			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, "must be an absolute path"))
+		if msg := cleanAbsPath(c.path); c.path != "" && msg != "" {
+			errs = append(errs, field.Invalid(src.Child("fileSystemPath", "path"), c.path, msg))
 		}
 	}
 	if len(c.formats) > 0 && c.kind != common.StdOutCollector && c.kind != common.FileCollector && c.kind != "" {

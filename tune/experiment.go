@@ -101,6 +101,9 @@ func (e *Experiment) Collect(c Collector) *Experiment {
 
 // Param appends parameters to the search space.
 func (e *Experiment) Param(params ...Param) *Experiment {
+	if e == nil {
+		return nil
+	}
 	for _, p := range params {
 		p.choices, p.values = slices.Clone(p.choices), slices.Clone(p.values)
 		e.params = append(e.params, p)

@@ -72,8 +72,9 @@ var experimentSeeds = []experimentInput{
 }
 
 // FuzzExperiment builds experiments from arbitrary input: the builder
-// never panics, and whatever it accepts Katib's validator accepts too
-// (TestFuzzCorpusApplies applies the accepted corpus to the API server).
+// never panics, and whatever it accepts Katib's validator and Katib's
+// contract accept too (TestFuzzCorpusApplies applies the accepted corpus
+// to the API server).
 func FuzzExperiment(f *testing.F) {
 	for _, s := range experimentSeeds {
 		f.Add(s.name, s.floatName, s.lo, s.hi, s.step, s.log, s.intName, s.imin, s.imax, s.c1, s.c2, s.metric, s.maximize, s.alg, s.parallel, s.maxTrials, s.maxFailed)
@@ -86,6 +87,8 @@ func FuzzExperiment(f *testing.F) {
 			return
 		}
 		katibValidate(t, exp)
+		// And Katib's suggestion services, early stopping and collectors.
+		require.NoError(t, checkKatibContract("fuzz", exp))
 		u, err := cube.ToUnstructured(exp)
 		require.NoError(t, err)
 		require.Equal(t, katibv1beta1.SchemeGroupVersion.String(), u.GetAPIVersion())
