@@ -166,11 +166,33 @@ func TestEveryContractInTheModuleLoads(t *testing.T) {
 		}
 		return nil
 	}))
+	require.NotEmpty(t, files, "the packages keep their contracts in testdata/contracts")
 	for _, f := range files {
 		t.Run(strings.TrimPrefix(f, root+string(os.PathSeparator)), func(t *testing.T) {
 			c, err := contract.Load(f)
 			require.NoError(t, err)
 			assert.NotEmpty(t, c.Facts)
+			assert.True(t, checkedBy(t, f), "no test of the package that keeps %s names it: a contract nothing checks is no contract", f)
 		})
 	}
+}
+
+// checkedBy reports whether a test file of the package that keeps a
+// contract uses package contract and names the contract (its path, or its
+// name without .tsv quoted).
+func checkedBy(t *testing.T, contractFile string) bool {
+	t.Helper()
+	pkg := filepath.Dir(filepath.Dir(filepath.Dir(contractFile)))
+	tests, err := filepath.Glob(filepath.Join(pkg, "*_test.go"))
+	require.NoError(t, err)
+	for _, test := range tests {
+		src, err := os.ReadFile(test)
+		require.NoError(t, err)
+		stem := strings.TrimSuffix(filepath.Base(contractFile), ".tsv")
+		names := strings.Contains(string(src), "contracts/"+stem+".tsv") || strings.Contains(string(src), `"`+stem+`"`)
+		if names && strings.Contains(string(src), "contract.") {
+			return true
+		}
+	}
+	return false
 }
