@@ -28,10 +28,19 @@
 // operator's PET_* variables (MASTER_ADDR and MASTER_PORT the operator
 // sets under those names), so a run of several nodes starts torchrun on
 // every pod. Every key rendered is a field of LLaMA-Factory's argument
-// dataclasses at v0.9.5 (testdata/llamafactory-args.tsv, checked by the
-// tests). The batch, accumulation, precision and clipping in the
-// DeepSpeed JSON are the training arguments' own, as Hugging Face's
-// Trainer requires.
+// dataclasses at v0.9.5, and every template one it registers (Templates);
+// testdata/contracts/llamafactory.tsv states them, with the columns each
+// dataset format needs, the combinations LLaMA-Factory refuses and what its
+// images contain, and the tests check every rendered configuration against
+// it. What LLaMA-Factory would refuse or misread inside the pod is refused
+// by Objects: among others, ValidationSplit with AddEvalDataset, 8-bit
+// QLoRA under ZeRO-3, and on LLaMA-Factory's own images (which carry trl
+// 0.18–0.24 and neither bitsandbytes nor s3fs) PPO, QLoRA and s3://
+// datasets, which run on an image of the caller's (Job().Image). Runs
+// resume from the last checkpoint in the output when the job restarts a
+// pod. The batch, accumulation, precision and clipping in the DeepSpeed
+// JSON are the training arguments' own, as Hugging Face's Trainer
+// requires.
 //
 // # After training
 //
@@ -50,7 +59,8 @@
 // activations (Korthikanti et al. 2022), with the time from
 // k·N·D / (devices × peak × MFU) and the cost from the caller's prices.
 // TrainingPlan.String explains every figure; Apply puts the layout on the
-// fine-tune.
+// fine-tune. Check answers a pinned question instead ("ZeRO-2 on 8 ×
+// H100: does it fit, what does each device hold?") by the same formulas.
 //
 // PlanRL sizes a verl run the same way, phase by phase of its step, as
 // verl's hybrid engine places the roles on every device: the FSDP-sharded
@@ -68,19 +78,25 @@
 //
 // GRPO and VerlPPO run verl (v0.7.0) on a train.RayJob: the Ray driver
 // runs `python3 -m verl.trainer.main_ppo` with Hydra overrides rendered
-// from typed settings (every key one of verl's configuration, checked
-// against testdata/verl-keys.txt), and verl's hybrid engine places the
-// actor, the vLLM or SGLang rollout, the reference and a reward model on
-// the worker groups' accelerators in turn. trainer.nnodes and
+// from typed settings (every key, value and combination checked against
+// testdata/contracts/verl.tsv, read from verl's source), and verl's
+// hybrid engine places the actor, the vLLM or SGLang rollout, the
+// reference and a reward model on the worker groups' accelerators in
+// turn. trainer.nnodes and
 // n_gpus_per_node are read from the RayJob's own worker groups, and
 // verl's batch checks are made before the run is submitted. See rl.go
-// for why verl rather than OpenRLHF. A reward model (RewardModel) is
-// served by verl's reward loop on the same accelerators; a reward
-// function can call a model served by package serve (JudgeEndpoint sets
-// OPENAI_BASE_URL to its endpoint).
+// for why verl rather than OpenRLHF. verl's images hold its dependencies
+// but not verl, which each run installs at run time from the v0.7.0
+// commit through the RayJob's runtime environment (DefaultVerlImage). A
+// reward model (RewardModel, a sequence classifier: not llm.RewardModel's
+// output) is served by verl's reward loop on the same accelerators; a
+// reward function can call a model served by package serve
+// (JudgeEndpoint sets OPENAI_BASE_URL to its endpoint). verl builds a
+// validation set on every run, so ValFiles is required.
 //
 //	grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").
 //		TrainFiles("pvc://datasets/gsm8k/train.parquet").
+//		ValFiles("pvc://datasets/gsm8k/test.parquet").
 //		RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").
 //		Output("pvc://models/math")
 //	grpo.Job().WorkerGroup("gpu", 2).On(hardware.H100).GPUs(8)

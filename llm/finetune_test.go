@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"encoding/json"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -106,11 +107,14 @@ func TestStagesRenderTheirArguments(t *testing.T) {
 		"sft-qlora": {"stage": "sft", "quantization_bit": 4.0, "quantization_method": "bnb", "lora_target": "q_proj,v_proj", "template": "llama3"},
 		"sft-full":  {"stage": "sft", "finetuning_type": "full", "model_name_or_path": "/models/models/qwen2.5-7b", "template": "qwen"},
 		"rm":        {"stage": "rm", "finetuning_type": "lora"},
-		"dpo":       {"stage": "dpo", "pref_loss": "sigmoid", "pref_beta": 0.1, "learning_rate": 5e-6, "adapter_name_or_path": "/adapters/models/qwen-sft"},
-		"orpo":      {"stage": "dpo", "pref_loss": "orpo"},
-		"simpo":     {"stage": "dpo", "pref_loss": "simpo", "simpo_gamma": 0.5},
-		"kto":       {"stage": "kto", "kto_chosen_weight": 1.0, "kto_rejected_weight": 1.0, "model_name_or_path": "Qwen/Qwen2.5-7B-Instruct"},
-		"ppo":       {"stage": "ppo", "reward_model": "/reward/models/qwen-rm", "reward_model_type": "lora", "report_to": "tensorboard"},
+		// DPO on the SFT adapter references the base with that adapter,
+		// not the base alone (create_ref_model, disable_adapter).
+		"dpo": {"stage": "dpo", "pref_loss": "sigmoid", "pref_beta": 0.1, "learning_rate": 5e-6, "adapter_name_or_path": "/adapters/models/qwen-sft",
+			"ref_model": "Qwen/Qwen2.5-7B-Instruct", "ref_model_adapters": "/adapters/models/qwen-sft"},
+		"orpo":  {"stage": "dpo", "pref_loss": "orpo"},
+		"simpo": {"stage": "dpo", "pref_loss": "simpo", "simpo_gamma": 0.5},
+		"kto":   {"stage": "kto", "kto_chosen_weight": 1.0, "kto_rejected_weight": 1.0, "model_name_or_path": "Qwen/Qwen2.5-7B-Instruct"},
+		"ppo":   {"stage": "ppo", "reward_model": "/reward/models/qwen-rm", "reward_model_type": "lora", "report_to": "tensorboard"},
 		// train/trainer_utils.py create_reward_model: "api" takes the URL as
 		// reward_model and loads nothing.
 		"ppo-api": {"stage": "ppo", "reward_model": rewardServer, "reward_model_type": "api", "finetuning_type": "full"},
@@ -232,6 +236,36 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 			f.Job().GPUs(-1)
 			return f
 		}(), []string{"job"}},
+		// Issue 26: what LLaMA-Factory v0.9.5 refuses or misreads inside
+		// the pod is refused here.
+		{"eval dataset and split", llm.SFT("x", qwen).AddDataset(alpaca).AddEvalDataset(sharegpt).ValidationSplit(0.1).Output("pvc://o/x"),
+			[]string{"val_size"}},
+		{"8-bit qlora on zero-3", ownImage(llm.SFT("x", qwen).AddDataset(alpaca).QLoRA(8, llm.Adapter{Rank: 8}).ZeRO(3).Output("pvc://o/x")),
+			[]string{"quantization_bit"}},
+		{"qlora on the default image", llm.SFT("x", qwen).AddDataset(alpaca).QLoRA(4, llm.Adapter{Rank: 8}).Output("pvc://o/x"),
+			[]string{"quantization_bit"}},
+		{"ppo on the default image", llm.PPO("x", qwen, rewardPath).AddDataset(alpaca).Output("pvc://o/x"), []string{"stage"}},
+		{"ppo on the ascend image", onAscend(llm.PPO("x", qwen, rewardPath).AddDataset(alpaca).Output("pvc://o/x")), []string{"stage"}},
+		{"s3 on the default image", llm.SFT("x", qwen).AddDataset(alpaca).AddEvalDataset(llm.InstructionData("s3", "s3://bucket/eval.json", llm.Alpaca)).Output("pvc://o/x"),
+			[]string{"eval_dataset[0].source"}},
+		{"s3 with credentials", ownImage(llm.SFT("x", qwen).AddDataset(llm.InstructionData("s3", "s3://AKIAEXAMPLE:secretkey@bucket/d.json", llm.Alpaca)).Output("pvc://o/x")),
+			[]string{"dataset[0].source"}},
+		{"s3 without a key", ownImage(llm.SFT("x", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket", llm.Alpaca)).Output("pvc://o/x")),
+			[]string{"dataset[0].source"}},
+		{"unregistered template", llm.SFT("x", "pvc://models/mine").Template("no-such-template").AddDataset(alpaca).Output("pvc://o/x"),
+			[]string{"template"}},
+		{"kto with a preference loss", llm.KTO("x", qwen).AddDataset(ktoLabels).PreferenceLoss(llm.LossSimPO).SimPOGamma(0.5).Output("pvc://o/x"),
+			[]string{"pref_loss", "simpo_gamma"}},
+		{"freeze more layers than the model has", llm.SFT("x", qwen).AddDataset(alpaca).FreezeTuning(1000).Output("pvc://o/x"),
+			[]string{"freeze_trainable_layers"}},
+		{"lora target that matches no module", llm.SFT("x", qwen).AddDataset(alpaca).LoRA(llm.Adapter{Rank: 8, Targets: []string{"q_proj", "query_key_value"}}).Output("pvc://o/x"),
+			[]string{"lora.lora_target[1]"}},
+		{"not finite", llm.DPO("x", qwen).AddDataset(pairs).Beta(math.Inf(1)).SFTWeight(math.NaN()).LearningRate(math.Inf(1)).
+			Epochs(math.NaN()).GradientClipping(math.Inf(1)).ValidationSplit(math.NaN()).Output("pvc://o/x"),
+			[]string{"pref_beta", "pref_ftx", "learning_rate", "num_train_epochs", "max_grad_norm", "val_size"}},
+		{"simpo gamma not finite", llm.SimPO("x", qwen).AddDataset(pairs).SimPOGamma(math.NaN()).Output("pvc://o/x"), []string{"simpo_gamma"}},
+		{"kto weights not finite", llm.KTO("x", qwen).AddDataset(ktoLabels).KTOWeights(math.Inf(1), math.NaN()).Output("pvc://o/x"),
+			[]string{"kto_chosen_weight", "kto_rejected_weight"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -265,6 +299,22 @@ func TestFamilyPresets(t *testing.T) {
 		"deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": "deepseekr1",
 		"THUDM/glm-4-9b-chat":                     "glm4",
 		"mistralai/Mistral-7B-Instruct-v0.3":      "mistral",
+		// README.md's table and examples at v0.9.5 (issue 26).
+		"Qwen/Qwen3-4B-Instruct-2507":                   "qwen3_nothink",
+		"Qwen/Qwen3-30B-A3B-Instruct-2507":              "qwen3_nothink",
+		"Qwen/Qwen3-30B-A3B-Thinking-2507":              "qwen3",
+		"Qwen/Qwen3.5-9B":                               "qwen3_5",
+		"Qwen/Qwen3.6-27B":                              "qwen3_6",
+		"zai-org/GLM-4.5-Air":                           "glm4_moe",
+		"zai-org/GLM-4.6":                               "glm4_moe",
+		"zai-org/GLM-4.5V":                              "glm4_5v",
+		"Qwen/Qwen2.5-VL-7B-Instruct":                   "qwen2_vl",
+		"Qwen/Qwen2-VL-7B-Instruct":                     "qwen2_vl",
+		"Qwen/Qwen3-VL-8B-Instruct":                     "qwen3_vl",
+		"mistralai/Mistral-Small-3.1-24B-Instruct-2503": "mistral_small",
+		"mistralai/Mixtral-8x7B-Instruct-v0.1":          "mistral",
+		"meta-llama/Llama-3.2-11B-Vision-Instruct":      "mllama",
+		"meta-llama/Llama-4-Scout-17B-16E-Instruct":     "llama4",
 	} {
 		f, ok := llm.FamilyOf(model)
 		assert.True(t, ok, model)
@@ -272,6 +322,14 @@ func TestFamilyPresets(t *testing.T) {
 	}
 	_, ok := llm.FamilyOf("org/unknown")
 	assert.False(t, ok)
+	// Every preset names a template LLaMA-Factory registers.
+	for _, model := range []string{"deepseek-r1", "deepseek-v3", "qwen3.6", "qwen3.5", "qwen3-vl", "qwen3-omni", "qwen3-4b-instruct-2507",
+		"qwen3", "qwen2-vl", "qwen2.5-omni", "qwen2-audio", "qwen2.5", "llama-3.2-vision", "llama-4", "llama-3", "glm-4.5v", "glm-4.5",
+		"glm-4", "mistral-small", "mistral"} {
+		f, ok := llm.FamilyOf(model)
+		require.True(t, ok, model)
+		assert.Contains(t, llm.Templates(), f.Template, model)
+	}
 }
 
 func TestServeTheResult(t *testing.T) {

@@ -279,3 +279,98 @@ func TestLoRAParametersDeepSeekV3(t *testing.T) {
 	assert.Empty(t, unmatched)
 	assert.Equal(t, want, n)
 }
+
+// TestCheckAnswersAPinnedLayout asks the planner about a layout the
+// caller chose, with DeepSpeed v0.18.4's ZeRO-2 estimate
+// (estimate_zero2_model_states_mem_needs: 2Ψ + 18Ψ/N), which is also
+// what lets Plan choose ZeRO-2.
+func TestCheckAnswersAPinnedLayout(t *testing.T) {
+	qwen := mustLookup("Qwen/Qwen2.5-7B-Instruct")
+	psi := qwen.Parameters
+	full := llm.SFT("full", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x").FullTuning()
+
+	t.Run("ZeRO-2 on 8 × H100", func(t *testing.T) {
+		p, err := llm.Check(full, hardware.H100, llm.Layout{Devices: 8, ZeROStage: 2}, llm.Tokens(10_000_000))
+		require.NoError(t, err)
+		assert.True(t, p.Fits)
+		assert.Equal(t, 8, p.Devices)
+		assert.Equal(t, 1, p.Nodes)
+		assert.Equal(t, 2, p.ZeROStage)
+		assert.Equal(t, 2*psi+int64(18*float64(psi)/8), p.ModelStateBytesPerDevice)
+		assert.Equal(t, int64(float64(psi)*4*8*1.5), p.CPUBytesPerNode)
+		assert.Equal(t, p.FrozenBytesPerDevice+p.ModelStateBytesPerDevice+p.ActivationBytesPerDevice+p.OverheadBytesPerDevice, p.NeedBytesPerDevice)
+		assert.Positive(t, p.Hours)
+		assert.Contains(t, p.String(), "ZeRO-2")
+		assert.NotContains(t, p.String(), "does not fit")
+	})
+
+	t.Run("a layout that does not fit says by how much", func(t *testing.T) {
+		f := llm.SFT("z", "meta-llama/Llama-3.1-70B-Instruct").AddDataset(alpaca).Output("pvc://m/x").FullTuning()
+		p, err := llm.Check(f, hardware.H100, llm.Layout{Devices: 8, ZeROStage: 2})
+		require.NoError(t, err)
+		assert.False(t, p.Fits)
+		P := mustLookup("meta-llama/Llama-3.1-70B-Instruct").Parameters
+		assert.Equal(t, 2*P+int64(18*float64(P)/8), p.ModelStateBytesPerDevice)
+		assert.Greater(t, p.NeedBytesPerDevice, p.DeviceBytes)
+		assert.Contains(t, p.String(), "does not fit, short by")
+	})
+
+	t.Run("Plan chooses ZeRO-2 where it is the lowest stage that fits", func(t *testing.T) {
+		pinned, err := llm.Check(full, hardware.H100, llm.Layout{Devices: 8, ZeROStage: 2})
+		require.NoError(t, err)
+		// A device exactly as large as ZeRO-2 on eight needs: ZeRO-3 on
+		// four (4·largest + 18Ψ/4) and ZeRO-1 on eight (4Ψ + 12Ψ/8) need
+		// more.
+		acc := hardware.H100
+		acc.MemoryBytes = pinned.NeedBytesPerDevice
+		p, err := llm.Plan(full, acc)
+		require.NoError(t, err)
+		assert.Equal(t, 8, p.Devices)
+		assert.Equal(t, 2, p.ZeROStage)
+		assert.True(t, p.Fits)
+	})
+
+	t.Run("8-bit QLoRA is never planned on ZeRO-3", func(t *testing.T) {
+		f := ownImage(llm.SFT("q", "meta-llama/Llama-3.1-70B-Instruct").AddDataset(alpaca).Output("pvc://m/x").QLoRA(8, llm.Adapter{Rank: 8}))
+		_, err := llm.Plan(f, hardware.L4, llm.MaxNodes(1))
+		require.ErrorIs(t, err, llm.ErrDoesNotFit)
+		f.QLoRA(4, llm.Adapter{Rank: 8})
+		p, err := llm.Plan(f, hardware.L4, llm.MaxNodes(1))
+		require.NoError(t, err)
+		assert.Equal(t, 3, p.ZeROStage)
+	})
+
+	t.Run("DPO on an SFT adapter holds the reference too", func(t *testing.T) {
+		base := llm.DPO("d", qwen.HFID).AddDataset(pairs).Output("pvc://m/x")
+		p, err := llm.Check(base, hardware.H100, llm.Layout{Devices: 1})
+		require.NoError(t, err)
+		assert.Equal(t, 2*psi, p.FrozenBytesPerDevice)
+		resumed, err := llm.Check(base.ResumeFrom("pvc://m/sft"), hardware.H100, llm.Layout{Devices: 1})
+		require.NoError(t, err)
+		assert.Equal(t, 4*psi, resumed.FrozenBytesPerDevice)
+	})
+
+	t.Run("layouts that cannot run", func(t *testing.T) {
+		q8 := ownImage(llm.SFT("q", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x").QLoRA(8, llm.Adapter{Rank: 8}))
+		for name, tc := range map[string]struct {
+			f    *llm.FineTune
+			l    llm.Layout
+			want string
+		}{
+			"no devices":              {full, llm.Layout{}, "devices 0 must be at least 1"},
+			"part of two nodes":       {full, llm.Layout{Devices: 12, ZeROStage: 2}, "neither part of one node nor whole nodes"},
+			"more than MaxNodes":      {full, llm.Layout{Devices: 8 * 17, ZeROStage: 3}, "more than MaxNodes"},
+			"stage 4":                 {full, llm.Layout{Devices: 8, ZeROStage: 4}, "ZeRO stage 4 must be 0 to 3"},
+			"offload at stage 0":      {full, llm.Layout{Devices: 8, OffloadOptimizer: true}, "optimizer offloads under ZeRO 1 to 3"},
+			"params offload below 3":  {full, llm.Layout{Devices: 8, ZeROStage: 2, OffloadParams: true}, "parameters offload under ZeRO-3 only"},
+			"8-bit QLoRA on ZeRO-3":   {q8, llm.Layout{Devices: 8, ZeROStage: 3}, "8-bit QLoRA cannot run under ZeRO-3"},
+			"a nil fine-tune":         {nil, llm.Layout{Devices: 8}, "fine-tune: is nil or zero"},
+			"a fine-tune that is bad": {llm.SFT("x", qwen.HFID).Output("pvc://m/x"), llm.Layout{Devices: 1}, "dataset"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				_, err := llm.Check(tc.f, hardware.H100, tc.l)
+				assert.ErrorContains(t, err, tc.want)
+			})
+		}
+	})
+}
