@@ -43,7 +43,8 @@ func ExampleAccounting_errors() {
 	_, err := ops.Accounting(nil, time.Time{}, time.Time{})
 	fmt.Println(err)
 	// Output:
-	// usage: from: must be set
+	// usage: from: must be set (it is the zero time)
+	// to: must be set (it is the zero time)
 	// to: 0001-01-01T00:00:00Z must be after from 0001-01-01T00:00:00Z
 }
 

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +155,26 @@ func TestNewMetricsRefusesExportersThatBreakTheQuery(t *testing.T) {
 	assert.Contains(t, err.Error(), `exporters[1] "dcgm": device label ""`)
 	assert.Contains(t, err.Error(), `exporters[2] "dcgm": memory scale 0`)
 	assert.Contains(t, err.Error(), `exporters[3] "dcgm": memory scale NaN`)
+}
+
+func TestPlaceholderTimesAndValuesRefused(t *testing.T) {
+	_, err := ops.Accounting(samplePods(t), t0, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
+	assert.ErrorContains(t, err, "usage: to: 9999-12-31T00:00:00Z is outside")
+
+	var out strings.Builder
+	err = ops.WriteUtilisationSVG(&out, nil, time.Time{}, t0, math.NaN())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "from: must be set")
+	assert.Contains(t, err.Error(), "idleBelow: NaN must be a percent in [0, 100]")
+
+	// A NaN sample is left out of the picture rather than coloured.
+	s := flat("team", "nan-0", t0.Add(time.Hour), 50)
+	s.Utilisation[3].Value = math.NaN()
+	out.Reset()
+	require.NoError(t, ops.WriteUtilisationSVG(&out, []ops.DeviceSeries{s}, t0, t0.Add(time.Hour), 15))
+	assert.NotContains(t, out.String(), "NaN")
+	assert.Contains(t, out.String(), "mean  50%  peak  50%")
+
+	_, err = ops.Lease("gpu", "team").Holder("alice").Workload("notebook", "lab; rm -rf").GPUs(hardware.H100, 1).Period(t0, time.Hour).Build()
+	assert.ErrorContains(t, err, `metadata.annotations[ops.cube.dev/workload-release]: Invalid value: "lab; rm -rf"`)
 }

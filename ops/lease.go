@@ -103,6 +103,14 @@ func (l *LeaseSpec) Build() (*coordinationv1.Lease, error) {
 	}
 	if l.release == "" || l.kind == "" {
 		errs = append(errs, field.Required(meta.Child("annotations").Key(AnnotationWorkloadRelease), "name the leased workload with Workload(kind, release)"))
+	} else {
+		// The enforcer selects the workload by its cube.dev labels: a value
+		// no label can hold would fail only at expiry.
+		for _, v := range []struct{ key, value string }{{AnnotationWorkloadRelease, l.release}, {AnnotationWorkloadKind, l.kind}} {
+			for _, msg := range validation.IsValidLabelValue(v.value) {
+				errs = append(errs, field.Invalid(meta.Child("annotations").Key(v.key), v.value, msg))
+			}
+		}
 	}
 	if !l.profile.Accelerated() {
 		errs = append(errs, field.Required(meta.Child("annotations").Key(AnnotationAccelerator), "lease accelerators with GPUs(profile, n)"))

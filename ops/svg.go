@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"time"
 )
 
@@ -33,11 +34,15 @@ func WriteUtilisationSVG(w io.Writer, series []DeviceSeries, from, to time.Time,
 	if w == nil {
 		errs = append(errs, errors.New("w: must not be nil"))
 	}
+	errs = append(errs, checkTime("from", from), checkTime("to", to))
 	if !to.After(from) {
 		errs = append(errs, errors.New("to: must be after from"))
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("write utilisation svg: %w", errors.Join(errs...))
+	if !(idleBelow >= 0 && idleBelow <= 100) {
+		errs = append(errs, fmt.Errorf("idleBelow: %v must be a percent in [0, 100]", idleBelow))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("write utilisation svg: %w", err)
 	}
 	bw := bufio.NewWriter(w)
 	width := svgLabelWidth + svgBarWidth + svgTextWidth
@@ -55,7 +60,9 @@ func WriteUtilisationSVG(w io.Writer, series []DeviceSeries, from, to time.Time,
 		var sum float64
 		var n int
 		for _, smp := range s.Utilisation {
-			if smp.At.Before(from) || smp.At.After(to) {
+			// A NaN or infinite sample is no measurement: drawn, it
+			// would colour its cell by an undefined conversion.
+			if smp.At.Before(from) || smp.At.After(to) || math.IsNaN(smp.Value) || math.IsInf(smp.Value, 0) {
 				continue
 			}
 			col := min(int(float64(smp.At.Sub(from))/float64(span)*svgColumns), svgColumns-1)

@@ -90,9 +90,9 @@ func WithInventory(inv hardware.Inventory) UsageOption {
 // devices for the pod's life.
 func Accounting(pods []corev1.Pod, from, to time.Time, opts ...UsageOption) (*Usage, error) {
 	var errs []error
-	if from.IsZero() {
-		errs = append(errs, errors.New("from: must be set"))
-	}
+	// A placeholder end such as year 9999 would count every running pod
+	// for millennia.
+	errs = append(errs, checkTime("from", from), checkTime("to", to))
 	if !to.After(from) {
 		errs = append(errs, fmt.Errorf("to: %s must be after from %s", to.Format(time.RFC3339), from.Format(time.RFC3339)))
 	}
