@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -108,14 +109,20 @@ func (d *DownloadJob) fail(err *field.Error) {
 // validateEndpoint checks an http(s) endpoint a pod reads from the
 // environment: credentials in it would be rendered into the Job's spec, so
 // they are refused without repeating the value.
-func validateEndpoint(p *field.Path, url string) *field.Error {
+func validateEndpoint(p *field.Path, endpoint string) *field.Error {
 	switch {
-	case hasCredentials(url):
+	case hasCredentials(endpoint):
 		return field.Forbidden(p, credentialsMessage)
-	case !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://"):
-		return field.Invalid(p, url, "must be an http(s) URL")
+	case !isHTTPURL(endpoint):
+		return field.Invalid(p, endpoint, "must be an http(s) URL with a host")
 	}
 	return nil
+}
+
+// isHTTPURL reports whether s is an http or https URL naming a host.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != ""
 }
 
 // Into sets the directory on the claim (default: the repository's path,
@@ -293,11 +300,16 @@ func (d *DownloadJob) S3Endpoint(url string) *DownloadJob {
 	return d
 }
 
-// S3Region sets AWS_DEFAULT_REGION.
+// S3Region sets AWS_DEFAULT_REGION: lowercase letters, digits and '-'
+// (us-east-1, cn-north-1), as AWS and S3-compatible stores name regions.
 func (d *DownloadJob) S3Region(region string) *DownloadJob {
-	if d != nil {
-		d.s3Region = region
+	if d == nil {
+		return nil
 	}
+	if region == "" || strings.Trim(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+		d.fail(field.Invalid(field.NewPath("spec", "s3Region"), region, "a region name: lowercase letters, digits and '-'"))
+	}
+	d.s3Region = region
 	return d
 }
 

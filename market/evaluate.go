@@ -103,8 +103,8 @@ func (e *EvaluationJob) Endpoint(baseURL, servedModel string) *EvaluationJob {
 	switch p := field.NewPath("spec", "endpoint"); {
 	case hasCredentials(baseURL):
 		e.fail(field.Forbidden(p, credentialsMessage))
-	case !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") || strings.ContainsAny(baseURL, ", \t\n"):
-		e.fail(field.Invalid(p, baseURL, "must be an http(s) URL without commas or spaces"))
+	case !isHTTPURL(baseURL) || strings.ContainsAny(baseURL, ", \t\n"):
+		e.fail(field.Invalid(p, baseURL, "must be an http(s) URL with a host, without commas or spaces"))
 	}
 	if servedModel == "" || strings.ContainsAny(servedModel, ", \t\n=") {
 		e.fail(field.Invalid(field.NewPath("spec", "servedModel"), servedModel, "must be the served model name, without commas, spaces or '='"))
@@ -137,8 +137,13 @@ func (e *EvaluationJob) Limit(n float64) *EvaluationJob {
 	if e == nil {
 		return nil
 	}
-	if !(n > 0) || math.IsInf(n, 0) {
+	// lm_eval/evaluator_utils.py takes a share below 1 and int(limit) from
+	// 1 up, so 1.5 would silently evaluate 1 example.
+	switch {
+	case !(n > 0) || math.IsInf(n, 0):
 		e.fail(field.Invalid(field.NewPath("spec", "limit"), n, "must be a positive number"))
+	case n >= 1 && n != math.Trunc(n):
+		e.fail(field.Invalid(field.NewPath("spec", "limit"), n, "a fraction below 1 or a whole number of examples"))
 	}
 	e.limit = n
 	return e
@@ -150,11 +155,22 @@ func (e *EvaluationJob) BatchSize(size string) *EvaluationJob {
 	if e == nil {
 		return nil
 	}
-	if n, err := strconv.Atoi(size); (err != nil || n < 1) && size != "auto" && !strings.HasPrefix(size, "auto:") {
+	if !validBatchSize(size) {
 		e.fail(field.Invalid(field.NewPath("spec", "batchSize"), size, "must be a positive integer, auto or auto:N"))
 	}
 	e.batchSize = size
 	return e
+}
+
+// validBatchSize reports whether size is N, auto or auto:N with N a
+// positive integer: lm_eval/models/huggingface.py splits auto:N and reads N
+// with int(), and a number that is not one fails in the pod.
+func validBatchSize(size string) bool {
+	if size == "auto" {
+		return true
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(size, "auto:"))
+	return err == nil && n >= 1
 }
 
 // Parallelism sets how many requests run at once against an endpoint

@@ -146,3 +146,32 @@ func TestImpossibleTimesAreRefused(t *testing.T) {
 	})
 	assert.ErrorContains(t, err, "history[0].at")
 }
+
+// Values the harness or the tools would misread inside the pod are refused
+// when the Job is built.
+func TestValuesThePodWouldMisreadAreRefused(t *testing.T) {
+	for _, size := range []string{"auto:abc", "auto:0", "auto:-1", "auto:"} {
+		_, err := market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).GPUs(1).BatchSize(size).Build()
+		assert.ErrorContains(t, err, "spec.batchSize", size)
+	}
+	// lm_eval/evaluator_utils.py takes int(limit) from 1 up: 1.5 would run 1.
+	_, err := market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).GPUs(1).Limit(1.5).Build()
+	assert.ErrorContains(t, err, "spec.limit")
+	_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).GPUs(1).Limit(0.25).Build()
+	assert.NoError(t, err, "a fraction below 1 is a share of each task")
+
+	for _, url := range []string{"https://", "http:///v1", "https://:443"} {
+		_, err := market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").HFEndpoint(url).Build()
+		assert.ErrorContains(t, err, "spec.hfEndpoint", url)
+		_, err = market.Download("x", "s3://bucket/p", "models").S3Endpoint(url).Build()
+		assert.ErrorContains(t, err, "spec.s3Endpoint", url)
+		_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").Endpoint(url, "bot").Build()
+		assert.ErrorContains(t, err, "spec.endpoint", url)
+	}
+	for _, region := range []string{"", "us east 1", "us-east-1;rm", "US_EAST"} {
+		_, err := market.Download("x", "s3://bucket/p", "models").S3Region(region).Build()
+		assert.ErrorContains(t, err, "spec.s3Region", region)
+	}
+	_, err = market.Download("x", "s3://bucket/p", "models").S3Region("cn-north-1").Build()
+	assert.NoError(t, err)
+}
