@@ -74,7 +74,7 @@ func ExamplePlan() {
 	// Output:
 	// sft full of Llama-3.1-8B-Instruct on 2 × H100-SXM-80GB (1 node(s) × 2), DeepSpeed ZeRO-1
 	//   parameters: 8030261248 total, 8030261248 trainable
-	//   per device: 78.5 GiB of 80.0 GiB
+	//   per device: 78.5 GiB of 79.6 GiB
 	//     frozen weights   0.0 GiB
 	//     model states     74.8 GiB (trainable weights, gradients, Adam; DeepSpeed's ZeRO-1 estimate)
 	//     activations      1.7 GiB (micro batch 1 × 2048 tokens, checkpointing on; Korthikanti et al. 2022)

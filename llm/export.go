@@ -105,8 +105,11 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 		cfg.ExportDir = path.Join(OutputRoot, src.Path)
 		claims = append(claims, claimVolume{claim: src.Claim, mountPath: OutputRoot})
 	}
-	if e.template == "" {
+	switch {
+	case e.template == "":
 		errs = append(errs, field.Required(field.NewPath("template"), "set the fine-tune's Template"))
+	case !slices.Contains(templates, e.template):
+		errs = append(errs, field.Invalid(field.NewPath("template"), e.template, "is not a template LLaMA-Factory v0.9.5 registers (data/template.py; llm.Templates lists them)"))
 	}
 	if e.shardGB < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("export_size"), e.shardGB, "must be at least 1"))

@@ -429,3 +429,41 @@ func TestRewardServerURLs(t *testing.T) {
 		assert.NotContains(t, err.Error(), "secret@", "the literal credential is not echoed")
 	}
 }
+
+// TestS3DatasetsOnAnImageWithS3fs: on an image of the caller's (which has
+// s3fs, unlike LLaMA-Factory's) an s3:// dataset is read through
+// cloud_file_name, and its credentials reach the pod only through
+// secretKeyRefs: literal keys are refused by the shared pod settings.
+func TestS3DatasetsOnAnImageWithS3fs(t *testing.T) {
+	build := func() *llm.FineTune {
+		f := ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket/data/train.json", llm.Alpaca)).Output("pvc://o/x"))
+		f.Job().EnvFromSecret("AWS_ACCESS_KEY_ID", "s3", "id").EnvFromSecret("AWS_SECRET_ACCESS_KEY", "s3", "secret").
+			Env("AWS_ENDPOINT_URL", "http://minio.storage.svc:9000")
+		return f
+	}
+	objs, err := build().Objects()
+	require.NoError(t, err)
+	_, info, _, job := parts(t, objs)
+	assert.Equal(t, map[string]any{"cloud_file_name": "s3://bucket/data/train.json", "formatting": "alpaca"}, info["s3"])
+	c := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0]
+	assert.Contains(t, c.Env, corev1.EnvVar{Name: "AWS_SECRET_ACCESS_KEY", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s3"}, Key: "secret"}}})
+
+	literal := build()
+	literal.Job().Env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY")
+	_, err = literal.Objects()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "AWS_SECRET_ACCESS_KEY")
+	assert.NotContains(t, err.Error(), "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY")
+
+	// A key in the URL is refused, and not echoed.
+	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://AKIAEXAMPLE:topsecret@bucket/d.json", llm.Alpaca)).Output("pvc://o/x")).Objects()
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "topsecret")
+}
+
+func TestMergeRefusesAnUnregisteredTemplate(t *testing.T) {
+	_, err := builders[0].build("sft").Template("qwen2.5").Merge("m", "pvc://models/m").Objects()
+	assert.Equal(t, []string{"template"}, fields(t, err))
+	assert.ErrorContains(t, err, "llm.Templates")
+}
