@@ -78,19 +78,25 @@
 //
 // GRPO and VerlPPO run verl (v0.7.0) on a train.RayJob: the Ray driver
 // runs `python3 -m verl.trainer.main_ppo` with Hydra overrides rendered
-// from typed settings (every key one of verl's configuration, checked
-// against testdata/verl-keys.txt), and verl's hybrid engine places the
-// actor, the vLLM or SGLang rollout, the reference and a reward model on
-// the worker groups' accelerators in turn. trainer.nnodes and
+// from typed settings (every key, value and combination checked against
+// testdata/contracts/verl.tsv, read from verl's source), and verl's
+// hybrid engine places the actor, the vLLM or SGLang rollout, the
+// reference and a reward model on the worker groups' accelerators in
+// turn. trainer.nnodes and
 // n_gpus_per_node are read from the RayJob's own worker groups, and
 // verl's batch checks are made before the run is submitted. See rl.go
-// for why verl rather than OpenRLHF. A reward model (RewardModel) is
-// served by verl's reward loop on the same accelerators; a reward
-// function can call a model served by package serve (JudgeEndpoint sets
-// OPENAI_BASE_URL to its endpoint).
+// for why verl rather than OpenRLHF. verl's images hold its dependencies
+// but not verl, which each run installs at run time from the v0.7.0
+// commit through the RayJob's runtime environment (DefaultVerlImage). A
+// reward model (RewardModel, a sequence classifier: not llm.RewardModel's
+// output) is served by verl's reward loop on the same accelerators; a
+// reward function can call a model served by package serve
+// (JudgeEndpoint sets OPENAI_BASE_URL to its endpoint). verl builds a
+// validation set on every run, so ValFiles is required.
 //
 //	grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").
 //		TrainFiles("pvc://datasets/gsm8k/train.parquet").
+//		ValFiles("pvc://datasets/gsm8k/test.parquet").
 //		RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").
 //		Output("pvc://models/math")
 //	grpo.Job().WorkerGroup("gpu", 2).On(hardware.H100).GPUs(8)

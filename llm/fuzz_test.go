@@ -257,11 +257,11 @@ func runRL(data []byte) *llm.RL {
 	var r *llm.RL
 	switch p.Byte() % 6 {
 	case 0: // one that validates
-		r = llm.GRPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").
+		r = llm.GRPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").ValFiles("pvc://datasets/val.parquet").
 			RewardFunction("pvc://datasets/reward.py", "score").Output("pvc://models/out")
 		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
 	case 1:
-		r = llm.VerlPPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").
+		r = llm.VerlPPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").ValFiles("pvc://datasets/val.parquet").
 			RewardModel("pvc://models/rm").Output("pvc://models/out")
 		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
 	case 2:

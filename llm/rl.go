@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,14 +24,36 @@ import (
 // render overrides of (tag v0.7.0, commit
 // f9c855f7cf04d603c9546bc01776c74806a879c1). Every key is a key of its
 // verl/trainer/config/_generated_ppo_trainer.yaml, the flattened Hydra
-// configuration of verl.trainer.main_ppo; testdata/verl-keys.txt lists
-// them and the tests check every rendered override against it.
+// configuration of verl.trainer.main_ppo; testdata/contracts/verl.tsv
+// lists them with the values and combinations verl accepts, and the tests
+// check every rendered override and image against it.
 const VerlVersion = "0.7.0"
 
-// DefaultVerlImage is the vLLM-based image verl's installation guide
-// names at v0.7.0 (docs/start/install.rst). verl publishes no Ascend
-// image; on Ascend set one built from its docker/ascend Dockerfiles.
-const DefaultVerlImage = "docker.io/verlai/verl:vllm011.latest"
+// DefaultVerlImage is the image verl's v0.7.0 CI runs
+// (.github/workflows/vllm.yml), built from docker/Dockerfile.stable.vllm
+// at v0.7.0: vLLM 0.12.0, torch 2.9.0 and verl's dependencies (Ray,
+// Hydra ...), but not verl: the Dockerfile installs verl v0.6.0 for its
+// dependencies and uninstalls it, and docs/start/install.rst installs
+// verl at run time. So does every RL run: its Ray runtime environment
+// pip-installs verl from the v0.7.0 commit on every node (verlRequirement),
+// which needs git (in the image) and access to GitHub from the pods.
+// verl publishes no Ascend image; on Ascend set one built from its
+// docker/ascend Dockerfiles.
+const DefaultVerlImage = "docker.io/verlai/verl:vllm012.latest"
+
+// DefaultVerlSGLangImage is the image of runs whose rollout is SGLang
+// (Rollout("sglang", ...)), built from docker/Dockerfile.stable.sglang at
+// v0.7.0 (SGLang 0.5.6.post2, the version verl's sglang extra pins in
+// setup.py) and, like DefaultVerlImage, without verl.
+const DefaultVerlSGLangImage = "docker.io/verlai/verl:sgl056.latest"
+
+// verlRequirement installs verl at the v0.7.0 tag's commit, pinned by
+// commit because a tag can move. Ray installs it in a virtualenv that
+// inherits the image's packages (virtualenv --system-site-packages in
+// ray/_private/runtime_env/virtualenv_utils.py); verl v0.7.0's
+// install_requires are v0.6.0's (setup.py), which the images installed,
+// so pip adds verl alone.
+const verlRequirement = "verl @ git+https://github.com/volcengine/verl.git@f9c855f7cf04d603c9546bc01776c74806a879c1"
 
 // Why verl for GRPO and large PPO, not LLaMA-Factory or OpenRLHF:
 // LLaMA-Factory has no GRPO stage and runs PPO in one torchrun job with
@@ -104,7 +127,7 @@ type RL struct {
 const verlEntrypoint = "python3 -m verl.trainer.main_ppo"
 
 func newRL(alg Algorithm, name, model string) *RL {
-	j := train.Ray(name).Entrypoint(verlEntrypoint)
+	j := train.Ray(name).Entrypoint(verlEntrypoint).RuntimeEnv(train.RuntimeEnv{Pip: []string{verlRequirement}})
 	return &RL{
 		job: j, algorithm: alg, model: model, promptKey: "prompt",
 		batch: 256, miniBatch: 64, microBatch: 4, promptLen: 1024, responseLen: 1024,
@@ -134,7 +157,9 @@ func VerlPPO(name, model string) *RL {
 
 // Job returns the RayJob the run is submitted to, for pod settings and
 // the worker groups (one group of GPU nodes: WorkerGroup("gpu", n)).
-// Apply the RL, not the job.
+// Apply the RL, not the job. The job's runtime environment installs verl
+// (see DefaultVerlImage); a RuntimeEnv set on it replaces that, so it
+// must install verl too unless the image has it.
 func (r *RL) Job() *train.RayJob {
 	if r == nil || r.job == nil {
 		return train.Ray("")
@@ -150,12 +175,15 @@ func (r *RL) set(fn func()) *RL {
 }
 
 // TrainFiles sets the training prompts: parquet files as pvc://claim/path,
-// with a prompt column (PromptKey) and what the reward needs.
+// with a prompt column (PromptKey) and what the reward needs; required.
 func (r *RL) TrainFiles(uris ...string) *RL {
 	return r.set(func() { r.trainFiles = slices.Clone(uris) })
 }
 
-// ValFiles sets the validation prompts, as TrainFiles.
+// ValFiles sets the validation prompts, as TrainFiles; required:
+// verl.trainer.main_ppo builds the validation dataset on every run
+// (verl/trainer/main_ppo.py, TaskRunner.run), and the default path
+// (~/data/rlhf/gsm8k/test.parquet) is in no pod.
 func (r *RL) ValFiles(uris ...string) *RL { return r.set(func() { r.valFiles = slices.Clone(uris) }) }
 
 // PromptKey names the prompt column (data.prompt_key, default "prompt").
@@ -168,16 +196,26 @@ func (r *RL) RewardFunction(file, name string) *RL {
 }
 
 // RewardModel scores responses with a reward model (reward_model.enable,
-// reward_model.model.path), such as the output of llm.RewardModel with
-// FullTuning, as pvc://claim/path or a Hugging Face id. verl v0.7.0 serves
-// it through its reward loop (reward_model.use_reward_loop, on by
-// default): a vLLM or SGLang server of its own on the same accelerators,
-// asked for a sequence classification score (verl/experimental/
-// reward_loop/reward_loop.py, compute_score_disrm), so it must be a
-// sequence-classification checkpoint. The server uses the rollout's
-// engine, tensor parallelism and memory share (Rollout) and the run's
-// lengths (reward_model.rollout.*); it sleeps while the policy generates
-// and the policy's engine sleeps while it scores.
+// reward_model.model.path), as pvc://claim/path or a Hugging Face id.
+// verl v0.7.0 serves it through its reward loop
+// (reward_model.use_reward_loop, on by default): a vLLM or SGLang server
+// of its own on the same accelerators, asked for a score by POST
+// /classify (vLLM) or /v1/embeddings (SGLang)
+// (verl/experimental/reward_loop/reward_loop.py, compute_score_disrm),
+// without a runner or convert option (verl/workers/rollout/
+// vllm_rollout/vllm_async_server.py), so the engine picks its task from
+// the checkpoint's architecture: it must be a one-label
+// sequence-classification checkpoint (…ForSequenceClassification,
+// num_labels 1). The output of llm.RewardModel is not one: LLaMA-Factory
+// saves the causal LM with its value head apart in value_head.safetensors
+// (train/callbacks.py), which vLLM serves with its generate runner,
+// which answers no /classify. A reward model whose facts (market's
+// catalogue or RewardModelFacts) say it generates text is refused for
+// that reason; score with such a model through LLaMA-Factory's PPO
+// (llm.PPO) instead. The server uses the rollout's engine, tensor
+// parallelism and memory share (Rollout) and the run's lengths
+// (reward_model.rollout.*); it sleeps while the policy generates and the
+// policy's engine sleeps while it scores.
 func (r *RL) RewardModel(model string) *RL { return r.set(func() { r.rewardModel = model }) }
 
 // JudgeEndpoint points the run's reward function at a model served by
@@ -218,8 +256,8 @@ func (r *RL) Facts(m market.Model) *RL { return r.set(func() { r.facts = &m }) }
 func (r *RL) CriticFacts(m market.Model) *RL { return r.set(func() { r.criticFacts = &m }) }
 
 // RewardModelFacts gives PlanRL the reward model's architecture when
-// RewardModel names a model that is not in market's catalogue (such as a
-// pvc:// reward model trained from a catalogued base: give the base's).
+// RewardModel names a model that is not in market's catalogue; its Task
+// must not be text generation (see RewardModel).
 func (r *RL) RewardModelFacts(m market.Model) *RL { return r.set(func() { r.rewardFacts = &m }) }
 
 // OffloadOptimizer moves the actor's (and a PPO critic's) Adam moments to
@@ -253,7 +291,15 @@ func (r *RL) Samples(n int) *RL { return r.set(func() { r.samples = n }) }
 // LearningRate sets the actor's learning rate.
 func (r *RL) LearningRate(lr float64) *RL { return r.set(func() { r.learningRate = lr }) }
 
-// KLCoefficient sets the KL loss against the reference (actor.kl_loss_coef).
+// KLCoefficient sets the weight of the KL divergence from the reference
+// policy (default 0.001). GRPO puts it in the actor's loss
+// (actor.use_kl_loss, actor.kl_loss_coef), as verl's GRPO examples do;
+// PPO puts it in the reward (algorithm.use_kl_in_reward,
+// algorithm.kl_ctrl.kl_coef, a fixed controller), as InstructGPT's PPO
+// does. verl reads each coefficient only when its switch is on
+// (dp_actor.py update_policy; ray_trainer.py apply_kl_penalty). 0 turns
+// the KL off, and with it the reference policy, which verl creates only
+// for a KL (main_ppo.py add_ref_policy_worker).
 func (r *RL) KLCoefficient(c float64) *RL { return r.set(func() { r.klCoef = c }) }
 
 // LoRA trains a LoRA adapter of the actor (model.lora_rank, lora_alpha)
@@ -310,9 +356,17 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	add := func(k, v string) { out = append(out, override{k, v}) }
 	mounted := map[string]bool{}
 	file := func(key, uri, root string, readOnly bool) string {
+		if strings.Contains(uri, "@") {
+			errs = append(errs, field.Invalid(field.NewPath(key), redactUserInfo(uri), "must be pvc://claim/path, without credentials"))
+			return ""
+		}
 		src, err := serve.ParseSource(uri)
 		if err != nil || src.Kind != serve.SourcePVC || src.Path == "" {
 			errs = append(errs, field.Invalid(field.NewPath(key), uri, "must be pvc://claim/path"))
+			return ""
+		}
+		if detail := hydraUnsafe(src.Path); detail != "" {
+			errs = append(errs, field.Invalid(field.NewPath(key), uri, detail))
 			return ""
 		}
 		mount := path.Join(root, src.Claim)
@@ -323,6 +377,10 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 		return path.Join(mount, src.Path)
 	}
 	model := func(key, ref string) string {
+		if strings.Contains(ref, "://") && strings.Contains(ref, "@") {
+			errs = append(errs, field.Invalid(field.NewPath(key), redactUserInfo(ref), "must be a Hugging Face id or pvc://claim/path, without credentials"))
+			return ""
+		}
 		src, err := serve.ParseSource(ref)
 		switch {
 		case err != nil:
@@ -337,10 +395,23 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 		return ""
 	}
 	positive := func(key string, v int) string {
-		if v < 1 {
+		switch {
+		case v < 1:
 			errs = append(errs, field.Invalid(field.NewPath(key), v, "must be at least 1"))
+		case v > maxVerlCount:
+			// Larger counts than any run has overflow the batch arithmetic.
+			errs = append(errs, field.Invalid(field.NewPath(key), v, fmt.Sprintf("must be at most %d", maxVerlCount)))
 		}
 		return strconv.Itoa(v)
+	}
+	word := func(key, v string) string {
+		switch {
+		case v == "":
+			errs = append(errs, field.Required(field.NewPath(key), "a name is required"))
+		case !pythonName.MatchString(v):
+			errs = append(errs, field.Invalid(field.NewPath(key), v, "must be a Python identifier (letters, digits and _, not starting with a digit)"))
+		}
+		return v
 	}
 	fraction := func(key string, v float64, lo, hi float64) string {
 		if !(v >= lo && v <= hi) {
@@ -358,17 +429,18 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 		files = append(files, file("data.train_files", f, RLDataRoot, true))
 	}
 	add("data.train_files", hydraList(files))
-	if len(r.valFiles) > 0 {
-		files = nil
-		for _, f := range r.valFiles {
-			files = append(files, file("data.val_files", f, RLDataRoot, true))
-		}
-		add("data.val_files", hydraList(files))
+	// main_ppo builds the validation dataset on every run, from the
+	// default path when none is given (verl/trainer/main_ppo.py).
+	if len(r.valFiles) == 0 {
+		errs = append(errs, field.Required(field.NewPath("data.val_files"),
+			"validation prompts are required (ValFiles): verl builds the validation dataset on every run, and its default path is in no pod"))
 	}
-	if r.promptKey == "" {
-		errs = append(errs, field.Required(field.NewPath("data.prompt_key"), "a prompt column is required"))
+	files = nil
+	for _, f := range r.valFiles {
+		files = append(files, file("data.val_files", f, RLDataRoot, true))
 	}
-	add("data.prompt_key", r.promptKey)
+	add("data.val_files", hydraList(files))
+	add("data.prompt_key", word("data.prompt_key", r.promptKey))
 	add("data.train_batch_size", positive("data.train_batch_size", r.batch))
 	add("data.max_prompt_length", positive("data.max_prompt_length", r.promptLen))
 	add("data.max_response_length", positive("data.max_response_length", r.responseLen))
@@ -392,17 +464,30 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	micro := positive("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", r.microBatch)
 	add("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", micro)
 	grpo := r.algorithm == GRPOAlgorithm
-	// GRPO puts the KL against the reference in the loss, not the reward
-	// (verl's GRPO examples: use_kl_loss True, use_kl_in_reward False).
-	add("actor_rollout_ref.actor.use_kl_loss", strconv.FormatBool(grpo))
+	// GRPO puts the KL against the reference in the loss (verl's GRPO
+	// examples: use_kl_loss True, use_kl_in_reward False), PPO in the
+	// reward; verl reads a coefficient only when its switch is on, and a
+	// zero coefficient turns both off (KLCoefficient).
+	klKey := "algorithm.kl_ctrl.kl_coef"
+	if grpo {
+		klKey = "actor_rollout_ref.actor.kl_loss_coef"
+	}
+	klCoef := fraction(klKey, r.klCoef, 0, 10)
+	klLoss, klReward := grpo && r.klCoef > 0, !grpo && r.klCoef > 0
+	add("actor_rollout_ref.actor.use_kl_loss", strconv.FormatBool(klLoss))
+	if klLoss {
+		add("actor_rollout_ref.actor.kl_loss_coef", klCoef)
+	}
+	add("algorithm.use_kl_in_reward", strconv.FormatBool(klReward))
+	if klReward {
+		add("algorithm.kl_ctrl.kl_coef", klCoef)
+	}
 	if r.offloadParams {
 		add("actor_rollout_ref.actor.fsdp_config.param_offload", "true")
 	}
 	if r.offloadOptimizer {
 		add("actor_rollout_ref.actor.fsdp_config.optimizer_offload", "true")
 	}
-	add("actor_rollout_ref.actor.kl_loss_coef", fraction("actor_rollout_ref.actor.kl_loss_coef", r.klCoef, 0, 10))
-	add("algorithm.use_kl_in_reward", "false")
 	if !slices.Contains([]string{"vllm", "sglang"}, r.engine) {
 		errs = append(errs, field.NotSupported(field.NewPath("actor_rollout_ref.rollout.name"), r.engine, []string{"vllm", "sglang"}))
 	}
@@ -447,6 +532,12 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	case r.rewardModel != "":
 		add("reward_model.enable", "true")
 		add("reward_model.model.path", model("reward_model.model.path", r.rewardModel))
+		if m, err := factsOf("reward_model.model.path", r.rewardModel, r.rewardFacts, "RewardModelFacts"); err == nil && m.Generates() {
+			errs = append(errs, field.Invalid(field.NewPath("reward_model.model.path"), r.rewardModel,
+				"verl's reward loop asks the reward model's server for a score (POST /classify), which only a sequence-classification checkpoint answers; "+
+					"this one generates text (a causal LM, such as llm.RewardModel's output with its value head apart), so vLLM serves it without /classify: "+
+					"score with a sequence-classification reward model, or train with llm.PPO"))
+		}
 		// The reward loop serves the model with reward_model.rollout, whose
 		// name is mandatory ("???" in the generated configuration) and
 		// whose other defaults (TP 2, half the memory, 2048 + 2048 tokens)
@@ -459,10 +550,7 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 		add("reward_model.rollout.response_length", strconv.Itoa(r.responseLen))
 	case r.rewardPath != "":
 		add("custom_reward_function.path", file("custom_reward_function.path", r.rewardPath, RLRewardRoot, true))
-		if r.rewardFunc == "" {
-			errs = append(errs, field.Required(field.NewPath("custom_reward_function.name"), "the function's name is required"))
-		}
-		add("custom_reward_function.name", r.rewardFunc)
+		add("custom_reward_function.name", word("custom_reward_function.name", r.rewardFunc))
 	default:
 		// verl's default reward scores a few known datasets by their
 		// data_source column (verl/utils/reward_score); anything else
@@ -514,6 +602,37 @@ func verlBatchProblem(prompts, miniBatch, micro, samples, devices int) string {
 	return ""
 }
 
+// maxVerlCount bounds the counts and lengths a run is given, far above
+// any real run's, so that prompts × samples cannot overflow.
+const maxVerlCount = 1 << 24
+
+// pythonName is what a column or function name must be: verl looks the
+// column up in the parquet files and the function in the module by name.
+var pythonName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// hydraUnsafe says why a path cannot be an unquoted Hydra override
+// value, or "": Hydra's override grammar (hydra/grammar/OverrideLexer.g4)
+// splits lists at commas, reads brackets, braces, parentheses, quotes, =
+// and : as syntax, ${…} as an interpolation and a backslash as an
+// escape; the other punctuation refused is what no data path needs.
+func hydraUnsafe(p string) string {
+	if i := strings.IndexAny(p, ",[]{}()'\"=$\\*?:%~<>|;&`!#"); i >= 0 {
+		return fmt.Sprintf("path must not contain %q: Hydra's override grammar would read it as syntax", p[i])
+	}
+	return ""
+}
+
+// redactUserInfo hides what lies between a URL's "//" and its last "@",
+// so that an error never repeats a password.
+func redactUserInfo(raw string) string {
+	at := strings.LastIndex(raw, "@")
+	start := 0
+	if i := strings.Index(raw, "//"); i >= 0 && i < at {
+		start = i + 2
+	}
+	return raw[:start] + "xxxxx" + raw[at:]
+}
+
 // hydraList renders a Hydra list value: [a,b].
 func hydraList(items []string) string { return "[" + strings.Join(items, ",") + "]" }
 
@@ -540,8 +659,12 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 			r.autoImage = ""
 			errs = append(errs, field.Required(field.NewPath("image"), "verl publishes no Ascend image: set one built from its docker/ascend Dockerfiles"))
 		} else {
+			// The images hold one engine each (docker/Dockerfile.stable.*).
 			r.autoImage = DefaultVerlImage
-			r.job.Image(DefaultVerlImage)
+			if r.engine == "sglang" {
+				r.autoImage = DefaultVerlSGLangImage
+			}
+			r.job.Image(r.autoImage)
 		}
 	}
 	objs, jobErr := r.job.Objects()

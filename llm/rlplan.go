@@ -39,7 +39,8 @@ type ComputeTerm struct {
 // what each device holds in each phase of a step, and how long and how
 // much it takes. PlanRL makes one.
 //
-// verl's hybrid engine (trainer.hybrid_engine, the only mode at v0.7.0)
+// verl's hybrid engine (actor_rollout_ref.hybrid_engine, the only mode at
+// v0.7.0: RayPPOTrainer asserts it in verl/trainer/ppo/ray_trainer.py)
 // puts every role in one worker group on every device
 // (verl/trainer/ppo/ray_trainer.py init_workers,
 // create_colocated_worker_cls): the actor, the vLLM or SGLang rollout,
@@ -53,6 +54,10 @@ type RLPlan struct {
 	// Devices is trainer.nnodes × trainer.n_gpus_per_node; FSDP shards the
 	// actor (and critic) over all of them (fsdp_size -1).
 	Devices, Nodes, DevicesPerNode int
+	// UsesReference says a KL term is on (KLCoefficient > 0), for which
+	// verl creates the reference policy (main_ppo.py
+	// add_ref_policy_worker).
+	UsesReference bool
 	// OffloadParams and OffloadOptimizer are the actor's and critic's
 	// fsdp_config.param_offload and optimizer_offload.
 	OffloadParams, OffloadOptimizer bool
@@ -160,7 +165,7 @@ type RLPlan struct {
 //     prompt + response tokens, with gradient checkpointing (verl's
 //     default, enable_gradient_checkpointing), by Korthikanti et al. 2022
 //     as Plan computes them, with fp32 logits for the actor.
-//   - reference (when the KL is used: GRPO here): verl forces FSDP's
+//   - reference (when a KL is used, KLCoefficient > 0): verl forces FSDP's
 //     CPUOffload on it, so its fp32 parameters live in CPU memory and only
 //     the unit computing comes to the device; with LoRA the actor without
 //     its adapter is the reference (ray_trainer.py ref_in_actor). Its
@@ -181,12 +186,14 @@ type RLPlan struct {
 //     it starts (the same page), which the resident states lower, so
 //     sizing it as vLLM's share overstates it.
 //   - reward model: served by verl's reward loop in the same share
-//     (RewardModel), awake only while it scores.
+//     (RewardModel), awake only while it scores; sized by serve.Plan as
+//     its decoder with a language-model head, which overstates the
+//     one-wide score head of a sequence classifier a little.
 //   - Overhead.
 //
 // Time: the training passes of a step over the trained tokens D — the
 // actor's update (6Ψ, 4Ψ with LoRA, +2Ψ recomputed), its old log-probs
-// (2Ψ), the reference's (2Ψ, when the KL is used) and, for PPO, the
+// (2Ψ), the reference's (2Ψ, when a KL is used) and, for PPO, the
 // critic's values (2Ψ_c) and update (6Ψ_c + 2Ψ_c) — over N × the bf16
 // peak × MFU (DefaultMFU and its sources), divided by (1 − RolloutShare):
 // generation's share of a step is an assumption (DefaultRolloutShare),
@@ -248,7 +255,11 @@ func PlanRL(r *RL, acc hardware.Profile, opts ...PlanOption) (RLPlan, error) {
 		return RLPlan{}, err
 	}
 	if r.rewardModel != "" {
-		if p.rewardEngine, err = p.engine(p.reward, "reward_model.rollout"); err != nil {
+		// serve.Plan sizes generating models; a sequence classifier is the
+		// same decoder with a one-wide head.
+		scorer := p.reward
+		scorer.Task = market.TaskTextGeneration
+		if p.rewardEngine, err = p.engine(scorer, "reward_model.rollout"); err != nil {
 			return RLPlan{}, err
 		}
 	}
@@ -396,7 +407,7 @@ func (p rlPlanner) size(n int, z fsdpOffload) RLPlan {
 		Parameters: psi, TrainableParameters: psiT,
 		Rollout: p.rollout, RolloutReplicas: n / r.rolloutTP,
 		OverheadBytesPerDevice: p.o.overhead, DeviceBytes: p.rollout.DeviceMemoryBytes,
-		PromptsPerStep: r.batch, Samples: r.samples, SequenceLength: int(s), MicroBatch: r.microBatch,
+		PromptsPerStep: r.batch, Samples: r.samples, SequenceLength: int(s), MicroBatch: r.microBatch, UsesReference: r.klCoef > 0,
 	}
 	plan.SequencesPerReplica = int(ceilDiv(int64(r.batch)*int64(r.samples), int64(plan.RolloutReplicas)))
 	var cpuPerDevice int64
@@ -405,7 +416,7 @@ func (p rlPlanner) size(n int, z fsdpOffload) RLPlan {
 	cpuPerDevice += offloaded
 	plan.ActorGatheredBytesPerDevice = gathered(p.m, psi, psiT)
 	plan.ActorActivationBytesPerDevice = activationBytes(p.m, s, b, r.checkpointing, p.o.attentionMaps, true)
-	if r.algorithm == GRPOAlgorithm && r.loraRank == 0 {
+	if plan.UsesReference && r.loraRank == 0 {
 		cpuPerDevice += ceilDiv(4*psi, int64(n)) // the reference, CPU-offloaded by FSDP
 	}
 	if r.algorithm == PPOAlgorithm {
@@ -457,7 +468,7 @@ func (p rlPlanner) estimate(plan *RLPlan) {
 		{Pass: "actor update", Multiple: update + recompute, Parameters: active(p.m)},
 		{Pass: "old log-probs", Multiple: 2, Parameters: active(p.m)},
 	}
-	if r.algorithm == GRPOAlgorithm { // use_kl_loss: the reference's log-probs
+	if plan.UsesReference {
 		plan.Compute = append(plan.Compute, ComputeTerm{Pass: "reference log-probs", Multiple: 2, Parameters: active(p.m)})
 	}
 	if r.algorithm == PPOAlgorithm {
@@ -522,7 +533,7 @@ func (p RLPlan) String() string {
 			gib(p.ActorResidentBytesPerDevice+p.CriticResidentBytesPerDevice), gib(p.Reward.UsableBytesPerDevice), gib(p.OverheadBytesPerDevice))
 	}
 	switch {
-	case p.Algorithm == PPOAlgorithm:
+	case !p.UsesReference:
 		b.WriteString("    reference        none (no KL term: use_kl_loss and use_kl_in_reward are off)\n")
 	case p.TrainableParameters < p.Parameters:
 		b.WriteString("    reference        the actor without its adapter (ref_in_actor)\n")

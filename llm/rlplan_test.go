@@ -104,7 +104,7 @@ func TestPlanRLPPO(t *testing.T) {
 	qwen := mustLookup("Qwen/Qwen2.5-7B-Instruct")
 	psi := qwen.Parameters
 	h, V, L := int64(qwen.HiddenSize), int64(qwen.VocabSize), int64(qwen.Layers)
-	r := rlBuilders()["ppo"].RewardModelFacts(qwen)
+	r := rlBuilders()["ppo"]
 	lora, _ := llm.LoRAParameters(qwen, 32)
 
 	// Without offload the critic's update needs two devices' shards beside the actor.
@@ -123,10 +123,21 @@ func TestPlanRLPPO(t *testing.T) {
 	share := int64(math.Ceil(0.6 * float64(h100Reported)))
 	assert.True(t, p.HasRewardModel)
 	assert.Equal(t, p.ActorResidentBytesPerDevice+p.CriticResidentBytesPerDevice+share+llm.DefaultOverheadBytes, p.RewardBytes)
+	// PPO's KL is in the reward: the reference's log-probs are a pass,
+	// computed by the actor without its adapter (ref_in_actor), so it
+	// takes no memory of its own.
+	assert.True(t, p.UsesReference)
 	assert.Equal(t, []llm.ComputeTerm{{Pass: "actor update", Multiple: 6, Parameters: psi}, {Pass: "old log-probs", Multiple: 2, Parameters: psi},
+		{Pass: "reference log-probs", Multiple: 2, Parameters: psi},
 		{Pass: "critic values", Multiple: 2, Parameters: psiC}, {Pass: "critic update", Multiple: 8, Parameters: psiC}}, p.Compute)
-	assert.Zero(t, p.CPUBytesPerNode, "no reference (no KL term) and nothing offloaded")
-	assert.Contains(t, p.String(), "reference        none")
+	assert.Zero(t, p.CPUBytesPerNode, "the reference is the actor's base and nothing is offloaded")
+	assert.Contains(t, p.String(), "reference        the actor without its adapter")
+	// Without a KL, verl creates no reference.
+	noKL, err := llm.PlanRL(rlBuilders()["ppo"].KLCoefficient(0), hardware.H100)
+	require.NoError(t, err)
+	assert.False(t, noKL.UsesReference)
+	assert.NotContains(t, noKL.Compute, llm.ComputeTerm{Pass: "reference log-probs", Multiple: 2, Parameters: psi})
+	assert.Contains(t, noKL.String(), "reference        none")
 
 	// Offload lowers what stays outside each update, so fewer devices fit.
 	o, err := llm.PlanRL(r, hardware.H100, llm.AllowOffload())
@@ -154,7 +165,7 @@ func withoutHead(m market.Model) market.Model {
 
 func TestPlanRLErrors(t *testing.T) {
 	var fit *llm.FitError
-	big := llm.GRPO("big", "Qwen/Qwen2.5-72B-Instruct").TrainFiles("pvc://d/t.parquet").RewardFunction("pvc://d/r.py", "f").
+	big := llm.GRPO("big", "Qwen/Qwen2.5-72B-Instruct").TrainFiles("pvc://d/t.parquet").ValFiles("pvc://d/v.parquet").RewardFunction("pvc://d/r.py", "f").
 		Output("pvc://m/o").Rollout("vllm", 8, 0.5).Batch(256, 128, 4)
 	_, err := llm.PlanRL(big, hardware.H100, llm.MaxNodes(1))
 	require.ErrorAs(t, err, &fit)
@@ -177,15 +188,18 @@ func TestPlanRLErrors(t *testing.T) {
 	_, err = llm.PlanRL(grpo("batch").Batch(1, 1, 4).Samples(2), hardware.H100)
 	assert.ErrorContains(t, err, "data.train_batch_size: no device count")
 
-	private := llm.VerlPPO("p", "pvc://m/policy").TrainFiles("pvc://d/t.parquet").RewardModel("pvc://m/rm").Output("pvc://m/o")
+	private := llm.VerlPPO("p", "pvc://m/policy").TrainFiles("pvc://d/t.parquet").ValFiles("pvc://d/v.parquet").RewardModel("pvc://m/rm").Output("pvc://m/o")
 	_, err = llm.PlanRL(private, hardware.H100, llm.MFU(0), llm.Tokens(-1))
 	require.Error(t, err)
 	for _, want := range []string{"actor_rollout_ref.model.path:", "critic.model.path:", "reward_model.model.path:", "mfu:", "tokens:"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	// Facts for the policy serve the critic that starts from it.
-	_, err = llm.PlanRL(private.Facts(mustLookup(qwen)).RewardModelFacts(mustLookup(qwen)), hardware.H100)
+	_, err = llm.PlanRL(private.Facts(mustLookup(qwen)).RewardModelFacts(rewardClassifier()), hardware.H100)
 	assert.NoError(t, err)
+	// A reward model that generates text is refused (RewardModel).
+	_, err = llm.PlanRL(private.RewardModelFacts(mustLookup(qwen)), hardware.H100)
+	assert.ErrorContains(t, err, "reward_model.model.path: Invalid value")
 
 	_, err = llm.PlanRL(grpo("t4"), hardware.T4, llm.Tokens(1000))
 	assert.ErrorContains(t, err, "no bf16 peak")
