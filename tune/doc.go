@@ -33,11 +33,25 @@
 // it. Grid needs a step on every Float and no more trials than
 // combinations, CMA-ES two numeric parameters, Hyperband a numeric
 // resource parameter and enough parallel trials for its first bracket, PBT
-// a population of at least five. MedianStop is Katib's medianstop.
+// a population of at least five, a Step on every Float and the FromVolume
+// resume policy (rendered when Resume is not set). MedianStop is Katib's
+// medianstop.
+//
+// A parameter's declaration holds in every trial, or Build says which
+// service would not honour it (Katib v0.19.0's services differ): skopt
+// (Bayesian) samples every Float log-uniformly and every Int uniformly, so
+// its Floats need Log and its Ints no Log, and it takes no Step; goptuna
+// (CMAES, Sobol) and Hyperband ignore Log, and Hyperband the Step too;
+// Grid ignores Log on an Int; hyperopt (Random, TPE) draws stepped values
+// as multiples of the step, so min and max must be multiples of it, and
+// never reaches the max of a log-scaled Int. MultivariateTPE honours
+// everything. testdata/contracts/katib.tsv records these facts with their
+// upstream files. The local tuner honours every declaration.
 //
 // Metrics are collected from StdOut (default; optional formats), a File
-// (text or JSON), TensorFlowEvent files, a Prometheus endpoint, Push (the
-// trial reports itself) or a Custom sidecar.
+// (text or JSON), TensorFlowEvent files, Push (the trial reports itself)
+// or a Custom sidecar. Prometheus is refused: Katib v0.19.0 ships no
+// Prometheus collector and its default katib-config lists none.
 //
 // # Trials
 //
@@ -97,7 +111,10 @@
 // sampled from, and judged against, exactly the trials 0..i-parallel,
 // waiting for them if needed, and the trials between (running, or not yet
 // seen) are the same ones every time. A trial's error or panic fails that
-// trial, not the study. StudyFile keeps the study in a file, one fsynced
+// trial, not the study; Run returns an error when every trial failed.
+// Reading a parameter the space lacks (or of another kind) with
+// Trial.Float, Int or String, and a Report of NaN or an infinity, fail the
+// trial too, naming the mistake. StudyFile keeps the study in a file, one fsynced
 // JSON line per finished trial, so a killed study resumes without running
 // its finished trials again and gives the others the values they would
 // have had (a torn last line is ignored; a file from another study is
