@@ -121,3 +121,35 @@ func FuzzVersionValidate(f *testing.F) {
 		assert.Equal(t, v.Artifact, got.Artifact)
 	})
 }
+
+// FuzzArtifactURI: any artifact URI validates or not without panicking; an
+// accepted one carries no credentials and no '.' or '..' segment, and a
+// refusal never repeats what stands before an '@' in the host part (a
+// password).
+func FuzzArtifactURI(f *testing.F) {
+	for _, s := range []string{"pvc://models/bot", "s3://AKIA:pw@bucket/p", "hf://Qwen/Qwen2.5-7B@main", "pvc://models/../../etc",
+		"modelscope://a/b", "hf://u:pw@a/b", "s3://bucket/a/./b", "pvc://m/a@b/c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, uri string) {
+		v := sampleVersion("bot")
+		v.Artifact.URI = uri
+		err := v.Validate()
+		_, rest, _ := strings.Cut(uri, "://")
+		host := rest
+		if i := strings.IndexAny(host, "/?#"); i >= 0 {
+			host = host[:i]
+		}
+		userinfo, _, hasAt := strings.Cut(host, "@")
+		if err == nil {
+			assert.False(t, hasAt, "credentials accepted in %q", uri)
+			for seg := range strings.SplitSeq(strings.SplitN(rest, "@", 2)[0], "/") {
+				assert.NotContains(t, []string{".", ".."}, seg, "dot segment accepted in %q", uri)
+			}
+			return
+		}
+		if hasAt && len(userinfo) >= 4 {
+			assert.NotContains(t, err.Error(), userinfo, "the refusal repeats the credentials of %q", uri)
+		}
+	})
+}
