@@ -535,6 +535,11 @@ func (c *Client) CreateWebhook(ctx context.Context, w Webhook) (Webhook, error) 
 		if !webhookHeaderName.MatchString(k) {
 			errs = append(errs, field.Invalid(field.NewPath("headers").Key(k), k, "must be letters, digits, - and _"))
 		}
+		if strings.ContainsFunc(w.Headers[k], func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
+			// Label Studio stores it, and its requests refuse the header
+			// on every call; the value is often a secret, so it is not shown.
+			errs = append(errs, field.Invalid(field.NewPath("headers").Key(k), "(value not shown)", "must not hold line breaks or control characters"))
+		}
 	}
 	if len(errs) > 0 {
 		return Webhook{}, fmt.Errorf("label studio create webhook: %w", errs.ToAggregate())

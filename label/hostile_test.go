@@ -188,3 +188,26 @@ func TestNilAndZeroReceiversDoNotPanic(t *testing.T) {
 	assert.Equal(t, "label.Backend(nil)", b.String())
 	assert.Empty(t, b.Version(t.Context()))
 }
+
+// Label Studio takes everything after the host in LABEL_STUDIO_HOST as
+// Django's FORCE_SCRIPT_NAME (core/settings/base.py), so a query or a
+// fragment would end up in every link it builds.
+func TestStudioHostRefusesQueryAndFragment(t *testing.T) {
+	for _, h := range []string{"https://labels.example.com/ls?x=1", "https://labels.example.com/ls#top"} {
+		_, err := label.Studio("labels").Admin("admin", "email", "pw").APIToken("admin", "token").Host(h).Objects()
+		assert.ErrorContains(t, err, "host: Invalid value", h)
+		assert.ErrorContains(t, err, "query or a fragment", h)
+	}
+}
+
+// A webhook header value with a line break or a control character is
+// refused before Label Studio stores a webhook whose every call fails.
+func TestCreateWebhookRefusesControlCharactersInHeaders(t *testing.T) {
+	c, srv := newClient(t)
+	_, err := c.CreateWebhook(t.Context(), label.Webhook{Project: 1, URL: "http://hook/", SendForAllActions: true,
+		Headers: map[string]string{"X-Token": "abc\r\nX-Evil: 1"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "headers[X-Token]: Invalid value")
+	assert.NotContains(t, err.Error(), "abc", "a header value is often a secret: it is not repeated")
+	assert.Empty(t, srv.Requests())
+}

@@ -3,6 +3,7 @@ package label
 import (
 	"errors"
 	"maps"
+	"net/url"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -214,6 +215,11 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 		// only the public URL.
 		if err := checkHTTPURL(field.NewPath("host"), s.host, "the public URL Label Studio builds links with (LABEL_STUDIO_HOST)"); err != nil {
 			errs = append(errs, err)
+		} else if u, _ := url.Parse(s.host); u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+			// Everything after the host becomes Django's FORCE_SCRIPT_NAME
+			// (HOSTNAME in label_studio/core/settings/base.py), the prefix
+			// of every link.
+			errs = append(errs, field.Invalid(field.NewPath("host"), u.Redacted(), "must not carry a query or a fragment: Label Studio prefixes every link with the path after the host"))
 		}
 		env = append(env, corev1.EnvVar{Name: "LABEL_STUDIO_HOST", Value: s.host})
 	}
