@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -203,6 +204,25 @@ func intAtLeast(min int) settingRule {
 	}
 }
 
+// numpySeed is a random_state the Python services pass to numpy's
+// RandomState (hyperopt/base_service.py:57; skopt.Optimizer and optuna's
+// samplers seed one too), which refuses a seed outside [0, 2^32-1] when the
+// service first suggests, failing the experiment.
+func numpySeed(v string) string {
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange):
+		return "must be at most 4294967295 (numpy's RandomState seed)"
+	case err != nil:
+		return "must be an integer"
+	case n < 0:
+		return "must be at least 0"
+	case n > math.MaxUint32:
+		return "must be at most 4294967295 (numpy's RandomState seed)"
+	}
+	return ""
+}
+
 func anyInt(v string) string {
 	if _, err := strconv.Atoi(v); err != nil {
 		return "must be an integer"
@@ -261,18 +281,18 @@ func cleanAbsPath(v string) string {
 // pbt/service.py (ValidateAlgorithmSettings), and
 // pkg/earlystopping/v1beta1/medianstop/service.py.
 var algorithmRules = map[string]map[string]settingRule{
-	AlgorithmRandom: {"random_state": intAtLeast(0)},
+	AlgorithmRandom: {"random_state": numpySeed},
 	AlgorithmTPE: {
 		"gamma":           floatIn(0, 1, false),
 		"prior_weight":    floatIn(0, math.MaxFloat64, false),
 		"n_EI_candidates": intAtLeast(1),
-		"random_state":    intAtLeast(0),
+		"random_state":    numpySeed,
 	},
-	AlgorithmGrid: {"random_state": intAtLeast(0)},
+	AlgorithmGrid: {"random_state": numpySeed},
 	AlgorithmMultivariateTPE: {
 		"n_startup_trials": intAtLeast(0),
 		"n_ei_candidates":  intAtLeast(0),
-		"random_state":     intAtLeast(0),
+		"random_state":     numpySeed,
 	},
 	AlgorithmCMAES: {
 		"random_state": anyInt,
@@ -286,7 +306,7 @@ var algorithmRules = map[string]map[string]settingRule{
 		"n_initial_points": intAtLeast(0),
 		"acq_func":         oneOf("gp_hedge", "LCB", "EI", "PI", "EIps", "PIps"),
 		"acq_optimizer":    oneOf("auto", "sampling", "lbfgs"),
-		"random_state":     intAtLeast(0),
+		"random_state":     numpySeed,
 	},
 	AlgorithmHyperband: {
 		"resource_name": func(v string) string { // and checked against the parameters

@@ -239,6 +239,16 @@ func TestValidation(t *testing.T) {
 			`spec.algorithm.algorithmSettings[3].value: Invalid value: "-1": random_state: must be at least 0`,
 			`spec.algorithm.algorithmSettings[4].name: Unsupported value: "sigma"`,
 		}},
+		// numpy's RandomState refuses a seed of 2^32 or more when the
+		// Python services first suggest.
+		"seed beyond numpy": {func() *tune.Experiment { return baseExperiment("a").Algorithm(tune.Random().Seed(1 << 32)) }, []string{
+			`spec.algorithm.algorithmSettings[0].value: Invalid value: "4294967296": random_state: must be at most 4294967295 (numpy's RandomState seed)`,
+		}},
+		"raw seed beyond int64": {func() *tune.Experiment {
+			return baseExperiment("a").Algorithm(tune.MultivariateTPE().Setting("random_state", "99999999999999999999"))
+		}, []string{
+			`spec.algorithm.algorithmSettings[0].value: Invalid value: "99999999999999999999": random_state: must be at most 4294967295`,
+		}},
 		"multivariate-tpe settings": {func() *tune.Experiment {
 			return baseExperiment("a").Algorithm(tune.MultivariateTPE().StartupTrials(-1).Setting("n_ei_candidates", "x"))
 		}, []string{
