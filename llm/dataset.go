@@ -52,6 +52,10 @@ type Dataset struct {
 	Samples int
 	// Columns renames columns, LLaMA-Factory key → column name (prompt,
 	// query, response, messages, system, chosen, rejected, kto_tag ...).
+	// A columns map replaces all of LLaMA-Factory's defaults, so cube
+	// renders, beside these, every column the format reads for the kind
+	// under its default name (Alpaca: instruction, input, output, and
+	// chosen, rejected or label; ShareGPT: conversations).
 	Columns map[string]string
 }
 

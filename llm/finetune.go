@@ -78,7 +78,9 @@ type Adapter struct {
 	// Dropout is lora_dropout (default 0).
 	Dropout float64
 	// Targets are the module names LoRA wraps; empty means "all", every
-	// linear layer but the output head.
+	// linear layer but the output head. Each is checked against the
+	// model's modules when its architecture is known (Facts, or market's
+	// catalogue, for Llama, Mistral, Qwen2/3, GLM and DeepSeek-V3 layouts).
 	Targets []string
 }
 
@@ -255,7 +257,10 @@ func (f *FineTune) Facts(m market.Model) *FineTune { return f.set(func() { f.fac
 func (f *FineTune) FullTuning() *FineTune { return f.set(func() { f.method = Full }) }
 
 // FreezeTuning trains the last n layers only (finetuning_type freeze,
-// freeze_trainable_layers).
+// freeze_trainable_layers). n is checked against the model's layer count
+// when its architecture is known (Facts, or market's catalogue); for a
+// pvc:// model without Facts it cannot be known before the pod loads the
+// model, and LLaMA-Factory trains every layer when n exceeds it.
 func (f *FineTune) FreezeTuning(n int) *FineTune {
 	if f == nil {
 		return nil
