@@ -114,7 +114,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 			return train.MXNet("mx").Namespace(ns).Image("mxnet/python:1.9.1_gpu_cu112_py3").Command("python", "/mxnet/train.py").Servers(1).Workers(2).On(hardware.T4).GPUs(1)
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"llm grpo", "math", func() cube.Workload {
-			grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").TrainFiles("pvc://datasets/gsm8k/train.parquet").
+			grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").TrainFiles("pvc://datasets/gsm8k/train.parquet").ValFiles("pvc://datasets/gsm8k/test.parquet").
 				RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").Output("pvc://models/math")
 			grpo.Job().Namespace(ns).WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
 			return grpo

@@ -211,14 +211,14 @@ func builderCases() []builderCase {
 		}},
 		{"llm-grpo", func(s setting) cube.Workload {
 			r := llm.GRPO("grpo", "Qwen/Qwen2.5-7B-Instruct").
-				TrainFiles("pvc://datasets/gsm8k/train.parquet").
+				TrainFiles("pvc://datasets/gsm8k/train.parquet").ValFiles("pvc://datasets/gsm8k/test.parquet").
 				RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").Output("pvc://models/grpo")
 			on(&r.Job().WorkerGroup("gpu", 1).Builder, s)
 			verlImage(r, s)
 			return r
 		}},
 		{"llm-verl-ppo", func(s setting) cube.Workload {
-			r := llm.VerlPPO("vppo", "Qwen/Qwen2.5-7B-Instruct").TrainFiles("pvc://datasets/prompts.parquet").
+			r := llm.VerlPPO("vppo", "Qwen/Qwen2.5-7B-Instruct").TrainFiles("pvc://datasets/prompts.parquet").ValFiles("pvc://datasets/prompts-val.parquet").
 				RewardModel("pvc://models/rm").WandB("wandb", "key").Output("pvc://models/vppo")
 			on(&r.Job().WorkerGroup("gpu", 1).Builder, s)
 			verlImage(r, s)
