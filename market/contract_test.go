@@ -15,9 +15,9 @@ import (
 	"github.com/cubestudio/cube/market"
 )
 
-// renderedDownloads are the download Jobs checked against the hub tools'
-// contracts: every hub source with every setting that reaches the command
-// line or the environment.
+// renderedDownloads are the download Jobs checked against the tools'
+// contracts: every source (hf, modelscope, s3) with every setting that
+// reaches the command line or the environment.
 func renderedDownloads() map[string]*market.DownloadJob {
 	return map[string]*market.DownloadJob{
 		"hf-all-settings": market.Download("qwen-7b", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
@@ -30,6 +30,10 @@ func renderedDownloads() map[string]*market.DownloadJob {
 			Into("glm/v1").Revision("v1.0.0").ModelScopeToken("ms", "token").ModelScopeEndpoint("www.modelscope.ai").
 			Include("*.safetensors", "*.json").Exclude("*.bin", "*.pth").MaxWorkers(4),
 		"modelscope-plain": market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat@master", "models"),
+		"s3-all-settings": market.Download("bot", "s3://team-models/support-bot/v3", "models").
+			S3Credentials("minio").S3Endpoint("http://minio.storage:9000").S3Region("us-east-1").
+			Include("*.safetensors", "*.json").Exclude("*.bin").SkipChecksum(),
+		"s3-plain": market.Download("bot", "s3://team-models/support-bot/v3", "models"),
 	}
 }
 
@@ -97,33 +101,41 @@ func buildJob(t *testing.T, what string, b interface{ Build() (*batchv1.Job, err
 	return job.Spec.Template.Spec.Containers[0]
 }
 
-// TestRenderedCommandsKeepTheContracts checks every hub download and every
+// TestRenderedCommandsKeepTheContracts checks every download and every
 // evaluation command line, environment and image market renders against
-// what huggingface_hub, ModelScope and lm-evaluation-harness accept at the
+// what huggingface_hub, ModelScope, the AWS CLI and lm-evaluation-harness accept at the
 // versions market pins (testdata/contracts), so that a flag the parser
 // lacks, a repeated nargs="*" flag of which the parser keeps the last, or an
 // image without what the pod runs fails here rather than in the pod.
 func TestRenderedCommandsKeepTheContracts(t *testing.T) {
-	contracts := map[string]*contract.Contract{
-		"hf":         loadContract(t, "huggingface_hub"),
-		"modelscope": loadContract(t, "modelscope"),
+	// Each tool: its contract, its subcommand and how many positional
+	// arguments it takes (hf download: the repository; modelscope download
+	// names it with --model; aws s3 sync: source and destination).
+	tools := map[string]struct {
+		contract   *contract.Contract
+		subcommand []string
+		positional int
+	}{
+		"hf":         {loadContract(t, "huggingface_hub"), []string{"download"}, 1},
+		"modelscope": {loadContract(t, "modelscope"), []string{"download"}, 0},
+		"aws":        {loadContract(t, "aws-cli"), []string{"s3", "sync"}, 2},
 	}
 	for name, d := range renderedDownloads() {
 		c := buildJob(t, name, d)
-		require.GreaterOrEqual(t, len(c.Args), 2, name)
-		ct := contracts[c.Args[0]]
-		require.NotNil(t, ct, "%s: no contract for %s", name, c.Args[0])
-		assert.Equal(t, "download", c.Args[1], name)
-		positional, err := ct.CheckArgs(name, c.Args[2:])
+		require.NotEmpty(t, c.Args, name)
+		tool, ok := tools[c.Args[0]]
+		require.True(t, ok, "%s: no contract for %s", name, c.Args[0])
+		ct, n := tool.contract, 1+len(tool.subcommand)
+		require.GreaterOrEqual(t, len(c.Args), n, name)
+		assert.Equal(t, tool.subcommand, c.Args[1:n], name)
+		positional, err := ct.CheckArgs(name, c.Args[n:])
 		assert.NoError(t, err)
-		if c.Args[0] == "hf" {
-			assert.Len(t, positional, 1, "%s: hf download takes the repository, then file names: %v", name, positional)
-		} else {
-			assert.Empty(t, positional, "%s: modelscope download names the repository with --model", name)
-		}
+		assert.Len(t, positional, tool.positional, "%s: positional arguments %v", name, positional)
 		assert.NoError(t, ct.CheckEnv(name, toolEnv(c)))
 		assert.NoError(t, ct.CheckImage(name, c.Image, map[string]string{}))
-		checkPackage(t, name, c, ct)
+		if c.Args[0] != "aws" { // the image brings the CLI; nothing is installed
+			checkPackage(t, name, c, ct)
+		}
 	}
 
 	lmEval := loadContract(t, "lm-eval")
