@@ -71,6 +71,13 @@ func ascend(name, chip, hamiType, huaweiType, accel string, memGiB int64, bw, bf
 	}
 }
 
+// reported sets a card's memory to what its driver reports (NVML's total,
+// which nvidia-smi prints and GPU Feature Discovery labels
+// nvidia.com/gpu.memory) where that differs from the datasheet's GiB: the
+// engines size their share of memory by it (vLLM's gpu_memory_utilization
+// is of torch.cuda.mem_get_info's total), and the planners must too.
+func reported(p Profile, mib int64) Profile { p.MemoryBytes = mib << 20; return p }
+
 // Ascend 910B inter-node traffic uses the NPUs' own RoCE ports.
 func onChipRoCE(p Profile) Profile { p.OnChipRoCE = true; return p }
 
@@ -112,9 +119,9 @@ func vnpu910Inference(hami ...string) []VNPUTemplate {
 // sources (see doc.go); those marked unverified there are defaults to
 // override by copying the Profile and changing the field.
 var (
-	T4   = nvidia("T4", "Tesla-T4", "T4", 16, 320, 0, 65, "PCIe Gen3 x16", nil)
+	T4   = reported(nvidia("T4", "Tesla-T4", "T4", 16, 320, 0, 65, "PCIe Gen3 x16", nil), 15360)
 	A10  = nvidia("A10", "NVIDIA-A10", "A10", 24, 600, 125, 125, "PCIe Gen4 x16", nil)
-	L4   = nvidia("L4", "NVIDIA-L4", "L4", 24, 300, 121, 121, "PCIe Gen4 x16", nil)
+	L4   = reported(nvidia("L4", "NVIDIA-L4", "L4", 24, 300, 121, 121, "PCIe Gen4 x16", nil), 23034)
 	L40S = nvidia("L40S", "NVIDIA-L40S", "L40S", 48, 864, 362, 362, "PCIe Gen4 x16", nil)
 
 	A100_40G = nvidia("A100-SXM-40GB", "NVIDIA-A100-SXM4-40GB", "A100", 40, 1555, 312, 312, "NVLink3 600 GB/s",
@@ -127,11 +134,11 @@ var (
 			[7]string{"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"},
 			[7]int{14, 14, 14, 28, 42, 56, 98},
 			[7]int64{9856, 9856, 19968, 19968, 40192, 40192, 80384}))
-	H100 = nvidia("H100-SXM-80GB", "NVIDIA-H100-80GB-HBM3", "H100", 80, 3350, 989, 989, "NVLink4 900 GB/s",
+	H100 = reported(nvidia("H100-SXM-80GB", "NVIDIA-H100-80GB-HBM3", "H100", 80, 3350, 989, 989, "NVLink4 900 GB/s",
 		migTable(81920,
 			[7]string{"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"},
 			[7]int{16, 16, 26, 32, 60, 64, 132},
-			[7]int64{}))
+			[7]int64{})), 81559)
 	H200 = nvidia("H200-SXM-141GB", "NVIDIA-H200", "H200", 141, 4800, 989, 989, "NVLink4 900 GB/s",
 		migTable(144384,
 			[7]string{"1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"},

@@ -89,7 +89,9 @@
 //   - vLLM claims gpu_memory_utilization (default 0.9) of each device's
 //     TOTAL memory, ⌈0.9 × memory⌉, not of the free memory. The memory is
 //     what the driver reports (GPU Feature Discovery's nvidia.com/gpu.memory:
-//     23034 MiB for an L4), less than the datasheet's 24 GiB.
+//     23034 MiB for an L4), less than the datasheet's 24 GiB; the profile's
+//     MemoryBytes holds it, and a copy of the profile with another size
+//     is planned with that size.
 //   - The CUDA (or CANN) context, NCCL/HCCL buffers and captured CUDA
 //     graphs sit outside that share: vLLM starts NCCL before it measures
 //     and captures graphs after it has sized the KV cache. Plan refuses a

@@ -68,21 +68,13 @@ func blockSize(acc hardware.Profile) int {
 	return KVBlockSize
 }
 
-// reportedMiB is the memory the driver reports for a device, as GPU
-// Feature Discovery labels it (nvidia.com/gpu.memory, MiB), where it is
-// known to differ from the datasheet's: vLLM's share is of this figure.
-var reportedMiB = map[string]int64{
-	"T4": 15360, "L4": 23034, "A100-SXM-40GB": 40960, "A100-SXM-80GB": 81920, "H100-SXM-80GB": 81559,
-}
-
 // deviceMemory is the memory of one device as the engine sees it: the
-// reported figure where known, the catalogue's nominal size otherwise.
-func deviceMemory(acc hardware.Profile) int64 {
-	if mib, ok := reportedMiB[acc.Name]; ok && acc.MemoryBytes > 0 {
-		return mib << 20
-	}
-	return acc.MemoryBytes
-}
+// profile's MemoryBytes, which the hardware catalogue holds as the driver
+// reports it (GPU Feature Discovery's nvidia.com/gpu.memory), the figure
+// vLLM's share is of. A card the catalogue lacks, or one whose driver
+// reports another size, is described by a copy of its profile with that
+// MemoryBytes.
+func deviceMemory(acc hardware.Profile) int64 { return acc.MemoryBytes }
 
 // ErrDoesNotFit is wrapped by the *FitError Plan returns when no layout
 // within its limits holds the model.
@@ -156,9 +148,9 @@ type PlanResult struct {
 	// BlockSize is the number of tokens in one KV-cache block.
 	BlockSize int
 
-	// DeviceMemoryBytes is the memory of one device as the driver reports
-	// it (GPU Feature Discovery's nvidia.com/gpu.memory; the datasheet's
-	// size where cube knows no reported figure).
+	// DeviceMemoryBytes is the memory of one device: the profile's
+	// MemoryBytes, the size the driver reports (GPU Feature Discovery's
+	// nvidia.com/gpu.memory).
 	DeviceMemoryBytes int64
 	// HeadroomBytesPerDevice is the memory outside vLLM's share, for the
 	// CUDA context, NCCL buffers and CUDA graphs.

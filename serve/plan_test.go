@@ -22,8 +22,8 @@ func catalogueModel(t testing.TB, id string) market.Model {
 }
 
 // expectPlan computes a plan from hardware.md §4.4 and vLLM's worker,
-// written out here independently of the planner: the device memory is what
-// GPU Feature Discovery reports (nvidia.com/gpu.memory) where known; vLLM
+// written out here independently of the planner: the device memory is the
+// profile's, which holds what the driver reports; vLLM
 // claims ⌈utilisation × that⌉, the runtime context, NCCL and CUDA graphs
 // staying outside; weights are P × bytes split over TP × PP ranks; the
 // reserve is one max_num_batched_tokens forward's gate/up activations
@@ -35,11 +35,7 @@ func catalogueModel(t testing.TB, id string) market.Model {
 // page × layers of the fullest stage), blocks of 16 tokens on GPUs and 128
 // on Ascend NPUs (vLLM-Ascend).
 func expectPlan(m market.Model, acc hardware.Profile, util float64, tp, pp, nodes, perNode, ctx int, weight, kv market.DType) serve.PlanResult {
-	gfdMiB := map[string]int64{"T4": 15360, "L4": 23034, "A100-SXM-40GB": 40960, "A100-SXM-80GB": 81920, "H100-SXM-80GB": 81559}
 	memory := acc.MemoryBytes
-	if mib, ok := gfdMiB[acc.Name]; ok {
-		memory = mib << 20
-	}
 	tokens, seqs := int64(2048), int64(256)
 	if memory >= 70<<30 && acc.Name != "A100-SXM-80GB" && acc.Name != "A100-SXM-40GB" {
 		tokens, seqs = 8192, 1024
@@ -184,10 +180,24 @@ func TestPlanHandChecked(t *testing.T) {
 	assert.Equal(t, 256, p.MaxSequences)
 	assert.Equal(t, int64(248_774_656), p.ReserveBytesPerDevice)
 
-	// An L4 reports 23,034 MiB, not 24 GiB.
+	// An L4 reports 23,034 MiB, not 24 GiB: the profile holds that figure.
 	p, err = serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-8B-Instruct"), hardware.L4, serve.ContextLength(8192))
 	require.NoError(t, err)
 	assert.Equal(t, int64(23034)<<20, p.DeviceMemoryBytes)
+
+	// The profile is the one source of the device's memory: a copy with
+	// another size (a driver that reports less, a card the catalogue
+	// lacks) is planned with that size, nothing overrides it.
+	a100 := hardware.A100_40G
+	a100.MemoryBytes = 40536 << 20
+	p, err = serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-8B-Instruct"), a100, serve.ContextLength(8192))
+	require.NoError(t, err)
+	assert.Equal(t, int64(40536)<<20, p.DeviceMemoryBytes)
+	for _, acc := range []hardware.Profile{hardware.T4, hardware.L4, hardware.A100_40G, hardware.A100_80G, hardware.H100, hardware.L40S} {
+		p, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.2-1B-Instruct"), acc, serve.ContextLength(2048))
+		require.NoError(t, err, acc.Name)
+		assert.Equal(t, acc.MemoryBytes, p.DeviceMemoryBytes, acc.Name)
+	}
 
 	// Ascend NPUs: vLLM-Ascend's 128-token blocks.
 	p, err = serve.Plan(catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.Ascend910B3)

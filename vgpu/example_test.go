@@ -51,7 +51,7 @@ func ExampleSlice() {
 	//   volcano.sh/vgpu-number: 1
 	//   annotation nvidia.com/use-gputype: A100
 	// too big:
-	// gpu.memory: Invalid value: "30Gi": more memory than a L4 has (24Gi)
+	// gpu.memory: Invalid value: "30Gi": more memory than a L4 has (23034Mi)
 }
 
 // MIG instances render per the device plugin's strategy.

@@ -121,7 +121,7 @@ func TestSpecErrors(t *testing.T) {
 		want []string
 	}{
 		{"memory above the card", vgpu.Slice(hardware.T4).Memory("17Gi"),
-			[]string{`spec.template.memory: Invalid value: "17Gi": more memory than a T4 has (16Gi)`}},
+			[]string{`spec.template.memory: Invalid value: "17Gi": more memory than a T4 has (15Gi)`}},
 		{"memory not a quantity", vgpu.Slice(hardware.T4).Memory("ten gigs"),
 			[]string{`spec.template.memory: Invalid value: "ten gigs": parse memory "ten gigs": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`}},
 		{"memory not positive", vgpu.Slice(hardware.T4).Memory("-1Gi"),
