@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/market"
@@ -119,6 +121,10 @@ var methods = []func(f *llm.FineTune, p *program){
 	func(f *llm.FineTune, p *program) {
 		f.Job().Env(pick(p, []string{"HF_TOKEN", "X"}), "hf_abcdefghijklmnopqrstuvwxyz")
 	},
+	func(f *llm.FineTune, p *program) {
+		f.Job().Image(pick(p, []string{"", llm.DefaultImage, llm.DefaultAscendImage, "registry.example.com/lf:1"}))
+	},
+	func(f *llm.FineTune, p *program) { f.Facts(pick(p, fuzzFacts)) },
 }
 
 // fineTuneSeeds are FuzzFineTune's seeds; TestFuzzCorpusApplies runs them too.
@@ -145,7 +151,8 @@ func runFineTune(data []byte) *llm.FineTune {
 
 // FuzzFineTune drives the builders with random call sequences: Objects
 // never panics, a success has the three objects with parseable configs
-// and no secret literal, and a failure is an aggregate of field errors.
+// that keep LLaMA-Factory's contract and no secret literal, and a failure
+// is an aggregate of field errors.
 func FuzzFineTune(f *testing.F) {
 	for _, seed := range fineTuneSeeds {
 		f.Add(seed)
@@ -163,6 +170,7 @@ func FuzzFineTune(f *testing.F) {
 			return
 		}
 		require.Len(t, objs, 3)
+		assert.NoError(t, checkFineTune(t, fuzzContract(), objs))
 		cm := objs[0].(*corev1.ConfigMap)
 		var cfg map[string]any
 		require.NoError(t, yaml.Unmarshal([]byte(cm.Data[llm.ConfigKey]), &cfg))
@@ -179,6 +187,16 @@ func FuzzFineTune(f *testing.F) {
 		_, _ = llm.Plan(ft, hardware.H100, llm.Tokens(1000))
 	})
 }
+
+// fuzzContract is the LLaMA-Factory contract, loaded once for every
+// fuzz input.
+var fuzzContract = sync.OnceValue(func() *contract.Contract {
+	c, err := contract.Load("testdata/contracts/llamafactory.tsv")
+	if err != nil {
+		panic(err)
+	}
+	return c
+})
 
 var rlMethods = []func(r *llm.RL, p *program){
 	func(r *llm.RL, p *program) { r.TrainFiles(pick(p, fuzzSources)) },
@@ -262,7 +280,7 @@ func runRL(data []byte) *llm.RL {
 		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
 	case 1:
 		r = llm.VerlPPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").ValFiles("pvc://datasets/val.parquet").
-			RewardModel("pvc://models/rm").Output("pvc://models/out")
+			RewardModel("pvc://models/rm").RewardModelFacts(rewardClassifier()).Output("pvc://models/out")
 		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
 	case 2:
 		r = llm.GRPO(pick(p, fuzzNames), pick(p, fuzzModels))
