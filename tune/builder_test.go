@@ -510,6 +510,12 @@ func TestHostileInput(t *testing.T) {
 		`spec.algorithm.algorithmSettings[0].value: Invalid value: "/var/log/../../etc": suggestion_trial_dir: must be a clean path (it is /etc)`,
 		`spec.metricsCollectorSpec.source.fileSystemPath.path: Invalid value: "/tmp/./m.log": must be a clean path (it is /tmp/m.log)`,
 	}, errorStrings(t, err))
+	// An Int beyond float64's exact integers rendered a rounded bound.
+	_, err = spaceExperiment("i", tune.Random(), tune.Int("n", 0, 1<<60+1)).Build()
+	assert.Equal(t, []string{
+		"spec.parameters[0].feasibleSpace.max: Invalid value: 1152921504606846976: must be within ±2^53 (9007199254740992)",
+	}, errorStrings(t, err))
+
 	_, err = pbtExperiment("p").Algorithm(tune.PBT("/", 5, 0.2)).Collect(tune.TensorFlowEvent("/var/log/tf/")).Build()
 	assert.Equal(t, []string{
 		`spec.algorithm.algorithmSettings[0].value: Invalid value: "/": suggestion_trial_dir: must not be the root directory`,

@@ -321,6 +321,10 @@ type LocalProgress struct {
 	Best         *TrialResult // the best succeeded trial so far; nil when none succeeded
 }
 
+// maxLocalTrials bounds a local study: Run keeps every trial's result in
+// memory (about 100 bytes each before the trial's own values).
+const maxLocalTrials = 1 << 20
+
 // localAlgorithms are the samplers the local tuner runs.
 var localAlgorithms = []string{AlgorithmRandom, AlgorithmGrid, AlgorithmTPE, AlgorithmMultivariateTPE,
 	AlgorithmSobol, AlgorithmCMAES, AlgorithmBayesian}
@@ -351,8 +355,13 @@ func (l *Local) validateList() field.ErrorList {
 			}
 		}
 	}
-	if l.trials < 1 {
+	switch {
+	case l.trials < 1:
 		errs = append(errs, field.Invalid(field.NewPath("trials"), l.trials, "must be at least 1"))
+	case l.trials > maxLocalTrials:
+		// Run holds every trial's result: 2^40 trials were an allocation
+		// that killed the process.
+		errs = append(errs, field.Invalid(field.NewPath("trials"), l.trials, fmt.Sprintf("must be at most %d", maxLocalTrials)))
 	}
 	if l.parallel < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("parallelism"), l.parallel, "must be at least 1"))

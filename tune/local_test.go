@@ -374,3 +374,15 @@ func TestLocalRunAllFailed(t *testing.T) {
 		})
 	assert.NoError(t, err, "an early-stopped trial is not a failure")
 }
+
+// TestLocalHostileCounts: counts and bounds that killed the process or
+// silently changed are refused before anything runs.
+func TestLocalHostileCounts(t *testing.T) {
+	ran := false
+	_, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("n", math.MinInt, 1<<62+1)).Trials(1<<40).
+		Run(t.Context(), func(context.Context, *tune.Trial) (float64, error) { ran = true; return 0, nil })
+	assert.EqualError(t, err, `[parameters[0].feasibleSpace.min: Invalid value: -9223372036854775808: must be within ±2^53 (9007199254740992), `+
+		`parameters[0].feasibleSpace.max: Invalid value: 4611686018427387904: must be within ±2^53 (9007199254740992), `+
+		`trials: Invalid value: 1099511627776: must be at most 1048576]`)
+	assert.False(t, ran)
+}

@@ -96,6 +96,19 @@ func (p Param) validate(path *field.Path) field.ErrorList {
 		if math.IsNaN(p.max) || math.IsInf(p.max, 0) {
 			errs = append(errs, field.Invalid(space.Child("max"), p.max, "must be finite"))
 		}
+		if p.kind == IntKind {
+			// An Int is held as a float64: beyond 2^53 its bounds round
+			// (Int(0, 1<<62+1) rendered max 4611686018427387904) and the
+			// local samplers' int conversion overflows.
+			for _, b := range []struct {
+				name string
+				v    float64
+			}{{"min", p.min}, {"max", p.max}} {
+				if math.Abs(b.v) > maxExactInt {
+					errs = append(errs, field.Invalid(space.Child(b.name), int64(b.v), "must be within ±2^53 (9007199254740992)"))
+				}
+			}
+		}
 		if p.min > p.max {
 			errs = append(errs, field.Invalid(space.Child("max"), p.max, fmt.Sprintf("must not be below min (%s)", formatFloat(p.min))))
 		}
@@ -238,6 +251,10 @@ func (p Param) gridSize() int {
 	}
 	return 0
 }
+
+// maxExactInt is the largest magnitude an Int's bounds may have: float64
+// holds every integer up to it exactly.
+const maxExactInt = 1 << 53
 
 // maxGridPoints bounds a parameter's grid: a float's int conversion is
 // undefined beyond int's range (a range of 1e300 in steps of 1 was a
