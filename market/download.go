@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -414,6 +415,9 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 	errs = append(errs, ValidateModelName(field.NewPath("spec", "register", "model"), d.model)...)
 	if d.dtype != "" && !d.dtype.Valid() {
 		errs = append(errs, field.NotSupported(field.NewPath("spec", "register", "dtype"), d.dtype, []DType{FP32, BF16, FP16, FP8, INT8, INT4}))
+	}
+	if d.format != "" && !slices.Contains(formats, d.format) {
+		errs = append(errs, field.NotSupported(field.NewPath("spec", "register", "format"), d.format, formats))
 	}
 	errs = append(errs, validatePatterns(field.NewPath("spec", "include"), d.include)...)
 	errs = append(errs, validatePatterns(field.NewPath("spec", "exclude"), d.exclude)...)

@@ -175,3 +175,27 @@ func TestValuesThePodWouldMisreadAreRefused(t *testing.T) {
 	_, err = market.Download("x", "s3://bucket/p", "models").S3Region("cn-north-1").Build()
 	assert.NoError(t, err)
 }
+
+// A misspelt artifact format or stage in the history is refused: "LoRA"
+// would be served as full weights (serve.FromMarket and Get branch on
+// FormatLoRA), and a history naming no stage cannot be read back.
+func TestUnknownFormatsAndStagesAreRefused(t *testing.T) {
+	for _, format := range []string{"LoRA", "safetensor", "adapter"} {
+		v := sampleVersion("bot")
+		v.Artifact.Format = format
+		assert.ErrorContains(t, v.Validate(), "artifact.format", format)
+	}
+	for _, format := range []string{"", "safetensors", "gguf", "pytorch", "onnx", market.FormatLoRA} {
+		v := sampleVersion("bot")
+		v.Artifact.Format = format
+		assert.NoError(t, v.Validate(), format)
+	}
+	_, err := market.Download("x", "hf://a/b", "models").Register("bot", "Safetensors", market.BF16).Build()
+	assert.ErrorContains(t, err, "spec.register.format")
+
+	v := sampleVersion("bot")
+	v.History = []market.StageChange{{From: "dev", To: "prod", At: time.Now().Add(-time.Hour)}}
+	err = v.Validate()
+	assert.ErrorContains(t, err, "history[0].from")
+	assert.ErrorContains(t, err, "history[0].to")
+}

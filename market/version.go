@@ -222,6 +222,15 @@ func (v Version) Validate() error {
 	if v.Stage != "" && !v.Stage.Valid() {
 		errs = append(errs, field.NotSupported(field.NewPath("stage"), v.Stage, stages))
 	}
+	for i, h := range v.History {
+		p := field.NewPath("history").Index(i)
+		if !h.From.Valid() {
+			errs = append(errs, field.NotSupported(p.Child("from"), h.From, stages))
+		}
+		if !h.To.Valid() {
+			errs = append(errs, field.NotSupported(p.Child("to"), h.To, stages))
+		}
+	}
 	return errs.ToAggregate()
 }
 
@@ -240,6 +249,9 @@ const maxFloat = 1.7976931348623157e308
 
 func (a Artifact) validate(p *field.Path) field.ErrorList {
 	errs := validateURI(p.Child("uri"), a.URI)
+	if a.Format != "" && !slices.Contains(formats, a.Format) {
+		errs = append(errs, field.NotSupported(p.Child("format"), a.Format, formats))
+	}
 	if a.DType != "" && !a.DType.Valid() {
 		errs = append(errs, field.NotSupported(p.Child("dtype"), a.DType, []DType{FP32, BF16, FP16, FP8, INT8, INT4}))
 	}
@@ -251,6 +263,11 @@ func (a Artifact) validate(p *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+// formats are the artifact formats Artifact.Format documents; one spelt
+// otherwise ("LoRA") would be taken for full weights where FormatLoRA is
+// compared.
+var formats = []string{"safetensors", "gguf", "pytorch", "onnx", FormatLoRA}
 
 const checksumMessage = "must be sha256: and 64 lowercase hex digits"
 
