@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -532,11 +533,8 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	case r.rewardModel != "":
 		add("reward_model.enable", "true")
 		add("reward_model.model.path", model("reward_model.model.path", r.rewardModel))
-		if m, err := factsOf("reward_model.model.path", r.rewardModel, r.rewardFacts, "RewardModelFacts"); err == nil && m.Generates() {
-			errs = append(errs, field.Invalid(field.NewPath("reward_model.model.path"), r.rewardModel,
-				"verl's reward loop asks the reward model's server for a score (POST /classify), which only a sequence-classification checkpoint answers; "+
-					"this one generates text (a causal LM, such as llm.RewardModel's output with its value head apart), so vLLM serves it without /classify: "+
-					"score with a sequence-classification reward model, or train with llm.PPO"))
+		if problem := r.rewardModelProblem(); problem != "" {
+			errs = append(errs, field.Invalid(field.NewPath("reward_model.model.path"), r.rewardModel, problem))
 		}
 		// The reward loop serves the model with reward_model.rollout, whose
 		// name is mandatory ("???" in the generated configuration) and
@@ -584,6 +582,28 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	add("trainer.project_name", "cube")
 	add("trainer.experiment_name", r.job.Name())
 	return out, claims, errs
+}
+
+// rewardModelProblem says why verl's reward loop cannot score with the
+// reward model, or "". The loop asks the model's server for /classify,
+// which only a sequence classifier answers, and a path does not tell one
+// from a causal LM such as llm.RewardModel's output, so the model's facts
+// must be known (market's catalogue or RewardModelFacts) and say it does
+// not generate text.
+func (r *RL) rewardModelProblem() string {
+	const why = "verl's reward loop asks the reward model's server for a score (POST /classify, verl/experimental/reward_loop/reward_loop.py), " +
+		"which only a sequence-classification checkpoint (…ForSequenceClassification, one label) answers"
+	m, err := factsOf("reward_model.model.path", r.rewardModel, r.rewardFacts, "RewardModelFacts")
+	switch {
+	case r.rewardFacts == nil && err != nil:
+		return why + "; a reference does not say whether it is one or a causal LM such as llm.RewardModel's output: give its architecture with RewardModelFacts (Task classification)"
+	case err != nil:
+		return fmt.Sprintf("RewardModelFacts: %v", errors.Unwrap(err))
+	case m.Generates():
+		return why + "; this one generates text (a causal LM, such as llm.RewardModel's output, whose value head LLaMA-Factory saves apart), " +
+			"which vLLM serves without /classify: score with a sequence-classification reward model, or train with llm.PPO"
+	}
+	return ""
 }
 
 // verlBatchProblem says why verl refuses a batch on devices devices, or

@@ -259,12 +259,20 @@ func TestRLRewardModelMustBeAClassifier(t *testing.T) {
 	for name, r := range map[string]*llm.RL{
 		"catalogued generator":          ppo("Qwen/Qwen2.5-7B-Instruct"),
 		"llm.RewardModel with its base": ppo("pvc://models/qwen-rm-full").RewardModelFacts(mustLookup(qwen)),
+		// A path does not say what the checkpoint is.
+		"a path without facts":          ppo("pvc://models/qwen-rm-full"),
+		"a Hub id not in the catalogue": ppo("Skywork/Skywork-Reward-V2-Llama-3.1-8B"),
 	} {
 		_, err := r.Objects()
 		assert.Equal(t, []string{"reward_model.model.path"}, fields(t, err), name)
 		assert.ErrorContains(t, err, "/classify", name)
 	}
-	_, err := ppo("pvc://models/qwen-rm").RewardModelFacts(rewardClassifier()).Objects()
+	bad := rewardClassifier()
+	bad.Layers = -1
+	_, err := ppo("pvc://models/qwen-rm").RewardModelFacts(bad).Objects()
+	assert.Equal(t, []string{"reward_model.model.path"}, fields(t, err))
+	assert.ErrorContains(t, err, "RewardModelFacts: ")
+	_, err = ppo("pvc://models/qwen-rm").RewardModelFacts(rewardClassifier()).Objects()
 	assert.NoError(t, err)
 }
 

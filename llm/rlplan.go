@@ -225,9 +225,9 @@ func PlanRL(r *RL, acc hardware.Profile, opts ...PlanOption) (RLPlan, error) {
 		}
 	}
 	if r.rewardModel != "" {
-		if p.reward, err = factsOf("reward_model.model.path", r.rewardModel, r.rewardFacts, "RewardModelFacts"); err != nil {
-			o.problems = append(o.problems, err)
-		}
+		// Facts missing or wrong are the run's own problem, reported by
+		// its checks below (rewardModelProblem).
+		p.reward, _ = factsOf("reward_model.model.path", r.rewardModel, r.rewardFacts, "RewardModelFacts")
 	}
 	if err := deviceProblem(acc); err != nil {
 		o.problems = append(o.problems, err)

@@ -218,8 +218,11 @@ func builderCases() []builderCase {
 			return r
 		}},
 		{"llm-verl-ppo", func(s setting) cube.Workload {
+			// verl's reward loop serves a sequence classifier (llm.RL.RewardModel).
+			rm, _ := market.Lookup("Qwen/Qwen2.5-7B-Instruct")
+			rm.Task = market.TaskClassification
 			r := llm.VerlPPO("vppo", "Qwen/Qwen2.5-7B-Instruct").TrainFiles("pvc://datasets/prompts.parquet").ValFiles("pvc://datasets/prompts-val.parquet").
-				RewardModel("pvc://models/rm").WandB("wandb", "key").Output("pvc://models/vppo")
+				RewardModel("pvc://models/rm").RewardModelFacts(rm).WandB("wandb", "key").Output("pvc://models/vppo")
 			on(&r.Job().WorkerGroup("gpu", 1).Builder, s)
 			verlImage(r, s)
 			return r
