@@ -517,11 +517,13 @@ func ParseConfig(label string) (*Config, error) {
 						errs = append(errs, field.NotSupported(cp.Child("children").Index(j), o.XMLName.Local, []string{want}))
 						continue
 					}
-					for _, a := range o.Attrs {
-						if a.Name.Local == "value" {
-							t.Options = append(t.Options, a.Value)
-						}
+					i := slices.IndexFunc(o.Attrs, func(a xml.Attr) bool { return a.Name.Local == "value" })
+					if i < 0 {
+						// Dropping it would change the options silently.
+						errs = append(errs, field.Required(cp.Child("children").Index(j).Child("value"), "a "+want+" needs a value"))
+						continue
 					}
+					t.Options = append(t.Options, o.Attrs[i].Value)
 				}
 			default:
 				errs = append(errs, field.NotSupported(cp, string(kind), allKinds))

@@ -211,3 +211,40 @@ func TestCreateWebhookRefusesControlCharactersInHeaders(t *testing.T) {
 	assert.NotContains(t, err.Error(), "abc", "a header value is often a secret: it is not repeated")
 	assert.Empty(t, srv.Requests())
 }
+
+// Storage classes are names the API server checks (DNS subdomains); a path
+// that climbs out of the host's prefix is refused; a served model name
+// BackendFromEnv would refuse in the pod is refused at build.
+func TestWorkloadsRefuseWhatFailsLater(t *testing.T) {
+	base := func() *label.StudioServer {
+		return label.Studio("labels").Admin("admin", "email", "pw").APIToken("admin", "token")
+	}
+	_, err := base().Storage("1Gi", "Bad_Class").Postgres("db", "pw", "1Gi", "x y").Objects()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `storage.storageClass: Invalid value: "Bad_Class"`)
+	assert.Contains(t, err.Error(), `postgres.storageClass: Invalid value: "x y"`)
+
+	_, err = base().Host("https://labels.example.com/a/../../x").Objects()
+	assert.ErrorContains(t, err, `host: Invalid value: "https://labels.example.com/a/../../x": must not hold . or .. path segments`)
+
+	for _, m := range []string{" ", " qwen", "qwen\n"} {
+		_, err = label.MLBackend("b", "img").Model("http://m/v1", m).Objects()
+		assert.ErrorContains(t, err, "model.servedModel", "%q", m)
+	}
+}
+
+// Counts so large they overflow are reported as such, not as a negative
+// number of ratings.
+func TestFleissKappaSaysCountsOverflow(t *testing.T) {
+	_, err := label.FleissKappa([][]int{{math.MaxInt, math.MaxInt}})
+	assert.ErrorContains(t, err, "fleiss' kappa: item 0: the counts add up to more than")
+}
+
+// A Choice or Label without a value is refused by its path instead of
+// being dropped from the options.
+func TestParseConfigRefusesOptionsWithoutValue(t *testing.T) {
+	_, err := label.ParseConfig(`<View><Text name="t" value="$t"/><Choices name="c" toName="t"><Choice value="a"/><Choice/></Choices></View>`)
+	assert.ErrorContains(t, err, "View.children[1].children[1].value: Required value")
+	_, err = label.ParseConfig(`<View><Text name="t" value="$t"/><Labels name="l" toName="t"><Label alias="x"/></Labels></View>`)
+	assert.ErrorContains(t, err, "View.children[1].children[0].value: Required value")
+}

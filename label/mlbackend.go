@@ -3,6 +3,8 @@ package label
 import (
 	"errors"
 	"maps"
+	"strings"
+	"unicode"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -133,8 +135,13 @@ func (m *MLBackendServer) Objects() ([]client.Object, error) {
 			errs = append(errs, err)
 		}
 	}
-	if m.model == "" {
+	switch {
+	case strings.TrimSpace(m.model) == "":
 		errs = append(errs, field.Required(field.NewPath("model", "servedModel"), "the served model name"))
+	case strings.TrimSpace(m.model) != m.model || strings.ContainsFunc(m.model, unicode.IsControl):
+		// serve.NewClient refuses it in the pod (BackendFromEnv), which
+		// would crash-loop.
+		errs = append(errs, field.Invalid(field.NewPath("model", "servedModel"), m.model, "must not start or end with spaces or hold control characters"))
 	}
 	selector := m.Identity().Selector("ml-backend")
 	tmpl, tmplErrs := m.Template(field.NewPath("spec", "template"), pod.TemplateOptions{

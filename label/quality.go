@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,9 @@ func FleissKappa(counts [][]int) (float64, error) {
 		for j, c := range row {
 			if c < 0 {
 				return 0, fmt.Errorf("fleiss' kappa: item %d category %d: negative count %d", i, j, c)
+			}
+			if c > math.MaxInt-n {
+				return 0, fmt.Errorf("fleiss' kappa: item %d: the counts add up to more than %d", i, math.MaxInt)
 			}
 			n += c
 			sq += float64(c) * float64(c)

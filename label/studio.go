@@ -4,12 +4,15 @@ import (
 	"errors"
 	"maps"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -215,7 +218,9 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 		// only the public URL.
 		if err := checkHTTPURL(field.NewPath("host"), s.host, "the public URL Label Studio builds links with (LABEL_STUDIO_HOST)"); err != nil {
 			errs = append(errs, err)
-		} else if u, _ := url.Parse(s.host); u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		} else if u, _ := url.Parse(s.host); slices.ContainsFunc(strings.Split(u.Path, "/"), func(seg string) bool { return seg == "." || seg == ".." }) {
+			errs = append(errs, field.Invalid(field.NewPath("host"), u.Redacted(), "must not hold . or .. path segments: the path after the host prefixes every link Label Studio builds"))
+		} else if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
 			// Everything after the host becomes Django's FORCE_SCRIPT_NAME
 			// (HOSTNAME in label_studio/core/settings/base.py), the prefix
 			// of every link.
@@ -349,6 +354,10 @@ func (s *StudioServer) claim(name, size, class string, p *field.Path) (*corev1.P
 		},
 	}
 	if class != "" {
+		// The API server refuses any other storageClassName.
+		for _, msg := range validation.IsDNS1123Subdomain(class) {
+			errs = append(errs, field.Invalid(p.Child("storageClass"), class, msg))
+		}
 		c.Spec.StorageClassName = ptr.To(class)
 	}
 	return c, errs
