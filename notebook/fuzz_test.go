@@ -51,7 +51,7 @@ var (
 	fuzzClasses   = []string{"", "fast-ssd", "Bad Class"}
 	fuzzHomes     = []string{"", "/home/jovyan", "/data", "relative", "/", "/a/../b"}
 	fuzzPorts     = []int32{0, 8888, 9000, -1, 70000}
-	fuzzLifetimes = []time.Duration{0, time.Hour, 72 * time.Hour, -time.Second}
+	fuzzLifetimes = []time.Duration{0, time.Hour, 72 * time.Hour, -time.Second, 8}
 	fuzzLabels    = []map[string]string{{"kubernetes.io/metadata.name": "istio-system"}, {"app": "gateway"}, nil, {}, {"bad key": "v"}, {"k": "bad value!"}}
 	fuzzLaunchers = []notebook.Launcher{notebook.LaunchDockerStacks, notebook.LaunchKubeflow, notebook.LaunchJupyterServer, "conda"}
 	fuzzTexts     = []string{"x", "--debug", "", "sh"}

@@ -40,6 +40,9 @@ func codeNotebook(t *testing.T, name string, created time.Time, annotations map[
 	sts := objs[3].(*appsv1.StatefulSet)
 	sts.Status.ReadyReplicas = 1
 	sts.CreationTimestamp = metav1.Time{Time: created}
+	if sts.Annotations == nil {
+		sts.Annotations = map[string]string{}
+	}
 	for k, v := range annotations {
 		sts.Annotations[k] = v
 	}
@@ -118,4 +121,39 @@ func TestRenewRefusesTimesItCannotJudge(t *testing.T) {
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: "team-a", Name: "lab"}, sts))
 	assert.NotContains(t, sts.Annotations, notebook.AnnotationRenewedAt)
 	require.NoError(t, notebook.Renew(t.Context(), c, "team-a", "lab", noon))
+}
+
+func TestMaxLifetimeWithoutItsUnitRefused(t *testing.T) {
+	_, err := notebook.Jupyter("lab", "alice").Namespace("team-a").AuthSecret("s", "token").AllowNamespace(ingress).MaxLifetime(8).Objects()
+	assert.EqualError(t, err, `maxLifetime: Invalid value: "8ns": must be zero (no expiry) or at least a minute; a count without its unit is nanoseconds`)
+	_, err = notebook.Jupyter("lab", "alice").Namespace("team-a").AuthSecret("s", "token").AllowNamespace(ingress).MaxLifetime(time.Minute).Objects()
+	assert.NoError(t, err)
+}
+
+// FuzzCullTimes culls one VS Code notebook with arbitrary creation,
+// renewal, lifetime, heartbeat and clock: it is stopped only for a reason
+// whose times lie between 1970 and 2262, and otherwise left running.
+func FuzzCullTimes(f *testing.F) {
+	f.Add(int64(1782900000), "2026-07-01T11:00:00Z", "1h0m0s", int64(1782896400000), int64(1782907200))
+	f.Add(int64(0), "0001-01-01T00:00:00Z", "1h", int64(0), int64(1782907200))
+	f.Add(int64(-62135596800), "9999-12-31T23:59:59Z", "1ns", int64(1<<62), int64(253402300799))
+	f.Fuzz(func(t *testing.T, createdUnix int64, renewedAt, lifetime string, heartbeatMilli, nowUnix int64) {
+		annotations := map[string]string{notebook.AnnotationMaxLifetime: lifetime, notebook.AnnotationRenewedAt: renewedAt}
+		c := codeNotebook(t, "lab", time.Unix(createdUnix, 0), annotations)
+		now := time.Unix(nowUnix, 0)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, codeAlive, heartbeatMilli) }))
+		defer srv.Close()
+		culled, err := notebook.Cull(t.Context(), c, "team-a", time.Hour, notebook.WithClock(func() time.Time { return now }),
+			notebook.WithServiceURL(func(*corev1.Service) (string, error) { return srv.URL, nil }))
+		for _, cu := range culled {
+			for _, at := range []time.Time{cu.Since, now} {
+				if at.Year() < 1970 || at.Year() > 2262 {
+					t.Fatalf("culled %v at %v (error %v)", cu, now, err)
+				}
+			}
+		}
+		if len(culled) == 0 && replicasOf(t, c, "lab") != 1 {
+			t.Fatalf("stopped without a reason given")
+		}
+	})
 }

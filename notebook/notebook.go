@@ -229,13 +229,18 @@ func (n *Notebook) ServerPort(port int32) *Notebook {
 
 // MaxLifetime stops the notebook (through Cull) once d has passed since its
 // creation or last Renew, as Cube Studio expires notebooks. Zero, the
-// default, means no expiry.
+// default, means no expiry. A lifetime under a minute is refused: it is
+// shorter than any culling round, and MaxLifetime(8) (eight nanoseconds, a
+// count without its unit) would stop the notebook at the first.
 func (n *Notebook) MaxLifetime(d time.Duration) *Notebook {
 	if n == nil {
 		return nil
 	}
-	if d < 0 {
+	switch {
+	case d < 0:
 		n.problems = append(n.problems, field.Invalid(field.NewPath("maxLifetime"), d.String(), "must not be negative"))
+	case d > 0 && d < time.Minute:
+		n.problems = append(n.problems, field.Invalid(field.NewPath("maxLifetime"), d.String(), "must be zero (no expiry) or at least a minute; a count without its unit is nanoseconds"))
 	}
 	n.maxLifetime = d
 	return n
