@@ -497,9 +497,14 @@ func TestPBTRendersFromVolume(t *testing.T) {
 func TestHostileInput(t *testing.T) {
 	var nilExp *tune.Experiment
 	assert.Nil(t, nilExp.Param(tune.Float("x", 0, 1)), "Param on a nil experiment")
+	// Progress.Optimal is nil before any trial reported.
+	_, err := tune.ProgressOf(&katibv1beta1.Experiment{}).Optimal.Float("lr")
+	assert.EqualError(t, err, `no optimal trial yet: parameter "lr"`)
+	_, err = tune.ProgressOf(nil).Optimal.Int("layers")
+	assert.EqualError(t, err, `no optimal trial yet: parameter "layers"`)
 
 	// 2^996 parallel trials wrapped to a negative int32 and passed.
-	_, err := spaceExperiment("h", tune.Hyperband("epochs", 1e300).Eta(2), tune.Int("epochs", 1, 9)).Parallelism(100).Build()
+	_, err = spaceExperiment("h", tune.Hyperband("epochs", 1e300).Eta(2), tune.Int("epochs", 1, 9)).Parallelism(100).Build()
 	assert.Equal(t, []string{
 		"spec.parallelTrialCount: Invalid value: 100: hyperband with r_l 1e+300 and eta 2 needs at least 6.696928794914171e+299 parallel trials",
 	}, errorStrings(t, err))

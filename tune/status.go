@@ -74,20 +74,33 @@ type Optimum struct {
 
 // Float parses a parameter as a number.
 func (o *Optimum) Float(name string) (float64, error) {
-	v, ok := o.Params[name]
-	if !ok {
-		return 0, fmt.Errorf("optimal trial %s has no parameter %q", o.Trial, name)
+	v, err := o.param(name)
+	if err != nil {
+		return 0, err
 	}
 	return strconv.ParseFloat(v, 64)
 }
 
 // Int parses a parameter as an integer.
 func (o *Optimum) Int(name string) (int, error) {
-	v, ok := o.Params[name]
-	if !ok {
-		return 0, fmt.Errorf("optimal trial %s has no parameter %q", o.Trial, name)
+	v, err := o.param(name)
+	if err != nil {
+		return 0, err
 	}
 	return strconv.Atoi(v)
+}
+
+// param returns a parameter's text. A nil Optimum is Progress.Optimal
+// before any trial reported: an error, not a panic.
+func (o *Optimum) param(name string) (string, error) {
+	if o == nil {
+		return "", fmt.Errorf("no optimal trial yet: parameter %q", name)
+	}
+	v, ok := o.Params[name]
+	if !ok {
+		return "", fmt.Errorf("optimal trial %s has no parameter %q", o.Trial, name)
+	}
+	return v, nil
 }
 
 // ProgressOf reads an Experiment's trial counts and its current optimal
