@@ -309,8 +309,10 @@ func (r *RL) LoRA(rank, alpha int) *RL {
 	return r.set(func() { r.loraRank, r.loraAlpha = rank, alpha })
 }
 
-// Rollout sets the generation engine ("vllm" or "sglang"), its tensor
-// parallelism and the share of device memory it takes.
+// Rollout sets the generation engine ("vllm" or "sglang", verl's
+// registered rollouts in verl/workers/rollout/base.py), its tensor
+// parallelism and the share of device memory it takes. Each engine has
+// its own default image (DefaultVerlImage, DefaultVerlSGLangImage).
 func (r *RL) Rollout(engine string, tensorParallel int, memory float64) *RL {
 	return r.set(func() { r.engine, r.rolloutTP, r.rolloutMemory = engine, tensorParallel, memory })
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/internal/contract"
+	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/train"
 )
@@ -125,4 +126,31 @@ func TestVerlContractFindsTheDefects(t *testing.T) {
 	assert.ErrorContains(t, c.CheckImage("sglang", llm.DefaultVerlImage, cfg), "needs sglang")
 	cfg["actor_rollout_ref.rollout.name"] = "vllm"
 	assert.ErrorContains(t, c.CheckImage("vllm", llm.DefaultVerlSGLangImage, cfg), "needs vllm")
+}
+
+// TestFuzzedVerlRunsKeepTheContract checks every run the FuzzRL corpus
+// (seeds, saved inputs and 300 fixed-seed programs) gets accepted against
+// the contract: whatever combination of settings Objects lets through,
+// verl accepts.
+func TestFuzzedVerlRunsKeepTheContract(t *testing.T) {
+	c, err := contract.Load(verlContract)
+	require.NoError(t, err)
+	corpus := append(append([][]byte{}, rlSeeds...), fuzzcorpus.Bytes(t, "FuzzRL")...)
+	corpus = append(corpus, fuzzcorpus.Programs(10, 300, 2, 10)...)
+	accepted := 0
+	for i, data := range corpus {
+		objs, err := runRL(data).Objects()
+		if err != nil {
+			continue
+		}
+		accepted++
+		job := objs[0].(*rayv1.RayJob)
+		cfg := overrides(t, job.Spec.Entrypoint)
+		name := fmt.Sprintf("input %d %x", i, data)
+		assert.NoError(t, c.CheckKeys(name, cfg))
+		if image := job.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Image; image == llm.DefaultVerlImage || image == llm.DefaultVerlSGLangImage {
+			assert.NoError(t, verlImageContract(t, image, job).CheckImage(name, image, cfg))
+		}
+	}
+	assert.GreaterOrEqual(t, accepted, 30, "the corpus exercises accepted runs, not only refusals")
 }
