@@ -62,21 +62,25 @@ func Grid() Algorithm { return Algorithm{name: AlgorithmGrid} }
 func MultivariateTPE() Algorithm { return Algorithm{name: AlgorithmMultivariateTPE} }
 
 // CMAES is the covariance matrix adaptation evolution strategy (goptuna); in
-// an Experiment it needs at least two Float or Int parameters (the local
-// tuner runs it over any space).
+// an Experiment it needs at least two Float or Int parameters and no Log,
+// which goptuna ignores (the local tuner runs it over any space).
 func CMAES() Algorithm { return Algorithm{name: AlgorithmCMAES} }
 
 // Sobol samples a Sobol quasi-random sequence (goptuna); it takes no
-// settings.
+// settings, and in an Experiment no Log, which goptuna ignores.
 func Sobol() Algorithm { return Algorithm{name: AlgorithmSobol} }
 
 // Bayesian is Bayesian optimisation with a surrogate model (scikit-optimize;
 // locally a Gaussian process with a Matérn 5/2 kernel and expected
-// improvement).
+// improvement). Katib's skopt service samples every Float log-uniformly and
+// every Int uniformly and ignores steps, so in an Experiment each Float
+// needs Log (a positive min), no Int may have Log, and nothing a Step.
 func Bayesian() Algorithm { return Algorithm{name: AlgorithmBayesian} }
 
 // Hyperband runs successive halving brackets over a resource parameter
-// (epochs, say) whose largest budget is maxResource (Katib's r_l).
+// (epochs, say) whose largest budget is maxResource (Katib's r_l). Katib's
+// service samples the other parameters uniformly, so they take neither
+// Log nor Step, and reads Discrete values as integers.
 func Hyperband(resourceParam string, maxResource float64) Algorithm {
 	return Algorithm{name: AlgorithmHyperband}.
 		with("resource_name", resourceParam).
