@@ -309,3 +309,44 @@ func TestServerURLsCarryNoCredentials(t *testing.T) {
 	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://hf-mirror.com/")).main(t)
 	assert.Equal(t, "https://hf-mirror.com/", envValue(t, c, "HF_ENDPOINT"))
 }
+
+// Values that were accepted and failed only inside the pod, or did
+// nothing: a setting whose value starts with '-' (the engine's parser reads
+// it as the next flag and finds the setting without a value), a KV-cache
+// type vLLM's parser refuses, an empty dtype or S3 region (no flag or
+// variable rendered: the call had no effect), and a keep-alive Ollama
+// ignores for its 5-minute default.
+func TestValuesTheEngineWouldRefuse(t *testing.T) {
+	v := func() *serve.Service { return serve.VLLM("q", qwen).On(hardware.H100).GPUs(1) }
+	for name, tc := range map[string]struct {
+		svc  *serve.Service
+		want wantErr
+	}{
+		"served name as a flag": {v().ServedModelName("--port"),
+			wantErr{field.ErrorTypeInvalid, "spec.servedModelName", "not starting with '-'"}},
+		"quantization as a flag": {v().Quantization("--enforce-eager"),
+			wantErr{field.ErrorTypeInvalid, "spec.quantization", "method name"}},
+		"revision as a flag": {serve.VLLM("q", qwen+"@--port").On(hardware.H100).GPUs(1),
+			wantErr{field.ErrorTypeInvalid, "spec.model", "not a valid branch, tag or commit"}},
+		"vLLM kv type": {v().KVCacheDType("fp4"),
+			wantErr{field.ErrorTypeNotSupported, "spec.kvCacheDType", `"fp8_e4m3"`}},
+		"empty dtype": {v().DType(""),
+			wantErr{field.ErrorTypeRequired, "spec.dtype", "bfloat16"}},
+		"empty region": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Region(""),
+			wantErr{field.ErrorTypeInvalid, "spec.s3Region", "us-east-1"}},
+		"region with a newline": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Region("us\neast-1"),
+			wantErr{field.ErrorTypeInvalid, "spec.s3Region", "us-east-1"}},
+		"keep-alive Ollama ignores": {serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).GPUs(1).KeepAlive("forever"),
+			wantErr{field.ErrorTypeInvalid, "spec.keepAlive", "Ollama ignores anything else"}},
+	} {
+		t.Run(name, func(t *testing.T) { assertErrors(t, tc.svc, tc.want) })
+	}
+	// What the engines accept still renders.
+	for _, keep := range []string{"-1", "0", "300", "1h30m"} {
+		render(t, serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).GPUs(1).KeepAlive(keep))
+	}
+	for _, kv := range []string{"auto", "fp8", "fp8_e5m2", "bfloat16"} {
+		render(t, v().KVCacheDType(kv))
+	}
+	render(t, serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Region("cn-north-1"))
+}

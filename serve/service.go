@@ -5,6 +5,7 @@ import (
 	"math"
 	neturl "net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -243,6 +244,10 @@ func (s *Service) DType(dtype string) *Service {
 	if s == nil {
 		return nil
 	}
+	if dtype == "" {
+		// An empty type would render no flag: the call would do nothing.
+		s.fail(field.Required(field.NewPath("spec", "dtype"), "a type such as bfloat16, or auto"))
+	}
 	s.use("dtype")
 	s.dtype = dtype
 	return s
@@ -254,7 +259,7 @@ func (s *Service) Quantization(method string) *Service {
 	if s == nil {
 		return nil
 	}
-	if method == "" || strings.ContainsAny(method, " \t\n") {
+	if method == "" || strings.ContainsAny(method, " \t\n") || strings.HasPrefix(method, "-") {
 		s.fail(field.Invalid(field.NewPath("spec", "quantization"), method, "must be a method name such as awq, gptq or fp8"))
 	}
 	s.use("quantization")
@@ -317,8 +322,10 @@ func (s *Service) ServedModelName(name string) *Service {
 	if s == nil {
 		return nil
 	}
-	if name == "" || strings.ContainsAny(name, " \t\n") {
-		s.fail(field.Invalid(field.NewPath("spec", "servedModelName"), name, "must be a non-empty name without whitespace"))
+	if name == "" || strings.ContainsAny(name, " \t\n") || strings.HasPrefix(name, "-") {
+		// A leading dash would be read as the next flag: the engine's
+		// parser then finds --served-model-name without a value.
+		s.fail(field.Invalid(field.NewPath("spec", "servedModelName"), name, "must be a non-empty name without whitespace, not starting with '-'"))
 	}
 	s.use("servedModelName")
 	s.servedName = name
@@ -454,8 +461,26 @@ func (s *Service) S3Region(region string) *Service {
 	if s == nil {
 		return nil
 	}
+	if !isRegion(region) {
+		s.fail(field.Invalid(field.NewPath("spec", "s3Region"), region, "must be a region name such as us-east-1: lowercase letters, digits and '-'"))
+	}
 	s.s3Region = region
 	return s
+}
+
+// isRegion reports whether r is spelt like an S3 region (us-east-1,
+// cn-north-1, a MinIO or Ceph zone name): an empty one would render no
+// AWS_DEFAULT_REGION and leave the call without effect.
+func isRegion(r string) bool {
+	if r == "" || len(r) > 63 || r[0] == '-' {
+		return false
+	}
+	for _, c := range r {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ModelCache keeps downloaded models on an existing PersistentVolumeClaim,
@@ -591,6 +616,13 @@ func (s *Service) KeepAlive(d string) *Service {
 	s.use("keepAlive")
 	if d == "" {
 		s.fail(field.Required(field.NewPath("spec", "keepAlive"), "a duration such as 5m, or -1"))
+	} else if _, err := time.ParseDuration(d); err != nil {
+		// Ollama reads OLLAMA_KEEP_ALIVE as a Go duration or whole seconds
+		// and silently keeps its 5-minute default for anything else
+		// (envconfig.KeepAlive).
+		if _, err := strconv.ParseInt(d, 10, 64); err != nil {
+			s.fail(field.Invalid(field.NewPath("spec", "keepAlive"), d, "must be a duration such as 5m or 1h30m, whole seconds, or -1 (forever): Ollama ignores anything else"))
+		}
 	}
 	s.ollamaKeepAlive = d
 	return s

@@ -179,7 +179,7 @@ func checkRevision(rev string) string {
 		return "revision after '@' is empty"
 	case len(rev) > 255:
 		return "revision is longer than 255 characters"
-	case strings.Contains(rev, "..") || strings.HasPrefix(rev, "/") || strings.HasSuffix(rev, "/"):
+	case strings.Contains(rev, "..") || strings.HasPrefix(rev, "/") || strings.HasSuffix(rev, "/") || strings.HasPrefix(rev, "-"):
 		return fmt.Sprintf("revision %q is not a valid branch, tag or commit", rev)
 	case strings.IndexFunc(rev, func(r rune) bool { return !isRepoChar(r) && r != '/' }) >= 0:
 		return fmt.Sprintf("revision %q may only hold letters, digits, '-', '_', '.' and '/'", rev)

@@ -40,7 +40,9 @@ var vllmEngine = &engine{
 		prefixOn:          "--enable-prefix-caching",
 		prefixOff:         "--no-enable-prefix-caching",
 		dtypes:            []string{"auto", "half", "float16", "bfloat16", "float", "float32"},
-		apiKeyEnv:         "VLLM_API_KEY",
+		// CacheDType of vllm/config/cache.py (testdata/contracts/vllm.tsv).
+		kvCacheDTypes: []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"},
+		apiKeyEnv:     "VLLM_API_KEY",
 		lora: func(adapters []resolvedLoRA) []string {
 			return append([]string{"--enable-lora", "--lora-modules"}, loraPairs(adapters)...)
 		},
