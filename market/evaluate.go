@@ -278,6 +278,11 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		errs = append(errs, field.Invalid(vPath.Child("artifact", "uri"), art.URI,
 			"the harness reads pvc:// or hf:// weights: download the version to a claim first (market.Download)"))
 	}
+	if strings.Contains(weights+revision, ",") {
+		// lm_eval/_cli/utils.py key_val_to_dict splits --model_args at ',':
+		// the rest would set other model arguments.
+		errs = append(errs, field.Invalid(vPath.Child("artifact", "uri"), art.URI, "the harness cannot read a path or revision with ','"))
+	}
 	profile, _ := e.Profile()
 	local := e.endpoint == ""
 	if local && e.GPUCount() < 1 && e.SliceSetting() == nil {

@@ -199,3 +199,15 @@ func TestUnknownFormatsAndStagesAreRefused(t *testing.T) {
 	assert.ErrorContains(t, err, "history[0].from")
 	assert.ErrorContains(t, err, "history[0].to")
 }
+
+// lm_eval splits --model_args at ',' (lm_eval/_cli/utils.py
+// key_val_to_dict): a comma in the weights' path or revision would set
+// another model argument, such as trust_remote_code.
+func TestModelArgumentsCannotBeInjected(t *testing.T) {
+	for _, uri := range []string{"hf://acme/bot@v3,trust_remote_code=True", "pvc://models/bot,trust_remote_code=True"} {
+		_, err := market.Evaluate("e", registered(uri), "mmlu").On(hardware.H100).GPUs(1).Build()
+		assert.ErrorContains(t, err, "spec.version.artifact.uri", uri)
+		_, err = market.Evaluate("e", registered(uri), "mmlu").Endpoint("http://bot-api:8000", "bot").Build()
+		assert.ErrorContains(t, err, "spec.version.artifact.uri", uri)
+	}
+}
