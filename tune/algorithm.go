@@ -94,7 +94,7 @@ func Hyperband(resourceParam string, maxResource float64) Algorithm {
 // Katib's pod webhook mounts the suggestion's PVC at trialDir in every
 // trial's primary container (pkg/webhook/v1beta1/pod/inject_webhook.go,
 // mutateSuggestionVolume), and the PVC exists only under the FromVolume
-// resume policy (pkg/controller.v1beta1/suggestion/composer/composer.go):
+// resume policy (pkg/controller.v1beta1/suggestion/suggestion_controller.go:197-209):
 // an Experiment with PBT renders FromVolume unless Resume says otherwise,
 // and Build refuses another policy. The webhook skips that mount for the
 // Push collector, so Build refuses Push too. Every Float needs a Step: the

@@ -294,7 +294,7 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 		// The pod webhook mounts the suggestion's PVC into every trial when
 		// suggestion_trial_dir is set (pkg/webhook/v1beta1/pod/inject_webhook.go:178,
 		// mutateSuggestionVolume), and the suggestion controller creates that
-		// PVC only under FromVolume (pkg/controller.v1beta1/suggestion/composer/composer.go:122):
+		// PVC only under FromVolume (pkg/controller.v1beta1/suggestion/suggestion_controller.go:197-209):
 		// under another policy the trials wait for a claim that never comes.
 		switch resume {
 		case "":
