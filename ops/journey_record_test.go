@@ -113,7 +113,7 @@ func TestRecordJourney(t *testing.T) {
 	recorded := map[string]json.RawMessage{}
 	for _, e := range []ops.Exporter{ops.DCGM, ops.HAMi, ops.HAMiLegacy, ops.Ascend} {
 		for _, metric := range []string{e.Utilisation, e.Memory} {
-			query := fmt.Sprintf(`%s{%s!=""}`, metric, e.Pod)
+			query := e.Query(metric)
 			v := url.Values{"query": {query}, "start": {fmt.Sprint(journeyFrom.Unix())}, "end": {fmt.Sprint(journeyTo.Unix())},
 				"step": {fmt.Sprint(journeyStep.Seconds())}}
 			resp, err := http.PostForm(prom+"/api/v1/query_range", v)
