@@ -89,6 +89,7 @@ func TestVerlContractFindsTheDefects(t *testing.T) {
 			"algorithm.adv_estimator": "gae", "data.train_files": "[/d/t.parquet]", "data.val_files": "[/d/v.parquet]",
 			"actor_rollout_ref.rollout.name": "vllm", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "4",
 			"critic.ppo_micro_batch_size_per_gpu": "4", "algorithm.use_kl_in_reward": "true", "algorithm.kl_ctrl.kl_coef": "0.001",
+			"actor_rollout_ref.model.path": "Qwen/Qwen2.5-7B-Instruct", "critic.model.path": "Qwen/Qwen2.5-7B-Instruct",
 			"actor_rollout_ref.actor.use_kl_loss": "false",
 		}
 	}
@@ -105,6 +106,8 @@ func TestVerlContractFindsTheDefects(t *testing.T) {
 		}, "requires actor_rollout_ref.actor.use_kl_loss=true"},
 		"KL coefficient with the reward KL off": {func(m map[string]string) { m["algorithm.use_kl_in_reward"] = "false" }, "requires algorithm.use_kl_in_reward=true"},
 		"reward model without a server":         {func(m map[string]string) { m["reward_model.enable"] = "true" }, "requires reward_model.rollout.name"},
+		"PPO without a critic":                  {func(m map[string]string) { delete(m, "critic.model.path") }, "requires critic.model.path"},
+		"rollout without an engine":             {func(m map[string]string) { delete(m, "actor_rollout_ref.rollout.name") }, "requires actor_rollout_ref.rollout.name"},
 		"PPO without a critic micro batch":      {func(m map[string]string) { delete(m, "critic.ppo_micro_batch_size_per_gpu") }, "requires critic.ppo_micro_batch_size_per_gpu"},
 		"rollout engine verl has not":           {func(m map[string]string) { m["actor_rollout_ref.rollout.name"] = "hf" }, `"hf" is not one of vllm,sglang`},
 		"estimator verl has not":                {func(m map[string]string) { m["algorithm.adv_estimator"] = "dapo" }, "is not one of gae,grpo"},
