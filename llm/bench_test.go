@@ -44,7 +44,7 @@ func BenchmarkObjects(b *testing.B) {
 // rollouts, which walks whole nodes to four; each sizes the rollout once
 // with serve.Plan.
 func BenchmarkPlanRL(b *testing.B) {
-	big := llm.GRPO("bench", "Qwen/Qwen2.5-72B-Instruct").TrainFiles("pvc://d/t.parquet").RewardFunction("pvc://d/r.py", "f").
+	big := llm.GRPO("bench", "Qwen/Qwen2.5-72B-Instruct").TrainFiles("pvc://d/t.parquet").ValFiles("pvc://d/v.parquet").RewardFunction("pvc://d/r.py", "f").
 		Output("pvc://m/o").Rollout("vllm", 8, 0.5).Batch(256, 128, 4)
 	for name, r := range map[string]*llm.RL{"grpo-7b": grpo("bench"), "grpo-72b": big} {
 		b.Run(name, func(b *testing.B) {
