@@ -198,6 +198,8 @@ func builderCases() []builderCase {
 		{"llm-ppo", func(s setting) cube.Workload {
 			f := llm.PPO("ppo", "Qwen/Qwen2.5-7B-Instruct", "pvc://models/rm").
 				AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).Output("pvc://models/ppo")
+			// LLaMA-Factory's own image has a trl its PPO refuses (issue 26).
+			f.Job().Image("registry.example.com/llamafactory:0.9.5-trl0.9.6")
 			on(&f.Job().Builder, s)
 			return f
 		}},
