@@ -515,6 +515,16 @@ func TestHostileInput(t *testing.T) {
 		`spec.algorithm.algorithmSettings[0].value: Invalid value: "/var/log/../../etc": suggestion_trial_dir: must be a clean path (it is /etc)`,
 		`spec.metricsCollectorSpec.source.fileSystemPath.path: Invalid value: "/tmp/./m.log": must be a clean path (it is /tmp/m.log)`,
 	}, errorStrings(t, err))
+	// Katib replaces placeholders in the trial's JSON text unescaped: a
+	// quote added a field to the trial spec.
+	_, err = spaceExperiment("c", tune.Random(), tune.Choice("opt", `adam","privileged":"true`, `a\b`, "tab\there", "${trialParameters.opt}", "sgd")).Build()
+	assert.Equal(t, []string{
+		`spec.parameters[0].feasibleSpace.list[0]: Invalid value: "adam\",\"privileged\":\"true": must not hold '"', '\' or control characters: Katib substitutes values into the trial's JSON unescaped`,
+		`spec.parameters[0].feasibleSpace.list[1]: Invalid value: "a\\b": must not hold '"', '\' or control characters: Katib substitutes values into the trial's JSON unescaped`,
+		`spec.parameters[0].feasibleSpace.list[2]: Invalid value: "tab\there": must not hold '"', '\' or control characters: Katib substitutes values into the trial's JSON unescaped`,
+		`spec.parameters[0].feasibleSpace.list[3]: Invalid value: "${trialParameters.opt}": must not hold a ${trialParameters.x} placeholder`,
+	}, errorStrings(t, err))
+
 	// An Int beyond float64's exact integers rendered a rounded bound.
 	_, err = spaceExperiment("i", tune.Random(), tune.Int("n", 0, 1<<60+1)).Build()
 	assert.Equal(t, []string{

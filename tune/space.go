@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -46,7 +47,9 @@ func Int(name string, min, max int) Param {
 	return Param{name: name, kind: IntKind, min: float64(min), max: float64(max)}
 }
 
-// Choice is a categorical parameter taking one of values.
+// Choice is a categorical parameter taking one of values. A value may not
+// hold '"', '\' or control characters: Katib puts it into the trial's JSON
+// unescaped.
 func Choice(name string, values ...string) Param {
 	return Param{name: name, kind: ChoiceKind, choices: slices.Clone(values)}
 }
@@ -140,6 +143,15 @@ func (p Param) validate(path *field.Path) field.ErrorList {
 			switch {
 			case v == "":
 				errs = append(errs, field.Invalid(space.Child("list").Index(i), v, "must not be empty"))
+			case strings.ContainsFunc(v, needsJSONEscape):
+				// Katib marshals the trial spec to JSON and replaces each
+				// placeholder with the raw value (manifest/generator.go,
+				// applyParameters): a quote or backslash breaks the trial's
+				// JSON, or adds fields to it.
+				errs = append(errs, field.Invalid(space.Child("list").Index(i), v,
+					`must not hold '"', '\' or control characters: Katib substitutes values into the trial's JSON unescaped`))
+			case placeholder.MatchString(v):
+				errs = append(errs, field.Invalid(space.Child("list").Index(i), v, "must not hold a ${trialParameters.x} placeholder"))
 			case seen[v]:
 				errs = append(errs, field.Duplicate(space.Child("list").Index(i), v))
 			}
@@ -267,6 +279,9 @@ func gridPoints(n float64) int {
 	}
 	return max(int(n), 1)
 }
+
+// needsJSONEscape reports whether r must be escaped in a JSON string.
+func needsJSONEscape(r rune) bool { return r == '"' || r == '\\' || r < 0x20 }
 
 // formatFloat prints a float the shortest way that parses back exactly.
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
