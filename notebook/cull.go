@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/timebound"
 )
 
 // Reason says why Cull stopped a notebook.
@@ -159,7 +160,7 @@ func Cull(ctx context.Context, c client.Client, namespace string, idle time.Dura
 	}
 	if o.now == nil {
 		errs = append(errs, errors.New("WithClock: clock must not be nil"))
-	} else if err := checkTime("WithClock: now", o.now()); err != nil {
+	} else if err := timebound.Check("WithClock: now", o.now()); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -208,7 +209,7 @@ func running(sts *appsv1.StatefulSet) bool {
 // activity, how long it has been quiet.
 func judge(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, idle time.Duration, o *cullOptions) (*Culled, error) {
 	now := o.now()
-	if err := checkTime("clock", now); err != nil {
+	if err := timebound.Check("clock", now); err != nil {
 		return nil, err
 	}
 	base := Culled{Namespace: sts.Namespace, Name: sts.Name, IDE: IDE(sts.Labels[LabelIDE])}
@@ -225,7 +226,7 @@ func judge(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, idle t
 			}
 			fromName = "annotation " + AnnotationRenewedAt
 		}
-		if err := checkTime(fromName, from); err != nil {
+		if err := timebound.Check(fromName, from); err != nil {
 			return nil, fmt.Errorf("lifetime not judged: %w", err)
 		}
 		if age := now.Sub(from); age > lifetime {
@@ -252,7 +253,7 @@ func judge(ctx context.Context, c client.Client, sts *appsv1.StatefulSet, idle t
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTime("last activity", last); err != nil {
+	if err := timebound.Check("last activity", last); err != nil {
 		return nil, fmt.Errorf("idleness not judged: %w", err)
 	}
 	if quiet := now.Sub(last); quiet > idle {

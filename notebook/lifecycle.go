@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/timebound"
 )
 
 // FieldManager is the field manager of the patches Stop, Start and Renew
@@ -51,7 +52,7 @@ func Start(ctx context.Context, c client.Client, namespace, name string) error {
 // outside 1970–2262 is refused: Cull would expire the notebook at once, or
 // never.
 func Renew(ctx context.Context, c client.Client, namespace, name string, at time.Time) error {
-	if err := checkTime("at", at); err != nil {
+	if err := timebound.Check("at", at); err != nil {
 		return fmt.Errorf("renew notebook %s/%s: %w", namespace, name, err)
 	}
 	return patchNotebook(ctx, c, namespace, name, "renew", func(sts *appsv1.StatefulSet) {

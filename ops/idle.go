@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/timebound"
 	"github.com/cubestudio/cube/notebook"
 )
 
@@ -125,7 +126,7 @@ func Idle(series []DeviceSeries, pods []corev1.Pod, now time.Time, policies ...P
 	if len(policies) == 0 {
 		errs = append(errs, errors.New("policies: at least one is needed"))
 	}
-	errs = append(errs, checkTime("now", now))
+	errs = append(errs, timebound.Check("now", now))
 	for i, p := range policies {
 		errs = append(errs, p.validate(i))
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/timebound"
 )
 
 // LeaseKind is the cube.dev/kind of lease objects.
@@ -120,12 +121,12 @@ func (l *LeaseSpec) Build() (*coordinationv1.Lease, error) {
 	}
 	if l.start.IsZero() {
 		errs = append(errs, field.Required(spec.Child("acquireTime"), "set the start with Period"))
-	} else if err := checkTime("start", l.start); err != nil {
+	} else if err := timebound.Check("start", l.start); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("acquireTime"), l.start.UTC().Format(time.RFC3339), err.Error()))
 	}
 	if l.period < time.Second || l.period.Seconds() > math.MaxInt32 {
 		errs = append(errs, field.Invalid(spec.Child("leaseDurationSeconds"), l.period.String(), "must be between a second and 68 years"))
-	} else if err := checkTime("expiry", l.start.Add(l.period)); err != nil && !l.start.IsZero() {
+	} else if err := timebound.Check("expiry", l.start.Add(l.period)); err != nil && !l.start.IsZero() {
 		errs = append(errs, field.Invalid(spec.Child("leaseDurationSeconds"), l.period.String(), err.Error()))
 	}
 	if len(errs) > 0 {
@@ -171,13 +172,13 @@ func Expiry(l *coordinationv1.Lease) (time.Time, bool) {
 // Renew restarts a lease's period at at: it expires a full period later.
 // A lease already enforced is renewed too, and its workload may be started
 // again (notebook.Start). An at that is the zero time or outside
-// 1970–2262 is refused (see checkTime): it would expire the lease at once
-// or never.
+// 1970–2262 is refused (see internal/timebound): it would expire the lease
+// at once or never.
 func Renew(ctx context.Context, c client.Client, namespace, name string, at time.Time) error {
 	if c == nil {
 		return errors.New("renew lease: client: must not be nil")
 	}
-	if err := checkTime("at", at); err != nil {
+	if err := timebound.Check("at", at); err != nil {
 		return fmt.Errorf("renew lease %s/%s: %w", namespace, name, err)
 	}
 	lease := &coordinationv1.Lease{}
@@ -204,7 +205,7 @@ func checkLeaseTimes(l *coordinationv1.Lease) error {
 	var errs []error
 	if l.Spec.RenewTime == nil {
 		errs = append(errs, errors.New("spec.renewTime: must be set"))
-	} else if err := checkTime("spec.renewTime", l.Spec.RenewTime.Time); err != nil {
+	} else if err := timebound.Check("spec.renewTime", l.Spec.RenewTime.Time); err != nil {
 		errs = append(errs, err)
 	}
 	if d := l.Spec.LeaseDurationSeconds; d == nil || *d < 1 {
@@ -249,7 +250,7 @@ func (e Enforcer) Enforce(ctx context.Context, namespace string) ([]Expired, err
 		return nil, fmt.Errorf("enforce leases: list: %w", err)
 	}
 	at := now()
-	if err := checkTime("now", at); err != nil {
+	if err := timebound.Check("now", at); err != nil {
 		return nil, fmt.Errorf("enforce leases: %w", err)
 	}
 	var out []Expired

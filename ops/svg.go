@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/cubestudio/cube/internal/timebound"
 )
 
 // SVG layout, in pixels: the packing planner's (vgpu Plan.WriteSVG), so the
@@ -34,7 +36,7 @@ func WriteUtilisationSVG(w io.Writer, series []DeviceSeries, from, to time.Time,
 	if w == nil {
 		errs = append(errs, errors.New("w: must not be nil"))
 	}
-	errs = append(errs, checkTime("from", from), checkTime("to", to))
+	errs = append(errs, timebound.Check("from", from), timebound.Check("to", to))
 	if !to.After(from) {
 		errs = append(errs, errors.New("to: must be after from"))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/timebound"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -92,7 +93,7 @@ func Accounting(pods []corev1.Pod, from, to time.Time, opts ...UsageOption) (*Us
 	var errs []error
 	// A placeholder end such as year 9999 would count every running pod
 	// for millennia.
-	errs = append(errs, checkTime("from", from), checkTime("to", to))
+	errs = append(errs, timebound.Check("from", from), timebound.Check("to", to))
 	if !to.After(from) {
 		errs = append(errs, fmt.Errorf("to: %s must be after from %s", to.Format(time.RFC3339), from.Format(time.RFC3339)))
 	}
