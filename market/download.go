@@ -411,6 +411,10 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "into"), d.into, "a directory relative to the claim, without '.' or '..' segments"))
 	case len(srcErrs) == 0 && (d.dir() == "" || d.dir() == "."):
 		errs = append(errs, field.Invalid(field.NewPath("spec", "into"), d.into, "must name a directory on the claim"))
+	case len(srcErrs) == 0 && len(validation.IsDNS1123Subdomain(d.claim)) == 0 && len(validateURI(field.NewPath("spec", "into"), d.Target())) > 0:
+		// RegisterDownload records Target as the artifact URI: what the
+		// registry would refuse is refused before the download runs.
+		errs = append(errs, field.Invalid(field.NewPath("spec", "into"), d.into, "must not contain spaces, quotes, '$' or '\\'"))
 	}
 	errs = append(errs, ValidateModelName(field.NewPath("spec", "register", "model"), d.model)...)
 	if d.dtype != "" && !d.dtype.Valid() {

@@ -211,3 +211,12 @@ func TestModelArgumentsCannotBeInjected(t *testing.T) {
 		assert.ErrorContains(t, err, "spec.version.artifact.uri", uri)
 	}
 }
+
+// A download directory the registry would refuse as an artifact URI is
+// refused when the Job is built, not after the download has run.
+func TestDownloadTargetsTheRegistryRefusesAreRefusedFirst(t *testing.T) {
+	for _, into := range []string{"a b", "a\nb", "it's", "a$b"} {
+		_, err := market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").Into(into).Build()
+		assert.ErrorContains(t, err, "spec.into", into)
+	}
+}
