@@ -178,3 +178,13 @@ func TestPlaceholderTimesAndValuesRefused(t *testing.T) {
 	_, err = ops.Lease("gpu", "team").Holder("alice").Workload("notebook", "lab; rm -rf").GPUs(hardware.H100, 1).Period(t0, time.Hour).Build()
 	assert.ErrorContains(t, err, `metadata.annotations[ops.cube.dev/workload-release]: Invalid value: "lab; rm -rf"`)
 }
+
+func TestUtilisationRefusesPlaceholderTimes(t *testing.T) {
+	m, err := ops.NewMetrics("http://127.0.0.1:1")
+	require.NoError(t, err)
+	_, err = m.Utilisation(t.Context(), time.Time{}, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), time.Minute)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "query utilisation: from: must be set")
+	assert.Contains(t, err.Error(), "to: 9999-01-01T00:00:00Z is outside")
+	assert.NotContains(t, err.Error(), "127.0.0.1", "refused before asking Prometheus")
+}

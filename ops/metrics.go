@@ -12,6 +12,8 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/cubestudio/cube/internal/timebound"
 )
 
 // Exporter is one source of accelerator metrics: the metric names it
@@ -196,7 +198,7 @@ func (m *Metrics) Utilisation(ctx context.Context, from, to time.Time, step time
 	if m == nil || m.api == nil {
 		return nil, errors.New("query utilisation: metrics is nil; use NewMetrics")
 	}
-	var errs []error
+	errs := []error{timebound.Check("from", from), timebound.Check("to", to)}
 	if !to.After(from) {
 		errs = append(errs, errors.New("to: must be after from"))
 	}
