@@ -359,7 +359,7 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	add := func(k, v string) { out = append(out, override{k, v}) }
 	mounted := map[string]bool{}
 	file := func(key, uri, root string, readOnly bool) string {
-		if strings.Contains(uri, "@") {
+		if hasUserInfo(uri) {
 			errs = append(errs, field.Invalid(field.NewPath(key), redactUserInfo(uri), "must be pvc://claim/path, without credentials"))
 			return ""
 		}
@@ -380,7 +380,7 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 		return path.Join(mount, src.Path)
 	}
 	model := func(key, ref string) string {
-		if strings.Contains(ref, "://") && strings.Contains(ref, "@") {
+		if hasUserInfo(ref) {
 			errs = append(errs, field.Invalid(field.NewPath(key), redactUserInfo(ref), "must be a Hugging Face id or pvc://claim/path, without credentials"))
 			return ""
 		}
@@ -639,9 +639,17 @@ var pythonName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // escape; the other punctuation refused is what no data path needs.
 func hydraUnsafe(p string) string {
 	if i := strings.IndexAny(p, ",[]{}()'\"=$\\*?:%~<>|;&`!#"); i >= 0 {
-		return fmt.Sprintf("path must not contain %q: Hydra's override grammar would read it as syntax", p[i])
+		return fmt.Sprintf("path must not contain %q, which Hydra's override grammar reads as syntax or no data path needs", p[i])
 	}
 	return ""
+}
+
+// hasUserInfo reports whether a URI carries user information (a user,
+// a password or a key) before its host: "scheme://user:secret@host/...".
+func hasUserInfo(uri string) bool {
+	_, rest, ok := strings.Cut(uri, "://")
+	authority, _, _ := strings.Cut(rest, "/")
+	return ok && strings.Contains(authority, "@")
 }
 
 // redactUserInfo hides what lies between a URL's "//" and its last "@",

@@ -312,6 +312,7 @@ func TestRLHostileInput(t *testing.T) {
 		{"credentials in a model URL", func(r *llm.RL) { r.Critic("https://user:secret@example.com/critic") }, "critic.model.path"},
 		{"credentials in an s3 model", func(r *llm.RL) { r.Critic("s3://AKIA:secret@bucket/critic") }, "critic.model.path"},
 		{"credentials in a dataset", func(r *llm.RL) { r.TrainFiles("pvc://user:secret@datasets/t.parquet") }, "data.train_files"},
+		{"credentials in a reward file", func(r *llm.RL) { r.RewardFunction("pvc://key@datasets/r.py", "score") }, "custom_reward_function.path"},
 		{"prompt key with a space", func(r *llm.RL) { r.PromptKey("my prompt") }, "data.prompt_key"},
 		{"prompt key overriding another key", func(r *llm.RL) { r.PromptKey("prompt trainer.total_epochs=1") }, "data.prompt_key"},
 		{"empty prompt key", func(r *llm.RL) { r.PromptKey("") }, "data.prompt_key"},
@@ -337,4 +338,13 @@ func TestRLHostileInput(t *testing.T) {
 	r := rlBuilders()["ppo"].KLCoefficient(math.NaN())
 	_, err := r.Objects()
 	assert.Equal(t, []string{"algorithm.kl_ctrl.kl_coef"}, fields(t, err))
+}
+
+// An "@" in a path is no credential: only user information before the
+// host is refused.
+func TestRLAtSignInAPath(t *testing.T) {
+	r := grpo("at").TrainFiles("pvc://datasets/gsm8k@v2/train.parquet")
+	objs, err := r.Objects()
+	require.NoError(t, err)
+	assert.Equal(t, "[/data/datasets/gsm8k@v2/train.parquet]", overrides(t, objs[0].(*rayv1.RayJob).Spec.Entrypoint)["data.train_files"])
 }
