@@ -84,6 +84,23 @@ func TestStudioEnvMeetsLabelStudioContract(t *testing.T) {
 	}
 }
 
+// Every Studio of the FuzzStudio corpus that renders (its seeds, the inputs
+// go test -fuzz kept, and inputs drawn from its dictionaries) meets the
+// contract too.
+func TestStudioCorpusMeetsLabelStudioContract(t *testing.T) {
+	ls := loadContract(t, "label-studio")
+	rendered := 0
+	for i, in := range studioCorpus(t, 120) {
+		d, err := in.studio().Build()
+		if err != nil {
+			continue
+		}
+		rendered++
+		assert.NoError(t, ls.CheckEnv(fmt.Sprintf("corpus %d", i), envMap(studioContainer(t, d))))
+	}
+	assert.Greater(t, rendered, 10, "the corpus renders Studios to check")
+}
+
 // The checks fail on the defects they are for: a misspelt variable, a
 // value Label Studio does not take, a host it ignores, a database
 // variable without DJANGO_DB.

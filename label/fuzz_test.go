@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
 	"github.com/cubestudio/cube/serve"
@@ -44,6 +45,8 @@ func FuzzParseConfig(f *testing.F) {
 func FuzzConfigBuilder(f *testing.F) {
 	f.Add("text", "text", "label", "pos", "neg", 5, true)
 	f.Add("", "$", "a,b", " ", "\x00", -1, false)
+	ls, err := contract.Load("testdata/contracts/label-studio.tsv")
+	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, object, key, control, opt1, opt2 string, rating int, multiple bool) {
 		mode := label.Single
 		if multiple {
@@ -54,6 +57,7 @@ func FuzzConfigBuilder(f *testing.F) {
 		if err != nil {
 			return
 		}
+		require.NoError(t, checkConfig(ls, "config", configElements(t, x)), "what renders is what Label Studio reads: %s", x)
 		back, err := label.ParseConfig(x)
 		require.NoError(t, err, x)
 		require.Equal(t, cfg.Tags(), back.Tags())
@@ -85,6 +89,8 @@ func FuzzStudio(f *testing.F) {
 	for _, in := range studioSeeds {
 		f.Add(in.name, in.secret, in.key, in.tokenKey, in.size, in.host, in.db, in.dbKey)
 	}
+	ls, err := contract.Load("testdata/contracts/label-studio.tsv")
+	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, name, secret, key, tokenKey, size, host, db, dbKey string) {
 		s := studioInput{name, secret, key, tokenKey, size, host, db, dbKey}.studio()
 		objs, err := s.Objects()
@@ -94,6 +100,7 @@ func FuzzStudio(f *testing.F) {
 		require.NotEmpty(t, objs)
 		d, err := s.Build()
 		require.NoError(t, err)
+		require.NoError(t, ls.CheckEnv("studio", envMap(studioContainer(t, d))), "what renders is what Label Studio reads")
 		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 			if strings.Contains(e.Name, "PASSWORD") || strings.Contains(e.Name, "TOKEN") {
 				require.Empty(t, e.Value, e.Name)
