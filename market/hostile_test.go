@@ -1,6 +1,7 @@
 package market_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -219,4 +220,27 @@ func TestDownloadTargetsTheRegistryRefusesAreRefusedFirst(t *testing.T) {
 		_, err := market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").Into(into).Build()
 		assert.ErrorContains(t, err, "spec.into", into)
 	}
+}
+
+// NaN and infinite scores are refused wherever a score enters: recorded
+// metrics, a version's metrics, search bounds, an evaluation's limit; the
+// results reader drops them.
+func TestNonFiniteScoresAreRefused(t *testing.T) {
+	reg := market.NewRegistry(newFileStore(t))
+	stored, err := reg.Register(t.Context(), sampleVersion("bot"))
+	require.NoError(t, err)
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		_, err := reg.RecordMetrics(t.Context(), stored.Ref(), map[string]float64{"mmlu/acc": bad})
+		assert.ErrorContains(t, err, "metrics[mmlu/acc]")
+		v := sampleVersion("bot")
+		v.Metrics = map[string]float64{"mmlu/acc": bad}
+		assert.ErrorContains(t, v.Validate(), "metrics[mmlu/acc]")
+		_, err = reg.Search(t.Context(), market.Query{MinMetrics: map[string]float64{"mmlu/acc": bad}})
+		assert.ErrorContains(t, err, "minMetrics[mmlu/acc]")
+		_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).GPUs(1).Limit(bad).Build()
+		assert.ErrorContains(t, err, "spec.limit")
+	}
+	got, err := market.ParseLMEvalResults([]byte(`{"results":{"mmlu":{"acc,none":NaN}}}`))
+	assert.Error(t, err, "NaN is not JSON")
+	assert.Empty(t, got)
 }
