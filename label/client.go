@@ -620,7 +620,11 @@ func (c *Client) ConnectBackend(ctx context.Context, project int, title, backend
 
 // ConnectS3 adds an S3 import storage to a project (POST
 // /api/storages/s3/, io_storages/urls.py);
-// SyncS3 then imports its objects as tasks.
+// SyncS3 then imports its objects as tasks. The bucket must be a bucket's
+// name, S3Endpoint an http or https URL without credentials (boto3's
+// endpoint_url; keys belong in the Studio pod's environment) and
+// PresignTTL not negative (a PositiveSmallIntegerField in
+// io_storages/s3/models.py); a refusal never repeats a password.
 func (c *Client) ConnectS3(ctx context.Context, s S3Storage) (S3Storage, error) {
 	var errs field.ErrorList
 	if s.Project == 0 {
