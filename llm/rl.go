@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -633,13 +634,19 @@ const maxVerlCount = 1 << 24
 var pythonName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // hydraUnsafe says why a path cannot be an unquoted Hydra override
-// value, or "": Hydra's override grammar (hydra/grammar/OverrideLexer.g4)
-// splits lists at commas, reads brackets, braces, parentheses, quotes, =
-// and : as syntax, ${…} as an interpolation and a backslash as an
-// escape; the other punctuation refused is what no data path needs.
+// value, or "". Hydra's override grammar (hydra/grammar/OverrideLexer.g4,
+// VALUE_MODE) reads an unquoted value as ASCII letters, digits and _
+// (ID, INT, FLOAT) and the characters / - \ + . $ % * (UNQUOTED_CHAR),
+// with , [ ] { } ( ) : = and quotes as syntax and ${…} as an
+// interpolation; any other character, such as @, ~ or a non-ASCII
+// letter, is a lexer error. A data path keeps to letters, digits and
+// _ / - + . of those.
 func hydraUnsafe(p string) string {
-	if i := strings.IndexAny(p, ",[]{}()'\"=$\\*?:%~<>|;&`!#"); i >= 0 {
-		return fmt.Sprintf("path must not contain %q, which Hydra's override grammar reads as syntax or no data path needs", p[i])
+	if i := strings.IndexFunc(p, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_/-+.", c))
+	}); i >= 0 {
+		c, _ := utf8.DecodeRuneInString(p[i:])
+		return fmt.Sprintf("path must not contain %q: an unquoted Hydra override value takes ASCII letters, digits and _ / - + . (hydra/grammar/OverrideLexer.g4)", c)
 	}
 	return ""
 }

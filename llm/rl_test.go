@@ -340,11 +340,16 @@ func TestRLHostileInput(t *testing.T) {
 	assert.Equal(t, []string{"algorithm.kl_ctrl.kl_coef"}, fields(t, err))
 }
 
-// An "@" in a path is no credential: only user information before the
-// host is refused.
-func TestRLAtSignInAPath(t *testing.T) {
-	r := grpo("at").TrainFiles("pvc://datasets/gsm8k@v2/train.parquet")
-	objs, err := r.Objects()
+// Hydra's override grammar lexes an unquoted value as ASCII letters,
+// digits and a few punctuation characters: an @ or a non-ASCII letter in
+// a path is refused by name, and an @ before the host as credentials.
+func TestRLPathsHydraCannotRead(t *testing.T) {
+	for _, uri := range []string{"pvc://datasets/gsm8k@v2/train.parquet", "pvc://datasets/données/train.parquet", "pvc://datasets/a~b.parquet", "pvc://datasets/a:b.parquet"} {
+		_, err := grpo("at").TrainFiles(uri).Objects()
+		assert.Equal(t, []string{"data.train_files"}, fields(t, err), uri)
+		assert.ErrorContains(t, err, "OverrideLexer.g4", uri)
+	}
+	objs, err := grpo("ok").TrainFiles("pvc://datasets/gsm8k-v2/train_2024.parquet").Objects()
 	require.NoError(t, err)
-	assert.Equal(t, "[/data/datasets/gsm8k@v2/train.parquet]", overrides(t, objs[0].(*rayv1.RayJob).Spec.Entrypoint)["data.train_files"])
+	assert.Equal(t, "[/data/datasets/gsm8k-v2/train_2024.parquet]", overrides(t, objs[0].(*rayv1.RayJob).Spec.Entrypoint)["data.train_files"])
 }
