@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/market"
 )
 
@@ -151,5 +153,36 @@ func FuzzArtifactURI(f *testing.F) {
 		if hasAt && len(userinfo) >= 4 {
 			assert.NotContains(t, err.Error(), userinfo, "the refusal repeats the credentials of %q", uri)
 		}
+	})
+}
+
+// FuzzEvaluateBuild: any artifact, task, endpoint and served model builds
+// an evaluation Job or returns an error; an accepted Job's command line
+// keeps the lm-evaluation-harness contract (no flag it lacks, no model
+// argument smuggled in through a path, a name or a revision).
+func FuzzEvaluateBuild(f *testing.F) {
+	f.Add("pvc://models/bot", "mmlu", "", "")
+	f.Add("hf://acme/bot@v3", "gsm8k", "http://bot-api:8000", "bot")
+	f.Add("hf://acme/bot@v3,trust_remote_code=True", "mmlu", "http://bot-api:8000/v1", "bot=x")
+	f.Add("pvc://models/a,b", "-x", "http://u:p@h", "a,b")
+	lmEval, err := contract.Load("testdata/contracts/lm-eval.tsv")
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, uri, task, endpoint, served string) {
+		e := market.Evaluate("e", registered(uri), task)
+		if endpoint != "" {
+			e.Endpoint(endpoint, served)
+		} else {
+			e.On(hardware.H100).GPUs(1)
+		}
+		job, err := e.Build()
+		if err != nil {
+			return
+		}
+		args := job.Spec.Template.Spec.Containers[0].Args
+		require.Equal(t, []string{"lm_eval", "run"}, args[:2])
+		_, err = lmEval.CheckArgs("fuzz", args[2:])
+		require.NoError(t, err, "%q", args)
+		model := flagValue(args, "--model")
+		require.NoError(t, lmEval.CheckKeys("fuzz", modelArgKeys(t, model, flagValue(args, "--model_args"))), "%q", args)
 	})
 }
