@@ -111,8 +111,8 @@ func Prices(perDeviceHour map[string]float64) PlanOption {
 	return func(o *planOptions) {
 		o.prices = make(map[string]float64, len(perDeviceHour))
 		for k, v := range perDeviceHour {
-			if v < 0 || math.IsNaN(v) {
-				o.problems = append(o.problems, fmt.Errorf("prices[%s]: %v must not be negative", k, v))
+			if !(v >= 0 && finite(v)) {
+				o.problems = append(o.problems, fmt.Errorf("prices[%s]: %v must be finite and not negative", k, v))
 			}
 			o.prices[k] = v
 		}

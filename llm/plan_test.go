@@ -194,6 +194,12 @@ func TestPlanErrors(t *testing.T) {
 	for _, want := range []string{"model:", "mfu:", "tokens:", "rollout share:"} {
 		assert.Contains(t, err.Error(), want)
 	}
+	// Prices that are not numbers or are infinite would make every cost
+	// NaN or +Inf and Cheapest's comparison meaningless.
+	for _, price := range []float64{math.Inf(1), math.NaN(), -1} {
+		_, err = llm.Plan(builders[0].build("p"), hardware.H100, llm.Prices(map[string]float64{hardware.H100.Name: price}))
+		assert.ErrorContains(t, err, "must be finite and not negative", price)
+	}
 	_, err = llm.Plan(nil, hardware.H100)
 	assert.ErrorContains(t, err, "nil")
 	_, err = llm.Plan(builders[0].build("cpu"), hardware.CPU)
