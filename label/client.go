@@ -399,15 +399,29 @@ func (c *Client) DeleteProject(ctx context.Context, id int) error {
 
 // ImportTasks imports tasks as JSON (POST /api/projects/{id}/import with a
 // list of {data, predictions, annotations}). Data values may be URLs
-// (http, s3://, gs://) for Label Studio to resolve through its storages.
+// (http, s3://, gs://) for Label Studio to resolve through its storages;
+// a URL with a password in it is refused (it would be stored and shown to
+// every annotator), without repeating the password.
 func (c *Client) ImportTasks(ctx context.Context, project int, tasks []Task) (ImportResult, error) {
 	if len(tasks) == 0 {
 		return ImportResult{}, fmt.Errorf("label studio import tasks: %w", field.Required(field.NewPath("tasks"), "nothing to import"))
 	}
 	var errs field.ErrorList
 	for i, t := range tasks {
+		p := field.NewPath("tasks").Index(i).Child("data")
 		if len(t.Data) == 0 {
-			errs = append(errs, field.Required(field.NewPath("tasks").Index(i).Child("data"), ""))
+			errs = append(errs, field.Required(p, ""))
+		}
+		for _, k := range sortedKeys(t.Data) {
+			// Label Studio stores the data and shows it to every
+			// annotator: a password in a URL there (s3://key:secret@…)
+			// would be readable by all of them. Storages hold credentials.
+			s, _ := t.Data[k].(string)
+			if u, err := url.Parse(s); err == nil && u.User != nil {
+				if _, hasPassword := u.User.Password(); hasPassword {
+					errs = append(errs, field.Invalid(p.Key(k), u.Redacted(), "must not carry credentials: connect a storage (ConnectS3) instead"))
+				}
+			}
 		}
 	}
 	if len(errs) > 0 {

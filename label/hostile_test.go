@@ -248,3 +248,20 @@ func TestParseConfigRefusesOptionsWithoutValue(t *testing.T) {
 	_, err = label.ParseConfig(`<View><Text name="t" value="$t"/><Labels name="l" toName="t"><Label alias="x"/></Labels></View>`)
 	assert.ErrorContains(t, err, "View.children[1].children[0].value: Required value")
 }
+
+// A task's data is stored in Label Studio and shown to every annotator: a
+// URL in it that carries credentials is refused, and not repeated.
+func TestImportTasksRefusesURLsWithCredentials(t *testing.T) {
+	c, srv := newClient(t)
+	_, err := c.ImportTasks(t.Context(), 1, []label.Task{
+		{Data: map[string]any{"image": "s3://AKIA:s3cr3t@bucket/cat.png"}},
+		{Data: map[string]any{"image": "s3://bucket/dog.png", "page": "https://user:s3cr3t@wiki/x"}},
+		{Data: map[string]any{"text": "mail me at a@b.example: ok"}},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "tasks[0].data[image]: Invalid value")
+	assert.Contains(t, err.Error(), "tasks[1].data[page]: Invalid value")
+	assert.NotContains(t, err.Error(), "tasks[2]", "text that is not a URL is data")
+	assert.NotContains(t, err.Error(), "s3cr3t")
+	assert.Empty(t, srv.Requests())
+}
