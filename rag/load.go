@@ -484,7 +484,8 @@ func LoadJSONL(source string, r io.Reader, textField string) ([]Document, error)
 // a content stream and streams that decompress to more than 64 MiB and a
 // hundred times the file (1 GiB at most) are errors, as are a library
 // panic, a page tree that leads back to itself and reading the file over
-// and over.
+// and over. A size that does not match what r holds, and a file cut short
+// or followed by other data, are errors that say so.
 func LoadPDF(source string, r io.ReaderAt, size int64) (docs []Document, err error) {
 	if err := checkSource("pdf", source); err != nil {
 		return nil, err
