@@ -127,6 +127,11 @@ func (d Dataset) render(p *field.Path, want Kind) (datasetInfo, *claimMount, fie
 	if d.Kind != want {
 		errs = append(errs, field.Invalid(p.Child("kind"), d.Kind, fmt.Sprintf("this stage trains on %s", want)))
 	}
+	if strings.ContainsFunc(d.Split, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		// load_dataset's split (data/loader.py) is a name such as train or
+		// a slice such as train[:10%]; whitespace fails only in the pod.
+		errs = append(errs, field.Invalid(p.Child("split"), d.Split, "must be a split name or slice without spaces or control characters"))
+	}
 	if d.Samples < 0 {
 		errs = append(errs, field.Invalid(p.Child("samples"), d.Samples, "must not be negative"))
 	}

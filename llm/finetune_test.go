@@ -263,6 +263,8 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 		{"not finite", llm.DPO("x", qwen).AddDataset(pairs).Beta(math.Inf(1)).SFTWeight(math.NaN()).LearningRate(math.Inf(1)).
 			Epochs(math.NaN()).GradientClipping(math.Inf(1)).ValidationSplit(math.NaN()).Output("pvc://o/x"),
 			[]string{"pref_beta", "pref_ftx", "learning_rate", "num_train_epochs", "max_grad_norm", "val_size"}},
+		{"split with a newline", llm.SFT("x", qwen).AddDataset(llm.Dataset{Name: "a", Source: "pvc://d/a.json", Format: llm.Alpaca, Kind: llm.Instructions,
+			Split: "train[:10]\n"}).Output("pvc://o/x"), []string{"dataset[0].split"}},
 		{"simpo gamma not finite", llm.SimPO("x", qwen).AddDataset(pairs).SimPOGamma(math.NaN()).Output("pvc://o/x"), []string{"simpo_gamma"}},
 		{"kto weights not finite", llm.KTO("x", qwen).AddDataset(ktoLabels).KTOWeights(math.Inf(1), math.NaN()).Output("pvc://o/x"),
 			[]string{"kto_chosen_weight", "kto_rejected_weight"}},
