@@ -707,14 +707,15 @@ func (f *FineTune) unmatchedTargets(p *field.Path) field.ErrorList {
 	for _, l := range linearLayers(m) {
 		names = append(names, l.name)
 	}
+	slices.Sort(names)
+	names = slices.Compact(names)
 	var errs field.ErrorList
 	for i, t := range f.adapter.Targets {
 		if t == "" || strings.ContainsAny(t, ", ") || t == "all" {
 			continue // reported as malformed
 		}
 		if last := t[strings.LastIndex(t, ".")+1:]; !slices.Contains(names, last) {
-			slices.Sort(names)
-			errs = append(errs, field.NotSupported(p.Index(i), t, slices.Compact(names)))
+			errs = append(errs, field.NotSupported(p.Index(i), t, names))
 		}
 	}
 	return errs
