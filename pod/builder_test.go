@@ -382,10 +382,12 @@ func TestParseStorageSize(t *testing.T) {
 	require.Nil(t, err)
 	assert.Equal(t, "50Gi", q.String())
 	for value, detail := range map[string]string{
-		"500m": "must be a whole number of bytes", // found by notebook's FuzzNotebookBuilder
-		"0":    "must be positive",
-		"-1Gi": "must be positive",
-		"lots": "quantities must match",
+		"500m":  "must be a whole number of bytes", // found by notebook's FuzzNotebookBuilder
+		"0":     "must be positive",
+		"-1Gi":  "must be positive",
+		"lots":  "quantities must match",
+		"1e100": "must be at most 8Ei",              // found by label's hostile-input tests
+		"8Ei":   "is beyond what a quantity counts", // one byte beyond int64
 	} {
 		_, err := pod.ParseStorageSize(p, value)
 		require.NotNil(t, err, value)

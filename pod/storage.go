@@ -1,8 +1,10 @@
 package pod
 
 import (
+	"math"
 	"slices"
 
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -11,7 +13,7 @@ import (
 )
 
 // ParseStorageSize parses the size of a volume claim a user gave ("50Gi"):
-// positive and a whole number of bytes. The API server only warns about a
+// positive, a whole number of bytes and at most 8Ei (what int64 counts). The API server only warns about a
 // fractional byte count ("500m") and stores it; the claim then asks for
 // less than a byte more or less than was meant, so it is refused here.
 func ParseStorageSize(path *field.Path, value string) (resource.Quantity, *field.Error) {
@@ -19,11 +21,19 @@ func ParseStorageSize(path *field.Path, value string) (resource.Quantity, *field
 	if err != nil {
 		return q, err
 	}
+	if exact := q.DeepCopy(); exact.AsDec().Cmp(maxBytes) > 0 {
+		// Quantity.Value and CmpInt64 saturate beyond int64 ("9Ei" compares
+		// equal to 2^63-1), so the exact decimal is compared.
+		return resource.Quantity{}, field.Invalid(path, value, "must be at most 8Ei (int64 bytes)")
+	}
 	if q.MilliValue()%1000 != 0 {
 		return resource.Quantity{}, field.Invalid(path, value, "must be a whole number of bytes")
 	}
 	return q, nil
 }
+
+// maxBytes is the largest byte count a storage size may have: int64's.
+var maxBytes = inf.NewDec(math.MaxInt64, 0)
 
 // byteResources are counted in bytes: the API server warns about, and
 // stores, a fractional value ("500m" of memory), which the kubelet rounds.

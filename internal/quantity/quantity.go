@@ -3,6 +3,7 @@ package quantity
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -13,12 +14,17 @@ import (
 const MaxExponent = 1000
 
 // Parse is resource.ParseQuantity for user input: an exponent beyond
-// ±MaxExponent is an error.
+// ±MaxExponent is an error, and so is a binary quantity beyond int64
+// ("9Ei"), which apimachinery silently clamps to 2^63-1.
 func Parse(s string) (resource.Quantity, error) {
 	if exp, ok := exponent(s); ok && (exp > MaxExponent || exp < -MaxExponent) {
 		return resource.Quantity{}, fmt.Errorf("the exponent of %q is beyond ±%d", s, MaxExponent)
 	}
-	return resource.ParseQuantity(s)
+	q, err := resource.ParseQuantity(s)
+	if err == nil && q.CmpInt64(math.MaxInt64) == 0 && strings.TrimSpace(s) != strconv.FormatInt(math.MaxInt64, 10) {
+		return resource.Quantity{}, fmt.Errorf("%q is beyond what a quantity counts (2^63-1)", s)
+	}
+	return q, err
 }
 
 // exponent is the decimal exponent of s ("5" in "1e5", "-3" in "2E-3") by

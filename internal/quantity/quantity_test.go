@@ -2,6 +2,7 @@ package quantity
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -17,6 +18,19 @@ func TestParseRefusesExponentsApimachineryCannotRound(t *testing.T) {
 		require.Error(t, err, s)
 		assert.Contains(t, err.Error(), "beyond ±1000")
 		assert.Less(t, time.Since(start), time.Second, s)
+	}
+}
+
+// apimachinery clamps a binary quantity beyond int64 to 2^63-1 without an
+// error ("9Ei" reads 9223372036854775807): found by label's hostile input.
+func TestParseRefusesWhatApimachineryClamps(t *testing.T) {
+	for _, s := range []string{"8Ei", "9Ei", "8192Pi", "100000Ei"} {
+		_, err := Parse(s)
+		assert.ErrorContains(t, err, "is beyond what a quantity counts", s)
+	}
+	for _, s := range []string{"9223372036854775807", "7Ei", "8191Pi"} {
+		_, err := Parse(s)
+		assert.NoError(t, err, s)
 	}
 }
 
@@ -42,6 +56,11 @@ func FuzzParse(f *testing.F) {
 		}
 		got, err := Parse(s)
 		want, wantErr := resource.ParseQuantity(s)
+		if wantErr == nil && err != nil {
+			require.Contains(t, err.Error(), "is beyond what a quantity counts", s)
+			require.Zero(t, want.CmpInt64(math.MaxInt64), s)
+			return
+		}
 		require.Equal(t, wantErr == nil, err == nil, s)
 		if err == nil {
 			require.True(t, want.Equal(got), s)
