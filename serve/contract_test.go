@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/cubestudio/cube"
@@ -187,4 +188,72 @@ func TestContractsRefuse(t *testing.T) {
 	_, err = vllm.CheckArgs("vllm", []string{"m", "--kv-cache-dtype", "fp4"})
 	require.ErrorContains(t, err, "is not one of")
 	var _ cube.Workload = serve.TEI("x", "y")
+}
+
+// checkRendered checks the vLLM and TEI containers of objs against their
+// contracts; the caller's own arguments (ExtraArgs, which come last) and
+// environment are the caller's, not cube's, and are left out.
+func checkRendered(t *testing.T, contracts map[string]*contract.Contract, svc *serve.Service, objs []client.Object) {
+	t.Helper()
+	userCommand, userArgs := svc.CommandLine()
+	if len(userCommand) > 0 {
+		return
+	}
+	userEnv := map[string]bool{}
+	for _, e := range svc.EnvVars() {
+		userEnv[e.Name] = true
+	}
+	for _, o := range objs {
+		var tmpl *corev1.PodTemplateSpec
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			tmpl = &o.Spec.Template
+		case *lwsv1.LeaderWorkerSet:
+			tmpl = o.Spec.LeaderWorkerTemplate.LeaderTemplate
+		}
+		if tmpl == nil {
+			continue
+		}
+		main := tmpl.Spec.Containers[0]
+		c, ok := contracts[main.Name]
+		if !ok {
+			continue
+		}
+		args := main.Args[:len(main.Args)-len(userArgs)]
+		if _, err := c.CheckArgs(o.GetName(), args); err != nil {
+			t.Errorf("accepted but refused by the engine: %v", err)
+		}
+		env := map[string]string{}
+		for _, e := range main.Env {
+			if !userEnv[e.Name] && !libraryEnv(e.Name) {
+				env[e.Name] = e.Value
+			}
+		}
+		if err := c.CheckEnv(o.GetName(), env); err != nil {
+			t.Errorf("accepted but refused by the engine: %v", err)
+		}
+	}
+}
+
+// FuzzContracts drives the builders as FuzzService does: every vLLM and
+// TEI Service that Objects accepts must render a command line and an
+// environment the engine's contract accepts.
+func FuzzContracts(f *testing.F) {
+	for _, seed := range fuzzSeeds {
+		f.Add(seed)
+	}
+	contracts := map[string]*contract.Contract{}
+	for _, name := range []string{"vllm", "tei"} {
+		c, err := contract.Load("testdata/contracts/" + name + ".tsv")
+		require.NoError(f, err)
+		contracts[name] = c
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		svc := buildService(data, "fuzz", false)
+		objs, err := svc.Objects()
+		if err != nil {
+			return
+		}
+		checkRendered(t, contracts, svc, objs)
+	})
 }

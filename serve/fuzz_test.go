@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -60,6 +61,17 @@ var fuzzStrings = []string{
 	"--api-key", "sk-live-1", "$(KEY)", "--max-num-seqs", "64", "8", "16Gi", "-1", "1e3", "team-a", "volcano",
 	"eth0", "HF_TOKEN", "VLLM_API_KEY", "MY_VAR", "ü", "/data", "relative", "5m", "-1s", "none", "poll", "explicit",
 	strings.Repeat("a", 70), "a.b", "1025", "http", "metrics",
+	"https://me:" + fuzzSecret + "@hf-mirror.com", "http://" + fuzzSecret + "@minio:9000", "NaN", "+Inf", "--port",
+	"fp4", "forever", "us-east-1",
+}
+
+// fuzzSecret stands for a credential a caller put where it does not
+// belong; no accepted Service may render it.
+const fuzzSecret = "hunter2s3cr3t"
+
+// float is a fraction, a boundary or not a number at all.
+func (s *script) float() float64 {
+	return []float64{0.5, 0.9, 1, 0, -0.1, 1.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e-300}[s.pick(10)]
 }
 
 func (s *script) str() string { return fuzzStrings[s.pick(len(fuzzStrings))] }
@@ -72,7 +84,7 @@ var fuzzModels = []string{
 
 var fuzzProfiles = []hardware.Profile{
 	hardware.H100, hardware.L4, hardware.A100_80G, hardware.T4, hardware.Ascend910B3, hardware.Ascend310P3, hardware.CPU,
-	hardware.L4.WithMaxPerNode(1),
+	hardware.L4.WithMaxPerNode(1), hardware.MetaXC500, hardware.HygonK100, hardware.CambriconMLU590,
 }
 
 func (s *script) slice() *vgpu.Spec {
@@ -98,7 +110,7 @@ func (s *script) planOptions() []serve.PlanOption {
 		case 0:
 			opts = append(opts, serve.ContextLength(s.num()))
 		case 1:
-			opts = append(opts, serve.MemoryUtilization(float64(s.num())/20))
+			opts = append(opts, serve.MemoryUtilization(s.float()))
 		case 2:
 			opts = append(opts, serve.MaxNodes(s.num()))
 		case 3:
@@ -118,7 +130,7 @@ func (s *script) planOptions() []serve.PlanOption {
 func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 	s := &script{data: data}
 	model := fuzzModels[s.pick(len(fuzzModels))]
-	svc := []func(string, string) *serve.Service{serve.VLLM, serve.SGLang, serve.TGI, serve.Ollama, serve.MindIE, serve.Triton}[s.pick(6)](name, model)
+	svc := []func(string, string) *serve.Service{serve.VLLM, serve.SGLang, serve.TGI, serve.Ollama, serve.MindIE, serve.Triton, serve.TEI}[s.pick(7)](name, model)
 	if s.pick(16) == 0 {
 		// Not made by a constructor: Objects says so. Its pod settings are
 		// not chained here: pod.Builder's methods return the embedding
@@ -139,7 +151,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 4:
 			svc = svc.MaxModelLen(s.num())
 		case 5:
-			svc = svc.GPUMemoryUtilization(float64(s.num()) / 20)
+			svc = svc.GPUMemoryUtilization(s.float())
 		case 6:
 			svc = svc.DType(s.str())
 		case 7:
@@ -269,6 +281,11 @@ func FuzzService(f *testing.F) {
 		objs, err := svc.Objects()
 		if err == nil {
 			require.NotEmpty(t, objs)
+			var buf bytes.Buffer
+			require.NoError(t, cube.Render(&buf, svc))
+			require.NotContains(t, buf.String(), fuzzSecret, "program %v rendered a credential", data)
+		} else {
+			require.NotContains(t, err.Error(), fuzzSecret, "program %v quoted a credential back", data)
 		}
 		require.NotPanics(t, func() { _ = exercise(svc) })
 	})

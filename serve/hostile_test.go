@@ -306,6 +306,17 @@ func TestServerURLsCarryNoCredentials(t *testing.T) {
 			assert.NotContains(t, err.Error(), secret)
 		})
 	}
+	// A URL with credentials given to any other setting is refused for
+	// what it is, and still not quoted back (found by FuzzService).
+	for _, svc := range []*serve.Service{
+		serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Scheduler("https://me:" + secret + "@hf-mirror.com"),
+		serve.Triton("t", "pvc://models/repo").On(hardware.L4).GPUs(1).ModelControl("http://" + secret + "@minio:9000"),
+	} {
+		_, err := svc.Objects()
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), secret)
+		assert.Contains(t, err.Error(), "(redacted)@")
+	}
 	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://hf-mirror.com/")).main(t)
 	assert.Equal(t, "https://hf-mirror.com/", envValue(t, c, "HF_ENDPOINT"))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -569,12 +570,30 @@ func (s *Service) checkLiteralSecrets() field.ErrorList {
 	return errs
 }
 
-// dedupe drops repeated errors: the shared pod settings are validated once
-// per pod template, and a LeaderWorkerSet has two.
+// userinfo matches the credentials of a URL ("scheme://user:password@").
+var userinfo = regexp.MustCompile(`://[^/?#@\s]*@`)
+
+// redactUserinfo hides URL credentials in a value quoted back: a URL with
+// a password given to any setting (a scheduler name, a model control mode)
+// must not reach logs through the error that refuses it.
+func redactUserinfo(v string) string { return userinfo.ReplaceAllString(v, "://(redacted)@") }
+
+// dedupe drops repeated errors (the shared pod settings are validated once
+// per pod template, and a LeaderWorkerSet has two) and redacts URL
+// credentials in the values and details they quote.
 func dedupe(errs field.ErrorList) field.ErrorList {
 	seen := map[string]bool{}
 	var out field.ErrorList
 	for _, e := range errs {
+		v, isString := e.BadValue.(string)
+		if isString && userinfo.MatchString(v) || userinfo.MatchString(e.Detail) || userinfo.MatchString(e.Field) {
+			redacted := *e
+			if isString {
+				redacted.BadValue = redactUserinfo(v)
+			}
+			redacted.Field, redacted.Detail = redactUserinfo(e.Field), redactUserinfo(e.Detail)
+			e = &redacted
+		}
 		key := e.Error()
 		if rel := strings.Index(key, "spec.leaderWorkerTemplate.workerTemplate"); rel >= 0 {
 			key = strings.Replace(key, "workerTemplate", "leaderTemplate", 1)
