@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/timebound"
 )
 
 // Stage is where a version stands in its life: none, staging, production
@@ -344,10 +346,6 @@ func hasDotSegment(p string) bool {
 // clocks of the machines writing to one registry differ a little.
 const maxClockSkew = 5 * time.Minute
 
-// earliest is the earliest time a version or stage change may carry;
-// anything before is a zero value gone wrong.
-var earliest = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // validateTimes checks the times a version carries against now: none in
 // the future (a version created in year 9999 would stay the newest of its
 // stage for ever), none before 1970, stage changes in order.
@@ -357,7 +355,7 @@ func (v Version) validateTimes(now time.Time) field.ErrorList {
 		switch {
 		case at.IsZero():
 			errs = append(errs, field.Required(p, "when it happened"))
-		case at.Before(earliest):
+		case at.Before(timebound.Earliest): // anything before is a zero value gone wrong
 			errs = append(errs, field.Invalid(p, at, "must not be before 1970"))
 		case at.After(now.Add(maxClockSkew)):
 			errs = append(errs, field.Invalid(p, at, "must not be in the future"))
