@@ -37,6 +37,15 @@ func contractCases() []goldenCase {
 			On(hardware.Ascend910B3).GPUs(2)},
 		{"vllm-ascend-multinode", serve.VLLM("npu-multi", "Qwen/Qwen2.5-72B-Instruct").
 			On(hardware.Ascend910B3).GPUs(8).Nodes(2).TensorParallel(8).PipelineParallel(2)},
+		{"sglang-every-setting", serve.SGLang("every", "Qwen/Qwen2.5-7B-Instruct@main").
+			On(hardware.H100).GPUs(2).TensorParallel(2).
+			MaxModelLen(4096).GPUMemoryUtilization(0.8).DType("bfloat16").
+			Quantization("fp8").KVCacheDType("fp8_e4m3").
+			ServedModelName("chat").TrustRemoteCode().PrefixCaching(false).
+			LoRA("a", "pvc://adapters/a").LoRA("b", "org/b").
+			APIKeyFromSecret("sglang-key", "key")},
+		{"sglang-modelscope", serve.SGLang("ms", "modelscope://Qwen/Qwen2.5-7B-Instruct").
+			On(hardware.L4).GPUs(1).ModelCache("cache")},
 		{"tei-default", serve.TEI("embed", "BAAI/bge-m3").On(hardware.L4).GPUs(1)},
 		{"tei-served-name", serve.TEI("embed", "BAAI/bge-m3@main").On(hardware.H100).GPUs(1).
 			ServedModelName("bge").DType("float16").
@@ -47,8 +56,12 @@ func contractCases() []goldenCase {
 
 // libraryEnv are variables the pod settings give the collective libraries
 // (NCCL, HCCL, Gloo, Ray's device handling): the hardware package renders
-// and checks those, not an engine's contract.
+// and checks those, not an engine's contract. CUBE_API_KEY is read by no
+// engine: Kubernetes substitutes it into the --api-key argument.
 func libraryEnv(name string) bool {
+	if name == "CUBE_API_KEY" {
+		return true
+	}
 	for _, p := range []string{"NCCL_", "HCCL_", "GLOO_", "TP_SOCKET_", "RAY_", "ASCEND_", "NVIDIA_", "UCX_"} {
 		if strings.HasPrefix(name, p) {
 			return true
@@ -58,13 +71,13 @@ func libraryEnv(name string) bool {
 }
 
 // TestContracts checks every command line and environment cube renders for
-// vLLM and TEI — every golden case and every contract case — against the
+// vLLM, TEI and SGLang — every golden case and every contract case — against the
 // engines' contracts in testdata/contracts, written from their source at
 // the pinned versions, and checks that each default image holds what cube
 // runs in it.
 func TestContracts(t *testing.T) {
 	contracts := map[string]*contract.Contract{}
-	for _, name := range []string{"vllm", "tei"} {
+	for _, name := range []string{"vllm", "tei", "sglang"} {
 		c, err := contract.Load("testdata/contracts/" + name + ".tsv")
 		require.NoError(t, err)
 		contracts[name] = c
@@ -106,6 +119,8 @@ func TestContracts(t *testing.T) {
 						single := slices.Equal(main.Command, []string{"vllm", "serve"})
 						leader := len(main.Command) == 4 && main.Command[0] == "/bin/sh" && strings.Contains(main.Command[2], `exec vllm serve "$@"`)
 						require.True(t, single || leader, "%s: command %q", what, main.Command)
+					case "sglang":
+						require.Equal(t, []string{"python3", "-m", "sglang.launch_server"}, main.Command, what)
 					case "tei":
 						// The image's entrypoint starts the router; a command
 						// must name a binary the image holds (CheckImage).
@@ -148,6 +163,7 @@ func TestContracts(t *testing.T) {
 	}
 	require.NotZero(t, checked["vllm"], "no vLLM configuration was checked")
 	require.NotZero(t, checked["tei"], "no TEI configuration was checked")
+	require.NotZero(t, checked["sglang"], "no SGLang configuration was checked")
 }
 
 // flagConfig reads a command line as CheckArgs does: each flag to its
@@ -243,7 +259,7 @@ func FuzzContracts(f *testing.F) {
 		f.Add(seed)
 	}
 	contracts := map[string]*contract.Contract{}
-	for _, name := range []string{"vllm", "tei"} {
+	for _, name := range []string{"vllm", "tei", "sglang"} {
 		c, err := contract.Load("testdata/contracts/" + name + ".tsv")
 		require.NoError(f, err)
 		contracts[name] = c
