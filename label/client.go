@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/urlcheck"
 )
 
 // Client calls Label Studio's REST API (1.13.1). It authenticates with a
@@ -651,7 +653,7 @@ func (c *Client) ConnectS3(ctx context.Context, s S3Storage) (S3Storage, error) 
 		errs = append(errs, field.Required(field.NewPath("regexFilter"), "Label Studio imports no object without one (\".*\" for all)"))
 	}
 	if strings.ContainsAny(s.Bucket, "/:@ \t\n") {
-		errs = append(errs, field.Invalid(field.NewPath("bucket"), redactURL(s.Bucket), "must be a bucket's name, not a URL or a path (the path goes in Prefix)"))
+		errs = append(errs, field.Invalid(field.NewPath("bucket"), urlcheck.Redact(s.Bucket), "must be a bucket's name, not a URL or a path (the path goes in Prefix)"))
 	}
 	if s.S3Endpoint != "" {
 		// boto3 takes it as endpoint_url, which needs a scheme; keys go in

@@ -8,26 +8,11 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/urlcheck"
 )
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }
-
-// redactURL hides the user information of a URL for an error message,
-// whether or not the URL parses: everything between the scheme's "//" (or
-// the start) and the last "@" is replaced. url.URL.Redacted needs a URL
-// that parses, and the URLs that do not are the ones refused with their
-// value shown.
-func redactURL(raw string) string {
-	at := strings.LastIndex(raw, "@")
-	if at < 0 {
-		return raw
-	}
-	start := 0
-	if i := strings.Index(raw, "//"); i >= 0 && i < at {
-		start = i + 2
-	}
-	return raw[:start] + "xxxxx" + raw[at:]
-}
 
 // checkHTTPURL checks that raw is an http or https URL with a host and no
 // user information; use says what it is for. The value an error shows is
@@ -38,13 +23,13 @@ func checkHTTPURL(p *field.Path, raw, use string) *field.Error {
 	case strings.TrimSpace(raw) == "":
 		return field.Required(p, use)
 	case err != nil:
-		return field.Invalid(p, redactURL(raw), "not a URL: "+use)
+		return field.Invalid(p, urlcheck.Redact(raw), "not a URL: "+use)
 	case u.User != nil:
 		return field.Invalid(p, u.Redacted(), "must not carry credentials (user:password@): "+use)
 	case strings.Contains(u.Opaque, "@"):
-		return field.Invalid(p, redactURL(raw), "must not carry credentials (user:password@): "+use)
+		return field.Invalid(p, urlcheck.Redact(raw), "must not carry credentials (user:password@): "+use)
 	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return field.Invalid(p, redactURL(raw), "must be an http or https URL with a host: "+use)
+		return field.Invalid(p, urlcheck.Redact(raw), "must be an http or https URL with a host: "+use)
 	}
 	return nil
 }

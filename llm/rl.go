@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
@@ -360,8 +361,8 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	add := func(k, v string) { out = append(out, override{k, v}) }
 	mounted := map[string]bool{}
 	file := func(key, uri, root string, readOnly bool) string {
-		if hasUserInfo(uri) {
-			errs = append(errs, field.Invalid(field.NewPath(key), redactUserInfo(uri), "must be pvc://claim/path, without credentials"))
+		if urlcheck.HasUserinfo(uri) {
+			errs = append(errs, field.Invalid(field.NewPath(key), urlcheck.Redact(uri), "must be pvc://claim/path, without credentials"))
 			return ""
 		}
 		src, err := serve.ParseSource(uri)
@@ -381,8 +382,8 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 		return path.Join(mount, src.Path)
 	}
 	model := func(key, ref string) string {
-		if hasUserInfo(ref) {
-			errs = append(errs, field.Invalid(field.NewPath(key), redactUserInfo(ref), "must be a Hugging Face id or pvc://claim/path, without credentials"))
+		if urlcheck.HasUserinfo(ref) {
+			errs = append(errs, field.Invalid(field.NewPath(key), urlcheck.Redact(ref), "must be a Hugging Face id or pvc://claim/path, without credentials"))
 			return ""
 		}
 		src, err := serve.ParseSource(ref)
@@ -649,25 +650,6 @@ func hydraUnsafe(p string) string {
 		return fmt.Sprintf("path must not contain %q: an unquoted Hydra override value takes ASCII letters, digits and _ / - + . (hydra/grammar/OverrideLexer.g4)", c)
 	}
 	return ""
-}
-
-// hasUserInfo reports whether a URI carries user information (a user,
-// a password or a key) before its host: "scheme://user:secret@host/...".
-func hasUserInfo(uri string) bool {
-	_, rest, ok := strings.Cut(uri, "://")
-	authority, _, _ := strings.Cut(rest, "/")
-	return ok && strings.Contains(authority, "@")
-}
-
-// redactUserInfo hides what lies between a URL's "//" and its last "@",
-// so that an error never repeats a password.
-func redactUserInfo(raw string) string {
-	at := strings.LastIndex(raw, "@")
-	start := 0
-	if i := strings.Index(raw, "//"); i >= 0 && i < at {
-		start = i + 2
-	}
-	return raw[:start] + "xxxxx" + raw[at:]
 }
 
 // hydraList renders a Hydra list value: [a,b].

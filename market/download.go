@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -112,7 +113,7 @@ func (d *DownloadJob) fail(err *field.Error) {
 // they are refused without repeating the value.
 func validateEndpoint(p *field.Path, endpoint string) *field.Error {
 	switch {
-	case hasCredentials(endpoint):
+	case urlcheck.HasUserinfo(endpoint):
 		return field.Forbidden(p, credentialsMessage)
 	case !isHTTPURL(endpoint):
 		return field.Invalid(p, endpoint, "must be an http(s) URL with a host")
@@ -266,7 +267,7 @@ func (d *DownloadJob) ModelScopeEndpoint(domain string) *DownloadJob {
 		return nil
 	}
 	switch p := field.NewPath("spec", "modelScopeEndpoint"); {
-	case hasCredentials(domain) || !strings.Contains(domain, "://") && strings.Contains(domain, "@"):
+	case urlcheck.HasUserinfo(domain) || !strings.Contains(domain, "://") && strings.Contains(domain, "@"):
 		d.fail(field.Forbidden(p, credentialsMessage))
 	case domain == "" || strings.ContainsAny(domain, " \t\n\"'$`\\"):
 		d.fail(field.Invalid(p, domain, "must be a host name or URL"))

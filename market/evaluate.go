@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -101,7 +102,7 @@ func (e *EvaluationJob) Endpoint(baseURL, servedModel string) *EvaluationJob {
 		return nil
 	}
 	switch p := field.NewPath("spec", "endpoint"); {
-	case hasCredentials(baseURL):
+	case urlcheck.HasUserinfo(baseURL):
 		e.fail(field.Forbidden(p, credentialsMessage))
 	case !isHTTPURL(baseURL) || strings.ContainsAny(baseURL, ", \t\n"):
 		e.fail(field.Invalid(p, baseURL, "must be an http(s) URL with a host, without commas or spaces"))

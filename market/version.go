@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/internal/timebound"
+	"github.com/cubestudio/cube/internal/urlcheck"
 )
 
 // Stage is where a version stands in its life: none, staging, production
@@ -193,14 +194,14 @@ func (v Version) Validate() error {
 		errs = append(errs, field.Invalid(field.NewPath("number"), v.Number, "must not be negative"))
 	}
 	errs = append(errs, v.Artifact.validate(field.NewPath("artifact"))...)
-	if hasCredentials(v.Lineage.BaseModel) {
+	if urlcheck.HasUserinfo(v.Lineage.BaseModel) {
 		errs = append(errs, field.Forbidden(field.NewPath("lineage", "baseModel"), credentialsMessage))
 	}
 	for i, d := range v.Lineage.Datasets {
 		switch {
 		case strings.TrimSpace(d) == "":
 			errs = append(errs, field.Required(field.NewPath("lineage", "datasets").Index(i), "a dataset must not be empty"))
-		case hasCredentials(d):
+		case urlcheck.HasUserinfo(d):
 			errs = append(errs, field.Forbidden(field.NewPath("lineage", "datasets").Index(i), credentialsMessage))
 		}
 	}
@@ -297,7 +298,7 @@ func validateURI(uri *field.Path, value string) field.ErrorList {
 		errs = append(errs, field.NotSupported(uri, scheme, schemes))
 	case rest == "" || strings.HasPrefix(rest, "/"):
 		errs = append(errs, field.Invalid(uri, value, "has no location after the scheme"))
-	case hasCredentials(value):
+	case urlcheck.HasUserinfo(value):
 		errs = append(errs, field.Forbidden(uri, credentialsMessage))
 	case strings.ContainsAny(rest, " \t\n\"'`$\\"):
 		errs = append(errs, field.Invalid(uri, value, "must not contain spaces, quotes, '$' or '\\'"))
@@ -317,19 +318,6 @@ func validateURI(uri *field.Path, value string) field.ErrorList {
 // credentialsMessage refuses a URL with user:password@. The value is never
 // repeated in the error: it would carry the secret into logs.
 const credentialsMessage = "must not carry credentials (user:password@ before the host): keep them in a Secret"
-
-// hasCredentials reports whether a URL-like value carries user
-// information: an '@' between "://" and the first '/', '?' or '#'.
-func hasCredentials(value string) bool {
-	_, rest, ok := strings.Cut(value, "://")
-	if !ok {
-		return false
-	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
-	}
-	return strings.Contains(rest, "@")
-}
 
 // hasDotSegment reports whether a slash-separated path has a "." or ".."
 // segment.
