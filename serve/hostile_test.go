@@ -361,3 +361,21 @@ func TestValuesTheEngineWouldRefuse(t *testing.T) {
 	}
 	render(t, serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Region("cn-north-1"))
 }
+
+// A model whose weights overflow a byte count does not fit anything: the
+// weights per device were once ⌈MaxInt64/2⌉ computed as (a+b-1)/b, which
+// wrapped negative and left a huge KV cache, so Plan placed 9.2e18
+// parameters on two H100s.
+func TestPlanDoesNotOverflow(t *testing.T) {
+	m := mustLookup(qwen)
+	for _, params := range []int64{math.MaxInt64, math.MaxInt64 / 16, 1 << 60} {
+		m.Parameters = params
+		_, err := serve.Plan(m, hardware.H100)
+		require.ErrorIs(t, err, serve.ErrDoesNotFit, "%d parameters", params)
+		var fit *serve.FitError
+		require.ErrorAs(t, err, &fit)
+		assert.Positive(t, fit.NeedBytes, "%d parameters", params)
+		_, err = serve.VLLM("q", "pvc://models/q").ModelFacts(m).On(hardware.H100).Auto().Objects()
+		require.Error(t, err, "%d parameters", params)
+	}
+}

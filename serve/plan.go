@@ -603,12 +603,30 @@ func (r PlanResult) needBytes(acc hardware.Profile) int64 {
 	if halvesKVCache(acc) {
 		kv *= 2
 	}
-	return r.WeightBytesPerDevice + r.ReserveBytesPerDevice + kv
+	return satAdd(satAdd(r.WeightBytesPerDevice, r.ReserveBytesPerDevice), kv)
+}
+
+// satAdd adds non-negative byte counts, stopping at math.MaxInt64 instead
+// of wrapping: a model's weights saturate there (market.Model.WeightBytes),
+// and a wrapped sum would be negative and fit anything.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func (r PlanResult) fits() bool { return r.KVTokenCapacity >= int64(r.ContextLength) }
 
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+// ceilDiv is ⌈a/b⌉ for a ≥ 0, b > 0, without the overflow of a+b-1 near
+// math.MaxInt64.
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
 
 // article is "n" before a word that starts with a vowel, for "a"/"an".
 func article(word string) string {
