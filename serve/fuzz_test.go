@@ -320,3 +320,58 @@ func TestFuzzCorpusAppliesStrict(t *testing.T) {
 	require.GreaterOrEqual(t, accepted, 20, "the generator must reach accepted Services")
 	t.Logf("%d accepted Services applied", accepted)
 }
+
+// FuzzPlan gives Plan model facts and options from the fuzzer, boundary
+// and overflowing values included: it never panics, and a plan it returns
+// holds together (no negative byte count, the weights, reserve and one
+// full-length sequence inside vLLM's share, the layout within the node).
+func FuzzPlan(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{1, 2, 3, 250, 251, 252, 253, 254, 255})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := &script{data: data}
+		m, err := market.Lookup(fuzzModels[s.pick(4)])
+		require.NoError(t, err)
+		big := func() int64 {
+			return []int64{1, 1 << 20, 7_000_000_000, 1 << 40, 1 << 60, math.MaxInt64, 0, -1}[s.pick(8)]
+		}
+		for range s.pick(6) {
+			switch s.pick(8) {
+			case 0:
+				m.Parameters = big()
+			case 1:
+				m.Layers = s.num()
+			case 2:
+				m.VocabSize = s.num()
+			case 3:
+				m.IntermediateSize = s.num()
+			case 4:
+				m.KVHeads = s.num()
+			case 5:
+				m.HeadDim = s.num()
+			case 6:
+				m.ContextLength = s.num()
+			case 7:
+				m.AttentionHeads = s.num()
+			}
+		}
+		acc := fuzzProfiles[s.pick(len(fuzzProfiles))]
+		opts := s.planOptions()
+		var p serve.PlanResult
+		require.NotPanics(t, func() { p, err = serve.Plan(m, acc, opts...) })
+		if err != nil {
+			return
+		}
+		for name, v := range map[string]int64{
+			"usable": p.UsableBytesPerDevice, "weights": p.WeightBytesPerDevice, "reserve": p.ReserveBytesPerDevice,
+			"kv": p.KVCacheBytesPerDevice, "kv per token": p.KVBytesPerTokenPerDevice, "blocks": p.KVBlocks,
+		} {
+			require.GreaterOrEqual(t, v, int64(0), "%s in %+v", name, p)
+		}
+		require.GreaterOrEqual(t, p.KVTokenCapacity, int64(p.ContextLength), "%+v", p)
+		require.LessOrEqual(t, p.WeightBytesPerDevice, p.UsableBytesPerDevice, "%+v", p)
+		require.LessOrEqual(t, p.DevicesPerNode, acc.MaxPerNode, "%+v", p)
+		require.Positive(t, p.TensorParallel)
+		require.Positive(t, p.PipelineParallel)
+	})
+}

@@ -548,7 +548,9 @@ func (p planner) size(tp, pp int) PlanResult {
 	r.HeadroomBytesPerDevice = r.DeviceMemoryBytes - r.UsableBytesPerDevice
 	r.WeightBytesPerDevice = ceilDiv(m.WeightBytes(o.weightDType), int64(tp*pp))
 	r.ReserveBytesPerDevice = p.reserve(tp)
-	r.KVCacheBytesPerDevice = max(0, r.UsableBytesPerDevice-r.WeightBytesPerDevice-r.ReserveBytesPerDevice)
+	if held := satAdd(r.WeightBytesPerDevice, r.ReserveBytesPerDevice); held < r.UsableBytesPerDevice {
+		r.KVCacheBytesPerDevice = r.UsableBytesPerDevice - held
+	}
 	if halvesKVCache(p.acc) {
 		r.KVCacheBytesPerDevice /= 2
 	}
