@@ -14,6 +14,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/urlcheck"
 )
 
 // ErrNoModel is returned (wrapped) when a Client has no served model name
@@ -151,15 +153,12 @@ func baseURL(endpoint string) (string, *field.Error) {
 	if strings.TrimSpace(endpoint) == "" {
 		return "", field.Required(path, "the URL of an OpenAI-compatible server, such as http://qwen-chat:8000")
 	}
+	// Messages quote the endpoint as given, except for its user
+	// information, whether or not it parses.
+	shown := urlcheck.Redact(endpoint)
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return "", field.Invalid(path, endpoint, "not a URL")
-	}
-	// Messages quote the endpoint as given, except for a password in it:
-	// u.Redacted would also escape it ("not a url" → "not%20a%20url").
-	shown := endpoint
-	if _, hasPassword := u.User.Password(); hasPassword {
-		shown = u.Redacted()
+		return "", field.Invalid(path, shown, "not a URL")
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":

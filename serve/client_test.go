@@ -209,7 +209,8 @@ func TestNewClientRejectsBadEndpoints(t *testing.T) {
 		"http://host/v1?x=1":            `endpoint: Invalid value: "http://host/v1?x=1": must not have a query or fragment`,
 		"http://host/v1#top":            `endpoint: Invalid value: "http://host/v1#top": must not have a query or fragment`,
 		"http://host\x7f":               `endpoint: Invalid value: "http://host\x7f": not a URL`,
-		"http://admin:s3cret@host:8000": `endpoint: Invalid value: "http://admin:xxxxx@host:8000": must not carry credentials`,
+		"http://admin:s3cret@host:8000": `endpoint: Invalid value: "http://xxxxx@host:8000": must not carry credentials`,
+		"http://admin:s3cret@host:port": `endpoint: Invalid value: "http://xxxxx@host:port": not a URL`, // does not parse: redacted all the same
 	} {
 		_, err := serve.NewClient(endpoint)
 		require.Error(t, err, endpoint)

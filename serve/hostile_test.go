@@ -315,7 +315,7 @@ func TestServerURLsCarryNoCredentials(t *testing.T) {
 		_, err := svc.Objects()
 		require.Error(t, err)
 		assert.NotContains(t, err.Error(), secret)
-		assert.Contains(t, err.Error(), "(redacted)@")
+		assert.Contains(t, err.Error(), "xxxxx@")
 	}
 	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://hf-mirror.com/")).main(t)
 	assert.Equal(t, "https://hf-mirror.com/", envValue(t, c, "HF_ENDPOINT"))

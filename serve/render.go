@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/pod"
 )
@@ -570,13 +570,10 @@ func (s *Service) checkLiteralSecrets() field.ErrorList {
 	return errs
 }
 
-// userinfo matches the credentials of a URL ("scheme://user:password@").
-var userinfo = regexp.MustCompile(`://[^/?#@\s]*@`)
-
 // redactUserinfo hides URL credentials in a value quoted back: a URL with
 // a password given to any setting (a scheduler name, a model control mode)
 // must not reach logs through the error that refuses it.
-func redactUserinfo(v string) string { return userinfo.ReplaceAllString(v, "://(redacted)@") }
+func redactUserinfo(v string) string { return urlcheck.RedactAll(v) }
 
 // dedupe drops repeated errors (the shared pod settings are validated once
 // per pod template, and a LeaderWorkerSet has two) and redacts URL
@@ -586,7 +583,7 @@ func dedupe(errs field.ErrorList) field.ErrorList {
 	var out field.ErrorList
 	for _, e := range errs {
 		v, isString := e.BadValue.(string)
-		if isString && userinfo.MatchString(v) || userinfo.MatchString(e.Detail) || userinfo.MatchString(e.Field) {
+		if isString && urlcheck.HasEmbedded(v) || urlcheck.HasEmbedded(e.Detail) || urlcheck.HasEmbedded(e.Field) {
 			redacted := *e
 			if isString {
 				redacted.BadValue = redactUserinfo(v)

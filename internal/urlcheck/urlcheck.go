@@ -1,6 +1,9 @@
 package urlcheck
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // authority returns where the authority of raw begins and ends: after the
 // first "//" and up to the next '/', '?' or '#'. A value without "//" has
@@ -45,3 +48,16 @@ func Redact(raw string) string {
 	}
 	return raw[:start] + "xxxxx" + raw[start+at:]
 }
+
+// embedded matches the user information of a URL inside any text:
+// "://", then anything up to an '@' that crosses no '/', '?', '#', '@' or
+// space.
+var embedded = regexp.MustCompile(`://[^/?#@\s]*@`)
+
+// RedactAll hides the user information of every URL in text (an error's
+// detail, a field path built from a caller's key) the way Redact does for
+// one URL.
+func RedactAll(text string) string { return embedded.ReplaceAllString(text, "://xxxxx@") }
+
+// HasEmbedded reports whether text holds a URL with user information.
+func HasEmbedded(text string) bool { return embedded.MatchString(text) }

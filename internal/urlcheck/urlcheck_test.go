@@ -50,6 +50,14 @@ func TestRedactHidesWithoutAScheme(t *testing.T) {
 	}
 }
 
+func TestRedactAllHidesEveryURLInText(t *testing.T) {
+	text := `scheduler "s3://AKIA:secret@b/k" and label key https://u:p@h/x, but not pvc://models/qwen@v1 or a@b`
+	assert.True(t, HasEmbedded(text))
+	assert.Equal(t, `scheduler "s3://xxxxx@b/k" and label key https://xxxxx@h/x, but not pvc://models/qwen@v1 or a@b`, RedactAll(text))
+	assert.False(t, HasEmbedded(RedactAll(text)) && strings.Contains(RedactAll(text), "secret"))
+	assert.False(t, HasEmbedded("pvc://models/qwen@v1 and mail a@b"))
+}
+
 func FuzzRedact(f *testing.F) {
 	for _, s := range []string{"s3://AKIA:secret@b/k", "http://u:p@h:port", "//@", "x://a@b@c?d@e"} {
 		f.Add(s)
