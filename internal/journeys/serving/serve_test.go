@@ -136,7 +136,8 @@ func TestServeMultiNodeOnLeaderWorkerSet(t *testing.T) {
 }
 
 // An embedding model on Text Embeddings Inference (the stand-in engine
-// takes TEI's text-embeddings-router command line) becomes Ready on its
+// takes TEI's router arguments through its image's entrypoint, as TEI's
+// images do: serve renders no command for TEI) becomes Ready on its
 // /health probe and answers /v1/embeddings through its Service, as rag's
 // OpenAI embedder calls it.
 func TestServeEmbeddingsOnTEI(t *testing.T) {

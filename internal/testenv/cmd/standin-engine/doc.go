@@ -13,6 +13,9 @@
 //     are deterministic echoes, so a test can assert on them. Flags it does
 //     not know are accepted and ignored, as the real command line carries
 //     many.
+//   - text-embeddings-router [flags], or the image's entrypoint given
+//     flags only (TEI's images run the router from their entrypoint): the
+//     same server on the --port it is given, for an embedding model.
 //   - ray start --head --port=P: starts a head in the background that
 //     counts the nodes connected to it, and returns.
 //   - ray start --address=HOST:P --block: resolves HOST through the pod's

@@ -23,7 +23,13 @@ import (
 func main() {
 	name := filepath.Base(os.Args[0])
 	args := os.Args[1:]
-	if name == "standin-engine" && len(args) > 0 {
+	switch {
+	case name == "standin-engine" && len(args) > 0 && strings.HasPrefix(args[0], "--"):
+		// The image's entrypoint given flags only: TEI's images run the
+		// router from their entrypoint with the container's arguments,
+		// and serve renders no command for TEI.
+		name = "text-embeddings-router"
+	case name == "standin-engine" && len(args) > 0:
 		name, args = args[0], args[1:]
 	}
 	var err error
