@@ -184,6 +184,9 @@ func (a Algorithm) Eta(eta int) Algorithm { return a.with("eta", strconv.Itoa(et
 // (codes.Unknown, pkg/controller.v1beta1/suggestion/suggestionclient), so
 // every PBT Experiment with it fails. Without it PBT perturbs each value by
 // 0.8 or 1.2.
+//
+// Deprecated: Katib v0.19.0's pbt service fails on it, so an Experiment
+// with it never builds; it stays so that a port of a Katib YAML finds why.
 func (a Algorithm) ResampleProbability(p float64) Algorithm {
 	return a.with("resample_probability", formatFloat(p))
 }

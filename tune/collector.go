@@ -49,6 +49,9 @@ func TensorFlowEvent(dir string) Collector {
 // AutoInjectMetricsCollectorList in pkg/metricscollector/v1beta1/common).
 // Scrape an endpoint with a Custom collector of your own, or have the trial
 // print its metrics for StdOut.
+//
+// Deprecated: Katib v0.19.0 has no Prometheus collector, so an Experiment
+// with it never builds; it stays so that a port of a Katib YAML finds why.
 func Prometheus(port int, path string) Collector {
 	return Collector{kind: common.PrometheusMetricCollector}
 }
