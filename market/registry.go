@@ -384,7 +384,9 @@ type Query struct {
 	// least the value given.
 	MinMetrics map[string]float64
 	// OrderBy sorts by that metric, highest first (versions without it
-	// last); empty sorts by model name then number.
+	// last); empty sorts by model name then number. A metric none of the
+	// matching versions has is an error: it is most likely misspelt, and
+	// the results would come back unordered.
 	OrderBy string
 	// Limit caps the results; 0 means no cap.
 	Limit int
@@ -411,6 +413,9 @@ func (r *Registry) Search(ctx context.Context, q Query) ([]Version, error) {
 	if q.Limit < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("limit"), q.Limit, "must not be negative"))
 	}
+	if q.OrderBy != "" && strings.TrimSpace(q.OrderBy) != q.OrderBy {
+		errs = append(errs, field.Invalid(field.NewPath("orderBy"), q.OrderBy, "must not begin or end with spaces"))
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("search: %w", errs.ToAggregate())
 	}
@@ -433,6 +438,9 @@ func (r *Registry) Search(ctx context.Context, q Query) ([]Version, error) {
 		if !slices.ContainsFunc(q.Tags, func(t string) bool { return !v.HasTag(t) }) && meetsMetrics(v, q.MinMetrics) {
 			out = append(out, v)
 		}
+	}
+	if q.OrderBy != "" && len(out) > 0 && !slices.ContainsFunc(out, func(v Version) bool { _, ok := v.Metrics[q.OrderBy]; return ok }) {
+		return nil, fmt.Errorf("search: orderBy: Invalid value: %q: none of the %d matching versions has this metric", q.OrderBy, len(out))
 	}
 	if q.OrderBy != "" {
 		slices.SortStableFunc(out, func(a, b Version) int {

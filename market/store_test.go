@@ -290,6 +290,14 @@ func testRegistryJourney(t *testing.T, reg *market.Registry) {
 	found, err = reg.Search(ctx, market.Query{OrderBy: "mmlu/acc", Limit: 1})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"support-bot@3"}, refs(found))
+	// A misspelt metric would leave the results unordered: refused.
+	_, err = reg.Search(ctx, market.Query{OrderBy: "mmlu/accuracy"})
+	assert.ErrorContains(t, err, `search: orderBy: Invalid value: "mmlu/accuracy": none of the`)
+	_, err = reg.Search(ctx, market.Query{OrderBy: " mmlu/acc"})
+	assert.ErrorContains(t, err, "orderBy")
+	found, err = reg.Search(ctx, market.Query{Model: "no-such-model", OrderBy: "mmlu/accuracy"})
+	require.NoError(t, err, "nothing matched: nothing to order")
+	assert.Empty(t, found)
 	_, err = reg.Search(ctx, market.Query{Stage: "live", Limit: -1, Tags: []string{"a/b"}})
 	require.Error(t, err)
 	for _, want := range []string{"stage", "limit", "tags[0]"} {
