@@ -3,11 +3,14 @@ package serve
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -63,6 +66,19 @@ func ScaleOnQueue(averageWaiting string) ScaleMetric {
 // at averageValue (a quantity: "10", "500m").
 func ScaleOnPodMetric(name, averageValue string) ScaleMetric {
 	return ScaleMetric{kind: metricPods, name: name, target: averageValue}
+}
+
+// metricNameProblems says why no metrics API can serve a custom metric of
+// this name: the API server refuses a name that is not a path segment
+// (k8s.io/kubernetes pkg/apis/autoscaling/validation, validateMetricIdentifier),
+// and a name with spaces or control characters is no metric an adapter
+// exports.
+func metricNameProblems(name string) []string {
+	msgs := path.IsValidPathSegmentName(name)
+	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		msgs = append(msgs, "must not contain spaces or control characters")
+	}
+	return msgs
 }
 
 type autoscaling struct {
@@ -145,6 +161,9 @@ func (s *Service) horizontalPodAutoscaler(r *rendering, target autoscaleTarget, 
 				}
 			} else if name == "" {
 				errs = append(errs, field.Required(mp.Child("name"), "a metric name is required"))
+				continue
+			} else if msgs := metricNameProblems(name); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(mp.Child("name"), name, strings.Join(msgs, "; ")))
 				continue
 			}
 			q, err := cube.ParseQuantity(mp.Child("averageValue"), m.target, cube.Positive)

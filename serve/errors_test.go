@@ -142,11 +142,14 @@ func TestValidationErrors(t *testing.T) {
 		},
 		"bad pod metrics": {
 			serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Autoscale(1, 2,
-				serve.ScaleOnPodMetric("", "1"), serve.ScaleOnPodMetric("m", "lots"), serve.ScaleOnQueue("-1")),
+				serve.ScaleOnPodMetric("", "1"), serve.ScaleOnPodMetric("m", "lots"), serve.ScaleOnQueue("-1"),
+				serve.ScaleOnPodMetric("requests waiting", "1"), serve.ScaleOnPodMetric("a/b", "1")),
 			[]wantErr{
 				{field.ErrorTypeRequired, "spec.autoscale.metrics[0].name", "a metric name is required"},
 				{field.ErrorTypeInvalid, "spec.autoscale.metrics[1].averageValue", "quantities must match"},
 				{field.ErrorTypeInvalid, "spec.autoscale.metrics[2].averageValue", "must be positive"},
+				{field.ErrorTypeInvalid, "spec.autoscale.metrics[3].name", "must not contain spaces or control characters"},
+				{field.ErrorTypeInvalid, "spec.autoscale.metrics[4].name", "may not contain '/'"},
 			},
 		},
 		"queue metric of an engine without one": {
