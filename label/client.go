@@ -78,7 +78,7 @@ func HTTPClient(c *http.Client) ClientOption {
 }
 
 // Retry sets how many times a transient failure is retried (default 3)
-// and the first backoff, doubled each time (default 200ms).
+// and the first backoff, doubled each time up to a minute (default 200ms).
 func Retry(n int, backoff time.Duration) ClientOption {
 	return clientOptionFunc(func(o *clientOptions) { o.retries, o.backoff = n, backoff })
 }
@@ -252,8 +252,21 @@ func (c *Client) do(ctx context.Context, call, method, path string, query url.Va
 			return fmt.Errorf("label studio %s: %w", call, ctx.Err())
 		case <-time.After(backoff):
 		}
-		backoff *= 2
+		backoff = nextBackoff(backoff)
 	}
+}
+
+// maxBackoff is where the doubling of the wait between retries stops.
+const maxBackoff = time.Minute
+
+// nextBackoff doubles a wait up to maxBackoff (a wait already longer, as
+// given, stays): doubling without a bound overflows after 35 doublings of
+// 200ms into a negative wait, and the retries would then come at once.
+func nextBackoff(d time.Duration) time.Duration {
+	if d > maxBackoff/2 {
+		return max(d, maxBackoff)
+	}
+	return d * 2
 }
 
 func newAPIError(call, method, path string, status int, data []byte) *APIError {
