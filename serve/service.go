@@ -495,15 +495,24 @@ func (s *Service) ModelCache(claim string) *Service {
 	return s
 }
 
+// maxStartupTimeout bounds StartupTimeout: a week covers the download and
+// load of any model, and is far inside the probe's int32 seconds.
+const maxStartupTimeout = 7 * 24 * time.Hour
+
 // StartupTimeout sets how long a pod may spend downloading and loading the
 // model before Kubernetes restarts it (the startup probe; default 30
-// minutes). The Deployment's progress deadline follows it.
+// minutes, at most a week). The Deployment's progress deadline follows it.
 func (s *Service) StartupTimeout(d time.Duration) *Service {
 	if s == nil {
 		return nil
 	}
-	if d < 10*time.Second {
+	switch {
+	case d < 10*time.Second:
 		s.fail(field.Invalid(field.NewPath("spec", "startupTimeout"), d.String(), "must be at least 10s"))
+	case d > maxStartupTimeout:
+		// The probe counts in int32 seconds; a longer timeout was cut to
+		// about 34 years without a word.
+		s.fail(field.Invalid(field.NewPath("spec", "startupTimeout"), d.String(), "must be at most "+maxStartupTimeout.String()))
 	}
 	s.startupTimeout = d
 	return s

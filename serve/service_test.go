@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
@@ -623,6 +624,11 @@ func TestStartupTimeout(t *testing.T) {
 	c := r.main(t)
 	assert.Equal(t, int32(720), c.StartupProbe.FailureThreshold)
 	assert.Equal(t, ptr.To[int32](7200+600), r.deployment.Spec.ProgressDeadlineSeconds)
+
+	week := render(t, serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).StartupTimeout(7*24*time.Hour)).main(t)
+	assert.Equal(t, int32(7*24*3600/10), week.StartupProbe.FailureThreshold)
+	_, err := serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).StartupTimeout(math.MaxInt64).Objects()
+	assert.ErrorContains(t, err, "spec.startupTimeout: Invalid value: \"2562047h47m16.854775807s\": must be at most 168h0m0s")
 }
 
 func TestHardwareDefaults(t *testing.T) {
