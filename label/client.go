@@ -432,10 +432,12 @@ func (c *Client) ImportTasks(ctx context.Context, project int, tasks []Task) (Im
 			// annotator: a password in a URL there (s3://key:secret@…)
 			// would be readable by all of them. Storages hold credentials.
 			s, _ := t.Data[k].(string)
-			if u, err := url.Parse(s); err == nil && u.User != nil {
-				if _, hasPassword := u.User.Password(); hasPassword {
-					errs = append(errs, field.Invalid(p.Key(k), u.Redacted(), "must not carry credentials: connect a storage (ConnectS3) instead"))
-				}
+			hasPassword := urlcheck.HasUserinfo(s) // parsed or not
+			if u, err := url.Parse(s); err == nil {
+				_, hasPassword = u.User.Password()
+			}
+			if hasPassword {
+				errs = append(errs, field.Invalid(p.Key(k), urlcheck.Redact(s), "must not carry credentials: connect a storage (ConnectS3) instead"))
 			}
 		}
 	}

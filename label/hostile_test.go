@@ -257,11 +257,13 @@ func TestImportTasksRefusesURLsWithCredentials(t *testing.T) {
 		{Data: map[string]any{"image": "s3://AKIA:s3cr3t@bucket/cat.png"}},
 		{Data: map[string]any{"image": "s3://bucket/dog.png", "page": "https://user:s3cr3t@wiki/x"}},
 		{Data: map[string]any{"text": "mail me at a@b.example: ok"}},
+		{Data: map[string]any{"image": "s3://AKIA:s3cr3t@bucket:port/x.png"}}, // does not parse
 	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "tasks[0].data[image]: Invalid value")
 	assert.Contains(t, err.Error(), "tasks[1].data[page]: Invalid value")
 	assert.NotContains(t, err.Error(), "tasks[2]", "text that is not a URL is data")
+	assert.Contains(t, err.Error(), "tasks[3].data[image]: Invalid value")
 	assert.NotContains(t, err.Error(), "s3cr3t")
 	assert.Empty(t, srv.Requests())
 }

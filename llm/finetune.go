@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
@@ -773,11 +774,8 @@ func (f *FineTune) renderStage(c *trainConfig, r *rendering) field.ErrorList {
 	if f.stage == StagePPO && f.servedReward() {
 		p := field.NewPath("reward_model")
 		if problem := rewardServerProblem(f.rewardModel); problem != "" {
-			shown := f.rewardModel
-			if u, err := url.Parse(shown); err == nil {
-				shown = u.Redacted() // a password given in the URL is not echoed
-			}
-			errs = append(errs, field.Invalid(p, shown, problem))
+			// A password given in the URL is not echoed, parsed or not.
+			errs = append(errs, field.Invalid(p, urlcheck.Redact(f.rewardModel), problem))
 		}
 		if f.rewardFull {
 			errs = append(errs, field.Forbidden(field.NewPath("reward_model_type"), "a served reward model is neither LoRA nor full: drop FullRewardModel"))

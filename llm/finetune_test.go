@@ -469,3 +469,14 @@ func TestMergeRefusesAnUnregisteredTemplate(t *testing.T) {
 	assert.Equal(t, []string{"template"}, fields(t, err))
 	assert.ErrorContains(t, err, "llm.Templates")
 }
+
+// A reward server URL with a password is refused and the password never
+// shown, whether the URL parses or not (a port that is no number does not).
+func TestRewardServerPasswordIsNotShown(t *testing.T) {
+	for _, server := range []string{"http://rm:s3cret@support-rm:8000/v1/score/evaluation", "http://rm:s3cret@support-rm:port/v1/score/evaluation"} {
+		_, err := ownImage(llm.PPO("ppo", qwen, rewardPath).RewardServer(server).AddDataset(alpaca).Output("pvc://models/ppo")).Objects()
+		require.Error(t, err, server)
+		assert.Contains(t, err.Error(), "reward_model: Invalid value: \"http://xxxxx@support-rm:", server)
+		assert.NotContains(t, err.Error(), "s3cret", server)
+	}
+}

@@ -311,6 +311,16 @@ func TestRerankEndpoints(t *testing.T) {
 	}
 	_, err = NewReranker(srv.URL+"/nowhere", TEIRerank, "").Rerank(t.Context(), "q", []string{"a"})
 	assert.ErrorContains(t, err, "404")
+
+	// A password in the endpoint is refused and never shown, whether the
+	// URL parses or not (a port that is no number does not).
+	for _, endpoint := range []string{"http://rm:s3cret@reranker:8080", "http://rm:s3cret@reranker:port"} {
+		r := NewReranker(endpoint, TEIRerank, "")
+		_, err = r.Rerank(t.Context(), "q", []string{"a"})
+		require.Error(t, err, endpoint)
+		assert.NotContains(t, err.Error(), "s3cret", endpoint)
+		assert.NotContains(t, r.String(), "s3cret", endpoint)
+	}
 }
 
 func TestPromptNumbersSourcesWithWhereTheyComeFrom(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/cubestudio/cube/internal/urlcheck"
 )
 
 // Reranker scores texts for a query, one score per text in order; higher
@@ -68,7 +70,7 @@ func (r *HTTPReranker) String() string {
 	if r == nil {
 		return "rag.HTTPReranker(nil)"
 	}
-	return fmt.Sprintf("rag.HTTPReranker(%s, model %q)", r.endpoint, r.model)
+	return fmt.Sprintf("rag.HTTPReranker(%s, model %q)", urlcheck.Redact(r.endpoint), r.model)
 }
 
 func (r *HTTPReranker) validate() error {
@@ -78,7 +80,7 @@ func (r *HTTPReranker) validate() error {
 	var errs []error
 	u, err := url.Parse(r.endpoint)
 	if r.endpoint == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("endpoint: %q: must be an http or https URL", r.endpoint))
+		errs = append(errs, fmt.Errorf("endpoint: %q: must be an http or https URL", urlcheck.Redact(r.endpoint)))
 	} else if u.User != nil {
 		errs = append(errs, errors.New("endpoint: must not carry credentials: use APIKey"))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/pod"
 )
@@ -411,10 +412,8 @@ func (s *Service) HFEndpoint(url string) *Service {
 func checkServerURL(path *field.Path, raw, credentials string) *field.Error {
 	u, err := neturl.Parse(raw)
 	switch {
-	case err != nil && strings.Contains(raw, "@"):
-		return field.Invalid(path, "(not shown: it may hold credentials)", "not a URL")
 	case err != nil:
-		return field.Invalid(path, raw, "not a URL")
+		return field.Invalid(path, urlcheck.Redact(raw), "not a URL")
 	case u.User != nil:
 		return field.Forbidden(path, "must not carry credentials (user or password before @; the value is not shown): they would be stored in the objects in clear; "+credentials)
 	case u.Scheme != "http" && u.Scheme != "https":
