@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -184,8 +185,10 @@ func (d Dataset) render(p *field.Path, want Kind) (datasetInfo, *claimMount, fie
 		// ConfigMap in clear.
 		u, err := url.Parse(d.Source)
 		switch {
-		case err != nil || strings.Contains(d.Source, "@"):
-			errs = append(errs, field.Invalid(sp, "s3://<redacted>", "must be s3://bucket/key without credentials: give them with Job().EnvFromSecret"))
+		case urlcheck.HasUserinfo(d.Source):
+			errs = append(errs, field.Invalid(sp, urlcheck.Redact(d.Source), "must be s3://bucket/key without credentials: give them with Job().EnvFromSecret"))
+		case err != nil:
+			errs = append(errs, field.Invalid(sp, d.Source, "must be s3://bucket/key"))
 		case u.Host == "" || strings.Trim(u.Path, "/") == "" || u.RawQuery != "" || u.Fragment != "":
 			errs = append(errs, field.Invalid(sp, d.Source, "must be s3://bucket/key"))
 		}

@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"regexp"
 	"slices"
@@ -462,6 +463,10 @@ func TestS3DatasetsOnAnImageWithS3fs(t *testing.T) {
 	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://AKIAEXAMPLE:topsecret@bucket/d.json", llm.Alpaca)).Output("pvc://o/x")).Objects()
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "topsecret")
+	assert.Contains(t, err.Error(), `"s3://xxxxx@bucket/d.json": must be s3://bucket/key without credentials`)
+	// An '@' in the key is no credential: S3 keys may hold one.
+	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket/data@v1.json", llm.Alpaca)).Output("pvc://o/x")).Objects()
+	assert.NotContains(t, fmt.Sprint(err), "without credentials")
 }
 
 func TestMergeRefusesAnUnregisteredTemplate(t *testing.T) {
