@@ -178,7 +178,7 @@
 //	what a cron does on overlap    ConcurrencyPolicy  pipeline Schedule.ConcurrencyPolicy       CronWorkflow concurrencyPolicy; not a
 //	                                                                                            count
 //	how long the caller waits      Timeout            cube.Timeout (Wait)                       kubectl wait --timeout
-//	how long one HTTP request may  RequestTimeout     serve.RequestTimeout (client),            http.Client.Timeout, Gateway API
+//	how long one HTTP request may  RequestTimeout     inference.RequestTimeout (client),            http.Client.Timeout, Gateway API
 //	  take                                            serve Split.RequestTimeout (gateway)      timeouts.request
 //	how long a run may take before ActiveDeadline     train Lifecycle.ActiveDeadline, pipeline  activeDeadlineSeconds, the field
 //	  the controller fails it                         Step ActiveDeadline                       both render
@@ -187,10 +187,10 @@
 //	how late a cron run may start  StartingDeadline   pipeline Schedule.StartingDeadline        startingDeadlineSeconds
 //	collective connect bound       HCCLConnectTimeout hardware.HCCLConnectTimeout               HCCL_CONNECT_TIMEOUT
 //	file-lock wait                 LockTimeout        market FileStore.LockTimeout              a different wait, named for its lock
-//	numeric format, computed with  market.DType       serve plan options WeightDType and        one type where cube needs the width
-//	                                                  KVCacheDType, market.Model.DType
+//	numeric format, computed with  models.DType       serve plan options WeightDType and        one type where cube needs the width
+//	                                                  KVCacheDType, models.Model.DType
 //	numeric format, passed to an   DType(string),     serve Service.DType, KVCacheDType         the engine's own values (auto, half,
-//	  engine flag                  KVCacheDType       (checked per engine)                      fp8_e5m2…), which market.DType
+//	  engine flag                  KVCacheDType       (checked per engine)                      fp8_e5m2…), which models.DType
 //	                               (string)                                                     cannot name; Auto maps fp8 → FP8
 //	quantization method            Quantization       serve Service.Quantization (awq, gptq,    vLLM --quantization; the plan
 //	                                                  fp8); the plan's weight format is         option sizing weights is WeightDType
@@ -205,7 +205,7 @@
 //	where a thing stands (value)   Phase              cube.Phase, pipeline.Phase (local step    Kubernetes and Argo .status.phase
 //	                                                  outcome), tune TrialPhase
 //	the report carrying a phase    Status             cube.Status, cube.ObjectStatus            Kubernetes .status
-//	catalogue look-up by name      Lookup, ignoring   hardware.Lookup, market.Lookup,           names are typed by people; the
+//	catalogue look-up by name      Lookup, ignoring   hardware.Lookup, models.Lookup,           names are typed by people; the
 //	                               case and space     Profile.MIGProfile, Profile.VNPUTemplate, result carries the canonical
 //	                                                  vgpu.MIG, vgpu.VNPU                       spelling, which is what renders
 //	a builder type                 named for what it  serve.Service, train.PyTorchJob,          TenantBuilder → TenantSpec,

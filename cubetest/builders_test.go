@@ -15,6 +15,7 @@ import (
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pipeline"
@@ -169,7 +170,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"market evaluate", "eval-bot", func() cube.Workload {
 			v := market.Version{Model: "support-bot", Number: 3, Artifact: market.Artifact{
-				URI: "pvc://models/support-bot/v3", Format: "safetensors", DType: market.BF16,
+				URI: "pvc://models/support-bot/v3", Format: "safetensors", DType: models.BF16,
 			}}
 			return market.Evaluate("eval-bot", v, "mmlu", "gsm8k").Namespace(ns).Endpoint("http://support-bot-api.team-a:8000", "support-bot")
 		}, cube.Succeeded, cube.Succeeded, "", ""},

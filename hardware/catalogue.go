@@ -255,7 +255,7 @@ func Catalogue() []Profile {
 
 // Lookup returns a copy of the catalogue profile named name, ignoring
 // case and surrounding space ("h100-sxm-80gb" finds H100-SXM-80GB), as
-// market.Lookup does for models and Profile.MIGProfile and
+// models.Lookup does for models and Profile.MIGProfile and
 // Profile.VNPUTemplate do for their tables.
 func Lookup(name string) (Profile, bool) {
 	name = strings.TrimSpace(name)

@@ -296,7 +296,7 @@ func (p Profile) HostMounts() []HostMount { return slices.Clone(p.hostMounts) }
 
 // MIGProfile returns the MIG profile named name ("3g.40gb"), ignoring case
 // and surrounding space as every catalogue look-up does (Lookup,
-// market.Lookup); the result's Name is the spelling resources use.
+// models.Lookup); the result's Name is the spelling resources use.
 func (p Profile) MIGProfile(name string) (MIGProfile, bool) {
 	name = strings.TrimSpace(name)
 	for _, m := range p.mig {

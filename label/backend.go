@@ -16,7 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/inference"
 )
 
 // Backend is an ML backend for Label Studio: an http.Handler speaking the
@@ -26,7 +26,7 @@ import (
 // /setup, POST /predict, POST /webhook and GET /metrics, with optional HTTP
 // basic auth (BASIC_AUTH_USER, BASIC_AUTH_PASS there), which Label Studio
 // sends when the connection's auth method is BASIC_AUTH (BackendBasicAuth).
-// It pre-annotates with a chat model behind serve.Client:
+// It pre-annotates with a chat model behind inference.Client:
 //
 //   - Choices over a Text: the model picks among the options, or, with
 //     Embeddings, the option nearest to the text by cosine similarity;
@@ -39,7 +39,7 @@ import (
 // model version is recorded with every prediction. Mount it on any mux;
 // MLBackend deploys a program that serves it.
 type Backend struct {
-	chat, embed *serve.Client
+	chat, embed *inference.Client
 	version     string
 	user, pass  string
 	onWebhook   func(ctx context.Context, action string, payload json.RawMessage) error
@@ -72,7 +72,7 @@ func ModelVersion(v string) BackendOption { return func(b *Backend) { b.version 
 
 // Embeddings suggests Choices by nearest label with an embedding model
 // instead of asking the chat model.
-func Embeddings(c *serve.Client) BackendOption { return func(b *Backend) { b.embed = c } }
+func Embeddings(c *inference.Client) BackendOption { return func(b *Backend) { b.embed = c } }
 
 // BasicAuth requires HTTP basic auth on every request, as Label Studio
 // sends it when the backend's URL carries a user and password.
@@ -88,7 +88,7 @@ func OnWebhook(fn func(ctx context.Context, action string, payload json.RawMessa
 }
 
 // NewBackend returns an ML backend that asks chat.
-func NewBackend(chat *serve.Client, opts ...BackendOption) (*Backend, error) {
+func NewBackend(chat *inference.Client, opts ...BackendOption) (*Backend, error) {
 	b := &Backend{chat: chat}
 	for _, o := range opts {
 		if o != nil {
@@ -97,7 +97,7 @@ func NewBackend(chat *serve.Client, opts ...BackendOption) (*Backend, error) {
 	}
 	var errs field.ErrorList
 	if chat == nil {
-		errs = append(errs, field.Required(field.NewPath("chat"), "a serve.Client of a chat model"))
+		errs = append(errs, field.Required(field.NewPath("chat"), "a inference.Client of a chat model"))
 	}
 	if (b.user == "") != (b.pass == "") {
 		errs = append(errs, field.Required(field.NewPath("basicAuth"), "both a user and a password, or neither"))
@@ -123,24 +123,24 @@ const (
 // BackendFromEnv builds the Backend an MLBackend's container serves, from
 // the variables MLBackend sets.
 func BackendFromEnv() (*Backend, error) {
-	var opts []serve.ClientOption
+	var opts []inference.ClientOption
 	if m := os.Getenv(EnvModel); m != "" {
-		opts = append(opts, serve.ServedModel(m))
+		opts = append(opts, inference.ServedModel(m))
 	}
 	if os.Getenv(EnvModelAPIKey) != "" {
-		opts = append(opts, serve.APIKeyFromEnv(EnvModelAPIKey))
+		opts = append(opts, inference.APIKeyFromEnv(EnvModelAPIKey))
 	}
-	chat, err := serve.NewClient(os.Getenv(EnvModelURL), opts...)
+	chat, err := inference.NewClient(os.Getenv(EnvModelURL), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("ml backend from env %s: %w", EnvModelURL, err)
 	}
 	bopts := []BackendOption{ModelVersion(os.Getenv(EnvModelVersion)), BasicAuth(os.Getenv(EnvBasicUser), os.Getenv(EnvBasicPass))}
 	if u := os.Getenv(EnvEmbedURL); u != "" {
-		eopts := []serve.ClientOption{}
+		eopts := []inference.ClientOption{}
 		if m := os.Getenv(EnvEmbedModel); m != "" {
-			eopts = append(eopts, serve.ServedModel(m))
+			eopts = append(eopts, inference.ServedModel(m))
 		}
-		ec, err := serve.NewClient(u, eopts...)
+		ec, err := inference.NewClient(u, eopts...)
 		if err != nil {
 			return nil, fmt.Errorf("ml backend from env %s: %w", EnvEmbedURL, err)
 		}
@@ -252,8 +252,8 @@ func result(ctl Tag, v Value, score float64) Result {
 // into out.
 func (b *Backend) ask(ctx context.Context, prompt string, out any) error {
 	resp, err := b.chat.Chat(ctx,
-		serve.SystemMessage("You pre-annotate data for human reviewers. Answer with one JSON object and nothing else."),
-		serve.UserMessage(prompt))
+		inference.SystemMessage("You pre-annotate data for human reviewers. Answer with one JSON object and nothing else."),
+		inference.UserMessage(prompt))
 	if err != nil {
 		return err
 	}

@@ -23,9 +23,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
-	"github.com/cubestudio/cube/serve"
 )
 
 // answer plays a chat model: it reads the prompt cube sends and answers in
@@ -53,7 +53,7 @@ func newBackend(t *testing.T, opts ...label.BackendOption) (*label.Backend, *lab
 	t.Helper()
 	m := labeltest.NewModel("qwen", answer, nil)
 	t.Cleanup(m.Close)
-	chat, err := serve.NewClient(m.URL)
+	chat, err := inference.NewClient(m.URL)
 	require.NoError(t, err)
 	b, err := label.NewBackend(chat, opts...)
 	require.NoError(t, err)
@@ -226,9 +226,9 @@ func TestPreannotateProject(t *testing.T) {
 	assert.ErrorContains(t, err, "preannotate project 999: label studio get project")
 }
 
-func mustClient(t *testing.T, url string) *serve.Client {
+func mustClient(t *testing.T, url string) *inference.Client {
 	t.Helper()
-	c, err := serve.NewClient(url)
+	c, err := inference.NewClient(url)
 	require.NoError(t, err)
 	return c
 }

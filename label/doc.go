@@ -3,7 +3,7 @@
 // a client of Label Studio's REST API (Client: projects, task import,
 // predictions, annotations, export, webhooks), the Label Studio server as a
 // cube.Workload (Studio), an ML backend that pre-annotates with a model
-// behind serve.Client (Backend, an http.Handler speaking Label Studio's ML
+// behind inference.Client (Backend, an http.Handler speaking Label Studio's ML
 // backend protocol, deployed by MLBackend), agreement and accuracy
 // (CohenKappa, FleissKappa, Agreement, Accuracy, UncertaintyQueue), and
 // export of accepted annotations to the datasets llm trains on (SFT,

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
 	"github.com/cubestudio/cube/llm"
-	"github.com/cubestudio/cube/serve"
 )
 
 func ExampleConfig() {
@@ -143,7 +143,7 @@ func ExampleClient() {
 func ExampleBackend() {
 	model := labeltest.NewModel("qwen", func(string) string { return `{"choices": ["positive"], "score": 0.9}` }, nil)
 	defer model.Close()
-	chat, _ := serve.NewClient(model.URL)
+	chat, _ := inference.NewClient(model.URL)
 	backend, err := label.NewBackend(chat, label.ModelVersion("qwen@1"))
 	if err != nil {
 		fmt.Println(err)

@@ -12,10 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
-	"github.com/cubestudio/cube/serve"
 )
 
 // FuzzParseConfig: any input is parsed or refused without a panic, and
@@ -121,7 +121,7 @@ func FuzzBackendPredict(f *testing.F) {
 	f.Add(`{"tasks": [{"data": {"text": 7}}], "label_config": "<View/>"}`)
 	m := labeltest.NewModel("qwen", answer, nil)
 	f.Cleanup(m.Close)
-	chat, err := serve.NewClient(m.URL)
+	chat, err := inference.NewClient(m.URL)
 	require.NoError(f, err)
 	b, err := label.NewBackend(chat)
 	require.NoError(f, err)

@@ -139,7 +139,7 @@ func (m *MLBackendServer) Objects() ([]client.Object, error) {
 	case strings.TrimSpace(m.model) == "":
 		errs = append(errs, field.Required(field.NewPath("model", "servedModel"), "the served model name"))
 	case strings.TrimSpace(m.model) != m.model || strings.ContainsFunc(m.model, unicode.IsControl):
-		// serve.NewClient refuses it in the pod (BackendFromEnv), which
+		// inference.NewClient refuses it in the pod (BackendFromEnv), which
 		// would crash-loop.
 		errs = append(errs, field.Invalid(field.NewPath("model", "servedModel"), m.model, "must not start or end with spaces or hold control characters"))
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/urlcheck"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -95,7 +95,7 @@ type FineTune struct {
 	job   *train.DeepSpeedJob
 	stage Stage
 	model string
-	facts *market.Model
+	facts *models.Model
 
 	method      Method
 	freezeLayer int
@@ -252,7 +252,7 @@ func (f *FineTune) record(err *field.Error) {
 
 // Facts gives the planner the model's architecture when the reference
 // is not in market's catalogue (a pvc:// path, a private model).
-func (f *FineTune) Facts(m market.Model) *FineTune { return f.set(func() { f.facts = &m }) }
+func (f *FineTune) Facts(m models.Model) *FineTune { return f.set(func() { f.facts = &m }) }
 
 // FullTuning trains every weight (finetuning_type full).
 func (f *FineTune) FullTuning() *FineTune { return f.set(func() { f.method = Full }) }
@@ -682,7 +682,7 @@ func (f *FineTune) usesReference() bool {
 // knownFacts is the model's architecture when Facts gave it or market's
 // catalogue has it; without either, what depends on it (freeze layers,
 // LoRA targets) cannot be checked before the pod runs.
-func (f *FineTune) knownFacts() (market.Model, bool) {
+func (f *FineTune) knownFacts() (models.Model, bool) {
 	m, err := f.modelFacts()
 	return m, err == nil
 }

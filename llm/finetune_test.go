@@ -20,13 +20,13 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
 
-func mustLookup(name string) market.Model {
-	m, err := market.Lookup(name)
+func mustLookup(name string) models.Model {
+	m, err := models.Lookup(name)
 	if err != nil {
 		panic(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
@@ -230,7 +230,7 @@ var rlMethods = []func(r *llm.RL, p *program){
 }
 
 // fuzzFacts are a catalogued architecture and an empty one.
-var fuzzFacts = []market.Model{mustLookup(qwen), {}}
+var fuzzFacts = []models.Model{mustLookup(qwen), {}}
 
 // envVars returns every name/value pair of an env list in a rendered
 // object tree.

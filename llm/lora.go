@@ -3,7 +3,7 @@ package llm
 import (
 	"slices"
 
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 )
 
 // linear is one kind of linear layer of a decoder block: its module name
@@ -26,7 +26,7 @@ type linear struct {
 // down_proj); DeepSeek-V3 (MLA's q_a_proj, q_b_proj, kv_a_proj_with_mqa,
 // kv_b_proj, o_proj; the routed experts' and the shared MLP's
 // gate/up/down_proj; the router's weight is a Parameter, not a Linear).
-func linearLayers(m market.Model) []linear {
+func linearLayers(m models.Model) []linear {
 	h, L := int64(m.HiddenSize), int64(m.Layers)
 	q, kv := int64(m.AttentionHeads*m.HeadDim), int64(m.KVHeads*m.HeadDim)
 	ffn := int64(m.IntermediateSize)
@@ -87,7 +87,7 @@ func linearLayers(m market.Model) []linear {
 // targets are module names; none means every linear layer of the decoder
 // (lora_target "all"). It also returns the targets it matched nothing
 // for.
-func LoRAParameters(m market.Model, rank int, targets ...string) (params int64, unmatched []string) {
+func LoRAParameters(m models.Model, rank int, targets ...string) (params int64, unmatched []string) {
 	layers := linearLayers(m)
 	for _, t := range targets {
 		if !slices.ContainsFunc(layers, func(l linear) bool { return l.name == t }) {
@@ -104,7 +104,7 @@ func LoRAParameters(m market.Model, rank int, targets ...string) (params int64, 
 
 // layerLinearParameters is the weight count of every linear layer of
 // the decoder blocks: what bitsandbytes quantizes under QLoRA.
-func layerLinearParameters(m market.Model) int64 {
+func layerLinearParameters(m models.Model) int64 {
 	var n int64
 	for _, l := range linearLayers(m) {
 		n += l.in * l.out * l.count

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -388,10 +388,10 @@ func deviceProblem(acc hardware.Profile) error {
 // encoder (an embedding or reranking model such as BAAI/bge-m3) is
 // refused: LLaMA-Factory trains decoders, and the planner's layer shapes
 // (linearLayers) are a decoder's.
-func (f *FineTune) modelFacts() (market.Model, error) {
+func (f *FineTune) modelFacts() (models.Model, error) {
 	m, err := factsOf("model", f.model, f.facts, "Facts")
 	if err == nil && m.IsEncoder() {
-		return market.Model{}, fmt.Errorf("model: %s is an encoder (task %s), and LLaMA-Factory fine-tunes decoders that generate text",
+		return models.Model{}, fmt.Errorf("model: %s is an encoder (task %s), and LLaMA-Factory fine-tunes decoders that generate text",
 			m.Name, m.Task)
 	}
 	return m, err
@@ -400,7 +400,7 @@ func (f *FineTune) modelFacts() (market.Model, error) {
 // factsOf finds the architecture of the model ref: given, when the caller
 // gave it (with the method setter), or market's catalogue entry of a Hugging
 // Face or ModelScope id. The error names the field and the setter.
-func factsOf(fieldName, ref string, given *market.Model, setter string) (market.Model, error) {
+func factsOf(fieldName, ref string, given *models.Model, setter string) (models.Model, error) {
 	if given != nil {
 		if err := given.Validate(); err != nil {
 			return *given, fmt.Errorf("%s: %w", fieldName, err)
@@ -409,11 +409,11 @@ func factsOf(fieldName, ref string, given *market.Model, setter string) (market.
 	}
 	src, err := serve.ParseSource(ref)
 	if err == nil && (src.Kind == serve.SourceHuggingFace || src.Kind == serve.SourceModelScope) {
-		if m, err := market.Lookup(src.Repo); err == nil {
+		if m, err := models.Lookup(src.Repo); err == nil {
 			return m, nil
 		}
 	}
-	return market.Model{}, fmt.Errorf("%s: %q is not in market's catalogue: give its architecture with %s", fieldName, ref, setter)
+	return models.Model{}, fmt.Errorf("%s: %q is not in market's catalogue: give its architecture with %s", fieldName, ref, setter)
 }
 
 // deviceCounts are the layouts tried, smallest first: 1, 2, 4 … devices
@@ -436,7 +436,7 @@ type zeroLayout struct {
 
 type planner struct {
 	f   *FineTune
-	m   market.Model
+	m   models.Model
 	acc hardware.Profile
 	o   planOptions
 }
@@ -475,7 +475,7 @@ func (p planner) outerParameters() int64 { return outerParameters(p.m) }
 
 // outerParameters is m's embedding, output head (unless tied) and final
 // norm: the parameters outside its decoder layers.
-func outerParameters(m market.Model) int64 {
+func outerParameters(m models.Model) int64 {
 	embed := int64(m.VocabSize) * int64(m.HiddenSize)
 	n := embed + int64(m.HiddenSize)
 	if !m.TiedEmbeddings {
@@ -592,7 +592,7 @@ func (p planner) activations() int64 {
 // Plan): 34·s·b·h bytes a layer (+5·a·s²·b with attention maps), only the
 // 2·s·b·h input of each layer and one layer's full activations with
 // checkpointing, and the fp32 logits 4·s·b·V when logits is set.
-func activationBytes(m market.Model, s, b int64, checkpointing, attentionMaps, logits bool) int64 {
+func activationBytes(m models.Model, s, b int64, checkpointing, attentionMaps, logits bool) int64 {
 	h, a, L := int64(m.HiddenSize), int64(m.AttentionHeads), int64(m.Layers)
 	perLayer := s * b * h * 34
 	if attentionMaps {

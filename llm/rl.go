@@ -18,7 +18,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/urlcheck"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -121,7 +121,7 @@ type RL struct {
 	offloadParams                bool
 	offloadOptimizer             bool
 
-	facts, criticFacts, rewardFacts *market.Model
+	facts, criticFacts, rewardFacts *models.Model
 
 	autoImage string
 	problems  field.ErrorList
@@ -252,16 +252,16 @@ func (r *RL) Critic(model string) *RL { return r.set(func() { r.critic = model }
 // Facts gives PlanRL the policy's architecture when its reference is not
 // in market's catalogue (a pvc:// path, a private model); it is also the
 // critic's when the critic starts from the policy.
-func (r *RL) Facts(m market.Model) *RL { return r.set(func() { r.facts = &m }) }
+func (r *RL) Facts(m models.Model) *RL { return r.set(func() { r.facts = &m }) }
 
 // CriticFacts gives PlanRL the critic's architecture when Critic names a
 // model that is not in market's catalogue.
-func (r *RL) CriticFacts(m market.Model) *RL { return r.set(func() { r.criticFacts = &m }) }
+func (r *RL) CriticFacts(m models.Model) *RL { return r.set(func() { r.criticFacts = &m }) }
 
 // RewardModelFacts gives PlanRL the reward model's architecture when
 // RewardModel names a model that is not in market's catalogue; its Task
 // must not be text generation (see RewardModel).
-func (r *RL) RewardModelFacts(m market.Model) *RL { return r.set(func() { r.rewardFacts = &m }) }
+func (r *RL) RewardModelFacts(m models.Model) *RL { return r.set(func() { r.rewardFacts = &m }) }
 
 // OffloadOptimizer moves the actor's (and a PPO critic's) Adam moments to
 // CPU memory outside their own update (fsdp_config.optimizer_offload);

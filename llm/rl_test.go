@@ -14,7 +14,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/llm"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -90,9 +90,9 @@ func claimMounts(ms []corev1.VolumeMount) []corev1.VolumeMount {
 
 // rewardClassifier is the facts of a one-label sequence classifier on
 // Qwen2.5-7B's decoder, the kind of reward model verl's reward loop serves.
-func rewardClassifier() market.Model {
+func rewardClassifier() models.Model {
 	m := mustLookup(qwen)
-	m.Name, m.Task = "qwen-rm", market.TaskClassification
+	m.Name, m.Task = "qwen-rm", models.TaskClassification
 	return m
 }
 

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -258,7 +258,7 @@ func PlanRL(r *RL, acc hardware.Profile, opts ...PlanOption) (RLPlan, error) {
 		// serve.Plan sizes generating models; a sequence classifier is the
 		// same decoder with a one-wide head.
 		scorer := p.reward
-		scorer.Task = market.TaskTextGeneration
+		scorer.Task = models.TaskTextGeneration
 		if p.rewardEngine, err = p.engine(scorer, "reward_model.rollout"); err != nil {
 			return RLPlan{}, err
 		}
@@ -292,7 +292,7 @@ func PlanRL(r *RL, acc hardware.Profile, opts ...PlanOption) (RLPlan, error) {
 
 type rlPlanner struct {
 	r                     *RL
-	m, critic, reward     market.Model
+	m, critic, reward     models.Model
 	acc                   hardware.Profile
 	o                     planOptions
 	rollout, rewardEngine serve.PlanResult
@@ -300,7 +300,7 @@ type rlPlanner struct {
 
 // engine sizes a vLLM (or SGLang) server of model m in the rollout's
 // share with serve.Plan; key names the configuration it renders to.
-func (p rlPlanner) engine(m market.Model, key string) (serve.PlanResult, error) {
+func (p rlPlanner) engine(m models.Model, key string) (serve.PlanResult, error) {
 	r := p.r
 	res, err := serve.Plan(m, p.acc,
 		serve.TensorParallel(r.rolloutTP), serve.MemoryUtilization(r.rolloutMemory),
@@ -349,7 +349,7 @@ func (p rlPlanner) trainable() int64 {
 // criticModel is m as verl's critic loads it: without its output head,
 // with the score head of one label (h + 1 parameters) instead, so its
 // only vocabulary-sized matrix is the embedding.
-func criticModel(m market.Model) market.Model {
+func criticModel(m models.Model) models.Model {
 	delta := int64(m.HiddenSize) + 1
 	if !m.TiedEmbeddings {
 		delta -= int64(m.VocabSize) * int64(m.HiddenSize)
@@ -385,7 +385,7 @@ func fsdpStates(total, trainable int64, n int, z fsdpOffload) (update, resident,
 // gathered is what FSDP brings to one device to compute a model m whose
 // trainable parameters train: its bf16 root unit and two decoder layers,
 // and one layer's fp32 gradient.
-func gathered(m market.Model, total, trainable int64) int64 {
+func gathered(m models.Model, total, trainable int64) int64 {
 	outer := outerParameters(m)
 	layers := int64(max(m.Layers, 1))
 	layer := (total - outer) / layers
@@ -454,7 +454,7 @@ func (p rlPlanner) estimate(plan *RLPlan) {
 	if r.checkpointing {
 		recompute = 2
 	}
-	active := func(m market.Model) int64 {
+	active := func(m models.Model) int64 {
 		if m.ActiveParameters > 0 {
 			return m.ActiveParameters
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 )
 
 // h100Reported is an H100's memory as its driver reports it (GPU Feature
@@ -28,7 +28,7 @@ func fsdp(total, trainable, n int64) int64 {
 
 // gatheredUnits is the bf16 root unit (embeddings, head, norm) and two
 // decoder layers, and one layer's fp32 gradient.
-func gatheredUnits(m market.Model, trainable int64) int64 {
+func gatheredUnits(m models.Model, trainable int64) int64 {
 	h, V, L := int64(m.HiddenSize), int64(m.VocabSize), int64(m.Layers)
 	outer := V*h + h
 	if !m.TiedEmbeddings {
@@ -157,7 +157,7 @@ func TestPlanRLPPO(t *testing.T) {
 
 // withoutHead is m as the critic loads it, for the gathered root unit: the
 // embeddings without a separate output head.
-func withoutHead(m market.Model) market.Model {
+func withoutHead(m models.Model) models.Model {
 	m.Parameters = m.Parameters - int64(m.VocabSize)*int64(m.HiddenSize) + int64(m.HiddenSize) + 1
 	m.TiedEmbeddings = true
 	return m
@@ -211,6 +211,6 @@ func TestPlanRLErrors(t *testing.T) {
 	for _, z := range []*llm.RL{nil, {}} {
 		_, err := llm.PlanRL(z, hardware.H100)
 		assert.ErrorContains(t, err, "llm.GRPO")
-		z.Facts(market.Model{}).CriticFacts(market.Model{}).RewardModelFacts(market.Model{}).OffloadParams().OffloadOptimizer()
+		z.Facts(models.Model{}).CriticFacts(models.Model{}).RewardModelFacts(models.Model{}).OffloadParams().OffloadOptimizer()
 	}
 }

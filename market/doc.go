@@ -88,8 +88,8 @@
 // Llama-3.3-70B with Llama-3.1-70B, and the R1 distills, which are
 // fine-tunes of Qwen2.5 and Llama bases, with those bases.
 //
-//	m, err := market.Lookup("Qwen/Qwen2.5-7B-Instruct")
-//	// m.Layers == 28, m.KVHeads == 4, m.KVBytesPerToken(market.BF16) == 57344
+//	m, err := models.Lookup("Qwen/Qwen2.5-7B-Instruct")
+//	// m.Layers == 28, m.KVHeads == 4, m.KVBytesPerToken(models.BF16) == 57344
 //
 // Lookup accepts a catalogue name or a Hugging Face id in any case, and
 // resolves a base or instruction-tuned sibling the catalogue does not list

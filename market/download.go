@@ -22,6 +22,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/urlcheck"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -73,7 +74,7 @@ type DownloadJob struct {
 	claim, into   string
 	model         string
 	format        string
-	dtype         DType
+	dtype         models.DType
 	include       []string
 	exclude       []string
 	retries       int32
@@ -147,7 +148,7 @@ func (d *DownloadJob) Revision(rev string) *DownloadJob {
 
 // Register names the model the download registers as (a new version of
 // it), its format and precision.
-func (d *DownloadJob) Register(model, format string, dtype DType) *DownloadJob {
+func (d *DownloadJob) Register(model, format string, dtype models.DType) *DownloadJob {
 	if d != nil {
 		d.model, d.format, d.dtype = model, format, dtype
 	}
@@ -419,7 +420,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 	}
 	errs = append(errs, ValidateModelName(field.NewPath("spec", "register", "model"), d.model)...)
 	if d.dtype != "" && !d.dtype.Valid() {
-		errs = append(errs, field.NotSupported(field.NewPath("spec", "register", "dtype"), d.dtype, []DType{FP32, BF16, FP16, FP8, INT8, INT4}))
+		errs = append(errs, field.NotSupported(field.NewPath("spec", "register", "dtype"), d.dtype, []models.DType{models.FP32, models.BF16, models.FP16, models.FP8, models.INT8, models.INT4}))
 	}
 	if d.format != "" && !slices.Contains(formats, d.format) {
 		errs = append(errs, field.NotSupported(field.NewPath("spec", "register", "format"), d.format, formats))

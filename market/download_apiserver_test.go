@@ -14,6 +14,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 )
 
 // finishJob plays the Job controller and the kubelet, which the test API
@@ -76,7 +77,7 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 	reg := market.NewRegistry(store)
 	d := market.Download("qwen", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
 		HFToken("hf", "token").HFEndpoint("https://hf-mirror.com").Include("*.safetensors").
-		Namespace(ns).Register("qwen2-5-7b-instruct", "safetensors", market.BF16)
+		Namespace(ns).Register("qwen2-5-7b-instruct", "safetensors", models.BF16)
 	_, err = market.RegisterDownload(ctx, env.Client, reg, d)
 	require.ErrorIs(t, err, market.ErrNotFinished)
 
@@ -85,7 +86,7 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "qwen2-5-7b-instruct@1", v.Ref())
 	assert.Equal(t, market.Artifact{
-		URI: "pvc://models/Qwen/Qwen2.5-7B-Instruct", Format: "safetensors", DType: market.BF16,
+		URI: "pvc://models/Qwen/Qwen2.5-7B-Instruct", Format: "safetensors", DType: models.BF16,
 		SizeBytes: 15231233024, Checksum: "sha256:" + sha64,
 	}, v.Artifact)
 	assert.Equal(t, "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", v.Lineage.BaseModel)

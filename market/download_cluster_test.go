@@ -26,6 +26,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -88,7 +89,7 @@ func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 
 	const source = "hf://Qwen/Qwen2.5-0.5B-Instruct"
 	d := market.Download("qwen", source, "models").Namespace(ns).
-		Register("qwen2-5-0-5b", "safetensors", market.BF16).
+		Register("qwen2-5-0-5b", "safetensors", models.BF16).
 		Image(c.Images.Python).
 		AddVolume(corev1.Volume{Name: "standin", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "hf-standin"}, DefaultMode: ptr.To[int32](0o755),

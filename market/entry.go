@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/models"
 )
 
 // Entry is one model picked from the registry or the catalogue, with what
@@ -25,7 +26,7 @@ type Entry struct {
 	Version Version
 	// Facts are the architecture the planners size from: the catalogue's,
 	// or those of the base model the version's lineage leads to.
-	Facts Model
+	Facts models.Model
 	// HasFacts is false when no model in the lineage is in the catalogue:
 	// serving then needs explicit sizes (or serve.Service.ModelFacts).
 	HasFacts bool
@@ -63,7 +64,7 @@ func Get(ctx context.Context, reg *Registry, name string) (*Entry, error) {
 			regErr = err
 		}
 	}
-	m, err := Lookup(name)
+	m, err := models.Lookup(name)
 	if err != nil {
 		if regErr != nil {
 			return nil, fmt.Errorf("get %q: not in the registry (%v) nor the catalogue: %w", name, regErr, err)
@@ -74,7 +75,7 @@ func Get(ctx context.Context, reg *Registry, name string) (*Entry, error) {
 }
 
 // catalogueVersion is the unregistered version of a catalogue model.
-func catalogueVersion(m Model) Version {
+func catalogueVersion(m models.Model) Version {
 	return Version{
 		Model:    Slug(m.Name),
 		Artifact: Artifact{URI: "hf://" + m.HFID, Format: "safetensors", DType: m.DType},
@@ -111,15 +112,15 @@ const maxLineage = 8
 // architecture follows v's base models until one is in the catalogue:
 // a Hugging Face id (with hf:// or modelscope:// and @revision stripped)
 // or a registry reference to another version.
-func (r *Registry) architecture(ctx context.Context, v Version, depth int) (Model, bool) {
+func (r *Registry) architecture(ctx context.Context, v Version, depth int) (models.Model, bool) {
 	if depth > maxLineage {
-		return Model{}, false
+		return models.Model{}, false
 	}
 	for _, candidate := range []string{v.Lineage.BaseModel, hubRepo(v.Artifact.URI)} {
 		if candidate == "" {
 			continue
 		}
-		if m, err := Lookup(hubRepo(candidate)); err == nil {
+		if m, err := models.Lookup(hubRepo(candidate)); err == nil {
 			return m, true
 		}
 		if ref, err := ParseReference(candidate); err == nil && r != nil {
@@ -130,7 +131,7 @@ func (r *Registry) architecture(ctx context.Context, v Version, depth int) (Mode
 			}
 		}
 	}
-	return Model{}, false
+	return models.Model{}, false
 }
 
 // baseWeights follows an adapter's lineage to the full weights it applies

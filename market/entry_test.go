@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -20,7 +21,7 @@ func TestGetFromRegistryThenCatalogue(t *testing.T) {
 	reg := market.NewRegistry(newFileStore(t))
 	base, err := reg.Register(ctx, market.Version{
 		Model:    "qwen-base",
-		Artifact: market.Artifact{URI: "pvc://models/Qwen/Qwen2.5-7B-Instruct", Format: "safetensors", DType: market.BF16},
+		Artifact: market.Artifact{URI: "pvc://models/Qwen/Qwen2.5-7B-Instruct", Format: "safetensors", DType: models.BF16},
 		Lineage:  market.Lineage{BaseModel: "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28"},
 	})
 	require.NoError(t, err)
@@ -42,10 +43,10 @@ func TestGetFromRegistryThenCatalogue(t *testing.T) {
 	assert.Equal(t, "hf://Qwen/Qwen2.5-7B-Instruct", e.Version.Artifact.URI)
 
 	_, err = market.Get(ctx, reg, "no-such-model")
-	assert.ErrorIs(t, err, market.ErrUnknownModel)
+	assert.ErrorIs(t, err, models.ErrUnknownModel)
 	assert.ErrorContains(t, err, "not in the registry")
 	_, err = market.Get(ctx, nil, "gpt-4")
-	assert.ErrorIs(t, err, market.ErrUnknownModel)
+	assert.ErrorIs(t, err, models.ErrUnknownModel)
 
 	orphan := sampleVersion("orphan")
 	orphan.Lineage.BaseModel = "acme/secret-base"
@@ -87,7 +88,7 @@ func TestFineTuneSeam(t *testing.T) {
 	require.NoError(t, err)
 
 	var gotBase, gotOut string
-	run, err := e.FineTune("support-bot", market.Artifact{URI: "pvc://models/support-bot/v2", Format: "safetensors", DType: market.BF16},
+	run, err := e.FineTune("support-bot", market.Artifact{URI: "pvc://models/support-bot/v2", Format: "safetensors", DType: models.BF16},
 		func(base, output string) market.Trainer {
 			gotBase, gotOut = base, output
 			job := train.PyTorch("sft-bot-v2").Image("pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime").

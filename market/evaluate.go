@@ -95,7 +95,7 @@ func (e *EvaluationJob) fail(err *field.Error) { e.problems = append(e.problems,
 // Endpoint evaluates the model served at baseURL (an OpenAI-compatible
 // API: a serve.Service's Endpoint, "http://bot-api.ml:8000", or its /v1
 // base, "http://bot-api.ml:8000/v1") under servedModel, with lm-eval's
-// local-completions model. A URL with no path gets /v1, as serve.NewClient
+// local-completions model. A URL with no path gets /v1, as inference.NewClient
 // does. The pod needs no accelerator.
 func (e *EvaluationJob) Endpoint(baseURL, servedModel string) *EvaluationJob {
 	if e == nil {

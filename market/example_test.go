@@ -4,19 +4,19 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 )
 
 func ExampleLookup() {
-	m, err := market.Lookup("Qwen/Qwen2.5-7B-Instruct")
+	m, err := models.Lookup("Qwen/Qwen2.5-7B-Instruct")
 	if err != nil {
 		panic(err)
 	}
 	fmt.Printf("%s: %d layers, %d/%d heads, %.2f B parameters, %d KiB KV per token\n",
-		m.Name, m.Layers, m.AttentionHeads, m.KVHeads, float64(m.Parameters)/1e9, m.KVBytesPerToken(market.BF16)>>10)
+		m.Name, m.Layers, m.AttentionHeads, m.KVHeads, float64(m.Parameters)/1e9, m.KVBytesPerToken(models.BF16)>>10)
 
-	_, err = market.Lookup("gpt-4")
-	fmt.Println(errors.Is(err, market.ErrUnknownModel))
+	_, err = models.Lookup("gpt-4")
+	fmt.Println(errors.Is(err, models.ErrUnknownModel))
 	// Output:
 	// Qwen2.5-7B-Instruct: 28 layers, 28/4 heads, 7.62 B parameters, 56 KiB KV per token
 	// true
@@ -35,13 +35,13 @@ func ExampleFromHFConfig() {
 	  "max_position_embeddings": 131072,
 	  "torch_dtype": "bfloat16"
 	}`)
-	m, err := market.FromHFConfig(config)
+	m, err := models.FromHFConfig(config)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(m.HFID, m.Parameters, m.DType, m.ContextLength)
 
-	_, err = market.FromHFConfig([]byte(`{"num_hidden_layers": "32", "hidden_size": 4096}`))
+	_, err = models.FromHFConfig([]byte(`{"num_hidden_layers": "32", "hidden_size": 4096}`))
 	fmt.Println(err)
 	// Output:
 	// acme/support-bot-8b 8030261248 bf16 131072
@@ -53,12 +53,12 @@ func ExampleFromHFConfig() {
 // model counts its vision tower among its weights.
 func ExampleLookup_tasks() {
 	for _, id := range []string{"BAAI/bge-m3", "BAAI/bge-reranker-v2-m3", "Qwen/Qwen2.5-VL-7B-Instruct"} {
-		m, err := market.Lookup(id)
+		m, err := models.Lookup(id)
 		if err != nil {
 			panic(err)
 		}
 		fmt.Printf("%s: %s, %.0f M parameters (%.0f M vision), %d tokens, %d bytes of KV a token\n",
-			m.Name, m.Task, float64(m.Parameters)/1e6, float64(m.VisionParameters)/1e6, m.ContextLength, m.KVBytesPerToken(market.BF16))
+			m.Name, m.Task, float64(m.Parameters)/1e6, float64(m.VisionParameters)/1e6, m.ContextLength, m.KVBytesPerToken(models.BF16))
 	}
 	// Output:
 	// bge-m3: embedding, 568 M parameters (0 M vision), 8192 tokens, 0 bytes of KV a token

@@ -11,6 +11,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 )
 
 // FuzzParseReference: any string parses or fails with an error, and what
@@ -110,7 +111,7 @@ func FuzzVersionValidate(f *testing.F) {
 	f.Add("Bot", "hf://a", "fp12", "md5:1", "a/b", "", math.Inf(1))
 	f.Fuzz(func(t *testing.T, model, uri, dtype, checksum, tag, metric string, value float64) {
 		v := market.Version{
-			Model: model, Artifact: market.Artifact{URI: uri, DType: market.DType(dtype), Checksum: checksum},
+			Model: model, Artifact: market.Artifact{URI: uri, DType: models.DType(dtype), Checksum: checksum},
 			Tags: []string{tag}, Metrics: map[string]float64{metric: value},
 		}
 		if v.Validate() != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 )
 
 // secret is the password hostile URLs carry; no error may repeat it.
@@ -191,7 +192,7 @@ func TestUnknownFormatsAndStagesAreRefused(t *testing.T) {
 		v.Artifact.Format = format
 		assert.NoError(t, v.Validate(), format)
 	}
-	_, err := market.Download("x", "hf://a/b", "models").Register("bot", "Safetensors", market.BF16).Build()
+	_, err := market.Download("x", "hf://a/b", "models").Register("bot", "Safetensors", models.BF16).Build()
 	assert.ErrorContains(t, err, "spec.register.format")
 
 	v := sampleVersion("bot")

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 )
 
 func ExampleRegistry() {
@@ -23,7 +24,7 @@ func ExampleRegistry() {
 	for _, lr := range []string{"2e-5", "1e-5"} {
 		_, err := reg.Register(ctx, market.Version{
 			Model:    "support-bot",
-			Artifact: market.Artifact{URI: "pvc://models/support-bot/lr-" + lr, Format: "safetensors", DType: market.BF16},
+			Artifact: market.Artifact{URI: "pvc://models/support-bot/lr-" + lr, Format: "safetensors", DType: models.BF16},
 			Lineage: market.Lineage{
 				BaseModel: "Qwen/Qwen2.5-7B-Instruct", Datasets: []string{"pvc://data/tickets.jsonl"},
 				Hyperparameters: map[string]string{"learning_rate": lr},

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 )
 
 // storeFactory returns a fresh, empty store.
@@ -28,7 +29,7 @@ func sampleVersion(model string) market.Version {
 	return market.Version{
 		Model: model,
 		Artifact: market.Artifact{
-			URI: "pvc://models/" + model, Format: "safetensors", DType: market.BF16,
+			URI: "pvc://models/" + model, Format: "safetensors", DType: models.BF16,
 			SizeBytes: 15 << 30, Checksum: "sha256:" + fmt.Sprintf("%064x", 42),
 		},
 		Lineage: market.Lineage{

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cubestudio/cube/internal/timebound"
 	"github.com/cubestudio/cube/internal/urlcheck"
+	"github.com/cubestudio/cube/models"
 )
 
 // Stage is where a version stands in its life: none, staging, production
@@ -54,7 +55,7 @@ type Artifact struct {
 	// onnx, or lora for an adapter that needs its base model.
 	Format string `json:"format,omitempty"`
 	// DType is the precision of the stored weights.
-	DType DType `json:"dtype,omitempty"`
+	DType models.DType `json:"dtype,omitempty"`
 	// SizeBytes is the total size of the files.
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
 	// Checksum is "sha256:<hex>" over the files (see Download for how a
@@ -256,7 +257,7 @@ func (a Artifact) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("format"), a.Format, formats))
 	}
 	if a.DType != "" && !a.DType.Valid() {
-		errs = append(errs, field.NotSupported(p.Child("dtype"), a.DType, []DType{FP32, BF16, FP16, FP8, INT8, INT4}))
+		errs = append(errs, field.NotSupported(p.Child("dtype"), a.DType, []models.DType{models.FP32, models.BF16, models.FP16, models.FP8, models.INT8, models.INT4}))
 	}
 	if a.SizeBytes < 0 {
 		errs = append(errs, field.Invalid(p.Child("sizeBytes"), a.SizeBytes, "must not be negative"))

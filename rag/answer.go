@@ -12,7 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/inference"
 )
 
 // Answer is a reply to a question with the chunks it rests on.
@@ -191,9 +191,9 @@ func sentences(text string) []string {
 }
 
 func (kb *KnowledgeBase) chatMessages(question string, sources []Hit, o queryOptions) []openai.ChatCompletionMessage {
-	msgs := []openai.ChatCompletionMessage{serve.SystemMessage(SystemPrompt)}
+	msgs := []openai.ChatCompletionMessage{inference.SystemMessage(SystemPrompt)}
 	msgs = append(msgs, o.history...)
-	return append(msgs, serve.UserMessage(Prompt(question, sources)))
+	return append(msgs, inference.UserMessage(Prompt(question, sources)))
 }
 
 // Answer retrieves sources for question and answers it: through the chat

@@ -14,7 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/inference"
 )
 
 // Embedder turns texts into vectors, one per text in order.
@@ -152,13 +152,13 @@ func normalize(v []float32) bool {
 
 // OpenAIEmbedder embeds through any OpenAI-compatible /embeddings endpoint
 // (vLLM's embedding task, Hugging Face text-embeddings-inference, Ollama)
-// with go-openai, through a serve.Client. Texts go in batches of BatchSize,
+// with go-openai, through a inference.Client. Texts go in batches of BatchSize,
 // at most Parallelism batches at once; a batch answered 429 or 5xx (or not
 // answered) is retried up to Retry's limit with doubling backoff; and
 // vectors are cached by model and content hash, so embedding unchanged text
 // again costs no request.
 type OpenAIEmbedder struct {
-	client      *serve.Client
+	client      *inference.Client
 	model       string
 	batch       int
 	parallelism int
@@ -170,7 +170,7 @@ type OpenAIEmbedder struct {
 // NewOpenAIEmbedder returns an embedder that asks client's server for
 // model's embeddings. Defaults: batches of 64, 4 batches at once, 3
 // retries starting at 500ms, a cache of 10,000 vectors.
-func NewOpenAIEmbedder(client *serve.Client, model string) *OpenAIEmbedder {
+func NewOpenAIEmbedder(client *inference.Client, model string) *OpenAIEmbedder {
 	return &OpenAIEmbedder{client: client, model: model, batch: 64, parallelism: 4,
 		retries: 3, backoff: 500 * time.Millisecond, cache: NewEmbeddingCache(10_000)}
 }
@@ -224,7 +224,7 @@ func (e *OpenAIEmbedder) validate() error {
 	}
 	var errs []error
 	if e.client == nil {
-		errs = append(errs, errors.New("client: required: a serve.Client for the embedding server"))
+		errs = append(errs, errors.New("client: required: a inference.Client for the embedding server"))
 	}
 	if e.model == "" {
 		errs = append(errs, errors.New("model: required: the served embedding model's name"))

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/inference"
 )
 
 func TestHashedFeaturesAreUnitLengthDeterministicAndLexical(t *testing.T) {
@@ -98,8 +98,8 @@ func newEmbeddingServer(t *testing.T, failStatus, failures int) *embeddingServer
 	return s
 }
 
-func newServeClient(t *testing.T, url string) *serve.Client {
-	c, err := serve.NewClient(url)
+func newServeClient(t *testing.T, url string) *inference.Client {
+	c, err := inference.NewClient(url)
 	require.NoError(t, err)
 	return c
 }

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/inference"
 )
 
 // KnowledgeBase is a named collection of chunks: documents go in through
@@ -23,7 +23,7 @@ type KnowledgeBase struct {
 	store    Store
 	embedder Embedder
 	splitter Splitter
-	chat     *serve.Client
+	chat     *inference.Client
 
 	ingest sync.Mutex
 }
@@ -45,7 +45,7 @@ func (kb *KnowledgeBase) Splitter(s Splitter) *KnowledgeBase {
 
 // Chat makes Answer write answers with the model client serves; without
 // it answers are extractive.
-func (kb *KnowledgeBase) Chat(c *serve.Client) *KnowledgeBase {
+func (kb *KnowledgeBase) Chat(c *inference.Client) *KnowledgeBase {
 	if kb != nil {
 		kb.chat = c
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/inference"
 )
 
 // corpusDir is the small corpus examples/rag bundles; cube's own writing.
@@ -230,10 +230,10 @@ func chatServer(t *testing.T, reply string) (*httptest.Server, *[]openai.ChatCom
 func TestAnswerThroughAChatModelMapsCitations(t *testing.T) {
 	kb := openCorpusKB(t)
 	srv, last := chatServer(t, "Teams get 8 GPUs [1], and a slice counts as one GPU [1, 2]. See [9].")
-	client, err := serve.NewClient(srv.URL, serve.ServedModel("qwen-chat"))
+	client, err := inference.NewClient(srv.URL, inference.ServedModel("qwen-chat"))
 	require.NoError(t, err)
 	kb.Chat(client)
-	history := []openai.ChatCompletionMessage{serve.UserMessage("hi"), serve.AssistantMessage("hello")}
+	history := []openai.ChatCompletionMessage{inference.UserMessage("hi"), inference.AssistantMessage("hello")}
 
 	a, err := kb.Answer(t.Context(), "What is the GPU quota?", TopK(2), History(history...))
 	require.NoError(t, err)

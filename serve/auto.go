@@ -9,20 +9,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/vgpu"
 )
 
 // modelFacts returns the architecture of the served model: the one given
 // to ModelFacts, or the catalogue's entry for a hub id; nil when neither is
 // known.
-func (s *Service) modelFacts(src Source) *market.Model {
+func (s *Service) modelFacts(src Source) *models.Model {
 	if s.facts != nil {
 		m := *s.facts
 		return &m
 	}
 	if src.Kind == SourceHuggingFace || src.Kind == SourceModelScope {
-		if m, err := market.Lookup(src.Repo); err == nil {
+		if m, err := models.Lookup(src.Repo); err == nil {
 			return &m
 		}
 	}
@@ -68,7 +68,7 @@ func (s *Service) checkWeightFormat(r *rendering) field.ErrorList {
 	if m == nil || s.engine != vllmEngine || !r.hasProfile || r.profile.Vendor != hardware.Huawei {
 		return nil
 	}
-	if m.DType == market.FP8 && !strings.EqualFold(s.quantization, "ascend") {
+	if m.DType == models.FP8 && !strings.EqualFold(s.quantization, "ascend") {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "model"), s.model, fmt.Sprintf(
 			"%s is published in FP8, which vLLM-Ascend cannot load: serve a W8A8 checkpoint of it (such as ModelScope's vllm-ascend/%s-W8A8) with Quantization(\"ascend\") and ModelFacts",
 			m.Name, path.Base(m.Name)))}
@@ -89,7 +89,7 @@ func (s *Service) checkTask(r *rendering) field.ErrorList {
 	p := field.NewPath("spec", "model")
 	task := m.Task
 	if task == "" {
-		task = market.TaskTextGeneration
+		task = models.TaskTextGeneration
 	}
 	switch {
 	case s.engine == teiEngine && m.Generates():
@@ -292,7 +292,7 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 		errs = append(errs, field.Required(spec.Child("on"), "Auto sizes the service for an accelerator: call On(hardware.H100) or another profile"))
 	}
 	if sourceOK && r.facts == nil {
-		why := fmt.Sprintf("%s is not in the model catalogue (market.Lookup)", r.src.Repo)
+		why := fmt.Sprintf("%s is not in the model catalogue (models.Lookup)", r.src.Repo)
 		if r.src.Repo == "" {
 			why = "a model on a volume has no catalogue entry"
 		}
@@ -351,21 +351,21 @@ func (s *Service) planOptions(r *rendering) []PlanOption {
 		opts = append(opts, WeightDType(d))
 	}
 	if strings.HasPrefix(strings.ToLower(s.kvCacheDType), "fp8") {
-		opts = append(opts, KVCacheDType(market.FP8))
+		opts = append(opts, KVCacheDType(models.FP8))
 	}
 	return opts
 }
 
 // quantizedDType is the weight format of a quantization method whose width
 // is unambiguous; other methods are planned at the published format.
-func quantizedDType(method string) (market.DType, bool) {
+func quantizedDType(method string) (models.DType, bool) {
 	switch strings.ToLower(method) {
 	case "fp8", "fbgemm_fp8", "ptpc_fp8":
-		return market.FP8, true
+		return models.FP8, true
 	case "awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "bitsandbytes-nf4", "bitsandbytes-fp4":
-		return market.INT4, true
+		return models.INT4, true
 	case "eetq", "int8", "w8a8", "w8a8_int8", "experts_int8", "ascend":
-		return market.INT8, true
+		return models.INT8, true
 	}
 	return "", false
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -16,8 +16,8 @@ type goldenCase struct {
 	w    cube.Workload
 }
 
-func mustLookup(id string) market.Model {
-	m, err := market.Lookup(id)
+func mustLookup(id string) models.Model {
+	m, err := models.Lookup(id)
 	if err != nil {
 		panic(err)
 	}

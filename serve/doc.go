@@ -100,7 +100,7 @@
 //   - Weights take parameters × bytes per parameter (bf16 2, fp8 and int8 1,
 //     int4 0.5; group-quantization scales not counted), split evenly over
 //     TP × PP ranks. A vision-language model's parameters include its
-//     vision tower (market.Model.VisionParameters, 677 M for Qwen2.5-VL);
+//     vision tower (models.Model.VisionParameters, 677 M for Qwen2.5-VL);
 //     the memory of vLLM's profiling run through that tower (its encoder
 //     cache) is not estimated.
 //   - Inside the share, a reserve is held back for what vLLM's profiling
@@ -134,7 +134,7 @@
 // derives it from the device's memory itself, and TGI sizes its KV cache by
 // its own warm-up, so Auto leaves their fractions to them.
 //
-// Plan sizes models that generate text (market.Model.Generates). It
+// Plan sizes models that generate text (models.Model.Generates). It
 // refuses an embedding, reranking or classification model, which has no KV
 // cache: serve those with TEI, one model on one device. A Service checks
 // the same when it knows the model's facts: TEI refuses a text-generating
@@ -156,7 +156,7 @@
 // adds Chat, ChatStream, Complete and Embed, which fill in the served model
 // name:
 //
-//	c, err := serve.NewClient("http://qwen-chat-api.team-a:8000",
-//		serve.ServedModel("qwen-chat"), serve.APIKeyFromEnv("QWEN_API_KEY"))
-//	resp, err := c.Chat(ctx, serve.UserMessage("Hello"))
+//	c, err := inference.NewClient("http://qwen-chat-api.team-a:8000",
+//		inference.ServedModel("qwen-chat"), inference.APIKeyFromEnv("QWEN_API_KEY"))
+//	resp, err := c.Chat(ctx, inference.UserMessage("Hello"))
 package serve

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -59,7 +59,7 @@ func assertErrors(t *testing.T, w cube.Workload, want ...wantErr) {
 }
 
 // longContext is m allowing sequences of n tokens.
-func longContext(m market.Model, n int) market.Model { m.ContextLength = n; return m }
+func longContext(m models.Model, n int) models.Model { m.ContextLength = n; return m }
 
 const qwen = "Qwen/Qwen2.5-7B-Instruct" // 28 attention heads, 4 KV heads
 
@@ -247,7 +247,7 @@ func TestValidationErrors(t *testing.T) {
 		},
 		"auto for a model not in the catalogue": {
 			serve.VLLM("q", "my-org/my-model").On(hardware.H100).Auto(),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.model", "Auto needs the model's architecture and my-org/my-model is not in the model catalogue (market.Lookup): give it with ModelFacts, or size the service yourself"}},
+			[]wantErr{{field.ErrorTypeInvalid, "spec.model", "Auto needs the model's architecture and my-org/my-model is not in the model catalogue (models.Lookup): give it with ModelFacts, or size the service yourself"}},
 		},
 		"auto for a model on a volume": {
 			serve.VLLM("q", "pvc://models/mine").On(hardware.H100).Auto(),

@@ -14,7 +14,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -114,7 +114,7 @@ func (s *script) planOptions() []serve.PlanOption {
 		case 2:
 			opts = append(opts, serve.MaxNodes(s.num()))
 		case 3:
-			opts = append(opts, serve.KVCacheDType(market.DType(s.str())))
+			opts = append(opts, serve.KVCacheDType(models.DType(s.str())))
 		case 4:
 			opts = append(opts, serve.MaxBatchedTokens(s.num()))
 		case 5:
@@ -185,7 +185,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 21:
 			svc = svc.Auto(s.planOptions()...)
 		case 22:
-			m, err := market.Lookup(fuzzModels[s.pick(4)])
+			m, err := models.Lookup(fuzzModels[s.pick(4)])
 			if err == nil {
 				switch s.pick(4) {
 				case 0:
@@ -330,7 +330,7 @@ func FuzzPlan(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 250, 251, 252, 253, 254, 255})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := &script{data: data}
-		m, err := market.Lookup(fuzzModels[s.pick(4)])
+		m, err := models.Lookup(fuzzModels[s.pick(4)])
 		require.NoError(t, err)
 		big := func() int64 {
 			return []int64{1, 1 << 20, 7_000_000_000, 1 << 40, 1 << 60, math.MaxInt64, 0, -1}[s.pick(8)]

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -24,7 +25,7 @@ func TestFromMarket(t *testing.T) {
 	reg := market.NewRegistry(store)
 	_, err = reg.Register(ctx, market.Version{
 		Model:    "support-bot",
-		Artifact: market.Artifact{URI: "pvc://models/support-bot/v1", Format: "safetensors", DType: market.BF16},
+		Artifact: market.Artifact{URI: "pvc://models/support-bot/v1", Format: "safetensors", DType: models.BF16},
 		Lineage:  market.Lineage{BaseModel: "hf://Qwen/Qwen2.5-7B-Instruct@main"},
 	})
 	require.NoError(t, err)
@@ -68,7 +69,7 @@ func TestFromMarketServesAnAdapterOnItsBase(t *testing.T) {
 	reg := market.NewRegistry(store)
 	_, err = reg.Register(ctx, market.Version{
 		Model:    "qwen",
-		Artifact: market.Artifact{URI: "pvc://models/Qwen/Qwen2.5-7B-Instruct", Format: "safetensors", DType: market.BF16},
+		Artifact: market.Artifact{URI: "pvc://models/Qwen/Qwen2.5-7B-Instruct", Format: "safetensors", DType: models.BF16},
 		Lineage:  market.Lineage{BaseModel: "hf://Qwen/Qwen2.5-7B-Instruct@main"},
 	})
 	require.NoError(t, err)

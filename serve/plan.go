@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 )
 
 // Planner defaults. They follow vLLM's OpenAI server: gpu_memory_utilization
@@ -144,7 +144,7 @@ type PlanResult struct {
 	MemoryUtilization float64
 	// WeightDType and KVCacheDType are the formats weights and KV cache are
 	// sized in.
-	WeightDType, KVCacheDType market.DType
+	WeightDType, KVCacheDType models.DType
 	// BlockSize is the number of tokens in one KV-cache block.
 	BlockSize int
 
@@ -173,7 +173,7 @@ type PlanResult struct {
 	KVCacheBytes int64
 
 	// KVBytesPerToken is the model's KV bytes per token over all layers,
-	// before any split (market.Model.KVBytesPerToken).
+	// before any split (models.Model.KVBytesPerToken).
 	KVBytesPerToken int64
 	// KVBytesPerTokenPerDevice is one device's share: its layers, its KV
 	// heads (replicated when TP exceeds them, all of an MLA latent).
@@ -232,8 +232,8 @@ type PlanOption interface {
 type planOptions struct {
 	contextLength    int
 	utilization      float64
-	kvDType          market.DType
-	weightDType      market.DType
+	kvDType          models.DType
+	weightDType      models.DType
 	maxTP            int
 	tp               int
 	maxNodes         int
@@ -260,10 +260,10 @@ func MemoryUtilization(f float64) PlanOption {
 	return planOptionFunc(func(o *planOptions) { o.utilization = f; o.mark("utilization") })
 }
 
-// KVCacheDType sizes the KV cache in format d (--kv-cache-dtype); market.FP8
+// KVCacheDType sizes the KV cache in format d (--kv-cache-dtype); models.FP8
 // halves it. The default is the model's 16-bit compute format: FP16 for
 // FP16 and FP32 checkpoints, BF16 otherwise.
-func KVCacheDType(d market.DType) PlanOption {
+func KVCacheDType(d models.DType) PlanOption {
 	return planOptionFunc(func(o *planOptions) { o.kvDType = d; o.mark("kvCacheDType") })
 }
 
@@ -272,7 +272,7 @@ func KVCacheDType(d market.DType) PlanOption {
 // (PlanResult.WeightDType). The quantization method that produced such a
 // checkpoint (awq, gptq…) is Service.Quantization; Auto derives the format
 // from it.
-func WeightDType(d market.DType) PlanOption {
+func WeightDType(d models.DType) PlanOption {
 	return planOptionFunc(func(o *planOptions) { o.weightDType = d; o.mark("weightDType") })
 }
 
@@ -328,7 +328,7 @@ func (o *planOptions) mark(name string) {
 // model fits. It returns a *FitError (errors.Is ErrDoesNotFit) saying by how
 // much the model misses when nothing within the limits fits, and every
 // invalid input at once as a field.ErrorList aggregate.
-func Plan(model market.Model, acc hardware.Profile, opts ...PlanOption) (PlanResult, error) {
+func Plan(model models.Model, acc hardware.Profile, opts ...PlanOption) (PlanResult, error) {
 	tokens, sequences := defaultBatching(acc)
 	o := planOptions{
 		contextLength:    model.ContextLength,
@@ -416,14 +416,14 @@ func (c stageCandidates) at(i int) int {
 
 // defaultKVDType mirrors vLLM's "auto": FP16 checkpoints (and FP32 ones,
 // which vLLM serves in FP16) cache in FP16, everything else in BF16.
-func defaultKVDType(weights market.DType) market.DType {
-	if weights == market.FP16 || weights == market.FP32 {
-		return market.FP16
+func defaultKVDType(weights models.DType) models.DType {
+	if weights == models.FP16 || weights == models.FP32 {
+		return models.FP16
 	}
-	return market.BF16
+	return models.BF16
 }
 
-func validatePlan(model market.Model, acc hardware.Profile, o planOptions) error {
+func validatePlan(model models.Model, acc hardware.Profile, o planOptions) error {
 	var errs field.ErrorList
 	if err := model.Validate(); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("model"), model.Name, err.Error()))
@@ -451,14 +451,14 @@ func validatePlan(model market.Model, acc hardware.Profile, o planOptions) error
 		errs = append(errs, field.Invalid(field.NewPath("memoryUtilization"), o.utilization, "must be in (0, 1]"))
 	}
 	switch o.kvDType {
-	case market.FP32, market.BF16, market.FP16, market.FP8:
+	case models.FP32, models.BF16, models.FP16, models.FP8:
 	default:
 		errs = append(errs, field.NotSupported(field.NewPath("kvCacheDType"), o.kvDType,
-			[]market.DType{market.BF16, market.FP16, market.FP8, market.FP32}))
+			[]models.DType{models.BF16, models.FP16, models.FP8, models.FP32}))
 	}
 	if !o.weightDType.Valid() {
 		errs = append(errs, field.NotSupported(field.NewPath("weightDType"), o.weightDType,
-			[]market.DType{market.FP32, market.BF16, market.FP16, market.FP8, market.INT8, market.INT4}))
+			[]models.DType{models.FP32, models.BF16, models.FP16, models.FP8, models.INT8, models.INT4}))
 	}
 	if o.maxTP < 1 && o.set["maxTensorParallel"] {
 		errs = append(errs, field.Invalid(field.NewPath("maxTensorParallel"), o.maxTP, "must be at least 1"))
@@ -502,7 +502,7 @@ func validatePlan(model market.Model, acc hardware.Profile, o planOptions) error
 }
 
 type planner struct {
-	model market.Model
+	model models.Model
 	acc   hardware.Profile
 	o     planOptions
 }
@@ -609,7 +609,7 @@ func (r PlanResult) needBytes(acc hardware.Profile) int64 {
 }
 
 // satAdd adds non-negative byte counts, stopping at math.MaxInt64 instead
-// of wrapping: a model's weights saturate there (market.Model.WeightBytes),
+// of wrapping: a model's weights saturate there (models.Model.WeightBytes),
 // and a wrapped sum would be negative and fit anything.
 func satAdd(a, b int64) int64 {
 	if a > math.MaxInt64-b {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
 func ExamplePlan() {
-	model, err := market.Lookup("Qwen/Qwen2.5-7B-Instruct")
+	model, err := models.Lookup("Qwen/Qwen2.5-7B-Instruct")
 	if err != nil {
 		panic(err)
 	}
@@ -29,11 +29,11 @@ func ExamplePlan() {
 // A model larger than one node gets pipeline stages across nodes; the
 // serve builders turn Nodes > 1 into a LeaderWorkerSet.
 func ExamplePlan_multiNode() {
-	model, err := market.Lookup("deepseek-ai/DeepSeek-R1")
+	model, err := models.Lookup("deepseek-ai/DeepSeek-R1")
 	if err != nil {
 		panic(err)
 	}
-	plan, err := serve.Plan(model, hardware.H100, serve.ContextLength(32768), serve.KVCacheDType(market.FP8))
+	plan, err := serve.Plan(model, hardware.H100, serve.ContextLength(32768), serve.KVCacheDType(models.FP8))
 	if err != nil {
 		panic(err)
 	}
@@ -48,7 +48,7 @@ func ExamplePlan_multiNode() {
 }
 
 func ExamplePlan_doesNotFit() {
-	model, err := market.Lookup("meta-llama/Llama-3.1-70B-Instruct")
+	model, err := models.Lookup("meta-llama/Llama-3.1-70B-Instruct")
 	if err != nil {
 		panic(err)
 	}
@@ -69,7 +69,7 @@ func ExamplePlan_doesNotFit() {
 // A vision-language model's vision tower is part of its weights; an
 // embedding model has no KV cache for Plan to size, and goes to TEI.
 func ExamplePlan_tasks() {
-	vl, err := market.Lookup("Qwen/Qwen2.5-VL-7B-Instruct")
+	vl, err := models.Lookup("Qwen/Qwen2.5-VL-7B-Instruct")
 	if err != nil {
 		panic(err)
 	}
@@ -80,7 +80,7 @@ func ExamplePlan_tasks() {
 	fmt.Printf("%s: %.1f GiB weights per device at TP=%d, %.1f GiB of them the vision tower\n", plan.Model,
 		float64(plan.WeightBytesPerDevice)/(1<<30), plan.TensorParallel, float64(vl.VisionParameters*2)/(1<<30)/float64(plan.TensorParallel))
 
-	embed, err := market.Lookup("BAAI/bge-m3")
+	embed, err := models.Lookup("BAAI/bge-m3")
 	if err != nil {
 		panic(err)
 	}

@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
-func catalogueModel(t testing.TB, id string) market.Model {
+func catalogueModel(t testing.TB, id string) models.Model {
 	t.Helper()
-	m, err := market.Lookup(id)
+	m, err := models.Lookup(id)
 	require.NoError(t, err)
 	return m
 }
@@ -34,7 +34,7 @@ func catalogueModel(t testing.TB, id string) market.Model {
 // qk_rope_head_dim) × bytes on every rank; blocks = KV memory ÷ (block ×
 // page × layers of the fullest stage), blocks of 16 tokens on GPUs and 128
 // on Ascend NPUs (vLLM-Ascend).
-func expectPlan(m market.Model, acc hardware.Profile, util float64, tp, pp, nodes, perNode, ctx int, weight, kv market.DType) serve.PlanResult {
+func expectPlan(m models.Model, acc hardware.Profile, util float64, tp, pp, nodes, perNode, ctx int, weight, kv models.DType) serve.PlanResult {
 	memory := acc.MemoryBytes
 	tokens, seqs := int64(2048), int64(256)
 	if memory >= 70<<30 && acc.Name != "A100-SXM-80GB" && acc.Name != "A100-SXM-40GB" {
@@ -93,50 +93,50 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 	qwen72 := catalogueModel(t, "Qwen/Qwen2.5-72B-Instruct")
 	dsv3 := catalogueModel(t, "deepseek-ai/DeepSeek-V3")
 	for _, tc := range []struct {
-		model              market.Model
+		model              models.Model
 		acc                hardware.Profile
 		opts               []serve.PlanOption
 		tp, pp, nodes, per int
 		ctx                int
-		weight, kv         market.DType
+		weight, kv         models.DType
 		util               float64
 	}{
 		// Llama-3.1-8B, full 131072-token context (16 GiB of KV per sequence).
-		{llama8, hardware.H100, nil, 1, 1, 1, 1, 131072, market.BF16, market.BF16, 0.9},
-		{llama8, hardware.A100_40G, nil, 1, 1, 1, 1, 131072, market.BF16, market.BF16, 0.9},
-		{llama8, hardware.L4, nil, 2, 1, 1, 2, 131072, market.BF16, market.BF16, 0.9}, // 5.1 GiB left at TP=1
-		{llama8, hardware.H200, nil, 1, 1, 1, 1, 131072, market.BF16, market.BF16, 0.9},
-		{llama8, hardware.L4, []serve.PlanOption{serve.ContextLength(8192)}, 1, 1, 1, 1, 8192, market.BF16, market.BF16, 0.9},
+		{llama8, hardware.H100, nil, 1, 1, 1, 1, 131072, models.BF16, models.BF16, 0.9},
+		{llama8, hardware.A100_40G, nil, 1, 1, 1, 1, 131072, models.BF16, models.BF16, 0.9},
+		{llama8, hardware.L4, nil, 2, 1, 1, 2, 131072, models.BF16, models.BF16, 0.9}, // 5.1 GiB left at TP=1
+		{llama8, hardware.H200, nil, 1, 1, 1, 1, 131072, models.BF16, models.BF16, 0.9},
+		{llama8, hardware.L4, []serve.PlanOption{serve.ContextLength(8192)}, 1, 1, 1, 1, 8192, models.BF16, models.BF16, 0.9},
 		// Llama-3.1-70B: 131.4 GiB of bf16 weights.
-		{llama70, hardware.H100, nil, 4, 1, 1, 4, 131072, market.BF16, market.BF16, 0.9},
-		{llama70, hardware.H100, []serve.PlanOption{serve.ContextLength(8192)}, 2, 1, 1, 2, 8192, market.BF16, market.BF16, 0.9},
-		{llama70, hardware.A100_40G, nil, 8, 1, 1, 8, 131072, market.BF16, market.BF16, 0.9},
-		{llama70, hardware.L4, nil, 8, 2, 2, 8, 131072, market.BF16, market.BF16, 0.9}, // multi-node
-		{llama70, hardware.H200, nil, 2, 1, 1, 2, 131072, market.BF16, market.BF16, 0.9},
-		{llama70, hardware.H100, []serve.PlanOption{serve.WeightDType(market.FP8), serve.KVCacheDType(market.FP8)}, 2, 1, 1, 2, 131072, market.FP8, market.FP8, 0.9},
-		{llama70, hardware.A100_40G, []serve.PlanOption{serve.WeightDType(market.INT4), serve.ContextLength(8192)}, 1, 1, 1, 1, 8192, market.INT4, market.BF16, 0.9},
+		{llama70, hardware.H100, nil, 4, 1, 1, 4, 131072, models.BF16, models.BF16, 0.9},
+		{llama70, hardware.H100, []serve.PlanOption{serve.ContextLength(8192)}, 2, 1, 1, 2, 8192, models.BF16, models.BF16, 0.9},
+		{llama70, hardware.A100_40G, nil, 8, 1, 1, 8, 131072, models.BF16, models.BF16, 0.9},
+		{llama70, hardware.L4, nil, 8, 2, 2, 8, 131072, models.BF16, models.BF16, 0.9}, // multi-node
+		{llama70, hardware.H200, nil, 2, 1, 1, 2, 131072, models.BF16, models.BF16, 0.9},
+		{llama70, hardware.H100, []serve.PlanOption{serve.WeightDType(models.FP8), serve.KVCacheDType(models.FP8)}, 2, 1, 1, 2, 131072, models.FP8, models.FP8, 0.9},
+		{llama70, hardware.A100_40G, []serve.PlanOption{serve.WeightDType(models.INT4), serve.ContextLength(8192)}, 1, 1, 1, 1, 8192, models.INT4, models.BF16, 0.9},
 		// Qwen2.5-7B-Instruct: 32768-token context, 28 heads (TP ∈ {1, 2, 4}).
-		{qwen7, hardware.H100, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
-		{qwen7, hardware.A100_40G, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
-		{qwen7, hardware.L4, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
-		{qwen7, hardware.H200, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
-		{qwen7, hardware.L4, []serve.PlanOption{serve.TensorParallel(4)}, 4, 1, 1, 4, 32768, market.BF16, market.BF16, 0.9},
-		{qwen7, hardware.L4, []serve.PlanOption{serve.MemoryUtilization(0.5), serve.ContextLength(4096)}, 2, 1, 1, 2, 4096, market.BF16, market.BF16, 0.5},
+		{qwen7, hardware.H100, nil, 1, 1, 1, 1, 32768, models.BF16, models.BF16, 0.9},
+		{qwen7, hardware.A100_40G, nil, 1, 1, 1, 1, 32768, models.BF16, models.BF16, 0.9},
+		{qwen7, hardware.L4, nil, 1, 1, 1, 1, 32768, models.BF16, models.BF16, 0.9},
+		{qwen7, hardware.H200, nil, 1, 1, 1, 1, 32768, models.BF16, models.BF16, 0.9},
+		{qwen7, hardware.L4, []serve.PlanOption{serve.TensorParallel(4)}, 4, 1, 1, 4, 32768, models.BF16, models.BF16, 0.9},
+		{qwen7, hardware.L4, []serve.PlanOption{serve.MemoryUtilization(0.5), serve.ContextLength(4096)}, 2, 1, 1, 2, 4096, models.BF16, models.BF16, 0.5},
 		// Qwen2.5-7B on 4.5 GB shares: TP=4 is the most its heads allow;
 		// at 0.15, pipeline stages are added on the same node (2 per node of 8).
-		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.2), serve.ContextLength(1024)}, 4, 1, 1, 4, 1024, market.BF16, market.BF16, 0.2},
-		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.15), serve.ContextLength(1024)}, 4, 2, 1, 8, 1024, market.BF16, market.BF16, 0.15},
+		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.2), serve.ContextLength(1024)}, 4, 1, 1, 4, 1024, models.BF16, models.BF16, 0.2},
+		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.15), serve.ContextLength(1024)}, 4, 2, 1, 8, 1024, models.BF16, models.BF16, 0.15},
 		// Ascend: Qwen2.5-72B on 64 GB 910B3s; Qwen2.5-7B on 24 GB 310P3s,
 		// which keep half the remainder for the KV cache.
-		{qwen72, hardware.Ascend910B3, nil, 4, 1, 1, 4, 32768, market.BF16, market.BF16, 0.9},
-		{qwen7, hardware.Ascend310P3, nil, 1, 1, 1, 1, 32768, market.BF16, market.BF16, 0.9},
-		{qwen7base, hardware.Ascend310P3, nil, 2, 1, 1, 2, 131072, market.BF16, market.BF16, 0.9}, // 53,280 tokens at TP=1
+		{qwen72, hardware.Ascend910B3, nil, 4, 1, 1, 4, 32768, models.BF16, models.BF16, 0.9},
+		{qwen7, hardware.Ascend310P3, nil, 1, 1, 1, 1, 32768, models.BF16, models.BF16, 0.9},
+		{qwen7base, hardware.Ascend310P3, nil, 2, 1, 1, 2, 131072, models.BF16, models.BF16, 0.9}, // 53,280 tokens at TP=1
 		// DeepSeek-V3: 625 GiB of FP8 weights, MLA latent on every rank.
-		{dsv3, hardware.H100, nil, 8, 2, 2, 8, 163840, market.FP8, market.BF16, 0.9},
-		{dsv3, hardware.A100_40G, nil, 8, 3, 3, 8, 163840, market.FP8, market.BF16, 0.9},
-		{dsv3, hardware.L4, nil, 8, 5, 5, 8, 163840, market.FP8, market.BF16, 0.9},
-		{dsv3, hardware.H200, nil, 8, 1, 1, 8, 163840, market.FP8, market.BF16, 0.9},
-		{dsv3, hardware.H200, []serve.PlanOption{serve.KVCacheDType(market.FP8)}, 8, 1, 1, 8, 163840, market.FP8, market.FP8, 0.9},
+		{dsv3, hardware.H100, nil, 8, 2, 2, 8, 163840, models.FP8, models.BF16, 0.9},
+		{dsv3, hardware.A100_40G, nil, 8, 3, 3, 8, 163840, models.FP8, models.BF16, 0.9},
+		{dsv3, hardware.L4, nil, 8, 5, 5, 8, 163840, models.FP8, models.BF16, 0.9},
+		{dsv3, hardware.H200, nil, 8, 1, 1, 8, 163840, models.FP8, models.BF16, 0.9},
+		{dsv3, hardware.H200, []serve.PlanOption{serve.KVCacheDType(models.FP8)}, 8, 1, 1, 8, 163840, models.FP8, models.FP8, 0.9},
 	} {
 		name := tc.model.Name + "/" + tc.acc.Name
 		util := tc.util
@@ -260,7 +260,7 @@ func TestPlanForcedTensorParallelMustDivideHeads(t *testing.T) {
 
 	oddHeads := qwen7
 	oddHeads.Name, oddHeads.AttentionHeads, oddHeads.KVHeads = "odd-heads", 7, 7
-	_, err = serve.Plan(oddHeads, hardware.H100, serve.WeightDType(market.INT4), serve.ContextLength(1024))
+	_, err = serve.Plan(oddHeads, hardware.H100, serve.WeightDType(models.INT4), serve.ContextLength(1024))
 	require.NoError(t, err, "TP=1 divides anything")
 }
 
@@ -274,7 +274,7 @@ func TestPlanCannotFit(t *testing.T) {
 	llama70 := catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct")
 	single := hardware.L4.WithMaxPerNode(1)
 	_, err := serve.Plan(llama70, single, serve.MaxNodes(1), serve.ContextLength(8192))
-	want := expectPlan(llama70, single, 0.9, 1, 1, 1, 1, 8192, market.BF16, market.BF16)
+	want := expectPlan(llama70, single, 0.9, 1, 1, 1, 1, 8192, models.BF16, models.BF16)
 	require.EqualError(t, err, "plan Llama-3.1-70B-Instruct on L4: needs 134.3 GiB per device at TP=1 "+
 		"but L4 has 20.2 GiB usable: short by 114.0 GiB")
 	var fit *serve.FitError
@@ -288,8 +288,8 @@ func TestPlanCannotFit(t *testing.T) {
 
 	// DeepSeek-V3 upcast to BF16 (1.25 TiB) on at most two nodes of L4s.
 	dsv3 := catalogueModel(t, "deepseek-ai/DeepSeek-V3")
-	_, err = serve.Plan(dsv3, hardware.L4, serve.WeightDType(market.BF16), serve.MaxNodes(2))
-	want = expectPlan(dsv3, hardware.L4, 0.9, 8, 2, 2, 8, 163840, market.BF16, market.BF16)
+	_, err = serve.Plan(dsv3, hardware.L4, serve.WeightDType(models.BF16), serve.MaxNodes(2))
+	want = expectPlan(dsv3, hardware.L4, 0.9, 8, 2, 2, 8, 163840, models.BF16, models.BF16)
 	require.ErrorAs(t, err, &fit)
 	assert.Equal(t, 8, fit.TensorParallel)
 	assert.Equal(t, 2, fit.PipelineParallel)
@@ -303,7 +303,7 @@ func TestPlanCannotFit(t *testing.T) {
 	one310P := hardware.Ascend310P3.WithMaxPerNode(1)
 	qwen7base := catalogueModel(t, "Qwen/Qwen2.5-7B")
 	_, err = serve.Plan(qwen7base, one310P, serve.MaxNodes(1))
-	want = expectPlan(qwen7base, one310P, 0.9, 1, 1, 1, 1, 131072, market.BF16, market.BF16)
+	want = expectPlan(qwen7base, one310P, 0.9, 1, 1, 1, 1, 131072, models.BF16, models.BF16)
 	require.ErrorAs(t, err, &fit)
 	assert.Equal(t, want.WeightBytesPerDevice+want.ReserveBytesPerDevice+2*131072*57344, fit.NeedBytes)
 	assert.EqualError(t, err, "plan Qwen2.5-7B on Ascend310P3: needs 28.5 GiB per device at TP=1 "+
@@ -319,7 +319,7 @@ func TestPlanCannotFit(t *testing.T) {
 func TestPlanRejectsBadInput(t *testing.T) {
 	qwen7 := catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct")
 	_, err := serve.Plan(qwen7, hardware.H100,
-		serve.ContextLength(-1), serve.MemoryUtilization(1.5), serve.KVCacheDType(market.INT4),
+		serve.ContextLength(-1), serve.MemoryUtilization(1.5), serve.KVCacheDType(models.INT4),
 		serve.WeightDType("fp6"), serve.MaxTensorParallel(0), serve.TensorParallel(-2), serve.MaxNodes(0),
 		serve.Overhead(-1), serve.MaxBatchedTokens(0), serve.MaxSequences(0))
 	require.Error(t, err)
@@ -339,7 +339,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		assert.Contains(t, err.Error(), want)
 	}
 
-	_, err = serve.Plan(market.Model{Name: "empty"}, hardware.CPU)
+	_, err = serve.Plan(models.Model{Name: "empty"}, hardware.CPU)
 	require.Error(t, err)
 	for _, want := range []string{
 		`model: Invalid value: "empty": [num_hidden_layers: Invalid value: 0: must be positive`,
@@ -369,15 +369,15 @@ func TestPlanRejectsBadInput(t *testing.T) {
 
 func TestPlanDefaultsFollowTheModel(t *testing.T) {
 	fp16 := catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct")
-	fp16.DType = market.FP16
+	fp16.DType = models.FP16
 	p, err := serve.Plan(fp16, hardware.H100)
 	require.NoError(t, err)
-	assert.Equal(t, market.FP16, p.KVCacheDType, "vLLM's auto KV dtype is the model's 16-bit format")
-	fp16.DType = market.FP32
+	assert.Equal(t, models.FP16, p.KVCacheDType, "vLLM's auto KV dtype is the model's 16-bit format")
+	fp16.DType = models.FP32
 	p, err = serve.Plan(fp16, hardware.H100)
 	require.NoError(t, err)
-	assert.Equal(t, market.FP16, p.KVCacheDType)
-	assert.Equal(t, market.FP32, p.WeightDType)
+	assert.Equal(t, models.FP16, p.KVCacheDType)
+	assert.Equal(t, models.FP32, p.WeightDType)
 
 	p, err = serve.Plan(catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.Overhead(0), serve.MaxBatchedTokens(1), serve.MaxSequences(3))
 	require.NoError(t, err)
@@ -392,7 +392,7 @@ func TestPlanErrorsAreDistinct(t *testing.T) {
 // BenchmarkPlan plans every catalogue model on each of four accelerators
 // per iteration.
 func BenchmarkPlan(b *testing.B) {
-	models := market.Catalogue()
+	models := models.Catalogue()
 	accs := []hardware.Profile{hardware.H100, hardware.A100_40G, hardware.L4, hardware.H200}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -429,7 +429,7 @@ func TestPlanWithAbsurdLayerCounts(t *testing.T) {
 	m.Layers = math.MaxInt32
 	start := time.Now()
 	_, _ = serve.Plan(m, hardware.L4, serve.MaxNodes(math.MaxInt32), serve.ContextLength(1024))
-	_, _ = serve.Plan(m, hardware.L4.WithMaxPerNode(1), serve.MaxNodes(math.MaxInt32), serve.WeightDType(market.FP32))
+	_, _ = serve.Plan(m, hardware.L4.WithMaxPerNode(1), serve.MaxNodes(math.MaxInt32), serve.WeightDType(models.FP32))
 	assert.Less(t, time.Since(start), 5*time.Second)
 
 	// The same candidates as a stage-by-stage search: Llama-3.1-70B on L4

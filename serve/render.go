@@ -20,7 +20,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/urlcheck"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -42,7 +42,7 @@ const (
 type rendering struct {
 	engine *engine
 	src    Source
-	facts  *market.Model
+	facts  *models.Model
 
 	profile    hardware.Profile
 	hasProfile bool

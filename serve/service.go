@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/internal/urlcheck"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -58,7 +58,7 @@ type Service struct {
 	maxUnavailable *int32
 
 	auto  *autoSettings
-	facts *market.Model
+	facts *models.Model
 
 	rankTable       string
 	mindIEConfig    []func(*MindIEConfig)
@@ -272,8 +272,8 @@ func (s *Service) Quantization(method string) *Service {
 // e.g. fp8; TGI --kv-cache-dtype fp8_e4m3fn or fp8_e5m2).
 // It takes the engine's own value, checked against the values that engine
 // accepts, because those name variants (fp8_e4m3, fp8_e5m2, auto) that
-// market.DType does not; the plan option KVCacheDType takes the
-// market.DType whose width sizes the cache, and Auto passes FP8 to the
+// models.DType does not; the plan option KVCacheDType takes the
+// models.DType whose width sizes the cache, and Auto passes FP8 to the
 // planner for any fp8 value.
 func (s *Service) KVCacheDType(dtype string) *Service {
 	if s == nil {
@@ -542,7 +542,7 @@ func (s *Service) DisruptionBudget(maxUnavailable int) *Service {
 // node cannot hold the model, the nodes of a LeaderWorkerSet; it also sets
 // the context length it planned for and, for vLLM and MindIE, the memory
 // utilisation (SGLang and TGI size their memory themselves). The model's
-// facts come from market.Lookup of its id, or from ModelFacts. opts tune
+// facts come from models.Lookup of its id, or from ModelFacts. opts tune
 // the plan (serve.ContextLength, serve.MaxNodes…); MaxModelLen,
 // GPUMemoryUtilization, TensorParallel, Quantization and KVCacheDType are
 // passed on too.
@@ -557,7 +557,7 @@ func (s *Service) Auto(opts ...PlanOption) *Service {
 // ModelFacts gives the architecture of a model the catalogue does not hold
 // (or of a model on a volume), for Auto and for the checks Objects makes
 // of explicit settings.
-func (s *Service) ModelFacts(m market.Model) *Service {
+func (s *Service) ModelFacts(m models.Model) *Service {
 	if s == nil {
 		return nil
 	}

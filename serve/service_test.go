@@ -21,6 +21,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -670,7 +671,7 @@ func TestEndpointFeedsTheClient(t *testing.T) {
 	assert.Equal(t, "http://qwen-api.team-a:8000", svc.Endpoint())
 	assert.Equal(t, "http://chat-api:11434", serve.Ollama("chat", "qwen2.5:7b").Endpoint())
 	assert.Equal(t, "http://npu-api:1025", serve.MindIE("npu", "pvc://m/x").Endpoint())
-	c, err := serve.NewClient(svc.Endpoint())
+	c, err := inference.NewClient(svc.Endpoint())
 	require.NoError(t, err)
 	assert.Equal(t, "http://qwen-api.team-a:8000/v1", c.BaseURL())
 	r := render(t, svc.On(hardware.H100).GPUs(1))

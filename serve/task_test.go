@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -39,7 +40,7 @@ func TestPlanCountsTheVisionTower(t *testing.T) {
 	text := catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct")
 	got, err := serve.Plan(vl, hardware.L4)
 	require.NoError(t, err)
-	assert.Equal(t, expectPlan(vl, hardware.L4, 0.9, 2, 1, 1, 2, 128000, market.BF16, market.BF16), got)
+	assert.Equal(t, expectPlan(vl, hardware.L4, 0.9, 2, 1, 1, 2, 128000, models.BF16, models.BF16), got)
 	assert.Equal(t, (vl.Parameters*2+1)/2, got.WeightBytesPerDevice, "8.29 B parameters in bf16 over two ranks")
 
 	sameLength := []serve.PlanOption{serve.ContextLength(32768), serve.TensorParallel(1)}
@@ -128,7 +129,7 @@ func TestFromMarketServesEncodersWithTEI(t *testing.T) {
 	reg := market.NewRegistry(store)
 	_, err = reg.Register(t.Context(), market.Version{
 		Model:    "legal-embed",
-		Artifact: market.Artifact{URI: "pvc://models/legal-embed/v1", Format: market.FormatLoRA, DType: market.BF16},
+		Artifact: market.Artifact{URI: "pvc://models/legal-embed/v1", Format: market.FormatLoRA, DType: models.BF16},
 		Lineage:  market.Lineage{BaseModel: "hf://BAAI/bge-m3"},
 	})
 	require.NoError(t, err)

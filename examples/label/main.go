@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
 	"github.com/cubestudio/cube/llm"
-	"github.com/cubestudio/cube/serve"
 )
 
 func main() {
@@ -86,7 +86,7 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "imported %d tasks into project %d\n", imported.TaskCount, project.ID)
 
 	// 4. Auto-label with the served model.
-	chat, err := serve.NewClient(model.URL)
+	chat, err := inference.NewClient(model.URL)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -56,7 +57,7 @@ func run(ctx context.Context, out io.Writer, registryPath string) error {
 		return err
 	}
 	tuning, err := base.FineTune("support-bot",
-		market.Artifact{URI: "pvc://models/support-bot/v1", Format: "safetensors", DType: market.BF16},
+		market.Artifact{URI: "pvc://models/support-bot/v1", Format: "safetensors", DType: models.BF16},
 		func(baseWeights, output string) market.Trainer {
 			job := train.PyTorch("sft-support-bot").Namespace("ml").
 				Image("pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime").

@@ -18,7 +18,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/kinds"
-	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
@@ -158,7 +158,7 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	if size.small {
 		model, accel, ctxLen = "Qwen/Qwen2.5-7B-Instruct", hardware.T4, 4096
 	}
-	qwen, err := market.Lookup(model)
+	qwen, err := models.Lookup(model)
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,8 @@ import (
 	"os/signal"
 	"path/filepath"
 
+	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/rag"
-	"github.com/cubestudio/cube/serve"
 )
 
 //go:embed corpus
@@ -56,14 +56,14 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	}
 	defer kb.Close()
 	if o.chat != "" {
-		opts := []serve.ClientOption{}
+		opts := []inference.ClientOption{}
 		if o.model != "" {
-			opts = append(opts, serve.ServedModel(o.model))
+			opts = append(opts, inference.ServedModel(o.model))
 		}
 		if o.apiKeyEnv != "" {
-			opts = append(opts, serve.APIKeyFromEnv(o.apiKeyEnv))
+			opts = append(opts, inference.APIKeyFromEnv(o.apiKeyEnv))
 		}
-		client, err := serve.NewClient(o.chat, opts...)
+		client, err := inference.NewClient(o.chat, opts...)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/market"
@@ -35,7 +36,7 @@ var types = []any{
 	(*rag.EmbeddingCache)(nil), (*rag.FeatureHasher)(nil), (*rag.HTTPReranker)(nil), (*rag.KnowledgeBase)(nil),
 	(*rag.Library)(nil), (*rag.Local)(nil), (*rag.MarkdownSplitter)(nil), (*rag.OpenAIEmbedder)(nil),
 	(*rag.RecursiveSplitter)(nil), (*rag.TokenSplitter)(nil), (*bpe.Tokenizer)(nil), (*milvus.Config)(nil),
-	(*serve.Client)(nil), (*serve.Service)(nil), (*serve.Split)(nil),
+	(*inference.Client)(nil), (*serve.Service)(nil), (*serve.Split)(nil),
 	(*train.ColossalAIJob)(nil), (*train.DeepSpeedJob)(nil), (*train.MPIJob)(nil), (*train.MXNetJob)(nil),
 	(*train.PaddleJob)(nil), (*train.PyTorchJob)(nil), (*train.RayJob)(nil), (*train.TFJob)(nil),
 	(*train.VolcanoJob)(nil), (*train.XGBoostJob)(nil),
@@ -51,10 +52,10 @@ func TestNilAndZeroReceiversDoNotPanic(t *testing.T) {
 			v    reflect.Value
 		}{{"nil", reflect.Zero(pt)}, {"zero", reflect.New(pt.Elem())}} {
 			promoted := promotedMethods(pt.Elem())
-			// go-openai's own methods, which serve.Client embeds: a zero
+			// go-openai's own methods, which inference.Client embeds: a zero
 			// Client has no *openai.Client under them (use NewClient).
 			foreign := map[string]bool{}
-			if pt == reflect.TypeFor[*serve.Client]() {
+			if pt == reflect.TypeFor[*inference.Client]() {
 				foreign = promoted
 			}
 			for i := range pt.NumMethod() {

@@ -11,6 +11,7 @@ import (
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pipeline"
@@ -221,8 +222,8 @@ func builderCases() []builderCase {
 		}},
 		{"llm-verl-ppo", func(s setting) cube.Workload {
 			// verl's reward loop serves a sequence classifier (llm.RL.RewardModel).
-			rm, _ := market.Lookup("Qwen/Qwen2.5-7B-Instruct")
-			rm.Task = market.TaskClassification
+			rm, _ := models.Lookup("Qwen/Qwen2.5-7B-Instruct")
+			rm.Task = models.TaskClassification
 			r := llm.VerlPPO("vppo", "Qwen/Qwen2.5-7B-Instruct").TrainFiles("pvc://datasets/prompts.parquet").ValFiles("pvc://datasets/prompts-val.parquet").
 				RewardModel("pvc://models/rm").RewardModelFacts(rm).WandB("wandb", "key").Output("pvc://models/vppo")
 			on(&r.Job().WorkerGroup("gpu", 1).Builder, s)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
-	"github.com/cubestudio/cube/serve"
 )
 
 // planted is a credential the tests hand to cube; it must never come back
@@ -53,13 +53,13 @@ func TestBuildersRefuseALiteralCredentialWithoutRepeatingIt(t *testing.T) {
 // TestClientsNeverPrintTheirCredentials formats the clients that hold an
 // API key, a token or a password every way a program might log them.
 func TestClientsNeverPrintTheirCredentials(t *testing.T) {
-	sc, err := serve.NewClient("http://qwen-chat:8000/v1", serve.APIKey(planted), serve.ServedModel("qwen"))
+	sc, err := inference.NewClient("http://qwen-chat:8000/v1", inference.APIKey(planted), inference.ServedModel("qwen"))
 	require.NoError(t, err)
 	lc, err := label.NewClient("http://labels:8080", label.Token(planted))
 	require.NoError(t, err)
 	backend, err := label.NewBackend(sc, label.BasicAuth("labeler", planted))
 	require.NoError(t, err)
-	for name, v := range map[string]any{"serve.Client": sc, "label.Client": lc, "label.Backend": backend} {
+	for name, v := range map[string]any{"inference.Client": sc, "label.Client": lc, "label.Backend": backend} {
 		for _, verb := range []string{"%v", "%+v", "%s", "%#v"} {
 			assertNoCredential(t, fmt.Sprintf(verb, v), planted, name+" printed with "+verb)
 		}

@@ -79,7 +79,7 @@ var clusterTools = []clusterTool{
 	{name: "pause", module: "main", pkg: "./internal/testenv/cmd/pause", static: true},
 	{name: "nslookup", module: "main", pkg: "./internal/testenv/cmd/nslookup", static: true},
 	// cube's own ML backend for Label Studio: what it serves is package
-	// label's Backend asking a model through serve.Client.
+	// label's Backend asking a model through inference.Client.
 	{name: "label-mlbackend", module: "main", pkg: "./label/labeltest/cmd/mlbackend", static: true, sources: []string{"label", "serve"}},
 }
 

@@ -10,7 +10,7 @@ import (
 
 // Model is a stand-in OpenAI-compatible server (the shapes of OpenAI's
 // /v1/models, /v1/chat/completions and /v1/embeddings, which vLLM and the
-// other engines behind serve.Client follow). Answer decides each chat
+// other engines behind inference.Client follow). Answer decides each chat
 // answer from the last user message; Embed each input's vector.
 type Model struct {
 	*httptest.Server

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/internal/journeys"
 	"github.com/cubestudio/cube/serve"
 )
@@ -27,12 +28,12 @@ import (
 // serve MODEL --port ...) and, across nodes, the Ray start commands, and
 // answers on the OpenAI API.
 
-// serviceClient returns a serve.Client for the Kubernetes Service of the
+// serviceClient returns a inference.Client for the Kubernetes Service of the
 // release that exposes the engine's port, reached through its cluster IP
 // (kube-proxy's rules apply on this host too).
 func serviceClient(t *testing.T, cl *cube.Client, rel *cube.Release, ns string, port int32, clientset interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Service, error)
-}) *serve.Client {
+}) *inference.Client {
 	t.Helper()
 	for _, ref := range rel.Objects {
 		if ref.Kind != "Service" || ref.Group != "" {
@@ -46,7 +47,7 @@ func serviceClient(t *testing.T, cl *cube.Client, rel *cube.Release, ns string, 
 		for _, p := range svc.Spec.Ports {
 			if p.Port == port {
 				endpoint := fmt.Sprintf("http://%s", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port))))
-				c, err := serve.NewClient(endpoint, serve.RequestTimeout(10*time.Second))
+				c, err := inference.NewClient(endpoint, inference.RequestTimeout(10*time.Second))
 				require.NoError(t, err)
 				return c
 			}
@@ -58,11 +59,11 @@ func serviceClient(t *testing.T, cl *cube.Client, rel *cube.Release, ns string, 
 
 // chat asks until the Service answers (endpoints reach kube-proxy a moment
 // after the pods are ready).
-func chat(t *testing.T, c *serve.Client, question string) string {
+func chat(t *testing.T, c *inference.Client, question string) string {
 	t.Helper()
 	var answer string
 	err := wait.PollUntilContextTimeout(t.Context(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		resp, err := c.Chat(ctx, serve.UserMessage(question))
+		resp, err := c.Chat(ctx, inference.UserMessage(question))
 		if err != nil {
 			t.Logf("chat: %v", err)
 			return false, nil

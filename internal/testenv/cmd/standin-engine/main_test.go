@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/inference"
 )
 
-// The stand-in answers cube's own serve.Client the way an OpenAI-compatible
+// The stand-in answers cube's own inference.Client the way an OpenAI-compatible
 // engine does: models, chat (plain and streamed), completions, embeddings,
 // and vLLM's metric names.
 func TestStandinAnswersServeClient(t *testing.T) {
@@ -36,18 +36,18 @@ func TestStandinAnswersServeClient(t *testing.T) {
 		return err == nil && resp.StatusCode == http.StatusOK
 	}, 5*time.Second, 20*time.Millisecond)
 
-	c, err := serve.NewClient(base)
+	c, err := inference.NewClient(base)
 	require.NoError(t, err)
 	ctx := t.Context()
 	// No model named: the client asks /v1/models which one is served.
-	resp, err := c.Chat(ctx, serve.UserMessage("hello there"))
+	resp, err := c.Chat(ctx, inference.UserMessage("hello there"))
 	require.NoError(t, err)
 	assert.Equal(t, "standin/echo", resp.Model)
 	require.Len(t, resp.Choices, 1)
 	assert.Equal(t, "standin: hello there", resp.Choices[0].Message.Content)
 	assert.Equal(t, 2, resp.Usage.PromptTokens)
 
-	stream, err := c.ChatStream(ctx, serve.UserMessage("one two three"))
+	stream, err := c.ChatStream(ctx, inference.UserMessage("one two three"))
 	require.NoError(t, err)
 	var text strings.Builder
 	for {
@@ -74,7 +74,7 @@ func TestStandinAnswersServeClient(t *testing.T) {
 	assert.NotEqual(t, vectors[0], vectors[2])
 	assert.Len(t, vectors[0], embeddingSize)
 
-	_, err = c.Chat(context.Background(), serve.UserMessage("x"))
+	_, err = c.Chat(context.Background(), inference.UserMessage("x"))
 	require.NoError(t, err)
 	metrics, err := http.Get(base + "/metrics")
 	require.NoError(t, err)
@@ -83,9 +83,9 @@ func TestStandinAnswersServeClient(t *testing.T) {
 	assert.Contains(t, string(body), `vllm:num_requests_waiting{model_name="standin/echo"} 0`)
 	assert.Contains(t, string(body), `vllm:request_success_total{finished_reason="stop",model_name="standin/echo"} 4`)
 
-	other, err := serve.NewClient(base, serve.ServedModel("not-served"))
+	other, err := inference.NewClient(base, inference.ServedModel("not-served"))
 	require.NoError(t, err)
-	_, err = other.Chat(ctx, serve.UserMessage("x"))
+	_, err = other.Chat(ctx, inference.UserMessage("x"))
 	require.Error(t, err, "a model the engine does not serve is refused")
 	assert.Contains(t, err.Error(), "does not exist")
 }

@@ -1,4 +1,4 @@
-package market
+package models
 
 import (
 	"errors"
@@ -44,7 +44,7 @@ func mustCount(m Model) Model {
 		m.VisionParameters, err = visionParameters(m.Vision)
 	}
 	if err != nil {
-		panic(fmt.Sprintf("market: catalogue entry %s: %v", m.HFID, err))
+		panic(fmt.Sprintf("models: catalogue entry %s: %v", m.HFID, err))
 	}
 	m.Parameters, m.ActiveParameters = total, active
 	return m

@@ -1,4 +1,4 @@
-package serve_test
+package inference_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/inference"
 )
 
 // The examples talk to an httptest server that speaks the OpenAI API the
@@ -20,17 +20,17 @@ func ExampleNewClient() {
 	os.Setenv("QWEN_CHAT_API_KEY", "sk-team-a")
 	defer os.Unsetenv("QWEN_CHAT_API_KEY")
 
-	c, err := serve.NewClient(srv.URL, serve.ServedModel("qwen-chat"), serve.APIKeyFromEnv("QWEN_CHAT_API_KEY"))
+	c, err := inference.NewClient(srv.URL, inference.ServedModel("qwen-chat"), inference.APIKeyFromEnv("QWEN_CHAT_API_KEY"))
 	if err != nil {
 		panic(err)
 	}
-	resp, err := c.Chat(context.Background(), serve.SystemMessage("Answer in one line."), serve.UserMessage("ping"))
+	resp, err := c.Chat(context.Background(), inference.SystemMessage("Answer in one line."), inference.UserMessage("ping"))
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(resp.Choices[0].Message.Content)
 
-	_, err = serve.NewClient("qwen-chat:8000")
+	_, err = inference.NewClient("qwen-chat:8000")
 	fmt.Println(err)
 	// Output:
 	// You said: ping
@@ -41,11 +41,11 @@ func ExampleClient_ChatStream() {
 	srv := startFakeOpenAI("", "qwen-chat")
 	defer srv.Close()
 	// No ServedModel: the client asks /v1/models and takes the only model.
-	c, err := serve.NewClient(srv.URL)
+	c, err := inference.NewClient(srv.URL)
 	if err != nil {
 		panic(err)
 	}
-	stream, err := c.ChatStream(context.Background(), serve.UserMessage("hello"))
+	stream, err := c.ChatStream(context.Background(), inference.UserMessage("hello"))
 	if err != nil {
 		panic(err)
 	}
@@ -70,7 +70,7 @@ func ExampleClient_ChatStream() {
 func ExampleClient_Complete() {
 	srv := startFakeOpenAI("", "qwen-base")
 	defer srv.Close()
-	c, err := serve.NewClient(srv.URL, serve.ServedModel("qwen-base"))
+	c, err := inference.NewClient(srv.URL, inference.ServedModel("qwen-base"))
 	if err != nil {
 		panic(err)
 	}
@@ -85,7 +85,7 @@ func ExampleClient_Complete() {
 func ExampleClient_Embed() {
 	srv := startFakeOpenAI("", "bge-m3")
 	defer srv.Close()
-	c, err := serve.NewClient(srv.URL+"/v1", serve.ServedModel("bge-m3"))
+	c, err := inference.NewClient(srv.URL+"/v1", inference.ServedModel("bge-m3"))
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package serve
+package inference
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type Client struct {
 }
 
 // errNilReceiver is what a nil or zero Client's requests return.
-var errNilReceiver = errors.New("serve: a nil or zero Client has no server: make it with serve.NewClient")
+var errNilReceiver = errors.New("inference: a nil or zero Client has no server: make it with inference.NewClient")
 
 // ClientOption configures NewClient.
 type ClientOption interface {
@@ -164,7 +164,7 @@ func baseURL(endpoint string) (string, *field.Error) {
 	case u.Scheme != "http" && u.Scheme != "https":
 		return "", field.Invalid(path, shown, "must be an http or https URL")
 	case u.User != nil:
-		return "", field.Invalid(path, shown, "must not carry credentials: use serve.APIKey or serve.APIKeyFromEnv")
+		return "", field.Invalid(path, shown, "must not carry credentials: use APIKey or APIKeyFromEnv")
 	case u.Host == "" || u.Hostname() == "":
 		return "", field.Invalid(path, shown, "must name a host")
 	case u.RawQuery != "" || u.Fragment != "":
@@ -201,9 +201,9 @@ func (c *Client) Model() string {
 // String describes the client without its API key.
 func (c *Client) String() string {
 	if c == nil {
-		return "serve.Client(nil)"
+		return "inference.Client(nil)"
 	}
-	return fmt.Sprintf("serve.Client(%s, model %q)", c.baseURL, c.Model())
+	return fmt.Sprintf("inference.Client(%s, model %q)", c.baseURL, c.Model())
 }
 
 // resolveModel returns the served model name, asking /v1/models once when
@@ -223,7 +223,7 @@ func (c *Client) resolveModel(ctx context.Context) (string, error) {
 		ids = append(ids, m.ID)
 	}
 	if len(ids) != 1 {
-		return "", fmt.Errorf("%w: %s lists %d models %v; set one with serve.ServedModel", ErrNoModel, c.baseURL, len(ids), ids)
+		return "", fmt.Errorf("%w: %s lists %d models %v; set one with inference.ServedModel", ErrNoModel, c.baseURL, len(ids), ids)
 	}
 	c.model = ids[0]
 	return c.model, nil

@@ -1,4 +1,4 @@
-package serve_test
+package inference_test
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/inference"
 )
 
 // fakeOpenAI is an httptest server that speaks the OpenAI API the way vLLM,
@@ -190,7 +190,7 @@ func TestNewClientEndpoint(t *testing.T) {
 		"http://[::1]:8000":                 "http://[::1]:8000/v1",
 		"http://mindie.default.svc.cluster": "http://mindie.default.svc.cluster/v1",
 	} {
-		c, err := serve.NewClient(endpoint, serve.ServedModel("m"))
+		c, err := inference.NewClient(endpoint, inference.ServedModel("m"))
 		require.NoError(t, err, endpoint)
 		assert.Equal(t, want, c.BaseURL(), endpoint)
 		assert.Equal(t, "m", c.Model())
@@ -212,7 +212,7 @@ func TestNewClientRejectsBadEndpoints(t *testing.T) {
 		"http://admin:s3cret@host:8000": `endpoint: Invalid value: "http://xxxxx@host:8000": must not carry credentials`,
 		"http://admin:s3cret@host:port": `endpoint: Invalid value: "http://xxxxx@host:port": not a URL`, // does not parse: redacted all the same
 	} {
-		_, err := serve.NewClient(endpoint)
+		_, err := inference.NewClient(endpoint)
 		require.Error(t, err, endpoint)
 		assert.Contains(t, err.Error(), want, endpoint)
 		assert.Contains(t, err.Error(), "new openai client: ")
@@ -222,11 +222,11 @@ func TestNewClientRejectsBadEndpoints(t *testing.T) {
 
 func TestNewClientReportsEveryBadOption(t *testing.T) {
 	t.Setenv("CUBE_TEST_EMPTY_KEY", "")
-	_, err := serve.NewClient("nope",
-		serve.APIKeyFromEnv("CUBE_TEST_EMPTY_KEY"),
-		serve.HTTPClient(nil),
-		serve.RequestTimeout(-time.Second),
-		serve.ServedModel(" qwen "),
+	_, err := inference.NewClient("nope",
+		inference.APIKeyFromEnv("CUBE_TEST_EMPTY_KEY"),
+		inference.HTTPClient(nil),
+		inference.RequestTimeout(-time.Second),
+		inference.ServedModel(" qwen "),
 	)
 	require.Error(t, err)
 	for _, want := range []string{
@@ -238,16 +238,16 @@ func TestNewClientReportsEveryBadOption(t *testing.T) {
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
-	_, err = serve.NewClient("http://host", serve.APIKey("  "))
+	_, err = inference.NewClient("http://host", inference.APIKey("  "))
 	require.EqualError(t, err, "new openai client: apiKey: Required value: an empty key would send no Authorization header")
 }
 
 func TestChatFillsTheModelAndKey(t *testing.T) {
 	f := newFakeOpenAI(t, "sk-test-123", "qwen-chat")
-	c, err := serve.NewClient(f.URL, serve.ServedModel("qwen-chat"), serve.APIKey("sk-test-123"))
+	c, err := inference.NewClient(f.URL, inference.ServedModel("qwen-chat"), inference.APIKey("sk-test-123"))
 	require.NoError(t, err)
 
-	resp, err := c.Chat(t.Context(), serve.SystemMessage("Be brief."), serve.AssistantMessage("Hi."), serve.UserMessage("ping"))
+	resp, err := c.Chat(t.Context(), inference.SystemMessage("Be brief."), inference.AssistantMessage("Hi."), inference.UserMessage("ping"))
 	require.NoError(t, err)
 	require.Len(t, resp.Choices, 1)
 	assert.Equal(t, "You said: ping", resp.Choices[0].Message.Content)
@@ -270,10 +270,10 @@ func TestChatFillsTheModelAndKey(t *testing.T) {
 
 func TestChatStreamEndsAtDone(t *testing.T) {
 	f := newFakeOpenAI(t, "", "qwen-chat")
-	c, err := serve.NewClient(f.URL, serve.ServedModel("qwen-chat"))
+	c, err := inference.NewClient(f.URL, inference.ServedModel("qwen-chat"))
 	require.NoError(t, err)
 
-	stream, err := c.ChatStream(t.Context(), serve.UserMessage("hello"))
+	stream, err := c.ChatStream(t.Context(), inference.UserMessage("hello"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = stream.Close() })
 	var text strings.Builder
@@ -304,7 +304,7 @@ func TestChatStreamEndsAtDone(t *testing.T) {
 
 func TestComplete(t *testing.T) {
 	f := newFakeOpenAI(t, "", "qwen-base")
-	c, err := serve.NewClient(f.URL, serve.ServedModel("qwen-base"))
+	c, err := inference.NewClient(f.URL, inference.ServedModel("qwen-base"))
 	require.NoError(t, err)
 	resp, err := c.Complete(t.Context(), "hello")
 	require.NoError(t, err)
@@ -320,7 +320,7 @@ func TestComplete(t *testing.T) {
 
 func TestEmbedKeepsInputOrder(t *testing.T) {
 	f := newFakeOpenAI(t, "", "bge-m3")
-	c, err := serve.NewClient(f.URL, serve.ServedModel("bge-m3"))
+	c, err := inference.NewClient(f.URL, inference.ServedModel("bge-m3"))
 	require.NoError(t, err)
 	vecs, err := c.Embed(t.Context(), "a", "bbb", "cc")
 	require.NoError(t, err)
@@ -347,7 +347,7 @@ func TestEmbedRejectsMismatchedAnswers(t *testing.T) {
 			fmt.Fprint(w, body)
 		}))
 		t.Cleanup(srv.Close)
-		c, err := serve.NewClient(srv.URL, serve.ServedModel("e"))
+		c, err := inference.NewClient(srv.URL, inference.ServedModel("e"))
 		require.NoError(t, err)
 		_, err = c.Embed(t.Context(), "x", "y")
 		require.Error(t, err, name)
@@ -357,11 +357,11 @@ func TestEmbedRejectsMismatchedAnswers(t *testing.T) {
 
 func TestModelIsDiscoveredOnce(t *testing.T) {
 	f := newFakeOpenAI(t, "", "Qwen/Qwen2.5-7B-Instruct")
-	c, err := serve.NewClient(f.URL)
+	c, err := inference.NewClient(f.URL)
 	require.NoError(t, err)
 	assert.Empty(t, c.Model())
 
-	_, err = c.Chat(t.Context(), serve.UserMessage("a"))
+	_, err = c.Chat(t.Context(), inference.UserMessage("a"))
 	require.NoError(t, err)
 	_, err = c.Complete(t.Context(), "b")
 	require.NoError(t, err)
@@ -377,34 +377,34 @@ func TestModelIsDiscoveredOnce(t *testing.T) {
 func TestModelDiscoveryNeedsExactlyOneModel(t *testing.T) {
 	for _, models := range [][]string{nil, {"a", "b"}} {
 		f := newFakeOpenAI(t, "", models...)
-		c, err := serve.NewClient(f.URL)
+		c, err := inference.NewClient(f.URL)
 		require.NoError(t, err)
-		_, err = c.Chat(t.Context(), serve.UserMessage("x"))
-		require.ErrorIs(t, err, serve.ErrNoModel)
+		_, err = c.Chat(t.Context(), inference.UserMessage("x"))
+		require.ErrorIs(t, err, inference.ErrNoModel)
 		assert.Contains(t, err.Error(), fmt.Sprintf("lists %d models", len(models)))
-		_, err = c.ChatStream(t.Context(), serve.UserMessage("x"))
-		require.ErrorIs(t, err, serve.ErrNoModel)
+		_, err = c.ChatStream(t.Context(), inference.UserMessage("x"))
+		require.ErrorIs(t, err, inference.ErrNoModel)
 		_, err = c.Complete(t.Context(), "x")
-		require.ErrorIs(t, err, serve.ErrNoModel)
+		require.ErrorIs(t, err, inference.ErrNoModel)
 		_, err = c.Embed(t.Context(), "x")
-		require.ErrorIs(t, err, serve.ErrNoModel)
+		require.ErrorIs(t, err, inference.ErrNoModel)
 	}
 	f := newFakeOpenAI(t, "right-key", "m")
-	c, err := serve.NewClient(f.URL, serve.APIKey("wrong-key"))
+	c, err := inference.NewClient(f.URL, inference.APIKey("wrong-key"))
 	require.NoError(t, err)
-	_, err = c.Chat(t.Context(), serve.UserMessage("x"))
+	_, err = c.Chat(t.Context(), inference.UserMessage("x"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "chat: list models at "+f.URL+"/v1")
 }
 
 func TestServerErrorsKeepTheirType(t *testing.T) {
 	f := newFakeOpenAI(t, "sk-right", "qwen-chat")
-	c, err := serve.NewClient(f.URL, serve.ServedModel("qwen-chat"), serve.APIKey("sk-wrong"))
+	c, err := inference.NewClient(f.URL, inference.ServedModel("qwen-chat"), inference.APIKey("sk-wrong"))
 	require.NoError(t, err)
 
 	calls := map[string]func() error{
-		"chat":     func() error { _, err := c.Chat(t.Context(), serve.UserMessage("x")); return err },
-		"stream":   func() error { _, err := c.ChatStream(t.Context(), serve.UserMessage("x")); return err },
+		"chat":     func() error { _, err := c.Chat(t.Context(), inference.UserMessage("x")); return err },
+		"stream":   func() error { _, err := c.ChatStream(t.Context(), inference.UserMessage("x")); return err },
 		"complete": func() error { _, err := c.Complete(t.Context(), "x"); return err },
 		"embed":    func() error { _, err := c.Embed(t.Context(), "x"); return err },
 	}
@@ -418,9 +418,9 @@ func TestServerErrorsKeepTheirType(t *testing.T) {
 		assert.NotContains(t, err.Error(), "sk-right", name)
 	}
 
-	c, err = serve.NewClient(f.URL, serve.ServedModel("llama"), serve.APIKey("sk-right"))
+	c, err = inference.NewClient(f.URL, inference.ServedModel("llama"), inference.APIKey("sk-right"))
 	require.NoError(t, err)
-	_, err = c.Chat(t.Context(), serve.UserMessage("x"))
+	_, err = c.Chat(t.Context(), inference.UserMessage("x"))
 	var apiErr *openai.APIError
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, http.StatusNotFound, apiErr.HTTPStatusCode)
@@ -430,26 +430,26 @@ func TestServerErrorsKeepTheirType(t *testing.T) {
 func TestAPIKeyFromEnv(t *testing.T) {
 	t.Setenv("CUBE_TEST_VLLM_KEY", "sk-from-env")
 	f := newFakeOpenAI(t, "sk-from-env", "m")
-	c, err := serve.NewClient(f.URL, serve.ServedModel("m"), serve.APIKeyFromEnv("CUBE_TEST_VLLM_KEY"))
+	c, err := inference.NewClient(f.URL, inference.ServedModel("m"), inference.APIKeyFromEnv("CUBE_TEST_VLLM_KEY"))
 	require.NoError(t, err)
-	_, err = c.Chat(t.Context(), serve.UserMessage("x"))
+	_, err = c.Chat(t.Context(), inference.UserMessage("x"))
 	require.NoError(t, err)
 	assert.Equal(t, "Bearer sk-from-env", f.recorded()[0].Authorization)
 
 	// The later of APIKey and APIKeyFromEnv wins.
-	c, err = serve.NewClient(f.URL, serve.ServedModel("m"), serve.APIKeyFromEnv("CUBE_TEST_UNSET_VAR"), serve.APIKey("sk-from-env"))
+	c, err = inference.NewClient(f.URL, inference.ServedModel("m"), inference.APIKeyFromEnv("CUBE_TEST_UNSET_VAR"), inference.APIKey("sk-from-env"))
 	require.NoError(t, err)
-	_, err = c.Chat(t.Context(), serve.UserMessage("x"))
+	_, err = c.Chat(t.Context(), inference.UserMessage("x"))
 	require.NoError(t, err)
 }
 
 func TestClientNeverPrintsTheKey(t *testing.T) {
-	c, err := serve.NewClient("http://qwen-chat:8000", serve.ServedModel("qwen"), serve.APIKey("sk-secret-value"))
+	c, err := inference.NewClient("http://qwen-chat:8000", inference.ServedModel("qwen"), inference.APIKey("sk-secret-value"))
 	require.NoError(t, err)
 	for _, format := range []string{"%v", "%+v", "%s", "%#v"} {
 		assert.NotContains(t, fmt.Sprintf(format, c), "sk-secret-value", format)
 	}
-	assert.Equal(t, `serve.Client(http://qwen-chat:8000/v1, model "qwen")`, c.String())
+	assert.Equal(t, `inference.Client(http://qwen-chat:8000/v1, model "qwen")`, c.String())
 }
 
 // countingTransport counts requests on their way through a caller's client.
@@ -469,18 +469,18 @@ func TestHTTPClientAndTimeout(t *testing.T) {
 	f := newFakeOpenAI(t, "", "m")
 	transport := &countingTransport{}
 	mine := &http.Client{Transport: transport}
-	c, err := serve.NewClient(f.URL, serve.ServedModel("m"), serve.HTTPClient(mine), serve.RequestTimeout(5*time.Second))
+	c, err := inference.NewClient(f.URL, inference.ServedModel("m"), inference.HTTPClient(mine), inference.RequestTimeout(5*time.Second))
 	require.NoError(t, err)
-	_, err = c.Chat(t.Context(), serve.UserMessage("x"))
+	_, err = c.Chat(t.Context(), inference.UserMessage("x"))
 	require.NoError(t, err)
 	assert.Equal(t, 1, transport.n, "requests go through the caller's transport")
 	assert.Zero(t, mine.Timeout, "the caller's client is not modified")
 
 	f.delay = 2 * time.Second
-	slow, err := serve.NewClient(f.URL, serve.ServedModel("m"), serve.RequestTimeout(50*time.Millisecond))
+	slow, err := inference.NewClient(f.URL, inference.ServedModel("m"), inference.RequestTimeout(50*time.Millisecond))
 	require.NoError(t, err)
 	start := time.Now()
-	_, err = slow.Chat(t.Context(), serve.UserMessage("x"))
+	_, err = slow.Chat(t.Context(), inference.UserMessage("x"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Client.Timeout exceeded")
 	assert.Less(t, time.Since(start), time.Second)
