@@ -20,9 +20,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/vgpu"
 )

@@ -34,6 +34,22 @@ func ExampleBuilder() {
 	}{c.Image, c.Command, c.Env, c.Resources.Limits, c.VolumeMounts})
 	fmt.Print(string(out))
 	// Output:
+	// Command:
+	// - python
+	// - etl.py
+	// Env:
+	// - name: DB_PASSWORD
+	//   valueFrom:
+	//     secretKeyRef:
+	//       key: password
+	//       name: db
+	// Image: python:3.12
+	// Limits:
+	//   cpu: "2"
+	//   memory: 4Gi
+	// Mounts:
+	// - mountPath: /data
+	//   name: pvc-warehouse
 }
 
 // Problems are recorded while chaining and come back together, each under
@@ -41,6 +57,13 @@ func ExampleBuilder() {
 func ExampleBuilder_errors() {
 	_, err := train.PyTorch("etl").CPU("two").Accelerators(-1).
 		EnvFromSecret("TOKEN", pod.SecretKeyRef{}).Build()
-	fmt.Println(err)
+	for _, e := range err.(interface{ Errors() []error }).Errors() {
+		fmt.Println(e)
+	}
 	// Output:
+	// accelerators: Invalid value: -1: must not be negative
+	// env[TOKEN].valueFrom.secretKeyRef: Required value: secret name and key are required
+	// spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image: Required value: an image is required (the same in spec.pytorchReplicaSpecs[Worker])
+	// spec.pytorchReplicaSpecs[Master].template.spec.containers[0].resources.requests[cpu]: Invalid value: "two": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (the same in spec.pytorchReplicaSpecs[Worker])
+	// spec.pytorchReplicaSpecs[Master].template.spec.containers[0].resources.limits[cpu]: Invalid value: "two": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (the same in spec.pytorchReplicaSpecs[Worker])
 }

@@ -168,7 +168,7 @@ func TestTemplateReportsEveryProblem(t *testing.T) {
 		Accelerators(-1).SharedMemory("lots").PodLabel("bad key!", "v")
 	_, errs := j.Template(tmplPath, podspec.TemplateOptions{Container: "main"})
 	assert.ElementsMatch(t, []string{
-		`spec.template.gpus: Invalid value: -1: must not be negative`,
+		`spec.template.accelerators: Invalid value: -1: must not be negative`,
 		`spec.template.env[TOKEN].valueFrom.secretKeyRef: Required value: secret name and key are required`,
 		`spec.template.spec.containers[0].image: Required value: an image is required`,
 		`spec.template.spec.containers[0].env[0].name: Invalid value: "A=B": a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')`,
@@ -267,7 +267,7 @@ func TestSettingErrorsOnce(t *testing.T) {
 		assert.Empty(t, errs, "a negative count is not passed on to the hardware as well")
 	}
 	want := []string{
-		`gpus: Invalid value: -1: must not be negative`,
+		`accelerators: Invalid value: -1: must not be negative`,
 		`queue: Invalid value: "Bad Queue": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 	}
 	assert.Equal(t, want, errorStrings(j.SettingErrors()))
@@ -339,7 +339,7 @@ func TestTemplateRefusesAcceleratorsBesideASlice(t *testing.T) {
 		Template(tmplPath, podspec.TemplateOptions{})
 	require.Len(t, errs, 1)
 	assert.Equal(t, field.ErrorTypeForbidden, errs[0].Type)
-	assert.Equal(t, "spec.template.gpus", errs[0].Field)
+	assert.Equal(t, "spec.template.accelerators", errs[0].Field)
 	assert.Contains(t, errs[0].Detail, "Accelerators(2) and Slice both set")
 }
 
