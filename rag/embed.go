@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/retry"
 )
 
 // Embedder turns texts into vectors, one per text in order.
@@ -154,7 +155,7 @@ func normalize(v []float32) bool {
 // (vLLM's embedding task, Hugging Face text-embeddings-inference, Ollama)
 // with go-openai, through a inference.Client. Texts go in batches of BatchSize,
 // at most Parallelism batches at once; a batch answered 429 or 5xx (or not
-// answered) is retried up to Retry's limit with doubling backoff; and
+// answered) is retried as the Retry policy says; and
 // vectors are cached by model and content hash, so embedding unchanged text
 // again costs no request.
 type OpenAIEmbedder struct {
@@ -162,17 +163,18 @@ type OpenAIEmbedder struct {
 	model       string
 	batch       int
 	parallelism int
-	retries     int
-	backoff     time.Duration
+	retry       retry.Policy
 	cache       *EmbeddingCache
 }
 
 // NewOpenAIEmbedder returns an embedder that asks client's server for
 // model's embeddings. Defaults: batches of 64, 4 batches at once, 3
-// retries starting at 500ms, a cache of 10,000 vectors.
+// retries starting at 500ms and doubling
+// (retry.Policy{Limit: 3, Backoff: 500 * time.Millisecond, Factor: 2}), a
+// cache of 10,000 vectors.
 func NewOpenAIEmbedder(client *inference.Client, model string) *OpenAIEmbedder {
 	return &OpenAIEmbedder{client: client, model: model, batch: 64, parallelism: 4,
-		retries: 3, backoff: 500 * time.Millisecond, cache: NewEmbeddingCache(10_000)}
+		retry: defaultRetry(), cache: NewEmbeddingCache(10_000)}
 }
 
 // BatchSize sets how many texts go in one request.
@@ -191,12 +193,19 @@ func (e *OpenAIEmbedder) Parallelism(n int) *OpenAIEmbedder {
 	return e
 }
 
-// Retry sets how many times a batch answered 429 or 5xx, or not answered
-// at all, is sent again (limit), and the wait before the first retry,
-// doubled before each next one.
-func (e *OpenAIEmbedder) Retry(limit int, backoff time.Duration) *OpenAIEmbedder {
+// defaultRetry is OpenAIEmbedder's retry policy unless Retry replaces it:
+// three more attempts, 500ms before the first, doubling. A function, not a
+// variable, so no caller can change every embedder's default.
+func defaultRetry() retry.Policy {
+	return retry.Policy{Limit: 3, Backoff: 500 * time.Millisecond, Factor: 2}
+}
+
+// Retry replaces the policy by which a batch answered 429 or 5xx, or not
+// answered at all, is sent again. A zero Policy sends each batch once; a
+// Factor of 0 keeps the wait constant, so write Factor 2 for doubling.
+func (e *OpenAIEmbedder) Retry(p retry.Policy) *OpenAIEmbedder {
 	if e != nil {
-		e.retries, e.backoff = limit, backoff
+		e.retry = p
 	}
 	return e
 }
@@ -235,11 +244,8 @@ func (e *OpenAIEmbedder) validate() error {
 	if e.parallelism <= 0 {
 		errs = append(errs, fmt.Errorf("parallelism: %d: must be positive", e.parallelism))
 	}
-	if e.retries < 0 {
-		errs = append(errs, fmt.Errorf("retry: limit %d: must not be negative", e.retries))
-	}
-	if e.backoff < 0 {
-		errs = append(errs, fmt.Errorf("retry: backoff %s: must not be negative", e.backoff))
+	for _, p := range e.retry.Problems() {
+		errs = append(errs, fmt.Errorf("retry.%s: %s: %s", p.Field, p.Value, p.Detail))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("embed: %w", errors.Join(errs...))
@@ -288,24 +294,19 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 }
 
 func (e *OpenAIEmbedder) embedBatch(ctx context.Context, batch []string) ([][]float32, error) {
-	wait := e.backoff
-	for attempt := 0; ; attempt++ {
-		resp, err := e.client.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Model: openai.EmbeddingModel(e.model), Input: batch})
-		if err == nil {
-			return vectorsOf(resp, len(batch), e.model)
-		}
-		if !retryable(err) || attempt >= e.retries || ctx.Err() != nil {
-			return nil, fmt.Errorf("embed %d texts with %s (attempt %d): %w", len(batch), e.model, attempt+1, err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("embed %d texts with %s: %w", len(batch), e.model, ctx.Err())
-		case <-t.C:
-		}
-		wait *= 2
+	var resp openai.EmbeddingResponse
+	attempts := 0
+	err := retry.Do(ctx, e.retry, func(err error) bool { return retryable(err) && ctx.Err() == nil },
+		func(ctx context.Context) error {
+			attempts++
+			var err error
+			resp, err = e.client.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Model: openai.EmbeddingModel(e.model), Input: batch})
+			return err
+		})
+	if err != nil {
+		return nil, fmt.Errorf("embed %d texts with %s (attempt %d): %w", len(batch), e.model, attempts, err)
 	}
+	return vectorsOf(resp, len(batch), e.model)
 }
 
 func vectorsOf(resp openai.EmbeddingResponse, n int, model string) ([][]float32, error) {

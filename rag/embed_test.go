@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/retry"
 )
 
 func TestHashedFeaturesAreUnitLengthDeterministicAndLexical(t *testing.T) {
@@ -127,26 +128,26 @@ func TestOpenAIEmbedderBatchesBoundsConcurrencyAndCaches(t *testing.T) {
 func TestOpenAIEmbedderRetriesOverloadAndServerErrors(t *testing.T) {
 	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		srv := newEmbeddingServer(t, status, 2)
-		e := NewOpenAIEmbedder(newServeClient(t, srv.URL), "bge-small").Retry(2, time.Millisecond)
+		e := NewOpenAIEmbedder(newServeClient(t, srv.URL), "bge-small").Retry(retry.Policy{Limit: 2, Backoff: time.Millisecond, Factor: 2})
 		vs, err := e.Embed(t.Context(), []string{"x"})
 		require.NoError(t, err, "status %d", status)
 		assert.Equal(t, []float32{1, 0}, vs[0])
 		assert.Equal(t, int32(3), srv.requests.Load())
 	}
 	srv := newEmbeddingServer(t, http.StatusServiceUnavailable, 5)
-	_, err := NewOpenAIEmbedder(newServeClient(t, srv.URL), "bge-small").Retry(1, time.Millisecond).Embed(t.Context(), []string{"x"})
+	_, err := NewOpenAIEmbedder(newServeClient(t, srv.URL), "bge-small").Retry(retry.Policy{Limit: 1, Backoff: time.Millisecond, Factor: 2}).Embed(t.Context(), []string{"x"})
 	assert.ErrorContains(t, err, "attempt 2")
 
 	bad := newEmbeddingServer(t, http.StatusBadRequest, 5)
-	_, err = NewOpenAIEmbedder(newServeClient(t, bad.URL), "bge-small").Retry(3, time.Millisecond).Embed(t.Context(), []string{"x"})
+	_, err = NewOpenAIEmbedder(newServeClient(t, bad.URL), "bge-small").Retry(retry.Policy{Limit: 3, Backoff: time.Millisecond, Factor: 2}).Embed(t.Context(), []string{"x"})
 	require.Error(t, err)
 	assert.Equal(t, int32(1), bad.requests.Load(), "a 400 is not retried")
 }
 
 func TestOpenAIEmbedderValidation(t *testing.T) {
-	_, err := NewOpenAIEmbedder(nil, "").BatchSize(0).Parallelism(-1).Retry(-1, -time.Second).Embed(t.Context(), []string{"x"})
+	_, err := NewOpenAIEmbedder(nil, "").BatchSize(0).Parallelism(-1).Retry(retry.Policy{Limit: -1, Backoff: -time.Second}).Embed(t.Context(), []string{"x"})
 	require.Error(t, err)
-	for _, want := range []string{"client: required", "model: required", "batchSize: 0", "parallelism: -1", "retry: limit -1", "retry: backoff -1s"} {
+	for _, want := range []string{"client: required", "model: required", "batchSize: 0", "parallelism: -1", "retry.limit: -1: must not be negative", "retry.backoff: -1s: must not be negative"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	var nilEmbedder *OpenAIEmbedder

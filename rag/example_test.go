@@ -92,7 +92,7 @@ func ExampleKnowledgeBase_Retrieve() {
 		rag.Document{Source: "serve.txt", Text: "vLLM serves models on port 8000."},
 	)
 	for _, mode := range []rag.Mode{rag.Keyword, rag.Vector, rag.Hybrid} {
-		hits, _ := kb.Retrieve(ctx, "how do I drain a node", rag.WithMode(mode), rag.TopK(1))
+		hits, _ := kb.Retrieve(ctx, "how do I drain a node", mode, rag.TopK(1))
 		fmt.Println(mode, hits[0].Chunk.Source)
 	}
 	_, err := kb.Retrieve(ctx, "x", rag.TopK(0), rag.RRF(-1, 1, 60))

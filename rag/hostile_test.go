@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/retry"
 )
 
 // Nil and zero values, chained or not, report what is missing; none panics.
@@ -27,7 +29,7 @@ func TestNilAndZeroValuesReportInsteadOfPanicking(t *testing.T) {
 	assert.ErrorContains(t, err, "nil TokenSplitter")
 
 	var nilEmb *OpenAIEmbedder
-	_, err = nilEmb.BatchSize(1).Parallelism(1).Retry(1, time.Second).Cache(nil).Embed(ctx, []string{"x"})
+	_, err = nilEmb.BatchSize(1).Parallelism(1).Retry(retry.Policy{Limit: 1, Backoff: time.Second}).Cache(nil).Embed(ctx, []string{"x"})
 	assert.ErrorContains(t, err, "nil OpenAIEmbedder")
 	assert.Empty(t, nilEmb.Model())
 	_, err = (&OpenAIEmbedder{}).Embed(ctx, []string{"x"})
@@ -76,7 +78,7 @@ func TestNilAndZeroValuesReportInsteadOfPanicking(t *testing.T) {
 	assert.ErrorContains(t, zeroStore.Compact(ctx), "not opened")
 	assert.ErrorContains(t, zeroStore.BuildIndex(), "not opened")
 	assert.Zero(t, zeroStore.LogBytes())
-	_, err = Open("", WithHNSW(HNSWParams{M: 1, EfConstruction: -1, EfSearch: -2}), ExactBelow(-1), nil)
+	_, err = Open("", HNSW(HNSWParams{M: 1, EfConstruction: -1, EfSearch: -2}), ExactBelow(-1), nil)
 	require.Error(t, err)
 	for _, want := range []string{"dir: required", "hnsw.M: 1", "hnsw.EfConstruction: -1", "hnsw.EfSearch: -2", "exactBelow: -1"} {
 		assert.Contains(t, err.Error(), want)

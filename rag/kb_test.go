@@ -37,7 +37,7 @@ func TestKnowledgeBaseRetrievesByEachMode(t *testing.T) {
 	kb := openCorpusKB(t)
 	ctx := t.Context()
 	for _, mode := range []Mode{Hybrid, Vector, Keyword} {
-		hits, err := kb.Retrieve(ctx, "how many GPUs does a team get by default", WithMode(mode), TopK(3))
+		hits, err := kb.Retrieve(ctx, "how many GPUs does a team get by default", mode, TopK(3))
 		require.NoError(t, err, mode)
 		require.NotEmpty(t, hits, mode)
 		assert.Equal(t, "gpu-quotas.md", hits[0].Chunk.Source, mode)
@@ -50,7 +50,7 @@ func TestKnowledgeBaseRetrievesByEachMode(t *testing.T) {
 	assert.Equal(t, "runbooks/storage.html", hits[0].Chunk.Source)
 	assert.Equal(t, "Shared storage", hits[0].Chunk.Title)
 
-	hits, err = kb.Retrieve(ctx, "GPU", Where(Filter{"source": "teams.csv", "team": "vision"}), WithMode(Keyword))
+	hits, err = kb.Retrieve(ctx, "GPU", Where(Filter{"source": "teams.csv", "team": "vision"}), Keyword)
 	require.NoError(t, err)
 	assert.Empty(t, hits, "the CSV rows keep no team metadata: LoadDir keeps no columns")
 
@@ -59,10 +59,10 @@ func TestKnowledgeBaseRetrievesByEachMode(t *testing.T) {
 	require.Len(t, hits, 1)
 	assert.Contains(t, hits[0].Chunk.Text, "HAMi")
 
-	hits, err = kb.Retrieve(ctx, "zebra xylophone", WithMode(Keyword))
+	hits, err = kb.Retrieve(ctx, "zebra xylophone", Keyword)
 	require.NoError(t, err)
 	assert.Empty(t, hits)
-	hits, err = kb.Retrieve(ctx, "canary", MinScore(0.5), WithMode(Vector))
+	hits, err = kb.Retrieve(ctx, "canary", MinScore(0.5), Vector)
 	require.NoError(t, err)
 	for _, h := range hits {
 		assert.GreaterOrEqual(t, h.Score, 0.5)
@@ -71,7 +71,7 @@ func TestKnowledgeBaseRetrievesByEachMode(t *testing.T) {
 
 func TestRetrieveValidatesEveryOption(t *testing.T) {
 	kb := openCorpusKB(t)
-	_, err := kb.Retrieve(t.Context(), "x", TopK(0), WithMode(Mode(9)), RRF(-1, 0, -2), Candidates(-1),
+	_, err := kb.Retrieve(t.Context(), "x", TopK(0), Mode(9), RRF(-1, 0, -2), Candidates(-1),
 		MinSimilarity(2), Where(Filter{"": "v"}))
 	require.Error(t, err)
 	for _, want := range []string{"topK: 0", "mode: Mode(9)", "rrf: weights -1 and 0", "rrf: k -2", "candidates: -1", "minSimilarity: 2", "where: filter"} {
@@ -183,7 +183,7 @@ func TestExtractiveAnswerCitesItsSources(t *testing.T) {
 	assert.Equal(t, "gpu-quotas.md", a.Citations[0].Source)
 	assert.Equal(t, a.Sources[0].Chunk.ID, a.Citations[0].ChunkID)
 
-	a, err = kb.Answer(t.Context(), "zebra xylophone", WithMode(Keyword))
+	a, err = kb.Answer(t.Context(), "zebra xylophone", Keyword)
 	require.NoError(t, err)
 	assert.Equal(t, NoAnswer, a.Text)
 	assert.Empty(t, a.Citations)

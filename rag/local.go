@@ -42,8 +42,15 @@ type slot struct {
 	alive bool
 }
 
-// LocalOption configures Open.
-type LocalOption func(*localOptions)
+// LocalOption configures Open: what HNSW, ExactBelow and NoSync return.
+type LocalOption interface {
+	applyLocal(*localOptions)
+}
+
+// localOptionFunc is the concrete type behind the option constructors.
+type localOptionFunc func(*localOptions)
+
+func (f localOptionFunc) applyLocal(o *localOptions) { f(o) }
 
 type localOptions struct {
 	params     HNSWParams
@@ -51,17 +58,21 @@ type localOptions struct {
 	noSync     bool
 }
 
-// WithHNSW sets the approximate index's parameters.
-func WithHNSW(p HNSWParams) LocalOption { return func(o *localOptions) { o.params = p } }
+// HNSW sets the approximate index's parameters.
+func HNSW(p HNSWParams) LocalOption {
+	return localOptionFunc(func(o *localOptions) { o.params = p })
+}
 
 // ExactBelow makes vector search exact while the store holds fewer than n
 // chunks (default 5,000, where a scan takes about a millisecond); from n
 // on it uses the HNSW graph, built on the first such search.
-func ExactBelow(n int) LocalOption { return func(o *localOptions) { o.exactBelow = n } }
+func ExactBelow(n int) LocalOption {
+	return localOptionFunc(func(o *localOptions) { o.exactBelow = n })
+}
 
 // NoSync skips fsync: writes survive a crash of the process but not of the
 // machine. For bulk loads that can be redone and for benchmarks.
-func NoSync() LocalOption { return func(o *localOptions) { o.noSync = true } }
+func NoSync() LocalOption { return localOptionFunc(func(o *localOptions) { o.noSync = true }) }
 
 // Open opens, creating if needed, the embedded store in dir. The log is
 // replayed: a last record a crash cut short is cut off (its write was
@@ -75,7 +86,7 @@ func Open(dir string, opts ...LocalOption) (*Local, error) {
 	o := localOptions{exactBelow: 5000}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			opt.applyLocal(&o)
 		}
 	}
 	var errs []error

@@ -85,10 +85,10 @@ func TestRetrievalQualityOnUpstreamFAQs(t *testing.T) {
 		name string
 		opts []QueryOption
 	}{
-		{"bm25", []QueryOption{WithMode(Keyword)}},
-		{"vector", []QueryOption{WithMode(Vector)}},
-		{"hybrid", []QueryOption{WithMode(Hybrid)}},
-		{"hybrid 1:2", []QueryOption{WithMode(Hybrid), RRF(1, 2, DefaultRRFK)}},
+		{"bm25", []QueryOption{Keyword}},
+		{"vector", []QueryOption{Vector}},
+		{"hybrid", []QueryOption{Hybrid}},
+		{"hybrid 1:2", []QueryOption{Hybrid, RRF(1, 2, DefaultRRFK)}},
 	}
 	results := map[string]result{}
 	for _, run := range runs {

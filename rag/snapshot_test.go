@@ -82,7 +82,7 @@ func TestSavedGraphIsReusedOnlyWhenItMatchesTheLog(t *testing.T) {
 	require.NoError(t, err)
 	b[len(b)/2] ^= 0x40
 	require.NoError(t, os.WriteFile(filepath.Join(dir, snapName), b, 0o644))
-	s, err = Open(dir, ExactBelow(0), WithHNSW(HNSWParams{}))
+	s, err = Open(dir, ExactBelow(0), HNSW(HNSWParams{}))
 	require.NoError(t, err)
 	assert.Nil(t, s.graph)
 	require.NoError(t, s.Close())

@@ -15,10 +15,12 @@ type Splitter interface {
 	Split(docs ...Document) ([]Chunk, error)
 }
 
-// DefaultSeparators are where RecursiveSplitter cuts, in order of
+// DefaultSeparators returns where RecursiveSplitter cuts, in order of
 // preference: paragraphs, lines, sentences, words, and as a last resort
-// anywhere between two characters.
-var DefaultSeparators = []string{"\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""}
+// anywhere between two characters. Each call returns a new slice.
+func DefaultSeparators() []string {
+	return []string{"\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""}
+}
 
 // RecursiveSplitter cuts text at the first separator that makes the pieces
 // short enough, recursing with the next separator into pieces that are
@@ -37,7 +39,7 @@ type RecursiveSplitter struct {
 // Recursive returns a splitter making chunks of at most size runes that
 // overlap by up to overlap runes.
 func Recursive(size, overlap int) *RecursiveSplitter {
-	return &RecursiveSplitter{size: size, overlap: overlap, separators: DefaultSeparators,
+	return &RecursiveSplitter{size: size, overlap: overlap, separators: DefaultSeparators(),
 		length: utf8.RuneCountInString, lengthName: "runes"}
 }
 

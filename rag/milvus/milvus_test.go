@@ -67,7 +67,7 @@ func TestKnowledgeBaseOnMilvus(t *testing.T) {
 	assert.Equal(t, 5, rep.Unchanged, "re-ingest is idempotent on Milvus too")
 
 	for _, mode := range []rag.Mode{rag.Keyword, rag.Vector, rag.Hybrid} {
-		hits, err := kb.Retrieve(ctx, "drain a node before maintenance", rag.WithMode(mode), rag.TopK(2))
+		hits, err := kb.Retrieve(ctx, "drain a node before maintenance", mode, rag.TopK(2))
 		require.NoError(t, err, mode)
 		require.NotEmpty(t, hits, mode)
 		assert.Equal(t, "runbooks/node-drain.txt", hits[0].Chunk.Source, mode)
@@ -76,9 +76,9 @@ func TestKnowledgeBaseOnMilvus(t *testing.T) {
 	// Milvus's fusion and rag's agree: same chunks, same scores.
 	inMilvus, err := kb.Retrieve(ctx, "GPU quota of a team", rag.TopK(5))
 	require.NoError(t, err)
-	vec, err := kb.Retrieve(ctx, "GPU quota of a team", rag.WithMode(rag.Vector), rag.TopK(20))
+	vec, err := kb.Retrieve(ctx, "GPU quota of a team", rag.Vector, rag.TopK(20))
 	require.NoError(t, err)
-	kw, err := kb.Retrieve(ctx, "GPU quota of a team", rag.WithMode(rag.Keyword), rag.TopK(20))
+	kw, err := kb.Retrieve(ctx, "GPU quota of a team", rag.Keyword, rag.TopK(20))
 	require.NoError(t, err)
 	require.Len(t, inMilvus, 5)
 	byID := map[string]float64{}
