@@ -9,6 +9,7 @@ import (
 
 	"github.com/cubestudio/cube/rag"
 	"github.com/cubestudio/cube/rag/bpe"
+	"github.com/cubestudio/cube/rag/load"
 )
 
 // A knowledge base on the embedded defaults: hashed-feature vectors, BM25,
@@ -23,7 +24,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer kb.Close()
-	docs, _ := rag.LoadMarkdown("quotas.md", strings.NewReader(
+	docs, _ := load.Markdown("quotas.md", strings.NewReader(
 		"# GPU quotas\n\nThe default quota is 8 GPUs per team.\n\n## Raising it\n\nA team lead asks the platform group to raise the GPU quota.\n"))
 	rep, _ := kb.Ingest(ctx, docs...)
 	fmt.Printf("added %d chunks\n", rep.Added)

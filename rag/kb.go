@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/rag/load"
 )
 
 // KnowledgeBase is a named collection of chunks: documents go in through
@@ -220,11 +221,11 @@ func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Do
 	return nil
 }
 
-// IngestDir loads the directory tree at root (see LoadDir) and ingests
+// IngestDir loads the directory tree at root (see load.Dir) and ingests
 // what loaded; files that failed are reported together with the ingest's
 // own error.
 func (kb *KnowledgeBase) IngestDir(ctx context.Context, root string) (IngestReport, error) {
-	docs, loadErr := LoadDir(ctx, root)
+	docs, loadErr := load.Dir(ctx, root)
 	rep, err := kb.Ingest(ctx, docs...)
 	return rep, errors.Join(loadErr, err)
 }

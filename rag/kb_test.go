@@ -52,7 +52,7 @@ func TestKnowledgeBaseRetrievesByEachMode(t *testing.T) {
 
 	hits, err = kb.Retrieve(ctx, "GPU", Where(Filter{"source": "teams.csv", "team": "vision"}), Keyword)
 	require.NoError(t, err)
-	assert.Empty(t, hits, "the CSV rows keep no team metadata: LoadDir keeps no columns")
+	assert.Empty(t, hits, "the CSV rows keep no team metadata: load.Dir keeps no columns")
 
 	hits, err = kb.Retrieve(ctx, "GPU", Where(Filter{"section": "GPU quotas > Fractional GPUs"}))
 	require.NoError(t, err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cubestudio/cube/rag/internal/markdown"
 )
 
 // Splitter cuts documents into chunks. Split gives every chunk its ID
@@ -228,7 +230,7 @@ func (m *MarkdownSplitter) Split(docs ...Document) ([]Chunk, error) {
 	}
 	var out []Chunk
 	for _, d := range docs {
-		hs := markdownHeadings([]byte(d.Text))
+		hs := markdown.Headings([]byte(d.Text))
 		type frame struct {
 			level int
 			title string
@@ -247,15 +249,15 @@ func (m *MarkdownSplitter) Split(docs ...Document) ([]Chunk, error) {
 			out = append(out, m.inner.split(sub)...)
 		}
 		for _, h := range hs {
-			if h.start < prev {
+			if h.Start < prev {
 				continue
 			}
-			flush(h.start)
-			prev = h.start
-			for len(stack) > 0 && stack[len(stack)-1].level >= h.level {
+			flush(h.Start)
+			prev = h.Start
+			for len(stack) > 0 && stack[len(stack)-1].level >= h.Level {
 				stack = stack[:len(stack)-1]
 			}
-			stack = append(stack, frame{h.level, h.title})
+			stack = append(stack, frame{h.Level, h.Title})
 			titles := make([]string, len(stack))
 			for i, f := range stack {
 				titles[i] = f.title

@@ -1,6 +1,6 @@
 //go:build unix
 
-package rag
+package load
 
 import (
 	"os"
@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A named pipe with no writer blocked LoadFile forever; it, a symbolic
-// link to it and a directory are refused at once, and LoadDir skips them.
+// A named pipe with no writer blocked File forever; it, a symbolic
+// link to it and a directory are refused at once, and Dir skips them.
 func TestLoadFileRefusesWhatIsNotARegularFile(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "notes.md")
@@ -30,7 +30,7 @@ func TestLoadFileRefusesWhatIsNotARegularFile(t *testing.T) {
 	} {
 		done := make(chan error, 1)
 		go func() {
-			_, err := LoadFile(filepath.Join(dir, name), name)
+			_, err := File(filepath.Join(dir, name), name)
 			done <- err
 		}()
 		select {
@@ -39,10 +39,10 @@ func TestLoadFileRefusesWhatIsNotARegularFile(t *testing.T) {
 			assert.Contains(t, err.Error(), "load markdown: ")
 			assert.Contains(t, err.Error(), want)
 		case <-time.After(5 * time.Second):
-			t.Fatalf("LoadFile(%s) blocked", name)
+			t.Fatalf("File(%s) blocked", name)
 		}
 	}
-	docs, err := LoadDir(t.Context(), dir)
+	docs, err := Dir(t.Context(), dir)
 	require.NoError(t, err)
 	require.Len(t, docs, 1)
 	assert.Equal(t, "real.md", docs[0].Source)

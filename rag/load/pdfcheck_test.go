@@ -1,4 +1,4 @@
-package rag
+package load
 
 import (
 	"bytes"
@@ -123,14 +123,14 @@ func loadPDFWithin(t *testing.T, b []byte) ([]Document, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		docs, err := LoadPDF("hostile.pdf", bytes.NewReader(b), int64(len(b)))
+		docs, err := PDF("hostile.pdf", bytes.NewReader(b), int64(len(b)))
 		done <- result{docs, err}
 	}()
 	select {
 	case r := <-done:
 		return r.docs, r.err
 	case <-time.After(10 * time.Second):
-		t.Fatal("LoadPDF did not return within 10 s")
+		t.Fatal("PDF did not return within 10 s")
 		return nil, nil
 	}
 }
@@ -296,7 +296,7 @@ func TestLoadPDFSaysSizeProblems(t *testing.T) {
 		{"trailing", append(slices.Clone(b), bytes.Repeat([]byte("x"), 200)...), int64(len(b)) + 200, fmt.Sprintf("last %%%%EOF ends at byte %d, %d bytes before the end", eof-1, len(b)+200-eof)},
 		{"tiny", b[:60], 60, "60 bytes is too short for a PDF"},
 	} {
-		_, err := LoadPDF("m.pdf", bytes.NewReader(c.data), c.size)
+		_, err := PDF("m.pdf", bytes.NewReader(c.data), c.size)
 		require.Error(t, err, c.name)
 		assert.Contains(t, err.Error(), c.want, c.name)
 		assert.NotContains(t, err.Error(), "missing %%EOF", c.name)
@@ -307,8 +307,8 @@ func TestLoadPDFSaysSizeProblems(t *testing.T) {
 // given too small a size says "not a valid zip file".
 func TestLoadDOCXSaysSizeProblems(t *testing.T) {
 	b := makeDOCX(t, "Hello")
-	_, err := LoadDOCX("d.docx", bytes.NewReader(b), int64(len(b))-10)
+	_, err := DOCX("d.docx", bytes.NewReader(b), int64(len(b))-10)
 	assert.ErrorContains(t, err, fmt.Sprintf("load docx d.docx: size: %d is less than the input", len(b)-10))
-	_, err = LoadDOCX("d.docx", bytes.NewReader(b), int64(len(b))+10)
+	_, err = DOCX("d.docx", bytes.NewReader(b), int64(len(b))+10)
 	assert.ErrorContains(t, err, fmt.Sprintf("load docx d.docx: size: %d is more than the input holds", len(b)+10))
 }
