@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/rag/embed"
 	chromem "github.com/philippgille/chromem-go"
 )
 
@@ -232,7 +233,7 @@ func BenchmarkIngest(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				kb := New("b", store, HashedFeatures(384))
+				kb := New("b", store, embed.HashedFeatures(384))
 				rep, err := kb.Ingest(context.Background(), docs...)
 				if err != nil {
 					b.Fatal(err)
@@ -246,7 +247,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.Run("baseline/chromem", func(b *testing.B) {
 		b.ReportAllocs()
 		ctx := context.Background()
-		splitter, embedder := Markdown(Recursive(1000, 150)), HashedFeatures(384)
+		splitter, embedder := Markdown(Recursive(1000, 150)), embed.HashedFeatures(384)
 		chunks := 0
 		for i := 0; i < b.N; i++ {
 			cs, err := splitter.Split(docs...)

@@ -1,6 +1,10 @@
 package rag
 
-import "math"
+import (
+	"math"
+
+	"github.com/cubestudio/cube/rag/internal/lex"
+)
 
 // BM25 parameters (Robertson and Zaragoza's usual values): k1 saturates a
 // term's frequency, b normalises for chunk length.
@@ -28,7 +32,7 @@ type bm25 struct {
 func newBM25() *bm25 { return &bm25{postings: map[string][]posting{}, df: map[string]int{}} }
 
 func (b *bm25) add(slot int32, text string) {
-	ts := terms(text)
+	ts := lex.Terms(text)
 	tf := map[string]uint32{}
 	for _, t := range ts {
 		tf[t]++
@@ -73,7 +77,7 @@ func (b *bm25) scores(query string, accept func(int32) bool) map[int32]float64 {
 		avg = 1
 	}
 	seen := map[string]bool{}
-	for _, t := range terms(query) {
+	for _, t := range lex.Terms(query) {
 		if seen[t] {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/rag/internal/vecmath"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,7 +30,7 @@ func crashVector(id string) []float32 {
 	for i := range v {
 		v[i] = float32(len(id)*31+i*7+int(id[len(id)-1])) + 1
 	}
-	normalize(v)
+	vecmath.Normalize(v)
 	return v
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strconv"
 
+	"github.com/cubestudio/cube/rag/embed"
 	"github.com/cubestudio/cube/rag/load"
 )
 
@@ -47,17 +48,6 @@ func ChunkID(source, text string, n int) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// contentHash is the hex SHA-256 of s.
-func contentHash(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(strconv.Itoa(len(p))))
-		h.Write([]byte{':'})
-		h.Write([]byte(p))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // assignIDs fills in deterministic IDs for chunks in order.
 func assignIDs(chunks []Chunk) {
 	seen := map[[2]string]int{}
@@ -74,3 +64,7 @@ func (c Chunk) clone() Chunk {
 	c.Metadata = maps.Clone(c.Metadata)
 	return c
 }
+
+// Embedder turns texts into vectors; see embed.Embedder. Package rag/embed
+// holds cube's embedders.
+type Embedder = embed.Embedder

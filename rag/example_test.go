@@ -9,6 +9,7 @@ import (
 
 	"github.com/cubestudio/cube/rag"
 	"github.com/cubestudio/cube/rag/bpe"
+	"github.com/cubestudio/cube/rag/embed"
 	"github.com/cubestudio/cube/rag/load"
 )
 
@@ -86,7 +87,7 @@ func ExampleKnowledgeBase_Retrieve() {
 	dir, _ := os.MkdirTemp("", "store")
 	defer os.RemoveAll(dir)
 	store, _ := rag.Open(dir)
-	kb := rag.New("docs", store, rag.HashedFeatures(256))
+	kb := rag.New("docs", store, embed.HashedFeatures(256))
 	defer kb.Close()
 	_, _ = kb.Ingest(ctx,
 		rag.Document{Source: "drain.txt", Text: "Cordon the node, then drain it so jobs can checkpoint."},

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+
+	"github.com/cubestudio/cube/rag/internal/vecmath"
 )
 
 // HNSWParams tunes the approximate index (Malkov and Yashunin's
@@ -108,25 +110,7 @@ func (h *hnsw) visitSet() *visitSet {
 	return v
 }
 
-// dot is the inner product; vectors are unit length, so 1-dot is the
-// cosine distance.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1 + s2 + s3
-}
-
-func (h *hnsw) dist(q []float32, id int32) float32 { return 1 - dot(q, h.vec(id)) }
+func (h *hnsw) dist(q []float32, id int32) float32 { return 1 - vecmath.Dot(q, h.vec(id)) }
 
 func (h *hnsw) maxFriends(level int) int {
 	if level == 0 {
@@ -188,7 +172,7 @@ func (h *hnsw) selectNeighbors(cands []candidate, m int) []int32 {
 		good := true
 		cv := h.vec(c.id)
 		for _, k := range kept {
-			if 1-dot(cv, h.vec(k)) < c.dist {
+			if 1-vecmath.Dot(cv, h.vec(k)) < c.dist {
 				good = false
 				break
 			}
@@ -246,7 +230,7 @@ func (h *hnsw) link(from, to int32, level int) {
 		fv := h.vec(from)
 		cs := make([]candidate, len(fs))
 		for i, f := range fs {
-			cs[i] = candidate{f, 1 - dot(fv, h.vec(f))}
+			cs[i] = candidate{f, 1 - vecmath.Dot(fv, h.vec(f))}
 		}
 		sort.Slice(cs, func(i, j int) bool { return cs[i].dist < cs[j].dist })
 		fs = fs[:h.maxFriends(level)]

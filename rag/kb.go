@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/rag/embed"
+	"github.com/cubestudio/cube/rag/internal/lex"
 	"github.com/cubestudio/cube/rag/load"
 )
 
@@ -150,9 +152,9 @@ func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Do
 		return err
 	}
 	// A chunk without a word ("---", a lone code fence) can be found by
-	// neither BM25 nor a lexical vector, and FeatureHasher gives it no
+	// neither BM25 nor a lexical vector, and embed.FeatureHasher gives it no
 	// direction the store could compare: it is not stored.
-	chunks = slices.DeleteFunc(chunks, func(c Chunk) bool { return len(terms(c.Text)) == 0 })
+	chunks = slices.DeleteFunc(chunks, func(c Chunk) bool { return len(lex.Terms(c.Text)) == 0 })
 	for i := range chunks {
 		if chunks[i].Metadata == nil {
 			chunks[i].Metadata = map[string]string{}
@@ -358,7 +360,7 @@ type kbManifest struct {
 }
 
 // Open opens (creating) the knowledge base name of team, embedded with
-// embedder (nil: HashedFeatures(384)). A knowledge base remembers its
+// embedder (nil: embed.HashedFeatures(384)). A knowledge base remembers its
 // embedder's model; opening it with another is an error, since vectors of
 // different models cannot be compared.
 func (l *Library) Open(team, name string, embedder Embedder, opts ...LocalOption) (*KnowledgeBase, error) {
@@ -376,7 +378,7 @@ func (l *Library) Open(team, name string, embedder Embedder, opts ...LocalOption
 		return nil, fmt.Errorf("open knowledge base: %w", errors.Join(errs...))
 	}
 	if embedder == nil {
-		embedder = HashedFeatures(384)
+		embedder = embed.HashedFeatures(384)
 	}
 	dir := filepath.Join(l.root, team, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

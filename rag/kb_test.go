@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/rag/embed"
 )
 
 // corpusDir is the small corpus examples/rag bundles; cube's own writing.
@@ -104,7 +105,7 @@ func TestReingestIsIdempotentAndChangesOnlyWhatChanged(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
 	store := openLocal(t, t.TempDir())
-	counting := &countingEmbedder{inner: HashedFeatures(64)}
+	counting := &countingEmbedder{inner: embed.HashedFeatures(64)}
 	kb := New("t/kb", store, counting).Splitter(Markdown(Recursive(200, 0)))
 	rep, err := kb.IngestDir(ctx, dir)
 	require.NoError(t, err)
@@ -158,7 +159,7 @@ func TestLibraryNamesAndRemembersTheEmbedder(t *testing.T) {
 	kb, err := lib.Open("nlp", "docs", nil)
 	require.NoError(t, err)
 	require.NoError(t, kb.Close())
-	_, err = lib.Open("nlp", "docs", HashedFeatures(128))
+	_, err = lib.Open("nlp", "docs", embed.HashedFeatures(128))
 	assert.ErrorContains(t, err, `embedder: "hashed-features-v1-128", but its chunks were embedded with "hashed-features-v1-384"`)
 	kb2, err := lib.Open("vision", "papers", nil)
 	require.NoError(t, err)
@@ -332,7 +333,7 @@ func TestPromptNumbersSourcesWithWhereTheyComeFrom(t *testing.T) {
 }
 
 func TestIngestSkipsChunksWithoutWords(t *testing.T) {
-	kb := New("t/kb", openLocal(t, t.TempDir()), HashedFeatures(64)).Splitter(Markdown(Recursive(12, 0)))
+	kb := New("t/kb", openLocal(t, t.TempDir()), embed.HashedFeatures(64)).Splitter(Markdown(Recursive(12, 0)))
 	rep, err := kb.Ingest(t.Context(), Document{Source: "a.md", Text: "# Title\n\n---\n\n***\n\nsome words"})
 	require.NoError(t, err)
 	assert.Equal(t, 2, rep.Added)

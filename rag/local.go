@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/cubestudio/cube/rag/internal/vecmath"
 )
 
 // Local is the embedded store: every chunk and vector in memory, every
@@ -212,7 +214,7 @@ func (s *Local) Upsert(ctx context.Context, records ...Record) error {
 			continue
 		}
 		v := slices.Clone(r.Vector)
-		if !normalize(v) {
+		if !vecmath.Normalize(v) {
 			errs = append(errs, fmt.Errorf("records[%d].vector: zero, NaN or infinite: has no direction to compare", i))
 			continue
 		}
@@ -332,7 +334,7 @@ func (s *Local) searchArgs(vector []float32, k int, f Filter) ([]float32, error)
 		errs = append(errs, errors.New("vector: required"))
 	} else if s.dims != 0 && len(q) != s.dims {
 		errs = append(errs, fmt.Errorf("vector: %d dimensions, the store holds %d", len(q), s.dims))
-	} else if !normalize(q) {
+	} else if !vecmath.Normalize(q) {
 		errs = append(errs, errors.New("vector: zero, NaN or infinite: has no direction to compare"))
 	}
 	if len(errs) > 0 {
@@ -437,7 +439,7 @@ func (s *Local) exact(q []float32, k int, f Filter) []Hit {
 			continue
 		}
 		// The min-heap of similarities keeps the k largest.
-		sim := dot(q, sl.vec)
+		sim := vecmath.Dot(q, sl.vec)
 		if h.Len() < k {
 			heap.Push(&h, candidate{int32(i), sim})
 		} else if sim > h[0].dist {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cubestudio/cube/rag/internal/vecmath"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -190,7 +191,7 @@ func clustered(n, dims, c int, noise float64, topicSeed, pointSeed uint64) [][]f
 		for j := range v {
 			v[j] = ctr[j] + float32(rng.NormFloat64()*noise)
 		}
-		normalize(v)
+		vecmath.Normalize(v)
 		out[i] = v
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/cubestudio/cube/rag/internal/vecmath"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -183,7 +184,7 @@ func retrieve(ctx context.Context, store Store, embedder Embedder, query string,
 		if len(vecs) != 1 {
 			return nil, fmt.Errorf("embed query: %d vectors for one text", len(vecs))
 		}
-		if normalize(append([]float32(nil), vecs[0]...)) {
+		if vecmath.Normalize(append([]float32(nil), vecs[0]...)) {
 			vector, err = store.SearchVector(ctx, vecs[0], o.candidates, o.filter)
 			if err != nil {
 				return nil, err
@@ -224,7 +225,7 @@ func retrieveHybridInStore(ctx context.Context, hs HybridSearcher, embedder Embe
 	if len(vecs) != 1 {
 		return nil, true, fmt.Errorf("embed query: %d vectors for one text", len(vecs))
 	}
-	if !normalize(append([]float32(nil), vecs[0]...)) {
+	if !vecmath.Normalize(append([]float32(nil), vecs[0]...)) {
 		return nil, false, nil
 	}
 	hits, err = hs.SearchHybrid(ctx, vecs[0], query, o.candidates, o.filter, o.rrfK)

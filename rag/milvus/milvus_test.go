@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/rag"
+	"github.com/cubestudio/cube/rag/embed"
 )
 
 // These tests run the real Milvus Go client against the in-process
@@ -58,7 +59,7 @@ func TestOpenCreatesTheCollectionWithBM25AndIndexes(t *testing.T) {
 func TestKnowledgeBaseOnMilvus(t *testing.T) {
 	f, addr := startFakeMilvus(t)
 	ctx := t.Context()
-	kb := rag.New("platform/handbook", openStore(t, addr, "platform_handbook", 384), rag.HashedFeatures(384))
+	kb := rag.New("platform/handbook", openStore(t, addr, "platform_handbook", 384), embed.HashedFeatures(384))
 	rep, err := kb.IngestDir(ctx, "../../examples/rag/corpus")
 	require.NoError(t, err)
 	assert.Equal(t, rag.IngestReport{Sources: 5, Added: 11, Embedded: 11}, rep)

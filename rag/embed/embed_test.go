@@ -1,4 +1,4 @@
-package rag
+package embed
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/rag/internal/vecmath"
 	"github.com/cubestudio/cube/retry"
 )
 
@@ -23,8 +24,8 @@ func TestHashedFeaturesAreUnitLengthDeterministicAndLexical(t *testing.T) {
 	require.NoError(t, err)
 	again, _ := h.Embed(t.Context(), []string{"GPU quota per team"})
 	assert.Equal(t, vs[0], again[0])
-	assert.InDelta(t, 1, float64(dot(vs[0], vs[0])), 1e-5)
-	assert.Greater(t, dot(vs[0], vs[1]), dot(vs[0], vs[2])+0.3, "shared words and trigrams (quota/quotas) are near")
+	assert.InDelta(t, 1, float64(vecmath.Dot(vs[0], vs[0])), 1e-5)
+	assert.Greater(t, vecmath.Dot(vs[0], vs[1]), vecmath.Dot(vs[0], vs[2])+0.3, "shared words and trigrams (quota/quotas) are near")
 	assert.Equal(t, make([]float32, 384), vs[3])
 
 	_, err = HashedFeatures(0).Embed(t.Context(), []string{"x"})
@@ -107,7 +108,7 @@ func newServeClient(t *testing.T, url string) *inference.Client {
 
 func TestOpenAIEmbedderBatchesBoundsConcurrencyAndCaches(t *testing.T) {
 	srv := newEmbeddingServer(t, 0, 0)
-	e := NewOpenAIEmbedder(newServeClient(t, srv.URL), "bge-small").BatchSize(3).Parallelism(2)
+	e := NewOpenAI(newServeClient(t, srv.URL), "bge-small").BatchSize(3).Parallelism(2)
 	texts := []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "g"}
 	vs, err := e.Embed(t.Context(), texts)
 	require.NoError(t, err)
@@ -128,29 +129,29 @@ func TestOpenAIEmbedderBatchesBoundsConcurrencyAndCaches(t *testing.T) {
 func TestOpenAIEmbedderRetriesOverloadAndServerErrors(t *testing.T) {
 	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		srv := newEmbeddingServer(t, status, 2)
-		e := NewOpenAIEmbedder(newServeClient(t, srv.URL), "bge-small").Retry(retry.Policy{Limit: 2, Backoff: time.Millisecond, Factor: 2})
+		e := NewOpenAI(newServeClient(t, srv.URL), "bge-small").Retry(retry.Policy{Limit: 2, Backoff: time.Millisecond, Factor: 2})
 		vs, err := e.Embed(t.Context(), []string{"x"})
 		require.NoError(t, err, "status %d", status)
 		assert.Equal(t, []float32{1, 0}, vs[0])
 		assert.Equal(t, int32(3), srv.requests.Load())
 	}
 	srv := newEmbeddingServer(t, http.StatusServiceUnavailable, 5)
-	_, err := NewOpenAIEmbedder(newServeClient(t, srv.URL), "bge-small").Retry(retry.Policy{Limit: 1, Backoff: time.Millisecond, Factor: 2}).Embed(t.Context(), []string{"x"})
+	_, err := NewOpenAI(newServeClient(t, srv.URL), "bge-small").Retry(retry.Policy{Limit: 1, Backoff: time.Millisecond, Factor: 2}).Embed(t.Context(), []string{"x"})
 	assert.ErrorContains(t, err, "attempt 2")
 
 	bad := newEmbeddingServer(t, http.StatusBadRequest, 5)
-	_, err = NewOpenAIEmbedder(newServeClient(t, bad.URL), "bge-small").Retry(retry.Policy{Limit: 3, Backoff: time.Millisecond, Factor: 2}).Embed(t.Context(), []string{"x"})
+	_, err = NewOpenAI(newServeClient(t, bad.URL), "bge-small").Retry(retry.Policy{Limit: 3, Backoff: time.Millisecond, Factor: 2}).Embed(t.Context(), []string{"x"})
 	require.Error(t, err)
 	assert.Equal(t, int32(1), bad.requests.Load(), "a 400 is not retried")
 }
 
 func TestOpenAIEmbedderValidation(t *testing.T) {
-	_, err := NewOpenAIEmbedder(nil, "").BatchSize(0).Parallelism(-1).Retry(retry.Policy{Limit: -1, Backoff: -time.Second}).Embed(t.Context(), []string{"x"})
+	_, err := NewOpenAI(nil, "").BatchSize(0).Parallelism(-1).Retry(retry.Policy{Limit: -1, Backoff: -time.Second}).Embed(t.Context(), []string{"x"})
 	require.Error(t, err)
 	for _, want := range []string{"client: required", "model: required", "batchSize: 0", "parallelism: -1", "retry.limit: -1: must not be negative", "retry.backoff: -1s: must not be negative"} {
 		assert.Contains(t, err.Error(), want)
 	}
-	var nilEmbedder *OpenAIEmbedder
+	var nilEmbedder *OpenAI
 	_, err = nilEmbedder.Embed(t.Context(), nil)
-	assert.ErrorContains(t, err, "nil OpenAIEmbedder")
+	assert.ErrorContains(t, err, "nil OpenAI embedder")
 }
