@@ -3,35 +3,20 @@ package rag
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"maps"
 	"strconv"
 
 	"github.com/cubestudio/cube/rag/embed"
 	"github.com/cubestudio/cube/rag/load"
+	"github.com/cubestudio/cube/rag/store"
 )
 
 // Document is text a loader of package rag/load read from one source, with
 // where it came from; see load.Document.
 type Document = load.Document
 
-// Chunk is a piece of a Document that is embedded, stored and retrieved.
-type Chunk struct {
-	// ID is derived from the source and the text (see ChunkID): the same
-	// text from the same source always gets the same ID, so re-ingesting
-	// unchanged text rewrites nothing.
-	ID     string
-	Source string
-	Title  string
-	// Section is the path of Markdown headings above the chunk,
-	// "Install > Debian"; "" outside Markdown.
-	Section string
-	Page    int
-	// Start and End are the chunk's byte offsets in the source (see
-	// Document.Offset): Text == source[Start:End] for stored-text formats.
-	Start, End int
-	Text       string
-	Metadata   map[string]string
-}
+// Chunk is a piece of a Document that is embedded, stored and retrieved;
+// see store.Chunk.
+type Chunk = store.Chunk
 
 // ChunkID returns the ID of the n-th (0-based) chunk with this text in the
 // source: the first 32 hex digits of SHA-256 over source, text and n. n
@@ -57,12 +42,6 @@ func assignIDs(chunks []Chunk) {
 		seen[key] = n + 1
 		chunks[i].ID = ChunkID(chunks[i].Source, chunks[i].Text, n)
 	}
-}
-
-// clone returns a copy of c that shares no map with it.
-func (c Chunk) clone() Chunk {
-	c.Metadata = maps.Clone(c.Metadata)
-	return c
 }
 
 // Embedder turns texts into vectors; see embed.Embedder. Package rag/embed

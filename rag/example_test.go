@@ -11,6 +11,7 @@ import (
 	"github.com/cubestudio/cube/rag/bpe"
 	"github.com/cubestudio/cube/rag/embed"
 	"github.com/cubestudio/cube/rag/load"
+	"github.com/cubestudio/cube/rag/store"
 )
 
 // A knowledge base on the embedded defaults: hashed-feature vectors, BM25,
@@ -86,7 +87,7 @@ func ExampleKnowledgeBase_Retrieve() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "store")
 	defer os.RemoveAll(dir)
-	store, _ := rag.Open(dir)
+	store, _ := store.Open(dir)
 	kb := rag.New("docs", store, embed.HashedFeatures(256))
 	defer kb.Close()
 	_, _ = kb.Ingest(ctx,

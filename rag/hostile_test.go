@@ -51,15 +51,4 @@ func TestNilAndZeroValuesReportInsteadOfPanicking(t *testing.T) {
 	_, err = (&Library{}).List()
 	assert.ErrorContains(t, err, "root: required")
 
-	var zeroStore Local
-	_, err = zeroStore.SearchVector(ctx, []float32{1}, 1, nil)
-	assert.ErrorContains(t, err, "not opened")
-	assert.ErrorContains(t, zeroStore.Compact(ctx), "not opened")
-	assert.ErrorContains(t, zeroStore.BuildIndex(), "not opened")
-	assert.Zero(t, zeroStore.LogBytes())
-	_, err = Open("", HNSW(HNSWParams{M: 1, EfConstruction: -1, EfSearch: -2}), ExactBelow(-1), nil)
-	require.Error(t, err)
-	for _, want := range []string{"dir: required", "hnsw.M: 1", "hnsw.EfConstruction: -1", "hnsw.EfSearch: -2", "exactBelow: -1"} {
-		assert.Contains(t, err.Error(), want)
-	}
 }

@@ -14,8 +14,10 @@ import (
 
 	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/rag/embed"
+	"github.com/cubestudio/cube/rag/internal/durable"
 	"github.com/cubestudio/cube/rag/internal/lex"
 	"github.com/cubestudio/cube/rag/load"
+	"github.com/cubestudio/cube/rag/store"
 )
 
 // KnowledgeBase is a named collection of chunks: documents go in through
@@ -178,7 +180,7 @@ func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Do
 		case !ok:
 			rep.Added++
 			write = append(write, c)
-		case !chunksEqual(prev, c):
+		case !prev.Equal(c):
 			rep.Updated++
 			write = append(write, c)
 		}
@@ -363,7 +365,7 @@ type kbManifest struct {
 // embedder (nil: embed.HashedFeatures(384)). A knowledge base remembers its
 // embedder's model; opening it with another is an error, since vectors of
 // different models cannot be compared.
-func (l *Library) Open(team, name string, embedder Embedder, opts ...LocalOption) (*KnowledgeBase, error) {
+func (l *Library) Open(team, name string, embedder Embedder, opts ...store.LocalOption) (*KnowledgeBase, error) {
 	var errs []error
 	if l == nil || l.root == "" {
 		errs = append(errs, errors.New("library: root: required: use rag.OpenLibrary"))
@@ -403,7 +405,7 @@ func (l *Library) Open(team, name string, embedder Embedder, opts ...LocalOption
 	default:
 		return nil, fmt.Errorf("open knowledge base %s/%s: %w", team, name, err)
 	}
-	store, err := Open(dir, opts...)
+	store, err := store.Open(dir, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -456,5 +458,5 @@ func writeFileAtomic(path string, b []byte) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return durable.SyncDir(filepath.Dir(path))
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cubestudio/cube/rag/embed"
+	"github.com/cubestudio/cube/rag/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -73,7 +74,7 @@ func TestRetrievalQualityOnUpstreamFAQs(t *testing.T) {
 	assert.True(t, strings.HasPrefix(pairs[0].answer, "Nothing. They are just two letters"), pairs[0].answer)
 	assert.Equal(t, "Is zlib Y2K-compliant?", pairs[18].question)
 	assert.Equal(t, "Yes. zlib doesn't handle dates.", pairs[18].answer)
-	kb := New("faq", openLocal(t, t.TempDir(), NoSync()), embed.HashedFeatures(384))
+	kb := New("faq", openLocal(t, t.TempDir(), store.NoSync()), embed.HashedFeatures(384))
 	docs := make([]Document, len(pairs))
 	for i, p := range pairs {
 		docs[i] = Document{Source: fmt.Sprintf("faq-%02d", i), Text: p.answer}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package rag
+package store
 
 import "os"
 

@@ -1,4 +1,4 @@
-package rag
+package store
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/cubestudio/cube/rag/internal/durable"
 )
 
 // The HNSW graph is saved beside the log (graph.snap) when BuildIndex
@@ -87,7 +89,7 @@ func (s *Local) saveGraph() error {
 	}
 	s.graphSaved = len(s.slots)
 	if s.sync {
-		return syncDir(s.dir)
+		return durable.SyncDir(s.dir)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package rag
+package store
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/cubestudio/cube/rag/internal/durable"
 )
 
 // The log is the embedded store's only file: a header, then frames of
@@ -438,15 +440,5 @@ func syncFile(f *os.File, dir string, sync bool) error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	return syncDir(dir)
-}
-
-// syncDir makes a file created or renamed in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.SyncDir(dir)
 }

@@ -1,4 +1,4 @@
-package rag
+package store
 
 import (
 	"container/heap"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cubestudio/cube/rag/internal/durable"
 	"github.com/cubestudio/cube/rag/internal/vecmath"
 )
 
@@ -139,7 +140,7 @@ func Open(dir string, opts ...LocalOption) (*Local, error) {
 
 func (s *Local) check() error {
 	if s == nil || s.log == nil {
-		return errors.New("store: not opened: use rag.Open")
+		return errors.New("store: not opened: use store.Open")
 	}
 	if s.closed.Load() {
 		return errors.New("store: closed")
@@ -218,7 +219,7 @@ func (s *Local) Upsert(ctx context.Context, records ...Record) error {
 			errs = append(errs, fmt.Errorf("records[%d].vector: zero, NaN or infinite: has no direction to compare", i))
 			continue
 		}
-		if j, ok := s.byID[r.Chunk.ID]; ok && slices.Equal(s.slots[j].vec, v) && chunksEqual(s.slots[j].chunk, r.Chunk) {
+		if j, ok := s.byID[r.Chunk.ID]; ok && slices.Equal(s.slots[j].vec, v) && s.slots[j].chunk.Equal(r.Chunk) {
 			continue
 		}
 		batch = append(batch, Record{Chunk: r.Chunk.clone(), Vector: v})
@@ -241,19 +242,6 @@ func (s *Local) Upsert(ctx context.Context, records ...Record) error {
 		s.put(r)
 	}
 	return nil
-}
-
-func chunksEqual(a, b Chunk) bool {
-	if a.ID != b.ID || a.Source != b.Source || a.Title != b.Title || a.Section != b.Section ||
-		a.Page != b.Page || a.Start != b.Start || a.End != b.End || a.Text != b.Text || len(a.Metadata) != len(b.Metadata) {
-		return false
-	}
-	for k, v := range a.Metadata {
-		if w, ok := b.Metadata[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // Delete removes chunks by ID, durably before it returns.
@@ -537,7 +525,7 @@ func (s *Local) Compact(ctx context.Context) error {
 		return fmt.Errorf("compact: %w", err)
 	}
 	if s.sync {
-		if err := syncDir(s.dir); err != nil {
+		if err := durable.SyncDir(s.dir); err != nil {
 			return fmt.Errorf("compact: %w", err)
 		}
 	}
