@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cubestudio/cube/rag/embed"
+	"github.com/cubestudio/cube/rag/split"
 	"github.com/cubestudio/cube/rag/store"
 	"github.com/philippgille/chromem-go"
 )
@@ -45,7 +46,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.Run("baseline/chromem", func(b *testing.B) {
 		b.ReportAllocs()
 		ctx := context.Background()
-		splitter, embedder := Markdown(Recursive(1000, 150)), embed.HashedFeatures(384)
+		splitter, embedder := split.Markdown(split.Recursive(1000, 150)), embed.HashedFeatures(384)
 		chunks := 0
 		for i := 0; i < b.N; i++ {
 			cs, err := splitter.Split(docs...)

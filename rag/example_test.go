@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/cubestudio/cube/rag"
-	"github.com/cubestudio/cube/rag/bpe"
 	"github.com/cubestudio/cube/rag/embed"
 	"github.com/cubestudio/cube/rag/load"
 	"github.com/cubestudio/cube/rag/store"
@@ -47,40 +46,6 @@ func Example() {
 	// A team lead asks the platform group to raise the GPU quota. [1] The default quota is 8 GPUs per team. [2]
 	// [1] quotas.md — GPU quotas > Raising it, bytes 53-127
 	// [2] quotas.md — GPU quotas, bytes 0-51
-}
-
-func ExampleRecursive() {
-	chunks, _ := rag.Recursive(40, 15).Split(rag.Document{Source: "a.txt",
-		Text: "Pods run on nodes. Nodes have GPUs.\n\nQuotas cap GPUs per team. Slices count as one GPU."})
-	for _, c := range chunks {
-		fmt.Printf("%d-%d %q\n", c.Start, c.End, c.Text)
-	}
-	// Output:
-	// 0-35 "Pods run on nodes. Nodes have GPUs."
-	// 37-62 "Quotas cap GPUs per team."
-	// 63-87 "Slices count as one GPU."
-}
-
-func ExampleMarkdown() {
-	chunks, _ := rag.Markdown(rag.Recursive(500, 0)).Split(rag.Document{Source: "serve.md",
-		Text: "# Serving\n\nvLLM on port 8000.\n\n## Canary\n\nTen percent first.\n"})
-	for _, c := range chunks {
-		fmt.Printf("%s: %q\n", c.Section, c.Text)
-	}
-	// Output:
-	// Serving: "# Serving\n\nvLLM on port 8000."
-	// Serving > Canary: "## Canary\n\nTen percent first."
-}
-
-func ExampleTokens() {
-	chunks, _ := rag.Tokens(bpe.CL100kBase(), 8, 2).Split(rag.Document{Source: "t.txt",
-		Text: "Kubernetes schedules pods onto nodes that have free GPUs."})
-	for _, c := range chunks {
-		fmt.Printf("%q\n", c.Text)
-	}
-	// Output:
-	// "Kubernetes schedules pods onto nodes that have"
-	// " that have free GPUs."
 }
 
 func ExampleKnowledgeBase_Retrieve() {

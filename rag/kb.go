@@ -17,6 +17,7 @@ import (
 	"github.com/cubestudio/cube/rag/internal/durable"
 	"github.com/cubestudio/cube/rag/internal/lex"
 	"github.com/cubestudio/cube/rag/load"
+	"github.com/cubestudio/cube/rag/split"
 	"github.com/cubestudio/cube/rag/store"
 )
 
@@ -34,10 +35,10 @@ type KnowledgeBase struct {
 }
 
 // New returns a knowledge base over store whose chunks embedder embeds.
-// Its splitter is Markdown(Recursive(1000, 150)): header-aware for
+// Its splitter is split.Markdown(split.Recursive(1000, 150)): header-aware for
 // Markdown, recursive for other text.
 func New(name string, store Store, embedder Embedder) *KnowledgeBase {
-	return &KnowledgeBase{name: name, store: store, embedder: embedder, splitter: Markdown(Recursive(1000, 150))}
+	return &KnowledgeBase{name: name, store: store, embedder: embedder, splitter: split.Markdown(split.Recursive(1000, 150))}
 }
 
 // Splitter replaces how documents are cut into chunks.

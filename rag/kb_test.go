@@ -18,6 +18,7 @@ import (
 
 	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/rag/embed"
+	"github.com/cubestudio/cube/rag/split"
 )
 
 // corpusDir is the small corpus examples/rag bundles; cube's own writing.
@@ -106,7 +107,7 @@ func TestReingestIsIdempotentAndChangesOnlyWhatChanged(t *testing.T) {
 	}
 	store := openLocal(t, t.TempDir())
 	counting := &countingEmbedder{inner: embed.HashedFeatures(64)}
-	kb := New("t/kb", store, counting).Splitter(Markdown(Recursive(200, 0)))
+	kb := New("t/kb", store, counting).Splitter(split.Markdown(split.Recursive(200, 0)))
 	rep, err := kb.IngestDir(ctx, dir)
 	require.NoError(t, err)
 	assert.Equal(t, IngestReport{Sources: 2, Added: 2, Embedded: 2}, rep)
@@ -333,7 +334,7 @@ func TestPromptNumbersSourcesWithWhereTheyComeFrom(t *testing.T) {
 }
 
 func TestIngestSkipsChunksWithoutWords(t *testing.T) {
-	kb := New("t/kb", openLocal(t, t.TempDir()), embed.HashedFeatures(64)).Splitter(Markdown(Recursive(12, 0)))
+	kb := New("t/kb", openLocal(t, t.TempDir()), embed.HashedFeatures(64)).Splitter(split.Markdown(split.Recursive(12, 0)))
 	rep, err := kb.Ingest(t.Context(), Document{Source: "a.md", Text: "# Title\n\n---\n\n***\n\nsome words"})
 	require.NoError(t, err)
 	assert.Equal(t, 2, rep.Added)

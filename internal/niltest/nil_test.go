@@ -20,6 +20,7 @@ import (
 	"github.com/cubestudio/cube/rag/bpe"
 	"github.com/cubestudio/cube/rag/embed"
 	"github.com/cubestudio/cube/rag/milvus"
+	"github.com/cubestudio/cube/rag/split"
 	"github.com/cubestudio/cube/rag/store"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
@@ -36,8 +37,8 @@ var types = []any{
 	(*notebook.Notebook)(nil), (*ops.LeaseSpec)(nil),
 	(*pipeline.ContainerStep)(nil), (*pipeline.FuncStep)(nil), (*pipeline.Pipeline)(nil), (*pipeline.WorkloadStep)(nil),
 	(*embed.Cache)(nil), (*embed.FeatureHasher)(nil), (*rag.HTTPReranker)(nil), (*rag.KnowledgeBase)(nil),
-	(*rag.Library)(nil), (*store.Local)(nil), (*rag.MarkdownSplitter)(nil), (*embed.OpenAI)(nil),
-	(*rag.RecursiveSplitter)(nil), (*rag.TokenSplitter)(nil), (*bpe.Tokenizer)(nil), (*milvus.Config)(nil),
+	(*rag.Library)(nil), (*store.Local)(nil), (*split.MarkdownSplitter)(nil), (*embed.OpenAI)(nil),
+	(*split.RecursiveSplitter)(nil), (*split.TokenSplitter)(nil), (*bpe.Tokenizer)(nil), (*milvus.Config)(nil),
 	(*inference.Client)(nil), (*serve.Service)(nil), (*serve.Split)(nil),
 	(*train.ColossalAIJob)(nil), (*train.DeepSpeedJob)(nil), (*train.MPIJob)(nil), (*train.MXNetJob)(nil),
 	(*train.PaddleJob)(nil), (*train.PyTorchJob)(nil), (*train.RayJob)(nil), (*train.TFJob)(nil),

@@ -1,20 +1,25 @@
-package rag
+package split
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/cubestudio/cube/rag/internal/markdown"
+	"github.com/cubestudio/cube/rag/load"
+	"github.com/cubestudio/cube/rag/store"
 )
 
 // Splitter cuts documents into chunks. Split gives every chunk its ID
 // (see ChunkID), so the chunks of one source must be split in one call.
 type Splitter interface {
-	Split(docs ...Document) ([]Chunk, error)
+	Split(docs ...load.Document) ([]store.Chunk, error)
 }
 
 // DefaultSeparators returns where RecursiveSplitter cuts, in order of
@@ -68,7 +73,7 @@ func (s *RecursiveSplitter) Length(fn func(string) int) *RecursiveSplitter {
 
 func (s *RecursiveSplitter) validate() error {
 	if s == nil {
-		return errors.New("split: nil RecursiveSplitter: use rag.Recursive")
+		return errors.New("split: nil RecursiveSplitter: use split.Recursive")
 	}
 	var errs []error
 	if s.size <= 0 {
@@ -90,11 +95,11 @@ func (s *RecursiveSplitter) validate() error {
 }
 
 // Split cuts each document and returns its chunks in order.
-func (s *RecursiveSplitter) Split(docs ...Document) ([]Chunk, error) {
+func (s *RecursiveSplitter) Split(docs ...load.Document) ([]store.Chunk, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	var out []Chunk
+	var out []store.Chunk
 	for _, d := range docs {
 		out = append(out, s.split(d)...)
 	}
@@ -104,10 +109,10 @@ func (s *RecursiveSplitter) Split(docs ...Document) ([]Chunk, error) {
 
 type span struct{ start, end, n int }
 
-func (s *RecursiveSplitter) split(d Document) []Chunk {
+func (s *RecursiveSplitter) split(d load.Document) []store.Chunk {
 	var pieces []span
 	s.pieces(d.Text, 0, len(d.Text), 0, &pieces)
-	var chunks []Chunk
+	var chunks []store.Chunk
 	emit := func(win []span) {
 		start, end := win[0].start, win[len(win)-1].end
 		for start < end {
@@ -156,8 +161,8 @@ func (s *RecursiveSplitter) split(d Document) []Chunk {
 }
 
 // chunkOf returns the chunk of d's text between byte offsets start and end.
-func chunkOf(d Document, start, end int) Chunk {
-	return Chunk{
+func chunkOf(d load.Document, start, end int) store.Chunk {
+	return store.Chunk{
 		Source: d.Source, Title: d.Title, Section: d.Section, Page: d.Page,
 		Start: d.Offset + start, End: d.Offset + end, Text: d.Text[start:end],
 		Metadata: maps.Clone(d.Metadata),
@@ -218,17 +223,17 @@ func Markdown(inner *RecursiveSplitter) *MarkdownSplitter {
 
 // Split cuts each document at its headings, then each section with the
 // inner splitter.
-func (m *MarkdownSplitter) Split(docs ...Document) ([]Chunk, error) {
+func (m *MarkdownSplitter) Split(docs ...load.Document) ([]store.Chunk, error) {
 	if m == nil {
-		return nil, errors.New("split: nil MarkdownSplitter: use rag.Markdown")
+		return nil, errors.New("split: nil MarkdownSplitter: use split.Markdown")
 	}
 	if m.inner == nil {
-		return nil, errors.New("split: markdown: inner: required, such as rag.Recursive(1000, 100)")
+		return nil, errors.New("split: markdown: inner: required, such as split.Recursive(1000, 100)")
 	}
 	if err := m.inner.validate(); err != nil {
 		return nil, err
 	}
-	var out []Chunk
+	var out []store.Chunk
 	for _, d := range docs {
 		hs := markdown.Headings([]byte(d.Text))
 		type frame struct {
@@ -294,9 +299,9 @@ func Tokens(tok Tokenizer, size, overlap int) *TokenSplitter {
 }
 
 // Split cuts each document into token windows.
-func (t *TokenSplitter) Split(docs ...Document) ([]Chunk, error) {
+func (t *TokenSplitter) Split(docs ...load.Document) ([]store.Chunk, error) {
 	if t == nil {
-		return nil, errors.New("split: nil TokenSplitter: use rag.Tokens")
+		return nil, errors.New("split: nil TokenSplitter: use split.Tokens")
 	}
 	var errs []error
 	if t.tok == nil {
@@ -311,7 +316,7 @@ func (t *TokenSplitter) Split(docs ...Document) ([]Chunk, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("split: tokens: %w", errors.Join(errs...))
 	}
-	var out []Chunk
+	var out []store.Chunk
 	for _, d := range docs {
 		pieces, err := t.tok.Tokens(d.Text)
 		if err != nil {
@@ -351,4 +356,30 @@ func runeStart(s string, i int) int {
 		i--
 	}
 	return i
+}
+
+// ChunkID returns the ID of the n-th (0-based) chunk with this text in the
+// source: the first 32 hex digits of SHA-256 over source, text and n. n
+// tells apart identical passages in one source (a repeated footer); it
+// counts only chunks with the same text, so inserting text elsewhere in a
+// file does not change the IDs of the chunks that stay.
+func ChunkID(source, text string, n int) string {
+	h := sha256.New()
+	h.Write([]byte(source))
+	h.Write([]byte{0})
+	h.Write([]byte(text))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(n)))
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// assignIDs fills in deterministic IDs for chunks in order.
+func assignIDs(chunks []store.Chunk) {
+	seen := map[[2]string]int{}
+	for i := range chunks {
+		key := [2]string{chunks[i].Source, chunks[i].Text}
+		n := seen[key]
+		seen[key] = n + 1
+		chunks[i].ID = ChunkID(chunks[i].Source, chunks[i].Text, n)
+	}
 }
