@@ -155,3 +155,13 @@ func TestOpenAIEmbedderValidation(t *testing.T) {
 	_, err = nilEmbedder.Embed(t.Context(), nil)
 	assert.ErrorContains(t, err, "nil OpenAI embedder")
 }
+
+// The default policy is the one the embedder had before it took a
+// retry.Policy: three retries, 500ms before the first, doubling.
+func TestOpenAIDefaultRetryDoublesFromHalfASecond(t *testing.T) {
+	p := NewOpenAI(nil, "m").retry
+	assert.Equal(t, 3, p.Limit)
+	assert.Equal(t, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second},
+		[]time.Duration{p.Delay(1), p.Delay(2), p.Delay(3)})
+	assert.NoError(t, p.Err())
+}
