@@ -1,0 +1,44 @@
+package house
+
+import (
+	"github.com/cubestudio/cube/label"
+	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/ops"
+	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/train"
+	"github.com/cubestudio/cube/tune"
+)
+
+// builders are every builder of the module, as nil pointers for their
+// method sets. TestEveryBuilderIsChecked fails when one is missing.
+var builders = []any{
+	(*label.MLBackendServer)(nil),
+	(*label.StudioServer)(nil),
+	(*llm.Export)(nil),
+	(*llm.FineTune)(nil),
+	(*llm.RL)(nil),
+	(*market.DownloadJob)(nil),
+	(*market.EvaluationJob)(nil),
+	(*market.FineTuneRun)(nil),
+	(*notebook.Notebook)(nil),
+	(*ops.LeaseSpec)(nil),
+	(*pipeline.ContainerStep)(nil),
+	(*pipeline.Pipeline)(nil),
+	(*pipeline.Schedule)(nil),
+	(*serve.Service)(nil),
+	(*serve.Split)(nil),
+	(*train.ColossalAIJob)(nil),
+	(*train.DeepSpeedJob)(nil),
+	(*train.MPIJob)(nil),
+	(*train.MXNetJob)(nil),
+	(*train.PaddleJob)(nil),
+	(*train.PyTorchJob)(nil),
+	(*train.RayJob)(nil),
+	(*train.TFJob)(nil),
+	(*train.VolcanoJob)(nil),
+	(*train.XGBoostJob)(nil),
+	(*tune.Experiment)(nil),
+}
