@@ -23,6 +23,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/tenant"
 )
 
 func TestClientRules(t *testing.T) {
@@ -221,7 +222,7 @@ func TestClientRulesAreEnoughAndEachIsNeeded(t *testing.T) {
 	if nsObj.Labels == nil {
 		nsObj.Labels = map[string]string{}
 	}
-	nsObj.Labels[cube.LabelPodSecurityEnforce] = string(cube.PodSecurityBaseline)
+	nsObj.Labels[tenant.LabelPodSecurityEnforce] = string(tenant.PodSecurityBaseline)
 	require.NoError(t, env.Client.Update(ctx, &nsObj))
 
 	rules, err := cube.ClientRules(webApp("shop", "", 1))

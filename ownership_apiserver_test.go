@@ -24,8 +24,10 @@ import (
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/kinds"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -43,7 +45,7 @@ func newTenant(t *testing.T, env *testenv.Env, opts ...cube.Option) (*cube.Clien
 		_ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
 	c := cube.NewFromClient(env.Client, append([]cube.Option{cube.WithNamespace(name), cube.WithKinds(kinds.All()...)}, opts...)...)
-	rel, err := c.Apply(t.Context(), cube.Tenant(name).GPUs("nvidia.com/gpu", 1))
+	rel, err := c.Apply(t.Context(), tenant.New(name).Accelerators(hardware.H100, 1))
 	require.NoError(t, err)
 	return c, rel, name
 }
@@ -56,9 +58,9 @@ func nsRef(name string) cube.ObjectRef {
 // runs in would have pruned the whole tenant, Namespace included.
 func TestApplyRefusesANameTakenByAnotherKind(t *testing.T) {
 	env := testenv.Get(t)
-	c, tenant, ns := newTenant(t, env)
-	assert.Equal(t, "tenant", tenant.Kind)
-	assert.Len(t, tenant.UID, 32)
+	c, team, ns := newTenant(t, env)
+	assert.Equal(t, "tenant", team.Kind)
+	assert.Len(t, team.UID, 32)
 
 	job := train.PyTorch(ns).Namespace(ns).Image("busybox:1.36").Command("true")
 	_, err := c.Apply(t.Context(), job)
@@ -72,14 +74,14 @@ func TestApplyRefusesANameTakenByAnotherKind(t *testing.T) {
 	assert.ErrorIs(t, err, cube.ErrNameTaken)
 
 	// Nothing of the tenant was touched.
-	for _, ref := range tenant.Objects {
+	for _, ref := range team.Objects {
 		assert.False(t, deleted(t, env, ref), "%s", ref)
 	}
 	back, err := c.Release(t.Context(), ns, ns)
 	require.NoError(t, err)
 	assert.Equal(t, "tenant", back.Kind)
-	assert.Equal(t, tenant.UID, back.UID)
-	assert.ElementsMatch(t, tenant.Objects, back.Objects)
+	assert.Equal(t, team.UID, back.UID)
+	assert.ElementsMatch(t, team.Objects, back.Objects)
 
 	// Under another name the job goes in beside the tenant.
 	rel, err := c.Apply(t.Context(), train.PyTorch("train").Namespace(ns).Image("busybox:1.36").Command("true"))
@@ -99,8 +101,8 @@ func TestApplyRefusesANameTakenByAnotherKind(t *testing.T) {
 // deleted, and prune never deletes a Namespace.
 func TestTenantNamespaceGoesOnlyWithTheTenantThatCreatedIt(t *testing.T) {
 	env := testenv.Get(t)
-	c, tenant, ns := newTenant(t, env)
-	require.NoError(t, tenant.Delete(t.Context()))
+	c, team, ns := newTenant(t, env)
+	require.NoError(t, team.Delete(t.Context()))
 	assert.True(t, deleted(t, env, nsRef(ns)), "the tenant created its namespace: it goes with it")
 
 	// An administrator's namespace made a tenant stays when the tenant goes.
@@ -109,7 +111,7 @@ func TestTenantNamespaceGoesOnlyWithTheTenantThatCreatedIt(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &vcscheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: admin}})
 	})
-	rel, err := c.Apply(t.Context(), cube.Tenant(admin).CPU("4"))
+	rel, err := c.Apply(t.Context(), tenant.New(admin).CPU("4"))
 	require.NoError(t, err)
 	require.NoError(t, rel.Delete(t.Context()))
 	assert.False(t, deleted(t, env, nsRef(admin)), "an adopted namespace is not the release's to delete")

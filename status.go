@@ -213,8 +213,8 @@ func newKindTable(kinds ...Kind) kindTable {
 }
 
 // CoreKinds returns the kinds every Client reads: the Kubernetes API's own
-// that cube creates, and the Volcano Queue of a Tenant (Ready once
-// Volcano's controller has opened it). Deployment, StatefulSet, DaemonSet, Job, Pod,
+// that cube creates (a Tenant's Volcano Queue is read with tenant.Kinds).
+// Deployment, StatefulSet, DaemonSet, Job, Pod,
 // PersistentVolumeClaim, Service, Namespace and ResourceQuota are read
 // from their status; ConfigMap, Secret, ServiceAccount, the RBAC kinds,
 // NetworkPolicy, LimitRange, PodDisruptionBudget, HorizontalPodAutoscaler,
@@ -297,7 +297,6 @@ var coreKinds = func() []Kind {
 		{GroupKind: schema.GroupKind{Kind: "Service"}, Status: TypedStatus(serviceStatus)},
 		{GroupKind: schema.GroupKind{Kind: "Namespace"}, Status: TypedStatus(namespaceStatus)},
 		{GroupKind: schema.GroupKind{Kind: "ResourceQuota"}, Status: TypedStatus(resourceQuotaStatus)},
-		queueKind, // a Tenant's
 	}
 	for _, gk := range []schema.GroupKind{
 		{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "ServiceAccount"}, {Kind: "LimitRange"},

@@ -164,8 +164,8 @@ func TestWaitForAPhaseTheReleaseCanNeverReach(t *testing.T) {
 // controller has filled status.hard.
 func TestATenantIsReadyOnlyOnceItsQuotaIsCounted(t *testing.T) {
 	env := testenv.Get(t)
-	_, tenant, ns := newTenant(t, env)
-	st, err := tenant.Status(t.Context())
+	_, team, ns := newTenant(t, env)
+	st, err := team.Status(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, cube.InProgress, st.Phase, "%s", st)
 	assert.Contains(t, st.Reason, "ResourceQuota")
@@ -175,7 +175,7 @@ func TestATenantIsReadyOnlyOnceItsQuotaIsCounted(t *testing.T) {
 	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: ns}, &quota))
 	quota.Status.Hard = quota.Spec.Hard.DeepCopy()
 	require.NoError(t, env.Client.Status().Update(t.Context(), &quota))
-	st, err = tenant.Status(t.Context())
+	st, err = team.Status(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, cube.InProgress, st.Phase, "%s", st)
 	assert.Contains(t, st.Reason, "NotOpened", "Volcano's controller does not run here")
@@ -185,7 +185,7 @@ func TestATenantIsReadyOnlyOnceItsQuotaIsCounted(t *testing.T) {
 	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, &queue))
 	queue.Status.State = vcscheduling.QueueStateOpen
 	require.NoError(t, env.Client.Status().Update(t.Context(), &queue))
-	st, err = tenant.Wait(t.Context(), cube.Ready, cube.Timeout(time.Minute))
+	st, err = team.Wait(t.Context(), cube.Ready, cube.Timeout(time.Minute))
 	require.NoError(t, err, "%s", st)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 )
@@ -61,7 +62,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		onlySuccess string
 	}{
 		{"tenant", ns, func() cube.Workload {
-			return cube.Tenant(ns).CPU("64").Memory("256Gi").GPUs("nvidia.com/gpu", 8).Editors("alice").Viewers("bob")
+			return tenant.New(ns).CPU("64").Memory("256Gi").Accelerators(hardware.H100, 8).Editors("alice").Viewers("bob")
 		}, cube.Ready, cube.Ready, "", "nothing in a tenant has a controller to fail it"},
 		{"notebook", "alice-lab", func() cube.Workload {
 			return notebook.Jupyter("alice-lab", "alice").Namespace(ns).AuthSecret("alice-lab-token", "token").Storage("10Gi", "").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"})

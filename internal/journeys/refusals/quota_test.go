@@ -24,6 +24,7 @@ import (
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -60,7 +61,7 @@ func quotaTenant(t *testing.T) (*testenv.Cluster, *cube.Client, string) {
 		}
 	})
 	began := time.Now()
-	rel := journeys.Apply(t, cl, cube.Tenant(ns).GPUs("nvidia.com/gpu", 1))
+	rel := journeys.Apply(t, cl, tenant.New(ns).Accelerators(hardware.H100, 1))
 	_, err = rel.Wait(t.Context(), cube.Ready, cube.Timeout(2*time.Minute), journeys.Progress(t))
 	require.NoError(t, err, "the tenant's quota becomes enforceable")
 	t.Logf("tenant %s Ready in %s", ns, time.Since(began).Round(time.Millisecond))
