@@ -18,11 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/retry"
 )
 
 // Client applies workloads to a cluster and follows the releases it made. It
@@ -36,100 +37,12 @@ type Client struct {
 	c           client.Client
 	clientset   kubernetes.Interface
 	namespace   string
-	kinds       []Kind    // as given to WithKinds
+	kinds       []Kind    // as given to Kinds
 	table       kindTable // CoreKinds and kinds, built once by NewFromClient
-	owner       string    // the field owner, see WithFieldOwner
+	owner       string    // the field owner, see FieldOwner
 	parallelism int
-	retry       Retry
+	retry       retry.Policy
 	watches     watchHub // shared by the client's waits
-}
-
-// DefaultApplyParallelism is how many objects of one kind Apply sends to
-// the API server at once unless WithApplyParallelism says otherwise: as
-// many as a program would use applying on its own
-// (BenchmarkApply1000Deployments compares the two).
-const DefaultApplyParallelism = 8
-
-// WithApplyParallelism sets how many objects of one apply rank (all the
-// workloads, all the ConfigMaps…) Apply sends to the API server at once;
-// 1 applies one object at a time, in order, stopping at the first failure.
-// Values below 1 count as 1.
-func WithApplyParallelism(n int) Option {
-	return func(c *Client) { c.parallelism = max(n, 1) }
-}
-
-// Option configures a Client.
-type Option func(*Client)
-
-// WithNamespace sets the namespace of namespaced objects that do not name one
-// (default "default"). A name that is not a DNS-1123 label makes every
-// method of the client fail (New fails at once).
-func WithNamespace(ns string) Option {
-	return func(c *Client) {
-		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			c.err = joinErrors(c.err, fmt.Errorf("cube: namespace %q: %s", ns, strings.Join(msgs, "; ")))
-			return
-		}
-		c.namespace = ns
-	}
-}
-
-// WithClientset sets the clientset used for pod logs. New creates one from
-// its rest.Config; NewFromClient has none unless this option gives it.
-func WithClientset(cs kubernetes.Interface) Option { return func(c *Client) { c.clientset = cs } }
-
-// WithKinds adds kinds the client can read the phase of, besides
-// CoreKinds: the workload packages' (train.Kinds(), serve.Kinds()…), all
-// of them at once with kinds.All(), or a Kind of your own for a CRD. An
-// object of a kind the client cannot read is Unknown, never Ready, so
-// that the same object reads the same phase whatever the program imports.
-// A later entry for a group and kind replaces an earlier one; an entry
-// without a Kind name or a Status reader makes New fail.
-func WithKinds(kinds ...Kind) Option {
-	return func(c *Client) {
-		for i, k := range kinds {
-			switch {
-			case k.GroupKind.Kind == "":
-				c.err = joinErrors(c.err, fmt.Errorf("cube: WithKinds: entry %d has no GroupKind.Kind", i))
-			case k.Status == nil:
-				c.err = joinErrors(c.err, fmt.Errorf("cube: WithKinds: %s has no Status reader (cube.ExistsKind reads a kind Ready once it exists)", kindName(k.GroupKind)))
-			default:
-				c.kinds = append(c.kinds, k)
-			}
-		}
-	}
-}
-
-// DefaultFieldOwner is the field owner of a Client made without
-// WithFieldOwner.
-const DefaultFieldOwner = ManagedBy
-
-// WithFieldOwner sets the owner of the fields the client applies (default
-// DefaultFieldOwner), so that two services embedding cube do not share
-// one. Each release applies as field manager owner:namespace/name, so
-// that the API server refuses, as a conflict, an object of one release
-// that another release tries to change. An owner must be 1 to 48
-// printable ASCII characters without ':' (New fails otherwise).
-func WithFieldOwner(owner string) Option {
-	return func(c *Client) {
-		if err := validOwner(owner); err != nil {
-			c.err = joinErrors(c.err, err)
-			return
-		}
-		c.owner = owner
-	}
-}
-
-func validOwner(owner string) error {
-	if owner == "" || len(owner) > 48 {
-		return fmt.Errorf("cube: field owner %q: must be 1 to 48 characters", owner)
-	}
-	for _, r := range owner {
-		if r < 0x21 || r > 0x7e || r == ':' {
-			return fmt.Errorf("cube: field owner %q: only printable ASCII without spaces or ':'", owner)
-		}
-	}
-	return nil
 }
 
 // New returns a Client for the cluster cfg points at. Its controller-runtime
@@ -140,8 +53,8 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 	}
 	probe := &Client{}
 	for _, o := range opts {
-		if o != nil {
-			o(probe)
+		if !isNil(o) {
+			o.applyToClient(probe)
 		}
 	}
 	if probe.err != nil {
@@ -159,7 +72,7 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}
-	cl := NewFromClient(c, append([]Option{WithClientset(cs)}, opts...)...)
+	cl := NewFromClient(c, append([]Option{Clientset(cs)}, opts...)...)
 	if cl.err != nil {
 		return nil, cl.err
 	}
@@ -174,13 +87,13 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 // nil c, or a bad option, makes every method of the client return that
 // problem.
 func NewFromClient(c client.Client, opts ...Option) *Client {
-	cl := &Client{c: c, namespace: metav1.NamespaceDefault, owner: DefaultFieldOwner, parallelism: DefaultApplyParallelism, retry: DefaultRetry}
+	cl := &Client{c: c, namespace: metav1.NamespaceDefault, owner: DefaultFieldOwner, parallelism: DefaultApplyParallelism, retry: defaultRetry}
 	if isNil(c) {
 		cl.err = errors.New("cube: controller-runtime client is nil")
 	}
 	for _, o := range opts {
-		if o != nil {
-			o(cl)
+		if !isNil(o) {
+			o.applyToClient(cl)
 		}
 	}
 	cl.table = newKindTable(cl.kinds...)
@@ -201,36 +114,10 @@ func (c *Client) usable() error {
 	return nil
 }
 
-// ApplyOption changes how Apply works.
-type ApplyOption interface{ applyToApply(*applyOptions) }
-
-type applyOptions struct {
-	dryRun  bool
-	force   bool
-	noPrune bool
-}
-
-type applyOptionFunc func(*applyOptions)
-
-func (f applyOptionFunc) applyToApply(o *applyOptions) { f(o) }
-
-var (
-	// DryRun asks the API server to validate and default everything without
-	// storing anything (server-side dry run).
-	DryRun ApplyOption = applyOptionFunc(func(o *applyOptions) { o.dryRun = true })
-	// Force takes ownership of fields that another field manager owns instead
-	// of failing with a conflict.
-	Force ApplyOption = applyOptionFunc(func(o *applyOptions) { o.force = true })
-	// NoPrune keeps the objects that an earlier Apply of the release made
-	// and this one no longer has, instead of deleting them; they stay in
-	// the release's record, so Release.Delete still removes them.
-	NoPrune ApplyOption = applyOptionFunc(func(o *applyOptions) { o.noPrune = true })
-)
-
 // Apply renders w and applies its objects with server-side apply (field
-// manager OWNER:NAMESPACE/NAME, see WithFieldOwner; strict field
+// manager OWNER:NAMESPACE/NAME, see FieldOwner; strict field
 // validation; namespaces and configuration first; the objects of one kind
-// rank go to the server concurrently, see WithApplyParallelism, and when
+// rank go to the server concurrently, see ApplyParallelism, and when
 // some fail every failure of that rank is reported). Applying the same
 // workload twice changes nothing. A field owned by another manager fails
 // with an error IsConflict recognises, unless Force is given; when that
@@ -259,7 +146,7 @@ var (
 // a Namespace: it stays recorded until Release.Delete.
 //
 // A request the API server fails for a passing reason is retried as the
-// client's Retry says (WithRetry); when the retries are spent, the error
+// client's Retry option says; when the retries are spent, the error
 // wraps ErrUnavailable and the record lists every object that may exist,
 // so applying again converges.
 func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*Release, error) {
@@ -1020,15 +907,6 @@ func (c *Client) releaseFromRecord(cm *corev1.ConfigMap) (*Release, error) {
 	return rel, nil
 }
 
-// ReleasesOption narrows what Releases lists.
-type ReleasesOption func(*releasesOptions)
-
-type releasesOptions struct{ kind string }
-
-// OfKind lists only releases of one builder kind ("pytorchjob", "vllm",
-// "tenant"…: Release.Kind).
-func OfKind(kind string) ReleasesOption { return func(o *releasesOptions) { o.kind = kind } }
-
 // Releases lists the releases recorded in namespace (all namespaces when
 // namespace is empty), sorted by namespace and name.
 func (c *Client) Releases(ctx context.Context, namespace string, opts ...ReleasesOption) ([]*Release, error) {
@@ -1037,8 +915,8 @@ func (c *Client) Releases(ctx context.Context, namespace string, opts ...Release
 	}
 	var o releasesOptions
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if !isNil(opt) {
+			opt.applyToReleases(&o)
 		}
 	}
 	list := &unstructured.UnstructuredList{}

@@ -31,7 +31,7 @@ func resourceMust(s string) resource.Quantity { return resource.MustParse(s) } /
 func newClient(t testing.TB) (*cube.Client, *testenv.Env, string) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	return cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset)), env, ns
+	return cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Clientset(env.Clientset)), env, ns
 }
 
 func resourceVersions(t *testing.T, env *testenv.Env, rel *cube.Release) map[string]string {
@@ -273,7 +273,7 @@ func BenchmarkApply1000Deployments(b *testing.B) {
 	const n, workers = 1000, 8
 	env := testenv.Get(b)
 	ns := env.Namespace(b)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	ctx := b.Context()
 	// Warm the server (schema caches, etcd) and the client (REST mapping,
 	// the converter's field cache) with as many objects both ways first:

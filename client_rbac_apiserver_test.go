@@ -110,7 +110,7 @@ func asUser(t *testing.T, env *testenv.Env, ns, user string, rules []rbacv1.Poli
 	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	return cube.NewFromClient(cl, cube.WithNamespace(ns), cube.WithClientset(cs))
+	return cube.NewFromClient(cl, cube.Namespace(ns), cube.Clientset(cs))
 }
 
 // lifecycle does with c what a program running cube does with a release,
@@ -137,7 +137,7 @@ func lifecycle(ctx context.Context, t *testing.T, env *testenv.Env, c *cube.Clie
 	// fails at once; Status lists them (events list).
 	refused := quotaEvent(ns, release+"-5d9c7b8f4", "team", time.Now())
 	require.NoError(t, env.Client.Create(ctx, refused))
-	if _, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods(), cube.Timeout(5*time.Second)); !errors.Is(err, cube.ErrFailed) || !strings.Contains(err.Error(), "exceeded quota team") {
+	if _, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods, cube.Timeout(5*time.Second)); !errors.Is(err, cube.ErrFailed) || !strings.Contains(err.Error(), "exceeded quota team") {
 		fail("wait for a refusal", fmt.Errorf("want the refused pod to fail the wait, got %v", err))
 	}
 	if st, err := rel.Status(ctx); err != nil {
@@ -162,7 +162,7 @@ func lifecycle(ctx context.Context, t *testing.T, env *testenv.Env, c *cube.Clie
 
 	// Wait follows the objects (list, watch) and the pods (pods list,
 	// watch): it fails at once on the stuck pod instead of timing out.
-	if _, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods(), cube.Timeout(5*time.Second)); !errors.Is(err, cube.ErrFailed) {
+	if _, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods, cube.Timeout(5*time.Second)); !errors.Is(err, cube.ErrFailed) {
 		fail("wait", fmt.Errorf("want the stuck pod to fail the wait, got %v", err))
 	}
 	// Status reads each object (get) and the pods (pods list).

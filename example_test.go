@@ -74,7 +74,7 @@ func ExampleIdentity() {
 // cubetest's in-memory one; with cube.New(restConfig) it is a real cluster.
 func ExampleClient_Apply() {
 	ctx := context.Background()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", "", 2))
 	if err != nil {
 		fmt.Println(err)
@@ -116,13 +116,13 @@ func ExampleFailOnStuckPods() {
 			}},
 		}}},
 	}
-	cluster := cubetest.NewCluster([]client.Object{stuck}, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster([]client.Object{stuck}, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", "", 1))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(time.Minute), cube.FailOnStuckPods())
+	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(time.Minute), cube.FailOnStuckPods)
 	fmt.Println(errors.Is(err, cube.ErrFailed))
 	fmt.Println(st.Phase, st.Reason)
 	// Output:
@@ -134,7 +134,7 @@ func ExampleFailOnStuckPods() {
 // is deleted (cube.NoPrune keeps it).
 func ExampleClient_Apply_prune() {
 	ctx := context.Background()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	if _, err := cluster.Client.Apply(ctx, webApp("shop", "", 2)); err != nil {
 		fmt.Println(err)
 		return

@@ -98,15 +98,15 @@ func TestNilClientsAndReleases(t *testing.T) {
 
 	_, err = cube.NewFromClient(nil).Apply(ctx, tenantPod("p", nil))
 	assert.EqualError(t, err, "apply: cube: controller-runtime client is nil")
-	_, err = cube.NewFromClient(cluster.Fake, cube.WithNamespace("Bad_NS")).Apply(ctx, tenantPod("p", nil))
+	_, err = cube.NewFromClient(cluster.Fake, cube.Namespace("Bad_NS")).Apply(ctx, tenantPod("p", nil))
 	assert.ErrorContains(t, err, `apply: cube: namespace "Bad_NS": a lowercase RFC 1123 label must consist of`)
-	_, err = cube.New(&rest.Config{Host: "https://127.0.0.1:1"}, cube.WithNamespace("Bad_NS"))
+	_, err = cube.New(&rest.Config{Host: "https://127.0.0.1:1"}, cube.Namespace("Bad_NS"))
 	assert.ErrorContains(t, err, `cube: namespace "Bad_NS"`)
 	_, err = cube.New(nil)
 	assert.EqualError(t, err, "cube: rest config is nil")
 	queue := schema.GroupKind{Group: "scheduling.volcano.sh", Kind: "Queue"}
-	_, err = cube.NewFromClient(cluster.Fake, cube.WithKinds(cube.Kind{GroupKind: queue}, cube.Kind{Status: cube.ExistsKind(queue).Status})).Apply(ctx, tenantPod("p", nil))
-	assert.EqualError(t, err, "apply: cube: WithKinds: Queue.scheduling.volcano.sh has no Status reader (cube.ExistsKind reads a kind Ready once it exists); cube: WithKinds: entry 1 has no GroupKind.Kind")
+	_, err = cube.NewFromClient(cluster.Fake, cube.Kinds(cube.Kind{GroupKind: queue}, cube.Kind{Status: cube.ExistsKind(queue).Status})).Apply(ctx, tenantPod("p", nil))
+	assert.EqualError(t, err, "apply: cube: Kinds: Queue.scheduling.volcano.sh has no Status reader (cube.ExistsKind reads a kind Ready once it exists); cube: Kinds: entry 1 has no GroupKind.Kind")
 
 	var nilRelease *cube.Release
 	_, err = nilRelease.Wait(ctx, cube.Ready)
@@ -152,7 +152,7 @@ func rdmaJob(ns string) *train.PyTorchJob {
 
 func TestApplyChecksPodSecurityBeforeApplying(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-nlp"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-nlp"))
 	_, err := cluster.Client.Apply(ctx, tenant.New("team-nlp"))
 	require.NoError(t, err)
 
@@ -186,7 +186,7 @@ func TestApplyChecksPodSecurityBeforeApplying(t *testing.T) {
 	require.NoError(t, err)
 
 	// A namespace the client cannot find is left to the API server.
-	other := cubetest.NewCluster(nil, cube.WithNamespace("elsewhere"))
+	other := cubetest.NewCluster(nil, cube.Namespace("elsewhere"))
 	_, err = other.Client.Apply(context.WithoutCancel(ctx), rdmaJob(""))
 	require.NoError(t, err)
 }

@@ -48,7 +48,7 @@ func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, err
 	}
 	cs := r.client.clientset
 	if cs == nil {
-		return nil, errors.New("logs: client has no clientset: build it with cube.New or cube.WithClientset")
+		return nil, errors.New("logs: client has no clientset: build it with cube.New or cube.Clientset")
 	}
 	pods, err := cs.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{LabelRelease: r.Name}).String(),

@@ -24,7 +24,7 @@ import (
 
 func TestLogsOfPreviousContainers(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", "", 2))
 	require.NoError(t, err)
 
@@ -94,7 +94,7 @@ func TestLogsOfPreviousContainers(t *testing.T) {
 // request, so Logs leaves it out instead of failing for every pod.
 func TestLogsSkipContainersNotStarted(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("job", "", 1))
 	require.NoError(t, err)
 	statuses := map[string]corev1.ContainerState{
@@ -130,7 +130,7 @@ func TestLogsSkipContainersNotStarted(t *testing.T) {
 // cleaning up as the job ends) is left out, not a failure of the call.
 func TestLogsSkipPodsDeletedMeanwhile(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("job", "", 1))
 	require.NoError(t, err)
 	for _, name := range []string{"job-a-gone", "job-b-live"} {

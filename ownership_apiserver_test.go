@@ -44,7 +44,7 @@ func newTenant(t *testing.T, env *testenv.Env, opts ...cube.Option) (*cube.Clien
 		_ = env.Client.Delete(ctx, &vcscheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		_ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
-	c := cube.NewFromClient(env.Client, append([]cube.Option{cube.WithNamespace(name), cube.WithKinds(kinds.All()...)}, opts...)...)
+	c := cube.NewFromClient(env.Client, append([]cube.Option{cube.Namespace(name), cube.Kinds(kinds.All()...)}, opts...)...)
 	rel, err := c.Apply(t.Context(), tenant.New(name).Accelerators(hardware.H100, 1))
 	require.NoError(t, err)
 	return c, rel, name
@@ -107,7 +107,7 @@ func TestTenantNamespaceGoesOnlyWithTheTenantThatCreatedIt(t *testing.T) {
 
 	// An administrator's namespace made a tenant stays when the tenant goes.
 	admin := env.Namespace(t)
-	c = cube.NewFromClient(env.Client, cube.WithNamespace(admin))
+	c = cube.NewFromClient(env.Client, cube.Namespace(admin))
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &vcscheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: admin}})
 	})
@@ -165,8 +165,8 @@ func TestANameReusedAcrossNamespacesIsAnotherRelease(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}})
 	})
-	a := cube.NewFromClient(env.Client, cube.WithNamespace(nsA))
-	b := cube.NewFromClient(env.Client, cube.WithNamespace(nsB))
+	a := cube.NewFromClient(env.Client, cube.Namespace(nsA))
+	b := cube.NewFromClient(env.Client, cube.Namespace(nsB))
 	relA, err := a.Apply(t.Context(), clusterRole("reader", role))
 	require.NoError(t, err)
 
@@ -246,8 +246,8 @@ func TestAnEditedRecordNeverDeletesWhatCubeDidNotMake(t *testing.T) {
 func TestTwoFieldOwnersConflict(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	portalA := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithFieldOwner("portal-a"))
-	portalB := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithFieldOwner("portal-b"))
+	portalA := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.FieldOwner("portal-a"))
+	portalB := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.FieldOwner("portal-b"))
 	_, err := portalA.Apply(t.Context(), webApp("shop", "", 1))
 	require.NoError(t, err)
 	var d corev1.ConfigMap
@@ -265,9 +265,9 @@ func TestTwoFieldOwnersConflict(t *testing.T) {
 	_, err = portalB.Apply(t.Context(), webApp("shop", "", 3), cube.Force)
 	require.NoError(t, err)
 
-	_, err = cube.New(env.Config, cube.WithFieldOwner("bad owner"))
+	_, err = cube.New(env.Config, cube.FieldOwner("bad owner"))
 	assert.ErrorContains(t, err, `field owner "bad owner"`)
-	_, err = cube.New(env.Config, cube.WithFieldOwner(""))
+	_, err = cube.New(env.Config, cube.FieldOwner(""))
 	assert.Error(t, err)
 }
 
@@ -275,7 +275,7 @@ func TestTwoFieldOwnersConflict(t *testing.T) {
 // two kinds, exactly one wins and the other is refused.
 func TestApplyRacingApplyOnOneName(t *testing.T) {
 	c, env, ns := newClient(t)
-	other := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	other := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	var wg sync.WaitGroup
 	rels := make([]*cube.Release, 2)
 	errs := make([]error, 2)

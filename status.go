@@ -176,13 +176,13 @@ func TypedStatus[T any, PT interface {
 // Kind is what a Client knows of one kind of object: how to read its
 // phase, whether it runs to completion, and for a kind a pipeline step can
 // run, the conditions Argo waits on. A Client reads the kinds of the
-// Kubernetes API itself (CoreKinds) and those given with WithKinds; any
+// Kubernetes API itself (CoreKinds) and those given with Kinds; any
 // other kind reads Unknown. Each workload package lists its own
 // (train.Kinds, serve.Kinds, pipeline.Kinds, tune.Kinds) and package kinds
 // gathers them all, the way an API group's AddToScheme fills a scheme.
 type Kind struct {
 	GroupKind schema.GroupKind
-	// Status reads the phase of a stored object of the kind. WithKinds
+	// Status reads the phase of a stored object of the kind. Kinds
 	// refuses a Kind without one; ReadStatus and CompletionOf ignore it.
 	Status StatusFunc
 	// Completes is true for kinds that run to completion (a Job, a
@@ -247,7 +247,7 @@ func (t kindTable) read(obj *unstructured.Unstructured) ObjectStatus {
 		st = k.Status(obj)
 	} else {
 		st = ObjectStatus{Phase: Unknown, Reason: "NoReader", Message: fmt.Sprintf(
-			"cube has no status reader for %s: give the client its kind with cube.WithKinds (package kinds has all of cube's)", kindName(gk))}
+			"cube has no status reader for %s: give the client its kind with cube.Kinds (package kinds has all of cube's)", kindName(gk))}
 	}
 	st.Ref = RefOf(obj)
 	if obj.GetDeletionTimestamp() != nil && st.Phase != Failed {

@@ -74,7 +74,7 @@ func BenchmarkWait1000Releases(b *testing.B) {
 	env := testenv.Get(b)
 	ns := env.Namespace(b)
 	ctx := b.Context()
-	setup := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	setup := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i := range n {
@@ -94,7 +94,7 @@ func BenchmarkWait1000Releases(b *testing.B) {
 		var requests, watches, heap float64
 		for b.Loop() {
 			c, counter := countingClient(b, env)
-			rels, err := cube.NewFromClient(c, cube.WithNamespace(ns)).Releases(ctx, ns)
+			rels, err := cube.NewFromClient(c, cube.Namespace(ns)).Releases(ctx, ns)
 			if err != nil {
 				b.Fatal(err)
 			}

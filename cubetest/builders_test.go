@@ -32,7 +32,7 @@ func applyWaitReact(ctx context.Context, c *cube.Client, w cube.Workload, until 
 	if err != nil {
 		return "", err
 	}
-	st, err := rel.Wait(ctx, until, cube.Timeout(5*time.Second), cube.FailOnStuckPods())
+	st, err := rel.Wait(ctx, until, cube.Timeout(5*time.Second), cube.FailOnStuckPods)
 	switch {
 	case errors.Is(err, cube.ErrFailed):
 		return "failed: " + st.Reason, rel.Delete(ctx)
@@ -188,7 +188,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 			}
 			for _, outcome := range outcomes {
 				ctx := t.Context()
-				cluster := cubetest.NewCluster(nil, cube.WithNamespace(ns))
+				cluster := cubetest.NewCluster(nil, cube.Namespace(ns))
 				start := time.Now()
 				done := make(chan struct{})
 				var got string

@@ -189,7 +189,7 @@ func newCullFixture(t *testing.T) *cullFixture {
 func (f *cullFixture) add(t *testing.T, nb *notebook.Notebook, srv *fakeServer, noSecret, notReady bool) {
 	t.Helper()
 	nb.Namespace(f.ns).AuthSecret(nb.Name()+"-credential", "token").AllowNamespace(istio)
-	rel, err := cube.NewFromClient(f.env.Client, cube.WithNamespace(f.ns)).Apply(t.Context(), nb)
+	rel, err := cube.NewFromClient(f.env.Client, cube.Namespace(f.ns)).Apply(t.Context(), nb)
 	require.NoError(t, err)
 	token := "tok-" + nb.Name() + "-d41d8cd98f00b204"
 	if !noSecret {

@@ -72,7 +72,7 @@ func applyTenant(t *testing.T, env *testenv.Env, team *tenant.Spec) *cube.Client
 			t.Errorf("delete queue %s: %v", name, err)
 		}
 	})
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(name))
+	c := cube.NewFromClient(env.Client, cube.Namespace(name))
 	rel, err := c.Apply(t.Context(), team)
 	require.NoError(t, err)
 	assert.Equal(t, name, rel.Namespace, "the release record lives in the tenant's namespace")

@@ -210,7 +210,7 @@ func TestTenantFuzzSeedsApply(t *testing.T) {
 				t.Errorf("delete queue %s: %v", ns, err)
 			}
 		})
-		c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+		c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 		rel, err := c.Apply(t.Context(), team)
 		require.NoError(t, err, "seed %d", i)
 		objs, err := team.Objects()

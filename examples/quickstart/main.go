@@ -89,9 +89,9 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 // reads a Queue Ready once Volcano has opened it) and the small journey
 // schedules nothing through it, so there the queue is Ready once it exists.
 func clientOptions(ns string, size sizing) []cube.Option {
-	opts := []cube.Option{cube.WithNamespace(ns), cube.WithKinds(kinds.All()...)}
+	opts := []cube.Option{cube.Namespace(ns), cube.Kinds(kinds.All()...)}
 	if size.small {
-		opts = append(opts, cube.WithKinds(queueExists))
+		opts = append(opts, cube.Kinds(queueExists))
 	}
 	return opts
 }
@@ -249,7 +249,7 @@ func applyAll(ctx context.Context, c *cube.Client, wait time.Duration, ws []cube
 		// Progress lines say what stuck pods wait on (a full GPU pool, an
 		// image that cannot be pulled); a pod that cannot recover by
 		// itself ends the wait at once.
-		st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(wait), cube.FailOnStuckPods(), cube.OnProgress(func(s cube.Status) {
+		st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(wait), cube.FailOnStuckPods, cube.OnProgress(func(s cube.Status) {
 			logf("%s: %s", rel.Name, s)
 		}))
 		if err != nil {

@@ -20,7 +20,7 @@ func NewClient(t testing.TB) (*testenv.Cluster, *cube.Client, string) {
 	t.Helper()
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns), cube.WithKinds(kinds.All()...))
+	cl, err := cube.New(c.Config, cube.Namespace(ns), cube.Kinds(kinds.All()...))
 	require.NoError(t, err)
 	return c, cl, ns
 }

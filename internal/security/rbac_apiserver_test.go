@@ -88,7 +88,7 @@ func TestTenantEditorsMayApplyEveryBuilder(t *testing.T) {
 			t.Errorf("delete queue %s: %v", ns, err)
 		}
 	})
-	admin := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	admin := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	_, err := admin.Apply(ctx, tenant.New(ns).Editors("alice").Viewers("bob"))
 	require.NoError(t, err)
 
@@ -98,7 +98,7 @@ func TestTenantEditorsMayApplyEveryBuilder(t *testing.T) {
 	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	alice := cube.NewFromClient(cl, cube.WithNamespace(ns), cube.WithClientset(cs))
+	alice := cube.NewFromClient(cl, cube.Namespace(ns), cube.Clientset(cs))
 
 	// RBAC reads roles through informers.
 	require.Eventually(t, func() bool {

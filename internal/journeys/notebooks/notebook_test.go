@@ -110,7 +110,7 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 		Storage("1Gi", "").
 		CPU("250m").Memory("1Gi")
 	rel := journeys.Apply(t, cl, nb)
-	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	require.NoError(t, err, journeys.LogsOf(t, rel, cube.LogOptions{}))
 	assert.Equal(t, cube.Ready, st.Phase)
 

@@ -61,7 +61,7 @@ func TestPipelineInTenant(t *testing.T) {
 
 	require.NoError(t, tenant.Admits(team, flow), "the tenant's Pod Security level admits the pipeline")
 	rel := journeys.Apply(t, cl, flow)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)

@@ -87,7 +87,7 @@ func TestServeSingleNode(t *testing.T) {
 		CPU("100m").Memory("128Mi").
 		Autoscale(2, 4, serve.ScaleOnCPU(80))
 	rel := journeys.Apply(t, cl, svc)
-	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	require.NoError(t, err, journeys.LogsOf(t, rel, cube.LogOptions{}))
 	assert.Equal(t, cube.Ready, st.Phase)
 
@@ -125,7 +125,7 @@ func TestServeMultiNodeOnLeaderWorkerSet(t *testing.T) {
 		On(hardware.T4).GPUs(1).
 		Nodes(2)
 	rel := journeys.Apply(t, cl, svc)
-	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Ready, st.Phase)
@@ -145,7 +145,7 @@ func TestServeEmbeddingsOnTEI(t *testing.T) {
 	c, cl, ns := journeys.NewClient(t)
 	svc := serve.TEI("emb", "BAAI/bge-m3").Image(c.Images.Standin).CPU("100m").Memory("128Mi")
 	rel := journeys.Apply(t, cl, svc)
-	_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	require.NoError(t, err, journeys.LogsOf(t, rel, cube.LogOptions{}))
 	client := serviceClient(t, cl, rel, ns, svc.ServicePort(), c.Clientset.CoreV1().Services(ns))
 	var resp openai.EmbeddingResponse

@@ -43,7 +43,7 @@ func TestPyTorchDDPAllReduce(t *testing.T) {
 		// deletes pods still running when the Master succeeds.
 		CleanPodPolicy(kubeflowv1.CleanPodPolicyNone)
 	rel := journeys.Apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
@@ -61,7 +61,7 @@ func TestPyTorchOnePod(t *testing.T) {
 		Workers(0).
 		CPU("500m").Memory("1Gi")
 	rel := journeys.Apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
@@ -84,7 +84,7 @@ print(f"mpi rank {c.Get_rank()} size {c.Get_size()} sum {s}", flush=True)`
 		Workers(2).
 		CPU("250m").Memory("512Mi")
 	rel := journeys.Apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
