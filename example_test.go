@@ -170,18 +170,19 @@ func ExampleReadStatus() {
 	// Missing
 }
 
-// A custom kind no controller reports on (here a Volcano Queue on a cluster
-// without Volcano's controller) can be read Ready once it exists.
+// A kind of your own whose objects have no state beyond existing (here a
+// made-up CRD) reads Unknown until the client is given a reader for it;
+// ExistsKind reads it Ready once it exists.
 func ExampleExistsKind() {
-	queue := &unstructured.Unstructured{}
-	queue.SetAPIVersion("scheduling.volcano.sh/v1beta1")
-	queue.SetKind("Queue")
-	queue.SetName("team-a")
-	fmt.Println(cube.ReadStatus(queue).Phase, cube.ReadStatus(queue).Reason)
-	exists := cube.ExistsKind(queue.GroupVersionKind().GroupKind())
-	fmt.Println(cube.ReadStatus(queue, exists).Phase, cube.ReadStatus(queue, exists).Reason)
+	widget := &unstructured.Unstructured{}
+	widget.SetAPIVersion("example.com/v1")
+	widget.SetKind("Widget")
+	widget.SetName("w")
+	fmt.Println(cube.ReadStatus(widget).Phase, cube.ReadStatus(widget).Reason)
+	exists := cube.ExistsKind(widget.GroupVersionKind().GroupKind())
+	fmt.Println(cube.ReadStatus(widget, exists).Phase, cube.ReadStatus(widget, exists).Reason)
 	// Output:
-	// InProgress NotOpened
+	// Unknown NoReader
 	// Ready Exists
 }
 
