@@ -285,6 +285,9 @@ func BenchmarkApply1000Deployments(b *testing.B) {
 	if err := parallelSSA(ctx, env.Client, deployments("warm-ssa", ns, n), workers); err != nil {
 		b.Fatal(err)
 	}
+	// The baseline runs in the same loop, interleaved with cube's applies
+	// (alternating which goes first), so both meet the same server state.
+	b.ReportAllocs()
 	var cubeTime, ssaTime time.Duration
 	round := 0
 	for b.Loop() {
