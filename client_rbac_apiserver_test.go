@@ -179,7 +179,7 @@ func lifecycle(ctx context.Context, t *testing.T, env *testenv.Env, c *cube.Clie
 		Name: "web", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 	}}}
 	require.NoError(t, env.Client.Status().Update(ctx, p))
-	if r, err := rel.Logs(ctx, cube.LogOptions{}); err == nil {
+	if r, err := rel.Logs(ctx); err == nil {
 		r.Close()
 	} else if apierrors.IsForbidden(err) {
 		fail("logs", err)

@@ -114,7 +114,7 @@ func TestNilClientsAndReleases(t *testing.T) {
 	_, err = nilRelease.Status(ctx)
 	assert.EqualError(t, err, "status: cube: release is nil")
 	assert.EqualError(t, nilRelease.Delete(ctx), "delete: cube: release is nil")
-	_, err = nilRelease.Logs(ctx, cube.LogOptions{})
+	_, err = nilRelease.Logs(ctx)
 	assert.EqualError(t, err, "logs: cube: release is nil")
 	zero := &cube.Release{Name: "made-up"}
 	_, err = zero.Wait(ctx, cube.Ready)

@@ -21,6 +21,9 @@ type Phase string
 // Missing is an object that does not exist (never created, or deleted);
 // Unknown is an object of a kind the client has no reader for (see Kind):
 // cube cannot tell where it stands, and says so instead of guessing.
+// Phase is the one phase type of the module: a package that reports more
+// states (a pipeline step skipped or cached, a trial) declares them as
+// Phase constants of its own and ends in Succeeded or Failed.
 const (
 	InProgress Phase = "InProgress"
 	Ready      Phase = "Ready"

@@ -146,7 +146,7 @@ func TestLogs(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	r, err := rel.Logs(ctx, cube.LogOptions{})
+	r, err := rel.Logs(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	out, err := io.ReadAll(r)

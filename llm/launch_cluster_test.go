@@ -110,7 +110,7 @@ func TestLaunchPathOnTheCluster(t *testing.T) {
 	require.NoError(t, err)
 	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(5*time.Minute), cube.FailOnStuckPods)
 	logs := func() string {
-		r, lerr := rel.Logs(ctx, cube.LogOptions{})
+		r, lerr := rel.Logs(ctx)
 		if lerr != nil {
 			return lerr.Error()
 		}

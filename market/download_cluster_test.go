@@ -100,7 +100,7 @@ func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 	rel, err := cl.Apply(ctx, d)
 	require.NoError(t, err)
 	_, err = rel.Wait(ctx, cube.Succeeded, cube.Timeout(3*time.Minute), cube.FailOnStuckPods)
-	logs, _ := rel.Logs(ctx, cube.LogOptions{})
+	logs, _ := rel.Logs(ctx)
 	var logText []byte
 	if logs != nil {
 		logText, _ = readAllClose(logs)
@@ -144,7 +144,7 @@ func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 	erel, err := cl.Apply(ctx, eval)
 	require.NoError(t, err)
 	_, err = erel.Wait(ctx, cube.Succeeded, cube.Timeout(3*time.Minute), cube.FailOnStuckPods)
-	elogs, _ := erel.Logs(ctx, cube.LogOptions{})
+	elogs, _ := erel.Logs(ctx)
 	var evalText []byte
 	if elogs != nil {
 		evalText, _ = readAllClose(elogs)

@@ -62,7 +62,7 @@ func TestPipelineInTenant(t *testing.T) {
 	require.NoError(t, tenant.Admits(team, flow), "the tenant's Pod Security level admits the pipeline")
 	rel := journeys.Apply(t, cl, flow)
 	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	logs := journeys.LogsOf(t, rel)
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 

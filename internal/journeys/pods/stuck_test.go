@@ -87,7 +87,7 @@ func TestStuckPods(t *testing.T) {
 		assert.Equal(t, "CrashLoopBackOff", problems[0].Reason, "%v", reasons(problems))
 		assert.True(t, problems[0].Stuck)
 		assert.Contains(t, problems[0].Message, "exit code 3")
-		prev := journeys.LogsOf(t, rel, cube.LogOptions{Previous: true})
+		prev := journeys.LogsOf(t, rel, cube.Previous)
 		assert.Contains(t, prev, "boom")
 	})
 }
