@@ -23,6 +23,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/tenant"
 )
 
 func TestClientRules(t *testing.T) {
@@ -109,7 +110,7 @@ func asUser(t *testing.T, env *testenv.Env, ns, user string, rules []rbacv1.Poli
 	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	return cube.NewFromClient(cl, cube.WithNamespace(ns), cube.WithClientset(cs))
+	return cube.NewFromClient(cl, cube.Namespace(ns), cube.Clientset(cs))
 }
 
 // lifecycle does with c what a program running cube does with a release,
@@ -136,7 +137,7 @@ func lifecycle(ctx context.Context, t *testing.T, env *testenv.Env, c *cube.Clie
 	// fails at once; Status lists them (events list).
 	refused := quotaEvent(ns, release+"-5d9c7b8f4", "team", time.Now())
 	require.NoError(t, env.Client.Create(ctx, refused))
-	if _, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods(), cube.Timeout(5*time.Second)); !errors.Is(err, cube.ErrFailed) || !strings.Contains(err.Error(), "exceeded quota team") {
+	if _, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods, cube.Timeout(5*time.Second)); !errors.Is(err, cube.ErrFailed) || !strings.Contains(err.Error(), "exceeded quota team") {
 		fail("wait for a refusal", fmt.Errorf("want the refused pod to fail the wait, got %v", err))
 	}
 	if st, err := rel.Status(ctx); err != nil {
@@ -161,7 +162,7 @@ func lifecycle(ctx context.Context, t *testing.T, env *testenv.Env, c *cube.Clie
 
 	// Wait follows the objects (list, watch) and the pods (pods list,
 	// watch): it fails at once on the stuck pod instead of timing out.
-	if _, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods(), cube.Timeout(5*time.Second)); !errors.Is(err, cube.ErrFailed) {
+	if _, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods, cube.Timeout(5*time.Second)); !errors.Is(err, cube.ErrFailed) {
 		fail("wait", fmt.Errorf("want the stuck pod to fail the wait, got %v", err))
 	}
 	// Status reads each object (get) and the pods (pods list).
@@ -178,7 +179,7 @@ func lifecycle(ctx context.Context, t *testing.T, env *testenv.Env, c *cube.Clie
 		Name: "web", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 	}}}
 	require.NoError(t, env.Client.Status().Update(ctx, p))
-	if r, err := rel.Logs(ctx, cube.LogOptions{}); err == nil {
+	if r, err := rel.Logs(ctx); err == nil {
 		r.Close()
 	} else if apierrors.IsForbidden(err) {
 		fail("logs", err)
@@ -221,7 +222,7 @@ func TestClientRulesAreEnoughAndEachIsNeeded(t *testing.T) {
 	if nsObj.Labels == nil {
 		nsObj.Labels = map[string]string{}
 	}
-	nsObj.Labels[cube.LabelPodSecurityEnforce] = string(cube.PodSecurityBaseline)
+	nsObj.Labels[tenant.LabelPodSecurityEnforce] = string(tenant.PodSecurityBaseline)
 	require.NoError(t, env.Client.Update(ctx, &nsObj))
 
 	rules, err := cube.ClientRules(webApp("shop", "", 1))

@@ -74,7 +74,7 @@ func ExampleIdentity() {
 // cubetest's in-memory one; with cube.New(restConfig) it is a real cluster.
 func ExampleClient_Apply() {
 	ctx := context.Background()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", "", 2))
 	if err != nil {
 		fmt.Println(err)
@@ -116,13 +116,13 @@ func ExampleFailOnStuckPods() {
 			}},
 		}}},
 	}
-	cluster := cubetest.NewCluster([]client.Object{stuck}, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster([]client.Object{stuck}, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", "", 1))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(time.Minute), cube.FailOnStuckPods())
+	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(time.Minute), cube.FailOnStuckPods)
 	fmt.Println(errors.Is(err, cube.ErrFailed))
 	fmt.Println(st.Phase, st.Reason)
 	// Output:
@@ -134,7 +134,7 @@ func ExampleFailOnStuckPods() {
 // is deleted (cube.NoPrune keeps it).
 func ExampleClient_Apply_prune() {
 	ctx := context.Background()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	if _, err := cluster.Client.Apply(ctx, webApp("shop", "", 2)); err != nil {
 		fmt.Println(err)
 		return
@@ -170,18 +170,19 @@ func ExampleReadStatus() {
 	// Missing
 }
 
-// A custom kind no controller reports on (here a Volcano Queue on a cluster
-// without Volcano's controller) can be read Ready once it exists.
+// A kind of your own whose objects have no state beyond existing (here a
+// made-up CRD) reads Unknown until the client is given a reader for it;
+// ExistsKind reads it Ready once it exists.
 func ExampleExistsKind() {
-	queue := &unstructured.Unstructured{}
-	queue.SetAPIVersion("scheduling.volcano.sh/v1beta1")
-	queue.SetKind("Queue")
-	queue.SetName("team-a")
-	fmt.Println(cube.ReadStatus(queue).Phase, cube.ReadStatus(queue).Reason)
-	exists := cube.ExistsKind(queue.GroupVersionKind().GroupKind())
-	fmt.Println(cube.ReadStatus(queue, exists).Phase, cube.ReadStatus(queue, exists).Reason)
+	widget := &unstructured.Unstructured{}
+	widget.SetAPIVersion("example.com/v1")
+	widget.SetKind("Widget")
+	widget.SetName("w")
+	fmt.Println(cube.ReadStatus(widget).Phase, cube.ReadStatus(widget).Reason)
+	exists := cube.ExistsKind(widget.GroupVersionKind().GroupKind())
+	fmt.Println(cube.ReadStatus(widget, exists).Phase, cube.ReadStatus(widget, exists).Reason)
 	// Output:
-	// InProgress NotOpened
+	// Unknown NoReader
 	// Ready Exists
 }
 

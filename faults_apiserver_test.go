@@ -33,15 +33,16 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/retry"
 )
 
 // faultRetry keeps the tests short: four retries over 1.5 s.
-var faultRetry = cube.Retry{Limit: 4, Backoff: 100 * time.Millisecond, Factor: 2, MaxBackoff: 800 * time.Millisecond}
+var faultRetry = retry.Policy{Limit: 4, Backoff: 100 * time.Millisecond, Factor: 2, MaxBackoff: 800 * time.Millisecond}
 
 // proxied is a cube client that talks to env through p.
 func proxied(t *testing.T, p *testenv.Proxy, ns string, opts ...cube.Option) *cube.Client {
 	t.Helper()
-	c, err := cube.New(p.Config, append([]cube.Option{cube.WithNamespace(ns), cube.WithRetry(faultRetry)}, opts...)...)
+	c, err := cube.New(p.Config, append([]cube.Option{cube.Namespace(ns), cube.Retry(faultRetry)}, opts...)...)
 	require.NoError(t, err)
 	return c
 }
@@ -170,7 +171,7 @@ func testApplyWhenTheAPIServerStops(t *testing.T, release string, skip, parallel
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	proxy := env.Proxy(t)
-	c := proxied(t, proxy, ns, cube.WithApplyParallelism(parallelism))
+	c := proxied(t, proxy, ns, cube.ApplyParallelism(parallelism))
 	ctx := t.Context()
 	w := webRelease(release, ns, 10)
 
@@ -223,7 +224,7 @@ func TestApplyOutlivesAQuickRestart(t *testing.T) {
 	ns := env.Namespace(t)
 	proxy := env.Proxy(t)
 	// Enough retries to outlast a restart on a busy machine.
-	c := proxied(t, proxy, ns, cube.WithRetry(cube.Retry{Limit: 30, Backoff: 250 * time.Millisecond, Factor: 2, MaxBackoff: 2 * time.Second}))
+	c := proxied(t, proxy, ns, cube.Retry(retry.Policy{Limit: 30, Backoff: 250 * time.Millisecond, Factor: 2, MaxBackoff: 2 * time.Second}))
 	ctx := t.Context()
 	var restarted sync.WaitGroup
 	proxy.Inject(&testenv.Fault{Name: "restart", Match: testenv.Patches("deployments"), Times: 1, Hook: func(*http.Request) {
@@ -338,7 +339,7 @@ func TestApplyRetriesRecordConflicts(t *testing.T) {
 	require.NoError(t, err)
 
 	// The other writer: it applied "x" and added it to the record.
-	other := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	other := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	proxy.Inject(&testenv.Fault{Name: "concurrent writer", Match: func(r *http.Request) bool {
 		return r.Method == http.MethodPatch && testenv.Named("configmaps", "cube-release-shared")(r)
 	}, Times: 1, Hook: func(*http.Request) {
@@ -479,7 +480,7 @@ func TestWaitSeesWhatHappenedWhileTheAPIServerWasDown(t *testing.T) {
 func TestWaitHonoursTimeoutAndContextWhileTheAPIServerIsDown(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	c, err := cube.New(env.Config, cube.WithNamespace(ns), cube.WithRetry(faultRetry))
+	c, err := cube.New(env.Config, cube.Namespace(ns), cube.Retry(faultRetry))
 	require.NoError(t, err)
 	ctx := t.Context()
 	rel, err := c.Apply(ctx, jobRelease("timeout", ns))

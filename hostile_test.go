@@ -20,11 +20,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cubestudio/cube/internal/quantity"
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/quantity"
-	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -33,25 +33,6 @@ import (
 type nilWorkload struct{ objs []client.Object }
 
 func (w *nilWorkload) Objects() ([]client.Object, error) { return w.objs, nil }
-
-func TestNilAndZeroTenantBuilder(t *testing.T) {
-	var nilTenant *cube.TenantSpec
-	chained := nilTenant.Label("a", "b").Editors("x").EditorGroups("g").Viewers("y").ViewerGroups("h").
-		CPU("1").Memory("1Gi").Pods(1).Storage("1Gi").GPUs("nvidia.com/gpu", 1).Quota("pods", "1").
-		DefaultCPU("1", "1").DefaultMemory("1Gi", "1Gi").QueueWeight(1).QueueReclaimable(true).
-		PodSecurity(cube.PodSecurityBaseline).AllowRDMA().AllowIngressFromNamespace("ns").
-		AllowIngress(cube.PrometheusIngress()).IngressExceptions()
-	assert.Nil(t, chained)
-	assert.Empty(t, nilTenant.Name())
-	assert.Equal(t, cube.Identity{Kind: "tenant"}, nilTenant.Identity())
-	_, err := nilTenant.Objects()
-	assert.EqualError(t, err, "cube: TenantSpec is nil or zero: start it with cube.Tenant(name)")
-	assert.EqualError(t, nilTenant.Admits(), "cube: TenantSpec is nil or zero: start it with cube.Tenant(name)")
-
-	zero := (&cube.TenantSpec{}).CPU("1").DefaultMemory("1Gi", "").GPUs("nvidia.com/gpu", 2).Label("k", "v")
-	_, err = zero.Objects()
-	assert.EqualError(t, err, "cube: TenantSpec is nil or zero: start it with cube.Tenant(name)")
-}
 
 func TestRenderRefusesNilsAndWhatApplyRefuses(t *testing.T) {
 	var buf bytes.Buffer
@@ -118,15 +99,15 @@ func TestNilClientsAndReleases(t *testing.T) {
 
 	_, err = cube.NewFromClient(nil).Apply(ctx, tenantPod("p", nil))
 	assert.EqualError(t, err, "apply: cube: controller-runtime client is nil")
-	_, err = cube.NewFromClient(cluster.Fake, cube.WithNamespace("Bad_NS")).Apply(ctx, tenantPod("p", nil))
+	_, err = cube.NewFromClient(cluster.Fake, cube.Namespace("Bad_NS")).Apply(ctx, tenantPod("p", nil))
 	assert.ErrorContains(t, err, `apply: cube: namespace "Bad_NS": a lowercase RFC 1123 label must consist of`)
-	_, err = cube.New(&rest.Config{Host: "https://127.0.0.1:1"}, cube.WithNamespace("Bad_NS"))
+	_, err = cube.New(&rest.Config{Host: "https://127.0.0.1:1"}, cube.Namespace("Bad_NS"))
 	assert.ErrorContains(t, err, `cube: namespace "Bad_NS"`)
 	_, err = cube.New(nil)
 	assert.EqualError(t, err, "cube: rest config is nil")
 	queue := schema.GroupKind{Group: "scheduling.volcano.sh", Kind: "Queue"}
-	_, err = cube.NewFromClient(cluster.Fake, cube.WithKinds(cube.Kind{GroupKind: queue}, cube.Kind{Status: cube.ExistsKind(queue).Status})).Apply(ctx, tenantPod("p", nil))
-	assert.EqualError(t, err, "apply: cube: WithKinds: Queue.scheduling.volcano.sh has no Status reader (cube.ExistsKind reads a kind Ready once it exists); cube: WithKinds: entry 1 has no GroupKind.Kind")
+	_, err = cube.NewFromClient(cluster.Fake, cube.Kinds(cube.Kind{GroupKind: queue}, cube.Kind{Status: cube.ExistsKind(queue).Status})).Apply(ctx, tenantPod("p", nil))
+	assert.EqualError(t, err, "apply: cube: Kinds: Queue.scheduling.volcano.sh has no Status reader (cube.ExistsKind reads a kind Ready once it exists); cube: Kinds: entry 1 has no GroupKind.Kind")
 
 	var nilRelease *cube.Release
 	_, err = nilRelease.Wait(ctx, cube.Ready)
@@ -134,7 +115,7 @@ func TestNilClientsAndReleases(t *testing.T) {
 	_, err = nilRelease.Status(ctx)
 	assert.EqualError(t, err, "status: cube: release is nil")
 	assert.EqualError(t, nilRelease.Delete(ctx), "delete: cube: release is nil")
-	_, err = nilRelease.Logs(ctx, cube.LogOptions{})
+	_, err = nilRelease.Logs(ctx)
 	assert.EqualError(t, err, "logs: cube: release is nil")
 	zero := &cube.Release{Name: "made-up"}
 	_, err = zero.Wait(ctx, cube.Ready)
@@ -162,26 +143,6 @@ func TestWaitRefusesANegativeTimeout(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Second)
 }
 
-func TestTenantDefaultsMustFitTheQuota(t *testing.T) {
-	_, err := cube.Tenant("team-a").CPU("8").Memory("32Gi").
-		DefaultCPU("16", "").DefaultMemory("1Gi", "64Gi").Objects()
-	assert.EqualError(t, err, `[spec.limits[0].defaultRequest[cpu]: Invalid value: "16": exceeds the quota requests.cpu=8: no container without its own request would fit, `+
-		`spec.limits[0].default[memory]: Invalid value: "64Gi": exceeds the quota requests.memory=32Gi: no container without its own limit would fit]`)
-
-	_, err = cube.Tenant("team-a").Quota("limits.memory", "32Gi").Quota("limits.cpu", "8").Objects()
-	assert.EqualError(t, err, `[spec.limits[0].default[cpu]: Required value: the quota bounds limits.cpu, so containers need a default limit (DefaultCPU/DefaultMemory) or the API server refuses those without one, `+
-		`spec.limits[0].default[memory]: Required value: the quota bounds limits.memory, so containers need a default limit (DefaultCPU/DefaultMemory) or the API server refuses those without one]`)
-
-	_, err = cube.Tenant("team-a").Quota("limits.memory", "32Gi").DefaultMemory("1Gi", "48Gi").Objects()
-	assert.EqualError(t, err, `spec.limits[0].default[memory]: Invalid value: "48Gi": exceeds the quota limits.memory=32Gi: no container without its own limit would fit`)
-
-	objs, err := cube.Tenant("team-a").Quota("limits.memory", "32Gi").DefaultMemory("1Gi", "8Gi").Objects()
-	require.NoError(t, err)
-	lr := objs[2].(*corev1.LimitRange).Spec.Limits[0]
-	assert.Equal(t, "8Gi", lr.Default.Memory().String())
-	assert.Equal(t, "1Gi", lr.DefaultRequest.Memory().String())
-}
-
 // rdmaJob is the quickstart's training job: InfiniBand adds IPC_LOCK.
 func rdmaJob(ns string) *train.PyTorchJob {
 	return train.PyTorch("llama-sft").Namespace(ns).
@@ -190,36 +151,10 @@ func rdmaJob(ns string) *train.PyTorchJob {
 		CPU("16").Memory("64Gi")
 }
 
-func TestTenantAdmitsSaysWhyBeforeApplying(t *testing.T) {
-	tenant := cube.Tenant("team-nlp")
-	err := tenant.Admits(rdmaJob("team-nlp"), tenantPod("plain", nil))
-	var ps *cube.PodSecurityError
-	require.ErrorAs(t, err, &ps)
-	assert.Equal(t, "team-nlp", ps.Namespace)
-	assert.Equal(t, "baseline:latest", ps.Level)
-	require.Len(t, ps.Violations, 2, "the master and the worker template")
-	assert.Equal(t, "spec.pytorchReplicaSpecs.Master.template", ps.Violations[0].Template)
-	assert.Equal(t, "spec.pytorchReplicaSpecs.Worker.template", ps.Violations[1].Template)
-	assert.Equal(t, "PyTorchJob.kubeflow.org team-nlp/llama-sft", ps.Violations[1].Object.String())
-	assert.Equal(t, `non-default capabilities (container "pytorch" must not include "IPC_LOCK" in securityContext.capabilities.add)`, ps.Violations[1].Reasons)
-	assert.Contains(t, err.Error(), `namespace team-nlp enforces PodSecurity "baseline:latest", which would refuse the pods of PyTorchJob.kubeflow.org team-nlp/llama-sft (spec.pytorchReplicaSpecs.Master.template)`)
-	assert.Contains(t, err.Error(), "AllowRDMA()")
-
-	assert.NoError(t, tenant.AllowRDMA().Admits(rdmaJob("team-nlp")))
-	assert.NoError(t, cube.Tenant("team-nlp").Admits(tenantPod("plain", nil)))
-
-	// Restricted refuses what baseline admits, with PodSecurity's reasons.
-	err = cube.Tenant("team-nlp").PodSecurity(cube.PodSecurityRestricted).Admits(tenantPod("plain", nil))
-	require.ErrorAs(t, err, &ps)
-	assert.Equal(t, "spec", ps.Violations[0].Template)
-	assert.Contains(t, ps.Violations[0].Reasons, "allowPrivilegeEscalation != false")
-	assert.Contains(t, ps.Violations[0].Reasons, "runAsNonRoot != true")
-}
-
 func TestApplyChecksPodSecurityBeforeApplying(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-nlp"))
-	_, err := cluster.Client.Apply(ctx, cube.Tenant("team-nlp"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-nlp"))
+	_, err := cluster.Client.Apply(ctx, tenant.New("team-nlp"))
 	require.NoError(t, err)
 
 	_, err = cluster.Client.Apply(ctx, rdmaJob("team-nlp"))
@@ -246,32 +181,15 @@ func TestApplyChecksPodSecurityBeforeApplying(t *testing.T) {
 	assert.Equal(t, "host namespaces (hostNetwork=true)", ps.Violations[0].Reasons)
 
 	// The privileged level admits it.
-	_, err = cluster.Client.Apply(ctx, cube.Tenant("team-nlp").AllowRDMA())
+	_, err = cluster.Client.Apply(ctx, tenant.New("team-nlp").AllowRDMA())
 	require.NoError(t, err)
 	_, err = cluster.Client.Apply(ctx, rdmaJob("team-nlp"))
 	require.NoError(t, err)
 
 	// A namespace the client cannot find is left to the API server.
-	other := cubetest.NewCluster(nil, cube.WithNamespace("elsewhere"))
+	other := cubetest.NewCluster(nil, cube.Namespace("elsewhere"))
 	_, err = other.Client.Apply(context.WithoutCancel(ctx), rdmaJob(""))
 	require.NoError(t, err)
-}
-
-// TestAdmitsLooksIntoPipelineSteps: a pipeline's workload step carries its
-// job as a manifest string inside the Workflow; Argo creates the job, whose
-// pods the namespace's level then refuses.
-func TestAdmitsLooksIntoPipelineSteps(t *testing.T) {
-	flow := pipeline.New("sft-flow").Namespace("team-nlp").ServiceAccount(cube.PipelineServiceAccount).Kinds(train.Kinds()...).
-		Step(pipeline.Workload("train", rdmaJob("team-nlp")))
-	err := cube.Tenant("team-nlp").Admits(flow)
-	var ps *cube.PodSecurityError
-	require.ErrorAs(t, err, &ps)
-	require.NotEmpty(t, ps.Violations)
-	v := ps.Violations[len(ps.Violations)-1]
-	assert.Equal(t, "Workflow.argoproj.io team-nlp/sft-flow", v.Object.String())
-	assert.Regexp(t, `^spec\.templates\[\d+\]\.resource\.manifest\.spec\.pytorchReplicaSpecs\.Worker\.template$`, v.Template)
-	assert.Contains(t, v.Reasons, `"IPC_LOCK"`)
-	assert.NoError(t, cube.Tenant("team-nlp").AllowRDMA().Admits(flow))
 }
 
 func TestExportedFunctionsTakeNil(t *testing.T) {
@@ -281,23 +199,6 @@ func TestExportedFunctionsTakeNil(t *testing.T) {
 	assert.Nil(t, cube.PodProblems(nil))
 	_, err := cube.ToUnstructured((*corev1.Pod)(nil))
 	assert.EqualError(t, err, "object is nil")
-}
-
-// TestAllowRDMAAndAnotherLevelConflict: AllowRDMA on a restricted tenant
-// silently made it privileged (or, the other way round, left RDMA pods
-// refused).
-func TestAllowRDMAAndAnotherLevelConflict(t *testing.T) {
-	want := `metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "restricted": AllowRDMA needs the privileged level: the restricted level refuses the IPC_LOCK capability RDMA pods add`
-	_, err := cube.Tenant("team-a").PodSecurity(cube.PodSecurityRestricted).AllowRDMA().Objects()
-	assert.EqualError(t, err, want)
-	_, err = cube.Tenant("team-a").AllowRDMA().PodSecurity(cube.PodSecurityRestricted).Objects()
-	assert.EqualError(t, err, want)
-	objs, err := cube.Tenant("team-a").PodSecurity(cube.PodSecurityPrivileged).AllowRDMA().Objects()
-	require.NoError(t, err)
-	assert.Equal(t, "privileged", objs[0].GetLabels()[cube.LabelPodSecurityEnforce])
-	objs, err = cube.Tenant("team-a").AllowRDMA().Objects()
-	require.NoError(t, err)
-	assert.Equal(t, "privileged", objs[0].GetLabels()[cube.LabelPodSecurityWarn])
 }
 
 // TestQuantitiesApimachineryCannotRoundAreRefused: resource.ParseQuantity
@@ -314,7 +215,7 @@ func TestQuantitiesApimachineryCannotRoundAreRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `resources.requests[cpu]: Invalid value: "92233720E6854775807"`)
 	assert.Contains(t, err.Error(), `resources.requests[memory]: Invalid value: "1e-5000"`)
-	_, err = cube.Tenant("team").CPU(hostile).Objects()
+	_, err = tenant.New("team").CPU(hostile).Objects()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "beyond ±1000")
 	assert.Less(t, time.Since(start), 5*time.Second)

@@ -17,22 +17,61 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// LogOptions selects which logs Release.Logs streams.
-type LogOptions struct {
-	// Container names the container; empty means the pod's default container
-	// (the kubectl.kubernetes.io/default-container annotation, else the first).
-	Container string
+// LogOption selects which logs Release.Logs streams: Container, Follow,
+// TailLines, Since, Previous.
+type LogOption interface{ applyToLogs(*logOptions) }
+
+type logOptions struct {
+	container string
+	follow    bool
+	tailLines int64
+	since     time.Duration
+	previous  bool
+}
+
+type containerOption string
+
+func (c containerOption) applyToLogs(o *logOptions) { o.container = string(c) }
+
+// Container names the container whose logs are streamed; without it, the
+// pod's default container (the kubectl.kubernetes.io/default-container
+// annotation, else the first).
+func Container(name string) LogOption { return containerOption(name) }
+
+type tailLinesOption int64
+
+func (n tailLinesOption) applyToLogs(o *logOptions) { o.tailLines = int64(n) }
+
+// TailLines, when n is positive, starts from the last n lines of each pod.
+func TailLines(n int64) LogOption { return tailLinesOption(n) }
+
+type sinceOption time.Duration
+
+func (d sinceOption) applyToLogs(o *logOptions) { o.since = time.Duration(d) }
+
+// Since, when d is positive, starts from logs newer than d.
+func Since(d time.Duration) LogOption { return sinceOption(d) }
+
+// logFlag is a LogOption that turns one behaviour on.
+type logFlag int
+
+const (
 	// Follow keeps streaming until ctx ends or the reader is closed.
-	Follow bool
-	// TailLines, when positive, starts from the last TailLines lines of each pod.
-	TailLines int64
-	// Since, when positive, starts from logs newer than this.
-	Since time.Duration
+	Follow logFlag = iota + 1
 	// Previous reads the previous, terminated instance of the container
 	// (kubectl logs --previous): why a container in CrashLoopBackOff or
 	// restarted after an OOM kill stopped. Pods whose container never
 	// restarted have no previous logs and are skipped.
-	Previous bool
+	Previous
+)
+
+func (f logFlag) applyToLogs(o *logOptions) {
+	switch f {
+	case Follow:
+		o.follow = true
+	case Previous:
+		o.previous = true
+	}
 }
 
 // Logs streams the logs of every pod of the release (pods carrying its
@@ -42,13 +81,19 @@ type LogOptions struct {
 // Logs fails only when no pod has any. Lines of one
 // pod keep their order; lines of different pods interleave as they arrive.
 // Close the reader to stop following.
-func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, error) {
+func (r *Release) Logs(ctx context.Context, options ...LogOption) (io.ReadCloser, error) {
+	var opts logOptions
+	for _, o := range options {
+		if !isNil(o) {
+			o.applyToLogs(&opts)
+		}
+	}
 	if err := r.usable(); err != nil {
 		return nil, fmt.Errorf("logs: %w", err)
 	}
 	cs := r.client.clientset
 	if cs == nil {
-		return nil, errors.New("logs: client has no clientset: build it with cube.New or cube.WithClientset")
+		return nil, errors.New("logs: client has no clientset: build it with cube.New or cube.Clientset")
 	}
 	pods, err := cs.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{LabelRelease: r.Name}).String(),
@@ -68,23 +113,23 @@ func (r *Release) Logs(ctx context.Context, opts LogOptions) (io.ReadCloser, err
 	names := make([]string, 0, len(items)) // the pod of each stream
 	for i := range items {
 		pod := &items[i]
-		container := defaultContainer(pod, opts.Container)
-		if opts.Previous && !restarted(pod, container) {
+		container := defaultContainer(pod, opts.container)
+		if opts.previous && !restarted(pod, container) {
 			continue
 		}
 		// A container that is still waiting to start its first instance
 		// (a replacement pod initializing after its job ended, say) has no
 		// logs yet; the API server would refuse the whole call.
-		if !opts.Previous && notStarted(pod, container) {
+		if !opts.previous && notStarted(pod, container) {
 			skipped = append(skipped, pod.Name)
 			continue
 		}
-		podOpts := &corev1.PodLogOptions{Container: container, Follow: opts.Follow, Previous: opts.Previous}
-		if opts.TailLines > 0 {
-			podOpts.TailLines = &opts.TailLines
+		podOpts := &corev1.PodLogOptions{Container: container, Follow: opts.follow, Previous: opts.previous}
+		if opts.tailLines > 0 {
+			podOpts.TailLines = &opts.tailLines
 		}
-		if opts.Since > 0 {
-			secs := int64(opts.Since / time.Second)
+		if opts.since > 0 {
+			secs := int64(opts.since / time.Second)
 			podOpts.SinceSeconds = &secs
 		}
 		s, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, podOpts).Stream(ctx)

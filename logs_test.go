@@ -24,7 +24,7 @@ import (
 
 func TestLogsOfPreviousContainers(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", "", 2))
 	require.NoError(t, err)
 
@@ -56,22 +56,22 @@ func TestLogsOfPreviousContainers(t *testing.T) {
 		return true, &runtime.Unknown{Raw: []byte(body)}, nil
 	})
 
-	read := func(opts cube.LogOptions) []string {
+	read := func(opts ...cube.LogOption) []string {
 		t.Helper()
-		r, err := rel.Logs(ctx, opts)
+		r, err := rel.Logs(ctx, opts...)
 		require.NoError(t, err)
 		defer r.Close()
 		out, err := io.ReadAll(r)
 		require.NoError(t, err)
 		return strings.Split(strings.TrimSpace(string(out)), "\n")
 	}
-	assert.ElementsMatch(t, []string{"[shop-a] serving", "[shop-b] serving"}, read(cube.LogOptions{}))
-	assert.Equal(t, []string{"[shop-a] loading weights", "[shop-a] Killed"}, read(cube.LogOptions{Previous: true}),
+	assert.ElementsMatch(t, []string{"[shop-a] serving", "[shop-b] serving"}, read())
+	assert.Equal(t, []string{"[shop-a] loading weights", "[shop-a] Killed"}, read(cube.Previous),
 		"only the restarted pod has previous logs, under its own name")
 	assert.Equal(t, []string{"web", "web", "web"}, asked, "the default container is asked for")
 
 	// Follow, tail, since and the container reach the kubelet's request.
-	read(cube.LogOptions{Container: "web", Follow: true, TailLines: 5, Since: 90 * time.Second})
+	read(cube.Container("web"), cube.Follow, cube.TailLines(5), cube.Since(90*time.Second))
 	require.NotNil(t, lastOpts)
 	assert.True(t, lastOpts.Follow)
 	assert.Equal(t, int64(5), *lastOpts.TailLines)
@@ -83,7 +83,7 @@ func TestLogsOfPreviousContainers(t *testing.T) {
 	p.Status.ContainerStatuses[0].RestartCount = 0
 	_, err = cluster.Clientset.CoreV1().Pods("team-a").UpdateStatus(ctx, p, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	_, err = rel.Logs(ctx, cube.LogOptions{Previous: true})
+	_, err = rel.Logs(ctx, cube.Previous)
 	require.Error(t, err)
 	assert.Equal(t, "logs: no container of release team-a/shop has restarted, so none has previous logs", err.Error())
 }
@@ -94,7 +94,7 @@ func TestLogsOfPreviousContainers(t *testing.T) {
 // request, so Logs leaves it out instead of failing for every pod.
 func TestLogsSkipContainersNotStarted(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("job", "", 1))
 	require.NoError(t, err)
 	statuses := map[string]corev1.ContainerState{
@@ -112,7 +112,7 @@ func TestLogsSkipContainersNotStarted(t *testing.T) {
 		asked++
 		return true, &runtime.Unknown{Raw: []byte("done\n")}, nil
 	})
-	r, err := rel.Logs(ctx, cube.LogOptions{})
+	r, err := rel.Logs(ctx)
 	require.NoError(t, err)
 	out, err := io.ReadAll(r)
 	require.NoError(t, err)
@@ -122,7 +122,7 @@ func TestLogsSkipContainersNotStarted(t *testing.T) {
 
 	// With only the waiting pod left, Logs says why there is nothing.
 	require.NoError(t, cluster.Clientset.CoreV1().Pods("team-a").Delete(ctx, "job-master", metav1.DeleteOptions{}))
-	_, err = rel.Logs(ctx, cube.LogOptions{})
+	_, err = rel.Logs(ctx)
 	require.ErrorContains(t, err, "not started yet or gone (job-worker)")
 }
 
@@ -130,7 +130,7 @@ func TestLogsSkipContainersNotStarted(t *testing.T) {
 // cleaning up as the job ends) is left out, not a failure of the call.
 func TestLogsSkipPodsDeletedMeanwhile(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("job", "", 1))
 	require.NoError(t, err)
 	for _, name := range []string{"job-a-gone", "job-b-live"} {
@@ -147,7 +147,7 @@ func TestLogsSkipPodsDeletedMeanwhile(t *testing.T) {
 		}
 		return true, &runtime.Unknown{Raw: []byte("done\n")}, nil
 	})
-	r, err := rel.Logs(ctx, cube.LogOptions{})
+	r, err := rel.Logs(ctx)
 	require.NoError(t, err)
 	out, err := io.ReadAll(r)
 	require.NoError(t, err)

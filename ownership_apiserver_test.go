@@ -24,8 +24,10 @@ import (
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/kinds"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -42,8 +44,8 @@ func newTenant(t *testing.T, env *testenv.Env, opts ...cube.Option) (*cube.Clien
 		_ = env.Client.Delete(ctx, &vcscheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		_ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
-	c := cube.NewFromClient(env.Client, append([]cube.Option{cube.WithNamespace(name), cube.WithKinds(kinds.All()...)}, opts...)...)
-	rel, err := c.Apply(t.Context(), cube.Tenant(name).GPUs("nvidia.com/gpu", 1))
+	c := cube.NewFromClient(env.Client, append([]cube.Option{cube.Namespace(name), cube.Kinds(kinds.All()...)}, opts...)...)
+	rel, err := c.Apply(t.Context(), tenant.New(name).Accelerators(hardware.H100, 1))
 	require.NoError(t, err)
 	return c, rel, name
 }
@@ -56,9 +58,9 @@ func nsRef(name string) cube.ObjectRef {
 // runs in would have pruned the whole tenant, Namespace included.
 func TestApplyRefusesANameTakenByAnotherKind(t *testing.T) {
 	env := testenv.Get(t)
-	c, tenant, ns := newTenant(t, env)
-	assert.Equal(t, "tenant", tenant.Kind)
-	assert.Len(t, tenant.UID, 32)
+	c, team, ns := newTenant(t, env)
+	assert.Equal(t, "tenant", team.Kind)
+	assert.Len(t, team.UID, 32)
 
 	job := train.PyTorch(ns).Namespace(ns).Image("busybox:1.36").Command("true")
 	_, err := c.Apply(t.Context(), job)
@@ -72,14 +74,14 @@ func TestApplyRefusesANameTakenByAnotherKind(t *testing.T) {
 	assert.ErrorIs(t, err, cube.ErrNameTaken)
 
 	// Nothing of the tenant was touched.
-	for _, ref := range tenant.Objects {
+	for _, ref := range team.Objects {
 		assert.False(t, deleted(t, env, ref), "%s", ref)
 	}
 	back, err := c.Release(t.Context(), ns, ns)
 	require.NoError(t, err)
 	assert.Equal(t, "tenant", back.Kind)
-	assert.Equal(t, tenant.UID, back.UID)
-	assert.ElementsMatch(t, tenant.Objects, back.Objects)
+	assert.Equal(t, team.UID, back.UID)
+	assert.ElementsMatch(t, team.Objects, back.Objects)
 
 	// Under another name the job goes in beside the tenant.
 	rel, err := c.Apply(t.Context(), train.PyTorch("train").Namespace(ns).Image("busybox:1.36").Command("true"))
@@ -99,17 +101,17 @@ func TestApplyRefusesANameTakenByAnotherKind(t *testing.T) {
 // deleted, and prune never deletes a Namespace.
 func TestTenantNamespaceGoesOnlyWithTheTenantThatCreatedIt(t *testing.T) {
 	env := testenv.Get(t)
-	c, tenant, ns := newTenant(t, env)
-	require.NoError(t, tenant.Delete(t.Context()))
+	c, team, ns := newTenant(t, env)
+	require.NoError(t, team.Delete(t.Context()))
 	assert.True(t, deleted(t, env, nsRef(ns)), "the tenant created its namespace: it goes with it")
 
 	// An administrator's namespace made a tenant stays when the tenant goes.
 	admin := env.Namespace(t)
-	c = cube.NewFromClient(env.Client, cube.WithNamespace(admin))
+	c = cube.NewFromClient(env.Client, cube.Namespace(admin))
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &vcscheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: admin}})
 	})
-	rel, err := c.Apply(t.Context(), cube.Tenant(admin).CPU("4"))
+	rel, err := c.Apply(t.Context(), tenant.New(admin).CPU("4"))
 	require.NoError(t, err)
 	require.NoError(t, rel.Delete(t.Context()))
 	assert.False(t, deleted(t, env, nsRef(admin)), "an adopted namespace is not the release's to delete")
@@ -163,8 +165,8 @@ func TestANameReusedAcrossNamespacesIsAnotherRelease(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}})
 	})
-	a := cube.NewFromClient(env.Client, cube.WithNamespace(nsA))
-	b := cube.NewFromClient(env.Client, cube.WithNamespace(nsB))
+	a := cube.NewFromClient(env.Client, cube.Namespace(nsA))
+	b := cube.NewFromClient(env.Client, cube.Namespace(nsB))
 	relA, err := a.Apply(t.Context(), clusterRole("reader", role))
 	require.NoError(t, err)
 
@@ -244,8 +246,8 @@ func TestAnEditedRecordNeverDeletesWhatCubeDidNotMake(t *testing.T) {
 func TestTwoFieldOwnersConflict(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	portalA := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithFieldOwner("portal-a"))
-	portalB := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithFieldOwner("portal-b"))
+	portalA := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.FieldOwner("portal-a"))
+	portalB := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.FieldOwner("portal-b"))
 	_, err := portalA.Apply(t.Context(), webApp("shop", "", 1))
 	require.NoError(t, err)
 	var d corev1.ConfigMap
@@ -263,9 +265,9 @@ func TestTwoFieldOwnersConflict(t *testing.T) {
 	_, err = portalB.Apply(t.Context(), webApp("shop", "", 3), cube.Force)
 	require.NoError(t, err)
 
-	_, err = cube.New(env.Config, cube.WithFieldOwner("bad owner"))
+	_, err = cube.New(env.Config, cube.FieldOwner("bad owner"))
 	assert.ErrorContains(t, err, `field owner "bad owner"`)
-	_, err = cube.New(env.Config, cube.WithFieldOwner(""))
+	_, err = cube.New(env.Config, cube.FieldOwner(""))
 	assert.Error(t, err)
 }
 
@@ -273,7 +275,7 @@ func TestTwoFieldOwnersConflict(t *testing.T) {
 // two kinds, exactly one wins and the other is refused.
 func TestApplyRacingApplyOnOneName(t *testing.T) {
 	c, env, ns := newClient(t)
-	other := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	other := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	var wg sync.WaitGroup
 	rels := make([]*cube.Release, 2)
 	errs := make([]error, 2)

@@ -100,7 +100,7 @@ func TestStatusAndWaitReportPodProblems(t *testing.T) {
 
 	// With FailOnStuckPods the same release fails at once.
 	start := time.Now()
-	st, err = rel.Wait(ctx, cube.Ready, cube.Timeout(time.Minute), cube.FailOnStuckPods())
+	st, err = rel.Wait(ctx, cube.Ready, cube.Timeout(time.Minute), cube.FailOnStuckPods)
 	require.ErrorIs(t, err, cube.ErrFailed)
 	assert.Less(t, time.Since(start), 30*time.Second)
 	assert.Equal(t, cube.Failed, st.Phase)
@@ -143,10 +143,10 @@ func TestPodProblemsNeedNoPodAccess(t *testing.T) {
 	require.NoError(t, err)
 	// RBAC reads roles through an informer: wait until alice may read.
 	require.Eventually(t, func() bool {
-		_, err := cube.NewFromClient(alice, cube.WithNamespace(ns)).Release(ctx, ns, "shop")
+		_, err := cube.NewFromClient(alice, cube.Namespace(ns)).Release(ctx, ns, "shop")
 		return err == nil
 	}, 10*time.Second, 50*time.Millisecond)
-	ac := cube.NewFromClient(alice, cube.WithNamespace(ns))
+	ac := cube.NewFromClient(alice, cube.Namespace(ns))
 	arel, err := ac.Release(ctx, ns, rel.Name)
 	require.NoError(t, err)
 

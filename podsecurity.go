@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// PodSecurityError is Apply (or TenantSpec.Admits) refusing, before
+// PodSecurityError is Apply (or CheckPodSecurity, tenant.Admits) refusing, before
 // anything is applied, workloads whose pods the namespace's Pod Security
 // level would refuse: the API server's PodSecurity admission checks pods
 // only when a controller creates them, so a job would be stored and then
@@ -57,7 +57,7 @@ func (e *PodSecurityError) Error() string {
 	}
 	msg := fmt.Sprintf("namespace %s enforces PodSecurity %q, which would refuse the pods of %s", e.Namespace, e.Level, strings.Join(parts, "; "))
 	if rdma {
-		msg += "; IPC_LOCK comes from an RDMA fabric: let the tenant use it with cube.Tenant(...).AllowRDMA()"
+		msg += "; IPC_LOCK comes from an RDMA fabric: let the tenant use it with tenant.New(...).AllowRDMA()"
 	}
 	return msg
 }
@@ -72,17 +72,34 @@ var podSecurityEvaluator = sync.OnceValues(func() (policy.Evaluator, error) {
 // admission does; ok is false when there is nothing to check (no label,
 // privileged, or labels the admission itself would reject).
 func enforcedLevel(labels map[string]string) (psaapi.LevelVersion, bool) {
-	level, err := psaapi.ParseLevel(labels[LabelPodSecurityEnforce])
+	level, err := psaapi.ParseLevel(labels[psaapi.EnforceLevelLabel])
 	if err != nil || level == psaapi.LevelPrivileged {
 		return psaapi.LevelVersion{}, false
 	}
 	version := psaapi.LatestVersion()
-	if v, set := labels[LabelPodSecurityEnforceVersion]; set {
+	if v, set := labels[psaapi.EnforceVersionLabel]; set {
 		if version, err = psaapi.ParseVersion(v); err != nil {
 			return psaapi.LevelVersion{}, false
 		}
 	}
 	return psaapi.LevelVersion{Level: level, Version: version}, true
+}
+
+// CheckPodSecurity reports, without a cluster, whether a namespace with
+// the given labels admits the pods of the workloads: nil, or a
+// *PodSecurityError naming every pod template its enforced level refuses
+// and why, as the API server's PodSecurity admission would (the checks are
+// k8s.io/pod-security-admission's, at the level and version of the labels
+// pod-security.kubernetes.io/enforce and enforce-version). A namespace
+// without an enforce label, or at the privileged level, admits every pod.
+// The workloads are rendered and checked as Apply does; their problems
+// are reported under "workload <index>".
+func CheckPodSecurity(namespace string, labels map[string]string, ws ...Workload) error {
+	objs, err := prepareAll("workload", ws)
+	if err != nil {
+		return err
+	}
+	return checkPodSecurity(namespace, labels, objs)
 }
 
 // checkPodSecurity evaluates every pod template of objs at the level the

@@ -174,7 +174,7 @@ func TestInterruptedApplyLeavesNothingDeleteCannotFind(t *testing.T) {
 			return err
 		},
 	})
-	c := cube.NewFromClient(interrupting, cube.WithNamespace(ns), cube.WithApplyParallelism(2))
+	c := cube.NewFromClient(interrupting, cube.Namespace(ns), cube.ApplyParallelism(2))
 	const n = 40
 	_, err := c.Apply(ctx, cube.Objects(deployments("cut", ns, n)...))
 	require.ErrorIs(t, err, context.Canceled)
@@ -183,7 +183,7 @@ func TestInterruptedApplyLeavesNothingDeleteCannotFind(t *testing.T) {
 	require.NoError(t, env.Client.List(t.Context(), &stored, client.InNamespace(ns), client.MatchingLabels{cube.LabelRelease: "cut"}))
 	require.NotEmpty(t, stored.Items, "the apply stopped after it had stored some objects")
 	require.Less(t, len(stored.Items), n, "and before it had stored them all")
-	rel, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Release(t.Context(), ns, "cut")
+	rel, err := cube.NewFromClient(env.Client, cube.Namespace(ns)).Release(t.Context(), ns, "cut")
 	require.NoError(t, err)
 	recorded := map[string]bool{}
 	for _, ref := range rel.Objects {
@@ -217,7 +217,7 @@ func TestApplyCreatesTheNamespaceItIsRecordedIn(t *testing.T) {
 		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: id.ObjectMeta("settings", ns, nil, nil)},
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: id.ObjectMeta(ns, "", nil, nil)},
 	)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	rel, err := c.Apply(ctx, w)
 	require.NoError(t, err)
 	assert.Equal(t, ns, rel.Namespace)
@@ -250,7 +250,7 @@ func TestApplyReportsEveryFailureOfARank(t *testing.T) {
 	objs = append(objs[:3], append([]client.Object{bad("bad-1")}, objs[3:]...)...)
 	objs = append(objs, bad("bad-2"))
 
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	_, err := c.Apply(ctx, cube.Objects(objs...))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `ConfigMap `+ns+`/bad-1`)
@@ -260,7 +260,7 @@ func TestApplyReportsEveryFailureOfARank(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, rel.Objects, 8, "the eight good ConfigMaps were stored and recorded")
 
-	serial := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithApplyParallelism(1))
+	serial := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.ApplyParallelism(1))
 	id2 := cube.Identity{Kind: "cfg", Release: "serial"}
 	first := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: id2.ObjectMeta("s-0", "", nil, nil)}
 	last := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: id2.ObjectMeta("s-2", "", nil, nil)}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/internal/yamlenc"
 )
 
 // Render writes the objects of every workload as multi-document YAML that
@@ -32,11 +34,11 @@ func Render(w io.Writer, ws ...Workload) error {
 	slices.SortStableFunc(objs, func(a, b client.Object) int {
 		return cmp.Compare(rankOf(a.GetObjectKind().GroupVersionKind().Kind), rankOf(b.GetObjectKind().GroupVersionKind().Kind))
 	})
-	yw := yamlWriters.Get().(*yamlWriter)
-	defer yw.reset()
+	yw := yamlenc.Get()
+	defer yw.Release()
 	for i, obj := range objs {
 		if i > 0 {
-			yw.buf = append(yw.buf, "---\n"...)
+			yw.Append([]byte("---\n"))
 		}
 		// The output is yaml.v2's on the unstructured content, which is
 		// what sigs.k8s.io/yaml gives without its JSON round trip. The
@@ -44,23 +46,23 @@ func Render(w io.Writer, ws ...Workload) error {
 		// JSON (the unstructured converter sizes every map for all the
 		// fields of its struct) and without the events yaml.v2 queues,
 		// and leaves the rest to yaml.v2.
-		if _, typed := obj.(*unstructured.Unstructured); !typed && yw.fromJSON(obj) {
+		if _, typed := obj.(*unstructured.Unstructured); !typed && yw.FromJSON(obj) {
 			continue
 		}
 		u, err := ToUnstructured(obj)
 		if err != nil {
 			return err
 		}
-		if yw.document(u.Object) {
+		if yw.Document(u.Object) {
 			continue
 		}
 		b, err := yaml.Marshal(u.Object)
 		if err != nil {
 			return fmt.Errorf("render %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
-		yw.buf = append(yw.buf, b...)
+		yw.Append(b)
 	}
-	_, err = w.Write(yw.buf)
+	_, err = w.Write(yw.Bytes())
 	return err
 }
 

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"strings"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -110,8 +111,8 @@ func BenchmarkRender1000Objects(b *testing.B) {
 		name   string
 		render func() error
 	}{
-		{"cube.Render", func() error { return cube.Render(io.Discard, w) }},
-		{"yaml.v2", func() error {
+		{"cube", func() error { return cube.Render(io.Discard, w) }},
+		{"baseline", func() error { // yaml.v2 on the unstructured content, whose output Render matches byte for byte
 			objs, err := w.Objects()
 			if err != nil {
 				return err
@@ -161,7 +162,7 @@ func BenchmarkRender1000Objects(b *testing.B) {
 				b.ReportMetric(float64(n*b.N)/used.Seconds(), "objects/cpu-s")
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "objects/s")
-			if ours := cpu["cube.Render"]; ours > 0 && run.name != "cube.Render" {
+			if ours := cpu["cube"]; ours > 0 && run.name != "cube" {
 				b.ReportMetric(float64(ours)/float64(cpu[run.name]), "cube/"+run.name)
 			}
 		})

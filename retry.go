@@ -14,76 +14,9 @@ import (
 )
 
 // ErrUnavailable is wrapped by the error of a call that gave up because the
-// API server kept failing for a passing reason (see Retry). The error also
+// API server kept failing for a passing reason (see the Retry option). The error also
 // wraps the last failure, so apierrors predicates still see it.
 var ErrUnavailable = errors.New("API server unavailable")
-
-// Retry is how a Client retries a request the API server could not serve
-// for a passing reason: a refused, reset or dropped connection, a 5xx
-// answer (a 500 only when it says the server's storage failed or timed
-// out), or a 429 without Retry-After. Up to Limit more attempts, waiting
-// Backoff, multiplied by Factor after each retry and capped at MaxBackoff.
-//
-// client-go already retries, up to ten times and waiting as the server
-// asks, every answer that carries Retry-After (429 from priority and
-// fairness, 5xx with the header), and a GET whose connection was reset;
-// a Client does not retry those again. Every write a Client retries is
-// idempotent: server-side apply, a delete (an object already gone counts
-// as deleted), the creation of a release record (one that exists is read
-// instead).
-type Retry struct {
-	Limit      int
-	Backoff    time.Duration
-	Factor     int // default 1
-	MaxBackoff time.Duration
-}
-
-// DefaultRetry is the Retry of a Client unless WithRetry says otherwise:
-// six retries over about twelve seconds, long enough for an API server
-// behind a balancer to restart.
-var DefaultRetry = Retry{Limit: 6, Backoff: 250 * time.Millisecond, Factor: 2, MaxBackoff: 4 * time.Second}
-
-// WithRetry sets how the client retries requests that failed for a passing
-// reason; Retry{} retries nothing. A negative field makes every method of
-// the client fail (New fails at once).
-func WithRetry(r Retry) Option {
-	return func(c *Client) {
-		var errs []error
-		if r.Limit < 0 {
-			errs = append(errs, fmt.Errorf("cube: retry limit %d is negative", r.Limit))
-		}
-		if r.Backoff < 0 {
-			errs = append(errs, fmt.Errorf("cube: retry backoff %s is negative", r.Backoff))
-		}
-		if r.Factor < 0 {
-			errs = append(errs, fmt.Errorf("cube: retry factor %d is negative", r.Factor))
-		}
-		if r.MaxBackoff < 0 {
-			errs = append(errs, fmt.Errorf("cube: retry max backoff %s is negative", r.MaxBackoff))
-		}
-		if len(errs) > 0 {
-			c.err = errors.Join(append([]error{c.err}, errs...)...)
-			return
-		}
-		c.retry = r
-	}
-}
-
-// delay returns the wait before retry n (1-based).
-func (r Retry) delay(n int) time.Duration {
-	d := r.Backoff
-	factor := time.Duration(max(r.Factor, 1))
-	for i := 1; i < n; i++ {
-		if r.MaxBackoff > 0 && d >= r.MaxBackoff {
-			break
-		}
-		d *= factor
-	}
-	if r.MaxBackoff > 0 && d > r.MaxBackoff {
-		return r.MaxBackoff
-	}
-	return d
-}
 
 // transient reports whether err is a failure that may pass: the server
 // was unreachable, overloaded or failing, and client-go has not already
@@ -123,7 +56,7 @@ func serverTrouble(reason metav1.StatusReason) bool {
 }
 
 // retrying calls do until it succeeds, fails for good, or the client's
-// Retry is spent (the error then wraps ErrUnavailable), or ctx ends.
+// retry.Policy is spent (the error then wraps ErrUnavailable), or ctx ends.
 func (c *Client) retrying(ctx context.Context, do func(context.Context) error) error {
 	began := time.Now()
 	for attempt := 1; ; attempt++ {
@@ -131,10 +64,10 @@ func (c *Client) retrying(ctx context.Context, do func(context.Context) error) e
 		if err == nil || !transient(err) {
 			return err
 		}
-		if attempt > c.retry.Limit {
+		if attempt > c.retry.Limit || c.retry.MaxDuration > 0 && time.Since(began)+c.retry.Delay(attempt) > c.retry.MaxDuration {
 			return fmt.Errorf("%w after %d attempts in %s: %w", ErrUnavailable, attempt, time.Since(began).Round(time.Millisecond), err)
 		}
-		t := time.NewTimer(c.retry.delay(attempt))
+		t := time.NewTimer(c.retry.Delay(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()

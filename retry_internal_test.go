@@ -18,17 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-)
 
-func TestRetryDelay(t *testing.T) {
-	r := Retry{Limit: 6, Backoff: 250 * time.Millisecond, Factor: 2, MaxBackoff: 4 * time.Second}
-	var got []time.Duration
-	for n := 1; n <= 7; n++ {
-		got = append(got, r.delay(n))
-	}
-	assert.Equal(t, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second, 4 * time.Second}, got)
-	assert.Equal(t, time.Second, Retry{Backoff: time.Second}.delay(5), "factor 0 counts as 1")
-}
+	"github.com/cubestudio/cube/retry"
+)
 
 func TestTransient(t *testing.T) {
 	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
@@ -64,7 +56,7 @@ func TestTransient(t *testing.T) {
 }
 
 func TestRetryingIsBoundedAndHonoursContext(t *testing.T) {
-	c := &Client{retry: Retry{Limit: 3, Backoff: time.Millisecond}}
+	c := &Client{retry: retry.Policy{Limit: 3, Backoff: time.Millisecond}}
 	calls := 0
 	err := c.retrying(t.Context(), func(context.Context) error { calls++; return apierrors.NewServiceUnavailable("busy") })
 	require.ErrorIs(t, err, ErrUnavailable)
@@ -78,7 +70,7 @@ func TestRetryingIsBoundedAndHonoursContext(t *testing.T) {
 	assert.Equal(t, 1, calls, "a refusal is not retried")
 
 	ctx, cancel := context.WithCancel(t.Context())
-	slow := &Client{retry: Retry{Limit: 100, Backoff: time.Hour}}
+	slow := &Client{retry: retry.Policy{Limit: 100, Backoff: time.Hour}}
 	time.AfterFunc(20*time.Millisecond, cancel)
 	began := time.Now()
 	err = slow.retrying(ctx, func(context.Context) error { return apierrors.NewServiceUnavailable("busy") })
@@ -98,11 +90,35 @@ func TestRefused(t *testing.T) {
 	assert.False(t, refused(io.EOF), "a dropped connection says nothing")
 }
 
-func TestWithRetryRefusesNegatives(t *testing.T) {
-	c := NewFromClient(nil, WithRetry(Retry{Limit: -1, Backoff: -time.Second, Factor: -2, MaxBackoff: -time.Second}))
+func TestRetryRefusesNegatives(t *testing.T) {
+	c := NewFromClient(nil, Retry(retry.Policy{Limit: -1, Backoff: -time.Second, Factor: -2, MaxBackoff: -time.Second, MaxDuration: -time.Second}))
 	err := c.usable()
 	require.Error(t, err)
-	for _, want := range []string{"retry limit -1 is negative", "retry backoff -1s is negative", "retry factor -2 is negative", "retry max backoff -1s is negative"} {
+	for _, want := range []string{"cube: Retry: retry.limit: invalid value -1", "retry.backoff: invalid value -1s", "retry.factor: invalid value -2", "retry.maxBackoff: invalid value -1s", "retry.maxDuration: invalid value -1s"} {
 		assert.ErrorContains(t, err, want)
 	}
+}
+
+// TestRetryingStopsAtMaxDuration: a policy's MaxDuration ends the retries
+// before Limit does, with the error a spent policy gives.
+func TestRetryingStopsAtMaxDuration(t *testing.T) {
+	c := &Client{retry: retry.Policy{Limit: 1000, Backoff: 20 * time.Millisecond, MaxDuration: 100 * time.Millisecond}}
+	calls := 0
+	began := time.Now()
+	err := c.retrying(t.Context(), func(context.Context) error { calls++; return apierrors.NewServiceUnavailable("busy") })
+	require.ErrorIs(t, err, ErrUnavailable)
+	assert.Less(t, time.Since(began), time.Second)
+	assert.Greater(t, calls, 1)
+	assert.Less(t, calls, 10)
+}
+
+// TestDefaultRetry: the documented default of the Retry option.
+func TestDefaultRetry(t *testing.T) {
+	c := NewFromClient(nil)
+	assert.Equal(t, retry.Policy{Limit: 6, Backoff: 250 * time.Millisecond, Factor: 2, MaxBackoff: 4 * time.Second}, c.retry)
+	var total time.Duration
+	for n := 1; n <= c.retry.Limit; n++ {
+		total += c.retry.Delay(n)
+	}
+	assert.Equal(t, 11750*time.Millisecond, total, "about twelve seconds")
 }

@@ -21,6 +21,9 @@ type Phase string
 // Missing is an object that does not exist (never created, or deleted);
 // Unknown is an object of a kind the client has no reader for (see Kind):
 // cube cannot tell where it stands, and says so instead of guessing.
+// Phase is the one phase type of the module: a package that reports more
+// states (a pipeline step skipped or cached, a trial) declares them as
+// Phase constants of its own and ends in Succeeded or Failed.
 const (
 	InProgress Phase = "InProgress"
 	Ready      Phase = "Ready"
@@ -176,13 +179,13 @@ func TypedStatus[T any, PT interface {
 // Kind is what a Client knows of one kind of object: how to read its
 // phase, whether it runs to completion, and for a kind a pipeline step can
 // run, the conditions Argo waits on. A Client reads the kinds of the
-// Kubernetes API itself (CoreKinds) and those given with WithKinds; any
+// Kubernetes API itself (CoreKinds) and those given with Kinds; any
 // other kind reads Unknown. Each workload package lists its own
 // (train.Kinds, serve.Kinds, pipeline.Kinds, tune.Kinds) and package kinds
 // gathers them all, the way an API group's AddToScheme fills a scheme.
 type Kind struct {
 	GroupKind schema.GroupKind
-	// Status reads the phase of a stored object of the kind. WithKinds
+	// Status reads the phase of a stored object of the kind. Kinds
 	// refuses a Kind without one; ReadStatus and CompletionOf ignore it.
 	Status StatusFunc
 	// Completes is true for kinds that run to completion (a Job, a
@@ -213,8 +216,8 @@ func newKindTable(kinds ...Kind) kindTable {
 }
 
 // CoreKinds returns the kinds every Client reads: the Kubernetes API's own
-// that cube creates, and the Volcano Queue of a Tenant (Ready once
-// Volcano's controller has opened it). Deployment, StatefulSet, DaemonSet, Job, Pod,
+// that cube creates (a Tenant's Volcano Queue is read with tenant.Kinds).
+// Deployment, StatefulSet, DaemonSet, Job, Pod,
 // PersistentVolumeClaim, Service, Namespace and ResourceQuota are read
 // from their status; ConfigMap, Secret, ServiceAccount, the RBAC kinds,
 // NetworkPolicy, LimitRange, PodDisruptionBudget, HorizontalPodAutoscaler,
@@ -247,7 +250,7 @@ func (t kindTable) read(obj *unstructured.Unstructured) ObjectStatus {
 		st = k.Status(obj)
 	} else {
 		st = ObjectStatus{Phase: Unknown, Reason: "NoReader", Message: fmt.Sprintf(
-			"cube has no status reader for %s: give the client its kind with cube.WithKinds (package kinds has all of cube's)", kindName(gk))}
+			"cube has no status reader for %s: give the client its kind with cube.Kinds (package kinds has all of cube's)", kindName(gk))}
 	}
 	st.Ref = RefOf(obj)
 	if obj.GetDeletionTimestamp() != nil && st.Phase != Failed {
@@ -297,7 +300,6 @@ var coreKinds = func() []Kind {
 		{GroupKind: schema.GroupKind{Kind: "Service"}, Status: TypedStatus(serviceStatus)},
 		{GroupKind: schema.GroupKind{Kind: "Namespace"}, Status: TypedStatus(namespaceStatus)},
 		{GroupKind: schema.GroupKind{Kind: "ResourceQuota"}, Status: TypedStatus(resourceQuotaStatus)},
-		queueKind, // a Tenant's
 	}
 	for _, gk := range []schema.GroupKind{
 		{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "ServiceAccount"}, {Kind: "LimitRange"},

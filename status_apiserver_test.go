@@ -39,7 +39,7 @@ func TestAKindWithoutAReaderIsUnknown(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, cube.Unknown, st.Phase, "%s", st)
 	assert.Contains(t, st.Reason, "PyTorchJob.kubeflow.org")
-	assert.Contains(t, st.Reason, "cube.WithKinds")
+	assert.Contains(t, st.Reason, "cube.Kinds")
 
 	start := time.Now()
 	for _, until := range []cube.Phase{cube.Ready, cube.Succeeded, cube.Failed} {
@@ -50,7 +50,7 @@ func TestAKindWithoutAReaderIsUnknown(t *testing.T) {
 	}
 	assert.Less(t, time.Since(start), 20*time.Second, "fails fast, not at the timeout")
 
-	withKinds := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(kinds.All()...))
+	withKinds := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Kinds(kinds.All()...))
 	back, err := withKinds.Release(t.Context(), ns, "mnist")
 	require.NoError(t, err)
 	st, err = back.Status(t.Context())
@@ -164,8 +164,8 @@ func TestWaitForAPhaseTheReleaseCanNeverReach(t *testing.T) {
 // controller has filled status.hard.
 func TestATenantIsReadyOnlyOnceItsQuotaIsCounted(t *testing.T) {
 	env := testenv.Get(t)
-	_, tenant, ns := newTenant(t, env)
-	st, err := tenant.Status(t.Context())
+	_, team, ns := newTenant(t, env)
+	st, err := team.Status(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, cube.InProgress, st.Phase, "%s", st)
 	assert.Contains(t, st.Reason, "ResourceQuota")
@@ -175,7 +175,7 @@ func TestATenantIsReadyOnlyOnceItsQuotaIsCounted(t *testing.T) {
 	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: ns}, &quota))
 	quota.Status.Hard = quota.Spec.Hard.DeepCopy()
 	require.NoError(t, env.Client.Status().Update(t.Context(), &quota))
-	st, err = tenant.Status(t.Context())
+	st, err = team.Status(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, cube.InProgress, st.Phase, "%s", st)
 	assert.Contains(t, st.Reason, "NotOpened", "Volcano's controller does not run here")
@@ -185,7 +185,7 @@ func TestATenantIsReadyOnlyOnceItsQuotaIsCounted(t *testing.T) {
 	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, &queue))
 	queue.Status.State = vcscheduling.QueueStateOpen
 	require.NoError(t, env.Client.Status().Update(t.Context(), &queue))
-	st, err = tenant.Wait(t.Context(), cube.Ready, cube.Timeout(time.Minute))
+	st, err = team.Wait(t.Context(), cube.Ready, cube.Timeout(time.Minute))
 	require.NoError(t, err, "%s", st)
 }
 
@@ -231,7 +231,7 @@ func TestARefusedPodIsReported(t *testing.T) {
 	assert.Contains(t, st.String(), "exceeded quota team-a")
 
 	start := time.Now()
-	st, err = rel.Wait(t.Context(), cube.Ready, cube.FailOnStuckPods(), cube.Timeout(time.Minute))
+	st, err = rel.Wait(t.Context(), cube.Ready, cube.FailOnStuckPods, cube.Timeout(time.Minute))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, cube.ErrFailed)
 	assert.Less(t, time.Since(start), 10*time.Second)

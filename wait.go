@@ -65,8 +65,9 @@ func (e *WaitError) Unwrap() []error {
 	return e.errs
 }
 
-// WaitOption changes how Wait works.
-type WaitOption func(*waitOptions)
+// WaitOption changes how Wait works: Timeout, OnProgress,
+// FailOnStuckPods.
+type WaitOption interface{ applyToWait(*waitOptions) }
 
 type waitOptions struct {
 	errs        []error // bad options
@@ -84,7 +85,16 @@ type waitOptions struct {
 // Failed with the pod's problem as the reason, and the error wraps
 // ErrFailed. Without it such pods only show in the status's Pods and
 // Refusals.
-func FailOnStuckPods() WaitOption { return func(o *waitOptions) { o.failOnStuck = true } }
+const FailOnStuckPods waitFlag = 1
+
+// waitFlag is a WaitOption that turns one behaviour on.
+type waitFlag int
+
+func (f waitFlag) applyToWait(o *waitOptions) {
+	if f == FailOnStuckPods {
+		o.failOnStuck = true
+	}
+}
 
 // failOnStuck turns a status with a stuck pod into a failure.
 func failOnStuck(st *Status) {
@@ -107,19 +117,25 @@ func failOnStuck(st *Status) {
 // ErrTimeout with the last status. Zero means the context's deadline, or
 // DefaultWaitTimeout when it has none; a negative d makes Wait fail before
 // it starts.
-func Timeout(d time.Duration) WaitOption {
-	return func(o *waitOptions) {
-		if d < 0 {
-			o.errs = append(o.errs, fmt.Errorf("timeout %s is negative", d))
-			return
-		}
-		o.timeout = d
+func Timeout(d time.Duration) WaitOption { return timeoutOption(d) }
+
+type timeoutOption time.Duration
+
+func (d timeoutOption) applyToWait(o *waitOptions) {
+	if d < 0 {
+		o.errs = append(o.errs, fmt.Errorf("timeout %s is negative", time.Duration(d)))
+		return
 	}
+	o.timeout = time.Duration(d)
 }
 
 // OnProgress calls fn with the release status each time it changes, starting
 // with the first status read. fn runs on Wait's goroutine.
-func OnProgress(fn func(Status)) WaitOption { return func(o *waitOptions) { o.progress = fn } }
+func OnProgress(fn func(Status)) WaitOption { return progressOption(fn) }
+
+type progressOption func(Status)
+
+func (fn progressOption) applyToWait(o *waitOptions) { o.progress = fn }
 
 // Wait blocks until the release reaches until, it can no longer reach it,
 // the timeout passes or ctx ends. until is any phase but Unknown: Ready
@@ -163,8 +179,8 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 	}
 	var o waitOptions
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if !isNil(opt) {
+			opt.applyToWait(&o)
 		}
 	}
 	if len(o.errs) > 0 {

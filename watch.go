@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/retry"
 )
 
 // watchHub shares the watches of one Client's waits: one watch (and one
@@ -140,7 +142,7 @@ func (h *watchHub) forget(f *feed) {
 
 // feedBackoff is how long a feed waits before it tries again to watch
 // and list after a failure, or after a watch that ended at once.
-var feedBackoff = Retry{Backoff: 100 * time.Millisecond, Factor: 2, MaxBackoff: 5 * time.Second}
+var feedBackoff = retry.Policy{Backoff: 100 * time.Millisecond, Factor: 2, MaxBackoff: 5 * time.Second}
 
 // briefWatch is how long a watch must last for the feed to start over at
 // once when it ends; one that ends sooner counts as a failure.
@@ -167,7 +169,7 @@ func (f *feed) run(ctx context.Context, h *watchHub, readers kindTable, wc clien
 		if err != nil {
 			f.setTrouble(err)
 		}
-		t := time.NewTimer(feedBackoff.delay(failures))
+		t := time.NewTimer(feedBackoff.Delay(failures))
 		defer t.Stop()
 		select {
 		case <-ctx.Done():

@@ -20,6 +20,7 @@ import (
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 )
@@ -31,7 +32,7 @@ func applyWaitReact(ctx context.Context, c *cube.Client, w cube.Workload, until 
 	if err != nil {
 		return "", err
 	}
-	st, err := rel.Wait(ctx, until, cube.Timeout(5*time.Second), cube.FailOnStuckPods())
+	st, err := rel.Wait(ctx, until, cube.Timeout(5*time.Second), cube.FailOnStuckPods)
 	switch {
 	case errors.Is(err, cube.ErrFailed):
 		return "failed: " + st.Reason, rel.Delete(ctx)
@@ -61,7 +62,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		onlySuccess string
 	}{
 		{"tenant", ns, func() cube.Workload {
-			return cube.Tenant(ns).CPU("64").Memory("256Gi").GPUs("nvidia.com/gpu", 8).Editors("alice").Viewers("bob")
+			return tenant.New(ns).CPU("64").Memory("256Gi").Accelerators(hardware.H100, 8).Editors("alice").Viewers("bob")
 		}, cube.Ready, cube.Ready, "", "nothing in a tenant has a controller to fail it"},
 		{"notebook", "alice-lab", func() cube.Workload {
 			return notebook.Jupyter("alice-lab", "alice").Namespace(ns).AuthSecret("alice-lab-token", "token").Storage("10Gi", "").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"})
@@ -187,7 +188,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 			}
 			for _, outcome := range outcomes {
 				ctx := t.Context()
-				cluster := cubetest.NewCluster(nil, cube.WithNamespace(ns))
+				cluster := cubetest.NewCluster(nil, cube.Namespace(ns))
 				start := time.Now()
 				done := make(chan struct{})
 				var got string

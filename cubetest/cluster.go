@@ -31,9 +31,9 @@ import (
 	"github.com/cubestudio/cube/kinds"
 )
 
-// ExperimentGVK is Katib's Experiment, known to the fake cluster without
+// experimentGVK is Katib's Experiment, known to the fake cluster without
 // importing Katib's Go module.
-var ExperimentGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1beta1", Kind: "Experiment"}
+var experimentGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1beta1", Kind: "Experiment"}
 
 // Scheme returns a fresh scheme with every kind cube builds: client-go's
 // built-in kinds, the training-operator jobs, Volcano, Argo Workflows,
@@ -83,7 +83,7 @@ func restMapper(s *runtime.Scheme) meta.RESTMapper {
 		}
 		m.Add(gvk, scope)
 	}
-	m.Add(ExperimentGVK, meta.RESTScopeNamespace)
+	m.Add(experimentGVK, meta.RESTScopeNamespace)
 	return m
 }
 
@@ -102,7 +102,7 @@ type Cluster struct {
 
 // NewCluster returns an empty in-memory cluster holding objs. Its client
 // reads every kind cube builds (kinds.All); options are passed to it
-// after that (cube.WithNamespace and friends).
+// after that (cube.Namespace and friends).
 func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 	s := Scheme()
 	var withStatus []client.Object
@@ -119,7 +119,7 @@ func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 		}
 	}
 	exp := &unstructured.Unstructured{}
-	exp.SetGroupVersionKind(ExperimentGVK)
+	exp.SetGroupVersionKind(experimentGVK)
 	withStatus = append(withStatus, exp)
 	fc := fake.NewClientBuilder().
 		WithScheme(s).
@@ -129,7 +129,7 @@ func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 		WithObjects(objs...).
 		Build()
 	cs := k8sfake.NewClientset()
-	c := cube.NewFromClient(fc, append([]cube.Option{cube.WithClientset(cs), cube.WithKinds(kinds.All()...)}, opts...)...)
+	c := cube.NewFromClient(fc, append([]cube.Option{cube.Clientset(cs), cube.Kinds(kinds.All()...)}, opts...)...)
 	return &Cluster{Client: c, Fake: fc, Clientset: cs}
 }
 

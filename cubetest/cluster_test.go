@@ -64,7 +64,7 @@ func deployAndWait(ctx context.Context, c *cube.Client, w cube.Workload) (string
 
 func TestUserAutomationReady(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	done := make(chan struct{})
 	var outcome string
 	var err error
@@ -146,7 +146,7 @@ func TestLogs(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	r, err := rel.Logs(ctx, cube.LogOptions{})
+	r, err := rel.Logs(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	out, err := io.ReadAll(r)
@@ -234,7 +234,7 @@ func TestWaitForReleaseGivesUpWithTheContext(t *testing.T) {
 // cluster: the test adds the pods a controller would create.
 func TestUserAutomationSeesStuckPods(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	done := make(chan error, 1)
 	var final cube.Status
 	go func() {
@@ -243,7 +243,7 @@ func TestUserAutomationSeesStuckPods(t *testing.T) {
 			done <- err
 			return
 		}
-		final, err = rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Second), cube.FailOnStuckPods())
+		final, err = rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Second), cube.FailOnStuckPods)
 		done <- err
 	}()
 	rel := waitForRelease(t, cluster, "team-a", "shop")

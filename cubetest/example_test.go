@@ -13,7 +13,7 @@ import (
 // purpose, in memory.
 func ExampleCluster_MarkFailed() {
 	ctx := context.Background()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", 2))
 	if err != nil {
 		fmt.Println(err)
@@ -33,7 +33,7 @@ func ExampleCluster_MarkFailed() {
 // records it.
 func ExampleCluster_RefusePods() {
 	ctx := context.Background()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", 2))
 	if err != nil {
 		fmt.Println(err)
@@ -44,7 +44,7 @@ func ExampleCluster_RefusePods() {
 		fmt.Println(err)
 		return
 	}
-	st, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods())
+	st, err := rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods)
 	fmt.Println(errors.Is(err, cube.ErrFailed))
 	fmt.Println(st.Reason)
 	q := st.Refusals[0].Quota

@@ -52,7 +52,7 @@ func claimAndApp(name string) cube.Workload {
 // team-a/labels: not found" from MarkFailed on Label Studio).
 func TestMarkSkipsWhatTheReactionDeleted(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, claimAndApp("web"))
 	require.NoError(t, err)
 	require.Len(t, rel.Objects, 4)
@@ -83,7 +83,7 @@ func TestMarkSkipsWhatTheReactionDeleted(t *testing.T) {
 // and writes nothing.
 func TestMarkRefusesAReleaseNotApplied(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, claimAndApp("web"))
 	require.NoError(t, err)
 	require.NoError(t, cluster.Fake.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web"}}))
@@ -103,7 +103,7 @@ func TestMarkRefusesAReleaseNotApplied(t *testing.T) {
 // requests"), not NotFound. Mark skips it too.
 func TestMarkSkipsAnObjectDeletedBetweenReadAndWrite(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, claimAndApp("web"))
 	require.NoError(t, err)
 	deleted := 0
@@ -123,7 +123,7 @@ func TestMarkSkipsAnObjectDeletedBetweenReadAndWrite(t *testing.T) {
 	require.NoError(t, cluster.Fake.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "web"}, &d))
 	assert.Equal(t, int32(1), d.Status.AvailableReplicas)
 	// And any other failed write is still an error.
-	cluster = cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster = cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err = cluster.Client.Apply(ctx, claimAndApp("web"))
 	require.NoError(t, err)
 	cluster.Fake = interceptor.NewClient(cluster.Fake, interceptor.Funcs{
@@ -140,7 +140,7 @@ func TestMarkSkipsAnObjectDeletedBetweenReadAndWrite(t *testing.T) {
 // condition; MarkFailed writes it, and the release reports it.
 func TestCronWorkflowSubmissionError(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	prepare := pipeline.Container("prepare").Image("python:3.12").Command("python", "prepare.py")
 	rel, err := cluster.Client.Apply(ctx, pipeline.New("nightly").Namespace("team-a").Step(prepare).Schedule("0 2 * * *"))
 	require.NoError(t, err)

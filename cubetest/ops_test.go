@@ -25,7 +25,7 @@ func TestLeaseEnforcerStopsTheLeasedNotebook(t *testing.T) {
 	const ns = "team-a"
 	ctx := t.Context()
 	start := time.Now()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace(ns))
+	cluster := cubetest.NewCluster(nil, cube.Namespace(ns))
 	lab, err := cluster.Client.Apply(ctx, notebook.Jupyter("alice-lab", "alice").Namespace(ns).On(hardware.H100).Accelerators(1).
 		AuthSecret("alice-lab-token", "token").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}))
 	require.NoError(t, err)

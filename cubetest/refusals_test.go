@@ -45,7 +45,7 @@ func eventsOf(t *testing.T, cluster *cubetest.Cluster, namespace string) []corev
 // last status. Refusing again counts the same event again.
 func TestRefusePodsOfADeployment(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", 2))
 	require.NoError(t, err)
 	message := overQuota("shop-6f7b9c4d8-x2x9z")
@@ -82,7 +82,7 @@ func TestRefusePodsOfADeployment(t *testing.T) {
 	assert.WithinDuration(t, time.Now(), refusal.Last, 2*time.Second)
 
 	began := time.Now()
-	st, err = rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods(), cube.Timeout(time.Minute))
+	st, err = rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods, cube.Timeout(time.Minute))
 	require.ErrorIs(t, err, cube.ErrFailed)
 	assert.Less(t, time.Since(began), time.Second, "no waiting for the timeout")
 	assert.Equal(t, cube.Failed, st.Phase)
@@ -134,7 +134,7 @@ func TestRefusePodsAsEachControllerRecordsIt(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			cluster := cubetest.NewCluster(nil, cube.WithNamespace(ns))
+			cluster := cubetest.NewCluster(nil, cube.Namespace(ns))
 			rel, err := cluster.Client.Apply(ctx, tc.workload)
 			require.NoError(t, err)
 			require.NoError(t, cluster.RefusePods(ctx, rel, quota))
@@ -167,7 +167,7 @@ func TestRefusePodsAsEachControllerRecordsIt(t *testing.T) {
 			require.Len(t, st.Refusals, 1)
 			assert.Equal(t, object, st.Refusals[0].Object)
 			assert.Equal(t, tc.refusal, st.Refusals[0].Reason)
-			st, err = rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods(), cube.Timeout(time.Minute))
+			st, err = rel.Wait(ctx, cube.Ready, cube.FailOnStuckPods, cube.Timeout(time.Minute))
 			require.ErrorIs(t, err, cube.ErrFailed)
 			assert.True(t, strings.HasPrefix(st.Reason, object.String()+": pods refused: "), st.Reason)
 		})
@@ -191,7 +191,7 @@ func batchJob(name string) cube.Workload {
 // release with nothing that creates pods, a nil release or cluster.
 func TestRefusePodsErrors(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("shop", 1))
 	require.NoError(t, err)
 	assert.EqualError(t, cluster.RefusePods(ctx, rel, ""), "cubetest: refuse pods of release team-a/shop: the API server's answer is empty")
@@ -221,7 +221,7 @@ func TestQuotaExceededMessage(t *testing.T) {
 		cubetest.QuotaExceededMessage("big", "team-a", "requests.nvidia.com/gpu", "4", "2", "4"))
 
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("team-a"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	rel, err := cluster.Client.Apply(ctx, webApp("web", 1))
 	require.NoError(t, err)
 	require.NoError(t, cluster.RefusePods(ctx, rel, cubetest.QuotaExceededMessage("web-0", "team-a", "requests.memory", "1Gi", "15Gi", "16Gi")))

@@ -6,6 +6,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 )
@@ -13,7 +14,7 @@ import (
 // All returns every kind cube's packages build beyond the Kubernetes API's
 // own (which every cube.Client reads: cube.CoreKinds): the training jobs,
 // serving's LeaderWorkerSet and HTTPRoute, Argo's Workflow and
-// CronWorkflow, and Katib's Experiment.
+// CronWorkflow, Katib's Experiment, and a tenant's Volcano Queue.
 func All() []cube.Kind {
-	return slices.Concat(train.Kinds(), serve.Kinds(), pipeline.Kinds(), tune.Kinds())
+	return slices.Concat(train.Kinds(), serve.Kinds(), pipeline.Kinds(), tune.Kinds(), tenant.Kinds())
 }

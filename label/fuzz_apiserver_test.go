@@ -55,7 +55,7 @@ func studioCorpus(t *testing.T, n int) []studioInput {
 func TestFuzzCorpusApplies(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	fuzzcorpus.StoredAll(t, c, env, ns, studioCorpus(t, 120), 25,
 		func(in studioInput) cube.Workload { return in.studio() }, nil)
 }

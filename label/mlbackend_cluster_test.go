@@ -67,14 +67,14 @@ func cosineOf(a, b []float64) float64 {
 func TestMLBackendRunsOnTheCluster(t *testing.T) {
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns))
+	cl, err := cube.New(c.Config, cube.Namespace(ns))
 	require.NoError(t, err)
 	ctx := t.Context()
 
 	model := serve.VLLM("labeler-model", "standin/qwen").Namespace(ns).Image(c.Images.Standin).CPU("100m").Memory("128Mi")
 	mrel, err := cl.Apply(ctx, model)
 	require.NoError(t, err)
-	_, err = mrel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods())
+	_, err = mrel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods)
 	require.NoError(t, err)
 
 	secret := &corev1.Secret{
@@ -89,7 +89,7 @@ func TestMLBackendRunsOnTheCluster(t *testing.T) {
 		ImagePullPolicy(corev1.PullNever).CPU("100m").Memory("128Mi")
 	brel, err := cl.Apply(ctx, backend)
 	require.NoError(t, err)
-	st, err := brel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods())
+	st, err := brel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods)
 	require.NoError(t, err, "%+v", st)
 
 	svc, err := c.Clientset.CoreV1().Services(ns).Get(ctx, "labeler", metav1.GetOptions{})

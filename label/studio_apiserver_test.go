@@ -20,7 +20,7 @@ import (
 func TestStudioAppliesStrictly(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for name, w := range map[string]cube.Workload{
 		"sqlite":   label.Studio("ls-sqlite").Namespace(ns).Admin("a", "email", "password").APIToken("a", "token"),
 		"postgres": label.Studio("ls-pg").Namespace(ns).Admin("a", "email", "password").APIToken("a", "token").Postgres("db", "password", "1Gi", ""),

@@ -44,7 +44,7 @@ http.server.HTTPServer(("", 8080), H).serve_forever()
 func TestStudioRunsOnTheCluster(t *testing.T) {
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns))
+	cl, err := cube.New(c.Config, cube.Namespace(ns))
 	require.NoError(t, err)
 	ctx := t.Context()
 	secret := &corev1.Secret{
@@ -58,6 +58,6 @@ func TestStudioRunsOnTheCluster(t *testing.T) {
 		Storage("1Gi", "").Image(c.Images.Python).ImagePullPolicy(corev1.PullNever).Command("python3", "-c", standinStudio)
 	rel, err := cl.Apply(ctx, studio)
 	require.NoError(t, err)
-	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Minute), cube.FailOnStuckPods())
+	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Minute), cube.FailOnStuckPods)
 	require.NoError(t, err, "%+v", st)
 }

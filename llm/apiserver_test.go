@@ -21,7 +21,7 @@ import (
 func TestAppliedStrictly(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Clientset(env.Clientset))
 	for _, b := range builders {
 		for _, s := range setups {
 			name := b.name + "-" + s.name

@@ -62,6 +62,6 @@ func TestMergeRendersLLaMAFactoryExport(t *testing.T) {
 
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Clientset(env.Clientset))
 	applyAndCompare(t, cl, env, ns, merge)
 }

@@ -30,7 +30,7 @@ func TestFuzzCorpusApplies(t *testing.T) {
 			// the same few, and a release name belongs to one builder
 			// kind (Apply refuses an RL run under a fine-tune's name).
 			ns := env.Namespace(t)
-			c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset))
+			c := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Clientset(env.Clientset))
 			corpus := append(append([][]byte{}, target.seeds...), fuzzcorpus.Bytes(t, target.name)...)
 			corpus = append(corpus, fuzzcorpus.Programs(10, 300, 2, 10)...)
 			fuzzcorpus.StoredAll(t, c, env, ns, corpus, target.min, target.run, nil)

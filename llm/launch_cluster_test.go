@@ -72,7 +72,7 @@ dist.destroy_process_group()
 func TestLaunchPathOnTheCluster(t *testing.T) {
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns), cube.WithKinds(train.Kinds()...))
+	cl, err := cube.New(c.Config, cube.Namespace(ns), cube.Kinds(train.Kinds()...))
 	require.NoError(t, err)
 	ctx := t.Context()
 
@@ -108,9 +108,9 @@ func TestLaunchPathOnTheCluster(t *testing.T) {
 	sft.Job().CleanPodPolicy(kubeflowv1.CleanPodPolicyNone)
 	rel, err := cl.Apply(ctx, sft)
 	require.NoError(t, err)
-	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(5*time.Minute), cube.FailOnStuckPods())
+	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(5*time.Minute), cube.FailOnStuckPods)
 	logs := func() string {
-		r, lerr := rel.Logs(ctx, cube.LogOptions{})
+		r, lerr := rel.Logs(ctx)
 		if lerr != nil {
 			return lerr.Error()
 		}

@@ -214,7 +214,7 @@ func TestRLErrors(t *testing.T) {
 func TestRLAppliedStrictly(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Clientset(env.Clientset))
 	for name, r := range rlBuilders() {
 		t.Run(name, func(t *testing.T) { applyAndCompare(t, c, env, ns, r) })
 	}

@@ -62,7 +62,7 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for _, d := range []*market.DownloadJob{
 		market.Download("qwen", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
 			HFToken("hf", "token").HFEndpoint("https://hf-mirror.com").Include("*.safetensors"),

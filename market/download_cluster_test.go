@@ -95,12 +95,12 @@ func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 			LocalObjectReference: corev1.LocalObjectReference{Name: "hf-standin"}, DefaultMode: ptr.To[int32](0o755),
 		}}}, "/opt/standin").
 		Env("PATH", "/opt/standin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns))
+	cl, err := cube.New(c.Config, cube.Namespace(ns))
 	require.NoError(t, err)
 	rel, err := cl.Apply(ctx, d)
 	require.NoError(t, err)
-	_, err = rel.Wait(ctx, cube.Succeeded, cube.Timeout(3*time.Minute), cube.FailOnStuckPods())
-	logs, _ := rel.Logs(ctx, cube.LogOptions{})
+	_, err = rel.Wait(ctx, cube.Succeeded, cube.Timeout(3*time.Minute), cube.FailOnStuckPods)
+	logs, _ := rel.Logs(ctx)
 	var logText []byte
 	if logs != nil {
 		logText, _ = readAllClose(logs)
@@ -132,7 +132,7 @@ func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 	svc := serve.VLLM("qwen-chat", "standin/qwen").Namespace(ns).Image(c.Images.Standin).CPU("100m").Memory("128Mi")
 	srel, err := cl.Apply(ctx, svc)
 	require.NoError(t, err)
-	_, err = srel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods())
+	_, err = srel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods)
 	require.NoError(t, err)
 	eval := market.Evaluate("eval-qwen", v, "standin_echo").Namespace(ns).
 		Endpoint(svc.Endpoint(), "standin/qwen").
@@ -143,8 +143,8 @@ func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 		Env("PATH", "/opt/standin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	erel, err := cl.Apply(ctx, eval)
 	require.NoError(t, err)
-	_, err = erel.Wait(ctx, cube.Succeeded, cube.Timeout(3*time.Minute), cube.FailOnStuckPods())
-	elogs, _ := erel.Logs(ctx, cube.LogOptions{})
+	_, err = erel.Wait(ctx, cube.Succeeded, cube.Timeout(3*time.Minute), cube.FailOnStuckPods)
+	elogs, _ := erel.Logs(ctx)
 	var evalText []byte
 	if elogs != nil {
 		evalText, _ = readAllClose(elogs)

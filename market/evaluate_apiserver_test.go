@@ -28,7 +28,7 @@ func TestEvaluationAppliesAndRecords(t *testing.T) {
 	v, err := reg.Register(ctx, sampleVersion("support-bot"))
 	require.NoError(t, err)
 
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for _, e := range []*market.EvaluationJob{
 		market.Evaluate("eval-gpu", v, "mmlu").On(hardware.H100).Accelerators(1),
 		market.Evaluate("eval-npu", v, "ceval-valid").On(hardware.Ascend910B3).Accelerators(1),

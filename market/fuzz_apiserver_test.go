@@ -46,7 +46,7 @@ func downloadCorpus(t *testing.T, n int) []downloadInput {
 func TestFuzzCorpusApplies(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	fuzzcorpus.StoredAll(t, c, env, ns, downloadCorpus(t, 400), 60,
 		func(in downloadInput) cube.Workload { return in.job() }, nil)
 }

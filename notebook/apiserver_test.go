@@ -27,7 +27,7 @@ import (
 func TestApplyStrictEveryKindAndVariant(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for ki, k := range kinds {
 		for _, v := range variants {
 			t.Run(k.name+"-"+v.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func applyNotebook(t *testing.T, env *testenv.Env, ns, name string) *notebook.No
 	t.Helper()
 	nb := notebook.Jupyter(name, "alice").Namespace(ns).AuthSecret(name+"-token", "token").
 		Storage("5Gi", "").MaxLifetime(time.Hour).AllowNamespace(istio)
-	_, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(t.Context(), nb)
+	_, err := cube.NewFromClient(env.Client, cube.Namespace(ns)).Apply(t.Context(), nb)
 	require.NoError(t, err)
 	sts, err := nb.Build()
 	require.NoError(t, err)
@@ -126,7 +126,7 @@ func TestStopStartKeepsTheHome(t *testing.T) {
 	assert.Equal(t, "5Gi", quantity(claim.Spec.Resources.Requests, corev1.ResourceStorage))
 
 	// Applying the notebook again neither conflicts with Stop nor restarts it.
-	_, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(t.Context(), nb)
+	_, err := cube.NewFromClient(env.Client, cube.Namespace(ns)).Apply(t.Context(), nb)
 	require.NoError(t, err)
 	assert.Equal(t, ptr.To[int32](0), getSTS(t, env.Client, ns, "lab").Spec.Replicas)
 

@@ -32,7 +32,7 @@ func visibleDevices(c corev1.Container) *corev1.EnvVar {
 func TestAscendVisibleDevicesOnlyUnderVolcano(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	nb := func(name string) *notebook.Notebook {
 		return notebook.Jupyter(name, "alice").Namespace(ns).AuthSecret("tok", "token").AllowNamespace(istio).
 			On(hardware.Ascend910B3).Accelerators(1)

@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
 )
@@ -190,7 +190,7 @@ func newCullFixture(t *testing.T) *cullFixture {
 func (f *cullFixture) add(t *testing.T, nb *notebook.Notebook, srv *fakeServer, noSecret, notReady bool) {
 	t.Helper()
 	nb.Namespace(f.ns).AuthSecret(podspec.Of(&nb.Handle).Name()+"-credential", "token").AllowNamespace(istio)
-	rel, err := cube.NewFromClient(f.env.Client, cube.WithNamespace(f.ns)).Apply(t.Context(), nb)
+	rel, err := cube.NewFromClient(f.env.Client, cube.Namespace(f.ns)).Apply(t.Context(), nb)
 	require.NoError(t, err)
 	token := "tok-" + podspec.Of(&nb.Handle).Name() + "-d41d8cd98f00b204"
 	if !noSecret {

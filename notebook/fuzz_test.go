@@ -208,7 +208,7 @@ func FuzzNotebookBuilder(f *testing.F) {
 func TestFuzzCorpusAcceptedByAPIServer(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	corpus := append([][]byte{}, notebookSeeds...)
 	rng := rand.New(rand.NewPCG(7, 7))
 	for range 800 {

@@ -83,7 +83,7 @@ func TestJupyterLauncherErrors(t *testing.T) {
 func TestApplyStrictLaunchers(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for _, l := range []notebook.Launcher{notebook.LaunchDockerStacks, notebook.LaunchKubeflow, notebook.LaunchJupyterServer} {
 		nb := notebook.Jupyter("lab-"+string(l), "alice").Namespace(ns).AuthSecret("tok", "token").AllowNamespace(istio).
 			Launch(l).Image("kubeflownotebookswg/jupyter-scipy:v1.9.0")

@@ -25,7 +25,7 @@ import (
 func TestEdgePlacementAppliedStrictly(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	edge := hardware.Edge{NodeLabels: map[string]string{"site": "factory-2"}, Arch: hardware.ARM64, HostNetwork: true,
 		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi")}}
 

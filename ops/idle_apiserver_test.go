@@ -56,7 +56,7 @@ func TestIdleFromPrometheusOnTestAPIServer(t *testing.T) {
 	for _, d := range []*appsv1.Deployment{deployment(ns, "qwen", "vllm"), deployment(ns, "busy", "vllm"), deployment(ns, "npu", "mindie")} {
 		require.NoError(t, env.Client.Create(ctx, d))
 	}
-	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	_, err := cc.Apply(ctx, notebook.Jupyter("lab", "alice").Namespace(ns).AuthSecret("lab-token", "token").
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"}))
 	require.NoError(t, err)

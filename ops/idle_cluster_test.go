@@ -35,7 +35,7 @@ func TestIdleReleasesStopOnTheCluster(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "lab-token"}, StringData: map[string]string{"token": "idle-test-token"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	cc, err := cube.New(c.Config, cube.WithNamespace(ns))
+	cc, err := cube.New(c.Config, cube.Namespace(ns))
 	require.NoError(t, err)
 	for _, w := range []cube.Workload{
 		serve.VLLM("idle", "standin/idle").Namespace(ns).Image(c.Images.Standin).On(hardware.T4).Accelerators(1).CPU("100m").Memory("128Mi"),
@@ -46,7 +46,7 @@ func TestIdleReleasesStopOnTheCluster(t *testing.T) {
 	} {
 		rel, err := cc.Apply(ctx, w)
 		require.NoError(t, err)
-		_, err = rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Minute), cube.FailOnStuckPods())
+		_, err = rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Minute), cube.FailOnStuckPods)
 		require.NoError(t, err, rel.Name)
 	}
 	podOf := func(release string) string {

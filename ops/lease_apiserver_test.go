@@ -26,7 +26,7 @@ func TestLeaseEnforcedAtExpiryOnTestAPIServer(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	_, err := cc.Apply(ctx, notebook.Jupyter("ws", "bob").Namespace(ns).AuthSecret("ws-token", "token").
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"}).On(hardware.A100_80G).Accelerators(1))
 	require.NoError(t, err)

@@ -32,14 +32,14 @@ func TestLeaseExpiryStopsTheWorkloadOnTheCluster(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "ws-token"}, StringData: map[string]string{"token": "lease-test-token"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	cc, err := cube.New(c.Config, cube.WithNamespace(ns))
+	cc, err := cube.New(c.Config, cube.Namespace(ns))
 	require.NoError(t, err)
 	rel, err := cc.Apply(ctx, notebook.Jupyter("ws", "bob").Namespace(ns).
 		Image(c.Images.Python).Launch(notebook.LaunchJupyterServer).AuthSecret("ws-token", "token").
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
 		On(hardware.T4).Accelerators(1).CPU("250m").Memory("1Gi"))
 	require.NoError(t, err)
-	_, err = rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Minute), cube.FailOnStuckPods())
+	_, err = rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Minute), cube.FailOnStuckPods)
 	require.NoError(t, err)
 
 	const length = 30 * time.Second

@@ -61,7 +61,7 @@ func TestAPIServerAcceptsCompiledObjects(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns := env.Namespace(t)
 			w := apiServerPipelines(ns)[name]
-			c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+			c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 			built, err := w.Objects()
 			require.NoError(t, err)
 			rel, err := c.Apply(ctx, w)
@@ -114,7 +114,7 @@ func TestAPIServerRejectsUnknownFields(t *testing.T) {
 	tmpls, _, _ := unstructured.NestedSlice(u.Object, "spec", "templates")
 	tmpls[1].(map[string]any)["bogusField"] = true
 	require.NoError(t, unstructured.SetNestedSlice(u.Object, tmpls, "spec", "templates"))
-	_, err = cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(t.Context(), cube.Objects(u))
+	_, err = cube.NewFromClient(env.Client, cube.Namespace(ns)).Apply(t.Context(), cube.Objects(u))
 	require.Error(t, err, "the schema is enforced, so the acceptance above means something")
 	assert.Contains(t, err.Error(), "bogusField")
 }
@@ -138,7 +138,7 @@ func TestAPIServerWaitWorkflow(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(pipeline.Kinds()...))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Kinds(pipeline.Kinds()...))
 	for _, final := range []cube.Phase{cube.Succeeded, cube.Failed} {
 		t.Run(string(final), func(t *testing.T) {
 			p := pipeline.New("wait-" + string(map[cube.Phase]rune{cube.Succeeded: 's', cube.Failed: 'f'}[final])).Step(ctr("s"))
@@ -192,7 +192,7 @@ func TestAPIServerWaitWorkflowNeedsItsKind(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	rel, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(ctx, pipeline.New("unknown").Step(ctr("s")))
+	rel, err := cube.NewFromClient(env.Client, cube.Namespace(ns)).Apply(ctx, pipeline.New("unknown").Step(ctr("s")))
 	require.NoError(t, err)
 	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(30*time.Second))
 	require.ErrorIs(t, err, cube.ErrNeverReaches)
@@ -208,7 +208,7 @@ func TestAPIServerExecutorRBACAuthorizes(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	_, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns)).Apply(ctx, llmFlowNamed("authz").Namespace(ns).ExecutorRBAC())
+	_, err := cube.NewFromClient(env.Client, cube.Namespace(ns)).Apply(ctx, llmFlowNamed("authz").Namespace(ns).ExecutorRBAC())
 	require.NoError(t, err)
 	allowed := func(group, resource, verb string) bool {
 		t.Helper()
@@ -247,7 +247,7 @@ func TestAPIServerWaitSeesTheWorkloadsPods(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := t.Context()
 	p := pipeline.New("trainflow").Namespace(ns).Step(pipeline.Workload("train", batchJob("trainer", "true")))
-	rel, err := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(pipeline.Kinds()...)).Apply(ctx, p)
+	rel, err := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Kinds(pipeline.Kinds()...)).Apply(ctx, p)
 	require.NoError(t, err)
 
 	wf, err := p.Build()

@@ -62,7 +62,7 @@
 //
 // Kinds returns the package's status readers for Workflow (Pending and
 // Running are in progress, Succeeded, Failed and Error) and CronWorkflow
-// (ready): a cube.Client given them (cube.WithKinds(pipeline.Kinds()...),
+// (ready): a cube.Client given them (cube.Kinds(pipeline.Kinds()...),
 // or kinds.All()) follows a pipeline's release with Release.Wait like any
 // other workload. A client without them reads a Workflow Unknown, and
 // Wait for it fails at once with cube.ErrNeverReaches.

@@ -62,7 +62,7 @@ func TestFuzzCorpusAcceptedByAPIServer(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	accepted := 0
 	for i, data := range fuzzCorpus(t, "FuzzPipelineBuilder", fuzzSeeds, 1500) {
 		p := fuzzPipeline(data, ns)

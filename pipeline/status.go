@@ -17,7 +17,7 @@ var (
 )
 
 // Kinds returns how a cube.Client reads the kinds this package builds
-// (cube.WithKinds): a Workflow runs to completion (and can itself be the
+// (cube.Kinds): a Workflow runs to completion (and can itself be the
 // job of a workload step), a CronWorkflow is Ready while it schedules.
 func Kinds() []cube.Kind {
 	return []cube.Kind{

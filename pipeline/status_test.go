@@ -85,7 +85,7 @@ func TestWorkflowCompletion(t *testing.T) {
 func waitThrough(t *testing.T, p *pipeline.Pipeline, final cube.Phase, message string) (cube.Status, []cube.Phase, error) {
 	t.Helper()
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("ml"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("ml"))
 	rel, err := cluster.Client.Apply(ctx, p)
 	require.NoError(t, err)
 	var ref cube.ObjectRef
@@ -145,7 +145,7 @@ func TestWaitWorkflowFails(t *testing.T) {
 }
 
 func TestWaitHonoursContext(t *testing.T) {
-	cluster := cubetest.NewCluster(nil, cube.WithNamespace("ml"))
+	cluster := cubetest.NewCluster(nil, cube.Namespace("ml"))
 	rel, err := cluster.Client.Apply(t.Context(), pipeline.New("idle").Step(ctr("s")))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)

@@ -32,7 +32,7 @@ func TestGoldenCasesApplyStrict(t *testing.T) {
 	// One namespace for all: the releases have distinct names, and each
 	// namespace costs a sweep of every resource type when it is deleted.
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for _, c := range goldenCases() {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
@@ -68,7 +68,7 @@ func TestStoredObjectsKeepTheirFields(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
 
 	svc := serve.VLLM("deepseek", "deepseek-ai/DeepSeek-V3").On(hardware.H100).
 		Auto(serve.ContextLength(32768)).Autoscale(1, 3, serve.ScaleOnQueue("5"))
@@ -149,7 +149,7 @@ func waitInBackground(t *testing.T, rel *cube.Release, until cube.Phase) <-chan 
 func TestWaitReadyDeployment(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	svc := serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).Replicas(2)
 	rel, err := cl.Apply(t.Context(), svc)
 	require.NoError(t, err)
@@ -174,7 +174,7 @@ func TestWaitReadyDeployment(t *testing.T) {
 func TestWaitReadyLeaderWorkerSet(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(serve.Kinds()...))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Kinds(serve.Kinds()...))
 	svc := serve.VLLM("deepseek", "deepseek-ai/DeepSeek-V3").On(hardware.H100).Auto(serve.ContextLength(8192))
 	rel, err := cl.Apply(t.Context(), svc)
 	require.NoError(t, err)
@@ -203,7 +203,7 @@ func TestWaitReadyLeaderWorkerSet(t *testing.T) {
 func TestWaitFailedLeaderWorkerSet(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(serve.Kinds()...))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Kinds(serve.Kinds()...))
 	svc := serve.SGLang("qwen-72b", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2)
 	rel, err := cl.Apply(t.Context(), svc)
 	require.NoError(t, err)

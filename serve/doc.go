@@ -76,7 +76,7 @@
 //
 // A cube.Client reads Deployments and Services by itself; the
 // LeaderWorkerSet of a multi-node service and a Split's HTTPRoute it reads
-// once given Kinds (cube.WithKinds(serve.Kinds()...), or kinds.All()).
+// once given Kinds (cube.Kinds(serve.Kinds()...), or kinds.All()).
 // Without them they read Unknown, and Wait for the release fails at once
 // with cube.ErrNeverReaches.
 //

@@ -299,7 +299,7 @@ func FuzzService(f *testing.F) {
 func TestFuzzCorpusAppliesStrict(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	rng := rand.New(rand.NewPCG(12, 20))
 	accepted := 0
 	for i := 0; i < 40000 && accepted < 300; i++ {

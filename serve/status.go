@@ -12,7 +12,7 @@ import (
 )
 
 // Kinds returns how a cube.Client reads the kinds this package builds
-// besides the Kubernetes API's own (cube.WithKinds): LeaderWorkerSet and
+// besides the Kubernetes API's own (cube.Kinds): LeaderWorkerSet and
 // HTTPRoute.
 func Kinds() []cube.Kind {
 	return []cube.Kind{

@@ -20,7 +20,7 @@ func TestTritonGeneratedRepositoryApplyStrict(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
 
 	for _, w := range []cube.Workload{tritonVLLMService(), tritonPythonService()} {
 		rel, err := cl.Apply(ctx, w)

@@ -23,7 +23,7 @@ import (
 func TestVLLMOnTheOtherVendors(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for _, p := range hardware.Catalogue() {
 		if !p.Accelerated() || p.Vendor == hardware.NVIDIA || p.Vendor == hardware.Huawei {
 			continue

@@ -26,7 +26,7 @@ import (
 func newClient(t testing.TB) (*cube.Client, *testenv.Env, string) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	return cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset), cube.WithKinds(train.Kinds()...)), env, ns
+	return cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Clientset(env.Clientset), cube.Kinds(train.Kinds()...)), env, ns
 }
 
 // TestAppliedStrictly applies every builder on every hardware setup with

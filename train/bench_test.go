@@ -134,7 +134,7 @@ func BenchmarkApply200PyTorchJobs(b *testing.B) {
 			}
 		}
 	})
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	ctx := b.Context()
 	var cubeTime, ssaTime, floorTime, checkFloorTime time.Duration
 	round := 0

@@ -35,7 +35,7 @@
 //		Fabric(hardware.InfiniBand()).
 //		PVC("datasets", "/data").
 //		Gang().Queue("team-a")
-//	client, err := cube.New(cfg, cube.WithKinds(train.Kinds()...))
+//	client, err := cube.New(cfg, cube.Kinds(train.Kinds()...))
 //	...
 //	rel, err := client.Apply(ctx, job)
 //	...
@@ -84,7 +84,7 @@
 //
 // Kinds returns, for every kind the package builds, how to read its phase
 // and the Argo resource-template success and failure conditions
-// (cube.Kind). Give them to the client (cube.WithKinds(train.Kinds()...),
+// (cube.Kind). Give them to the client (cube.Kinds(train.Kinds()...),
 // or kinds.All()) so that Release.Wait reports Running, Succeeded and
 // Failed, and to a pipeline that runs a training job as a workload step
 // (pipeline.New(name).Kinds(train.Kinds()...)) so that its step waits the

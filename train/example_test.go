@@ -521,7 +521,7 @@ func ExampleVolcano() {
 }
 
 // The Argo resource-template conditions of a PyTorchJob, among the kinds
-// the package lists for cube.WithKinds and pipeline.Pipeline.Kinds.
+// the package lists for cube.Kinds and pipeline.Pipeline.Kinds.
 func ExamplePyTorchJobKind() {
 	c, _ := cube.CompletionOf(train.PyTorchJobKind, train.Kinds()...)
 	fmt.Println("success:", c.Success)

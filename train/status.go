@@ -64,7 +64,7 @@ var (
 )
 
 // Kinds returns how a cube.Client reads the kinds this package builds
-// (cube.WithKinds): the training-operator jobs, RayJob and Volcano's Job,
+// (cube.Kinds): the training-operator jobs, RayJob and Volcano's Job,
 // all of them run to completion, with the conditions a pipeline step
 // waits on.
 func Kinds() []cube.Kind {

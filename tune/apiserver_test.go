@@ -262,7 +262,7 @@ func TestKatibValidatorBackstopFails(t *testing.T) {
 func TestWaitFollowsKatib(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithClientset(env.Clientset), cube.WithKinds(tune.Kinds()...))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Clientset(env.Clientset), cube.Kinds(tune.Kinds()...))
 	rel, err := c.Apply(t.Context(), baseExperiment("follow"))
 	require.NoError(t, err)
 

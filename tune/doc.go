@@ -87,7 +87,7 @@
 // # Following an experiment
 //
 // Kinds returns the Experiment's status reader: a cube.Client given it
-// (cube.WithKinds(tune.Kinds()...), or kinds.All()) ends Release.Wait when
+// (cube.Kinds(tune.Kinds()...), or kinds.All()) ends Release.Wait when
 // Katib marks the Experiment Succeeded or Failed, and the release status
 // carries the trial counts. A client without it reads the Experiment
 // Unknown, and Wait for it fails at once with cube.ErrNeverReaches.

@@ -70,7 +70,7 @@ func experimentCorpus(t *testing.T, n int) []experimentInput {
 func TestFuzzCorpusApplies(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	fuzzcorpus.StoredAll(t, c, env, ns, experimentCorpus(t, 300), 50,
 		func(in experimentInput) cube.Workload { return in.experiment() },
 		func(t *testing.T, w cube.Workload) {

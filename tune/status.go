@@ -14,7 +14,7 @@ import (
 // ExperimentKind is the group and kind of Katib's Experiment.
 var ExperimentKind = schema.GroupKind{Group: katibv1beta1.SchemeGroupVersion.Group, Kind: "Experiment"}
 
-// Kinds returns how a cube.Client reads an Experiment (cube.WithKinds),
+// Kinds returns how a cube.Client reads an Experiment (cube.Kinds),
 // so that Release.Wait ends when Katib marks it Succeeded or Failed.
 func Kinds() []cube.Kind {
 	return []cube.Kind{{GroupKind: ExperimentKind, Status: cube.TypedStatus(ExperimentStatus), Completes: true}}

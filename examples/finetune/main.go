@@ -104,7 +104,7 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 	}
 	// The fine-tunes run as PyTorchJobs: the client reads them with their
 	// kinds (a client not given them reads them Unknown).
-	c, err := cube.New(cfg, cube.WithNamespace(ns), cube.WithKinds(kinds.All()...))
+	c, err := cube.New(cfg, cube.Namespace(ns), cube.Kinds(kinds.All()...))
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 			return err
 		}
 		log.Printf("applied %s/%s (%d objects)", rel.Namespace, rel.Name, len(rel.Objects))
-		st, err := rel.Wait(ctx, s.until, cube.Timeout(wait), cube.FailOnStuckPods(), cube.OnProgress(func(s cube.Status) {
+		st, err := rel.Wait(ctx, s.until, cube.Timeout(wait), cube.FailOnStuckPods, cube.OnProgress(func(s cube.Status) {
 			log.Printf("%s: %s", rel.Name, s)
 		}))
 		if err != nil {

@@ -80,7 +80,7 @@ func TestQuickstartRunsOnACluster(t *testing.T) {
 
 func readAll(t *testing.T, rel *cube.Release) string {
 	t.Helper()
-	r, err := rel.Logs(t.Context(), cube.LogOptions{})
+	r, err := rel.Logs(t.Context())
 	require.NoError(t, err)
 	defer r.Close()
 	data, err := io.ReadAll(r)

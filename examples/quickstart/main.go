@@ -22,6 +22,7 @@ import (
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -89,9 +90,9 @@ func run(ctx context.Context, out io.Writer, ns string, apply bool, wait time.Du
 // reads a Queue Ready once Volcano has opened it) and the small journey
 // schedules nothing through it, so there the queue is Ready once it exists.
 func clientOptions(ns string, size sizing) []cube.Option {
-	opts := []cube.Option{cube.WithNamespace(ns), cube.WithKinds(kinds.All()...)}
+	opts := []cube.Option{cube.Namespace(ns), cube.Kinds(kinds.All()...)}
 	if size.small {
-		opts = append(opts, cube.WithKinds(queueExists))
+		opts = append(opts, cube.Kinds(queueExists))
 	}
 	return opts
 }
@@ -106,13 +107,13 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	// 1. A team: namespace, quota, queue, access. Its training runs over
 	// InfiniBand, whose IPC_LOCK capability the default (baseline) Pod
 	// Security level refuses: the tenant opts in.
-	tenant := cube.Tenant(ns).
+	team := tenant.New(ns).
 		Editors("alice@example.com").Viewers("bob@example.com").
 		CPU("512").Memory("4Ti").Pods(200).Storage("20Ti").
-		GPUs("nvidia.com/gpu", 32).
+		Accelerators(hardware.H100, 32).
 		QueueWeight(2)
 	if !size.small {
-		tenant.AllowRDMA()
+		team.AllowRDMA()
 	}
 
 	// 2. Distributed fine-tuning: 4 pods × 8 H100 over InfiniBand. Moving it
@@ -150,7 +151,7 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	}
 	finetune := pipeline.Workload("train", sft).After(prepare)
 	evaluate.After(finetune)
-	flow := pipeline.New("sft-flow").Namespace(ns).ServiceAccount(cube.PipelineServiceAccount).
+	flow := pipeline.New("sft-flow").Namespace(ns).ServiceAccount(tenant.PipelineServiceAccount).
 		Kinds(train.Kinds()...). // Argo waits on the PyTorchJob with train's completion conditions
 		Step(prepare, finetune, evaluate)
 
@@ -192,10 +193,10 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 
 	// The tenant's Pod Security level admits every pod of the workloads
 	// (Apply checks it again against the namespace).
-	if err := tenant.Admits(sft, flow, chat); err != nil {
+	if err := tenant.Admits(team, sft, flow, chat); err != nil {
 		return nil, err
 	}
-	workloads := []cube.Workload{tenant, sft, flow, chat}
+	workloads := []cube.Workload{team, sft, flow, chat}
 	for i, w := range workloads {
 		if i > 0 {
 			fmt.Fprintln(out, "---")
@@ -249,7 +250,7 @@ func applyAll(ctx context.Context, c *cube.Client, wait time.Duration, ws []cube
 		// Progress lines say what stuck pods wait on (a full GPU pool, an
 		// image that cannot be pulled); a pod that cannot recover by
 		// itself ends the wait at once.
-		st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(wait), cube.FailOnStuckPods(), cube.OnProgress(func(s cube.Status) {
+		st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(wait), cube.FailOnStuckPods, cube.OnProgress(func(s cube.Status) {
 			logf("%s: %s", rel.Name, s)
 		}))
 		if err != nil {

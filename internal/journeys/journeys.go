@@ -20,7 +20,7 @@ func NewClient(t testing.TB) (*testenv.Cluster, *cube.Client, string) {
 	t.Helper()
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns), cube.WithKinds(kinds.All()...))
+	cl, err := cube.New(c.Config, cube.Namespace(ns), cube.Kinds(kinds.All()...))
 	require.NoError(t, err)
 	return c, cl, ns
 }
@@ -34,9 +34,9 @@ func Apply(t testing.TB, c *cube.Client, w cube.Workload) *cube.Release {
 }
 
 // LogsOf reads every pod's logs of the release, as Release.Logs merges them.
-func LogsOf(t testing.TB, rel *cube.Release, opts cube.LogOptions) string {
+func LogsOf(t testing.TB, rel *cube.Release, opts ...cube.LogOption) string {
 	t.Helper()
-	r, err := rel.Logs(t.Context(), opts)
+	r, err := rel.Logs(t.Context(), opts...)
 	require.NoError(t, err)
 	defer r.Close()
 	data, err := io.ReadAll(r)

@@ -23,6 +23,7 @@ import (
 	"github.com/cubestudio/cube/rag/split"
 	"github.com/cubestudio/cube/rag/store"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 	"github.com/cubestudio/cube/vgpu"
@@ -30,7 +31,7 @@ import (
 
 // types are the builders and clients users hold: their pointer types.
 var types = []any{
-	(*cube.Client)(nil), (*cube.TenantSpec)(nil), (*cubetest.Cluster)(nil),
+	(*cube.Client)(nil), (*tenant.Spec)(nil), (*cubetest.Cluster)(nil),
 	(*label.Client)(nil), (*label.Config)(nil), (*label.MLBackendServer)(nil), (*label.StudioServer)(nil),
 	(*llm.FineTune)(nil), (*llm.RL)(nil),
 	(*market.DownloadJob)(nil), (*market.EvaluationJob)(nil), (*market.Registry)(nil),

@@ -17,6 +17,7 @@ import (
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 )
@@ -333,7 +334,7 @@ func podlessCases() []cube.Workload {
 	return []cube.Workload{
 		serve.Canary("chat", serve.VLLM("chat-v1", "Qwen/Qwen2.5-7B-Instruct"), serve.VLLM("chat-v2", "Qwen/Qwen2.5-7B-Instruct")).
 			Weights(90, 10).Gateway("inference", "gateway-system"),
-		cube.Tenant("team-a").CPU("64").GPUs("nvidia.com/gpu", 8).Editors("alice").Viewers("bob"),
+		tenant.New("team-a").CPU("64").Accelerators(hardware.H100, 8).Editors("alice").Viewers("bob"),
 		ops.Lease("h100-lease", "team-a").Holder("alice").Workload("pytorchjob", "ddp").GPUs(hardware.H100, 8).Period(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), time.Hour),
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/tenant"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -87,8 +88,8 @@ func TestTenantEditorsMayApplyEveryBuilder(t *testing.T) {
 			t.Errorf("delete queue %s: %v", ns, err)
 		}
 	})
-	admin := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
-	_, err := admin.Apply(ctx, cube.Tenant(ns).Editors("alice").Viewers("bob"))
+	admin := cube.NewFromClient(env.Client, cube.Namespace(ns))
+	_, err := admin.Apply(ctx, tenant.New(ns).Editors("alice").Viewers("bob"))
 	require.NoError(t, err)
 
 	cfg := rest.CopyConfig(env.Config)
@@ -97,7 +98,7 @@ func TestTenantEditorsMayApplyEveryBuilder(t *testing.T) {
 	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	alice := cube.NewFromClient(cl, cube.WithNamespace(ns), cube.WithClientset(cs))
+	alice := cube.NewFromClient(cl, cube.Namespace(ns), cube.Clientset(cs))
 
 	// RBAC reads roles through informers.
 	require.Eventually(t, func() bool {
@@ -108,10 +109,10 @@ func TestTenantEditorsMayApplyEveryBuilder(t *testing.T) {
 
 	// Editors read their namespace, so Apply's Pod Security check runs
 	// for them too instead of being skipped.
-	ps := cube.Tenant(ns) // baseline, as applied
+	ps := tenant.New(ns) // baseline, as applied
 	for name, w := range tenantWorkloads(t, ns) {
 		t.Run(name, func(t *testing.T) {
-			require.NoError(t, ps.Admits(w), "pods without an RDMA fabric need no more than baseline")
+			require.NoError(t, tenant.Admits(ps, w), "pods without an RDMA fabric need no more than baseline")
 			rel, err := alice.Apply(ctx, w)
 			require.NoError(t, err, "an editor applies %s", name)
 			_, err = rel.Status(ctx)

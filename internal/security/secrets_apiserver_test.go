@@ -28,7 +28,7 @@ func TestApplyErrorsNeverHoldASecretsValue(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	const theirs, ours = "sk-TheirsPlanted0123456789abcdefghij", "sk-OursPlanted0123456789abcdefghijkl"
 
 	// Another manager owns the value: a conflict.

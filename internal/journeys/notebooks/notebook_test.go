@@ -110,8 +110,8 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 		Storage("1Gi", "").
 		CPU("250m").Memory("1Gi")
 	rel := journeys.Apply(t, cl, nb)
-	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
-	require.NoError(t, err, journeys.LogsOf(t, rel, cube.LogOptions{}))
+	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
+	require.NoError(t, err, journeys.LogsOf(t, rel))
 	assert.Equal(t, cube.Ready, st.Phase)
 
 	// The notebook's UI Service, reached at its cluster IP from this host.
@@ -146,7 +146,7 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 		lastErr = j.do(ctx, http.MethodGet, "api/status", &status)
 		return lastErr == nil, nil
 	})
-	require.NoError(t, err, "Jupyter serves its API under %s with the Secret's token: %v\n%s", j.root, lastErr, journeys.LogsOf(t, rel, cube.LogOptions{}))
+	require.NoError(t, err, "Jupyter serves its API under %s with the Secret's token: %v\n%s", j.root, lastErr, journeys.LogsOf(t, rel))
 	assert.NotEmpty(t, status.LastActivity)
 	assert.Error(t, jupyter{root: j.root, token: "wrong"}.do(ctx, http.MethodGet, "api/status", nil), "a wrong token is refused")
 

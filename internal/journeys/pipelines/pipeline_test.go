@@ -13,6 +13,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/journeys"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -26,8 +27,8 @@ import (
 // policy engine.
 func TestPipelineInTenant(t *testing.T) {
 	c, cl, ns := journeys.NewClient(t)
-	tenant := cube.Tenant(ns).CPU("8").Memory("16Gi").Pods(40)
-	journeys.Apply(t, cl, tenant)
+	team := tenant.New(ns).CPU("8").Memory("16Gi").Pods(40)
+	journeys.Apply(t, cl, team)
 
 	sh := func(script string) []string { return []string{"sh", "-c", script} }
 	gen := pipeline.Container("gen").Image(c.Images.Busybox).
@@ -52,16 +53,16 @@ func TestPipelineInTenant(t *testing.T) {
 		After(square, skipped, flaky, fit)
 	exit := pipeline.Container("on-exit").Image(c.Images.Busybox).
 		Command(sh(`echo "exit handler: ` + pipeline.PipelineStatus + `"`)...)
-	flow := pipeline.New("flow").ServiceAccount(cube.PipelineServiceAccount).
+	flow := pipeline.New("flow").ServiceAccount(tenant.PipelineServiceAccount).
 		Kinds(train.Kinds()...).
 		Param("who", "team-a").
 		Step(gen, square, skipped, flaky, fit, report).
 		OnExit(exit)
 
-	require.NoError(t, tenant.Admits(flow), "the tenant's Pod Security level admits the pipeline")
+	require.NoError(t, tenant.Admits(team, flow), "the tenant's Pod Security level admits the pipeline")
 	rel := journeys.Apply(t, cl, flow)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel)
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 

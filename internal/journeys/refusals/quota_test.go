@@ -24,6 +24,7 @@ import (
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -47,7 +48,7 @@ func quotaTenant(t *testing.T) (*testenv.Cluster, *cube.Client, string) {
 	t.Helper()
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
-	cl, err := cube.New(c.Config, cube.WithNamespace(ns), cube.WithKinds(kinds.All()...), cube.WithKinds(queueExists))
+	cl, err := cube.New(c.Config, cube.Namespace(ns), cube.Kinds(kinds.All()...), cube.Kinds(queueExists))
 	require.NoError(t, err)
 	// The tenant's Volcano Queue is cluster-scoped: deleting the
 	// namespace leaves it.
@@ -60,7 +61,7 @@ func quotaTenant(t *testing.T) (*testenv.Cluster, *cube.Client, string) {
 		}
 	})
 	began := time.Now()
-	rel := journeys.Apply(t, cl, cube.Tenant(ns).GPUs("nvidia.com/gpu", 1))
+	rel := journeys.Apply(t, cl, tenant.New(ns).Accelerators(hardware.H100, 1))
 	_, err = rel.Wait(t.Context(), cube.Ready, cube.Timeout(2*time.Minute), journeys.Progress(t))
 	require.NoError(t, err, "the tenant's quota becomes enforceable")
 	t.Logf("tenant %s Ready in %s", ns, time.Since(began).Round(time.Millisecond))
@@ -92,7 +93,7 @@ func applyRefused(t *testing.T, cl *cube.Client, w cube.Workload, until cube.Pha
 	t.Helper()
 	began := time.Now()
 	rel := journeys.Apply(t, cl, w)
-	st, err := rel.Wait(t.Context(), until, cube.FailOnStuckPods(), cube.Timeout(journeys.WaitFor), journeys.Progress(t))
+	st, err := rel.Wait(t.Context(), until, cube.FailOnStuckPods, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
 	took := time.Since(began)
 	logCreateEvents(t, rel.Namespace)
 	require.ErrorIs(t, err, cube.ErrFailed)

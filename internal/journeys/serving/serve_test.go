@@ -87,8 +87,8 @@ func TestServeSingleNode(t *testing.T) {
 		CPU("100m").Memory("128Mi").
 		Autoscale(2, 4, serve.ScaleOnCPU(80))
 	rel := journeys.Apply(t, cl, svc)
-	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
-	require.NoError(t, err, journeys.LogsOf(t, rel, cube.LogOptions{}))
+	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
+	require.NoError(t, err, journeys.LogsOf(t, rel))
 	assert.Equal(t, cube.Ready, st.Phase)
 
 	kinds := map[string]bool{}
@@ -125,8 +125,8 @@ func TestServeMultiNodeOnLeaderWorkerSet(t *testing.T) {
 		On(hardware.T4).Accelerators(1).
 		Nodes(2)
 	rel := journeys.Apply(t, cl, svc)
-	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel)
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Ready, st.Phase)
 	assert.Contains(t, logs, "resolved big-0.big."+ns, "the worker resolved LWS_LEADER_ADDRESS through cluster DNS:\n%s", logs)
@@ -145,8 +145,8 @@ func TestServeEmbeddingsOnTEI(t *testing.T) {
 	c, cl, ns := journeys.NewClient(t)
 	svc := serve.TEI("emb", "BAAI/bge-m3").Image(c.Images.Standin).CPU("100m").Memory("128Mi")
 	rel := journeys.Apply(t, cl, svc)
-	_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
-	require.NoError(t, err, journeys.LogsOf(t, rel, cube.LogOptions{}))
+	_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
+	require.NoError(t, err, journeys.LogsOf(t, rel))
 	client := serviceClient(t, cl, rel, ns, svc.ServicePort(), c.Clientset.CoreV1().Services(ns))
 	var resp openai.EmbeddingResponse
 	err = wait.PollUntilContextTimeout(t.Context(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -76,7 +76,7 @@ func waitPodsRunning(t *testing.T, c *testenv.Cluster, ns, job string, n int) {
 func succeeds(t *testing.T, c *testenv.Cluster, rel *cube.Release, ns, name string) string {
 	t.Helper()
 	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	logs := journeys.LogsOf(t, rel)
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 	assert.Equal(t, kubeflowv1.JobSucceeded, finalCondition(t, c, ns, name))

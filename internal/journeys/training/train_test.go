@@ -43,8 +43,8 @@ func TestPyTorchDDPAllReduce(t *testing.T) {
 		// deletes pods still running when the Master succeeds.
 		CleanPodPolicy(kubeflowv1.CleanPodPolicyNone)
 	rel := journeys.Apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel)
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 	assert.Contains(t, logs, "rank 0 world 2 sum 3.0")
@@ -61,8 +61,8 @@ func TestPyTorchOnePod(t *testing.T) {
 		Workers(0).
 		CPU("500m").Memory("1Gi")
 	rel := journeys.Apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel)
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 	assert.Contains(t, logs, "rank 0 world 1 sum 1.0")
@@ -84,8 +84,8 @@ print(f"mpi rank {c.Get_rank()} size {c.Get_size()} sum {s}", flush=True)`
 		Workers(2).
 		CPU("250m").Memory("512Mi")
 	rel := journeys.Apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel, cube.LogOptions{})
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
+	logs := journeys.LogsOf(t, rel)
 	require.NoError(t, err, logs)
 	assert.Equal(t, cube.Succeeded, st.Phase)
 	assert.Contains(t, logs, "mpi rank 0 size 2 sum 3")

@@ -1,46 +1,25 @@
-package cube
+package tenant
 
 import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/quantity"
 )
 
-// PodSecurityLevel is a Pod Security Standards level, enforced on a
-// tenant's namespace by the API server's PodSecurity admission.
-type PodSecurityLevel string
-
-// Pod Security Standards levels.
-const (
-	PodSecurityPrivileged PodSecurityLevel = "privileged"
-	PodSecurityBaseline   PodSecurityLevel = "baseline"
-	PodSecurityRestricted PodSecurityLevel = "restricted"
-)
-
-// Pod Security admission labels of a namespace.
-const (
-	LabelPodSecurityEnforce        = "pod-security.kubernetes.io/enforce"
-	LabelPodSecurityEnforceVersion = "pod-security.kubernetes.io/enforce-version"
-	LabelPodSecurityWarn           = "pod-security.kubernetes.io/warn"
-	LabelPodSecurityAudit          = "pod-security.kubernetes.io/audit"
-)
-
 // The ClusterRoles every cluster has, to which tenant members are bound
-// besides the tenant's own Roles (see Objects).
+// besides the tenant's own Roles (see Spec.Objects).
 const (
 	ClusterRoleEdit = "edit"
 	ClusterRoleView = "view"
@@ -63,11 +42,13 @@ const (
 // read the jobs it runs.
 const PipelineServiceAccount = "cube-pipeline"
 
-// TenantSpec builds a team's share of a cluster: its namespace, quota,
+// Spec builds a team's share of a cluster: its namespace, quota,
 // container defaults, Volcano queue, members, pipeline account and network
-// isolation. Create one with Tenant; it is a Workload.
-type TenantSpec struct {
-	made        bool // by Tenant: a zero TenantSpec is refused
+// isolation. Create one with New; it is a cube.Workload. Its methods are
+// its settings, each returning the Spec; Objects renders it. Admits and
+// LevelFor check workloads against its Pod Security level.
+type Spec struct {
+	made        bool // by New: a zero Spec is refused
 	name        string
 	labels      map[string]string
 	podSecurity PodSecurityLevel
@@ -76,7 +57,8 @@ type TenantSpec struct {
 	editors     []rbacv1.Subject
 	viewers     []rbacv1.Subject
 	hard        map[corev1.ResourceName]string
-	accels      []corev1.ResourceName
+	accels      []corev1.ResourceName             // the resources of Accelerators, in order
+	unaccel     []string                          // profiles given to Accelerators with no device resource
 	defaults    map[corev1.ResourceName][2]string // request, limit ("": none)
 	weight      int
 	reclaimable *bool
@@ -84,7 +66,7 @@ type TenantSpec struct {
 	exceptions  []IngressException
 }
 
-// Tenant starts the tenant named name, which also names its namespace and
+// New starts the tenant named name, which also names its namespace and
 // Volcano queue. Its namespace enforces the baseline Pod Security level;
 // its containers default to the requests DefaultCPURequest and
 // DefaultMemoryRequest and no limits; ingress from other namespaces is
@@ -95,8 +77,8 @@ type TenantSpec struct {
 // refuses, so the namespace runs at the privileged level instead. Admits
 // (and Client.Apply, against the namespace's labels) says which workloads
 // the level refuses before anything is applied.
-func Tenant(name string) *TenantSpec {
-	return &TenantSpec{
+func New(name string) *Spec {
+	return &Spec{
 		made:        true,
 		name:        name,
 		podSecurity: PodSecurityBaseline,
@@ -110,16 +92,8 @@ func Tenant(name string) *TenantSpec {
 	}
 }
 
-// Name returns the tenant's name (and namespace).
-func (t *TenantSpec) Name() string {
-	if t == nil {
-		return ""
-	}
-	return t.name
-}
-
 // Label adds a label to the namespace.
-func (t *TenantSpec) Label(key, value string) *TenantSpec {
+func (t *Spec) Label(key, value string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -132,7 +106,7 @@ func (t *TenantSpec) Label(key, value string) *TenantSpec {
 
 // Editors binds users to the ClusterRole edit and to the tenant's Role
 // <name>-cube-edit in the namespace.
-func (t *TenantSpec) Editors(users ...string) *TenantSpec {
+func (t *Spec) Editors(users ...string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -141,7 +115,7 @@ func (t *TenantSpec) Editors(users ...string) *TenantSpec {
 }
 
 // EditorGroups binds groups as Editors binds users.
-func (t *TenantSpec) EditorGroups(groups ...string) *TenantSpec {
+func (t *Spec) EditorGroups(groups ...string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -151,7 +125,7 @@ func (t *TenantSpec) EditorGroups(groups ...string) *TenantSpec {
 
 // Viewers binds users to the ClusterRole view and to the tenant's Role
 // <name>-cube-view in the namespace.
-func (t *TenantSpec) Viewers(users ...string) *TenantSpec {
+func (t *Spec) Viewers(users ...string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -160,7 +134,7 @@ func (t *TenantSpec) Viewers(users ...string) *TenantSpec {
 }
 
 // ViewerGroups binds groups as Viewers binds users.
-func (t *TenantSpec) ViewerGroups(groups ...string) *TenantSpec {
+func (t *Spec) ViewerGroups(groups ...string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -176,7 +150,7 @@ func appendSubjects(to []rbacv1.Subject, kind string, names []string) []rbacv1.S
 }
 
 // setHard sets a quota limit on a builder that may be a zero value.
-func (t *TenantSpec) setHard(name corev1.ResourceName, q string) {
+func (t *Spec) setHard(name corev1.ResourceName, q string) {
 	if t.hard == nil {
 		t.hard = map[corev1.ResourceName]string{}
 	}
@@ -185,7 +159,7 @@ func (t *TenantSpec) setHard(name corev1.ResourceName, q string) {
 
 // CPU limits the sum of the namespace's CPU requests to q ("64"). Limits
 // are not bounded unless Quota sets limits.cpu.
-func (t *TenantSpec) CPU(q string) *TenantSpec {
+func (t *Spec) CPU(q string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -195,7 +169,7 @@ func (t *TenantSpec) CPU(q string) *TenantSpec {
 
 // Memory limits the sum of the namespace's memory requests to q ("512Gi").
 // Limits are not bounded unless Quota sets limits.memory.
-func (t *TenantSpec) Memory(q string) *TenantSpec {
+func (t *Spec) Memory(q string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -204,7 +178,7 @@ func (t *TenantSpec) Memory(q string) *TenantSpec {
 }
 
 // Pods limits how many pods the namespace holds.
-func (t *TenantSpec) Pods(n int) *TenantSpec {
+func (t *Spec) Pods(n int) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -213,7 +187,7 @@ func (t *TenantSpec) Pods(n int) *TenantSpec {
 }
 
 // Storage limits the storage all the namespace's claims request ("10Ti").
-func (t *TenantSpec) Storage(q string) *TenantSpec {
+func (t *Spec) Storage(q string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -221,19 +195,25 @@ func (t *TenantSpec) Storage(q string) *TenantSpec {
 	return t
 }
 
-// GPUs limits the devices of one extended resource the namespace
-// requests, e.g. GPUs("nvidia.com/gpu", 16) or
-// GPUs("huawei.com/Ascend910", 32): the quota gets
-// requests.<resource> and the Volcano queue's capability <resource>. Call
-// it once per resource name in use (a cluster with several device plugins
-// has several).
-func (t *TenantSpec) GPUs(resourceName corev1.ResourceName, n int) *TenantSpec {
+// Accelerators limits how many whole devices of profile p the namespace's
+// pods request, e.g. Accelerators(hardware.H100, 16) or
+// Accelerators(hardware.Ascend910B3, 32): the quota gets
+// requests.<p.ResourceName> and the Volcano queue's capability
+// <p.ResourceName>. Profiles that share a resource name (every NVIDIA card
+// is nvidia.com/gpu) share one limit: the last call for it sets it. A card
+// the catalogue lacks is a Profile value with its ResourceName; a profile
+// without one (hardware.CPU) is reported by Objects.
+func (t *Spec) Accelerators(p hardware.Profile, n int) *Spec {
 	if t == nil {
 		return nil
 	}
-	t.setHard(corev1.ResourceName(corev1.DefaultResourceRequestsPrefix+string(resourceName)), fmt.Sprint(n))
-	if !slices.Contains(t.accels, resourceName) {
-		t.accels = append(t.accels, resourceName)
+	if p.ResourceName == "" {
+		t.unaccel = append(t.unaccel, p.Name)
+		return t
+	}
+	t.setHard(corev1.ResourceName(corev1.DefaultResourceRequestsPrefix+string(p.ResourceName)), fmt.Sprint(n))
+	if !slices.Contains(t.accels, p.ResourceName) {
+		t.accels = append(t.accels, p.ResourceName)
 	}
 	return t
 }
@@ -243,7 +223,7 @@ func (t *TenantSpec) GPUs(resourceName corev1.ResourceName, n int) *TenantSpec {
 // name. A limits.cpu or limits.memory quota needs a default limit
 // (DefaultCPU, DefaultMemory): the API server refuses a container without
 // a limit in a namespace whose quota bounds limits.
-func (t *TenantSpec) Quota(name corev1.ResourceName, q string) *TenantSpec {
+func (t *Spec) Quota(name corev1.ResourceName, q string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -252,7 +232,7 @@ func (t *TenantSpec) Quota(name corev1.ResourceName, q string) *TenantSpec {
 }
 
 // setDefault sets a LimitRange default on a builder that may be a zero value.
-func (t *TenantSpec) setDefault(name corev1.ResourceName, request, limit string) {
+func (t *Spec) setDefault(name corev1.ResourceName, request, limit string) {
 	if t.defaults == nil {
 		t.defaults = map[corev1.ResourceName][2]string{}
 	}
@@ -261,7 +241,7 @@ func (t *TenantSpec) setDefault(name corev1.ResourceName, request, limit string)
 
 // DefaultCPU sets the CPU request and limit a container gets when it
 // states none; an empty limit gives none.
-func (t *TenantSpec) DefaultCPU(request, limit string) *TenantSpec {
+func (t *Spec) DefaultCPU(request, limit string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -273,7 +253,7 @@ func (t *TenantSpec) DefaultCPU(request, limit string) *TenantSpec {
 // it states none; an empty limit gives none. A memory limit kills the
 // container that goes over it: give one only if every image in the tenant
 // states its own or fits it.
-func (t *TenantSpec) DefaultMemory(request, limit string) *TenantSpec {
+func (t *Spec) DefaultMemory(request, limit string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -283,7 +263,7 @@ func (t *TenantSpec) DefaultMemory(request, limit string) *TenantSpec {
 
 // QueueWeight sets the weight of the tenant's Volcano queue: its share of
 // the cluster relative to the other queues (default 1).
-func (t *TenantSpec) QueueWeight(n int) *TenantSpec {
+func (t *Spec) QueueWeight(n int) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -293,7 +273,7 @@ func (t *TenantSpec) QueueWeight(n int) *TenantSpec {
 
 // QueueReclaimable says whether other queues may reclaim resources the
 // tenant's queue borrowed beyond its share (Volcano's default is true).
-func (t *TenantSpec) QueueReclaimable(on bool) *TenantSpec {
+func (t *Spec) QueueReclaimable(on bool) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -304,7 +284,7 @@ func (t *TenantSpec) QueueReclaimable(on bool) *TenantSpec {
 // PodSecurity sets the Pod Security level the namespace enforces (default
 // PodSecurityBaseline). With AllowRDMA only PodSecurityPrivileged is
 // possible: Objects reports any other level.
-func (t *TenantSpec) PodSecurity(level PodSecurityLevel) *TenantSpec {
+func (t *Spec) PodSecurity(level PodSecurityLevel) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -318,7 +298,7 @@ func (t *TenantSpec) PodSecurity(level PodSecurityLevel) *TenantSpec {
 // explicit opt-in because that level also admits privileged containers and
 // host paths; together with PodSecurity of another level it is an error,
 // whichever comes first.
-func (t *TenantSpec) AllowRDMA() *TenantSpec {
+func (t *Spec) AllowRDMA() *Spec {
 	if t == nil {
 		return nil
 	}
@@ -327,7 +307,7 @@ func (t *TenantSpec) AllowRDMA() *TenantSpec {
 }
 
 // level is the level the namespace enforces.
-func (t *TenantSpec) level() PodSecurityLevel {
+func (t *Spec) level() PodSecurityLevel {
 	if t.rdma && !t.levelSet {
 		return PodSecurityPrivileged
 	}
@@ -338,7 +318,7 @@ func (t *TenantSpec) level() PodSecurityLevel {
 // namespace (a monitoring or ingress namespace) to every pod of the
 // tenant, which the tenant's NetworkPolicy otherwise denies. AllowIngress
 // admits narrower traffic.
-func (t *TenantSpec) AllowIngressFromNamespace(namespace string) *TenantSpec {
+func (t *Spec) AllowIngressFromNamespace(namespace string) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -348,7 +328,7 @@ func (t *TenantSpec) AllowIngressFromNamespace(namespace string) *TenantSpec {
 
 // AllowIngress adds an exception to the tenant's network isolation: a
 // NetworkPolicy <name>-allow-<e.Name>.
-func (t *TenantSpec) AllowIngress(e IngressException) *TenantSpec {
+func (t *Spec) AllowIngress(e IngressException) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -360,7 +340,7 @@ func (t *TenantSpec) AllowIngress(e IngressException) *TenantSpec {
 // isolation (KubeRayIngress and PrometheusIngress unless replaced); with
 // no arguments only the namespace's own pods, and the namespaces of
 // AllowIngressFromNamespace, reach the tenant's pods.
-func (t *TenantSpec) IngressExceptions(es ...IngressException) *TenantSpec {
+func (t *Spec) IngressExceptions(es ...IngressException) *Spec {
 	if t == nil {
 		return nil
 	}
@@ -371,13 +351,11 @@ func (t *TenantSpec) IngressExceptions(es ...IngressException) *TenantSpec {
 	return t
 }
 
-// Identity returns the identity that labels the tenant's objects.
-func (t *TenantSpec) Identity() Identity { return Identity{Kind: "tenant", Release: t.Name()} }
+// identity is the identity that labels the tenant's objects.
+func (t *Spec) identity() cube.Identity { return cube.Identity{Kind: "tenant", Release: t.name} }
 
-var podSecurityLevels = []PodSecurityLevel{PodSecurityPrivileged, PodSecurityBaseline, PodSecurityRestricted}
-
-// errNotMade is the error of a nil or zero TenantSpec.
-var errNotMade = errors.New("cube: TenantSpec is nil or zero: start it with cube.Tenant(name)")
+// errNotMade is the error of a nil or zero Spec.
+var errNotMade = errors.New("tenant: Spec is nil or zero: start it with tenant.New(name)")
 
 // Objects validates the tenant and returns, in a fresh slice of fresh
 // objects: the Namespace, a ResourceQuota and a LimitRange named after the
@@ -387,12 +365,12 @@ var errNotMade = errors.New("cube: TenantSpec is nil or zero: start it with cube
 // and <name>-cube-view (when they have members), the NetworkPolicy
 // <name>-isolation and one NetworkPolicy <name>-allow-<exception> per
 // ingress exception. Every problem is reported at once.
-func (t *TenantSpec) Objects() ([]client.Object, error) {
+func (t *Spec) Objects() ([]client.Object, error) {
 	if t == nil || !t.made {
 		return nil, errNotMade
 	}
 	var errs field.ErrorList
-	id := t.Identity()
+	id := t.identity()
 	namePath := field.NewPath("metadata", "name")
 	for _, msg := range validation.IsDNS1123Label(t.name) {
 		errs = append(errs, field.Invalid(namePath, t.name, msg))
@@ -418,6 +396,9 @@ func (t *TenantSpec) Objects() ([]client.Object, error) {
 		ObjectMeta: id.ObjectMeta(t.name, "", t.namespaceLabels(), nil),
 	}
 
+	for _, name := range t.unaccel {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "hard"), name, "Accelerators: the hardware profile names no device resource (ResourceName)"))
+	}
 	hard, hardErrs := quantity.ParseResourceList(t.hard, field.NewPath("spec", "hard"))
 	errs = append(errs, hardErrs...)
 	for _, name := range slices.Sorted(maps.Keys(t.hard)) {
@@ -451,68 +432,7 @@ func (t *TenantSpec) Objects() ([]client.Object, error) {
 	return objs, nil
 }
 
-// namespaceLabels are the namespace's labels: the caller's and the Pod
-// Security level.
-func (t *TenantSpec) namespaceLabels() map[string]string {
-	out := maps.Clone(t.labels)
-	if out == nil {
-		out = map[string]string{}
-	}
-	for _, k := range []string{LabelPodSecurityEnforce, LabelPodSecurityWarn, LabelPodSecurityAudit} {
-		out[k] = string(t.level())
-	}
-	out[LabelPodSecurityEnforceVersion] = "latest"
-	return out
-}
-
-// Admits reports, without a cluster, whether the tenant's Pod Security
-// level admits the pods of the workloads: nil, or a *PodSecurityError
-// naming every pod template the level refuses and why, as the API server's
-// PodSecurity admission would (the checks are k8s.io/pod-security-admission's
-// at the namespace's enforce level and version). Client.Apply makes the same
-// check against the labels of the namespace it applies to.
-func (t *TenantSpec) Admits(ws ...Workload) error {
-	if t == nil || !t.made {
-		return errNotMade
-	}
-	objs, err := prepareAll("workload", ws)
-	if err != nil {
-		return err
-	}
-	return checkPodSecurity(t.name, t.namespaceLabels(), objs)
-}
-
-// LevelFor returns the strictest Pod Security level that admits every pod
-// of the workloads: PodSecurityRestricted, else PodSecurityBaseline. When
-// baseline refuses some pod it returns the *PodSecurityError of the
-// baseline level, naming each refused template and why (an RDMA fabric's
-// IPC_LOCK, the host paths of a driver): LevelFor never chooses the
-// privileged level, which admits privileged containers and host paths, so
-// a tenant gets it only by asking (AllowRDMA, PodSecurity). Pass the level
-// to PodSecurity:
-//
-//	level, err := tenant.LevelFor(notebook, job)
-//	if err != nil { ... }
-//	tenant.PodSecurity(level)
-func (t *TenantSpec) LevelFor(ws ...Workload) (PodSecurityLevel, error) {
-	if t == nil || !t.made {
-		return "", errNotMade
-	}
-	objs, err := prepareAll("workload", ws)
-	if err != nil {
-		return "", err
-	}
-	var refused error
-	for _, level := range []PodSecurityLevel{PodSecurityRestricted, PodSecurityBaseline} {
-		labels := map[string]string{LabelPodSecurityEnforce: string(level), LabelPodSecurityEnforceVersion: "latest"}
-		if refused = checkPodSecurity(t.name, labels, objs); refused == nil {
-			return level, nil
-		}
-	}
-	return "", refused
-}
-
-func (t *TenantSpec) limitRange(id Identity, hard corev1.ResourceList) (*corev1.LimitRange, field.ErrorList) {
+func (t *Spec) limitRange(id cube.Identity, hard corev1.ResourceList) (*corev1.LimitRange, field.ErrorList) {
 	var errs field.ErrorList
 	item := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer}
 	p := field.NewPath("spec", "limits").Index(0)
@@ -567,123 +487,4 @@ func (t *TenantSpec) limitRange(id Identity, hard corev1.ResourceList) (*corev1.
 		ObjectMeta: id.ObjectMeta(t.name, t.name, nil, nil),
 		Spec:       corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{item}},
 	}, errs
-}
-
-// queue is the tenant's Volcano queue; its capability mirrors the quota's
-// CPU, memory and accelerator requests, so that Volcano does not admit a
-// job the quota would refuse pod by pod.
-func (t *TenantSpec) queue(id Identity, hard corev1.ResourceList) (*vcscheduling.Queue, field.ErrorList) {
-	var errs field.ErrorList
-	if t.weight < 1 || t.weight > math.MaxInt32 {
-		errs = append(errs, field.Invalid(field.NewPath("queue", "spec", "weight"), t.weight, fmt.Sprintf("must be from 1 to %d", math.MaxInt32)))
-	}
-	capability := corev1.ResourceList{}
-	if q, ok := hard[corev1.ResourceRequestsCPU]; ok {
-		capability[corev1.ResourceCPU] = q.DeepCopy()
-	}
-	if q, ok := hard[corev1.ResourceRequestsMemory]; ok {
-		capability[corev1.ResourceMemory] = q.DeepCopy()
-	}
-	for _, r := range t.accels {
-		if q, ok := hard[corev1.ResourceName(corev1.DefaultResourceRequestsPrefix+string(r))]; ok {
-			capability[r] = q.DeepCopy()
-		}
-	}
-	if len(capability) == 0 {
-		capability = nil
-	}
-	var reclaimable *bool
-	if t.reclaimable != nil {
-		v := *t.reclaimable
-		reclaimable = &v
-	}
-	return &vcscheduling.Queue{
-		TypeMeta:   metav1.TypeMeta{APIVersion: vcscheduling.SchemeGroupVersion.String(), Kind: "Queue"},
-		ObjectMeta: id.ObjectMeta(t.name, "", nil, nil),
-		Spec:       vcscheduling.QueueSpec{Weight: int32(min(max(t.weight, 0), math.MaxInt32)), Capability: capability, Reclaimable: reclaimable},
-	}, errs
-}
-
-// queueKind is how a Client reads the Volcano Queue of a Tenant: Volcano's
-// queue controller opens a new queue (status.state Open) and jobs are
-// scheduled from it only then; Closed or Closing refuses new jobs
-// (volcano.sh/apis v1.14.0 pkg/apis/scheduling/v1beta1/types.go,
-// QueueState). A queue no controller has opened yet is in progress.
-var queueKind = Kind{
-	GroupKind: vcscheduling.SchemeGroupVersion.WithKind("Queue").GroupKind(),
-	Status: TypedStatus(func(q *vcscheduling.Queue) ObjectStatus {
-		switch q.Status.State {
-		case vcscheduling.QueueStateOpen:
-			return ObjectStatus{Phase: Ready, Reason: string(q.Status.State)}
-		case vcscheduling.QueueStateClosed, vcscheduling.QueueStateClosing:
-			return ObjectStatus{Phase: Failed, Reason: string(q.Status.State), Message: "the queue takes no new jobs"}
-		case vcscheduling.QueueStateUnknown:
-			return ObjectStatus{Phase: Unknown, Reason: string(q.Status.State), Message: "Volcano reports the queue's state as Unknown"}
-		}
-		return ObjectStatus{Phase: InProgress, Reason: "NotOpened", Message: "Volcano's controller has not opened the queue yet"}
-	}),
-}
-
-// QuotaExceededError is the API server refusing to create an object
-// because it would take a namespace over a ResourceQuota. Its fields hold
-// what the server said, e.g. Requested "requests.nvidia.com/gpu=16".
-type QuotaExceededError struct {
-	Quota     string
-	Requested string
-	Used      string
-	Limited   string
-	Err       error
-}
-
-func (e *QuotaExceededError) Error() string {
-	if e == nil {
-		return "<nil QuotaExceededError>"
-	}
-	return fmt.Sprintf("exceeded quota %s: requested %s, used %s, limited to %s", e.Quota, e.Requested, e.Used, e.Limited)
-}
-
-// Unwrap returns the API server's error.
-func (e *QuotaExceededError) Unwrap() error {
-	if e == nil {
-		return nil
-	}
-	return e.Err
-}
-
-// AsQuotaExceeded reports whether err (from Apply or any client call) is
-// the API server refusing a request over a ResourceQuota, and what the
-// server said about it.
-func AsQuotaExceeded(err error) (*QuotaExceededError, bool) {
-	var qe *QuotaExceededError
-	if errors.As(err, &qe) {
-		return qe, true
-	}
-	var status apierrors.APIStatus
-	if !apierrors.IsForbidden(err) || !errors.As(err, &status) {
-		return nil, false
-	}
-	qe, ok := parseQuotaExceeded(status.Status().Message)
-	if !ok {
-		return nil, false
-	}
-	qe.Err = err
-	return qe, true
-}
-
-// parseQuotaExceeded reads what the quota admission plugin says when it
-// refuses a request, wherever it is quoted (an API error, a controller's
-// event): "exceeded quota: NAME, requested: R, used: U, limited: L", each
-// list "resource=quantity" joined by commas
-// (k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go).
-func parseQuotaExceeded(msg string) (*QuotaExceededError, bool) {
-	_, rest, ok := strings.Cut(msg, "exceeded quota: ")
-	if !ok {
-		return nil, false
-	}
-	qe := &QuotaExceededError{}
-	qe.Quota, rest, _ = strings.Cut(rest, ", requested: ")
-	qe.Requested, rest, _ = strings.Cut(rest, ", used: ")
-	qe.Used, qe.Limited, _ = strings.Cut(rest, ", limited: ")
-	qe.Limited = strings.TrimSpace(qe.Limited)
-	return qe, true
 }

@@ -1,4 +1,4 @@
-package cube
+package tenant
 
 import (
 	"slices"
@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
 )
 
 var (
@@ -103,7 +105,7 @@ func withVerbs(rules []rbacv1.PolicyRule, verbs []string, status bool) []rbacv1.
 	return out
 }
 
-func role(id Identity, name, namespace string, rules []rbacv1.PolicyRule) *rbacv1.Role {
+func role(id cube.Identity, name, namespace string, rules []rbacv1.PolicyRule) *rbacv1.Role {
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
 		ObjectMeta: id.ObjectMeta(name, namespace, nil, nil),
@@ -111,7 +113,7 @@ func role(id Identity, name, namespace string, rules []rbacv1.PolicyRule) *rbacv
 	}
 }
 
-func roleBinding(id Identity, name, namespace string, ref rbacv1.RoleRef, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
+func roleBinding(id cube.Identity, name, namespace string, ref rbacv1.RoleRef, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
 		ObjectMeta: id.ObjectMeta(name, namespace, nil, nil),
@@ -125,7 +127,7 @@ func roleBinding(id Identity, name, namespace string, ref rbacv1.RoleRef, subjec
 // patch: manifests/quick-start/base/executor/emissary/executor-role.yaml
 // and docs/workflow-rbac.md, argo-workflows v3.7.6) and what a workload
 // step does with its job.
-func (t *TenantSpec) pipelineAccount(id Identity) []client.Object {
+func (t *Spec) pipelineAccount(id cube.Identity) []client.Object {
 	rules := append([]rbacv1.PolicyRule{{
 		APIGroups: []string{"argoproj.io"}, Resources: []string{"workflowtaskresults"}, Verbs: []string{"create", "patch"},
 	}}, withVerbs(pipelineJobs, jobVerbs, false)...)
@@ -144,7 +146,7 @@ func (t *TenantSpec) pipelineAccount(id Identity) []client.Object {
 // memberRoles are the Roles <name>-cube-edit and <name>-cube-view: every
 // kind cube creates, to edit or to read, and pod logs; editors also read
 // the tenant's Namespace.
-func (t *TenantSpec) memberRoles(id Identity) []client.Object {
+func (t *Spec) memberRoles(id cube.Identity) []client.Object {
 	edit := append(withVerbs(cubeResources, editVerbs, true), withVerbs(editOnly, editVerbs, false)...)
 	view := withVerbs(cubeResources, viewVerbs, true)
 	return []client.Object{
@@ -155,7 +157,7 @@ func (t *TenantSpec) memberRoles(id Identity) []client.Object {
 
 // memberBindings bind editors and viewers to the ClusterRole edit or view
 // and to the tenant's Role beside it.
-func (t *TenantSpec) memberBindings(id Identity) ([]client.Object, field.ErrorList) {
+func (t *Spec) memberBindings(id cube.Identity) ([]client.Object, field.ErrorList) {
 	var objs []client.Object
 	var errs field.ErrorList
 	for _, b := range []struct {

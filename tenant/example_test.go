@@ -1,13 +1,15 @@
-package cube_test
+package tenant_test
 
 import (
 	"errors"
 	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -16,15 +18,15 @@ import (
 // as, and network isolation with the exceptions KubeRay and Prometheus
 // need. The containers of the namespace get default requests and no
 // default limits.
-func ExampleTenant() {
-	tenant := cube.Tenant("team-a").
+func ExampleNew() {
+	team := tenant.New("team-a").
 		Editors("alice").
 		ViewerGroups("auditors").
 		CPU("128").Memory("1Ti").Pods(100).
-		GPUs("nvidia.com/gpu", 16).
-		GPUs("huawei.com/Ascend910", 8).
+		Accelerators(hardware.H100, 16).
+		Accelerators(hardware.Ascend910B3, 8).
 		QueueWeight(2)
-	objs, err := tenant.Objects()
+	objs, err := team.Objects()
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -60,18 +62,18 @@ func ExampleTenant() {
 
 // A tenant says, before anything is applied, which pods its Pod Security
 // level refuses: InfiniBand adds IPC_LOCK, which baseline forbids.
-func ExampleTenantSpec_Admits() {
+func ExampleAdmits() {
 	job := train.PyTorch("llama-sft").Namespace("team-nlp").
 		Image("nvcr.io/nvidia/pytorch:24.05-py3").Torchrun("sft.py").
 		On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand())
-	tenant := cube.Tenant("team-nlp")
+	team := tenant.New("team-nlp")
 	var ps *cube.PodSecurityError
-	if errors.As(tenant.Admits(job), &ps) {
+	if errors.As(tenant.Admits(team, job), &ps) {
 		for _, v := range ps.Violations {
 			fmt.Println(ps.Level, v.Template+":", v.Reasons)
 		}
 	}
-	fmt.Println("with AllowRDMA:", tenant.AllowRDMA().Admits(job))
+	fmt.Println("with AllowRDMA:", tenant.Admits(team.AllowRDMA(), job))
 	// Output:
 	// baseline:latest spec.pytorchReplicaSpecs.Master.template: non-default capabilities (container "pytorch" must not include "IPC_LOCK" in securityContext.capabilities.add)
 	// baseline:latest spec.pytorchReplicaSpecs.Worker.template: non-default capabilities (container "pytorch" must not include "IPC_LOCK" in securityContext.capabilities.add)

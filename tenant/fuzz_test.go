@@ -1,4 +1,4 @@
-package cube_test
+package tenant_test
 
 import (
 	"bytes"
@@ -14,7 +14,9 @@ import (
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/tenant"
 )
 
 // tenantProgram drives a TenantSpec through the method calls a byte
@@ -59,16 +61,16 @@ func (p *tenantProgram) labels() map[string]string {
 	return map[string]string{"app.kubernetes.io/name": "prometheus", p.a: p.b}
 }
 
-func (p *tenantProgram) exception() cube.IngressException {
+func (p *tenantProgram) exception() tenant.IngressException {
 	switch p.next() % 5 {
 	case 0:
-		return cube.KubeRayIngress()
+		return tenant.KubeRayIngress()
 	case 1:
-		return cube.PrometheusIngress()
+		return tenant.PrometheusIngress()
 	case 2:
-		return cube.IngressControllerIngress(p.name())
+		return tenant.IngressControllerIngress(p.name())
 	}
-	e := cube.IngressException{Name: p.name(), FromNamespaces: p.labels(), FromPods: p.labels(), ToPods: p.labels()}
+	e := tenant.IngressException{Name: p.name(), FromNamespaces: p.labels(), FromPods: p.labels(), ToPods: p.labels()}
 	for range p.next() % 3 {
 		e.Ports = append(e.Ports, int32(p.number())*300)
 	}
@@ -76,7 +78,7 @@ func (p *tenantProgram) exception() cube.IngressException {
 }
 
 // run applies the program to t and returns it.
-func (p *tenantProgram) run(t *cube.TenantSpec) *cube.TenantSpec {
+func (p *tenantProgram) run(t *tenant.Spec) *tenant.Spec {
 	for len(p.code) > 0 {
 		switch p.next() % 20 {
 		case 0:
@@ -98,7 +100,7 @@ func (p *tenantProgram) run(t *cube.TenantSpec) *cube.TenantSpec {
 		case 8:
 			t.Storage(p.quantity())
 		case 9:
-			t.GPUs(corev1.ResourceName(p.pick("nvidia.com/gpu", "huawei.com/Ascend910", "bad/key/x", "", p.a)), p.number())
+			t.Accelerators(hardware.Profile{Name: "fuzz", ResourceName: corev1.ResourceName(p.pick("nvidia.com/gpu", "huawei.com/Ascend910", "bad/key/x", "", p.a))}, p.number())
 		case 10:
 			t.Quota(corev1.ResourceName(p.pick("persistentvolumeclaims", "limits.memory", "limits.cpu", "services.loadbalancers", "bad key", p.a)), p.quantity())
 		case 11:
@@ -110,7 +112,7 @@ func (p *tenantProgram) run(t *cube.TenantSpec) *cube.TenantSpec {
 		case 14:
 			t.QueueReclaimable(p.next()%2 == 0)
 		case 15:
-			t.PodSecurity(cube.PodSecurityLevel(p.pick("baseline", "restricted", "privileged", "", "lenient", p.a)))
+			t.PodSecurity(tenant.PodSecurityLevel(p.pick("baseline", "restricted", "privileged", "", "lenient", p.a)))
 		case 16:
 			t.AllowRDMA()
 		case 17:
@@ -118,7 +120,7 @@ func (p *tenantProgram) run(t *cube.TenantSpec) *cube.TenantSpec {
 		case 18:
 			t.AllowIngress(p.exception())
 		case 19:
-			var es []cube.IngressException
+			var es []tenant.IngressException
 			for range p.next() % 3 {
 				es = append(es, p.exception())
 			}
@@ -165,13 +167,13 @@ func FuzzTenant(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name string, code []byte, a, b string) {
 		prog := &tenantProgram{code: code, a: a, b: b}
-		tenant := prog.run(cube.Tenant(name))
-		objs, err := tenant.Objects()
+		team := prog.run(tenant.New(name))
+		objs, err := team.Objects()
 		if err != nil {
 			require.Nil(t, objs)
 			require.NotEmpty(t, err.Error())
 			var buf bytes.Buffer
-			require.Error(t, cube.Render(&buf, tenant), "Render refuses what Objects refuses")
+			require.Error(t, cube.Render(&buf, team), "Render refuses what Objects refuses")
 			return
 		}
 		require.NotEmpty(t, objs)
@@ -179,8 +181,8 @@ func FuzzTenant(f *testing.F) {
 			require.Equal(t, name, o.GetLabels()[cube.LabelRelease])
 		}
 		var buf bytes.Buffer
-		require.NoError(t, cube.Render(&buf, tenant))
-		if err := tenant.Admits(tenantPod("plain", nil)); err != nil {
+		require.NoError(t, cube.Render(&buf, team))
+		if err := tenant.Admits(team, tenantPod("plain", nil)); err != nil {
 			var ps *cube.PodSecurityError
 			require.ErrorAs(t, err, &ps, "only the Pod Security level refuses a plain pod")
 			require.Equal(t, "restricted:latest", ps.Level)
@@ -195,12 +197,12 @@ func TestTenantFuzzSeedsApply(t *testing.T) {
 	env := testenv.Get(t)
 	accepted := 0
 	for i, s := range tenantSeeds {
-		if _, err := (&tenantProgram{code: s.code, a: s.a, b: s.b}).run(cube.Tenant(s.name)).Objects(); err != nil {
+		if _, err := (&tenantProgram{code: s.code, a: s.a, b: s.b}).run(tenant.New(s.name)).Objects(); err != nil {
 			continue
 		}
 		accepted++
 		ns := env.Namespace(t)
-		tenant := (&tenantProgram{code: s.code, a: s.a, b: s.b}).run(cube.Tenant(ns))
+		team := (&tenantProgram{code: s.code, a: s.a, b: s.b}).run(tenant.New(ns))
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -208,10 +210,10 @@ func TestTenantFuzzSeedsApply(t *testing.T) {
 				t.Errorf("delete queue %s: %v", ns, err)
 			}
 		})
-		c := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
-		rel, err := c.Apply(t.Context(), tenant)
+		c := cube.NewFromClient(env.Client, cube.Namespace(ns))
+		rel, err := c.Apply(t.Context(), team)
 		require.NoError(t, err, "seed %d", i)
-		objs, err := tenant.Objects()
+		objs, err := team.Objects()
 		require.NoError(t, err)
 		assert.Len(t, rel.Objects, len(objs), "seed %d: every object stored", i)
 	}

@@ -1,4 +1,4 @@
-package cube_test
+package tenant_test
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/tenant"
 )
 
 // restrictedPod is a pod with what the restricted level asks: a non-root
@@ -30,27 +31,27 @@ func restrictedPod(name string) cube.Workload {
 }
 
 func TestTenantLevelFor(t *testing.T) {
-	tenant := cube.Tenant("team-a")
+	team := tenant.New("team-a")
 
-	level, err := tenant.LevelFor(restrictedPod("strict"))
+	level, err := tenant.LevelFor(team, restrictedPod("strict"))
 	require.NoError(t, err)
-	assert.Equal(t, cube.PodSecurityRestricted, level)
+	assert.Equal(t, tenant.PodSecurityRestricted, level)
 
 	// A pod that runs as its image's user needs baseline.
-	level, err = tenant.LevelFor(restrictedPod("strict"), tenantPod("plain", nil))
+	level, err = tenant.LevelFor(team, restrictedPod("strict"), tenantPod("plain", nil))
 	require.NoError(t, err)
-	assert.Equal(t, cube.PodSecurityBaseline, level)
+	assert.Equal(t, tenant.PodSecurityBaseline, level)
 
 	// The chosen level is one the tenant enforces and admits them at.
-	tenant.PodSecurity(level)
-	require.NoError(t, tenant.Admits(restrictedPod("strict"), tenantPod("plain", nil)))
-	objs, err := tenant.Objects()
+	team.PodSecurity(level)
+	require.NoError(t, tenant.Admits(team, restrictedPod("strict"), tenantPod("plain", nil)))
+	objs, err := team.Objects()
 	require.NoError(t, err)
-	assert.Equal(t, "baseline", objs[0].GetLabels()[cube.LabelPodSecurityEnforce])
+	assert.Equal(t, "baseline", objs[0].GetLabels()[tenant.LabelPodSecurityEnforce])
 
 	// RDMA's IPC_LOCK passes no level LevelFor chooses: it says which pod
 	// and why, and how to opt in, rather than choosing privileged.
-	_, err = tenant.LevelFor(tenantPod("plain", nil), tenantPod("rdma", nil, "IPC_LOCK"))
+	_, err = tenant.LevelFor(team, tenantPod("plain", nil), tenantPod("rdma", nil, "IPC_LOCK"))
 	var ps *cube.PodSecurityError
 	require.ErrorAs(t, err, &ps)
 	assert.Equal(t, "baseline:latest", ps.Level)
@@ -59,10 +60,10 @@ func TestTenantLevelFor(t *testing.T) {
 	assert.Equal(t, `non-default capabilities (container "main" must not include "IPC_LOCK" in securityContext.capabilities.add)`, ps.Violations[0].Reasons)
 	assert.Contains(t, err.Error(), "AllowRDMA()")
 
-	_, err = tenant.LevelFor(tenantPod("plain", nil), nil)
+	_, err = tenant.LevelFor(team, tenantPod("plain", nil), nil)
 	require.ErrorContains(t, err, "workload 1: workload is nil")
-	_, err = (*cube.TenantSpec)(nil).LevelFor(restrictedPod("strict"))
-	require.ErrorContains(t, err, "TenantSpec is nil or zero")
-	_, err = (&cube.TenantSpec{}).LevelFor(restrictedPod("strict"))
-	require.ErrorContains(t, err, "TenantSpec is nil or zero")
+	_, err = tenant.LevelFor((*tenant.Spec)(nil), restrictedPod("strict"))
+	require.ErrorContains(t, err, "Spec is nil or zero")
+	_, err = tenant.LevelFor((&tenant.Spec{}), restrictedPod("strict"))
+	require.ErrorContains(t, err, "Spec is nil or zero")
 }

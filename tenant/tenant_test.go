@@ -1,9 +1,6 @@
-package cube_test
+package tenant_test
 
 import (
-	"errors"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,13 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/tenant"
 )
 
 func tenantQuantities(l corev1.ResourceList) map[string]string {
@@ -29,13 +26,13 @@ func tenantQuantities(l corev1.ResourceList) map[string]string {
 }
 
 func TestTenantObjects(t *testing.T) {
-	objs, err := cube.Tenant("team-a").
+	objs, err := tenant.New("team-a").
 		Label("cost-center", "ml-42").
 		Editors("alice", "bob").EditorGroups("ml-engineers").
 		Viewers("carol").ViewerGroups("auditors").
 		CPU("256").Memory("2Ti").Pods(200).Storage("50Ti").
-		GPUs("nvidia.com/gpu", 32).
-		GPUs("huawei.com/Ascend910", 16).
+		Accelerators(hardware.H100, 32).
+		Accelerators(hardware.Ascend910B3, 16).
 		Quota("persistentvolumeclaims", "40").
 		DefaultCPU("500m", "2").DefaultMemory("1Gi", "4Gi").
 		QueueWeight(3).QueueReclaimable(false).
@@ -144,15 +141,14 @@ func TestTenantObjects(t *testing.T) {
 }
 
 func TestTenantDefaults(t *testing.T) {
-	tenant := cube.Tenant("team-b")
-	assert.Equal(t, "team-b", tenant.Name())
-	objs, err := tenant.Objects()
+	team := tenant.New("team-b")
+	objs, err := team.Objects()
 	require.NoError(t, err)
 	require.Len(t, objs, 12, "no role bindings without members")
-	assert.Equal(t, "baseline", objs[0].GetLabels()[cube.LabelPodSecurityEnforce])
+	assert.Equal(t, "baseline", objs[0].GetLabels()[tenant.LabelPodSecurityEnforce])
 	assert.Empty(t, objs[1].(*corev1.ResourceQuota).Spec.Hard)
 	lr := objs[2].(*corev1.LimitRange).Spec.Limits[0]
-	assert.Equal(t, map[string]string{"cpu": cube.DefaultCPURequest, "memory": cube.DefaultMemoryRequest}, tenantQuantities(lr.DefaultRequest))
+	assert.Equal(t, map[string]string{"cpu": tenant.DefaultCPURequest, "memory": tenant.DefaultMemoryRequest}, tenantQuantities(lr.DefaultRequest))
 	assert.Nil(t, lr.Default, "no default limit: a limit the engine did not ask for kills it")
 	queue := objs[3].(*vcscheduling.Queue)
 	assert.Equal(t, int32(1), queue.Spec.Weight)
@@ -161,28 +157,28 @@ func TestTenantDefaults(t *testing.T) {
 	np := objs[9].(*networkingv1.NetworkPolicy)
 	assert.Equal(t, []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}, np.Spec.Ingress[0].From)
 
-	rdma, err := cube.Tenant("team-c").AllowRDMA().Objects()
+	rdma, err := tenant.New("team-c").AllowRDMA().Objects()
 	require.NoError(t, err)
-	for _, k := range []string{cube.LabelPodSecurityEnforce, cube.LabelPodSecurityWarn, cube.LabelPodSecurityAudit} {
+	for _, k := range []string{tenant.LabelPodSecurityEnforce, tenant.LabelPodSecurityWarn, tenant.LabelPodSecurityAudit} {
 		assert.Equal(t, "privileged", rdma[0].GetLabels()[k])
 	}
-	restricted, err := cube.Tenant("team-d").PodSecurity(cube.PodSecurityRestricted).Objects()
+	restricted, err := tenant.New("team-d").PodSecurity(tenant.PodSecurityRestricted).Objects()
 	require.NoError(t, err)
-	assert.Equal(t, "restricted", restricted[0].GetLabels()[cube.LabelPodSecurityEnforce])
+	assert.Equal(t, "restricted", restricted[0].GetLabels()[tenant.LabelPodSecurityEnforce])
 
 	// Every call returns fresh objects.
-	again, err := tenant.Objects()
+	again, err := team.Objects()
 	require.NoError(t, err)
 	objs[0].SetLabels(nil)
 	assert.NotEmpty(t, again[0].GetLabels())
 }
 
 func TestTenantValidation(t *testing.T) {
-	_, err := cube.Tenant("Team_A").
+	_, err := tenant.New("Team_A").
 		Label("bad key!", "v").Label("ok", "bad value!").
 		PodSecurity("lenient").
 		Editors("").ViewerGroups("").
-		CPU("lots").Memory("-1Gi").GPUs("nvidia.com/gpu", -2).
+		CPU("lots").Memory("-1Gi").Accelerators(hardware.H100, -2).
 		Quota("bad/key/name", "1").
 		DefaultCPU("4", "2").DefaultMemory("x", "y").
 		QueueWeight(0).
@@ -212,54 +208,4 @@ func TestTenantValidation(t *testing.T) {
 		`roleBindings[Team_A-view].subjects[0].name: Required value: a user or group name is required`,
 		`networkPolicy.spec.ingress[0].from[1]: Invalid value: "Other_NS": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
 	}, got)
-}
-
-func TestAsQuotaExceeded(t *testing.T) {
-	msg := `exceeded quota: team-a, requested: limits.cpu=2,requests.nvidia.com/gpu=16, used: limits.cpu=0,requests.nvidia.com/gpu=0, limited: limits.cpu=64,requests.nvidia.com/gpu=8`
-	apiErr := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "big", errors.New(msg))
-	wrapped := fmt.Errorf("apply Pod team-a/big: %w", apiErr)
-	qe, ok := cube.AsQuotaExceeded(wrapped)
-	require.True(t, ok)
-	assert.Equal(t, "team-a", qe.Quota)
-	assert.Equal(t, "limits.cpu=2,requests.nvidia.com/gpu=16", qe.Requested)
-	assert.Equal(t, "limits.cpu=0,requests.nvidia.com/gpu=0", qe.Used)
-	assert.Equal(t, "limits.cpu=64,requests.nvidia.com/gpu=8", qe.Limited)
-	assert.Equal(t, "exceeded quota team-a: requested limits.cpu=2,requests.nvidia.com/gpu=16, used limits.cpu=0,requests.nvidia.com/gpu=0, limited to limits.cpu=64,requests.nvidia.com/gpu=8", qe.Error())
-	assert.True(t, apierrors.IsForbidden(qe), "the API error is kept")
-	again, ok := cube.AsQuotaExceeded(fmt.Errorf("retry: %w", qe))
-	assert.True(t, ok)
-	assert.Same(t, qe, again)
-
-	_, ok = cube.AsQuotaExceeded(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New(`violates PodSecurity "baseline:latest"`)))
-	assert.False(t, ok, "other refusals are not quota")
-	_, ok = cube.AsQuotaExceeded(errors.New("exceeded quota: team-a"))
-	assert.False(t, ok, "only the API server's refusals")
-	_, ok = cube.AsQuotaExceeded(nil)
-	assert.False(t, ok)
-}
-
-// FuzzAsQuotaExceeded feeds arbitrary API-server messages to the parser:
-// it never panics, recognises only quota refusals, and gives back the
-// parts of a well-formed message.
-func FuzzAsQuotaExceeded(f *testing.F) {
-	f.Add("team-a", "requests.nvidia.com/gpu=16", "requests.nvidia.com/gpu=0", "requests.nvidia.com/gpu=8", "")
-	f.Add("q", "limits.cpu=2,requests.cpu=2", "limits.cpu=1,requests.cpu=1", "limits.cpu=2,requests.cpu=2", "pods \"x\" is forbidden: ")
-	f.Add("", "", "", "", "exceeded quota: ")
-	f.Fuzz(func(t *testing.T, quota, requested, used, limited, prefix string) {
-		msg := prefix + "exceeded quota: " + quota + ", requested: " + requested + ", used: " + used + ", limited: " + limited
-		err := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New(msg))
-		qe, ok := cube.AsQuotaExceeded(err)
-		require.True(t, ok)
-		require.NotNil(t, qe)
-		_ = qe.Error()
-		unambiguous := true
-		for _, sep := range []string{"exceeded quota: ", ", requested: ", ", used: ", ", limited: "} {
-			unambiguous = unambiguous && strings.Count(msg, sep) == 1
-		}
-		if unambiguous {
-			assert.Equal(t, [4]string{quota, requested, used, limited}, [4]string{qe.Quota, qe.Requested, qe.Used, qe.Limited})
-		}
-		_, ok = cube.AsQuotaExceeded(apierrors.NewBadRequest(msg))
-		assert.False(t, ok, "only Forbidden refusals")
-	})
 }

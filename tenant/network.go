@@ -1,4 +1,4 @@
-package cube
+package tenant
 
 import (
 	"maps"
@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
 )
 
 // IngressException admits traffic that a tenant's network isolation
@@ -93,7 +95,7 @@ func IngressControllerIngress(namespace string) IngressException {
 // networkPolicies are the isolation policy, which admits ingress from the
 // namespace's own pods and the namespaces allowed explicitly and denies
 // the rest, and one policy per exception.
-func (t *TenantSpec) networkPolicies(id Identity) ([]client.Object, field.ErrorList) {
+func (t *Spec) networkPolicies(id cube.Identity) ([]client.Object, field.ErrorList) {
 	var errs field.ErrorList
 	peers := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
 	for i, ns := range t.allowFrom {

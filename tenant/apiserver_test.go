@@ -1,4 +1,4 @@
-package cube_test
+package tenant_test
 
 // These tests apply tenants to a real kube-apiserver (internal/testenv),
 // whose ResourceQuota, LimitRanger and PodSecurity admission plugins run.
@@ -18,12 +18,15 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/tenant"
 )
 
 // tenantPod is a one-container pod of its own release, requesting
@@ -44,6 +47,8 @@ func tenantPod(name string, resources corev1.ResourceList, capabilities ...corev
 	})
 }
 
+func resourceMust(s string) resource.Quantity { return resource.MustParse(s) } // test constants only
+
 func tenantResources(cpu, memory, gpus string) corev1.ResourceList {
 	return corev1.ResourceList{
 		corev1.ResourceCPU:    resourceMust(cpu),
@@ -54,20 +59,23 @@ func tenantResources(cpu, memory, gpus string) corev1.ResourceList {
 
 // applyTenant applies the tenant named after a fresh test namespace and
 // returns a client for that namespace.
-func applyTenant(t *testing.T, env *testenv.Env, tenant *cube.TenantSpec) *cube.Client {
+func applyTenant(t *testing.T, env *testenv.Env, team *tenant.Spec) *cube.Client {
+	objs, err := team.Objects()
+	require.NoError(t, err)
+	name := objs[0].GetName() // the Namespace
 	t.Helper()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		q := &vcscheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: tenant.Name()}}
+		q := &vcscheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := env.Client.Delete(ctx, q); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete queue %s: %v", tenant.Name(), err)
+			t.Errorf("delete queue %s: %v", name, err)
 		}
 	})
-	c := cube.NewFromClient(env.Client, cube.WithNamespace(tenant.Name()))
-	rel, err := c.Apply(t.Context(), tenant)
+	c := cube.NewFromClient(env.Client, cube.Namespace(name))
+	rel, err := c.Apply(t.Context(), team)
 	require.NoError(t, err)
-	assert.Equal(t, tenant.Name(), rel.Namespace, "the release record lives in the tenant's namespace")
+	assert.Equal(t, name, rel.Namespace, "the release record lives in the tenant's namespace")
 	return c
 }
 
@@ -75,8 +83,8 @@ func TestTenantQuotaRefusesAPodOverIt(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	c := applyTenant(t, env, cube.Tenant(ns).
-		CPU("8").Memory("16Gi").Pods(10).GPUs("nvidia.com/gpu", 4).
+	c := applyTenant(t, env, tenant.New(ns).
+		CPU("8").Memory("16Gi").Pods(10).Accelerators(hardware.H100, 4).
 		Editors("alice").ViewerGroups("auditors"))
 
 	var stored corev1.Namespace
@@ -116,8 +124,8 @@ func TestTenantQuotaRefusesAPodOverIt(t *testing.T) {
 	var defaulted corev1.Pod
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "defaults"}, &defaulted))
 	res := defaulted.Spec.Containers[0].Resources
-	assert.Equal(t, cube.DefaultCPURequest, res.Requests.Cpu().String())
-	assert.Equal(t, cube.DefaultMemoryRequest, res.Requests.Memory().String())
+	assert.Equal(t, tenant.DefaultCPURequest, res.Requests.Cpu().String())
+	assert.Equal(t, tenant.DefaultMemoryRequest, res.Requests.Memory().String())
 	assert.Empty(t, res.Limits, "no default limit to OOM-kill an engine that states none")
 
 	// One over it is refused by the API server, naming the quota.
@@ -143,7 +151,7 @@ func TestTenantRDMANeedsTheOptIn(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	c := applyTenant(t, env, cube.Tenant(ns))
+	c := applyTenant(t, env, tenant.New(ns))
 
 	// cube refuses the pod before the API server sees it...
 	_, err := c.Apply(ctx, tenantPod("rdma", nil, "IPC_LOCK"))
@@ -167,7 +175,7 @@ func TestTenantRDMANeedsTheOptIn(t *testing.T) {
 	_, quota := cube.AsQuotaExceeded(err)
 	assert.False(t, quota)
 
-	applyTenant(t, env, cube.Tenant(ns).AllowRDMA())
+	applyTenant(t, env, tenant.New(ns).AllowRDMA())
 	require.Eventually(t, func() bool {
 		_, err = c.Apply(ctx, tenantPod("rdma", nil, "IPC_LOCK"))
 		return err == nil
@@ -194,7 +202,7 @@ func TestTenantMembersMayUseEveryKindCubeCreates(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	applyTenant(t, env, cube.Tenant(ns).Editors("alice").ViewerGroups("auditors"))
+	applyTenant(t, env, tenant.New(ns).Editors("alice").ViewerGroups("auditors"))
 
 	type access struct{ verb, group, resource string }
 	editorMay := []access{
@@ -224,7 +232,7 @@ func TestTenantMembersMayUseEveryKindCubeCreates(t *testing.T) {
 	assert.False(t, allowed(ctx, t, env, "bob", viewer, "create", "kubeflow.org", "pytorchjobs", ns), "viewers only read")
 	assert.False(t, allowed(ctx, t, env, "bob", viewer, "get", "", "secrets", ns), "viewers read no Secrets")
 
-	sa := "system:serviceaccount:" + ns + ":" + cube.PipelineServiceAccount
+	sa := "system:serviceaccount:" + ns + ":" + tenant.PipelineServiceAccount
 	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
 	for _, a := range []access{
 		{"create", "argoproj.io", "workflowtaskresults"}, {"patch", "argoproj.io", "workflowtaskresults"}, // Argo's executor
@@ -242,7 +250,7 @@ func TestTenantMembersMayUseEveryKindCubeCreates(t *testing.T) {
 	assert.False(t, allowed(ctx, t, env, sa, saGroups, "get", "", "secrets", ns))
 
 	var account corev1.ServiceAccount
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cube.PipelineServiceAccount}, &account))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenant.PipelineServiceAccount}, &account))
 }
 
 // TestTenantPodSecurityCheckAgreesWithTheAPIServer applies the
@@ -253,7 +261,7 @@ func TestTenantPodSecurityCheckAgreesWithTheAPIServer(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	c := applyTenant(t, env, cube.Tenant(ns))
+	c := applyTenant(t, env, tenant.New(ns))
 
 	job := rdmaJob(ns)
 	_, err := c.Apply(ctx, job)
@@ -275,7 +283,7 @@ func TestTenantPodSecurityCheckAgreesWithTheAPIServer(t *testing.T) {
 	assert.Contains(t, err.Error(), `violates PodSecurity "`+ps.Level+`": `+ps.Violations[len(ps.Violations)-1].Reasons)
 
 	// With the opt-in the job is applied.
-	applyTenant(t, env, cube.Tenant(ns).AllowRDMA())
+	applyTenant(t, env, tenant.New(ns).AllowRDMA())
 	_, err = c.Apply(ctx, job)
 	require.NoError(t, err)
 }
@@ -286,14 +294,14 @@ func TestTenantNetworkExceptionsAreStored(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	applyTenant(t, env, cube.Tenant(ns).AllowIngress(cube.IngressControllerIngress("ingress-nginx")).AllowIngressFromNamespace("monitoring"))
+	applyTenant(t, env, tenant.New(ns).AllowIngress(tenant.IngressControllerIngress("ingress-nginx")).AllowIngressFromNamespace("monitoring"))
 
 	var ray networkingv1.NetworkPolicy
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ns + "-allow-kuberay"}, &ray))
 	assert.Equal(t, map[string]string{"ray.io/node-type": "head"}, ray.Spec.PodSelector.MatchLabels)
 	require.Len(t, ray.Spec.Ingress, 1)
-	assert.Equal(t, int32(cube.RayDashboardPort), ray.Spec.Ingress[0].Ports[0].Port.IntVal)
-	assert.Equal(t, map[string]string{cube.LabelKubeRayOperator: cube.KubeRayOperatorComponent}, ray.Spec.Ingress[0].From[0].PodSelector.MatchLabels)
+	assert.Equal(t, int32(tenant.RayDashboardPort), ray.Spec.Ingress[0].Ports[0].Port.IntVal)
+	assert.Equal(t, map[string]string{tenant.LabelKubeRayOperator: tenant.KubeRayOperatorComponent}, ray.Spec.Ingress[0].From[0].PodSelector.MatchLabels)
 	assert.Empty(t, ray.Spec.Ingress[0].From[0].NamespaceSelector.MatchLabels, "the operator's namespace is any")
 
 	var ingress networkingv1.NetworkPolicy

@@ -1,4 +1,9 @@
-package cube
+// Package yamlenc writes the YAML documents cube.Render prints, byte for
+// byte what yaml.v2 writes for the same unstructured content, without the
+// allocations of yaml.v2's event queue. It writes the common shapes itself
+// and declines the rest (Document and FromJSON return false), which the
+// caller then gives to yaml.v2.
+package yamlenc
 
 import (
 	"bytes"
@@ -11,16 +16,16 @@ import (
 	"sync"
 )
 
-// document appends to w.buf the YAML document yaml.v2 writes for the
+// Document appends the YAML document yaml.v2 writes for the
 // unstructured content obj, byte for byte, and reports whether it could:
 // it knows the shapes the unstructured converter makes (maps with string
 // keys, slices, strings, int64, float64, bool, nil) and the strings that
 // need no line folding, escapes or block scalars. For anything else it
-// returns false, leaving w.buf as it was, and Render asks yaml.v2.
+// returns false, leaving the output as it was (cube.Render then asks yaml.v2).
 // yaml.v2 queues every event of a document in a slice it never trims,
 // which made its allocations the bulk of Render;
 // TestAppendYAMLMatchesYAMLv2 holds the two outputs equal.
-func (w *yamlWriter) document(obj map[string]any) bool {
+func (w *Writer) Document(obj map[string]any) bool {
 	start := len(w.buf)
 	if len(obj) == 0 {
 		w.buf = append(w.buf, "{}\n"...)
@@ -33,10 +38,10 @@ func (w *yamlWriter) document(obj map[string]any) bool {
 	return true
 }
 
-// yamlWriter holds the output and the keys of the mappings being written,
-// a stack in one slice. Render keeps writers in a pool: they are scratch
-// space, nothing in them outlives a call.
-type yamlWriter struct {
+// Writer holds the output and the keys of the mappings being written, a
+// stack in one slice. Writers live in a pool (Get, Release): they are
+// scratch space, nothing in them outlives a call.
+type Writer struct {
 	buf     []byte
 	keys    []string
 	json    bytes.Buffer
@@ -44,23 +49,33 @@ type yamlWriter struct {
 	members []jsonMember
 }
 
-var yamlWriters = sync.Pool{New: func() any {
-	w := new(yamlWriter)
+var writers = sync.Pool{New: func() any {
+	w := new(Writer)
 	w.enc = json.NewEncoder(&w.json)
 	w.enc.SetEscapeHTML(false)
 	return w
 }}
 
-// reset empties w and puts it back in the pool.
-func (w *yamlWriter) reset() {
+// Get returns an empty Writer from a pool; Release gives it back.
+func Get() *Writer { return writers.Get().(*Writer) }
+
+// Append appends b, already YAML (a separator, yaml.v2's output), to the
+// output.
+func (w *Writer) Append(b []byte) { w.buf = append(w.buf, b...) }
+
+// Bytes returns the output; it is valid until Release.
+func (w *Writer) Bytes() []byte { return w.buf }
+
+// Release empties w and puts it back in the pool.
+func (w *Writer) Release() {
 	w.buf, w.keys, w.members = w.buf[:0], w.keys[:0], w.members[:0]
 	w.json.Reset()
-	yamlWriters.Put(w)
+	writers.Put(w)
 }
 
 // mapping writes the block mapping m at indent; inline means the first
 // key goes on the current line (after "- ").
-func (w *yamlWriter) mapping(m map[string]any, indent int, inline bool) bool {
+func (w *Writer) mapping(m map[string]any, indent int, inline bool) bool {
 	base := len(w.keys)
 	for k := range m {
 		w.keys = append(w.keys, k)
@@ -108,7 +123,7 @@ func (w *yamlWriter) mapping(m map[string]any, indent int, inline bool) bool {
 	return true
 }
 
-func (w *yamlWriter) sequence(s []any, indent int, inline bool) bool {
+func (w *Writer) sequence(s []any, indent int, inline bool) bool {
 	var ok bool
 	for i, item := range s {
 		if i > 0 || !inline {
@@ -383,13 +398,13 @@ type jsonMember struct {
 	keyStart, keyEnd, valueStart, valueEnd int
 }
 
-// fromJSON appends the document of obj as document does for its
+// FromJSON appends the document of obj as Document does for its
 // unstructured content, reading obj's JSON encoding instead (the same
 // fields, the same values: the unstructured converter follows the JSON
-// tags and marshalers) and dropping what ToUnstructured drops: the status
-// and creationTimestamp: null. It declines, leaving w.buf as it was, what
-// document declines and strings with JSON escapes.
-func (w *yamlWriter) fromJSON(obj any) bool {
+// tags and marshalers) and dropping what cube.ToUnstructured drops: the
+// status and creationTimestamp: null. It declines, leaving the output as
+// it was, what Document declines and strings with JSON escapes.
+func (w *Writer) FromJSON(obj any) bool {
 	w.json.Reset()
 	if err := w.enc.Encode(obj); err != nil {
 		return false
@@ -405,7 +420,7 @@ func (w *yamlWriter) fromJSON(obj any) bool {
 
 // jsonMappingValue writes the JSON object at data[at] as a top-level
 // document (top) or, after a key, as its value.
-func (w *yamlWriter) jsonMappingValue(data []byte, at, indent int, top bool) bool {
+func (w *Writer) jsonMappingValue(data []byte, at, indent int, top bool) bool {
 	base, n, ok := w.collect(data, at, top)
 	defer func() { w.members = w.members[:base] }()
 	switch {
@@ -428,7 +443,7 @@ func (w *yamlWriter) jsonMappingValue(data []byte, at, indent int, top bool) boo
 // collect pushes the members of the JSON object at data[at] onto
 // w.members, sorted as yaml.v2 sorts keys, leaving out creationTimestamp:
 // null (and, at the top, the status).
-func (w *yamlWriter) collect(data []byte, at int, top bool) (base, n int, ok bool) {
+func (w *Writer) collect(data []byte, at int, top bool) (base, n int, ok bool) {
 	base = len(w.members)
 	i := at + 1
 	for i < len(data) && data[i] != '}' {
@@ -467,7 +482,7 @@ func (w *yamlWriter) collect(data []byte, at int, top bool) (base, n int, ok boo
 
 // jsonMembers writes n collected members from w.members[base] as a block
 // mapping at indent, as mapping does.
-func (w *yamlWriter) jsonMembers(data []byte, base, n, indent int, inline bool) bool {
+func (w *Writer) jsonMembers(data []byte, base, n, indent int, inline bool) bool {
 	var ok bool
 	for i := base; i < base+n; i++ {
 		m := w.members[i] // by index: nested objects may move w.members
@@ -501,7 +516,7 @@ func (w *yamlWriter) jsonMembers(data []byte, base, n, indent int, inline bool) 
 }
 
 // jsonSequence writes the JSON array at data[at] as sequence does.
-func (w *yamlWriter) jsonSequence(data []byte, at, indent int, inline bool) bool {
+func (w *Writer) jsonSequence(data []byte, at, indent int, inline bool) bool {
 	var ok bool
 	first := true
 	for i := at + 1; i < len(data) && data[i] != ']'; {
@@ -555,7 +570,7 @@ func (w *yamlWriter) jsonSequence(data []byte, at, indent int, inline bool) bool
 // jsonScalar writes a JSON string, number, boolean or null as
 // appendScalar writes the value the unstructured converter makes of it:
 // integers as they are, other numbers as float64.
-func (w *yamlWriter) jsonScalar(raw []byte) bool {
+func (w *Writer) jsonScalar(raw []byte) bool {
 	var ok bool
 	switch raw[0] {
 	case '"':

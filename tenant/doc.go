@@ -1,0 +1,22 @@
+// Package tenant builds a team's share of a Kubernetes cluster as one
+// cube.Workload: its namespace with a Pod Security level, a ResourceQuota
+// and a LimitRange, a Volcano queue whose capability follows the quota, the
+// Roles and RoleBindings of its members, the ServiceAccount its pipelines
+// run as, and NetworkPolicies that isolate it from other namespaces with
+// the exceptions KubeRay and Prometheus need.
+//
+//	team := tenant.New("team-a").
+//		Editors("alice").Viewers("bob").
+//		CPU("128").Memory("1Ti").
+//		Accelerators(hardware.H100, 16)
+//	rel, err := client.Apply(ctx, team)
+//
+// Accelerator quotas are counted per device resource of a hardware
+// profile (nvidia.com/gpu, huawei.com/Ascend910…). Before anything is
+// applied, Admits says whether the tenant's Pod Security level admits the
+// pods of given workloads, and LevelFor chooses the strictest level that
+// does.
+//
+// A cube.Client reads the tenant's Volcano Queue once it is given
+// Kinds (or kinds.All()); without them the queue reads Unknown.
+package tenant
