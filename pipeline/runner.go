@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"github.com/cubestudio/cube"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -42,7 +44,7 @@ type run struct {
 
 type nodeState struct {
 	n         *node
-	status    Phase // "" while pending or running
+	status    cube.Phase // "" while pending or running
 	reason    string
 	err       error
 	waiting   int // dependencies not finished
@@ -66,7 +68,7 @@ type instance struct {
 	index    int // -1 without fan-out
 	key      string
 	item     string
-	status   Phase
+	status   cube.Phase
 	attempts int
 	start    time.Time
 	duration time.Duration
@@ -154,10 +156,10 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	for _, ns := range steps { // steps in a cycle have no order; analyze rejected them
 		r.settle(ns)
 	}
-	failed := slices.ContainsFunc(steps, func(ns *nodeState) bool { return ns.status == PhaseFailed })
-	r.status = string(PhaseSucceeded)
+	failed := slices.ContainsFunc(steps, func(ns *nodeState) bool { return ns.status == cube.Failed })
+	r.status = string(cube.Succeeded)
 	if failed {
-		r.status = string(PhaseFailed)
+		r.status = string(cube.Failed)
 	}
 	if r.g.exit != nil {
 		exit := r.nodes[len(r.nodes)-1]
@@ -208,7 +210,7 @@ func (r *run) launch(ctx context.Context) {
 				ns.next++
 				spec, err := r.prepare(ns, inst)
 				if err != nil {
-					inst.status, inst.err = PhaseFailed, &StepError{Step: ns.n.c.name, Item: inst.index, Err: err}
+					inst.status, inst.err = cube.Failed, &StepError{Step: ns.n.c.name, Item: inst.index, Err: err}
 					r.emit(Event{Type: EventFailed, Step: ns.n.c.name, Index: inst.index, Item: inst.item, Err: err})
 					ns.finished++
 					r.checkNode(ctx, ns)
@@ -251,7 +253,7 @@ func (r *run) activate(ctx context.Context, ns *nodeState) {
 	name := ns.n.c.name
 	for _, d := range ns.n.deps {
 		up := r.nodes[d]
-		if !up.status.done() {
+		if !done(up.status) {
 			r.omit(ctx, ns, fmt.Sprintf("step %s %s", up.n.c.name, strings.ToLower(string(up.status))))
 			return
 		}
@@ -271,7 +273,7 @@ func (r *run) activate(ctx context.Context, ns *nodeState) {
 			return
 		}
 		if !ok {
-			ns.status, ns.reason = PhaseSkipped, "when "+text+" is false"
+			ns.status, ns.reason = Skipped, "when "+text+" is false"
 			r.emit(Event{Type: EventSkipped, Step: name, Index: -1, Reason: ns.reason})
 			r.finishNode(ctx, ns)
 			return
@@ -308,7 +310,7 @@ func (r *run) activate(ctx context.Context, ns *nodeState) {
 		return
 	}
 	if len(ns.items) == 0 {
-		ns.status, ns.reason = PhaseSucceeded, "no items"
+		ns.status, ns.reason = cube.Succeeded, "no items"
 		ns.outputs = map[string]string{}
 		for _, o := range c.outputs {
 			ns.outputs[o] = "[]"
@@ -334,13 +336,13 @@ func itemText(raw json.RawMessage) string {
 }
 
 func (r *run) omit(ctx context.Context, ns *nodeState, reason string) {
-	ns.status, ns.reason = PhaseOmitted, reason
+	ns.status, ns.reason = Omitted, reason
 	r.emit(Event{Type: EventSkipped, Step: ns.n.c.name, Index: -1, Reason: reason})
 	r.finishNode(ctx, ns)
 }
 
 func (r *run) fail(ctx context.Context, ns *nodeState, err error) {
-	ns.status, ns.err, ns.reason = PhaseFailed, err, err.Error()
+	ns.status, ns.err, ns.reason = cube.Failed, err, err.Error()
 	r.emit(Event{Type: EventFailed, Step: ns.n.c.name, Index: -1, Err: err})
 	r.finishNode(ctx, ns)
 }
@@ -359,30 +361,30 @@ func (r *run) conclude(ns *nodeState) {
 	started := false
 	for _, in := range ns.insts {
 		switch in.status {
-		case PhaseFailed:
-			ns.status, ns.err, ns.reason = PhaseFailed, in.err, in.err.Error()
+		case cube.Failed:
+			ns.status, ns.err, ns.reason = cube.Failed, in.err, in.err.Error()
 		case "":
 			if ns.status == "" {
-				ns.status, ns.reason = PhaseOmitted, r.stopped
+				ns.status, ns.reason = Omitted, r.stopped
 			}
 			allCached = false
 			continue
 		}
 		started = true
-		if in.status != PhaseCached {
+		if in.status != Cached {
 			allCached = false
 		}
 	}
-	if ns.status == PhaseOmitted && !started {
+	if ns.status == Omitted && !started {
 		return
 	}
 	if ns.status == "" {
-		ns.status = PhaseSucceeded
+		ns.status = cube.Succeeded
 		if allCached {
-			ns.status = PhaseCached
+			ns.status = Cached
 		}
 	}
-	if !ns.status.done() {
+	if !done(ns.status) {
 		return
 	}
 	ns.outputs = map[string]string{}
@@ -404,7 +406,7 @@ func (r *run) conclude(ns *nodeState) {
 func (r *run) finishNode(ctx context.Context, ns *nodeState) {
 	ns.end = time.Now()
 	ns.key = nodeKey(ns)
-	if ns.status == PhaseFailed && r.stopped == "" {
+	if ns.status == cube.Failed && r.stopped == "" {
 		// Argo's DAGs fail fast: no new step starts after a failure.
 		r.stopped = "step " + ns.n.c.name + " failed"
 	}
@@ -428,12 +430,12 @@ func (r *run) settle(ns *nodeState) {
 	if len(ns.insts) > 0 {
 		r.conclude(ns)
 	}
-	if ns.status == "" || (ns.status == PhaseOmitted && ns.reason == "") {
+	if ns.status == "" || (ns.status == Omitted && ns.reason == "") {
 		reason := r.stopped
 		if reason == "" {
 			reason = "not started"
 		}
-		ns.status, ns.reason = PhaseOmitted, reason
+		ns.status, ns.reason = Omitted, reason
 	}
 	if ns.end.IsZero() {
 		ns.end = time.Now()
@@ -466,7 +468,7 @@ func (r *run) resolve(ns *nodeState, inst *instance, s string) (string, error) {
 			return r.params[ref.name]
 		case refOutput:
 			up := r.nodes[r.g.byName[ref.step].index]
-			if up.status == PhaseSkipped {
+			if up.status == Skipped {
 				errs = append(errs, fmt.Errorf("step %s was skipped, so its output %s does not exist", ref.step, ref.name))
 				return ""
 			}
@@ -612,8 +614,8 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 // filled the cache, so that the steps after it stay cached too.
 func nodeKey(ns *nodeState) string {
 	status := ns.status
-	if status == PhaseCached {
-		status = PhaseSucceeded
+	if status == Cached {
+		status = cube.Succeeded
 	}
 	h := sha256.New()
 	for _, p := range append([]string{ns.n.c.name, string(status), ns.reason}, instanceKeys(ns)...) {
@@ -777,7 +779,7 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 	defer func() { inst.duration = time.Since(inst.start) }()
 	if !r.o.noCache {
 		if e, ok := r.cache.get(spec.key); ok && e.Step == name {
-			inst.status, inst.outputs = PhaseCached, e.Outputs
+			inst.status, inst.outputs = Cached, e.Outputs
 			r.emit(Event{Type: EventSkipped, Step: name, Index: inst.index, Item: inst.item, Reason: "cached"})
 			return
 		}
@@ -792,7 +794,7 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 		began := time.Now()
 		outputs, err := r.attempt(ctx, spec)
 		if err == nil {
-			inst.status, inst.outputs = PhaseSucceeded, outputs
+			inst.status, inst.outputs = cube.Succeeded, outputs
 			r.cache.put(cacheEntry{Key: spec.key, Step: name, Outputs: outputs})
 			r.emit(Event{Type: EventSucceeded, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Duration: time.Since(began), Log: inst.log})
 			return
@@ -808,7 +810,7 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 				err = errors.Join(err, ctx.Err())
 			}
 		}
-		inst.status, inst.err = PhaseFailed, &StepError{Step: name, Item: inst.index, Log: inst.log, Err: err}
+		inst.status, inst.err = cube.Failed, &StepError{Step: name, Item: inst.index, Log: inst.log, Err: err}
 		r.emit(Event{Type: EventFailed, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Err: err, Duration: time.Since(began), Log: inst.log})
 		return
 	}
@@ -919,7 +921,7 @@ func callFunc(ctx context.Context, fn StepFunc, t *Task) (err error) {
 
 // result builds the Result and the run's error.
 func (r *run) result(ctx context.Context, began time.Time) (*Result, error) {
-	res := &Result{Pipeline: r.g.p.Name(), Dir: r.dir, Phase: PhaseSucceeded, Duration: time.Since(began), g: r.g}
+	res := &Result{Pipeline: r.g.p.Name(), Dir: r.dir, Phase: cube.Succeeded, Duration: time.Since(began), g: r.g}
 	var errs []error
 	for _, ns := range r.nodes {
 		sr := StepResult{Name: ns.n.c.name, Phase: ns.status, Reason: ns.reason, Outputs: ns.outputs, Err: ns.err}
@@ -928,7 +930,7 @@ func (r *run) result(ctx context.Context, began time.Time) (*Result, error) {
 		}
 		for _, in := range ns.insts {
 			sr.Attempts += in.attempts
-			if in.status == PhaseFailed {
+			if in.status == cube.Failed {
 				errs = append(errs, in.err)
 			}
 			if !ns.fanned {
@@ -940,12 +942,12 @@ func (r *run) result(ctx context.Context, began time.Time) (*Result, error) {
 			}
 			st := in.status
 			if st == "" {
-				st = PhaseOmitted
+				st = Omitted
 			}
 			sr.Items = append(sr.Items, ItemResult{Item: in.item, Phase: st, Attempts: in.attempts, Duration: in.duration, Outputs: in.outputs, Err: in.err, Log: in.log})
 		}
-		if ns.status == PhaseFailed {
-			res.Phase = PhaseFailed
+		if ns.status == cube.Failed {
+			res.Phase = cube.Failed
 			if len(ns.insts) == 0 { // failed before any item started (When, ForEachIn)
 				errs = append(errs, &StepError{Step: ns.n.c.name, Item: -1, Err: ns.err})
 			}
@@ -953,7 +955,7 @@ func (r *run) result(ctx context.Context, began time.Time) (*Result, error) {
 		res.Steps = append(res.Steps, sr)
 	}
 	if ctx.Err() != nil {
-		res.Phase = PhaseFailed
+		res.Phase = cube.Failed
 		errs = append(errs, ctx.Err())
 	}
 	if len(errs) > 0 {

@@ -151,7 +151,7 @@ func FuzzLocal(f *testing.F) {
 		}
 		require.Len(t, res.Trials, trials)
 		for _, r := range res.Trials {
-			require.NotEqual(t, tune.TrialFailed, r.State, "trial %d: %v", r.Number, r.Err)
+			require.NotEqual(t, cube.Failed, r.State, "trial %d: %v", r.Number, r.Err)
 			x := r.Float("x")
 			require.True(t, x >= math.Min(lo, hi) && x <= math.Max(lo, hi), "x=%v outside [%v, %v]", x, lo, hi)
 			require.True(t, r.Int("n") >= imin && r.Int("n") <= imax, "n=%d outside [%d, %d]", r.Int("n"), imin, imax)

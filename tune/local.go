@@ -1,6 +1,8 @@
 package tune
 
 import (
+	"github.com/cubestudio/cube"
+
 	"context"
 	"errors"
 	"fmt"
@@ -20,15 +22,10 @@ import (
 // trial counts as early-stopped, not failed.
 var ErrPruned = errors.New("trial stopped early")
 
-// TrialPhase is how a local trial ended.
-type TrialPhase string
-
-// The states of a finished local trial.
-const (
-	TrialSucceeded    TrialPhase = "Succeeded"
-	TrialFailed       TrialPhase = "Failed"
-	TrialEarlyStopped TrialPhase = "EarlyStopped"
-)
+// EarlyStopped is how a local trial ends when early stopping stops it
+// (it returned ErrPruned); a trial otherwise ends cube.Succeeded or
+// cube.Failed.
+const EarlyStopped cube.Phase = "EarlyStopped"
 
 // Trial is one evaluation in a local study: its parameter values and a way
 // to report intermediate values.
@@ -143,7 +140,7 @@ type TrialResult struct {
 	Number  int
 	Values  map[string]string // as Katib assigns them
 	Value   float64           // the objective value (NaN unless Succeeded)
-	State   TrialPhase
+	State   cube.Phase
 	Reports []float64
 	Err     error
 	params  map[string]any
@@ -471,7 +468,7 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 			defer wg.Done()
 			r := l.runOne(ctx, fn, t)
 			var err error
-			if store != nil && (r.State != TrialFailed || ctx.Err() == nil) {
+			if store != nil && (r.State != cube.Failed || ctx.Err() == nil) {
 				err = store.append(r)
 			}
 			mu.Lock()
@@ -500,7 +497,7 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 	}
 	for i := range out.Trials {
 		r := &out.Trials[i]
-		if r.State == TrialSucceeded && (out.Best == nil || l.objective.better(r.Value, out.Best.Value)) {
+		if r.State == cube.Succeeded && (out.Best == nil || l.objective.better(r.Value, out.Best.Value)) {
 			out.Best = r
 		}
 	}
@@ -520,7 +517,7 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 // holds nothing to choose from, and the cause is most often one bug in the
 // trial function, which the first failure names.
 func allFailed(trials []TrialResult) error {
-	if len(trials) == 0 || slices.ContainsFunc(trials, func(r TrialResult) bool { return r.State != TrialFailed }) {
+	if len(trials) == 0 || slices.ContainsFunc(trials, func(r TrialResult) bool { return r.State != cube.Failed }) {
 		return nil
 	}
 	return fmt.Errorf("all %d trials failed; the first: %w", len(trials), trials[0].Err)
@@ -535,15 +532,15 @@ func (l *Local) progress(results []TrialResult, done []bool, resumed, running in
 		}
 		p.Finished++
 		switch r.State {
-		case TrialSucceeded:
+		case cube.Succeeded:
 			p.Succeeded++
 			if p.Best == nil || l.objective.better(r.Value, p.Best.Value) {
 				best := r
 				p.Best = &best
 			}
-		case TrialFailed:
+		case cube.Failed:
 			p.Failed++
-		case TrialEarlyStopped:
+		case EarlyStopped:
 			p.EarlyStopped++
 		}
 	}
@@ -564,25 +561,25 @@ func (l *Local) runOne(ctx context.Context, fn Func, t *Trial) (r TrialResult) {
 	r = TrialResult{Number: t.Number, Values: formatValues(t.values), Value: math.NaN(), params: t.values}
 	defer func() {
 		if p := recover(); p != nil {
-			r.State, r.Err = TrialFailed, fmt.Errorf("trial %d panicked: %v", t.Number, p)
+			r.State, r.Err = cube.Failed, fmt.Errorf("trial %d panicked: %v", t.Number, p)
 		}
 		r.Reports = slices.Clone(t.reports)
 	}()
 	v, err := fn(ctx, t)
 	switch {
 	case len(t.misuse) > 0:
-		r.State, r.Err = TrialFailed, fmt.Errorf("trial %d: %w", t.Number, errors.Join(append(t.misuse, err)...))
+		r.State, r.Err = cube.Failed, fmt.Errorf("trial %d: %w", t.Number, errors.Join(append(t.misuse, err)...))
 	case errors.Is(err, ErrPruned) || (err == nil && t.pruned):
-		r.State = TrialEarlyStopped
+		r.State = EarlyStopped
 		if len(t.reports) > 0 {
 			r.Value = t.reports[len(t.reports)-1]
 		}
 	case err != nil:
-		r.State, r.Err = TrialFailed, err
+		r.State, r.Err = cube.Failed, err
 	case math.IsNaN(v) || math.IsInf(v, 0):
-		r.State, r.Err = TrialFailed, fmt.Errorf("trial %d returned %v", t.Number, v)
+		r.State, r.Err = cube.Failed, fmt.Errorf("trial %d returned %v", t.Number, v)
 	default:
-		r.State, r.Value = TrialSucceeded, v
+		r.State, r.Value = cube.Succeeded, v
 	}
 	return r
 }
@@ -765,7 +762,7 @@ func (p Param) gridValue(k int) any {
 func sortByObjective(o Objective, history []TrialResult) []TrialResult {
 	var ok []TrialResult
 	for _, r := range history {
-		if r.State == TrialSucceeded {
+		if r.State == cube.Succeeded {
 			ok = append(ok, r)
 		}
 	}

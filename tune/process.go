@@ -264,7 +264,7 @@ func (l *Local) runStep(ctx context.Context, t *Trial, step pipeline.Step, dir s
 		return 0, ErrPruned
 	case err != nil:
 		return 0, fmt.Errorf("trial %d: %w", t.Number, err)
-	case res.Phase != pipeline.PhaseSucceeded:
+	case res.Phase != cube.Succeeded:
 		for _, s := range res.Steps {
 			if s.Err != nil {
 				return 0, fmt.Errorf("trial %d: %w", t.Number, s.Err)

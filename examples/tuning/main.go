@@ -68,7 +68,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	stopped := 0
 	for _, r := range res.Trials {
-		if r.State == tune.TrialEarlyStopped {
+		if r.State == tune.EarlyStopped {
 			stopped++
 		}
 	}
