@@ -25,6 +25,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/retry"
 )
 
 // Names and paths the compiled Workflow uses.
@@ -116,12 +117,8 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 		n := int64(p.parallelism)
 		spec.Parallelism = &n
 	}
-	if t := p.ttl; t.completion != nil || t.success != nil || t.failure != nil {
-		spec.TTLStrategy = &wfv1.TTLStrategy{
-			SecondsAfterCompletion: seconds32(t.completion),
-			SecondsAfterSuccess:    seconds32(t.success),
-			SecondsAfterFailure:    seconds32(t.failure),
-		}
+	if p.ttl != nil {
+		spec.TTLStrategy = &wfv1.TTLStrategy{SecondsAfterCompletion: seconds32(p.ttl)}
 	}
 	if p.podGC != "" {
 		switch p.podGC {
@@ -445,7 +442,7 @@ func (c *compiler) step(n *node, pre *containerTemplate) (task wfv1.DAGTask, ok 
 		tmpl.Inputs.Parameters[i] = wfv1.Parameter{Name: names[i]}
 	}
 	if r := n.c.retry; r != nil {
-		tmpl.RetryStrategy = retryStrategy(*r)
+		tmpl.RetryStrategy = retryStrategy(*r, n.c.retryOn)
 	}
 	if n.c.timeoutSet && n.c.timeout > 0 {
 		secs := int32(math.Ceil(n.c.timeout.Seconds()))
@@ -525,9 +522,9 @@ func ptrInt64(v int64) *int64 { return &v }
 // reports a count out of range, so the clamp only keeps intstr quiet.
 func int32Clamped(n int) int32 { return int32(max(math.MinInt32, min(n, math.MaxInt32))) }
 
-func retryStrategy(r Retry) *wfv1.RetryStrategy {
+func retryStrategy(r retry.Policy, on RetryCondition) *wfv1.RetryStrategy {
 	limit := intstr.FromInt32(int32Clamped(r.Limit))
-	rs := &wfv1.RetryStrategy{Limit: &limit, RetryPolicy: wfv1.RetryPolicy(r.Policy)}
+	rs := &wfv1.RetryStrategy{Limit: &limit, RetryPolicy: wfv1.RetryPolicy(on)}
 	if r.Backoff > 0 || r.Factor > 0 || r.MaxBackoff > 0 || r.MaxDuration > 0 {
 		rs.Backoff = &wfv1.Backoff{}
 		if r.Backoff > 0 {

@@ -183,13 +183,8 @@ func (p *Pipeline) validateSettings() field.ErrorList {
 	if p.parallelismSet && p.parallelism < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("parallelism"), p.parallelism, "must be at least 1"))
 	}
-	for _, t := range []struct {
-		name string
-		d    *time.Duration
-	}{{"ttl", p.ttl.completion}, {"ttlAfterSuccess", p.ttl.success}, {"ttlAfterFailure", p.ttl.failure}} {
-		if t.d != nil && (*t.d < 0 || *t.d > math.MaxInt32*time.Second) {
-			errs = append(errs, field.Invalid(field.NewPath(t.name), t.d.String(), "must be between 0 and 2^31-1 seconds"))
-		}
+	if d := p.ttl; d != nil && (*d < 0 || *d > math.MaxInt32*time.Second) {
+		errs = append(errs, field.Invalid(field.NewPath("ttlAfterFinished"), d.String(), "must be between 0 and 2^31-1 seconds"))
 	}
 	if p.serviceAccount != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(p.serviceAccount) {
@@ -274,27 +269,25 @@ func newNode(i int, s Step, path *field.Path, exit bool, kinds []cube.Kind) (*no
 	}
 	if r := c.retry; r != nil {
 		rp := path.Child("retry")
-		if r.Limit < 0 || r.Limit > math.MaxInt32 {
-			errs = append(errs, field.Invalid(rp.Child("limit"), r.Limit, "must be between 0 and 2^31-1"))
+		for _, pr := range r.Problems() {
+			errs = append(errs, field.Invalid(rp.Child(pr.Field), pr.Value, pr.Detail))
 		}
-		if r.Backoff < 0 {
-			errs = append(errs, field.Invalid(rp.Child("backoff"), r.Backoff.String(), "must not be negative"))
+		// Argo's limit and backoff factor are int32s.
+		if r.Limit > math.MaxInt32 {
+			errs = append(errs, field.Invalid(rp.Child("limit"), r.Limit, "must be at most 2^31-1"))
 		}
-		if r.Factor < 0 || r.Factor > math.MaxInt32 {
-			errs = append(errs, field.Invalid(rp.Child("factor"), r.Factor, "must be between 0 and 2^31-1"))
+		if r.Factor > math.MaxInt32 {
+			errs = append(errs, field.Invalid(rp.Child("factor"), r.Factor, "must be at most 2^31-1"))
 		}
-		if r.MaxBackoff < 0 {
-			errs = append(errs, field.Invalid(rp.Child("maxBackoff"), r.MaxBackoff.String(), "must not be negative"))
+	}
+	switch c.retryOn {
+	case "", OnFailure, OnError, OnTransientError, Always:
+		if c.retryOn != "" && c.retry == nil {
+			errs = append(errs, field.Required(path.Child("retry"), "RetryOn says which failures are retried; Retry says how often"))
 		}
-		if r.MaxDuration < 0 {
-			errs = append(errs, field.Invalid(rp.Child("maxDuration"), r.MaxDuration.String(), "must not be negative"))
-		}
-		switch r.Policy {
-		case "", RetryOnFailure, RetryOnError, RetryOnTransientError, RetryAlways:
-		default:
-			errs = append(errs, field.NotSupported(rp.Child("policy"), r.Policy,
-				[]RetryPolicy{RetryOnFailure, RetryOnError, RetryOnTransientError, RetryAlways}))
-		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("retryOn"), c.retryOn,
+			[]RetryCondition{OnFailure, OnError, OnTransientError, Always}))
 	}
 	switch {
 	case c.timeoutSet && c.timeout <= 0:

@@ -101,8 +101,20 @@ func Replace(step string, fn StepFunc) RunOption {
 	})
 }
 
-// NoCache runs every step again; results are still recorded for later runs.
-var NoCache RunOption = runOptionFunc(func(o *runOptions) { o.noCache = true })
+// runFlag is a run option that needs no value; its values are constants,
+// so no caller can change what one means.
+type runFlag int
+
+const (
+	// NoCache runs every step again; results are still recorded for later runs.
+	NoCache runFlag = iota + 1
+)
+
+func (f runFlag) applyToRun(o *runOptions) {
+	if f == NoCache {
+		o.noCache = true
+	}
+}
 
 // Result is what a local run did.
 type Result struct {

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -222,7 +224,7 @@ func TestRunRetries(t *testing.T) {
 			return fmt.Errorf("attempt %d failed", tk.Attempt())
 		}
 		return nil
-	}).Retry(pipeline.Retry{Limit: 4, Backoff: 40 * time.Millisecond, Factor: 2})
+	}).Retry(retry.Policy{Limit: 4, Backoff: 40 * time.Millisecond, Factor: 2})
 	res, err := runLocal(t, pipeline.New("retry").Step(flaky), pipeline.OnEvent(func(ev pipeline.Event) { events = append(events, ev) }))
 	require.NoError(t, err)
 	s := stepResult(t, res, "flaky")
@@ -245,7 +247,7 @@ func TestRunRetries(t *testing.T) {
 func TestRunRetriesExhausted(t *testing.T) {
 	calls := 0
 	broken := pipeline.Func("broken", func(context.Context, *pipeline.Task) error { calls++; return errors.New("boom") }).
-		Retry(pipeline.Retry{Limit: 2, Backoff: time.Millisecond, MaxBackoff: time.Millisecond})
+		Retry(retry.Policy{Limit: 2, Backoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	res, err := runLocal(t, pipeline.New("retry").Step(broken))
 	require.Error(t, err)
 	assert.Equal(t, 3, calls, "limit 2 means three attempts in all")
@@ -261,19 +263,19 @@ func TestRunRetriesExhausted(t *testing.T) {
 }
 
 func TestRunRetryPolicies(t *testing.T) {
-	missing := func(name string, policy pipeline.RetryPolicy) *pipeline.ContainerStep {
-		return pipeline.Container(name).Command("/nonexistent/cube-test-binary").Retry(pipeline.Retry{Limit: 2, Policy: policy})
+	missing := func(name string, policy pipeline.RetryCondition) *pipeline.ContainerStep {
+		return pipeline.Container(name).Command("/nonexistent/cube-test-binary").Retry(retry.Policy{Limit: 2}).RetryOn(policy)
 	}
-	failing := func(name string, policy pipeline.RetryPolicy) *pipeline.ContainerStep {
-		return pipeline.Container(name).Command("false").Retry(pipeline.Retry{Limit: 2, Policy: policy})
+	failing := func(name string, policy pipeline.RetryCondition) *pipeline.ContainerStep {
+		return pipeline.Container(name).Command("false").Retry(retry.Policy{Limit: 2}).RetryOn(policy)
 	}
 	p := pipeline.New("policies").Step(
-		missing("error-on-failure", pipeline.RetryOnFailure),
-		missing("error-on-error", pipeline.RetryOnError),
-		missing("error-always", pipeline.RetryAlways),
+		missing("error-on-failure", pipeline.OnFailure),
+		missing("error-on-error", pipeline.OnError),
+		missing("error-always", pipeline.Always),
 		failing("failure-on-failure", ""),
-		failing("failure-on-error", pipeline.RetryOnTransientError),
-		failing("failure-always", pipeline.RetryAlways),
+		failing("failure-on-error", pipeline.OnTransientError),
+		failing("failure-always", pipeline.Always),
 	)
 	res, err := runLocal(t, p, pipeline.Parallelism(6))
 	require.Error(t, err)
@@ -293,7 +295,7 @@ func TestRunRetryPolicies(t *testing.T) {
 func TestRunRetryMaxDuration(t *testing.T) {
 	calls := 0
 	s := pipeline.Func("s", func(context.Context, *pipeline.Task) error { calls++; return errors.New("no") }).
-		Retry(pipeline.Retry{Limit: 10, Backoff: 30 * time.Millisecond, MaxDuration: 50 * time.Millisecond})
+		Retry(retry.Policy{Limit: 10, Backoff: 30 * time.Millisecond, MaxDuration: 50 * time.Millisecond})
 	_, err := runLocal(t, pipeline.New("p").Step(s))
 	require.Error(t, err)
 	assert.Equal(t, 2, calls, "the second retry would start after MaxDuration")
@@ -301,7 +303,7 @@ func TestRunRetryMaxDuration(t *testing.T) {
 
 func TestRunTimeout(t *testing.T) {
 	slow := pipeline.Container("slow").Command("sleep", "30").ActiveDeadline(200 * time.Millisecond).
-		Retry(pipeline.Retry{Limit: 1})
+		Retry(retry.Policy{Limit: 1})
 	stubborn := pipeline.Func("func", func(ctx context.Context, _ *pipeline.Task) error {
 		<-ctx.Done()
 		return ctx.Err()
@@ -752,7 +754,7 @@ func TestRunPrinter(t *testing.T) {
 			return errors.New("blip")
 		}
 		return nil
-	}).Retry(pipeline.Retry{Limit: 1, Backoff: time.Millisecond}).After(ok)
+	}).Retry(retry.Policy{Limit: 1, Backoff: time.Millisecond}).After(ok)
 	skip := pipeline.Func("skip", func(context.Context, *pipeline.Task) error { return nil }).When("1 == 2").After(flaky)
 	fail := pipeline.Func("fail", func(context.Context, *pipeline.Task) error { return errors.New("bad") }).After(skip)
 	_, err := pipeline.New("print").Step(ok, flaky, skip, fail).

@@ -27,7 +27,7 @@ type Pipeline struct {
 	workspace      *Workspace
 	parallelism    int
 	parallelismSet bool
-	ttl            ttl
+	ttl            *time.Duration
 	podGC          PodGCStrategy
 	serviceAccount string
 	executorRBAC   bool
@@ -48,10 +48,6 @@ func setNamed(list []namedValue, v namedValue) []namedValue {
 		}
 	}
 	return append(list, v)
-}
-
-type ttl struct {
-	completion, success, failure *time.Duration
 }
 
 // Workspace is a volume shared by every container step of a run: Argo
@@ -145,30 +141,15 @@ func (p *Pipeline) Parallelism(n int) *Pipeline {
 	return p
 }
 
-// TTL deletes a finished Workflow after d (ttlStrategy.secondsAfterCompletion).
-func (p *Pipeline) TTL(d time.Duration) *Pipeline {
+// TTLAfterFinished deletes a Workflow d after it finished, succeeded or
+// failed (ttlStrategy.secondsAfterCompletion, whole seconds rounded up;
+// argo-workflows v3.7.6 pkg/apis/workflow/v1alpha1/workflow_types.go,
+// TTLStrategy). A local run keeps its directory.
+func (p *Pipeline) TTLAfterFinished(d time.Duration) *Pipeline {
 	if p == nil {
 		return nil
 	}
-	p.ttl.completion = &d
-	return p
-}
-
-// TTLAfterSuccess deletes a succeeded Workflow after d.
-func (p *Pipeline) TTLAfterSuccess(d time.Duration) *Pipeline {
-	if p == nil {
-		return nil
-	}
-	p.ttl.success = &d
-	return p
-}
-
-// TTLAfterFailure deletes a failed Workflow after d.
-func (p *Pipeline) TTLAfterFailure(d time.Duration) *Pipeline {
-	if p == nil {
-		return nil
-	}
-	p.ttl.failure = &d
+	p.ttl = &d
 	return p
 }
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/retry"
 
 	"context"
 	"crypto/sha256"
@@ -784,9 +785,9 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 			return
 		}
 	}
-	retry := Retry{}
+	var policy retry.Policy
 	if rp := spec.ns.n.c.retry; rp != nil {
-		retry = *rp
+		policy = *rp
 	}
 	for {
 		inst.attempts++
@@ -799,7 +800,7 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 			r.emit(Event{Type: EventSucceeded, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Duration: time.Since(began), Log: inst.log})
 			return
 		}
-		if delay, ok := r.retryAfter(ctx, retry, inst, err); ok {
+		if delay, ok := r.retryAfter(ctx, policy, spec.ns.n.c.retryOn, inst, err); ok {
 			r.emit(Event{Type: EventRetried, Step: name, Index: inst.index, Item: inst.item, Attempt: inst.attempts, Err: err, Duration: delay, Log: inst.log})
 			t := time.NewTimer(delay)
 			select {
@@ -817,25 +818,25 @@ func (r *run) execute(ctx context.Context, spec *taskSpec) {
 }
 
 // retryAfter says whether a failed attempt is retried, and after how long.
-func (r *run) retryAfter(ctx context.Context, retry Retry, inst *instance, err error) (time.Duration, bool) {
-	if ctx.Err() != nil || inst.attempts > retry.Limit {
+func (r *run) retryAfter(ctx context.Context, policy retry.Policy, on RetryCondition, inst *instance, err error) (time.Duration, bool) {
+	if ctx.Err() != nil || inst.attempts > policy.Limit {
 		return 0, false
 	}
 	var se *startError
 	isError := errors.As(err, &se)
-	switch retry.Policy {
-	case RetryOnError, RetryOnTransientError:
+	switch on {
+	case OnError, OnTransientError:
 		if !isError {
 			return 0, false
 		}
-	case RetryAlways:
+	case Always:
 	default:
 		if isError {
 			return 0, false
 		}
 	}
-	delay := retry.delay(inst.attempts)
-	if retry.MaxDuration > 0 && time.Since(inst.start)+delay > retry.MaxDuration {
+	delay := policy.Delay(inst.attempts)
+	if policy.MaxDuration > 0 && time.Since(inst.start)+delay > policy.MaxDuration {
 		return 0, false
 	}
 	return delay, true
