@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cubestudio/cube/pipeline/local"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube"
@@ -255,7 +257,7 @@ func (g *graph) validateLocal(o *runOptions) field.ErrorList {
 			if n.primary == nil {
 				continue
 			}
-			if argv, _ := localCommand(n.primary); len(argv) == 0 {
+			if argv, _ := local.Command(n.primary); len(argv) == 0 {
 				errs = append(errs, field.Required(n.path.Child("workload"), fmt.Sprintf(
 					"%s %q has no container command to run locally: register a function with pipeline.Replace(%q, fn)", n.primary.GetKind(), n.primary.GetName(), n.c.name)))
 			}

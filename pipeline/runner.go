@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/pipeline/local"
 	"github.com/cubestudio/cube/retry"
 
 	"context"
@@ -577,7 +578,7 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 			}
 			spec.env = append(env, envPairs(s.EnvVars(), res)...)
 		case *WorkloadStep:
-			argv, cenv := localCommand(n.primary)
+			argv, cenv := local.Command(n.primary)
 			for _, a := range argv {
 				spec.argv = append(spec.argv, res(a))
 			}
@@ -891,7 +892,10 @@ func (r *run) attempt(ctx context.Context, spec *taskSpec) (map[string]string, e
 		if f, err = log.open(); err != nil {
 			return nil, &startError{fmt.Errorf("open log: %w", err)}
 		}
-		err = runProcess(actx, spec.argv, append(os.Environ(), spec.env...), f)
+		err = local.Run(actx, spec.argv, append(os.Environ(), spec.env...), f)
+		if se, ok := errors.AsType[*local.StartError](err); ok {
+			err = &startError{se.Err}
+		}
 	}
 	if err != nil {
 		if cause := context.Cause(actx); cause != nil && ctx.Err() == nil {

@@ -56,7 +56,7 @@ func TestLocalRunCommandFailures(t *testing.T) {
 	study := func() *tune.Local { return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(1) }
 	// Every trial failed: the result holds them, and Run says so.
 	res, err := study().RunCommand(t.Context(), []string{"sh", "-c", `echo loss=1; exit 3`}, tune.Env("x", "X"))
-	assert.ErrorContains(t, err, "run local study: all 1 trials failed; the first: trial 0: run trial-0: step trial: exit status 3")
+	assert.ErrorContains(t, err, "run local study: all 1 trials failed; the first: trial 0: exit status 3 (log: ")
 	require.NotNil(t, res)
 	assert.Equal(t, cube.Failed, res.Trials[0].State)
 	assert.ErrorContains(t, res.Trials[0].Err, "exit status 3")
