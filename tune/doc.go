@@ -16,7 +16,7 @@
 //			tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"),
 //			tune.Env("optimizer", "OPTIMIZER")).
 //		EarlyStop(tune.MedianStop()).
-//		Parallelism(4).MaxTrials(40).MaxFailed(3)
+//		Parallelism(4).MaxTrials(40).MaxFailedTrials(3)
 //	rel, err := client.Apply(ctx, exp)
 //
 // # Search space and objective

@@ -58,7 +58,7 @@ func (in experimentInput) experiment() *tune.Experiment {
 	return tune.New(in.name).Objective(objective).Algorithm(algorithm).
 		Param(fp, tune.Int(in.intName, in.imin, in.imax), tune.Choice("opt", in.c1, in.c2)).
 		Trial(batchJob("trial"), tune.Arg(in.floatName, "--f"), tune.Env(in.intName, "INT_PARAM"), tune.Env("opt", "OPT")).
-		Parallelism(int(in.parallel)).MaxTrials(int(in.maxTrials)).MaxFailed(int(in.maxFailed))
+		Parallelism(int(in.parallel)).MaxTrials(int(in.maxTrials)).MaxFailedTrials(int(in.maxFailed))
 }
 
 // experimentSeeds are FuzzExperiment's seeds; TestFuzzCorpusApplies runs

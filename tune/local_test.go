@@ -185,7 +185,7 @@ func TestLocalFromExperiment(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Len(t, res.Trials, 15)
-	again, err := tune.NewLocal(tune.Maximize("accuracy"), e.Space()...).Algorithm(tune.TPE()).Trials(15).Parallelism(3).Seed(9).
+	again, err := tune.NewLocal(tune.Maximize("accuracy"), tune.SpaceOf(e)...).Algorithm(tune.TPE()).Trials(15).Parallelism(3).Seed(9).
 		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
 			return tr.Float("lr") * float64(tr.Int("layers")), nil
 		})

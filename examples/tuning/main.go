@@ -39,7 +39,7 @@ func experiment() *tune.Experiment {
 			tune.Choice("optimizer", "sgd", "adam"),
 		).
 		Trial(job, tune.Arg("lr", "--lr"), tune.Arg("momentum", "--momentum"), tune.Env("optimizer", "OPTIMIZER")).
-		Parallelism(4).MaxTrials(40).MaxFailed(3)
+		Parallelism(4).MaxTrials(40).MaxFailedTrials(3)
 }
 
 // simulatedTraining stands in for mnist.py: a loss curve over ten epochs
