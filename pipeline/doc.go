@@ -49,7 +49,7 @@
 // (cube.dev/release), so Release.Wait on the pipeline reports their pods'
 // problems; a step's ActiveDeadline is also the job's own deadline, so the job
 // stops with the step. ExecutorRBAC adds the ServiceAccount, Role and
-// RoleBinding Argo's executor needs (ExecutorRules). The workspace is
+// RoleBinding Argo's executor needs. The workspace is
 // ReadWriteMany unless its pods mount it one at a time (see Workspace).
 // Schedule compiles the same pipeline to a CronWorkflow. Every problem is
 // reported at once with a field path: a dependency cycle ("a → b → a"), an

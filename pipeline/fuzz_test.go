@@ -380,7 +380,7 @@ func FuzzPipelineBuilder(f *testing.F) {
 		assert.Equal(t, err == nil, buildErr == nil, "Build and Objects agree")
 		_ = p.DOT()
 		_ = p.Mermaid()
-		_ = p.ExecutorRules()
+		_ = pipeline.ExecutorRules(p)
 		_, _ = p.Schedule("@daily").Objects()
 	})
 }

@@ -520,9 +520,9 @@ func (g *graph) link(n *node) field.ErrorList {
 			errs = append(errs, field.Required(n.path.Child("after").Index(j), "dependency is nil"))
 			continue
 		}
-		up, ok := g.byName[a.Name()]
+		up, ok := g.byName[a.name()]
 		if !ok {
-			errs = append(errs, field.NotFound(n.path.Child("after").Index(j), a.Name()))
+			errs = append(errs, field.NotFound(n.path.Child("after").Index(j), a.name()))
 			continue
 		}
 		deps[up.index] = true

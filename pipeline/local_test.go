@@ -788,13 +788,3 @@ func TestRunRayJobEntrypoint(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ray \n", string(b), "a RayJob runs its entrypoint through sh -c")
 }
-
-func TestPipelineSteps(t *testing.T) {
-	a, b := ctr("a"), ctr("b")
-	p := pipeline.New("p").Step(a, b)
-	steps := p.Steps()
-	require.Len(t, steps, 2)
-	assert.Same(t, a, steps[0].(*pipeline.ContainerStep))
-	steps[0] = ctr("other")
-	assert.Equal(t, "a", p.Steps()[0].Name(), "Steps returns a copy")
-}

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"errors"
-	"slices"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -177,7 +176,8 @@ func (p *Pipeline) ServiceAccount(name string) *Pipeline {
 
 // ExecutorRBAC makes Objects also render the service account the pipeline
 // runs under, with a Role and RoleBinding granting it exactly what Argo's
-// executor needs: see ExecutorRules. The account is the one named with
+// executor needs (create and patch on workflowtaskresults; create and get
+// on each kind its workload steps run). The account is the one named with
 // ServiceAccount, or PIPELINE-executor when none is named; the Role and the
 // RoleBinding have its name.
 func (p *Pipeline) ExecutorRBAC() *Pipeline {
@@ -197,14 +197,6 @@ func (p *Pipeline) OnExit(step Step) *Pipeline {
 	}
 	p.onExit, p.onExitSet = step, true
 	return p
-}
-
-// Steps returns the pipeline's steps in order (a fresh slice).
-func (p *Pipeline) Steps() []Step {
-	if p == nil {
-		return nil
-	}
-	return slices.Clone(p.steps)
 }
 
 // errNilPipeline is what every method that validates returns on a nil

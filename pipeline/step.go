@@ -14,8 +14,7 @@ import (
 // *FuncStep. The interface is sealed; build steps with Container, Workload
 // and Func.
 type Step interface {
-	// Name returns the step name given to the constructor.
-	Name() string
+	name() string
 	core() *stepCore
 	made() bool
 }
@@ -64,8 +63,8 @@ func (s *StepOptions[T]) ret() *T {
 	return s.self
 }
 
-// Name returns the step name given to the constructor.
-func (s *StepOptions[T]) Name() string { return s.c.name }
+// name returns the step name given to the constructor.
+func (s *StepOptions[T]) name() string { return s.c.name }
 
 // After makes the step wait for steps (appends). Dependencies are also
 // inferred from the outputs a step uses, so After is only needed when a step
@@ -165,9 +164,6 @@ type ContainerStep struct {
 	pod.Builder[ContainerStep]
 	StepOptions[ContainerStep]
 }
-
-// Name returns the step name given to Container.
-func (c *ContainerStep) Name() string { return c.StepOptions.Name() }
 
 // Container returns a container step named name.
 func Container(name string) *ContainerStep {
