@@ -20,10 +20,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cubestudio/cube/internal/quantity"
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/quantity"
 	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )

@@ -3,6 +3,8 @@ package cube_test
 import (
 	"testing"
 
+	"github.com/cubestudio/cube/retry"
+
 	"github.com/stretchr/testify/assert"
 
 	"github.com/cubestudio/cube"
@@ -44,7 +46,7 @@ func TestZeroValueBuildersChainAndReport(t *testing.T) {
 		{"serve.Service", func() { svc.Image("x").Namespace("a").CPU("1").On(hardware.T4).Accelerators(1) }, &svc, "serve.VLLM"},
 		{"Notebook", func() { nb.Image("x").Namespace("a").CPU("1").Accelerators(1) }, &nb, "Jupyter"},
 		{"ContainerStep", func() {
-			st.Image("x").CPU("1").Retry(pipeline.Retry{Limit: 1}).When("1 > 0").Outputs("o")
+			st.Image("x").CPU("1").Retry(retry.Policy{Limit: 1}).When("1 > 0").Outputs("o")
 		}, pipeline.New("p").Step(&st), "Container"},
 	}
 	for _, c := range cases {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +38,7 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 		Command("sh", "-c", "echo "+pipeline.ItemRef+" > "+pipeline.OutputFile("part")).
 		ForEach("a", "b").Parallelism(1).Outputs("part")
 	merge := pipeline.Container("merge").Image("busybox").Command("echo", shard.Output("part"))
-	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(pipeline.Retry{Limit: 1}).ActiveDeadline(time.Minute).
+	job := pipeline.Workload("job", batchJob("trainer", "sh", "-c", "echo "+pipeline.ParamRef("lr"))).Retry(retry.Policy{Limit: 1}).ActiveDeadline(time.Minute).
 		OutputFrom("job", "{.metadata.name}")
 	return map[string]cube.Workload{
 		"workflow": llmFlowNamed("llm-flow").Namespace(ns),
@@ -44,7 +46,7 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 			ConcurrencyPolicy(pipeline.ReplaceConcurrent).StartingDeadline(time.Minute).KeepHistory(1, 2),
 		"hardware": pipeline.New("sft-h100").Namespace(ns).Step(hw),
 		"fan-out":  pipeline.New("fan").Namespace(ns).Step(shard, merge),
-		"job":      pipeline.New("batch").Namespace(ns).Param("lr", "0.1").Step(job).PodGC(pipeline.PodGCOnWorkflowCompletion).TTLAfterFailure(time.Hour),
+		"job":      pipeline.New("batch").Namespace(ns).Param("lr", "0.1").Step(job).PodGC(pipeline.PodGCOnWorkflowCompletion).TTLAfterFinished(time.Hour),
 		"rbac":     llmFlowNamed("llm-rbac").Namespace(ns).ExecutorRBAC(),
 		"rbac-schedule": pipeline.New("nightly-rbac").Namespace(ns).Workspace(pipeline.Workspace{Size: "1Gi"}).
 			Step(pipeline.Workload("j", batchJob("j", "ls", pipeline.WorkspaceDir)).ActiveDeadline(time.Hour)).ExecutorRBAC().Schedule("@daily"),

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -307,10 +309,10 @@ func TestBuildIsFresh(t *testing.T) {
 
 func TestBuildRetryAndTTLVariants(t *testing.T) {
 	s := pipeline.Container("s").Image("i").Command("c").
-		Retry(pipeline.Retry{Limit: 1, Policy: pipeline.RetryAlways, MaxDuration: time.Minute})
-	wf, err := pipeline.New("v").Step(s).TTLAfterSuccess(time.Hour).TTLAfterFailure(90 * time.Second).Build()
+		Retry(retry.Policy{Limit: 1, MaxDuration: time.Minute}).RetryOn(pipeline.Always)
+	wf, err := pipeline.New("v").Step(s).TTLAfterFinished(90*time.Second + time.Millisecond).Build()
 	require.NoError(t, err)
-	assert.Equal(t, &wfv1.TTLStrategy{SecondsAfterSuccess: ptr.To[int32](3600), SecondsAfterFailure: ptr.To[int32](90)}, wf.Spec.TTLStrategy)
+	assert.Equal(t, &wfv1.TTLStrategy{SecondsAfterCompletion: ptr.To[int32](91)}, wf.Spec.TTLStrategy, "whole seconds, rounded up")
 	assert.Equal(t, &wfv1.RetryStrategy{Limit: ptr.To(intstr.FromInt(1)), RetryPolicy: wfv1.RetryPolicyAlways,
 		Backoff: &wfv1.Backoff{MaxDuration: "1m0s"}}, template(t, wf, "s").RetryStrategy)
 	// Sub-second timeouts round up: Argo counts whole seconds.

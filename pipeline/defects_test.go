@@ -168,7 +168,7 @@ func TestExecutorRBAC(t *testing.T) {
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pipeline-runner"}, binding.RoleRef)
 	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "pipeline-runner", Namespace: "ml"}}, binding.Subjects)
 	assert.Equal(t, "pipeline-runner", objs[4].(*wfv1.Workflow).Spec.ServiceAccountName)
-	assert.Equal(t, role.Rules, llmFlow().ExecutorRules())
+	assert.Equal(t, role.Rules, pipeline.ExecutorRules(llmFlow()))
 
 	// Unnamed, the account is PIPELINE-executor and the Workflow uses it.
 	objs, err = pipeline.New("etl").Step(ctr("a"), pipeline.Workload("b", batchJob("b", "true"))).ExecutorRBAC().Objects()
@@ -192,7 +192,7 @@ func TestExecutorRBAC(t *testing.T) {
 	assert.IsType(t, &wfv1.CronWorkflow{}, sched[3])
 	assert.Equal(t, "nightly-executor", sched[3].(*wfv1.CronWorkflow).Spec.WorkflowSpec.ServiceAccountName)
 
-	assert.Nil(t, pipeline.New("").ExecutorRules(), "a pipeline that does not validate has no rules")
+	assert.Nil(t, pipeline.ExecutorRules(pipeline.New("")), "a pipeline that does not validate has no rules")
 }
 
 func TestServiceAccountValidated(t *testing.T) {

@@ -30,9 +30,10 @@
 // container step writes an output to ($CUBE_OUTPUTS/NAME), ItemRef and
 // ItemField for fan-out items, WorkspaceDir for the shared workspace and
 // PipelineStatus in the exit handler. After adds dependencies on side
-// effects. Steps can retry with backoff, time out, run When a condition
-// holds, and fan out with ForEach (a list) or ForEachIn (a JSON list from a
-// parameter or an output), Parallelism at a time.
+// effects. Steps can retry (Retry with a retry.Policy, RetryOn for which
+// failures count), time out, run When a condition holds, and fan out with
+// ForEach (a list) or ForEachIn (a JSON list from a parameter or an
+// output), Parallelism at a time.
 //
 // # Compiling for Argo
 //
@@ -49,7 +50,7 @@
 // (cube.dev/release), so Release.Wait on the pipeline reports their pods'
 // problems; a step's ActiveDeadline is also the job's own deadline, so the job
 // stops with the step. ExecutorRBAC adds the ServiceAccount, Role and
-// RoleBinding Argo's executor needs (ExecutorRules). The workspace is
+// RoleBinding Argo's executor needs. The workspace is
 // ReadWriteMany unless its pods mount it one at a time (see Workspace).
 // Schedule compiles the same pipeline to a CronWorkflow. Every problem is
 // reported at once with a field path: a dependency cycle ("a → b → a"), an
@@ -78,7 +79,10 @@
 // fan-out behave as in Argo, including failing fast: after a failure no new
 // step starts. Parameters, inputs, outputs and each step's log are files in
 // the run directory; progress events stream to OnEvent handlers and to a
-// terminal printer. Cancelling the context kills the process group of every
+// terminal printer. Processes run through package pipeline/local, which
+// imports nothing of Argo (tune's local tuner uses it alone). A step ends
+// cube.Succeeded or cube.Failed, or Skipped, Cached or Omitted.
+// Cancelling the context kills the process group of every
 // running step. Run again in the same RunDir and the steps whose spec and
 // inputs have not changed and that succeeded are skipped (a cache keyed by
 // their hash): a failed run resumes where it stopped. A step's hash covers

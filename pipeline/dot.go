@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"github.com/cubestudio/cube"
+
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,8 +39,8 @@ func (r *Result) DOT() string { return r.g.dot(r.statuses()) }
 // its status.
 func (r *Result) Mermaid() string { return r.g.mermaid(r.statuses()) }
 
-func (r *Result) statuses() map[string]Phase {
-	out := make(map[string]Phase, len(r.Steps))
+func (r *Result) statuses() map[string]cube.Phase {
+	out := make(map[string]cube.Phase, len(r.Steps))
 	for _, s := range r.Steps {
 		out[s.Name] = s.Phase
 	}
@@ -46,12 +48,12 @@ func (r *Result) statuses() map[string]Phase {
 }
 
 // statusColors are the fill and border colours of each status.
-var statusColors = map[Phase][2]string{
-	PhaseSucceeded: {"#c8e6c9", "#2e7d32"},
-	PhaseCached:    {"#bbdefb", "#1565c0"},
-	PhaseFailed:    {"#ffcdd2", "#c62828"},
-	PhaseSkipped:   {"#eeeeee", "#757575"},
-	PhaseOmitted:   {"#fff9c4", "#9e9d24"},
+var statusColors = map[cube.Phase][2]string{
+	cube.Succeeded: {"#c8e6c9", "#2e7d32"},
+	Cached:         {"#bbdefb", "#1565c0"},
+	cube.Failed:    {"#ffcdd2", "#c62828"},
+	Skipped:        {"#eeeeee", "#757575"},
+	Omitted:        {"#fff9c4", "#9e9d24"},
 }
 
 func (g *graph) drawn() []*node {
@@ -79,7 +81,7 @@ func (n *node) caption() string {
 	return strings.Join(parts, ", ")
 }
 
-func (g *graph) dot(status map[string]Phase) string {
+func (g *graph) dot(status map[string]cube.Phase) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %s {\n", strconv.Quote(podspec.Of(&g.p.Handle).Name()))
 	b.WriteString("  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Helvetica\"];\n")
@@ -106,7 +108,7 @@ func (g *graph) dot(status map[string]Phase) string {
 	return b.String()
 }
 
-func (g *graph) mermaid(status map[string]Phase) string {
+func (g *graph) mermaid(status map[string]cube.Phase) string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	id := func(n *node) string { return "s" + strconv.Itoa(n.index) }
@@ -128,7 +130,7 @@ func (g *graph) mermaid(status map[string]Phase) string {
 		}
 	}
 	if status != nil {
-		for _, st := range []Phase{PhaseSucceeded, PhaseCached, PhaseFailed, PhaseSkipped, PhaseOmitted} {
+		for _, st := range []cube.Phase{cube.Succeeded, Cached, cube.Failed, Skipped, Omitted} {
 			var ids []string
 			for _, n := range g.drawn() {
 				if status[n.c.name] == st {

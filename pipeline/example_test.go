@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +27,7 @@ func Example() {
 		Command("python", "train.py", "--lr", pipeline.ParamRef("lr"), "--model-file", pipeline.OutputFile("model")).
 		CPU("4").Memory("16Gi").
 		Outputs("model").
-		Retry(pipeline.Retry{Limit: 2, Backoff: 30 * time.Second})
+		Retry(retry.Policy{Limit: 2, Backoff: 30 * time.Second})
 	evaluate := pipeline.Container("evaluate").Image("python:3.12").
 		Command("python", "eval.py", "--model", train.Output("model"))
 	p := pipeline.New("quickstart").Namespace("ml").Param("lr", "3e-4").Step(train, evaluate)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -172,7 +174,7 @@ var (
 	fuzzModes     = []corev1.PersistentVolumeAccessMode{"", corev1.ReadWriteOnce, corev1.ReadWriteMany, corev1.ReadWriteOncePod, corev1.ReadOnlyMany, "Sideways"}
 	fuzzPaths     = []string{"", "/workspace", "/data/ws", "relative", "/"}
 	fuzzGC        = []pipeline.PodGCStrategy{"", pipeline.PodGCOnPodSuccess, pipeline.PodGCOnWorkflowCompletion, "Never"}
-	fuzzPolicies  = []pipeline.RetryPolicy{"", pipeline.RetryOnFailure, pipeline.RetryAlways, "Sometimes"}
+	fuzzPolicies  = []pipeline.RetryCondition{"", pipeline.OnFailure, pipeline.Always, "Sometimes"}
 	fuzzLabelKeys = []string{"team", "cube.dev/x", "app", "bad key", "", "a/b/c"}
 	fuzzAccounts  = []string{"", "runner", "pipeline-runner", "Bad_SA"}
 )
@@ -259,8 +261,8 @@ func fuzzOptions[T any](r *byteReader, s *pipeline.StepOptions[T], op int, earli
 	case 1:
 		s.Outputs(pick(r, []string{"o", "x", "y", "bad name", "", "o"}))
 	case 2:
-		s.Retry(pipeline.Retry{Limit: pick(r, fuzzInts), Policy: pick(r, fuzzPolicies), Backoff: pick(r, fuzzDurations),
-			Factor: pick(r, fuzzInts), MaxBackoff: pick(r, fuzzDurations), MaxDuration: pick(r, fuzzDurations)})
+		s.Retry(retry.Policy{Limit: pick(r, fuzzInts), Backoff: pick(r, fuzzDurations), Factor: pick(r, fuzzInts), MaxBackoff: pick(r, fuzzDurations), MaxDuration: pick(r, fuzzDurations)})
+		s.RetryOn(pick(r, fuzzPolicies))
 	case 3:
 		s.ActiveDeadline(pick(r, fuzzDurations))
 	case 4:
@@ -307,14 +309,7 @@ func fuzzPipeline(data []byte, namespace string) *pipeline.Pipeline {
 		case 8:
 			p.Parallelism(pick(r, fuzzInts))
 		case 9:
-			switch r.next() % 3 {
-			case 0:
-				p.TTL(pick(r, fuzzDurations))
-			case 1:
-				p.TTLAfterSuccess(pick(r, fuzzDurations))
-			default:
-				p.TTLAfterFailure(pick(r, fuzzDurations))
-			}
+			p.TTLAfterFinished(pick(r, fuzzDurations))
 		case 10:
 			p.PodGC(pick(r, fuzzGC))
 		case 11:
@@ -386,7 +381,7 @@ func FuzzPipelineBuilder(f *testing.F) {
 		assert.Equal(t, err == nil, buildErr == nil, "Build and Objects agree")
 		_ = p.DOT()
 		_ = p.Mermaid()
-		_ = p.ExecutorRules()
+		_ = pipeline.ExecutorRules(p)
 		_, _ = p.Schedule("@daily").Objects()
 	})
 }

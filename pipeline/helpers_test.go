@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -99,10 +101,10 @@ func llmFlowNamed(name string) *pipeline.Pipeline {
 	tokenize := pipeline.Container("tokenize").Image("python:3.12").
 		Command("python", "tokenize.py", "--shard", pipeline.ItemRef, "--out", pipeline.WorkspaceDir+"/tokens").
 		ForEachIn(prepare.Output("shards")).Parallelism(4).
-		Retry(pipeline.Retry{Limit: 3})
+		Retry(retry.Policy{Limit: 3})
 	sft := pipeline.Workload("train", pytorchJob("llama-sft")).
 		After(tokenize).
-		Retry(pipeline.Retry{Limit: 2, Policy: pipeline.RetryOnError, Backoff: 30 * time.Second, Factor: 2, MaxBackoff: 5 * time.Minute}).
+		Retry(retry.Policy{Limit: 2, Backoff: 30 * time.Second, Factor: 2, MaxBackoff: 5 * time.Minute}).RetryOn(pipeline.OnError).
 		ActiveDeadline(6 * time.Hour)
 	evaluate := pipeline.Container("evaluate").Image("python:3.12").
 		On(hardware.L4).Accelerators(1).
@@ -127,7 +129,7 @@ func llmFlowNamed(name string) *pipeline.Pipeline {
 		Step(prepare, tokenize, sft, evaluate, benchmark, publish).
 		Workspace(pipeline.Workspace{Size: "50Gi", StorageClass: "standard", AccessMode: corev1.ReadWriteMany}).
 		Parallelism(8).
-		TTL(24 * time.Hour).
+		TTLAfterFinished(24 * time.Hour).
 		PodGC(pipeline.PodGCOnPodSuccess).
 		ServiceAccount("pipeline-runner").
 		OnExit(notify)

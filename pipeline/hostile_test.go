@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,12 +22,11 @@ func TestNilPipeline(t *testing.T) {
 	var p *pipeline.Pipeline
 	require.NotPanics(t, func() {
 		p = p.Step(ctr("a")).Param("x", "1").Workspace(pipeline.Workspace{Size: "1Gi"}).Parallelism(2).
-			TTL(time.Hour).TTLAfterSuccess(time.Hour).TTLAfterFailure(time.Hour).PodGC(pipeline.PodGCOnPodSuccess).
+			TTLAfterFinished(time.Hour).PodGC(pipeline.PodGCOnPodSuccess).
 			ServiceAccount("sa").ExecutorRBAC().OnExit(ctr("e"))
 	})
 	assert.Nil(t, p)
-	assert.Nil(t, p.Steps())
-	assert.Nil(t, p.ExecutorRules())
+	assert.Nil(t, pipeline.ExecutorRules(p))
 	_, err := p.Build()
 	assert.EqualError(t, err, nilPipeline)
 	_, err = p.Objects()
@@ -89,21 +90,21 @@ func TestSilentAcceptancesRefused(t *testing.T) {
 	_, err := pipeline.New("p").Step(
 		ctr("a").ActiveDeadline(-time.Second),
 		ctr("b").ActiveDeadline(0),
-		ctr("c").Retry(pipeline.Retry{Limit: -1, Backoff: -time.Second}),
+		ctr("c").Retry(retry.Policy{Limit: -1, Backoff: -time.Second}),
 		// Found by FuzzPipelineBuilder: these overflowed Argo's int32
 		// fields (intstr.FromInt truncates, activeDeadlineSeconds wrapped).
-		ctr("d").Retry(pipeline.Retry{Limit: 1 << 31, Factor: 1 << 31}),
+		ctr("d").Retry(retry.Policy{Limit: 1 << 31, Factor: 1 << 31}),
 		ctr("e").ActiveDeadline(1<<62),
-	).TTL(-time.Second).Parallelism(0).Build()
+	).TTLAfterFinished(-time.Second).Parallelism(0).Build()
 	requireErrors(t, err,
 		wantErr{field.ErrorTypeInvalid, "steps[0].activeDeadline", "must be positive"},
 		wantErr{field.ErrorTypeInvalid, "steps[1].activeDeadline", "must be positive"},
-		wantErr{field.ErrorTypeInvalid, "steps[2].retry.limit", "must be between 0 and 2^31-1"},
-		wantErr{field.ErrorTypeInvalid, "steps[3].retry.limit", "must be between 0 and 2^31-1"},
-		wantErr{field.ErrorTypeInvalid, "steps[3].retry.factor", "must be between 0 and 2^31-1"},
+		wantErr{field.ErrorTypeInvalid, "steps[2].retry.limit", "must not be negative"},
+		wantErr{field.ErrorTypeInvalid, "steps[3].retry.limit", "must be at most 2^31-1"},
+		wantErr{field.ErrorTypeInvalid, "steps[3].retry.factor", "must be at most 2^31-1"},
 		wantErr{field.ErrorTypeInvalid, "steps[4].activeDeadline", "must be at most 2^31-1 seconds"},
 		wantErr{field.ErrorTypeInvalid, "steps[2].retry.backoff", "must not be negative"},
-		wantErr{field.ErrorTypeInvalid, "ttl", "must be between 0 and 2^31-1 seconds"},
+		wantErr{field.ErrorTypeInvalid, "ttlAfterFinished", "must be between 0 and 2^31-1 seconds"},
 		wantErr{field.ErrorTypeInvalid, "parallelism", "must be at least 1"},
 	)
 }

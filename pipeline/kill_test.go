@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/pipeline"
 )
 
@@ -95,8 +96,8 @@ func TestLocalRunResumesAfterSIGKILL(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "release"), nil, 0o644))
 	res, err := killPipeline(dir).Run(t.Context(), pipeline.RunDir(runDir), pipeline.Progress(nil), pipeline.SetParam("lr", "0.1"))
 	require.NoError(t, err)
-	assert.Equal(t, map[string]pipeline.Phase{
-		"prepare": pipeline.PhaseCached, "train": pipeline.PhaseCached, "slow": pipeline.PhaseSucceeded, "report": pipeline.PhaseSucceeded,
+	assert.Equal(t, map[string]cube.Phase{
+		"prepare": pipeline.Cached, "train": pipeline.Cached, "slow": cube.Succeeded, "report": cube.Succeeded,
 	}, statuses(res), "the finished steps are not run again")
 	assert.Equal(t, "evaluated model-lr-0.1-rows", stepResult(t, res, "report").Outputs["summary"], "not the killed attempt's partial output")
 	assert.Equal(t, []string{"slow model-lr-0.1-rows", "report evaluated model-lr-0.1-rows"}, ledger(t, dir, false),
@@ -112,8 +113,8 @@ func TestLocalRunResumesAfterSIGKILL(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "release"), nil, 0o644))
 	res, err = killPipeline(dir).Run(t.Context(), pipeline.RunDir(runDir), pipeline.Progress(nil), pipeline.SetParam("lr", "0.4"))
 	require.NoError(t, err)
-	assert.Equal(t, map[string]pipeline.Phase{
-		"prepare": pipeline.PhaseCached, "train": pipeline.PhaseSucceeded, "slow": pipeline.PhaseSucceeded, "report": pipeline.PhaseSucceeded,
+	assert.Equal(t, map[string]cube.Phase{
+		"prepare": pipeline.Cached, "train": cube.Succeeded, "slow": cube.Succeeded, "report": cube.Succeeded,
 	}, statuses(res))
 	assert.Equal(t, "evaluated model-lr-0.4-rows", stepResult(t, res, "report").Outputs["summary"])
 	assert.Equal(t, []string{"train 0.4", "slow model-lr-0.4-rows", "report evaluated model-lr-0.4-rows"}, ledger(t, dir, false))
@@ -122,7 +123,7 @@ func TestLocalRunResumesAfterSIGKILL(t *testing.T) {
 	res, err = killPipeline(dir).Run(t.Context(), pipeline.RunDir(runDir), pipeline.Progress(nil), pipeline.SetParam("lr", "0.4"))
 	require.NoError(t, err)
 	for _, s := range res.Steps {
-		assert.Equal(t, pipeline.PhaseCached, s.Phase, s.Name)
+		assert.Equal(t, pipeline.Cached, s.Phase, s.Name)
 	}
 	assert.Equal(t, "evaluated model-lr-0.4-rows", stepResult(t, res, "report").Outputs["summary"])
 }

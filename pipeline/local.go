@@ -11,31 +11,29 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/pipeline/local"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube"
 )
 
-// Phase is the outcome of a step in a local run, as Argo's node phase and
-// cube.Phase are of a step and a release in a cluster (a phase is the
-// value; a status, such as cube.Status, is the report that carries it).
-type Phase string
-
-// Step outcomes.
+// The outcomes of a step in a local run that cube.Phase has no word for.
+// A step ends cube.Succeeded or cube.Failed like a release, or:
 const (
-	PhaseSucceeded Phase = "Succeeded"
-	PhaseFailed    Phase = "Failed"
-	// PhaseSkipped: the step's When was false.
-	PhaseSkipped Phase = "Skipped"
-	// PhaseCached: an earlier run in the same directory ran the same spec
+	// Skipped: the step's When was false.
+	Skipped cube.Phase = "Skipped"
+	// Cached: an earlier run in the same directory ran the same spec
 	// with the same inputs; its outputs were reused.
-	PhaseCached Phase = "Cached"
-	// PhaseOmitted: the step did not run because a step it depends on
+	Cached cube.Phase = "Cached"
+	// Omitted: the step did not run because a step it depends on
 	// failed, another step failed first, or the run was cancelled.
-	PhaseOmitted Phase = "Omitted"
+	Omitted cube.Phase = "Omitted"
 )
 
-func (s Phase) done() bool { return s == PhaseSucceeded || s == PhaseCached || s == PhaseSkipped }
+// done reports whether a step in phase p counts as done for the steps after it.
+func done(p cube.Phase) bool { return p == cube.Succeeded || p == Cached || p == Skipped }
 
 // RunOption changes how Run works.
 type RunOption interface{ applyToRun(*runOptions) }
@@ -106,16 +104,28 @@ func Replace(step string, fn StepFunc) RunOption {
 	})
 }
 
-// NoCache runs every step again; results are still recorded for later runs.
-var NoCache RunOption = runOptionFunc(func(o *runOptions) { o.noCache = true })
+// runFlag is a run option that needs no value; its values are constants,
+// so no caller can change what one means.
+type runFlag int
+
+const (
+	// NoCache runs every step again; results are still recorded for later runs.
+	NoCache runFlag = iota + 1
+)
+
+func (f runFlag) applyToRun(o *runOptions) {
+	if f == NoCache {
+		o.noCache = true
+	}
+}
 
 // Result is what a local run did.
 type Result struct {
 	Pipeline string
 	// Dir is the run directory.
 	Dir string
-	// Phase is PhaseSucceeded or PhaseFailed.
-	Phase    Phase
+	// Phase is cube.Succeeded or cube.Failed.
+	Phase    cube.Phase
 	Duration time.Duration
 	// Steps are in pipeline order, the exit handler last.
 	Steps []StepResult
@@ -126,7 +136,7 @@ type Result struct {
 // StepResult is what one step did.
 type StepResult struct {
 	Name  string
-	Phase Phase
+	Phase cube.Phase
 	// Reason says why a step was skipped, omitted or failed.
 	Reason string
 	// Attempts counts the attempts made (of every item, for a fan-out).
@@ -145,7 +155,7 @@ type StepResult struct {
 // ItemResult is one item of a fanned-out step.
 type ItemResult struct {
 	Item     string
-	Phase    Phase
+	Phase    cube.Phase
 	Attempts int
 	Duration time.Duration
 	Outputs  map[string]string
@@ -248,7 +258,7 @@ func (g *graph) validateLocal(o *runOptions) field.ErrorList {
 			if n.primary == nil {
 				continue
 			}
-			if argv, _ := localCommand(n.primary); len(argv) == 0 {
+			if argv, _ := local.Command(n.primary); len(argv) == 0 {
 				errs = append(errs, field.Required(n.path.Child("workload"), fmt.Sprintf(
 					"%s %q has no container command to run locally: register a function with pipeline.Replace(%q, fn)", n.primary.GetKind(), n.primary.GetName(), n.c.name)))
 			}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,8 +42,8 @@ func stepResult(t *testing.T, res *pipeline.Result, name string) pipeline.StepRe
 	return s
 }
 
-func statuses(res *pipeline.Result) map[string]pipeline.Phase {
-	out := map[string]pipeline.Phase{}
+func statuses(res *pipeline.Result) map[string]cube.Phase {
+	out := map[string]cube.Phase{}
 	for _, s := range res.Steps {
 		out[s.Name] = s.Phase
 	}
@@ -86,14 +88,14 @@ func TestRunDependencyOrder(t *testing.T) {
 	p := pipeline.New("order").Step(e, d, cc, b, a, f)
 	res, err := runLocal(t, p, pipeline.Parallelism(4))
 	require.NoError(t, err)
-	assert.Equal(t, pipeline.PhaseSucceeded, res.Phase)
+	assert.Equal(t, cube.Succeeded, res.Phase)
 	edges := [][2]string{{"a", "b"}, {"a", "c"}, {"b", "d"}, {"c", "d"}, {"d", "e"}}
 	for _, edge := range edges {
 		assert.Less(t, c.end[edge[0]], c.start[edge[1]], "%s must finish before %s starts", edge[0], edge[1])
 	}
 	assert.Len(t, c.start, 6)
 	for _, s := range res.Steps {
-		assert.Equal(t, pipeline.PhaseSucceeded, s.Phase, s.Name)
+		assert.Equal(t, cube.Succeeded, s.Phase, s.Name)
 		assert.Equal(t, 1, s.Attempts, s.Name)
 	}
 	// Results keep pipeline order.
@@ -152,7 +154,7 @@ func TestRunConcurrencyBound(t *testing.T) {
 			}
 			res, err := runLocal(t, p, pipeline.Parallelism(tc.concurrency))
 			require.NoError(t, err)
-			assert.Equal(t, pipeline.PhaseSucceeded, res.Phase)
+			assert.Equal(t, cube.Succeeded, res.Phase)
 			assert.Equal(t, tc.want, g.max.Load(), "the bound is reached and never exceeded")
 		})
 	}
@@ -175,7 +177,7 @@ func TestRunFanOutBound(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), g.max.Load())
 	s := stepResult(t, res, "fan")
-	assert.Equal(t, pipeline.PhaseSucceeded, s.Phase)
+	assert.Equal(t, cube.Succeeded, s.Phase)
 	require.Len(t, s.Items, 12)
 	assert.Equal(t, "9", s.Items[9].Item)
 	assert.Equal(t, map[string]string{"square": "81/9"}, s.Items[9].Outputs)
@@ -202,14 +204,14 @@ func TestRunFanOverOutput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `["a=3","b=5"]`, got, "a fan-out's outputs reach later steps as a JSON list, item order kept")
 	n := stepResult(t, res, "none")
-	assert.Equal(t, pipeline.PhaseSucceeded, n.Phase)
+	assert.Equal(t, cube.Succeeded, n.Phase)
 	assert.Equal(t, map[string]string{"x": "[]"}, n.Outputs)
 
 	bad := pipeline.Func("bad", func(ctx context.Context, tk *pipeline.Task) error { return nil }).ForEachIn(pipeline.ParamRef("list"))
 	res, err = runLocal(t, pipeline.New("fan").Param("list", "not json").Step(bad))
 	require.Error(t, err)
 	s := stepResult(t, res, "bad")
-	assert.Equal(t, pipeline.PhaseFailed, s.Phase)
+	assert.Equal(t, cube.Failed, s.Phase)
 	assert.Contains(t, s.Reason, `ForEachIn: "not json" is not a JSON list`)
 }
 
@@ -222,11 +224,11 @@ func TestRunRetries(t *testing.T) {
 			return fmt.Errorf("attempt %d failed", tk.Attempt())
 		}
 		return nil
-	}).Retry(pipeline.Retry{Limit: 4, Backoff: 40 * time.Millisecond, Factor: 2})
+	}).Retry(retry.Policy{Limit: 4, Backoff: 40 * time.Millisecond, Factor: 2})
 	res, err := runLocal(t, pipeline.New("retry").Step(flaky), pipeline.OnEvent(func(ev pipeline.Event) { events = append(events, ev) }))
 	require.NoError(t, err)
 	s := stepResult(t, res, "flaky")
-	assert.Equal(t, pipeline.PhaseSucceeded, s.Phase)
+	assert.Equal(t, cube.Succeeded, s.Phase)
 	assert.Equal(t, 3, s.Attempts)
 	require.Len(t, attempts, 3)
 	assert.GreaterOrEqual(t, attempts[1].Sub(attempts[0]), 40*time.Millisecond, "first backoff")
@@ -245,12 +247,12 @@ func TestRunRetries(t *testing.T) {
 func TestRunRetriesExhausted(t *testing.T) {
 	calls := 0
 	broken := pipeline.Func("broken", func(context.Context, *pipeline.Task) error { calls++; return errors.New("boom") }).
-		Retry(pipeline.Retry{Limit: 2, Backoff: time.Millisecond, MaxBackoff: time.Millisecond})
+		Retry(retry.Policy{Limit: 2, Backoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	res, err := runLocal(t, pipeline.New("retry").Step(broken))
 	require.Error(t, err)
 	assert.Equal(t, 3, calls, "limit 2 means three attempts in all")
 	s := stepResult(t, res, "broken")
-	assert.Equal(t, pipeline.PhaseFailed, s.Phase)
+	assert.Equal(t, cube.Failed, s.Phase)
 	assert.Equal(t, 3, s.Attempts)
 	var se *pipeline.StepError
 	require.ErrorAs(t, err, &se)
@@ -261,19 +263,19 @@ func TestRunRetriesExhausted(t *testing.T) {
 }
 
 func TestRunRetryPolicies(t *testing.T) {
-	missing := func(name string, policy pipeline.RetryPolicy) *pipeline.ContainerStep {
-		return pipeline.Container(name).Command("/nonexistent/cube-test-binary").Retry(pipeline.Retry{Limit: 2, Policy: policy})
+	missing := func(name string, policy pipeline.RetryCondition) *pipeline.ContainerStep {
+		return pipeline.Container(name).Command("/nonexistent/cube-test-binary").Retry(retry.Policy{Limit: 2}).RetryOn(policy)
 	}
-	failing := func(name string, policy pipeline.RetryPolicy) *pipeline.ContainerStep {
-		return pipeline.Container(name).Command("false").Retry(pipeline.Retry{Limit: 2, Policy: policy})
+	failing := func(name string, policy pipeline.RetryCondition) *pipeline.ContainerStep {
+		return pipeline.Container(name).Command("false").Retry(retry.Policy{Limit: 2}).RetryOn(policy)
 	}
 	p := pipeline.New("policies").Step(
-		missing("error-on-failure", pipeline.RetryOnFailure),
-		missing("error-on-error", pipeline.RetryOnError),
-		missing("error-always", pipeline.RetryAlways),
+		missing("error-on-failure", pipeline.OnFailure),
+		missing("error-on-error", pipeline.OnError),
+		missing("error-always", pipeline.Always),
 		failing("failure-on-failure", ""),
-		failing("failure-on-error", pipeline.RetryOnTransientError),
-		failing("failure-always", pipeline.RetryAlways),
+		failing("failure-on-error", pipeline.OnTransientError),
+		failing("failure-always", pipeline.Always),
 	)
 	res, err := runLocal(t, p, pipeline.Parallelism(6))
 	require.Error(t, err)
@@ -283,7 +285,7 @@ func TestRunRetryPolicies(t *testing.T) {
 	}
 	for name, n := range want {
 		s := stepResult(t, res, name)
-		assert.Equal(t, pipeline.PhaseFailed, s.Phase, name)
+		assert.Equal(t, cube.Failed, s.Phase, name)
 		assert.Equal(t, n, s.Attempts, name)
 	}
 	assert.Contains(t, stepResult(t, res, "error-on-error").Err.Error(), "no such file or directory")
@@ -293,7 +295,7 @@ func TestRunRetryPolicies(t *testing.T) {
 func TestRunRetryMaxDuration(t *testing.T) {
 	calls := 0
 	s := pipeline.Func("s", func(context.Context, *pipeline.Task) error { calls++; return errors.New("no") }).
-		Retry(pipeline.Retry{Limit: 10, Backoff: 30 * time.Millisecond, MaxDuration: 50 * time.Millisecond})
+		Retry(retry.Policy{Limit: 10, Backoff: 30 * time.Millisecond, MaxDuration: 50 * time.Millisecond})
 	_, err := runLocal(t, pipeline.New("p").Step(s))
 	require.Error(t, err)
 	assert.Equal(t, 2, calls, "the second retry would start after MaxDuration")
@@ -301,7 +303,7 @@ func TestRunRetryMaxDuration(t *testing.T) {
 
 func TestRunTimeout(t *testing.T) {
 	slow := pipeline.Container("slow").Command("sleep", "30").ActiveDeadline(200 * time.Millisecond).
-		Retry(pipeline.Retry{Limit: 1})
+		Retry(retry.Policy{Limit: 1})
 	stubborn := pipeline.Func("func", func(ctx context.Context, _ *pipeline.Task) error {
 		<-ctx.Done()
 		return ctx.Err()
@@ -313,7 +315,7 @@ func TestRunTimeout(t *testing.T) {
 	assert.Less(t, took, 5*time.Second, "a timed-out process is killed, not waited for")
 	assert.GreaterOrEqual(t, took, 400*time.Millisecond, "two attempts of 200ms")
 	s := stepResult(t, res, "slow")
-	assert.Equal(t, pipeline.PhaseFailed, s.Phase)
+	assert.Equal(t, cube.Failed, s.Phase)
 	assert.Equal(t, 2, s.Attempts, "a timeout is a failure, retried")
 	assert.ErrorContains(t, s.Err, "timed out after 200ms")
 	f := stepResult(t, res, "func")
@@ -416,8 +418,8 @@ func TestRunCancelKillsProcessTree(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 	require.ErrorIs(t, out.err, context.Canceled)
-	assert.Equal(t, pipeline.PhaseFailed, out.res.Phase)
-	assert.Equal(t, pipeline.PhaseFailed, stepResult(t, out.res, "tree").Phase)
+	assert.Equal(t, cube.Failed, out.res.Phase)
+	assert.Equal(t, cube.Failed, stepResult(t, out.res, "tree").Phase)
 	require.Eventually(t, func() bool {
 		for _, pid := range members {
 			if alive(pid) {
@@ -444,7 +446,7 @@ func TestRunCancelOmitsPending(t *testing.T) {
 	go func() { <-started; cancel() }()
 	res, err := pipeline.New("p").Step(first, second).OnExit(exit).Run(ctx, pipeline.RunDir(t.TempDir()), pipeline.Progress(nil))
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, map[string]pipeline.Phase{"first": pipeline.PhaseFailed, "second": pipeline.PhaseOmitted, "exit": pipeline.PhaseOmitted}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"first": cube.Failed, "second": pipeline.Omitted, "exit": pipeline.Omitted}, statuses(res))
 }
 
 func TestRunOutputsFlow(t *testing.T) {
@@ -534,11 +536,11 @@ func TestRunCacheSkipsSucceeded(t *testing.T) {
 
 	res := run()
 	assert.Equal(t, map[string]int{"a": 1, "b": 1}, counts)
-	assert.Equal(t, map[string]pipeline.Phase{"a": pipeline.PhaseSucceeded, "b": pipeline.PhaseSucceeded, "c": pipeline.PhaseSucceeded}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"a": cube.Succeeded, "b": cube.Succeeded, "c": cube.Succeeded}, statuses(res))
 
 	res = run()
 	assert.Equal(t, map[string]int{"a": 1, "b": 1}, counts, "nothing runs again")
-	assert.Equal(t, map[string]pipeline.Phase{"a": pipeline.PhaseCached, "b": pipeline.PhaseCached, "c": pipeline.PhaseCached}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"a": pipeline.Cached, "b": pipeline.Cached, "c": pipeline.Cached}, statuses(res))
 	assert.Equal(t, []string{"a:cached", "b:cached", "c:cached"}, skipped)
 	assert.Equal(t, map[string]string{"v": "0.1"}, stepResult(t, res, "c").Outputs, "outputs come back from the cache")
 
@@ -546,16 +548,16 @@ func TestRunCacheSkipsSucceeded(t *testing.T) {
 	// left in the workspace, so c runs again too.
 	res = run(pipeline.SetParam("lr", "0.10"))
 	assert.Equal(t, map[string]int{"a": 1, "b": 2}, counts)
-	assert.Equal(t, map[string]pipeline.Phase{"a": pipeline.PhaseCached, "b": pipeline.PhaseSucceeded, "c": pipeline.PhaseSucceeded}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"a": pipeline.Cached, "b": cube.Succeeded, "c": cube.Succeeded}, statuses(res))
 
 	res = run(pipeline.SetParam("lr", "0.2"))
 	assert.Equal(t, map[string]int{"a": 1, "b": 3}, counts)
-	assert.Equal(t, map[string]pipeline.Phase{"a": pipeline.PhaseCached, "b": pipeline.PhaseSucceeded, "c": pipeline.PhaseSucceeded}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"a": pipeline.Cached, "b": cube.Succeeded, "c": cube.Succeeded}, statuses(res))
 	assert.Equal(t, "0.2", stepResult(t, res, "c").Outputs["v"])
 
 	res = run(pipeline.NoCache)
 	assert.Equal(t, map[string]int{"a": 2, "b": 4}, counts)
-	assert.Equal(t, pipeline.PhaseSucceeded, stepResult(t, res, "a").Phase)
+	assert.Equal(t, cube.Succeeded, stepResult(t, res, "a").Phase)
 }
 
 // A step that depends on another only through After, reading the files it
@@ -580,11 +582,11 @@ func TestRunCacheFollowsAfter(t *testing.T) {
 	assert.Equal(t, "0.1", stepResult(t, res, "read").Outputs["lr"])
 
 	res = run()
-	assert.Equal(t, map[string]pipeline.Phase{"write": pipeline.PhaseCached, "read": pipeline.PhaseCached, "report": pipeline.PhaseCached}, statuses(res),
+	assert.Equal(t, map[string]cube.Phase{"write": pipeline.Cached, "read": pipeline.Cached, "report": pipeline.Cached}, statuses(res),
 		"an unchanged run stays cached through After")
 
 	res = run(pipeline.SetParam("lr", "0.2"))
-	assert.Equal(t, map[string]pipeline.Phase{"write": pipeline.PhaseSucceeded, "read": pipeline.PhaseSucceeded, "report": pipeline.PhaseSucceeded}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"write": cube.Succeeded, "read": cube.Succeeded, "report": cube.Succeeded}, statuses(res))
 	assert.Equal(t, "0.2", stepResult(t, res, "read").Outputs["lr"], "not the cached 0.1")
 	assert.Equal(t, "0.2", stepResult(t, res, "report").Outputs["lr"], "two steps down")
 }
@@ -614,13 +616,13 @@ func TestRunResumesAfterFailure(t *testing.T) {
 	}
 	res, err := build().Run(t.Context(), pipeline.RunDir(dir), pipeline.Progress(nil))
 	require.Error(t, err)
-	assert.Equal(t, map[string]pipeline.Phase{"a": pipeline.PhaseSucceeded, "b": pipeline.PhaseFailed, "c": pipeline.PhaseOmitted}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"a": cube.Succeeded, "b": cube.Failed, "c": pipeline.Omitted}, statuses(res))
 	assert.Equal(t, "step b failed", stepResult(t, res, "c").Reason)
 
 	failB.Store(false)
 	res, err = build().Run(t.Context(), pipeline.RunDir(dir), pipeline.Progress(nil))
 	require.NoError(t, err)
-	assert.Equal(t, map[string]pipeline.Phase{"a": pipeline.PhaseCached, "b": pipeline.PhaseSucceeded, "c": pipeline.PhaseSucceeded}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"a": pipeline.Cached, "b": cube.Succeeded, "c": cube.Succeeded}, statuses(res))
 	assert.Equal(t, map[string]int{"a": 1, "b": 2, "c": 1}, calls)
 }
 
@@ -638,17 +640,17 @@ func TestRunWhen(t *testing.T) {
 
 	res, err := runLocal(t, build())
 	require.Error(t, err)
-	assert.Equal(t, map[string]pipeline.Phase{
-		"score": pipeline.PhaseSucceeded, "deploy": pipeline.PhaseSkipped, "good": pipeline.PhaseSucceeded,
-		"after":    pipeline.PhaseSucceeded, // a skipped step counts as done, as in Argo
-		"announce": pipeline.PhaseFailed,    // but its outputs do not exist
+	assert.Equal(t, map[string]cube.Phase{
+		"score": cube.Succeeded, "deploy": pipeline.Skipped, "good": cube.Succeeded,
+		"after":    cube.Succeeded, // a skipped step counts as done, as in Argo
+		"announce": cube.Failed,    // but its outputs do not exist
 	}, statuses(res))
 	assert.Equal(t, "when no == yes && 0.82 > 0.8 is false", stepResult(t, res, "deploy").Reason)
 	assert.ErrorContains(t, stepResult(t, res, "announce").Err, "step deploy was skipped, so its output url does not exist")
 
 	res, err = runLocal(t, build(), pipeline.SetParam("deploy", "yes"))
 	require.NoError(t, err)
-	assert.Equal(t, pipeline.PhaseSucceeded, stepResult(t, res, "deploy").Phase)
+	assert.Equal(t, cube.Succeeded, stepResult(t, res, "deploy").Phase)
 
 	bad := pipeline.Func("bad", func(context.Context, *pipeline.Task) error { return nil }).When(pipeline.ParamRef("x") + " == 1")
 	res, err = runLocal(t, pipeline.New("when").Param("x", "a-b").Step(bad))
@@ -661,7 +663,7 @@ func TestRunFailFast(t *testing.T) {
 	later := pipeline.Func("later", func(context.Context, *pipeline.Task) error { return nil })
 	res, err := runLocal(t, pipeline.New("ff").Step(fail, later), pipeline.Parallelism(1))
 	require.Error(t, err)
-	assert.Equal(t, map[string]pipeline.Phase{"fail": pipeline.PhaseFailed, "later": pipeline.PhaseOmitted}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"fail": cube.Failed, "later": pipeline.Omitted}, statuses(res))
 	assert.Equal(t, "step fail failed", stepResult(t, res, "later").Reason)
 
 	// Steps already running finish.
@@ -674,7 +676,7 @@ func TestRunFailFast(t *testing.T) {
 	failAfter := pipeline.Func("fail", func(context.Context, *pipeline.Task) error { <-started; return errors.New("no") })
 	res, err = runLocal(t, pipeline.New("ff").Step(slow, failAfter), pipeline.Parallelism(2))
 	require.Error(t, err)
-	assert.Equal(t, map[string]pipeline.Phase{"slow": pipeline.PhaseSucceeded, "fail": pipeline.PhaseFailed}, statuses(res))
+	assert.Equal(t, map[string]cube.Phase{"slow": cube.Succeeded, "fail": cube.Failed}, statuses(res))
 }
 
 func TestRunExitHandler(t *testing.T) {
@@ -702,12 +704,12 @@ func TestRunExitHandler(t *testing.T) {
 		assert.Equal(t, tc.fail, err != nil)
 		assert.Equal(t, tc.want+" notify", got)
 		assert.Equal(t, []string{"work", "exit"}, order)
-		assert.Equal(t, pipeline.PhaseSucceeded, stepResult(t, res, "exit").Phase)
+		assert.Equal(t, cube.Succeeded, stepResult(t, res, "exit").Phase)
 	}
 	failingExit := pipeline.Func("exit", func(context.Context, *pipeline.Task) error { return errors.New("pager down") })
 	res, err := runLocal(t, pipeline.New("notify").Step(pipeline.Func("w", func(context.Context, *pipeline.Task) error { return nil })).OnExit(failingExit))
 	require.ErrorContains(t, err, "pager down")
-	assert.Equal(t, pipeline.PhaseFailed, res.Phase, "a failing exit handler fails the run")
+	assert.Equal(t, cube.Failed, res.Phase, "a failing exit handler fails the run")
 }
 
 func TestRunWorkloadSteps(t *testing.T) {
@@ -752,7 +754,7 @@ func TestRunPrinter(t *testing.T) {
 			return errors.New("blip")
 		}
 		return nil
-	}).Retry(pipeline.Retry{Limit: 1, Backoff: time.Millisecond}).After(ok)
+	}).Retry(retry.Policy{Limit: 1, Backoff: time.Millisecond}).After(ok)
 	skip := pipeline.Func("skip", func(context.Context, *pipeline.Task) error { return nil }).When("1 == 2").After(flaky)
 	fail := pipeline.Func("fail", func(context.Context, *pipeline.Task) error { return errors.New("bad") }).After(skip)
 	_, err := pipeline.New("print").Step(ok, flaky, skip, fail).
@@ -785,14 +787,4 @@ func TestRunRayJobEntrypoint(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "workspace", "ray"))
 	require.NoError(t, err)
 	assert.Equal(t, "ray \n", string(b), "a RayJob runs its entrypoint through sh -c")
-}
-
-func TestPipelineSteps(t *testing.T) {
-	a, b := ctr("a"), ctr("b")
-	p := pipeline.New("p").Step(a, b)
-	steps := p.Steps()
-	require.Len(t, steps, 2)
-	assert.Same(t, a, steps[0].(*pipeline.ContainerStep))
-	steps[0] = ctr("other")
-	assert.Equal(t, "a", p.Steps()[0].Name(), "Steps returns a copy")
 }

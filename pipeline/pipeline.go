@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"errors"
-	"slices"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -28,7 +27,7 @@ type Pipeline struct {
 	workspace      *Workspace
 	parallelism    int
 	parallelismSet bool
-	ttl            ttl
+	ttl            *time.Duration
 	podGC          PodGCStrategy
 	serviceAccount string
 	executorRBAC   bool
@@ -49,10 +48,6 @@ func setNamed(list []namedValue, v namedValue) []namedValue {
 		}
 	}
 	return append(list, v)
-}
-
-type ttl struct {
-	completion, success, failure *time.Duration
 }
 
 // Workspace is a volume shared by every container step of a run: Argo
@@ -146,30 +141,15 @@ func (p *Pipeline) Parallelism(n int) *Pipeline {
 	return p
 }
 
-// TTL deletes a finished Workflow after d (ttlStrategy.secondsAfterCompletion).
-func (p *Pipeline) TTL(d time.Duration) *Pipeline {
+// TTLAfterFinished deletes a Workflow d after it finished, succeeded or
+// failed (ttlStrategy.secondsAfterCompletion, whole seconds rounded up;
+// argo-workflows v3.7.6 pkg/apis/workflow/v1alpha1/workflow_types.go,
+// TTLStrategy). A local run keeps its directory.
+func (p *Pipeline) TTLAfterFinished(d time.Duration) *Pipeline {
 	if p == nil {
 		return nil
 	}
-	p.ttl.completion = &d
-	return p
-}
-
-// TTLAfterSuccess deletes a succeeded Workflow after d.
-func (p *Pipeline) TTLAfterSuccess(d time.Duration) *Pipeline {
-	if p == nil {
-		return nil
-	}
-	p.ttl.success = &d
-	return p
-}
-
-// TTLAfterFailure deletes a failed Workflow after d.
-func (p *Pipeline) TTLAfterFailure(d time.Duration) *Pipeline {
-	if p == nil {
-		return nil
-	}
-	p.ttl.failure = &d
+	p.ttl = &d
 	return p
 }
 
@@ -197,7 +177,8 @@ func (p *Pipeline) ServiceAccount(name string) *Pipeline {
 
 // ExecutorRBAC makes Objects also render the service account the pipeline
 // runs under, with a Role and RoleBinding granting it exactly what Argo's
-// executor needs: see ExecutorRules. The account is the one named with
+// executor needs (create and patch on workflowtaskresults; create and get
+// on each kind its workload steps run). The account is the one named with
 // ServiceAccount, or PIPELINE-executor when none is named; the Role and the
 // RoleBinding have its name.
 func (p *Pipeline) ExecutorRBAC() *Pipeline {
@@ -217,14 +198,6 @@ func (p *Pipeline) OnExit(step Step) *Pipeline {
 	}
 	p.onExit, p.onExitSet = step, true
 	return p
-}
-
-// Steps returns the pipeline's steps in order (a fresh slice).
-func (p *Pipeline) Steps() []Step {
-	if p == nil {
-		return nil
-	}
-	return slices.Clone(p.steps)
 }
 
 // errNilPipeline is what every method that validates returns on a nil

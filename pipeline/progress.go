@@ -18,8 +18,8 @@ const (
 	EventSucceeded EventType = "succeeded"
 	EventFailed    EventType = "failed"
 	// EventSkipped: the step (or item) did not run: its When was false
-	// (PhaseSkipped), an earlier run had done it (PhaseCached), or it was
-	// omitted (PhaseOmitted). Reason says which.
+	// (Skipped), an earlier run had done it (Cached), or it was
+	// omitted (Omitted). Reason says which.
 	EventSkipped EventType = "skipped"
 )
 

@@ -16,7 +16,7 @@ import (
 // pipeline names none.
 const executorSuffix = "-executor"
 
-// ExecutorRules returns the RBAC rules Argo's executor (v3.7, emissary)
+// executorRulesOf returns the RBAC rules Argo's executor (v3.7, emissary)
 // needs to run the pipeline, freshly allocated:
 //
 //   - create and patch on argoproj.io workflowtaskresults, where every pod
@@ -35,7 +35,7 @@ const executorSuffix = "-executor"
 // The objects Objects renders around the jobs (ConfigMaps, Services…) are
 // applied with the pipeline by whoever applies it, not by the executor, so
 // they need no rule here. A pipeline that does not validate has no rules.
-func (p *Pipeline) ExecutorRules() []rbacv1.PolicyRule {
+func (p *Pipeline) executorRulesOf() []rbacv1.PolicyRule {
 	if p == nil {
 		return nil
 	}

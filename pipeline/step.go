@@ -8,14 +8,14 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/retry"
 )
 
 // Step is one node of a pipeline: a *ContainerStep, a *WorkloadStep or a
 // *FuncStep. The interface is sealed; build steps with Container, Workload
 // and Func.
 type Step interface {
-	// Name returns the step name given to the constructor.
-	Name() string
+	name() string
 	core() *stepCore
 	made() bool
 }
@@ -25,7 +25,8 @@ type stepCore struct {
 	name       string
 	after      []Step
 	outputs    []string
-	retry      *Retry
+	retry      *retry.Policy
+	retryOn    RetryCondition
 	timeout    time.Duration
 	timeoutSet bool
 	when       string
@@ -63,8 +64,8 @@ func (s *StepOptions[T]) ret() *T {
 	return s.self
 }
 
-// Name returns the step name given to the constructor.
-func (s *StepOptions[T]) Name() string { return s.c.name }
+// name returns the step name given to the constructor.
+func (s *StepOptions[T]) name() string { return s.c.name }
 
 // After makes the step wait for steps (appends). Dependencies are also
 // inferred from the outputs a step uses, so After is only needed when a step
@@ -94,8 +95,14 @@ func (s *StepOptions[T]) Output(name string) string {
 	return "{{steps." + s.c.name + ".outputs." + name + "}}"
 }
 
-// Retry sets how a failed step is retried (Argo's retryStrategy).
-func (s *StepOptions[T]) Retry(r Retry) *T { s.c.retry = &r; return s.ret() }
+// Retry sets how often a failed step is tried again and how long it waits
+// between tries (Argo's retryStrategy: limit and backoff); RetryOn says
+// which failures count.
+func (s *StepOptions[T]) Retry(p retry.Policy) *T { s.c.retry = &p; return s.ret() }
+
+// RetryOn sets which failures Retry retries (Argo's retryPolicy); the
+// default is OnFailure. It needs Retry.
+func (s *StepOptions[T]) RetryOn(c RetryCondition) *T { s.c.retryOn = c; return s.ret() }
 
 // ActiveDeadline bounds each attempt of the step (Argo's activeDeadlineSeconds,
 // rounded up to whole seconds; locally the exact duration), the word
@@ -136,48 +143,19 @@ func (s *StepOptions[T]) Parallelism(n int) *T {
 	return s.ret()
 }
 
-// RetryPolicy says which failures are retried (Argo's retryPolicy).
-type RetryPolicy string
+// RetryCondition says which failures of a step are retried (Argo's
+// retryPolicy).
+type RetryCondition string
 
-// Retry policies. Locally a failure is a non-zero exit, a function's error or
-// a timeout; an error is a step that could not start (a missing executable).
+// Retry conditions. Locally a failure is a non-zero exit, a function's error
+// or a timeout; an error is a step that could not start (a missing
+// executable).
 const (
-	RetryOnFailure        RetryPolicy = "OnFailure"
-	RetryOnError          RetryPolicy = "OnError"
-	RetryOnTransientError RetryPolicy = "OnTransientError"
-	RetryAlways           RetryPolicy = "Always"
+	OnFailure        RetryCondition = "OnFailure"
+	OnError          RetryCondition = "OnError"
+	OnTransientError RetryCondition = "OnTransientError"
+	Always           RetryCondition = "Always"
 )
-
-// Retry is a retry strategy: up to Limit more attempts, waiting Backoff,
-// multiplied by Factor after each retry and capped at MaxBackoff; no retry
-// starts after MaxDuration from the first attempt.
-type Retry struct {
-	Limit       int
-	Policy      RetryPolicy // default RetryOnFailure
-	Backoff     time.Duration
-	Factor      int // default 1
-	MaxBackoff  time.Duration
-	MaxDuration time.Duration
-}
-
-// delay returns the wait before retry n (1-based).
-func (r Retry) delay(n int) time.Duration {
-	d := r.Backoff
-	factor := r.Factor
-	if factor < 1 {
-		factor = 1
-	}
-	for i := 1; i < n; i++ {
-		d *= time.Duration(factor)
-		if r.MaxBackoff > 0 && d >= r.MaxBackoff {
-			return r.MaxBackoff
-		}
-	}
-	if r.MaxBackoff > 0 && d > r.MaxBackoff {
-		return r.MaxBackoff
-	}
-	return d
-}
 
 // ContainerStep runs one container: the shared pod settings of pod.Builder
 // (image, command, args, env, resources, hardware, volumes…) plus the step
@@ -187,9 +165,6 @@ type ContainerStep struct {
 	pod.Builder[ContainerStep]
 	StepOptions[ContainerStep]
 }
-
-// Name returns the step name given to Container.
-func (c *ContainerStep) Name() string { return c.StepOptions.Name() }
 
 // Container returns a container step named name.
 func Container(name string) *ContainerStep {

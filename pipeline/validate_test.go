@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -166,7 +168,7 @@ func TestValidateFunctionStepNamesStep(t *testing.T) {
 
 func TestValidateStepSettings(t *testing.T) {
 	s := ctr("s").
-		Retry(pipeline.Retry{Limit: -1, Backoff: -time.Second, Factor: -2, MaxBackoff: -time.Second, MaxDuration: -time.Second, Policy: "Sometimes"}).
+		Retry(retry.Policy{Limit: -1, Backoff: -time.Second, Factor: -2, MaxBackoff: -time.Second, MaxDuration: -time.Second}).RetryOn("Sometimes").
 		ActiveDeadline(0).
 		Parallelism(2).
 		When("{{params.x}} ==").
@@ -176,12 +178,12 @@ func TestValidateStepSettings(t *testing.T) {
 	r := ctr("r").ForEachIn(pipeline.ItemRef)
 	_, err := pipeline.New("p").Param("x", "1").Step(s, e, q, r).Build()
 	requireErrors(t, err,
-		wantErr{field.ErrorTypeInvalid, "steps[0].retry.limit", "must be between 0 and 2^31-1"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].retry.limit", "must not be negative"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.backoff", "must not be negative"},
-		wantErr{field.ErrorTypeInvalid, "steps[0].retry.factor", "must be between 0 and 2^31-1"},
+		wantErr{field.ErrorTypeInvalid, "steps[0].retry.factor", "must not be negative"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxBackoff", "must not be negative"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].retry.maxDuration", "must not be negative"},
-		wantErr{field.ErrorTypeNotSupported, "steps[0].retry.policy", "Sometimes"},
+		wantErr{field.ErrorTypeNotSupported, "steps[0].retryOn", "Sometimes"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].activeDeadline", "must be positive"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].parallelism", "applies only to a step with ForEach"},
 		wantErr{field.ErrorTypeInvalid, "steps[0].when", "unexpected end of expression"},
@@ -199,7 +201,7 @@ func TestValidatePipelineSettings(t *testing.T) {
 		Param("bad param!", "v").
 		Step(ctr("s")).
 		Parallelism(0).
-		TTL(-time.Second).TTLAfterSuccess(time.Duration(1 << 62)).
+		TTLAfterFinished(-time.Second).
 		PodGC("Sometimes").
 		Workspace(pipeline.Workspace{MountPath: "relative"})
 	_, err := p.Build()
@@ -209,8 +211,7 @@ func TestValidatePipelineSettings(t *testing.T) {
 		wantErr{field.ErrorTypeInvalid, "metadata.annotations[bad key!]", "bad key!"},
 		wantErr{field.ErrorTypeInvalid, "params[0].name", "letters, digits"},
 		wantErr{field.ErrorTypeInvalid, "parallelism", "at least 1"},
-		wantErr{field.ErrorTypeInvalid, "ttl", "between 0 and 2^31-1 seconds"},
-		wantErr{field.ErrorTypeInvalid, "ttlAfterSuccess", "between 0 and 2^31-1 seconds"},
+		wantErr{field.ErrorTypeInvalid, "ttlAfterFinished", "between 0 and 2^31-1 seconds"},
 		wantErr{field.ErrorTypeRequired, "workspace.size", "needs a size"},
 		wantErr{field.ErrorTypeInvalid, "workspace.mountPath", "absolute path"},
 		wantErr{field.ErrorTypeNotSupported, "podGC", "Sometimes"},

@@ -80,12 +80,6 @@ func TestPlaceholders(t *testing.T) {
 	}
 }
 
-func TestRetryDelay(t *testing.T) {
-	r := Retry{Backoff: 10, Factor: 3, MaxBackoff: 200}
-	assert.Equal(t, []int64{10, 30, 90, 200, 200}, []int64{int64(r.delay(1)), int64(r.delay(2)), int64(r.delay(3)), int64(r.delay(4)), int64(r.delay(5))})
-	assert.Equal(t, int64(10), int64(Retry{Backoff: 10}.delay(4)), "factor defaults to 1")
-}
-
 func TestParseRefErrors(t *testing.T) {
 	for inner, msg := range map[string]string{
 		"params.":          "malformed placeholder {{params.}}",

@@ -117,7 +117,7 @@ func algorithms() map[string]func(e *tune.Experiment) *tune.Experiment {
 func trials() map[string]func(name string, e *tune.Experiment) *tune.Experiment {
 	place := func(e *tune.Experiment) []tune.Placement {
 		var out []tune.Placement
-		for i, p := range e.Space() {
+		for i, p := range tune.SpaceOf(e) {
 			if i%2 == 0 {
 				out = append(out, tune.Arg(p.Name(), "--"+p.Name()))
 			} else {
@@ -158,7 +158,7 @@ func TestAppliedStrictly(t *testing.T) {
 				e := tune.New(name).Namespace(ns).
 					Objective(tune.Maximize("accuracy").Also("loss")).
 					EarlyStop(tune.MedianStop().MinTrials(2).StartStep(2)).
-					Parallelism(3).MaxTrials(6).MaxFailed(1).Resume(tune.LongRunning)
+					Parallelism(3).MaxTrials(6).MaxFailedTrials(1).Resume(tune.LongRunning)
 				e = kind(name+"-trial", alg(e))
 				objs, err := e.Objects()
 				require.NoError(t, err)
@@ -177,7 +177,7 @@ func TestAppliedStrictly(t *testing.T) {
 				require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored))
 				assert.Equal(t, algName, stored.Spec.Algorithm.AlgorithmName)
 				assert.Equal(t, exp.Spec.TrialTemplate.PrimaryContainerName, stored.Spec.TrialTemplate.PrimaryContainerName)
-				assert.Len(t, stored.Spec.TrialTemplate.TrialParameters, len(e.Space()))
+				assert.Len(t, stored.Spec.TrialTemplate.TrialParameters, len(tune.SpaceOf(e)))
 			})
 		}
 	}

@@ -218,23 +218,57 @@ func benchSeeds(tb testing.TB) (int, []string) {
 // so it is the sampler's). Run with
 //
 //	go test ./tune -run '^$' -bench AgainstOptuna -benchtime 1x
+//
+// The local tuner's runs are the sub-benchmark cube, Optuna's the
+// baseline; the table compares both.
 func BenchmarkAgainstOptuna(b *testing.B) {
 	py := optunaPython(b)
 	budgets := []int{25, 50, 100}
 	first, names := benchSeeds(b)
-	for range b.N {
-		runs := append(localRuns(b, names, first, 20, budgets), optunaRuns(b, py, first, 20, budgets)...)
-		// Printed, not logged: the benchmark log keeps only its first lines.
-		fmt.Print(summarize(runs, budgets).table(budgets))
-	}
+	var local, optuna []run
+	b.Run("cube", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			local = localRuns(b, names, first, 20, budgets)
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			optuna = optunaRuns(b, py, first, 20, budgets)
+		}
+	})
+	// Printed, not logged: the benchmark log keeps only its first lines.
+	fmt.Print(summarize(append(local, optuna...), budgets).table(budgets))
 }
 
 // BenchmarkLocalSamplers is the local half of BenchmarkAgainstOptuna, for
-// a quick look without Optuna.
+// a quick look without Optuna: the model-based samplers (cube) against
+// uniform random sampling (baseline), which any sampler must beat.
 func BenchmarkLocalSamplers(b *testing.B) {
 	budgets := []int{25, 50, 100}
 	first, names := benchSeeds(b)
-	for range b.N {
-		fmt.Print(summarize(localRuns(b, names, first, 20, budgets), budgets).table(budgets))
+	var models, random []string
+	for _, n := range names {
+		if n == "cube-random" {
+			random = append(random, n)
+		} else {
+			models = append(models, n)
+		}
 	}
+	var runs []run
+	for _, sub := range []struct {
+		name     string
+		samplers []string
+	}{{"cube", models}, {"baseline", random}} {
+		b.Run(sub.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var got []run
+			for range b.N {
+				got = localRuns(b, sub.samplers, first, 20, budgets)
+			}
+			runs = append(runs, got...)
+		})
+	}
+	fmt.Print(summarize(runs, budgets).table(budgets))
 }

@@ -21,7 +21,7 @@ func TestPyTorchTrialFields(t *testing.T) {
 		Algorithm(tune.TPE().Seed(1)).
 		Param(tune.Float("lr", 1e-5, 1e-2).Log(), tune.Int("layers", 2, 8).Step(2), tune.Choice("optimizer", "adam", "sgd"), tune.Discrete("batch", 32, 64)).
 		Trial(pytorch("mnist-trial"), tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"), tune.Env("optimizer", "OPTIMIZER"), tune.Env("batch", "BATCH")).
-		Parallelism(4).MaxTrials(40).MaxFailed(3).Resume(tune.FromVolume).RetainTrials().
+		Parallelism(4).MaxTrials(40).MaxFailedTrials(3).Resume(tune.FromVolume).RetainTrials().
 		Build()
 	require.NoError(t, err)
 	assert.Equal(t, "kubeflow.org/v1beta1", exp.APIVersion)
@@ -215,12 +215,12 @@ func TestValidation(t *testing.T) {
 			"spec.parameters[14].feasibleSpace.step: Invalid value: -1: must be a positive finite number",
 			`spec.parameters[3].feasibleSpace.step: Invalid value: 2: random, parameter "step": Katib's hyperopt service draws round(uniform(min, max)/step)·step`,
 		}},
-		"counts": {func() *tune.Experiment { return baseExperiment("n").Parallelism(0).MaxTrials(0).MaxFailed(-1) }, []string{
+		"counts": {func() *tune.Experiment { return baseExperiment("n").Parallelism(0).MaxTrials(0).MaxFailedTrials(-1) }, []string{
 			"spec.parallelTrialCount: Invalid value: 0: must be at least 1",
 			"spec.maxTrialCount: Invalid value: 0: must be at least 1",
 			"spec.maxFailedTrialCount: Invalid value: -1: must be at least 0",
 		}},
-		"counts exceed": {func() *tune.Experiment { return baseExperiment("n").Parallelism(5).MaxTrials(4).MaxFailed(5) }, []string{
+		"counts exceed": {func() *tune.Experiment { return baseExperiment("n").Parallelism(5).MaxTrials(4).MaxFailedTrials(5) }, []string{
 			"spec.parallelTrialCount: Invalid value: 5: must not exceed maxTrialCount",
 			"spec.maxFailedTrialCount: Invalid value: 5: must not exceed maxTrialCount",
 		}},

@@ -151,7 +151,7 @@ func renderedExperiments(t *testing.T) map[string]*tune.Experiment {
 			name := algName + "-" + kindName
 			e := tune.New("c").Objective(tune.Maximize("accuracy").Also("loss")).
 				EarlyStop(tune.MedianStop().MinTrials(2).StartStep(2)).
-				Parallelism(3).MaxTrials(6).MaxFailed(1).Resume(tune.LongRunning)
+				Parallelism(3).MaxTrials(6).MaxFailedTrials(1).Resume(tune.LongRunning)
 			out[name] = kind("trial", alg(e))
 		}
 	}

@@ -16,7 +16,7 @@
 //			tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"),
 //			tune.Env("optimizer", "OPTIMIZER")).
 //		EarlyStop(tune.MedianStop()).
-//		Parallelism(4).MaxTrials(40).MaxFailed(3)
+//		Parallelism(4).MaxTrials(40).MaxFailedTrials(3)
 //	rel, err := client.Apply(ctx, exp)
 //
 // # Search space and objective
@@ -102,7 +102,7 @@
 // (Run), a local process (RunCommand: a command line, parameters placed
 // with Arg, Env and Ref) or any cube Workload an Experiment could run
 // (RunWorkload: its job's main container's command). Processes and
-// workloads run as one-step pipelines on pipeline's local runner, and print
+// workloads run as local processes (package pipeline/local), and print
 // their metrics as Katib's StdOut collector reads them (name=value); each
 // value of the objective is a report as it is printed, and the trial's
 // value is the best, as Katib's default metric strategy.

@@ -27,7 +27,7 @@ func ExampleNew() {
 		).
 		Trial(batchJob("mnist"), tune.Arg("lr", "--lr"), tune.Env("optimizer", "OPTIMIZER")).
 		EarlyStop(tune.MedianStop().MinTrials(3)).
-		Parallelism(2).MaxTrials(20).MaxFailed(2)
+		Parallelism(2).MaxTrials(20).MaxFailedTrials(2)
 	if err := cube.Render(os.Stdout, exp); err != nil {
 		fmt.Println(err)
 	}

@@ -180,8 +180,8 @@ func (e *Experiment) MaxTrials(n int) *Experiment {
 	return e
 }
 
-// MaxFailed sets how many trials may fail before the experiment fails.
-func (e *Experiment) MaxFailed(n int) *Experiment {
+// MaxFailedTrials sets how many trials may fail before the experiment fails.
+func (e *Experiment) MaxFailedTrials(n int) *Experiment {
 	if e == nil {
 		return nil
 	}
@@ -207,8 +207,8 @@ func (e *Experiment) RetainTrials() *Experiment {
 	return e
 }
 
-// Space returns a copy of the search space, which the local tuner shares.
-func (e *Experiment) Space() []Param {
+// space returns a copy of the search space, which the local tuner shares.
+func (e *Experiment) space() []Param {
 	if e == nil {
 		return nil
 	}

@@ -58,7 +58,7 @@ func (in experimentInput) experiment() *tune.Experiment {
 	return tune.New(in.name).Objective(objective).Algorithm(algorithm).
 		Param(fp, tune.Int(in.intName, in.imin, in.imax), tune.Choice("opt", in.c1, in.c2)).
 		Trial(batchJob("trial"), tune.Arg(in.floatName, "--f"), tune.Env(in.intName, "INT_PARAM"), tune.Env("opt", "OPT")).
-		Parallelism(int(in.parallel)).MaxTrials(int(in.maxTrials)).MaxFailed(int(in.maxFailed))
+		Parallelism(int(in.parallel)).MaxTrials(int(in.maxTrials)).MaxFailedTrials(int(in.maxFailed))
 }
 
 // experimentSeeds are FuzzExperiment's seeds; TestFuzzCorpusApplies runs
@@ -151,7 +151,7 @@ func FuzzLocal(f *testing.F) {
 		}
 		require.Len(t, res.Trials, trials)
 		for _, r := range res.Trials {
-			require.NotEqual(t, tune.TrialFailed, r.State, "trial %d: %v", r.Number, r.Err)
+			require.NotEqual(t, cube.Failed, r.State, "trial %d: %v", r.Number, r.Err)
 			x := r.Float("x")
 			require.True(t, x >= math.Min(lo, hi) && x <= math.Max(lo, hi), "x=%v outside [%v, %v]", x, lo, hi)
 			require.True(t, r.Int("n") >= imin && r.Int("n") <= imax, "n=%d outside [%d, %d]", r.Int("n"), imin, imax)

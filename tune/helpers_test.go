@@ -77,7 +77,7 @@ func baseExperiment(name string) *tune.Experiment {
 		Objective(tune.Maximize("accuracy").Goal(0.95).Also("loss")).
 		Param(tune.Float("lr", 1e-5, 1e-2).Log(), tune.Int("layers", 2, 8), tune.Choice("optimizer", "adam", "sgd")).
 		Trial(batchJob("train"), tune.Arg("lr", "--lr"), tune.Arg("layers", "--layers"), tune.Env("optimizer", "OPTIMIZER")).
-		Parallelism(2).MaxTrials(12).MaxFailed(3)
+		Parallelism(2).MaxTrials(12).MaxFailedTrials(3)
 }
 
 // pbtExperiment is a valid PBT experiment over a batch Job.

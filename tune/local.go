@@ -1,172 +1,17 @@
 package tune
 
 import (
+	"github.com/cubestudio/cube"
+
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"math/bits"
-	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
-
-// ErrPruned is what Trial.Report returns once early stopping stops the
-// trial; the trial function returns it (or any error wrapping it) and the
-// trial counts as early-stopped, not failed.
-var ErrPruned = errors.New("trial stopped early")
-
-// TrialPhase is how a local trial ended.
-type TrialPhase string
-
-// The states of a finished local trial.
-const (
-	TrialSucceeded    TrialPhase = "Succeeded"
-	TrialFailed       TrialPhase = "Failed"
-	TrialEarlyStopped TrialPhase = "EarlyStopped"
-)
-
-// Trial is one evaluation in a local study: its parameter values and a way
-// to report intermediate values.
-//
-// Float, Int and String return a value, not an error, to keep trial code
-// short; reading a parameter the space does not have, or one of another
-// kind, returns the zero value and fails the trial once it returns, with an
-// error naming the parameter, so that a misspelt name cannot turn the
-// search into the optimisation of a constant.
-type Trial struct {
-	Number  int
-	values  map[string]any
-	order   []string
-	study   *Local
-	prior   []TrialResult // the completed trials early stopping compares with
-	reports []float64
-	pruned  bool
-	misuse  []error // wrong reads and reports; they fail the trial
-}
-
-// param returns the value of the parameter name as a T, recording a misuse
-// when the trial has no such parameter or it is of another kind.
-func param[T any](t *Trial, method, name string) T {
-	var zero T
-	if t == nil {
-		return zero
-	}
-	v, ok := t.values[name]
-	if !ok {
-		t.misuse = append(t.misuse, fmt.Errorf("%s(%q): the search space has no such parameter (it has %q)", method, name, slices.Sorted(maps.Keys(t.values))))
-		return zero
-	}
-	x, ok := v.(T)
-	if !ok {
-		t.misuse = append(t.misuse, fmt.Errorf("%s(%q): the parameter is %s", method, name, kindReader(v)))
-		return zero
-	}
-	return x
-}
-
-func kindReader(v any) string {
-	switch v.(type) {
-	case int:
-		return "an Int: read it with Int"
-	case string:
-		return "a Choice: read it with String"
-	}
-	return "a Float or Discrete: read it with Float"
-}
-
-// Float returns the value of a Float or Discrete parameter. Any other name
-// returns 0 and fails the trial.
-func (t *Trial) Float(name string) float64 { return param[float64](t, "Float", name) }
-
-// Int returns the value of an Int parameter. Any other name returns 0 and
-// fails the trial.
-func (t *Trial) Int(name string) int { return param[int](t, "Int", name) }
-
-// String returns the value of a Choice parameter. Any other name returns
-// "" and fails the trial.
-func (t *Trial) String(name string) string { return param[string](t, "String", name) }
-
-// Values returns the parameter values formatted as Katib assigns them.
-func (t *Trial) Values() map[string]string {
-	if t == nil {
-		return map[string]string{}
-	}
-	return formatValues(t.values)
-}
-
-// errNoStudy is what Report returns on a Trial that no study made.
-var errNoStudy = errors.New("report: the trial belongs to no study (trials come from Local.Run)")
-
-// Report records the objective's value after step (the first report is
-// step 1). With early stopping (MedianStop, HalvingStop, HyperbandStop) it
-// returns ErrPruned once the trial is stopped; the trial function should
-// then return.
-func (t *Trial) Report(value float64) error {
-	if t == nil || t.study == nil {
-		return errNoStudy
-	}
-	if math.IsNaN(value) || math.IsInf(value, 0) {
-		// Early stopping would compare it, and Katib's collectors would
-		// record it as text no service parses back: fail the trial.
-		err := fmt.Errorf("report %d: %v is not a finite number", len(t.reports)+1, value)
-		t.misuse = append(t.misuse, err)
-		return err
-	}
-	t.reports = append(t.reports, value)
-	if t.pruned {
-		return ErrPruned
-	}
-	if es := t.study.earlyStopping; es != nil && t.study.stops(*es, t.Number, t.reports, t.prior) {
-		t.pruned = true
-		return ErrPruned
-	}
-	return nil
-}
-
-func medianOf(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// TrialResult is a finished local trial.
-type TrialResult struct {
-	Number  int
-	Values  map[string]string // as Katib assigns them
-	Value   float64           // the objective value (NaN unless Succeeded)
-	State   TrialPhase
-	Reports []float64
-	Err     error
-	params  map[string]any
-}
-
-// Float returns the value of a Float or Discrete parameter (0 if absent).
-func (r TrialResult) Float(name string) float64 { v, _ := r.params[name].(float64); return v }
-
-// Int returns the value of an Int parameter (0 if absent).
-func (r TrialResult) Int(name string) int { v, _ := r.params[name].(int); return v }
-
-// String returns the value of a Choice parameter ("" if absent).
-func (r TrialResult) String(name string) string { v, _ := r.params[name].(string); return v }
-
-// Result is a finished local study.
-type Result struct {
-	Trials []TrialResult // by trial number
-	Best   *TrialResult  // nil when no trial succeeded
-}
-
-// Func is a trial run as a Go function: it reads its parameters from the
-// trial and returns the objective value.
-type Func func(ctx context.Context, t *Trial) (float64, error)
 
 // Local is the in-process tuner: the same search space, objective,
 // algorithm and early stopping as an Experiment, with trials run as Go
@@ -471,7 +316,7 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 			defer wg.Done()
 			r := l.runOne(ctx, fn, t)
 			var err error
-			if store != nil && (r.State != TrialFailed || ctx.Err() == nil) {
+			if store != nil && (r.State != cube.Failed || ctx.Err() == nil) {
 				err = store.append(r)
 			}
 			mu.Lock()
@@ -500,7 +345,7 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 	}
 	for i := range out.Trials {
 		r := &out.Trials[i]
-		if r.State == TrialSucceeded && (out.Best == nil || l.objective.better(r.Value, out.Best.Value)) {
+		if r.State == cube.Succeeded && (out.Best == nil || l.objective.better(r.Value, out.Best.Value)) {
 			out.Best = r
 		}
 	}
@@ -520,7 +365,7 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 // holds nothing to choose from, and the cause is most often one bug in the
 // trial function, which the first failure names.
 func allFailed(trials []TrialResult) error {
-	if len(trials) == 0 || slices.ContainsFunc(trials, func(r TrialResult) bool { return r.State != TrialFailed }) {
+	if len(trials) == 0 || slices.ContainsFunc(trials, func(r TrialResult) bool { return r.State != cube.Failed }) {
 		return nil
 	}
 	return fmt.Errorf("all %d trials failed; the first: %w", len(trials), trials[0].Err)
@@ -535,15 +380,15 @@ func (l *Local) progress(results []TrialResult, done []bool, resumed, running in
 		}
 		p.Finished++
 		switch r.State {
-		case TrialSucceeded:
+		case cube.Succeeded:
 			p.Succeeded++
 			if p.Best == nil || l.objective.better(r.Value, p.Best.Value) {
 				best := r
 				p.Best = &best
 			}
-		case TrialFailed:
+		case cube.Failed:
 			p.Failed++
-		case TrialEarlyStopped:
+		case EarlyStopped:
 			p.EarlyStopped++
 		}
 	}
@@ -564,25 +409,25 @@ func (l *Local) runOne(ctx context.Context, fn Func, t *Trial) (r TrialResult) {
 	r = TrialResult{Number: t.Number, Values: formatValues(t.values), Value: math.NaN(), params: t.values}
 	defer func() {
 		if p := recover(); p != nil {
-			r.State, r.Err = TrialFailed, fmt.Errorf("trial %d panicked: %v", t.Number, p)
+			r.State, r.Err = cube.Failed, fmt.Errorf("trial %d panicked: %v", t.Number, p)
 		}
 		r.Reports = slices.Clone(t.reports)
 	}()
 	v, err := fn(ctx, t)
 	switch {
 	case len(t.misuse) > 0:
-		r.State, r.Err = TrialFailed, fmt.Errorf("trial %d: %w", t.Number, errors.Join(append(t.misuse, err)...))
+		r.State, r.Err = cube.Failed, fmt.Errorf("trial %d: %w", t.Number, errors.Join(append(t.misuse, err)...))
 	case errors.Is(err, ErrPruned) || (err == nil && t.pruned):
-		r.State = TrialEarlyStopped
+		r.State = EarlyStopped
 		if len(t.reports) > 0 {
 			r.Value = t.reports[len(t.reports)-1]
 		}
 	case err != nil:
-		r.State, r.Err = TrialFailed, err
+		r.State, r.Err = cube.Failed, err
 	case math.IsNaN(v) || math.IsInf(v, 0):
-		r.State, r.Err = TrialFailed, fmt.Errorf("trial %d returned %v", t.Number, v)
+		r.State, r.Err = cube.Failed, fmt.Errorf("trial %d returned %v", t.Number, v)
 	default:
-		r.State, r.Value = TrialSucceeded, v
+		r.State, r.Value = cube.Succeeded, v
 	}
 	return r
 }
@@ -600,175 +445,4 @@ func formatValues(values map[string]any) map[string]string {
 		}
 	}
 	return out
-}
-
-// sampler proposes trial i's values from the finished trials it may see.
-// pending holds the values of the trials sampled before i that it may not
-// see (they are running), when the constant liar is on.
-type sampler interface {
-	sample(i int, history []TrialResult, pending []map[string]any) map[string]any
-}
-
-func newSampler(l *Local) sampler {
-	switch l.algorithm.name {
-	case AlgorithmGrid:
-		return newGridSampler(l)
-	case AlgorithmTPE:
-		return &tpeSampler{l: l}
-	case AlgorithmMultivariateTPE:
-		return &tpeSampler{l: l, multivariate: true}
-	case AlgorithmSobol:
-		return newSobolSampler(l)
-	case AlgorithmCMAES:
-		return newCMASampler(l)
-	case AlgorithmBayesian:
-		return &gpSampler{l: l}
-	}
-	return &randomSampler{l: l}
-}
-
-// rngFor is the random stream of trial i: the same for a seed whatever the
-// order trials run in.
-func (l *Local) rngFor(i int, stream uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(l.seed, uint64(i)<<8|stream))
-}
-
-type randomSampler struct{ l *Local }
-
-func (s *randomSampler) sample(i int, _ []TrialResult, _ []map[string]any) map[string]any {
-	rng := s.l.rngFor(i, 0)
-	u := make([]float64, len(s.l.params))
-	for d := range u {
-		u[d] = rng.Float64()
-	}
-	return fromUnit(s.l.params, u)
-}
-
-// fromUnit maps a point of the unit cube to parameter values: uniform (or
-// log-uniform) over numeric ranges, steps and lists by equal slices.
-func fromUnit(params []Param, u []float64) map[string]any {
-	out := make(map[string]any, len(params))
-	for d, p := range params {
-		out[p.name] = p.fromUnit(u[d])
-	}
-	return out
-}
-
-func (p Param) fromUnit(u float64) any {
-	switch p.kind {
-	case ChoiceKind:
-		return p.choices[min(int(u*float64(len(p.choices))), len(p.choices)-1)]
-	case DiscreteKind:
-		return p.values[min(int(u*float64(len(p.values))), len(p.values)-1)]
-	}
-	lo, hi := p.min, p.max
-	if p.kind == IntKind {
-		lo, hi = lo-0.5, hi+0.5 // equal mass for every integer
-	}
-	x := lo + u*(hi-lo)
-	if p.log {
-		// lo is positive: a log-scaled Int starts at 1 or more.
-		x = math.Exp(math.Log(lo) + u*(math.Log(hi)-math.Log(lo)))
-	}
-	return p.snap(x)
-}
-
-// snap clips x into the range and onto the step or the integers.
-func (p Param) snap(x float64) any {
-	x = math.Min(math.Max(x, p.min), p.max)
-	if p.step != 0 {
-		x = p.min + math.Round((x-p.min)/p.step)*p.step
-		if x > p.max {
-			x -= p.step
-		}
-	}
-	if p.kind == IntKind {
-		return int(math.Round(x))
-	}
-	return x
-}
-
-// gridSampler walks the grid in a seeded order without listing it: trial
-// i takes point (a·i + b) mod total, a permutation of the grid for an a
-// prime to total, and decodes it into one index per parameter. Listing
-// and shuffling the points cost a million allocations for a grid of a
-// million points before the first trial (a fuzz execution took over go's
-// ten seconds under load), while a study visits a few hundred.
-type gridSampler struct {
-	l     *Local
-	sizes []uint64
-	total uint64
-	a, b  uint64
-}
-
-// maxGridTotal bounds the number of grid points: far more than any study
-// visits, and a·i stays exact in 128 bits.
-const maxGridTotal = 1 << 62
-
-func newGridSampler(l *Local) *gridSampler {
-	sizes := make([]uint64, len(l.params))
-	total := uint64(1)
-	for d, p := range l.params {
-		sizes[d] = uint64(max(p.gridSize(), 1))
-		if hi, lo := bits.Mul64(total, sizes[d]); hi != 0 || lo > maxGridTotal {
-			total = maxGridTotal
-		} else {
-			total = lo
-		}
-	}
-	rng := rand.New(rand.NewPCG(l.seed, 1<<62))
-	a := uint64(1)
-	if total > 2 {
-		for a = 1 + rng.Uint64N(total-1); gcd(a, total) != 1; a = 1 + rng.Uint64N(total-1) {
-		}
-	}
-	return &gridSampler{l: l, sizes: sizes, total: total, a: a, b: rng.Uint64N(total)}
-}
-
-func gcd(a, b uint64) uint64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
-}
-
-func (s *gridSampler) sample(i int, _ []TrialResult, _ []map[string]any) map[string]any {
-	hi, lo := bits.Mul64(s.a, uint64(i)%s.total)
-	k := (bits.Rem64(hi, lo, s.total) + s.b) % s.total
-	out := make(map[string]any, len(s.l.params))
-	for d := len(s.sizes) - 1; d >= 0; d-- {
-		p := s.l.params[d]
-		out[p.name] = p.gridValue(int(k % s.sizes[d]))
-		k /= s.sizes[d]
-	}
-	return out
-}
-
-func (p Param) gridValue(k int) any {
-	switch p.kind {
-	case ChoiceKind:
-		return p.choices[k]
-	case DiscreteKind:
-		return p.values[k]
-	case IntKind:
-		step := p.step
-		if step == 0 {
-			step = 1
-		}
-		return int(p.min + float64(k)*step)
-	}
-	return math.Min(p.min+float64(k)*p.step, p.max) // the last point may round past the bound
-}
-
-// sortByObjective returns the succeeded trials, best first (ties by
-// number, so the order is deterministic).
-func sortByObjective(o Objective, history []TrialResult) []TrialResult {
-	var ok []TrialResult
-	for _, r := range history {
-		if r.State == TrialSucceeded {
-			ok = append(ok, r)
-		}
-	}
-	sort.SliceStable(ok, func(a, b int) bool { return o.better(ok[a].Value, ok[b].Value) })
-	return ok
 }

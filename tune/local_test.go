@@ -1,6 +1,8 @@
 package tune_test
 
 import (
+	"github.com/cubestudio/cube"
+
 	"context"
 	"errors"
 	"fmt"
@@ -126,10 +128,10 @@ func TestLocalMedianStop(t *testing.T) {
 	stopped, succeeded := 0, 0
 	for _, r := range res.Trials {
 		switch r.State {
-		case tune.TrialEarlyStopped:
+		case tune.EarlyStopped:
 			stopped++
 			assert.Len(t, r.Reports, 2, "stopped at the start step")
-		case tune.TrialSucceeded:
+		case cube.Succeeded:
 			succeeded++
 			assert.Len(t, r.Reports, 10)
 		}
@@ -137,7 +139,7 @@ func TestLocalMedianStop(t *testing.T) {
 	assert.Greater(t, stopped, 5)
 	assert.Greater(t, succeeded, 3)
 	assert.Equal(t, int32(30), calls.Load())
-	assert.Equal(t, tune.TrialSucceeded, res.Best.State)
+	assert.Equal(t, cube.Succeeded, res.Best.State)
 }
 
 func TestLocalTrialFailures(t *testing.T) {
@@ -156,7 +158,7 @@ func TestLocalTrialFailures(t *testing.T) {
 		})
 	require.NoError(t, err)
 	assert.ErrorIs(t, res.Trials[0].Err, boom)
-	assert.Equal(t, tune.TrialFailed, res.Trials[0].State)
+	assert.Equal(t, cube.Failed, res.Trials[0].State)
 	assert.ErrorContains(t, res.Trials[1].Err, "trial 1 panicked: bad trial")
 	assert.ErrorContains(t, res.Trials[2].Err, "trial 2 returned NaN")
 	assert.Equal(t, 3, res.Best.Number)
@@ -183,7 +185,7 @@ func TestLocalFromExperiment(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Len(t, res.Trials, 15)
-	again, err := tune.NewLocal(tune.Maximize("accuracy"), e.Space()...).Algorithm(tune.TPE()).Trials(15).Parallelism(3).Seed(9).
+	again, err := tune.NewLocal(tune.Maximize("accuracy"), tune.SpaceOf(e)...).Algorithm(tune.TPE()).Trials(15).Parallelism(3).Seed(9).
 		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
 			return tr.Float("lr") * float64(tr.Int("layers")), nil
 		})
@@ -317,10 +319,10 @@ func TestTrialMisreadFailsTheTrial(t *testing.T) {
 					return tr.Float("lr") + float64(tr.Int("layers")), nil
 				})
 			require.NoError(t, err, "two trials succeeded")
-			assert.Equal(t, tune.TrialFailed, res.Trials[1].State)
+			assert.Equal(t, cube.Failed, res.Trials[1].State)
 			assert.EqualError(t, res.Trials[1].Err, "trial 1: "+c.want)
-			assert.Equal(t, tune.TrialSucceeded, res.Trials[0].State)
-			assert.Equal(t, tune.TrialSucceeded, res.Trials[2].State)
+			assert.Equal(t, cube.Succeeded, res.Trials[0].State)
+			assert.Equal(t, cube.Succeeded, res.Trials[2].State)
 		})
 	}
 	// Every read right: the values are the sampled ones, not zeros.
@@ -349,7 +351,7 @@ func TestReportRefusesNonFinite(t *testing.T) {
 	assert.EqualError(t, err, "run local study: all 1 trials failed; the first: trial 0: report 2: -Inf is not a finite number")
 	require.NotNil(t, res)
 	assert.Equal(t, []float64{0.5}, res.Trials[0].Reports)
-	assert.Equal(t, tune.TrialFailed, res.Trials[0].State)
+	assert.Equal(t, cube.Failed, res.Trials[0].State)
 }
 
 // TestLocalRunAllFailed: a study in which every trial failed is an error

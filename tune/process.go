@@ -16,10 +16,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/local"
 )
 
 // katibMetricFormat is Katib's default metrics format for the StdOut
@@ -30,10 +29,10 @@ var katibMetricFormat = regexp.MustCompile(`([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([E
 // RunCommand runs the study with every trial a local process: argv, in
 // which Ref placeholders are replaced by the trial's values, then each Arg
 // placement's flag and value appended, with each Env placement set in its
-// environment over the caller's. The process runs as a container step of a
-// one-step pipeline on pipeline's local runner (in the caller's working
-// directory; its log under the trial's run directory, beside the study
-// file or in a temporary directory removed after Run).
+// environment over the caller's. The process runs with pipeline/local.Run
+// (in the caller's working directory, in a process group of its own that is
+// killed when the trial stops; its log under the trial's run directory,
+// beside the study file or in a temporary directory removed after Run).
 //
 // The process prints its metrics as Katib's StdOut collector reads them:
 // name=value in Katib's default format, anywhere in its output (stdout and
@@ -57,24 +56,27 @@ func (l *Local) RunCommand(ctx context.Context, argv []string, places ...Placeme
 	}
 	argv = slices.Clone(argv)
 	places = slices.Clone(places)
-	return l.runSteps(ctx, func(t *Trial) pipeline.Step {
+	return l.runProcesses(ctx, func(t *Trial) (trialProcess, error) {
 		values := t.Values()
-		args := make([]string, 0, len(argv))
+		p := trialProcess{argv: make([]string, 0, len(argv))}
 		for _, a := range argv {
-			args = append(args, substitute(a, values, false))
+			p.argv = append(p.argv, substitute(a, values, false))
 		}
-		step := pipeline.Container("trial")
 		for _, pl := range places {
 			switch {
 			case pl.flag != "":
-				args = append(args, pl.flag, values[pl.param])
+				p.argv = append(p.argv, pl.flag, values[pl.param])
 			case pl.env != "":
-				step.Env(pl.env, values[pl.param])
+				p.env = append(p.env, pl.env+"="+values[pl.param])
 			}
 		}
-		return step.Command(args...)
+		return p, nil
 	})
 }
+
+// trialProcess is what a trial runs: a command line and the variables set
+// in its environment over the caller's.
+type trialProcess struct{ argv, env []string }
 
 // validatePlacements checks that every placement names a parameter and
 // places it, that text (the command) references only parameters, and that
@@ -130,9 +132,10 @@ func substitute(text string, values map[string]string, inJSON bool) string {
 
 // RunWorkload runs the study with every trial the workload w, its
 // parameters placed as an Experiment places them (Arg, Env, Ref; w must be
-// a trial an Experiment can run), run by pipeline's local runner as a
-// workload step: its job's main container's command once as a local
-// process. Metrics, values and failures are read as RunCommand reads them.
+// a trial an Experiment can run): its job's main container's command runs
+// once as a local process (pipeline/local.Command finds it), with that
+// container's env values (not those read from Secrets) over the caller's.
+// Metrics, values and failures are read as RunCommand reads them.
 func (l *Local) RunWorkload(ctx context.Context, w cube.Workload, places ...Placement) (*Result, error) {
 	errs := l.validateList()
 	if l != nil && w == nil {
@@ -154,22 +157,33 @@ func (l *Local) RunWorkload(ctx context.Context, w cube.Workload, places ...Plac
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
+	if argv, _ := local.Command(rt.spec); len(argv) == 0 {
+		return nil, field.ErrorList{field.Required(field.NewPath("trial"), fmt.Sprintf(
+			"%s %q has no container command to run locally", rt.spec.GetKind(), rt.spec.GetName()))}.ToAggregate()
+	}
 	template, err := json.Marshal(rt.spec.Object)
 	if err != nil {
 		return nil, fmt.Errorf("run local study: %w", err)
 	}
-	return l.runSteps(ctx, func(t *Trial) pipeline.Step {
+	return l.runProcesses(ctx, func(t *Trial) (trialProcess, error) {
 		u := &unstructured.Unstructured{}
 		if err := json.Unmarshal([]byte(substitute(string(template), t.Values(), true)), &u.Object); err != nil {
-			return pipeline.Workload("trial", cube.WorkloadFunc(func() ([]client.Object, error) { return nil, err }))
+			return trialProcess{}, fmt.Errorf("render trial %d: %w", t.Number, err)
 		}
-		u.SetName(fmt.Sprintf("trial-%d", t.Number))
-		return pipeline.Workload("trial", cube.Objects(append([]client.Object{u}, rt.shared...)...))
+		argv, env := local.Command(u)
+		p := trialProcess{argv: argv}
+		for _, e := range env {
+			if e.ValueFrom == nil {
+				p.env = append(p.env, e.Name+"="+e.Value)
+			}
+		}
+		return p, nil
 	})
 }
 
-// runSteps runs the study with each trial the one step that step builds.
-func (l *Local) runSteps(ctx context.Context, step func(t *Trial) pipeline.Step) (*Result, error) {
+// runProcesses runs the study with each trial the process that process
+// describes, its log in the trial's directory.
+func (l *Local) runProcesses(ctx context.Context, process func(t *Trial) (trialProcess, error)) (*Result, error) {
 	var base string
 	if l.studyPath != nil {
 		base = *l.studyPath + ".trials"
@@ -182,17 +196,29 @@ func (l *Local) runSteps(ctx context.Context, step func(t *Trial) pipeline.Step)
 		base = dir
 	}
 	return l.Run(ctx, func(ctx context.Context, t *Trial) (float64, error) {
-		return l.runStep(ctx, t, step(t), filepath.Join(base, fmt.Sprintf("trial-%d", t.Number)))
+		p, err := process(t)
+		if err != nil {
+			return 0, err
+		}
+		return l.runProcess(ctx, t, p, filepath.Join(base, fmt.Sprintf("trial-%d", t.Number)))
 	})
 }
 
-// runStep runs step as a one-step pipeline in dir, reporting every value
-// of the objective it prints to t as it prints it, and stopping it when t
-// is stopped.
-func (l *Local) runStep(ctx context.Context, t *Trial, step pipeline.Step, dir string) (float64, error) {
+// runProcess runs p with its log in dir/steps/trial/log, reporting every
+// value of the objective it prints to t as it prints it, and stopping it
+// when t is stopped.
+func (l *Local) runProcess(ctx context.Context, t *Trial, p trialProcess, dir string) (float64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	logs := make(chan string, 1)
+	logDir := filepath.Join(dir, "steps", "trial")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return 0, fmt.Errorf("trial %d: %w", t.Number, err)
+	}
+	logFile, err := os.Create(filepath.Join(logDir, "log"))
+	if err != nil {
+		return 0, fmt.Errorf("trial %d: %w", t.Number, err)
+	}
+	defer logFile.Close()
 	finished := make(chan struct{})
 	type outcome struct {
 		values []float64
@@ -201,20 +227,12 @@ func (l *Local) runStep(ctx context.Context, t *Trial, step pipeline.Step, dir s
 	tailed := make(chan outcome, 1)
 	go func() {
 		var out outcome
-		var f *os.File
 		var rest string
+		// A second descriptor reads what the process has written so far.
+		f, _ := os.Open(logFile.Name())
 		read := func() {
 			if f == nil {
-				select {
-				case path := <-logs:
-					f, _ = os.Open(path) // not there yet: read at the next tick
-					if f == nil {
-						logs <- path
-						return
-					}
-				default:
-					return
-				}
+				return
 			}
 			b, _ := io.ReadAll(f)
 			lines := strings.Split(rest+string(b), "\n")
@@ -247,30 +265,14 @@ func (l *Local) runStep(ctx context.Context, t *Trial, step pipeline.Step, dir s
 			}
 		}
 	}()
-	res, err := pipeline.New(fmt.Sprintf("trial-%d", t.Number)).Step(step).Run(ctx,
-		pipeline.RunDir(dir), pipeline.NoCache, pipeline.Parallelism(1), pipeline.Progress(nil),
-		pipeline.OnEvent(func(ev pipeline.Event) {
-			if ev.Type == pipeline.EventStarted && ev.Log != "" {
-				select {
-				case logs <- ev.Log:
-				default:
-				}
-			}
-		}))
+	err = local.Run(ctx, p.argv, append(os.Environ(), p.env...), logFile)
 	close(finished)
 	out := <-tailed
 	switch {
 	case out.pruned:
 		return 0, ErrPruned
 	case err != nil:
-		return 0, fmt.Errorf("trial %d: %w", t.Number, err)
-	case res.Phase != pipeline.PhaseSucceeded:
-		for _, s := range res.Steps {
-			if s.Err != nil {
-				return 0, fmt.Errorf("trial %d: %w", t.Number, s.Err)
-			}
-		}
-		return 0, fmt.Errorf("trial %d: the step %s", t.Number, res.Phase)
+		return 0, fmt.Errorf("trial %d: %w (log: %s)", t.Number, err, logFile.Name())
 	case len(out.values) == 0:
 		return 0, fmt.Errorf("trial %d printed no value of %s (as %s=<number>)", t.Number, l.objective.metric, l.objective.metric)
 	}

@@ -30,7 +30,7 @@ func checkEpochs(t *testing.T, res *tune.Result, trials int) {
 	t.Helper()
 	require.Len(t, res.Trials, trials)
 	for _, r := range res.Trials {
-		require.Equal(t, tune.TrialSucceeded, r.State, "trial %d: %v", r.Number, r.Err)
+		require.Equal(t, cube.Succeeded, r.State, "trial %d: %v", r.Number, r.Err)
 		x, n := r.Float("x"), r.Int("n")
 		assert.Equal(t, []float64{lossAt(x, n, 1), lossAt(x, n, 2), lossAt(x, n, 3)}, r.Reports, "trial %d", r.Number)
 		assert.Equal(t, lossAt(x, n, 3), r.Value, "the best (lowest) value printed")
@@ -56,9 +56,9 @@ func TestLocalRunCommandFailures(t *testing.T) {
 	study := func() *tune.Local { return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(1) }
 	// Every trial failed: the result holds them, and Run says so.
 	res, err := study().RunCommand(t.Context(), []string{"sh", "-c", `echo loss=1; exit 3`}, tune.Env("x", "X"))
-	assert.ErrorContains(t, err, "run local study: all 1 trials failed; the first: trial 0: run trial-0: step trial: exit status 3")
+	assert.ErrorContains(t, err, "run local study: all 1 trials failed; the first: trial 0: exit status 3 (log: ")
 	require.NotNil(t, res)
-	assert.Equal(t, tune.TrialFailed, res.Trials[0].State)
+	assert.Equal(t, cube.Failed, res.Trials[0].State)
 	assert.ErrorContains(t, res.Trials[0].Err, "exit status 3")
 
 	res, err = study().RunCommand(t.Context(), []string{"sh", "-c", `echo accuracy=0.9`}, tune.Env("x", "X"))
@@ -94,12 +94,12 @@ func TestLocalRunCommandStops(t *testing.T) {
 	stopped := 0
 	for _, r := range res.Trials {
 		_, statErr := os.Stat(filepath.Join(dir, "done-"+itoa(r.Number)))
-		if r.State == tune.TrialEarlyStopped {
+		if r.State == tune.EarlyStopped {
 			stopped++
 			assert.Less(t, len(r.Reports), 9)
 			assert.ErrorIs(t, statErr, os.ErrNotExist, "trial %d was stopped but its process ran to the end", r.Number)
 		} else {
-			require.Equal(t, tune.TrialSucceeded, r.State, "trial %d: %v", r.Number, r.Err)
+			require.Equal(t, cube.Succeeded, r.State, "trial %d: %v", r.Number, r.Err)
 			assert.Len(t, r.Reports, 9)
 			assert.NoError(t, statErr, "trial %d", r.Number)
 		}

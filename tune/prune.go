@@ -1,6 +1,8 @@
 package tune
 
 import (
+	"github.com/cubestudio/cube"
+
 	"math"
 	"slices"
 )
@@ -35,7 +37,7 @@ func (l *Local) medianStops(reports []float64, prior []TrialResult, start, minTr
 	}
 	var avgs []float64
 	for _, r := range prior {
-		if r.State != TrialSucceeded || len(r.Reports) < start {
+		if r.State != cube.Succeeded || len(r.Reports) < start {
 			continue
 		}
 		sum := 0.0
@@ -69,7 +71,7 @@ func (l *Local) halvingStops(reports []float64, prior []TrialResult, start, eta,
 	own := reports[step-1]
 	competing := []float64{own}
 	for _, r := range prior {
-		if (r.State == TrialSucceeded || r.State == TrialEarlyStopped) && len(r.Reports) >= step {
+		if (r.State == cube.Succeeded || r.State == EarlyStopped) && len(r.Reports) >= step {
 			competing = append(competing, r.Reports[step-1])
 		}
 	}

@@ -1,6 +1,8 @@
 package tune_test
 
 import (
+	"github.com/cubestudio/cube"
+
 	"context"
 	"math"
 	"slices"
@@ -77,10 +79,10 @@ func checkPruning(t *testing.T, res *tune.Result, want []int) {
 		require.Len(t, r.Reports, want[i], "trial %d (x=%v)", i, r.Float("x"))
 		if want[i] < curveSteps {
 			stopped++
-			assert.Equal(t, tune.TrialEarlyStopped, r.State, "trial %d", i)
+			assert.Equal(t, tune.EarlyStopped, r.State, "trial %d", i)
 			assert.Equal(t, r.Reports[len(r.Reports)-1], r.Value)
 		} else {
-			assert.Equal(t, tune.TrialSucceeded, r.State, "trial %d", i)
+			assert.Equal(t, cube.Succeeded, r.State, "trial %d", i)
 		}
 	}
 	assert.Greater(t, stopped, len(res.Trials)/3, "the rule stopped too few trials to prove anything")

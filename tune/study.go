@@ -1,6 +1,8 @@
 package tune
 
 import (
+	"github.com/cubestudio/cube"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -38,7 +40,7 @@ type studyHeader struct {
 // infinities, which JSON has no spelling for, survive.
 type trialRecord struct {
 	Number  int               `json:"number"`
-	State   TrialPhase        `json:"state"`
+	State   cube.Phase        `json:"state"`
 	Values  map[string]string `json:"values"`
 	Value   string            `json:"value"`
 	Reports []string          `json:"reports,omitempty"`
@@ -193,7 +195,7 @@ func (l *Local) parseRecord(line []byte) (TrialResult, error) {
 	if rec.Number < 0 {
 		return TrialResult{}, fmt.Errorf("trial number %d is negative", rec.Number)
 	}
-	if !slices.Contains([]TrialPhase{TrialSucceeded, TrialFailed, TrialEarlyStopped}, rec.State) {
+	if !slices.Contains([]cube.Phase{cube.Succeeded, cube.Failed, EarlyStopped}, rec.State) {
 		return TrialResult{}, fmt.Errorf("trial %d: unknown state %q", rec.Number, rec.State)
 	}
 	r := TrialResult{Number: rec.Number, State: rec.State, Values: map[string]string{}, params: map[string]any{}}

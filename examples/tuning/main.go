@@ -39,7 +39,7 @@ func experiment() *tune.Experiment {
 			tune.Choice("optimizer", "sgd", "adam"),
 		).
 		Trial(job, tune.Arg("lr", "--lr"), tune.Arg("momentum", "--momentum"), tune.Env("optimizer", "OPTIMIZER")).
-		Parallelism(4).MaxTrials(40).MaxFailed(3)
+		Parallelism(4).MaxTrials(40).MaxFailedTrials(3)
 }
 
 // simulatedTraining stands in for mnist.py: a loss curve over ten epochs
@@ -68,7 +68,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	stopped := 0
 	for _, r := range res.Trials {
-		if r.State == tune.TrialEarlyStopped {
+		if r.State == tune.EarlyStopped {
 			stopped++
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/retry"
+
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,7 +45,7 @@ func TestPipelineInTenant(t *testing.T) {
 	// {{retries}} is Argo's attempt number inside a retried template.
 	flaky := pipeline.Container("flaky").Image(c.Images.Busybox).
 		Command(sh(`echo "attempt {{retries}}"; test "{{retries}}" -ge 1`)...).
-		Retry(pipeline.Retry{Limit: 2, Backoff: time.Second})
+		Retry(retry.Policy{Limit: 2, Backoff: time.Second})
 	job := train.PyTorch("fit").Image(c.Images.Python).
 		Command("python3", "-c", `import os; print("fit world", os.environ["WORLD_SIZE"], "rank", os.environ["RANK"], flush=True)`).
 		Workers(0).CPU("250m").Memory("512Mi")

@@ -68,7 +68,7 @@ func TestKatibRandomSearch(t *testing.T) {
 		Algorithm(tune.Random().Seed(7)).
 		Param(tune.Float("x", 0, 1), tune.Int("y", 1, 5)).
 		Trial(job, tune.Env("x", "X"), tune.Env("y", "Y")).
-		Parallelism(2).MaxTrials(trials).MaxFailed(1).
+		Parallelism(2).MaxTrials(trials).MaxFailedTrials(1).
 		RetainTrials()
 	// The Experiment as Katib left it.
 	p := runExperiment(t, c, cl, ns, exp, trials)
@@ -113,7 +113,7 @@ open("/dev/termination-log", "w").write(f"x={x} score={score:.6f}")
 		Algorithm(tune.TPE().Seed(3)).
 		Param(tune.Float("x", 0, 1)).
 		Trial(job, tune.Env("x", "X")).
-		Parallelism(4).MaxTrials(trials).MaxFailed(1).
+		Parallelism(4).MaxTrials(trials).MaxFailedTrials(1).
 		RetainTrials()
 	p := runExperiment(t, c, cl, ns, exp, trials)
 
@@ -163,7 +163,7 @@ dist.destroy_process_group()
 		Algorithm(tune.TPE()).
 		Param(tune.Float("x", 0, 1), tune.Int("y", 1, 5)).
 		Trial(job, tune.Env("x", "X"), tune.Env("y", "Y")).
-		Parallelism(2).MaxTrials(trials).MaxFailed(1).
+		Parallelism(2).MaxTrials(trials).MaxFailedTrials(1).
 		RetainTrials()
 	p := runExperiment(t, c, cl, ns, exp, trials)
 

@@ -1,4 +1,4 @@
-package pipeline
+package local
 
 import (
 	"slices"
@@ -8,12 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// localCommand finds what a workload's job runs, to run it once locally: a
+// Command finds what a workload's job runs, to run it once on this machine: a
 // RayJob's spec.entrypoint (through sh -c), or else the command and args of
 // the first container with any, searching pod templates in key order (so a
 // PyTorchJob's Master comes before its Workers, a TFJob's Chief before its
-// PS and Workers, an MPIJob's Launcher before its Workers).
-func localCommand(u *unstructured.Unstructured) ([]string, []corev1.EnvVar) {
+// PS and Workers, an MPIJob's Launcher before its Workers). It returns the
+// command line and that container's env, or nil when nothing has a command.
+func Command(u *unstructured.Unstructured) ([]string, []corev1.EnvVar) {
 	if ep, ok, _ := unstructured.NestedString(u.Object, "spec", "entrypoint"); ok && ep != "" {
 		return []string{"sh", "-c", ep}, nil
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pipeline
+package local
 
 import "syscall"
 

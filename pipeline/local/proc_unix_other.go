@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package pipeline
+package local
 
 import "syscall"
 

@@ -1,0 +1,5 @@
+package tune
+
+// SpaceOf gives the external tests an experiment's search space, which
+// the builder keeps to itself.
+func SpaceOf(e *Experiment) []Param { return e.space() }
