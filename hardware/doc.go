@@ -102,11 +102,12 @@
 // A CPU profile has no collective library: an InfiniBand or RoCE fabric,
 // or NCCL/HCCL options, on it are errors.
 //
-// ReadInventory and InventoryFromNodes read a cluster's Nodes (allocatable
+// InventoryFromNodes reads a cluster's Nodes (allocatable
 // resources, GPU Feature Discovery and Ascend labels, MIG counts from
 // nvidia.com/mig-<profile>.count, the other vendors' accelerator labels
 // and device-plugin or HAMi resources) into an Inventory of accelerators
-// per node, matched to catalogue profiles.
+// per node, matched to catalogue profiles; package hardware/nodes lists
+// them through a client.
 //
 // ApplyEdge (and pod.Builder.Edge) places a pod on KubeEdge edge nodes: the
 // node-role.kubernetes.io/edge selector, tolerations for edge taints and for
