@@ -84,7 +84,7 @@ var fuzzModels = []string{
 
 var fuzzProfiles = []hardware.Profile{
 	hardware.H100, hardware.L4, hardware.A100_80G, hardware.T4, hardware.Ascend910B3, hardware.Ascend310P3, hardware.CPU,
-	hardware.L4.WithMaxPerNode(1), hardware.MetaXC500, hardware.HygonK100, hardware.CambriconMLU590,
+	hardware.L4.PerNode(1), hardware.MetaXC500, hardware.HygonK100, hardware.CambriconMLU590,
 }
 
 func (s *script) slice() *vgpu.Spec {

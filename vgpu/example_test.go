@@ -77,7 +77,7 @@ func ExampleVNPU() {
 	fmt.Println("static:")
 	printRequest(vgpu.VNPU(hardware.Ascend910B3, "vir10_3c_32g"))
 	fmt.Println("HAMi, 2000Mi rounded up:")
-	printRequest(vgpu.Slice(hardware.Ascend910B3.WithFlavour(hardware.HAMi)).Memory("2000Mi"))
+	printRequest(vgpu.Slice(hardware.Ascend910B3.Plugin(hardware.HAMi)).Memory("2000Mi"))
 	// Output:
 	// static:
 	//   huawei.com/Ascend910-10c.3cpu.32g: 1

@@ -101,7 +101,7 @@ type problem struct {
 // enforced by HAMi (default), Volcano's vGPU plugin or, on Ascend, the
 // vNPU template that fits.
 func Slice(p hardware.Profile) *Spec {
-	return &Spec{kind: KindSlice, profile: p.WithFlavour(p.Flavour), devices: 1}
+	return &Spec{kind: KindSlice, profile: p.Plugin(p.Flavour), devices: 1}
 }
 
 // MIG is one MIG instance of profile ("1g.10gb") on a card of profile p,
@@ -111,7 +111,7 @@ func MIG(p hardware.Profile, profile string) *Spec {
 	if m, ok := p.MIGProfile(profile); ok {
 		profile = m.Name
 	}
-	return &Spec{kind: KindMIG, profile: p.WithFlavour(p.Flavour), migName: profile, strategy: Mixed, devices: 1}
+	return &Spec{kind: KindMIG, profile: p.Plugin(p.Flavour), migName: profile, strategy: Mixed, devices: 1}
 }
 
 // VNPU is an Ascend vNPU of the named template ("vir05_1c_16g"). It renders
@@ -122,13 +122,13 @@ func VNPU(p hardware.Profile, template string) *Spec {
 	if t, ok := p.VNPUTemplate(template); ok {
 		template = t.Name
 	}
-	return &Spec{kind: KindVNPU, profile: p.WithFlavour(p.Flavour), template: template, devices: 1}
+	return &Spec{kind: KindVNPU, profile: p.Plugin(p.Flavour), template: template, devices: 1}
 }
 
 // Whole is n whole devices of profile p, for the planner; Apply renders it
 // as hardware.Apply would.
 func Whole(p hardware.Profile, n int) *Spec {
-	return &Spec{kind: KindWhole, profile: p.WithFlavour(p.Flavour), devices: n}
+	return &Spec{kind: KindWhole, profile: p.Plugin(p.Flavour), devices: n}
 }
 
 // Memory sets device memory per device, as a quantity ("10Gi", "3000Mi").
@@ -205,7 +205,7 @@ func (s *Spec) Profile() hardware.Profile {
 	if s == nil {
 		return hardware.Profile{}
 	}
-	return s.profile.WithFlavour(s.profile.Flavour)
+	return s.profile.Plugin(s.profile.Flavour)
 }
 
 // Kind is what the spec asks for.
@@ -708,7 +708,7 @@ func hamiProfile(p hardware.Profile) hardware.Profile {
 	if p.Flavour == hardware.HAMi {
 		return p
 	}
-	return p.WithFlavour(hardware.HAMi)
+	return p.Plugin(hardware.HAMi)
 }
 
 // hamiSliceDemand validates a slice of a vendor HAMi shares by its own

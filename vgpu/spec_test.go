@@ -63,7 +63,7 @@ func TestRequests(t *testing.T) {
 			res{"huawei.com/Ascend310P-2c.1cpu": 1}, nil, nil},
 		{"hami vnpu by template", vgpu.VNPU(hardware.Ascend910B2, "vir03_1c_8g").Backend(vgpu.HAMi),
 			res{"huawei.com/Ascend910B2": 1, "huawei.com/Ascend910B2-memory": 8192}, nil, nil},
-		{"hami vnpu from the profile's flavour", vgpu.VNPU(hardware.Ascend910B4.WithFlavour(hardware.HAMi), "vir10_3c_16g"),
+		{"hami vnpu from the profile's flavour", vgpu.VNPU(hardware.Ascend910B4.Plugin(hardware.HAMi), "vir10_3c_16g"),
 			res{"huawei.com/Ascend910B4": 1, "huawei.com/Ascend910B4-memory": 16384}, nil, nil},
 		{"ascend slice rounds up like HAMi", vgpu.Slice(hardware.Ascend910B3).Memory("2000Mi").Backend(vgpu.HAMi),
 			res{"huawei.com/Ascend910B3": 1, "huawei.com/Ascend910B3-memory": 16384}, nil, nil},
@@ -77,9 +77,9 @@ func TestRequests(t *testing.T) {
 			res{"nvidia.com/gpu": 4}, nil, nil},
 		{"whole hami", vgpu.Whole(hardware.B200, 1).Backend(vgpu.HAMi),
 			res{"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 100, "nvidia.com/gpucores": 100}, nil, nil},
-		{"whole on a HAMi profile", vgpu.Whole(hardware.L40S.WithFlavour(hardware.HAMi), 2),
+		{"whole on a HAMi profile", vgpu.Whole(hardware.L40S.Plugin(hardware.HAMi), 2),
 			res{"nvidia.com/gpu": 2, "nvidia.com/gpumem-percentage": 100, "nvidia.com/gpucores": 100}, nil, nil},
-		{"whole Ascend under HAMi", vgpu.Whole(hardware.Ascend910B2.WithFlavour(hardware.HAMi), 8),
+		{"whole Ascend under HAMi", vgpu.Whole(hardware.Ascend910B2.Plugin(hardware.HAMi), 8),
 			res{"huawei.com/Ascend910B2": 8}, nil, nil},
 	}
 	for _, c := range cases {
@@ -95,7 +95,7 @@ func TestRequests(t *testing.T) {
 
 func TestSpecApplyAfterHardware(t *testing.T) {
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}}}
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.WithFlavour(hardware.MIGSingle),
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.Plugin(hardware.MIGSingle),
 		Fabric: hardware.TCP()}, specPath))
 	s := vgpu.MIG(hardware.A100_40G, "3g.20gb").Strategy(vgpu.Single)
 	require.Empty(t, s.Apply(&tmpl, "main", specPath))
@@ -236,7 +236,7 @@ func TestSpecAccessors(t *testing.T) {
 	assert.Equal(t, "", vgpu.Slice(hardware.H100).Memory("1Gi").Template())
 	assert.Equal(t, "B200-SXM-180GB whole×2", vgpu.Whole(hardware.B200, 2).String())
 	assert.Equal(t, vgpu.HuaweiStatic, vgpu.Slice(hardware.Ascend910B3).EffectiveBackend())
-	assert.Equal(t, vgpu.HAMi, vgpu.Slice(hardware.Ascend910B3.WithFlavour(hardware.HAMi)).EffectiveBackend())
+	assert.Equal(t, vgpu.HAMi, vgpu.Slice(hardware.Ascend910B3.Plugin(hardware.HAMi)).EffectiveBackend())
 }
 
 func TestParsers(t *testing.T) {
