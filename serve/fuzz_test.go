@@ -93,9 +93,9 @@ func (s *script) slice() *vgpu.Spec {
 	case 0:
 		return vgpu.Slice(card).Memory(s.str()).Cores(s.num())
 	case 1:
-		return vgpu.Slice(card).Memory("20Gi").GPUs(s.num())
+		return vgpu.Slice(card).Memory("20Gi").Accelerators(s.num())
 	case 2:
-		return vgpu.MIG(card, []string{"1g.10gb", "3g.40gb", "7g.80gb", "bad"}[s.pick(4)]).GPUs(s.num())
+		return vgpu.MIG(card, []string{"1g.10gb", "3g.40gb", "7g.80gb", "bad"}[s.pick(4)]).Accelerators(s.num())
 	case 3:
 		return vgpu.Slice(card).Memory("10Gi").Backend(vgpu.Volcano)
 	default:

@@ -25,7 +25,7 @@ func TestSlicesOnAPIServer(t *testing.T) {
 	ns := env.Namespace(t)
 	specs := []*vgpu.Spec{
 		vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30),
-		vgpu.Slice(hardware.L4).MemoryPercent(50).GPUs(2),
+		vgpu.Slice(hardware.L4).MemoryPercent(50).Accelerators(2),
 		vgpu.Slice(hardware.A10).Memory("8Gi").Cores(25).Backend(vgpu.Volcano),
 		vgpu.MIG(hardware.A100_80G, "1g.10gb"),
 		vgpu.MIG(hardware.H200, "1g.18gb+me"),

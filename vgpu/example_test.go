@@ -134,7 +134,7 @@ func ExampleSlice_otherVendors() {
 	fmt.Println("MetaX C500:")
 	printRequest(vgpu.Slice(hardware.MetaXC500).Memory("8Gi").Cores(50))
 	fmt.Println("two DCUs:")
-	printRequest(vgpu.Slice(hardware.HygonK100).Memory("8Gi").GPUs(2))
+	printRequest(vgpu.Slice(hardware.HygonK100).Memory("8Gi").Accelerators(2))
 	// Output:
 	// Hygon K100:
 	//   hygon.com/dcucores: 50

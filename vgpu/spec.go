@@ -189,10 +189,10 @@ func (s *Spec) Strategy(st Strategy) *Spec {
 	return s
 }
 
-// GPUs sets how many devices get a slice (HAMi nvidia.com/gpu: n, n MIG
+// Accelerators sets how many devices get a slice (HAMi nvidia.com/gpu: n, n MIG
 // instances); default 1. It is the word the workload builders use for
 // whole devices (pod.Builder.GPUs).
-func (s *Spec) GPUs(n int) *Spec {
+func (s *Spec) Accelerators(n int) *Spec {
 	if s == nil {
 		return nil
 	}
@@ -216,8 +216,9 @@ func (s *Spec) Kind() Kind {
 	return s.kind
 }
 
-// GPUCount is the number of devices the spec touches, as set with GPUs.
-func (s *Spec) GPUCount() int {
+// Count is the number of devices the spec touches, as set with
+// Accelerators.
+func (s *Spec) Count() int {
 	if s == nil {
 		return 0
 	}

@@ -35,7 +35,7 @@ func TestRequests(t *testing.T) {
 		{"hami slice", vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30),
 			res{"nvidia.com/gpu": 1, "nvidia.com/gpumem": 10240, "nvidia.com/gpucores": 30},
 			map[string]string{"nvidia.com/use-gputype": "A100"}, nil},
-		{"hami memory rounded up to MiB", vgpu.Slice(hardware.L4).Memory("3000M").GPUs(2),
+		{"hami memory rounded up to MiB", vgpu.Slice(hardware.L4).Memory("3000M").Accelerators(2),
 			res{"nvidia.com/gpu": 2, "nvidia.com/gpumem": 2862},
 			map[string]string{"nvidia.com/use-gputype": "L4"}, nil},
 		{"hami percentage", vgpu.Slice(hardware.T4).MemoryPercent(25),
@@ -52,9 +52,9 @@ func TestRequests(t *testing.T) {
 			map[string]string{"nvidia.com/use-gputype": "A10"}, nil},
 		{"mig mixed", vgpu.MIG(hardware.A100_80G, "1g.10gb"),
 			res{"nvidia.com/mig-1g.10gb": 1}, nil, nil},
-		{"mig mixed media extension", vgpu.MIG(hardware.H200, "1g.18gb+me").GPUs(1),
+		{"mig mixed media extension", vgpu.MIG(hardware.H200, "1g.18gb+me").Accelerators(1),
 			res{"nvidia.com/mig-1g.18gb.me": 1}, nil, nil},
-		{"mig single", vgpu.MIG(hardware.A100_40G, "1g.5gb").Strategy(vgpu.Single).GPUs(2),
+		{"mig single", vgpu.MIG(hardware.A100_40G, "1g.5gb").Strategy(vgpu.Single).Accelerators(2),
 			res{"nvidia.com/gpu": 2}, nil,
 			map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "nvidia.com/mig.strategy": "single"}},
 		{"static vnpu", vgpu.VNPU(hardware.Ascend910B3, "vir05_1c_16g"),
@@ -152,13 +152,13 @@ func TestSpecErrors(t *testing.T) {
 			[]string{`spec.template.backend: Invalid value: "hami": HAMi has no vNPU configuration for Ascend910B1`}},
 		{"no template fits", vgpu.Slice(hardware.Ascend910B3).Memory("40Gi").Backend(vgpu.HAMi),
 			[]string{`spec.template.memory: Invalid value: "40Gi": no hami vNPU template of Ascend910B3 fits 40Gi memory and 0% of the AI cores`}},
-		{"static vnpu one per container", vgpu.Slice(hardware.Ascend910B3).Memory("8Gi").GPUs(2),
+		{"static vnpu one per container", vgpu.Slice(hardware.Ascend910B3).Memory("8Gi").Accelerators(2),
 			[]string{"spec.template.gpus: Invalid value: 2: a static vNPU is requested one per container"}},
 		{"slice on CPU", vgpu.Slice(hardware.CPU).Memory("1Gi"),
 			[]string{`spec.template.profile: Invalid value: "cpu-amd64": a CPU profile has no devices to share`}},
 		{"no profile", vgpu.Slice(hardware.Profile{}).Memory("1Gi"),
 			[]string{"spec.template.profile: Required value: a hardware profile is required"}},
-		{"too many devices", vgpu.Slice(hardware.H100).Memory("1Gi").GPUs(9),
+		{"too many devices", vgpu.Slice(hardware.H100).Memory("1Gi").Accelerators(9),
 			[]string{"spec.template.gpus: Invalid value: 9: more devices per pod than a H100-SXM-80GB node holds (8)"}},
 		{"no devices", vgpu.Whole(hardware.H100, 0),
 			[]string{"spec.template.gpus: Invalid value: 0: must be at least 1"}},
@@ -191,7 +191,7 @@ func TestSpecErrors(t *testing.T) {
 			[]string{`spec.template.backend: Invalid value: "volcano": volcano cannot share an Ascend NPU; use HAMi or HuaweiStatic`}},
 		{"vnpu HAMi 910B1", vgpu.VNPU(hardware.Ascend910B1, "vir06_1c_16g").Backend(vgpu.HAMi),
 			[]string{`spec.template.backend: Invalid value: "hami": HAMi has no vNPU configuration for Ascend910B1`}},
-		{"static vnpu devices", vgpu.VNPU(hardware.Ascend910B1, "vir06_1c_16g").GPUs(2),
+		{"static vnpu devices", vgpu.VNPU(hardware.Ascend910B1, "vir06_1c_16g").Accelerators(2),
 			[]string{"spec.template.gpus: Invalid value: 2: a static vNPU is requested one per container"}},
 	}
 	for _, c := range cases {
@@ -208,10 +208,10 @@ func TestSpecErrors(t *testing.T) {
 }
 
 func TestSpecAccessors(t *testing.T) {
-	s := vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30).GPUs(2)
+	s := vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30).Accelerators(2)
 	assert.Equal(t, "A100-SXM-80GB slice 10Gi 30% ×2", s.String())
 	assert.Equal(t, vgpu.KindSlice, s.Kind())
-	assert.Equal(t, 2, s.GPUCount())
+	assert.Equal(t, 2, s.Count())
 	assert.Equal(t, vgpu.HAMi, s.EffectiveBackend())
 	assert.Equal(t, int64(10)<<30, s.MemoryBytes())
 	assert.Equal(t, "A100-SXM-80GB", s.Profile().Name)

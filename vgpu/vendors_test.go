@@ -42,7 +42,7 @@ func vendorSlices() []struct {
 			resources{"cambricon.com/vmlu": 1, "cambricon.com/mlu.smlu.vmemory": 4}},
 		{"kunlunxin-p800-quarter", vgpu.Slice(hardware.KunlunxinP800).Memory("20Gi"),
 			resources{"kunlunxin.com/vxpu": 1, "kunlunxin.com/vxpu-memory": 24576}},
-		{"kunlunxin-p800-halves", vgpu.Slice(hardware.KunlunxinP800).Memory("30Gi").GPUs(2),
+		{"kunlunxin-p800-halves", vgpu.Slice(hardware.KunlunxinP800).Memory("30Gi").Accelerators(2),
 			resources{"kunlunxin.com/vxpu": 2, "kunlunxin.com/vxpu-memory": 49152}},
 		{"metax-c500-gib", vgpu.Slice(hardware.MetaXC500).Memory("4Gi").Cores(60),
 			resources{"metax-tech.com/sgpu": 1, "metax-tech.com/vmemory": 4, "metax-tech.com/vcore": 60}},
@@ -104,7 +104,7 @@ func TestVendorSliceErrors(t *testing.T) {
 		spec *vgpu.Spec
 		want []string
 	}{
-		{"hygon slices of two devices", vgpu.Slice(hardware.HygonK100).Memory("2Gi").GPUs(2),
+		{"hygon slices of two devices", vgpu.Slice(hardware.HygonK100).Memory("2Gi").Accelerators(2),
 			[]string{"spec.template.gpus: Invalid value: 2: HAMi shares one DCU-K100-AI per container; ask for whole devices to use several"}},
 		{"kunlunxin cores", vgpu.Slice(hardware.KunlunxinP800).Memory("20Gi").Cores(50),
 			[]string{"spec.template.cores: Forbidden: HAMi derives P800 compute from memory; size the slice with Memory"}},
