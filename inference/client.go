@@ -13,7 +13,6 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/internal/urlcheck"
 )
@@ -98,14 +97,15 @@ func RequestTimeout(d time.Duration) ClientOption {
 // an http or https URL. An endpoint without a path gets "/v1"
 // ("http://qwen-chat:8000" → "http://qwen-chat:8000/v1"); one with a path is
 // used as given, for gateways that mount the API elsewhere
-// ("http://gateway/openai/v1"). Every invalid argument is reported at once,
-// as a field.ErrorList aggregate naming the field.
+// ("http://gateway/openai/v1"). Every invalid argument is reported at once:
+// the error joins one line per problem, each starting with the option it
+// concerns ("endpoint: ", "requestTimeout: ").
 func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 	var o clientOptions
 	for _, opt := range opts {
 		opt.applyClient(&o)
 	}
-	var errs field.ErrorList
+	var errs []error
 	base, err := baseURL(endpoint)
 	if err != nil {
 		errs = append(errs, err)
@@ -114,23 +114,23 @@ func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 	if o.apiKeyEnv != "" {
 		key = os.Getenv(o.apiKeyEnv)
 		if key == "" {
-			errs = append(errs, field.Invalid(field.NewPath("apiKeyFromEnv"), o.apiKeyEnv,
+			errs = append(errs, invalid("apiKeyFromEnv", o.apiKeyEnv,
 				"environment variable is unset or empty"))
 		}
 	} else if o.keySet && strings.TrimSpace(key) == "" {
-		errs = append(errs, field.Required(field.NewPath("apiKey"), "an empty key would send no Authorization header"))
+		errs = append(errs, required("apiKey", "an empty key would send no Authorization header"))
 	}
 	if o.httpSet && o.httpClient == nil {
-		errs = append(errs, field.Required(field.NewPath("httpClient"), ""))
+		errs = append(errs, required("httpClient", ""))
 	}
 	if o.timeoutSet && o.timeout <= 0 {
-		errs = append(errs, field.Invalid(field.NewPath("requestTimeout"), o.timeout.String(), "must be positive"))
+		errs = append(errs, invalid("requestTimeout", o.timeout.String(), "must be positive"))
 	}
 	if o.model != "" && strings.TrimSpace(o.model) != o.model {
-		errs = append(errs, field.Invalid(field.NewPath("servedModel"), o.model, "must not start or end with spaces"))
+		errs = append(errs, invalid("servedModel", o.model, "must not start or end with spaces"))
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("new openai client: %w", errs.ToAggregate())
+		return nil, fmt.Errorf("new openai client: %w", errors.Join(errs...))
 	}
 
 	httpClient := &http.Client{}
@@ -148,27 +148,27 @@ func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 }
 
 // baseURL validates endpoint and returns the API base URL.
-func baseURL(endpoint string) (string, *field.Error) {
-	path := field.NewPath("endpoint")
+func baseURL(endpoint string) (string, error) {
+	const path = "endpoint"
 	if strings.TrimSpace(endpoint) == "" {
-		return "", field.Required(path, "the URL of an OpenAI-compatible server, such as http://qwen-chat:8000")
+		return "", required(path, "the URL of an OpenAI-compatible server, such as http://qwen-chat:8000")
 	}
 	// Messages quote the endpoint as given, except for its user
 	// information, whether or not it parses.
 	shown := urlcheck.Redact(endpoint)
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return "", field.Invalid(path, shown, "not a URL")
+		return "", invalid(path, shown, "not a URL")
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", field.Invalid(path, shown, "must be an http or https URL")
+		return "", invalid(path, shown, "must be an http or https URL")
 	case u.User != nil:
-		return "", field.Invalid(path, shown, "must not carry credentials: use APIKey or APIKeyFromEnv")
+		return "", invalid(path, shown, "must not carry credentials: use APIKey or APIKeyFromEnv")
 	case u.Host == "" || u.Hostname() == "":
-		return "", field.Invalid(path, shown, "must name a host")
+		return "", invalid(path, shown, "must name a host")
 	case u.RawQuery != "" || u.Fragment != "":
-		return "", field.Invalid(path, shown, "must not have a query or fragment")
+		return "", invalid(path, shown, "must not have a query or fragment")
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
@@ -176,6 +176,36 @@ func baseURL(endpoint string) (string, *field.Error) {
 		u.Path = "/v1"
 	}
 	return u.String(), nil
+}
+
+// optionError is one invalid argument of NewClient. Its text names the
+// option first, in the words Kubernetes field errors use, so a message reads
+// the same whether a serve or a label builder or NewClient produced it.
+type optionError struct {
+	field, value, detail string
+	required             bool
+}
+
+func required(field, detail string) error {
+	return &optionError{field: field, detail: detail, required: true}
+}
+
+func invalid(field, value, detail string) error {
+	return &optionError{field: field, value: value, detail: detail}
+}
+
+func (e *optionError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.field)
+	if e.required {
+		b.WriteString(": Required value")
+	} else {
+		fmt.Fprintf(&b, ": Invalid value: %q", e.value)
+	}
+	if e.detail != "" {
+		b.WriteString(": " + e.detail)
+	}
+	return b.String()
 }
 
 // BaseURL returns the API base URL requests go to, such as

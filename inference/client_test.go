@@ -229,15 +229,15 @@ func TestNewClientReportsEveryBadOption(t *testing.T) {
 		inference.ServedModel(" qwen "),
 	)
 	require.Error(t, err)
-	for _, want := range []string{
-		`endpoint: Invalid value: "nope": must be an http or https URL`,
+	// One line per problem, each starting with the option it names, in the
+	// order NewClient checks them.
+	assert.Equal(t, []string{
+		`new openai client: endpoint: Invalid value: "nope": must be an http or https URL`,
 		`apiKeyFromEnv: Invalid value: "CUBE_TEST_EMPTY_KEY": environment variable is unset or empty`,
 		"httpClient: Required value",
 		`requestTimeout: Invalid value: "-1s": must be positive`,
 		`servedModel: Invalid value: " qwen ": must not start or end with spaces`,
-	} {
-		assert.Contains(t, err.Error(), want)
-	}
+	}, strings.Split(err.Error(), "\n"))
 	_, err = inference.NewClient("http://host", inference.APIKey("  "))
 	require.EqualError(t, err, "new openai client: apiKey: Required value: an empty key would send no Authorization header")
 }

@@ -13,6 +13,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/rag/internal/lex"
 )
 
 // Answer is a reply to a question with the chunks it rests on.
@@ -101,8 +102,8 @@ const NoAnswer = "The knowledge base has no passage that answers this."
 // all.
 func extractive(question string, sources []Hit) string {
 	var want []string
-	for _, t := range terms(question) {
-		if (len(t) > 2 || unicode.IsDigit(rune(t[0]))) && !stopWords[t] {
+	for _, t := range lex.Terms(question) {
+		if (len(t) > 2 || unicode.IsDigit(rune(t[0]))) && !lex.Stop(t) {
 			want = append(want, t)
 		}
 	}
@@ -123,7 +124,7 @@ func extractive(question string, sources []Hit) string {
 	for i, h := range sources {
 		best := pick{}
 		for _, s := range sentences(h.Chunk.Text) {
-			words := terms(s)
+			words := lex.Terms(s)
 			if len(words) < 4 || strings.HasPrefix(s, "#") || !strings.ContainsAny(s[len(s)-1:], ".?!") {
 				continue
 			}

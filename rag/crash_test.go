@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/rag/internal/vecmath"
+	"github.com/cubestudio/cube/rag/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,7 +31,7 @@ func crashVector(id string) []float32 {
 	for i := range v {
 		v[i] = float32(len(id)*31+i*7+int(id[len(id)-1])) + 1
 	}
-	normalize(v)
+	vecmath.Normalize(v)
 	return v
 }
 
@@ -46,7 +48,7 @@ func crashChild(mode, dir, round string) {
 	ctx := context.Background()
 	switch mode {
 	case "store":
-		s, err := Open(dir)
+		s, err := store.Open(dir)
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(2)
@@ -143,7 +145,7 @@ func TestCrashMidIngestLosesNothingAcknowledged(t *testing.T) {
 		last, _ := runAndKill(t, "store", dir, round, acks)
 		require.GreaterOrEqual(t, last, acks-1, "round %d", round)
 		acked = append(acked, last)
-		s, err := Open(dir)
+		s, err := store.Open(dir)
 		require.NoError(t, err, "round %d: the killed store reopens", round)
 		chunks, err := s.List(t.Context(), nil)
 		require.NoError(t, err)

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/cubestudio/cube/rag"
-	"github.com/cubestudio/cube/rag/bpe"
+	"github.com/cubestudio/cube/rag/embed"
+	"github.com/cubestudio/cube/rag/load"
+	"github.com/cubestudio/cube/rag/store"
 )
 
 // A knowledge base on the embedded defaults: hashed-feature vectors, BM25,
@@ -23,7 +25,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer kb.Close()
-	docs, _ := rag.LoadMarkdown("quotas.md", strings.NewReader(
+	docs, _ := load.Markdown("quotas.md", strings.NewReader(
 		"# GPU quotas\n\nThe default quota is 8 GPUs per team.\n\n## Raising it\n\nA team lead asks the platform group to raise the GPU quota.\n"))
 	rep, _ := kb.Ingest(ctx, docs...)
 	fmt.Printf("added %d chunks\n", rep.Added)
@@ -46,53 +48,19 @@ func Example() {
 	// [2] quotas.md — GPU quotas, bytes 0-51
 }
 
-func ExampleRecursive() {
-	chunks, _ := rag.Recursive(40, 15).Split(rag.Document{Source: "a.txt",
-		Text: "Pods run on nodes. Nodes have GPUs.\n\nQuotas cap GPUs per team. Slices count as one GPU."})
-	for _, c := range chunks {
-		fmt.Printf("%d-%d %q\n", c.Start, c.End, c.Text)
-	}
-	// Output:
-	// 0-35 "Pods run on nodes. Nodes have GPUs."
-	// 37-62 "Quotas cap GPUs per team."
-	// 63-87 "Slices count as one GPU."
-}
-
-func ExampleMarkdown() {
-	chunks, _ := rag.Markdown(rag.Recursive(500, 0)).Split(rag.Document{Source: "serve.md",
-		Text: "# Serving\n\nvLLM on port 8000.\n\n## Canary\n\nTen percent first.\n"})
-	for _, c := range chunks {
-		fmt.Printf("%s: %q\n", c.Section, c.Text)
-	}
-	// Output:
-	// Serving: "# Serving\n\nvLLM on port 8000."
-	// Serving > Canary: "## Canary\n\nTen percent first."
-}
-
-func ExampleTokens() {
-	chunks, _ := rag.Tokens(bpe.CL100kBase(), 8, 2).Split(rag.Document{Source: "t.txt",
-		Text: "Kubernetes schedules pods onto nodes that have free GPUs."})
-	for _, c := range chunks {
-		fmt.Printf("%q\n", c.Text)
-	}
-	// Output:
-	// "Kubernetes schedules pods onto nodes that have"
-	// " that have free GPUs."
-}
-
 func ExampleKnowledgeBase_Retrieve() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "store")
 	defer os.RemoveAll(dir)
-	store, _ := rag.Open(dir)
-	kb := rag.New("docs", store, rag.HashedFeatures(256))
+	store, _ := store.Open(dir)
+	kb := rag.New("docs", store, embed.HashedFeatures(256))
 	defer kb.Close()
 	_, _ = kb.Ingest(ctx,
 		rag.Document{Source: "drain.txt", Text: "Cordon the node, then drain it so jobs can checkpoint."},
 		rag.Document{Source: "serve.txt", Text: "vLLM serves models on port 8000."},
 	)
 	for _, mode := range []rag.Mode{rag.Keyword, rag.Vector, rag.Hybrid} {
-		hits, _ := kb.Retrieve(ctx, "how do I drain a node", rag.WithMode(mode), rag.TopK(1))
+		hits, _ := kb.Retrieve(ctx, "how do I drain a node", mode, rag.TopK(1))
 		fmt.Println(mode, hits[0].Chunk.Source)
 	}
 	_, err := kb.Retrieve(ctx, "x", rag.TopK(0), rag.RRF(-1, 1, 60))

@@ -13,6 +13,12 @@ import (
 	"sync"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/rag/embed"
+	"github.com/cubestudio/cube/rag/internal/durable"
+	"github.com/cubestudio/cube/rag/internal/lex"
+	"github.com/cubestudio/cube/rag/load"
+	"github.com/cubestudio/cube/rag/split"
+	"github.com/cubestudio/cube/rag/store"
 )
 
 // KnowledgeBase is a named collection of chunks: documents go in through
@@ -29,10 +35,10 @@ type KnowledgeBase struct {
 }
 
 // New returns a knowledge base over store whose chunks embedder embeds.
-// Its splitter is Markdown(Recursive(1000, 150)): header-aware for
+// Its splitter is split.Markdown(split.Recursive(1000, 150)): header-aware for
 // Markdown, recursive for other text.
 func New(name string, store Store, embedder Embedder) *KnowledgeBase {
-	return &KnowledgeBase{name: name, store: store, embedder: embedder, splitter: Markdown(Recursive(1000, 150))}
+	return &KnowledgeBase{name: name, store: store, embedder: embedder, splitter: split.Markdown(split.Recursive(1000, 150))}
 }
 
 // Splitter replaces how documents are cut into chunks.
@@ -149,9 +155,9 @@ func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Do
 		return err
 	}
 	// A chunk without a word ("---", a lone code fence) can be found by
-	// neither BM25 nor a lexical vector, and FeatureHasher gives it no
+	// neither BM25 nor a lexical vector, and embed.FeatureHasher gives it no
 	// direction the store could compare: it is not stored.
-	chunks = slices.DeleteFunc(chunks, func(c Chunk) bool { return len(terms(c.Text)) == 0 })
+	chunks = slices.DeleteFunc(chunks, func(c Chunk) bool { return len(lex.Terms(c.Text)) == 0 })
 	for i := range chunks {
 		if chunks[i].Metadata == nil {
 			chunks[i].Metadata = map[string]string{}
@@ -175,7 +181,7 @@ func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Do
 		case !ok:
 			rep.Added++
 			write = append(write, c)
-		case !chunksEqual(prev, c):
+		case !prev.Equal(c):
 			rep.Updated++
 			write = append(write, c)
 		}
@@ -220,11 +226,11 @@ func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Do
 	return nil
 }
 
-// IngestDir loads the directory tree at root (see LoadDir) and ingests
+// IngestDir loads the directory tree at root (see load.Dir) and ingests
 // what loaded; files that failed are reported together with the ingest's
 // own error.
 func (kb *KnowledgeBase) IngestDir(ctx context.Context, root string) (IngestReport, error) {
-	docs, loadErr := LoadDir(ctx, root)
+	docs, loadErr := load.Dir(ctx, root)
 	rep, err := kb.Ingest(ctx, docs...)
 	return rep, errors.Join(loadErr, err)
 }
@@ -357,10 +363,10 @@ type kbManifest struct {
 }
 
 // Open opens (creating) the knowledge base name of team, embedded with
-// embedder (nil: HashedFeatures(384)). A knowledge base remembers its
+// embedder (nil: embed.HashedFeatures(384)). A knowledge base remembers its
 // embedder's model; opening it with another is an error, since vectors of
 // different models cannot be compared.
-func (l *Library) Open(team, name string, embedder Embedder, opts ...LocalOption) (*KnowledgeBase, error) {
+func (l *Library) Open(team, name string, embedder Embedder, opts ...store.LocalOption) (*KnowledgeBase, error) {
 	var errs []error
 	if l == nil || l.root == "" {
 		errs = append(errs, errors.New("library: root: required: use rag.OpenLibrary"))
@@ -375,7 +381,7 @@ func (l *Library) Open(team, name string, embedder Embedder, opts ...LocalOption
 		return nil, fmt.Errorf("open knowledge base: %w", errors.Join(errs...))
 	}
 	if embedder == nil {
-		embedder = HashedFeatures(384)
+		embedder = embed.HashedFeatures(384)
 	}
 	dir := filepath.Join(l.root, team, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -400,7 +406,7 @@ func (l *Library) Open(team, name string, embedder Embedder, opts ...LocalOption
 	default:
 		return nil, fmt.Errorf("open knowledge base %s/%s: %w", team, name, err)
 	}
-	store, err := Open(dir, opts...)
+	store, err := store.Open(dir, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -453,5 +459,5 @@ func writeFileAtomic(path string, b []byte) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return durable.SyncDir(filepath.Dir(path))
 }

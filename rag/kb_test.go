@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/rag/embed"
+	"github.com/cubestudio/cube/rag/split"
 )
 
 // corpusDir is the small corpus examples/rag bundles; cube's own writing.
@@ -37,7 +39,7 @@ func TestKnowledgeBaseRetrievesByEachMode(t *testing.T) {
 	kb := openCorpusKB(t)
 	ctx := t.Context()
 	for _, mode := range []Mode{Hybrid, Vector, Keyword} {
-		hits, err := kb.Retrieve(ctx, "how many GPUs does a team get by default", WithMode(mode), TopK(3))
+		hits, err := kb.Retrieve(ctx, "how many GPUs does a team get by default", mode, TopK(3))
 		require.NoError(t, err, mode)
 		require.NotEmpty(t, hits, mode)
 		assert.Equal(t, "gpu-quotas.md", hits[0].Chunk.Source, mode)
@@ -50,19 +52,19 @@ func TestKnowledgeBaseRetrievesByEachMode(t *testing.T) {
 	assert.Equal(t, "runbooks/storage.html", hits[0].Chunk.Source)
 	assert.Equal(t, "Shared storage", hits[0].Chunk.Title)
 
-	hits, err = kb.Retrieve(ctx, "GPU", Where(Filter{"source": "teams.csv", "team": "vision"}), WithMode(Keyword))
+	hits, err = kb.Retrieve(ctx, "GPU", Where(Filter{"source": "teams.csv", "team": "vision"}), Keyword)
 	require.NoError(t, err)
-	assert.Empty(t, hits, "the CSV rows keep no team metadata: LoadDir keeps no columns")
+	assert.Empty(t, hits, "the CSV rows keep no team metadata: load.Dir keeps no columns")
 
 	hits, err = kb.Retrieve(ctx, "GPU", Where(Filter{"section": "GPU quotas > Fractional GPUs"}))
 	require.NoError(t, err)
 	require.Len(t, hits, 1)
 	assert.Contains(t, hits[0].Chunk.Text, "HAMi")
 
-	hits, err = kb.Retrieve(ctx, "zebra xylophone", WithMode(Keyword))
+	hits, err = kb.Retrieve(ctx, "zebra xylophone", Keyword)
 	require.NoError(t, err)
 	assert.Empty(t, hits)
-	hits, err = kb.Retrieve(ctx, "canary", MinScore(0.5), WithMode(Vector))
+	hits, err = kb.Retrieve(ctx, "canary", MinScore(0.5), Vector)
 	require.NoError(t, err)
 	for _, h := range hits {
 		assert.GreaterOrEqual(t, h.Score, 0.5)
@@ -71,7 +73,7 @@ func TestKnowledgeBaseRetrievesByEachMode(t *testing.T) {
 
 func TestRetrieveValidatesEveryOption(t *testing.T) {
 	kb := openCorpusKB(t)
-	_, err := kb.Retrieve(t.Context(), "x", TopK(0), WithMode(Mode(9)), RRF(-1, 0, -2), Candidates(-1),
+	_, err := kb.Retrieve(t.Context(), "x", TopK(0), Mode(9), RRF(-1, 0, -2), Candidates(-1),
 		MinSimilarity(2), Where(Filter{"": "v"}))
 	require.Error(t, err)
 	for _, want := range []string{"topK: 0", "mode: Mode(9)", "rrf: weights -1 and 0", "rrf: k -2", "candidates: -1", "minSimilarity: 2", "where: filter"} {
@@ -104,8 +106,8 @@ func TestReingestIsIdempotentAndChangesOnlyWhatChanged(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
 	store := openLocal(t, t.TempDir())
-	counting := &countingEmbedder{inner: HashedFeatures(64)}
-	kb := New("t/kb", store, counting).Splitter(Markdown(Recursive(200, 0)))
+	counting := &countingEmbedder{inner: embed.HashedFeatures(64)}
+	kb := New("t/kb", store, counting).Splitter(split.Markdown(split.Recursive(200, 0)))
 	rep, err := kb.IngestDir(ctx, dir)
 	require.NoError(t, err)
 	assert.Equal(t, IngestReport{Sources: 2, Added: 2, Embedded: 2}, rep)
@@ -158,7 +160,7 @@ func TestLibraryNamesAndRemembersTheEmbedder(t *testing.T) {
 	kb, err := lib.Open("nlp", "docs", nil)
 	require.NoError(t, err)
 	require.NoError(t, kb.Close())
-	_, err = lib.Open("nlp", "docs", HashedFeatures(128))
+	_, err = lib.Open("nlp", "docs", embed.HashedFeatures(128))
 	assert.ErrorContains(t, err, `embedder: "hashed-features-v1-128", but its chunks were embedded with "hashed-features-v1-384"`)
 	kb2, err := lib.Open("vision", "papers", nil)
 	require.NoError(t, err)
@@ -183,7 +185,7 @@ func TestExtractiveAnswerCitesItsSources(t *testing.T) {
 	assert.Equal(t, "gpu-quotas.md", a.Citations[0].Source)
 	assert.Equal(t, a.Sources[0].Chunk.ID, a.Citations[0].ChunkID)
 
-	a, err = kb.Answer(t.Context(), "zebra xylophone", WithMode(Keyword))
+	a, err = kb.Answer(t.Context(), "zebra xylophone", Keyword)
 	require.NoError(t, err)
 	assert.Equal(t, NoAnswer, a.Text)
 	assert.Empty(t, a.Citations)
@@ -332,7 +334,7 @@ func TestPromptNumbersSourcesWithWhereTheyComeFrom(t *testing.T) {
 }
 
 func TestIngestSkipsChunksWithoutWords(t *testing.T) {
-	kb := New("t/kb", openLocal(t, t.TempDir()), HashedFeatures(64)).Splitter(Markdown(Recursive(12, 0)))
+	kb := New("t/kb", openLocal(t, t.TempDir()), embed.HashedFeatures(64)).Splitter(split.Markdown(split.Recursive(12, 0)))
 	rep, err := kb.Ingest(t.Context(), Document{Source: "a.md", Text: "# Title\n\n---\n\n***\n\nsome words"})
 	require.NoError(t, err)
 	assert.Equal(t, 2, rep.Added)

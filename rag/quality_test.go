@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cubestudio/cube/rag/embed"
+	"github.com/cubestudio/cube/rag/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,7 +74,7 @@ func TestRetrievalQualityOnUpstreamFAQs(t *testing.T) {
 	assert.True(t, strings.HasPrefix(pairs[0].answer, "Nothing. They are just two letters"), pairs[0].answer)
 	assert.Equal(t, "Is zlib Y2K-compliant?", pairs[18].question)
 	assert.Equal(t, "Yes. zlib doesn't handle dates.", pairs[18].answer)
-	kb := New("faq", openLocal(t, t.TempDir(), NoSync()), HashedFeatures(384))
+	kb := New("faq", openLocal(t, t.TempDir(), store.NoSync()), embed.HashedFeatures(384))
 	docs := make([]Document, len(pairs))
 	for i, p := range pairs {
 		docs[i] = Document{Source: fmt.Sprintf("faq-%02d", i), Text: p.answer}
@@ -85,10 +87,10 @@ func TestRetrievalQualityOnUpstreamFAQs(t *testing.T) {
 		name string
 		opts []QueryOption
 	}{
-		{"bm25", []QueryOption{WithMode(Keyword)}},
-		{"vector", []QueryOption{WithMode(Vector)}},
-		{"hybrid", []QueryOption{WithMode(Hybrid)}},
-		{"hybrid 1:2", []QueryOption{WithMode(Hybrid), RRF(1, 2, DefaultRRFK)}},
+		{"bm25", []QueryOption{Keyword}},
+		{"vector", []QueryOption{Vector}},
+		{"hybrid", []QueryOption{Hybrid}},
+		{"hybrid 1:2", []QueryOption{Hybrid, RRF(1, 2, DefaultRRFK)}},
 	}
 	results := map[string]result{}
 	for _, run := range runs {

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/cubestudio/cube/rag/internal/vecmath"
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// Mode says how Retrieve finds chunks.
+// Mode says how Retrieve finds chunks. A Mode is itself a QueryOption:
+// kb.Retrieve(ctx, q, rag.Keyword).
 type Mode int
 
 const (
@@ -44,8 +46,20 @@ const (
 	DefaultRRFK = 60
 )
 
-// QueryOption configures Retrieve, Answer and AnswerStream.
-type QueryOption func(*queryOptions)
+// QueryOption configures Retrieve, Answer and AnswerStream: a Mode, or
+// what TopK, MinScore, MinSimilarity, Where, RRF, Candidates, Rerank and
+// History return. Defaults come first, then the caller's options in order.
+type QueryOption interface {
+	applyQuery(*queryOptions)
+}
+
+// queryOptionFunc is the concrete type behind the option constructors.
+type queryOptionFunc func(*queryOptions)
+
+func (f queryOptionFunc) applyQuery(o *queryOptions) { f(o) }
+
+// applyQuery selects m: vector, keyword or hybrid retrieval.
+func (m Mode) applyQuery(o *queryOptions) { o.mode = m }
 
 type queryOptions struct {
 	topK                        int
@@ -61,60 +75,61 @@ type queryOptions struct {
 }
 
 // TopK sets how many chunks come back (default 5).
-func TopK(k int) QueryOption { return func(o *queryOptions) { o.topK = k } }
+func TopK(k int) QueryOption { return queryOptionFunc(func(o *queryOptions) { o.topK = k }) }
 
 // MinScore drops hits whose final score (cosine, BM25, RRF or the
 // reranker's, whichever ranks last) is below s.
 func MinScore(s float64) QueryOption {
-	return func(o *queryOptions) { o.minScore, o.setMinScore = s, true }
+	return queryOptionFunc(func(o *queryOptions) { o.minScore, o.setMinScore = s, true })
 }
 
 // MinSimilarity drops vector candidates whose cosine similarity is below
 // s before they are fused or returned, so a hybrid search does not pull in
 // chunks that merely rank well among unrelated ones.
 func MinSimilarity(s float64) QueryOption {
-	return func(o *queryOptions) { o.minSimilarity, o.setMinSim = s, true }
+	return queryOptionFunc(func(o *queryOptions) { o.minSimilarity, o.setMinSim = s, true })
 }
 
 // Where restricts retrieval to chunks matching f.
 func Where(f Filter) QueryOption {
-	return func(o *queryOptions) {
+	return queryOptionFunc(func(o *queryOptions) {
 		o.filter = make(Filter, len(f))
 		for k, v := range f {
 			o.filter[k] = v
 		}
-	}
+	})
 }
-
-// WithMode selects vector, keyword or hybrid retrieval.
-func WithMode(m Mode) QueryOption { return func(o *queryOptions) { o.mode = m } }
 
 // RRF sets the weights of hybrid fusion: a chunk's fused score is
 // vectorWeight/(k+r_v) + keywordWeight/(k+r_k), where r_v and r_k are its
 // 1-based ranks in the vector and keyword lists (a list it is missing from
 // adds nothing). Defaults: weights 1 and 1, k 60.
 func RRF(vectorWeight, keywordWeight float64, k int) QueryOption {
-	return func(o *queryOptions) { o.vectorWeight, o.keywordWeight, o.rrfK = vectorWeight, keywordWeight, k }
+	return queryOptionFunc(func(o *queryOptions) {
+		o.vectorWeight, o.keywordWeight, o.rrfK = vectorWeight, keywordWeight, k
+	})
 }
 
 // Candidates sets how many chunks each ranking contributes to fusion and
 // reranking (default max(4·TopK, 20)).
-func Candidates(n int) QueryOption { return func(o *queryOptions) { o.candidates = n } }
+func Candidates(n int) QueryOption {
+	return queryOptionFunc(func(o *queryOptions) { o.candidates = n })
+}
 
 // Rerank rescores the fused candidates with r and keeps its top k.
-func Rerank(r Reranker) QueryOption { return func(o *queryOptions) { o.reranker = r } }
+func Rerank(r Reranker) QueryOption { return queryOptionFunc(func(o *queryOptions) { o.reranker = r }) }
 
 // History gives Answer the conversation so far, oldest first; it goes
 // between the system prompt and the question.
 func History(messages ...openai.ChatCompletionMessage) QueryOption {
-	return func(o *queryOptions) { o.history = append([]openai.ChatCompletionMessage(nil), messages...) }
+	return queryOptionFunc(func(o *queryOptions) { o.history = append([]openai.ChatCompletionMessage(nil), messages...) })
 }
 
 func buildQueryOptions(opts []QueryOption) (queryOptions, error) {
 	o := queryOptions{topK: DefaultTopK, vectorWeight: 1, keywordWeight: 1, rrfK: DefaultRRFK}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			opt.applyQuery(&o)
 		}
 	}
 	var errs []error
@@ -169,7 +184,7 @@ func retrieve(ctx context.Context, store Store, embedder Embedder, query string,
 		if len(vecs) != 1 {
 			return nil, fmt.Errorf("embed query: %d vectors for one text", len(vecs))
 		}
-		if normalize(append([]float32(nil), vecs[0]...)) {
+		if vecmath.Normalize(append([]float32(nil), vecs[0]...)) {
 			vector, err = store.SearchVector(ctx, vecs[0], o.candidates, o.filter)
 			if err != nil {
 				return nil, err
@@ -210,7 +225,7 @@ func retrieveHybridInStore(ctx context.Context, hs HybridSearcher, embedder Embe
 	if len(vecs) != 1 {
 		return nil, true, fmt.Errorf("embed query: %d vectors for one text", len(vecs))
 	}
-	if !normalize(append([]float32(nil), vecs[0]...)) {
+	if !vecmath.Normalize(append([]float32(nil), vecs[0]...)) {
 		return nil, false, nil
 	}
 	hits, err = hs.SearchHybrid(ctx, vecs[0], query, o.candidates, o.filter, o.rrfK)

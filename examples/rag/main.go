@@ -87,7 +87,7 @@ func run(ctx context.Context, out io.Writer, o options) error {
 
 	// 3. Retrieve by each mode.
 	for _, mode := range []rag.Mode{rag.Keyword, rag.Vector, rag.Hybrid} {
-		hits, err := kb.Retrieve(ctx, "drain a node before maintenance", rag.WithMode(mode), rag.TopK(2))
+		hits, err := kb.Retrieve(ctx, "drain a node before maintenance", mode, rag.TopK(2))
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,10 @@ import (
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/rag"
 	"github.com/cubestudio/cube/rag/bpe"
+	"github.com/cubestudio/cube/rag/embed"
 	"github.com/cubestudio/cube/rag/milvus"
+	"github.com/cubestudio/cube/rag/split"
+	"github.com/cubestudio/cube/rag/store"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
@@ -33,9 +36,9 @@ var types = []any{
 	(*market.DownloadJob)(nil), (*market.EvaluationJob)(nil), (*market.Registry)(nil),
 	(*notebook.Notebook)(nil), (*ops.LeaseSpec)(nil),
 	(*pipeline.ContainerStep)(nil), (*pipeline.FuncStep)(nil), (*pipeline.Pipeline)(nil), (*pipeline.WorkloadStep)(nil),
-	(*rag.EmbeddingCache)(nil), (*rag.FeatureHasher)(nil), (*rag.HTTPReranker)(nil), (*rag.KnowledgeBase)(nil),
-	(*rag.Library)(nil), (*rag.Local)(nil), (*rag.MarkdownSplitter)(nil), (*rag.OpenAIEmbedder)(nil),
-	(*rag.RecursiveSplitter)(nil), (*rag.TokenSplitter)(nil), (*bpe.Tokenizer)(nil), (*milvus.Config)(nil),
+	(*embed.Cache)(nil), (*embed.FeatureHasher)(nil), (*rag.HTTPReranker)(nil), (*rag.KnowledgeBase)(nil),
+	(*rag.Library)(nil), (*store.Local)(nil), (*split.MarkdownSplitter)(nil), (*embed.OpenAI)(nil),
+	(*split.RecursiveSplitter)(nil), (*split.TokenSplitter)(nil), (*bpe.Tokenizer)(nil), (*milvus.Config)(nil),
 	(*inference.Client)(nil), (*serve.Service)(nil), (*serve.Split)(nil),
 	(*train.ColossalAIJob)(nil), (*train.DeepSpeedJob)(nil), (*train.MPIJob)(nil), (*train.MXNetJob)(nil),
 	(*train.PaddleJob)(nil), (*train.PyTorchJob)(nil), (*train.RayJob)(nil), (*train.TFJob)(nil),

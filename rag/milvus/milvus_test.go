@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/rag"
+	"github.com/cubestudio/cube/rag/embed"
 )
 
 // These tests run the real Milvus Go client against the in-process
@@ -58,7 +59,7 @@ func TestOpenCreatesTheCollectionWithBM25AndIndexes(t *testing.T) {
 func TestKnowledgeBaseOnMilvus(t *testing.T) {
 	f, addr := startFakeMilvus(t)
 	ctx := t.Context()
-	kb := rag.New("platform/handbook", openStore(t, addr, "platform_handbook", 384), rag.HashedFeatures(384))
+	kb := rag.New("platform/handbook", openStore(t, addr, "platform_handbook", 384), embed.HashedFeatures(384))
 	rep, err := kb.IngestDir(ctx, "../../examples/rag/corpus")
 	require.NoError(t, err)
 	assert.Equal(t, rag.IngestReport{Sources: 5, Added: 11, Embedded: 11}, rep)
@@ -67,7 +68,7 @@ func TestKnowledgeBaseOnMilvus(t *testing.T) {
 	assert.Equal(t, 5, rep.Unchanged, "re-ingest is idempotent on Milvus too")
 
 	for _, mode := range []rag.Mode{rag.Keyword, rag.Vector, rag.Hybrid} {
-		hits, err := kb.Retrieve(ctx, "drain a node before maintenance", rag.WithMode(mode), rag.TopK(2))
+		hits, err := kb.Retrieve(ctx, "drain a node before maintenance", mode, rag.TopK(2))
 		require.NoError(t, err, mode)
 		require.NotEmpty(t, hits, mode)
 		assert.Equal(t, "runbooks/node-drain.txt", hits[0].Chunk.Source, mode)
@@ -76,9 +77,9 @@ func TestKnowledgeBaseOnMilvus(t *testing.T) {
 	// Milvus's fusion and rag's agree: same chunks, same scores.
 	inMilvus, err := kb.Retrieve(ctx, "GPU quota of a team", rag.TopK(5))
 	require.NoError(t, err)
-	vec, err := kb.Retrieve(ctx, "GPU quota of a team", rag.WithMode(rag.Vector), rag.TopK(20))
+	vec, err := kb.Retrieve(ctx, "GPU quota of a team", rag.Vector, rag.TopK(20))
 	require.NoError(t, err)
-	kw, err := kb.Retrieve(ctx, "GPU quota of a team", rag.WithMode(rag.Keyword), rag.TopK(20))
+	kw, err := kb.Retrieve(ctx, "GPU quota of a team", rag.Keyword, rag.TopK(20))
 	require.NoError(t, err)
 	require.Len(t, inMilvus, 5)
 	byID := map[string]float64{}

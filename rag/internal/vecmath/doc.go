@@ -1,0 +1,3 @@
+// Package vecmath holds the vector arithmetic package rag and its embedders
+// share.
+package vecmath

@@ -1,0 +1,29 @@
+package load
+
+// Document is text a loader read from one source, with where it came from.
+// A loader returns one Document per file, or per page (PDF), row (CSV) or
+// line (JSON lines).
+type Document struct {
+	// Source names where the text came from: a path relative to the loaded
+	// directory, a URL, or any name the caller gives. Chunks keep it, answers
+	// cite it, and a knowledge base replaces or deletes by it.
+	Source string
+	// Title is the document's title: a Markdown file's first heading, an
+	// HTML <title>, a PDF's page label; "" when the format has none.
+	Title string
+	// Text is the document's text.
+	Text string
+	// Section is the heading path the text sits under, "Install > Debian";
+	// MarkdownSplitter fills it in for each section it splits.
+	Section string
+	// Page is the 1-based page of a PDF, 0 for formats without pages.
+	Page int
+	// Offset is the byte offset of Text in the source file for formats that
+	// keep the text as it is stored (text, Markdown, CSV rows, JSON lines);
+	// for formats whose text is extracted (HTML, PDF, DOCX) chunk offsets
+	// count in the extracted text and Offset is 0.
+	Offset int
+	// Metadata holds more facts to filter on (the CSV columns and JSON
+	// fields a loader was asked to keep, "format").
+	Metadata map[string]string
+}

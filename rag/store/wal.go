@@ -1,0 +1,444 @@
+package store
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/cubestudio/cube/rag/internal/durable"
+)
+
+// The log is the embedded store's only file: a header, then frames of
+// [payload length u32][CRC-32C of payload u32][payload], little-endian.
+// A payload is one operation: opPut with a record, or opDelete with IDs.
+// Frames are appended and the file fsynced before Upsert or Delete
+// returns, so an acknowledged write survives a crash.
+//
+// On open the log is replayed, and it must end in one of two ways. It ends
+// cleanly after a whole frame; or it ends in a torn tail, the beginning of
+// the one frame an append was writing when the process died, which was
+// never acknowledged and is cut off. An append writes its bytes in order,
+// so a torn tail is a strict prefix of a frame as the append encoded it:
+//
+//   - fewer than the 8 bytes of a frame header; or
+//   - a header whose length (1 to maxFrame, as appends write them) runs
+//     past the end of the file, followed by bytes that begin one operation
+//     of exactly that length: a known operation code, a chunk that fits and
+//     is JSON once all of it is there, and a vector length that makes the
+//     record that long once it is there; a deletion whose IDs all fit in the
+//     bytes present is whole and shorter than the length, so no torn tail;
+//     and when at most 3 bytes are missing, some ending of the bytes present
+//     must match the frame's checksum (with 4 or more missing, every prefix
+//     has an ending that matches, so the checksum cannot tell).
+//
+// Anything else is damage, which no crash makes, and Open fails with
+// ErrCorrupt naming the frame's offset, truncating nothing: a frame whose
+// bytes are all there but fail their checksum or do not decode, even the
+// last (an interrupted append leaves a frame short, never whole and
+// wrong); a length of 0 or over maxFrame; and a length past the end of the
+// file over bytes that hold a whole operation of another length, which is
+// what a damaged length in front of further frames looks like. Such a
+// length once made Open take the whole log for a torn tail and cut it.
+// What the rule cannot tell apart is damage that leaves exactly what a cut
+// leaves: a last frame missing its last bytes, or missing 4 or more bytes
+// from its vector, reads as a cut.
+const (
+	logMagic = "CUBERAG1"
+	logName  = "chunks.log"
+	// maxFrame bounds one frame; a record is far smaller, so a larger
+	// length can only be damage.
+	maxFrame = 64 << 20
+)
+
+const (
+	opPut    byte = 1
+	opDelete byte = 2
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is returned (wrapped) by Open when the log holds anything but
+// whole frames and, at its end, a frame an interrupted append cut short:
+// no crash does that, a disk or another program changed the file. Open
+// then changes nothing on disk.
+var ErrCorrupt = errors.New("store log corrupt")
+
+type wal struct {
+	f    *os.File
+	w    *bufio.Writer
+	size int64
+	sync bool
+}
+
+type walOp struct {
+	op     byte
+	record Record
+	ids    []string
+}
+
+func encodePut(r Record) ([]byte, error) {
+	meta, err := json.Marshal(r.Chunk)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(meta)+4+4*len(r.Vector))
+	b = append(b, opPut)
+	b = binary.AppendUvarint(b, uint64(len(meta)))
+	b = append(b, meta...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Vector)))
+	for _, x := range r.Vector {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b, nil
+}
+
+func encodeDelete(ids []string) []byte {
+	b := []byte{opDelete}
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	for _, id := range ids {
+		b = binary.AppendUvarint(b, uint64(len(id)))
+		b = append(b, id...)
+	}
+	return b
+}
+
+func decodeOp(p []byte) (walOp, error) {
+	if len(p) == 0 {
+		return walOp{}, errors.New("empty payload")
+	}
+	switch p[0] {
+	case opPut:
+		rest := p[1:]
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n > uint64(len(rest)-w) {
+			return walOp{}, errors.New("bad chunk length")
+		}
+		var r Record
+		if err := json.Unmarshal(rest[w:w+int(n)], &r.Chunk); err != nil {
+			return walOp{}, err
+		}
+		rest = rest[w+int(n):]
+		if len(rest) < 4 {
+			return walOp{}, errors.New("no vector length")
+		}
+		dims := binary.LittleEndian.Uint32(rest)
+		rest = rest[4:]
+		if uint64(len(rest)) != 4*uint64(dims) {
+			return walOp{}, errors.New("vector length mismatch")
+		}
+		r.Vector = make([]float32, dims)
+		for i := range r.Vector {
+			r.Vector[i] = math.Float32frombits(binary.LittleEndian.Uint32(rest[4*i:]))
+		}
+		return walOp{op: opPut, record: r}, nil
+	case opDelete:
+		rest := p[1:]
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n > uint64(len(rest)) {
+			return walOp{}, errors.New("bad id count")
+		}
+		rest = rest[w:]
+		ids := make([]string, 0, n)
+		for range n {
+			l, w := binary.Uvarint(rest)
+			if w <= 0 || l > uint64(len(rest)-w) {
+				return walOp{}, errors.New("bad id length")
+			}
+			ids = append(ids, string(rest[w:w+int(l)]))
+			rest = rest[w+int(l):]
+		}
+		return walOp{op: opDelete, ids: ids}, nil
+	}
+	return walOp{}, fmt.Errorf("unknown operation %d", p[0])
+}
+
+// openWAL opens (creating) the log in dir and replays it through apply.
+func openWAL(dir string, sync bool, apply func(walOp) error) (*wal, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, logName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	size := st.Size()
+	if size < int64(len(logMagic)) {
+		// A new log, or one whose header a crash cut: it held no frame.
+		head := make([]byte, size)
+		if _, err := io.ReadFull(f, head); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if string(head) != logMagic[:size] {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w: not a cube rag log (header %q)", path, ErrCorrupt, head)
+		}
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if _, err := f.WriteAt([]byte(logMagic), 0); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := syncFile(f, dir, sync); err != nil {
+			f.Close()
+			return nil, err
+		}
+		size = int64(len(logMagic))
+	} else {
+		good, err := replay(f, size, apply)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if good < size {
+			if err := f.Truncate(good); err != nil {
+				f.Close()
+				return nil, err
+			}
+			if sync {
+				if err := f.Sync(); err != nil {
+					f.Close()
+					return nil, err
+				}
+			}
+			size = good
+		}
+	}
+	if _, err := f.Seek(size, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &wal{f: f, w: bufio.NewWriterSize(f, 1<<20), size: size, sync: sync}, nil
+}
+
+// replay applies every whole frame and returns the offset after the last,
+// where a torn tail, if any, begins (see the rule above).
+func replay(f *os.File, size int64, apply func(walOp) error) (int64, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
+	magic := make([]byte, len(logMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != logMagic {
+		return 0, fmt.Errorf("%w: not a cube rag log (header %q)", ErrCorrupt, magic)
+	}
+	off := int64(len(logMagic))
+	var head [8]byte
+	var payload []byte
+	for off < size {
+		if size-off < int64(len(head)) {
+			return off, nil // a header cut short
+		}
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return 0, err
+		}
+		n := binary.LittleEndian.Uint32(head[:4])
+		sum := binary.LittleEndian.Uint32(head[4:])
+		if n == 0 || n > maxFrame {
+			return 0, fmt.Errorf("%w: frame at byte %d of %d: length %d, which no append writes", ErrCorrupt, off, size, n)
+		}
+		end := off + 8 + int64(n)
+		have := min(end, size) - off - 8
+		if cap(payload) < int(have) {
+			payload = make([]byte, have)
+		}
+		payload = payload[:have]
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return 0, err
+		}
+		if end > size {
+			if why := notTorn(payload, n, sum); why != "" {
+				return 0, fmt.Errorf("%w: frame at byte %d of %d: its length %d runs past the end, but %s", ErrCorrupt, off, size, n, why)
+			}
+			return off, nil // the frame an interrupted append was writing
+		}
+		if crc32.Checksum(payload, castagnoli) != sum {
+			return 0, fmt.Errorf("%w: frame at byte %d of %d: checksum mismatch", ErrCorrupt, off, size)
+		}
+		op, err := decodeOp(payload)
+		if err != nil {
+			return 0, fmt.Errorf("%w: frame at byte %d of %d: %v", ErrCorrupt, off, size, err)
+		}
+		if err := apply(op); err != nil {
+			return 0, err
+		}
+		off = end
+	}
+	return off, nil
+}
+
+// notTorn says why p, the bytes present of a frame of length n and
+// checksum sum that runs past the end of the log, cannot be the beginning
+// of a frame an append wrote; "" when it can.
+func notTorn(p []byte, n, sum uint32) string {
+	if len(p) == 0 {
+		return ""
+	}
+	switch p[0] {
+	case opPut:
+		m, w := binary.Uvarint(p[1:])
+		if w < 0 {
+			return "its chunk length overflows"
+		}
+		if w == 0 {
+			break // cut inside the chunk length
+		}
+		chunkEnd := 1 + uint64(w) + min(m, maxFrame)
+		if m > maxFrame || chunkEnd+4 > uint64(n) {
+			return fmt.Sprintf("its %d-byte chunk does not fit in it", m)
+		}
+		if chunkEnd <= uint64(len(p)) && !json.Valid(p[1+w:chunkEnd]) {
+			return "its chunk is not JSON"
+		}
+		if chunkEnd+4 <= uint64(len(p)) {
+			dims := binary.LittleEndian.Uint32(p[chunkEnd:])
+			if whole := chunkEnd + 4 + 4*uint64(dims); whole != uint64(n) {
+				return fmt.Sprintf("the record it begins, of %d dimensions, is %d bytes", dims, whole)
+			}
+		}
+	case opDelete:
+		count, w := binary.Uvarint(p[1:])
+		if w < 0 {
+			return "its ID count overflows"
+		}
+		if w == 0 {
+			break
+		}
+		at := 1 + w
+		for i := uint64(0); ; i++ {
+			if i == count {
+				return fmt.Sprintf("the bytes present hold a whole deletion of %d bytes", at)
+			}
+			l, w := binary.Uvarint(p[at:])
+			if w < 0 {
+				return fmt.Sprintf("the length of ID %d overflows", i)
+			}
+			if w == 0 {
+				break // cut inside an ID's length
+			}
+			if l > uint64(n)-uint64(at+w) {
+				return fmt.Sprintf("ID %d, of %d bytes, does not fit in it", i, l)
+			}
+			if l > uint64(len(p)-at-w) {
+				break // cut inside an ID
+			}
+			at += w + int(l)
+		}
+	default:
+		return fmt.Sprintf("it begins with operation %d, which is none", p[0])
+	}
+	if missing := int(n) - len(p); missing <= 3 && !completes(p, missing, sum) {
+		return fmt.Sprintf("no %d bytes after the %d present match its checksum", missing, len(p))
+	}
+	return ""
+}
+
+// completes reports whether some missing (1 to 3) bytes after p give the
+// CRC-32C sum. It tries every ending but the last byte, which it solves
+// for: at most 2^16 tries.
+func completes(p []byte, missing int, sum uint32) bool {
+	// Between bytes, the table-driven CRC holds the complement of the
+	// checksum so far; a byte b takes state c to tab[byte(c)^b] ^ c>>8,
+	// whose top byte is tab's alone, and tab's top bytes are all different.
+	start, want := ^crc32.Update(0, castagnoli, p), ^sum
+	for x := range 1 << (8 * (missing - 1)) {
+		c := start
+		for i := range missing - 1 {
+			c = castagnoli[byte(c)^byte(x>>(8*i))] ^ c>>8
+		}
+		if castagnoli[crcIndexByTop[want>>24]] == want^c>>8 {
+			return true
+		}
+	}
+	return false
+}
+
+// crcIndexByTop inverts the top byte of the CRC-32C table's entries.
+var crcIndexByTop = func() (idx [256]byte) {
+	seen := [256]bool{}
+	for i, v := range castagnoli {
+		if seen[v>>24] {
+			panic("rag: CRC-32C table entries share a top byte")
+		}
+		seen[v>>24] = true
+		idx[v>>24] = byte(i)
+	}
+	return idx
+}()
+
+// append writes payloads as frames and, when the log syncs, fsyncs them.
+// On error the log is cut back to where it was, so no half frame is left
+// for the next append to follow.
+func (l *wal) append(payloads ...[]byte) error {
+	start := l.size
+	var head [8]byte
+	for _, p := range payloads {
+		if len(p) > maxFrame {
+			return fmt.Errorf("record of %d bytes exceeds the %d-byte frame limit", len(p), maxFrame)
+		}
+		binary.LittleEndian.PutUint32(head[:4], uint32(len(p)))
+		binary.LittleEndian.PutUint32(head[4:], crc32.Checksum(p, castagnoli))
+		if _, err := l.w.Write(head[:]); err != nil {
+			return l.rollback(start, err)
+		}
+		if _, err := l.w.Write(p); err != nil {
+			return l.rollback(start, err)
+		}
+		l.size += int64(8 + len(p))
+	}
+	if err := l.w.Flush(); err != nil {
+		return l.rollback(start, err)
+	}
+	if l.sync {
+		if err := l.f.Sync(); err != nil {
+			return l.rollback(start, err)
+		}
+	}
+	return nil
+}
+
+func (l *wal) rollback(start int64, err error) error {
+	l.w.Reset(l.f)
+	l.size = start
+	if terr := l.f.Truncate(start); terr != nil {
+		return errors.Join(err, terr)
+	}
+	if _, serr := l.f.Seek(start, io.SeekStart); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
+}
+
+func (l *wal) close() error {
+	err := l.w.Flush()
+	if l.sync {
+		err = errors.Join(err, l.f.Sync())
+	}
+	return errors.Join(err, l.f.Close())
+}
+
+func syncFile(f *os.File, dir string, sync bool) error {
+	if !sync {
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return durable.SyncDir(dir)
+}
