@@ -176,7 +176,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 			return market.Evaluate("eval-bot", v, "mmlu", "gsm8k").Namespace(ns).Endpoint("http://support-bot-api.team-a:8000", "support-bot")
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"ops lease", "alice-h100", func() cube.Workload {
-			return ops.Lease("alice-h100", ns).Holder("alice").Workload(notebook.Kind, "alice-lab").GPUs(hardware.H100, 1).
+			return ops.Lease("alice-h100", ns).Holder("alice").Workload(notebook.Kind, "alice-lab").Accelerators(hardware.H100, 1).
 				Period(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), 8*time.Hour)
 		}, cube.Ready, cube.Ready, "", "a Lease has no controller: ops.Enforcer acts on it (TestLeaseEnforcerStopsTheLeasedNotebook)"},
 	}

@@ -31,7 +31,7 @@ func TestLeaseEnforcerStopsTheLeasedNotebook(t *testing.T) {
 	require.NoError(t, err)
 	begin := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	lease, err := cluster.Client.Apply(ctx, ops.Lease("alice-h100", ns).Holder("alice").Workload(notebook.Kind, "alice-lab").
-		GPUs(hardware.H100, 1).Period(begin, 8*time.Hour))
+		Accelerators(hardware.H100, 1).Period(begin, 8*time.Hour))
 	require.NoError(t, err)
 
 	require.NoError(t, cluster.MarkReady(ctx, lab))

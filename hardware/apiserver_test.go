@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/hardware/nodes"
 	"github.com/cubestudio/cube/internal/testenv"
 )
 
@@ -50,7 +50,7 @@ func TestApplyGoldenOnAPIServer(t *testing.T) {
 	assert.Equal(t, 122, created)
 }
 
-// TestReadInventoryFromAPIServer reads Node objects the test creates.
+// TestReadInventoryFromAPIServer reads, through nodes.Read, Node objects the test creates.
 func TestReadInventoryFromAPIServer(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
@@ -70,14 +70,14 @@ func TestReadInventoryFromAPIServer(t *testing.T) {
 		n.Status = status
 		require.NoError(t, env.Client.Status().Update(ctx, &n), n.Name)
 	}
-	inv, err := hardware.ReadInventory(ctx, env.Client, client.MatchingLabels(marker))
+	inv, err := nodes.Read(ctx, env.Client, client.MatchingLabels(marker))
 	require.NoError(t, err)
 	checkInventory(t, inv, suffix)
 }
 
 func TestReadInventoryError(t *testing.T) {
 	env := testenv.Get(t)
-	_, err := hardware.ReadInventory(t.Context(), env.Client, client.MatchingFields{"no.such.field": "x"})
+	_, err := nodes.Read(t.Context(), env.Client, client.MatchingFields{"no.such.field": "x"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "list nodes: ")
 }

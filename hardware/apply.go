@@ -192,7 +192,7 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 				fmt.Sprintf("%s has no accelerators to request", prof.Name)))
 		case prof.ResourceName == "":
 			errs = append(errs, field.Required(profPath.Child("resourceName"),
-				fmt.Sprintf("%s has no resource name under flavour %q; set one with WithResourceName", prof.Name, prof.Flavour)))
+				fmt.Sprintf("%s has no resource name under flavour %q; set one with Resource", prof.Name, prof.Flavour)))
 		}
 		if prof.Vendor == Kunlunxin && prof.Flavour == HAMi && !slices.Contains([]int{1, 2, 4, 8}, p.GPUs) {
 			// HAMi pkg/device/kunlun/topo.go places 1, 2 or 4 XPUs within
@@ -204,7 +204,7 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 			// Without it no count is too many: GPUs(64) would render a pod
 			// no node can hold.
 			errs = append(errs, field.Invalid(profPath.Child("maxPerNode"), prof.MaxPerNode,
-				fmt.Sprintf("must be at least 1: how many %s devices a node holds (WithMaxPerNode)", prof.Name)))
+				fmt.Sprintf("must be at least 1: how many %s devices a node holds (PerNode)", prof.Name)))
 		}
 		if prof.MaxPerNode > 0 && p.GPUs > prof.MaxPerNode {
 			errs = append(errs, field.Invalid(path.Child("gpus"), p.GPUs,
@@ -268,7 +268,7 @@ func validateFabric(prof Profile, f Fabric, path *field.Path) field.ErrorList {
 	for _, o := range uniq(f.ncclOptions) {
 		if collectiveVar(c, o) == "" {
 			errs = append(errs, field.Forbidden(path.Child(o),
-				fmt.Sprintf("%s has no known equivalent of NCCL's %s; set the variable with Env, or its name with WithCollective", lib, ncclVar(o))))
+				fmt.Sprintf("%s has no known equivalent of NCCL's %s; set the variable with Env, or its name with UseCollective", lib, ncclVar(o))))
 		}
 	}
 	if f.RDMA() && f.rdmaResource == "" {

@@ -57,7 +57,7 @@ func TestApplyWholeGPUsWithInfiniBand(t *testing.T) {
 func TestApplyAscendWithoutRuntime(t *testing.T) {
 	tmpl := baseTemplate()
 	errs := hardware.Apply(&tmpl, "main", hardware.Placement{
-		Profile: hardware.Ascend910B3.WithAscendRuntime(false), GPUs: 4,
+		Profile: hardware.Ascend910B3.AscendDockerRuntime(false), GPUs: 4,
 		Fabric: hardware.RoCE(hardware.SocketInterface("eth0"), hardware.HCCLBufferSize(1024),
 			hardware.HCCLConnectTimeout(30*time.Minute)),
 	}, tmplPath)
@@ -96,7 +96,7 @@ func TestApplyAscendHAMiAndSliceHost(t *testing.T) {
 	// Count 0 is how the pod settings call Apply before a vgpu slice: node
 	// selectors, labels and mounts come, devices do not.
 	tmpl := baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B4.WithAscendRuntime(false)}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B4.AscendDockerRuntime(false)}, tmplPath))
 	c := tmpl.Spec.Containers[0]
 	assert.Empty(t, c.Resources.Limits)
 	assert.Empty(t, c.Env, "ASCEND_VISIBLE_DEVICES only comes with whole NPUs")
@@ -104,7 +104,7 @@ func TestApplyAscendHAMiAndSliceHost(t *testing.T) {
 	assert.Equal(t, "ascend-910b", tmpl.Labels["ring-controller.atlas"])
 
 	tmpl = baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3.WithFlavour(hardware.HAMi), GPUs: 2}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3.Plugin(hardware.HAMi), GPUs: 2}, tmplPath))
 	two := resource.MustParse("2")
 	assert.True(t, two.Equal(tmpl.Spec.Containers[0].Resources.Limits["huawei.com/Ascend910B3"]))
 	assert.Empty(t, tmpl.Labels, "ring-controller is for Huawei's own scheduler stack")
@@ -113,7 +113,7 @@ func TestApplyAscendHAMiAndSliceHost(t *testing.T) {
 
 func TestApplyNVIDIAFlavours(t *testing.T) {
 	tmpl := baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.WithFlavour(hardware.HAMi), GPUs: 1}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.Plugin(hardware.HAMi), GPUs: 1}, tmplPath))
 	lim := tmpl.Spec.Containers[0].Resources.Limits
 	assert.Equal(t, "1", ptr(lim["nvidia.com/gpu"]).String())
 	assert.Equal(t, "100", ptr(lim["nvidia.com/gpumem-percentage"]).String())
@@ -121,11 +121,11 @@ func TestApplyNVIDIAFlavours(t *testing.T) {
 	assert.Equal(t, map[string]string{"nvidia.com/use-gputype": "A100"}, tmpl.Annotations)
 
 	tmpl = baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H200.WithFlavour(hardware.MIGSingle), GPUs: 7}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H200.Plugin(hardware.MIGSingle), GPUs: 7}, tmplPath))
 	assert.Equal(t, map[string]string{"nvidia.com/mig.strategy": "single"}, tmpl.Spec.NodeSelector)
 
 	tmpl = baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.B200.WithFlavour(hardware.MIGMixed), GPUs: 1}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.B200.Plugin(hardware.MIGMixed), GPUs: 1}, tmplPath))
 	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-B200"}, tmpl.Spec.NodeSelector)
 }
 
@@ -180,21 +180,21 @@ func TestApplyPlacementErrors(t *testing.T) {
 	}{
 		{"no profile", hardware.Placement{GPUs: 1},
 			[]string{"spec.template.profile: Required value: a hardware profile is required for devices or a fabric"}},
-		{"flavour of another vendor", hardware.Placement{Profile: hardware.H100.WithFlavour(hardware.HuaweiDevicePlugin), GPUs: 1},
+		{"flavour of another vendor", hardware.Placement{Profile: hardware.H100.Plugin(hardware.HuaweiDevicePlugin), GPUs: 1},
 			[]string{`spec.template.profile.flavour: Unsupported value: "huawei-device-plugin": supported values: "nvidia-device-plugin", "nvidia-mig-single", "nvidia-mig-mixed", "hami"`,
-				`spec.template.profile.resourceName: Required value: H100-SXM-80GB has no resource name under flavour "huawei-device-plugin"; set one with WithResourceName`}},
-		{"MIG on a card without MIG", hardware.Placement{Profile: hardware.T4.WithFlavour(hardware.MIGMixed), GPUs: 1},
+				`spec.template.profile.resourceName: Required value: H100-SXM-80GB has no resource name under flavour "huawei-device-plugin"; set one with Resource`}},
+		{"MIG on a card without MIG", hardware.Placement{Profile: hardware.T4.Plugin(hardware.MIGMixed), GPUs: 1},
 			[]string{`spec.template.profile.flavour: Invalid value: "nvidia-mig-mixed": T4 has no MIG; use nvidia-device-plugin`}},
 		{"negative count", hardware.Placement{Profile: hardware.H100, GPUs: -1},
 			[]string{"spec.template.gpus: Invalid value: -1: must not be negative"}},
 		{"too many devices", hardware.Placement{Profile: hardware.Ascend910B2, GPUs: 16},
 			[]string{"spec.template.gpus: Invalid value: 16: more devices per pod than a Ascend910B2 node holds (8)"}},
-		{"nodes holding no devices", hardware.Placement{Profile: hardware.H100.WithMaxPerNode(0), GPUs: 64},
-			[]string{"spec.template.profile.maxPerNode: Invalid value: 0: must be at least 1: how many H100-SXM-80GB devices a node holds (WithMaxPerNode)"}},
+		{"nodes holding no devices", hardware.Placement{Profile: hardware.H100.PerNode(0), GPUs: 64},
+			[]string{"spec.template.profile.maxPerNode: Invalid value: 0: must be at least 1: how many H100-SXM-80GB devices a node holds (PerNode)"}},
 		{"devices on CPU", hardware.Placement{Profile: hardware.CPU, GPUs: 2},
 			[]string{"spec.template.gpus: Invalid value: 2: cpu-amd64 has no accelerators to request"}},
-		{"no HAMi name", hardware.Placement{Profile: hardware.Ascend910B1.WithFlavour(hardware.HAMi), GPUs: 1},
-			[]string{`spec.template.profile.resourceName: Required value: Ascend910B1 has no resource name under flavour "hami"; set one with WithResourceName`}},
+		{"no HAMi name", hardware.Placement{Profile: hardware.Ascend910B1.Plugin(hardware.HAMi), GPUs: 1},
+			[]string{`spec.template.profile.resourceName: Required value: Ascend910B1 has no resource name under flavour "hami"; set one with Resource`}},
 		{"negative shared memory", hardware.Placement{Profile: hardware.H100, SharedMemory: resource.MustParse("-1Gi")},
 			[]string{`spec.template.sharedMemory: Invalid value: "-1Gi": must not be negative`}},
 		{"RDMA without a resource", hardware.Placement{Profile: hardware.H100, GPUs: 8, Fabric: hardware.InfiniBand(hardware.RDMASharedDevice(""))},
@@ -272,7 +272,7 @@ func TestApplyTemplateErrors(t *testing.T) {
 		`spec.template.metadata.annotations[nvidia.com/use-gputype]: Invalid value: "V100": conflicts with "H100" required by the hardware`,
 		`spec.template.metadata.annotations[k8s.v1.cni.cncf.io/networks]: Invalid value: "[{\"name\":\"a\"}]": a JSON network list cannot be merged with the fabric's networks; give them all as Networks`,
 		`spec.template.spec.containers[0].volumeMounts[0].mountPath: Duplicate value: "/dev/shm"`,
-	}, errStrings(hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100.WithFlavour(hardware.HAMi), GPUs: 1,
+	}, errStrings(hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100.Plugin(hardware.HAMi), GPUs: 1,
 		Fabric: hardware.InfiniBand(hardware.Networks("ib"))}, tmplPath)))
 }
 

@@ -175,10 +175,10 @@ var (
 	CPUArm64 = Profile{Name: "cpu-arm64", Arch: ARM64, nodeLabels: map[string]string{LabelArch: ARM64}}
 	// Kunpeng selects Huawei Kunpeng arm64 nodes by the host-arch label
 	// Huawei's installation guide has administrators set.
-	Kunpeng = renamed(CPUArm64.WithNodeLabels(map[string]string{"host-arch": "huawei-arm"}), "cpu-kunpeng")
+	Kunpeng = renamed(CPUArm64.SelectNodes(map[string]string{"host-arch": "huawei-arm"}), "cpu-kunpeng")
 	// HygonCPU selects Hygon x86 nodes by Node Feature Discovery's CPU
-	// vendor label (value unverified; override with WithNodeLabels).
-	HygonCPU = renamed(CPU.WithNodeLabels(map[string]string{LabelCPUVendor: "Hygon"}), "cpu-hygon")
+	// vendor label (value unverified; override with SelectNodes).
+	HygonCPU = renamed(CPU.SelectNodes(map[string]string{LabelCPUVendor: "Hygon"}), "cpu-hygon")
 )
 
 // The other domestic accelerators. Resource names: the vendor device
@@ -227,7 +227,7 @@ var (
 // hygonDriverMounts is the DCU driver tree (hy-smi and the driver
 // libraries) that DCU containers mount from the host; seen in GPUStack's
 // chart and Hygon DCU deployment notes [2nd, unverified]. Override with
-// WithHostMounts.
+// MountHost.
 var hygonDriverMounts = []HostMount{{Volume: "hygon-hyhal", Path: "/opt/hyhal", Type: corev1.HostPathDirectory}}
 
 func withHostMounts(p Profile) Profile {

@@ -27,13 +27,13 @@ func (c Cluster) Profile(p Profile) Profile {
 		if f == "" {
 			f = NVIDIADevicePlugin
 		}
-		return p.WithFlavour(f)
+		return p.Plugin(f)
 	case Huawei:
 		f := c.Ascend
 		if f == "" {
 			f = HuaweiDevicePlugin
 		}
-		return p.WithFlavour(f).WithAscendRuntime(!c.NoAscendRuntime)
+		return p.Plugin(f).AscendDockerRuntime(!c.NoAscendRuntime)
 	case NoAccelerator:
 		return p.clone()
 	}
@@ -41,5 +41,5 @@ func (c Cluster) Profile(p Profile) Profile {
 	if f == "" {
 		f = VendorDevicePlugin
 	}
-	return p.WithFlavour(f)
+	return p.Plugin(f)
 }

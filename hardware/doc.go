@@ -19,9 +19,9 @@
 // H100 never changes what a later job gets.
 //
 //	h100 := hardware.H100                                // NVIDIA device plugin: nvidia.com/gpu
-//	mig := hardware.A100_80G.WithFlavour(hardware.MIGMixed)
+//	mig := hardware.A100_80G.Plugin(hardware.MIGMixed)
 //	npu := hardware.Ascend910B3                         // Huawei device plugin: huawei.com/Ascend910
-//	hami := hardware.Ascend910B3.WithFlavour(hardware.HAMi) // huawei.com/Ascend910B3
+//	hami := hardware.Ascend910B3.Plugin(hardware.HAMi) // huawei.com/Ascend910B3
 //
 // A Fabric is the network the collective library uses between pods:
 // InfiniBand, RoCE or TCP, with options for the RDMA resource (shared
@@ -57,12 +57,12 @@
 //
 // The profiles of the vendors other than NVIDIA and Huawei render for the
 // vendor's own device plugin (VendorDevicePlugin, the default) or for HAMi
-// (WithFlavour(HAMi), or Cluster.Others). Each selects its nodes by the
+// (Plugin(HAMi), or Cluster.Others). Each selects its nodes by the
 // accelerator label, valued <vendor>-<product> (cube's convention, the key
 // Huawei's guide has administrators set for Ascend; add the vendor's own
-// labels with WithNodeLabels), tolerates a NoSchedule taint keyed by the
+// labels with SelectNodes), tolerates a NoSchedule taint keyed by the
 // plugin resource, and sets the collective library's variables for a
-// Fabric (Collective; WithCollective renames them). InfiniBand and RoCE add
+// Fabric (Collective; UseCollective renames them). InfiniBand and RoCE add
 // the RDMA resource, IPC_LOCK and Multus networks as on NVIDIA. HAMi slices
 // of these devices are package vgpu's (HAMiSlicing gives the names).
 //
@@ -92,21 +92,22 @@
 // S4000's 48 GiB (96 × 512 MiB). Unverified, defaults to override on a
 // copy: every other memory, bandwidth and TFLOPS figure (zero where the
 // team found none), MaxPerNode 8, the accelerator label values, the
-// iluvatar.com/gpu name, the Hygon /opt/hyhal mount (WithHostMounts), the
+// iluvatar.com/gpu name, the Hygon /opt/hyhal mount (MountHost), the
 // CNCL, BKCL, MCCL and ECCL variable names (only those seen in vendors'
-// launch scripts are set; WithCollective), NCCL names for Iluvatar CoreX,
+// launch scripts are set; UseCollective), NCCL names for Iluvatar CoreX,
 // and the vendor images of Images (Hygon's SourceFind PyTorch and vLLM,
-// MetaX's vLLM, Iluvatar's CoreX base; WithImages). Image reports a clear
+// MetaX's vLLM, Iluvatar's CoreX base; UseImages). Image reports a clear
 // error where no image of a framework is known for a profile.
 //
 // A CPU profile has no collective library: an InfiniBand or RoCE fabric,
 // or NCCL/HCCL options, on it are errors.
 //
-// ReadInventory and InventoryFromNodes read a cluster's Nodes (allocatable
+// InventoryFromNodes reads a cluster's Nodes (allocatable
 // resources, GPU Feature Discovery and Ascend labels, MIG counts from
 // nvidia.com/mig-<profile>.count, the other vendors' accelerator labels
 // and device-plugin or HAMi resources) into an Inventory of accelerators
-// per node, matched to catalogue profiles.
+// per node, matched to catalogue profiles; package hardware/nodes lists
+// them through a client.
 //
 // ApplyEdge (and pod.Builder.Edge) places a pod on KubeEdge edge nodes: the
 // node-role.kubernetes.io/edge selector, tolerations for edge taints and for
@@ -118,7 +119,8 @@
 // Operator's MIG configuration and the MIG user guide, NVIDIA datasheets,
 // Huawei MindCluster/MindX DL and CANN references, HAMi, NCCL, KubeEdge. Values the
 // team could not confirm from a primary source are defaults to override
-// (copy the Profile and change the field, or use the With methods): the
+// (copy the Profile and change the field, or call the methods that
+// return a changed copy, such as PerNode and SelectNodes): the
 // Ascend TFLOPS and bandwidth figures, 910B1's AI cores, MaxPerNode of the
 // 310P3, the GPU product label values other than T4's and H100's, the 7g
 // SM counts and the Hygon CPU-vendor label; for the other vendors see the

@@ -125,7 +125,7 @@ func ExampleApply_otherVendors() {
 			fmt.Printf("  %s=%s\n", e.Name, e.Value)
 		}
 	}
-	fmt.Println(hardware.CambriconMLU370.WithFlavour(hardware.HAMi).ResourceName)
+	fmt.Println(hardware.CambriconMLU370.Plugin(hardware.HAMi).ResourceName)
 	// Output:
 	// DCU-K100-AI [] hygon.com/dcu 8 map[accelerator:hygon-K100_AI] RCCL
 	//   NCCL_SOCKET_IFNAME=eth0

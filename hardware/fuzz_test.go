@@ -41,7 +41,7 @@ var applySeeds = []applyInput{
 func (in applyInput) placement(profiles []hardware.Profile) hardware.Placement {
 	p := profiles[((in.which%len(profiles))+len(profiles))%len(profiles)]
 	if in.flavour != "" {
-		p = p.WithFlavour(hardware.Flavour(in.flavour))
+		p = p.Plugin(hardware.Flavour(in.flavour))
 	}
 	var opts []hardware.FabricOption
 	if in.hca != "" {

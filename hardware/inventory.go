@@ -1,15 +1,12 @@
 package hardware
 
 import (
-	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Inventory is a cluster's accelerators, node by node.
@@ -50,18 +47,11 @@ var extendedPrefixes = []string{"nvidia.com/", "huawei.com/", "rdma/", "volcano.
 	"hygon.com/", "cambricon.com/", "kunlunxin.com/", "metax-tech.com/", "mthreads.com/", "enflame.com/",
 	"iluvatar.com/", "iluvatar.ai/"}
 
-// ReadInventory lists the cluster's Nodes through c and reads them into an
-// Inventory. opts narrow the list (client.MatchingLabels…).
-func ReadInventory(ctx context.Context, c client.Reader, opts ...client.ListOption) (Inventory, error) {
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes, opts...); err != nil {
-		return Inventory{}, fmt.Errorf("list nodes: %w", err)
-	}
-	return InventoryFromNodes(nodes.Items), nil
-}
-
 // InventoryFromNodes reads nodes into an Inventory, matching each against
 // profiles (the Catalogue when none are given). Nodes keep their order.
+// Package hardware/nodes lists the nodes of a cluster through a
+// controller-runtime client and calls it; hardware itself reads no cluster,
+// so importing it pulls in no client.
 func InventoryFromNodes(nodes []corev1.Node, profiles ...Profile) Inventory {
 	if len(profiles) == 0 {
 		profiles = Catalogue()

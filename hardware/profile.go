@@ -107,7 +107,7 @@ const (
 	// enflame.com/gcu: HAMi pkg/device/enflame/config.go;
 	// iluvatar.com/gpu: GPUStack's runtime map (older ix-device-plugin
 	// releases advertise iluvatar.ai/gpu; unverified, override with
-	// WithResourceName).
+	// Resource).
 	ResourceHygonDCU        = corev1.ResourceName("hygon.com/dcu")
 	ResourceCambriconMLU    = corev1.ResourceName("cambricon.com/mlu")
 	ResourceKunlunxinXPU    = corev1.ResourceName("kunlunxin.com/xpu")
@@ -184,11 +184,16 @@ func (t VNPUTemplate) StaticType() string {
 
 // Profile describes one kind of accelerator (or a CPU-only node) and how a
 // cluster advertises it. Profiles are values: copy one and change its
-// fields (or use the With methods, which also change the labels,
-// tolerations, MIG and vNPU tables, host mounts, collective and images that
-// only accessors reach) to describe a card the catalogue lacks or to
-// override a default marked unverified. A copy shares nothing with the
-// catalogue.
+// fields (or call the methods that return a changed copy, which also
+// reach the labels, tolerations, MIG and vNPU tables, host mounts,
+// collective and images behind accessors) to describe a card the catalogue
+// lacks or to override a default marked unverified. A copy shares nothing
+// with the catalogue.
+//
+// Those methods are named after what they set (MIG, VNPU, Resource,
+// PerNode, Plugin); where that noun is already a field or a read of the
+// Profile they take a verb: SelectNodes, Tolerate, MountHost,
+// UseCollective, UseImages, AscendDockerRuntime.
 type Profile struct {
 	// Name identifies the profile, e.g. "H100-SXM-80GB".
 	Name   string
@@ -211,7 +216,7 @@ type Profile struct {
 	// Flavour.
 	ResourceName corev1.ResourceName
 	// nodeLabels select nodes that carry the device (NodeLabels,
-	// WithNodeLabels).
+	// SelectNodes).
 	nodeLabels map[string]string
 	// tolerations let pods onto nodes tainted for the device.
 	tolerations []corev1.Toleration
@@ -251,7 +256,7 @@ type Profile struct {
 	hostMounts []HostMount
 	// collective overrides the vendor's collective library settings.
 	collective *Collective
-	// images overrides the vendor images (Images, WithImages).
+	// images overrides the vendor images (Images, UseImages).
 	images *Images
 }
 
@@ -277,7 +282,7 @@ func (p Profile) HasMIG() bool { return len(p.mig) > 0 }
 
 // NodeLabels returns a copy of the node labels the profile selects.
 // Profiles are values that share nothing with the catalogue: change them
-// with WithNodeLabels.
+// with SelectNodes.
 func (p Profile) NodeLabels() map[string]string { return maps.Clone(p.nodeLabels) }
 
 // Tolerations returns a copy of the tolerations the profile adds.
@@ -321,42 +326,42 @@ func (p Profile) VNPUTemplate(name string) (VNPUTemplate, bool) {
 	return VNPUTemplate{}, false
 }
 
-// WithTolerations returns p with its tolerations replaced.
-func (p Profile) WithTolerations(tolerations ...corev1.Toleration) Profile {
+// Tolerate returns p with its tolerations replaced.
+func (p Profile) Tolerate(tolerations ...corev1.Toleration) Profile {
 	p = p.clone()
 	p.tolerations = cloneTolerations(tolerations)
 	return p
 }
 
-// WithVNPU returns p with its vNPU templates replaced.
-func (p Profile) WithVNPU(templates ...VNPUTemplate) Profile {
+// VNPU returns p with its vNPU templates replaced.
+func (p Profile) VNPU(templates ...VNPUTemplate) Profile {
 	p = p.clone()
 	p.vnpu = slices.Clone(templates)
 	return p
 }
 
-// WithHostMounts returns p with the host paths for the vendor's runtime
-// replaced; none (WithHostMounts()) when the container runtime injects the
+// MountHost returns p with the host paths for the vendor's runtime
+// replaced; none (MountHost()) when the container runtime injects the
 // driver itself.
-func (p Profile) WithHostMounts(mounts ...HostMount) Profile {
+func (p Profile) MountHost(mounts ...HostMount) Profile {
 	p = p.clone()
 	p.hostMounts = slices.Clone(mounts)
 	return p
 }
 
-// WithFlavour returns p rendered for the device-plugin flavour f: its
+// Plugin returns p rendered for the device-plugin flavour f: its
 // ResourceName changes to what f advertises. A flavour that does not suit
 // the vendor is kept and reported by Apply.
-func (p Profile) WithFlavour(f Flavour) Profile {
+func (p Profile) Plugin(f Flavour) Profile {
 	p = p.clone()
 	p.Flavour = f
 	p.ResourceName = resourceFor(p, f)
 	return p
 }
 
-// WithNodeLabels returns p with labels merged into its node selectors; an
+// SelectNodes returns p with labels merged into its node selectors; an
 // empty value removes the label.
-func (p Profile) WithNodeLabels(labels map[string]string) Profile {
+func (p Profile) SelectNodes(labels map[string]string) Profile {
 	p = p.clone()
 	if p.nodeLabels == nil {
 		p.nodeLabels = map[string]string{}
@@ -371,33 +376,33 @@ func (p Profile) WithNodeLabels(labels map[string]string) Profile {
 	return p
 }
 
-// WithResourceName returns p requesting name for one whole device, for
+// Resource returns p requesting name for one whole device, for
 // clusters whose device plugin renames resources.
-func (p Profile) WithResourceName(name corev1.ResourceName) Profile {
+func (p Profile) Resource(name corev1.ResourceName) Profile {
 	p = p.clone()
 	p.ResourceName = name
 	return p
 }
 
-// WithMaxPerNode returns p for nodes holding n devices (16 for an Atlas
+// PerNode returns p for nodes holding n devices (16 for an Atlas
 // 200T A2 Box16).
-func (p Profile) WithMaxPerNode(n int) Profile {
+func (p Profile) PerNode(n int) Profile {
 	p = p.clone()
 	p.MaxPerNode = n
 	return p
 }
 
-// WithAscendRuntime returns p for nodes with (true) or without (false) the
+// AscendDockerRuntime returns p for nodes with (true) or without (false) the
 // Ascend Docker Runtime. Without it Apply mounts the driver host paths.
-func (p Profile) WithAscendRuntime(present bool) Profile {
+func (p Profile) AscendDockerRuntime(present bool) Profile {
 	p = p.clone()
 	p.AscendRuntime = present
 	return p
 }
 
-// WithMIG returns p with its MIG table replaced, for drivers that name
+// MIG returns p with its MIG table replaced, for drivers that name
 // profiles differently (an A100-80GB reporting 3g.39gb).
-func (p Profile) WithMIG(profiles ...MIGProfile) Profile {
+func (p Profile) MIG(profiles ...MIGProfile) Profile {
 	p = p.clone()
 	p.mig = cloneMIG(profiles)
 	return p

@@ -113,7 +113,7 @@ func TestVNPUTemplates(t *testing.T) {
 }
 
 func TestWithMethodsCopy(t *testing.T) {
-	p := hardware.H100.WithNodeLabels(map[string]string{"zone": "a", hardware.LabelGPUProduct: ""})
+	p := hardware.H100.SelectNodes(map[string]string{"zone": "a", hardware.LabelGPUProduct: ""})
 	assert.Equal(t, map[string]string{"zone": "a"}, p.NodeLabels())
 	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, hardware.H100.NodeLabels(), "catalogue untouched")
 	p.NodeLabels()["x"] = "y"
@@ -123,16 +123,16 @@ func TestWithMethodsCopy(t *testing.T) {
 	assert.Equal(t, "nvidia.com/gpu", hardware.H100.Tolerations()[0].Key)
 	assert.Equal(t, 0, hardware.H100.MIGProfiles()[0].Placements[0])
 
-	assert.Equal(t, corev1.ResourceName("huawei.com/Ascend910B3"), hardware.Ascend910B3.WithFlavour(hardware.HAMi).ResourceName)
-	assert.Equal(t, corev1.ResourceName("huawei.com/Ascend910"), hardware.Ascend910B3.WithFlavour(hardware.HAMi).WithFlavour(hardware.HuaweiDevicePlugin).ResourceName)
-	assert.Equal(t, corev1.ResourceName("huawei.com/Ascend310P"), hardware.Ascend310P3.WithFlavour(hardware.HAMi).ResourceName)
-	assert.Equal(t, corev1.ResourceName(""), hardware.Ascend910B1.WithFlavour(hardware.HAMi).ResourceName)
-	assert.Equal(t, corev1.ResourceName("nvidia.com/gpu"), hardware.A100_80G.WithFlavour(hardware.MIGMixed).ResourceName)
-	assert.Equal(t, corev1.ResourceName(""), hardware.CPU.WithFlavour(hardware.HAMi).ResourceName)
-	assert.Equal(t, corev1.ResourceName("example.com/gpu"), hardware.L4.WithResourceName("example.com/gpu").ResourceName)
-	assert.Equal(t, 16, hardware.Ascend910B3.WithMaxPerNode(16).MaxPerNode)
-	assert.False(t, hardware.Ascend910B3.WithAscendRuntime(false).AscendRuntime)
-	custom := hardware.A100_80G.WithMIG(hardware.MIGProfile{Name: "3g.39gb", ComputeSlices: 3, MemorySlices: 4, MaxInstances: 2, Placements: []int{0, 4}})
+	assert.Equal(t, corev1.ResourceName("huawei.com/Ascend910B3"), hardware.Ascend910B3.Plugin(hardware.HAMi).ResourceName)
+	assert.Equal(t, corev1.ResourceName("huawei.com/Ascend910"), hardware.Ascend910B3.Plugin(hardware.HAMi).Plugin(hardware.HuaweiDevicePlugin).ResourceName)
+	assert.Equal(t, corev1.ResourceName("huawei.com/Ascend310P"), hardware.Ascend310P3.Plugin(hardware.HAMi).ResourceName)
+	assert.Equal(t, corev1.ResourceName(""), hardware.Ascend910B1.Plugin(hardware.HAMi).ResourceName)
+	assert.Equal(t, corev1.ResourceName("nvidia.com/gpu"), hardware.A100_80G.Plugin(hardware.MIGMixed).ResourceName)
+	assert.Equal(t, corev1.ResourceName(""), hardware.CPU.Plugin(hardware.HAMi).ResourceName)
+	assert.Equal(t, corev1.ResourceName("example.com/gpu"), hardware.L4.Resource("example.com/gpu").ResourceName)
+	assert.Equal(t, 16, hardware.Ascend910B3.PerNode(16).MaxPerNode)
+	assert.False(t, hardware.Ascend910B3.AscendDockerRuntime(false).AscendRuntime)
+	custom := hardware.A100_80G.MIG(hardware.MIGProfile{Name: "3g.39gb", ComputeSlices: 3, MemorySlices: 4, MaxInstances: 2, Placements: []int{0, 4}})
 	_, ok := custom.MIGProfile("3g.39gb")
 	assert.True(t, ok)
 	_, ok = custom.MIGProfile("3g.40gb")

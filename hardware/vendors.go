@@ -48,7 +48,7 @@ func ncclNames(name string) Collective {
 // names); MCCL_* for MetaX and Moore Threads, ECCL_* for Enflame, BKCL_*
 // for Kunlunxin and CNCL_* for Cambricon, with only the variables seen in
 // the vendors' published launch scripts (the rest are left empty, so the
-// options that need them are errors until set with WithCollective);
+// options that need them are errors until set with UseCollective);
 // NCCL_* names for Iluvatar CoreX (unverified). Huawei's HCCL is not
 // described by a Collective: Apply sets HCCL variables itself.
 func DefaultCollective(v Vendor) Collective {
@@ -85,7 +85,7 @@ func DefaultCollective(v Vendor) Collective {
 }
 
 // Collective is the collective library the profile's pods use between
-// nodes: the one set with WithCollective, else DefaultCollective of its
+// nodes: the one set with UseCollective, else DefaultCollective of its
 // vendor. Huawei profiles use HCCL, which Apply configures itself.
 func (p Profile) Collective() Collective {
 	if p.collective != nil {
@@ -94,9 +94,9 @@ func (p Profile) Collective() Collective {
 	return DefaultCollective(p.Vendor)
 }
 
-// WithCollective returns p using c's variable names for Fabric settings,
+// UseCollective returns p using c's variable names for Fabric settings,
 // for images whose library differs from the default.
-func (p Profile) WithCollective(c Collective) Profile {
+func (p Profile) UseCollective(c Collective) Profile {
 	p = p.clone()
 	p.collective = &c
 	return p
@@ -316,7 +316,7 @@ type Images struct {
 // vLLM image PaddleX's DCU build uses [2nd]; MetaX's vLLM image from its
 // public-ai-release registry as MACA deployment guides use it [2nd];
 // Iluvatar's CoreX base image of HAMi's examples/iluvatar (BI-V150). Tags
-// move: override with WithImages.
+// move: override with UseImages.
 var vendorImages = map[string]Images{
 	"DCU-K100-AI": {
 		PyTorch: "image.sourcefind.cn:5000/dcu/admin/base/pytorch:2.1.0-ubuntu22.04-dtk24.04.2-py3.10",
@@ -335,7 +335,7 @@ var vendorImages = map[string]Images{
 }
 
 // Images returns the vendor images of the profile (the catalogue's
-// defaults, or those set with WithImages).
+// defaults, or those set with UseImages).
 func (p Profile) Images() Images {
 	if p.images != nil {
 		return *p.images
@@ -343,8 +343,8 @@ func (p Profile) Images() Images {
 	return Images{}
 }
 
-// WithImages returns p with its vendor images replaced.
-func (p Profile) WithImages(images Images) Profile {
+// UseImages returns p with its vendor images replaced.
+func (p Profile) UseImages(images Images) Profile {
 	p = p.clone()
 	p.images = &images
 	return p
@@ -365,7 +365,7 @@ func (p Profile) Image(f Framework) (string, error) {
 		return "", fmt.Errorf("unknown framework %q: use %q or %q", f, FrameworkPyTorch, FrameworkVLLM)
 	}
 	if img == "" {
-		return "", fmt.Errorf("no %s image for %s is known to cube: set one with WithImages or on the builder", f, p.Name)
+		return "", fmt.Errorf("no %s image for %s is known to cube: set one with UseImages or on the builder", f, p.Name)
 	}
 	return img, nil
 }

@@ -37,9 +37,9 @@ func TestDomesticCatalogueFacts(t *testing.T) {
 			assert.Equal(t, c.memMiB*mib, c.p.MemoryBytes)
 			assert.Equal(t, hardware.VendorDevicePlugin, c.p.Flavour)
 			assert.Equal(t, c.plugin, c.p.ResourceName)
-			assert.Equal(t, c.hami, c.p.WithFlavour(hardware.HAMi).ResourceName)
-			assert.Equal(t, c.plugin, c.p.WithFlavour(hardware.HAMi).WithFlavour(hardware.VendorDevicePlugin).ResourceName)
-			assert.Equal(t, corev1.ResourceName(""), c.p.WithFlavour(hardware.HuaweiDevicePlugin).ResourceName)
+			assert.Equal(t, c.hami, c.p.Plugin(hardware.HAMi).ResourceName)
+			assert.Equal(t, c.plugin, c.p.Plugin(hardware.HAMi).Plugin(hardware.VendorDevicePlugin).ResourceName)
+			assert.Equal(t, corev1.ResourceName(""), c.p.Plugin(hardware.HuaweiDevicePlugin).ResourceName)
 			assert.Equal(t, map[string]string{"accelerator": c.accelerator}, c.p.NodeLabels())
 			assert.Equal(t, []corev1.Toleration{{Key: string(c.plugin), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 				c.p.Tolerations())
@@ -53,8 +53,8 @@ func TestDomesticCatalogueFacts(t *testing.T) {
 	assert.Equal(t, []hardware.HostMount{{Volume: "hygon-hyhal", Path: "/opt/hyhal", Type: corev1.HostPathDirectory}},
 		hardware.HygonK100.HostMounts())
 	assert.Empty(t, hardware.MetaXC500.HostMounts())
-	assert.Empty(t, hardware.HygonK100.WithHostMounts().HostMounts())
-	assert.Len(t, hardware.HygonK100.HostMounts(), 1, "WithHostMounts returns a copy")
+	assert.Empty(t, hardware.HygonK100.MountHost().HostMounts())
+	assert.Len(t, hardware.HygonK100.HostMounts(), 1, "MountHost returns a copy")
 }
 
 func TestHAMiSlicingNames(t *testing.T) {
@@ -102,7 +102,7 @@ func TestCatalogueValuesShareNothing(t *testing.T) {
 	mine.MIGProfiles()[0].Name = "changed"
 	m, _ := mine.MIGProfile("1g.10gb")
 	m.Placements[0] = 6
-	mine = mine.WithNodeLabels(map[string]string{"zone": "b"})
+	mine = mine.SelectNodes(map[string]string{"zone": "b"})
 
 	tmpl := baseTemplate()
 	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100, GPUs: 1}, tmplPath))
@@ -203,17 +203,17 @@ func TestDomesticFabricErrors(t *testing.T) {
 	assert.Equal(t, []string{
 		`spec.template.fabric.hcclConnectTimeout: Invalid value: "0s": must be between 2m0s and 2h0m0s`,
 		`spec.template.fabric.hcclConnectTimeout: Forbidden: MTT-S4000 collectives use MCCL; HCCL settings do not apply`,
-		`spec.template.fabric.hcas: Forbidden: MCCL has no known equivalent of NCCL's NCCL_IB_HCA; set the variable with Env, or its name with WithCollective`,
-		`spec.template.fabric.gdrLevel: Forbidden: MCCL has no known equivalent of NCCL's NCCL_NET_GDR_LEVEL; set the variable with Env, or its name with WithCollective`,
-		`spec.template.fabric.ncclDebug: Forbidden: MCCL has no known equivalent of NCCL's NCCL_DEBUG; set the variable with Env, or its name with WithCollective`,
+		`spec.template.fabric.hcas: Forbidden: MCCL has no known equivalent of NCCL's NCCL_IB_HCA; set the variable with Env, or its name with UseCollective`,
+		`spec.template.fabric.gdrLevel: Forbidden: MCCL has no known equivalent of NCCL's NCCL_NET_GDR_LEVEL; set the variable with Env, or its name with UseCollective`,
+		`spec.template.fabric.ncclDebug: Forbidden: MCCL has no known equivalent of NCCL's NCCL_DEBUG; set the variable with Env, or its name with UseCollective`,
 		`spec.template.fabric.rdmaResource: Required value: an RDMA fabric needs an RDMA device resource (RDMASharedDevice or SRIOV)`,
 	}, errStrings(errs))
 	assert.Equal(t, baseTemplate(), tmpl)
 
-	// WithCollective names the variables an image's library reads.
+	// UseCollective names the variables an image's library reads.
 	c := hardware.MooreThreadsS4000.Collective()
 	c.IBHCA, c.Debug = "MCCL_IB_HCA", "MCCL_DEBUG"
-	p := hardware.MooreThreadsS4000.WithCollective(c)
+	p := hardware.MooreThreadsS4000.UseCollective(c)
 	assert.Equal(t, "MCCL", hardware.MooreThreadsS4000.Collective().Name)
 	assert.Empty(t, hardware.MooreThreadsS4000.Collective().IBHCA, "the catalogue keeps its default")
 	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, GPUs: 8,
@@ -224,21 +224,21 @@ func TestDomesticFabricErrors(t *testing.T) {
 
 	// Flavours of another vendor are refused.
 	tmpl = baseTemplate()
-	errs = hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.EnflameS60.WithFlavour(hardware.MIGMixed), GPUs: 1}, tmplPath)
+	errs = hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.EnflameS60.Plugin(hardware.MIGMixed), GPUs: 1}, tmplPath)
 	assert.Equal(t, []string{
 		`spec.template.profile.flavour: Unsupported value: "nvidia-mig-mixed": supported values: "vendor-device-plugin", "hami"`,
 		`spec.template.profile.flavour: Invalid value: "nvidia-mig-mixed": S60 has no MIG; use vendor-device-plugin`,
-		`spec.template.profile.resourceName: Required value: S60 has no resource name under flavour "nvidia-mig-mixed"; set one with WithResourceName`,
+		`spec.template.profile.resourceName: Required value: S60 has no resource name under flavour "nvidia-mig-mixed"; set one with Resource`,
 	}, errStrings(errs))
 }
 
 func TestKunlunxinHAMiCounts(t *testing.T) {
 	for _, n := range []int{1, 2, 4, 8} {
 		tmpl := baseTemplate()
-		assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.WithFlavour(hardware.HAMi), GPUs: n}, tmplPath))
+		assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.Plugin(hardware.HAMi), GPUs: n}, tmplPath))
 	}
 	tmpl := baseTemplate()
-	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.WithFlavour(hardware.HAMi), GPUs: 3}, tmplPath)
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.Plugin(hardware.HAMi), GPUs: 3}, tmplPath)
 	assert.Equal(t, []string{"spec.template.gpus: Invalid value: 3: HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"}, errStrings(errs))
 	assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800, GPUs: 3}, tmplPath),
 		"the vendor's own plugin has no such rule")
@@ -266,11 +266,11 @@ func TestVendorImages(t *testing.T) {
 	assert.Equal(t, "cr.metax-tech.com/public-ai-release/maca/vllm:maca.ai3.1.0.7-torch2.6-py310-ubuntu22.04-amd64", img)
 
 	_, err = hardware.CambriconMLU370.Image(hardware.FrameworkVLLM)
-	require.EqualError(t, err, "no vllm image for MLU370-X8 is known to cube: set one with WithImages or on the builder")
+	require.EqualError(t, err, "no vllm image for MLU370-X8 is known to cube: set one with UseImages or on the builder")
 	_, err = hardware.MetaXC500.Image("jax")
 	require.EqualError(t, err, `unknown framework "jax": use "pytorch" or "vllm"`)
 
-	mine := hardware.CambriconMLU370.WithImages(hardware.Images{VLLM: "registry.example/vllm-mlu:1"})
+	mine := hardware.CambriconMLU370.UseImages(hardware.Images{VLLM: "registry.example/vllm-mlu:1"})
 	img, err = mine.Image(hardware.FrameworkVLLM)
 	require.NoError(t, err)
 	assert.Equal(t, "registry.example/vllm-mlu:1", img)

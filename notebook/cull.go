@@ -47,8 +47,13 @@ func (c Culled) String() string {
 	return fmt.Sprintf("%s/%s %s: %s", c.Namespace, c.Name, c.Reason, c.Message)
 }
 
-// CullOption changes how Cull works.
-type CullOption func(*cullOptions)
+// CullOption changes how Cull works: HTTPClient, FindServiceURL, Clock,
+// CullDryRun.
+type CullOption interface{ applyCull(*cullOptions) }
+
+type cullOptionFunc func(*cullOptions)
+
+func (f cullOptionFunc) applyCull(o *cullOptions) { f(o) }
 
 type cullOptions struct {
 	httpClient *http.Client
@@ -57,28 +62,32 @@ type cullOptions struct {
 	dryRun     bool
 }
 
-// WithHTTPClient sets the client that reads the servers' status (default:
-// one with a ten-second timeout).
-func WithHTTPClient(hc *http.Client) CullOption {
-	return func(o *cullOptions) { o.httpClient = hc }
+// HTTPClient sets the client that reads the servers' status (default: one
+// with a ten-second timeout).
+func HTTPClient(hc *http.Client) CullOption {
+	return cullOptionFunc(func(o *cullOptions) { o.httpClient = hc })
 }
 
-// WithServiceURL replaces how the address of a notebook's UI Service is
+// FindServiceURL replaces how the address of a notebook's UI Service is
 // found (default ServiceURL, which needs cluster DNS): tests and programs
 // outside the cluster point it at a port-forward or a test server. The
 // returned URL is scheme://host[:port] with no path; Cull appends
 // Jupyter's base URL and api/status, or code-server's /healthz.
-func WithServiceURL(f func(svc *corev1.Service) (string, error)) CullOption {
-	return func(o *cullOptions) { o.serviceURL = f }
+func FindServiceURL(f func(svc *corev1.Service) (string, error)) CullOption {
+	return cullOptionFunc(func(o *cullOptions) { o.serviceURL = f })
 }
 
-// WithClock sets the clock Cull compares times with (default time.Now).
-func WithClock(now func() time.Time) CullOption {
-	return func(o *cullOptions) { o.now = now }
+// Clock sets the clock Cull compares times with (default time.Now).
+func Clock(now func() time.Time) CullOption {
+	return cullOptionFunc(func(o *cullOptions) { o.now = now })
 }
+
+type cullFlag int
+
+func (cullFlag) applyCull(o *cullOptions) { o.dryRun = true }
 
 // CullDryRun reports what Cull would stop without stopping anything.
-var CullDryRun CullOption = func(o *cullOptions) { o.dryRun = true }
+const CullDryRun cullFlag = 0
 
 // ServiceURL is the in-cluster address of a notebook's UI Service:
 // http://<name>.<namespace>.svc:<port of the port named "http">.
@@ -100,7 +109,7 @@ func ServiceURL(svc *corev1.Service) (string, error) {
 //
 // A running, ready notebook is idle when its server reports no activity for
 // longer than idle; idle <= 0 turns idle culling off. Each IDE is asked
-// through its UI Service (see WithServiceURL):
+// through its UI Service (see FindServiceURL):
 //
 //   - Jupyter: last_activity from <base URL>api/status and the kernels of
 //     <base URL>api/kernels (Jupyter Server's REST API), authenticated with
@@ -145,7 +154,7 @@ func Cull(ctx context.Context, c client.Client, namespace string, idle time.Dura
 	}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			opt.applyCull(&o)
 		}
 	}
 	var errs []error
@@ -153,14 +162,14 @@ func Cull(ctx context.Context, c client.Client, namespace string, idle time.Dura
 		errs = append(errs, errors.New("client: must not be nil"))
 	}
 	if o.httpClient == nil {
-		errs = append(errs, errors.New("WithHTTPClient: client must not be nil"))
+		errs = append(errs, errors.New("HTTPClient: client must not be nil"))
 	}
 	if o.serviceURL == nil {
-		errs = append(errs, errors.New("WithServiceURL: function must not be nil"))
+		errs = append(errs, errors.New("FindServiceURL: function must not be nil"))
 	}
 	if o.now == nil {
-		errs = append(errs, errors.New("WithClock: clock must not be nil"))
-	} else if err := timebound.Check("WithClock: now", o.now()); err != nil {
+		errs = append(errs, errors.New("Clock: clock must not be nil"))
+	} else if err := timebound.Check("Clock: now", o.now()); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

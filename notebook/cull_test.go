@@ -263,7 +263,7 @@ func (f *cullFixture) startPod(t *testing.T, name string, startedAt time.Time) {
 
 func (f *cullFixture) options() []notebook.CullOption {
 	return []notebook.CullOption{
-		notebook.WithServiceURL(func(svc *corev1.Service) (string, error) {
+		notebook.FindServiceURL(func(svc *corev1.Service) (string, error) {
 			// A notebook's Service leads to its code-server stand-in or
 			// to the one Jupyter test server.
 			if _, err := notebook.ServiceURL(svc); err != nil {
@@ -274,7 +274,7 @@ func (f *cullFixture) options() []notebook.CullOption {
 			}
 			return f.server.URL, nil
 		}),
-		notebook.WithClock(func() time.Time { return f.now }),
+		notebook.Clock(func() time.Time { return f.now }),
 	}
 }
 
@@ -480,7 +480,7 @@ func TestCullCodeServer(t *testing.T) {
 
 	// code-server's own clock decides "alive", whatever the culler's says.
 	_, err = notebook.Cull(t.Context(), f.env.Client, f.ns, time.Hour, append(opts,
-		notebook.WithClock(func() time.Time { return f.now.Add(24 * time.Hour) }))...)
+		notebook.Clock(func() time.Time { return f.now.Add(24 * time.Hour) }))...)
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "/stale-clock")
 	assert.Equal(t, int32(1), f.replicas(t, "stale-clock"))
@@ -515,9 +515,9 @@ func TestCullStatusErrors(t *testing.T) {
 	}
 
 	culled, err := notebook.Cull(t.Context(), f.env.Client, f.ns, time.Hour,
-		notebook.WithServiceURL(func(*corev1.Service) (string, error) { return odd.URL, nil }),
-		notebook.WithClock(func() time.Time { return f.now }),
-		notebook.WithHTTPClient(&http.Client{Timeout: 5 * time.Second}))
+		notebook.FindServiceURL(func(*corev1.Service) (string, error) { return odd.URL, nil }),
+		notebook.Clock(func() time.Time { return f.now }),
+		notebook.HTTPClient(&http.Client{Timeout: 5 * time.Second}))
 	assert.Empty(t, culled)
 	require.Error(t, err)
 	msg := err.Error()
@@ -535,8 +535,8 @@ func TestCullStatusErrors(t *testing.T) {
 	// The default address needs cluster DNS, which the test machine lacks:
 	// the failure is reported per notebook.
 	_, err = notebook.Cull(t.Context(), f.env.Client, f.ns, time.Hour,
-		notebook.WithClock(func() time.Time { return f.now }),
-		notebook.WithHTTPClient(&http.Client{Timeout: 2 * time.Second}))
+		notebook.Clock(func() time.Time { return f.now }),
+		notebook.HTTPClient(&http.Client{Timeout: 2 * time.Second}))
 	assert.ErrorContains(t, err, "/wrongtoken: read status: Get \"http://wrongtoken."+f.ns+".svc:8888/notebook/"+f.ns+"/wrongtoken/api/status\"")
 }
 

@@ -182,8 +182,8 @@ func ExampleCull() {
 	defer jupyter.Close()
 
 	culled, err := notebook.Cull(ctx, c, "team-a", 2*time.Hour,
-		notebook.WithServiceURL(func(*corev1.Service) (string, error) { return jupyter.URL, nil }),
-		notebook.WithClock(func() time.Time { return time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) }))
+		notebook.FindServiceURL(func(*corev1.Service) (string, error) { return jupyter.URL, nil }),
+		notebook.Clock(func() time.Time { return time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) }))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -217,8 +217,8 @@ func ExampleCull_vscode() {
 	defer codeServer.Close()
 
 	culled, err := notebook.Cull(ctx, c, "team-a", time.Hour,
-		notebook.WithServiceURL(func(*corev1.Service) (string, error) { return codeServer.URL, nil }),
-		notebook.WithClock(func() time.Time { return time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) }),
+		notebook.FindServiceURL(func(*corev1.Service) (string, error) { return codeServer.URL, nil }),
+		notebook.Clock(func() time.Time { return time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) }),
 		notebook.CullDryRun)
 	if err != nil {
 		fmt.Println(err)

@@ -23,7 +23,7 @@ import (
 var (
 	noon      = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 	year9999  = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-	atNoon    = notebook.WithClock(func() time.Time { return noon })
+	atNoon    = notebook.Clock(func() time.Time { return noon })
 	codeAlive = `{"status":"expired","lastHeartbeat":%d}`
 )
 
@@ -59,7 +59,7 @@ func replicasOf(t *testing.T, c client.Client, name string) int32 {
 func heartbeat(t *testing.T, at int64) notebook.CullOption {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, codeAlive, at) }))
 	t.Cleanup(srv.Close)
-	return notebook.WithServiceURL(func(*corev1.Service) (string, error) { return srv.URL, nil })
+	return notebook.FindServiceURL(func(*corev1.Service) (string, error) { return srv.URL, nil })
 }
 
 // Cull with nil options and a nil HTTP client, service URL or clock
@@ -70,9 +70,9 @@ func TestCullRefusesNilOptions(t *testing.T) {
 	require.NoError(t, err, "a nil option is ignored")
 	assert.Empty(t, culled)
 
-	_, err = notebook.Cull(t.Context(), c, "team-a", time.Hour, notebook.WithHTTPClient(nil), notebook.WithServiceURL(nil), notebook.WithClock(nil))
+	_, err = notebook.Cull(t.Context(), c, "team-a", time.Hour, notebook.HTTPClient(nil), notebook.FindServiceURL(nil), notebook.Clock(nil))
 	require.Error(t, err)
-	for _, want := range []string{"WithHTTPClient: client must not be nil", "WithServiceURL: function must not be nil", "WithClock: clock must not be nil"} {
+	for _, want := range []string{"HTTPClient: client must not be nil", "FindServiceURL: function must not be nil", "Clock: clock must not be nil"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	assert.Equal(t, int32(1), replicasOf(t, c, "lab"))
@@ -107,8 +107,8 @@ func TestCullRefusesTimesItCannotJudge(t *testing.T) {
 
 	c := codeNotebook(t, "lab", noon.Add(-3*time.Hour), nil)
 	for _, clock := range []time.Time{{}, year9999} {
-		_, err := notebook.Cull(t.Context(), c, "team-a", time.Hour, notebook.WithClock(func() time.Time { return clock }), heartbeat(t, 1))
-		assert.ErrorContains(t, err, "cull notebooks: WithClock: now:")
+		_, err := notebook.Cull(t.Context(), c, "team-a", time.Hour, notebook.Clock(func() time.Time { return clock }), heartbeat(t, 1))
+		assert.ErrorContains(t, err, "cull notebooks: Clock: now:")
 	}
 	assert.Equal(t, int32(1), replicasOf(t, c, "lab"))
 }
@@ -143,8 +143,8 @@ func FuzzCullTimes(f *testing.F) {
 		now := time.Unix(nowUnix, 0)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, codeAlive, heartbeatMilli) }))
 		defer srv.Close()
-		culled, err := notebook.Cull(t.Context(), c, "team-a", time.Hour, notebook.WithClock(func() time.Time { return now }),
-			notebook.WithServiceURL(func(*corev1.Service) (string, error) { return srv.URL, nil }))
+		culled, err := notebook.Cull(t.Context(), c, "team-a", time.Hour, notebook.Clock(func() time.Time { return now }),
+			notebook.FindServiceURL(func(*corev1.Service) (string, error) { return srv.URL, nil }))
 		for _, cu := range culled {
 			for _, at := range []time.Time{cu.Since, now} {
 				if at.Year() < 1970 || at.Year() > 2262 {

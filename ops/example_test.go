@@ -51,7 +51,7 @@ func ExampleAccounting_errors() {
 func ExampleLease() {
 	start := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	lease, err := ops.Lease("alice-a100", "team-a").Holder("alice").Workload(notebook.Kind, "lab").
-		GPUs(hardware.A100_80G, 1).Period(start, 7*24*time.Hour).Build()
+		Accelerators(hardware.A100_80G, 1).Period(start, 7*24*time.Hour).Build()
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -62,7 +62,7 @@ func ExampleLease() {
 	fmt.Println(err)
 	// Output:
 	// team-a alice-a100 alice 604800 2026-11-08T09:00:00Z
-	// lease bob: [spec.holderIdentity: Required value: set the user with Holder, metadata.annotations[ops.cube.dev/workload-release]: Required value: name the leased workload with Workload(kind, release), metadata.annotations[ops.cube.dev/accelerator]: Required value: lease accelerators with GPUs(profile, n), metadata.annotations[ops.cube.dev/devices]: Invalid value: 0: must be at least 1, spec.acquireTime: Required value: set the start with Period, spec.leaseDurationSeconds: Invalid value: "0s": must be between a second and 68 years]
+	// lease bob: [spec.holderIdentity: Required value: set the user with Holder, metadata.annotations[ops.cube.dev/workload-release]: Required value: name the leased workload with Workload(kind, release), metadata.annotations[ops.cube.dev/accelerator]: Required value: lease accelerators with Accelerators(profile, n), metadata.annotations[ops.cube.dev/devices]: Invalid value: 0: must be at least 1, spec.acquireTime: Required value: set the start with Period, spec.leaseDurationSeconds: Invalid value: "0s": must be between a second and 68 years]
 }
 
 func ExampleIdle() {

@@ -23,7 +23,7 @@ func FuzzLease(f *testing.F) {
 		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		period := time.Duration(seconds) * time.Second
 		l, err := ops.Lease(name, tenant).Holder(holder).Workload("notebook", release).
-			GPUs(hardware.A100_80G, devices).Period(start, period).Build()
+			Accelerators(hardware.A100_80G, devices).Period(start, period).Build()
 		if err != nil {
 			return
 		}
@@ -116,7 +116,7 @@ func FuzzLeaseTimes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, startUnix, seconds int64) {
 		start := time.Unix(startUnix, 0).UTC()
 		l, err := ops.Lease("gpu", "team").Holder("alice").Workload("notebook", "lab").
-			GPUs(hardware.A100_80G, 1).Period(start, time.Duration(seconds)*time.Second).Build()
+			Accelerators(hardware.A100_80G, 1).Period(start, time.Duration(seconds)*time.Second).Build()
 		if err != nil {
 			return
 		}

@@ -93,7 +93,7 @@ func TestActRefusesActionsOutsideTheSet(t *testing.T) {
 
 func TestLeaseTimesMustBeReal(t *testing.T) {
 	lease := func(start time.Time, period time.Duration) error {
-		_, err := ops.Lease("gpu", "team").Holder("alice").Workload("notebook", "lab").GPUs(hardware.H100, 1).Period(start, period).Build()
+		_, err := ops.Lease("gpu", "team").Holder("alice").Workload("notebook", "lab").Accelerators(hardware.H100, 1).Period(start, period).Build()
 		return err
 	}
 	require.NoError(t, lease(t0, time.Hour))
@@ -149,7 +149,7 @@ func TestNewMetricsRefusesExportersThatBreakTheQuery(t *testing.T) {
 	noScale.MemoryScale = 0
 	nanScale := ops.DCGM
 	nanScale.MemoryScale = math.NaN()
-	_, err := ops.NewMetrics("http://prometheus:9090", ops.WithExporters(injected, noDevice, noScale, nanScale))
+	_, err := ops.NewMetrics("http://prometheus:9090", ops.Exporters(injected, noDevice, noScale, nanScale))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `exporters[0] "dcgm": pod label`)
 	assert.Contains(t, err.Error(), `exporters[1] "dcgm": device label ""`)
@@ -175,7 +175,7 @@ func TestPlaceholderTimesAndValuesRefused(t *testing.T) {
 	assert.NotContains(t, out.String(), "NaN")
 	assert.Contains(t, out.String(), "mean  50%  peak  50%")
 
-	_, err = ops.Lease("gpu", "team").Holder("alice").Workload("notebook", "lab; rm -rf").GPUs(hardware.H100, 1).Period(t0, time.Hour).Build()
+	_, err = ops.Lease("gpu", "team").Holder("alice").Workload("notebook", "lab; rm -rf").Accelerators(hardware.H100, 1).Period(t0, time.Hour).Build()
 	assert.ErrorContains(t, err, `metadata.annotations[ops.cube.dev/workload-release]: Invalid value: "lab; rm -rf"`)
 }
 

@@ -211,14 +211,18 @@ func Idle(series []DeviceSeries, pods []corev1.Pod, now time.Time, policies ...P
 	return out, nil
 }
 
-// ActOption tunes Act.
-type ActOption func(*actConfig)
+// ActOption tunes Act. Execute is the one there is.
+type ActOption interface{ applyAct(*actConfig) }
 
 type actConfig struct{ execute bool }
 
+type execute struct{}
+
+func (execute) applyAct(c *actConfig) { c.execute = true }
+
 // Execute makes Act carry the actions out; without it Act is a dry run
 // that changes nothing.
-func Execute() ActOption { return func(c *actConfig) { c.execute = true } }
+func Execute() ActOption { return execute{} }
 
 // FieldManager is the field manager of the patches ops sends (scale-downs),
 // so that they never take fields cube's apply owns.
@@ -237,7 +241,7 @@ func Act(ctx context.Context, c client.Client, findings []Finding, opts ...ActOp
 	var cfg actConfig
 	for _, o := range opts {
 		if o != nil {
-			o(&cfg)
+			o.applyAct(&cfg)
 		}
 	}
 	var invalid []error

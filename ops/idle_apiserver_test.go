@@ -167,7 +167,7 @@ func TestIdleRejectsBadPolicies(t *testing.T) {
 	for _, want := range []string{"policies[0].name", "policies[0].below", "policies[0].for", "policies[0].action"} {
 		assert.Contains(t, err.Error(), want)
 	}
-	_, err = ops.NewMetrics("", ops.WithExporters(ops.Exporter{Name: "x", Utilisation: "bad name"}))
+	_, err = ops.NewMetrics("", ops.Exporters(ops.Exporter{Name: "x", Utilisation: "bad name"}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "address: must not be empty")
 	assert.Contains(t, err.Error(), `exporters[0] "x"`)

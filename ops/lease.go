@@ -69,8 +69,8 @@ func (l *LeaseSpec) Workload(kind, release string) *LeaseSpec {
 	return l
 }
 
-// GPUs sets what is leased: n devices of profile p.
-func (l *LeaseSpec) GPUs(p hardware.Profile, n int) *LeaseSpec {
+// Accelerators sets what is leased: n devices of profile p.
+func (l *LeaseSpec) Accelerators(p hardware.Profile, n int) *LeaseSpec {
 	if l != nil {
 		l.profile, l.devices = p, n
 	}
@@ -114,7 +114,7 @@ func (l *LeaseSpec) Build() (*coordinationv1.Lease, error) {
 		}
 	}
 	if !l.profile.Accelerated() {
-		errs = append(errs, field.Required(meta.Child("annotations").Key(AnnotationAccelerator), "lease accelerators with GPUs(profile, n)"))
+		errs = append(errs, field.Required(meta.Child("annotations").Key(AnnotationAccelerator), "lease accelerators with Accelerators(profile, n)"))
 	}
 	if l.devices < 1 {
 		errs = append(errs, field.Invalid(meta.Child("annotations").Key(AnnotationDevices), l.devices, "must be at least 1"))

@@ -33,7 +33,7 @@ func TestLeaseEnforcedAtExpiryOnTestAPIServer(t *testing.T) {
 
 	start := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
 	_, err = cc.Apply(ctx, ops.Lease("bob-a100", ns).Holder("bob").Workload(notebook.Kind, "ws").
-		GPUs(hardware.A100_80G, 1).Period(start, time.Hour))
+		Accelerators(hardware.A100_80G, 1).Period(start, time.Hour))
 	require.NoError(t, err)
 
 	stored := &coordinationv1.Lease{}

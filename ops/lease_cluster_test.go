@@ -46,7 +46,7 @@ func TestLeaseExpiryStopsTheWorkloadOnTheCluster(t *testing.T) {
 	// A Lease keeps its times to the microsecond (MicroTime).
 	start := time.Now().Truncate(time.Microsecond)
 	_, err = cc.Apply(ctx, ops.Lease("bob-t4", ns).Holder("bob").Workload(notebook.Kind, "ws").
-		GPUs(hardware.T4, 1).Period(start, length))
+		Accelerators(hardware.T4, 1).Period(start, length))
 	require.NoError(t, err)
 
 	enf := ops.Enforcer{Client: c.Client, Now: time.Now}

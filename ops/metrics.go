@@ -131,23 +131,27 @@ type Metrics struct {
 	exporters []Exporter
 }
 
-// MetricsOption tunes NewMetrics.
-type MetricsOption func(*metricsConfig)
+// MetricsOption tunes NewMetrics: Transport, Exporters.
+type MetricsOption interface{ applyMetrics(*metricsConfig) }
+
+type metricsOptionFunc func(*metricsConfig)
+
+func (f metricsOptionFunc) applyMetrics(c *metricsConfig) { f(c) }
 
 type metricsConfig struct {
 	rt        http.RoundTripper
 	exporters []Exporter
 }
 
-// WithRoundTripper sets the transport (authentication, TLS) of requests.
-func WithRoundTripper(rt http.RoundTripper) MetricsOption {
-	return func(c *metricsConfig) { c.rt = rt }
+// Transport sets the transport (authentication, TLS) of requests.
+func Transport(rt http.RoundTripper) MetricsOption {
+	return metricsOptionFunc(func(c *metricsConfig) { c.rt = rt })
 }
 
-// WithExporters replaces the exporters read (default DCGM, HAMi,
-// HAMiLegacy, Ascend).
-func WithExporters(e ...Exporter) MetricsOption {
-	return func(c *metricsConfig) { c.exporters = append([]Exporter(nil), e...) }
+// Exporters replaces the exporters read (default DCGM, HAMi, HAMiLegacy,
+// Ascend).
+func Exporters(e ...Exporter) MetricsOption {
+	return metricsOptionFunc(func(c *metricsConfig) { c.exporters = append([]Exporter(nil), e...) })
 }
 
 // NewMetrics returns a reader of the Prometheus server at address
@@ -156,7 +160,7 @@ func NewMetrics(address string, opts ...MetricsOption) (*Metrics, error) {
 	cfg := metricsConfig{exporters: []Exporter{DCGM, HAMi, HAMiLegacy, Ascend}}
 	for _, o := range opts {
 		if o != nil {
-			o(&cfg)
+			o.applyMetrics(&cfg)
 		}
 	}
 	var errs []error

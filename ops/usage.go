@@ -52,33 +52,37 @@ type Usage struct {
 	Records []Record
 }
 
-// UsageOption tunes Accounting.
-type UsageOption func(*usageConfig)
+// UsageOption tunes Accounting: Profiles, Inventory.
+type UsageOption interface{ applyUsage(*usageConfig) }
+
+type usageOptionFunc func(*usageConfig)
+
+func (f usageOptionFunc) applyUsage(c *usageConfig) { f(c) }
 
 type usageConfig struct {
 	profiles []hardware.Profile
 	nodes    map[string]hardware.Profile
 }
 
-// WithProfiles replaces the profiles pods are matched against (by their
+// Profiles replaces the profiles pods are matched against (by their
 // node selectors: nvidia.com/gpu.product, node.kubernetes.io/npu.chip.name,
 // or HAMi's nvidia.com/use-gputype annotation). The default is
 // hardware.Catalogue().
-func WithProfiles(profiles ...hardware.Profile) UsageOption {
-	return func(c *usageConfig) { c.profiles = slices.Clone(profiles) }
+func Profiles(profiles ...hardware.Profile) UsageOption {
+	return usageOptionFunc(func(c *usageConfig) { c.profiles = slices.Clone(profiles) })
 }
 
-// WithInventory names the profile of each node's devices from a
+// Inventory names the profile of each node's devices from a
 // hardware.Inventory, so that a pod bound to a node is counted under the
 // device the node has even when it selected none.
-func WithInventory(inv hardware.Inventory) UsageOption {
-	return func(c *usageConfig) {
+func Inventory(inv hardware.Inventory) UsageOption {
+	return usageOptionFunc(func(c *usageConfig) {
 		for _, n := range inv.Nodes {
 			if n.Profile.Accelerated() {
 				c.nodes[n.Name] = n.Profile
 			}
 		}
-	}
+	})
 }
 
 // Accounting computes device-hours of pods over [from, to). A pod is
@@ -103,7 +107,7 @@ func Accounting(pods []corev1.Pod, from, to time.Time, opts ...UsageOption) (*Us
 	cfg := usageConfig{profiles: hardware.Catalogue(), nodes: map[string]hardware.Profile{}}
 	for _, o := range opts {
 		if o != nil {
-			o(&cfg)
+			o.applyUsage(&cfg)
 		}
 	}
 	m := newMatcher(cfg)

@@ -75,7 +75,7 @@ func TestAccountingDeletionAndInventory(t *testing.T) {
 	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{hardware.ResourceNVIDIAGPU: resourceQty("1")}
 	pod.DeletionTimestamp = &metav1.Time{Time: t0.Add(90 * time.Minute)}
 	inv := (&hardware.Inventory{}).Add("gpu-1", a100, 8)
-	u, err := ops.Accounting([]corev1.Pod{pod}, t0, t0.Add(24*time.Hour), ops.WithInventory(*inv))
+	u, err := ops.Accounting([]corev1.Pod{pod}, t0, t0.Add(24*time.Hour), ops.Inventory(*inv))
 	require.NoError(t, err)
 	require.Len(t, u.Records, 1)
 	assert.Equal(t, "A100-SXM-80GB", u.Records[0].Accelerator)

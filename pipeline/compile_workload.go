@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // workload compiles a workload step to a resource template that creates its

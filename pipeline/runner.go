@@ -1,8 +1,8 @@
 package pipeline
 
 import (
-	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 
 	"context"
 	"encoding/json"

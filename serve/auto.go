@@ -173,7 +173,7 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 	e := s.engine
 	spec := field.NewPath("spec")
 	r.slice = true
-	n := max(1, slice.GPUCount())
+	n := max(1, slice.Count())
 	r.devices = n
 	var errs field.ErrorList
 	if s.nodes > 1 {

@@ -85,7 +85,7 @@ var fuzzModels = []string{
 
 var fuzzProfiles = []hardware.Profile{
 	hardware.H100, hardware.L4, hardware.A100_80G, hardware.T4, hardware.Ascend910B3, hardware.Ascend310P3, hardware.CPU,
-	hardware.L4.WithMaxPerNode(1), hardware.MetaXC500, hardware.HygonK100, hardware.CambriconMLU590,
+	hardware.L4.PerNode(1), hardware.MetaXC500, hardware.HygonK100, hardware.CambriconMLU590,
 }
 
 func (s *script) slice() *vgpu.Spec {
@@ -94,9 +94,9 @@ func (s *script) slice() *vgpu.Spec {
 	case 0:
 		return vgpu.Slice(card).Memory(s.str()).Cores(s.num())
 	case 1:
-		return vgpu.Slice(card).Memory("20Gi").GPUs(s.num())
+		return vgpu.Slice(card).Memory("20Gi").Accelerators(s.num())
 	case 2:
-		return vgpu.MIG(card, []string{"1g.10gb", "3g.40gb", "7g.80gb", "bad"}[s.pick(4)]).GPUs(s.num())
+		return vgpu.MIG(card, []string{"1g.10gb", "3g.40gb", "7g.80gb", "bad"}[s.pick(4)]).Accelerators(s.num())
 	case 3:
 		return vgpu.Slice(card).Memory("10Gi").Backend(vgpu.Volcano)
 	default:

@@ -148,7 +148,7 @@ func TestSlicesAndParallelism(t *testing.T) {
 		wantErr{field.ErrorTypeInvalid, "spec.tensorParallel", "must equal the slice's 1 device(s)"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(vgpu.MIG(hardware.A100_80G, "3g.40gb")).TensorParallel(2),
 		wantErr{field.ErrorTypeInvalid, "spec.tensorParallel", "one device to the engine"})
-	assertErrors(t, serve.VLLM("q", qwen).Slice(vgpu.MIG(hardware.A100_80G, "3g.40gb").GPUs(2)),
+	assertErrors(t, serve.VLLM("q", qwen).Slice(vgpu.MIG(hardware.A100_80G, "3g.40gb").Accelerators(2)),
 		wantErr{field.ErrorTypeInvalid, "spec.slice.gpus", "1 would sit idle"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(hami()).Accelerators(2),
 		wantErr{field.ErrorTypeForbidden, "spec.template.gpus", "GPUs(2) and Slice both set"})
@@ -158,7 +158,7 @@ func TestSlicesAndParallelism(t *testing.T) {
 		wantErr{field.ErrorTypeInvalid, "spec.nodes", "runs in one pod"})
 
 	// A slice over two devices is split by TP when none is given.
-	r := render(t, serve.VLLM("q", qwen).Slice(hami().GPUs(2)))
+	r := render(t, serve.VLLM("q", qwen).Slice(hami().Accelerators(2)))
 	c := r.main(t)
 	assert.Equal(t, "2", flagValue(c.Args, "--tensor-parallel-size"))
 	gpus := c.Resources.Limits[hardware.ResourceNVIDIAGPU]

@@ -124,8 +124,8 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 		{qwen7, hardware.L4, []serve.PlanOption{serve.MemoryUtilization(0.5), serve.ContextLength(4096)}, 2, 1, 1, 2, 4096, models.BF16, models.BF16, 0.5},
 		// Qwen2.5-7B on 4.5 GB shares: TP=4 is the most its heads allow;
 		// at 0.15, pipeline stages are added on the same node (2 per node of 8).
-		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.2), serve.ContextLength(1024)}, 4, 1, 1, 4, 1024, models.BF16, models.BF16, 0.2},
-		{qwen7, hardware.L4.WithMaxPerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.15), serve.ContextLength(1024)}, 4, 2, 1, 8, 1024, models.BF16, models.BF16, 0.15},
+		{qwen7, hardware.L4.PerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.2), serve.ContextLength(1024)}, 4, 1, 1, 4, 1024, models.BF16, models.BF16, 0.2},
+		{qwen7, hardware.L4.PerNode(8), []serve.PlanOption{serve.MemoryUtilization(0.15), serve.ContextLength(1024)}, 4, 2, 1, 8, 1024, models.BF16, models.BF16, 0.15},
 		// Ascend: Qwen2.5-72B on 64 GB 910B3s; Qwen2.5-7B on 24 GB 310P3s,
 		// which keep half the remainder for the KV cache.
 		{qwen72, hardware.Ascend910B3, nil, 4, 1, 1, 4, 32768, models.BF16, models.BF16, 0.9},
@@ -272,7 +272,7 @@ func TestPlanCannotFit(t *testing.T) {
 
 	// Llama-3.1-70B on a single L4.
 	llama70 := catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct")
-	single := hardware.L4.WithMaxPerNode(1)
+	single := hardware.L4.PerNode(1)
 	_, err := serve.Plan(llama70, single, serve.MaxNodes(1), serve.ContextLength(8192))
 	want := expectPlan(llama70, single, 0.9, 1, 1, 1, 1, 8192, models.BF16, models.BF16)
 	require.EqualError(t, err, "plan Llama-3.1-70B-Instruct on L4: needs 134.3 GiB per device at TP=1 "+
@@ -300,7 +300,7 @@ func TestPlanCannotFit(t *testing.T) {
 
 	// On a 310P the KV cache gets half of what is left, so one sequence
 	// needs twice its blocks.
-	one310P := hardware.Ascend310P3.WithMaxPerNode(1)
+	one310P := hardware.Ascend310P3.PerNode(1)
 	qwen7base := catalogueModel(t, "Qwen/Qwen2.5-7B")
 	_, err = serve.Plan(qwen7base, one310P, serve.MaxNodes(1))
 	want = expectPlan(qwen7base, one310P, 0.9, 1, 1, 1, 1, 131072, models.BF16, models.BF16)
@@ -429,16 +429,16 @@ func TestPlanWithAbsurdLayerCounts(t *testing.T) {
 	m.Layers = math.MaxInt32
 	start := time.Now()
 	_, _ = serve.Plan(m, hardware.L4, serve.MaxNodes(math.MaxInt32), serve.ContextLength(1024))
-	_, _ = serve.Plan(m, hardware.L4.WithMaxPerNode(1), serve.MaxNodes(math.MaxInt32), serve.WeightDType(models.FP32))
+	_, _ = serve.Plan(m, hardware.L4.PerNode(1), serve.MaxNodes(math.MaxInt32), serve.WeightDType(models.FP32))
 	assert.Less(t, time.Since(start), 5*time.Second)
 
 	// The same candidates as a stage-by-stage search: Llama-3.1-70B on L4
 	// needs two nodes of 8 at 131072 tokens (tested above); at 8192 tokens
 	// on one-device nodes it needs the first fitting stage count.
-	p, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4.WithMaxPerNode(1), serve.ContextLength(8192))
+	p, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4.PerNode(1), serve.ContextLength(8192))
 	require.NoError(t, err)
 	for pp := 2; pp < p.PipelineParallel; pp++ {
-		_, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4.WithMaxPerNode(1),
+		_, err := serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4.PerNode(1),
 			serve.ContextLength(8192), serve.MaxNodes(pp))
 		require.ErrorIs(t, err, serve.ErrDoesNotFit, "%d stages", pp)
 	}

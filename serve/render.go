@@ -244,7 +244,7 @@ func (e *engine) vendorHint() string {
 	if e.vendorFramework == "" {
 		return "its images are built for NVIDIA GPUs and CPUs only"
 	}
-	return "the profile has no " + string(e.vendorFramework) + " image; hardware.Profile.WithImages sets one"
+	return "the profile has no " + string(e.vendorFramework) + " image; hardware.Profile.UseImages sets one"
 }
 
 // defaultImage is the engine's image for the profile: its CUDA (or CPU)

@@ -60,8 +60,8 @@ func TestEnginesPickTheirImageForTheAccelerator(t *testing.T) {
 		}
 	}
 	// A profile whose vendor image was cleared refuses vLLM too.
-	bare := hardware.MetaXC500.WithImages(hardware.Images{})
+	bare := hardware.MetaXC500.UseImages(hardware.Images{})
 	_, err := serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(bare).Accelerators(1).Objects()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "WithImages")
+	assert.Contains(t, err.Error(), "UseImages")
 }

@@ -168,7 +168,7 @@ func TestOneArgumentMovesAJobToAscend(t *testing.T) {
 	// Without the Ascend Docker Runtime the driver mounts go into every
 	// replica, with and without devices.
 	tf, err := train.TensorFlow("tf").Image(img).Workers(2).ParameterServers(1).
-		On(hardware.Ascend910B3.WithAscendRuntime(false)).Accelerators(8).
+		On(hardware.Ascend910B3.AscendDockerRuntime(false)).Accelerators(8).
 		Build()
 	require.NoError(t, err)
 	for typ, spec := range tf.Spec.TFReplicaSpecs {

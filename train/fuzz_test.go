@@ -46,7 +46,7 @@ var (
 	fuzzQuantity  = []string{"1", "500m", "16Gi", "", "-1", "lots", "1e3", "0"}
 	fuzzPaths     = []string{"/data", "/models", "relative", "", "/dev/shm", "/etc/deepspeed"}
 	fuzzDurations = []time.Duration{time.Minute, 0, -time.Second, time.Hour, 90 * time.Second, time.Duration(math.MaxInt32+1) * time.Second, time.Nanosecond}
-	fuzzProfiles  = []hardware.Profile{hardware.H100, hardware.CPU, hardware.Ascend910B3, hardware.T4, hardware.H100.WithMaxPerNode(0), {}}
+	fuzzProfiles  = []hardware.Profile{hardware.H100, hardware.CPU, hardware.Ascend910B3, hardware.T4, hardware.H100.PerNode(0), {}}
 	fuzzFabrics   = []hardware.Fabric{{}, hardware.InfiniBand(), hardware.RoCE(), hardware.TCP()}
 	fuzzRoles     = []kubeflowv1.ReplicaType{"Master", "Worker", "Launcher", "PS", "Chief", "Server", "Scheduler", "Evaluator", "Bogus"}
 	fuzzCleanPods = []kubeflowv1.CleanPodPolicy{kubeflowv1.CleanPodPolicyRunning, kubeflowv1.CleanPodPolicyAll, kubeflowv1.CleanPodPolicyNone, "Sometimes"}

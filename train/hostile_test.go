@@ -123,8 +123,8 @@ func TestHostileSettings(t *testing.T) {
 				`serviceAccount: Invalid value: "Bad SA": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			}},
 		{"a profile whose nodes hold no devices: no count was too many",
-			train.PyTorch("pt").Image(img).On(hardware.H100.WithMaxPerNode(0)).Accelerators(64).Nodes(1), []string{
-				`profile.maxPerNode: Invalid value: 0: must be at least 1: how many H100-SXM-80GB devices a node holds (WithMaxPerNode)`,
+			train.PyTorch("pt").Image(img).On(hardware.H100.PerNode(0)).Accelerators(64).Nodes(1), []string{
+				`profile.maxPerNode: Invalid value: 0: must be at least 1: how many H100-SXM-80GB devices a node holds (PerNode)`,
 			}},
 		{"InfiniBand on a CPU profile, reported once for the Master and the Workers",
 			train.PyTorch("pt").Image(img).On(hardware.CPU).Fabric(hardware.InfiniBand()).Nodes(4), []string{

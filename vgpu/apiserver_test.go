@@ -25,15 +25,15 @@ func TestSlicesOnAPIServer(t *testing.T) {
 	ns := env.Namespace(t)
 	specs := []*vgpu.Spec{
 		vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30),
-		vgpu.Slice(hardware.L4).MemoryPercent(50).GPUs(2),
+		vgpu.Slice(hardware.L4).MemoryPercent(50).Accelerators(2),
 		vgpu.Slice(hardware.A10).Memory("8Gi").Cores(25).Backend(vgpu.Volcano),
 		vgpu.MIG(hardware.A100_80G, "1g.10gb"),
 		vgpu.MIG(hardware.H200, "1g.18gb+me"),
 		vgpu.MIG(hardware.A100_40G, "3g.20gb").Strategy(vgpu.Single),
 		vgpu.VNPU(hardware.Ascend910B3, "vir10_3c_16g_nm"),
 		vgpu.VNPU(hardware.Ascend310P3, "vir04_4c_dvpp"),
-		vgpu.VNPU(hardware.Ascend910B2.WithFlavour(hardware.HAMi), "vir03_1c_8g"),
-		vgpu.Slice(hardware.Ascend910B4.WithFlavour(hardware.HAMi)).Memory("6Gi"),
+		vgpu.VNPU(hardware.Ascend910B2.Plugin(hardware.HAMi), "vir03_1c_8g"),
+		vgpu.Slice(hardware.Ascend910B4.Plugin(hardware.HAMi)).Memory("6Gi"),
 		vgpu.Whole(hardware.B200, 8).Backend(vgpu.HAMi),
 	}
 	for i, s := range specs {
@@ -43,7 +43,7 @@ func TestSlicesOnAPIServer(t *testing.T) {
 		}}
 		prof := s.Profile()
 		if prof.Vendor == hardware.NVIDIA && s.Kind() == vgpu.KindMIG && s.String() == "A100-SXM-40GB mig 3g.20gb" {
-			prof = prof.WithFlavour(hardware.MIGSingle)
+			prof = prof.Plugin(hardware.MIGSingle)
 		}
 		require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: prof}, specPath), s.String())
 		require.Empty(t, s.Apply(&tmpl, "main", specPath), s.String())

@@ -77,7 +77,7 @@ func ExampleVNPU() {
 	fmt.Println("static:")
 	printRequest(vgpu.VNPU(hardware.Ascend910B3, "vir10_3c_32g"))
 	fmt.Println("HAMi, 2000Mi rounded up:")
-	printRequest(vgpu.Slice(hardware.Ascend910B3.WithFlavour(hardware.HAMi)).Memory("2000Mi"))
+	printRequest(vgpu.Slice(hardware.Ascend910B3.Plugin(hardware.HAMi)).Memory("2000Mi"))
 	// Output:
 	// static:
 	//   huawei.com/Ascend910-10c.3cpu.32g: 1
@@ -134,7 +134,7 @@ func ExampleSlice_otherVendors() {
 	fmt.Println("MetaX C500:")
 	printRequest(vgpu.Slice(hardware.MetaXC500).Memory("8Gi").Cores(50))
 	fmt.Println("two DCUs:")
-	printRequest(vgpu.Slice(hardware.HygonK100).Memory("8Gi").GPUs(2))
+	printRequest(vgpu.Slice(hardware.HygonK100).Memory("8Gi").Accelerators(2))
 	// Output:
 	// Hygon K100:
 	//   hygon.com/dcucores: 50

@@ -45,7 +45,7 @@ func checkPlan(t *testing.T, inv hardware.Inventory, ds []vgpu.Demand, plan *vgp
 	for _, a := range plan.Assignments {
 		require.False(t, seen[a.Demand], "demand %d twice", a.Demand)
 		seen[a.Demand] = true
-		assert.Equal(t, ds[a.Demand].Spec.GPUCount(), len(a.Devices), a.Name)
+		assert.Equal(t, ds[a.Demand].Spec.Count(), len(a.Devices), a.Name)
 		distinct := map[int]bool{}
 		for _, d := range a.Devices {
 			assert.False(t, distinct[d], "%s twice on one device", a.Name)
@@ -223,12 +223,12 @@ func TestPackWholeAndMultiDevice(t *testing.T) {
 	assert.Equal(t, []vgpu.Unplaced{{Demand: 3, Name: "d3", Reason: "no H100-SXM-80GB node has 4 free devices"}}, ff.Unplaced)
 	planned := pack(t, inv, ds, vgpu.Planner)
 	require.Len(t, planned.Unplaced, 1)
-	assert.Equal(t, 4, ds[planned.Unplaced[0].Demand].Spec.GPUCount(), "16 of 20 GPUs placed; the 8-GPU job is kept")
+	assert.Equal(t, 4, ds[planned.Unplaced[0].Demand].Spec.Count(), "16 of 20 GPUs placed; the 8-GPU job is kept")
 	assert.Equal(t, 16, planned.Summary.DevicesUsed)
 
 	// HAMi slices on two devices land on one node, on distinct devices.
-	two := pack(t, inventory(hardware.H100, 1, 8), demands(vgpu.Slice(hardware.H100).Memory("30Gi").Cores(40).GPUs(2),
-		vgpu.Slice(hardware.H100).Memory("30Gi").Cores(40).GPUs(2)), vgpu.Planner)
+	two := pack(t, inventory(hardware.H100, 1, 8), demands(vgpu.Slice(hardware.H100).Memory("30Gi").Cores(40).Accelerators(2),
+		vgpu.Slice(hardware.H100).Memory("30Gi").Cores(40).Accelerators(2)), vgpu.Planner)
 	assert.Equal(t, 2, two.Summary.DevicesUsed)
 	assert.Equal(t, two.Assignments[0].Devices, two.Assignments[1].Devices)
 }
@@ -263,7 +263,7 @@ func TestPackReasons(t *testing.T) {
 		{Name: "full", Spec: vgpu.Slice(hardware.A100_80G).Memory("20Gi").Cores(10)},
 		{Name: "mig", Spec: vgpu.MIG(hardware.A100_80G, "1g.10gb")},
 		{Name: "whole", Spec: vgpu.Whole(hardware.A100_80G, 1)},
-		{Name: "pair", Spec: vgpu.Slice(hardware.A100_80G).Memory("1Gi").GPUs(2)},
+		{Name: "pair", Spec: vgpu.Slice(hardware.A100_80G).Memory("1Gi").Accelerators(2)},
 	}
 	plan := pack(t, inv, ds, vgpu.FirstFit)
 	reasons := map[string]string{}

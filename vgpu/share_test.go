@@ -28,7 +28,7 @@ func TestRequestShareReadsWhatApplyRenders(t *testing.T) {
 		{"hami percent", vgpu.Slice(a100).MemoryPercent(40).Cores(10), a100, vgpu.KindSlice, 0.4},
 		{"volcano", vgpu.Slice(a100).Memory("40Gi").Cores(20).Backend(vgpu.Volcano), a100, vgpu.KindSlice, 0.5},
 		{"mig", vgpu.MIG(a100, "3g.40gb"), a100, vgpu.KindMIG, 3.0 / 7},
-		{"mig twice", vgpu.MIG(a100, "1g.10gb").GPUs(2), a100, vgpu.KindMIG, 2.0 / 7},
+		{"mig twice", vgpu.MIG(a100, "1g.10gb").Accelerators(2), a100, vgpu.KindMIG, 2.0 / 7},
 		{"static vnpu", vgpu.VNPU(b3, "vir10_3c_32g"), b3, vgpu.KindVNPU, 0.5},
 		{"hami vnpu", vgpu.VNPU(b3, "vir05_1c_16g").Backend(vgpu.HAMi), b3, vgpu.KindVNPU, 0.25},
 		{"whole", vgpu.Whole(a100, 4), a100, vgpu.KindWhole, 4},

@@ -101,7 +101,7 @@ type problem struct {
 // enforced by HAMi (default), Volcano's vGPU plugin or, on Ascend, the
 // vNPU template that fits.
 func Slice(p hardware.Profile) *Spec {
-	return &Spec{kind: KindSlice, profile: p.WithFlavour(p.Flavour), devices: 1}
+	return &Spec{kind: KindSlice, profile: p.Plugin(p.Flavour), devices: 1}
 }
 
 // MIG is one MIG instance of profile ("1g.10gb") on a card of profile p,
@@ -111,7 +111,7 @@ func MIG(p hardware.Profile, profile string) *Spec {
 	if m, ok := p.MIGProfile(profile); ok {
 		profile = m.Name
 	}
-	return &Spec{kind: KindMIG, profile: p.WithFlavour(p.Flavour), migName: profile, strategy: Mixed, devices: 1}
+	return &Spec{kind: KindMIG, profile: p.Plugin(p.Flavour), migName: profile, strategy: Mixed, devices: 1}
 }
 
 // VNPU is an Ascend vNPU of the named template ("vir05_1c_16g"). It renders
@@ -122,13 +122,13 @@ func VNPU(p hardware.Profile, template string) *Spec {
 	if t, ok := p.VNPUTemplate(template); ok {
 		template = t.Name
 	}
-	return &Spec{kind: KindVNPU, profile: p.WithFlavour(p.Flavour), template: template, devices: 1}
+	return &Spec{kind: KindVNPU, profile: p.Plugin(p.Flavour), template: template, devices: 1}
 }
 
 // Whole is n whole devices of profile p, for the planner; Apply renders it
 // as hardware.Apply would.
 func Whole(p hardware.Profile, n int) *Spec {
-	return &Spec{kind: KindWhole, profile: p.WithFlavour(p.Flavour), devices: n}
+	return &Spec{kind: KindWhole, profile: p.Plugin(p.Flavour), devices: n}
 }
 
 // Memory sets device memory per device, as a quantity ("10Gi", "3000Mi").
@@ -189,10 +189,10 @@ func (s *Spec) Strategy(st Strategy) *Spec {
 	return s
 }
 
-// GPUs sets how many devices get a slice (HAMi nvidia.com/gpu: n, n MIG
+// Accelerators sets how many devices get a slice (HAMi nvidia.com/gpu: n, n MIG
 // instances); default 1. It is the word the workload builders use for
 // whole devices (pod.Builder.GPUs).
-func (s *Spec) GPUs(n int) *Spec {
+func (s *Spec) Accelerators(n int) *Spec {
 	if s == nil {
 		return nil
 	}
@@ -205,7 +205,7 @@ func (s *Spec) Profile() hardware.Profile {
 	if s == nil {
 		return hardware.Profile{}
 	}
-	return s.profile.WithFlavour(s.profile.Flavour)
+	return s.profile.Plugin(s.profile.Flavour)
 }
 
 // Kind is what the spec asks for.
@@ -216,8 +216,9 @@ func (s *Spec) Kind() Kind {
 	return s.kind
 }
 
-// GPUCount is the number of devices the spec touches, as set with GPUs.
-func (s *Spec) GPUCount() int {
+// Count is the number of devices the spec touches, as set with
+// Accelerators.
+func (s *Spec) Count() int {
 	if s == nil {
 		return 0
 	}
@@ -708,7 +709,7 @@ func hamiProfile(p hardware.Profile) hardware.Profile {
 	if p.Flavour == hardware.HAMi {
 		return p
 	}
-	return p.WithFlavour(hardware.HAMi)
+	return p.Plugin(hardware.HAMi)
 }
 
 // hamiSliceDemand validates a slice of a vendor HAMi shares by its own

@@ -35,7 +35,7 @@ func TestRequests(t *testing.T) {
 		{"hami slice", vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30),
 			res{"nvidia.com/gpu": 1, "nvidia.com/gpumem": 10240, "nvidia.com/gpucores": 30},
 			map[string]string{"nvidia.com/use-gputype": "A100"}, nil},
-		{"hami memory rounded up to MiB", vgpu.Slice(hardware.L4).Memory("3000M").GPUs(2),
+		{"hami memory rounded up to MiB", vgpu.Slice(hardware.L4).Memory("3000M").Accelerators(2),
 			res{"nvidia.com/gpu": 2, "nvidia.com/gpumem": 2862},
 			map[string]string{"nvidia.com/use-gputype": "L4"}, nil},
 		{"hami percentage", vgpu.Slice(hardware.T4).MemoryPercent(25),
@@ -52,9 +52,9 @@ func TestRequests(t *testing.T) {
 			map[string]string{"nvidia.com/use-gputype": "A10"}, nil},
 		{"mig mixed", vgpu.MIG(hardware.A100_80G, "1g.10gb"),
 			res{"nvidia.com/mig-1g.10gb": 1}, nil, nil},
-		{"mig mixed media extension", vgpu.MIG(hardware.H200, "1g.18gb+me").GPUs(1),
+		{"mig mixed media extension", vgpu.MIG(hardware.H200, "1g.18gb+me").Accelerators(1),
 			res{"nvidia.com/mig-1g.18gb.me": 1}, nil, nil},
-		{"mig single", vgpu.MIG(hardware.A100_40G, "1g.5gb").Strategy(vgpu.Single).GPUs(2),
+		{"mig single", vgpu.MIG(hardware.A100_40G, "1g.5gb").Strategy(vgpu.Single).Accelerators(2),
 			res{"nvidia.com/gpu": 2}, nil,
 			map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "nvidia.com/mig.strategy": "single"}},
 		{"static vnpu", vgpu.VNPU(hardware.Ascend910B3, "vir05_1c_16g"),
@@ -63,7 +63,7 @@ func TestRequests(t *testing.T) {
 			res{"huawei.com/Ascend310P-2c.1cpu": 1}, nil, nil},
 		{"hami vnpu by template", vgpu.VNPU(hardware.Ascend910B2, "vir03_1c_8g").Backend(vgpu.HAMi),
 			res{"huawei.com/Ascend910B2": 1, "huawei.com/Ascend910B2-memory": 8192}, nil, nil},
-		{"hami vnpu from the profile's flavour", vgpu.VNPU(hardware.Ascend910B4.WithFlavour(hardware.HAMi), "vir10_3c_16g"),
+		{"hami vnpu from the profile's flavour", vgpu.VNPU(hardware.Ascend910B4.Plugin(hardware.HAMi), "vir10_3c_16g"),
 			res{"huawei.com/Ascend910B4": 1, "huawei.com/Ascend910B4-memory": 16384}, nil, nil},
 		{"ascend slice rounds up like HAMi", vgpu.Slice(hardware.Ascend910B3).Memory("2000Mi").Backend(vgpu.HAMi),
 			res{"huawei.com/Ascend910B3": 1, "huawei.com/Ascend910B3-memory": 16384}, nil, nil},
@@ -77,9 +77,9 @@ func TestRequests(t *testing.T) {
 			res{"nvidia.com/gpu": 4}, nil, nil},
 		{"whole hami", vgpu.Whole(hardware.B200, 1).Backend(vgpu.HAMi),
 			res{"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 100, "nvidia.com/gpucores": 100}, nil, nil},
-		{"whole on a HAMi profile", vgpu.Whole(hardware.L40S.WithFlavour(hardware.HAMi), 2),
+		{"whole on a HAMi profile", vgpu.Whole(hardware.L40S.Plugin(hardware.HAMi), 2),
 			res{"nvidia.com/gpu": 2, "nvidia.com/gpumem-percentage": 100, "nvidia.com/gpucores": 100}, nil, nil},
-		{"whole Ascend under HAMi", vgpu.Whole(hardware.Ascend910B2.WithFlavour(hardware.HAMi), 8),
+		{"whole Ascend under HAMi", vgpu.Whole(hardware.Ascend910B2.Plugin(hardware.HAMi), 8),
 			res{"huawei.com/Ascend910B2": 8}, nil, nil},
 	}
 	for _, c := range cases {
@@ -95,7 +95,7 @@ func TestRequests(t *testing.T) {
 
 func TestSpecApplyAfterHardware(t *testing.T) {
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}}}
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.WithFlavour(hardware.MIGSingle),
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.Plugin(hardware.MIGSingle),
 		Fabric: hardware.TCP()}, specPath))
 	s := vgpu.MIG(hardware.A100_40G, "3g.20gb").Strategy(vgpu.Single)
 	require.Empty(t, s.Apply(&tmpl, "main", specPath))
@@ -152,13 +152,13 @@ func TestSpecErrors(t *testing.T) {
 			[]string{`spec.template.backend: Invalid value: "hami": HAMi has no vNPU configuration for Ascend910B1`}},
 		{"no template fits", vgpu.Slice(hardware.Ascend910B3).Memory("40Gi").Backend(vgpu.HAMi),
 			[]string{`spec.template.memory: Invalid value: "40Gi": no hami vNPU template of Ascend910B3 fits 40Gi memory and 0% of the AI cores`}},
-		{"static vnpu one per container", vgpu.Slice(hardware.Ascend910B3).Memory("8Gi").GPUs(2),
+		{"static vnpu one per container", vgpu.Slice(hardware.Ascend910B3).Memory("8Gi").Accelerators(2),
 			[]string{"spec.template.gpus: Invalid value: 2: a static vNPU is requested one per container"}},
 		{"slice on CPU", vgpu.Slice(hardware.CPU).Memory("1Gi"),
 			[]string{`spec.template.profile: Invalid value: "cpu-amd64": a CPU profile has no devices to share`}},
 		{"no profile", vgpu.Slice(hardware.Profile{}).Memory("1Gi"),
 			[]string{"spec.template.profile: Required value: a hardware profile is required"}},
-		{"too many devices", vgpu.Slice(hardware.H100).Memory("1Gi").GPUs(9),
+		{"too many devices", vgpu.Slice(hardware.H100).Memory("1Gi").Accelerators(9),
 			[]string{"spec.template.gpus: Invalid value: 9: more devices per pod than a H100-SXM-80GB node holds (8)"}},
 		{"no devices", vgpu.Whole(hardware.H100, 0),
 			[]string{"spec.template.gpus: Invalid value: 0: must be at least 1"}},
@@ -191,7 +191,7 @@ func TestSpecErrors(t *testing.T) {
 			[]string{`spec.template.backend: Invalid value: "volcano": volcano cannot share an Ascend NPU; use HAMi or HuaweiStatic`}},
 		{"vnpu HAMi 910B1", vgpu.VNPU(hardware.Ascend910B1, "vir06_1c_16g").Backend(vgpu.HAMi),
 			[]string{`spec.template.backend: Invalid value: "hami": HAMi has no vNPU configuration for Ascend910B1`}},
-		{"static vnpu devices", vgpu.VNPU(hardware.Ascend910B1, "vir06_1c_16g").GPUs(2),
+		{"static vnpu devices", vgpu.VNPU(hardware.Ascend910B1, "vir06_1c_16g").Accelerators(2),
 			[]string{"spec.template.gpus: Invalid value: 2: a static vNPU is requested one per container"}},
 	}
 	for _, c := range cases {
@@ -208,10 +208,10 @@ func TestSpecErrors(t *testing.T) {
 }
 
 func TestSpecAccessors(t *testing.T) {
-	s := vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30).GPUs(2)
+	s := vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30).Accelerators(2)
 	assert.Equal(t, "A100-SXM-80GB slice 10Gi 30% ×2", s.String())
 	assert.Equal(t, vgpu.KindSlice, s.Kind())
-	assert.Equal(t, 2, s.GPUCount())
+	assert.Equal(t, 2, s.Count())
 	assert.Equal(t, vgpu.HAMi, s.EffectiveBackend())
 	assert.Equal(t, int64(10)<<30, s.MemoryBytes())
 	assert.Equal(t, "A100-SXM-80GB", s.Profile().Name)
@@ -236,7 +236,7 @@ func TestSpecAccessors(t *testing.T) {
 	assert.Equal(t, "", vgpu.Slice(hardware.H100).Memory("1Gi").Template())
 	assert.Equal(t, "B200-SXM-180GB whole×2", vgpu.Whole(hardware.B200, 2).String())
 	assert.Equal(t, vgpu.HuaweiStatic, vgpu.Slice(hardware.Ascend910B3).EffectiveBackend())
-	assert.Equal(t, vgpu.HAMi, vgpu.Slice(hardware.Ascend910B3.WithFlavour(hardware.HAMi)).EffectiveBackend())
+	assert.Equal(t, vgpu.HAMi, vgpu.Slice(hardware.Ascend910B3.Plugin(hardware.HAMi)).EffectiveBackend())
 }
 
 func TestParsers(t *testing.T) {

@@ -42,7 +42,7 @@ func vendorSlices() []struct {
 			resources{"cambricon.com/vmlu": 1, "cambricon.com/mlu.smlu.vmemory": 4}},
 		{"kunlunxin-p800-quarter", vgpu.Slice(hardware.KunlunxinP800).Memory("20Gi"),
 			resources{"kunlunxin.com/vxpu": 1, "kunlunxin.com/vxpu-memory": 24576}},
-		{"kunlunxin-p800-halves", vgpu.Slice(hardware.KunlunxinP800).Memory("30Gi").GPUs(2),
+		{"kunlunxin-p800-halves", vgpu.Slice(hardware.KunlunxinP800).Memory("30Gi").Accelerators(2),
 			resources{"kunlunxin.com/vxpu": 2, "kunlunxin.com/vxpu-memory": 49152}},
 		{"metax-c500-gib", vgpu.Slice(hardware.MetaXC500).Memory("4Gi").Cores(60),
 			resources{"metax-tech.com/sgpu": 1, "metax-tech.com/vmemory": 4, "metax-tech.com/vcore": 60}},
@@ -58,11 +58,11 @@ func vendorSlices() []struct {
 			resources{"iluvatar.ai/MR-V100-vgpu": 1, "iluvatar.ai/MR-V100.vMem": 12}},
 		{"whole-hygon-hami", vgpu.Whole(hardware.HygonK100, 2).Backend(vgpu.HAMi),
 			resources{"hygon.com/dcunum": 2}},
-		{"whole-iluvatar-hami", vgpu.Whole(hardware.IluvatarMRV100.WithFlavour(hardware.HAMi), 1),
+		{"whole-iluvatar-hami", vgpu.Whole(hardware.IluvatarMRV100.Plugin(hardware.HAMi), 1),
 			resources{"iluvatar.ai/MR-V100-vgpu": 1, "iluvatar.ai/MR-V100.vCore": 100}},
 		{"whole-cambricon-plugin", vgpu.Whole(hardware.CambriconMLU370, 4),
 			resources{"cambricon.com/mlu": 4}},
-		{"whole-mthreads-hami", vgpu.Whole(hardware.MooreThreadsS4000.WithFlavour(hardware.HAMi), 1),
+		{"whole-mthreads-hami", vgpu.Whole(hardware.MooreThreadsS4000.Plugin(hardware.HAMi), 1),
 			resources{"mthreads.com/vgpu": 1}},
 		{"whole-ascend-hami-backend", vgpu.Whole(hardware.Ascend910B3, 2).Backend(vgpu.HAMi),
 			resources{"huawei.com/Ascend910B3": 2}},
@@ -104,7 +104,7 @@ func TestVendorSliceErrors(t *testing.T) {
 		spec *vgpu.Spec
 		want []string
 	}{
-		{"hygon slices of two devices", vgpu.Slice(hardware.HygonK100).Memory("2Gi").GPUs(2),
+		{"hygon slices of two devices", vgpu.Slice(hardware.HygonK100).Memory("2Gi").Accelerators(2),
 			[]string{"spec.template.gpus: Invalid value: 2: HAMi shares one DCU-K100-AI per container; ask for whole devices to use several"}},
 		{"kunlunxin cores", vgpu.Slice(hardware.KunlunxinP800).Memory("20Gi").Cores(50),
 			[]string{"spec.template.cores: Forbidden: HAMi derives P800 compute from memory; size the slice with Memory"}},

@@ -8,7 +8,7 @@
 // and the answers a real Prometheus 2.42 gave to the queries ops.Metrics
 // sends, after three days of DCGM, HAMi and npu-exporter samples were
 // backfilled into its TSDB. The program replays those answers through
-// ops.WithRoundTripper, so it needs no Prometheus and no cluster:
+// ops.Transport, so it needs no Prometheus and no cluster:
 //
 //	go run ./examples/ops
 //	go run ./examples/ops -tenant team-b -svg utilisation.svg

@@ -59,7 +59,7 @@ func run(ctx context.Context, out io.Writer, tenant, svgPath string) error {
 	if err != nil {
 		return err
 	}
-	metrics, err := ops.NewMetrics("http://prometheus.monitoring:9090", ops.WithRoundTripper(rt))
+	metrics, err := ops.NewMetrics("http://prometheus.monitoring:9090", ops.Transport(rt))
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func run(ctx context.Context, out io.Writer, tenant, svgPath string) error {
 
 	// 3. A lease of the notebook's A100 to alice for two days.
 	lease, err := ops.Lease("alice-a100", "team-a").Holder("alice").Workload(notebook.Kind, "lab").
-		GPUs(hardware.A100_80G, 1).Period(from.Add(24*time.Hour), 48*time.Hour).Build()
+		Accelerators(hardware.A100_80G, 1).Period(from.Add(24*time.Hour), 48*time.Hour).Build()
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ var (
 	fuzzValues   = []string{"3", "", "hf_abcdefghijklmnopqrstuvwxyz", "bad value!", strings.Repeat("v", 70)}
 	fuzzQuantity = []string{"1", "16Gi", "500m", "", "-1", "lots", "0"}
 	fuzzPaths    = []string{"/data", "/models", "", "relative", "/dev/shm", "/data"}
-	fuzzProfiles = []hardware.Profile{hardware.H100, hardware.CPU, hardware.Ascend910B3, hardware.T4, hardware.H100.WithMaxPerNode(0), {}}
+	fuzzProfiles = []hardware.Profile{hardware.H100, hardware.CPU, hardware.Ascend910B3, hardware.T4, hardware.H100.PerNode(0), {}}
 	fuzzFabrics  = []hardware.Fabric{{}, hardware.InfiniBand(), hardware.RoCE(), hardware.TCP()}
 	fuzzSlices   = []*vgpu.Spec{nil, vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30), vgpu.Slice(hardware.CPU), vgpu.Slice(hardware.A100_80G).MemoryPercent(250)}
 	fuzzPolicies = []corev1.RestartPolicy{"", corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever, corev1.RestartPolicyAlways, "Sometimes"}

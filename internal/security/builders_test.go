@@ -335,6 +335,6 @@ func podlessCases() []cube.Workload {
 		serve.Canary("chat", serve.VLLM("chat-v1", "Qwen/Qwen2.5-7B-Instruct"), serve.VLLM("chat-v2", "Qwen/Qwen2.5-7B-Instruct")).
 			Weights(90, 10).Gateway("inference", "gateway-system"),
 		tenant.New("team-a").CPU("64").Accelerators(hardware.H100, 8).Editors("alice").Viewers("bob"),
-		ops.Lease("h100-lease", "team-a").Holder("alice").Workload("pytorchjob", "ddp").GPUs(hardware.H100, 8).Period(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), time.Hour),
+		ops.Lease("h100-lease", "team-a").Holder("alice").Workload("pytorchjob", "ddp").Accelerators(hardware.H100, 8).Period(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), time.Hour),
 	}
 }

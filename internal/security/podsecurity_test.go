@@ -271,10 +271,10 @@ func fabrics() []struct {
 // mounts: Ascend without its Docker runtime, and HAMi and MIG flavours.
 func profiles() []hardware.Profile {
 	return append(hardware.Catalogue(),
-		hardware.Ascend910B3.WithAscendRuntime(false),
-		hardware.Ascend310P3.WithAscendRuntime(false),
-		hardware.H100.WithFlavour(hardware.HAMi),
-		hardware.A100_80G.WithFlavour(hardware.MIGSingle),
+		hardware.Ascend910B3.AscendDockerRuntime(false),
+		hardware.Ascend310P3.AscendDockerRuntime(false),
+		hardware.H100.Plugin(hardware.HAMi),
+		hardware.A100_80G.Plugin(hardware.MIGSingle),
 	)
 }
 

@@ -32,7 +32,7 @@ func TestBuilderObjectsHoldNoLiteralCredential(t *testing.T) {
 	for _, bc := range builderCases() {
 		for _, s := range []setting{
 			{profile: hardware.CPU}, {profile: hardware.H100, fabric: hardware.InfiniBand()},
-			{profile: hardware.Ascend910B3, fabric: hardware.RoCE()}, {profile: hardware.Ascend910B3.WithAscendRuntime(false), fabric: hardware.RoCE()},
+			{profile: hardware.Ascend910B3, fabric: hardware.RoCE()}, {profile: hardware.Ascend910B3.AscendDockerRuntime(false), fabric: hardware.RoCE()},
 		} {
 			ws = append(ws, bc.make(s))
 		}

@@ -160,7 +160,7 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 	}), "the kernel runs the cell")
 
 	later := func() time.Time { return time.Now().Add(3 * time.Hour) }
-	culled, err := notebook.Cull(ctx, c.Client, ns, time.Hour, notebook.WithServiceURL(serviceURL), notebook.WithClock(later))
+	culled, err := notebook.Cull(ctx, c.Client, ns, time.Hour, notebook.FindServiceURL(serviceURL), notebook.Clock(later))
 	require.NoError(t, err)
 	assert.Empty(t, culled, "a busy kernel is activity")
 
@@ -170,7 +170,7 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 		return err == nil && s == "idle", nil
 	}), "the interrupted kernel goes idle")
 
-	culled, err = notebook.Cull(ctx, c.Client, ns, time.Hour, notebook.WithServiceURL(serviceURL), notebook.WithClock(later))
+	culled, err = notebook.Cull(ctx, c.Client, ns, time.Hour, notebook.FindServiceURL(serviceURL), notebook.Clock(later))
 	require.NoError(t, err)
 	require.Len(t, culled, 1)
 	assert.Equal(t, notebook.Idle, culled[0].Reason)
