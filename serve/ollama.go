@@ -2,6 +2,7 @@ package serve
 
 import (
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -86,4 +87,26 @@ func launchOllama(s *Service, r *rendering) field.ErrorList {
 		VolumeMounts: []corev1.VolumeMount{{Name: cacheVolume, MountPath: CachePath}},
 	})
 	return errs
+}
+
+// KeepAlive sets how long Ollama keeps the model in memory after the last
+// request (OLLAMA_KEEP_ALIVE: "5m", "1h"; the default "-1" keeps it
+// loaded for as long as the server runs). Ollama only.
+func (s *Service) KeepAlive(d string) *Service {
+	if s == nil {
+		return nil
+	}
+	s.use("keepAlive")
+	if d == "" {
+		s.fail(field.Required(field.NewPath("spec", "keepAlive"), "a duration such as 5m, or -1"))
+	} else if _, err := time.ParseDuration(d); err != nil {
+		// Ollama reads OLLAMA_KEEP_ALIVE as a Go duration or whole seconds
+		// and silently keeps its 5-minute default for anything else
+		// (envconfig.KeepAlive).
+		if _, err := strconv.ParseInt(d, 10, 64); err != nil {
+			s.fail(field.Invalid(field.NewPath("spec", "keepAlive"), d, "must be a duration such as 5m or 1h30m, whole seconds, or -1 (forever): Ollama ignores anything else"))
+		}
+	}
+	s.ollamaKeepAlive = d
+	return s
 }

@@ -244,3 +244,19 @@ func vllmModelJSON(s *Service, r *rendering) (string, error) {
 func engineArgName(flag string) string {
 	return strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
 }
+
+// ModelControl sets Triton's --model-control-mode (none, poll or explicit)
+// and, for explicit, the models to load at startup (--load-model). Triton
+// only.
+func (s *Service) ModelControl(mode string, load ...string) *Service {
+	if s == nil {
+		return nil
+	}
+	s.use("modelControl")
+	if !slices.Contains([]string{"none", "poll", "explicit"}, mode) {
+		s.fail(field.NotSupported(field.NewPath("spec", "modelControl"), mode, []string{"none", "poll", "explicit"}))
+	}
+	s.tritonControl = mode
+	s.tritonModels = slices.Clone(load)
+	return s
+}
