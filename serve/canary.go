@@ -205,8 +205,8 @@ func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 	backend := func(s *Service, weight int) gatewayv1.HTTPBackendRef {
 		return gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{
-				Name: gatewayv1.ObjectName(s.ServiceName()),
-				Port: ptr.To(s.ServicePort()),
+				Name: gatewayv1.ObjectName(s.serviceName()),
+				Port: ptr.To(s.servicePort()),
 			},
 			Weight: ptr.To(int32(weight)),
 		}}

@@ -250,9 +250,8 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 
 // exercise calls everything that reads a Service; none of it may panic.
 func exercise(svc *serve.Service) error {
-	_ = svc.Endpoint()
-	_ = svc.ServiceName()
-	_, _ = svc.AutoPlan()
+	_, _ = serve.URL(svc)
+	_, _ = serve.AutoPlan(svc)
 	_, err := svc.Objects()
 	return err
 }

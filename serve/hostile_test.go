@@ -34,11 +34,11 @@ func TestUnmadeServicesDoNotPanic(t *testing.T) {
 			require.Len(t, errs, 1)
 			assert.Equal(t, field.ErrorTypeRequired, errs[0].Type)
 			assert.Contains(t, errs[0].Detail, "serve.VLLM")
-			_, err = svc.AutoPlan()
+			_, err = serve.AutoPlan(svc)
 			require.Error(t, err)
-			assert.Empty(t, svc.Endpoint())
-			assert.Zero(t, svc.ServicePort())
-			assert.Empty(t, svc.EngineName())
+			url, err := serve.URL(svc)
+			require.Error(t, err)
+			assert.Empty(t, url)
 		})
 	}
 
@@ -84,9 +84,9 @@ func TestAPIKeyFromSecret(t *testing.T) {
 		serve.TGI("q", qwen).On(hardware.H100).GPUs(1).APIKeyFromSecret("q-api", "key"),
 	} {
 		c := render(t, svc).main(t)
-		assert.Equal(t, "$(CUBE_API_KEY)", flagValue(c.Args, "--api-key"), svc.EngineName())
+		assert.Equal(t, "$(CUBE_API_KEY)", flagValue(c.Args, "--api-key"), c.Name)
 		v := env(c, "CUBE_API_KEY")
-		require.NotNil(t, v, svc.EngineName())
+		require.NotNil(t, v, c.Name)
 		assert.Equal(t, secretRef("q-api", "key"), v.ValueFrom)
 	}
 
@@ -196,7 +196,7 @@ func TestFP8WeightsOnAscend(t *testing.T) {
 	require.NotNil(t, r.lws)
 	leader := r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	assert.Equal(t, "ascend", flagValue(leader.Args, "--quantization"))
-	plan, err := svc.AutoPlan()
+	plan, err := serve.AutoPlan(svc)
 	require.NoError(t, err)
 	assert.Equal(t, "int8", string(plan.WeightDType))
 	assert.Equal(t, 128, plan.BlockSize)

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -95,27 +94,6 @@ func (s *Service) Objects() ([]client.Object, error) {
 		return nil, dedupe(errs).ToAggregate()
 	}
 	return objs, nil
-}
-
-// AutoPlan returns the plan Auto sized the service with: the layout it
-// renders and what each device's memory holds (PlanResult.String prints
-// it). It fails like Objects, and when the service does not use Auto.
-func (s *Service) AutoPlan() (PlanResult, error) {
-	if err := s.unmade(); err != nil {
-		return PlanResult{}, err
-	}
-	if s.auto == nil {
-		return PlanResult{}, field.ErrorList{field.Required(field.NewPath("spec", "auto"),
-			"the service is not sized by the planner: call Auto")}.ToAggregate()
-	}
-	_, r, errs := s.render()
-	if len(errs) > 0 {
-		return PlanResult{}, dedupe(errs).ToAggregate()
-	}
-	if r.plan == nil {
-		return PlanResult{}, field.ErrorList{field.InternalError(field.NewPath("spec", "auto"), errors.New("no plan was made"))}.ToAggregate()
-	}
-	return *r.plan, nil
 }
 
 // unmade reports a nil Service or one not made by a constructor (VLLM,

@@ -612,7 +612,7 @@ func TestAutoscaling(t *testing.T) {
 		serve.VLLM("s", "pvc://m/x").On(hardware.H100):   "vllm:num_requests_waiting",
 	} {
 		h := render(t, engine.Autoscale(1, 2, serve.ScaleOnQueue("3"))).hpa
-		assert.Equal(t, metric, h.Spec.Metrics[0].Pods.Metric.Name, engine.EngineName())
+		assert.Equal(t, metric, h.Spec.Metrics[0].Pods.Metric.Name, metric)
 	}
 
 	r = render(t, serve.VLLM("ds", "deepseek-ai/DeepSeek-V3").On(hardware.H100).Auto(serve.ContextLength(8192)).Autoscale(1, 2, serve.ScaleOnQueue("3")))
@@ -646,7 +646,7 @@ func TestHardwareDefaults(t *testing.T) {
 var _ client.Object = (*lwsv1.LeaderWorkerSet)(nil)
 
 func TestAutoPlan(t *testing.T) {
-	plan, err := serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).Auto().AutoPlan()
+	plan, err := serve.AutoPlan(serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).Auto())
 	require.NoError(t, err)
 	assert.Equal(t, "L4", plan.Accelerator)
 	assert.Equal(t, 2, plan.TensorParallel)
@@ -654,28 +654,34 @@ func TestAutoPlan(t *testing.T) {
 	assert.Equal(t, 1, plan.Nodes)
 	assert.Equal(t, 131072, plan.ContextLength)
 
-	_, err = serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).AutoPlan()
+	_, err = serve.AutoPlan(serve.VLLM("q", qwen).On(hardware.H100).GPUs(1))
 	errs := fieldErrors(t, err)
 	require.Len(t, errs, 1)
 	assert.Equal(t, "spec.auto", errs[0].Field)
 	assert.Equal(t, field.ErrorTypeRequired, errs[0].Type)
 
-	_, err = serve.VLLM("q", "my-org/my-model").On(hardware.H100).Auto().AutoPlan()
+	_, err = serve.AutoPlan(serve.VLLM("q", "my-org/my-model").On(hardware.H100).Auto())
 	errs = fieldErrors(t, err)
 	require.Len(t, errs, 1)
 	assert.Equal(t, "spec.model", errs[0].Field)
 }
 
-func TestEndpointFeedsTheClient(t *testing.T) {
+func TestURLFeedsTheClient(t *testing.T) {
+	url := func(s *serve.Service) string {
+		t.Helper()
+		u, err := serve.URL(s)
+		require.NoError(t, err)
+		return u
+	}
 	svc := serve.VLLM("qwen", qwen).Namespace("team-a")
-	assert.Equal(t, "http://qwen-api.team-a:8000", svc.Endpoint())
-	assert.Equal(t, "http://chat-api:11434", serve.Ollama("chat", "qwen2.5:7b").Endpoint())
-	assert.Equal(t, "http://npu-api:1025", serve.MindIE("npu", "pvc://m/x").Endpoint())
-	c, err := inference.NewClient(svc.Endpoint())
+	assert.Equal(t, "http://qwen-api.team-a:8000", url(svc))
+	assert.Equal(t, "http://chat-api:11434", url(serve.Ollama("chat", "qwen2.5:7b")))
+	assert.Equal(t, "http://npu-api:1025", url(serve.MindIE("npu", "pvc://m/x")))
+	c, err := inference.NewClient(url(svc))
 	require.NoError(t, err)
 	assert.Equal(t, "http://qwen-api.team-a:8000/v1", c.BaseURL())
 	r := render(t, svc.On(hardware.H100).GPUs(1))
-	assert.Equal(t, svc.ServiceName(), r.service.Name, "the endpoint names the rendered Service")
+	assert.Equal(t, "http://"+r.service.Name+"."+r.service.Namespace+":8000", url(svc), "the URL names the rendered Service")
 }
 
 // A multi-node replica's LeaderWorkerSet is named after the release; the
@@ -692,8 +698,9 @@ func TestClientServiceLeavesTheLeaderWorkerSetItsName(t *testing.T) {
 	} {
 		r := render(t, svc)
 		require.NotNil(t, r.lws)
-		assert.NotEqual(t, r.lws.Name, r.service.Name, svc.EngineName())
-		assert.Equal(t, r.lws.Name+"-api", r.service.Name, svc.EngineName())
+		engine := r.lws.Labels[cube.LabelKind]
+		assert.NotEqual(t, r.lws.Name, r.service.Name, engine)
+		assert.Equal(t, r.lws.Name+"-api", r.service.Name, engine)
 	}
 }
 

@@ -295,7 +295,7 @@ func TestTritonVLLMWeightSources(t *testing.T) {
 
 func TestTritonVLLMAuto(t *testing.T) {
 	svc := serve.Triton("llama", "meta-llama/Llama-3.1-8B-Instruct").AddTritonModel(serve.TritonVLLMModel("llama")).On(hardware.L4).Auto()
-	plan, err := svc.AutoPlan()
+	plan, err := serve.AutoPlan(svc)
 	require.NoError(t, err)
 	r := render(t, svc)
 	assert.Contains(t, r.configMap.Data["llama.1.model.json"], `"max_model_len": `)

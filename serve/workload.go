@@ -91,7 +91,7 @@ func (s *Service) deployment(r *rendering) (*appsv1.Deployment, field.ErrorList)
 
 func (s *Service) service(r *rendering) *corev1.Service {
 	e := s.engine
-	meta := s.ObjectMeta(s.ServiceName())
+	meta := s.ObjectMeta(s.serviceName())
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
