@@ -74,7 +74,7 @@ func goldenCases() []goldenCase {
 			Autoscale(1, 3, serve.ScaleOnQueue("10"))},
 		{"ollama-l4", serve.Ollama("chat", "qwen2.5:7b").
 			On(hardware.L4).GPUs(1).
-			MaxModelLen(8192).ServedModelName("chat").KeepAlive("1h").
+			MaxModelLen(8192).ServedModelName("chat").KeepAlive(time.Hour).
 			ModelCache("ollama-models")},
 		{"mindie-910b3", serve.MindIE("qwen-npu", "pvc://models/Qwen2.5-7B-Instruct").
 			On(hardware.Ascend910B3).GPUs(2).

@@ -146,7 +146,7 @@
 // heads, and divide a vision tower's heads, which vLLM splits too), smallest first, then adds pipeline stages on the largest of them:
 // on the same node while it has devices left, then across nodes. The
 // returned PlanResult carries TensorParallel, PipelineParallel, Nodes and
-// DevicesPerNode for the builders and every memory figure for people
+// AcceleratorsPerNode for the builders and every memory figure for people
 // (String prints them). When nothing fits, a *FitError says by how much.
 //
 // # Client

@@ -159,7 +159,7 @@ func TestValidationErrors(t *testing.T) {
 
 		// Settings an engine does not have.
 		"unsupported settings": {
-			serve.Triton("t", "pvc://models/repo").MaxModelLen(4096).TensorParallel(2).DType("float16").LoRA("a", "org/a").KeepAlive("5m"),
+			serve.Triton("t", "pvc://models/repo").MaxModelLen(4096).TensorParallel(2).DType("float16").LoRA("a", "org/a").KeepAlive(5 * time.Minute),
 			[]wantErr{
 				{field.ErrorTypeForbidden, "spec.maxModelLen", "Triton has no MaxModelLen setting"},
 				{field.ErrorTypeForbidden, "spec.tensorParallel", "Triton has no TensorParallel setting"},
@@ -339,9 +339,8 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"Ollama settings": {
-			serve.Ollama("o", "hf://org/repo-GGUF@main").KeepAlive(""),
+			serve.Ollama("o", "hf://org/repo-GGUF@main").KeepAlive(time.Minute),
 			[]wantErr{
-				{field.ErrorTypeRequired, "spec.keepAlive", "a duration"},
 				{field.ErrorTypeInvalid, "spec.model", "takes no revision"},
 			},
 		},

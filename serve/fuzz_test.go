@@ -202,7 +202,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 24:
 			svc = svc.ModelControl(s.str(), s.str())
 		case 25:
-			svc = svc.KeepAlive(s.str())
+			svc = svc.KeepAlive(time.Duration(s.num()) * time.Second)
 		case 26:
 			metrics := []serve.ScaleMetric{serve.ScaleOnQueue(s.str()), serve.ScaleOnCPU(s.num()),
 				serve.ScaleOnMemory(s.num()), serve.ScaleOnPodMetric(s.str(), s.str())}
@@ -369,7 +369,7 @@ func FuzzPlan(f *testing.F) {
 		}
 		require.GreaterOrEqual(t, p.KVTokenCapacity, int64(p.ContextLength), "%+v", p)
 		require.LessOrEqual(t, p.WeightBytesPerDevice, p.UsableBytesPerDevice, "%+v", p)
-		require.LessOrEqual(t, p.DevicesPerNode, acc.MaxPerNode, "%+v", p)
+		require.LessOrEqual(t, p.AcceleratorsPerNode, acc.MaxPerNode, "%+v", p)
 		require.Positive(t, p.TensorParallel)
 		require.Positive(t, p.PipelineParallel)
 	})

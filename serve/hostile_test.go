@@ -25,7 +25,7 @@ func TestUnmadeServicesDoNotPanic(t *testing.T) {
 		"zero, chained":         (&serve.Service{}).TensorParallel(2).MaxModelLen(4096).LoRA("a", "org/a").APIKeyFromSecret("s", "k"),
 		"zero, pod settings":    (&serve.Service{}).Image("x"),
 		"nil, chained":          nilService.Replicas(2).ExtraArgs("--x").HFToken("s", "k").ModelCache("c"),
-		"zero, engine settings": (&serve.Service{}).ModelControl("poll").KeepAlive("5m").ConfigureMindIE(nil),
+		"zero, engine settings": (&serve.Service{}).ModelControl("poll").KeepAlive(5 * time.Minute).ConfigureMindIE(nil),
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := svc.Objects()
@@ -347,14 +347,20 @@ func TestValuesTheEngineWouldRefuse(t *testing.T) {
 			wantErr{field.ErrorTypeInvalid, "spec.s3Region", "us-east-1"}},
 		"region with a newline": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Region("us\neast-1"),
 			wantErr{field.ErrorTypeInvalid, "spec.s3Region", "us-east-1"}},
-		"keep-alive Ollama ignores": {serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).GPUs(1).KeepAlive("forever"),
-			wantErr{field.ErrorTypeInvalid, "spec.keepAlive", "Ollama ignores anything else"}},
 	} {
 		t.Run(name, func(t *testing.T) { assertErrors(t, tc.svc, tc.want) })
 	}
 	// What the engines accept still renders.
-	for _, keep := range []string{"-1", "0", "300", "1h30m"} {
-		render(t, serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).GPUs(1).KeepAlive(keep))
+	// KeepAlive renders what Ollama's envconfig.KeepAlive reads: a Go
+	// duration, or -1 for forever.
+	for keep, want := range map[time.Duration]string{
+		-1: "-1", -time.Hour: "-1", 0: "0", 300 * time.Second: "5m", 90 * time.Minute: "1h30m",
+		time.Hour: "1h", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1.5s",
+	} {
+		c := render(t, serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).GPUs(1).KeepAlive(keep)).main(t)
+		assert.Equal(t, want, envValue(t, c, "OLLAMA_KEEP_ALIVE"), keep)
+		_, err := time.ParseDuration(want)
+		assert.NoError(t, err, "Ollama parses %q", want)
 	}
 	for _, kv := range []string{"auto", "fp8", "fp8_e5m2", "bfloat16"} {
 		render(t, v().KVCacheDType(kv))

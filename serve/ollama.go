@@ -2,6 +2,7 @@ package serve
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,9 +55,9 @@ func launchOllama(s *Service, r *rendering) field.ErrorList {
 	if !s.set["servedModelName"] {
 		r.servedName, r.servedNameExplicit = r.modelArg, false
 	}
-	keepAlive := s.ollamaKeepAlive
-	if keepAlive == "" {
-		keepAlive = "-1" // a serving pod keeps its model loaded
+	keepAlive := "-1" // a serving pod keeps its model loaded
+	if s.ollamaKeepAlive != nil {
+		keepAlive = keepAliveText(*s.ollamaKeepAlive)
 	}
 	models := corev1.EnvVar{Name: "OLLAMA_MODELS", Value: ollamaModelsPath}
 	r.env = append(r.env,
@@ -90,23 +91,35 @@ func launchOllama(s *Service, r *rendering) field.ErrorList {
 }
 
 // KeepAlive sets how long Ollama keeps the model in memory after the last
-// request (OLLAMA_KEEP_ALIVE: "5m", "1h"; the default "-1" keeps it
-// loaded for as long as the server runs). Ollama only.
-func (s *Service) KeepAlive(d string) *Service {
+// request (OLLAMA_KEEP_ALIVE); 0 unloads it after every request, and a
+// negative duration keeps it loaded for as long as the server runs, the
+// default of a serving pod. Ollama only.
+func (s *Service) KeepAlive(d time.Duration) *Service {
 	if s == nil {
 		return nil
 	}
 	s.use("keepAlive")
-	if d == "" {
-		s.fail(field.Required(field.NewPath("spec", "keepAlive"), "a duration such as 5m, or -1"))
-	} else if _, err := time.ParseDuration(d); err != nil {
-		// Ollama reads OLLAMA_KEEP_ALIVE as a Go duration or whole seconds
-		// and silently keeps its 5-minute default for anything else
-		// (envconfig.KeepAlive).
-		if _, err := strconv.ParseInt(d, 10, 64); err != nil {
-			s.fail(field.Invalid(field.NewPath("spec", "keepAlive"), d, "must be a duration such as 5m or 1h30m, whole seconds, or -1 (forever): Ollama ignores anything else"))
-		}
-	}
-	s.ollamaKeepAlive = d
+	s.ollamaKeepAlive = &d
 	return s
+}
+
+// keepAliveText spells d as OLLAMA_KEEP_ALIVE: Ollama reads a Go duration
+// (or whole seconds) and keeps a model loaded forever for a negative one
+// (envconfig.KeepAlive), so forever is "-1", and whole minutes and hours
+// drop their zero seconds and minutes ("1h", "5m", "1h30m").
+func keepAliveText(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-1"
+	case d == 0:
+		return "0"
+	}
+	text := d.String()
+	if strings.HasSuffix(text, "m0s") {
+		text = strings.TrimSuffix(text, "0s")
+	}
+	if strings.HasSuffix(text, "h0m") {
+		text = strings.TrimSuffix(text, "0m")
+	}
+	return text
 }

@@ -67,9 +67,9 @@ type PlanResult struct {
 	// Nodes is how many nodes one replica spans; more than one means a
 	// multi-node (LeaderWorkerSet) deployment.
 	Nodes int
-	// DevicesPerNode is how many accelerators each of those nodes gives the
-	// replica.
-	DevicesPerNode int
+	// AcceleratorsPerNode is how many accelerators each of those nodes
+	// gives the replica.
+	AcceleratorsPerNode int
 
 	// ContextLength is the --max-model-len the plan was made for.
 	ContextLength int
@@ -123,15 +123,16 @@ type PlanResult struct {
 	MaxConcurrentSequences int64
 }
 
-// Devices is the accelerator count of one replica.
-func (p PlanResult) Devices() int { return p.TensorParallel * p.PipelineParallel }
+// Accelerators is the accelerator count of one replica: TensorParallel ×
+// PipelineParallel.
+func (p PlanResult) Accelerators() int { return p.TensorParallel * p.PipelineParallel }
 
 // String prints the plan for people, one fact a line.
 func (p PlanResult) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %s: TP=%d × PP=%d, %s × %s\n",
 		p.Model, p.Accelerator, p.TensorParallel, p.PipelineParallel,
-		plural(p.Nodes, "node"), plural(p.DevicesPerNode, "device"))
+		plural(p.Nodes, "node"), plural(p.AcceleratorsPerNode, "device"))
 	fmt.Fprintf(&b, "  per device: %s usable (%g of %s) = %s weights (%s) + %s activations + %s KV cache (%s); %s outside for runtime, NCCL and CUDA graphs\n",
 		gib(p.UsableBytesPerDevice), p.MemoryUtilization, gib(p.DeviceMemoryBytes),
 		gib(p.WeightBytesPerDevice), p.WeightDType, gib(p.ReserveBytesPerDevice),

@@ -73,7 +73,7 @@ func expectPlan(m models.Model, acc hardware.Profile, util float64, tp, pp, node
 	}
 	return serve.PlanResult{
 		Model: m.Name, Accelerator: acc.Name,
-		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, DevicesPerNode: perNode,
+		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, AcceleratorsPerNode: perNode,
 		ContextLength: ctx, MemoryUtilization: util, WeightDType: weight, KVCacheDType: kv, BlockSize: int(block),
 		DeviceMemoryBytes: memory, HeadroomBytesPerDevice: memory - usable,
 		MaxBatchedTokens: int(tokens), MaxSequences: int(seqs),
@@ -143,7 +143,7 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 		got, err := serve.Plan(tc.model, tc.acc, tc.opts...)
 		require.NoError(t, err, name)
 		assert.Equal(t, expectPlan(tc.model, tc.acc, util, tc.tp, tc.pp, tc.nodes, tc.per, tc.ctx, tc.weight, tc.kv), got, name)
-		assert.Equal(t, tc.tp*tc.pp, got.Devices(), name)
+		assert.Equal(t, tc.tp*tc.pp, got.Accelerators(), name)
 		assert.GreaterOrEqual(t, got.KVTokenCapacity, int64(tc.ctx), name)
 	}
 }
@@ -221,7 +221,7 @@ func TestPlanHandChecked(t *testing.T) {
 	p, err = serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4)
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.Nodes)
-	assert.Equal(t, 8, p.DevicesPerNode)
+	assert.Equal(t, 8, p.AcceleratorsPerNode)
 	assert.Equal(t, int64(8_819_213_312), p.WeightBytesPerDevice)
 	assert.Equal(t, int64(20_480), p.KVBytesPerTokenPerDevice)
 	assert.Equal(t, int64(38_933), p.KVBlocks)

@@ -46,7 +46,7 @@ func (p planner) size(tp, pp int) PlanResult {
 	block := blockSize(p.acc)
 	r := PlanResult{
 		Model: m.Name, Accelerator: p.acc.Name,
-		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, DevicesPerNode: tp * min(pp, stagesPerNode),
+		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, AcceleratorsPerNode: tp * min(pp, stagesPerNode),
 		ContextLength: o.contextLength, MemoryUtilization: o.utilization,
 		WeightDType: o.weightDType, KVCacheDType: o.kvDType, BlockSize: block,
 		DeviceMemoryBytes: deviceMemory(p.acc),

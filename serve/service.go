@@ -60,7 +60,7 @@ type Service struct {
 	tritonControl   string
 	tritonModels    []string
 	tritonConfigs   []TritonModelConfig
-	ollamaKeepAlive string
+	ollamaKeepAlive *time.Duration
 
 	problems field.ErrorList
 	set      map[string]bool // settings used, for engine support checks

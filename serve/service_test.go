@@ -338,7 +338,7 @@ func TestTriton(t *testing.T) {
 }
 
 func TestOllama(t *testing.T) {
-	r := render(t, serve.Ollama("chat", "qwen2.5:7b").On(hardware.L4).GPUs(1).MaxModelLen(8192).ServedModelName("chat").KeepAlive("1h"))
+	r := render(t, serve.Ollama("chat", "qwen2.5:7b").On(hardware.L4).GPUs(1).MaxModelLen(8192).ServedModelName("chat").KeepAlive(time.Hour))
 	spec := r.deployment.Spec.Template.Spec
 	c := r.main(t)
 	assert.Equal(t, []string{"ollama", "serve"}, c.Command)
