@@ -51,7 +51,7 @@ func goldenCases() []goldenCase {
 			ModelCache("model-cache")},
 		{"sglang-h100", serve.SGLang("qwen-32b", "modelscope://Qwen/Qwen2.5-32B-Instruct").
 			On(hardware.H100).GPUs(2).
-			MaxModelLen(16384).GPUMemoryUtilization(0.85).PrefixCaching(false).
+			MaxModelLen(16384).MemoryUtilization(0.85).PrefixCaching(false).
 			DType("bfloat16")},
 		{"sglang-h100-multinode", serve.SGLang("qwen-72b", "pvc://models/Qwen2.5-72B-Instruct").
 			On(hardware.H100).GPUs(8).Nodes(2).
@@ -79,7 +79,7 @@ func goldenCases() []goldenCase {
 		{"mindie-910b3", serve.MindIE("qwen-npu", "pvc://models/Qwen2.5-7B-Instruct").
 			On(hardware.Ascend910B3).GPUs(2).
 			ModelFacts(mustLookup("Qwen/Qwen2.5-7B-Instruct")).
-			MaxModelLen(8192).GPUMemoryUtilization(0.9).PrefixCaching(true).
+			MaxModelLen(8192).MemoryUtilization(0.9).PrefixCaching(true).
 			ConfigureMindIE(func(c *serve.MindIEConfig) { c.BackendConfig.ScheduleConfig.MaxBatchSize = 64 })},
 		{"mindie-910b3-multinode", serve.MindIE("qwen-72b-npu", "s3://models/Qwen2.5-72B-Instruct").
 			On(hardware.Ascend910B3).GPUs(8).Nodes(2).

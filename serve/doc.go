@@ -32,7 +32,7 @@
 // Credentials come from Secrets and never appear in the objects: HFToken
 // for gated models, S3Credentials for s3:// downloads, APIKeyFromSecret for
 // the engine's own bearer token (VLLM_API_KEY for vLLM, --api-key for SGLang
-// and TGI). An --api-key value among ExtraArgs, or HF_TOKEN or VLLM_API_KEY
+// and TGI). An --api-key value among the arguments (AddArgs), or HF_TOKEN or VLLM_API_KEY
 // set with Env, is refused.
 //
 // # Triton model repositories
@@ -52,7 +52,7 @@
 // backend expects (backend "vllm", KIND_MODEL, decoupled) and the
 // Service's source becomes the model's weights: cube writes <model>/1/model.json
 // from the same engine settings `vllm serve` gets as flags (TensorParallel,
-// MaxModelLen, GPUMemoryUtilization, DType, Quantization, PrefixCaching…),
+// MaxModelLen, MemoryUtilization, DType, Quantization, PrefixCaching…),
 // runs the tritonserver vllm-python-py3 image, and loads hf://, modelscope://,
 // pvc:// and s3:// weights as the vLLM engine does (the Hugging Face token
 // through a secretKeyRef):

@@ -265,13 +265,13 @@ func TestValidationErrors(t *testing.T) {
 		// Methods recording bad input.
 		"bad values": {
 			serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).
-				Replicas(-1).MaxModelLen(1).GPUMemoryUtilization(1.5).Quantization("").KVCacheDType("").
+				Replicas(-1).MaxModelLen(1).MemoryUtilization(1.5).Quantization("").KVCacheDType("").
 				ServedModelName("a b").HFToken("", "").HFEndpoint("hf-mirror.com").StartupTimeout(time.Second).
 				DisruptionBudget(-1),
 			[]wantErr{
 				{field.ErrorTypeInvalid, "spec.replicas", "must not be negative"},
 				{field.ErrorTypeInvalid, "spec.maxModelLen", "at least 2"},
-				{field.ErrorTypeInvalid, "spec.gpuMemoryUtilization", "(0, 1]"},
+				{field.ErrorTypeInvalid, "spec.memoryUtilization", "(0, 1]"},
 				{field.ErrorTypeInvalid, "spec.quantization", "a method name"},
 				{field.ErrorTypeInvalid, "spec.kvCacheDType", "a type such as fp8"},
 				{field.ErrorTypeInvalid, "spec.servedModelName", "without whitespace"},

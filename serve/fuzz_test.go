@@ -151,7 +151,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 4:
 			svc = svc.MaxModelLen(s.num())
 		case 5:
-			svc = svc.GPUMemoryUtilization(s.float())
+			svc = svc.MemoryUtilization(s.float())
 		case 6:
 			svc = svc.DType(s.str())
 		case 7:
@@ -167,7 +167,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 12:
 			svc = svc.TrustRemoteCode()
 		case 13:
-			svc = svc.ExtraArgs(s.str(), s.str())
+			svc = svc.AddArgs(s.str(), s.str())
 		case 14:
 			svc = svc.HFToken(s.str(), s.str())
 		case 15:

@@ -24,7 +24,7 @@ func TestUnmadeServicesDoNotPanic(t *testing.T) {
 		"zero":                  {},
 		"zero, chained":         (&serve.Service{}).TensorParallel(2).MaxModelLen(4096).LoRA("a", "org/a").APIKeyFromSecret("s", "k"),
 		"zero, pod settings":    (&serve.Service{}).Image("x"),
-		"nil, chained":          nilService.Replicas(2).ExtraArgs("--x").HFToken("s", "k").ModelCache("c"),
+		"nil, chained":          nilService.Replicas(2).AddArgs("--x").HFToken("s", "k").ModelCache("c"),
 		"zero, engine settings": (&serve.Service{}).ModelControl("poll").KeepAlive(5 * time.Minute).ConfigureMindIE(nil),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -103,11 +103,11 @@ func TestLiteralSecretsAreRefused(t *testing.T) {
 		svc  *serve.Service
 		want wantErr
 	}{
-		"--api-key value": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).ExtraArgs("--max-num-seqs", "64", "--api-key", "sk-live-123"),
+		"--api-key value": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).AddArgs("--max-num-seqs", "64", "--api-key", "sk-live-123"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[2]", "use APIKeyFromSecret"}},
 		"--api-key=value": {serve.SGLang("q", qwen).On(hardware.H100).GPUs(1).AddArgs("--api-key=sk-live-123"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKeyFromSecret"}},
-		"a trailing --api-key": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).ExtraArgs("--api-key"),
+		"a trailing --api-key": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).AddArgs("--api-key"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKeyFromSecret"}},
 		"HF_TOKEN": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Env("HF_TOKEN", "hf_live123"),
 			wantErr{field.ErrorTypeForbidden, "spec.template.env[HF_TOKEN].value", `EnvFromSecret("HF_TOKEN", secret, key)`}},
@@ -123,7 +123,7 @@ func TestLiteralSecretsAreRefused(t *testing.T) {
 
 	// A reference to a variable and a credential from a Secret pass.
 	render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).
-		EnvFromSecret("MY_KEY", "keys", "vllm").ExtraArgs("--api-key", "$(MY_KEY)").
+		EnvFromSecret("MY_KEY", "keys", "vllm").AddArgs("--api-key", "$(MY_KEY)").
 		EnvFromSecret("HF_TOKEN", "hf", "token"))
 }
 
@@ -225,7 +225,7 @@ func TestVLLMAscendOverRay(t *testing.T) {
 // Extra arguments are for the engine's server: a vLLM worker runs ray
 // start, which would refuse them.
 func TestVLLMWorkersTakeNoServerArguments(t *testing.T) {
-	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2).ExtraArgs("--max-num-seqs", "64"))
+	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2).AddArgs("--max-num-seqs", "64"))
 	leader := r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	worker := r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
 	assert.Equal(t, "64", flagValue(leader.Args, "--max-num-seqs"))

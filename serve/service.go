@@ -22,7 +22,7 @@ import (
 //
 // Pod settings (image, env, secrets, volumes, CPU, memory, hardware
 // profile, GPUs, fabric, placement…) come from the embedded pod.Builder.
-// Args and AddArgs (and ExtraArgs) add flags after the engine's own.
+// Args and AddArgs add flags after the engine's own.
 type Service struct {
 	pod.Builder[Service]
 	engine *engine

@@ -151,7 +151,7 @@ func TestSingleReplicaHasNoDisruptionBudgetUnlessAsked(t *testing.T) {
 
 func TestCallerCommandEnvAndArgsWin(t *testing.T) {
 	r := render(t, serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).
-		ExtraArgs("--max-num-seqs", "64").
+		AddArgs("--max-num-seqs", "64").
 		Env("VLLM_USE_MODELSCOPE", "False").
 		Port("http", 9000))
 	c := r.main(t)
@@ -253,7 +253,7 @@ func TestSourcesWireIntoThePod(t *testing.T) {
 
 func TestSGLang(t *testing.T) {
 	r := render(t, serve.SGLang("qwen", "Qwen/Qwen2.5-32B-Instruct").On(hardware.H100).GPUs(2).
-		MaxModelLen(16384).GPUMemoryUtilization(0.85).PrefixCaching(false).DType("bfloat16").
+		MaxModelLen(16384).MemoryUtilization(0.85).PrefixCaching(false).DType("bfloat16").
 		Quantization("fp8").KVCacheDType("fp8_e5m2").TrustRemoteCode().ServedModelName("qwen").
 		LoRA("sql", "org/sql-lora"))
 	c := r.main(t)
@@ -270,7 +270,7 @@ func TestSGLang(t *testing.T) {
 
 func TestTGI(t *testing.T) {
 	r := render(t, serve.TGI("mistral", "mistralai/Mistral-7B-Instruct-v0.3").On(hardware.L4).GPUs(2).
-		MaxModelLen(8192).GPUMemoryUtilization(0.9).DType("bfloat16").PrefixCaching(false).
+		MaxModelLen(8192).MemoryUtilization(0.9).DType("bfloat16").PrefixCaching(false).
 		LoRA("a", "org/a").LoRA("b", "pvc://adapters/b").ModelCache("hub"))
 	c := r.main(t)
 	assert.Equal(t, []string{"text-generation-launcher"}, c.Command)
@@ -365,7 +365,7 @@ func TestOllama(t *testing.T) {
 
 func TestMindIE(t *testing.T) {
 	r := render(t, serve.MindIE("qwen-npu", "pvc://models/Qwen2.5-7B-Instruct").On(hardware.Ascend910B3).GPUs(2).
-		MaxModelLen(8192).GPUMemoryUtilization(0.85).PrefixCaching(true).TrustRemoteCode().
+		MaxModelLen(8192).MemoryUtilization(0.85).PrefixCaching(true).TrustRemoteCode().
 		ConfigureMindIE(func(c *serve.MindIEConfig) { c.BackendConfig.ScheduleConfig.MaxBatchSize = 64 }))
 	require.NotNil(t, r.configMap)
 	assert.Equal(t, "qwen-npu-config", r.configMap.Name)

@@ -91,18 +91,18 @@ func (s *Service) MaxModelLen(tokens int) *Service {
 	return s
 }
 
-// GPUMemoryUtilization sets the fraction of each device's memory the engine
+// MemoryUtilization sets the fraction of each device's memory the engine
 // may claim, in (0, 1] (vLLM --gpu-memory-utilization, SGLang
 // --mem-fraction-static, TGI --cuda-memory-fraction, MindIE
 // NPU_MEMORY_FRACTION).
-func (s *Service) GPUMemoryUtilization(fraction float64) *Service {
+func (s *Service) MemoryUtilization(fraction float64) *Service {
 	if s == nil {
 		return nil
 	}
 	if !(fraction > 0 && fraction <= 1) || math.IsNaN(fraction) {
-		s.fail(field.Invalid(field.NewPath("spec", "gpuMemoryUtilization"), fraction, "must be in (0, 1]"))
+		s.fail(field.Invalid(field.NewPath("spec", "memoryUtilization"), fraction, "must be in (0, 1]"))
 	}
-	s.use("gpuMemoryUtilization")
+	s.use("memoryUtilization")
 	s.memoryUtilization = fraction
 	return s
 }
@@ -212,22 +212,13 @@ func (s *Service) TrustRemoteCode() *Service {
 	return s
 }
 
-// ExtraArgs appends engine flags after the ones the Service renders, for
-// settings it has no method for (AddArgs does the same).
-func (s *Service) ExtraArgs(args ...string) *Service {
-	if s == nil {
-		return nil
-	}
-	return s.AddArgs(args...)
-}
-
 // APIKeyFromSecret makes the engine require a bearer token, read from key of
 // Secret secretName: vLLM through VLLM_API_KEY (which it reads when
 // --api-key is not given, vllm/entrypoints/openai/api_server.py), SGLang
 // and TGI through --api-key $(CUBE_API_KEY), an environment variable from
 // the Secret that Kubernetes substitutes when it starts the container. The
 // key never appears in the rendered objects; clients send it with
-// APIKey or APIKeyFromEnv. A literal key given to ExtraArgs or Env is
+// APIKey or APIKeyFromEnv. A literal key given to AddArgs or Env is
 // refused.
 func (s *Service) APIKeyFromSecret(secretName, key string) *Service {
 	if s == nil {
@@ -293,7 +284,7 @@ func (s *Service) DisruptionBudget(maxUnavailable int) *Service {
 // utilisation (SGLang and TGI size their memory themselves). The model's
 // facts come from models.Lookup of its id, or from ModelFacts. opts tune
 // the plan (serve.ContextLength, serve.MaxNodes…); MaxModelLen,
-// GPUMemoryUtilization, TensorParallel, Quantization and KVCacheDType are
+// MemoryUtilization, TensorParallel, Quantization and KVCacheDType are
 // passed on too.
 func (s *Service) Auto(opts ...PlanOption) *Service {
 	if s == nil {

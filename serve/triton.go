@@ -73,7 +73,7 @@ func isTriton(e *engine) bool { return e == tritonEngine || e == tritonVLLMEngin
 // instead of one at the Service's source. The source is then what the
 // models load: for a vLLM-backend model (see TritonVLLMModel) its weights
 // (hf://, modelscope://, pvc://, s3://), which cube writes with the
-// engine settings (TensorParallel, MaxModelLen, GPUMemoryUtilization,
+// engine settings (TensorParallel, MaxModelLen, MemoryUtilization,
 // DType, Quantization, PrefixCaching…) into <name>/1/model.json, and the
 // image becomes DefaultTritonVLLMImage. A Service has at most one
 // vLLM-backend model. cfg is copied. Triton only.

@@ -47,7 +47,7 @@ func tritonVLLMService() *serve.Service {
 	return serve.Triton("qwen-triton", "hf://Qwen/Qwen2.5-7B-Instruct@main").
 		AddTritonModel(serve.TritonVLLMModel("qwen")).
 		On(hardware.L4).GPUs(2).
-		MaxModelLen(8192).GPUMemoryUtilization(0.85).DType("bfloat16").
+		MaxModelLen(8192).MemoryUtilization(0.85).DType("bfloat16").
 		Quantization("fp8").KVCacheDType("fp8").PrefixCaching(true).TrustRemoteCode().
 		HFToken("hf-token", "token").ModelCache("model-cache").
 		ModelControl("explicit", "qwen").
