@@ -389,38 +389,6 @@ func TestPlanErrorsAreDistinct(t *testing.T) {
 	assert.False(t, errors.Is(err, serve.ErrDoesNotFit), "a bad option is not a capacity problem")
 }
 
-// BenchmarkPlan plans every catalogue model on each of four accelerators
-// per iteration.
-func BenchmarkPlan(b *testing.B) {
-	models := models.Catalogue()
-	accs := []hardware.Profile{hardware.H100, hardware.A100_40G, hardware.L4, hardware.H200}
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, m := range models {
-			if !m.Generates() {
-				continue // encoders are TEI's, which is not planned
-			}
-			for _, acc := range accs {
-				if _, err := serve.Plan(m, acc, serve.ContextLength(32768)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	}
-	b.ReportMetric(float64(len(models)*len(accs)), "plans/op")
-}
-
-// BenchmarkPlanOne plans one model on one accelerator.
-func BenchmarkPlanOne(b *testing.B) {
-	m := catalogueModel(b, "meta-llama/Llama-3.1-70B-Instruct")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := serve.Plan(m, hardware.H100); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // Plan's search over pipeline stages is bounded by bisection, not by the
 // model's layer count: a config claiming two billion layers and no node
 // limit returns at once (the fuzzer found the linear search hanging).
