@@ -128,4 +128,3 @@ func BenchmarkPlanOne(b *testing.B) {
 		}
 	})
 }
-
