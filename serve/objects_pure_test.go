@@ -109,7 +109,9 @@ func sameState(a, b reflect.Value, path string, seen map[[2]uintptr]bool) error 
 }
 
 // renderer is a serve builder.
-type renderer interface{ Objects() ([]client.Object, error) }
+type renderer interface {
+	Objects() ([]client.Object, error)
+}
 
 var editMindIE = func(c *MindIEConfig) { c.BackendConfig.ScheduleConfig.MaxBatchSize = 64 }
 
