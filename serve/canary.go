@@ -31,6 +31,10 @@ import (
 // Cilium, NGINX Gateway Fabric, kgateway…) with the standard-channel CRDs
 // installed and a Gateway that allows routes from the route's namespace.
 // The two versions are separate releases: apply them, then the split.
+//
+// Its settings are the methods below and those of the embedded pod.Meta
+// (Namespace, Label, Annotation, PartOf; go doc pod.Meta); the rest of pod's
+// settings do not apply to a route.
 type Split struct {
 	pod.Meta[Split]
 	stable, canary *Service

@@ -23,9 +23,10 @@
 // (sigs.k8s.io/lws v0.8.0): vLLM and SGLang over Ray, MindIE across 910B
 // nodes, which also needs a rank-table ConfigMap the caller fills and names
 // with RankTable (nothing fills one for a LeaderWorkerSet). Clients reach
-// every layout through the Service <name>-api (ServiceName, Endpoint): the
-// name <name> belongs to the headless Service the LeaderWorkerSet controller
-// creates for its pods' DNS names.
+// every layout through the Service <name>-api, whose in-cluster URL is
+// serve.URL(svc): the name <name> belongs to the headless Service the
+// LeaderWorkerSet controller creates for its pods' DNS names. AutoPlan(svc)
+// returns the plan Auto sized a service with.
 //
 // # Credentials
 //
@@ -151,12 +152,11 @@
 //
 // # Client
 //
-// NewClient returns a Client for any OpenAI-compatible server (vLLM,
-// SGLang, Ollama's /v1, TGI, MindIE). It embeds the go-openai client and
-// adds Chat, ChatStream, Complete and Embed, which fill in the served model
-// name:
+// Package inference holds the client for any OpenAI-compatible server
+// (vLLM, SGLang, Ollama's /v1, TGI, MindIE); give it the service's URL:
 //
-//	c, err := inference.NewClient("http://qwen-chat-api.team-a:8000",
+//	url, err := serve.URL(svc) // http://qwen-chat-api.team-a:8000
+//	c, err := inference.NewClient(url,
 //		inference.ServedModel("qwen-chat"), inference.APIKeyFromEnv("QWEN_API_KEY"))
 //	resp, err := c.Chat(ctx, inference.UserMessage("Hello"))
 package serve
