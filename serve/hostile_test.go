@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestUnmadeServicesDoNotPanic(t *testing.T) {
 		"zero":                  {},
 		"zero, chained":         (&serve.Service{}).TensorParallel(2).MaxModelLen(4096).LoRA("a", "org/a").APIKeyFromSecret("s", "k"),
 		"zero, pod settings":    (&serve.Service{}).Image("x"),
-		"nil, chained":          nilService.Replicas(2).AddArgs("--x").HFToken("s", "k").ModelCache("c"),
+		"nil, chained":          nilService.Replicas(2).LoRA("a", "org/a").HFToken("s", "k").ModelCache("c"),
 		"zero, engine settings": (&serve.Service{}).ModelControl("poll").KeepAlive(5 * time.Minute).ConfigureMindIE(nil),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -359,8 +360,11 @@ func TestValuesTheEngineWouldRefuse(t *testing.T) {
 	} {
 		c := render(t, serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).GPUs(1).KeepAlive(keep)).main(t)
 		assert.Equal(t, want, envValue(t, c, "OLLAMA_KEEP_ALIVE"), keep)
-		_, err := time.ParseDuration(want)
-		assert.NoError(t, err, "Ollama parses %q", want)
+		// envconfig.KeepAlive: a Go duration, else whole seconds.
+		if _, err := time.ParseDuration(want); err != nil {
+			_, err = strconv.ParseInt(want, 10, 64)
+			assert.NoError(t, err, "Ollama parses %q", want)
+		}
 	}
 	for _, kv := range []string{"auto", "fp8", "fp8_e5m2", "bfloat16"} {
 		render(t, v().KVCacheDType(kv))
