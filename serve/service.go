@@ -20,9 +20,12 @@ import (
 // flags. A setting an engine does not have is reported by Objects, never
 // silently dropped.
 //
-// Pod settings (image, env, secrets, volumes, CPU, memory, hardware
-// profile, GPUs, fabric, placement…) come from the embedded pod.Builder.
-// Args and AddArgs add flags after the engine's own.
+// Its settings are the methods below and every pod setting of the embedded
+// pod.Builder (image, env, secrets, volumes, CPU, memory, hardware profile,
+// accelerators, fabric, placement…; go doc pod.Builder): all of them apply.
+// Args and AddArgs add flags after the engine's own. Reads that are not
+// settings are package functions: URL (the in-cluster URL clients use) and
+// AutoPlan (the plan Auto sized it with).
 type Service struct {
 	pod.Builder[Service]
 	engine *engine
