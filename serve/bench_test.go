@@ -24,7 +24,7 @@ func thousandServices() []cube.Workload {
 	ws := make([]cube.Workload, 1000)
 	for i := range ws {
 		ws[i] = serve.VLLM(fmt.Sprintf("qwen-%d", i), "Qwen/Qwen2.5-7B-Instruct").
-			On(hardware.H100).GPUs(1).MaxModelLen(8192).
+			On(hardware.H100).Accelerators(1).MaxModelLen(8192).
 			HFToken("hf-token", "token").ModelCache("model-cache").
 			Replicas(2)
 	}
@@ -178,7 +178,7 @@ func BenchmarkObjectsAuto1000VLLM(b *testing.B) {
 		{"cube", auto},
 		{"baseline", func(i int) *serve.Service {
 			return serve.VLLM(fmt.Sprintf("llama-%d", i), "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).
-				GPUs(plan.AcceleratorsPerNode).Nodes(plan.Nodes).
+				Accelerators(plan.AcceleratorsPerNode).Nodes(plan.Nodes).
 				TensorParallel(plan.TensorParallel).PipelineParallel(plan.PipelineParallel).
 				MaxModelLen(plan.ContextLength).MemoryUtilization(plan.MemoryUtilization)
 		}},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -27,7 +28,7 @@ func URL(s *Service) (string, error) {
 		return "", err
 	}
 	host := s.serviceName()
-	if ns := s.NamespaceName(); ns != "" {
+	if ns := podspec.Of(&s.Handle).NamespaceName(); ns != "" {
 		host += "." + ns
 	}
 	return fmt.Sprintf("http://%s:%d", host, s.engine.port), nil
@@ -59,4 +60,4 @@ func (s *Service) servicePort() int32 { return s.engine.port }
 
 // serviceName names the Kubernetes Service clients reach the engine
 // through: the release name with "-api" (see URL for why).
-func (s *Service) serviceName() string { return s.Name() + "-api" }
+func (s *Service) serviceName() string { return podspec.Of(&s.Handle).Name() + "-api" }

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // checkHardware reports an engine on hardware it does not run on.
@@ -16,7 +17,7 @@ func (s *Service) checkHardware(r *rendering) field.ErrorList {
 	switch {
 	case !e.cpu && !e.nvidia && (!accelerated || r.profile.Vendor != hardware.Huawei):
 		return field.ErrorList{field.Required(on, e.title+" runs on Ascend NPUs: call On(hardware.Ascend910B3) or another 910B profile")}
-	case !accelerated && e.gpuImage && s.ImageName() == "" && s.GPUCount() == 0 && s.auto == nil:
+	case !accelerated && e.gpuImage && podspec.Of(&s.Handle).ImageName() == "" && podspec.Of(&s.Handle).GPUCount() == 0 && s.auto == nil:
 		// (GPUs and Auto without a profile are reported as a missing On.)
 		return field.ErrorList{field.Required(field.NewPath("spec", "image"),
 			fmt.Sprintf("the default %s image is built for GPUs: call On with an accelerator, or set Image to a CPU build", e.title))}
@@ -24,12 +25,12 @@ func (s *Service) checkHardware(r *rendering) field.ErrorList {
 		return nil
 	case r.profile.Vendor == hardware.Huawei && !e.ascend:
 		return field.ErrorList{field.Invalid(on, r.profile.Name, e.title+" does not run on Ascend NPUs; use MindIE or vLLM")}
-	case r.profile.Vendor == hardware.Huawei && e.ascendImage == "" && s.ImageName() == "":
+	case r.profile.Vendor == hardware.Huawei && e.ascendImage == "" && podspec.Of(&s.Handle).ImageName() == "":
 		return field.ErrorList{field.Required(field.NewPath("spec", "image"),
 			fmt.Sprintf("cube pins no %s image for Ascend NPUs: set Image", e.title))}
 	case r.profile.Vendor == hardware.NVIDIA && !e.nvidia:
 		return field.ErrorList{field.Invalid(on, r.profile.Name, e.title+" does not run on NVIDIA GPUs")}
-	case r.profile.Vendor != hardware.NVIDIA && r.profile.Vendor != hardware.Huawei && s.ImageName() == "" && e.defaultImage(r) == "":
+	case r.profile.Vendor != hardware.NVIDIA && r.profile.Vendor != hardware.Huawei && podspec.Of(&s.Handle).ImageName() == "" && e.defaultImage(r) == "":
 		// The engine's default image is a CUDA build: on Hygon, Cambricon,
 		// Kunlunxin, MetaX and the other vendors' devices it finds no
 		// device and fails, or serves on the CPU.

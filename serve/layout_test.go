@@ -21,11 +21,11 @@ func TestExplicitLayouts(t *testing.T) {
 		tp, pp string // "" = flag absent
 		gpus   int64
 	}{
-		"gpus only":          {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(4), "4", "", 4},
+		"gpus only":          {serve.VLLM("a", "pvc://m/x").On(hardware.H100).Accelerators(4), "4", "", 4},
 		"tp only":            {serve.VLLM("a", "pvc://m/x").On(hardware.H100).TensorParallel(2), "2", "", 2},
 		"tp and pp":          {serve.VLLM("a", "pvc://m/x").On(hardware.H100).TensorParallel(2).PipelineParallel(2), "2", "2", 4},
-		"pp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(8).PipelineParallel(2), "4", "2", 8},
-		"tp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(8).TensorParallel(4), "4", "2", 8},
+		"pp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).Accelerators(8).PipelineParallel(2), "4", "2", 8},
+		"tp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).Accelerators(8).TensorParallel(4), "4", "2", 8},
 		"cpu":                {serve.VLLM("a", "pvc://m/x").CPU("16").Image("registry.local/vllm-cpu:0.18.0"), "", "", 0},
 		"one GPU by default": {serve.VLLM("a", "pvc://m/x").On(hardware.L4), "", "", 1},
 	}
@@ -90,7 +90,7 @@ func TestAutoSizesWithThePlanner(t *testing.T) {
 }
 
 func TestAutoscaling(t *testing.T) {
-	r := render(t, serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).CPU("8").Memory("32Gi").
+	r := render(t, serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).CPU("8").Memory("32Gi").
 		Autoscale(2, 6, serve.ScaleOnQueue("5"), serve.ScaleOnCPU(75), serve.ScaleOnMemory(80), serve.ScaleOnPodMetric("gpu_cache_usage", "800m")))
 	assert.Nil(t, r.deployment.Spec.Replicas, "the autoscaler owns the replica count")
 	h := r.hpa
@@ -132,7 +132,7 @@ func TestAutoPlan(t *testing.T) {
 	assert.Equal(t, 1, plan.Nodes)
 	assert.Equal(t, 131072, plan.ContextLength)
 
-	_, err = serve.AutoPlan(serve.VLLM("q", qwen).On(hardware.H100).GPUs(1))
+	_, err = serve.AutoPlan(serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1))
 	errs := fieldErrors(t, err)
 	require.Len(t, errs, 1)
 	assert.Equal(t, "spec.auto", errs[0].Field)

@@ -18,7 +18,7 @@ import (
 )
 
 func TestMindIEAcrossNodes(t *testing.T) {
-	r := render(t, serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2).RankTable("qwen-ranks"))
+	r := render(t, serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2).RankTable("qwen-ranks"))
 	require.NotNil(t, r.lws)
 	assert.Nil(t, r.deployment)
 	var cfg serve.MindIEConfig
@@ -44,7 +44,7 @@ func TestMindIEAcrossNodes(t *testing.T) {
 
 	// Only Ascend's operator fills rings-config-<job>, and only for its
 	// AscendJobs: a LeaderWorkerSet group would wait for it forever.
-	_, err := serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2).Objects()
+	_, err := serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2).Objects()
 	errs := fieldErrors(t, err)
 	require.Len(t, errs, 1)
 	assert.Equal(t, field.ErrorTypeRequired, errs[0].Type)
@@ -53,7 +53,7 @@ func TestMindIEAcrossNodes(t *testing.T) {
 }
 
 func TestVLLMAcrossNodesOverRay(t *testing.T) {
-	r := render(t, serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).GPUs(8).Nodes(2).MaxModelLen(131072))
+	r := render(t, serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).Accelerators(8).Nodes(2).MaxModelLen(131072))
 	require.NotNil(t, r.lws)
 	lws := r.lws
 	assert.Equal(t, "leaderworkerset.x-k8s.io/v1", lws.APIVersion)
@@ -81,7 +81,7 @@ func TestVLLMAcrossNodesOverRay(t *testing.T) {
 	assert.Equal(t, "0", r.service.Spec.Selector[lwsv1.WorkerIndexLabelKey], "only leaders receive traffic")
 	assert.Nil(t, r.pdb)
 
-	r = render(t, serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).GPUs(8).Nodes(2).
+	r = render(t, serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).Accelerators(8).Nodes(2).
 		MaxModelLen(131072).Replicas(3))
 	// One evicted pod takes its whole group down (RecreateGroupOnPodRestart),
 	// so a budget of one pod is one group; two pods could be two groups.
@@ -89,7 +89,7 @@ func TestVLLMAcrossNodesOverRay(t *testing.T) {
 }
 
 func TestSGLangAcrossNodes(t *testing.T) {
-	r := render(t, serve.SGLang("qwen", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2))
+	r := render(t, serve.SGLang("qwen", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2))
 	leader := r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	worker := r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
 	assert.Equal(t, []string{
@@ -111,9 +111,9 @@ func TestSGLangAcrossNodes(t *testing.T) {
 // must be named otherwise.
 func TestClientServiceLeavesTheLeaderWorkerSetItsName(t *testing.T) {
 	for _, svc := range []*serve.Service{
-		serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).GPUs(8).Nodes(2).MaxModelLen(131072),
-		serve.SGLang("qwen", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2),
-		serve.MindIE("npu", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2).RankTable("npu-hccl"),
+		serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).Accelerators(8).Nodes(2).MaxModelLen(131072),
+		serve.SGLang("qwen", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2),
+		serve.MindIE("npu", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2).RankTable("npu-hccl"),
 	} {
 		r := render(t, svc)
 		require.NotNil(t, r.lws)
@@ -124,13 +124,13 @@ func TestClientServiceLeavesTheLeaderWorkerSetItsName(t *testing.T) {
 }
 
 func TestAscendAcrossNodesTalksRoCE(t *testing.T) {
-	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2))
+	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2))
 	for _, tmpl := range []corev1.PodTemplateSpec{*r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate, r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate} {
 		c := tmpl.Spec.Containers[0]
 		assert.True(t, hasEnv(c, "HCCL_IF_IP"))
 		assert.Equal(t, serve.DefaultVLLMAscendImage, c.Image)
 		assert.False(t, tmpl.Spec.HostNetwork, "only MindIE's rank table needs the host network")
 	}
-	c := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2)).lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
+	c := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2)).lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	assert.False(t, hasEnv(c, "NCCL_DEBUG"), "NVIDIA nodes get a fabric only when asked")
 }

@@ -127,27 +127,27 @@ func TestObjectsLeavesTheBuilderAlone(t *testing.T) {
 				Autoscale(1, 3, ScaleOnQueue("5"))
 		},
 		"vllm explicit": func() renderer {
-			return VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").Namespace("team-a").On(hardware.H100).GPUs(2).
+			return VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").Namespace("team-a").On(hardware.H100).Accelerators(2).
 				LoRA("a", "org/a").Replicas(3).
 				StartupTimeout(time.Hour).AddArgs("--max-num-seqs", "64")
 		},
 		"vllm ascend across nodes": func() renderer {
-			return VLLM("npu", "Qwen/Qwen2.5-72B-Instruct").On(hardware.Ascend910B3).GPUs(8).Nodes(2)
+			return VLLM("npu", "Qwen/Qwen2.5-72B-Instruct").On(hardware.Ascend910B3).Accelerators(8).Nodes(2)
 		},
 		"mindie": func() renderer {
-			return MindIE("npu", "pvc://models/qwen").On(hardware.Ascend910B3).GPUs(4).ConfigureMindIE(editMindIE)
+			return MindIE("npu", "pvc://models/qwen").On(hardware.Ascend910B3).Accelerators(4).ConfigureMindIE(editMindIE)
 		},
 		"triton vllm": func() renderer {
-			return Triton("t", "hf://Qwen/Qwen2.5-7B-Instruct").AddTritonModel(TritonVLLMModel("qwen")).On(hardware.L4).GPUs(1)
+			return Triton("t", "hf://Qwen/Qwen2.5-7B-Instruct").AddTritonModel(TritonVLLMModel("qwen")).On(hardware.L4).Accelerators(1)
 		},
 		"ollama": func() renderer {
-			return Ollama("chat", "qwen2.5:7b").On(hardware.L4).GPUs(1).KeepAlive(time.Hour)
+			return Ollama("chat", "qwen2.5:7b").On(hardware.L4).Accelerators(1).KeepAlive(time.Hour)
 		},
 		"tei from s3": func() renderer {
-			return TEI("embed", "s3://models/bge-m3").On(hardware.L4).GPUs(1).ServedModelName("bge")
+			return TEI("embed", "s3://models/bge-m3").On(hardware.L4).Accelerators(1).ServedModelName("bge")
 		},
 		"split": func() renderer {
-			return Canary("chat", VLLM("v1", "pvc://m/v1").On(hardware.L4).GPUs(1), VLLM("v2", "pvc://m/v2").On(hardware.L4).GPUs(1)).
+			return Canary("chat", VLLM("v1", "pvc://m/v1").On(hardware.L4).Accelerators(1), VLLM("v2", "pvc://m/v2").On(hardware.L4).Accelerators(1)).
 				Gateway("gw", "infra").Weights(90, 10).RequestTimeout(time.Minute)
 		},
 	} {

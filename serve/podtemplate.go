@@ -3,12 +3,11 @@ package serve
 import (
 	"slices"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-
-	"github.com/cubestudio/cube/pod"
 )
 
 type podRole int
@@ -22,10 +21,10 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	// A shallow copy carries the layout into the shared builder without
 	// changing s: GPUs, Fabric and HostNetwork only assign fields.
 	c := *s
-	if r.templateDevices != s.GPUCount() {
-		c.GPUs(r.templateDevices)
+	if r.templateDevices != podspec.Of(&s.Handle).GPUCount() {
+		c.Accelerators(r.templateDevices)
 	}
-	if r.fabric != nil && c.FabricSetting().IsZero() {
+	if r.fabric != nil && podspec.Of(&c.Handle).FabricSetting().IsZero() {
 		c.Fabric(*r.fabric)
 	}
 	if r.hostNetwork {
@@ -35,7 +34,7 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	if image == "" {
 		image = e.image // refused by checkHardware, which names the accelerator
 	}
-	tmpl, errs := c.Template(p, pod.TemplateOptions{
+	tmpl, errs := podspec.Of(&c.Handle).Template(p, podspec.TemplateOptions{
 		Container:    e.kind,
 		DefaultImage: image,
 		Labels:       map[string]string{LabelComponent: ComponentServer},
@@ -46,7 +45,7 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	main := &tmpl.Spec.Containers[0]
 	cPath := p.Child("spec", "containers").Index(0)
 
-	userCommand, userArgs := s.CommandLine()
+	userCommand, userArgs := podspec.Of(&s.Handle).CommandLine()
 	command, args := r.command, r.args
 	if role == roleWorker {
 		command, args = r.workerCommand, r.workerArgs
@@ -109,7 +108,7 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	for _, ic := range r.initContainers {
 		ic := ic.DeepCopy()
 		if ic.SecurityContext == nil {
-			ic.SecurityContext = pod.HelperSecurityContext(main)
+			ic.SecurityContext = podspec.HelperSecurityContext(main)
 		}
 		tmpl.Spec.InitContainers = append(tmpl.Spec.InitContainers, *ic)
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
 )
@@ -110,8 +111,8 @@ func (s *Service) unmade() error {
 
 func (s *Service) render() ([]client.Object, *rendering, field.ErrorList) {
 	e := s.engine
-	errs := s.ValidateMeta(maxNameLength)
-	if name := s.Name(); name != "" && !(name[0] >= 'a' && name[0] <= 'z') {
+	errs := podspec.Of(&s.Handle).ValidateMeta(maxNameLength)
+	if name := podspec.Of(&s.Handle).Name(); name != "" && !(name[0] >= 'a' && name[0] <= 'z') {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name, "must start with a letter: it names the Service"))
 	}
 	errs = append(errs, s.problems...)
@@ -119,7 +120,7 @@ func (s *Service) render() ([]client.Object, *rendering, field.ErrorList) {
 	errs = append(errs, s.checkLiteralSecrets()...)
 
 	r := &rendering{engine: e}
-	r.profile, r.hasProfile = s.Profile()
+	r.profile, r.hasProfile = podspec.Of(&s.Handle).Profile()
 	var srcErrs field.ErrorList
 	modelPath := field.NewPath("spec", "model")
 	r.src, srcErrs = parseSource(s.model, modelPath, e.bare)
@@ -172,7 +173,7 @@ const (
 // --api-key flag with a literal value among the extra arguments.
 func (s *Service) checkLiteralSecrets() field.ErrorList {
 	var errs field.ErrorList
-	_, args := s.CommandLine()
+	_, args := podspec.Of(&s.Handle).CommandLine()
 	argsPath := field.NewPath("spec", "args")
 	for i, a := range args {
 		value, isKey := "", false

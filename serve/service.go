@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
@@ -85,7 +86,7 @@ const maxNameLength = 52
 
 func newService(e *engine, name, model string) *Service {
 	s := &Service{engine: e, model: model, set: map[string]bool{}}
-	s.Init(s, e.kind, name)
+	podspec.Of(&s.Handle).Init(s, e.kind, name)
 	return s
 }
 
@@ -152,7 +153,7 @@ func (s *Service) HFToken(secret, key string) *Service {
 	if secret == "" || key == "" {
 		s.fail(field.Required(field.NewPath("spec", "hfToken"), "secret name and key are required"))
 	} else {
-		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "hfToken"), secret, key)...)
+		s.problems = append(s.problems, podspec.ValidateSecretKey(field.NewPath("spec", "hfToken"), secret, key)...)
 	}
 	s.hfToken = &secretKey{name: secret, key: key}
 	return s
@@ -203,7 +204,7 @@ func (s *Service) S3Credentials(secret string) *Service {
 	if secret == "" {
 		s.fail(field.Required(field.NewPath("spec", "s3Credentials"), "a Secret name is required"))
 	} else {
-		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
+		s.problems = append(s.problems, podspec.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
 	}
 	s.s3Secret = secret
 	return s

@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/models"
-	"github.com/cubestudio/cube/pod"
 )
 
 // Replicas sets how many copies of the model serve (default 1). With
@@ -22,7 +22,7 @@ func (s *Service) Replicas(n int) *Service {
 	if n < 0 {
 		s.fail(field.Invalid(path, n, "must not be negative"))
 	}
-	n32, err := pod.Int32(path, n)
+	n32, err := podspec.Int32(path, n)
 	if err != nil {
 		s.fail(err)
 	}
@@ -227,7 +227,7 @@ func (s *Service) APIKeyFromSecret(secretName, key string) *Service {
 	if secretName == "" || key == "" {
 		s.fail(field.Required(field.NewPath("spec", "apiKey"), "secret name and key are required"))
 	} else {
-		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "apiKey"), secretName, key)...)
+		s.problems = append(s.problems, podspec.ValidateSecretKey(field.NewPath("spec", "apiKey"), secretName, key)...)
 	}
 	s.use("apiKey")
 	s.apiKey = &secretKey{name: secretName, key: key}
@@ -269,7 +269,7 @@ func (s *Service) DisruptionBudget(maxUnavailable int) *Service {
 	if maxUnavailable < 0 {
 		s.fail(field.Invalid(path, maxUnavailable, "must not be negative"))
 	}
-	n32, err := pod.Int32(path, maxUnavailable)
+	n32, err := podspec.Int32(path, maxUnavailable)
 	if err != nil {
 		s.fail(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +50,9 @@ func (s *Service) objects(r *rendering) ([]client.Object, field.ErrorList) {
 }
 
 // selector selects the serving pods of the release.
-func (s *Service) selector() map[string]string { return s.Identity().Selector(ComponentServer) }
+func (s *Service) selector() map[string]string {
+	return podspec.Of(&s.Handle).Identity().Selector(ComponentServer)
+}
 
 // replicaCount is the replica count rendered on the workload: nil when an
 // autoscaler owns it.
@@ -76,7 +79,7 @@ func (s *Service) deployment(r *rendering) (*appsv1.Deployment, field.ErrorList)
 	tmpl, errs := s.podTemplate(r, p, roleSingle)
 	d := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: s.ObjectMeta(s.Name()),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(podspec.Of(&s.Handle).Name()),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: s.replicaCount(),
 			Selector: &metav1.LabelSelector{MatchLabels: s.selector()},
@@ -91,7 +94,7 @@ func (s *Service) deployment(r *rendering) (*appsv1.Deployment, field.ErrorList)
 
 func (s *Service) service(r *rendering) *corev1.Service {
 	e := s.engine
-	meta := s.ObjectMeta(s.serviceName())
+	meta := podspec.Of(&s.Handle).ObjectMeta(s.serviceName())
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
@@ -122,12 +125,12 @@ func (s *Service) service(r *rendering) *corev1.Service {
 	}
 }
 
-func (s *Service) configMapName() string { return s.Name() + "-config" }
+func (s *Service) configMapName() string { return podspec.Of(&s.Handle).Name() + "-config" }
 
 func (s *Service) configMap(r *rendering) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: s.ObjectMeta(s.configMapName()),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(s.configMapName()),
 		Data:       maps.Clone(r.files),
 	}
 }
