@@ -112,9 +112,9 @@ func TestLiteralSecretsAreRefused(t *testing.T) {
 		"a trailing --api-key": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).AddArgs("--api-key"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKeyFromSecret"}},
 		"HF_TOKEN": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Env("HF_TOKEN", "hf_live123"),
-			wantErr{field.ErrorTypeForbidden, "spec.template.env[HF_TOKEN].value", `EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: secret, Key: key})`}},
+			wantErr{field.ErrorTypeForbidden, "spec.template.env[HF_TOKEN].value", `EnvFromSecret("HF_TOKEN", secret, key)`}},
 		"VLLM_API_KEY": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Env("VLLM_API_KEY", "sk-live-123"),
-			wantErr{field.ErrorTypeForbidden, "spec.template.env[VLLM_API_KEY].value", `EnvFromSecret("VLLM_API_KEY", pod.SecretKeyRef{Name: secret, Key: key})`}},
+			wantErr{field.ErrorTypeForbidden, "spec.template.env[VLLM_API_KEY].value", `EnvFromSecret("VLLM_API_KEY", secret, key)`}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			assertErrors(t, tc.svc, tc.want)
