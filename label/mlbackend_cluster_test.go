@@ -72,6 +72,8 @@ func TestMLBackendRunsOnTheCluster(t *testing.T) {
 	ctx := t.Context()
 
 	model := serve.VLLM("labeler-model", "standin/qwen").Namespace(ns).Image(c.Images.Standin).CPU("100m").Memory("128Mi")
+	modelURL, err := serve.URL(model)
+	require.NoError(t, err)
 	mrel, err := cl.Apply(ctx, model)
 	require.NoError(t, err)
 	_, err = mrel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods)
@@ -84,7 +86,7 @@ func TestMLBackendRunsOnTheCluster(t *testing.T) {
 	}
 	require.NoError(t, c.Client.Create(ctx, secret))
 	backend := label.MLBackend("labeler", c.Images.LabelBackend).Namespace(ns).
-		Model(model.Endpoint(), "standin/qwen").EmbeddingModel(model.Endpoint(), "standin/qwen").
+		Model(modelURL, "standin/qwen").EmbeddingModel(modelURL, "standin/qwen").
 		ModelVersion("standin@1").BasicAuthFromSecret("ml-auth", "user", "password").
 		ImagePullPolicy(corev1.PullNever).CPU("100m").Memory("128Mi")
 	brel, err := cl.Apply(ctx, backend)

@@ -417,12 +417,13 @@ func TestRewardServerURLs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, cfg, "reward_model_type: api")
 
-	judge := serve.VLLM("judge", "Qwen/Qwen2.5-72B-Instruct").Namespace("team-a")
+	judgeURL, err := serve.URL(serve.VLLM("judge", "Qwen/Qwen2.5-72B-Instruct").Namespace("team-a"))
+	require.NoError(t, err)
 	for url, want := range map[string]string{
-		judge.Endpoint():                                 "answers LLaMA-Factory's scoring request",
-		judge.Endpoint() + "/v1":                         "answers LLaMA-Factory's scoring request",
-		judge.Endpoint() + "/v1/chat/completions":        "answers LLaMA-Factory's scoring request",
-		"http://rm:8000/classify":                        "answers LLaMA-Factory's scoring request",
+		judgeURL:                          "answers LLaMA-Factory's scoring request",
+		judgeURL + "/v1":                  "answers LLaMA-Factory's scoring request",
+		judgeURL + "/v1/chat/completions": "answers LLaMA-Factory's scoring request",
+		"http://rm:8000/classify":         "answers LLaMA-Factory's scoring request",
 		"http://user:secret@rm:8000/v1/score/evaluation": "must not carry credentials",
 		"http://rm:8000/v1/score/evaluation?key=x":       "without a query",
 		"http:///v1/score/evaluation":                    "with a host",

@@ -225,7 +225,7 @@ func (r *RL) RewardModel(model string) *RL { return r.set(func() { r.rewardModel
 
 // JudgeEndpoint points the run's reward function at a model served by
 // package serve (an LLM judge, a reward model behind vLLM): every pod gets
-// OPENAI_BASE_URL=<svc.Endpoint()>/v1, the variable the openai Python
+// OPENAI_BASE_URL=<serve.URL(svc)>/v1, the variable the openai Python
 // client reads its base URL from, so a RewardFunction that calls
 // openai.OpenAI() reaches it. verl does not call a served model itself
 // (it serves a RewardModel with its own engine on the run's
@@ -236,11 +236,8 @@ func (r *RL) JudgeEndpoint(svc *serve.Service) *RL {
 	if r == nil {
 		return nil
 	}
-	endpoint := ""
-	if svc != nil {
-		endpoint = svc.Endpoint()
-	}
-	if endpoint == "" {
+	endpoint, err := serve.URL(svc)
+	if err != nil {
 		r.problems = append(r.problems, field.Required(field.NewPath("judgeEndpoint"), "a serve.Service made by a constructor is required"))
 		return r
 	}

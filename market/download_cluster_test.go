@@ -134,8 +134,10 @@ func TestDownloadRunsAndRegistersOnTheCluster(t *testing.T) {
 	require.NoError(t, err)
 	_, err = srel.Wait(ctx, cube.Ready, cube.Timeout(3*time.Minute), cube.FailOnStuckPods)
 	require.NoError(t, err)
+	svcURL, err := serve.URL(svc)
+	require.NoError(t, err)
 	eval := market.Evaluate("eval-qwen", v, "standin_echo").Namespace(ns).
-		Endpoint(svc.Endpoint(), "standin/qwen").
+		Endpoint(svcURL, "standin/qwen").
 		Image(c.Images.Python).
 		AddVolume(corev1.Volume{Name: "standin", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "hf-standin"}, DefaultMode: ptr.To[int32](0o755),

@@ -268,7 +268,7 @@ func (s *Service) checkFit(r *rendering) field.ErrorList {
 	case plan.PipelineParallel > r.pp:
 		return field.ErrorList{field.Invalid(spec.Child("gpus"), r.devices*r.nodes,
 			fmt.Sprintf("%s does not fit %d %s device(s) with one %d-token sequence: at tensor parallel %d it needs %d pipeline stages (%d devices); add GPUs or Nodes, lower MaxModelLen, or use Auto",
-				m.Name, r.tp*r.pp, r.profile.Name, plan.ContextLength, plan.TensorParallel, plan.PipelineParallel, plan.Devices()))}
+				m.Name, r.tp*r.pp, r.profile.Name, plan.ContextLength, plan.TensorParallel, plan.PipelineParallel, plan.Accelerators()))}
 	}
 	return nil
 }
@@ -314,7 +314,7 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 		return field.ErrorList{field.Invalid(autoPath, r.facts.Name, err.Error())}
 	}
 	r.plan = &plan
-	r.tp, r.pp, r.nodes, r.devices = plan.TensorParallel, plan.PipelineParallel, plan.Nodes, plan.DevicesPerNode
+	r.tp, r.pp, r.nodes, r.devices = plan.TensorParallel, plan.PipelineParallel, plan.Nodes, plan.AcceleratorsPerNode
 	r.maxModelLen = plan.ContextLength
 	if e.plannedFraction {
 		r.memoryUtilization = plan.MemoryUtilization
@@ -323,7 +323,7 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 		if !e.multiNode {
 			return field.ErrorList{field.Invalid(autoPath, r.facts.Name,
 				fmt.Sprintf("the plan splits %s into %d pipeline stages (%d devices) and %s has no pipeline parallelism: use vLLM or SGLang",
-					r.facts.Name, r.pp, plan.Devices(), e.title))}
+					r.facts.Name, r.pp, plan.Accelerators(), e.title))}
 		}
 		// MindIE spans nodes with one tensor-parallel world.
 		r.tp, r.pp = r.tp*r.pp, 1

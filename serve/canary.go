@@ -32,6 +32,10 @@ import (
 // Cilium, NGINX Gateway Fabric, kgateway…) with the standard-channel CRDs
 // installed and a Gateway that allows routes from the route's namespace.
 // The two versions are separate releases: apply them, then the split.
+//
+// Its settings are the methods below and those of the embedded pod.Meta
+// (Namespace, Label, Annotation, PartOf; go doc pod.Meta); the rest of pod's
+// settings do not apply to a route.
 type Split struct {
 	pod.Meta[Split]
 	stable, canary *Service
@@ -206,8 +210,8 @@ func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 	backend := func(s *Service, weight int) gatewayv1.HTTPBackendRef {
 		return gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
 			BackendObjectReference: gatewayv1.BackendObjectReference{
-				Name: gatewayv1.ObjectName(s.ServiceName()),
-				Port: ptr.To(s.ServicePort()),
+				Name: gatewayv1.ObjectName(s.serviceName()),
+				Port: ptr.To(s.servicePort()),
 			},
 			Weight: ptr.To(int32(weight)),
 		}}

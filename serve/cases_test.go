@@ -51,7 +51,7 @@ func goldenCases() []goldenCase {
 			ModelCache("model-cache")},
 		{"sglang-h100", serve.SGLang("qwen-32b", "modelscope://Qwen/Qwen2.5-32B-Instruct").
 			On(hardware.H100).Accelerators(2).
-			MaxModelLen(16384).GPUMemoryUtilization(0.85).PrefixCaching(false).
+			MaxModelLen(16384).MemoryUtilization(0.85).PrefixCaching(false).
 			DType("bfloat16")},
 		{"sglang-h100-multinode", serve.SGLang("qwen-72b", "pvc://models/Qwen2.5-72B-Instruct").
 			On(hardware.H100).Accelerators(8).Nodes(2).
@@ -74,12 +74,12 @@ func goldenCases() []goldenCase {
 			Autoscale(1, 3, serve.ScaleOnQueue("10"))},
 		{"ollama-l4", serve.Ollama("chat", "qwen2.5:7b").
 			On(hardware.L4).Accelerators(1).
-			MaxModelLen(8192).ServedModelName("chat").KeepAlive("1h").
+			MaxModelLen(8192).ServedModelName("chat").KeepAlive(time.Hour).
 			ModelCache("ollama-models")},
 		{"mindie-910b3", serve.MindIE("qwen-npu", "pvc://models/Qwen2.5-7B-Instruct").
 			On(hardware.Ascend910B3).Accelerators(2).
 			ModelFacts(mustLookup("Qwen/Qwen2.5-7B-Instruct")).
-			MaxModelLen(8192).GPUMemoryUtilization(0.9).PrefixCaching(true).
+			MaxModelLen(8192).MemoryUtilization(0.9).PrefixCaching(true).
 			ConfigureMindIE(func(c *serve.MindIEConfig) { c.BackendConfig.ScheduleConfig.MaxBatchSize = 64 })},
 		{"mindie-910b3-multinode", serve.MindIE("qwen-72b-npu", "s3://models/Qwen2.5-72B-Instruct").
 			On(hardware.Ascend910B3).Accelerators(8).Nodes(2).

@@ -26,7 +26,7 @@ func contractCases() []goldenCase {
 	return []goldenCase{
 		{"vllm-every-setting", serve.VLLM("every", "Qwen/Qwen2.5-7B-Instruct@main").
 			On(hardware.H100).Accelerators(2).TensorParallel(2).
-			MaxModelLen(4096).GPUMemoryUtilization(0.8).DType("bfloat16").
+			MaxModelLen(4096).MemoryUtilization(0.8).DType("bfloat16").
 			Quantization("fp8").KVCacheDType("fp8").
 			ServedModelName("chat").TrustRemoteCode().PrefixCaching(false).
 			APIKeyFromSecret("vllm-key", "key")},
@@ -40,7 +40,7 @@ func contractCases() []goldenCase {
 			On(hardware.Ascend910B3).Accelerators(8).Nodes(2).TensorParallel(8).PipelineParallel(2)},
 		{"sglang-every-setting", serve.SGLang("every", "Qwen/Qwen2.5-7B-Instruct@main").
 			On(hardware.H100).Accelerators(2).TensorParallel(2).
-			MaxModelLen(4096).GPUMemoryUtilization(0.8).DType("bfloat16").
+			MaxModelLen(4096).MemoryUtilization(0.8).DType("bfloat16").
 			Quantization("fp8").KVCacheDType("fp8_e4m3").
 			ServedModelName("chat").TrustRemoteCode().PrefixCaching(false).
 			LoRA("a", "pvc://adapters/a").LoRA("b", "org/b").
@@ -208,7 +208,7 @@ func TestContractsRefuse(t *testing.T) {
 }
 
 // checkRendered checks the vLLM and TEI containers of objs against their
-// contracts; the caller's own arguments (ExtraArgs, which come last) and
+// contracts; the caller's own arguments (AddArgs, which come last) and
 // environment are the caller's, not cube's, and are left out.
 func checkRendered(t *testing.T, contracts map[string]*contract.Contract, svc *serve.Service, objs []client.Object) {
 	t.Helper()

@@ -23,16 +23,17 @@
 // (sigs.k8s.io/lws v0.8.0): vLLM and SGLang over Ray, MindIE across 910B
 // nodes, which also needs a rank-table ConfigMap the caller fills and names
 // with RankTable (nothing fills one for a LeaderWorkerSet). Clients reach
-// every layout through the Service <name>-api (ServiceName, Endpoint): the
-// name <name> belongs to the headless Service the LeaderWorkerSet controller
-// creates for its pods' DNS names.
+// every layout through the Service <name>-api, whose in-cluster URL is
+// serve.URL(svc): the name <name> belongs to the headless Service the
+// LeaderWorkerSet controller creates for its pods' DNS names. AutoPlan(svc)
+// returns the plan Auto sized a service with.
 //
 // # Credentials
 //
 // Credentials come from Secrets and never appear in the objects: HFToken
 // for gated models, S3Credentials for s3:// downloads, APIKeyFromSecret for
 // the engine's own bearer token (VLLM_API_KEY for vLLM, --api-key for SGLang
-// and TGI). An --api-key value among ExtraArgs, or HF_TOKEN or VLLM_API_KEY
+// and TGI). An --api-key value among the arguments (AddArgs), or HF_TOKEN or VLLM_API_KEY
 // set with Env, is refused.
 //
 // # Triton model repositories
@@ -52,7 +53,7 @@
 // backend expects (backend "vllm", KIND_MODEL, decoupled) and the
 // Service's source becomes the model's weights: cube writes <model>/1/model.json
 // from the same engine settings `vllm serve` gets as flags (TensorParallel,
-// MaxModelLen, GPUMemoryUtilization, DType, Quantization, PrefixCaching…),
+// MaxModelLen, MemoryUtilization, DType, Quantization, PrefixCaching…),
 // runs the tritonserver vllm-python-py3 image, and loads hf://, modelscope://,
 // pvc:// and s3:// weights as the vLLM engine does (the Hugging Face token
 // through a secretKeyRef):
@@ -146,17 +147,16 @@
 // heads, and divide a vision tower's heads, which vLLM splits too), smallest first, then adds pipeline stages on the largest of them:
 // on the same node while it has devices left, then across nodes. The
 // returned PlanResult carries TensorParallel, PipelineParallel, Nodes and
-// DevicesPerNode for the builders and every memory figure for people
+// AcceleratorsPerNode for the builders and every memory figure for people
 // (String prints them). When nothing fits, a *FitError says by how much.
 //
 // # Client
 //
-// NewClient returns a Client for any OpenAI-compatible server (vLLM,
-// SGLang, Ollama's /v1, TGI, MindIE). It embeds the go-openai client and
-// adds Chat, ChatStream, Complete and Embed, which fill in the served model
-// name:
+// Package inference holds the client for any OpenAI-compatible server
+// (vLLM, SGLang, Ollama's /v1, TGI, MindIE); give it the service's URL:
 //
-//	c, err := inference.NewClient("http://qwen-chat-api.team-a:8000",
+//	url, err := serve.URL(svc) // http://qwen-chat-api.team-a:8000
+//	c, err := inference.NewClient(url,
 //		inference.ServedModel("qwen-chat"), inference.APIKeyFromEnv("QWEN_API_KEY"))
 //	resp, err := c.Chat(ctx, inference.UserMessage("Hello"))
 package serve

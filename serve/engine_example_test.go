@@ -87,7 +87,7 @@ func ExampleService_APIKeyFromSecret() {
 
 	_, err = serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
 		On(hardware.H100).Accelerators(1).
-		ExtraArgs("--api-key", "sk-live-123").Objects()
+		AddArgs("--api-key", "sk-live-123").Objects()
 	fmt.Println(err)
 	// Output:
 	// VLLM_API_KEY from secret qwen-chat-api-key key key
@@ -97,7 +97,7 @@ func ExampleService_APIKeyFromSecret() {
 func ExampleSGLang() {
 	describe(serve.SGLang("qwen-32b", "modelscope://Qwen/Qwen2.5-32B-Instruct").
 		On(hardware.H100).Accelerators(2).
-		MaxModelLen(16384).GPUMemoryUtilization(0.85))
+		MaxModelLen(16384).MemoryUtilization(0.85))
 	// Output:
 	// Deployment qwen-32b
 	//   pod sglang: python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-32B-Instruct --host 0.0.0.0 --port 30000 --tp-size 2 --context-length 16384 --mem-fraction-static 0.85 --enable-metrics

@@ -159,7 +159,7 @@ func TestValidationErrors(t *testing.T) {
 
 		// Settings an engine does not have.
 		"unsupported settings": {
-			serve.Triton("t", "pvc://models/repo").MaxModelLen(4096).TensorParallel(2).DType("float16").LoRA("a", "org/a").KeepAlive("5m"),
+			serve.Triton("t", "pvc://models/repo").MaxModelLen(4096).TensorParallel(2).DType("float16").LoRA("a", "org/a").KeepAlive(5 * time.Minute),
 			[]wantErr{
 				{field.ErrorTypeForbidden, "spec.maxModelLen", "Triton has no MaxModelLen setting"},
 				{field.ErrorTypeForbidden, "spec.tensorParallel", "Triton has no TensorParallel setting"},
@@ -265,13 +265,13 @@ func TestValidationErrors(t *testing.T) {
 		// Methods recording bad input.
 		"bad values": {
 			serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).
-				Replicas(-1).MaxModelLen(1).GPUMemoryUtilization(1.5).Quantization("").KVCacheDType("").
+				Replicas(-1).MaxModelLen(1).MemoryUtilization(1.5).Quantization("").KVCacheDType("").
 				ServedModelName("a b").HFToken("", "").HFEndpoint("hf-mirror.com").StartupTimeout(time.Second).
 				DisruptionBudget(-1),
 			[]wantErr{
 				{field.ErrorTypeInvalid, "spec.replicas", "must not be negative"},
 				{field.ErrorTypeInvalid, "spec.maxModelLen", "at least 2"},
-				{field.ErrorTypeInvalid, "spec.gpuMemoryUtilization", "(0, 1]"},
+				{field.ErrorTypeInvalid, "spec.memoryUtilization", "(0, 1]"},
 				{field.ErrorTypeInvalid, "spec.quantization", "a method name"},
 				{field.ErrorTypeInvalid, "spec.kvCacheDType", "a type such as fp8"},
 				{field.ErrorTypeInvalid, "spec.servedModelName", "without whitespace"},
@@ -339,9 +339,8 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"Ollama settings": {
-			serve.Ollama("o", "hf://org/repo-GGUF@main").KeepAlive(""),
+			serve.Ollama("o", "hf://org/repo-GGUF@main").KeepAlive(time.Minute),
 			[]wantErr{
-				{field.ErrorTypeRequired, "spec.keepAlive", "a duration"},
 				{field.ErrorTypeInvalid, "spec.model", "takes no revision"},
 			},
 		},

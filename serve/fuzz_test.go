@@ -152,7 +152,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 4:
 			svc = svc.MaxModelLen(s.num())
 		case 5:
-			svc = svc.GPUMemoryUtilization(s.float())
+			svc = svc.MemoryUtilization(s.float())
 		case 6:
 			svc = svc.DType(s.str())
 		case 7:
@@ -168,7 +168,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 12:
 			svc = svc.TrustRemoteCode()
 		case 13:
-			svc = svc.ExtraArgs(s.str(), s.str())
+			svc = svc.AddArgs(s.str(), s.str())
 		case 14:
 			svc = svc.HFToken(s.str(), s.str())
 		case 15:
@@ -203,7 +203,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 24:
 			svc = svc.ModelControl(s.str(), s.str())
 		case 25:
-			svc = svc.KeepAlive(s.str())
+			svc = svc.KeepAlive(time.Duration(s.num()) * time.Second)
 		case 26:
 			metrics := []serve.ScaleMetric{serve.ScaleOnQueue(s.str()), serve.ScaleOnCPU(s.num()),
 				serve.ScaleOnMemory(s.num()), serve.ScaleOnPodMetric(s.str(), s.str())}
@@ -251,9 +251,8 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 
 // exercise calls everything that reads a Service; none of it may panic.
 func exercise(svc *serve.Service) error {
-	_ = svc.Endpoint()
-	_ = svc.ServiceName()
-	_, _ = svc.AutoPlan()
+	_, _ = serve.URL(svc)
+	_, _ = serve.AutoPlan(svc)
 	_, err := svc.Objects()
 	return err
 }
@@ -371,7 +370,7 @@ func FuzzPlan(f *testing.F) {
 		}
 		require.GreaterOrEqual(t, p.KVTokenCapacity, int64(p.ContextLength), "%+v", p)
 		require.LessOrEqual(t, p.WeightBytesPerDevice, p.UsableBytesPerDevice, "%+v", p)
-		require.LessOrEqual(t, p.DevicesPerNode, acc.MaxPerNode, "%+v", p)
+		require.LessOrEqual(t, p.AcceleratorsPerNode, acc.MaxPerNode, "%+v", p)
 		require.Positive(t, p.TensorParallel)
 		require.Positive(t, p.PipelineParallel)
 	})

@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -25,8 +26,8 @@ func TestUnmadeServicesDoNotPanic(t *testing.T) {
 		"zero":                  {},
 		"zero, chained":         (&serve.Service{}).TensorParallel(2).MaxModelLen(4096).LoRA("a", "org/a").APIKeyFromSecret("s", "k"),
 		"zero, pod settings":    (&serve.Service{}).Image("x"),
-		"nil, chained":          nilService.Replicas(2).ExtraArgs("--x").HFToken("s", "k").ModelCache("c"),
-		"zero, engine settings": (&serve.Service{}).ModelControl("poll").KeepAlive("5m").ConfigureMindIE(nil),
+		"nil, chained":          nilService.Replicas(2).LoRA("a", "org/a").HFToken("s", "k").ModelCache("c"),
+		"zero, engine settings": (&serve.Service{}).ModelControl("poll").KeepAlive(5 * time.Minute).ConfigureMindIE(nil),
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := svc.Objects()
@@ -35,11 +36,11 @@ func TestUnmadeServicesDoNotPanic(t *testing.T) {
 			require.Len(t, errs, 1)
 			assert.Equal(t, field.ErrorTypeRequired, errs[0].Type)
 			assert.Contains(t, errs[0].Detail, "serve.VLLM")
-			_, err = svc.AutoPlan()
+			_, err = serve.AutoPlan(svc)
 			require.Error(t, err)
-			assert.Empty(t, svc.Endpoint())
-			assert.Zero(t, svc.ServicePort())
-			assert.Empty(t, svc.EngineName())
+			url, err := serve.URL(svc)
+			require.Error(t, err)
+			assert.Empty(t, url)
 		})
 	}
 
@@ -85,9 +86,9 @@ func TestAPIKeyFromSecret(t *testing.T) {
 		serve.TGI("q", qwen).On(hardware.H100).Accelerators(1).APIKeyFromSecret("q-api", "key"),
 	} {
 		c := render(t, svc).main(t)
-		assert.Equal(t, "$(CUBE_API_KEY)", flagValue(c.Args, "--api-key"), svc.EngineName())
+		assert.Equal(t, "$(CUBE_API_KEY)", flagValue(c.Args, "--api-key"), c.Name)
 		v := env(c, "CUBE_API_KEY")
-		require.NotNil(t, v, svc.EngineName())
+		require.NotNil(t, v, c.Name)
 		assert.Equal(t, secretRef("q-api", "key"), v.ValueFrom)
 	}
 
@@ -104,11 +105,11 @@ func TestLiteralSecretsAreRefused(t *testing.T) {
 		svc  *serve.Service
 		want wantErr
 	}{
-		"--api-key value": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).ExtraArgs("--max-num-seqs", "64", "--api-key", "sk-live-123"),
+		"--api-key value": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).AddArgs("--max-num-seqs", "64", "--api-key", "sk-live-123"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[2]", "use APIKeyFromSecret"}},
 		"--api-key=value": {serve.SGLang("q", qwen).On(hardware.H100).Accelerators(1).AddArgs("--api-key=sk-live-123"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKeyFromSecret"}},
-		"a trailing --api-key": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).ExtraArgs("--api-key"),
+		"a trailing --api-key": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).AddArgs("--api-key"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKeyFromSecret"}},
 		"HF_TOKEN": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Env("HF_TOKEN", "hf_live123"),
 			wantErr{field.ErrorTypeForbidden, "spec.template.env[HF_TOKEN].value", `EnvFromSecret("HF_TOKEN", secret, key)`}},
@@ -124,7 +125,7 @@ func TestLiteralSecretsAreRefused(t *testing.T) {
 
 	// A reference to a variable and a credential from a Secret pass.
 	render(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).
-		EnvFromSecret("MY_KEY", pod.SecretKeyRef{Name: "keys", Key: "vllm"}).ExtraArgs("--api-key", "$(MY_KEY)").
+		EnvFromSecret("MY_KEY", pod.SecretKeyRef{Name: "keys", Key: "vllm"}).AddArgs("--api-key", "$(MY_KEY)").
 		EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf", Key: "token"}))
 }
 
@@ -151,7 +152,7 @@ func TestSlicesAndParallelism(t *testing.T) {
 	assertErrors(t, serve.VLLM("q", qwen).Slice(vgpu.MIG(hardware.A100_80G, "3g.40gb").Accelerators(2)),
 		wantErr{field.ErrorTypeInvalid, "spec.slice.gpus", "1 would sit idle"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(hami()).Accelerators(2),
-		wantErr{field.ErrorTypeForbidden, "spec.template.gpus", "GPUs(2) and Slice both set"})
+		wantErr{field.ErrorTypeForbidden, "spec.template.accelerators", "Accelerators(2) and Slice both set"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(hami()).Auto(),
 		wantErr{field.ErrorTypeForbidden, "spec.auto", "Auto sizes whole devices"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(hami()).Nodes(2),
@@ -197,7 +198,7 @@ func TestFP8WeightsOnAscend(t *testing.T) {
 	require.NotNil(t, r.lws)
 	leader := r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	assert.Equal(t, "ascend", flagValue(leader.Args, "--quantization"))
-	plan, err := svc.AutoPlan()
+	plan, err := serve.AutoPlan(svc)
 	require.NoError(t, err)
 	assert.Equal(t, "int8", string(plan.WeightDType))
 	assert.Equal(t, 128, plan.BlockSize)
@@ -226,7 +227,7 @@ func TestVLLMAscendOverRay(t *testing.T) {
 // Extra arguments are for the engine's server: a vLLM worker runs ray
 // start, which would refuse them.
 func TestVLLMWorkersTakeNoServerArguments(t *testing.T) {
-	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2).ExtraArgs("--max-num-seqs", "64"))
+	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2).AddArgs("--max-num-seqs", "64"))
 	leader := r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	worker := r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
 	assert.Equal(t, "64", flagValue(leader.Args, "--max-num-seqs"))
@@ -348,14 +349,23 @@ func TestValuesTheEngineWouldRefuse(t *testing.T) {
 			wantErr{field.ErrorTypeInvalid, "spec.s3Region", "us-east-1"}},
 		"region with a newline": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).Accelerators(1).S3Region("us\neast-1"),
 			wantErr{field.ErrorTypeInvalid, "spec.s3Region", "us-east-1"}},
-		"keep-alive Ollama ignores": {serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).Accelerators(1).KeepAlive("forever"),
-			wantErr{field.ErrorTypeInvalid, "spec.keepAlive", "Ollama ignores anything else"}},
 	} {
 		t.Run(name, func(t *testing.T) { assertErrors(t, tc.svc, tc.want) })
 	}
 	// What the engines accept still renders.
-	for _, keep := range []string{"-1", "0", "300", "1h30m"} {
-		render(t, serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).Accelerators(1).KeepAlive(keep))
+	// KeepAlive renders what Ollama's envconfig.KeepAlive reads: a Go
+	// duration, or -1 for forever.
+	for keep, want := range map[time.Duration]string{
+		-1: "-1", -time.Hour: "-1", 0: "0", 300 * time.Second: "5m", 90 * time.Minute: "1h30m",
+		time.Hour: "1h", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1.5s",
+	} {
+		c := render(t, serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).Accelerators(1).KeepAlive(keep)).main(t)
+		assert.Equal(t, want, envValue(t, c, "OLLAMA_KEEP_ALIVE"), keep)
+		// envconfig.KeepAlive: a Go duration, else whole seconds.
+		if _, err := time.ParseDuration(want); err != nil {
+			_, err = strconv.ParseInt(want, 10, 64)
+			assert.NoError(t, err, "Ollama parses %q", want)
+		}
 	}
 	for _, kv := range []string{"auto", "fp8", "fp8_e5m2", "bfloat16"} {
 		render(t, v().KVCacheDType(kv))

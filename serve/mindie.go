@@ -370,3 +370,36 @@ func launchMindIE(s *Service, r *rendering) field.ErrorList {
 	r.configMount = MindIEConfigPath
 	return errs
 }
+
+// RankTable names the ConfigMap holding MindIE's multi-node rank table
+// (key hccl.json, the Ascend operator's format, with "status":
+// "completed"), which a MindIE replica across nodes requires: Ascend's
+// operator fills rings-config-<job> only for the owners it watches
+// (AscendJobs, Volcano Jobs and Deployments: acjobKind, vcjobKind and
+// deployKind in mind-cluster component/ascend-operator/pkg/controllers/v1/
+// consts.go), never for the LeaderWorkerSet cube renders, and the table's
+// NPU device IPs are known only on the nodes. MindIE only.
+func (s *Service) RankTable(configMap string) *Service {
+	if s == nil {
+		return nil
+	}
+	s.use("rankTable")
+	s.rankTable = configMap
+	return s
+}
+
+// ConfigureMindIE edits the MindIE config.json after the Service has filled
+// it (model, devices, ports, lengths), for the settings it has no method
+// for, such as ScheduleConfig.MaxBatchSize. MindIE only.
+func (s *Service) ConfigureMindIE(edit func(*MindIEConfig)) *Service {
+	if s == nil {
+		return nil
+	}
+	s.use("configureMindIE")
+	if edit == nil {
+		s.fail(field.Required(field.NewPath("spec", "mindIEConfig"), "edit function is nil"))
+		return s
+	}
+	s.mindIEConfig = append(s.mindIEConfig, edit)
+	return s
+}

@@ -2,6 +2,8 @@ package serve
 
 import (
 	"strconv"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -55,9 +57,9 @@ func launchOllama(s *Service, r *rendering) field.ErrorList {
 	if !s.set["servedModelName"] {
 		r.servedName, r.servedNameExplicit = r.modelArg, false
 	}
-	keepAlive := s.ollamaKeepAlive
-	if keepAlive == "" {
-		keepAlive = "-1" // a serving pod keeps its model loaded
+	keepAlive := "-1" // a serving pod keeps its model loaded
+	if s.ollamaKeepAlive != nil {
+		keepAlive = keepAliveText(*s.ollamaKeepAlive)
 	}
 	models := corev1.EnvVar{Name: "OLLAMA_MODELS", Value: ollamaModelsPath}
 	r.env = append(r.env,
@@ -88,4 +90,38 @@ func launchOllama(s *Service, r *rendering) field.ErrorList {
 		VolumeMounts: []corev1.VolumeMount{{Name: cacheVolume, MountPath: CachePath}},
 	})
 	return errs
+}
+
+// KeepAlive sets how long Ollama keeps the model in memory after the last
+// request (OLLAMA_KEEP_ALIVE); 0 unloads it after every request, and a
+// negative duration keeps it loaded for as long as the server runs, the
+// default of a serving pod. Ollama only.
+func (s *Service) KeepAlive(d time.Duration) *Service {
+	if s == nil {
+		return nil
+	}
+	s.use("keepAlive")
+	s.ollamaKeepAlive = &d
+	return s
+}
+
+// keepAliveText spells d as OLLAMA_KEEP_ALIVE: Ollama reads a Go duration
+// (or whole seconds) and keeps a model loaded forever for a negative one
+// (envconfig.KeepAlive), so forever is "-1", and whole minutes and hours
+// drop their zero seconds and minutes ("1h", "5m", "1h30m").
+func keepAliveText(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-1"
+	case d == 0:
+		return "0"
+	}
+	text := d.String()
+	if strings.HasSuffix(text, "m0s") {
+		text = strings.TrimSuffix(text, "0s")
+	}
+	if strings.HasSuffix(text, "h0m") {
+		text = strings.TrimSuffix(text, "0m")
+	}
+	return text
 }

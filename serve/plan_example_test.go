@@ -37,7 +37,7 @@ func ExamplePlan_multiNode() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(plan.TensorParallel, plan.PipelineParallel, plan.Nodes, plan.DevicesPerNode)
+	fmt.Println(plan.TensorParallel, plan.PipelineParallel, plan.Nodes, plan.AcceleratorsPerNode)
 	fmt.Println(plan)
 	// Output:
 	// 8 2 2 8

@@ -73,7 +73,7 @@ func expectPlan(m models.Model, acc hardware.Profile, util float64, tp, pp, node
 	}
 	return serve.PlanResult{
 		Model: m.Name, Accelerator: acc.Name,
-		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, DevicesPerNode: perNode,
+		TensorParallel: tp, PipelineParallel: pp, Nodes: nodes, AcceleratorsPerNode: perNode,
 		ContextLength: ctx, MemoryUtilization: util, WeightDType: weight, KVCacheDType: kv, BlockSize: int(block),
 		DeviceMemoryBytes: memory, HeadroomBytesPerDevice: memory - usable,
 		MaxBatchedTokens: int(tokens), MaxSequences: int(seqs),
@@ -143,7 +143,7 @@ func TestPlanMatchesTheReferenceFormulas(t *testing.T) {
 		got, err := serve.Plan(tc.model, tc.acc, tc.opts...)
 		require.NoError(t, err, name)
 		assert.Equal(t, expectPlan(tc.model, tc.acc, util, tc.tp, tc.pp, tc.nodes, tc.per, tc.ctx, tc.weight, tc.kv), got, name)
-		assert.Equal(t, tc.tp*tc.pp, got.Devices(), name)
+		assert.Equal(t, tc.tp*tc.pp, got.Accelerators(), name)
 		assert.GreaterOrEqual(t, got.KVTokenCapacity, int64(tc.ctx), name)
 	}
 }
@@ -221,7 +221,7 @@ func TestPlanHandChecked(t *testing.T) {
 	p, err = serve.Plan(catalogueModel(t, "meta-llama/Llama-3.1-70B-Instruct"), hardware.L4)
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.Nodes)
-	assert.Equal(t, 8, p.DevicesPerNode)
+	assert.Equal(t, 8, p.AcceleratorsPerNode)
 	assert.Equal(t, int64(8_819_213_312), p.WeightBytesPerDevice)
 	assert.Equal(t, int64(20_480), p.KVBytesPerTokenPerDevice)
 	assert.Equal(t, int64(38_933), p.KVBlocks)
@@ -387,38 +387,6 @@ func TestPlanDefaultsFollowTheModel(t *testing.T) {
 func TestPlanErrorsAreDistinct(t *testing.T) {
 	_, err := serve.Plan(catalogueModel(t, "Qwen/Qwen2.5-7B-Instruct"), hardware.H100, serve.TensorParallel(8))
 	assert.False(t, errors.Is(err, serve.ErrDoesNotFit), "a bad option is not a capacity problem")
-}
-
-// BenchmarkPlan plans every catalogue model on each of four accelerators
-// per iteration.
-func BenchmarkPlan(b *testing.B) {
-	models := models.Catalogue()
-	accs := []hardware.Profile{hardware.H100, hardware.A100_40G, hardware.L4, hardware.H200}
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, m := range models {
-			if !m.Generates() {
-				continue // encoders are TEI's, which is not planned
-			}
-			for _, acc := range accs {
-				if _, err := serve.Plan(m, acc, serve.ContextLength(32768)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	}
-	b.ReportMetric(float64(len(models)*len(accs)), "plans/op")
-}
-
-// BenchmarkPlanOne plans one model on one accelerator.
-func BenchmarkPlanOne(b *testing.B) {
-	m := catalogueModel(b, "meta-llama/Llama-3.1-70B-Instruct")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := serve.Plan(m, hardware.H100); err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 // Plan's search over pipeline stages is bounded by bisection, not by the

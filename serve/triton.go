@@ -73,7 +73,7 @@ func isTriton(e *engine) bool { return e == tritonEngine || e == tritonVLLMEngin
 // instead of one at the Service's source. The source is then what the
 // models load: for a vLLM-backend model (see TritonVLLMModel) its weights
 // (hf://, modelscope://, pvc://, s3://), which cube writes with the
-// engine settings (TensorParallel, MaxModelLen, GPUMemoryUtilization,
+// engine settings (TensorParallel, MaxModelLen, MemoryUtilization,
 // DType, Quantization, PrefixCaching…) into <name>/1/model.json, and the
 // image becomes DefaultTritonVLLMImage. A Service has at most one
 // vLLM-backend model. cfg is copied. Triton only.
@@ -243,4 +243,20 @@ func vllmModelJSON(s *Service, r *rendering) (string, error) {
 
 func engineArgName(flag string) string {
 	return strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
+}
+
+// ModelControl sets Triton's --model-control-mode (none, poll or explicit)
+// and, for explicit, the models to load at startup (--load-model). Triton
+// only.
+func (s *Service) ModelControl(mode string, load ...string) *Service {
+	if s == nil {
+		return nil
+	}
+	s.use("modelControl")
+	if !slices.Contains([]string{"none", "poll", "explicit"}, mode) {
+		s.fail(field.NotSupported(field.NewPath("spec", "modelControl"), mode, []string{"none", "poll", "explicit"}))
+	}
+	s.tritonControl = mode
+	s.tritonModels = slices.Clone(load)
+	return s
 }

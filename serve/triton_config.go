@@ -84,9 +84,9 @@ type TritonInstanceGroup struct {
 	Count int32
 	// Kind is where they run; "" means KIND_AUTO.
 	Kind TritonInstanceKind
-	// GPUs are the device indices (of those the pod sees) a KIND_GPU or
-	// KIND_AUTO group uses; none means all.
-	GPUs []int32
+	// DeviceIndices (gpus) are the devices, by index among those the pod
+	// sees, a KIND_GPU or KIND_AUTO group uses; none means all.
+	DeviceIndices []int32
 }
 
 // TritonDynamicBatching configures the dynamic batcher (ModelDynamicBatching).
@@ -247,13 +247,13 @@ func (c TritonModelConfig) validate(p *field.Path) field.ErrorList {
 		if g.Kind != "" && !slices.Contains(tritonKinds, string(g.Kind)) {
 			errs = append(errs, field.NotSupported(gp.Child("kind"), g.Kind, tritonKinds))
 		}
-		if len(g.GPUs) > 0 && (g.Kind == TritonKindCPU || g.Kind == TritonKindModel) {
+		if len(g.DeviceIndices) > 0 && (g.Kind == TritonKindCPU || g.Kind == TritonKindModel) {
 			errs = append(errs, field.Forbidden(gp.Child("gpus"), fmt.Sprintf("a %s group takes no gpus, only count", g.Kind)))
 		}
-		for j, gpu := range g.GPUs {
+		for j, gpu := range g.DeviceIndices {
 			if gpu < 0 {
 				errs = append(errs, field.Invalid(gp.Child("gpus").Index(j), gpu, "must be a device index, 0 or more"))
-			} else if slices.Contains(g.GPUs[:j], gpu) {
+			} else if slices.Contains(g.DeviceIndices[:j], gpu) {
 				errs = append(errs, field.Duplicate(gp.Child("gpus").Index(j), gpu))
 			}
 		}
@@ -363,8 +363,8 @@ func (c TritonModelConfig) pbtxt() string {
 			if g.Kind != "" {
 				w.scalar("kind", string(g.Kind))
 			}
-			if len(g.GPUs) > 0 {
-				ints(&w, "gpus", g.GPUs)
+			if len(g.DeviceIndices) > 0 {
+				ints(&w, "gpus", g.DeviceIndices)
 			}
 		})
 	}
@@ -494,7 +494,7 @@ func (c TritonModelConfig) clone() TritonModelConfig {
 	}
 	out.InstanceGroups = slices.Clone(c.InstanceGroups)
 	for i := range out.InstanceGroups {
-		out.InstanceGroups[i].GPUs = slices.Clone(out.InstanceGroups[i].GPUs)
+		out.InstanceGroups[i].DeviceIndices = slices.Clone(out.InstanceGroups[i].DeviceIndices)
 	}
 	if c.DynamicBatching != nil {
 		b := *c.DynamicBatching

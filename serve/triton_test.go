@@ -33,7 +33,7 @@ func resnetConfig() serve.TritonModelConfig {
 			{Name: "labels", DataType: serve.TritonString, Dims: []int64{-1}},
 		},
 		InstanceGroups: []serve.TritonInstanceGroup{
-			{Count: 2, Kind: serve.TritonKindGPU, GPUs: []int32{0, 1}},
+			{Count: 2, Kind: serve.TritonKindGPU, DeviceIndices: []int32{0, 1}},
 			{Count: 1, Kind: serve.TritonKindCPU},
 		},
 		DynamicBatching: &serve.TritonDynamicBatching{PreferredBatchSizes: []int32{8, 16}, MaxQueueDelay: 100 * time.Microsecond},
@@ -47,7 +47,7 @@ func tritonVLLMService() *serve.Service {
 	return serve.Triton("qwen-triton", "hf://Qwen/Qwen2.5-7B-Instruct@main").
 		AddTritonModel(serve.TritonVLLMModel("qwen")).
 		On(hardware.L4).Accelerators(2).
-		MaxModelLen(8192).GPUMemoryUtilization(0.85).DType("bfloat16").
+		MaxModelLen(8192).MemoryUtilization(0.85).DType("bfloat16").
 		Quantization("fp8").KVCacheDType("fp8").PrefixCaching(true).TrustRemoteCode().
 		HFToken("hf-token", "token").ModelCache("model-cache").
 		ModelControl("explicit", "qwen").
@@ -142,9 +142,9 @@ func TestTritonConfigValidation(t *testing.T) {
 		"instance group problems": {base(func(c *serve.TritonModelConfig) {
 			c.InstanceGroups = []serve.TritonInstanceGroup{
 				{Count: -1, Kind: "KIND_TPU"},
-				{Kind: serve.TritonKindCPU, GPUs: []int32{0}},
-				{Kind: serve.TritonKindModel, GPUs: []int32{1}},
-				{Kind: serve.TritonKindGPU, GPUs: []int32{0, -1, 0}},
+				{Kind: serve.TritonKindCPU, DeviceIndices: []int32{0}},
+				{Kind: serve.TritonKindModel, DeviceIndices: []int32{1}},
+				{Kind: serve.TritonKindGPU, DeviceIndices: []int32{0, -1, 0}},
 			}
 		}), []wantErr{
 			{field.ErrorTypeInvalid, "instance_group[0].count", "must not be negative"},
@@ -295,7 +295,7 @@ func TestTritonVLLMWeightSources(t *testing.T) {
 
 func TestTritonVLLMAuto(t *testing.T) {
 	svc := serve.Triton("llama", "meta-llama/Llama-3.1-8B-Instruct").AddTritonModel(serve.TritonVLLMModel("llama")).On(hardware.L4).Auto()
-	plan, err := svc.AutoPlan()
+	plan, err := serve.AutoPlan(svc)
 	require.NoError(t, err)
 	r := render(t, svc)
 	assert.Contains(t, r.configMap.Data["llama.1.model.json"], `"max_model_len": `)
@@ -321,7 +321,7 @@ func TestAddTritonModelCopiesAndRendersFresh(t *testing.T) {
 	svc := serve.Triton("r", "pvc://models/r").AddTritonModel(cfg)
 	cfg.Inputs[0].Dims[0] = 99
 	cfg.Parameters["a_note"] = "changed"
-	cfg.InstanceGroups[0].GPUs[0] = 7
+	cfg.InstanceGroups[0].DeviceIndices[0] = 7
 	cfg.DynamicBatching.PreferredBatchSizes[0] = 3
 
 	first, err := svc.Objects()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -31,6 +32,18 @@ import (
 // serviceClient returns a inference.Client for the Kubernetes Service of the
 // release that exposes the engine's port, reached through its cluster IP
 // (kube-proxy's rules apply on this host too).
+// apiPort is the port of svc's HTTP API, read from its in-cluster URL.
+func apiPort(t *testing.T, svc *serve.Service) int32 {
+	t.Helper()
+	raw, err := serve.URL(svc)
+	require.NoError(t, err)
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	port, err := strconv.ParseInt(u.Port(), 10, 32)
+	require.NoError(t, err)
+	return int32(port)
+}
+
 func serviceClient(t *testing.T, cl *cube.Client, rel *cube.Release, ns string, port int32, clientset interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Service, error)
 }) *inference.Client {
@@ -107,7 +120,7 @@ func TestServeSingleNode(t *testing.T) {
 	})
 	require.NoError(t, err, "the PodDisruptionBudget selects the two serving pods")
 
-	client := serviceClient(t, cl, rel, ns, svc.ServicePort(), c.Clientset.CoreV1().Services(ns))
+	client := serviceClient(t, cl, rel, ns, apiPort(t, svc), c.Clientset.CoreV1().Services(ns))
 	assert.Equal(t, "standin: what is cube?", chat(t, client, "what is cube?"))
 }
 
@@ -132,7 +145,7 @@ func TestServeMultiNodeOnLeaderWorkerSet(t *testing.T) {
 	assert.Contains(t, logs, "resolved big-0.big."+ns, "the worker resolved LWS_LEADER_ADDRESS through cluster DNS:\n%s", logs)
 	assert.Contains(t, logs, "joined the head")
 
-	client := serviceClient(t, cl, rel, ns, svc.ServicePort(), c.Clientset.CoreV1().Services(ns))
+	client := serviceClient(t, cl, rel, ns, apiPort(t, svc), c.Clientset.CoreV1().Services(ns))
 	assert.Equal(t, "standin: across two pods", chat(t, client, "across two pods"))
 }
 
@@ -147,7 +160,7 @@ func TestServeEmbeddingsOnTEI(t *testing.T) {
 	rel := journeys.Apply(t, cl, svc)
 	_, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	require.NoError(t, err, journeys.LogsOf(t, rel))
-	client := serviceClient(t, cl, rel, ns, svc.ServicePort(), c.Clientset.CoreV1().Services(ns))
+	client := serviceClient(t, cl, rel, ns, apiPort(t, svc), c.Clientset.CoreV1().Services(ns))
 	var resp openai.EmbeddingResponse
 	err = wait.PollUntilContextTimeout(t.Context(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		r, err := client.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Input: []string{"a", "b"}, Model: "BAAI/bge-m3"})

@@ -10,5 +10,5 @@
 // program into its own image:
 //
 //	go build -o mlbackend github.com/cubestudio/cube/label/labeltest/cmd/mlbackend
-//	label.MLBackend("labeler", "registry.example.com/mlbackend:1").Model(svc.Endpoint(), "qwen")
+//	label.MLBackend("labeler", "registry.example.com/mlbackend:1").Model(url, "qwen") // url, err := serve.URL(svc)
 package main
