@@ -179,7 +179,7 @@ func TestValuesThePodWouldMisreadAreRefused(t *testing.T) {
 }
 
 // A misspelt artifact format or stage in the history is refused: "LoRA"
-// would be served as full weights (serve.FromMarket and Get branch on
+// would be served as full weights (Entry.Serve and Get branch on
 // FormatLoRA), and a history naming no stage cannot be read back.
 func TestUnknownFormatsAndStagesAreRefused(t *testing.T) {
 	for _, format := range []string{"LoRA", "safetensor", "adapter"} {
