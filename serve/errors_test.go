@@ -292,7 +292,8 @@ func TestValidationErrors(t *testing.T) {
 		"bad s3 settings and cache": {
 			serve.VLLM("q", "s3://bucket/x").On(hardware.H100).S3Credentials("").S3Endpoint("minio:9000").ModelCache("Bad_Claim"),
 			[]wantErr{
-				{field.ErrorTypeRequired, "spec.s3Credentials", "a Secret name"},
+				{field.ErrorTypeRequired, "spec.s3Credentials.accessKeyID", "secret name and key are required"},
+				{field.ErrorTypeRequired, "spec.s3Credentials.secretAccessKey", "secret name and key are required"},
 				{field.ErrorTypeInvalid, "spec.s3Endpoint", "http(s) URL"},
 				{field.ErrorTypeInvalid, "spec.modelCache", "lowercase RFC 1123 subdomain"},
 			},

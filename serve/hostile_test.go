@@ -267,10 +267,10 @@ func TestHostileSettingsAreReported(t *testing.T) {
 // only the s3:// download reads them.
 func TestS3SettingsNeedAnS3Source(t *testing.T) {
 	assertErrors(t, serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).GPUs(1).S3Credentials("s3"),
-		wantErr{field.ErrorTypeForbidden, "spec.s3Credentials", "apply only to an s3:// model source; this one is pvc"})
+		wantErr{field.ErrorTypeForbidden, "spec.s3Credentials", "applies to s3:// sources, not pvc://"})
 	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).S3Endpoint("http://minio:9000").S3Region("eu-west-1"),
-		wantErr{field.ErrorTypeForbidden, "spec.s3Endpoint", "this one is hf"},
-		wantErr{field.ErrorTypeForbidden, "spec.s3Region", "this one is hf"})
+		wantErr{field.ErrorTypeForbidden, "spec.s3Endpoint", "applies to s3:// sources, not hf://"},
+		wantErr{field.ErrorTypeForbidden, "spec.s3Region", "applies to s3:// sources, not hf://"})
 	c := render(t, serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).
 		S3Credentials("s3").S3Endpoint("http://minio:9000").S3Region("eu-west-1")).main(t)
 	assert.Contains(t, c.Args, "/model-cache/s3/bucket/qwen")
