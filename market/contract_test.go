@@ -27,7 +27,7 @@ func renderedDownloads() map[string]*market.DownloadJob {
 		"hf-revision":     market.Download("qwen-7b", "hf://Qwen/Qwen2.5-7B-Instruct", "models").Revision("main").Exclude("*.pth"),
 		"hf-skip-summary": market.Download("qwen-7b", "hf://Qwen/Qwen2.5-7B-Instruct", "models").SkipChecksum().Include("*.safetensors"),
 		"modelscope-all-settings": market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat", "models").
-			Into("glm/v1").Revision("v1.0.0").ModelScopeToken("ms", "token").ModelScopeEndpoint("www.modelscope.ai").
+			Into("glm/v1").Revision("v1.0.0").ModelScopeToken("ms", "token").ModelScopeEndpoint("https://www.modelscope.ai").
 			Include("*.safetensors", "*.json").Exclude("*.bin", "*.pth").MaxWorkers(4),
 		"modelscope-plain": market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat@master", "models"),
 		"s3-all-settings": market.Download("bot", "s3://team-models/support-bot/v3", "models").
@@ -43,12 +43,12 @@ func renderedDownloads() map[string]*market.DownloadJob {
 func renderedEvaluations() map[string]*market.EvaluationJob {
 	return map[string]*market.EvaluationJob{
 		"endpoint-all-settings": market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu", "gsm8k").
-			Endpoint("http://support-bot-api.ml:8000/v1/", "support-bot").FewShot(5).Limit(100).Parallelism(16).BatchSize("4").
+			Endpoint("http://support-bot-api.ml:8000/v1/", "support-bot").FewShot(5).SampleLimit(100).Parallelism(16).BatchSize("4").
 			HFToken("hf", "token"),
 		"endpoint-plain": market.Evaluate("eval-bot", registered("hf://acme/support-bot@v3"), "hellaswag").
 			Endpoint("http://support-bot-api.ml:8000", "support-bot"),
 		"local-nvidia": market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu", "arc_challenge").
-			On(hardware.H100).GPUs(2).FewShot(0).Limit(0.1).BatchSize("auto:4"),
+			On(hardware.H100).GPUs(2).FewShot(0).SampleLimit(0.1).BatchSize("auto:4"),
 		"local-ascend-hub": market.Evaluate("eval-bot", registered("hf://acme/support-bot@v3"), "ceval-valid").
 			On(hardware.Ascend910B3).GPUs(1).HFToken("hf", "token"),
 	}

@@ -21,9 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/urlcheck"
+	"github.com/cubestudio/cube/internal/modelsource"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/retry"
 )
 
 // The images and packages a download runs. The downloader tools are
@@ -56,7 +57,7 @@ const terminationLog = "/dev/termination-log"
 //
 // Downloads resume: the three tools keep what a failed attempt fetched
 // (hf and modelscope keep partial files in the target directory, aws s3
-// sync skips complete files), and the Job retries the pod (RetryLimit,
+// sync skips complete files), and the Job retries the pod (Retry,
 // default 4) on the same claim. Pin the revision (hf://org/name@<commit>
 // or Revision) to register exactly what was tested; without one the hub's
 // main branch is fetched and recorded as such.
@@ -69,7 +70,7 @@ const terminationLog = "/dev/termination-log"
 type DownloadJob struct {
 	pod.Builder[DownloadJob]
 
-	source        string
+	uri           string
 	revision      string
 	claim, into   string
 	model         string
@@ -78,27 +79,19 @@ type DownloadJob struct {
 	include       []string
 	exclude       []string
 	retries       int32
-	hfToken       *secretKey
-	hfEndpoint    string
+	source        modelsource.Settings
 	hfTransfer    bool
-	msToken       *secretKey
-	msEndpoint    string
-	s3Secret      string
-	s3Endpoint    string
-	s3Region      string
 	problems      field.ErrorList
 	maxWorkers    int
 	skipChecksums bool
 }
-
-type secretKey struct{ name, key string }
 
 // Download returns a Job named name that fetches source — hf://org/name,
 // modelscope://org/name or s3://bucket/prefix, with @revision for the
 // hubs — into claim. Register names the registry model it becomes
 // (default: name).
 func Download(name, source, claim string) *DownloadJob {
-	d := &DownloadJob{source: source, claim: claim, model: name, format: "safetensors", retries: 4}
+	d := &DownloadJob{uri: source, claim: claim, model: name, format: "safetensors", retries: 4}
 	d.Init(d, "modeldownload", name)
 	return d
 }
@@ -107,19 +100,6 @@ func (d *DownloadJob) fail(err *field.Error) {
 	if err != nil {
 		d.problems = append(d.problems, err)
 	}
-}
-
-// validateEndpoint checks an http(s) endpoint a pod reads from the
-// environment: credentials in it would be rendered into the Job's spec, so
-// they are refused without repeating the value.
-func validateEndpoint(p *field.Path, endpoint string) *field.Error {
-	switch {
-	case urlcheck.HasUserinfo(endpoint):
-		return field.Forbidden(p, credentialsMessage)
-	case !isHTTPURL(endpoint):
-		return field.Invalid(p, endpoint, "must be an http(s) URL with a host")
-	}
-	return nil
 }
 
 // isHTTPURL reports whether s is an http or https URL naming a host.
@@ -171,18 +151,52 @@ func (d *DownloadJob) Exclude(patterns ...string) *DownloadJob {
 	return d
 }
 
-// RetryLimit sets how many failed pods the Job replaces (default 4),
-// each resuming where the last stopped.
-func (d *DownloadJob) RetryLimit(n int) *DownloadJob {
+// Retry sets how many failed pods the Job replaces (r.Limit, the Job's
+// backoffLimit; default 4), each resuming where the last stopped. The Job
+// controller waits between pods on its own schedule (10 seconds, doubling,
+// at most six minutes: the Job documentation's pod backoff failure
+// policy), so Backoff, Factor and MaxBackoff are refused, and so
+// is MaxDuration: the Job's only deadline, activeDeadlineSeconds, would
+// also stop a download that is still running.
+func (d *DownloadJob) Retry(r retry.Policy) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	if n < 0 || n > math.MaxInt32 {
-		d.fail(field.Invalid(field.NewPath("spec", "retryLimit"), n, "must be between 0 and 2147483647"))
-		return d
+	limit, errs := jobRetry(field.NewPath("spec", "retry"), r)
+	d.problems = append(d.problems, errs...)
+	if len(errs) == 0 {
+		d.retries = limit
 	}
-	d.retries = int32(n)
 	return d
+}
+
+// jobRetry is the backoffLimit of a Job for r, or the fields of r a Job
+// cannot carry.
+func jobRetry(p *field.Path, r retry.Policy) (int32, field.ErrorList) {
+	var errs field.ErrorList
+	for _, pr := range r.Problems() {
+		errs = append(errs, field.Invalid(p.Child(pr.Field), pr.Value, pr.Detail))
+	}
+	if r.Limit > math.MaxInt32 {
+		errs = append(errs, field.Invalid(p.Child("limit"), r.Limit, "must be at most 2147483647 (the Job's backoffLimit)"))
+	}
+	const paced = "the Job controller paces the pods it replaces itself (10s, doubling, at most 6m): leave it zero"
+	if r.Backoff != 0 {
+		errs = append(errs, field.Forbidden(p.Child("backoff"), paced))
+	}
+	if r.Factor != 0 {
+		errs = append(errs, field.Forbidden(p.Child("factor"), paced))
+	}
+	if r.MaxBackoff != 0 {
+		errs = append(errs, field.Forbidden(p.Child("maxBackoff"), paced))
+	}
+	if r.MaxDuration != 0 {
+		errs = append(errs, field.Forbidden(p.Child("maxDuration"), "a Job's only deadline (activeDeadlineSeconds) would also stop a running pod: leave it zero"))
+	}
+	if len(errs) > 0 {
+		return 0, errs
+	}
+	return int32(r.Limit), nil
 }
 
 // MaxWorkers sets how many files the hub tools fetch at once (their
@@ -207,37 +221,24 @@ func (d *DownloadJob) SkipChecksum() *DownloadJob {
 	return d
 }
 
-func (d *DownloadJob) secret(setting string, into **secretKey, name, key string) *DownloadJob {
-	if d == nil {
-		return nil
-	}
-	p := field.NewPath("spec", setting)
-	if name == "" || key == "" {
-		d.fail(field.Required(p, "secret name and key are required"))
-	} else {
-		d.problems = append(d.problems, pod.ValidateSecretKey(p, name, key)...)
-	}
-	*into = &secretKey{name: name, key: key}
-	return d
-}
-
 // HFToken reads the Hugging Face token (HF_TOKEN, which huggingface_hub
 // reads in utils/_auth.py) from key of a Secret, never a literal.
 func (d *DownloadJob) HFToken(secret, key string) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	return d.secret("hfToken", &d.hfToken, secret, key)
+	d.source.HFToken(field.NewPath("spec"), modelsource.SecretKeyRef{Name: secret, Key: key})
+	return d
 }
 
 // HFEndpoint fetches from a Hugging Face mirror (HF_ENDPOINT, read by
-// huggingface_hub/constants.py), such as https://hf-mirror.com.
+// huggingface_hub/constants.py), such as https://hf-mirror.com: an http(s)
+// URL without credentials, query or fragment.
 func (d *DownloadJob) HFEndpoint(url string) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	d.fail(validateEndpoint(field.NewPath("spec", "hfEndpoint"), url))
-	d.hfEndpoint = url
+	d.source.HFEndpoint(field.NewPath("spec"), url)
 	return d
 }
 
@@ -251,44 +252,38 @@ func (d *DownloadJob) HFTransfer() *DownloadJob {
 	return d
 }
 
-// ModelScopeToken reads the ModelScope access token from key of a Secret;
-// the pod logs in with `modelscope login --token` before downloading.
+// ModelScopeToken reads the ModelScope access token from key of a Secret
+// (MODELSCOPE_API_TOKEN); the pod logs in with `modelscope login --token`
+// before downloading.
 func (d *DownloadJob) ModelScopeToken(secret, key string) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	return d.secret("modelScopeToken", &d.msToken, secret, key)
-}
-
-// ModelScopeEndpoint fetches from another ModelScope site
-// (MODELSCOPE_DOMAIN, modelscope/hub/constants.py), such as
-// www.modelscope.ai.
-func (d *DownloadJob) ModelScopeEndpoint(domain string) *DownloadJob {
-	if d == nil {
-		return nil
-	}
-	switch p := field.NewPath("spec", "modelScopeEndpoint"); {
-	case urlcheck.HasUserinfo(domain) || !strings.Contains(domain, "://") && strings.Contains(domain, "@"):
-		d.fail(field.Forbidden(p, credentialsMessage))
-	case domain == "" || strings.ContainsAny(domain, " \t\n\"'$`\\"):
-		d.fail(field.Invalid(p, domain, "must be a host name or URL"))
-	}
-	d.msEndpoint = domain
+	d.source.ModelScopeToken(field.NewPath("spec"), modelsource.SecretKeyRef{Name: secret, Key: key})
 	return d
 }
 
-// S3Credentials names the Secret holding AWS_ACCESS_KEY_ID and
-// AWS_SECRET_ACCESS_KEY; without it the AWS CLI uses the pod's identity.
+// ModelScopeEndpoint fetches from another ModelScope site, given as
+// https://host (https://www.modelscope.ai): modelscope reads the host from
+// MODELSCOPE_DOMAIN (modelscope/hub/constants.py) and always uses https.
+func (d *DownloadJob) ModelScopeEndpoint(url string) *DownloadJob {
+	if d == nil {
+		return nil
+	}
+	d.source.ModelScopeEndpoint(field.NewPath("spec"), url)
+	return d
+}
+
+// S3Credentials names the Secret holding the keys AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY, which the AWS CLI reads from the environment
+// (awscli/botocore/credentials.py); without it the AWS CLI uses the pod's
+// identity.
 func (d *DownloadJob) S3Credentials(secret string) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	if secret == "" {
-		d.fail(field.Required(field.NewPath("spec", "s3Credentials"), "a Secret name is required"))
-	} else {
-		d.problems = append(d.problems, pod.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
-	}
-	d.s3Secret = secret
+	d.source.S3Credentials(field.NewPath("spec"),
+		modelsource.SecretKeyRef{Name: secret, Key: "AWS_ACCESS_KEY_ID"}, modelsource.SecretKeyRef{Name: secret, Key: "AWS_SECRET_ACCESS_KEY"})
 	return d
 }
 
@@ -298,8 +293,7 @@ func (d *DownloadJob) S3Endpoint(url string) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	d.fail(validateEndpoint(field.NewPath("spec", "s3Endpoint"), url))
-	d.s3Endpoint = url
+	d.source.S3Endpoint(field.NewPath("spec"), url)
 	return d
 }
 
@@ -309,10 +303,7 @@ func (d *DownloadJob) S3Region(region string) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	if region == "" || strings.Trim(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
-		d.fail(field.Invalid(field.NewPath("spec", "s3Region"), region, "a region name: lowercase letters, digits and '-'"))
-	}
-	d.s3Region = region
+	d.source.S3Region(field.NewPath("spec"), region)
 	return d
 }
 
@@ -337,12 +328,10 @@ func parseDownloadSource(p *field.Path, uri string) (source, field.ErrorList) {
 	return s, nil
 }
 
-// Target returns the artifact URI of the downloaded model:
-// pvc://<claim>/<dir>.
-func (d *DownloadJob) Target() string {
-	if d == nil {
-		return ""
-	}
+// target is the artifact URI of the downloaded model: pvc://<claim>/<dir>.
+// Build writes it to the Job (AnnotationTarget) and RegisterDownload
+// registers it.
+func (d *DownloadJob) target() string {
 	return "pvc://" + d.claim + "/" + d.dir()
 }
 
@@ -350,7 +339,7 @@ func (d *DownloadJob) dir() string {
 	if d.into != "" {
 		return strings.Trim(path.Clean("/"+d.into), "/")
 	}
-	_, rest, _ := strings.Cut(d.source, "://")
+	_, rest, _ := strings.Cut(d.uri, "://")
 	rest, _, _ = strings.Cut(rest, "@")
 	return strings.Trim(path.Clean("/"+rest), "/")
 }
@@ -399,7 +388,8 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 	}
 	errs := d.ValidateMeta(63 - 6) // the Job controller suffixes pod names
 	errs = append(errs, d.problems...)
-	src, srcErrs := parseDownloadSource(field.NewPath("spec", "source"), d.source)
+	errs = append(errs, d.source.Problems()...)
+	src, srcErrs := parseDownloadSource(field.NewPath("spec", "source"), d.uri)
 	errs = append(errs, srcErrs...)
 	if d.claim == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "claim"), "the PersistentVolumeClaim the model is written to"))
@@ -413,7 +403,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "into"), d.into, "a directory relative to the claim, without '.' or '..' segments"))
 	case len(srcErrs) == 0 && (d.dir() == "" || d.dir() == "."):
 		errs = append(errs, field.Invalid(field.NewPath("spec", "into"), d.into, "must name a directory on the claim"))
-	case len(srcErrs) == 0 && len(validation.IsDNS1123Subdomain(d.claim)) == 0 && len(validateURI(field.NewPath("spec", "into"), d.Target())) > 0:
+	case len(srcErrs) == 0 && len(validation.IsDNS1123Subdomain(d.claim)) == 0 && len(validateURI(field.NewPath("spec", "into"), d.target())) > 0:
 		// RegisterDownload records Target as the artifact URI: what the
 		// registry would refuse is refused before the download runs.
 		errs = append(errs, field.Invalid(field.NewPath("spec", "into"), d.into, "must not contain spaces, quotes, '$' or '\\'"))
@@ -473,11 +463,11 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	meta.Annotations[AnnotationSource] = d.source
+	meta.Annotations[AnnotationSource] = d.uri
 	if rev != "" {
 		meta.Annotations[AnnotationRevision] = rev
 	}
-	meta.Annotations[AnnotationTarget] = d.Target()
+	meta.Annotations[AnnotationTarget] = d.target()
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: meta,
@@ -510,78 +500,32 @@ const (
 	AnnotationTarget   = "market.cube.dev/target"
 )
 
+// checkCredentials refuses the settings of a source the download does
+// not fetch from: they would be dropped without a word.
 func (d *DownloadJob) checkCredentials(scheme string, errs *field.ErrorList) {
-	wrong := func(setting, want string) {
-		*errs = append(*errs, field.Forbidden(field.NewPath("spec", setting), fmt.Sprintf("applies to %s:// sources, not %s://", want, scheme)))
-	}
 	if scheme == "" {
 		return
 	}
-	if scheme != SchemeHF {
-		if d.hfToken != nil {
-			wrong("hfToken", SchemeHF)
-		}
-		if d.hfEndpoint != "" {
-			wrong("hfEndpoint", SchemeHF)
-		}
-		if d.hfTransfer {
-			wrong("hfTransfer", SchemeHF)
-		}
-	}
-	if scheme != SchemeModelScope {
-		if d.msToken != nil {
-			wrong("modelScopeToken", SchemeModelScope)
-		}
-		if d.msEndpoint != "" {
-			wrong("modelScopeEndpoint", SchemeModelScope)
-		}
-	}
-	if scheme != SchemeS3 && (d.s3Secret != "" || d.s3Endpoint != "" || d.s3Region != "") {
-		wrong("s3", SchemeS3)
+	spec := field.NewPath("spec")
+	*errs = append(*errs, d.source.Unused(spec, modelsource.Kind(scheme), modelsource.Kind(scheme))...)
+	if scheme != SchemeHF && d.hfTransfer {
+		*errs = append(*errs, field.Forbidden(spec.Child("hfTransfer"), fmt.Sprintf("applies to %s:// sources, not %s://", SchemeHF, scheme)))
 	}
 }
 
-func secretEnv(name string, s *secretKey) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: s.name}, Key: s.key,
-	}}}
-}
-
+// toolEnv is what the download tool of scheme reads: its package, the
+// source's settings and, for Hugging Face, hf_transfer.
 func (d *DownloadJob) toolEnv(scheme string) []corev1.EnvVar {
 	var env []corev1.EnvVar
-	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
 	switch scheme {
 	case SchemeHF:
-		add("CUBE_PIP_PACKAGE", HFPackage)
-		if d.hfToken != nil {
-			env = append(env, secretEnv("HF_TOKEN", d.hfToken))
-		}
-		if d.hfEndpoint != "" {
-			add("HF_ENDPOINT", d.hfEndpoint)
-		}
-		if d.hfTransfer {
-			add("HF_HUB_ENABLE_HF_TRANSFER", "1")
-		}
+		env = append(env, corev1.EnvVar{Name: "CUBE_PIP_PACKAGE", Value: HFPackage})
 	case SchemeModelScope:
-		add("CUBE_PIP_PACKAGE", ModelScopePackage)
-		if d.msToken != nil {
-			env = append(env, secretEnv("MODELSCOPE_API_TOKEN", d.msToken))
-		}
-		if d.msEndpoint != "" {
-			add("MODELSCOPE_DOMAIN", d.msEndpoint)
-		}
-	case SchemeS3:
-		if d.s3Secret != "" {
-			env = append(env,
-				secretEnv("AWS_ACCESS_KEY_ID", &secretKey{d.s3Secret, "AWS_ACCESS_KEY_ID"}),
-				secretEnv("AWS_SECRET_ACCESS_KEY", &secretKey{d.s3Secret, "AWS_SECRET_ACCESS_KEY"}))
-		}
-		if d.s3Endpoint != "" {
-			add("AWS_ENDPOINT_URL", d.s3Endpoint)
-		}
-		if d.s3Region != "" {
-			add("AWS_DEFAULT_REGION", d.s3Region)
-		}
+		env = append(env, corev1.EnvVar{Name: "CUBE_PIP_PACKAGE", Value: ModelScopePackage})
+	}
+	env = append(env, d.source.Env(modelsource.Kind(scheme))...)
+	if scheme == SchemeHF && d.hfTransfer {
+		env = append(env, corev1.EnvVar{Name: "HF_HUB_ENABLE_HF_TRANSFER", Value: "1"})
 	}
 	return env
 }
@@ -734,7 +678,7 @@ func RegisterDownload(ctx context.Context, c client.Client, reg *Registry, d *Do
 	if err != nil {
 		return Version{}, fmt.Errorf("job %s/%s: %w", ns, d.Name(), err)
 	}
-	base := d.source
+	base := d.uri
 	if rev := want.Annotations[AnnotationRevision]; rev != "" {
 		base, _, _ = strings.Cut(base, "@")
 		base += "@" + rev
@@ -742,7 +686,7 @@ func RegisterDownload(ctx context.Context, c client.Client, reg *Registry, d *Do
 	v := Version{
 		Model: d.model,
 		Artifact: Artifact{
-			URI: d.Target(), Format: d.format, DType: d.dtype,
+			URI: d.target(), Format: d.format, DType: d.dtype,
 			SizeBytes: summary.Bytes, Checksum: summary.Checksum,
 		},
 		Lineage:     Lineage{BaseModel: base},

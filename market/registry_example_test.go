@@ -63,7 +63,7 @@ func ExampleDownload() {
 		panic(err)
 	}
 	j := objs[0].(*batchv1.Job)
-	fmt.Println(j.Name, job.Target())
+	fmt.Println(j.Name, j.Annotations[market.AnnotationTarget])
 	fmt.Println(j.Spec.Template.Spec.Containers[0].Args)
 
 	_, err = market.Download("fetch", "hf://Qwen", "").HFToken("", "").Build()
