@@ -115,6 +115,8 @@ func TestDownloadErrorsAreJoined(t *testing.T) {
 	_, err = market.Download("x", "pvc://models/a", "models").Build()
 	assert.ErrorContains(t, err, "already on a claim")
 	_, err = market.Download("x", "hf://Qwen/Qwen2.5-7B@-x", "models").Build()
+	assert.ErrorContains(t, err, `spec.source: Invalid value: "hf://Qwen/Qwen2.5-7B@-x": revision "-x" is not a valid branch, tag or commit`)
+	_, err = market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").Revision("-x").Build()
 	assert.ErrorContains(t, err, "spec.revision")
 
 	var nilJob *market.DownloadJob
