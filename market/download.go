@@ -218,12 +218,12 @@ func (d *DownloadJob) SkipChecksum() *DownloadJob {
 }
 
 // HFToken reads the Hugging Face token (HF_TOKEN, which huggingface_hub
-// reads in utils/_auth.py) from key of a Secret, never a literal.
-func (d *DownloadJob) HFToken(secret, key string) *DownloadJob {
+// reads in utils/_auth.py) from a Secret's key, never a literal.
+func (d *DownloadJob) HFToken(ref modelsource.SecretKeyRef) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	d.source.HFToken(field.NewPath("spec"), modelsource.SecretKeyRef{Name: secret, Key: key})
+	d.source.HFToken(field.NewPath("spec"), ref)
 	return d
 }
 
@@ -248,14 +248,14 @@ func (d *DownloadJob) HFTransfer() *DownloadJob {
 	return d
 }
 
-// ModelScopeToken reads the ModelScope access token from key of a Secret
+// ModelScopeToken reads the ModelScope access token from a Secret's key
 // (MODELSCOPE_API_TOKEN); the pod logs in with `modelscope login --token`
 // before downloading.
-func (d *DownloadJob) ModelScopeToken(secret, key string) *DownloadJob {
+func (d *DownloadJob) ModelScopeToken(ref modelsource.SecretKeyRef) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	d.source.ModelScopeToken(field.NewPath("spec"), modelsource.SecretKeyRef{Name: secret, Key: key})
+	d.source.ModelScopeToken(field.NewPath("spec"), ref)
 	return d
 }
 
@@ -270,16 +270,15 @@ func (d *DownloadJob) ModelScopeEndpoint(url string) *DownloadJob {
 	return d
 }
 
-// S3Credentials names the Secret holding the keys AWS_ACCESS_KEY_ID and
-// AWS_SECRET_ACCESS_KEY, which the AWS CLI reads from the environment
-// (awscli/botocore/credentials.py); without it the AWS CLI uses the pod's
-// identity.
-func (d *DownloadJob) S3Credentials(secret string) *DownloadJob {
+// S3Credentials reads the access key pair from Secret keys into
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, which the AWS CLI reads
+// from the environment (awscli/botocore/credentials.py); without it the
+// AWS CLI uses the pod's identity.
+func (d *DownloadJob) S3Credentials(accessKeyID, secretAccessKey modelsource.SecretKeyRef) *DownloadJob {
 	if d == nil {
 		return nil
 	}
-	d.source.S3Credentials(field.NewPath("spec"),
-		modelsource.SecretKeyRef{Name: secret, Key: "AWS_ACCESS_KEY_ID"}, modelsource.SecretKeyRef{Name: secret, Key: "AWS_SECRET_ACCESS_KEY"})
+	d.source.S3Credentials(field.NewPath("spec"), accessKeyID, secretAccessKey)
 	return d
 }
 

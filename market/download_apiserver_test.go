@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
@@ -64,9 +66,9 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
 	for _, d := range []*market.DownloadJob{
 		market.Download("qwen", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
-			HFToken("hf", "token").HFEndpoint("https://hf-mirror.com").Include("*.safetensors"),
-		market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat", "models").ModelScopeToken("ms", "token"),
-		market.Download("bot", "s3://team/bot", "models").S3Credentials("minio").S3Endpoint("http://minio:9000"),
+			HFToken(modelsource.SecretKeyRef{Name: "hf", Key: "token"}).HFEndpoint("https://hf-mirror.com").Include("*.safetensors"),
+		market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat", "models").ModelScopeToken(modelsource.SecretKeyRef{Name: "ms", Key: "token"}),
+		market.Download("bot", "s3://team/bot", "models").S3Credentials(modelsource.SecretKeyRef{Name: "minio", Key: "AWS_ACCESS_KEY_ID"}, modelsource.SecretKeyRef{Name: "minio", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio:9000"),
 	} {
 		_, err := cl.Apply(ctx, d.Namespace(ns))
 		require.NoError(t, err, d.Name())
@@ -76,7 +78,7 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 	require.NoError(t, err)
 	reg := market.NewRegistry(store)
 	d := market.Download("qwen", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
-		HFToken("hf", "token").HFEndpoint("https://hf-mirror.com").Include("*.safetensors").
+		HFToken(modelsource.SecretKeyRef{Name: "hf", Key: "token"}).HFEndpoint("https://hf-mirror.com").Include("*.safetensors").
 		Namespace(ns).Register("qwen2-5-7b-instruct", "safetensors", models.BF16)
 	_, err = market.RegisterDownload(ctx, env.Client, reg, d)
 	require.ErrorIs(t, err, market.ErrNotFinished)

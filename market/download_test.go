@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
@@ -31,7 +33,7 @@ func secretRef(secret, key string) *corev1.EnvVarSource {
 
 func TestDownloadFromHuggingFace(t *testing.T) {
 	job, err := market.Download("qwen-7b", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
-		Namespace("ml").HFToken("hf", "token").HFEndpoint("https://hf-mirror.com").HFTransfer().
+		Namespace("ml").HFToken(modelsource.SecretKeyRef{Name: "hf", Key: "token"}).HFEndpoint("https://hf-mirror.com").HFTransfer().
 		Include("*.json", "*.safetensors").Exclude("original/*").CPU("2").Memory("4Gi").
 		Build()
 	require.NoError(t, err)
@@ -67,7 +69,7 @@ func TestDownloadFromHuggingFace(t *testing.T) {
 
 func TestDownloadFromModelScopeAndS3(t *testing.T) {
 	job, err := market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat", "models").
-		Into("glm/v1").Revision("v1.0.0").ModelScopeToken("ms", "token").ModelScopeEndpoint("https://www.modelscope.ai").
+		Into("glm/v1").Revision("v1.0.0").ModelScopeToken(modelsource.SecretKeyRef{Name: "ms", Key: "token"}).ModelScopeEndpoint("https://www.modelscope.ai").
 		Include("*.safetensors", "*.json").MaxWorkers(4).Build()
 	require.NoError(t, err)
 	c := job.Spec.Template.Spec.Containers[0]
@@ -79,7 +81,7 @@ func TestDownloadFromModelScopeAndS3(t *testing.T) {
 	assert.Equal(t, "pvc://models/glm/v1", job.Annotations[market.AnnotationTarget])
 
 	job, err = market.Download("bot", "s3://team-models/support-bot/v3", "models").
-		S3Credentials("minio").S3Endpoint("http://minio.storage:9000").S3Region("us-east-1").Include("*.safetensors").SkipChecksum().Build()
+		S3Credentials(modelsource.SecretKeyRef{Name: "minio", Key: "AWS_ACCESS_KEY_ID"}, modelsource.SecretKeyRef{Name: "minio", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio.storage:9000").S3Region("us-east-1").Include("*.safetensors").SkipChecksum().Build()
 	require.NoError(t, err)
 	c = job.Spec.Template.Spec.Containers[0]
 	assert.Equal(t, market.DefaultS3DownloadImage, c.Image)
@@ -96,7 +98,7 @@ func TestDownloadFromModelScopeAndS3(t *testing.T) {
 
 func TestDownloadErrorsAreJoined(t *testing.T) {
 	_, err := market.Download("Bad_Name", "ftp://x", "").Retry(retry.Policy{Limit: -1, Backoff: time.Second}).MaxWorkers(0).
-		HFToken("", "").HFEndpoint("mirror").Include("-rf", "a b").Register("Bad", "safetensors", "fp12").
+		HFToken(modelsource.SecretKeyRef{Name: "", Key: ""}).HFEndpoint("mirror").Include("-rf", "a b").Register("Bad", "safetensors", "fp12").
 		Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz0123456789").Build()
 	require.Error(t, err)
 	for _, want := range []string{
@@ -106,7 +108,7 @@ func TestDownloadErrorsAreJoined(t *testing.T) {
 		assert.ErrorContains(t, err, want)
 	}
 
-	_, err = market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").S3Credentials("minio").ModelScopeToken("ms", "t").Build()
+	_, err = market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").S3Credentials(modelsource.SecretKeyRef{Name: "minio", Key: "AWS_ACCESS_KEY_ID"}, modelsource.SecretKeyRef{Name: "minio", Key: "AWS_SECRET_ACCESS_KEY"}).ModelScopeToken(modelsource.SecretKeyRef{Name: "ms", Key: "t"}).Build()
 	assert.ErrorContains(t, err, "spec.s3Credentials: Forbidden: applies to s3:// sources, not hf://")
 	assert.ErrorContains(t, err, "spec.modelScopeToken: Forbidden")
 	_, err = market.Download("x", "s3://bucket/p", "models").Revision("main").HFTransfer().Build()
@@ -122,7 +124,7 @@ func TestDownloadErrorsAreJoined(t *testing.T) {
 	var nilJob *market.DownloadJob
 	_, err = nilJob.Objects()
 	assert.ErrorContains(t, err, "nil")
-	assert.Nil(t, nilJob.Into("x").Revision("y").HFToken("a", "b").S3Region("r"))
+	assert.Nil(t, nilJob.Into("x").Revision("y").HFToken(modelsource.SecretKeyRef{Name: "a", Key: "b"}).S3Region("r"))
 }
 
 func TestDownloadObjectsAreFresh(t *testing.T) {

@@ -190,11 +190,11 @@ func (e *EvaluationJob) Parallelism(n int) *EvaluationJob {
 
 // HFToken reads a Hugging Face token from a Secret (HF_TOKEN), for gated
 // benchmark datasets and hf:// weights.
-func (e *EvaluationJob) HFToken(secret, key string) *EvaluationJob {
+func (e *EvaluationJob) HFToken(ref modelsource.SecretKeyRef) *EvaluationJob {
 	if e == nil {
 		return nil
 	}
-	e.source.HFToken(field.NewPath("spec"), modelsource.SecretKeyRef{Name: secret, Key: key})
+	e.source.HFToken(field.NewPath("spec"), ref)
 	return e
 }
 

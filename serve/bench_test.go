@@ -5,6 +5,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/serve"
@@ -15,7 +17,7 @@ func thousandServices() []cube.Workload {
 	for i := range ws {
 		ws[i] = serve.VLLM(fmt.Sprintf("qwen-%d", i), "Qwen/Qwen2.5-7B-Instruct").
 			On(hardware.H100).GPUs(1).MaxModelLen(8192).
-			HFToken("hf-token", "token").ModelCache("model-cache").
+			HFToken(modelsource.SecretKeyRef{Name: "hf-token", Key: "token"}).ModelCache("model-cache").
 			Replicas(2)
 	}
 	return ws

@@ -349,13 +349,13 @@ func (s *Service) ExtraArgs(args ...string) *Service {
 }
 
 // HFToken reads the Hugging Face token for gated or private models from a
-// Secret key into HF_TOKEN (a secretKeyRef; the token never appears in the
-// rendered objects).
-func (s *Service) HFToken(secret, key string) *Service {
+// Secret's key into HF_TOKEN (a secretKeyRef; the token never appears in
+// the rendered objects).
+func (s *Service) HFToken(ref modelsource.SecretKeyRef) *Service {
 	if s == nil {
 		return nil
 	}
-	s.source.HFToken(field.NewPath("spec"), modelsource.SecretKeyRef{Name: secret, Key: key})
+	s.source.HFToken(field.NewPath("spec"), ref)
 	return s
 }
 
@@ -392,16 +392,15 @@ func (s *Service) HFEndpoint(url string) *Service {
 	return s
 }
 
-// S3Credentials names the Secret the s3:// download reads its keys from:
-// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (secretKeyRefs to the keys
-// of those names). Without it the downloader uses the pod's own identity
-// (IRSA, instance profile).
-func (s *Service) S3Credentials(secret string) *Service {
+// S3Credentials reads the access key pair the s3:// download (the AWS
+// CLI) signs with from Secret keys into AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY (awscli/botocore/credentials.py). Without it the
+// downloader uses the pod's own identity (IRSA, instance profile).
+func (s *Service) S3Credentials(accessKeyID, secretAccessKey modelsource.SecretKeyRef) *Service {
 	if s == nil {
 		return nil
 	}
-	s.source.S3Credentials(field.NewPath("spec"),
-		modelsource.SecretKeyRef{Name: secret, Key: "AWS_ACCESS_KEY_ID"}, modelsource.SecretKeyRef{Name: secret, Key: "AWS_SECRET_ACCESS_KEY"})
+	s.source.S3Credentials(field.NewPath("spec"), accessKeyID, secretAccessKey)
 	return s
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/cubestudio/cube"
@@ -85,7 +87,7 @@ func journey(out io.Writer, ns string) ([]step, error) {
 	comment(out, dpoPlan.String())
 
 	// 4. Serve the base with the aligned adapter on one L4.
-	svc := dpo.Serve("support-chat").Namespace(ns).On(hardware.L4).HFToken("hf-token", "token")
+	svc := dpo.Serve("support-chat").Namespace(ns).On(hardware.L4).HFToken(modelsource.SecretKeyRef{Name: "hf-token", Key: "token"})
 
 	if err := cube.Render(out, sft, dpo, svc); err != nil {
 		return nil, err
