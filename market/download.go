@@ -18,6 +18,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/modelsource"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/retry"
@@ -88,7 +89,7 @@ type DownloadJob struct {
 // (default: name).
 func Download(name, source, claim string) *DownloadJob {
 	d := &DownloadJob{uri: source, claim: claim, model: name, format: "safetensors", retries: 4}
-	d.Init(d, "modeldownload", name)
+	podspec.Of(&d.Handle).Init(d, "modeldownload", name)
 	return d
 }
 
@@ -353,7 +354,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 	if d == nil {
 		return nil, errors.New("market: DownloadJob is nil: use market.Download")
 	}
-	errs := d.ValidateMeta(63 - 6) // the Job controller suffixes pod names
+	errs := podspec.Of(&d.Handle).ValidateMeta(63 - 6) // the Job controller suffixes pod names
 	errs = append(errs, d.problems...)
 	errs = append(errs, d.source.Problems()...)
 	src, srcErrs := parseDownloadSource(field.NewPath("spec", "source"), d.uri)
@@ -401,7 +402,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 		defaultImage = DefaultS3DownloadImage
 	}
 	tmplPath := field.NewPath("spec", "template")
-	tmpl, tmplErrs := d.Template(tmplPath, pod.TemplateOptions{
+	tmpl, tmplErrs := podspec.Of(&d.Handle).Template(tmplPath, podspec.TemplateOptions{
 		Container: "download", DefaultImage: defaultImage, RestartPolicy: corev1.RestartPolicyNever,
 	})
 	errs = append(errs, tmplErrs...)
@@ -417,7 +418,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "CUBE_SKIP_CHECKSUM", Value: "1"})
 	}
 	c.Env = append(c.Env, d.toolEnv(src.scheme)...)
-	if cmd, _ := d.CommandLine(); len(cmd) == 0 {
+	if cmd, _ := podspec.Of(&d.Handle).CommandLine(); len(cmd) == 0 {
 		c.Command = []string{"sh", "-c", downloadScript, "download"}
 		c.Args = d.toolArgs(src, rev, dest)
 	}
@@ -426,7 +427,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 	tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: "models", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: d.claim},
 	}})
-	meta := d.ObjectMeta(d.Name())
+	meta := podspec.Of(&d.Handle).ObjectMeta(podspec.Of(&d.Handle).Name())
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/models"
@@ -71,7 +72,7 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 		market.Download("bot", "s3://team/bot", "models").S3Credentials(modelsource.SecretKeyRef{Name: "minio", Key: "AWS_ACCESS_KEY_ID"}, modelsource.SecretKeyRef{Name: "minio", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio:9000"),
 	} {
 		_, err := cl.Apply(ctx, d.Namespace(ns))
-		require.NoError(t, err, d.Name())
+		require.NoError(t, err, podspec.Of(&d.Handle).Name())
 	}
 
 	store, err := market.NewKubernetesStore(env.Client, ns)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -100,14 +101,14 @@ func RegisterDownload(ctx context.Context, c client.Client, reg *Registry, d *Do
 	if err != nil {
 		return Version{}, err
 	}
-	ns := d.NamespaceName()
-	job, message, err := jobSummary(ctx, c, ns, d.Name(), "download")
+	ns := podspec.Of(&d.Handle).NamespaceName()
+	job, message, err := jobSummary(ctx, c, ns, podspec.Of(&d.Handle).Name(), "download")
 	if err != nil {
 		return Version{}, err
 	}
 	summary, err := ParseDownloadSummary(message)
 	if err != nil {
-		return Version{}, fmt.Errorf("job %s/%s: %w", ns, d.Name(), err)
+		return Version{}, fmt.Errorf("job %s/%s: %w", ns, podspec.Of(&d.Handle).Name(), err)
 	}
 	base := d.uri
 	if rev := want.Annotations[AnnotationRevision]; rev != "" {

@@ -37,12 +37,12 @@ func TestObjectsLeavesTheBuilderUnchanged(t *testing.T) {
 	})
 	t.Run("evaluation", func(t *testing.T) {
 		v := market.Version{Model: "bot", Number: 2, Artifact: market.Artifact{URI: "pvc://models/bot/v2"}}
-		rendered := market.Evaluate("eval", v, "mmlu").On(hardware.H100).GPUs(1)
+		rendered := market.Evaluate("eval", v, "mmlu").On(hardware.H100).Accelerators(1)
 		first := objects(t, rendered)
 		// The default image follows the profile: an NVIDIA render must not
 		// pin the CUDA image for the Ascend one.
 		rendered.On(hardware.Ascend910B3).SampleLimit(10)
-		fresh := market.Evaluate("eval", v, "mmlu").On(hardware.Ascend910B3).GPUs(1).SampleLimit(10)
+		fresh := market.Evaluate("eval", v, "mmlu").On(hardware.Ascend910B3).Accelerators(1).SampleLimit(10)
 		assert.Equal(t, objects(t, fresh), objects(t, rendered))
 		assert.NotEqual(t, first, objects(t, rendered))
 	})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/internal/modelsource"
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // Where models live in the serving pods.
@@ -35,7 +36,7 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 
 	r.servedName, r.servedNameExplicit = s.servedName, s.servedName != ""
 	if r.servedName == "" {
-		r.servedName = s.Name()
+		r.servedName = podspec.Of(&s.Handle).Name()
 		if r.src.Kind == SourceHuggingFace || r.src.Kind == SourceModelScope {
 			r.servedName = r.src.Repo
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/internal/modelsource"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
 )
@@ -82,7 +83,7 @@ const maxNameLength = 52
 
 func newService(e *engine, name, model string) *Service {
 	s := &Service{engine: e, model: model, set: map[string]bool{}}
-	s.Init(s, e.kind, name)
+	podspec.Of(&s.Handle).Init(s, e.kind, name)
 	return s
 }
 
@@ -149,7 +150,7 @@ func (s *Service) Replicas(n int) *Service {
 	if n < 0 {
 		s.fail(field.Invalid(path, n, "must not be negative"))
 	}
-	n32, err := pod.Int32(path, n)
+	n32, err := podspec.Int32(path, n)
 	if err != nil {
 		s.fail(err)
 	}
@@ -374,7 +375,7 @@ func (s *Service) APIKeyFromSecret(secretName, key string) *Service {
 	if secretName == "" || key == "" {
 		s.fail(field.Required(field.NewPath("spec", "apiKey"), "secret name and key are required"))
 	} else {
-		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "apiKey"), secretName, key)...)
+		s.problems = append(s.problems, podspec.ValidateSecretKey(field.NewPath("spec", "apiKey"), secretName, key)...)
 	}
 	s.use("apiKey")
 	s.apiKey = &secretKey{name: secretName, key: key}
@@ -470,7 +471,7 @@ func (s *Service) DisruptionBudget(maxUnavailable int) *Service {
 	if maxUnavailable < 0 {
 		s.fail(field.Invalid(path, maxUnavailable, "must not be negative"))
 	}
-	n32, err := pod.Int32(path, maxUnavailable)
+	n32, err := podspec.Int32(path, maxUnavailable)
 	if err != nil {
 		s.fail(err)
 	}
@@ -609,7 +610,7 @@ func (s *Service) ServiceName() string {
 	if s == nil {
 		return ""
 	}
-	return s.Name() + "-api"
+	return podspec.Of(&s.Handle).Name() + "-api"
 }
 
 // settingNames lists, for messages, what each setting is called.

@@ -24,8 +24,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
-	"github.com/cubestudio/cube/pod"
 )
 
 // SecretKeyRef names a key of a Secret.
@@ -62,7 +62,7 @@ func (s *Settings) secret(p *field.Path, ref SecretKeyRef) *SecretKeyRef {
 	if ref.Name == "" || ref.Key == "" {
 		s.problems = append(s.problems, field.Required(p, "secret name and key are required"))
 	} else {
-		s.problems = append(s.problems, pod.ValidateSecretKey(p, ref.Name, ref.Key)...)
+		s.problems = append(s.problems, podspec.ValidateSecretKey(p, ref.Name, ref.Key)...)
 	}
 	return &ref
 }
