@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/pod"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -167,7 +169,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 				Namespace(ns).Weights(90, 10).Gateway("inference", "gateways")
 		}, cube.Ready, cube.Ready, "", ""},
 		{"market download", "qwen-download", func() cube.Workload {
-			return market.Download("qwen-download", "hf://Qwen/Qwen2.5-7B-Instruct@main", "models").Namespace(ns).HFToken("hf", "token")
+			return market.Download("qwen-download", "hf://Qwen/Qwen2.5-7B-Instruct@main", "models").Namespace(ns).HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"})
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"market evaluate", "eval-bot", func() cube.Workload {
 			v := market.Version{Model: "support-bot", Number: 3, Artifact: market.Artifact{

@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
 )
@@ -36,7 +37,7 @@ var builders = []struct {
 	{"sft-lora", func(n string) *llm.FineTune {
 		return llm.SFT(n, qwen).AddDataset(alpaca, sharegpt).ValidationSplit(0.05).EvalEvery(100).
 			LoRA(llm.Adapter{Rank: 16, Alpha: 32, Dropout: 0.05}).ZeRO(2).
-			HFToken("hf", "token").Output("pvc://models/" + n)
+			HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).Output("pvc://models/" + n)
 	}},
 	{"sft-qlora", func(n string) *llm.FineTune {
 		// LLaMA-Factory's images lack bitsandbytes: QLoRA runs on an image of the caller's.

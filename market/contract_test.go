@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cubestudio/cube/pod"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,17 +23,17 @@ import (
 func renderedDownloads() map[string]*market.DownloadJob {
 	return map[string]*market.DownloadJob{
 		"hf-all-settings": market.Download("qwen-7b", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
-			HFToken("hf", "token").HFEndpoint("https://hf-mirror.com").HFTransfer().MaxWorkers(4).
+			HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).HFEndpoint("https://hf-mirror.com").HFTransfer().MaxWorkers(4).
 			Include("*.json", "*.safetensors").Exclude("original/*", "*.bin"),
 		"hf-plain":        market.Download("qwen-7b", "hf://Qwen/Qwen2.5-7B-Instruct", "models"),
 		"hf-revision":     market.Download("qwen-7b", "hf://Qwen/Qwen2.5-7B-Instruct", "models").Revision("main").Exclude("*.pth"),
 		"hf-skip-summary": market.Download("qwen-7b", "hf://Qwen/Qwen2.5-7B-Instruct", "models").SkipChecksum().Include("*.safetensors"),
 		"modelscope-all-settings": market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat", "models").
-			Into("glm/v1").Revision("v1.0.0").ModelScopeToken("ms", "token").ModelScopeEndpoint("www.modelscope.ai").
+			Into("glm/v1").Revision("v1.0.0").ModelScopeToken(pod.SecretKeyRef{Name: "ms", Key: "token"}).ModelScopeEndpoint("https://www.modelscope.ai").
 			Include("*.safetensors", "*.json").Exclude("*.bin", "*.pth").MaxWorkers(4),
 		"modelscope-plain": market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat@master", "models"),
 		"s3-all-settings": market.Download("bot", "s3://team-models/support-bot/v3", "models").
-			S3Credentials("minio").S3Endpoint("http://minio.storage:9000").S3Region("us-east-1").
+			S3Credentials(pod.SecretKeyRef{Name: "minio", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "minio", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio.storage:9000").S3Region("us-east-1").
 			Include("*.safetensors", "*.json").Exclude("*.bin").SkipChecksum(),
 		"s3-plain": market.Download("bot", "s3://team-models/support-bot/v3", "models"),
 	}
@@ -43,14 +45,14 @@ func renderedDownloads() map[string]*market.DownloadJob {
 func renderedEvaluations() map[string]*market.EvaluationJob {
 	return map[string]*market.EvaluationJob{
 		"endpoint-all-settings": market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu", "gsm8k").
-			Endpoint("http://support-bot-api.ml:8000/v1/", "support-bot").FewShot(5).Limit(100).Parallelism(16).BatchSize("4").
-			HFToken("hf", "token"),
+			Endpoint("http://support-bot-api.ml:8000/v1/", "support-bot").FewShot(5).SampleLimit(100).Parallelism(16).BatchSize("4").
+			HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}),
 		"endpoint-plain": market.Evaluate("eval-bot", registered("hf://acme/support-bot@v3"), "hellaswag").
 			Endpoint("http://support-bot-api.ml:8000", "support-bot"),
 		"local-nvidia": market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu", "arc_challenge").
-			On(hardware.H100).Accelerators(2).FewShot(0).Limit(0.1).BatchSize("auto:4"),
+			On(hardware.H100).Accelerators(2).FewShot(0).SampleLimit(0.1).BatchSize("auto:4"),
 		"local-ascend-hub": market.Evaluate("eval-bot", registered("hf://acme/support-bot@v3"), "ceval-valid").
-			On(hardware.Ascend910B3).Accelerators(1).HFToken("hf", "token"),
+			On(hardware.Ascend910B3).Accelerators(1).HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}),
 	}
 }
 

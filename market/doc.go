@@ -53,8 +53,8 @@
 // # One call
 //
 // Get finds a model in the registry or the catalogue and returns an Entry:
-// Download, Evaluate and FineTune on it, and serve.FromMarket(name, entry,
-// hardware.L4) for a serving Service sized by the planner from the
+// Download, Evaluate, FineTune and Serve on it: entry.Serve(name,
+// hardware.L4) is a serving Service sized by the planner from the
 // architecture the lineage leads to; a LoRA adapter version (FormatLoRA)
 // is served on the base weights its lineage names. FineTune takes a function that
 // builds the training workload (a Trainer: package llm's builders, or any

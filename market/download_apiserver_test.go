@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/pod"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
@@ -65,9 +67,9 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for _, d := range []*market.DownloadJob{
 		market.Download("qwen", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
-			HFToken("hf", "token").HFEndpoint("https://hf-mirror.com").Include("*.safetensors"),
-		market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat", "models").ModelScopeToken("ms", "token"),
-		market.Download("bot", "s3://team/bot", "models").S3Credentials("minio").S3Endpoint("http://minio:9000"),
+			HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).HFEndpoint("https://hf-mirror.com").Include("*.safetensors"),
+		market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat", "models").ModelScopeToken(pod.SecretKeyRef{Name: "ms", Key: "token"}),
+		market.Download("bot", "s3://team/bot", "models").S3Credentials(pod.SecretKeyRef{Name: "minio", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "minio", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio:9000"),
 	} {
 		_, err := cl.Apply(ctx, d.Namespace(ns))
 		require.NoError(t, err, podspec.Of(&d.Handle).Name())
@@ -77,7 +79,7 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 	require.NoError(t, err)
 	reg := market.NewRegistry(store)
 	d := market.Download("qwen", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
-		HFToken("hf", "token").HFEndpoint("https://hf-mirror.com").Include("*.safetensors").
+		HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).HFEndpoint("https://hf-mirror.com").Include("*.safetensors").
 		Namespace(ns).Register("qwen2-5-7b-instruct", "safetensors", models.BF16)
 	_, err = market.RegisterDownload(ctx, env.Client, reg, d)
 	require.ErrorIs(t, err, market.ErrNotFinished)

@@ -2,6 +2,10 @@ package market_test
 
 import (
 	"testing"
+	"time"
+
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/modelsource"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -9,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cubestudio/cube/market"
+	"github.com/cubestudio/cube/retry"
 )
 
 func envMap(t *testing.T, c corev1.Container) map[string]corev1.EnvVar {
@@ -29,7 +34,7 @@ func secretRef(secret, key string) *corev1.EnvVarSource {
 
 func TestDownloadFromHuggingFace(t *testing.T) {
 	job, err := market.Download("qwen-7b", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
-		Namespace("ml").HFToken("hf", "token").HFEndpoint("https://hf-mirror.com").HFTransfer().
+		Namespace("ml").HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).HFEndpoint("https://hf-mirror.com").HFTransfer().
 		Include("*.json", "*.safetensors").Exclude("original/*").CPU("2").Memory("4Gi").
 		Build()
 	require.NoError(t, err)
@@ -65,7 +70,7 @@ func TestDownloadFromHuggingFace(t *testing.T) {
 
 func TestDownloadFromModelScopeAndS3(t *testing.T) {
 	job, err := market.Download("glm", "modelscope://ZhipuAI/glm-4-9b-chat", "models").
-		Into("glm/v1").Revision("v1.0.0").ModelScopeToken("ms", "token").ModelScopeEndpoint("www.modelscope.ai").
+		Into("glm/v1").Revision("v1.0.0").ModelScopeToken(pod.SecretKeyRef{Name: "ms", Key: "token"}).ModelScopeEndpoint("https://www.modelscope.ai").
 		Include("*.safetensors", "*.json").MaxWorkers(4).Build()
 	require.NoError(t, err)
 	c := job.Spec.Template.Spec.Containers[0]
@@ -77,7 +82,7 @@ func TestDownloadFromModelScopeAndS3(t *testing.T) {
 	assert.Equal(t, "pvc://models/glm/v1", job.Annotations[market.AnnotationTarget])
 
 	job, err = market.Download("bot", "s3://team-models/support-bot/v3", "models").
-		S3Credentials("minio").S3Endpoint("http://minio.storage:9000").S3Region("us-east-1").Include("*.safetensors").SkipChecksum().Build()
+		S3Credentials(pod.SecretKeyRef{Name: "minio", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "minio", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio.storage:9000").S3Region("us-east-1").Include("*.safetensors").SkipChecksum().Build()
 	require.NoError(t, err)
 	c = job.Spec.Template.Spec.Containers[0]
 	assert.Equal(t, market.DefaultS3DownloadImage, c.Image)
@@ -93,19 +98,19 @@ func TestDownloadFromModelScopeAndS3(t *testing.T) {
 }
 
 func TestDownloadErrorsAreJoined(t *testing.T) {
-	_, err := market.Download("Bad_Name", "ftp://x", "").RetryLimit(-1).MaxWorkers(0).
-		HFToken("", "").HFEndpoint("mirror").Include("-rf", "a b").Register("Bad", "safetensors", "fp12").
+	_, err := market.Download("Bad_Name", "ftp://x", "").Retry(retry.Policy{Limit: -1, Backoff: time.Second}).MaxWorkers(0).
+		HFToken(pod.SecretKeyRef{Name: "", Key: ""}).HFEndpoint("mirror").Include("-rf", "a b").Register("Bad", "safetensors", "fp12").
 		Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz0123456789").Build()
 	require.Error(t, err)
 	for _, want := range []string{
-		"metadata.name", "spec.source", "spec.claim", "spec.retryLimit", "spec.maxWorkers", "spec.hfToken",
+		"metadata.name", "spec.source", "spec.claim", "spec.retry.limit", "spec.retry.backoff", "spec.maxWorkers", "spec.hfToken",
 		"spec.hfEndpoint", "spec.include[0]", "spec.include[1]", "spec.register.model", "spec.register.dtype", "HF_TOKEN",
 	} {
 		assert.ErrorContains(t, err, want)
 	}
 
-	_, err = market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").S3Credentials("minio").ModelScopeToken("ms", "t").Build()
-	assert.ErrorContains(t, err, "spec.s3: Forbidden: applies to s3:// sources")
+	_, err = market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").S3Credentials(pod.SecretKeyRef{Name: "minio", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "minio", Key: "AWS_SECRET_ACCESS_KEY"}).ModelScopeToken(pod.SecretKeyRef{Name: "ms", Key: "t"}).Build()
+	assert.ErrorContains(t, err, "spec.s3Credentials: Forbidden: applies to s3:// sources, not hf://")
 	assert.ErrorContains(t, err, "spec.modelScopeToken: Forbidden")
 	_, err = market.Download("x", "s3://bucket/p", "models").Revision("main").HFTransfer().Build()
 	assert.ErrorContains(t, err, "S3 has no revisions")
@@ -113,13 +118,14 @@ func TestDownloadErrorsAreJoined(t *testing.T) {
 	_, err = market.Download("x", "pvc://models/a", "models").Build()
 	assert.ErrorContains(t, err, "already on a claim")
 	_, err = market.Download("x", "hf://Qwen/Qwen2.5-7B@-x", "models").Build()
+	assert.ErrorContains(t, err, `spec.source: Invalid value: "hf://Qwen/Qwen2.5-7B@-x": revision "-x" is not a valid branch, tag or commit`)
+	_, err = market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").Revision("-x").Build()
 	assert.ErrorContains(t, err, "spec.revision")
 
 	var nilJob *market.DownloadJob
 	_, err = nilJob.Objects()
 	assert.ErrorContains(t, err, "nil")
-	assert.Nil(t, nilJob.Into("x").Revision("y").HFToken("a", "b").S3Region("r"))
-	assert.Empty(t, nilJob.Target())
+	assert.Nil(t, nilJob.Into("x").Revision("y").HFToken(pod.SecretKeyRef{Name: "a", Key: "b"}).S3Region("r"))
 }
 
 func TestDownloadObjectsAreFresh(t *testing.T) {

@@ -16,9 +16,8 @@ import (
 )
 
 // Entry is one model picked from the registry or the catalogue, with what
-// the market does with it: Download, Evaluate, FineTune, and serving
-// through serve.FromMarket (serve builds on market, so the serving call
-// lives there).
+// the market does with it: Download, Evaluate, FineTune and Serve (market
+// builds on serve, never the reverse, so serving needs no registry).
 type Entry struct {
 	// Version is the registered version, or for a catalogue model an
 	// unregistered one (Number 0) whose artifact is its Hugging Face

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/modelsource"
 	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/pod"
@@ -80,7 +81,7 @@ type EvaluationJob struct {
 	limit       float64
 	batchSize   string
 	concurrency int
-	hfToken     *secretKey
+	source      modelsource.Settings
 	problems    field.ErrorList
 }
 
@@ -132,10 +133,10 @@ func (e *EvaluationJob) FewShot(n int) *EvaluationJob {
 	return e
 }
 
-// Limit evaluates only the first n examples of each task (--limit); a
-// fraction below 1 takes that share. For smoke tests: limited scores are
-// not comparable to published ones.
-func (e *EvaluationJob) Limit(n float64) *EvaluationJob {
+// SampleLimit evaluates only the first n examples of each task (--limit);
+// a fraction below 1 takes that share. For smoke tests: limited scores are
+// not comparable to published ones. (Limit is the pod's resource limit.)
+func (e *EvaluationJob) SampleLimit(n float64) *EvaluationJob {
 	if e == nil {
 		return nil
 	}
@@ -143,9 +144,9 @@ func (e *EvaluationJob) Limit(n float64) *EvaluationJob {
 	// 1 up, so 1.5 would silently evaluate 1 example.
 	switch {
 	case !(n > 0) || math.IsInf(n, 0):
-		e.fail(field.Invalid(field.NewPath("spec", "limit"), n, "must be a positive number"))
+		e.fail(field.Invalid(field.NewPath("spec", "sampleLimit"), n, "must be a positive number"))
 	case n >= 1 && n != math.Trunc(n):
-		e.fail(field.Invalid(field.NewPath("spec", "limit"), n, "a fraction below 1 or a whole number of examples"))
+		e.fail(field.Invalid(field.NewPath("spec", "sampleLimit"), n, "a fraction below 1 or a whole number of examples"))
 	}
 	e.limit = n
 	return e
@@ -188,19 +189,13 @@ func (e *EvaluationJob) Parallelism(n int) *EvaluationJob {
 	return e
 }
 
-// HFToken reads a Hugging Face token from a Secret, for gated benchmark
-// datasets and hf:// weights.
-func (e *EvaluationJob) HFToken(secret, key string) *EvaluationJob {
+// HFToken reads a Hugging Face token from a Secret (HF_TOKEN), for gated
+// benchmark datasets and hf:// weights.
+func (e *EvaluationJob) HFToken(ref pod.SecretKeyRef) *EvaluationJob {
 	if e == nil {
 		return nil
 	}
-	p := field.NewPath("spec", "hfToken")
-	if secret == "" || key == "" {
-		e.fail(field.Required(p, "secret name and key are required"))
-	} else {
-		e.problems = append(e.problems, podspec.ValidateSecretKey(p, secret, key)...)
-	}
-	e.hfToken = &secretKey{name: secret, key: key}
+	e.source.HFToken(field.NewPath("spec"), ref)
 	return e
 }
 
@@ -249,6 +244,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	}
 	errs := podspec.Of(&e.Handle).ValidateMeta(63 - 6)
 	errs = append(errs, e.problems...)
+	errs = append(errs, e.source.Problems()...)
 	vPath := field.NewPath("spec", "version")
 	errs = append(errs, ValidateModelName(vPath.Child("model"), e.version.Model)...)
 	if e.version.Number < 0 {
@@ -317,9 +313,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		corev1.EnvVar{Name: "CUBE_PIP_PACKAGE", Value: LMEvalPackage},
 		corev1.EnvVar{Name: "CUBE_RESULTS_DIR", Value: resultsDir},
 		corev1.EnvVar{Name: "CUBE_TERMINATION_LOG", Value: terminationLog})
-	if e.hfToken != nil {
-		c.Env = append(c.Env, secretEnv("HF_TOKEN", e.hfToken))
-	}
+	c.Env = append(c.Env, e.source.Env(modelsource.HuggingFace)...)
 	if cmd, _ := podspec.Of(&e.Handle).CommandLine(); len(cmd) == 0 {
 		c.Command = []string{"sh", "-c", evalScript, "evaluate"}
 		c.Args = e.harnessArgs(local, weights, revision)

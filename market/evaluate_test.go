@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -38,8 +41,8 @@ func TestEvaluateAServeEndpoint(t *testing.T) {
 
 func TestEvaluateAnEndpoint(t *testing.T) {
 	job, err := market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu", "gsm8k").
-		Endpoint("http://support-bot-api.ml:8000/v1/", "support-bot").FewShot(5).Limit(100).Parallelism(16).
-		HFToken("hf", "token").Build()
+		Endpoint("http://support-bot-api.ml:8000/v1/", "support-bot").FewShot(5).SampleLimit(100).Parallelism(16).
+		HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).Build()
 	require.NoError(t, err)
 	assert.Equal(t, "support-bot@3", job.Annotations[market.AnnotationVersion])
 	spec := job.Spec.Template.Spec
@@ -83,10 +86,10 @@ func TestEvaluateLocalWeightsOnNVIDIAAndAscend(t *testing.T) {
 
 func TestEvaluateErrorsAreJoined(t *testing.T) {
 	_, err := market.Evaluate("Eval", market.Version{Artifact: market.Artifact{URI: "s3://b/p"}}, "", "a,b").
-		FewShot(-1).Limit(0).BatchSize("big").Parallelism(0).Endpoint("localhost", "a b").HFToken("", "").Build()
+		FewShot(-1).SampleLimit(0).BatchSize("big").Parallelism(0).Endpoint("localhost", "a b").HFToken(pod.SecretKeyRef{Name: "", Key: ""}).Build()
 	require.Error(t, err)
 	for _, want := range []string{"metadata.name", "spec.version.model", "spec.tasks[0]", "spec.tasks[1]",
-		"spec.version.artifact.uri", "spec.fewShot", "spec.limit", "spec.batchSize", "spec.parallelism", "spec.endpoint", "spec.servedModel", "spec.hfToken"} {
+		"spec.version.artifact.uri", "spec.fewShot", "spec.sampleLimit", "spec.batchSize", "spec.parallelism", "spec.endpoint", "spec.servedModel", "spec.hfToken"} {
 		assert.ErrorContains(t, err, want)
 	}
 	_, err = market.Evaluate("e", registered("pvc://models/x")).Build()

@@ -157,9 +157,9 @@ func TestValuesThePodWouldMisreadAreRefused(t *testing.T) {
 		assert.ErrorContains(t, err, "spec.batchSize", size)
 	}
 	// lm_eval/evaluator_utils.py takes int(limit) from 1 up: 1.5 would run 1.
-	_, err := market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).Limit(1.5).Build()
-	assert.ErrorContains(t, err, "spec.limit")
-	_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).Limit(0.25).Build()
+	_, err := market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).SampleLimit(1.5).Build()
+	assert.ErrorContains(t, err, "spec.sampleLimit")
+	_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).SampleLimit(0.25).Build()
 	assert.NoError(t, err, "a fraction below 1 is a share of each task")
 
 	for _, url := range []string{"https://", "http:///v1", "https://:443"} {
@@ -179,7 +179,7 @@ func TestValuesThePodWouldMisreadAreRefused(t *testing.T) {
 }
 
 // A misspelt artifact format or stage in the history is refused: "LoRA"
-// would be served as full weights (serve.FromMarket and Get branch on
+// would be served as full weights (Entry.Serve and Get branch on
 // FormatLoRA), and a history naming no stage cannot be read back.
 func TestUnknownFormatsAndStagesAreRefused(t *testing.T) {
 	for _, format := range []string{"LoRA", "safetensor", "adapter"} {
@@ -238,8 +238,8 @@ func TestNonFiniteScoresAreRefused(t *testing.T) {
 		assert.ErrorContains(t, v.Validate(), "metrics[mmlu/acc]")
 		_, err = reg.Search(t.Context(), market.Query{MinMetrics: map[string]float64{"mmlu/acc": bad}})
 		assert.ErrorContains(t, err, "minMetrics[mmlu/acc]")
-		_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).Limit(bad).Build()
-		assert.ErrorContains(t, err, "spec.limit")
+		_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).SampleLimit(bad).Build()
+		assert.ErrorContains(t, err, "spec.sampleLimit")
 	}
 	got, err := market.ParseLMEvalResults([]byte(`{"results":{"mmlu":{"acc,none":NaN}}}`))
 	assert.Error(t, err, "NaN is not JSON")

@@ -304,7 +304,7 @@ type Promotion struct {
 	Reason string
 	// Rollout, when set, is called with the promoted version after a
 	// promotion to production: apply the serving release to it there
-	// (serve.FromMarket and cube.Client.Apply, whose server-side apply
+	// (Entry.Serve and cube.Client.Apply, whose server-side apply
 	// rolls the Deployment). Its error is returned; the promotion stands.
 	Rollout func(ctx context.Context, v Version) error
 }

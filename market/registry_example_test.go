@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/cubestudio/cube/market"
@@ -56,17 +59,17 @@ func ExampleRegistry() {
 
 func ExampleDownload() {
 	job := market.Download("fetch-qwen", "hf://Qwen/Qwen2.5-7B-Instruct@a09a35458c702b33eeacc393d103063234e8bc28", "models").
-		Namespace("ml").HFToken("hf-token", "token").HFEndpoint("https://hf-mirror.com").
+		Namespace("ml").HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).HFEndpoint("https://hf-mirror.com").
 		Include("*.json", "*.safetensors", "tokenizer*").CPU("2").Memory("4Gi")
 	objs, err := job.Objects()
 	if err != nil {
 		panic(err)
 	}
 	j := objs[0].(*batchv1.Job)
-	fmt.Println(j.Name, job.Target())
+	fmt.Println(j.Name, j.Annotations[market.AnnotationTarget])
 	fmt.Println(j.Spec.Template.Spec.Containers[0].Args)
 
-	_, err = market.Download("fetch", "hf://Qwen", "").HFToken("", "").Build()
+	_, err = market.Download("fetch", "hf://Qwen", "").HFToken(pod.SecretKeyRef{Name: "", Key: ""}).Build()
 	fmt.Println(err)
 	// Output:
 	// fetch-qwen pvc://models/Qwen/Qwen2.5-7B-Instruct

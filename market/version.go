@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/modelsource"
 	"github.com/cubestudio/cube/internal/timebound"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
@@ -303,14 +304,36 @@ func validateURI(uri *field.Path, value string) field.ErrorList {
 		errs = append(errs, field.Forbidden(uri, credentialsMessage))
 	case strings.ContainsAny(rest, " \t\n\"'`$\\"):
 		errs = append(errs, field.Invalid(uri, value, "must not contain spaces, quotes, '$' or '\\'"))
-	case (scheme == SchemeHF || scheme == SchemeModelScope) && !isHubRepo(strings.SplitN(rest, "@", 2)[0]):
-		errs = append(errs, field.Invalid(uri, value, "a hub repository is org/name"))
-	case hasDotSegment(strings.SplitN(rest, "@", 2)[0]) || scheme != SchemeHF && scheme != SchemeModelScope && hasDotSegment(rest):
-		errs = append(errs, field.Invalid(uri, value, "must not contain '.' or '..' path segments: a path that climbs out of where it points"))
-	case scheme == SchemePVC:
-		claim, _, _ := strings.Cut(rest, "/")
-		for _, msg := range validation.IsDNS1123Subdomain(claim) {
-			errs = append(errs, field.Invalid(uri, value, "claim: "+msg))
+	case scheme == SchemeHF || scheme == SchemeModelScope:
+		// The same repository and revision rules as serving (serve's
+		// ParseSource): what the registry holds, serve can load.
+		repo, rev, hasRev := strings.Cut(rest, "@")
+		if detail := modelsource.CheckRepo(repo); detail != "" {
+			if !isHubRepo(repo) {
+				detail = "a hub repository is org/name"
+			}
+			errs = append(errs, field.Invalid(uri, value, detail))
+		} else if hasRev && scheme == SchemeHF {
+			if detail := modelsource.CheckRevision(rev); detail != "" {
+				errs = append(errs, field.Invalid(uri, value, detail))
+			}
+		}
+	default:
+		first, sub, _ := strings.Cut(rest, "/")
+		if _, detail := modelsource.CleanSubPath(sub); hasDotSegment(sub) {
+			errs = append(errs, field.Invalid(uri, value, "must not contain '.' or '..' path segments: a path that climbs out of where it points"))
+		} else if detail != "" {
+			errs = append(errs, field.Invalid(uri, value, detail))
+		}
+		switch scheme {
+		case SchemePVC:
+			for _, msg := range validation.IsDNS1123Subdomain(first) {
+				errs = append(errs, field.Invalid(uri, value, "claim: "+msg))
+			}
+		case SchemeS3:
+			if detail := modelsource.CheckBucket(first); detail != "" {
+				errs = append(errs, field.Invalid(uri, value, detail))
+			}
 		}
 	}
 	return errs

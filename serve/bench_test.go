@@ -14,6 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/modelsource"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
@@ -25,7 +27,7 @@ func thousandServices() []cube.Workload {
 	for i := range ws {
 		ws[i] = serve.VLLM(fmt.Sprintf("qwen-%d", i), "Qwen/Qwen2.5-7B-Instruct").
 			On(hardware.H100).Accelerators(1).MaxModelLen(8192).
-			HFToken("hf-token", "token").ModelCache("model-cache").
+			HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).ModelCache("model-cache").
 			Replicas(2)
 	}
 	return ws

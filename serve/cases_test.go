@@ -3,6 +3,9 @@ package serve_test
 import (
 	"time"
 
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/models"
@@ -31,7 +34,7 @@ func goldenCases() []goldenCase {
 		{"vllm-h100", serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
 			On(hardware.H100).Accelerators(1).
 			MaxModelLen(8192).PrefixCaching(true).
-			HFToken("hf-token", "token").
+			HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).
 			CPU("8").Memory("64Gi").
 			Replicas(2)},
 		{"vllm-l4-auto", serve.VLLM("llama-8b", "meta-llama/Llama-3.1-8B-Instruct").
@@ -39,7 +42,7 @@ func goldenCases() []goldenCase {
 			LoRA("sql", "hf://org/llama-3.1-8b-sql-lora").
 			LoRA("support", "pvc://adapters/support/v3").
 			ServedModelName("llama").
-			HFToken("hf-token", "token").HFEndpoint("https://hf-mirror.com").
+			HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).HFEndpoint("https://hf-mirror.com").
 			ModelCache("model-cache").
 			CPU("8").Memory("48Gi").
 			Autoscale(1, 4, serve.ScaleOnQueue("5"), serve.ScaleOnCPU(80)).
@@ -64,11 +67,11 @@ func goldenCases() []goldenCase {
 		{"tei-l4", serve.TEI("bge-m3", "BAAI/bge-m3").
 			Image("ghcr.io/huggingface/text-embeddings-inference:89-1.9.3").
 			On(hardware.L4).Accelerators(1).
-			HFToken("hf-token", "token").
+			HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).
 			Autoscale(1, 3, serve.ScaleOnQueue("16"))},
 		{"triton-l4", serve.Triton("resnet", "s3://models/triton/repository").
 			On(hardware.L4).Accelerators(1).
-			S3Credentials("s3-credentials").S3Endpoint("http://minio.minio:9000").S3Region("us-east-1").
+			S3Credentials(pod.SecretKeyRef{Name: "s3-credentials", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "s3-credentials", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio.minio:9000").S3Region("us-east-1").
 			ModelControl("explicit", "resnet50").
 			CPU("4").Memory("16Gi").
 			Autoscale(1, 3, serve.ScaleOnQueue("10"))},
@@ -83,7 +86,7 @@ func goldenCases() []goldenCase {
 			ConfigureMindIE(func(c *serve.MindIEConfig) { c.BackendConfig.ScheduleConfig.MaxBatchSize = 64 })},
 		{"mindie-910b3-multinode", serve.MindIE("qwen-72b-npu", "s3://models/Qwen2.5-72B-Instruct").
 			On(hardware.Ascend910B3).Accelerators(8).Nodes(2).
-			S3Credentials("s3-credentials").
+			S3Credentials(pod.SecretKeyRef{Name: "s3-credentials", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "s3-credentials", Key: "AWS_SECRET_ACCESS_KEY"}).
 			ModelFacts(mustLookup("Qwen/Qwen2.5-72B-Instruct")).
 			RankTable("qwen-72b-npu-hccl").
 			MaxModelLen(16384)},

@@ -139,7 +139,7 @@
 // refuses an embedding, reranking or classification model, which has no KV
 // cache: serve those with TEI, one model on one device. A Service checks
 // the same when it knows the model's facts: TEI refuses a text-generating
-// model, and vLLM, SGLang, TGI and MindIE refuse an encoder; FromMarket
+// model, and vLLM, SGLang, TGI and MindIE refuse an encoder; market.Entry.Serve
 // builds a TEI Service for an encoder the market found.
 //
 // Plan tries tensor-parallel sizes 1, 2, 4 … up to the node's devices that

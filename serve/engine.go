@@ -26,7 +26,7 @@ const (
 	// plain 1.9 image, built for 8.0, fails on a T4 or an H100). Give
 	// cpu-1.9.3 with Image on nodes without a GPU. 1.9 is the first release
 	// with --served-model-name (router/src/main.rs), which ServedModelName
-	// and FromMarket render.
+	// and market.Entry.Serve render.
 	DefaultTEIImage    = "ghcr.io/huggingface/text-embeddings-inference:cuda-1.9.3"
 	DefaultTritonImage = "nvcr.io/nvidia/tritonserver:25.06-py3"
 	DefaultOllamaImage = "ollama/ollama:0.11.10"

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -63,7 +66,7 @@ func ExampleVLLM() {
 	describe(serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
 		On(hardware.H100).Accelerators(1).
 		MaxModelLen(8192).PrefixCaching(true).
-		HFToken("hf-token", "token"))
+		HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}))
 	// Output:
 	// Deployment qwen-chat
 	//   pod vllm: vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000 --max-model-len 8192 --enable-prefix-caching
@@ -119,7 +122,7 @@ func ExampleTGI() {
 func ExampleTriton() {
 	describe(serve.Triton("resnet", "s3://models/triton/repository").
 		On(hardware.L4).Accelerators(1).
-		S3Credentials("s3-credentials").
+		S3Credentials(pod.SecretKeyRef{Name: "s3-credentials", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "s3-credentials", Key: "AWS_SECRET_ACCESS_KEY"}).
 		ModelControl("explicit", "resnet50"))
 	// Output:
 	// Deployment resnet

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -266,7 +269,7 @@ func TestValidationErrors(t *testing.T) {
 		"bad values": {
 			serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).
 				Replicas(-1).MaxModelLen(1).MemoryUtilization(1.5).Quantization("").KVCacheDType("").
-				ServedModelName("a b").HFToken("", "").HFEndpoint("hf-mirror.com").StartupTimeout(time.Second).
+				ServedModelName("a b").HFToken(pod.SecretKeyRef{Name: "", Key: ""}).HFEndpoint("hf-mirror.com").StartupTimeout(time.Second).
 				DisruptionBudget(-1),
 			[]wantErr{
 				{field.ErrorTypeInvalid, "spec.replicas", "must not be negative"},
@@ -290,9 +293,10 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"bad s3 settings and cache": {
-			serve.VLLM("q", "s3://bucket/x").On(hardware.H100).S3Credentials("").S3Endpoint("minio:9000").ModelCache("Bad_Claim"),
+			serve.VLLM("q", "s3://bucket/x").On(hardware.H100).S3Credentials(pod.SecretKeyRef{Name: "", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("minio:9000").ModelCache("Bad_Claim"),
 			[]wantErr{
-				{field.ErrorTypeRequired, "spec.s3Credentials", "a Secret name"},
+				{field.ErrorTypeRequired, "spec.s3Credentials.accessKeyID", "secret name and key are required"},
+				{field.ErrorTypeRequired, "spec.s3Credentials.secretAccessKey", "secret name and key are required"},
 				{field.ErrorTypeInvalid, "spec.s3Endpoint", "http(s) URL"},
 				{field.ErrorTypeInvalid, "spec.modelCache", "lowercase RFC 1123 subdomain"},
 			},

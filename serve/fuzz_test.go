@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube"
@@ -170,13 +172,13 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 13:
 			svc = svc.AddArgs(s.str(), s.str())
 		case 14:
-			svc = svc.HFToken(s.str(), s.str())
+			svc = svc.HFToken(pod.SecretKeyRef{Name: s.str(), Key: s.str()})
 		case 15:
 			svc = svc.HFEndpoint(s.str())
 		case 16:
 			svc = svc.APIKeyFromSecret(s.str(), s.str())
 		case 17:
-			svc = svc.S3Credentials(s.str()).S3Endpoint(s.str()).S3Region(s.str())
+			svc = svc.S3Credentials(pod.SecretKeyRef{Name: s.str(), Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: s.str(), Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint(s.str()).S3Region(s.str())
 		case 18:
 			svc = svc.ModelCache(s.str())
 		case 19:

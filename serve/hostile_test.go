@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +28,7 @@ func TestUnmadeServicesDoNotPanic(t *testing.T) {
 		"zero":                  {},
 		"zero, chained":         (&serve.Service{}).TensorParallel(2).MaxModelLen(4096).LoRA("a", "org/a").APIKeyFromSecret("s", "k"),
 		"zero, pod settings":    (&serve.Service{}).Image("x"),
-		"nil, chained":          nilService.Replicas(2).LoRA("a", "org/a").HFToken("s", "k").ModelCache("c"),
+		"nil, chained":          nilService.Replicas(2).LoRA("a", "org/a").HFToken(pod.SecretKeyRef{Name: "s", Key: "k"}).ModelCache("c"),
 		"zero, engine settings": (&serve.Service{}).ModelControl("poll").KeepAlive(5 * time.Minute).ConfigureMindIE(nil),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -268,13 +270,13 @@ func TestHostileSettingsAreReported(t *testing.T) {
 // S3 settings on a source that is not s3:// were dropped without a word:
 // only the s3:// download reads them.
 func TestS3SettingsNeedAnS3Source(t *testing.T) {
-	assertErrors(t, serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).Accelerators(1).S3Credentials("s3"),
-		wantErr{field.ErrorTypeForbidden, "spec.s3Credentials", "apply only to an s3:// model source; this one is pvc"})
+	assertErrors(t, serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).Accelerators(1).S3Credentials(pod.SecretKeyRef{Name: "s3", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "s3", Key: "AWS_SECRET_ACCESS_KEY"}),
+		wantErr{field.ErrorTypeForbidden, "spec.s3Credentials", "applies to s3:// sources, not pvc://"})
 	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).S3Endpoint("http://minio:9000").S3Region("eu-west-1"),
-		wantErr{field.ErrorTypeForbidden, "spec.s3Endpoint", "this one is hf"},
-		wantErr{field.ErrorTypeForbidden, "spec.s3Region", "this one is hf"})
+		wantErr{field.ErrorTypeForbidden, "spec.s3Endpoint", "applies to s3:// sources, not hf://"},
+		wantErr{field.ErrorTypeForbidden, "spec.s3Region", "applies to s3:// sources, not hf://"})
 	c := render(t, serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).Accelerators(1).
-		S3Credentials("s3").S3Endpoint("http://minio:9000").S3Region("eu-west-1")).main(t)
+		S3Credentials(pod.SecretKeyRef{Name: "s3", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "s3", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio:9000").S3Region("eu-west-1")).main(t)
 	assert.Contains(t, c.Args, "/model-cache/s3/bucket/qwen")
 }
 

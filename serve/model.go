@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/modelsource"
 	"github.com/cubestudio/cube/internal/podspec"
 )
 
@@ -58,9 +59,7 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 		r.volumes = append(r.volumes, vol)
 		r.mounts = append(r.mounts, corev1.VolumeMount{Name: cacheVolume, MountPath: CachePath})
 	}
-	if s.hfToken != nil {
-		r.env = append(r.env, secretEnv("HF_TOKEN", s.hfToken.name, s.hfToken.key))
-	}
+	r.env = append(r.env, s.source.Env(modelsource.HuggingFace)...)
 	if k, f := s.apiKey, e.flags; k != nil {
 		switch {
 		case f.apiKeyEnv != "":
@@ -68,9 +67,6 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 		case f.apiKey != "":
 			r.env = append(r.env, secretEnv(apiKeyVar, k.name, k.key))
 		}
-	}
-	if s.hfEndpoint != "" {
-		r.env = append(r.env, corev1.EnvVar{Name: "HF_ENDPOINT", Value: s.hfEndpoint})
 	}
 	if s.cacheClaim != "" && e.hub {
 		r.env = append(r.env, corev1.EnvVar{Name: "HF_HOME", Value: CachePath + "/huggingface"})
@@ -95,19 +91,11 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 		r.modelArg = path.Join(CachePath, "s3", r.src.Bucket, r.src.Prefix)
 		r.initContainers = append(r.initContainers, s.s3Download(r.src, r.modelArg))
 	}
-	if r.src.Kind != SourceS3 {
-		// Only the s3:// download reads these (s3Download); on another
-		// source they would be dropped without a word.
-		for _, set := range []struct {
-			name string
-			on   bool
-		}{{"s3Credentials", s.s3Secret != ""}, {"s3Endpoint", s.s3Endpoint != ""}, {"s3Region", s.s3Region != ""}} {
-			if set.on {
-				errs = append(errs, field.Forbidden(spec.Child(set.name),
-					fmt.Sprintf("S3 settings apply only to an s3:// model source; this one is %s", r.src.Kind)))
-			}
-		}
-	}
+	// Only the s3:// download reads the S3 settings (s3Download); on
+	// another source they would be dropped without a word. The engines
+	// read the Hugging Face ones for any source (adapters, tokenizers).
+	errs = append(errs, s.source.Problems()...)
+	errs = append(errs, s.source.Unused(spec, modelsource.Kind(r.src.Kind), modelsource.HuggingFace, modelsource.Kind(r.src.Kind))...)
 
 	if len(e.loraSources) == 0 {
 		return errs // checkSupport reports the adapters
@@ -149,18 +137,7 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 // s3Download is the init container that copies an s3:// source into the
 // cache volume; `aws s3 sync` skips files already there.
 func (s *Service) s3Download(src Source, to string) corev1.Container {
-	var env []corev1.EnvVar
-	if s.s3Secret != "" {
-		env = append(env,
-			secretEnv("AWS_ACCESS_KEY_ID", s.s3Secret, "AWS_ACCESS_KEY_ID"),
-			secretEnv("AWS_SECRET_ACCESS_KEY", s.s3Secret, "AWS_SECRET_ACCESS_KEY"))
-	}
-	if s.s3Endpoint != "" {
-		env = append(env, corev1.EnvVar{Name: "AWS_ENDPOINT_URL", Value: s.s3Endpoint})
-	}
-	if s.s3Region != "" {
-		env = append(env, corev1.EnvVar{Name: "AWS_DEFAULT_REGION", Value: s.s3Region})
-	}
+	env := s.source.Env(modelsource.S3)
 	return corev1.Container{
 		Name:         "download",
 		Image:        DefaultS3Image,

@@ -1,13 +1,12 @@
 package serve
 
 import (
-	neturl "net/url"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/modelsource"
 	"github.com/cubestudio/cube/internal/podspec"
-	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
 )
@@ -44,12 +43,8 @@ type Service struct {
 	servedName        string
 	trustRemoteCode   bool
 
-	hfToken    *secretKey
+	source     modelsource.Settings
 	apiKey     *secretKey
-	hfEndpoint string
-	s3Secret   string
-	s3Endpoint string
-	s3Region   string
 	cacheClaim string
 
 	startupTimeout time.Duration
@@ -144,69 +139,36 @@ func (s *Service) use(setting string) {
 func (s *Service) fail(err *field.Error) { s.problems = append(s.problems, err) }
 
 // HFToken reads the Hugging Face token for gated or private models from a
-// Secret key into HF_TOKEN (a secretKeyRef; the token never appears in the
-// rendered objects).
-func (s *Service) HFToken(secret, key string) *Service {
+// Secret's key into HF_TOKEN (a secretKeyRef; the token never appears in
+// the rendered objects).
+func (s *Service) HFToken(ref pod.SecretKeyRef) *Service {
 	if s == nil {
 		return nil
 	}
-	if secret == "" || key == "" {
-		s.fail(field.Required(field.NewPath("spec", "hfToken"), "secret name and key are required"))
-	} else {
-		s.problems = append(s.problems, podspec.ValidateSecretKey(field.NewPath("spec", "hfToken"), secret, key)...)
-	}
-	s.hfToken = &secretKey{name: secret, key: key}
+	s.source.HFToken(field.NewPath("spec"), ref)
 	return s
 }
 
 // HFEndpoint downloads Hugging Face models from a mirror (HF_ENDPOINT), such
-// as https://hf-mirror.com.
+// as https://hf-mirror.com: an http(s) URL without credentials, query or
+// fragment.
 func (s *Service) HFEndpoint(url string) *Service {
 	if s == nil {
 		return nil
 	}
-	if err := checkServerURL(field.NewPath("spec", "hfEndpoint"), url, "give the hub token with HFToken"); err != nil {
-		s.fail(err)
-	}
-	s.hfEndpoint = url
+	s.source.HFEndpoint(field.NewPath("spec"), url)
 	return s
 }
 
-// checkServerURL checks the base URL of a server the pod downloads from,
-// rendered into its environment in clear: http or https, a host, no query
-// or fragment (the clients append paths to it), and no credentials, which
-// would be stored in the objects; credentials is how to give them instead.
-// A URL with a user or password is never quoted back.
-func checkServerURL(path *field.Path, raw, credentials string) *field.Error {
-	u, err := neturl.Parse(raw)
-	switch {
-	case err != nil:
-		return field.Invalid(path, urlcheck.Redact(raw), "not a URL")
-	case u.User != nil:
-		return field.Forbidden(path, "must not carry credentials (user or password before @; the value is not shown): they would be stored in the objects in clear; "+credentials)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return field.Invalid(path, raw, "must be an http(s) URL")
-	case u.Hostname() == "":
-		return field.Invalid(path, raw, "must name a host")
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return field.Invalid(path, raw, "must not have a query or fragment: the client appends paths to it")
-	}
-	return nil
-}
-
-// S3Credentials names the Secret the s3:// download reads its keys from:
-// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (secretKeyRefs). Without it
-// the downloader uses the pod's own identity (IRSA, instance profile).
-func (s *Service) S3Credentials(secret string) *Service {
+// S3Credentials reads the access key pair the s3:// download (the AWS
+// CLI) signs with from Secret keys into AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY (awscli/botocore/credentials.py). Without it the
+// downloader uses the pod's own identity (IRSA, instance profile).
+func (s *Service) S3Credentials(accessKeyID, secretAccessKey pod.SecretKeyRef) *Service {
 	if s == nil {
 		return nil
 	}
-	if secret == "" {
-		s.fail(field.Required(field.NewPath("spec", "s3Credentials"), "a Secret name is required"))
-	} else {
-		s.problems = append(s.problems, podspec.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
-	}
-	s.s3Secret = secret
+	s.source.S3Credentials(field.NewPath("spec"), accessKeyID, secretAccessKey)
 	return s
 }
 
@@ -216,10 +178,7 @@ func (s *Service) S3Endpoint(url string) *Service {
 	if s == nil {
 		return nil
 	}
-	if err := checkServerURL(field.NewPath("spec", "s3Endpoint"), url, "give the keys with S3Credentials"); err != nil {
-		s.fail(err)
-	}
-	s.s3Endpoint = url
+	s.source.S3Endpoint(field.NewPath("spec"), url)
 	return s
 }
 
@@ -228,26 +187,8 @@ func (s *Service) S3Region(region string) *Service {
 	if s == nil {
 		return nil
 	}
-	if !isRegion(region) {
-		s.fail(field.Invalid(field.NewPath("spec", "s3Region"), region, "must be a region name such as us-east-1: lowercase letters, digits and '-'"))
-	}
-	s.s3Region = region
+	s.source.S3Region(field.NewPath("spec"), region)
 	return s
-}
-
-// isRegion reports whether r is spelt like an S3 region (us-east-1,
-// cn-north-1, a MinIO or Ceph zone name): an empty one would render no
-// AWS_DEFAULT_REGION and leave the call without effect.
-func isRegion(r string) bool {
-	if r == "" || len(r) > 63 || r[0] == '-' {
-		return false
-	}
-	for _, c := range r {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // ModelCache keeps downloaded models on an existing PersistentVolumeClaim,

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -91,7 +93,7 @@ func hasEnv(c corev1.Container, name string) bool {
 func TestVLLMOnH100(t *testing.T) {
 	r := render(t, serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
 		Namespace("llm").On(hardware.H100).Accelerators(1).
-		MaxModelLen(8192).PrefixCaching(true).HFToken("hf-token", "token").
+		MaxModelLen(8192).PrefixCaching(true).HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).
 		Replicas(2))
 
 	d := r.deployment
@@ -228,7 +230,7 @@ func TestSourcesWireIntoThePod(t *testing.T) {
 	})
 	t.Run("s3", func(t *testing.T) {
 		r := render(t, serve.TGI("m", "s3://weights/mistral/7b/").On(hardware.L4).Accelerators(1).
-			S3Credentials("s3").S3Endpoint("http://minio:9000").S3Region("eu-west-1"))
+			S3Credentials(pod.SecretKeyRef{Name: "s3", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "s3", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio:9000").S3Region("eu-west-1"))
 		spec := r.deployment.Spec.Template.Spec
 		require.Len(t, spec.InitContainers, 1)
 		dl := spec.InitContainers[0]
@@ -292,7 +294,7 @@ func TestTGI(t *testing.T) {
 func TestTEI(t *testing.T) {
 	r := render(t, serve.TEI("bge", "BAAI/bge-m3").Image("ghcr.io/huggingface/text-embeddings-inference:cpu-1.9.3").
 		CPU("2").Memory("4Gi").DType("float32").ServedModelName("bge").
-		APIKeyFromSecret("tei-key", "key").HFToken("hf-token", "token").ModelCache("hub"))
+		APIKeyFromSecret("tei-key", "key").HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).ModelCache("hub"))
 	c := r.main(t)
 	assert.Empty(t, c.Command, "the image's entrypoint starts the router")
 	assert.Equal(t, []string{

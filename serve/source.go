@@ -2,12 +2,13 @@ package serve
 
 import (
 	"fmt"
-	"path"
 	"strings"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/modelsource"
 )
 
 // SourceKind says where a model's weights come from.
@@ -111,13 +112,13 @@ func parseSource(uri string, p *field.Path, bare SourceKind) (Source, field.Erro
 	case SourceHuggingFace:
 		repo, rev, hasRev := strings.Cut(rest, "@")
 		if hasRev {
-			if detail = checkRevision(rev); detail != "" {
+			if detail = modelsource.CheckRevision(rev); detail != "" {
 				return bad(detail)
 			}
 		}
-		src, detail = Source{Kind: SourceHuggingFace, Repo: repo, Revision: rev}, checkRepo(repo)
+		src, detail = Source{Kind: SourceHuggingFace, Repo: repo, Revision: rev}, modelsource.CheckRepo(repo)
 	case SourceModelScope:
-		src, detail = Source{Kind: SourceModelScope, Repo: rest}, checkRepo(rest)
+		src, detail = Source{Kind: SourceModelScope, Repo: rest}, modelsource.CheckRepo(rest)
 	case SourceOllama:
 		src, detail = Source{Kind: SourceOllama, Repo: rest}, checkOllamaName(rest)
 	case SourcePVC:
@@ -126,14 +127,14 @@ func parseSource(uri string, p *field.Path, bare SourceKind) (Source, field.Erro
 		if msgs := validation.IsDNS1123Subdomain(claim); len(msgs) > 0 {
 			return bad(fmt.Sprintf("claim %q: %s", claim, strings.Join(msgs, "; ")))
 		}
-		src.Path, detail = cleanSubPath(sub)
+		src.Path, detail = modelsource.CleanSubPath(sub)
 	case SourceS3:
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		src = Source{Kind: SourceS3, Bucket: bucket}
-		if detail = checkBucket(bucket); detail != "" {
+		if detail = modelsource.CheckBucket(bucket); detail != "" {
 			return bad(detail)
 		}
-		src.Prefix, detail = cleanSubPath(prefix)
+		src.Prefix, detail = modelsource.CleanSubPath(prefix)
 	default:
 		return bad(fmt.Sprintf("unknown scheme %q: use hf, modelscope, pvc, s3 or ollama", kind))
 	}
@@ -141,50 +142,6 @@ func parseSource(uri string, p *field.Path, bare SourceKind) (Source, field.Erro
 		return bad(detail)
 	}
 	return src, nil
-}
-
-// checkRepo applies the Hugging Face Hub's repository id rules (ModelScope
-// ids follow the same shape): org/name, each part of letters, digits, "-",
-// "_" and ".", not starting or ending with "-" or ".", without "--" or "..",
-// at most 96 characters.
-func checkRepo(repo string) string {
-	org, name, ok := strings.Cut(repo, "/")
-	if !ok || strings.Contains(name, "/") {
-		return "must be a repository id org/name"
-	}
-	for _, part := range []string{org, name} {
-		switch {
-		case part == "":
-			return "must be a repository id org/name"
-		case len(part) > 96:
-			return fmt.Sprintf("%q is longer than 96 characters", part)
-		case strings.IndexFunc(part, func(r rune) bool { return !isRepoChar(r) }) >= 0:
-			return fmt.Sprintf("%q may only hold letters, digits, '-', '_' and '.'", part)
-		case strings.HasPrefix(part, "-") || strings.HasPrefix(part, ".") || strings.HasSuffix(part, "-") || strings.HasSuffix(part, "."):
-			return fmt.Sprintf("%q must not start or end with '-' or '.'", part)
-		case strings.Contains(part, "--") || strings.Contains(part, ".."):
-			return fmt.Sprintf("%q must not contain '--' or '..'", part)
-		}
-	}
-	return ""
-}
-
-func isRepoChar(r rune) bool {
-	return r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.')
-}
-
-func checkRevision(rev string) string {
-	switch {
-	case rev == "":
-		return "revision after '@' is empty"
-	case len(rev) > 255:
-		return "revision is longer than 255 characters"
-	case strings.Contains(rev, "..") || strings.HasPrefix(rev, "/") || strings.HasSuffix(rev, "/") || strings.HasPrefix(rev, "-"):
-		return fmt.Sprintf("revision %q is not a valid branch, tag or commit", rev)
-	case strings.IndexFunc(rev, func(r rune) bool { return !isRepoChar(r) && r != '/' }) >= 0:
-		return fmt.Sprintf("revision %q may only hold letters, digits, '-', '_', '.' and '/'", rev)
-	}
-	return ""
 }
 
 // checkOllamaName accepts [namespace/]name[:tag] as the Ollama library, and
@@ -195,7 +152,7 @@ func checkOllamaName(name string) string {
 		return "an Ollama model name is required, such as qwen2.5:7b"
 	case len(name) > 256:
 		return "must be at most 256 characters"
-	case strings.IndexFunc(name, func(r rune) bool { return !isRepoChar(r) && r != '/' && r != ':' }) >= 0:
+	case strings.IndexFunc(name, func(r rune) bool { return !modelsource.IsRepoChar(r) && r != '/' && r != ':' }) >= 0:
 		return fmt.Sprintf("%q may only hold letters, digits, '-', '_', '.', '/' and ':'", name)
 	case strings.Count(name, ":") > 1:
 		return fmt.Sprintf("%q has more than one ':' tag separator", name)
@@ -204,48 +161,4 @@ func checkOllamaName(name string) string {
 		return fmt.Sprintf("%q is not a model name such as qwen2.5:7b", name)
 	}
 	return ""
-}
-
-// checkBucket applies the S3 bucket naming rules: 3 to 63 lower-case
-// letters, digits, dots and hyphens, starting and ending with a letter or
-// digit, without "..".
-func checkBucket(bucket string) string {
-	switch {
-	case len(bucket) < 3 || len(bucket) > 63:
-		return fmt.Sprintf("bucket %q must be 3 to 63 characters", bucket)
-	case strings.IndexFunc(bucket, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-') }) >= 0:
-		return fmt.Sprintf("bucket %q may only hold lower-case letters, digits, '.' and '-'", bucket)
-	case !isAlnum(bucket[0]) || !isAlnum(bucket[len(bucket)-1]):
-		return fmt.Sprintf("bucket %q must start and end with a letter or digit", bucket)
-	case strings.Contains(bucket, ".."):
-		return fmt.Sprintf("bucket %q must not contain '..'", bucket)
-	}
-	return ""
-}
-
-func isAlnum(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
-
-// cleanSubPath checks the path after a claim or bucket: relative, without
-// "." or ".." segments (which would escape the volume), without empty
-// segments except one trailing slash, at most 1024 characters.
-func cleanSubPath(p string) (string, string) {
-	p = strings.TrimSuffix(p, "/")
-	if p == "" {
-		return "", ""
-	}
-	if len(p) > 1024 {
-		return "", "path must be at most 1024 characters"
-	}
-	if strings.ContainsAny(p, `\`) {
-		return "", fmt.Sprintf("path %q must use '/' separators", p)
-	}
-	for _, seg := range strings.Split(p, "/") {
-		switch seg {
-		case "":
-			return "", fmt.Sprintf("path %q has an empty segment", p)
-		case ".", "..":
-			return "", fmt.Sprintf("path %q must not contain '.' or '..' segments", p)
-		}
-	}
-	return path.Clean(p), ""
 }

@@ -2,7 +2,6 @@ package serve_test
 
 import (
 	"errors"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
@@ -104,37 +102,4 @@ func TestServiceChecksTheModelsTask(t *testing.T) {
 	args := objs[0].(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Args
 	assert.Equal(t, "2", args[slices.Index(args, "--tensor-parallel-size")+1])
 	assert.Equal(t, "128000", args[slices.Index(args, "--max-model-len")+1])
-}
-
-// FromMarket serves an embedding model the market found with TEI, not
-// vLLM, and refuses plan options for it.
-func TestFromMarketServesEncodersWithTEI(t *testing.T) {
-	e, err := market.Get(t.Context(), nil, "BAAI/bge-m3")
-	require.NoError(t, err)
-	objs, err := serve.FromMarket("embed", e, hardware.L4).Objects()
-	require.NoError(t, err)
-	dep := objs[0].(*appsv1.Deployment)
-	c := dep.Spec.Template.Spec.Containers[0]
-	assert.Equal(t, serve.DefaultTEIImage, c.Image, "an image with --served-model-name (TEI 1.9)")
-	assert.Equal(t, "BAAI/bge-m3", c.Args[slices.Index(c.Args, "--model-id")+1])
-	assert.Equal(t, e.Version.Model, c.Args[slices.Index(c.Args, "--served-model-name")+1])
-	assert.Equal(t, e.Version.Model, dep.Labels[market.LabelModel])
-	assert.Equal(t, "1", c.Resources.Limits.Name("nvidia.com/gpu", "").String())
-
-	_, err = serve.FromMarket("embed", e, hardware.L4, serve.ContextLength(512)).Objects()
-	assert.ErrorContains(t, err, "spec.auto: Invalid value: 1: bge-m3 is an embedding model, served by TEI on one device without the planner: drop the plan options")
-
-	store, err := market.OpenFileStore(filepath.Join(t.TempDir(), "registry.db"))
-	require.NoError(t, err)
-	reg := market.NewRegistry(store)
-	_, err = reg.Register(t.Context(), market.Version{
-		Model:    "legal-embed",
-		Artifact: market.Artifact{URI: "pvc://models/legal-embed/v1", Format: market.FormatLoRA, DType: models.BF16},
-		Lineage:  market.Lineage{BaseModel: "hf://BAAI/bge-m3"},
-	})
-	require.NoError(t, err)
-	adapter, err := market.Get(t.Context(), reg, "legal-embed@1")
-	require.NoError(t, err)
-	_, err = serve.FromMarket("embed", adapter, hardware.L4).Objects()
-	assert.ErrorContains(t, err, "is a LoRA adapter of an encoder, which TEI cannot load")
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cubestudio/cube/hardware"
@@ -72,7 +74,7 @@ func ExampleService_AddTritonModel() {
 		AddTritonModel(serve.TritonVLLMModel("qwen")).
 		On(hardware.L4).Accelerators(1).
 		MaxModelLen(8192).MemoryUtilization(0.9).
-		HFToken("hf-token", "token")
+		HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"})
 	objs, err := svc.Objects()
 	if err != nil {
 		fmt.Println(err)

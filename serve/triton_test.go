@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +51,7 @@ func tritonVLLMService() *serve.Service {
 		On(hardware.L4).Accelerators(2).
 		MaxModelLen(8192).MemoryUtilization(0.85).DType("bfloat16").
 		Quantization("fp8").KVCacheDType("fp8").PrefixCaching(true).TrustRemoteCode().
-		HFToken("hf-token", "token").ModelCache("model-cache").
+		HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).ModelCache("model-cache").
 		ModelControl("explicit", "qwen").
 		CPU("8").Memory("32Gi")
 }

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/cubestudio/cube"
@@ -53,7 +56,7 @@ func journey(out io.Writer, ns string) ([]step, error) {
 		ValidationSplit(0.05).EvalEvery(200).
 		LoRA(llm.Adapter{Rank: 16, Alpha: 32, Dropout: 0.05}).
 		CutoffLength(4096).Batch(2, 8).Epochs(3).
-		HFToken("hf-token", "token").
+		HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).
 		Output("pvc://models/support-sft")
 	sft.Job().Namespace(ns).Gang().Queue(ns)
 
@@ -74,7 +77,7 @@ func journey(out io.Writer, ns string) ([]step, error) {
 		ResumeFrom("pvc://models/support-sft").
 		LoRA(llm.Adapter{Rank: 16, Alpha: 32}).
 		Beta(0.1).Epochs(1).
-		HFToken("hf-token", "token").
+		HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).
 		Output("pvc://models/support-dpo")
 	dpo.Job().Namespace(ns).Gang().Queue(ns)
 	dpoPlan, err := llm.Plan(dpo, hardware.H100, llm.Tokens(8_000*900), llm.Prices(prices))
@@ -85,7 +88,7 @@ func journey(out io.Writer, ns string) ([]step, error) {
 	comment(out, dpoPlan.String())
 
 	// 4. Serve the base with the aligned adapter on one L4.
-	svc := dpo.Serve("support-chat").Namespace(ns).On(hardware.L4).HFToken("hf-token", "token")
+	svc := dpo.Serve("support-chat").Namespace(ns).On(hardware.L4).HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"})
 
 	if err := cube.Render(out, sft, dpo, svc); err != nil {
 		return nil, err

@@ -14,7 +14,6 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/models"
-	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -108,8 +107,12 @@ func run(ctx context.Context, out io.Writer, registryPath string) error {
 			if err != nil {
 				return err
 			}
+			svc, err := e.Serve("support-bot", hardware.L4)
+			if err != nil {
+				return err
+			}
 			// On a cluster: cube.Client.Apply rolls the release to it.
-			serving = serve.FromMarket("support-bot", e, hardware.L4).Namespace("ml")
+			serving = svc.Namespace("ml")
 			return nil
 		},
 	})

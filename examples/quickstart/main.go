@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -170,7 +171,7 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	}
 	chat := serve.VLLM("qwen-chat", "hf://"+model).Namespace(ns).
 		On(accel).Auto(serve.ContextLength(ctxLen)).
-		HFToken("hf-token", "token").
+		HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).
 		Autoscale(1, 4, serve.ScaleOnQueue("10"))
 	if size.serveImage != "" {
 		chat.Image(size.serveImage)

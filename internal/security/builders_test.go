@@ -3,6 +3,8 @@ package security_test
 import (
 	"time"
 
+	"github.com/cubestudio/cube/internal/modelsource"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -187,7 +189,7 @@ func builderCases() []builderCase {
 		{"llm-sft-lora", func(s setting) cube.Workload {
 			f := llm.SFT("sft", "Qwen/Qwen2.5-7B-Instruct").
 				AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
-				LoRA(llm.Adapter{Rank: 16, Alpha: 32}).HFToken("hf", "token").Output("pvc://models/sft")
+				LoRA(llm.Adapter{Rank: 16, Alpha: 32}).HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).Output("pvc://models/sft")
 			on(&f.Job().Builder, s)
 			return f
 		}},
@@ -233,7 +235,7 @@ func builderCases() []builderCase {
 		}},
 		// serve
 		{"serve-vllm", func(s setting) cube.Workload {
-			v := serve.VLLM("chat", "pvc://models/chat").HFToken("hf", "token").APIKeyFromSecret("chat-key", "key")
+			v := serve.VLLM("chat", "pvc://models/chat").HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).APIKeyFromSecret("chat-key", "key")
 			on(&v.Builder, s)
 			return v
 		}},
@@ -263,7 +265,7 @@ func builderCases() []builderCase {
 			return v
 		}},
 		{"serve-triton-s3", func(s setting) cube.Workload {
-			v := serve.Triton("resnet", "s3://models/triton/repository").S3Credentials("s3-credentials").S3Endpoint("http://minio.minio:9000")
+			v := serve.Triton("resnet", "s3://models/triton/repository").S3Credentials(pod.SecretKeyRef{Name: "s3-credentials", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "s3-credentials", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio.minio:9000")
 			on(&v.Builder, s)
 			return v
 		}},
@@ -290,12 +292,12 @@ func builderCases() []builderCase {
 		}},
 		// market
 		{"market-download-hf", func(s setting) cube.Workload {
-			d := market.Download("qwen", "hf://Qwen/Qwen2.5-7B-Instruct", "models").HFToken("hf", "token")
+			d := market.Download("qwen", "hf://Qwen/Qwen2.5-7B-Instruct", "models").HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"})
 			on(&d.Builder, s)
 			return d
 		}},
 		{"market-download-s3", func(s setting) cube.Workload {
-			d := market.Download("bot", "s3://team/bot", "models").S3Credentials("minio").S3Endpoint("http://minio:9000")
+			d := market.Download("bot", "s3://team/bot", "models").S3Credentials(pod.SecretKeyRef{Name: "minio", Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: "minio", Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint("http://minio:9000")
 			on(&d.Builder, s)
 			return d
 		}},
