@@ -11,6 +11,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/llm"
@@ -127,7 +128,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"llm sft", "support-bot", func() cube.Workload {
 			sft := llm.SFT("support-bot", "Qwen/Qwen2.5-7B-Instruct").
-				AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+				AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 				LoRA(llm.Adapter{Rank: 16, Alpha: 32}).Output("pvc://models/support-bot")
 			sft.Job().Namespace(ns).On(hardware.H100).GPUs(8)
 			return sft

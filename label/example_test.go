@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
-	"github.com/cubestudio/cube/llm"
 )
 
 func ExampleConfig() {
@@ -164,7 +164,7 @@ func ExamplePreferencePairs() {
 		Annotations: []label.Annotation{{Result: []label.Result{{FromName: "preference", ToName: "answer_a", Type: "pairwise",
 			Value: label.Value{Selected: "left"}}}}},
 	}}
-	pairs, err := label.PreferencePairs(tasks, llm.Alpaca, label.PairFields{})
+	pairs, err := label.PreferencePairs(tasks, datasets.Alpaca, label.PairFields{})
 	if err != nil {
 		fmt.Println(err)
 		return

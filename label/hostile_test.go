@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/label"
-	"github.com/cubestudio/cube/llm"
 )
 
 // Zero values and nil receivers return errors, never panic.
@@ -149,9 +149,9 @@ func TestCreatePredictionRefusesNonFiniteScores(t *testing.T) {
 // A negative MinRating would make every rated response desirable; it is
 // refused, naming the field.
 func TestExportsRefuseNegativeMinRating(t *testing.T) {
-	_, err := label.SFT(nil, llm.Alpaca, label.ResponseFields{MinRating: -1})
+	_, err := label.SFT(nil, datasets.Alpaca, label.ResponseFields{MinRating: -1})
 	assert.ErrorContains(t, err, "minRating: Invalid value: -1")
-	_, err = label.KTO(nil, llm.Alpaca, label.ResponseFields{MinRating: -3})
+	_, err = label.KTO(nil, datasets.Alpaca, label.ResponseFields{MinRating: -3})
 	assert.ErrorContains(t, err, "minRating: Invalid value: -3")
 }
 
@@ -161,7 +161,7 @@ func TestNilAndZeroReceiversDoNotPanic(t *testing.T) {
 	var r *label.Records
 	assert.NotPanics(t, func() { _ = r.Dataset("d", "pvc://c/d.json") })
 	assert.Error(t, r.WriteJSON(&strings.Builder{}))
-	recs, err := label.SFT(nil, llm.Alpaca, label.ResponseFields{})
+	recs, err := label.SFT(nil, datasets.Alpaca, label.ResponseFields{})
 	require.NoError(t, err)
 	assert.ErrorContains(t, recs.WriteJSON(nil), "writer")
 

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
@@ -103,7 +104,7 @@ type FineTune struct {
 	quantBits   int
 	resumeFrom  string
 
-	datasets, evalDatasets []Dataset
+	datasets, evalDatasets []datasets.Dataset
 	valSize                float64
 	template               string
 	trustRemote            *bool
@@ -303,18 +304,18 @@ func (f *FineTune) Template(name string) *FineTune { return f.set(func() { f.tem
 func (f *FineTune) TrustRemoteCode(on bool) *FineTune { return f.set(func() { f.trustRemote = &on }) }
 
 // AddDataset appends training datasets.
-func (f *FineTune) AddDataset(d ...Dataset) *FineTune {
+func (f *FineTune) AddDataset(d ...datasets.Dataset) *FineTune {
 	return f.set(func() { f.datasets = appendDatasets(f.datasets, d) })
 }
 
 // AddEvalDataset appends evaluation datasets (eval_dataset) and turns
 // on evaluation.
-func (f *FineTune) AddEvalDataset(d ...Dataset) *FineTune {
+func (f *FineTune) AddEvalDataset(d ...datasets.Dataset) *FineTune {
 	return f.set(func() { f.evalDatasets = appendDatasets(f.evalDatasets, d) })
 }
 
 // appendDatasets appends copies of d, their Columns maps cloned.
-func appendDatasets(to []Dataset, d []Dataset) []Dataset {
+func appendDatasets(to []datasets.Dataset, d []datasets.Dataset) []datasets.Dataset {
 	for _, x := range d {
 		x.Columns = maps.Clone(x.Columns)
 		to = append(to, x)
@@ -843,24 +844,24 @@ func rewardServerProblem(raw string) string {
 }
 
 // kindFor is the dataset kind a stage trains on.
-func kindFor(s Stage) Kind {
+func kindFor(s Stage) datasets.Kind {
 	switch s {
 	case StageRM, StageDPO:
-		return Preferences
+		return datasets.Preferences
 	case StageKTO:
-		return KTOLabels
+		return datasets.KTOLabels
 	}
-	return Instructions
+	return datasets.Instructions
 }
 
 func (f *FineTune) renderData(c *trainConfig, r *rendering) field.ErrorList {
 	var errs field.ErrorList
 	r.datasets = map[string]datasetInfo{}
 	mounted := map[string]bool{}
-	add := func(list []Dataset, p *field.Path) []string {
+	add := func(list []datasets.Dataset, p *field.Path) []string {
 		var names []string
 		for i, d := range list {
-			info, claim, dErrs := d.render(p.Index(i), kindFor(f.stage))
+			info, claim, dErrs := renderDataset(d, p.Index(i), kindFor(f.stage))
 			errs = append(errs, dErrs...)
 			if _, dup := r.datasets[d.Name]; dup && d.Name != "" {
 				errs = append(errs, field.Duplicate(p.Index(i).Child("name"), d.Name))

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
@@ -47,7 +48,7 @@ func parts(t *testing.T, objs []client.Object) (cfg map[string]any, info map[str
 
 func TestSFTLoRARendersLLaMAFactoryConfig(t *testing.T) {
 	f := llm.SFT("qwen-sft", "Qwen/Qwen2.5-7B-Instruct").
-		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 		LoRA(llm.Adapter{Rank: 16, Alpha: 32, Dropout: 0.05}).
 		Batch(2, 4).LearningRate(2e-4).Epochs(2).WarmupSteps(20).ZeRO(2).
 		Output("pvc://models/qwen-sft").WandB("wandb", "key")
@@ -215,7 +216,7 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 			[]string{"cutoff_len", "per_device_train_batch_size", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
 				"num_train_epochs", "max_grad_norm", "precision"}},
 		{"wrong dataset kind", llm.DPO("x", qwen).AddDataset(alpaca).Output("pvc://o/x"), []string{"dataset[0].kind"}},
-		{"bad datasets", llm.SFT("x", qwen).AddDataset(llm.InstructionData("a b", "ftp://x", "csv"), alpaca, alpaca).Output("pvc://o/x"),
+		{"bad datasets", llm.SFT("x", qwen).AddDataset(datasets.InstructionData("a b", "ftp://x", "csv"), alpaca, alpaca).Output("pvc://o/x"),
 			[]string{"dataset[0].name", "dataset[0].format", "dataset[0].source", "dataset[2].name"}},
 		{"eval without data", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").EvalEvery(10), []string{"eval_dataset"}},
 		{"output not a claim", llm.SFT("x", qwen).AddDataset(alpaca).Output("hf://org/out"), []string{"output"}},
@@ -247,11 +248,11 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 			[]string{"quantization_bit"}},
 		{"ppo on the default image", llm.PPO("x", qwen, rewardPath).AddDataset(alpaca).Output("pvc://o/x"), []string{"stage"}},
 		{"ppo on the ascend image", onAscend(llm.PPO("x", qwen, rewardPath).AddDataset(alpaca).Output("pvc://o/x")), []string{"stage"}},
-		{"s3 on the default image", llm.SFT("x", qwen).AddDataset(alpaca).AddEvalDataset(llm.InstructionData("s3", "s3://bucket/eval.json", llm.Alpaca)).Output("pvc://o/x"),
+		{"s3 on the default image", llm.SFT("x", qwen).AddDataset(alpaca).AddEvalDataset(datasets.InstructionData("s3", "s3://bucket/eval.json", datasets.Alpaca)).Output("pvc://o/x"),
 			[]string{"eval_dataset[0].source"}},
-		{"s3 with credentials", ownImage(llm.SFT("x", qwen).AddDataset(llm.InstructionData("s3", "s3://AKIAEXAMPLE:secretkey@bucket/d.json", llm.Alpaca)).Output("pvc://o/x")),
+		{"s3 with credentials", ownImage(llm.SFT("x", qwen).AddDataset(datasets.InstructionData("s3", "s3://AKIAEXAMPLE:secretkey@bucket/d.json", datasets.Alpaca)).Output("pvc://o/x")),
 			[]string{"dataset[0].source"}},
-		{"s3 without a key", ownImage(llm.SFT("x", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket", llm.Alpaca)).Output("pvc://o/x")),
+		{"s3 without a key", ownImage(llm.SFT("x", qwen).AddDataset(datasets.InstructionData("s3", "s3://bucket", datasets.Alpaca)).Output("pvc://o/x")),
 			[]string{"dataset[0].source"}},
 		{"unregistered template", llm.SFT("x", "pvc://models/mine").Template("no-such-template").AddDataset(alpaca).Output("pvc://o/x"),
 			[]string{"template"}},
@@ -264,7 +265,7 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 		{"not finite", llm.DPO("x", qwen).AddDataset(pairs).Beta(math.Inf(1)).SFTWeight(math.NaN()).LearningRate(math.Inf(1)).
 			Epochs(math.NaN()).GradientClipping(math.Inf(1)).ValidationSplit(math.NaN()).Output("pvc://o/x"),
 			[]string{"pref_beta", "pref_ftx", "learning_rate", "num_train_epochs", "max_grad_norm", "val_size"}},
-		{"split with a newline", llm.SFT("x", qwen).AddDataset(llm.Dataset{Name: "a", Source: "pvc://d/a.json", Format: llm.Alpaca, Kind: llm.Instructions,
+		{"split with a newline", llm.SFT("x", qwen).AddDataset(datasets.Dataset{Name: "a", Source: "pvc://d/a.json", Format: datasets.Alpaca, Kind: datasets.Instructions,
 			Split: "train[:10]\n"}).Output("pvc://o/x"), []string{"dataset[0].split"}},
 		{"simpo gamma not finite", llm.SimPO("x", qwen).AddDataset(pairs).SimPOGamma(math.NaN()).Output("pvc://o/x"), []string{"simpo_gamma"}},
 		{"kto weights not finite", llm.KTO("x", qwen).AddDataset(ktoLabels).KTOWeights(math.Inf(1), math.NaN()).Output("pvc://o/x"),
@@ -439,7 +440,7 @@ func TestRewardServerURLs(t *testing.T) {
 // secretKeyRefs: literal keys are refused by the shared pod settings.
 func TestS3DatasetsOnAnImageWithS3fs(t *testing.T) {
 	build := func() *llm.FineTune {
-		f := ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket/data/train.json", llm.Alpaca)).Output("pvc://o/x"))
+		f := ownImage(llm.SFT("s3", qwen).AddDataset(datasets.InstructionData("s3", "s3://bucket/data/train.json", datasets.Alpaca)).Output("pvc://o/x"))
 		f.Job().EnvFromSecret("AWS_ACCESS_KEY_ID", "s3", "id").EnvFromSecret("AWS_SECRET_ACCESS_KEY", "s3", "secret").
 			Env("AWS_ENDPOINT_URL", "http://minio.storage.svc:9000")
 		return f
@@ -460,12 +461,12 @@ func TestS3DatasetsOnAnImageWithS3fs(t *testing.T) {
 	assert.NotContains(t, err.Error(), "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY")
 
 	// A key in the URL is refused, and not echoed.
-	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://AKIAEXAMPLE:topsecret@bucket/d.json", llm.Alpaca)).Output("pvc://o/x")).Objects()
+	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(datasets.InstructionData("s3", "s3://AKIAEXAMPLE:topsecret@bucket/d.json", datasets.Alpaca)).Output("pvc://o/x")).Objects()
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "topsecret")
 	assert.Contains(t, err.Error(), `"s3://xxxxx@bucket/d.json": must be s3://bucket/key without credentials`)
 	// An '@' in the key is no credential: S3 keys may hold one.
-	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket/data@v1.json", llm.Alpaca)).Output("pvc://o/x")).Objects()
+	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(datasets.InstructionData("s3", "s3://bucket/data@v1.json", datasets.Alpaca)).Output("pvc://o/x")).Objects()
 	assert.NotContains(t, fmt.Sprint(err), "without credentials")
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/internal/fuzzcorpus"
@@ -37,14 +38,14 @@ var (
 	fuzzSources = []string{"pvc://datasets/a.json", "hf://org/ds", "modelscope://org/ds", "s3://bucket/key.json", "s3://bucket", "pvc://only", "", "ftp://x", "bad source"}
 	fuzzNames   = []string{"a", "b", "", "with space", "a,b", "support"}
 	fuzzStrings = []string{"", "qwen", "cosine", "linear", "zigzag", "wandb", "tensorboard", "none", "sigmoid", "orpo", "simpo", "q_proj", "a,b", "all"}
-	fuzzFormats = []llm.Format{llm.Alpaca, llm.ShareGPT, "csv", ""}
-	fuzzKinds   = []llm.Kind{llm.Instructions, llm.Preferences, llm.KTOLabels, "other"}
+	fuzzFormats = []datasets.Format{datasets.Alpaca, datasets.ShareGPT, "csv", ""}
+	fuzzKinds   = []datasets.Kind{datasets.Instructions, datasets.Preferences, datasets.KTOLabels, "other"}
 	fuzzPrec    = []train.Precision{train.BF16, train.FP16, train.FP32, "int3"}
 	fuzzOutputs = []string{"pvc://models/out", "pvc://models", "hf://org/x", "", "pvc://m/o"}
 )
 
-func dataset(p *program) llm.Dataset {
-	return llm.Dataset{Name: pick(p, fuzzNames), Source: pick(p, fuzzSources), Format: pick(p, fuzzFormats), Kind: pick(p, fuzzKinds),
+func dataset(p *program) datasets.Dataset {
+	return datasets.Dataset{Name: pick(p, fuzzNames), Source: pick(p, fuzzSources), Format: pick(p, fuzzFormats), Kind: pick(p, fuzzKinds),
 		Samples: pick(p, fuzzInts), Columns: map[string]string{pick(p, []string{"prompt", "bogus", "chosen"}): pick(p, fuzzNames)}}
 }
 

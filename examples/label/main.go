@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
@@ -139,7 +140,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if queue := label.UncertaintyQueue(listed, 1); len(queue) == 1 {
 		fmt.Fprintf(out, "most uncertain: %q\n", queue[0].Text("prompt"))
 	}
-	pairs, err := label.PreferencePairs(exported, llm.ShareGPT, label.PairFields{})
+	pairs, err := label.PreferencePairs(exported, datasets.ShareGPT, label.PairFields{})
 	if err != nil {
 		return err
 	}
