@@ -28,7 +28,6 @@ type Export struct {
 	trustRemote             bool
 	output                  string
 	shardGB                 int
-	autoImage               string
 	problems                field.ErrorList
 }
 
@@ -117,11 +116,11 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 	if p, ok := e.job.Profile(); ok && p.Accelerated() && e.job.GPUCount() > 0 {
 		cfg.ExportDevice = "auto"
 	}
-	e.autoImage = pickImage(e.job, e.autoImage)
-	objs, jobErr := e.job.Objects()
-	if jobErr != nil {
-		errs = append(errs, field.Invalid(field.NewPath("job"), e.job.Name(), jobErr.Error()))
-	}
+	// The image default goes on a copy: Objects leaves the builder as it was.
+	job := *e.job
+	defaultImage(&job)
+	objs, jobErr := job.Objects()
+	errs = append(errs, nestedErrors(field.NewPath("job"), jobErr)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -134,12 +133,12 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 		ObjectMeta: e.job.ObjectMeta(e.job.Name() + "-llamafactory"),
 		Data:       map[string]string{ExportKey: string(data)},
 	}
-	job := objs[0].(*kubeflowv1.PyTorchJob)
+	pytorchJob := objs[0].(*kubeflowv1.PyTorchJob)
 	volumes, mounts := configAndClaims(cm.Name, claims)
-	if errs := addToReplicas(job, volumes, mounts, env); len(errs) > 0 {
+	if errs := addToReplicas(pytorchJob, volumes, mounts, env); len(errs) > 0 {
 		return nil, errs
 	}
-	return []client.Object{cm, job}, nil
+	return []client.Object{cm, pytorchJob}, nil
 }
 
 // Objects validates the export and returns its ConfigMap and PyTorchJob;

@@ -123,8 +123,7 @@ type FineTune struct {
 	rewardFull           bool
 	ppoEpochs            int
 
-	autoImage string
-	problems  field.ErrorList
+	problems field.ErrorList
 }
 
 func newFineTune(stage Stage, name, model string) *FineTune {

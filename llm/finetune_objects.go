@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -11,6 +12,7 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -54,8 +56,8 @@ func (f *FineTune) deepSpeed() train.DeepSpeedConfig {
 // deepspeed extras (docker/docker-cuda/Dockerfile,
 // docker/docker-npu/Dockerfile): no bitsandbytes, no s3fs. An image the
 // caller sets is theirs to vouch for.
-func (f *FineTune) imageProblems() field.ErrorList {
-	if image := f.job.ImageName(); image != DefaultImage && image != DefaultAscendImage {
+func (f *FineTune) imageProblems(image string) field.ErrorList {
+	if image != DefaultImage && image != DefaultAscendImage {
 		return nil
 	}
 	const set = ": set an image that has it with Job().Image"
@@ -88,13 +90,16 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 		return nil, field.ErrorList{field.Required(field.NewPath("llm.FineTune"), "is nil or zero: create it with llm.SFT, RewardModel, DPO, KTO, ORPO, SimPO or PPO")}
 	}
 	r, errs := f.render()
-	f.autoImage = pickImage(f.job, f.autoImage)
-	errs = append(errs, f.imageProblems()...)
-	f.job.Config(f.deepSpeed())
-	objs, jobErr := f.job.Objects()
-	if jobErr != nil {
-		errs = append(errs, field.Invalid(field.NewPath("job"), f.job.Name(), jobErr.Error()))
-	}
+	// The image default and the DeepSpeed configuration go on a copy of
+	// the job: Objects leaves the caller's builder as it was, so a second
+	// call, or a profile set after the first, renders from the settings
+	// alone.
+	job := *f.job
+	image := defaultImage(&job)
+	errs = append(errs, f.imageProblems(image)...)
+	job.Config(f.deepSpeed())
+	objs, jobErr := job.Objects()
+	errs = append(errs, nestedErrors(field.NewPath("job"), jobErr)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -111,20 +116,20 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 		ObjectMeta: f.job.ObjectMeta(f.configMapName()),
 		Data:       map[string]string{ConfigKey: string(trainYAML), DatasetsKey: string(infoJSON)},
 	}
-	var job *kubeflowv1.PyTorchJob
+	var pytorchJob *kubeflowv1.PyTorchJob
 	for _, o := range objs {
 		if j, ok := o.(*kubeflowv1.PyTorchJob); ok {
-			job = j
+			pytorchJob = j
 		}
 	}
-	if job.Spec.ElasticPolicy != nil {
+	if pytorchJob.Spec.ElasticPolicy != nil {
 		// Without a Master the operator sets no PET_NODE_RANK, and
 		// LLaMA-Factory's launcher goes elastic only from RDZV_ID,
 		// MIN_NNODES and MAX_NNODES, which cube does not render.
 		return nil, field.ErrorList{field.Forbidden(field.NewPath("job", "spec", "elasticPolicy"), "LLaMA-Factory runs are not elastic here: use Nodes, not Elastic")}
 	}
 	volumes, mounts := configAndClaims(cm.Name, r.claims)
-	errs = append(errs, addToReplicas(job, volumes, mounts, r.env)...)
+	errs = append(errs, addToReplicas(pytorchJob, volumes, mounts, r.env)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -199,12 +204,12 @@ type imageSetter[T any] interface {
 	Image(string) *T
 }
 
-// pickImage gives a job LLaMA-Factory's image for its profile unless the
-// caller set one (an image other than last, the one picked before), and
-// returns the image it picked.
-func pickImage[T any](job imageSetter[T], last string) string {
-	if current := job.ImageName(); current != "" && current != last {
-		return last
+// defaultImage gives job, a copy of the caller's job that is about to be
+// rendered, LLaMA-Factory's image for its profile unless the caller set
+// one, and returns the image it runs.
+func defaultImage[T any](job imageSetter[T]) string {
+	if image := job.ImageName(); image != "" {
+		return image
 	}
 	image := DefaultImage
 	if p, ok := job.Profile(); ok && p.Vendor == hardware.Huawei {
@@ -212,6 +217,36 @@ func pickImage[T any](job imageSetter[T], last string) string {
 	}
 	job.Image(image)
 	return image
+}
+
+// nestedErrors returns the problems an inner builder's Objects reported
+// (a field.ErrorList's aggregate), each under p with its own field path,
+// so that a fine-tune's job problem reads job.spec.pytorchReplicaSpecs…
+// rather than one string. An error that is not a list of field errors is
+// reported whole under p.
+func nestedErrors(p *field.Path, err error) field.ErrorList {
+	if err == nil {
+		return nil
+	}
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		return field.ErrorList{field.InternalError(p, err)}
+	}
+	var out field.ErrorList
+	for _, e := range agg.Errors() {
+		var fe *field.Error
+		if !errors.As(e, &fe) {
+			out = append(out, field.InternalError(p, e))
+			continue
+		}
+		placed := *fe
+		placed.Field = p.String()
+		if fe.Field != "" && fe.Field != "<nil>" {
+			placed.Field += "." + fe.Field
+		}
+		out = append(out, &placed)
+	}
+	return out
 }
 
 // Objects validates the fine-tune and returns the ConfigMap with

@@ -227,7 +227,7 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 		{"reward server and full", ownImage(llm.PPO("x", qwen, rewardServer).FullRewardModel().AddDataset(alpaca).Output("pvc://o/x")), []string{"reward_model_type"}},
 		{"reward server not ppo", llm.SFT("x", qwen).RewardServer(rewardServer).AddDataset(alpaca).Output("pvc://o/x"), []string{"reward_model"}},
 		{"adapter on full", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").FullTuning().ResumeFrom("pvc://m/a"), []string{"adapter_name_or_path"}},
-		{"zero offload", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").OffloadParams(), []string{"job"}},
+		{"zero offload", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").OffloadParams(), []string{"job.deepspeedConfig.zero_optimization.offload_param"}},
 		{"elastic", func() *llm.FineTune {
 			f := llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x")
 			f.Job().Elastic(1, 2)
@@ -237,7 +237,7 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 			f := llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x")
 			f.Job().GPUs(-1)
 			return f
-		}(), []string{"job"}},
+		}(), []string{"job.gpus"}},
 		// Issue 26: what LLaMA-Factory v0.9.5 refuses or misreads inside
 		// the pod is refused here.
 		{"eval dataset and split", llm.SFT("x", qwen).AddDataset(alpaca).AddEvalDataset(sharegpt).ValidationSplit(0.1).Output("pvc://o/x"),
@@ -484,5 +484,33 @@ func TestRewardServerPasswordIsNotShown(t *testing.T) {
 		require.Error(t, err, server)
 		assert.Contains(t, err.Error(), "reward_model: Invalid value: \"http://xxxxx@support-rm:", server)
 		assert.NotContains(t, err.Error(), "s3cret", server)
+	}
+}
+
+// TestInnerJobProblemsKeepTheirPaths checks that a problem of the job a
+// fine-tune, a merge or an RL run renders is reported with the job's own
+// field path under "job", not flattened into one string.
+func TestInnerJobProblemsKeepTheirPaths(t *testing.T) {
+	ft := llm.SFT("x", "Qwen/Qwen2.5-7B-Instruct").AddDataset(datasets.InstructionData("d", "pvc://d/d.json", datasets.Alpaca)).Output("pvc://o/x")
+	ft.Job().Image("bad image")
+	merge := ft.Merge("m", "pvc://o/merged")
+	merge.Job().Image("bad image")
+	rl := grpo("r")
+	rl.Job().Image("bad image")
+	for name, objects := range map[string]func() ([]client.Object, error){
+		"FineTune": ft.Objects, "Export": merge.Objects, "RL": rl.Objects,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := objects()
+			require.Error(t, err)
+			var image []string
+			for _, f := range fields(t, err) {
+				if strings.HasPrefix(f, "job.") && strings.HasSuffix(f, ".containers[0].image") {
+					image = append(image, f)
+				}
+			}
+			assert.NotEmpty(t, image, "no job.….containers[0].image among %v", fields(t, err))
+			assert.NotContains(t, fields(t, err), "job")
+		})
 	}
 }

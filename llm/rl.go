@@ -110,8 +110,7 @@ type RL struct {
 
 	facts, criticFacts, rewardFacts *models.Model
 
-	autoImage string
-	problems  field.ErrorList
+	problems field.ErrorList
 }
 
 const verlEntrypoint = "python3 -m verl.trainer.main_ppo"

@@ -343,26 +343,27 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 		return nil, field.ErrorList{field.Required(field.NewPath("llm.RL"), "is nil or zero: create it with llm.GRPO or llm.VerlPPO")}
 	}
 	errs := slices.Clone(r.problems)
-	profile, _ := r.job.Profile()
+	// The image default goes on a copy of the job: Objects leaves the
+	// caller's builder as it was.
+	job := *r.job
+	profile, _ := job.Profile()
 	ascend := profile.Vendor == hardware.Huawei
-	if current := r.job.ImageName(); current == "" || current == r.autoImage {
+	if job.ImageName() == "" {
 		if ascend {
-			r.job.Image("")
-			r.autoImage = ""
 			errs = append(errs, field.Required(field.NewPath("image"), "verl publishes no Ascend image: set one built from its docker/ascend Dockerfiles"))
 		} else {
 			// The images hold one engine each (docker/Dockerfile.stable.*).
-			r.autoImage = DefaultVerlImage
+			image := DefaultVerlImage
 			if r.engine == "sglang" {
-				r.autoImage = DefaultVerlSGLangImage
+				image = DefaultVerlSGLangImage
 			}
-			r.job.Image(r.autoImage)
+			job.Image(image)
 		}
 	}
-	objs, jobErr := r.job.Objects()
+	objs, jobErr := job.Objects()
 	if jobErr != nil {
-		errs = append(errs, field.Invalid(field.NewPath("job"), r.job.Name(), jobErr.Error()))
-		_, _, oErrs := r.overrides(1, max(r.job.GPUCount(), 1), ascend)
+		errs = append(errs, nestedErrors(field.NewPath("job"), jobErr)...)
+		_, _, oErrs := r.overrides(1, max(job.GPUCount(), 1), ascend)
 		return nil, append(errs, oErrs...)
 	}
 	ray := objs[0].(*rayv1.RayJob)
@@ -381,7 +382,7 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 	if !profile.Accelerated() {
 		errs = append(errs, field.Required(field.NewPath("job", "on"), "verl trains on accelerators: set On with a GPU or NPU profile"))
 	}
-	ovs, claims, oErrs := r.overrides(nodes, r.job.GPUCount(), ascend)
+	ovs, claims, oErrs := r.overrides(nodes, job.GPUCount(), ascend)
 	errs = append(errs, oErrs...)
 	if len(errs) > 0 {
 		return nil, errs
