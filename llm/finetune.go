@@ -336,10 +336,10 @@ func (f *FineTune) Batch(perDevice, accumulation int) *FineTune {
 // LearningRate sets the peak learning rate.
 func (f *FineTune) LearningRate(lr float64) *FineTune { return f.set(func() { f.learningRate = lr }) }
 
-// Scheduler sets the learning-rate schedule (lr_scheduler_type: linear,
+// LRScheduler sets the learning-rate schedule (lr_scheduler_type: linear,
 // cosine, cosine_with_restarts, polynomial, constant,
 // constant_with_warmup, inverse_sqrt).
-func (f *FineTune) Scheduler(name string) *FineTune { return f.set(func() { f.scheduler = name }) }
+func (f *FineTune) LRScheduler(name string) *FineTune { return f.set(func() { f.scheduler = name }) }
 
 // Epochs sets the training epochs (num_train_epochs); MaxSteps overrides.
 func (f *FineTune) Epochs(n float64) *FineTune { return f.set(func() { f.epochs = n }) }

@@ -212,7 +212,7 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 			[]string{"lora.lora_rank", "lora.lora_dropout", "lora.lora_target[0]"}},
 		{"qlora bits", ownImage(llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").QLoRA(3, llm.Adapter{Rank: 8})), []string{"quantization_bit"}},
 		{"training numbers", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").Batch(0, 0).LearningRate(0).Epochs(-1).
-			Scheduler("zigzag").GradientClipping(-1).CutoffLength(0).Precision("int3"),
+			LRScheduler("zigzag").GradientClipping(-1).CutoffLength(0).Precision("int3"),
 			[]string{"cutoff_len", "per_device_train_batch_size", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
 				"num_train_epochs", "max_grad_norm", "precision"}},
 		{"wrong dataset kind", llm.DPO("x", qwen).AddDataset(alpaca).Output("pvc://o/x"), []string{"dataset[0].kind"}},

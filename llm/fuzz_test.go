@@ -89,7 +89,7 @@ var methods = []func(f *llm.FineTune, p *program){
 	func(f *llm.FineTune, p *program) { f.LearningRate(pick(p, fuzzFloats)) },
 	func(f *llm.FineTune, p *program) { f.Epochs(pick(p, fuzzFloats)) },
 	func(f *llm.FineTune, p *program) { f.MaxSteps(pick(p, fuzzInts)) },
-	func(f *llm.FineTune, p *program) { f.Scheduler(pick(p, fuzzStrings)) },
+	func(f *llm.FineTune, p *program) { f.LRScheduler(pick(p, fuzzStrings)) },
 	func(f *llm.FineTune, p *program) { f.Precision(pick(p, fuzzPrec)) },
 	func(f *llm.FineTune, p *program) { f.ZeRO(pick(p, fuzzInts)) },
 	func(f *llm.FineTune, p *program) { f.OffloadOptimizer() },
@@ -305,7 +305,7 @@ func FuzzRL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := runRL(data)
 		// The planner never panics on what the builder holds.
-		_, _ = llm.PlanRL(r, hardware.H100, llm.Tokens(1000), llm.AllowOffload())
+		_, _ = llm.PlanRL(r, hardware.H100, llm.Tokens(1000), llm.AllowOffload)
 		objs, err := r.Objects()
 		if err != nil {
 			var agg utilerrors.Aggregate

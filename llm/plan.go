@@ -37,14 +37,14 @@ var ErrDoesNotFit = errors.New("fine-tune does not fit")
 // layout tried, misses a device's memory.
 type FitError struct {
 	Model, Accelerator string
-	Devices            int
+	Accelerators       int
 	NeedBytes          int64
 	DeviceBytes        int64
 }
 
 func (e *FitError) Error() string {
 	return fmt.Sprintf("%s needs %s per device at best (on %d × %s), which have %s: short by %s",
-		e.Model, gib(e.NeedBytes), e.Devices, e.Accelerator, gib(e.DeviceBytes), gib(e.NeedBytes-e.DeviceBytes))
+		e.Model, gib(e.NeedBytes), e.Accelerators, e.Accelerator, gib(e.DeviceBytes), gib(e.NeedBytes-e.DeviceBytes))
 }
 
 // Unwrap lets errors.Is(err, ErrDoesNotFit) match.
@@ -52,8 +52,28 @@ func (e *FitError) Unwrap() error { return ErrDoesNotFit }
 
 func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
 
-// PlanOption changes how Plan plans.
-type PlanOption func(*planOptions)
+// PlanOption changes how Plan, Check, Cheapest and PlanRL plan: the
+// values Tokens, MFU, Prices, MaxNodes, RolloutShare, Overhead and
+// AttentionMaps return, and AllowOffload.
+type PlanOption interface{ applyToPlan(*planOptions) }
+
+// planOptionFunc is an option with a value, checked when it is applied.
+type planOptionFunc func(*planOptions)
+
+func (f planOptionFunc) applyToPlan(o *planOptions) { f(o) }
+
+// planFlag is an option without a value.
+type planFlag int
+
+// AllowOffload lets the planner offload optimizer state (and, at ZeRO-3,
+// parameters) to CPU memory when nothing fits without.
+const AllowOffload planFlag = 1
+
+func (f planFlag) applyToPlan(o *planOptions) {
+	if f == AllowOffload {
+		o.offload = true
+	}
+}
 
 type planOptions struct {
 	tokens        int64
@@ -72,7 +92,7 @@ func newPlanOptions(opts []PlanOption) planOptions {
 	o := planOptions{mfu: DefaultMFU, maxNodes: DefaultMaxNodes, rolloutShare: DefaultRolloutShare, overhead: DefaultOverheadBytes}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			opt.applyToPlan(&o)
 		}
 	}
 	return o
@@ -82,28 +102,28 @@ func newPlanOptions(opts []PlanOption) planOptions {
 // mean length); Plan multiplies it by the epochs. Without it Plan sizes
 // memory only and reports no time or cost.
 func Tokens(n int64) PlanOption {
-	return func(o *planOptions) {
+	return planOptionFunc(func(o *planOptions) {
 		if n < 0 {
 			o.problems = append(o.problems, fmt.Errorf("tokens: %d must not be negative", n))
 		}
 		o.tokens = n
-	}
+	})
 }
 
 // MFU sets the model FLOPs utilisation the time is estimated at (0, 1].
 func MFU(f float64) PlanOption {
-	return func(o *planOptions) {
+	return planOptionFunc(func(o *planOptions) {
 		if !(f > 0 && f <= 1) {
 			o.problems = append(o.problems, fmt.Errorf("mfu: %v must be in (0, 1]", f))
 		}
 		o.mfu = f
-	}
+	})
 }
 
 // Prices is the price of one device-hour by hardware profile name
 // (hardware.Profile.Name), in the caller's currency.
 func Prices(perDeviceHour map[string]float64) PlanOption {
-	return func(o *planOptions) {
+	return planOptionFunc(func(o *planOptions) {
 		o.prices = make(map[string]float64, len(perDeviceHour))
 		for k, v := range perDeviceHour {
 			if !(v >= 0 && finite(v)) {
@@ -111,43 +131,39 @@ func Prices(perDeviceHour map[string]float64) PlanOption {
 			}
 			o.prices[k] = v
 		}
-	}
+	})
 }
 
 // MaxNodes caps the nodes the planner tries (default 16).
 func MaxNodes(n int) PlanOption {
-	return func(o *planOptions) {
+	return planOptionFunc(func(o *planOptions) {
 		if n < 1 {
 			o.problems = append(o.problems, fmt.Errorf("max nodes: %d must be at least 1", n))
 		}
 		o.maxNodes = n
-	}
+	})
 }
-
-// AllowOffload lets the planner offload optimizer state (and, at ZeRO-3,
-// parameters) to CPU memory when nothing fits without.
-func AllowOffload() PlanOption { return func(o *planOptions) { o.offload = true } }
 
 // RolloutShare sets the share of a PPO run's time spent on rollouts, in
 // [0, 1).
 func RolloutShare(f float64) PlanOption {
-	return func(o *planOptions) {
+	return planOptionFunc(func(o *planOptions) {
 		if !(f >= 0 && f < 1) {
 			o.problems = append(o.problems, fmt.Errorf("rollout share: %v must be in [0, 1)", f))
 		}
 		o.rolloutShare = f
-	}
+	})
 }
 
 // Overhead sets the per-device memory outside model states and
 // activations (default 2 GiB).
 func Overhead(bytes int64) PlanOption {
-	return func(o *planOptions) {
+	return planOptionFunc(func(o *planOptions) {
 		if bytes < 0 {
 			o.problems = append(o.problems, fmt.Errorf("overhead: %d must not be negative", bytes))
 		}
 		o.overhead = bytes
-	}
+	})
 }
 
 // AttentionMaps counts the attention score and softmax activations
@@ -156,7 +172,9 @@ func Overhead(bytes int64) PlanOption {
 // "auto" leaves transformers' choice in place
 // (model/model_utils/attention.py at v0.9.5), which is PyTorch's SDPA for
 // these models, and SDPA's fused kernels do not keep the score matrix.
-func AttentionMaps(on bool) PlanOption { return func(o *planOptions) { o.attentionMaps = on } }
+func AttentionMaps(on bool) PlanOption {
+	return planOptionFunc(func(o *planOptions) { o.attentionMaps = on })
+}
 
 // TrainingPlan is how a fine-tune is laid out on an accelerator, what
 // each device holds, and how long and how much it takes. Plan makes one.
@@ -165,8 +183,8 @@ type TrainingPlan struct {
 	Stage              Stage
 	Method             Method
 
-	// Devices is the accelerator count; Nodes × DevicesPerNode.
-	Devices, Nodes, DevicesPerNode int
+	// Accelerators is the accelerator count; Nodes × AcceleratorsPerNode.
+	Accelerators, Nodes, AcceleratorsPerNode int
 	// ZeROStage and the offloads are the DeepSpeed settings that fit.
 	ZeROStage                       int
 	OffloadOptimizer, OffloadParams bool
@@ -210,7 +228,7 @@ type TrainingPlan struct {
 	PeakTFLOPS, MFU float64
 	// RolloutShare is the assumed share of time spent on PPO rollouts.
 	RolloutShare float64
-	// Hours is wall-clock time; DeviceHours Hours × Devices; Cost
+	// Hours is wall-clock time; DeviceHours Hours × Accelerators; Cost
 	// DeviceHours × the price (0 when the caller gave none for the profile).
 	Hours, DeviceHours, Cost float64
 	// PricePerDeviceHour is the price used; HasPrice whether there was one.
@@ -286,15 +304,15 @@ func Plan(f *FineTune, acc hardware.Profile, opts ...PlanOption) (TrainingPlan, 
 			}
 		}
 	}
-	return TrainingPlan{}, &FitError{Model: p.m.Name, Accelerator: acc.Name, Devices: smallest.Devices,
+	return TrainingPlan{}, &FitError{Model: p.m.Name, Accelerator: acc.Name, Accelerators: smallest.Accelerators,
 		NeedBytes: smallest.NeedBytesPerDevice, DeviceBytes: smallest.DeviceBytes}
 }
 
 // Layout is a layout of a fine-tune the caller pins, to ask Check about
-// it: Devices accelerators in all (up to one node's, or whole nodes),
+// it: Accelerators in all (up to one node's, or whole nodes),
 // the DeepSpeed ZeRO stage and its offloads.
 type Layout struct {
-	Devices, ZeROStage              int
+	Accelerators, ZeROStage         int
 	OffloadOptimizer, OffloadParams bool
 }
 
@@ -314,12 +332,12 @@ func Check(f *FineTune, acc hardware.Profile, l Layout, opts ...PlanOption) (Tra
 		problems = append(problems, err)
 	}
 	switch {
-	case l.Devices < 1:
-		problems = append(problems, fmt.Errorf("layout: devices %d must be at least 1", l.Devices))
-	case acc.MaxPerNode >= 1 && l.Devices > acc.MaxPerNode && l.Devices%acc.MaxPerNode != 0:
-		problems = append(problems, fmt.Errorf("layout: %d devices are neither part of one node nor whole nodes of %d × %s", l.Devices, acc.MaxPerNode, acc.Name))
-	case err == nil && acc.MaxPerNode >= 1 && l.Devices > p.o.maxNodes*acc.MaxPerNode:
-		problems = append(problems, fmt.Errorf("layout: %d devices need more than MaxNodes %d nodes", l.Devices, p.o.maxNodes))
+	case l.Accelerators < 1:
+		problems = append(problems, fmt.Errorf("layout: devices %d must be at least 1", l.Accelerators))
+	case acc.MaxPerNode >= 1 && l.Accelerators > acc.MaxPerNode && l.Accelerators%acc.MaxPerNode != 0:
+		problems = append(problems, fmt.Errorf("layout: %d devices are neither part of one node nor whole nodes of %d × %s", l.Accelerators, acc.MaxPerNode, acc.Name))
+	case err == nil && acc.MaxPerNode >= 1 && l.Accelerators > p.o.maxNodes*acc.MaxPerNode:
+		problems = append(problems, fmt.Errorf("layout: %d devices need more than MaxNodes %d nodes", l.Accelerators, p.o.maxNodes))
 	}
 	if l.ZeROStage < 0 || l.ZeROStage > 3 {
 		problems = append(problems, fmt.Errorf("layout: ZeRO stage %d must be 0 to 3", l.ZeROStage))
@@ -336,7 +354,7 @@ func Check(f *FineTune, acc hardware.Profile, l Layout, opts ...PlanOption) (Tra
 	if len(problems) > 0 {
 		return TrainingPlan{}, errors.Join(problems...)
 	}
-	plan := p.size(l.Devices, zeroLayout{stage: l.ZeROStage, offloadOptimizer: l.OffloadOptimizer, offloadParams: l.OffloadParams})
+	plan := p.size(l.Accelerators, zeroLayout{stage: l.ZeROStage, offloadOptimizer: l.OffloadOptimizer, offloadParams: l.OffloadParams})
 	p.estimate(&plan)
 	return plan, nil
 }
@@ -344,7 +362,7 @@ func Check(f *FineTune, acc hardware.Profile, l Layout, opts ...PlanOption) (Tra
 // Apply sets the plan's layout on the fine-tune: the profile, the
 // accelerators per pod, the pod count, the ZeRO stage and the offloads.
 func (p TrainingPlan) Apply(f *FineTune, acc hardware.Profile) *FineTune {
-	f.Job().On(acc).GPUs(p.DevicesPerNode).Nodes(p.Nodes)
+	f.Job().On(acc).GPUs(p.AcceleratorsPerNode).Nodes(p.Nodes)
 	f.ZeRO(p.ZeROStage)
 	if f != nil {
 		f.offloadOptimizer, f.offloadParams = p.OffloadOptimizer, p.OffloadParams
@@ -355,7 +373,7 @@ func (p TrainingPlan) Apply(f *FineTune, acc hardware.Profile) *FineTune {
 // String explains every figure of the plan, one a line.
 func (p TrainingPlan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s of %s on %d × %s (%d node(s) × %d), DeepSpeed ZeRO-%d", p.Stage, p.Method, p.Model, p.Devices, p.Accelerator, p.Nodes, p.DevicesPerNode, p.ZeROStage)
+	fmt.Fprintf(&b, "%s %s of %s on %d × %s (%d node(s) × %d), DeepSpeed ZeRO-%d", p.Stage, p.Method, p.Model, p.Accelerators, p.Accelerator, p.Nodes, p.AcceleratorsPerNode, p.ZeROStage)
 	if p.OffloadOptimizer {
 		b.WriteString(", optimizer offloaded to CPU")
 	}
@@ -384,7 +402,7 @@ func (p TrainingPlan) String() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "  compute: %d × active parameters × %d tokens = %.3g FLOPs\n", p.FLOPsPerToken, p.TrainingTokens, p.FLOPs)
-	fmt.Fprintf(&b, "  time: FLOPs / (%d × %.1f TFLOPS × MFU %.2f)", p.Devices, p.PeakTFLOPS, p.MFU)
+	fmt.Fprintf(&b, "  time: FLOPs / (%d × %.1f TFLOPS × MFU %.2f)", p.Accelerators, p.PeakTFLOPS, p.MFU)
 	if p.RolloutShare > 0 {
 		fmt.Fprintf(&b, " / (1 − rollout share %.2f)", p.RolloutShare)
 	}

@@ -285,7 +285,7 @@ func (p planner) size(n int, z zeroLayout) TrainingPlan {
 	}
 	plan := TrainingPlan{
 		Model: p.m.Name, Accelerator: p.acc.Name, Stage: p.f.stage, Method: p.f.method,
-		Devices: n, Nodes: nodes, DevicesPerNode: perNode,
+		Accelerators: n, Nodes: nodes, AcceleratorsPerNode: perNode,
 		ZeROStage: z.stage, OffloadOptimizer: z.offloadOptimizer, OffloadParams: z.offloadParams,
 		Parameters: p.m.Parameters, TrainableParameters: psi,
 		FrozenBytesPerDevice: frozen, ModelStateBytesPerDevice: gpu, CPUBytesPerNode: cpu,
@@ -333,10 +333,10 @@ func (p planner) estimate(plan *TrainingPlan) {
 		active = p.m.Parameters
 	}
 	plan.FLOPs = float64(plan.FLOPsPerToken) * float64(active) * float64(plan.TrainingTokens)
-	seconds := plan.FLOPs / (float64(plan.Devices) * plan.PeakTFLOPS * 1e12 * plan.MFU)
+	seconds := plan.FLOPs / (float64(plan.Accelerators) * plan.PeakTFLOPS * 1e12 * plan.MFU)
 	seconds /= 1 - plan.RolloutShare
 	plan.Hours = seconds / 3600
-	plan.DeviceHours = plan.Hours * float64(plan.Devices)
+	plan.DeviceHours = plan.Hours * float64(plan.Accelerators)
 	plan.Cost = plan.DeviceHours * plan.PricePerDeviceHour
 }
 
