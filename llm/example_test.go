@@ -8,6 +8,7 @@ import (
 	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func ExampleSFT() {
@@ -17,11 +18,12 @@ func ExampleSFT() {
 		Epochs(2).
 		Output("pvc://models/support-bot")
 	sft.Job().On(hardware.H100).GPUs(8)
-	cfg, err := sft.Config()
+	objs, err := sft.Objects()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	cfg := objs[0].(*corev1.ConfigMap).Data[llm.ConfigKey] // train.yaml
 	fmt.Print(cfg)
 	// Output:
 	// bf16: true
@@ -122,11 +124,12 @@ func ExampleFineTune_RewardServer() {
 		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 		Output("pvc://models/support-ppo")
 	ppo.Job().Image(image)
-	cfg, err := ppo.Config()
+	objs, err := ppo.Objects()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	cfg := objs[0].(*corev1.ConfigMap).Data[llm.ConfigKey] // train.yaml
 	for _, line := range strings.Split(cfg, "\n") {
 		if strings.HasPrefix(line, "reward_model") || strings.HasPrefix(line, "stage") {
 			fmt.Println(line)

@@ -473,11 +473,3 @@ func (f *FineTune) RewardServer(url string) *FineTune {
 
 // PPOEpochs sets the optimisation epochs per PPO batch (ppo_epochs).
 func (f *FineTune) PPOEpochs(n int) *FineTune { return f.set(func() { f.ppoEpochs = n }) }
-
-// Stage returns the LLaMA-Factory stage.
-func (f *FineTune) Stage() Stage {
-	if f == nil {
-		return ""
-	}
-	return f.stage
-}

@@ -259,12 +259,3 @@ func (f *FineTune) Objects() ([]client.Object, error) {
 	}
 	return objs, nil
 }
-
-// Config returns the train.yaml the fine-tune renders, or every problem.
-func (f *FineTune) Config() (string, error) {
-	objs, err := f.Objects()
-	if err != nil {
-		return "", err
-	}
-	return objs[0].(*corev1.ConfigMap).Data[ConfigKey], nil
-}

@@ -287,7 +287,6 @@ func TestNilAndZeroFineTunes(t *testing.T) {
 		// Chained calls on them do not panic.
 		f.Job().On(hardware.H100).GPUs(8)
 		assert.NotNil(t, f.Serve("x"))
-		_ = f.String()
 	}
 	var errs field.ErrorList
 	assert.Empty(t, errs)
@@ -387,7 +386,7 @@ var omegaConfFloat = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[e
 
 func TestFloatsReadAsFloatsByOmegaConf(t *testing.T) {
 	f := builders[0].build("floats").LearningRate(5e-6).GradientClipping(0.5)
-	cfg, err := f.Config()
+	cfg, err := trainYAML(f)
 	require.NoError(t, err)
 	for _, line := range strings.Split(cfg, "\n") {
 		k, v, _ := strings.Cut(line, ": ")
@@ -407,13 +406,13 @@ func TestRewardServerURLs(t *testing.T) {
 		return ownImage(llm.PPO("x", qwen, "pvc://m/rm").RewardServer(url).AddDataset(alpaca).Output("pvc://o/x"))
 	}
 	for _, ok := range []string{rewardServer, "https://rm.example.com/score/evaluation"} {
-		cfg, err := build(ok).Config()
+		cfg, err := trainYAML(build(ok))
 		require.NoError(t, err, ok)
 		assert.Contains(t, cfg, "reward_model: "+ok+"\nreward_model_type: api\n")
 	}
 	// PPO takes the URL in place of a reward model too, and a LoRA policy
 	// does not need a LoRA reward model then.
-	cfg, err := ownImage(llm.PPO("x", qwen, rewardServer).AddDataset(alpaca).Output("pvc://o/x")).Config()
+	cfg, err := trainYAML(ownImage(llm.PPO("x", qwen, rewardServer).AddDataset(alpaca).Output("pvc://o/x")))
 	require.NoError(t, err)
 	assert.Contains(t, cfg, "reward_model_type: api")
 
@@ -513,4 +512,13 @@ func TestInnerJobProblemsKeepTheirPaths(t *testing.T) {
 			assert.NotContains(t, fields(t, err), "job")
 		})
 	}
+}
+
+// trainYAML is the train.yaml a fine-tune renders, or every problem.
+func trainYAML(f *llm.FineTune) (string, error) {
+	objs, err := f.Objects()
+	if err != nil {
+		return "", err
+	}
+	return objs[0].(*corev1.ConfigMap).Data[llm.ConfigKey], nil
 }

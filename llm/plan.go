@@ -444,7 +444,7 @@ func Cheapest(f *FineTune, profiles []hardware.Profile, opts ...PlanOption) (Tra
 		}
 	}
 	if !found {
-		return TrainingPlan{}, fmt.Errorf("no profile can run %s: %w", f, errors.Join(reasons...))
+		return TrainingPlan{}, fmt.Errorf("no profile can run %s: %w", f.describe(), errors.Join(reasons...))
 	}
 	return best, nil
 }
