@@ -28,6 +28,9 @@ const BackendKind = "labelbackend"
 // BackendFromEnv) as a Deployment and its Service, which Label Studio
 // reaches at BackendURL. The model it asks is set with Model; its API key
 // and basic-auth password come from Secrets.
+//
+// Its settings are its own methods and every pod setting of the embedded
+// pod.Builder (resources, placement, extra env, security).
 type MLBackendServer struct {
 	pod.Builder[MLBackendServer]
 

@@ -67,8 +67,8 @@ const (
 // POSTGRE_NAME, POSTGRE_USER, POSTGRE_PASSWORD (DATABASES_ALL in
 // label_studio/core/settings/base.py).
 //
-// Pod settings (image, resources, placement, extra env) come from the
-// embedded pod.Builder.
+// Its settings are its own methods and every pod setting of the embedded
+// pod.Builder (image, resources, placement, extra env).
 type StudioServer struct {
 	pod.Builder[StudioServer]
 
