@@ -601,7 +601,7 @@ func (f connectOptionFunc) applyConnect(r *mlBackendRequest) { f(r) }
 
 // BackendBasicAuth makes Label Studio call the ML backend with HTTP basic
 // auth (auth_method BASIC_AUTH), as a Backend made with BasicAuth, or an
-// MLBackend given BasicAuthFromSecret, requires. The password is sent to
+// MLBackend given BasicAuth, requires. The password is sent to
 // Label Studio only, never printed.
 func BackendBasicAuth(user, password string) ConnectOption {
 	return connectOptionFunc(func(r *mlBackendRequest) {

@@ -58,7 +58,7 @@ func ExampleParseConfig() {
 func ExampleStudio() {
 	studio := label.Studio("labels").Namespace("team-nlp").
 		Admin("labels-admin", "email", "password").
-		APIToken("labels-admin", "token").
+		Token("labels-admin", "token").
 		ExternalDatabase("labels-rds")
 	d, err := studio.Build()
 	if err != nil {
@@ -91,7 +91,7 @@ func ExampleStudio_errors() {
 	// Output:
 	// [admin.username: Required value: a Secret and key are required
 	// admin.password: Required value: a Secret and key are required
-	// apiToken: Required value: a Secret and key are required]
+	// token: Required value: a Secret and key are required]
 }
 
 func ExampleMLBackend() {

@@ -53,7 +53,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// 1. The deployment: Label Studio with a bundled PostgreSQL, every
 	// credential from Secrets.
 	studio := label.Studio("labels").Namespace("team-nlp").
-		Admin("labels-admin", "email", "password").APIToken("labels-admin", "token").
+		Admin("labels-admin", "email", "password").Token("labels-admin", "token").
 		Postgres("labels-db", "password", "20Gi", "")
 	var yaml strings.Builder
 	if err := cube.Render(&yaml, studio); err != nil {
