@@ -61,7 +61,7 @@ func BenchmarkObjects(b *testing.B) {
 	})
 	job := train.DeepSpeed("bench").Image(llm.DefaultImage).Command(llm.LaunchCommand("train", llm.ConfigFile)...).
 		Config(train.DeepSpeedConfig{ZeROStage: 2, MicroBatchPerGPU: 1, GradientAccumulation: 8, Precision: train.BF16, GradientClipping: 1})
-	job.On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).CPU("96").Memory("1600Gi").Nodes(2)
+	job.On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand()).CPU("96").Memory("1600Gi").Nodes(2)
 	b.Run("baseline", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -80,7 +80,7 @@ func BenchmarkObjects(b *testing.B) {
 func BenchmarkPlanRL(b *testing.B) {
 	big := llm.GRPO("bench", "Qwen/Qwen2.5-72B-Instruct").TrainFiles("pvc://d/t.parquet").ValFiles("pvc://d/v.parquet").RewardFunction("pvc://d/r.py", "f").
 		Output("pvc://m/o").Rollout("vllm", 8, 0.5).Batch(256, 128, 4)
-	big.Job().WorkerGroup("gpu", 4).On(hardware.H100).GPUs(8)
+	big.Job().WorkerGroup("gpu", 4).On(hardware.H100).Accelerators(8)
 	for name, r := range map[string]*llm.RL{"grpo-7b": grpo("bench"), "grpo-72b": big} {
 		b.Run(name+"/cube", func(b *testing.B) {
 			b.ReportAllocs()
@@ -115,7 +115,7 @@ func BenchmarkRLObjects(b *testing.B) {
 		}
 	})
 	job := train.Ray("bench").Entrypoint("python3 -m verl.trainer.main_ppo").Image(llm.DefaultVerlImage)
-	job.WorkerGroup("gpu", 2).On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand())
+	job.WorkerGroup("gpu", 2).On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand())
 	b.Run("baseline", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

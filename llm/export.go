@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -113,12 +114,12 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 	if e.shardGB < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("export_size"), e.shardGB, "must be at least 1"))
 	}
-	if p, ok := e.job.Profile(); ok && p.Accelerated() && e.job.GPUCount() > 0 {
+	if p, ok := podspec.Of(&e.job.Handle).Profile(); ok && p.Accelerated() && podspec.Of(&e.job.Handle).GPUCount() > 0 {
 		cfg.ExportDevice = "auto"
 	}
 	// The image default goes on a copy: Objects leaves the builder as it was.
 	job := *e.job
-	defaultImage(&job)
+	defaultImage(podspec.Of(&job.Handle))
 	objs, jobErr := job.Objects()
 	errs = append(errs, nestedErrors(field.NewPath("job"), jobErr)...)
 	if len(errs) > 0 {
@@ -130,7 +131,7 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: e.job.ObjectMeta(e.job.Name() + "-llamafactory"),
+		ObjectMeta: podspec.Of(&e.job.Handle).ObjectMeta(podspec.Of(&e.job.Handle).Name() + "-llamafactory"),
 		Data:       map[string]string{ExportKey: string(data)},
 	}
 	pytorchJob := objs[0].(*kubeflowv1.PyTorchJob)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -408,7 +409,7 @@ func (f *FineTune) WandB(secret, key string) *FineTune {
 		return nil
 	}
 	f.reportTo = "wandb"
-	f.Job().EnvFromSecret("WANDB_API_KEY", secret, key)
+	f.Job().EnvFromSecret("WANDB_API_KEY", pod.SecretKeyRef{Name: secret, Key: key})
 	return f
 }
 
@@ -419,7 +420,7 @@ func (f *FineTune) HFToken(secret, key string) *FineTune {
 	if f == nil {
 		return nil
 	}
-	f.Job().EnvFromSecret("HF_TOKEN", secret, key)
+	f.Job().EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: secret, Key: key})
 	return f
 }
 

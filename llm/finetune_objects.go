@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -83,7 +84,7 @@ func (f *FineTune) imageProblems(image string) field.ErrorList {
 }
 
 // configMapName names the ConfigMap with train.yaml and dataset_info.json.
-func (f *FineTune) configMapName() string { return f.job.Name() + "-llamafactory" }
+func (f *FineTune) configMapName() string { return podspec.Of(&f.job.Handle).Name() + "-llamafactory" }
 
 func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 	if f == nil || f.job == nil {
@@ -95,7 +96,7 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 	// call, or a profile set after the first, renders from the settings
 	// alone.
 	job := *f.job
-	image := defaultImage(&job)
+	image := defaultImage(podspec.Of(&job.Handle))
 	errs = append(errs, f.imageProblems(image)...)
 	job.Config(f.deepSpeed())
 	objs, jobErr := job.Objects()
@@ -113,7 +114,7 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: f.job.ObjectMeta(f.configMapName()),
+		ObjectMeta: podspec.Of(&f.job.Handle).ObjectMeta(f.configMapName()),
 		Data:       map[string]string{ConfigKey: string(trainYAML), DatasetsKey: string(infoJSON)},
 	}
 	var pytorchJob *kubeflowv1.PyTorchJob
@@ -197,17 +198,10 @@ func addToTemplates(templates []*corev1.PodTemplateSpec, paths []*field.Path, vo
 	return errs
 }
 
-// imageSetter is the image part of a pod builder.
-type imageSetter[T any] interface {
-	ImageName() string
-	Profile() (hardware.Profile, bool)
-	Image(string) *T
-}
-
 // defaultImage gives job, a copy of the caller's job that is about to be
 // rendered, LLaMA-Factory's image for its profile unless the caller set
 // one, and returns the image it runs.
-func defaultImage[T any](job imageSetter[T]) string {
+func defaultImage[T any](job *podspec.Builder[T]) string {
 	if image := job.ImageName(); image != "" {
 		return image
 	}

@@ -19,11 +19,11 @@ import (
 func TestObjectsLeavesTheBuilderAsItWas(t *testing.T) {
 	data := datasets.InstructionData("d", "pvc://data/d.json", datasets.Alpaca)
 	ft := SFT("ft", "Qwen/Qwen2.5-7B-Instruct").AddDataset(data).Output("pvc://out/ft").ZeRO(2).Batch(2, 4)
-	ft.Job().On(hardware.H100).GPUs(8)
+	ft.Job().On(hardware.H100).Accelerators(8)
 	merge := ft.Merge("merge", "pvc://out/merged")
 	rl := GRPO("rl", "Qwen/Qwen2.5-7B-Instruct").TrainFiles("pvc://data/train.parquet").ValFiles("pvc://data/val.parquet").
 		RewardFunction("pvc://code/reward.py", "score").Output("pvc://out/rl")
-	rl.Job().On(hardware.H100).GPUs(8).WorkerGroup("gpu", 1)
+	rl.Job().On(hardware.H100).Accelerators(8).WorkerGroup("gpu", 1)
 
 	for name, b := range map[string]struct {
 		objects func() ([]client.Object, error)

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -321,7 +322,7 @@ func (r *RL) WandB(secret, key string) *RL {
 		return nil
 	}
 	r.logger = []string{"console", "wandb"}
-	r.Job().EnvFromSecret("WANDB_API_KEY", secret, key)
+	r.Job().EnvFromSecret("WANDB_API_KEY", pod.SecretKeyRef{Name: secret, Key: key})
 	return r
 }
 
@@ -330,6 +331,6 @@ func (r *RL) HFToken(secret, key string) *RL {
 	if r == nil {
 		return nil
 	}
-	r.Job().EnvFromSecret("HF_TOKEN", secret, key)
+	r.Job().EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: secret, Key: key})
 	return r
 }

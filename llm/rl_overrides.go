@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/serve"
 )
@@ -257,7 +258,7 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	}
 	add("trainer.logger", hydraList(r.logger))
 	add("trainer.project_name", "cube")
-	add("trainer.experiment_name", r.job.Name())
+	add("trainer.experiment_name", podspec.Of(&r.job.Handle).Name())
 	return out, claims, errs
 }
 
@@ -346,9 +347,10 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 	// The image default goes on a copy of the job: Objects leaves the
 	// caller's builder as it was.
 	job := *r.job
-	profile, _ := job.Profile()
+	settings := podspec.Of(&job.Handle)
+	profile, _ := settings.Profile()
 	ascend := profile.Vendor == hardware.Huawei
-	if job.ImageName() == "" {
+	if settings.ImageName() == "" {
 		if ascend {
 			errs = append(errs, field.Required(field.NewPath("image"), "verl publishes no Ascend image: set one built from its docker/ascend Dockerfiles"))
 		} else {
@@ -363,7 +365,7 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 	objs, jobErr := job.Objects()
 	if jobErr != nil {
 		errs = append(errs, nestedErrors(field.NewPath("job"), jobErr)...)
-		_, _, oErrs := r.overrides(1, max(job.GPUCount(), 1), ascend)
+		_, _, oErrs := r.overrides(1, max(settings.GPUCount(), 1), ascend)
 		return nil, append(errs, oErrs...)
 	}
 	ray := objs[0].(*rayv1.RayJob)
@@ -382,7 +384,7 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 	if !profile.Accelerated() {
 		errs = append(errs, field.Required(field.NewPath("job", "on"), "verl trains on accelerators: set On with a GPU or NPU profile"))
 	}
-	ovs, claims, oErrs := r.overrides(nodes, job.GPUCount(), ascend)
+	ovs, claims, oErrs := r.overrides(nodes, settings.GPUCount(), ascend)
 	errs = append(errs, oErrs...)
 	if len(errs) > 0 {
 		return nil, errs

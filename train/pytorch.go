@@ -9,6 +9,8 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // torchJob is the PyTorchJob core that PyTorch, DeepSpeed and ColossalAI
@@ -119,7 +121,7 @@ func (t *torchJob[T]) Torchrun(script string, args ...string) *T {
 }
 
 // nprocPerNode is the process count per pod.
-func (t *torchJob[T]) nprocPerNode() int { return perPod(t.nproc, t.GPUCount()) }
+func (t *torchJob[T]) nprocPerNode() int { return perPod(t.nproc, podspec.Of(&t.Handle).GPUCount()) }
 
 const pytorchSpecs = "pytorchReplicaSpecs"
 
