@@ -13,6 +13,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/llm"
@@ -130,7 +131,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"llm sft", "support-bot", func() cube.Workload {
 			sft := llm.SFT("support-bot", "Qwen/Qwen2.5-7B-Instruct").
-				AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+				AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 				LoRA(llm.Adapter{Rank: 16, Alpha: 32}).Output("pvc://models/support-bot")
 			sft.Job().Namespace(ns).On(hardware.H100).Accelerators(8)
 			return sft
@@ -152,15 +153,15 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		// loses the data claim first, and Wait reports whichever of the
 		// two lost claims comes first in apply order once it has seen them.
 		{"label studio", "labels", func() cube.Workload {
-			return label.Studio("labels").Namespace(ns).Admin("labels-admin", "email", "password").APIToken("labels-token", "token").Storage("20Gi", "")
+			return label.Studio("labels").Namespace(ns).Admin("labels-admin", "email", "password").Token("labels-token", "token").Storage("20Gi", "")
 		}, cube.Ready, cube.Ready, `^failed: PersistentVolumeClaim team-a/labels-data Failed \(Lost\)$`, ""},
 		{"label studio with postgres", "labels-pg", func() cube.Workload {
-			return label.Studio("labels-pg").Namespace(ns).Admin("labels-admin", "email", "password").APIToken("labels-token", "token").
+			return label.Studio("labels-pg").Namespace(ns).Admin("labels-admin", "email", "password").Token("labels-token", "token").
 				Postgres("labels-db", "password", "10Gi", "")
 		}, cube.Ready, cube.Ready, `^failed: PersistentVolumeClaim team-a/labels-pg-(data|postgres) Failed \(Lost\)$`, ""},
 		{"label ml backend", "judge", func() cube.Workload {
 			return label.MLBackend("judge", "registry.local/label-backend:1").Namespace(ns).
-				Model("http://qwen-chat:8000/v1", "qwen").APIKeyFromSecret("qwen", "key").ModelVersion("qwen@1")
+				Model("http://qwen-chat:8000/v1", "qwen").APIKey("qwen", "key").ModelVersion("qwen@1")
 		}, cube.Ready, cube.Ready, "", ""},
 		{"serve canary split", "chat-split", func() cube.Workload {
 			return serve.Canary("chat-split",

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/internal/urlcheck"
+	"github.com/cubestudio/cube/retry"
 )
 
 // Client calls Label Studio's REST API (1.13.1). It authenticates with a
@@ -33,14 +34,13 @@ import (
 // Paths are spelled as label_studio's urls.py files write them, trailing
 // slash included.
 // Calls that fail transiently (429, 502, 503, 504, or a broken connection
-// on an idempotent call) are retried with backoff. A Client is safe for
-// concurrent use.
+// on an idempotent call) are retried by the client's retry.Policy (Retry).
+// A Client is safe for concurrent use.
 type Client struct {
 	base     *url.URL
 	token    string
 	http     *http.Client
-	retries  int
-	backoff  time.Duration
+	retry    retry.Policy
 	pageSize int
 }
 
@@ -52,8 +52,7 @@ type clientOptions struct {
 	tokenSet        bool
 	http            *http.Client
 	httpSet         bool
-	retries         int
-	backoff         time.Duration
+	retry           retry.Policy
 	pageSize        int
 }
 
@@ -77,10 +76,16 @@ func HTTPClient(c *http.Client) ClientOption {
 	return clientOptionFunc(func(o *clientOptions) { o.http, o.httpSet = c, true })
 }
 
-// Retry sets how many times a transient failure is retried (default 3)
-// and the first backoff, doubled each time up to a minute (default 200ms).
-func Retry(n int, backoff time.Duration) ClientOption {
-	return clientOptionFunc(func(o *clientOptions) { o.retries, o.backoff = n, backoff })
+// DefaultRetry is how a client retries a transient failure unless Retry
+// says otherwise: 3 more attempts, 200ms before the first, the wait
+// doubled each time up to a minute.
+func DefaultRetry() retry.Policy {
+	return retry.Policy{Limit: 3, Backoff: 200 * time.Millisecond, Factor: 2, MaxBackoff: time.Minute}
+}
+
+// Retry replaces how a transient failure is retried (DefaultRetry).
+func Retry(p retry.Policy) ClientOption {
+	return clientOptionFunc(func(o *clientOptions) { o.retry = p })
 }
 
 // PageSize sets how many items each page of a list call asks for
@@ -92,7 +97,7 @@ func PageSize(n int) ClientOption {
 // NewClient returns a client of the Label Studio at baseURL
 // ("http://studio:8080"). A token is required.
 func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
-	o := clientOptions{retries: 3, backoff: 200 * time.Millisecond, pageSize: 100}
+	o := clientOptions{retry: DefaultRetry(), pageSize: 100}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.applyClient(&o)
@@ -117,11 +122,8 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	if o.httpSet && o.http == nil {
 		errs = append(errs, field.Required(field.NewPath("httpClient"), ""))
 	}
-	if o.retries < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("retry"), o.retries, "must not be negative"))
-	}
-	if o.backoff < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("backoff"), o.backoff.String(), "must not be negative"))
+	for _, pr := range o.retry.Problems() {
+		errs = append(errs, field.Invalid(field.NewPath("retry", pr.Field), pr.Value, pr.Detail))
 	}
 	if o.pageSize < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("pageSize"), o.pageSize, "must be positive"))
@@ -134,7 +136,7 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 		hc = o.http
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
-	return &Client{base: u, token: token, http: hc, retries: o.retries, backoff: o.backoff, pageSize: o.pageSize}, nil
+	return &Client{base: u, token: token, http: hc, retry: o.retry, pageSize: o.pageSize}, nil
 }
 
 // String describes the client without its token.
@@ -202,8 +204,7 @@ func (c *Client) do(ctx context.Context, call, method, path string, query url.Va
 	u.Path += path
 	u.RawQuery = query.Encode()
 	idempotent := method != http.MethodPost
-	backoff := c.backoff
-	for attempt := 0; ; attempt++ {
+	err := retry.Do(ctx, c.retry, isTransient, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 		if err != nil {
 			return fmt.Errorf("label studio %s: %w", call, err)
@@ -214,59 +215,58 @@ func (c *Client) do(ctx context.Context, call, method, path string, query url.Va
 			req.Header.Set("Content-Type", "application/json")
 		}
 		resp, err := c.http.Do(req)
-		retry := false
-		var apiErr *APIError
-		if err == nil {
-			data, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-			resp.Body.Close()
-			switch {
-			case readErr != nil:
-				err, retry = readErr, idempotent
-			case resp.StatusCode >= 300:
-				apiErr = newAPIError(call, method, path, resp.StatusCode, data)
-				switch resp.StatusCode {
-				case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-					retry = true
-				case http.StatusBadGateway, http.StatusGatewayTimeout:
-					retry = idempotent
-				}
-			case out != nil && len(data) > 0:
-				if err := json.Unmarshal(data, out); err != nil {
-					return fmt.Errorf("label studio %s: %s %s: decode answer: %w", call, method, path, err)
-				}
-				return nil
-			default:
-				return nil
+		if err != nil {
+			err = fmt.Errorf("label studio %s: %s %s: %w", call, method, path, err)
+			if idempotent && ctx.Err() == nil {
+				return transient{err}
 			}
-		} else {
-			retry = idempotent && ctx.Err() == nil
+			return err
 		}
-		if !retry || attempt >= c.retries {
-			if apiErr != nil {
-				return apiErr
+		data, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		resp.Body.Close()
+		switch {
+		case readErr != nil:
+			err := fmt.Errorf("label studio %s: %s %s: %w", call, method, path, readErr)
+			if idempotent {
+				return transient{err}
 			}
-			return fmt.Errorf("label studio %s: %s %s: %w", call, method, path, err)
+			return err
+		case resp.StatusCode >= 300:
+			apiErr := newAPIError(call, method, path, resp.StatusCode, data)
+			switch resp.StatusCode {
+			case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+				return transient{apiErr}
+			case http.StatusBadGateway, http.StatusGatewayTimeout:
+				if idempotent {
+					return transient{apiErr}
+				}
+			}
+			return apiErr
+		case out != nil && len(data) > 0:
+			if err := json.Unmarshal(data, out); err != nil {
+				return fmt.Errorf("label studio %s: %s %s: decode answer: %w", call, method, path, err)
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("label studio %s: %w", call, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff = nextBackoff(backoff)
+		return nil
+	})
+	if t, ok := err.(transient); ok {
+		// Retries ran out: the caller sees the last failure itself.
+		return t.err
 	}
+	return err
 }
 
-// maxBackoff is where the doubling of the wait between retries stops.
-const maxBackoff = time.Minute
+// transient marks a failure worth another attempt: 429 and 503 always,
+// 502, 504, a broken connection or a cut answer only for a call that may
+// run twice (every method but POST).
+type transient struct{ err error }
 
-// nextBackoff doubles a wait up to maxBackoff (a wait already longer, as
-// given, stays): doubling without a bound overflows after 35 doublings of
-// 200ms into a negative wait, and the retries would then come at once.
-func nextBackoff(d time.Duration) time.Duration {
-	if d > maxBackoff/2 {
-		return max(d, maxBackoff)
-	}
-	return d * 2
+func (t transient) Error() string { return t.err.Error() }
+func (t transient) Unwrap() error { return t.err }
+
+func isTransient(err error) bool {
+	_, ok := err.(transient)
+	return ok
 }
 
 func newAPIError(call, method, path string, status int, data []byte) *APIError {
@@ -601,7 +601,7 @@ func (f connectOptionFunc) applyConnect(r *mlBackendRequest) { f(r) }
 
 // BackendBasicAuth makes Label Studio call the ML backend with HTTP basic
 // auth (auth_method BASIC_AUTH), as a Backend made with BasicAuth, or an
-// MLBackend given BasicAuthFromSecret, requires. The password is sent to
+// MLBackend given BasicAuth, requires. The password is sent to
 // Label Studio only, never printed.
 func BackendBasicAuth(user, password string) ConnectOption {
 	return connectOptionFunc(func(r *mlBackendRequest) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
+	"github.com/cubestudio/cube/retry"
 )
 
 const token = "test-token"
@@ -27,7 +28,7 @@ func newClient(t *testing.T, opts ...label.ClientOption) (*label.Client, *labelt
 	t.Helper()
 	srv := labeltest.NewServer(token)
 	t.Cleanup(srv.Close)
-	c, err := label.NewClient(srv.URL, append([]label.ClientOption{label.Token(token), label.Retry(3, time.Millisecond)}, opts...)...)
+	c, err := label.NewClient(srv.URL, append([]label.ClientOption{label.Token(token), label.Retry(retry.Policy{Limit: 3, Backoff: time.Millisecond, Factor: 2})}, opts...)...)
 	require.NoError(t, err)
 	return c, srv
 }
@@ -241,7 +242,7 @@ func TestClientRetriesAndAuth(t *testing.T) {
 		_, _ = w.Write([]byte("<html>bad gateway</html>"))
 	}))
 	t.Cleanup(gw.Close)
-	gc, err := label.NewClient(gw.URL, label.Token(token), label.Retry(3, time.Millisecond))
+	gc, err := label.NewClient(gw.URL, label.Token(token), label.Retry(retry.Policy{Limit: 3, Backoff: time.Millisecond, Factor: 2}))
 	require.NoError(t, err)
 	_, err = gc.CreateProject(t.Context(), "xyz", "", label.TextClassification("a"))
 	assert.EqualError(t, err, "label studio create project: POST /api/projects/: 502 Bad Gateway: <html>bad gateway</html>")
@@ -252,8 +253,8 @@ func TestClientRetriesAndAuth(t *testing.T) {
 }
 
 func TestNewClientErrors(t *testing.T) {
-	_, err := label.NewClient("", label.Retry(-1, -time.Second), label.PageSize(0), label.HTTPClient(nil))
-	for _, want := range []string{"baseURL: Required value", "token: Required value", "retry: Invalid value: -1", "backoff: Invalid value", "pageSize: Invalid value: 0", "httpClient: Required value"} {
+	_, err := label.NewClient("", label.Retry(retry.Policy{Limit: -1, Backoff: -time.Second}), label.PageSize(0), label.HTTPClient(nil))
+	for _, want := range []string{"baseURL: Required value", "token: Required value", "retry.limit: Invalid value: \"-1\"", "retry.backoff: Invalid value", "pageSize: Invalid value: 0", "httpClient: Required value"} {
 		assert.ErrorContains(t, err, want)
 	}
 	_, err = label.NewClient("http://u:secret@studio", label.TokenFromEnv("LABEL_TEST_UNSET_TOKEN"))

@@ -40,7 +40,7 @@ func loadContract(t *testing.T, name string) *contract.Contract {
 // examples build.
 func studioCases() map[string]*label.StudioServer {
 	base := func() *label.StudioServer {
-		return label.Studio("labels").Admin("ls-admin", "email", "password").APIToken("ls-admin", "token")
+		return label.Studio("labels").Admin("ls-admin", "email", "password").Token("ls-admin", "token")
 	}
 	return map[string]*label.StudioServer{
 		"sqlite":           base(),
@@ -329,9 +329,9 @@ func mlBackendCases() map[string]*label.MLBackendServer {
 	}
 	return map[string]*label.MLBackendServer{
 		"plain":      base(),
-		"basic auth": base().BasicAuthFromSecret("backend-auth", "user", "password"),
-		"everything": base().APIKeyFromSecret("model-key", "key").EmbeddingModel("http://bge.team-a.svc:8080/v1", "bge").
-			ModelVersion("v2").Replicas(2).BasicAuthFromSecret("backend-auth", "user", "password"),
+		"basic auth": base().BasicAuth("backend-auth", "user", "password"),
+		"everything": base().APIKey("model-key", "key").EmbeddingModel("http://bge.team-a.svc:8080/v1", "bge").
+			ModelVersion("v2").Replicas(2).BasicAuth("backend-auth", "user", "password"),
 	}
 }
 

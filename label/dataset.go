@@ -10,15 +10,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/datasets"
 )
 
 // The records of the datasets llm trains on, in the shapes
 // LLaMA-Factory's data/README.md (v0.9.5) gives and llm's dataset_info.json
-// entries name (llm.Dataset.render): Alpaca's instruction, input, output,
-// system, chosen, rejected; ShareGPT's conversations of {from, value}
+// entries name (llm renders a datasets.Dataset): Alpaca's instruction,
+// input, output, system, chosen, rejected; ShareGPT's conversations of {from, value}
 // (from: human, gpt) with chosen and rejected messages; and the boolean
-// "label" column of KTO data (kto_tag → "label" in llm.KTOData).
+// "label" column of KTO data (kto_tag → "label" in datasets.KTOData).
 
 // AlpacaRecord is one Alpaca record.
 type AlpacaRecord struct {
@@ -57,8 +57,8 @@ type ShareGPTRecord struct {
 // of one format (Alpaca or ShareGPT), what they teach, and the tasks left
 // out with the reason.
 type Records struct {
-	Format   llm.Format
-	Kind     llm.Kind
+	Format   datasets.Format
+	Kind     datasets.Kind
 	Alpaca   []AlpacaRecord
 	ShareGPT []ShareGPTRecord
 	// Skipped maps a task id to why it gave no record.
@@ -85,7 +85,7 @@ func (r *Records) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	var v any = r.Alpaca
-	if r.Format == llm.ShareGPT {
+	if r.Format == datasets.ShareGPT {
 		v = r.ShareGPT
 	}
 	if r.Len() == 0 {
@@ -98,26 +98,26 @@ func (r *Records) WriteJSON(w io.Writer) error {
 }
 
 // Dataset names the records for llm once they are written to source
-// (pvc://claim/path/file.json, s3://…): an llm.InstructionData,
+// (pvc://claim/path/file.json, s3://…): a datasets.InstructionData,
 // PreferenceData or KTOData of the records' format.
-func (r *Records) Dataset(name, source string) llm.Dataset {
+func (r *Records) Dataset(name, source string) datasets.Dataset {
 	if r == nil {
 		// No format and no kind: llm refuses it, naming both, when the
 		// fine-tune is built.
-		return llm.Dataset{Name: name, Source: source}
+		return datasets.Dataset{Name: name, Source: source}
 	}
 	switch r.Kind {
-	case llm.Preferences:
-		return llm.PreferenceData(name, source, r.Format)
-	case llm.KTOLabels:
-		return llm.KTOData(name, source, r.Format)
+	case datasets.Preferences:
+		return datasets.PreferenceData(name, source, r.Format)
+	case datasets.KTOLabels:
+		return datasets.KTOData(name, source, r.Format)
 	}
-	return llm.InstructionData(name, source, r.Format)
+	return datasets.InstructionData(name, source, r.Format)
 }
 
-func newRecords(f llm.Format, k llm.Kind) (*Records, error) {
-	if f != llm.Alpaca && f != llm.ShareGPT {
-		return nil, fmt.Errorf("export %s: format %q: must be llm.Alpaca or llm.ShareGPT", k, f)
+func newRecords(f datasets.Format, k datasets.Kind) (*Records, error) {
+	if f != datasets.Alpaca && f != datasets.ShareGPT {
+		return nil, fmt.Errorf("export %s: format %q: must be datasets.Alpaca or datasets.ShareGPT", k, f)
 	}
 	return &Records{Format: f, Kind: k, Skipped: map[int]string{}}, nil
 }
@@ -193,7 +193,7 @@ func (f ResponseFields) read(t Task) (verdict, string) {
 }
 
 func (r *Records) add(system string, v verdict, output string, label *bool) {
-	if r.Format == llm.Alpaca {
+	if r.Format == datasets.Alpaca {
 		r.Alpaca = append(r.Alpaca, AlpacaRecord{Instruction: v.prompt, Input: v.input, Output: output, System: system, Label: label})
 		return
 	}
@@ -208,13 +208,13 @@ func (r *Records) add(system string, v verdict, output string, label *bool) {
 // SFT exports instruction data from accepted annotations: the
 // annotator's correction when there is one, otherwise the model's
 // response if it was rated MinRating or more.
-func SFT(tasks []Task, format llm.Format, fields ResponseFields) (*Records, error) {
-	r, err := newRecords(format, llm.Instructions)
+func SFT(tasks []Task, format datasets.Format, fields ResponseFields) (*Records, error) {
+	r, err := newRecords(format, datasets.Instructions)
 	if err != nil {
 		return nil, err
 	}
 	if err := fields.validate(); err != nil {
-		return nil, fmt.Errorf("export %s: %w", llm.Instructions, err)
+		return nil, fmt.Errorf("export %s: %w", datasets.Instructions, err)
 	}
 	f := fields.withDefaults()
 	for _, t := range tasks {
@@ -236,13 +236,13 @@ func SFT(tasks []Task, format llm.Format, fields ResponseFields) (*Records, erro
 // KTO exports KTO labels: each rated response is desirable when rated
 // MinRating or more and undesirable otherwise; an annotator's correction
 // is one more desirable response.
-func KTO(tasks []Task, format llm.Format, fields ResponseFields) (*Records, error) {
-	r, err := newRecords(format, llm.KTOLabels)
+func KTO(tasks []Task, format datasets.Format, fields ResponseFields) (*Records, error) {
+	r, err := newRecords(format, datasets.KTOLabels)
 	if err != nil {
 		return nil, err
 	}
 	if err := fields.validate(); err != nil {
-		return nil, fmt.Errorf("export %s: %w", llm.KTOLabels, err)
+		return nil, fmt.Errorf("export %s: %w", datasets.KTOLabels, err)
 	}
 	f := fields.withDefaults()
 	for _, t := range tasks {
@@ -277,8 +277,8 @@ type PairFields struct {
 
 // PreferencePairs exports chosen/rejected pairs from the accepted
 // Pairwise annotations: the selected answer ("left" is LeftKey) is chosen.
-func PreferencePairs(tasks []Task, format llm.Format, fields PairFields) (*Records, error) {
-	r, err := newRecords(format, llm.Preferences)
+func PreferencePairs(tasks []Task, format datasets.Format, fields PairFields) (*Records, error) {
+	r, err := newRecords(format, datasets.Preferences)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +312,7 @@ func PreferencePairs(tasks []Task, format llm.Format, fields PairFields) (*Recor
 			r.Skipped[t.ID] = fmt.Sprintf("selected %q, not left or right", res.Value.Selected)
 			continue
 		}
-		if r.Format == llm.Alpaca {
+		if r.Format == datasets.Alpaca {
 			r.Alpaca = append(r.Alpaca, AlpacaRecord{Instruction: prompt, System: f.System, Chosen: chosen, Rejected: rejected})
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/llm"
 )
@@ -35,7 +36,7 @@ func written(t *testing.T, r *label.Records) string {
 
 func TestPreferencePairs(t *testing.T) {
 	tasks := []label.Task{pairTask(1, "left"), pairTask(2, "right"), pairTask(3, "tie"), {ID: 4, Data: map[string]any{"prompt": "x"}}}
-	sg, err := label.PreferencePairs(tasks, llm.ShareGPT, label.PairFields{})
+	sg, err := label.PreferencePairs(tasks, datasets.ShareGPT, label.PairFields{})
 	require.NoError(t, err)
 	assert.JSONEq(t, `[
 	  {"conversations": [{"from": "human", "value": "2+2?"}], "chosen": {"from": "gpt", "value": "4"}, "rejected": {"from": "gpt", "value": "5"}},
@@ -43,17 +44,17 @@ func TestPreferencePairs(t *testing.T) {
 	]`, written(t, sg))
 	assert.Equal(t, map[int]string{3: `selected "tie", not left or right`, 4: "no accepted annotation"}, sg.Skipped)
 
-	al, err := label.PreferencePairs(tasks[:1], llm.Alpaca, label.PairFields{System: "be right"})
+	al, err := label.PreferencePairs(tasks[:1], datasets.Alpaca, label.PairFields{System: "be right"})
 	require.NoError(t, err)
 	assert.JSONEq(t, `[{"instruction": "2+2?", "input": "", "chosen": "4", "rejected": "5", "system": "be right"}]`, written(t, al))
 
 	_, err = label.PreferencePairs(tasks, "csv", label.PairFields{})
-	assert.ErrorContains(t, err, `format "csv": must be llm.Alpaca or llm.ShareGPT`)
+	assert.ErrorContains(t, err, `format "csv": must be datasets.Alpaca or datasets.ShareGPT`)
 }
 
 func TestSFTAndKTO(t *testing.T) {
 	tasks := []label.Task{ratedTask(1, 5, ""), ratedTask(2, 2, "Hi there!"), ratedTask(3, 1, ""), {ID: 4}}
-	sft, err := label.SFT(tasks, llm.Alpaca, label.ResponseFields{})
+	sft, err := label.SFT(tasks, datasets.Alpaca, label.ResponseFields{})
 	require.NoError(t, err)
 	assert.JSONEq(t, `[
 	  {"instruction": "Say hi", "input": "", "output": "hello"},
@@ -61,11 +62,11 @@ func TestSFTAndKTO(t *testing.T) {
 	]`, written(t, sft))
 	assert.Equal(t, "rated 1 (below 4) without a correction", sft.Skipped[3])
 
-	sg, err := label.SFT(tasks[:1], llm.ShareGPT, label.ResponseFields{System: "sys"})
+	sg, err := label.SFT(tasks[:1], datasets.ShareGPT, label.ResponseFields{System: "sys"})
 	require.NoError(t, err)
 	assert.JSONEq(t, `[{"conversations": [{"from": "human", "value": "Say hi"}, {"from": "gpt", "value": "hello"}], "system": "sys"}]`, written(t, sg))
 
-	kto, err := label.KTO(tasks, llm.ShareGPT, label.ResponseFields{})
+	kto, err := label.KTO(tasks, datasets.ShareGPT, label.ResponseFields{})
 	require.NoError(t, err)
 	assert.JSONEq(t, `[
 	  {"conversations": [{"from": "human", "value": "Say hi"}, {"from": "gpt", "value": "hello"}], "label": true},
@@ -74,7 +75,7 @@ func TestSFTAndKTO(t *testing.T) {
 	  {"conversations": [{"from": "human", "value": "Say hi"}, {"from": "gpt", "value": "hello"}], "label": false}
 	]`, written(t, kto))
 
-	empty, err := label.SFT(nil, llm.Alpaca, label.ResponseFields{})
+	empty, err := label.SFT(nil, datasets.Alpaca, label.ResponseFields{})
 	require.NoError(t, err)
 	assert.Equal(t, "[]\n", written(t, empty))
 	var nilRecords *label.Records
@@ -84,11 +85,11 @@ func TestSFTAndKTO(t *testing.T) {
 // The records carry every column the dataset_info.json entry llm renders
 // for them names: what LLaMA-Factory reads is there.
 func TestRecordsMatchWhatLLMReads(t *testing.T) {
-	pairs, err := label.PreferencePairs([]label.Task{pairTask(1, "left")}, llm.ShareGPT, label.PairFields{})
+	pairs, err := label.PreferencePairs([]label.Task{pairTask(1, "left")}, datasets.ShareGPT, label.PairFields{})
 	require.NoError(t, err)
-	kto, err := label.KTO([]label.Task{ratedTask(1, 5, "")}, llm.Alpaca, label.ResponseFields{})
+	kto, err := label.KTO([]label.Task{ratedTask(1, 5, "")}, datasets.Alpaca, label.ResponseFields{})
 	require.NoError(t, err)
-	sft, err := label.SFT([]label.Task{ratedTask(1, 5, "")}, llm.ShareGPT, label.ResponseFields{})
+	sft, err := label.SFT([]label.Task{ratedTask(1, 5, "")}, datasets.ShareGPT, label.ResponseFields{})
 	require.NoError(t, err)
 	for name, tc := range map[string]struct {
 		records *label.Records

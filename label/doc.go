@@ -76,5 +76,5 @@
 //	project, err := client.CreateProject(ctx, "answers", "which answer is better", cfg)
 //	...
 //	tasks, err := client.Export(ctx, project.ID)
-//	pairs, err := label.PreferencePairs(tasks, llm.ShareGPT)
+//	pairs, err := label.PreferencePairs(tasks, datasets.ShareGPT)
 package label

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
-	"github.com/cubestudio/cube/llm"
 )
 
 func ExampleConfig() {
@@ -58,7 +58,7 @@ func ExampleParseConfig() {
 func ExampleStudio() {
 	studio := label.Studio("labels").Namespace("team-nlp").
 		Admin("labels-admin", "email", "password").
-		APIToken("labels-admin", "token").
+		Token("labels-admin", "token").
 		ExternalDatabase("labels-rds")
 	d, err := studio.Build()
 	if err != nil {
@@ -91,7 +91,7 @@ func ExampleStudio_errors() {
 	// Output:
 	// [admin.username: Required value: a Secret and key are required
 	// admin.password: Required value: a Secret and key are required
-	// apiToken: Required value: a Secret and key are required]
+	// token: Required value: a Secret and key are required]
 }
 
 func ExampleMLBackend() {
@@ -164,7 +164,7 @@ func ExamplePreferencePairs() {
 		Annotations: []label.Annotation{{Result: []label.Result{{FromName: "preference", ToName: "answer_a", Type: "pairwise",
 			Value: label.Value{Selected: "left"}}}}},
 	}}
-	pairs, err := label.PreferencePairs(tasks, llm.Alpaca, label.PairFields{})
+	pairs, err := label.PreferencePairs(tasks, datasets.Alpaca, label.PairFields{})
 	if err != nil {
 		fmt.Println(err)
 		return

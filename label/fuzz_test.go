@@ -68,7 +68,7 @@ func FuzzConfigBuilder(f *testing.F) {
 type studioInput struct{ name, secret, key, tokenKey, size, host, db, dbKey string }
 
 func (in studioInput) studio() *label.StudioServer {
-	s := label.Studio(in.name).Admin(in.secret, in.key, in.key).APIToken(in.secret, in.tokenKey).Storage(in.size, "").Host(in.host)
+	s := label.Studio(in.name).Admin(in.secret, in.key, in.key).Token(in.secret, in.tokenKey).Storage(in.size, "").Host(in.host)
 	if in.db != "" {
 		s.Postgres(in.db, in.dbKey, in.size, "")
 	}
@@ -172,7 +172,7 @@ func FuzzURLCredentials(f *testing.F) {
 		var errs []error
 		_, err = label.NewClient(u, label.Token("t"))
 		errs = append(errs, err)
-		_, err = label.Studio("labels").Admin("admin", "email", "pw").APIToken("admin", "token").Host(u).Objects()
+		_, err = label.Studio("labels").Admin("admin", "email", "pw").Token("admin", "token").Host(u).Objects()
 		errs = append(errs, err)
 		_, err = label.MLBackend("b", "img").Model(u, "m").Objects()
 		errs = append(errs, err)

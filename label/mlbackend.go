@@ -29,6 +29,9 @@ const BackendKind = "labelbackend"
 // BackendFromEnv) as a Deployment and its Service, which Label Studio
 // reaches at BackendURL. The model it asks is set with Model; its API key
 // and basic-auth password come from Secrets.
+//
+// Its settings are its own methods and every pod setting of the embedded
+// pod.Builder (resources, placement, extra env, security).
 type MLBackendServer struct {
 	pod.Builder[MLBackendServer]
 
@@ -66,19 +69,19 @@ func (m *MLBackendServer) EmbeddingModel(endpoint, servedModel string) *MLBacken
 	return m
 }
 
-// APIKeyFromSecret passes the model's API key from key of Secret secret.
-func (m *MLBackendServer) APIKeyFromSecret(secret, key string) *MLBackendServer {
+// APIKey passes the model's API key from key of Secret secret.
+func (m *MLBackendServer) APIKey(secret, key string) *MLBackendServer {
 	if m == nil {
 		return nil
 	}
 	return m.EnvFromSecret(EnvModelAPIKey, pod.SecretKeyRef{Name: secret, Key: key})
 }
 
-// BasicAuthFromSecret requires basic auth with the user and password at
+// BasicAuth requires basic auth with the user and password at
 // userKey and passwordKey of Secret secret, on every call but /health
 // (which the probes ask). Connect it with Client.ConnectBackend and
 // BackendBasicAuth, so that Label Studio sends them.
-func (m *MLBackendServer) BasicAuthFromSecret(secret, userKey, passwordKey string) *MLBackendServer {
+func (m *MLBackendServer) BasicAuth(secret, userKey, passwordKey string) *MLBackendServer {
 	if m == nil {
 		return nil
 	}
@@ -131,8 +134,8 @@ func (m *MLBackendServer) Objects() ([]client.Object, error) {
 			continue
 		}
 		// The URL is a literal in the Deployment: the key goes in
-		// APIKeyFromSecret.
-		if err := checkHTTPURL(field.NewPath(u.path), u.value, "an OpenAI-compatible endpoint (its key goes in APIKeyFromSecret)"); err != nil {
+		// APIKey.
+		if err := checkHTTPURL(field.NewPath(u.path), u.value, "an OpenAI-compatible endpoint (its key goes in APIKey)"); err != nil {
 			errs = append(errs, err)
 		}
 	}

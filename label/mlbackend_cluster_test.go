@@ -87,7 +87,7 @@ func TestMLBackendRunsOnTheCluster(t *testing.T) {
 	require.NoError(t, c.Client.Create(ctx, secret))
 	backend := label.MLBackend("labeler", c.Images.LabelBackend).Namespace(ns).
 		Model(modelURL, "standin/qwen").EmbeddingModel(modelURL, "standin/qwen").
-		ModelVersion("standin@1").BasicAuthFromSecret("ml-auth", "user", "password").
+		ModelVersion("standin@1").BasicAuth("ml-auth", "user", "password").
 		ImagePullPolicy(corev1.PullNever).CPU("100m").Memory("128Mi")
 	brel, err := cl.Apply(ctx, backend)
 	require.NoError(t, err)

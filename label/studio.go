@@ -68,8 +68,8 @@ const (
 // POSTGRE_NAME, POSTGRE_USER, POSTGRE_PASSWORD (DATABASES_ALL in
 // label_studio/core/settings/base.py).
 //
-// Pod settings (image, resources, placement, extra env) come from the
-// embedded pod.Builder.
+// Its settings are its own methods and every pod setting of the embedded
+// pod.Builder (image, resources, placement, extra env).
 type StudioServer struct {
 	pod.Builder[StudioServer]
 
@@ -100,9 +100,9 @@ func (s *StudioServer) Admin(secret, usernameKey, passwordKey string) *StudioSer
 	return s
 }
 
-// APIToken names the Secret and key of the admin's API token, which
+// Token names the Secret and key of the admin's API token, which
 // Label Studio sets at first start and Client sends. It is required.
-func (s *StudioServer) APIToken(secret, key string) *StudioServer {
+func (s *StudioServer) Token(secret, key string) *StudioServer {
 	if s == nil {
 		return nil
 	}
@@ -210,7 +210,7 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 	env := []corev1.EnvVar{
 		s.secretRef(field.NewPath("admin", "username"), "LABEL_STUDIO_USERNAME", s.userSecret, s.userKey, &errs),
 		s.secretRef(field.NewPath("admin", "password"), "LABEL_STUDIO_PASSWORD", s.userSecret, s.passwordKey, &errs),
-		s.secretRef(field.NewPath("apiToken"), "LABEL_STUDIO_USER_TOKEN", s.tokenSecret, s.tokenKey, &errs),
+		s.secretRef(field.NewPath("token"), "LABEL_STUDIO_USER_TOKEN", s.tokenSecret, s.tokenKey, &errs),
 		{Name: "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK", Value: strconv.FormatBool(!s.signup)},
 	}
 	if s.host != "" {
@@ -272,7 +272,7 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 			// The credentials and the database are the Studio's to set,
 			// from Secrets: an Env of the same name would replace them,
 			// perhaps with a literal.
-			errs = append(errs, field.Forbidden(field.NewPath("env").Key(e.Name), "set by Admin, APIToken, Host, AllowSignup, Postgres or ExternalDatabase"))
+			errs = append(errs, field.Forbidden(field.NewPath("env").Key(e.Name), "set by Admin, Token, Host, AllowSignup, Postgres or ExternalDatabase"))
 			continue
 		}
 		c.Env = append(c.Env, e)

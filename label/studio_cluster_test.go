@@ -54,7 +54,7 @@ func TestStudioRunsOnTheCluster(t *testing.T) {
 	}
 	require.NoError(t, c.Client.Create(ctx, secret))
 
-	studio := label.Studio("labels").Namespace(ns).Admin("ls-admin", "email", "password").APIToken("ls-admin", "token").
+	studio := label.Studio("labels").Namespace(ns).Admin("ls-admin", "email", "password").Token("ls-admin", "token").
 		Storage("1Gi", "").Image(c.Images.Python).ImagePullPolicy(corev1.PullNever).Command("python3", "-c", standinStudio)
 	rel, err := cl.Apply(ctx, studio)
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 )
 
 func studio() *label.StudioServer {
-	return label.Studio("labels").Namespace("team-a").Admin("ls-admin", "email", "password").APIToken("ls-admin", "token").CPU("2").Memory("4Gi")
+	return label.Studio("labels").Namespace("team-a").Admin("ls-admin", "email", "password").Token("ls-admin", "token").CPU("2").Memory("4Gi")
 }
 
 func envOf(c corev1.Container) map[string]corev1.EnvVar {
@@ -85,7 +85,7 @@ func TestStudioErrors(t *testing.T) {
 	require.Error(t, err)
 	for _, want := range []string{
 		"metadata.name: Invalid value", "admin.username: Required value", "admin.password: Required value",
-		"apiToken: Required value", "storage.size: Invalid value", "host: Invalid value",
+		"token: Required value", "storage.size: Invalid value", "host: Invalid value",
 		"externalDatabase: Forbidden",
 	} {
 		assert.ErrorContains(t, err, want)

@@ -1,9 +1,10 @@
 package llm_test
 
 import (
-	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/pod"
 )
 
 // setups are the hardware columns every builder is rendered and applied in.
@@ -21,10 +22,10 @@ var setups = []struct {
 }
 
 var (
-	alpaca     = llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)
-	sharegpt   = llm.InstructionData("chats", "hf://org/chats", llm.ShareGPT)
-	pairs      = llm.PreferenceData("pairs", "pvc://datasets/pairs.json", llm.Alpaca)
-	ktoLabels  = llm.KTOData("labels", "modelscope://org/kto", llm.ShareGPT)
+	alpaca     = datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)
+	sharegpt   = datasets.InstructionData("chats", "hf://org/chats", datasets.ShareGPT)
+	pairs      = datasets.PreferenceData("pairs", "pvc://datasets/pairs.json", datasets.Alpaca)
+	ktoLabels  = datasets.KTOData("labels", "modelscope://org/kto", datasets.ShareGPT)
 	qwen       = "Qwen/Qwen2.5-7B-Instruct"
 	rewardPath = "pvc://models/qwen-rm"
 )

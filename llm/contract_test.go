@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/llm"
@@ -129,7 +130,7 @@ func TestRenderedConfigsKeepTheContract(t *testing.T) {
 // found LLaMA-Factory v0.9.5 to refuse or misread when cube rendered it.
 func contractCases() map[string]*llm.FineTune {
 	out := "pvc://models/x"
-	alpacaKTO := llm.KTOData("kto-alpaca", "pvc://datasets/kto.json", llm.Alpaca)
+	alpacaKTO := datasets.KTOData("kto-alpaca", "pvc://datasets/kto.json", datasets.Alpaca)
 	renamed := alpaca
 	renamed.Columns = map[string]string{"system": "sys"}
 	return map[string]*llm.FineTune{
@@ -141,13 +142,13 @@ func contractCases() map[string]*llm.FineTune {
 		"qlora 8-bit on zero-3":        llm.SFT("x", qwen).AddDataset(alpaca).QLoRA(8, llm.Adapter{Rank: 8}).ZeRO(3).Output(out),
 		"qlora on the default image":   llm.SFT("x", qwen).AddDataset(alpaca).QLoRA(4, llm.Adapter{Rank: 8}).Output(out),
 		"ppo on the default image":     llm.PPO("x", qwen, rewardPath).AddDataset(alpaca).Output(out),
-		"s3 on the default image":      llm.SFT("x", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket/data.json", llm.Alpaca)).Output(out),
+		"s3 on the default image":      llm.SFT("x", qwen).AddDataset(datasets.InstructionData("s3", "s3://bucket/data.json", datasets.Alpaca)).Output(out),
 		"unregistered template":        llm.SFT("x", "pvc://models/mine").Template("no-such-template").AddDataset(alpaca).Output(out),
 		"npu qlora on the default":     onAscend(llm.SFT("x", qwen).AddDataset(alpaca).QLoRA(4, llm.Adapter{Rank: 8}).Output(out)),
 		"ppo with eval":                ownImage(llm.PPO("x", qwen, rewardPath).AddDataset(alpaca).AddEvalDataset(sharegpt).Output(out)),
 		"full tuning with an adapter":  llm.SFT("x", qwen).AddDataset(alpaca).FullTuning().ResumeFrom("pvc://m/a").Output(out),
 		"sharegpt kto":                 llm.KTO("x", qwen).AddDataset(ktoLabels).Output(out),
-		"sharegpt preference":          llm.DPO("x", qwen).AddDataset(llm.PreferenceData("p", "hf://org/p", llm.ShareGPT)).Output(out),
+		"sharegpt preference":          llm.DPO("x", qwen).AddDataset(datasets.PreferenceData("p", "hf://org/p", datasets.ShareGPT)).Output(out),
 		"qwen3 instruct 2507 template": llm.SFT("x", "Qwen/Qwen3-4B-Instruct-2507").AddDataset(alpaca).Output(out),
 	}
 }

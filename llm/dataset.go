@@ -8,74 +8,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/serve"
 )
-
-// Format is the layout of a dataset's records, as LLaMA-Factory's
-// data/README.md describes them.
-type Format string
-
-// Dataset formats.
-const (
-	// Alpaca records: instruction, input, output (and optional system,
-	// history).
-	Alpaca Format = "alpaca"
-	// ShareGPT records: a conversations list of {from, value} messages.
-	ShareGPT Format = "sharegpt"
-)
-
-// Kind says what a dataset teaches: instructions (SFT), preference pairs
-// (reward models, DPO and its relatives) or KTO labels.
-type Kind string
-
-// Dataset kinds.
-const (
-	Instructions Kind = "instructions"
-	Preferences  Kind = "preferences"
-	KTOLabels    Kind = "kto"
-)
-
-// Dataset is one dataset of a fine-tune, registered in the
-// dataset_info.json cube generates. Make one with InstructionData,
-// PreferenceData or KTOData.
-type Dataset struct {
-	// Name is the key in dataset_info.json and in the dataset argument.
-	Name string
-	// Source is pvc://claim/path/file.json (or a directory of files),
-	// hf://org/dataset, modelscope://org/dataset or s3://bucket/key.
-	Source string
-	Format Format
-	Kind   Kind
-	// Split is the split to read (LLaMA-Factory's default: train).
-	Split string
-	// Samples caps how many records are used (num_samples); 0 is all.
-	Samples int
-	// Columns renames columns, LLaMA-Factory key → column name (prompt,
-	// query, response, messages, system, chosen, rejected, kto_tag ...).
-	// A columns map replaces all of LLaMA-Factory's defaults, so cube
-	// renders, beside these, every column the format reads for the kind
-	// under its default name (Alpaca: instruction, input, output, and
-	// chosen, rejected or label; ShareGPT: conversations).
-	Columns map[string]string
-}
-
-// InstructionData is an instruction dataset for SFT.
-func InstructionData(name, source string, format Format) Dataset {
-	return Dataset{Name: name, Source: source, Format: format, Kind: Instructions}
-}
-
-// PreferenceData is a dataset of chosen/rejected pairs for reward models,
-// DPO, ORPO and SimPO (ranking: true in dataset_info.json).
-func PreferenceData(name, source string, format Format) Dataset {
-	return Dataset{Name: name, Source: source, Format: format, Kind: Preferences}
-}
-
-// KTOData is a dataset of responses labelled good or bad (a boolean
-// kto_tag column, named "label" unless Columns says otherwise).
-func KTOData(name, source string, format Format) Dataset {
-	return Dataset{Name: name, Source: source, Format: format, Kind: KTOLabels}
-}
 
 // datasetInfo is one entry of dataset_info.json; keys from DatasetAttr and
 // get_dataset_list (src/llamafactory/data/parser.py at v0.9.5).
@@ -99,10 +35,10 @@ var columnKeys = []string{"prompt", "query", "response", "history", "messages", 
 // (data/parser.py:51-53): the instruction and input make the user turn;
 // instructions and KTO labels read the response, preference pairs chosen
 // and rejected instead.
-var alpacaColumns = map[Kind]map[string]string{
-	Instructions: {"prompt": "instruction", "query": "input", "response": "output"},
-	Preferences:  {"prompt": "instruction", "query": "input"},
-	KTOLabels:    {"prompt": "instruction", "query": "input", "response": "output"},
+var alpacaColumns = map[datasets.Kind]map[string]string{
+	datasets.Instructions: {"prompt": "instruction", "query": "input", "response": "output"},
+	datasets.Preferences:  {"prompt": "instruction", "query": "input"},
+	datasets.KTOLabels:    {"prompt": "instruction", "query": "input", "response": "output"},
 }
 
 // datasetMount is a claim a dataset is read from.
@@ -111,19 +47,19 @@ type claimMount struct{ claim, mountPath string }
 // dataRoot is where dataset claims are mounted: /data/<claim>.
 const dataRoot = "/data"
 
-// render checks d and returns its dataset_info entry and the claim to
-// mount, if any; problems are reported under p.
-func (d Dataset) render(p *field.Path, want Kind) (datasetInfo, *claimMount, field.ErrorList) {
+// renderDataset checks d and returns its dataset_info entry and the claim
+// to mount, if any; problems are reported under p.
+func renderDataset(d datasets.Dataset, p *field.Path, want datasets.Kind) (datasetInfo, *claimMount, field.ErrorList) {
 	var errs field.ErrorList
 	if d.Name == "" || strings.ContainsAny(d.Name, ", \t\n") {
 		errs = append(errs, field.Invalid(p.Child("name"), d.Name, "must be non-empty without commas or spaces (the dataset argument is a comma-separated list)"))
 	}
 	info := datasetInfo{Split: d.Split, NumSamples: d.Samples}
 	switch d.Format {
-	case Alpaca, ShareGPT:
+	case datasets.Alpaca, datasets.ShareGPT:
 		info.Formatting = string(d.Format)
 	default:
-		errs = append(errs, field.NotSupported(p.Child("format"), d.Format, []Format{Alpaca, ShareGPT}))
+		errs = append(errs, field.NotSupported(p.Child("format"), d.Format, []datasets.Format{datasets.Alpaca, datasets.ShareGPT}))
 	}
 	if d.Kind != want {
 		errs = append(errs, field.Invalid(p.Child("kind"), d.Kind, fmt.Sprintf("this stage trains on %s", want)))
@@ -138,16 +74,16 @@ func (d Dataset) render(p *field.Path, want Kind) (datasetInfo, *claimMount, fie
 	}
 	columns := map[string]string{}
 	switch {
-	case d.Kind == Preferences:
+	case d.Kind == datasets.Preferences:
 		info.Ranking = true
 		columns["chosen"], columns["rejected"] = "chosen", "rejected"
-	case d.Kind == KTOLabels:
+	case d.Kind == datasets.KTOLabels:
 		columns["kto_tag"] = "label"
 	}
-	if d.Format == ShareGPT {
+	if d.Format == datasets.ShareGPT {
 		columns["messages"] = "conversations"
 	}
-	if d.Format == Alpaca && (len(columns) > 0 || len(d.Columns) > 0) {
+	if d.Format == datasets.Alpaca && (len(columns) > 0 || len(d.Columns) > 0) {
 		// A columns map replaces every column: DatasetAttr.join
 		// (data/parser.py:80 at v0.9.5) sets each one it does not name to
 		// None, and the Alpaca converter then builds an empty prompt, drops

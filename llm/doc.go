@@ -15,7 +15,7 @@
 // Ascend profile the image is LLaMA-Factory's NPU build.
 //
 //	sft := llm.SFT("support-bot", "Qwen/Qwen2.5-7B-Instruct").
-//		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+//		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 //		LoRA(llm.Adapter{Rank: 16, Alpha: 32}).
 //		Output("pvc://models/support-bot")
 //	sft.Job().Namespace("team-a").On(hardware.H100).Accelerators(8)

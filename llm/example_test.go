@@ -5,22 +5,25 @@ import (
 	"os"
 	"strings"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func ExampleSFT() {
 	sft := llm.SFT("support-bot", "Qwen/Qwen2.5-7B-Instruct").
-		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 		LoRA(llm.Adapter{Rank: 16, Alpha: 32}).
 		Epochs(2).
 		Output("pvc://models/support-bot")
 	sft.Job().On(hardware.H100).Accelerators(8)
-	cfg, err := sft.Config()
+	objs, err := sft.Objects()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	cfg := objs[0].(*corev1.ConfigMap).Data[llm.ConfigKey] // train.yaml
 	fmt.Print(cfg)
 	// Output:
 	// bf16: true
@@ -52,7 +55,7 @@ func ExampleSFT() {
 
 func ExampleDPO_errors() {
 	_, err := llm.DPO("align", "Qwen/Qwen2.5-7B-Instruct").
-		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 		Beta(-1).
 		Objects()
 	fmt.Println(err)
@@ -62,7 +65,7 @@ func ExampleDPO_errors() {
 
 func ExamplePlan() {
 	sft := llm.SFT("support-bot", "meta-llama/Llama-3.1-8B-Instruct").
-		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 		FullTuning().
 		Output("pvc://models/support-bot")
 	plan, err := llm.Plan(sft, hardware.H100, llm.Tokens(20_000_000), llm.Prices(map[string]float64{"H100-SXM-80GB": 2.5}))
@@ -118,14 +121,15 @@ func ExampleFineTune_RewardServer() {
 	const image = "registry.example.com/llamafactory:0.9.5-trl0.9.6"
 	ppo := llm.PPO("support-ppo", "Qwen/Qwen2.5-7B-Instruct", "").
 		RewardServer("http://support-rm.team-a.svc:8000/v1/score/evaluation").
-		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 		Output("pvc://models/support-ppo")
 	ppo.Job().Image(image)
-	cfg, err := ppo.Config()
+	objs, err := ppo.Objects()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	cfg := objs[0].(*corev1.ConfigMap).Data[llm.ConfigKey] // train.yaml
 	for _, line := range strings.Split(cfg, "\n") {
 		if strings.HasPrefix(line, "reward_model") || strings.HasPrefix(line, "stage") {
 			fmt.Println(line)
@@ -133,7 +137,7 @@ func ExampleFineTune_RewardServer() {
 	}
 	chat := llm.PPO("support-ppo", "Qwen/Qwen2.5-7B-Instruct", "").
 		RewardServer("http://support-rm.team-a.svc:8000/v1/chat/completions").
-		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 		Output("pvc://models/support-ppo")
 	chat.Job().Image(image)
 	_, err = chat.Objects()

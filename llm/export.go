@@ -29,7 +29,6 @@ type Export struct {
 	trustRemote             bool
 	output                  string
 	shardGB                 int
-	autoImage               string
 	problems                field.ErrorList
 }
 
@@ -118,11 +117,11 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 	if p, ok := podspec.Of(&e.job.Handle).Profile(); ok && p.Accelerated() && podspec.Of(&e.job.Handle).GPUCount() > 0 {
 		cfg.ExportDevice = "auto"
 	}
-	e.autoImage = pickImage(e.job, podspec.Of(&e.job.Handle), e.autoImage)
-	objs, jobErr := e.job.Objects()
-	if jobErr != nil {
-		errs = append(errs, field.Invalid(field.NewPath("job"), podspec.Of(&e.job.Handle).Name(), jobErr.Error()))
-	}
+	// The image default goes on a copy: Objects leaves the builder as it was.
+	job := *e.job
+	defaultImage(podspec.Of(&job.Handle))
+	objs, jobErr := job.Objects()
+	errs = append(errs, nestedErrors(field.NewPath("job"), jobErr)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -135,12 +134,12 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 		ObjectMeta: podspec.Of(&e.job.Handle).ObjectMeta(podspec.Of(&e.job.Handle).Name() + "-llamafactory"),
 		Data:       map[string]string{ExportKey: string(data)},
 	}
-	job := objs[0].(*kubeflowv1.PyTorchJob)
+	pytorchJob := objs[0].(*kubeflowv1.PyTorchJob)
 	volumes, mounts := configAndClaims(cm.Name, claims)
-	if errs := addToReplicas(job, volumes, mounts, env); len(errs) > 0 {
+	if errs := addToReplicas(pytorchJob, volumes, mounts, env); len(errs) > 0 {
 		return nil, errs
 	}
-	return []client.Object{cm, job}, nil
+	return []client.Object{cm, pytorchJob}, nil
 }
 
 // Objects validates the export and returns its ConfigMap and PyTorchJob;

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
@@ -48,7 +49,7 @@ func parts(t *testing.T, objs []client.Object) (cfg map[string]any, info map[str
 
 func TestSFTLoRARendersLLaMAFactoryConfig(t *testing.T) {
 	f := llm.SFT("qwen-sft", "Qwen/Qwen2.5-7B-Instruct").
-		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 		LoRA(llm.Adapter{Rank: 16, Alpha: 32, Dropout: 0.05}).
 		Batch(2, 4).LearningRate(2e-4).Epochs(2).WarmupSteps(20).ZeRO(2).
 		Output("pvc://models/qwen-sft").WandB("wandb", "key")
@@ -212,11 +213,11 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 			[]string{"lora.lora_rank", "lora.lora_dropout", "lora.lora_target[0]"}},
 		{"qlora bits", ownImage(llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").QLoRA(3, llm.Adapter{Rank: 8})), []string{"quantization_bit"}},
 		{"training numbers", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").Batch(0, 0).LearningRate(0).Epochs(-1).
-			Scheduler("zigzag").GradientClipping(-1).CutoffLength(0).Precision("int3"),
+			LRScheduler("zigzag").GradientClipping(-1).CutoffLength(0).Precision("int3"),
 			[]string{"cutoff_len", "per_device_train_batch_size", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
 				"num_train_epochs", "max_grad_norm", "precision"}},
 		{"wrong dataset kind", llm.DPO("x", qwen).AddDataset(alpaca).Output("pvc://o/x"), []string{"dataset[0].kind"}},
-		{"bad datasets", llm.SFT("x", qwen).AddDataset(llm.InstructionData("a b", "ftp://x", "csv"), alpaca, alpaca).Output("pvc://o/x"),
+		{"bad datasets", llm.SFT("x", qwen).AddDataset(datasets.InstructionData("a b", "ftp://x", "csv"), alpaca, alpaca).Output("pvc://o/x"),
 			[]string{"dataset[0].name", "dataset[0].format", "dataset[0].source", "dataset[2].name"}},
 		{"eval without data", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").EvalEvery(10), []string{"eval_dataset"}},
 		{"output not a claim", llm.SFT("x", qwen).AddDataset(alpaca).Output("hf://org/out"), []string{"output"}},
@@ -227,7 +228,7 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 		{"reward server and full", ownImage(llm.PPO("x", qwen, rewardServer).FullRewardModel().AddDataset(alpaca).Output("pvc://o/x")), []string{"reward_model_type"}},
 		{"reward server not ppo", llm.SFT("x", qwen).RewardServer(rewardServer).AddDataset(alpaca).Output("pvc://o/x"), []string{"reward_model"}},
 		{"adapter on full", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").FullTuning().ResumeFrom("pvc://m/a"), []string{"adapter_name_or_path"}},
-		{"zero offload", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").OffloadParams(), []string{"job"}},
+		{"zero offload", llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x").OffloadParams(), []string{"job.deepspeedConfig.zero_optimization.offload_param"}},
 		{"elastic", func() *llm.FineTune {
 			f := llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x")
 			f.Job().Elastic(1, 2)
@@ -237,7 +238,7 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 			f := llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x")
 			f.Job().Accelerators(-1)
 			return f
-		}(), []string{"job"}},
+		}(), []string{"job.accelerators"}},
 		// Issue 26: what LLaMA-Factory v0.9.5 refuses or misreads inside
 		// the pod is refused here.
 		{"eval dataset and split", llm.SFT("x", qwen).AddDataset(alpaca).AddEvalDataset(sharegpt).ValidationSplit(0.1).Output("pvc://o/x"),
@@ -248,11 +249,11 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 			[]string{"quantization_bit"}},
 		{"ppo on the default image", llm.PPO("x", qwen, rewardPath).AddDataset(alpaca).Output("pvc://o/x"), []string{"stage"}},
 		{"ppo on the ascend image", onAscend(llm.PPO("x", qwen, rewardPath).AddDataset(alpaca).Output("pvc://o/x")), []string{"stage"}},
-		{"s3 on the default image", llm.SFT("x", qwen).AddDataset(alpaca).AddEvalDataset(llm.InstructionData("s3", "s3://bucket/eval.json", llm.Alpaca)).Output("pvc://o/x"),
+		{"s3 on the default image", llm.SFT("x", qwen).AddDataset(alpaca).AddEvalDataset(datasets.InstructionData("s3", "s3://bucket/eval.json", datasets.Alpaca)).Output("pvc://o/x"),
 			[]string{"eval_dataset[0].source"}},
-		{"s3 with credentials", ownImage(llm.SFT("x", qwen).AddDataset(llm.InstructionData("s3", "s3://AKIAEXAMPLE:secretkey@bucket/d.json", llm.Alpaca)).Output("pvc://o/x")),
+		{"s3 with credentials", ownImage(llm.SFT("x", qwen).AddDataset(datasets.InstructionData("s3", "s3://AKIAEXAMPLE:secretkey@bucket/d.json", datasets.Alpaca)).Output("pvc://o/x")),
 			[]string{"dataset[0].source"}},
-		{"s3 without a key", ownImage(llm.SFT("x", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket", llm.Alpaca)).Output("pvc://o/x")),
+		{"s3 without a key", ownImage(llm.SFT("x", qwen).AddDataset(datasets.InstructionData("s3", "s3://bucket", datasets.Alpaca)).Output("pvc://o/x")),
 			[]string{"dataset[0].source"}},
 		{"unregistered template", llm.SFT("x", "pvc://models/mine").Template("no-such-template").AddDataset(alpaca).Output("pvc://o/x"),
 			[]string{"template"}},
@@ -265,7 +266,7 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 		{"not finite", llm.DPO("x", qwen).AddDataset(pairs).Beta(math.Inf(1)).SFTWeight(math.NaN()).LearningRate(math.Inf(1)).
 			Epochs(math.NaN()).GradientClipping(math.Inf(1)).ValidationSplit(math.NaN()).Output("pvc://o/x"),
 			[]string{"pref_beta", "pref_ftx", "learning_rate", "num_train_epochs", "max_grad_norm", "val_size"}},
-		{"split with a newline", llm.SFT("x", qwen).AddDataset(llm.Dataset{Name: "a", Source: "pvc://d/a.json", Format: llm.Alpaca, Kind: llm.Instructions,
+		{"split with a newline", llm.SFT("x", qwen).AddDataset(datasets.Dataset{Name: "a", Source: "pvc://d/a.json", Format: datasets.Alpaca, Kind: datasets.Instructions,
 			Split: "train[:10]\n"}).Output("pvc://o/x"), []string{"dataset[0].split"}},
 		{"simpo gamma not finite", llm.SimPO("x", qwen).AddDataset(pairs).SimPOGamma(math.NaN()).Output("pvc://o/x"), []string{"simpo_gamma"}},
 		{"kto weights not finite", llm.KTO("x", qwen).AddDataset(ktoLabels).KTOWeights(math.Inf(1), math.NaN()).Output("pvc://o/x"),
@@ -287,7 +288,6 @@ func TestNilAndZeroFineTunes(t *testing.T) {
 		// Chained calls on them do not panic.
 		f.Job().On(hardware.H100).Accelerators(8)
 		assert.NotNil(t, f.Serve("x"))
-		_ = f.String()
 	}
 	var errs field.ErrorList
 	assert.Empty(t, errs)
@@ -387,7 +387,7 @@ var omegaConfFloat = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[e
 
 func TestFloatsReadAsFloatsByOmegaConf(t *testing.T) {
 	f := builders[0].build("floats").LearningRate(5e-6).GradientClipping(0.5)
-	cfg, err := f.Config()
+	cfg, err := trainYAML(f)
 	require.NoError(t, err)
 	for _, line := range strings.Split(cfg, "\n") {
 		k, v, _ := strings.Cut(line, ": ")
@@ -407,13 +407,13 @@ func TestRewardServerURLs(t *testing.T) {
 		return ownImage(llm.PPO("x", qwen, "pvc://m/rm").RewardServer(url).AddDataset(alpaca).Output("pvc://o/x"))
 	}
 	for _, ok := range []string{rewardServer, "https://rm.example.com/score/evaluation"} {
-		cfg, err := build(ok).Config()
+		cfg, err := trainYAML(build(ok))
 		require.NoError(t, err, ok)
 		assert.Contains(t, cfg, "reward_model: "+ok+"\nreward_model_type: api\n")
 	}
 	// PPO takes the URL in place of a reward model too, and a LoRA policy
 	// does not need a LoRA reward model then.
-	cfg, err := ownImage(llm.PPO("x", qwen, rewardServer).AddDataset(alpaca).Output("pvc://o/x")).Config()
+	cfg, err := trainYAML(ownImage(llm.PPO("x", qwen, rewardServer).AddDataset(alpaca).Output("pvc://o/x")))
 	require.NoError(t, err)
 	assert.Contains(t, cfg, "reward_model_type: api")
 
@@ -441,7 +441,7 @@ func TestRewardServerURLs(t *testing.T) {
 // secretKeyRefs: literal keys are refused by the shared pod settings.
 func TestS3DatasetsOnAnImageWithS3fs(t *testing.T) {
 	build := func() *llm.FineTune {
-		f := ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket/data/train.json", llm.Alpaca)).Output("pvc://o/x"))
+		f := ownImage(llm.SFT("s3", qwen).AddDataset(datasets.InstructionData("s3", "s3://bucket/data/train.json", datasets.Alpaca)).Output("pvc://o/x"))
 		f.Job().EnvFromSecret("AWS_ACCESS_KEY_ID", pod.SecretKeyRef{Name: "s3", Key: "id"}).EnvFromSecret("AWS_SECRET_ACCESS_KEY", pod.SecretKeyRef{Name: "s3", Key: "secret"}).
 			Env("AWS_ENDPOINT_URL", "http://minio.storage.svc:9000")
 		return f
@@ -462,12 +462,12 @@ func TestS3DatasetsOnAnImageWithS3fs(t *testing.T) {
 	assert.NotContains(t, err.Error(), "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY")
 
 	// A key in the URL is refused, and not echoed.
-	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://AKIAEXAMPLE:topsecret@bucket/d.json", llm.Alpaca)).Output("pvc://o/x")).Objects()
+	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(datasets.InstructionData("s3", "s3://AKIAEXAMPLE:topsecret@bucket/d.json", datasets.Alpaca)).Output("pvc://o/x")).Objects()
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "topsecret")
 	assert.Contains(t, err.Error(), `"s3://xxxxx@bucket/d.json": must be s3://bucket/key without credentials`)
 	// An '@' in the key is no credential: S3 keys may hold one.
-	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket/data@v1.json", llm.Alpaca)).Output("pvc://o/x")).Objects()
+	_, err = ownImage(llm.SFT("s3", qwen).AddDataset(datasets.InstructionData("s3", "s3://bucket/data@v1.json", datasets.Alpaca)).Output("pvc://o/x")).Objects()
 	assert.NotContains(t, fmt.Sprint(err), "without credentials")
 }
 
@@ -486,4 +486,41 @@ func TestRewardServerPasswordIsNotShown(t *testing.T) {
 		assert.Contains(t, err.Error(), "reward_model: Invalid value: \"http://xxxxx@support-rm:", server)
 		assert.NotContains(t, err.Error(), "s3cret", server)
 	}
+}
+
+// TestInnerJobProblemsKeepTheirPaths checks that a problem of the job a
+// fine-tune, a merge or an RL run renders is reported with the job's own
+// field path under "job", not flattened into one string.
+func TestInnerJobProblemsKeepTheirPaths(t *testing.T) {
+	ft := llm.SFT("x", "Qwen/Qwen2.5-7B-Instruct").AddDataset(datasets.InstructionData("d", "pvc://d/d.json", datasets.Alpaca)).Output("pvc://o/x")
+	ft.Job().Image("bad image")
+	merge := ft.Merge("m", "pvc://o/merged")
+	merge.Job().Image("bad image")
+	rl := grpo("r")
+	rl.Job().Image("bad image")
+	for name, objects := range map[string]func() ([]client.Object, error){
+		"FineTune": ft.Objects, "Export": merge.Objects, "RL": rl.Objects,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := objects()
+			require.Error(t, err)
+			var image []string
+			for _, f := range fields(t, err) {
+				if strings.HasPrefix(f, "job.") && strings.HasSuffix(f, ".containers[0].image") {
+					image = append(image, f)
+				}
+			}
+			assert.NotEmpty(t, image, "no job.….containers[0].image among %v", fields(t, err))
+			assert.NotContains(t, fields(t, err), "job")
+		})
+	}
+}
+
+// trainYAML is the train.yaml a fine-tune renders, or every problem.
+func trainYAML(f *llm.FineTune) (string, error) {
+	objs, err := f.Objects()
+	if err != nil {
+		return "", err
+	}
+	return objs[0].(*corev1.ConfigMap).Data[llm.ConfigKey], nil
 }

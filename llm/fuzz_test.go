@@ -14,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -37,14 +39,14 @@ var (
 	fuzzSources = []string{"pvc://datasets/a.json", "hf://org/ds", "modelscope://org/ds", "s3://bucket/key.json", "s3://bucket", "pvc://only", "", "ftp://x", "bad source"}
 	fuzzNames   = []string{"a", "b", "", "with space", "a,b", "support"}
 	fuzzStrings = []string{"", "qwen", "cosine", "linear", "zigzag", "wandb", "tensorboard", "none", "sigmoid", "orpo", "simpo", "q_proj", "a,b", "all"}
-	fuzzFormats = []llm.Format{llm.Alpaca, llm.ShareGPT, "csv", ""}
-	fuzzKinds   = []llm.Kind{llm.Instructions, llm.Preferences, llm.KTOLabels, "other"}
+	fuzzFormats = []datasets.Format{datasets.Alpaca, datasets.ShareGPT, "csv", ""}
+	fuzzKinds   = []datasets.Kind{datasets.Instructions, datasets.Preferences, datasets.KTOLabels, "other"}
 	fuzzPrec    = []train.Precision{train.BF16, train.FP16, train.FP32, "int3"}
 	fuzzOutputs = []string{"pvc://models/out", "pvc://models", "hf://org/x", "", "pvc://m/o"}
 )
 
-func dataset(p *program) llm.Dataset {
-	return llm.Dataset{Name: pick(p, fuzzNames), Source: pick(p, fuzzSources), Format: pick(p, fuzzFormats), Kind: pick(p, fuzzKinds),
+func dataset(p *program) datasets.Dataset {
+	return datasets.Dataset{Name: pick(p, fuzzNames), Source: pick(p, fuzzSources), Format: pick(p, fuzzFormats), Kind: pick(p, fuzzKinds),
 		Samples: pick(p, fuzzInts), Columns: map[string]string{pick(p, []string{"prompt", "bogus", "chosen"}): pick(p, fuzzNames)}}
 }
 
@@ -88,7 +90,7 @@ var methods = []func(f *llm.FineTune, p *program){
 	func(f *llm.FineTune, p *program) { f.LearningRate(pick(p, fuzzFloats)) },
 	func(f *llm.FineTune, p *program) { f.Epochs(pick(p, fuzzFloats)) },
 	func(f *llm.FineTune, p *program) { f.MaxSteps(pick(p, fuzzInts)) },
-	func(f *llm.FineTune, p *program) { f.Scheduler(pick(p, fuzzStrings)) },
+	func(f *llm.FineTune, p *program) { f.LRScheduler(pick(p, fuzzStrings)) },
 	func(f *llm.FineTune, p *program) { f.Precision(pick(p, fuzzPrec)) },
 	func(f *llm.FineTune, p *program) { f.ZeRO(pick(p, fuzzInts)) },
 	func(f *llm.FineTune, p *program) { f.OffloadOptimizer() },
@@ -112,7 +114,9 @@ var methods = []func(f *llm.FineTune, p *program){
 	func(f *llm.FineTune, p *program) { f.GradientClipping(pick(p, fuzzFloats)) },
 	func(f *llm.FineTune, p *program) { f.WarmupSteps(pick(p, fuzzInts)) },
 	func(f *llm.FineTune, p *program) { f.SaveEvery(pick(p, fuzzInts), pick(p, fuzzInts)) },
-	func(f *llm.FineTune, p *program) { f.HFToken(pick(p, fuzzNames), pick(p, fuzzNames)) },
+	func(f *llm.FineTune, p *program) {
+		f.HFToken(pod.SecretKeyRef{Name: pick(p, fuzzNames), Key: pick(p, fuzzNames)})
+	},
 	func(f *llm.FineTune, p *program) { f.WandB(pick(p, fuzzNames), pick(p, fuzzNames)) },
 	func(f *llm.FineTune, p *program) {
 		f.Job().On(pick(p, []hardware.Profile{hardware.H100, hardware.Ascend910B3, hardware.CPU, hardware.L4})).Accelerators(pick(p, fuzzInts))
@@ -304,7 +308,7 @@ func FuzzRL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := runRL(data)
 		// The planner never panics on what the builder holds.
-		_, _ = llm.PlanRL(r, hardware.H100, llm.Tokens(1000), llm.AllowOffload())
+		_, _ = llm.PlanRL(r, hardware.H100, llm.Tokens(1000), llm.AllowOffload)
 		objs, err := r.Objects()
 		if err != nil {
 			var agg utilerrors.Aggregate

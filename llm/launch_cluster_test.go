@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/llm"
@@ -94,7 +95,7 @@ func TestLaunchPathOnTheCluster(t *testing.T) {
 
 	mode := int32(0o755)
 	sft := llm.SFT("launch", "Qwen/Qwen2.5-7B-Instruct").
-		AddDataset(llm.InstructionData("support", "hf://org/support", llm.Alpaca)).
+		AddDataset(datasets.InstructionData("support", "hf://org/support", datasets.Alpaca)).
 		Batch(2, 4).ZeRO(2).
 		Output("pvc://models/launch")
 	sft.Job().On(hardware.CPU).CPU("500m").Memory("1Gi").Nodes(2).

@@ -61,7 +61,7 @@ func TestPlanFollowsTheFormulas(t *testing.T) {
 		require.NoError(t, err)
 		// One device, ZeRO-0: 16Ψ = 113 GiB: too much. Two devices:
 		// ZeRO-0 16Ψ still, ZeRO-1 4Ψ + 12Ψ/2 = 10Ψ = 70.9 GiB fits.
-		assert.Equal(t, 2, p.Devices)
+		assert.Equal(t, 2, p.Accelerators)
 		assert.Equal(t, 1, p.ZeROStage)
 		assert.Equal(t, 4*psi+int64(12*float64(psi)/2), p.ModelStateBytesPerDevice)
 		assert.Equal(t, actCkpt, p.ActivationBytesPerDevice)
@@ -83,22 +83,22 @@ func TestPlanFollowsTheFormulas(t *testing.T) {
 		// estimate_zero3_model_states_mem_needs(cpu_offload=False): 4·largest + 18Ψ/N.
 		largest := int64(m.VocabSize) * int64(m.HiddenSize)
 		assert.Equal(t, 3, p.ZeROStage)
-		n := int64(p.Devices)
+		n := int64(p.Accelerators)
 		assert.Equal(t, 4*largest+int64(18*float64(P)/float64(n)), p.ModelStateBytesPerDevice)
 		// zero_init: cpu = largest × 4 × GPUs per node × 1.5.
 		assert.Equal(t, int64(float64(largest)*4*8*1.5), p.CPUBytesPerNode)
 		// The smallest count that fits: one node fewer would not.
-		assert.Equal(t, 0, p.Devices%8)
+		assert.Equal(t, 0, p.Accelerators%8)
 		smaller := 4*largest + int64(18*float64(P)/float64(n-8)) + p.ActivationBytesPerDevice + llm.DefaultOverheadBytes
 		assert.Greater(t, smaller, hardware.H100.MemoryBytes)
 	})
 
 	t.Run("offload", func(t *testing.T) {
 		f := llm.SFT("o", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x").FullTuning()
-		p, err := llm.Plan(f, hardware.L4, llm.AllowOffload(), llm.MaxNodes(1))
+		p, err := llm.Plan(f, hardware.L4, llm.AllowOffload, llm.MaxNodes(1))
 		require.NoError(t, err)
 		assert.True(t, p.OffloadOptimizer)
-		n := int64(p.Devices)
+		n := int64(p.Accelerators)
 		switch {
 		case p.OffloadParams:
 			assert.Equal(t, 4*int64(V)*h, p.ModelStateBytesPerDevice)
@@ -114,7 +114,7 @@ func TestPlanFollowsTheFormulas(t *testing.T) {
 		f := llm.SFT("l", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x")
 		p, err := llm.Plan(f, hardware.L4)
 		require.NoError(t, err)
-		assert.Equal(t, 1, p.Devices)
+		assert.Equal(t, 1, p.Accelerators)
 		assert.Equal(t, int64(20_185_088), p.TrainableParameters)
 		assert.Equal(t, 2*psi, p.FrozenBytesPerDevice)
 		assert.Equal(t, 16*int64(20_185_088), p.ModelStateBytesPerDevice)
@@ -144,7 +144,7 @@ func TestPlanFollowsTheFormulas(t *testing.T) {
 		p, err := llm.Plan(f, hardware.H100)
 		require.NoError(t, err)
 		if p.ZeROStage == 3 {
-			assert.Equal(t, (2*psi+int64(p.Devices)-1)/int64(p.Devices), p.FrozenBytesPerDevice)
+			assert.Equal(t, (2*psi+int64(p.Accelerators)-1)/int64(p.Accelerators), p.FrozenBytesPerDevice)
 		} else {
 			assert.Equal(t, 2*psi, p.FrozenBytesPerDevice)
 		}
@@ -170,10 +170,10 @@ func TestPlanPPOServedReward(t *testing.T) {
 	local := llm.PPO("p", qwen, "pvc://m/rm").FullRewardModel().FullTuning().AddDataset(alpaca).Output("pvc://m/x")
 	served := llm.PPO("p", qwen, rewardServer).FullTuning().AddDataset(alpaca).Output("pvc://m/x")
 	for f, want := range map[*llm.FineTune]int64{local: 2 * 2 * psi, served: 2 * psi} {
-		p, err := llm.Plan(f, hardware.H100, llm.MaxNodes(1), llm.AllowOffload())
+		p, err := llm.Plan(f, hardware.H100, llm.MaxNodes(1), llm.AllowOffload)
 		require.NoError(t, err)
 		if p.ZeROStage == 3 {
-			want = (want + int64(p.Devices) - 1) / int64(p.Devices)
+			want = (want + int64(p.Accelerators) - 1) / int64(p.Accelerators)
 		}
 		assert.Equal(t, want, p.FrozenBytesPerDevice)
 	}
@@ -185,7 +185,7 @@ func TestPlanErrors(t *testing.T) {
 	var fit *llm.FitError
 	require.ErrorAs(t, err, &fit)
 	assert.True(t, errors.Is(err, llm.ErrDoesNotFit))
-	assert.Equal(t, 8, fit.Devices)
+	assert.Equal(t, 8, fit.Accelerators)
 	assert.Contains(t, err.Error(), "short by")
 
 	_, err = llm.Plan(llm.SFT("x", "pvc://m/private").Template("qwen").AddDataset(alpaca).Output("pvc://m/x"), hardware.H100,
@@ -296,10 +296,10 @@ func TestCheckAnswersAPinnedLayout(t *testing.T) {
 	full := llm.SFT("full", qwen.HFID).AddDataset(alpaca).Output("pvc://m/x").FullTuning()
 
 	t.Run("ZeRO-2 on 8 × H100", func(t *testing.T) {
-		p, err := llm.Check(full, hardware.H100, llm.Layout{Devices: 8, ZeROStage: 2}, llm.Tokens(10_000_000))
+		p, err := llm.Check(full, hardware.H100, llm.Layout{Accelerators: 8, ZeROStage: 2}, llm.Tokens(10_000_000))
 		require.NoError(t, err)
 		assert.True(t, p.Fits)
-		assert.Equal(t, 8, p.Devices)
+		assert.Equal(t, 8, p.Accelerators)
 		assert.Equal(t, 1, p.Nodes)
 		assert.Equal(t, 2, p.ZeROStage)
 		assert.Equal(t, 2*psi+int64(18*float64(psi)/8), p.ModelStateBytesPerDevice)
@@ -312,7 +312,7 @@ func TestCheckAnswersAPinnedLayout(t *testing.T) {
 
 	t.Run("a layout that does not fit says by how much", func(t *testing.T) {
 		f := llm.SFT("z", "meta-llama/Llama-3.1-70B-Instruct").AddDataset(alpaca).Output("pvc://m/x").FullTuning()
-		p, err := llm.Check(f, hardware.H100, llm.Layout{Devices: 8, ZeROStage: 2})
+		p, err := llm.Check(f, hardware.H100, llm.Layout{Accelerators: 8, ZeROStage: 2})
 		require.NoError(t, err)
 		assert.False(t, p.Fits)
 		P := mustLookup("meta-llama/Llama-3.1-70B-Instruct").Parameters
@@ -322,7 +322,7 @@ func TestCheckAnswersAPinnedLayout(t *testing.T) {
 	})
 
 	t.Run("Plan chooses ZeRO-2 where it is the lowest stage that fits", func(t *testing.T) {
-		pinned, err := llm.Check(full, hardware.H100, llm.Layout{Devices: 8, ZeROStage: 2})
+		pinned, err := llm.Check(full, hardware.H100, llm.Layout{Accelerators: 8, ZeROStage: 2})
 		require.NoError(t, err)
 		// A device exactly as large as ZeRO-2 on eight needs: ZeRO-3 on
 		// four (4·largest + 18Ψ/4) and ZeRO-1 on eight (4Ψ + 12Ψ/8) need
@@ -331,7 +331,7 @@ func TestCheckAnswersAPinnedLayout(t *testing.T) {
 		acc.MemoryBytes = pinned.NeedBytesPerDevice
 		p, err := llm.Plan(full, acc)
 		require.NoError(t, err)
-		assert.Equal(t, 8, p.Devices)
+		assert.Equal(t, 8, p.Accelerators)
 		assert.Equal(t, 2, p.ZeROStage)
 		assert.True(t, p.Fits)
 	})
@@ -348,10 +348,10 @@ func TestCheckAnswersAPinnedLayout(t *testing.T) {
 
 	t.Run("DPO on an SFT adapter holds the reference too", func(t *testing.T) {
 		base := llm.DPO("d", qwen.HFID).AddDataset(pairs).Output("pvc://m/x")
-		p, err := llm.Check(base, hardware.H100, llm.Layout{Devices: 1})
+		p, err := llm.Check(base, hardware.H100, llm.Layout{Accelerators: 1})
 		require.NoError(t, err)
 		assert.Equal(t, 2*psi, p.FrozenBytesPerDevice)
-		resumed, err := llm.Check(base.ResumeFrom("pvc://m/sft"), hardware.H100, llm.Layout{Devices: 1})
+		resumed, err := llm.Check(base.ResumeFrom("pvc://m/sft"), hardware.H100, llm.Layout{Accelerators: 1})
 		require.NoError(t, err)
 		assert.Equal(t, 4*psi, resumed.FrozenBytesPerDevice)
 	})
@@ -364,14 +364,14 @@ func TestCheckAnswersAPinnedLayout(t *testing.T) {
 			want string
 		}{
 			"no devices":              {full, llm.Layout{}, "devices 0 must be at least 1"},
-			"part of two nodes":       {full, llm.Layout{Devices: 12, ZeROStage: 2}, "neither part of one node nor whole nodes"},
-			"more than MaxNodes":      {full, llm.Layout{Devices: 8 * 17, ZeROStage: 3}, "more than MaxNodes"},
-			"stage 4":                 {full, llm.Layout{Devices: 8, ZeROStage: 4}, "ZeRO stage 4 must be 0 to 3"},
-			"offload at stage 0":      {full, llm.Layout{Devices: 8, OffloadOptimizer: true}, "optimizer offloads under ZeRO 1 to 3"},
-			"params offload below 3":  {full, llm.Layout{Devices: 8, ZeROStage: 2, OffloadParams: true}, "parameters offload under ZeRO-3 only"},
-			"8-bit QLoRA on ZeRO-3":   {q8, llm.Layout{Devices: 8, ZeROStage: 3}, "8-bit QLoRA cannot run under ZeRO-3"},
-			"a nil fine-tune":         {nil, llm.Layout{Devices: 8}, "fine-tune: is nil or zero"},
-			"a fine-tune that is bad": {llm.SFT("x", qwen.HFID).Output("pvc://m/x"), llm.Layout{Devices: 1}, "dataset"},
+			"part of two nodes":       {full, llm.Layout{Accelerators: 12, ZeROStage: 2}, "neither part of one node nor whole nodes"},
+			"more than MaxNodes":      {full, llm.Layout{Accelerators: 8 * 17, ZeROStage: 3}, "more than MaxNodes"},
+			"stage 4":                 {full, llm.Layout{Accelerators: 8, ZeROStage: 4}, "ZeRO stage 4 must be 0 to 3"},
+			"offload at stage 0":      {full, llm.Layout{Accelerators: 8, OffloadOptimizer: true}, "optimizer offloads under ZeRO 1 to 3"},
+			"params offload below 3":  {full, llm.Layout{Accelerators: 8, ZeROStage: 2, OffloadParams: true}, "parameters offload under ZeRO-3 only"},
+			"8-bit QLoRA on ZeRO-3":   {q8, llm.Layout{Accelerators: 8, ZeROStage: 3}, "8-bit QLoRA cannot run under ZeRO-3"},
+			"a nil fine-tune":         {nil, llm.Layout{Accelerators: 8}, "fine-tune: is nil or zero"},
+			"a fine-tune that is bad": {llm.SFT("x", qwen.HFID).Output("pvc://m/x"), llm.Layout{Accelerators: 1}, "dataset"},
 		} {
 			t.Run(name, func(t *testing.T) {
 				_, err := llm.Check(tc.f, hardware.H100, tc.l)

@@ -51,9 +51,9 @@ type RLPlan struct {
 	Model, Accelerator string
 	Algorithm          Algorithm
 
-	// Devices is trainer.nnodes × trainer.n_gpus_per_node; FSDP shards the
+	// Accelerators is trainer.nnodes × trainer.n_gpus_per_node; FSDP shards the
 	// actor (and critic) over all of them (fsdp_size -1).
-	Devices, Nodes, DevicesPerNode int
+	Accelerators, Nodes, AcceleratorsPerNode int
 	// UsesReference says a KL term is on (KLCoefficient > 0), for which
 	// verl creates the reference policy (main_ppo.py
 	// add_ref_policy_worker).
@@ -89,7 +89,7 @@ type RLPlan struct {
 	// memory share (gpu_memory_utilization × device memory): weights,
 	// vLLM's activation reserve and the KV cache.
 	Rollout serve.PlanResult
-	// RolloutReplicas is Devices / tensor parallelism; SequencesPerReplica
+	// RolloutReplicas is Accelerators / tensor parallelism; SequencesPerReplica
 	// the responses of a step each generates (prompts × samples /
 	// replicas, rounded up). Rollout.MaxConcurrentSequences of them run at
 	// once at full length; more wait for the next wave.
@@ -131,8 +131,8 @@ type RLPlan struct {
 	// RolloutShare is the assumed share of wall time spent generating and
 	// scoring (RolloutShare option, DefaultRolloutShare).
 	RolloutShare float64
-	// TrainingHours is FLOPs / (Devices × peak × MFU); Hours TrainingHours
-	// / (1 − RolloutShare); DeviceHours Hours × Devices; Cost DeviceHours
+	// TrainingHours is FLOPs / (Accelerators × peak × MFU); Hours TrainingHours
+	// / (1 − RolloutShare); DeviceHours Hours × Accelerators; Cost DeviceHours
 	// × the price.
 	TrainingHours, Hours, DeviceHours, Cost float64
 	PricePerDeviceHour                      float64
@@ -286,7 +286,7 @@ func PlanRL(r *RL, acc hardware.Profile, opts ...PlanOption) (RLPlan, error) {
 		return RLPlan{}, fmt.Errorf("data.train_batch_size: no device count of up to %d %s nodes passes verl's batch checks for %d prompts × %d samples, mini batch %d, micro batch %d with rollout tensor parallelism %d",
 			o.maxNodes, acc.Name, r.batch, r.samples, r.miniBatch, r.microBatch, r.rolloutTP)
 	}
-	return RLPlan{}, &FitError{Model: p.m.Name, Accelerator: acc.Name, Devices: smallest.Devices,
+	return RLPlan{}, &FitError{Model: p.m.Name, Accelerator: acc.Name, Accelerators: smallest.Accelerators,
 		NeedBytes: smallest.NeedBytesPerDevice, DeviceBytes: smallest.DeviceBytes}
 }
 
@@ -402,7 +402,7 @@ func (p rlPlanner) size(n int, z fsdpOffload) RLPlan {
 	psi, psiT := p.m.Parameters, p.trainable()
 	plan := RLPlan{
 		Model: p.m.Name, Accelerator: p.acc.Name, Algorithm: r.algorithm,
-		Devices: n, Nodes: nodes, DevicesPerNode: perNode,
+		Accelerators: n, Nodes: nodes, AcceleratorsPerNode: perNode,
 		OffloadParams: z.params, OffloadOptimizer: z.optimizer,
 		Parameters: psi, TrainableParameters: psiT,
 		Rollout: p.rollout, RolloutReplicas: n / r.rolloutTP,
@@ -484,10 +484,10 @@ func (p rlPlanner) estimate(plan *RLPlan) {
 	for _, c := range plan.Compute {
 		plan.FLOPs += float64(c.Multiple) * float64(c.Parameters) * float64(plan.TrainingTokens)
 	}
-	seconds := plan.FLOPs / (float64(plan.Devices) * plan.PeakTFLOPS * 1e12 * plan.MFU)
+	seconds := plan.FLOPs / (float64(plan.Accelerators) * plan.PeakTFLOPS * 1e12 * plan.MFU)
 	plan.TrainingHours = seconds / 3600
 	plan.Hours = plan.TrainingHours / (1 - plan.RolloutShare)
-	plan.DeviceHours = plan.Hours * float64(plan.Devices)
+	plan.DeviceHours = plan.Hours * float64(plan.Accelerators)
 	plan.Cost = plan.DeviceHours * plan.PricePerDeviceHour
 }
 
@@ -498,7 +498,7 @@ func (p RLPlan) String() string {
 	if p.Algorithm == PPOAlgorithm {
 		name = "PPO"
 	}
-	fmt.Fprintf(&b, "verl %s of %s on %d × %s (%d node(s) × %d), one colocated worker group (hybrid engine)", name, p.Model, p.Devices, p.Accelerator, p.Nodes, p.DevicesPerNode)
+	fmt.Fprintf(&b, "verl %s of %s on %d × %s (%d node(s) × %d), one colocated worker group (hybrid engine)", name, p.Model, p.Accelerators, p.Accelerator, p.Nodes, p.AcceleratorsPerNode)
 	switch {
 	case p.OffloadParams && p.OffloadOptimizer:
 		b.WriteString(", parameters and optimizer offloaded to CPU")
@@ -517,7 +517,7 @@ func (p RLPlan) String() string {
 	}
 	fmt.Fprintf(&b, "\n  per device: %s of %s at the largest phase\n", gib(p.NeedBytesPerDevice), gib(p.DeviceBytes))
 	fmt.Fprintf(&b, "    actor update     %s = states %s (fp32 weights, gradients, Adam; FSDP over %d) + gathered %s + activations %s", gib(p.ActorUpdateBytes),
-		gib(p.ActorStateBytesPerDevice), p.Devices, gib(p.ActorGatheredBytesPerDevice), gib(p.ActorActivationBytesPerDevice))
+		gib(p.ActorStateBytesPerDevice), p.Accelerators, gib(p.ActorGatheredBytesPerDevice), gib(p.ActorActivationBytesPerDevice))
 	if p.CriticParameters > 0 {
 		fmt.Fprintf(&b, " + critic resident %s", gib(p.CriticResidentBytesPerDevice))
 	}
@@ -556,7 +556,7 @@ func (p RLPlan) String() string {
 	}
 	fmt.Fprintf(&b, "  compute: (%s) × %d tokens = %.3g FLOPs\n", strings.Join(terms, " + "), p.TrainingTokens, p.FLOPs)
 	fmt.Fprintf(&b, "  time: FLOPs / (%d × %.1f TFLOPS × MFU %.2f) = %.2f h training / (1 − rollout share %.2f, assumed) = %.2f h, %.1f device-hours\n",
-		p.Devices, p.PeakTFLOPS, p.MFU, p.TrainingHours, p.RolloutShare, p.Hours, p.DeviceHours)
+		p.Accelerators, p.PeakTFLOPS, p.MFU, p.TrainingHours, p.RolloutShare, p.Hours, p.DeviceHours)
 	if p.HasPrice {
 		fmt.Fprintf(&b, "  cost: %.1f device-hours × %.2f = %.2f\n", p.DeviceHours, p.PricePerDeviceHour, p.Cost)
 	} else {

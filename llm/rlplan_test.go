@@ -48,8 +48,8 @@ func TestPlanRLFollowsTheFormulas(t *testing.T) {
 	p, err := llm.PlanRL(r, hardware.H100, llm.Tokens(10_000_000), llm.Prices(map[string]float64{hardware.H100.Name: 2}))
 	require.NoError(t, err)
 
-	n := int64(p.Devices)
-	assert.Equal(t, 4, p.Devices, p.String())
+	n := int64(p.Accelerators)
+	assert.Equal(t, 4, p.Accelerators, p.String())
 	assert.Equal(t, 1, p.Nodes)
 	assert.Equal(t, fsdp(psi, psi, n), p.ActorStateBytesPerDevice)
 	assert.Equal(t, p.ActorStateBytesPerDevice, p.ActorResidentBytesPerDevice, "nothing offloaded")
@@ -111,7 +111,7 @@ func TestPlanRLPPO(t *testing.T) {
 	p, err := llm.PlanRL(r, hardware.H100)
 	require.NoError(t, err)
 	assert.False(t, p.OffloadParams || p.OffloadOptimizer)
-	n := int64(p.Devices)
+	n := int64(p.Accelerators)
 	psiC := psi - V*h + h + 1 // the head replaced by a one-label score
 	assert.Equal(t, psiC, p.CriticParameters)
 	assert.Equal(t, lora, p.TrainableParameters)
@@ -140,11 +140,11 @@ func TestPlanRLPPO(t *testing.T) {
 	assert.Contains(t, noKL.String(), "reference        none")
 
 	// Offload lowers what stays outside each update, so fewer devices fit.
-	o, err := llm.PlanRL(r, hardware.H100, llm.AllowOffload())
+	o, err := llm.PlanRL(r, hardware.H100, llm.AllowOffload)
 	require.NoError(t, err)
-	assert.Less(t, o.Devices, p.Devices)
+	assert.Less(t, o.Accelerators, p.Accelerators)
 	assert.True(t, o.OffloadOptimizer)
-	m := int64(o.Devices)
+	m := int64(o.Accelerators)
 	ceil := func(a int64) int64 { return (a + m - 1) / m }
 	wantResident := fsdp(psi, lora, m) - ceil(8*lora)
 	if o.OffloadParams {
@@ -170,12 +170,12 @@ func TestPlanRLErrors(t *testing.T) {
 	_, err := llm.PlanRL(big, hardware.H100, llm.MaxNodes(1))
 	require.ErrorAs(t, err, &fit)
 	assert.True(t, errors.Is(err, llm.ErrDoesNotFit))
-	assert.Equal(t, 8, fit.Devices)
+	assert.Equal(t, 8, fit.Accelerators)
 	// 16Ψ/N beside half the device: four nodes (24 devices do not divide
 	// 256 × 5 responses).
 	p, err := llm.PlanRL(big, hardware.H100, llm.MaxNodes(4))
 	require.NoError(t, err)
-	assert.Equal(t, 32, p.Devices)
+	assert.Equal(t, 32, p.Accelerators)
 
 	// A share too small for the weights is the rollout's problem, named.
 	_, err = llm.PlanRL(grpo("small").Rollout("vllm", 1, 0.3), hardware.L4)

@@ -31,16 +31,8 @@ func (f *FineTune) Serve(name string) *serve.Service {
 	return svc
 }
 
-// ResultURI is where the fine-tune writes its result (Output).
-func (f *FineTune) ResultURI() string {
-	if f == nil {
-		return ""
-	}
-	return f.output
-}
-
-// String names the fine-tune for logs.
-func (f *FineTune) String() string {
+// describe names the fine-tune in messages.
+func (f *FineTune) describe() string {
 	if f == nil || f.job == nil {
 		return "llm.FineTune(nil)"
 	}

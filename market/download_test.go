@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cubestudio/cube/pod"
-	"github.com/cubestudio/cube/internal/modelsource"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/cubestudio/cube/pod"
-	"github.com/cubestudio/cube/internal/modelsource"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

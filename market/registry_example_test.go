@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/cubestudio/cube/pod"
-	"github.com/cubestudio/cube/internal/modelsource"
 
 	batchv1 "k8s.io/api/batch/v1"
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/cubestudio/cube/pod"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -14,8 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
-	"github.com/cubestudio/cube/pod"
-	"github.com/cubestudio/cube/internal/modelsource"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/cubestudio/cube/pod"
-	"github.com/cubestudio/cube/internal/modelsource"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cubestudio/cube/internal/modelsource"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube"

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cubestudio/cube/internal/modelsource"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"

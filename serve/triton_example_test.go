@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cubestudio/cube/internal/modelsource"
+	"github.com/cubestudio/cube/pod"
 
 	corev1 "k8s.io/api/core/v1"
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cubestudio/cube/internal/modelsource"
+	"github.com/cubestudio/cube/pod"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

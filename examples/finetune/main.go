@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/cubestudio/cube/pod"
-	"github.com/cubestudio/cube/internal/modelsource"
 
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/llm"
@@ -50,7 +50,7 @@ func journey(out io.Writer, ns string) ([]step, error) {
 
 	// 1. Labeled data: Alpaca records exported by the labeling project to
 	// the datasets claim; 5% is held out to evaluate on while training.
-	support := llm.InstructionData("support", "pvc://datasets/support/alpaca.json", llm.Alpaca)
+	support := datasets.InstructionData("support", "pvc://datasets/support/alpaca.json", datasets.Alpaca)
 	sft := llm.SFT("support-sft", base).
 		AddDataset(support).
 		ValidationSplit(0.05).EvalEvery(200).
@@ -71,7 +71,7 @@ func journey(out io.Writer, ns string) ([]step, error) {
 
 	// 3. Align: DPO on preference pairs from the same project, starting
 	// from the SFT adapter.
-	pairs := llm.PreferenceData("support-pairs", "pvc://datasets/support/pairs.json", llm.Alpaca)
+	pairs := datasets.PreferenceData("support-pairs", "pvc://datasets/support/pairs.json", datasets.Alpaca)
 	dpo := llm.DPO("support-dpo", base).
 		AddDataset(pairs).
 		ResumeFrom("pvc://models/support-sft").

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
@@ -52,7 +53,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// 1. The deployment: Label Studio with a bundled PostgreSQL, every
 	// credential from Secrets.
 	studio := label.Studio("labels").Namespace("team-nlp").
-		Admin("labels-admin", "email", "password").APIToken("labels-admin", "token").
+		Admin("labels-admin", "email", "password").Token("labels-admin", "token").
 		Postgres("labels-db", "password", "20Gi", "")
 	var yaml strings.Builder
 	if err := cube.Render(&yaml, studio); err != nil {
@@ -139,7 +140,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if queue := label.UncertaintyQueue(listed, 1); len(queue) == 1 {
 		fmt.Fprintf(out, "most uncertain: %q\n", queue[0].Text("prompt"))
 	}
-	pairs, err := label.PreferencePairs(exported, llm.ShareGPT, label.PairFields{})
+	pairs, err := label.PreferencePairs(exported, datasets.ShareGPT, label.PairFields{})
 	if err != nil {
 		return err
 	}

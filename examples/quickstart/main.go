@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 

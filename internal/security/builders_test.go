@@ -3,12 +3,11 @@ package security_test
 import (
 	"time"
 
-	"github.com/cubestudio/cube/internal/modelsource"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/llm"
@@ -188,20 +187,20 @@ func builderCases() []builderCase {
 		// llm
 		{"llm-sft-lora", func(s setting) cube.Workload {
 			f := llm.SFT("sft", "Qwen/Qwen2.5-7B-Instruct").
-				AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+				AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 				LoRA(llm.Adapter{Rank: 16, Alpha: 32}).HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).Output("pvc://models/sft")
 			on(&f.Job().Builder, s)
 			return f
 		}},
 		{"llm-dpo", func(s setting) cube.Workload {
 			f := llm.DPO("dpo", "Qwen/Qwen2.5-7B-Instruct").
-				AddDataset(llm.PreferenceData("pairs", "hf://org/pairs", llm.Alpaca)).Output("pvc://models/dpo")
+				AddDataset(datasets.PreferenceData("pairs", "hf://org/pairs", datasets.Alpaca)).Output("pvc://models/dpo")
 			on(&f.Job().Builder, s)
 			return f
 		}},
 		{"llm-ppo", func(s setting) cube.Workload {
 			f := llm.PPO("ppo", "Qwen/Qwen2.5-7B-Instruct", "pvc://models/rm").
-				AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).Output("pvc://models/ppo")
+				AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).Output("pvc://models/ppo")
 			// LLaMA-Factory's own image has a trl its PPO refuses (issue 26).
 			f.Job().Image("registry.example.com/llamafactory:0.9.5-trl0.9.6")
 			on(&f.Job().Builder, s)
@@ -209,7 +208,7 @@ func builderCases() []builderCase {
 		}},
 		{"llm-merge", func(s setting) cube.Workload {
 			f := llm.SFT("sft", "Qwen/Qwen2.5-7B-Instruct").
-				AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
+				AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
 				LoRA(llm.Adapter{Rank: 8}).Output("pvc://models/sft")
 			e := f.Merge("merge", "pvc://models/merged")
 			on(&e.Job().Builder, s)
@@ -276,12 +275,12 @@ func builderCases() []builderCase {
 		}},
 		// label
 		{"label-studio", func(s setting) cube.Workload {
-			st := label.Studio("labels").Admin("labels-admin", "email", "password").APIToken("labels-admin", "token")
+			st := label.Studio("labels").Admin("labels-admin", "email", "password").Token("labels-admin", "token")
 			on(&st.Builder, s)
 			return st
 		}},
 		{"label-studio-postgres", func(s setting) cube.Workload {
-			st := label.Studio("labels-pg").Admin("labels-admin", "email", "password").APIToken("labels-admin", "token").Postgres("labels-db", "password", "20Gi", "")
+			st := label.Studio("labels-pg").Admin("labels-admin", "email", "password").Token("labels-admin", "token").Postgres("labels-db", "password", "20Gi", "")
 			on(&st.Builder, s)
 			return st
 		}},
