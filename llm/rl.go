@@ -699,7 +699,7 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 			nodes += int(*g.Replicas)
 		}
 	}
-	// A head given accelerators (HeadGPUs) is a GPU node too.
+	// A head given accelerators (HeadAccelerators) is a GPU node too.
 	if head := ray.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0]; profile.Accelerated() {
 		if q, ok := head.Resources.Limits[profile.ResourceName]; ok && !q.IsZero() {
 			nodes++

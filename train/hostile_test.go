@@ -9,6 +9,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -93,8 +94,8 @@ func TestHostileSettings(t *testing.T) {
 				`spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 2147483648: must fit in 32 bits`,
 			}},
 		{"elastic and Volcano counts beyond 32 bits",
-			train.Volcano("vc").Image(img).Task("w", math.MaxInt32+1).RetryLimit(math.MaxInt32 + 1), []string{
-				`spec.maxRetry: Invalid value: 2147483648: must fit in 32 bits`,
+			train.Volcano("vc").Image(img).Task("w", math.MaxInt32+1).Retry(retry.Policy{Limit: math.MaxInt32 + 1}), []string{
+				`spec.maxRetry: Invalid value: 2147483648: must be at most 2147483646 (Volcano counts the first run too)`,
 				`spec.tasks[0].replicas: Invalid value: 2147483648: must fit in 32 bits`,
 			}},
 		{"a port the operator takes, a port out of range",
