@@ -440,7 +440,7 @@ func TestRayJobOnAscendGangScheduled(t *testing.T) {
 
 func TestVolcanoJob(t *testing.T) {
 	job, err := train.Volcano("vc").Image(img).Command("python", "w.py").
-		AddTask(train.VolcanoTask{Name: "launcher", Replicas: 1, Command: []string{"mpirun", "python", "w.py"}, NoGPUs: true,
+		AddTask(train.VolcanoTask{Name: "launcher", Replicas: 1, Command: []string{"mpirun", "python", "w.py"}, NoAccelerators: true,
 			CPU: "1", Memory: "2Gi",
 			Policies: []vcbatch.LifecyclePolicy{{Event: vcbus.TaskCompletedEvent, Action: vcbus.CompleteJobAction}}}).
 		AddTask(train.VolcanoTask{Name: "worker", Replicas: 4, MinAvailable: ptr(2), Retry: &retry.Policy{Limit: 3}}).

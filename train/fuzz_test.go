@@ -311,7 +311,7 @@ var fuzzKinds = []func(name string, base bool) (cube.Workload, []op){
 				min := pick(p, fuzzInts)
 				j.AddTask(train.VolcanoTask{
 					Name: pick(p, []string{"launcher", "ps", "Bad Task", ""}), Replicas: pick(p, fuzzInts), MinAvailable: &min,
-					Command: []string{pick(p, fuzzStrings)}, NoGPUs: p.Byte()%2 == 0,
+					Command: []string{pick(p, fuzzStrings)}, NoAccelerators: p.Byte()%2 == 0,
 					CPU: pick(p, fuzzQuantity), Memory: pick(p, fuzzQuantity), Retry: &retry.Policy{Limit: pick(p, fuzzInts)},
 					RestartPolicy: pick(p, fuzzPodRests),
 					Policies:      []vcbatch.LifecyclePolicy{{Event: pick(p, fuzzEvents), Action: pick(p, fuzzActions)}},

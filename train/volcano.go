@@ -57,8 +57,8 @@ type VolcanoTask struct {
 	MinAvailable *int
 	// Command and Args replace the job's command line when Command is set.
 	Command, Args []string
-	// NoGPUs runs the task without accelerators (a launcher).
-	NoGPUs bool
+	// NoAccelerators runs the task without accelerators (a launcher).
+	NoAccelerators bool
 	// CPU and Memory, when set, replace the job's CPU and memory (requests
 	// = limits) for this task's pods: a small launcher or a parameter
 	// server with more memory.
@@ -371,7 +371,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		}
 		tmpl, tmplErrs := j.Template(tPath.Child("template"), pod.TemplateOptions{
 			Container:          t.Name,
-			NoGPUs:             t.NoGPUs,
+			NoGPUs:             t.NoAccelerators,
 			Labels:             map[string]string{LabelComponent: t.Name},
 			Resources:          cpuMemory(t.CPU, t.Memory),
 			RestartPolicy:      restart,
