@@ -23,6 +23,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/quantity"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/train"
 )
@@ -185,7 +186,7 @@ func TestTenantDefaultsMustFitTheQuota(t *testing.T) {
 func rdmaJob(ns string) *train.PyTorchJob {
 	return train.PyTorch("llama-sft").Namespace(ns).
 		Image("nvcr.io/nvidia/pytorch:24.05-py3").Torchrun("/workspace/sft.py").
-		Workers(1).On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).
+		Workers(1).On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand()).
 		CPU("16").Memory("64Gi")
 }
 
@@ -306,7 +307,7 @@ func TestAllowRDMAAndAnotherLevelConflict(t *testing.T) {
 func TestQuantitiesApimachineryCannotRoundAreRefused(t *testing.T) {
 	const hostile = "92233720E6854775807"
 	start := time.Now()
-	_, ferr := cube.ParseQuantity(nil, hostile, cube.NonNegative)
+	_, ferr := quantity.ParseField(nil, hostile, quantity.NonNegative)
 	require.NotNil(t, ferr)
 	assert.Contains(t, ferr.Error(), "beyond ±1000")
 	_, err := train.PyTorch("pt").Image("img").CPU(hostile).Memory("1e-5000").Objects()

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/cubestudio/cube/internal/quantity"
 )
 
 // PodSecurityLevel is a Pod Security Standards level, enforced on a
@@ -416,7 +418,7 @@ func (t *TenantSpec) Objects() ([]client.Object, error) {
 		ObjectMeta: id.ObjectMeta(t.name, "", t.namespaceLabels(), nil),
 	}
 
-	hard, hardErrs := ParseResourceList(t.hard, field.NewPath("spec", "hard"))
+	hard, hardErrs := quantity.ParseResourceList(t.hard, field.NewPath("spec", "hard"))
 	errs = append(errs, hardErrs...)
 	for _, name := range slices.Sorted(maps.Keys(t.hard)) {
 		for _, msg := range validation.IsQualifiedName(string(name)) {
@@ -517,7 +519,7 @@ func (t *TenantSpec) limitRange(id Identity, hard corev1.ResourceList) (*corev1.
 	for _, name := range slices.Sorted(maps.Keys(t.defaults)) {
 		d := t.defaults[name]
 		reqPath, limPath := p.Child("defaultRequest").Key(string(name)), p.Child("default").Key(string(name))
-		req, reqErr := ParseQuantity(reqPath, d[0], NonNegative)
+		req, reqErr := quantity.ParseField(reqPath, d[0], quantity.NonNegative)
 		if reqErr != nil {
 			errs = append(errs, reqErr)
 		} else {
@@ -532,7 +534,7 @@ func (t *TenantSpec) limitRange(id Identity, hard corev1.ResourceList) (*corev1.
 		if d[1] == "" {
 			continue
 		}
-		lim, limErr := ParseQuantity(limPath, d[1], NonNegative)
+		lim, limErr := quantity.ParseField(limPath, d[1], quantity.NonNegative)
 		if limErr != nil {
 			errs = append(errs, limErr)
 			continue

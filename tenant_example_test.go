@@ -63,7 +63,7 @@ func ExampleTenant() {
 func ExampleTenantSpec_Admits() {
 	job := train.PyTorch("llama-sft").Namespace("team-nlp").
 		Image("nvcr.io/nvidia/pytorch:24.05-py3").Torchrun("sft.py").
-		On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand())
+		On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand())
 	tenant := cube.Tenant("team-nlp")
 	var ps *cube.PodSecurityError
 	if errors.As(tenant.Admits(job), &ps) {

@@ -76,48 +76,48 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 			return train.Volcano("hostfile").Namespace(ns).Image("busybox:1.36").Command("true").Task("worker", 2)
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"vllm", "qwen", func() cube.Workload {
-			return serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1).Replicas(2)
+			return serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).Accelerators(1).Replicas(2)
 		}, cube.Ready, cube.Ready, "", ""},
 		{"sglang", "qwen-sgl", func() cube.Workload {
-			return serve.SGLang("qwen-sgl", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1)
+			return serve.SGLang("qwen-sgl", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).Accelerators(1)
 		}, cube.Ready, cube.Ready, "", ""},
 		{"tgi", "qwen-tgi", func() cube.Workload {
-			return serve.TGI("qwen-tgi", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1)
+			return serve.TGI("qwen-tgi", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).Accelerators(1)
 		}, cube.Ready, cube.Ready, "", ""},
 		{"tei", "bge", func() cube.Workload {
-			return serve.TEI("bge", "BAAI/bge-base-en-v1.5").Namespace(ns).On(hardware.L4).GPUs(1)
+			return serve.TEI("bge", "BAAI/bge-base-en-v1.5").Namespace(ns).On(hardware.L4).Accelerators(1)
 		}, cube.Ready, cube.Ready, "", ""},
 		{"ollama", "llama", func() cube.Workload {
-			return serve.Ollama("llama", "llama3.1:8b").Namespace(ns).On(hardware.L4).GPUs(1)
+			return serve.Ollama("llama", "llama3.1:8b").Namespace(ns).On(hardware.L4).Accelerators(1)
 		}, cube.Ready, cube.Ready, "", ""},
 		{"vllm multi-node", "deepseek", func() cube.Workload {
-			return serve.VLLM("deepseek", "deepseek-ai/DeepSeek-V3").Namespace(ns).On(hardware.H100).GPUs(8).Nodes(2)
+			return serve.VLLM("deepseek", "deepseek-ai/DeepSeek-V3").Namespace(ns).On(hardware.H100).Accelerators(8).Nodes(2)
 		}, cube.Ready, cube.Ready, "", ""},
 		{"tfjob", "tf-ps", func() cube.Workload {
 			return train.TensorFlow("tf-ps").Namespace(ns).Image("tensorflow/tensorflow:2.17.0").Command("python", "train.py").
 				Workers(2).ParameterServers(1).On(hardware.CPU).CPU("2").Memory("4Gi")
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"mpijob", "allreduce", func() cube.Workload {
-			return train.MPI("allreduce").Namespace(ns).Image("mpioperator/mpi-pi:openmpi").Command("/home/mpiuser/pi").Workers(2).On(hardware.L4).GPUs(2)
+			return train.MPI("allreduce").Namespace(ns).Image("mpioperator/mpi-pi:openmpi").Command("/home/mpiuser/pi").Workers(2).On(hardware.L4).Accelerators(2)
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"deepspeed", "llama-pretrain", func() cube.Workload {
 			return train.DeepSpeed("llama-pretrain").Namespace(ns).Image("registry.example.com/llm/deepspeed:0.15").Torchrun("pretrain.py").
-				Workers(1).On(hardware.H100).GPUs(8).Config(train.DeepSpeedConfig{ZeROStage: 2, Precision: train.BF16, MicroBatchPerGPU: 2})
+				Workers(1).On(hardware.H100).Accelerators(8).Config(train.DeepSpeedConfig{ZeROStage: 2, Precision: train.BF16, MicroBatchPerGPU: 2})
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"paddlejob", "ctr", func() cube.Workload {
 			return train.Paddle("ctr").Namespace(ns).Image("paddlepaddle/paddle:2.6.1-gpu-cuda12.0-cudnn8.9-trt8.6").Launch("train.py").
-				ParameterServers(1).Workers(2).On(hardware.T4).GPUs(1)
+				ParameterServers(1).Workers(2).On(hardware.T4).Accelerators(1)
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"xgboostjob", "xgb", func() cube.Workload {
 			return train.XGBoost("xgb").Namespace(ns).Image("docker.io/kubeflow/xgboost-dist-iris:latest").Command("python", "main.py").Nodes(2).On(hardware.CPU).CPU("2").Memory("4Gi")
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"mxjob", "mx", func() cube.Workload {
-			return train.MXNet("mx").Namespace(ns).Image("mxnet/python:1.9.1_gpu_cu112_py3").Command("python", "/mxnet/train.py").Servers(1).Workers(2).On(hardware.T4).GPUs(1)
+			return train.MXNet("mx").Namespace(ns).Image("mxnet/python:1.9.1_gpu_cu112_py3").Command("python", "/mxnet/train.py").Servers(1).Workers(2).On(hardware.T4).Accelerators(1)
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"llm grpo", "math", func() cube.Workload {
 			grpo := llm.GRPO("math", "Qwen/Qwen2.5-7B-Instruct").TrainFiles("pvc://datasets/gsm8k/train.parquet").ValFiles("pvc://datasets/gsm8k/test.parquet").
 				RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").Output("pvc://models/math")
-			grpo.Job().Namespace(ns).WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+			grpo.Job().Namespace(ns).WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(8)
 			return grpo
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"katib experiment", "search", func() cube.Workload {
@@ -129,7 +129,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 			sft := llm.SFT("support-bot", "Qwen/Qwen2.5-7B-Instruct").
 				AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
 				LoRA(llm.Adapter{Rank: 16, Alpha: 32}).Output("pvc://models/support-bot")
-			sft.Job().Namespace(ns).On(hardware.H100).GPUs(8)
+			sft.Job().Namespace(ns).On(hardware.H100).Accelerators(8)
 			return sft
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"pipeline", "flow", func() cube.Workload {
@@ -161,8 +161,8 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		}, cube.Ready, cube.Ready, "", ""},
 		{"serve canary split", "chat-split", func() cube.Workload {
 			return serve.Canary("chat-split",
-				serve.VLLM("chat-v1", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1),
-				serve.VLLM("chat-v2", "Qwen/Qwen2.5-14B-Instruct").Namespace(ns).On(hardware.H100).GPUs(1)).
+				serve.VLLM("chat-v1", "Qwen/Qwen2.5-7B-Instruct").Namespace(ns).On(hardware.H100).Accelerators(1),
+				serve.VLLM("chat-v2", "Qwen/Qwen2.5-14B-Instruct").Namespace(ns).On(hardware.H100).Accelerators(1)).
 				Namespace(ns).Weights(90, 10).Gateway("inference", "gateways")
 		}, cube.Ready, cube.Ready, "", ""},
 		{"market download", "qwen-download", func() cube.Workload {

@@ -26,7 +26,7 @@ func TestLeaseEnforcerStopsTheLeasedNotebook(t *testing.T) {
 	ctx := t.Context()
 	start := time.Now()
 	cluster := cubetest.NewCluster(nil, cube.WithNamespace(ns))
-	lab, err := cluster.Client.Apply(ctx, notebook.Jupyter("alice-lab", "alice").Namespace(ns).On(hardware.H100).GPUs(1).
+	lab, err := cluster.Client.Apply(ctx, notebook.Jupyter("alice-lab", "alice").Namespace(ns).On(hardware.H100).Accelerators(1).
 		AuthSecret("alice-lab-token", "token").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}))
 	require.NoError(t, err)
 	begin := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)

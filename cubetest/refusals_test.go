@@ -120,15 +120,15 @@ func TestRefusePodsAsEachControllerRecordsIt(t *testing.T) {
 		refusal   string // the Refusal's reason
 	}{
 		{"notebook", notebook.Jupyter("lab", "alice").Namespace(ns).AuthSecret("lab-token", "token").
-			AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}).On(hardware.H100).GPUs(2),
+			AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}).On(hardware.H100).Accelerators(2),
 			"StatefulSet", "FailedCreate", "Create Pod lab-0 in StatefulSet lab failed error: " + quota, "statefulset-controller", "QuotaExceeded"},
 		{"job", batchJob("export"), "Job", "FailedCreate", "Error creating: " + quota, "job-controller", "QuotaExceeded"},
-		{"pytorchjob", train.PyTorch("ddp").Namespace(ns).Image("pytorch/pytorch:2.4.0").Command("python", "train.py").Workers(1).On(hardware.H100).GPUs(2),
+		{"pytorchjob", train.PyTorch("ddp").Namespace(ns).Image("pytorch/pytorch:2.4.0").Command("python", "train.py").Workers(1).On(hardware.H100).Accelerators(2),
 			"PyTorchJob", "FailedCreatePod", "Error creating: " + quota, "pytorchjob-controller", "QuotaExceeded"},
-		{"tfjob", train.TensorFlow("tf").Namespace(ns).Image("tensorflow/tensorflow:2.17.0").Command("python", "train.py").Workers(1).On(hardware.H100).GPUs(2),
+		{"tfjob", train.TensorFlow("tf").Namespace(ns).Image("tensorflow/tensorflow:2.17.0").Command("python", "train.py").Workers(1).On(hardware.H100).Accelerators(2),
 			"TFJob", "FailedCreatePod", "Error creating: " + quota, "tfjob-controller", "QuotaExceeded"},
 		// The MPIJob controller drops the API server's answer.
-		{"mpijob", train.MPI("mpi").Namespace(ns).Image("mpioperator/mpi-pi:openmpi").Command("/home/mpiuser/pi").Workers(2).On(hardware.H100).GPUs(2),
+		{"mpijob", train.MPI("mpi").Namespace(ns).Image("mpioperator/mpi-pi:openmpi").Command("/home/mpiuser/pi").Workers(2).On(hardware.H100).Accelerators(2),
 			"MPIJob", "FailedCreatePod", "Created worker pod: ", "mpijob-controller", "QuotaExceeded"},
 	}
 	for _, tc := range cases {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -41,7 +42,7 @@ type MLBackendServer struct {
 // serves label.BackendFromEnv() on BackendPort.
 func MLBackend(name, image string) *MLBackendServer {
 	m := &MLBackendServer{replicas: 1}
-	m.Init(m, BackendKind, name)
+	podspec.Of(&m.Handle).Init(m, BackendKind, name)
 	m.Image(image)
 	return m
 }
@@ -70,7 +71,7 @@ func (m *MLBackendServer) APIKeyFromSecret(secret, key string) *MLBackendServer 
 	if m == nil {
 		return nil
 	}
-	return m.EnvFromSecret(EnvModelAPIKey, secret, key)
+	return m.EnvFromSecret(EnvModelAPIKey, pod.SecretKeyRef{Name: secret, Key: key})
 }
 
 // BasicAuthFromSecret requires basic auth with the user and password at
@@ -81,7 +82,7 @@ func (m *MLBackendServer) BasicAuthFromSecret(secret, userKey, passwordKey strin
 	if m == nil {
 		return nil
 	}
-	return m.EnvFromSecret(EnvBasicUser, secret, userKey).EnvFromSecret(EnvBasicPass, secret, passwordKey)
+	return m.EnvFromSecret(EnvBasicUser, pod.SecretKeyRef{Name: secret, Key: userKey}).EnvFromSecret(EnvBasicPass, pod.SecretKeyRef{Name: secret, Key: passwordKey})
 }
 
 // ModelVersion sets the version recorded with predictions.
@@ -102,7 +103,7 @@ func (m *MLBackendServer) Replicas(n int) *MLBackendServer {
 	if n < 1 {
 		m.problems = append(m.problems, field.Invalid(path, n, "must be at least 1"))
 	}
-	r, err := pod.Int32(path, n)
+	r, err := podspec.Int32(path, n)
 	if err != nil {
 		m.problems = append(m.problems, err)
 	}
@@ -124,7 +125,7 @@ func (m *MLBackendServer) Objects() ([]client.Object, error) {
 		return nil, errNilMLBackend
 	}
 	errs := append(field.ErrorList{}, m.problems...)
-	errs = append(errs, m.ValidateServiceMeta(63)...)
+	errs = append(errs, podspec.Of(&m.Handle).ValidateServiceMeta(63)...)
 	for _, u := range []struct{ path, value string }{{"model.endpoint", m.modelURL}, {"embeddingModel.endpoint", m.embedURL}} {
 		if u.value == "" && u.path == "embeddingModel.endpoint" {
 			continue
@@ -143,8 +144,8 @@ func (m *MLBackendServer) Objects() ([]client.Object, error) {
 		// would crash-loop.
 		errs = append(errs, field.Invalid(field.NewPath("model", "servedModel"), m.model, "must not start or end with spaces or hold control characters"))
 	}
-	selector := m.Identity().Selector("ml-backend")
-	tmpl, tmplErrs := m.Template(field.NewPath("spec", "template"), pod.TemplateOptions{
+	selector := podspec.Of(&m.Handle).Identity().Selector("ml-backend")
+	tmpl, tmplErrs := podspec.Of(&m.Handle).Template(field.NewPath("spec", "template"), podspec.TemplateOptions{
 		Container: "ml-backend", Labels: map[string]string{"app.kubernetes.io/component": "ml-backend"},
 	})
 	errs = append(errs, tmplErrs...)
@@ -163,10 +164,10 @@ func (m *MLBackendServer) Objects() ([]client.Object, error) {
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: *health.DeepCopy(), PeriodSeconds: 10, TimeoutSeconds: 5}
 	c.LivenessProbe = &corev1.Probe{ProbeHandler: health, PeriodSeconds: 30, TimeoutSeconds: 10, FailureThreshold: 5}
 	maps.Copy(tmpl.Labels, selector)
-	name := m.Name()
+	name := podspec.Of(&m.Handle).Name()
 	deploy := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: m.ObjectMeta(name),
+		ObjectMeta: podspec.Of(&m.Handle).ObjectMeta(name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(m.replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
@@ -175,7 +176,7 @@ func (m *MLBackendServer) Objects() ([]client.Object, error) {
 	}
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: m.ObjectMeta(name),
+		ObjectMeta: podspec.Of(&m.Handle).ObjectMeta(name),
 		Spec: corev1.ServiceSpec{
 			Selector: maps.Clone(selector),
 			Ports:    []corev1.ServicePort{{Name: "http", Port: BackendPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -85,7 +86,7 @@ type StudioServer struct {
 // Studio returns a Label Studio server named name.
 func Studio(name string) *StudioServer {
 	s := &StudioServer{storageSize: DefaultStudioStorage}
-	s.Init(s, StudioKind, name)
+	podspec.Of(&s.Handle).Init(s, StudioKind, name)
 	return s
 }
 
@@ -196,7 +197,7 @@ func (s *StudioServer) secretRef(p *field.Path, name, secret, key string, errs *
 	if secret == "" || key == "" {
 		*errs = append(*errs, field.Required(p, "a Secret and key are required"))
 	} else {
-		*errs = append(*errs, pod.ValidateSecretKey(p, secret, key)...)
+		*errs = append(*errs, podspec.ValidateSecretKey(p, secret, key)...)
 	}
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key,
@@ -204,8 +205,8 @@ func (s *StudioServer) secretRef(p *field.Path, name, secret, key string, errs *
 }
 
 func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
-	errs := s.ValidateServiceMeta(63 - len("-postgres"))
-	name := s.Name()
+	errs := podspec.Of(&s.Handle).ValidateServiceMeta(63 - len("-postgres"))
+	name := podspec.Of(&s.Handle).Name()
 	env := []corev1.EnvVar{
 		s.secretRef(field.NewPath("admin", "username"), "LABEL_STUDIO_USERNAME", s.userSecret, s.userKey, &errs),
 		s.secretRef(field.NewPath("admin", "password"), "LABEL_STUDIO_PASSWORD", s.userSecret, s.passwordKey, &errs),
@@ -254,10 +255,10 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 	claim, claimErrs := s.claim(DataClaimName(name), s.storageSize, s.storageClass, field.NewPath("storage"))
 	errs = append(errs, claimErrs...)
 
-	id := s.Identity()
+	id := podspec.Of(&s.Handle).Identity()
 	selector := id.Selector("studio")
 	tmplPath := field.NewPath("spec", "template")
-	tmpl, tmplErrs := s.Template(tmplPath, pod.TemplateOptions{
+	tmpl, tmplErrs := podspec.Of(&s.Handle).Template(tmplPath, podspec.TemplateOptions{
 		Container: "label-studio", DefaultImage: DefaultStudioImage,
 		Labels: map[string]string{"app.kubernetes.io/component": "studio"},
 	})
@@ -316,7 +317,7 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 	maps.Copy(tmpl.Labels, selector)
 	deploy := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: s.ObjectMeta(name),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
@@ -341,13 +342,13 @@ func hasEnv(env []corev1.EnvVar, name string) bool {
 // postgres), under which the size is reported as p.size.
 func (s *StudioServer) claim(name, size, class string, p *field.Path) (*corev1.PersistentVolumeClaim, field.ErrorList) {
 	var errs field.ErrorList
-	q, err := pod.ParseStorageSize(p.Child("size"), size)
+	q, err := podspec.ParseStorageSize(p.Child("size"), size)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	c := &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: s.ObjectMeta(name),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(name),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: q}},
@@ -366,7 +367,7 @@ func (s *StudioServer) claim(name, size, class string, p *field.Path) (*corev1.P
 func (s *StudioServer) service(name string, selector map[string]string, port int32) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: s.ObjectMeta(name),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(name),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: maps.Clone(selector),
@@ -379,18 +380,18 @@ func (s *StudioServer) service(name string, selector map[string]string, port int
 // image (POSTGRES_PASSWORD, POSTGRES_DB, PGDATA below the mount, as its
 // docker-entrypoint.sh reads them) and pg_isready as readiness.
 func (s *StudioServer) postgres() ([]client.Object, field.ErrorList) {
-	name := PostgresName(s.Name())
+	name := PostgresName(podspec.Of(&s.Handle).Name())
 	size := s.pgSize
 	if size == "" {
 		size = DefaultStudioStorage
 	}
 	claim, errs := s.claim(name, size, s.pgClass, field.NewPath("postgres"))
-	selector := s.Identity().Selector("postgres")
-	labels := s.PodLabels(map[string]string{"app.kubernetes.io/component": "postgres"})
+	selector := podspec.Of(&s.Handle).Identity().Selector("postgres")
+	labels := podspec.Of(&s.Handle).PodLabels(map[string]string{"app.kubernetes.io/component": "postgres"})
 	ready := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pg_isready", "-U", "postgres", "-d", "labelstudio"}}}
 	deploy := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: s.ObjectMeta(name),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},

@@ -11,10 +11,10 @@ var setups = []struct {
 	on   func(f *llm.FineTune)
 }{
 	{"h100-ib", func(f *llm.FineTune) {
-		f.Job().On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).CPU("96").Memory("1600Gi").Nodes(2)
+		f.Job().On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand()).CPU("96").Memory("1600Gi").Nodes(2)
 	}},
 	{"ascend910b3", func(f *llm.FineTune) {
-		f.Job().On(hardware.Ascend910B3).GPUs(8).Fabric(hardware.RoCE()).CPU("96").Memory("1400Gi").Nodes(2)
+		f.Job().On(hardware.Ascend910B3).Accelerators(8).Fabric(hardware.RoCE()).CPU("96").Memory("1400Gi").Nodes(2)
 	}},
 	{"cpu", func(f *llm.FineTune) { f.Job().On(hardware.CPU).CPU("8").Memory("32Gi").Nodes(2) }},
 }

@@ -153,7 +153,7 @@ func contractCases() map[string]*llm.FineTune {
 }
 
 func onAscend(f *llm.FineTune) *llm.FineTune {
-	f.Job().On(hardware.Ascend910B3).GPUs(8)
+	f.Job().On(hardware.Ascend910B3).Accelerators(8)
 	return f
 }
 

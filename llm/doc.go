@@ -18,7 +18,7 @@
 //		AddDataset(llm.InstructionData("support", "pvc://datasets/support.json", llm.Alpaca)).
 //		LoRA(llm.Adapter{Rank: 16, Alpha: 32}).
 //		Output("pvc://models/support-bot")
-//	sft.Job().Namespace("team-a").On(hardware.H100).GPUs(8)
+//	sft.Job().Namespace("team-a").On(hardware.H100).Accelerators(8)
 //	rel, err := client.Apply(ctx, sft)
 //	...
 //	svc := sft.Serve("support-chat").On(hardware.L4) // the base with the adapter
@@ -99,7 +99,7 @@
 //		ValFiles("pvc://datasets/gsm8k/test.parquet").
 //		RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").
 //		Output("pvc://models/math")
-//	grpo.Job().WorkerGroup("gpu", 2).On(hardware.H100).GPUs(8)
+//	grpo.Job().WorkerGroup("gpu", 2).On(hardware.H100).Accelerators(8)
 //
 // # A served reward model for PPO
 //

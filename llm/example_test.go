@@ -15,7 +15,7 @@ func ExampleSFT() {
 		LoRA(llm.Adapter{Rank: 16, Alpha: 32}).
 		Epochs(2).
 		Output("pvc://models/support-bot")
-	sft.Job().On(hardware.H100).GPUs(8)
+	sft.Job().On(hardware.H100).Accelerators(8)
 	cfg, err := sft.Config()
 	if err != nil {
 		fmt.Println(err)

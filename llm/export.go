@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -114,13 +115,13 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 	if e.shardGB < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("export_size"), e.shardGB, "must be at least 1"))
 	}
-	if p, ok := e.job.Profile(); ok && p.Accelerated() && e.job.GPUCount() > 0 {
+	if p, ok := podspec.Of(&e.job.Handle).Profile(); ok && p.Accelerated() && podspec.Of(&e.job.Handle).GPUCount() > 0 {
 		cfg.ExportDevice = "auto"
 	}
-	e.autoImage = pickImage(e.job, e.autoImage)
+	e.autoImage = pickImage(e.job, podspec.Of(&e.job.Handle), e.autoImage)
 	objs, jobErr := e.job.Objects()
 	if jobErr != nil {
-		errs = append(errs, field.Invalid(field.NewPath("job"), e.job.Name(), jobErr.Error()))
+		errs = append(errs, field.Invalid(field.NewPath("job"), podspec.Of(&e.job.Handle).Name(), jobErr.Error()))
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -131,7 +132,7 @@ func (e *Export) build() ([]client.Object, field.ErrorList) {
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: e.job.ObjectMeta(e.job.Name() + "-llamafactory"),
+		ObjectMeta: podspec.Of(&e.job.Handle).ObjectMeta(podspec.Of(&e.job.Handle).Name() + "-llamafactory"),
 		Data:       map[string]string{ExportKey: string(data)},
 	}
 	job := objs[0].(*kubeflowv1.PyTorchJob)

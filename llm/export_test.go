@@ -41,7 +41,7 @@ func TestMergeRendersLLaMAFactoryExport(t *testing.T) {
 	assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "llm-claim-0", MountPath: "/adapters/models", ReadOnly: true})
 	assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "llm-claim-1", MountPath: "/output"})
 
-	merge.Job().On(hardware.H100).GPUs(1)
+	merge.Job().On(hardware.H100).Accelerators(1)
 	objs, err = merge.Objects()
 	require.NoError(t, err)
 	require.NoError(t, yaml.Unmarshal([]byte(objs[0].(*corev1.ConfigMap).Data[llm.ExportKey]), &cfg))

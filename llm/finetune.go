@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -422,7 +424,7 @@ func (f *FineTune) WandB(secret, key string) *FineTune {
 		return nil
 	}
 	f.reportTo = "wandb"
-	f.Job().EnvFromSecret("WANDB_API_KEY", secret, key)
+	f.Job().EnvFromSecret("WANDB_API_KEY", pod.SecretKeyRef{Name: secret, Key: key})
 	return f
 }
 
@@ -433,7 +435,7 @@ func (f *FineTune) HFToken(secret, key string) *FineTune {
 	if f == nil {
 		return nil
 	}
-	f.Job().EnvFromSecret("HF_TOKEN", secret, key)
+	f.Job().EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: secret, Key: key})
 	return f
 }
 
@@ -1023,7 +1025,7 @@ func (f *FineTune) deepSpeed() train.DeepSpeedConfig {
 // docker/docker-npu/Dockerfile): no bitsandbytes, no s3fs. An image the
 // caller sets is theirs to vouch for.
 func (f *FineTune) imageProblems() field.ErrorList {
-	if image := f.job.ImageName(); image != DefaultImage && image != DefaultAscendImage {
+	if image := podspec.Of(&f.job.Handle).ImageName(); image != DefaultImage && image != DefaultAscendImage {
 		return nil
 	}
 	const set = ": set an image that has it with Job().Image"
@@ -1049,19 +1051,19 @@ func (f *FineTune) imageProblems() field.ErrorList {
 }
 
 // configMapName names the ConfigMap with train.yaml and dataset_info.json.
-func (f *FineTune) configMapName() string { return f.job.Name() + "-llamafactory" }
+func (f *FineTune) configMapName() string { return podspec.Of(&f.job.Handle).Name() + "-llamafactory" }
 
 func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 	if f == nil || f.job == nil {
 		return nil, field.ErrorList{field.Required(field.NewPath("llm.FineTune"), "is nil or zero: create it with llm.SFT, RewardModel, DPO, KTO, ORPO, SimPO or PPO")}
 	}
 	r, errs := f.render()
-	f.autoImage = pickImage(f.job, f.autoImage)
+	f.autoImage = pickImage(f.job, podspec.Of(&f.job.Handle), f.autoImage)
 	errs = append(errs, f.imageProblems()...)
 	f.job.Config(f.deepSpeed())
 	objs, jobErr := f.job.Objects()
 	if jobErr != nil {
-		errs = append(errs, field.Invalid(field.NewPath("job"), f.job.Name(), jobErr.Error()))
+		errs = append(errs, field.Invalid(field.NewPath("job"), podspec.Of(&f.job.Handle).Name(), jobErr.Error()))
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -1076,7 +1078,7 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: f.job.ObjectMeta(f.configMapName()),
+		ObjectMeta: podspec.Of(&f.job.Handle).ObjectMeta(f.configMapName()),
 		Data:       map[string]string{ConfigKey: string(trainYAML), DatasetsKey: string(infoJSON)},
 	}
 	var job *kubeflowv1.PyTorchJob
@@ -1162,20 +1164,18 @@ func addToTemplates(templates []*corev1.PodTemplateSpec, paths []*field.Path, vo
 
 // imageSetter is the image part of a pod builder.
 type imageSetter[T any] interface {
-	ImageName() string
-	Profile() (hardware.Profile, bool)
 	Image(string) *T
 }
 
 // pickImage gives a job LLaMA-Factory's image for its profile unless the
 // caller set one (an image other than last, the one picked before), and
 // returns the image it picked.
-func pickImage[T any](job imageSetter[T], last string) string {
-	if current := job.ImageName(); current != "" && current != last {
+func pickImage[T any](job imageSetter[T], settings *podspec.Builder[T], last string) string {
+	if current := settings.ImageName(); current != "" && current != last {
 		return last
 	}
 	image := DefaultImage
-	if p, ok := job.Profile(); ok && p.Vendor == hardware.Huawei {
+	if p, ok := settings.Profile(); ok && p.Vendor == hardware.Huawei {
 		image = DefaultAscendImage
 	}
 	job.Image(image)

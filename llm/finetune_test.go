@@ -21,6 +21,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -51,7 +52,7 @@ func TestSFTLoRARendersLLaMAFactoryConfig(t *testing.T) {
 		LoRA(llm.Adapter{Rank: 16, Alpha: 32, Dropout: 0.05}).
 		Batch(2, 4).LearningRate(2e-4).Epochs(2).WarmupSteps(20).ZeRO(2).
 		Output("pvc://models/qwen-sft").WandB("wandb", "key")
-	f.Job().Namespace("team-a").On(hardware.H100).GPUs(8).Nodes(2)
+	f.Job().Namespace("team-a").On(hardware.H100).Accelerators(8).Nodes(2)
 	objs, err := f.Objects()
 	require.NoError(t, err)
 	cfg, info, ds, job := parts(t, objs)
@@ -165,7 +166,7 @@ func TestStagesRenderTheirArguments(t *testing.T) {
 
 func TestAscendGetsTheNPUImage(t *testing.T) {
 	f := builders[0].build("npu")
-	f.Job().On(hardware.Ascend910B3).GPUs(8)
+	f.Job().On(hardware.Ascend910B3).Accelerators(8)
 	objs, err := f.Objects()
 	require.NoError(t, err)
 	c := objs[2].(*kubeflowv1.PyTorchJob).Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0]
@@ -234,7 +235,7 @@ func TestBadInputIsReportedWithFieldPaths(t *testing.T) {
 		}(), []string{"job.spec.elasticPolicy"}},
 		{"job problem", func() *llm.FineTune {
 			f := llm.SFT("x", qwen).AddDataset(alpaca).Output("pvc://o/x")
-			f.Job().GPUs(-1)
+			f.Job().Accelerators(-1)
 			return f
 		}(), []string{"job"}},
 		// Issue 26: what LLaMA-Factory v0.9.5 refuses or misreads inside
@@ -284,7 +285,7 @@ func TestNilAndZeroFineTunes(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "llm.SFT")
 		// Chained calls on them do not panic.
-		f.Job().On(hardware.H100).GPUs(8)
+		f.Job().On(hardware.H100).Accelerators(8)
 		assert.NotNil(t, f.Serve("x"))
 		_ = f.String()
 	}
@@ -440,7 +441,7 @@ func TestRewardServerURLs(t *testing.T) {
 func TestS3DatasetsOnAnImageWithS3fs(t *testing.T) {
 	build := func() *llm.FineTune {
 		f := ownImage(llm.SFT("s3", qwen).AddDataset(llm.InstructionData("s3", "s3://bucket/data/train.json", llm.Alpaca)).Output("pvc://o/x"))
-		f.Job().EnvFromSecret("AWS_ACCESS_KEY_ID", "s3", "id").EnvFromSecret("AWS_SECRET_ACCESS_KEY", "s3", "secret").
+		f.Job().EnvFromSecret("AWS_ACCESS_KEY_ID", pod.SecretKeyRef{Name: "s3", Key: "id"}).EnvFromSecret("AWS_SECRET_ACCESS_KEY", pod.SecretKeyRef{Name: "s3", Key: "secret"}).
 			Env("AWS_ENDPOINT_URL", "http://minio.storage.svc:9000")
 		return f
 	}

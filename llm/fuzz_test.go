@@ -17,9 +17,9 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/internal/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
-	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -115,7 +115,7 @@ var methods = []func(f *llm.FineTune, p *program){
 	func(f *llm.FineTune, p *program) { f.HFToken(pick(p, fuzzNames), pick(p, fuzzNames)) },
 	func(f *llm.FineTune, p *program) { f.WandB(pick(p, fuzzNames), pick(p, fuzzNames)) },
 	func(f *llm.FineTune, p *program) {
-		f.Job().On(pick(p, []hardware.Profile{hardware.H100, hardware.Ascend910B3, hardware.CPU, hardware.L4})).GPUs(pick(p, fuzzInts))
+		f.Job().On(pick(p, []hardware.Profile{hardware.H100, hardware.Ascend910B3, hardware.CPU, hardware.L4})).Accelerators(pick(p, fuzzInts))
 	},
 	func(f *llm.FineTune, p *program) { f.Job().Nodes(pick(p, fuzzInts)) },
 	func(f *llm.FineTune, p *program) {
@@ -181,7 +181,7 @@ func FuzzFineTune(f *testing.F) {
 		var tree any
 		require.NoError(t, yaml.Unmarshal(rendered, &tree))
 		for _, e := range envVars(tree) {
-			assert.False(t, pod.SecretLiteral(e["name"], e["value"]), "a secret literal in env %s", e["name"])
+			assert.False(t, podspec.SecretLiteral(e["name"], e["value"]), "a secret literal in env %s", e["name"])
 		}
 		assert.False(t, strings.Contains(cm.Data[llm.ConfigKey], "NaN"))
 		_, _ = llm.Plan(ft, hardware.H100, llm.Tokens(1000))
@@ -220,7 +220,7 @@ var rlMethods = []func(r *llm.RL, p *program){
 	func(r *llm.RL, p *program) { r.WandB(pick(p, fuzzNames), pick(p, fuzzNames)) },
 	func(r *llm.RL, p *program) { r.Job().WorkerGroup(pick(p, fuzzNames), pick(p, fuzzInts)) },
 	func(r *llm.RL, p *program) {
-		r.Job().On(pick(p, []hardware.Profile{hardware.H100, hardware.Ascend910B3, hardware.CPU})).GPUs(pick(p, fuzzInts))
+		r.Job().On(pick(p, []hardware.Profile{hardware.H100, hardware.Ascend910B3, hardware.CPU})).Accelerators(pick(p, fuzzInts))
 	},
 	func(r *llm.RL, p *program) { r.Job().Image(pick(p, []string{"", "registry.example.com/verl:1"})) },
 	func(r *llm.RL, p *program) { r.OffloadParams() },
@@ -277,11 +277,11 @@ func runRL(data []byte) *llm.RL {
 	case 0: // one that validates
 		r = llm.GRPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").ValFiles("pvc://datasets/val.parquet").
 			RewardFunction("pvc://datasets/reward.py", "score").Output("pvc://models/out")
-		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(8)
 	case 1:
 		r = llm.VerlPPO(pick(p, fuzzNames), qwen).TrainFiles("pvc://datasets/train.parquet").ValFiles("pvc://datasets/val.parquet").
 			RewardModel("pvc://models/rm").RewardModelFacts(rewardClassifier()).Output("pvc://models/out")
-		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(8)
 	case 2:
 		r = llm.GRPO(pick(p, fuzzNames), pick(p, fuzzModels))
 	case 3:

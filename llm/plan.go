@@ -697,7 +697,7 @@ func precisionName(p train.Precision) string {
 // Apply sets the plan's layout on the fine-tune: the profile, the
 // accelerators per pod, the pod count, the ZeRO stage and the offloads.
 func (p TrainingPlan) Apply(f *FineTune, acc hardware.Profile) *FineTune {
-	f.Job().On(acc).GPUs(p.DevicesPerNode).Nodes(p.Nodes)
+	f.Job().On(acc).Accelerators(p.DevicesPerNode).Nodes(p.Nodes)
 	f.ZeRO(p.ZeROStage)
 	if f != nil {
 		f.offloadOptimizer, f.offloadParams = p.OffloadOptimizer, p.OffloadParams

@@ -17,8 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -335,7 +337,7 @@ func (r *RL) WandB(secret, key string) *RL {
 		return nil
 	}
 	r.logger = []string{"console", "wandb"}
-	r.Job().EnvFromSecret("WANDB_API_KEY", secret, key)
+	r.Job().EnvFromSecret("WANDB_API_KEY", pod.SecretKeyRef{Name: secret, Key: key})
 	return r
 }
 
@@ -344,7 +346,7 @@ func (r *RL) HFToken(secret, key string) *RL {
 	if r == nil {
 		return nil
 	}
-	r.Job().EnvFromSecret("HF_TOKEN", secret, key)
+	r.Job().EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: secret, Key: key})
 	return r
 }
 
@@ -584,7 +586,7 @@ func (r *RL) overrides(nodes, gpus int, ascend bool) ([]override, []claimVolume,
 	}
 	add("trainer.logger", hydraList(r.logger))
 	add("trainer.project_name", "cube")
-	add("trainer.experiment_name", r.job.Name())
+	add("trainer.experiment_name", podspec.Of(&r.job.Handle).Name())
 	return out, claims, errs
 }
 
@@ -670,9 +672,9 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 		return nil, field.ErrorList{field.Required(field.NewPath("llm.RL"), "is nil or zero: create it with llm.GRPO or llm.VerlPPO")}
 	}
 	errs := slices.Clone(r.problems)
-	profile, _ := r.job.Profile()
+	profile, _ := podspec.Of(&r.job.Handle).Profile()
 	ascend := profile.Vendor == hardware.Huawei
-	if current := r.job.ImageName(); current == "" || current == r.autoImage {
+	if current := podspec.Of(&r.job.Handle).ImageName(); current == "" || current == r.autoImage {
 		if ascend {
 			r.job.Image("")
 			r.autoImage = ""
@@ -688,8 +690,8 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 	}
 	objs, jobErr := r.job.Objects()
 	if jobErr != nil {
-		errs = append(errs, field.Invalid(field.NewPath("job"), r.job.Name(), jobErr.Error()))
-		_, _, oErrs := r.overrides(1, max(r.job.GPUCount(), 1), ascend)
+		errs = append(errs, field.Invalid(field.NewPath("job"), podspec.Of(&r.job.Handle).Name(), jobErr.Error()))
+		_, _, oErrs := r.overrides(1, max(podspec.Of(&r.job.Handle).GPUCount(), 1), ascend)
 		return nil, append(errs, oErrs...)
 	}
 	ray := objs[0].(*rayv1.RayJob)
@@ -708,7 +710,7 @@ func (r *RL) build() ([]client.Object, field.ErrorList) {
 	if !profile.Accelerated() {
 		errs = append(errs, field.Required(field.NewPath("job", "on"), "verl trains on accelerators: set On with a GPU or NPU profile"))
 	}
-	ovs, claims, oErrs := r.overrides(nodes, r.job.GPUCount(), ascend)
+	ovs, claims, oErrs := r.overrides(nodes, podspec.Of(&r.job.Handle).GPUCount(), ascend)
 	errs = append(errs, oErrs...)
 	if len(errs) > 0 {
 		return nil, errs

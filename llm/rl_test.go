@@ -15,6 +15,7 @@ import (
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -23,7 +24,7 @@ func grpo(name string) *llm.RL {
 		TrainFiles("pvc://datasets/gsm8k/train.parquet").ValFiles("pvc://datasets/gsm8k/test.parquet").
 		RewardFunction("pvc://datasets/reward/gsm8k.py", "compute_score").
 		Output("pvc://models/" + name)
-	r.Job().WorkerGroup("gpu", 2).On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand())
+	r.Job().WorkerGroup("gpu", 2).On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand())
 	return r
 }
 
@@ -107,8 +108,8 @@ func rlBuilders() map[string]*llm.RL {
 		TrainFiles("pvc://datasets/prompts.parquet").ValFiles("pvc://datasets/prompts-val.parquet").
 		RewardFunction("pvc://datasets/reward/score.py", "score").
 		OffloadParams().OffloadOptimizer().Output("pvc://models/offloaded-ppo")
-	offloaded.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
-	ppo.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+	offloaded.Job().WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(8)
+	ppo.Job().WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(8)
 	npu := grpo("npu-grpo")
 	npu.Job().On(hardware.Ascend910B3).Fabric(hardware.RoCE()).Image("registry.example.com/verl:ascend")
 	sglang := grpo("sglang-grpo").Rollout("sglang", 2, 0.5).KLCoefficient(0)
@@ -181,7 +182,7 @@ func TestHeadWithAcceleratorsCountsAsANode(t *testing.T) {
 
 func TestRLErrors(t *testing.T) {
 	r := llm.GRPO("x", "s3://b/m").Samples(1).Batch(8, 16, 0).Rollout("tgi", 3, 2).Output("hf://o/x")
-	r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+	r.Job().WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(8)
 	_, err := r.Objects()
 	assert.ElementsMatch(t, []string{
 		"data.train_files", "data.val_files", "actor_rollout_ref.model.path", "actor_rollout_ref.actor.ppo_mini_batch_size",
@@ -222,7 +223,7 @@ func TestRLAppliedStrictly(t *testing.T) {
 func TestJudgeEndpointFromServe(t *testing.T) {
 	judge := serve.VLLM("judge", "Qwen/Qwen2.5-72B-Instruct").Namespace("team-a")
 	r := grpo("judged").JudgeEndpoint(judge)
-	r.Job().EnvFromSecret("OPENAI_API_KEY", "judge-key", "key")
+	r.Job().EnvFromSecret("OPENAI_API_KEY", pod.SecretKeyRef{Name: "judge-key", Key: "key"})
 	objs, err := r.Objects()
 	require.NoError(t, err)
 	job := objs[0].(*rayv1.RayJob)
@@ -240,7 +241,7 @@ func TestJudgeEndpointFromServe(t *testing.T) {
 func TestRLValidationFilesAreRequired(t *testing.T) {
 	r := llm.GRPO("noval", qwen).TrainFiles("pvc://datasets/train.parquet").
 		RewardFunction("pvc://datasets/reward.py", "score").Output("pvc://models/noval")
-	r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+	r.Job().WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(8)
 	_, err := r.Objects()
 	assert.Equal(t, []string{"data.val_files"}, fields(t, err))
 	assert.ErrorContains(t, err, "ValFiles")
@@ -253,7 +254,7 @@ func TestRLRewardModelMustBeAClassifier(t *testing.T) {
 	ppo := func(rm string) *llm.RL {
 		r := llm.VerlPPO("rm", qwen).TrainFiles("pvc://datasets/p.parquet").ValFiles("pvc://datasets/v.parquet").
 			RewardModel(rm).Output("pvc://models/rm")
-		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+		r.Job().WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(8)
 		return r
 	}
 	for name, r := range map[string]*llm.RL{
@@ -327,7 +328,7 @@ func TestRLHostileInput(t *testing.T) {
 			if strings.HasPrefix(c.field, "actor_rollout_ref.actor.kl_loss_coef") {
 				r = grpo("hostile")
 			}
-			r.Job().WorkerGroup("gpu", 1).On(hardware.H100).GPUs(8)
+			r.Job().WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(8)
 			c.edit(r)
 			_, err := r.Objects()
 			assert.Contains(t, fields(t, err), c.field, err.Error())

@@ -3,6 +3,7 @@ package llm
 import (
 	"fmt"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -17,7 +18,7 @@ func (f *FineTune) Serve(name string) *serve.Service {
 		return serve.VLLM(name, "")
 	}
 	if f.method == LoRA || f.method == QLoRA {
-		svc := serve.VLLM(name, f.model).LoRA(f.job.Name(), f.output)
+		svc := serve.VLLM(name, f.model).LoRA(podspec.Of(&f.job.Handle).Name(), f.output)
 		if f.facts != nil {
 			svc.ModelFacts(*f.facts)
 		}

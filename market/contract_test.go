@@ -48,9 +48,9 @@ func renderedEvaluations() map[string]*market.EvaluationJob {
 		"endpoint-plain": market.Evaluate("eval-bot", registered("hf://acme/support-bot@v3"), "hellaswag").
 			Endpoint("http://support-bot-api.ml:8000", "support-bot"),
 		"local-nvidia": market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu", "arc_challenge").
-			On(hardware.H100).GPUs(2).FewShot(0).Limit(0.1).BatchSize("auto:4"),
+			On(hardware.H100).Accelerators(2).FewShot(0).Limit(0.1).BatchSize("auto:4"),
 		"local-ascend-hub": market.Evaluate("eval-bot", registered("hf://acme/support-bot@v3"), "ceval-valid").
-			On(hardware.Ascend910B3).GPUs(1).HFToken("hf", "token"),
+			On(hardware.Ascend910B3).Accelerators(1).HFToken("hf", "token"),
 	}
 }
 

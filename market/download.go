@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
@@ -99,7 +100,7 @@ type secretKey struct{ name, key string }
 // (default: name).
 func Download(name, source, claim string) *DownloadJob {
 	d := &DownloadJob{source: source, claim: claim, model: name, format: "safetensors", retries: 4}
-	d.Init(d, "modeldownload", name)
+	podspec.Of(&d.Handle).Init(d, "modeldownload", name)
 	return d
 }
 
@@ -215,7 +216,7 @@ func (d *DownloadJob) secret(setting string, into **secretKey, name, key string)
 	if name == "" || key == "" {
 		d.fail(field.Required(p, "secret name and key are required"))
 	} else {
-		d.problems = append(d.problems, pod.ValidateSecretKey(p, name, key)...)
+		d.problems = append(d.problems, podspec.ValidateSecretKey(p, name, key)...)
 	}
 	*into = &secretKey{name: name, key: key}
 	return d
@@ -286,7 +287,7 @@ func (d *DownloadJob) S3Credentials(secret string) *DownloadJob {
 	if secret == "" {
 		d.fail(field.Required(field.NewPath("spec", "s3Credentials"), "a Secret name is required"))
 	} else {
-		d.problems = append(d.problems, pod.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
+		d.problems = append(d.problems, podspec.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
 	}
 	d.s3Secret = secret
 	return d
@@ -397,7 +398,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 	if d == nil {
 		return nil, errors.New("market: DownloadJob is nil: use market.Download")
 	}
-	errs := d.ValidateMeta(63 - 6) // the Job controller suffixes pod names
+	errs := podspec.Of(&d.Handle).ValidateMeta(63 - 6) // the Job controller suffixes pod names
 	errs = append(errs, d.problems...)
 	src, srcErrs := parseDownloadSource(field.NewPath("spec", "source"), d.source)
 	errs = append(errs, srcErrs...)
@@ -444,7 +445,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 		defaultImage = DefaultS3DownloadImage
 	}
 	tmplPath := field.NewPath("spec", "template")
-	tmpl, tmplErrs := d.Template(tmplPath, pod.TemplateOptions{
+	tmpl, tmplErrs := podspec.Of(&d.Handle).Template(tmplPath, podspec.TemplateOptions{
 		Container: "download", DefaultImage: defaultImage, RestartPolicy: corev1.RestartPolicyNever,
 	})
 	errs = append(errs, tmplErrs...)
@@ -460,7 +461,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "CUBE_SKIP_CHECKSUM", Value: "1"})
 	}
 	c.Env = append(c.Env, d.toolEnv(src.scheme)...)
-	if cmd, _ := d.CommandLine(); len(cmd) == 0 {
+	if cmd, _ := podspec.Of(&d.Handle).CommandLine(); len(cmd) == 0 {
 		c.Command = []string{"sh", "-c", downloadScript, "download"}
 		c.Args = d.toolArgs(src, rev, dest)
 	}
@@ -469,7 +470,7 @@ func (d *DownloadJob) Build() (*batchv1.Job, error) {
 	tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: "models", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: d.claim},
 	}})
-	meta := d.ObjectMeta(d.Name())
+	meta := podspec.Of(&d.Handle).ObjectMeta(podspec.Of(&d.Handle).Name())
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
@@ -725,14 +726,14 @@ func RegisterDownload(ctx context.Context, c client.Client, reg *Registry, d *Do
 	if err != nil {
 		return Version{}, err
 	}
-	ns := d.NamespaceName()
-	job, message, err := jobSummary(ctx, c, ns, d.Name(), "download")
+	ns := podspec.Of(&d.Handle).NamespaceName()
+	job, message, err := jobSummary(ctx, c, ns, podspec.Of(&d.Handle).Name(), "download")
 	if err != nil {
 		return Version{}, err
 	}
 	summary, err := ParseDownloadSummary(message)
 	if err != nil {
-		return Version{}, fmt.Errorf("job %s/%s: %w", ns, d.Name(), err)
+		return Version{}, fmt.Errorf("job %s/%s: %w", ns, podspec.Of(&d.Handle).Name(), err)
 	}
 	base := d.source
 	if rev := want.Annotations[AnnotationRevision]; rev != "" {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/models"
@@ -69,7 +70,7 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 		market.Download("bot", "s3://team/bot", "models").S3Credentials("minio").S3Endpoint("http://minio:9000"),
 	} {
 		_, err := cl.Apply(ctx, d.Namespace(ns))
-		require.NoError(t, err, d.Name())
+		require.NoError(t, err, podspec.Of(&d.Handle).Name())
 	}
 
 	store, err := market.NewKubernetesStore(env.Client, ns)

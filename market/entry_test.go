@@ -63,7 +63,7 @@ func TestEntryDownloadAndEvaluate(t *testing.T) {
 	job, err := e.Download("fetch-qwen", "models").Revision("a09a35458c702b33eeacc393d103063234e8bc28").Build()
 	require.NoError(t, err)
 	assert.Equal(t, "Qwen/Qwen2.5-7B-Instruct", job.Spec.Template.Spec.Containers[0].Args[2])
-	ev, err := e.Evaluate("eval-qwen", "mmlu").On(hardware.L4).GPUs(1).Build()
+	ev, err := e.Evaluate("eval-qwen", "mmlu").On(hardware.L4).Accelerators(1).Build()
 	require.NoError(t, err)
 	assert.Contains(t, ev.Spec.Template.Spec.Containers[0].Args[5], "pretrained=Qwen/Qwen2.5-7B-Instruct,")
 	assert.NotContains(t, ev.Annotations, market.AnnotationVersion, "a catalogue model is not a registered version")
@@ -93,7 +93,7 @@ func TestFineTuneSeam(t *testing.T) {
 			gotBase, gotOut = base, output
 			job := train.PyTorch("sft-bot-v2").Image("pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime").
 				Torchrun("sft.py", "--model", strings.TrimPrefix(base, "pvc://models/"), "--output", output).
-				On(hardware.H100).GPUs(8)
+				On(hardware.H100).Accelerators(8)
 			return market.TrainJob(job, market.TrainingRun{
 				Job: "PyTorchJob/sft-bot-v2", Datasets: []string{"pvc://data/tickets-2025.jsonl"},
 				Hyperparameters: map[string]string{"learning_rate": "1e-5", "epochs": "3"},

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/pod"
 )
@@ -86,7 +87,7 @@ type EvaluationJob struct {
 // Evaluate returns an evaluation Job named name for version v on tasks.
 func Evaluate(name string, v Version, tasks ...string) *EvaluationJob {
 	e := &EvaluationJob{version: v.Clone(), tasks: slices.Clone(tasks)}
-	e.Init(e, "modelevaluation", name)
+	podspec.Of(&e.Handle).Init(e, "modelevaluation", name)
 	return e
 }
 
@@ -197,7 +198,7 @@ func (e *EvaluationJob) HFToken(secret, key string) *EvaluationJob {
 	if secret == "" || key == "" {
 		e.fail(field.Required(p, "secret name and key are required"))
 	} else {
-		e.problems = append(e.problems, pod.ValidateSecretKey(p, secret, key)...)
+		e.problems = append(e.problems, podspec.ValidateSecretKey(p, secret, key)...)
 	}
 	e.hfToken = &secretKey{name: secret, key: key}
 	return e
@@ -246,7 +247,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	if e == nil {
 		return nil, errors.New("market: EvaluationJob is nil: use market.Evaluate")
 	}
-	errs := e.ValidateMeta(63 - 6)
+	errs := podspec.Of(&e.Handle).ValidateMeta(63 - 6)
 	errs = append(errs, e.problems...)
 	vPath := field.NewPath("spec", "version")
 	errs = append(errs, ValidateModelName(vPath.Child("model"), e.version.Model)...)
@@ -284,11 +285,11 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		// the rest would set other model arguments.
 		errs = append(errs, field.Invalid(vPath.Child("artifact", "uri"), art.URI, "the harness cannot read a path or revision with ','"))
 	}
-	profile, _ := e.Profile()
+	profile, _ := podspec.Of(&e.Handle).Profile()
 	local := e.endpoint == ""
-	if local && e.GPUCount() < 1 && e.SliceSetting() == nil {
+	if local && podspec.Of(&e.Handle).GPUCount() < 1 && podspec.Of(&e.Handle).SliceSetting() == nil {
 		errs = append(errs, field.Required(field.NewPath("spec", "gpus"),
-			"evaluating local weights runs vLLM on accelerators: set On(profile).GPUs(n), or evaluate a served Endpoint"))
+			"evaluating local weights runs vLLM on accelerators: set On(profile).Accelerators(n), or evaluate a served Endpoint"))
 	}
 	if !local && e.batchSize != "" && strings.HasPrefix(e.batchSize, "auto") {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "batchSize"), e.batchSize, "an endpoint takes a number: auto sizes local weights only"))
@@ -303,7 +304,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 			image = DefaultEvalVLLMAscendImage
 		}
 	}
-	tmpl, tmplErrs := e.Template(field.NewPath("spec", "template"), pod.TemplateOptions{
+	tmpl, tmplErrs := podspec.Of(&e.Handle).Template(field.NewPath("spec", "template"), podspec.TemplateOptions{
 		Container: "evaluate", DefaultImage: image, RestartPolicy: corev1.RestartPolicyNever, NoGPUs: !local,
 	})
 	errs = append(errs, tmplErrs...)
@@ -319,7 +320,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	if e.hfToken != nil {
 		c.Env = append(c.Env, secretEnv("HF_TOKEN", e.hfToken))
 	}
-	if cmd, _ := e.CommandLine(); len(cmd) == 0 {
+	if cmd, _ := podspec.Of(&e.Handle).CommandLine(); len(cmd) == 0 {
 		c.Command = []string{"sh", "-c", evalScript, "evaluate"}
 		c.Args = e.harnessArgs(local, weights, revision)
 	}
@@ -332,7 +333,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: true},
 		}})
 	}
-	meta := e.ObjectMeta(e.Name())
+	meta := podspec.Of(&e.Handle).ObjectMeta(podspec.Of(&e.Handle).Name())
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
@@ -360,7 +361,7 @@ func (e *EvaluationJob) harnessArgs(local bool, weights, revision string) []stri
 	batch := e.batchSize
 	if local {
 		model = "vllm"
-		modelArgs = "pretrained=" + weights + ",tensor_parallel_size=" + strconv.Itoa(max(1, e.GPUCount())) + ",dtype=auto,gpu_memory_utilization=0.8"
+		modelArgs = "pretrained=" + weights + ",tensor_parallel_size=" + strconv.Itoa(max(1, podspec.Of(&e.Handle).GPUCount())) + ",dtype=auto,gpu_memory_utilization=0.8"
 		if revision != "" {
 			modelArgs += ",revision=" + revision
 		}
@@ -445,7 +446,7 @@ func RecordEvaluation(ctx context.Context, c client.Client, reg *Registry, e *Ev
 	if err := reg.usable(); err != nil {
 		return Version{}, err
 	}
-	job, message, err := jobSummary(ctx, c, e.NamespaceName(), e.Name(), "evaluate")
+	job, message, err := jobSummary(ctx, c, podspec.Of(&e.Handle).NamespaceName(), podspec.Of(&e.Handle).Name(), "evaluate")
 	if err != nil {
 		return Version{}, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/market"
 )
@@ -29,11 +30,11 @@ func TestEvaluationAppliesAndRecords(t *testing.T) {
 
 	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
 	for _, e := range []*market.EvaluationJob{
-		market.Evaluate("eval-gpu", v, "mmlu").On(hardware.H100).GPUs(1),
-		market.Evaluate("eval-npu", v, "ceval-valid").On(hardware.Ascend910B3).GPUs(1),
+		market.Evaluate("eval-gpu", v, "mmlu").On(hardware.H100).Accelerators(1),
+		market.Evaluate("eval-npu", v, "ceval-valid").On(hardware.Ascend910B3).Accelerators(1),
 	} {
 		_, err := cl.Apply(ctx, e.Namespace(ns))
-		require.NoError(t, err, e.Name())
+		require.NoError(t, err, podspec.Of(&e.Handle).Name())
 	}
 	e := market.Evaluate("eval-bot", v, "mmlu", "gsm8k").Endpoint("http://support-bot-api:8000/v1", "support-bot").Namespace(ns)
 	_, err = cl.Apply(ctx, e)

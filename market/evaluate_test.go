@@ -62,7 +62,7 @@ func TestEvaluateAnEndpoint(t *testing.T) {
 
 func TestEvaluateLocalWeightsOnNVIDIAAndAscend(t *testing.T) {
 	job, err := market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu").
-		On(hardware.H100).GPUs(2).Build()
+		On(hardware.H100).Accelerators(2).Build()
 	require.NoError(t, err)
 	c := job.Spec.Template.Spec.Containers[0]
 	assert.Equal(t, market.DefaultEvalVLLMImage, c.Image)
@@ -72,7 +72,7 @@ func TestEvaluateLocalWeightsOnNVIDIAAndAscend(t *testing.T) {
 	assert.Equal(t, "2", c.Resources.Limits.Name("nvidia.com/gpu", "").String())
 
 	job, err = market.Evaluate("eval-bot", registered("hf://acme/support-bot@v3"), "ceval-valid").
-		On(hardware.Ascend910B3).GPUs(1).Build()
+		On(hardware.Ascend910B3).Accelerators(1).Build()
 	require.NoError(t, err)
 	c = job.Spec.Template.Spec.Containers[0]
 	assert.Equal(t, market.DefaultEvalVLLMAscendImage, c.Image)

@@ -173,7 +173,7 @@ func FuzzEvaluateBuild(f *testing.F) {
 		if endpoint != "" {
 			e.Endpoint(endpoint, served)
 		} else {
-			e.On(hardware.H100).GPUs(1)
+			e.On(hardware.H100).Accelerators(1)
 		}
 		job, err := e.Build()
 		if err != nil {

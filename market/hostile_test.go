@@ -94,7 +94,7 @@ func TestPathTraversalIsRefused(t *testing.T) {
 		v.Artifact.URI = uri
 		assert.ErrorContains(t, v.Validate(), "artifact.uri", uri)
 	}
-	_, err := market.Evaluate("e", registered("pvc://models/../../etc"), "mmlu").On(hardware.H100).GPUs(1).Build()
+	_, err := market.Evaluate("e", registered("pvc://models/../../etc"), "mmlu").On(hardware.H100).Accelerators(1).Build()
 	assert.ErrorContains(t, err, "spec.version.artifact.uri", "the pod would mount the claim and read outside /models")
 
 	_, err = market.Download("x", "hf://Qwen/Qwen2.5-7B", "models").Into("../../etc").Build()
@@ -153,13 +153,13 @@ func TestImpossibleTimesAreRefused(t *testing.T) {
 // when the Job is built.
 func TestValuesThePodWouldMisreadAreRefused(t *testing.T) {
 	for _, size := range []string{"auto:abc", "auto:0", "auto:-1", "auto:"} {
-		_, err := market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).GPUs(1).BatchSize(size).Build()
+		_, err := market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).BatchSize(size).Build()
 		assert.ErrorContains(t, err, "spec.batchSize", size)
 	}
 	// lm_eval/evaluator_utils.py takes int(limit) from 1 up: 1.5 would run 1.
-	_, err := market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).GPUs(1).Limit(1.5).Build()
+	_, err := market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).Limit(1.5).Build()
 	assert.ErrorContains(t, err, "spec.limit")
-	_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).GPUs(1).Limit(0.25).Build()
+	_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).Limit(0.25).Build()
 	assert.NoError(t, err, "a fraction below 1 is a share of each task")
 
 	for _, url := range []string{"https://", "http:///v1", "https://:443"} {
@@ -207,7 +207,7 @@ func TestUnknownFormatsAndStagesAreRefused(t *testing.T) {
 // another model argument, such as trust_remote_code.
 func TestModelArgumentsCannotBeInjected(t *testing.T) {
 	for _, uri := range []string{"hf://acme/bot@v3,trust_remote_code=True", "pvc://models/bot,trust_remote_code=True"} {
-		_, err := market.Evaluate("e", registered(uri), "mmlu").On(hardware.H100).GPUs(1).Build()
+		_, err := market.Evaluate("e", registered(uri), "mmlu").On(hardware.H100).Accelerators(1).Build()
 		assert.ErrorContains(t, err, "spec.version.artifact.uri", uri)
 		_, err = market.Evaluate("e", registered(uri), "mmlu").Endpoint("http://bot-api:8000", "bot").Build()
 		assert.ErrorContains(t, err, "spec.version.artifact.uri", uri)
@@ -238,7 +238,7 @@ func TestNonFiniteScoresAreRefused(t *testing.T) {
 		assert.ErrorContains(t, v.Validate(), "metrics[mmlu/acc]")
 		_, err = reg.Search(t.Context(), market.Query{MinMetrics: map[string]float64{"mmlu/acc": bad}})
 		assert.ErrorContains(t, err, "minMetrics[mmlu/acc]")
-		_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).GPUs(1).Limit(bad).Build()
+		_, err = market.Evaluate("e", registered("pvc://models/bot"), "mmlu").On(hardware.H100).Accelerators(1).Limit(bad).Build()
 		assert.ErrorContains(t, err, "spec.limit")
 	}
 	got, err := market.ParseLMEvalResults([]byte(`{"results":{"mmlu":{"acc,none":NaN}}}`))

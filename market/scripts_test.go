@@ -83,7 +83,7 @@ func TestDownloadScriptReportsSizeAndChecksum(t *testing.T) {
 func TestEvaluationScriptReportsScores(t *testing.T) {
 	requireTools(t, "sh", "python3")
 	v := registered("pvc://models/support-bot/v3")
-	job, err := market.Evaluate("eval", v, "mmlu").On(hardware.H100).GPUs(1).Build()
+	job, err := market.Evaluate("eval", v, "mmlu").On(hardware.H100).Accelerators(1).Build()
 	require.NoError(t, err)
 	results := t.TempDir()
 	fixture, err := filepath.Abs("testdata/lmeval/results_2025-07-01T10-00-00.json")

@@ -35,7 +35,7 @@ func TestAscendVisibleDevicesOnlyUnderVolcano(t *testing.T) {
 	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
 	nb := func(name string) *notebook.Notebook {
 		return notebook.Jupyter(name, "alice").Namespace(ns).AuthSecret("tok", "token").AllowNamespace(istio).
-			On(hardware.Ascend910B3).GPUs(1)
+			On(hardware.Ascend910B3).Accelerators(1)
 	}
 
 	_, _, _, sts := objects(t, nb("npu"))

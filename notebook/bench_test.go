@@ -18,7 +18,7 @@ func BenchmarkRender1000(b *testing.B) {
 		user := "user" + strconv.Itoa(i)
 		switch i % 3 {
 		case 0:
-			nbs[i] = notebook.Jupyter(user+"-lab", user).On(hardware.H100).GPUs(1)
+			nbs[i] = notebook.Jupyter(user+"-lab", user).On(hardware.H100).Accelerators(1)
 		case 1:
 			nbs[i] = notebook.VSCode(user+"-code", user).Slice(vgpu.Slice(hardware.A100_80G).Memory("20Gi").Cores(30))
 		default:

@@ -28,6 +28,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
 )
@@ -188,14 +189,14 @@ func newCullFixture(t *testing.T) *cullFixture {
 // StatefulSet ready unless notReady, and, for Jupyter, serves its status.
 func (f *cullFixture) add(t *testing.T, nb *notebook.Notebook, srv *fakeServer, noSecret, notReady bool) {
 	t.Helper()
-	nb.Namespace(f.ns).AuthSecret(nb.Name()+"-credential", "token").AllowNamespace(istio)
+	nb.Namespace(f.ns).AuthSecret(podspec.Of(&nb.Handle).Name()+"-credential", "token").AllowNamespace(istio)
 	rel, err := cube.NewFromClient(f.env.Client, cube.WithNamespace(f.ns)).Apply(t.Context(), nb)
 	require.NoError(t, err)
-	token := "tok-" + nb.Name() + "-d41d8cd98f00b204"
+	token := "tok-" + podspec.Of(&nb.Handle).Name() + "-d41d8cd98f00b204"
 	if !noSecret {
 		require.NoError(t, f.env.CreateStrict(t.Context(), &corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Name: nb.Name() + "-credential", Namespace: f.ns},
+			ObjectMeta: metav1.ObjectMeta{Name: podspec.Of(&nb.Handle).Name() + "-credential", Namespace: f.ns},
 			Data:       map[string][]byte{"token": []byte(token)},
 		}))
 	}
@@ -203,13 +204,13 @@ func (f *cullFixture) add(t *testing.T, nb *notebook.Notebook, srv *fakeServer, 
 	if notReady {
 		phase = cube.InProgress
 	}
-	ref := cube.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, Namespace: f.ns, Name: nb.Name()}
+	ref := cube.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, Namespace: f.ns, Name: podspec.Of(&nb.Handle).Name()}
 	require.Contains(t, rel.Objects, ref)
 	require.NoError(t, cubetest.MarkObject(t.Context(), f.env.Client, ref, phase, "", ""))
 	if srv != nil {
 		srv.token = token
 		f.jupyter.mu.Lock()
-		f.jupyter.servers["/notebook/"+f.ns+"/"+nb.Name()+"/"] = srv
+		f.jupyter.servers["/notebook/"+f.ns+"/"+podspec.Of(&nb.Handle).Name()+"/"] = srv
 		f.jupyter.mu.Unlock()
 	}
 }

@@ -33,7 +33,7 @@
 //	nb := notebook.Jupyter("alice-lab", "alice").
 //		Namespace("team-a").
 //		AuthSecret("alice-lab-token", "token").
-//		On(hardware.H100).GPUs(1).
+//		On(hardware.H100).Accelerators(1).
 //		Storage("50Gi", "fast-ssd").
 //		MaxLifetime(72 * time.Hour).
 //		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "istio-system"})

@@ -29,7 +29,7 @@ func ExampleJupyter() {
 	nb := notebook.Jupyter("alice-lab", "alice").
 		Namespace("team-a").
 		AuthSecret("alice-lab-token", "token").
-		On(hardware.H100).GPUs(1).
+		On(hardware.H100).Accelerators(1).
 		Storage("50Gi", "fast-ssd").
 		MaxLifetime(72 * time.Hour).
 		AllowNamespace(ingress)
@@ -102,7 +102,7 @@ func ExampleRStudio() {
 	sts, err := notebook.RStudio("carol-r", "carol").
 		Namespace("team-a").
 		AuthSecret("carol-password", "password").
-		On(hardware.Ascend910B3).GPUs(1).
+		On(hardware.Ascend910B3).Accelerators(1).
 		AllowPods(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"},
 			map[string]string{"app.kubernetes.io/name": "ingress-nginx"}).
 		Build()

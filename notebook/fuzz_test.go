@@ -14,9 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -119,13 +121,13 @@ func fuzzNotebook(data []byte, namespace string) *notebook.Notebook {
 		case 12:
 			nb.Env(pick(r, fuzzEnvNames), pick(r, fuzzTexts))
 		case 13:
-			nb.EnvFromSecret(pick(r, fuzzEnvNames), pick(r, fuzzSecrets), pick(r, fuzzKeys))
+			nb.EnvFromSecret(pick(r, fuzzEnvNames), pod.SecretKeyRef{Name: pick(r, fuzzSecrets), Key: pick(r, fuzzKeys)})
 		case 14:
 			nb.CPU(pick(r, fuzzQuant)).Memory(pick(r, fuzzQuant))
 		case 15:
 			nb.On(pick(r, fuzzProfiles))
 		case 16:
-			nb.GPUs(pick(r, fuzzInts))
+			nb.Accelerators(pick(r, fuzzInts))
 		case 17:
 			nb.Slice(vgpu.Slice(hardware.A100_80G).Memory(pick(r, []string{"20Gi", "0", "lots"})).Cores(pick(r, []int{30, 0, 200})))
 		case 18:
@@ -171,7 +173,7 @@ func checkNotebook(t *testing.T, nb *notebook.Notebook, objs []client.Object, er
 	}
 	require.Len(t, objs, 4)
 	for _, o := range objs {
-		assert.Equal(t, nb.Name(), o.GetLabels()[cube.LabelRelease], "%T %s", o, o.GetName())
+		assert.Equal(t, podspec.Of(&nb.Handle).Name(), o.GetLabels()[cube.LabelRelease], "%T %s", o, o.GetName())
 	}
 	assert.Equal(t, sts.Name, objs[3].GetName())
 	again, err := nb.Objects()

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -153,7 +154,7 @@ func RStudio(name, user string) *Notebook { return newNotebook(IDERStudio, name,
 
 func newNotebook(ide IDE, name, user string) *Notebook {
 	n := &Notebook{ide: ide, user: user, storageSize: DefaultStorage}
-	n.Init(n, Kind, name)
+	podspec.Of(&n.Handle).Init(n, Kind, name)
 	return n
 }
 

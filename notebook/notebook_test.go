@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/golden"
 	"github.com/cubestudio/cube/notebook"
@@ -42,13 +43,13 @@ var variants = []variant{
 			Storage("20Gi", "fast-ssd")
 	}},
 	{"h100", func(n *notebook.Notebook) *notebook.Notebook {
-		return n.On(hardware.H100).GPUs(2).CPU("16").Memory("128Gi")
+		return n.On(hardware.H100).Accelerators(2).CPU("16").Memory("128Gi")
 	}},
 	{"a100-hami-slice", func(n *notebook.Notebook) *notebook.Notebook {
 		return n.Slice(vgpu.Slice(hardware.A100_80G).Memory("20Gi").Cores(30)).CPU("4").Memory("32Gi")
 	}},
 	{"ascend910b3", func(n *notebook.Notebook) *notebook.Notebook {
-		return n.On(hardware.Ascend910B3).GPUs(1).CPU("8").Memory("64Gi")
+		return n.On(hardware.Ascend910B3).Accelerators(1).CPU("8").Memory("64Gi")
 	}},
 }
 
@@ -319,7 +320,7 @@ func TestSecurityContextKeepsWhatTheCallerSet(t *testing.T) {
 		Namespace("ns").
 		AuthSecret("t", "token").
 		AllowNamespace(istio).
-		On(hardware.Ascend910B3).GPUs(1).
+		On(hardware.Ascend910B3).Accelerators(1).
 		// HwHiAiUser's group, to open the NPU device nodes.
 		PodSecurityContext(&corev1.PodSecurityContext{SupplementalGroups: []int64{1000}, RunAsUser: ptr.To[int64](1234)}).
 		SecurityContext(&corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)}))
@@ -432,7 +433,7 @@ func TestValidationErrors(t *testing.T) {
 			[]string{"FieldValueDuplicate spec.template.spec.volumes[0].name"}},
 		{"volume over rstudio's scratch", valid(notebook.RStudio("lab", "alice")).EmptyDir("scratch", "/tmp"), []string{"FieldValueDuplicate spec.template.spec.containers[0].volumeMounts"}},
 		{"port taken", valid(notebook.Jupyter("lab", "alice")).Port("http", 9999), []string{"FieldValueDuplicate spec.template.spec.containers[0].ports"}},
-		{"GPUs without a profile", valid(notebook.Jupyter("lab", "alice")).GPUs(1), []string{"FieldValueRequired spec.template.on"}},
+		{"GPUs without a profile", valid(notebook.Jupyter("lab", "alice")).Accelerators(1), []string{"FieldValueRequired spec.template.on"}},
 		{"bad shared memory", valid(notebook.Jupyter("lab", "alice")).SharedMemory("lots"), []string{"FieldValueInvalid spec.template.sharedMemory"}},
 		{"bad CPU", valid(notebook.Jupyter("lab", "alice")).CPU("many"), []string{"FieldValueInvalid spec.template.spec.containers[0].resources.requests[cpu]", "FieldValueInvalid spec.template.spec.containers[0].resources.limits[cpu]"}},
 		{"everything at once", notebook.Jupyter("Bad", "").Storage("x", "").BaseURL("nope"),
@@ -462,7 +463,7 @@ func TestAccessors(t *testing.T) {
 	var _ cube.Workload = nb
 	assert.Equal(t, notebook.IDERStudio, nb.IDE())
 	assert.Equal(t, "alice", nb.User())
-	assert.Equal(t, "lab", nb.Name())
+	assert.Equal(t, "lab", podspec.Of(&nb.Handle).Name())
 	assert.Equal(t, notebook.IDEJupyter, notebook.Jupyter("a", "b").IDE())
 	assert.Equal(t, notebook.IDEVSCode, notebook.VSCode("a", "b").IDE())
 }

@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // Names of what a notebook renders, for callers that look them up.
@@ -112,7 +112,7 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 
 	tmplPath := field.NewPath("spec", "template")
 	labels := n.notebookLabels()
-	tmpl, tmplErrs := n.Template(tmplPath, pod.TemplateOptions{
+	tmpl, tmplErrs := podspec.Of(&n.Handle).Template(tmplPath, podspec.TemplateOptions{
 		Container:    ContainerName,
 		DefaultImage: srv.image,
 		Labels:       labels,
@@ -125,8 +125,8 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 		return rendered{}, errs
 	}
 
-	name := n.Name()
-	id := n.Identity()
+	name := podspec.Of(&n.Handle).Name()
+	id := podspec.Of(&n.Handle).Identity()
 	selector := id.Selector("")
 	annotations := map[string]string{}
 	if srv.takesBaseURL {
@@ -208,7 +208,7 @@ func (n *Notebook) render() (rendered, field.ErrorList) {
 // meta is the metadata of one top-level object: the builder's labels and
 // annotations plus the notebook's labels.
 func (n *Notebook) meta(name string, labels map[string]string) metav1.ObjectMeta {
-	m := n.ObjectMeta(name)
+	m := podspec.Of(&n.Handle).ObjectMeta(name)
 	maps.Copy(m.Labels, labels)
 	return m
 }
@@ -253,7 +253,7 @@ func (n *Notebook) validateLauncher() field.ErrorList {
 		if n.homeDir != "" && n.homeDir != kubeflowHome {
 			errs = append(errs, field.Invalid(field.NewPath("homeDir"), n.homeDir, "Kubeflow's images serve their $HOME, /home/jovyan, which their s6 service fixes"))
 		}
-		if cmd, args := n.CommandLine(); cmd == nil && len(args) > 0 {
+		if cmd, args := podspec.Of(&n.Handle).CommandLine(); cmd == nil && len(args) > 0 {
 			errs = append(errs, field.Invalid(field.NewPath("args"), args, "Kubeflow's images take no arguments: their s6 service starts Jupyter"))
 		}
 	default:
@@ -264,7 +264,7 @@ func (n *Notebook) validateLauncher() field.ErrorList {
 
 func (n *Notebook) validateIdentity() field.ErrorList {
 	// The UI Service carries the notebook's name.
-	errs := n.ValidateServiceMeta(MaxNameLength)
+	errs := podspec.Of(&n.Handle).ValidateServiceMeta(MaxNameLength)
 	userPath := field.NewPath("user")
 	switch {
 	case n.user == "":
@@ -286,10 +286,10 @@ func (n *Notebook) resolveBaseURL(srv server) (string, field.ErrorList) {
 		return "/", nil
 	}
 	if !n.baseURLSet {
-		if n.NamespaceName() == "" {
+		if podspec.Of(&n.Handle).NamespaceName() == "" {
 			return "", field.ErrorList{field.Required(field.NewPath("metadata", "namespace"), "the default base URL /notebook/<namespace>/<name>/ needs a namespace: set Namespace or BaseURL")}
 		}
-		return srv.defaultBaseURL(n.NamespaceName(), n.Name()), nil
+		return srv.defaultBaseURL(podspec.Of(&n.Handle).NamespaceName(), podspec.Of(&n.Handle).Name()), nil
 	}
 	return n.baseURL, validateBaseURL(n.baseURL, p)
 }
@@ -358,7 +358,7 @@ func credentialWord(ide IDE) string {
 func (n *Notebook) homeClaim() (corev1.PersistentVolumeClaim, field.ErrorList) {
 	var errs field.ErrorList
 	p := field.NewPath("storage")
-	size, err := pod.ParseStorageSize(p.Child("size"), n.storageSize)
+	size, err := podspec.ParseStorageSize(p.Child("size"), n.storageSize)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -387,10 +387,10 @@ func (n *Notebook) validateAllow() field.ErrorList {
 			if peer.PodSelector == nil && len(ns.MatchLabels) == 0 {
 				errs = append(errs, field.Invalid(nsPath, "{}", "must not be empty: it would admit every namespace"))
 			}
-			errs = append(errs, pod.ValidateLabels(ns.MatchLabels, nsPath.Child("matchLabels"))...)
+			errs = append(errs, podspec.ValidateLabels(ns.MatchLabels, nsPath.Child("matchLabels"))...)
 		}
 		if ps := peer.PodSelector; ps != nil {
-			errs = append(errs, pod.ValidateLabels(ps.MatchLabels, p.Index(i).Child("podSelector", "matchLabels"))...)
+			errs = append(errs, podspec.ValidateLabels(ps.MatchLabels, p.Index(i).Child("podSelector", "matchLabels"))...)
 		}
 	}
 	return errs
@@ -405,7 +405,7 @@ func (n *Notebook) shapeServer(tmpl *corev1.PodTemplateSpec, srv server, port in
 	cPath := specPath.Child("containers").Index(0)
 
 	// Command line: the IDE's server unless the caller replaced the command.
-	if cmd, args := n.CommandLine(); cmd == nil {
+	if cmd, args := podspec.Of(&n.Handle).CommandLine(); cmd == nil {
 		c.Command, c.Args = n.serverCommand(srv, port, home, baseURL)
 		c.Args = append(c.Args, args...)
 	}
@@ -422,7 +422,7 @@ func (n *Notebook) shapeServer(tmpl *corev1.PodTemplateSpec, srv server, port in
 	for k := range extraEnv {
 		reserved = append(reserved, k)
 	}
-	for _, e := range n.EnvVars() {
+	for _, e := range podspec.Of(&n.Handle).EnvVars() {
 		if slices.Contains(reserved, e.Name) {
 			errs = append(errs, field.Invalid(field.NewPath("env").Key(e.Name), e.Name, "is set by the notebook (use AuthSecret for the credential)"))
 		}
@@ -437,7 +437,7 @@ func (n *Notebook) shapeServer(tmpl *corev1.PodTemplateSpec, srv server, port in
 	// for the notebook's user, whose HOME is then "/": Jupyter Server puts
 	// its runtime and data directories under $HOME (jupyter_core.paths)
 	// and fails there. HOME is the home volume, unless the caller sets it.
-	if n.ide == IDEJupyter && n.launcher == LaunchJupyterServer && !slices.ContainsFunc(n.EnvVars(), func(e corev1.EnvVar) bool { return e.Name == "HOME" }) {
+	if n.ide == IDEJupyter && n.launcher == LaunchJupyterServer && !slices.ContainsFunc(podspec.Of(&n.Handle).EnvVars(), func(e corev1.EnvVar) bool { return e.Name == "HOME" }) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "HOME", Value: home})
 	}
 

@@ -38,11 +38,11 @@ func TestIdleReleasesStopOnTheCluster(t *testing.T) {
 	cc, err := cube.New(c.Config, cube.WithNamespace(ns))
 	require.NoError(t, err)
 	for _, w := range []cube.Workload{
-		serve.VLLM("idle", "standin/idle").Namespace(ns).Image(c.Images.Standin).On(hardware.T4).GPUs(1).CPU("100m").Memory("128Mi"),
-		serve.VLLM("busy", "standin/busy").Namespace(ns).Image(c.Images.Standin).On(hardware.T4).GPUs(1).CPU("100m").Memory("128Mi"),
+		serve.VLLM("idle", "standin/idle").Namespace(ns).Image(c.Images.Standin).On(hardware.T4).Accelerators(1).CPU("100m").Memory("128Mi"),
+		serve.VLLM("busy", "standin/busy").Namespace(ns).Image(c.Images.Standin).On(hardware.T4).Accelerators(1).CPU("100m").Memory("128Mi"),
 		notebook.Jupyter("lab", "alice").Namespace(ns).Image(c.Images.Python).Launch(notebook.LaunchJupyterServer).
 			AuthSecret("lab-token", "token").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
-			On(hardware.T4).GPUs(1).CPU("250m").Memory("1Gi"),
+			On(hardware.T4).Accelerators(1).CPU("250m").Memory("1Gi"),
 	} {
 		rel, err := cc.Apply(ctx, w)
 		require.NoError(t, err)

@@ -28,7 +28,7 @@ func TestLeaseEnforcedAtExpiryOnTestAPIServer(t *testing.T) {
 	ctx := t.Context()
 	cc := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
 	_, err := cc.Apply(ctx, notebook.Jupyter("ws", "bob").Namespace(ns).AuthSecret("ws-token", "token").
-		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"}).On(hardware.A100_80G).GPUs(1))
+		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"}).On(hardware.A100_80G).Accelerators(1))
 	require.NoError(t, err)
 
 	start := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)

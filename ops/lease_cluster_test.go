@@ -37,7 +37,7 @@ func TestLeaseExpiryStopsTheWorkloadOnTheCluster(t *testing.T) {
 	rel, err := cc.Apply(ctx, notebook.Jupyter("ws", "bob").Namespace(ns).
 		Image(c.Images.Python).Launch(notebook.LaunchJupyterServer).AuthSecret("ws-token", "token").
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
-		On(hardware.T4).GPUs(1).CPU("250m").Memory("1Gi"))
+		On(hardware.T4).Accelerators(1).CPU("250m").Memory("1Gi"))
 	require.NoError(t, err)
 	_, err = rel.Wait(ctx, cube.Ready, cube.Timeout(5*time.Minute), cube.FailOnStuckPods())
 	require.NoError(t, err)

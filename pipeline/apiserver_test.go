@@ -29,7 +29,7 @@ import (
 func apiServerPipelines(ns string) map[string]cube.Workload {
 	hw := pipeline.Container("sft").Image("nvcr.io/nvidia/pytorch:24.08-py3").
 		Command("torchrun", "--nproc-per-node=8", "sft.py").
-		On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).SharedMemory("64Gi").
+		On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand()).SharedMemory("64Gi").
 		ImagePullSecret("registry").HostNetwork(true).PVC("models", "/models").
 		PodLabel("tier", "gpu").Annotation("owner", "nlp")
 	shard := pipeline.Container("shard").Image("busybox").

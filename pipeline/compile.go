@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // Names and paths the compiled Workflow uses.
@@ -88,7 +88,7 @@ func (p *Pipeline) compile() (*wfv1.Workflow, []client.Object, error) {
 	}
 	return &wfv1.Workflow{
 		TypeMeta:   metav1.TypeMeta{APIVersion: workflowVersion, Kind: "Workflow"},
-		ObjectMeta: p.ObjectMeta(p.Name()),
+		ObjectMeta: podspec.Of(&p.Handle).ObjectMeta(podspec.Of(&p.Handle).Name()),
 		Spec:       spec,
 	}, aux, nil
 }
@@ -105,9 +105,9 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 	p := g.p
 	var errs field.ErrorList
 	spec := wfv1.WorkflowSpec{
-		Entrypoint:         p.Name(),
+		Entrypoint:         podspec.Of(&p.Handle).Name(),
 		ServiceAccountName: p.serviceAccountName(),
-		PodMetadata:        &wfv1.Metadata{Labels: p.PodLabels(nil)},
+		PodMetadata:        &wfv1.Metadata{Labels: podspec.Of(&p.Handle).PodLabels(nil)},
 	}
 	for _, pr := range p.params {
 		spec.Arguments.Parameters = append(spec.Arguments.Parameters, wfv1.Parameter{Name: pr.name, Value: wfv1.AnyStringPtr(pr.value)})
@@ -147,8 +147,8 @@ func (g *graph) workflowSpec() (wfv1.WorkflowSpec, []*unstructured.Unstructured,
 		}
 	}
 	c := &compiler{g: g, names: make(map[string]claimant, size), templates: make([]wfv1.Template, 1, size)}
-	c.names[p.Name()] = claimant{what: "the DAG template"}
-	dag := wfv1.Template{Name: p.Name(), DAG: &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(g.nodes))}}
+	c.names[podspec.Of(&p.Handle).Name()] = claimant{what: "the DAG template"}
+	dag := wfv1.Template{Name: podspec.Of(&p.Handle).Name(), DAG: &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(g.nodes))}}
 	pre := c.containers(g.nodes)
 	for i, n := range g.nodes {
 		task, ok, terrs := c.step(n, pre[i])
@@ -208,7 +208,7 @@ func workspaceClaim(w Workspace, shared string) (corev1.PersistentVolumeClaim, f
 		Spec:       corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}},
 	}
 	if w.Size != "" {
-		if q, err := pod.ParseStorageSize(wp.Child("size"), w.Size); err != nil {
+		if q, err := podspec.ParseStorageSize(wp.Child("size"), w.Size); err != nil {
 			errs = append(errs, err)
 		} else {
 			pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: q}
@@ -557,10 +557,10 @@ var standardLabels = []string{cube.LabelName, cube.LabelManagedBy, cube.LabelPar
 // several goroutines.
 func (c *compiler) container(n *node, s *ContainerStep) (wfv1.Template, []corev1.LocalObjectReference, field.ErrorList) {
 	var errs field.ErrorList
-	if s.NamespaceName() != "" {
+	if podspec.Of(&s.Handle).NamespaceName() != "" {
 		errs = append(errs, field.Forbidden(n.path.Child("namespace"), "steps run in the pipeline's namespace: set it on the pipeline"))
 	}
-	pt, terrs := s.Template(n.path.Child("template"), pod.TemplateOptions{Container: mainContainer})
+	pt, terrs := podspec.Of(&s.Handle).Template(n.path.Child("template"), podspec.TemplateOptions{Container: mainContainer})
 	errs = append(errs, terrs...)
 	spec := &pt.Spec
 	ctr := &spec.Containers[0]
@@ -596,7 +596,7 @@ func (c *compiler) container(n *node, s *ContainerStep) (wfv1.Template, []corev1
 	}
 	labels[LabelStep] = n.c.name
 	annotations := maps.Clone(pt.Annotations)
-	if extra := s.Annotations(); len(extra) > 0 {
+	if extra := podspec.Of(&s.Handle).Annotations(); len(extra) > 0 {
 		if annotations == nil {
 			annotations = map[string]string{}
 		}
@@ -698,12 +698,12 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 	// release, so that Release.Wait on the pipeline sees the job's pods and
 	// their problems; selectors move with the labels they select.
 	release := n.primary.GetLabels()[cube.LabelRelease]
-	relabel(obj.Object, release, c.g.p.Name())
+	relabel(obj.Object, release, podspec.Of(&c.g.p.Handle).Name())
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[cube.LabelRelease] = c.g.p.Name()
+	labels[cube.LabelRelease] = podspec.Of(&c.g.p.Handle).Name()
 	labels[LabelStep] = n.c.name
 	obj.SetLabels(labels)
 	// Every run (and retry) creates its own job.
@@ -717,15 +717,15 @@ func (c *compiler) workload(n *node) (wfv1.Template, field.ErrorList) {
 	}
 	for _, a := range n.aux {
 		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(a.Object)}
-		relabel(u.Object, release, c.g.p.Name())
+		relabel(u.Object, release, podspec.Of(&c.g.p.Handle).Name())
 		labels := u.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[cube.LabelRelease] = c.g.p.Name()
+		labels[cube.LabelRelease] = podspec.Of(&c.g.p.Handle).Name()
 		u.SetLabels(labels)
-		if u.GetNamespace() == "" && c.g.p.NamespaceName() != "" {
-			u.SetNamespace(c.g.p.NamespaceName())
+		if u.GetNamespace() == "" && podspec.Of(&c.g.p.Handle).NamespaceName() != "" {
+			u.SetNamespace(podspec.Of(&c.g.p.Handle).NamespaceName())
 		}
 		c.aux = append(c.aux, u)
 	}

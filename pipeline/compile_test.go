@@ -40,7 +40,7 @@ func TestGoldenSchedule(t *testing.T) {
 func TestGoldenHardware(t *testing.T) {
 	sft := pipeline.Container("sft").Image("nvcr.io/nvidia/pytorch:24.08-py3").
 		Command("torchrun", "--nproc-per-node=8", "sft.py").
-		On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).SharedMemory("64Gi").
+		On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand()).SharedMemory("64Gi").
 		ImagePullSecret("registry").HostNetwork(true).
 		PVC("models", "/models").
 		PodLabel("tier", "gpu").Annotation("owner", "nlp")
@@ -281,7 +281,7 @@ func TestBuildWorkloadTemplate(t *testing.T) {
 
 func TestBuildHardwareTemplate(t *testing.T) {
 	sft := pipeline.Container("sft").Image("img").Command("run").
-		On(hardware.H100).GPUs(8).ImagePullSecret("registry").ImagePullSecret("mirror").HostNetwork(true)
+		On(hardware.H100).Accelerators(8).ImagePullSecret("registry").ImagePullSecret("mirror").HostNetwork(true)
 	other := pipeline.Container("other").Image("img").Command("run").ImagePullSecret("registry").After(sft)
 	wf, err := pipeline.New("hw").Step(sft, other).Build()
 	require.NoError(t, err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // DOT returns the pipeline's DAG in Graphviz DOT: one box per step labelled
@@ -79,7 +81,7 @@ func (n *node) caption() string {
 
 func (g *graph) dot(status map[string]Phase) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "digraph %s {\n", strconv.Quote(g.p.Name()))
+	fmt.Fprintf(&b, "digraph %s {\n", strconv.Quote(podspec.Of(&g.p.Handle).Name()))
 	b.WriteString("  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Helvetica\"];\n")
 	for _, n := range g.drawn() {
 		label := n.c.name + "\n" + n.caption()

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/train"
 )
@@ -353,7 +354,7 @@ func checkBuilt(t *testing.T, p *pipeline.Pipeline, objs []client.Object, err er
 	}
 	require.NotEmpty(t, objs)
 	for _, o := range objs {
-		assert.Equal(t, p.Name(), o.GetLabels()[cube.LabelRelease], "%T %s", o, o.GetName())
+		assert.Equal(t, podspec.Of(&p.Handle).Name(), o.GetLabels()[cube.LabelRelease], "%T %s", o, o.GetName())
 	}
 	again, err := p.Objects()
 	require.NoError(t, err, "the same pipeline validates again")

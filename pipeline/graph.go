@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // Step names follow Argo's template and DAG task name rule
@@ -117,7 +118,7 @@ func (t text) path(step *field.Path) *field.Path {
 // graph. The graph is usable for drawing even when errors are returned.
 func (p *Pipeline) analyze() (*graph, field.ErrorList) {
 	g := &graph{p: p, byName: map[string]*node{}, params: map[string]string{}}
-	errs := p.ValidateMeta(63)
+	errs := podspec.Of(&p.Handle).ValidateMeta(63)
 	for i, pr := range p.params {
 		if !isParamName(pr.name) {
 			errs = append(errs, field.Invalid(field.NewPath("params").Index(i).Child("name"), pr.name,
@@ -141,7 +142,7 @@ func (p *Pipeline) analyze() (*graph, field.ErrorList) {
 			errs = append(errs, field.Duplicate(n.path.Child("name"), n.c.name))
 			continue
 		}
-		if n.c.name == p.Name() && n.c.name != "" {
+		if n.c.name == podspec.Of(&p.Handle).Name() && n.c.name != "" {
 			errs = append(errs, field.Invalid(n.path.Child("name"), n.c.name, "must differ from the pipeline name, which names the DAG template"))
 			n.badName = true
 		}
@@ -155,7 +156,7 @@ func (p *Pipeline) analyze() (*graph, field.ErrorList) {
 			if _, dup := g.byName[n.c.name]; dup {
 				errs = append(errs, field.Duplicate(n.path.Child("name"), n.c.name))
 				n.badName = true
-			} else if n.c.name == p.Name() {
+			} else if n.c.name == podspec.Of(&p.Handle).Name() {
 				errs = append(errs, field.Invalid(n.path.Child("name"), n.c.name, "must differ from the pipeline name, which names the DAG template"))
 				n.badName = true
 			}
@@ -464,10 +465,10 @@ func (n *node) texts() []text {
 	var out []text
 	switch s := n.step.(type) {
 	case *ContainerStep:
-		cmd, args := s.CommandLine()
-		env := s.EnvVars()
+		cmd, args := podspec.Of(&s.Handle).CommandLine()
+		env := podspec.Of(&s.Handle).EnvVars()
 		out = make([]text, 0, 1+len(cmd)+len(args)+len(env))
-		if img := s.ImageName(); img != "" {
+		if img := podspec.Of(&s.Handle).ImageName(); img != "" {
 			out = append(out, text{"image", -1, "", img})
 		}
 		for i, v := range cmd {

@@ -14,6 +14,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -92,7 +93,7 @@ func llmFlowNamed(name string) *pipeline.Pipeline {
 		Command("python", "prepare.py", "--out", pipeline.WorkspaceDir+"/data").
 		Args("--shards-file", pipeline.OutputFile("shards"), "--rows-file", pipeline.OutputFile("rows")).
 		Env("HF_HOME", pipeline.WorkspaceDir+"/hf").
-		EnvFromSecret("HF_TOKEN", "hf", "token").
+		EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf", Key: "token"}).
 		CPU("2").Memory("8Gi").
 		Outputs("shards", "rows")
 	tokenize := pipeline.Container("tokenize").Image("python:3.12").
@@ -104,7 +105,7 @@ func llmFlowNamed(name string) *pipeline.Pipeline {
 		Retry(pipeline.Retry{Limit: 2, Policy: pipeline.RetryOnError, Backoff: 30 * time.Second, Factor: 2, MaxBackoff: 5 * time.Minute}).
 		ActiveDeadline(6 * time.Hour)
 	evaluate := pipeline.Container("evaluate").Image("python:3.12").
-		On(hardware.L4).GPUs(1).
+		On(hardware.L4).Accelerators(1).
 		Command("python", "eval.py").
 		Args("--rows", prepare.Output("rows"), "--lr", pipeline.ParamRef("lr"), "--score-file", pipeline.OutputFile("score")).
 		After(sft).

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // Phase is the outcome of a step in a local run, as Argo's node phase and
@@ -239,7 +241,7 @@ func (g *graph) validateLocal(o *runOptions) field.ErrorList {
 		}
 		switch s := n.step.(type) {
 		case *ContainerStep:
-			if cmd, args := s.CommandLine(); len(cmd)+len(args) == 0 {
+			if cmd, args := podspec.Of(&s.Handle).CommandLine(); len(cmd)+len(args) == 0 {
 				errs = append(errs, field.Required(n.path.Child("command"), "a container step needs a command to run locally (the image's entrypoint is unknown)"))
 			}
 		case *WorkloadStep:

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -90,7 +91,7 @@ const (
 // DNS-1123 label of at most 63 characters) and its DAG template.
 func New(name string) *Pipeline {
 	p := &Pipeline{}
-	p.InitMeta(p, Kind, name)
+	podspec.Of(&p.Handle).InitMeta(p, Kind, name)
 	return p
 }
 

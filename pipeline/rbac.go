@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // executorSuffix names the service account ExecutorRBAC makes when the
@@ -86,7 +88,7 @@ func (p *Pipeline) serviceAccountName() string {
 	if p.serviceAccount != "" || !p.executorRBAC {
 		return p.serviceAccount
 	}
-	return p.Name() + executorSuffix
+	return podspec.Of(&p.Handle).Name() + executorSuffix
 }
 
 // rbacObjects renders the ServiceAccount, Role and RoleBinding of
@@ -99,18 +101,18 @@ func (g *graph) rbacObjects() []client.Object {
 	name := p.serviceAccountName()
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: p.ObjectMeta(name),
+		ObjectMeta: podspec.Of(&p.Handle).ObjectMeta(name),
 	}
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-		ObjectMeta: p.ObjectMeta(name),
+		ObjectMeta: podspec.Of(&p.Handle).ObjectMeta(name),
 		Rules:      g.executorRules(),
 	}
 	binding := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-		ObjectMeta: p.ObjectMeta(name),
+		ObjectMeta: podspec.Of(&p.Handle).ObjectMeta(name),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: p.NamespaceName()}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: podspec.Of(&p.Handle).NamespaceName()}},
 	}
 	return []client.Object{sa, role, binding}
 }

@@ -18,6 +18,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // run is one local execution.
@@ -80,7 +82,7 @@ type instanceDone struct{ ns *nodeState }
 func newRun(g *graph, o runOptions) (*run, error) {
 	dir := o.dir
 	if dir == "" {
-		d, err := os.MkdirTemp("", "cube-pipeline-"+g.p.Name()+"-")
+		d, err := os.MkdirTemp("", "cube-pipeline-"+podspec.Of(&g.p.Handle).Name()+"-")
 		if err != nil {
 			return nil, fmt.Errorf("create run directory: %w", err)
 		}
@@ -494,7 +496,7 @@ func (r *run) resolve(ns *nodeState, inst *instance, s string) (string, error) {
 		case refWorkspace:
 			return r.workspace
 		case refPipelineName:
-			return r.g.p.Name()
+			return podspec.Of(&r.g.p.Handle).Name()
 		case refPipelineStatus:
 			return r.status
 		}
@@ -568,11 +570,11 @@ func (r *run) prepare(ns *nodeState, inst *instance) (*taskSpec, error) {
 		case *FuncStep:
 			spec.fn = s.fn
 		case *ContainerStep:
-			cmd, args := s.CommandLine()
+			cmd, args := podspec.Of(&s.Handle).CommandLine()
 			for _, a := range append(cmd, args...) {
 				spec.argv = append(spec.argv, res(a))
 			}
-			spec.env = append(env, envPairs(s.EnvVars(), res)...)
+			spec.env = append(env, envPairs(podspec.Of(&s.Handle).EnvVars(), res)...)
 		case *WorkloadStep:
 			argv, cenv := localCommand(n.primary)
 			for _, a := range argv {
@@ -919,7 +921,7 @@ func callFunc(ctx context.Context, fn StepFunc, t *Task) (err error) {
 
 // result builds the Result and the run's error.
 func (r *run) result(ctx context.Context, began time.Time) (*Result, error) {
-	res := &Result{Pipeline: r.g.p.Name(), Dir: r.dir, Phase: PhaseSucceeded, Duration: time.Since(began), g: r.g}
+	res := &Result{Pipeline: podspec.Of(&r.g.p.Handle).Name(), Dir: r.dir, Phase: PhaseSucceeded, Duration: time.Since(began), g: r.g}
 	var errs []error
 	for _, ns := range r.nodes {
 		sr := StepResult{Name: ns.n.c.name, Phase: ns.status, Reason: ns.reason, Outputs: ns.outputs, Err: ns.err}
@@ -957,7 +959,7 @@ func (r *run) result(ctx context.Context, began time.Time) (*Result, error) {
 		errs = append(errs, ctx.Err())
 	}
 	if len(errs) > 0 {
-		return res, fmt.Errorf("run %s: %w", r.g.p.Name(), errors.Join(errs...))
+		return res, fmt.Errorf("run %s: %w", podspec.Of(&r.g.p.Handle).Name(), errors.Join(errs...))
 	}
 	return res, nil
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // ScheduleKind is the cube.dev/kind of a pipeline schedule.
@@ -112,18 +114,18 @@ func (s *Schedule) build() (*wfv1.CronWorkflow, []client.Object, error) {
 	if len(errs) > 0 {
 		return nil, nil, errs.ToAggregate()
 	}
-	id := s.p.Identity()
+	id := podspec.Of(&s.p.Handle).Identity()
 	id.Kind = ScheduleKind
 	cw := &wfv1.CronWorkflow{
 		TypeMeta:   metav1.TypeMeta{APIVersion: workflowVersion, Kind: "CronWorkflow"},
-		ObjectMeta: s.p.ObjectMeta(s.p.Name()),
+		ObjectMeta: podspec.Of(&s.p.Handle).ObjectMeta(podspec.Of(&s.p.Handle).Name()),
 		Spec: wfv1.CronWorkflowSpec{
 			WorkflowSpec:      spec,
 			Schedules:         slices.Clone(s.crons),
 			Timezone:          s.timezone,
 			ConcurrencyPolicy: s.concurrency,
 			Suspend:           s.suspend,
-			WorkflowMetadata:  &metav1.ObjectMeta{Labels: s.p.ObjectMeta(s.p.Name()).Labels},
+			WorkflowMetadata:  &metav1.ObjectMeta{Labels: podspec.Of(&s.p.Handle).ObjectMeta(podspec.Of(&s.p.Handle).Name()).Labels},
 		},
 	}
 	for k, v := range id.Labels() {
@@ -152,7 +154,7 @@ func (s *Schedule) Objects() ([]client.Object, error) {
 
 func (s *Schedule) validate() field.ErrorList {
 	var errs field.ErrorList
-	if name := s.p.Name(); len(name) > maxCronNameLen {
+	if name := podspec.Of(&s.p.Handle).Name(); len(name) > maxCronNameLen {
 		errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), name, maxCronNameLen))
 	}
 	sp := field.NewPath("schedule")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -193,7 +194,7 @@ func (c *ContainerStep) Name() string { return c.StepOptions.Name() }
 // Container returns a container step named name.
 func Container(name string) *ContainerStep {
 	c := &ContainerStep{}
-	c.Init(c, stepKind, name)
+	podspec.Of(&c.Handle).Init(c, stepKind, name)
 	c.init(c, name)
 	return c
 }

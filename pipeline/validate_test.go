@@ -225,7 +225,7 @@ func TestValidatePipelineSettings(t *testing.T) {
 }
 
 func TestValidatePodSettings(t *testing.T) {
-	s := pipeline.Container("s").Command("run").CPU("lots").GPUs(2).Env("BAD NAME", "x")
+	s := pipeline.Container("s").Command("run").CPU("lots").Accelerators(2).Env("BAD NAME", "x")
 	_, err := pipeline.New("p").Step(s).Build()
 	requireErrors(t, err,
 		wantErr{field.ErrorTypeRequired, "steps[0].template.spec.containers[0].image", "an image is required"},

@@ -3,67 +3,44 @@ package pod_test
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/train"
 )
 
-// Batch is a user-defined builder: embedding pod.Builder gives it every
-// shared pod setting, chained fluently.
-type Batch struct{ pod.Builder[Batch] }
-
-func NewBatch(name string) *Batch {
-	b := &Batch{}
-	b.Init(b, "batch", name)
-	return b
-}
-
+// The pod settings are the same on every workload: here on a PyTorch job,
+// whose type embeds pod.Builder.
 func ExampleBuilder() {
-	b := NewBatch("etl").
+	job, err := train.PyTorch("etl").
 		Image("python:3.12").
 		Command("python", "etl.py").
-		EnvFromSecret("DB_PASSWORD", "db", "password").
+		EnvFromSecret("DB_PASSWORD", pod.SecretKeyRef{Name: "db", Key: "password"}).
 		CPU("2").Memory("4Gi").
-		PVC("warehouse", "/data")
-	tmpl, errs := b.Template(field.NewPath("spec", "template"), pod.TemplateOptions{Container: "etl"})
-	if len(errs) > 0 {
-		fmt.Println(errs.ToAggregate())
+		PVC("warehouse", "/data").
+		Build()
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
-	out, _ := yaml.Marshal(tmpl.Spec.Containers[0])
+	c := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0]
+	out, _ := yaml.Marshal(struct {
+		Image   string
+		Command []string
+		Env     any
+		Limits  any
+		Mounts  any
+	}{c.Image, c.Command, c.Env, c.Resources.Limits, c.VolumeMounts})
 	fmt.Print(string(out))
 	// Output:
-	// command:
-	// - python
-	// - etl.py
-	// env:
-	// - name: DB_PASSWORD
-	//   valueFrom:
-	//     secretKeyRef:
-	//       key: password
-	//       name: db
-	// image: python:3.12
-	// name: etl
-	// resources:
-	//   limits:
-	//     cpu: "2"
-	//     memory: 4Gi
-	//   requests:
-	//     cpu: "2"
-	//     memory: 4Gi
-	// volumeMounts:
-	// - mountPath: /data
-	//   name: pvc-warehouse
 }
 
-func ExampleBuilder_Template_errors() {
-	_, errs := NewBatch("etl").CPU("two").Template(field.NewPath("spec", "template"), pod.TemplateOptions{Container: "etl"})
-	for _, e := range errs {
-		fmt.Println(e)
-	}
+// Problems are recorded while chaining and come back together, each under
+// the field it belongs to.
+func ExampleBuilder_errors() {
+	_, err := train.PyTorch("etl").CPU("two").Accelerators(-1).
+		EnvFromSecret("TOKEN", pod.SecretKeyRef{}).Build()
+	fmt.Println(err)
 	// Output:
-	// spec.template.spec.containers[0].image: Required value: an image is required
-	// spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "two": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'
-	// spec.template.spec.containers[0].resources.limits[cpu]: Invalid value: "two": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'
 }

@@ -150,7 +150,7 @@ func TestWaitReadyDeployment(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns))
-	svc := serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).Replicas(2)
+	svc := serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).Replicas(2)
 	rel, err := cl.Apply(t.Context(), svc)
 	require.NoError(t, err)
 
@@ -204,7 +204,7 @@ func TestWaitFailedLeaderWorkerSet(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	cl := cube.NewFromClient(env.Client, cube.WithNamespace(ns), cube.WithKinds(serve.Kinds()...))
-	svc := serve.SGLang("qwen-72b", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2)
+	svc := serve.SGLang("qwen-72b", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2)
 	rel, err := cl.Apply(t.Context(), svc)
 	require.NoError(t, err)
 

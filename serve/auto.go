@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -108,10 +109,10 @@ func (s *Service) checkTask(r *rendering) field.ErrorList {
 func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 	e := s.engine
 	spec := field.NewPath("spec")
-	nodes, devices := max(1, s.nodes), s.GPUCount()
+	nodes, devices := max(1, s.nodes), podspec.Of(&s.Handle).GPUCount()
 	accelerated := r.hasProfile && r.profile.Accelerated()
 	r.nodes, r.devices, r.tp, r.pp = nodes, devices, 1, 1
-	if slice := s.SliceSetting(); slice != nil {
+	if slice := podspec.Of(&s.Handle).SliceSetting(); slice != nil {
 		return s.sliceLayout(r, slice)
 	}
 	if e.flags.tensorParallel == "" {
@@ -282,10 +283,10 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 		return field.ErrorList{field.Forbidden(autoPath, e.title+" is not sized by the planner: set GPUs instead")}
 	}
 	var errs field.ErrorList
-	if s.GPUCount() > 0 || s.nodes > 0 || s.pp > 0 {
+	if podspec.Of(&s.Handle).GPUCount() > 0 || s.nodes > 0 || s.pp > 0 {
 		errs = append(errs, field.Forbidden(autoPath, "Auto chooses the GPUs, nodes and pipeline stages: drop GPUs, Nodes and PipelineParallel, or drop Auto"))
 	}
-	if s.SliceSetting() != nil {
+	if podspec.Of(&s.Handle).SliceSetting() != nil {
 		errs = append(errs, field.Forbidden(autoPath, "Auto sizes whole devices: drop Slice, or drop Auto and size the slice yourself"))
 	}
 	if !r.hasProfile || !r.profile.Accelerated() {

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/internal/quantity"
 )
 
 // ScaleMetric is one signal the autoscaler follows. Make one with
@@ -95,11 +95,11 @@ func (s *Service) Autoscale(minReplicas, maxReplicas int, metrics ...ScaleMetric
 		return nil
 	}
 	p := field.NewPath("spec", "autoscale")
-	min32, err := pod.Int32(p.Child("minReplicas"), minReplicas)
+	min32, err := podspec.Int32(p.Child("minReplicas"), minReplicas)
 	if err != nil {
 		s.fail(err)
 	}
-	max32, err := pod.Int32(p.Child("maxReplicas"), maxReplicas)
+	max32, err := podspec.Int32(p.Child("maxReplicas"), maxReplicas)
 	if err != nil {
 		s.fail(err)
 	}
@@ -138,7 +138,7 @@ func (s *Service) horizontalPodAutoscaler(r *rendering, target autoscaleTarget, 
 			if m.percent < 1 {
 				errs = append(errs, field.Invalid(mp.Child("percent"), m.percent, "must be at least 1"))
 			}
-			percent, err := pod.Int32(mp.Child("percent"), m.percent)
+			percent, err := podspec.Int32(mp.Child("percent"), m.percent)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -166,7 +166,7 @@ func (s *Service) horizontalPodAutoscaler(r *rendering, target autoscaleTarget, 
 				errs = append(errs, field.Invalid(mp.Child("name"), name, strings.Join(msgs, "; ")))
 				continue
 			}
-			q, err := cube.ParseQuantity(mp.Child("averageValue"), m.target, cube.Positive)
+			q, err := quantity.ParseField(mp.Child("averageValue"), m.target, quantity.Positive)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -185,9 +185,9 @@ func (s *Service) horizontalPodAutoscaler(r *rendering, target autoscaleTarget, 
 	}
 	return &autoscalingv2.HorizontalPodAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
-		ObjectMeta: s.ObjectMeta(s.Name()),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(podspec.Of(&s.Handle).Name()),
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: target.apiVersion, Kind: target.kind, Name: s.Name()},
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: target.apiVersion, Kind: target.kind, Name: podspec.Of(&s.Handle).Name()},
 			MinReplicas:    ptr.To(a.min),
 			MaxReplicas:    a.max,
 			Metrics:        metrics,
@@ -238,7 +238,7 @@ func (s *Service) disruptionBudget() *policyv1.PodDisruptionBudget {
 	}
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
-		ObjectMeta: s.ObjectMeta(s.Name()),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(podspec.Of(&s.Handle).Name()),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(groups)),
 			Selector:       &metav1.LabelSelector{MatchLabels: s.selector()},

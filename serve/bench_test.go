@@ -14,7 +14,7 @@ func thousandServices() []cube.Workload {
 	ws := make([]cube.Workload, 1000)
 	for i := range ws {
 		ws[i] = serve.VLLM(fmt.Sprintf("qwen-%d", i), "Qwen/Qwen2.5-7B-Instruct").
-			On(hardware.H100).GPUs(1).MaxModelLen(8192).
+			On(hardware.H100).Accelerators(1).MaxModelLen(8192).
 			HFToken("hf-token", "token").ModelCache("model-cache").
 			Replicas(2)
 	}

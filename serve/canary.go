@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -48,7 +49,7 @@ type Split struct {
 // to stable until Weights says otherwise.
 func Canary(name string, stable, canary *Service) *Split {
 	c := &Split{stable: stable, canary: canary, stableWeight: 100, pathPrefix: "/"}
-	c.InitMeta(c, "canary", name)
+	podspec.Of(&c.Handle).InitMeta(c, "canary", name)
 	return c
 }
 
@@ -128,7 +129,7 @@ func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 	if c == nil {
 		return nil, field.ErrorList{field.Required(spec, "the Split is nil: make one with serve.Canary")}.ToAggregate()
 	}
-	errs := c.ValidateMeta(validation.DNS1123SubdomainMaxLength)
+	errs := podspec.Of(&c.Handle).ValidateMeta(validation.DNS1123SubdomainMaxLength)
 	if c.gateway == "" {
 		errs = append(errs, field.Required(spec.Child("gateway"), "a Gateway to attach to is required: call Gateway"))
 	} else {
@@ -159,14 +160,14 @@ func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 			errs = append(errs, field.Required(spec.Child(v.name), "the "+v.name+" Service is nil"))
 		case v.svc.unmade() != nil:
 			errs = append(errs, field.Required(spec.Child(v.name), "the "+v.name+" Service was not made by a constructor (serve.VLLM, SGLang…)"))
-		case v.svc.NamespaceName() != c.NamespaceName():
+		case podspec.Of(&v.svc.Handle).NamespaceName() != podspec.Of(&c.Handle).NamespaceName():
 			// A cross-namespace backendRef needs a ReferenceGrant.
-			errs = append(errs, field.Invalid(spec.Child(v.name, "namespace"), v.svc.NamespaceName(),
-				fmt.Sprintf("must be the route's namespace %q", c.NamespaceName())))
+			errs = append(errs, field.Invalid(spec.Child(v.name, "namespace"), podspec.Of(&v.svc.Handle).NamespaceName(),
+				fmt.Sprintf("must be the route's namespace %q", podspec.Of(&c.Handle).NamespaceName())))
 		}
 	}
-	if c.stable != nil && c.canary != nil && c.stable.Name() == c.canary.Name() {
-		errs = append(errs, field.Duplicate(spec.Child("canary", "name"), c.canary.Name()))
+	if c.stable != nil && c.canary != nil && podspec.Of(&c.stable.Handle).Name() == podspec.Of(&c.canary.Handle).Name() {
+		errs = append(errs, field.Duplicate(spec.Child("canary", "name"), podspec.Of(&c.canary.Handle).Name()))
 	}
 	for i, h := range c.hostnames {
 		for _, msg := range validation.IsDNS1123Subdomain(h) {
@@ -222,7 +223,7 @@ func (c *Split) Build() (*gatewayv1.HTTPRoute, error) {
 	}
 	return &gatewayv1.HTTPRoute{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"},
-		ObjectMeta: c.ObjectMeta(c.Name()),
+		ObjectMeta: podspec.Of(&c.Handle).ObjectMeta(podspec.Of(&c.Handle).Name()),
 		Spec: gatewayv1.HTTPRouteSpec{
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parent}},
 			Hostnames:       hostnames,

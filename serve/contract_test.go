@@ -15,6 +15,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/contract"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -24,33 +25,33 @@ import (
 func contractCases() []goldenCase {
 	return []goldenCase{
 		{"vllm-every-setting", serve.VLLM("every", "Qwen/Qwen2.5-7B-Instruct@main").
-			On(hardware.H100).GPUs(2).TensorParallel(2).
+			On(hardware.H100).Accelerators(2).TensorParallel(2).
 			MaxModelLen(4096).GPUMemoryUtilization(0.8).DType("bfloat16").
 			Quantization("fp8").KVCacheDType("fp8").
 			ServedModelName("chat").TrustRemoteCode().PrefixCaching(false).
 			APIKeyFromSecret("vllm-key", "key")},
 		{"vllm-modelscope", serve.VLLM("ms", "modelscope://Qwen/Qwen2.5-7B-Instruct").
-			On(hardware.L4).GPUs(1).ModelCache("cache")},
+			On(hardware.L4).Accelerators(1).ModelCache("cache")},
 		{"vllm-pvc-lora", serve.VLLM("pvc", "pvc://models/qwen").
-			On(hardware.A100_80G).GPUs(1).LoRA("a", "pvc://adapters/a")},
+			On(hardware.A100_80G).Accelerators(1).LoRA("a", "pvc://adapters/a")},
 		{"vllm-ascend", serve.VLLM("npu", "Qwen/Qwen2.5-7B-Instruct").
-			On(hardware.Ascend910B3).GPUs(2)},
+			On(hardware.Ascend910B3).Accelerators(2)},
 		{"vllm-ascend-multinode", serve.VLLM("npu-multi", "Qwen/Qwen2.5-72B-Instruct").
-			On(hardware.Ascend910B3).GPUs(8).Nodes(2).TensorParallel(8).PipelineParallel(2)},
+			On(hardware.Ascend910B3).Accelerators(8).Nodes(2).TensorParallel(8).PipelineParallel(2)},
 		{"sglang-every-setting", serve.SGLang("every", "Qwen/Qwen2.5-7B-Instruct@main").
-			On(hardware.H100).GPUs(2).TensorParallel(2).
+			On(hardware.H100).Accelerators(2).TensorParallel(2).
 			MaxModelLen(4096).GPUMemoryUtilization(0.8).DType("bfloat16").
 			Quantization("fp8").KVCacheDType("fp8_e4m3").
 			ServedModelName("chat").TrustRemoteCode().PrefixCaching(false).
 			LoRA("a", "pvc://adapters/a").LoRA("b", "org/b").
 			APIKeyFromSecret("sglang-key", "key")},
 		{"sglang-modelscope", serve.SGLang("ms", "modelscope://Qwen/Qwen2.5-7B-Instruct").
-			On(hardware.L4).GPUs(1).ModelCache("cache")},
-		{"tei-default", serve.TEI("embed", "BAAI/bge-m3").On(hardware.L4).GPUs(1)},
-		{"tei-served-name", serve.TEI("embed", "BAAI/bge-m3@main").On(hardware.H100).GPUs(1).
+			On(hardware.L4).Accelerators(1).ModelCache("cache")},
+		{"tei-default", serve.TEI("embed", "BAAI/bge-m3").On(hardware.L4).Accelerators(1)},
+		{"tei-served-name", serve.TEI("embed", "BAAI/bge-m3@main").On(hardware.H100).Accelerators(1).
 			ServedModelName("bge").DType("float16").
 			APIKeyFromSecret("tei-key", "key").ModelCache("cache")},
-		{"tei-pvc", serve.TEI("embed", "pvc://models/bge-m3").On(hardware.A10).GPUs(1)},
+		{"tei-pvc", serve.TEI("embed", "pvc://models/bge-m3").On(hardware.A10).Accelerators(1)},
 	}
 }
 
@@ -88,7 +89,7 @@ func TestContracts(t *testing.T) {
 			objs, err := gc.w.Objects()
 			require.NoError(t, err)
 			defaultImage := ""
-			if s, ok := gc.w.(*serve.Service); ok && s.ImageName() == "" {
+			if s, ok := gc.w.(*serve.Service); ok && podspec.Of(&s.Handle).ImageName() == "" {
 				defaultImage = "yes"
 			}
 			for _, o := range objs {
@@ -211,12 +212,12 @@ func TestContractsRefuse(t *testing.T) {
 // environment are the caller's, not cube's, and are left out.
 func checkRendered(t *testing.T, contracts map[string]*contract.Contract, svc *serve.Service, objs []client.Object) {
 	t.Helper()
-	userCommand, userArgs := svc.CommandLine()
+	userCommand, userArgs := podspec.Of(&svc.Handle).CommandLine()
 	if len(userCommand) > 0 {
 		return
 	}
 	userEnv := map[string]bool{}
-	for _, e := range svc.EnvVars() {
+	for _, e := range podspec.Of(&svc.Handle).EnvVars() {
 		userEnv[e.Name] = true
 	}
 	for _, o := range objs {

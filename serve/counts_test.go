@@ -18,7 +18,7 @@ import (
 // number.
 func TestCountsAreIntsCheckedAgainstInt32(t *testing.T) {
 	replicas := 3 // an int, not an int32
-	objs, err := serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Replicas(replicas).DisruptionBudget(replicas - 1).Objects()
+	objs, err := serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Replicas(replicas).DisruptionBudget(replicas - 1).Objects()
 	require.NoError(t, err)
 	var dep *appsv1.Deployment
 	for _, o := range objs {
@@ -30,10 +30,10 @@ func TestCountsAreIntsCheckedAgainstInt32(t *testing.T) {
 	assert.Equal(t, int32(3), *dep.Spec.Replicas)
 
 	huge := math.MaxInt32 + 1
-	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Replicas(huge).DisruptionBudget(huge),
+	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Replicas(huge).DisruptionBudget(huge),
 		wantErr{field.ErrorTypeInvalid, "spec.replicas", "must fit in 32 bits"},
 		wantErr{field.ErrorTypeInvalid, "spec.disruptionBudget", "must fit in 32 bits"})
-	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).CPU("4").
+	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).CPU("4").
 		Autoscale(1, huge, serve.ScaleOnCPU(huge)),
 		wantErr{field.ErrorTypeInvalid, "spec.autoscale.maxReplicas", "must fit in 32 bits"},
 		wantErr{field.ErrorTypeInvalid, "spec.autoscale.metrics[0].percent", "must fit in 32 bits"})

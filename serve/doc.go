@@ -59,7 +59,7 @@
 //
 //	svc := serve.Triton("qwen", "hf://Qwen/Qwen2.5-7B-Instruct").
 //		AddTritonModel(serve.TritonVLLMModel("qwen")).
-//		On(hardware.L4).GPUs(1).MaxModelLen(8192)
+//		On(hardware.L4).Accelerators(1).MaxModelLen(8192)
 //
 // Model files too large for a ConfigMap (ONNX, TensorRT, TorchScript
 // weights) stay in an existing repository: render its config.pbtxt with

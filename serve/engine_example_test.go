@@ -61,7 +61,7 @@ func commandLine(c corev1.Container) string {
 
 func ExampleVLLM() {
 	describe(serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
-		On(hardware.H100).GPUs(1).
+		On(hardware.H100).Accelerators(1).
 		MaxModelLen(8192).PrefixCaching(true).
 		HFToken("hf-token", "token"))
 	// Output:
@@ -75,7 +75,7 @@ func ExampleVLLM() {
 // a Secret; a literal key in the arguments is refused.
 func ExampleService_APIKeyFromSecret() {
 	objs, err := serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
-		On(hardware.H100).GPUs(1).
+		On(hardware.H100).Accelerators(1).
 		APIKeyFromSecret("qwen-chat-api-key", "key").Objects()
 	if err != nil {
 		fmt.Println(err)
@@ -86,7 +86,7 @@ func ExampleService_APIKeyFromSecret() {
 	}
 
 	_, err = serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
-		On(hardware.H100).GPUs(1).
+		On(hardware.H100).Accelerators(1).
 		ExtraArgs("--api-key", "sk-live-123").Objects()
 	fmt.Println(err)
 	// Output:
@@ -96,7 +96,7 @@ func ExampleService_APIKeyFromSecret() {
 
 func ExampleSGLang() {
 	describe(serve.SGLang("qwen-32b", "modelscope://Qwen/Qwen2.5-32B-Instruct").
-		On(hardware.H100).GPUs(2).
+		On(hardware.H100).Accelerators(2).
 		MaxModelLen(16384).GPUMemoryUtilization(0.85))
 	// Output:
 	// Deployment qwen-32b
@@ -107,7 +107,7 @@ func ExampleSGLang() {
 
 func ExampleTGI() {
 	describe(serve.TGI("mistral", "mistralai/Mistral-7B-Instruct-v0.3").
-		On(hardware.L4).GPUs(1).
+		On(hardware.L4).Accelerators(1).
 		MaxModelLen(8192).DType("bfloat16"))
 	// Output:
 	// Deployment mistral
@@ -118,7 +118,7 @@ func ExampleTGI() {
 
 func ExampleTriton() {
 	describe(serve.Triton("resnet", "s3://models/triton/repository").
-		On(hardware.L4).GPUs(1).
+		On(hardware.L4).Accelerators(1).
 		S3Credentials("s3-credentials").
 		ModelControl("explicit", "resnet50"))
 	// Output:
@@ -143,7 +143,7 @@ func ExampleOllama() {
 
 func ExampleMindIE() {
 	svc := serve.MindIE("qwen-npu", "pvc://models/Qwen2.5-7B-Instruct").
-		On(hardware.Ascend910B3).GPUs(2).
+		On(hardware.Ascend910B3).Accelerators(2).
 		MaxModelLen(8192).
 		ConfigureMindIE(func(c *serve.MindIEConfig) { c.BackendConfig.ScheduleConfig.MaxBatchSize = 64 })
 	describe(svc)
@@ -190,7 +190,7 @@ func ExampleService_Auto() {
 // Autoscale adds a HorizontalPodAutoscaler on the engine's queue length;
 // the cluster serves the metric through prometheus-adapter or KEDA.
 func ExampleService_Autoscale() {
-	describe(serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).
+	describe(serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).
 		Autoscale(2, 8, serve.ScaleOnQueue("5")))
 	// Output:
 	// Deployment qwen
@@ -216,8 +216,8 @@ func ExampleService_Objects() {
 }
 
 func ExampleCanary() {
-	stable := serve.VLLM("chat-v1", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1)
-	canary := serve.VLLM("chat-v2", "Qwen/Qwen2.5-14B-Instruct").On(hardware.H100).GPUs(1)
+	stable := serve.VLLM("chat-v1", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1)
+	canary := serve.VLLM("chat-v2", "Qwen/Qwen2.5-14B-Instruct").On(hardware.H100).Accelerators(1)
 	split := serve.Canary("chat", stable, canary).
 		Weights(90, 10).
 		Gateway("inference", "gateway-system").

@@ -74,7 +74,7 @@ func TestValidationErrors(t *testing.T) {
 			[]wantErr{{field.ErrorTypeInvalid, "spec.tensorParallel", "must divide Qwen2.5-7B-Instruct's 28 attention heads"}},
 		},
 		"more GPUs than a node holds without multi-node": {
-			serve.VLLM("q", "pvc://models/x").On(hardware.H100).GPUs(16),
+			serve.VLLM("q", "pvc://models/x").On(hardware.H100).Accelerators(16),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.gpus", "16 devices per pod (tensor parallel 16 × pipeline parallel 1) but a H100-SXM-80GB node holds 8: spread the replica over nodes with Nodes"}},
 		},
 		"tensor parallel beyond a node": {
@@ -86,7 +86,7 @@ func TestValidationErrors(t *testing.T) {
 			[]wantErr{{field.ErrorTypeInvalid, "spec.auto", "cannot be served on L4 within 2 nodes: needs"}},
 		},
 		"explicit settings that do not fit": {
-			serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).GPUs(1),
+			serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).Accelerators(1),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.gpus", "Llama-3.1-8B-Instruct does not fit 1 L4 device(s) with one 131072-token sequence: at tensor parallel 1 it needs 2 pipeline stages (2 devices); add GPUs or Nodes, lower MaxModelLen, or use Auto"}},
 		},
 		"explicit settings that cannot fit at all": {
@@ -111,29 +111,29 @@ func TestValidationErrors(t *testing.T) {
 			[]wantErr{{field.ErrorTypeRequired, "spec.model", "a model is required"}},
 		},
 		"a source the engine does not load": {
-			serve.MindIE("q", qwen).On(hardware.Ascend910B3).GPUs(1),
+			serve.MindIE("q", qwen).On(hardware.Ascend910B3).Accelerators(1),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.model", "MindIE cannot load hf:// sources; it loads pvc://, s3://"}},
 		},
 		"HPA min > max": {
-			serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Autoscale(3, 2, serve.ScaleOnQueue("5")),
+			serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Autoscale(3, 2, serve.ScaleOnQueue("5")),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.autoscale.maxReplicas", "must be at least minReplicas (3)"}},
 		},
 
 		// Autoscaling.
 		"HPA min below one": {
-			serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Autoscale(0, 2, serve.ScaleOnQueue("5")),
+			serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Autoscale(0, 2, serve.ScaleOnQueue("5")),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.autoscale.minReplicas", "at least 1"}},
 		},
 		"replicas and autoscale": {
-			serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Replicas(2).Autoscale(1, 2, serve.ScaleOnQueue("5")),
+			serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Replicas(2).Autoscale(1, 2, serve.ScaleOnQueue("5")),
 			[]wantErr{{field.ErrorTypeForbidden, "spec.replicas", "the autoscaler owns the replica count"}},
 		},
 		"no metrics": {
-			serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Autoscale(1, 2),
+			serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Autoscale(1, 2),
 			[]wantErr{{field.ErrorTypeRequired, "spec.autoscale.metrics", "at least one metric"}},
 		},
 		"cpu utilisation without a cpu request": {
-			serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Autoscale(1, 2, serve.ScaleOnCPU(70), serve.ScaleOnMemory(0)),
+			serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Autoscale(1, 2, serve.ScaleOnCPU(70), serve.ScaleOnMemory(0)),
 			[]wantErr{
 				{field.ErrorTypeRequired, "spec.autoscale.metrics[0]", "needs a cpu request: call CPU"},
 				{field.ErrorTypeInvalid, "spec.autoscale.metrics[1].percent", "at least 1"},
@@ -141,7 +141,7 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"bad pod metrics": {
-			serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Autoscale(1, 2,
+			serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Autoscale(1, 2,
 				serve.ScaleOnPodMetric("", "1"), serve.ScaleOnPodMetric("m", "lots"), serve.ScaleOnQueue("-1"),
 				serve.ScaleOnPodMetric("requests waiting", "1"), serve.ScaleOnPodMetric("a/b", "1")),
 			[]wantErr{
@@ -180,7 +180,7 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"Ollama and MindIE lack flags": {
-			serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).GPUs(1).DType("bfloat16").Quantization("awq").KVCacheDType("fp8").PipelineParallel(1),
+			serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).Accelerators(1).DType("bfloat16").Quantization("awq").KVCacheDType("fp8").PipelineParallel(1),
 			[]wantErr{
 				{field.ErrorTypeForbidden, "spec.dtype", "MindIE has no DType setting"},
 				{field.ErrorTypeForbidden, "spec.quantization", "MindIE has no Quantization setting"},
@@ -195,15 +195,15 @@ func TestValidationErrors(t *testing.T) {
 
 		// Hardware.
 		"MindIE without an Ascend profile": {
-			serve.MindIE("m", "pvc://models/x").On(hardware.H100).GPUs(1),
+			serve.MindIE("m", "pvc://models/x").On(hardware.H100).Accelerators(1),
 			[]wantErr{{field.ErrorTypeRequired, "spec.on", "MindIE runs on Ascend NPUs"}},
 		},
 		"Ollama on Ascend": {
-			serve.Ollama("o", "qwen2.5:7b").On(hardware.Ascend910B3).GPUs(1),
+			serve.Ollama("o", "qwen2.5:7b").On(hardware.Ascend910B3).Accelerators(1),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.on", "Ollama does not run on Ascend NPUs; use MindIE or vLLM"}},
 		},
 		"SGLang on Ascend without an image": {
-			serve.SGLang("s", "pvc://models/x").On(hardware.Ascend910B3).GPUs(1),
+			serve.SGLang("s", "pvc://models/x").On(hardware.Ascend910B3).Accelerators(1),
 			[]wantErr{{field.ErrorTypeRequired, "spec.image", "cube pins no SGLang image for Ascend NPUs: set Image"}},
 		},
 		"a GPU image on a CPU node": {
@@ -211,13 +211,13 @@ func TestValidationErrors(t *testing.T) {
 			[]wantErr{{field.ErrorTypeRequired, "spec.image", "the default SGLang image is built for GPUs: call On with an accelerator, or set Image to a CPU build"}},
 		},
 		"GPUs without a profile": {
-			serve.VLLM("q", "pvc://models/x").GPUs(2),
+			serve.VLLM("q", "pvc://models/x").Accelerators(2),
 			[]wantErr{{field.ErrorTypeRequired, "spec.template.on", "2 accelerators asked for without a hardware profile"}},
 		},
 
 		// Layout.
 		"nodes on an engine that serves from one node": {
-			serve.TGI("t", "pvc://models/x").On(hardware.H100).GPUs(8).Nodes(2),
+			serve.TGI("t", "pvc://models/x").On(hardware.H100).Accelerators(8).Nodes(2),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.nodes", "TGI serves a replica from one node"}},
 		},
 		"nodes without GPUs": {
@@ -225,11 +225,11 @@ func TestValidationErrors(t *testing.T) {
 			[]wantErr{{field.ErrorTypeRequired, "spec.gpus", "a replica across nodes needs accelerators on each node"}},
 		},
 		"tensor × pipeline is not the devices": {
-			serve.VLLM("q", "pvc://models/x").On(hardware.H100).GPUs(8).TensorParallel(4).PipelineParallel(4),
+			serve.VLLM("q", "pvc://models/x").On(hardware.H100).Accelerators(8).TensorParallel(4).PipelineParallel(4),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.tensorParallel", "tensorParallel × pipelineParallel = 4 × 4 must equal the devices of a replica, 8 (8 per pod × 1 nodes)"}},
 		},
 		"pipeline stages that do not divide the devices": {
-			serve.VLLM("q", "pvc://models/x").On(hardware.H100).GPUs(8).PipelineParallel(3),
+			serve.VLLM("q", "pvc://models/x").On(hardware.H100).Accelerators(8).PipelineParallel(3),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.pipelineParallel", "must divide the 8 devices of a replica"}},
 		},
 
@@ -239,7 +239,7 @@ func TestValidationErrors(t *testing.T) {
 			[]wantErr{{field.ErrorTypeForbidden, "spec.auto", "Triton is not sized by the planner"}},
 		},
 		"auto with explicit GPUs and no profile": {
-			serve.VLLM("q", qwen).GPUs(2).Nodes(1).Auto(),
+			serve.VLLM("q", qwen).Accelerators(2).Nodes(1).Auto(),
 			[]wantErr{
 				{field.ErrorTypeForbidden, "spec.auto", "Auto chooses the GPUs, nodes and pipeline stages"},
 				{field.ErrorTypeRequired, "spec.on", "Auto sizes the service for an accelerator"},
@@ -264,7 +264,7 @@ func TestValidationErrors(t *testing.T) {
 
 		// Methods recording bad input.
 		"bad values": {
-			serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).
+			serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).
 				Replicas(-1).MaxModelLen(1).GPUMemoryUtilization(1.5).Quantization("").KVCacheDType("").
 				ServedModelName("a b").HFToken("", "").HFEndpoint("hf-mirror.com").StartupTimeout(time.Second).
 				DisruptionBudget(-1),
@@ -315,15 +315,15 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"MindIE model names": {
-			serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).GPUs(1).ServedModelName("org/model"),
+			serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).Accelerators(1).ServedModelName("org/model"),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.servedModelName", "MindIE model names hold letters"}},
 		},
 		"a rank table for one node": {
-			serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).GPUs(1).RankTable("ranks"),
+			serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).Accelerators(1).RankTable("ranks"),
 			[]wantErr{{field.ErrorTypeInvalid, "spec.rankTable", "a rank table is for a replica across nodes"}},
 		},
 		"an edit that empties the MindIE models": {
-			serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).GPUs(1).
+			serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).Accelerators(1).
 				ConfigureMindIE(func(c *serve.MindIEConfig) { c.BackendConfig.ModelDeployConfig.ModelConfig = nil }).
 				ConfigureMindIE(nil),
 			[]wantErr{
@@ -346,7 +346,7 @@ func TestValidationErrors(t *testing.T) {
 			},
 		},
 		"pod settings are checked once for both LeaderWorkerSet templates": {
-			serve.VLLM("q", "pvc://models/x").On(hardware.H100).GPUs(8).Nodes(2).CPU("lots"),
+			serve.VLLM("q", "pvc://models/x").On(hardware.H100).Accelerators(8).Nodes(2).CPU("lots"),
 			[]wantErr{
 				{field.ErrorTypeInvalid, "spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].resources.requests[cpu]", "quantities must match"},
 				{field.ErrorTypeInvalid, "spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].resources.limits[cpu]", "quantities must match"},

@@ -15,6 +15,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -210,7 +211,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 27:
 			svc = svc.On(fuzzProfiles[s.pick(len(fuzzProfiles))])
 		case 28:
-			svc = svc.GPUs(s.num())
+			svc = svc.Accelerators(s.num())
 		case 29:
 			svc = svc.Slice(s.slice())
 		case 30:
@@ -240,7 +241,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 41:
 			svc = svc.PVC(s.str(), s.str())
 		case 42:
-			svc = svc.EnvFromSecret(s.str(), s.str(), s.str())
+			svc = svc.EnvFromSecret(s.str(), pod.SecretKeyRef{Name: s.str(), Key: s.str()})
 		case 43:
 			svc = svc.AddTritonModel(serve.TritonVLLMModel(s.str()))
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -71,7 +72,7 @@ func TestAPIKeyFromSecret(t *testing.T) {
 	}
 
 	// vLLM reads VLLM_API_KEY when --api-key is not given.
-	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).APIKeyFromSecret("q-api", "key")).main(t)
+	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).APIKeyFromSecret("q-api", "key")).main(t)
 	v := env(c, "VLLM_API_KEY")
 	require.NotNil(t, v)
 	assert.Empty(t, v.Value)
@@ -80,8 +81,8 @@ func TestAPIKeyFromSecret(t *testing.T) {
 
 	// SGLang and TGI take the flag; Kubernetes substitutes $(CUBE_API_KEY).
 	for _, svc := range []*serve.Service{
-		serve.SGLang("q", qwen).On(hardware.H100).GPUs(1).APIKeyFromSecret("q-api", "key"),
-		serve.TGI("q", qwen).On(hardware.H100).GPUs(1).APIKeyFromSecret("q-api", "key"),
+		serve.SGLang("q", qwen).On(hardware.H100).Accelerators(1).APIKeyFromSecret("q-api", "key"),
+		serve.TGI("q", qwen).On(hardware.H100).Accelerators(1).APIKeyFromSecret("q-api", "key"),
 	} {
 		c := render(t, svc).main(t)
 		assert.Equal(t, "$(CUBE_API_KEY)", flagValue(c.Args, "--api-key"), svc.EngineName())
@@ -90,9 +91,9 @@ func TestAPIKeyFromSecret(t *testing.T) {
 		assert.Equal(t, secretRef("q-api", "key"), v.ValueFrom)
 	}
 
-	assertErrors(t, serve.Ollama("chat", "qwen2.5:7b").On(hardware.L4).GPUs(1).APIKeyFromSecret("s", "k"),
+	assertErrors(t, serve.Ollama("chat", "qwen2.5:7b").On(hardware.L4).Accelerators(1).APIKeyFromSecret("s", "k"),
 		wantErr{field.ErrorTypeForbidden, "spec.apiKey", "Ollama has no APIKeyFromSecret setting"})
-	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).APIKeyFromSecret("", ""),
+	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).APIKeyFromSecret("", ""),
 		wantErr{field.ErrorTypeRequired, "spec.apiKey", "secret name and key are required"})
 }
 
@@ -103,15 +104,15 @@ func TestLiteralSecretsAreRefused(t *testing.T) {
 		svc  *serve.Service
 		want wantErr
 	}{
-		"--api-key value": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).ExtraArgs("--max-num-seqs", "64", "--api-key", "sk-live-123"),
+		"--api-key value": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).ExtraArgs("--max-num-seqs", "64", "--api-key", "sk-live-123"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[2]", "use APIKeyFromSecret"}},
-		"--api-key=value": {serve.SGLang("q", qwen).On(hardware.H100).GPUs(1).AddArgs("--api-key=sk-live-123"),
+		"--api-key=value": {serve.SGLang("q", qwen).On(hardware.H100).Accelerators(1).AddArgs("--api-key=sk-live-123"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKeyFromSecret"}},
-		"a trailing --api-key": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).ExtraArgs("--api-key"),
+		"a trailing --api-key": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).ExtraArgs("--api-key"),
 			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKeyFromSecret"}},
-		"HF_TOKEN": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Env("HF_TOKEN", "hf_live123"),
+		"HF_TOKEN": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Env("HF_TOKEN", "hf_live123"),
 			wantErr{field.ErrorTypeForbidden, "spec.template.env[HF_TOKEN].value", `EnvFromSecret("HF_TOKEN", secret, key)`}},
-		"VLLM_API_KEY": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Env("VLLM_API_KEY", "sk-live-123"),
+		"VLLM_API_KEY": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Env("VLLM_API_KEY", "sk-live-123"),
 			wantErr{field.ErrorTypeForbidden, "spec.template.env[VLLM_API_KEY].value", `EnvFromSecret("VLLM_API_KEY", secret, key)`}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -122,20 +123,20 @@ func TestLiteralSecretsAreRefused(t *testing.T) {
 	}
 
 	// A reference to a variable and a credential from a Secret pass.
-	render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).
-		EnvFromSecret("MY_KEY", "keys", "vllm").ExtraArgs("--api-key", "$(MY_KEY)").
-		EnvFromSecret("HF_TOKEN", "hf", "token"))
+	render(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).
+		EnvFromSecret("MY_KEY", pod.SecretKeyRef{Name: "keys", Key: "vllm"}).ExtraArgs("--api-key", "$(MY_KEY)").
+		EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf", Key: "token"}))
 }
 
 // SGLang's --kv-cache-dtype has its own spellings; vLLM's "fp8" is not one.
 func TestKVCacheDTypeFollowsTheEngine(t *testing.T) {
-	assertErrors(t, serve.SGLang("q", qwen).On(hardware.H100).GPUs(1).KVCacheDType("fp8"),
+	assertErrors(t, serve.SGLang("q", qwen).On(hardware.H100).Accelerators(1).KVCacheDType("fp8"),
 		wantErr{field.ErrorTypeNotSupported, "spec.kvCacheDType", `"fp8_e5m2"`})
-	assertErrors(t, serve.TGI("q", qwen).On(hardware.H100).GPUs(1).KVCacheDType("fp8"),
+	assertErrors(t, serve.TGI("q", qwen).On(hardware.H100).Accelerators(1).KVCacheDType("fp8"),
 		wantErr{field.ErrorTypeNotSupported, "spec.kvCacheDType", `"fp8_e4m3fn"`})
-	c := render(t, serve.SGLang("q", qwen).On(hardware.H100).GPUs(1).KVCacheDType("fp8_e4m3")).main(t)
+	c := render(t, serve.SGLang("q", qwen).On(hardware.H100).Accelerators(1).KVCacheDType("fp8_e4m3")).main(t)
 	assert.Equal(t, "fp8_e4m3", flagValue(c.Args, "--kv-cache-dtype"))
-	c = render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).KVCacheDType("fp8")).main(t)
+	c = render(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).KVCacheDType("fp8")).main(t)
 	assert.Equal(t, "fp8", flagValue(c.Args, "--kv-cache-dtype"))
 }
 
@@ -149,7 +150,7 @@ func TestSlicesAndParallelism(t *testing.T) {
 		wantErr{field.ErrorTypeInvalid, "spec.tensorParallel", "one device to the engine"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(vgpu.MIG(hardware.A100_80G, "3g.40gb").GPUs(2)),
 		wantErr{field.ErrorTypeInvalid, "spec.slice.gpus", "1 would sit idle"})
-	assertErrors(t, serve.VLLM("q", qwen).Slice(hami()).GPUs(2),
+	assertErrors(t, serve.VLLM("q", qwen).Slice(hami()).Accelerators(2),
 		wantErr{field.ErrorTypeForbidden, "spec.template.gpus", "GPUs(2) and Slice both set"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(hami()).Auto(),
 		wantErr{field.ErrorTypeForbidden, "spec.auto", "Auto sizes whole devices"})
@@ -175,12 +176,12 @@ func TestSlicesAndParallelism(t *testing.T) {
 
 // Engines without pipeline stages cannot use devices TP leaves over.
 func TestNoDeviceSitsIdle(t *testing.T) {
-	assertErrors(t, serve.TGI("q", qwen).On(hardware.H100).GPUs(2).TensorParallel(1),
+	assertErrors(t, serve.TGI("q", qwen).On(hardware.H100).Accelerators(2).TensorParallel(1),
 		wantErr{field.ErrorTypeInvalid, "spec.tensorParallel", "must equal the devices of a replica, 2"})
-	assertErrors(t, serve.MindIE("q", "pvc://m/q").On(hardware.Ascend910B3).GPUs(2).TensorParallel(1),
+	assertErrors(t, serve.MindIE("q", "pvc://m/q").On(hardware.Ascend910B3).Accelerators(2).TensorParallel(1),
 		wantErr{field.ErrorTypeInvalid, "spec.tensorParallel", "must equal the devices of a replica, 2"})
 	// vLLM puts them in pipeline stages.
-	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(2).TensorParallel(1)).main(t)
+	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(2).TensorParallel(1)).main(t)
 	assert.Equal(t, "2", flagValue(c.Args, "--pipeline-parallel-size"))
 }
 
@@ -205,7 +206,7 @@ func TestFP8WeightsOnAscend(t *testing.T) {
 // vLLM-Ascend across nodes over Ray binds HCCL, Gloo and the TP group to
 // the pod's interface and keeps Ray off ASCEND_RT_VISIBLE_DEVICES.
 func TestVLLMAscendOverRay(t *testing.T) {
-	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2))
+	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2))
 	require.NotNil(t, r.lws)
 	for _, tmpl := range []*corev1.PodTemplateSpec{r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate, &r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate} {
 		c := tmpl.Spec.Containers[0]
@@ -215,17 +216,17 @@ func TestVLLMAscendOverRay(t *testing.T) {
 		assert.Equal(t, "1", envValue(t, c, "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"))
 	}
 	// The caller's interface wins.
-	r = render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2).Env("GLOO_SOCKET_IFNAME", "net1"))
+	r = render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2).Env("GLOO_SOCKET_IFNAME", "net1"))
 	assert.Equal(t, "net1", envValue(t, r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0], "GLOO_SOCKET_IFNAME"))
 	// NVIDIA nodes need none of them.
-	r = render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2))
+	r = render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2))
 	assert.False(t, hasEnv(r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0], "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"))
 }
 
 // Extra arguments are for the engine's server: a vLLM worker runs ray
 // start, which would refuse them.
 func TestVLLMWorkersTakeNoServerArguments(t *testing.T) {
-	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2).ExtraArgs("--max-num-seqs", "64"))
+	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2).ExtraArgs("--max-num-seqs", "64"))
 	leader := r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	worker := r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
 	assert.Equal(t, "64", flagValue(leader.Args, "--max-num-seqs"))
@@ -235,9 +236,9 @@ func TestVLLMWorkersTakeNoServerArguments(t *testing.T) {
 // ASCEND_VISIBLE_DEVICES from Volcano's allocation annotation only where
 // Volcano schedules.
 func TestAscendVisibleDevicesOnlyUnderVolcano(t *testing.T) {
-	c := render(t, serve.VLLM("q", "pvc://m/q").On(hardware.Ascend910B3).GPUs(2)).main(t)
+	c := render(t, serve.VLLM("q", "pvc://m/q").On(hardware.Ascend910B3).Accelerators(2)).main(t)
 	assert.False(t, hasEnv(c, "ASCEND_VISIBLE_DEVICES"))
-	c = render(t, serve.VLLM("q", "pvc://m/q").On(hardware.Ascend910B3).GPUs(2).Scheduler("volcano")).main(t)
+	c = render(t, serve.VLLM("q", "pvc://m/q").On(hardware.Ascend910B3).Accelerators(2).Scheduler("volcano")).main(t)
 	require.True(t, hasEnv(c, "ASCEND_VISIBLE_DEVICES"))
 }
 
@@ -245,33 +246,33 @@ func TestAscendVisibleDevicesOnlyUnderVolcano(t *testing.T) {
 // npuDeviceIds list once grew with it (the fuzzer ran out of memory).
 func TestHugeDeviceCountsAreReportedCheaply(t *testing.T) {
 	start := time.Now()
-	_, err := serve.MindIE("q", "pvc://m/q").On(hardware.Ascend910B3).GPUs(math.MaxInt32).Objects()
+	_, err := serve.MindIE("q", "pvc://m/q").On(hardware.Ascend910B3).Accelerators(math.MaxInt32).Objects()
 	require.ErrorContains(t, err, "a Ascend910B3 node holds 8")
 	assert.Less(t, time.Since(start), 2*time.Second)
 }
 
 func TestHostileSettingsAreReported(t *testing.T) {
-	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Port("metrics", 70000),
+	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Port("metrics", 70000),
 		wantErr{field.ErrorTypeInvalid, "spec.template.spec.containers[0].ports[0].containerPort", "between 1 and 65535"})
 
 	bad := mustLookup(qwen)
 	bad.Layers = -28
 	bad.MoE.DenseLayers = -1
-	assertErrors(t, serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).GPUs(1).ModelFacts(bad),
+	assertErrors(t, serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).Accelerators(1).ModelFacts(bad),
 		wantErr{field.ErrorTypeInvalid, "spec.modelFacts", "num_hidden_layers: Invalid value: -28: must be positive"})
-	_, err := serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).GPUs(1).ModelFacts(bad).Objects()
+	_, err := serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).Accelerators(1).ModelFacts(bad).Objects()
 	assert.ErrorContains(t, err, "first_k_dense_replace: Invalid value: -1: must not be negative")
 }
 
 // S3 settings on a source that is not s3:// were dropped without a word:
 // only the s3:// download reads them.
 func TestS3SettingsNeedAnS3Source(t *testing.T) {
-	assertErrors(t, serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).GPUs(1).S3Credentials("s3"),
+	assertErrors(t, serve.VLLM("q", "pvc://models/qwen").On(hardware.H100).Accelerators(1).S3Credentials("s3"),
 		wantErr{field.ErrorTypeForbidden, "spec.s3Credentials", "apply only to an s3:// model source; this one is pvc"})
-	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).S3Endpoint("http://minio:9000").S3Region("eu-west-1"),
+	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).S3Endpoint("http://minio:9000").S3Region("eu-west-1"),
 		wantErr{field.ErrorTypeForbidden, "spec.s3Endpoint", "this one is hf"},
 		wantErr{field.ErrorTypeForbidden, "spec.s3Region", "this one is hf"})
-	c := render(t, serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).
+	c := render(t, serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).Accelerators(1).
 		S3Credentials("s3").S3Endpoint("http://minio:9000").S3Region("eu-west-1")).main(t)
 	assert.Contains(t, c.Args, "/model-cache/s3/bucket/qwen")
 }
@@ -285,19 +286,19 @@ func TestServerURLsCarryNoCredentials(t *testing.T) {
 		svc  *serve.Service
 		want wantErr
 	}{
-		"hf user:password": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://me:" + secret + "@hf-mirror.com"),
+		"hf user:password": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).HFEndpoint("https://me:" + secret + "@hf-mirror.com"),
 			wantErr{field.ErrorTypeForbidden, "spec.hfEndpoint", "must not carry credentials"}},
-		"hf token as user": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://" + secret + "@hf-mirror.com"),
+		"hf token as user": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).HFEndpoint("https://" + secret + "@hf-mirror.com"),
 			wantErr{field.ErrorTypeForbidden, "spec.hfEndpoint", "HFToken"}},
-		"hf unparsable with @": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://me:" + secret + "@hf mirror.com"),
+		"hf unparsable with @": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).HFEndpoint("https://me:" + secret + "@hf mirror.com"),
 			wantErr{field.ErrorTypeInvalid, "spec.hfEndpoint", "not a URL"}},
-		"hf query": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://hf-mirror.com/?token=x"),
+		"hf query": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).HFEndpoint("https://hf-mirror.com/?token=x"),
 			wantErr{field.ErrorTypeInvalid, "spec.hfEndpoint", "must not have a query or fragment"}},
-		"hf no host": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https:///models"),
+		"hf no host": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).HFEndpoint("https:///models"),
 			wantErr{field.ErrorTypeInvalid, "spec.hfEndpoint", "must name a host"}},
-		"hf scheme": {serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("ftp://hf-mirror.com"),
+		"hf scheme": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).HFEndpoint("ftp://hf-mirror.com"),
 			wantErr{field.ErrorTypeInvalid, "spec.hfEndpoint", "http(s) URL"}},
-		"s3 user:password": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Endpoint("http://AKIA:" + secret + "@minio:9000"),
+		"s3 user:password": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).Accelerators(1).S3Endpoint("http://AKIA:" + secret + "@minio:9000"),
 			wantErr{field.ErrorTypeForbidden, "spec.s3Endpoint", "S3Credentials"}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -309,15 +310,15 @@ func TestServerURLsCarryNoCredentials(t *testing.T) {
 	// A URL with credentials given to any other setting is refused for
 	// what it is, and still not quoted back (found by FuzzService).
 	for _, svc := range []*serve.Service{
-		serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Scheduler("https://me:" + secret + "@hf-mirror.com"),
-		serve.Triton("t", "pvc://models/repo").On(hardware.L4).GPUs(1).ModelControl("http://" + secret + "@minio:9000"),
+		serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Scheduler("https://me:" + secret + "@hf-mirror.com"),
+		serve.Triton("t", "pvc://models/repo").On(hardware.L4).Accelerators(1).ModelControl("http://" + secret + "@minio:9000"),
 	} {
 		_, err := svc.Objects()
 		require.Error(t, err)
 		assert.NotContains(t, err.Error(), secret)
 		assert.Contains(t, err.Error(), "xxxxx@")
 	}
-	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).HFEndpoint("https://hf-mirror.com/")).main(t)
+	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).HFEndpoint("https://hf-mirror.com/")).main(t)
 	assert.Equal(t, "https://hf-mirror.com/", envValue(t, c, "HF_ENDPOINT"))
 }
 
@@ -328,7 +329,7 @@ func TestServerURLsCarryNoCredentials(t *testing.T) {
 // variable rendered: the call had no effect), and a keep-alive Ollama
 // ignores for its 5-minute default.
 func TestValuesTheEngineWouldRefuse(t *testing.T) {
-	v := func() *serve.Service { return serve.VLLM("q", qwen).On(hardware.H100).GPUs(1) }
+	v := func() *serve.Service { return serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1) }
 	for name, tc := range map[string]struct {
 		svc  *serve.Service
 		want wantErr
@@ -337,29 +338,29 @@ func TestValuesTheEngineWouldRefuse(t *testing.T) {
 			wantErr{field.ErrorTypeInvalid, "spec.servedModelName", "not starting with '-'"}},
 		"quantization as a flag": {v().Quantization("--enforce-eager"),
 			wantErr{field.ErrorTypeInvalid, "spec.quantization", "method name"}},
-		"revision as a flag": {serve.VLLM("q", qwen+"@--port").On(hardware.H100).GPUs(1),
+		"revision as a flag": {serve.VLLM("q", qwen+"@--port").On(hardware.H100).Accelerators(1),
 			wantErr{field.ErrorTypeInvalid, "spec.model", "not a valid branch, tag or commit"}},
 		"vLLM kv type": {v().KVCacheDType("fp4"),
 			wantErr{field.ErrorTypeNotSupported, "spec.kvCacheDType", `"fp8_e4m3"`}},
 		"empty dtype": {v().DType(""),
 			wantErr{field.ErrorTypeRequired, "spec.dtype", "bfloat16"}},
-		"empty region": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Region(""),
+		"empty region": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).Accelerators(1).S3Region(""),
 			wantErr{field.ErrorTypeInvalid, "spec.s3Region", "us-east-1"}},
-		"region with a newline": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Region("us\neast-1"),
+		"region with a newline": {serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).Accelerators(1).S3Region("us\neast-1"),
 			wantErr{field.ErrorTypeInvalid, "spec.s3Region", "us-east-1"}},
-		"keep-alive Ollama ignores": {serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).GPUs(1).KeepAlive("forever"),
+		"keep-alive Ollama ignores": {serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).Accelerators(1).KeepAlive("forever"),
 			wantErr{field.ErrorTypeInvalid, "spec.keepAlive", "Ollama ignores anything else"}},
 	} {
 		t.Run(name, func(t *testing.T) { assertErrors(t, tc.svc, tc.want) })
 	}
 	// What the engines accept still renders.
 	for _, keep := range []string{"-1", "0", "300", "1h30m"} {
-		render(t, serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).GPUs(1).KeepAlive(keep))
+		render(t, serve.Ollama("o", "qwen2.5:7b").On(hardware.L4).Accelerators(1).KeepAlive(keep))
 	}
 	for _, kv := range []string{"auto", "fp8", "fp8_e5m2", "bfloat16"} {
 		render(t, v().KVCacheDType(kv))
 	}
-	render(t, serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).GPUs(1).S3Region("cn-north-1"))
+	render(t, serve.VLLM("q", "s3://bucket/qwen").On(hardware.H100).Accelerators(1).S3Region("cn-north-1"))
 }
 
 // A model whose weights overflow a byte count does not fit anything: the

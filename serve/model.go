@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // Where models live in the serving pods.
@@ -33,7 +35,7 @@ func (s *Service) resolveModel(r *rendering) field.ErrorList {
 
 	r.servedName, r.servedNameExplicit = s.servedName, s.servedName != ""
 	if r.servedName == "" {
-		r.servedName = s.Name()
+		r.servedName = podspec.Of(&s.Handle).Name()
 		if r.src.Kind == SourceHuggingFace || r.src.Kind == SourceModelScope {
 			r.servedName = r.src.Repo
 		}

@@ -5,6 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 const (
@@ -25,7 +27,7 @@ func (s *Service) leaderWorkerSet(r *rendering) (*lwsv1.LeaderWorkerSet, field.E
 	size := int32(r.nodes)
 	return &lwsv1.LeaderWorkerSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: lwsAPIVersion, Kind: "LeaderWorkerSet"},
-		ObjectMeta: s.ObjectMeta(s.Name()),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(podspec.Of(&s.Handle).Name()),
 		Spec: lwsv1.LeaderWorkerSetSpec{
 			Replicas: s.replicaCount(),
 			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{

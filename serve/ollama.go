@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // ollamaEngine is Ollama (`ollama serve`), configured by its environment
@@ -71,7 +73,7 @@ func launchOllama(s *Service, r *rendering) field.ErrorList {
 	if r.servedNameExplicit {
 		pull = append(pull, r.servedName)
 	}
-	image := s.ImageName()
+	image := podspec.Of(&s.Handle).ImageName()
 	if image == "" {
 		image = r.engine.defaultImage(r)
 	}

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
-	"github.com/cubestudio/cube/pod"
 )
 
 // Labels and annotations the serving objects carry.
@@ -147,7 +147,7 @@ func (s *Service) Endpoint() string {
 		return ""
 	}
 	host := s.ServiceName()
-	if ns := s.NamespaceName(); ns != "" {
+	if ns := podspec.Of(&s.Handle).NamespaceName(); ns != "" {
 		host += "." + ns
 	}
 	return fmt.Sprintf("http://%s:%d", host, s.engine.port)
@@ -155,8 +155,8 @@ func (s *Service) Endpoint() string {
 
 func (s *Service) render() ([]client.Object, *rendering, field.ErrorList) {
 	e := s.engine
-	errs := s.ValidateMeta(maxNameLength)
-	if name := s.Name(); name != "" && !(name[0] >= 'a' && name[0] <= 'z') {
+	errs := podspec.Of(&s.Handle).ValidateMeta(maxNameLength)
+	if name := podspec.Of(&s.Handle).Name(); name != "" && !(name[0] >= 'a' && name[0] <= 'z') {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name, "must start with a letter: it names the Service"))
 	}
 	errs = append(errs, s.problems...)
@@ -164,7 +164,7 @@ func (s *Service) render() ([]client.Object, *rendering, field.ErrorList) {
 	errs = append(errs, s.checkLiteralSecrets()...)
 
 	r := &rendering{engine: e}
-	r.profile, r.hasProfile = s.Profile()
+	r.profile, r.hasProfile = podspec.Of(&s.Handle).Profile()
 	var srcErrs field.ErrorList
 	modelPath := field.NewPath("spec", "model")
 	r.src, srcErrs = parseSource(s.model, modelPath, e.bare)
@@ -215,7 +215,7 @@ func (s *Service) checkHardware(r *rendering) field.ErrorList {
 	switch {
 	case !e.cpu && !e.nvidia && (!accelerated || r.profile.Vendor != hardware.Huawei):
 		return field.ErrorList{field.Required(on, e.title+" runs on Ascend NPUs: call On(hardware.Ascend910B3) or another 910B profile")}
-	case !accelerated && e.gpuImage && s.ImageName() == "" && s.GPUCount() == 0 && s.auto == nil:
+	case !accelerated && e.gpuImage && podspec.Of(&s.Handle).ImageName() == "" && podspec.Of(&s.Handle).GPUCount() == 0 && s.auto == nil:
 		// (GPUs and Auto without a profile are reported as a missing On.)
 		return field.ErrorList{field.Required(field.NewPath("spec", "image"),
 			fmt.Sprintf("the default %s image is built for GPUs: call On with an accelerator, or set Image to a CPU build", e.title))}
@@ -223,12 +223,12 @@ func (s *Service) checkHardware(r *rendering) field.ErrorList {
 		return nil
 	case r.profile.Vendor == hardware.Huawei && !e.ascend:
 		return field.ErrorList{field.Invalid(on, r.profile.Name, e.title+" does not run on Ascend NPUs; use MindIE or vLLM")}
-	case r.profile.Vendor == hardware.Huawei && e.ascendImage == "" && s.ImageName() == "":
+	case r.profile.Vendor == hardware.Huawei && e.ascendImage == "" && podspec.Of(&s.Handle).ImageName() == "":
 		return field.ErrorList{field.Required(field.NewPath("spec", "image"),
 			fmt.Sprintf("cube pins no %s image for Ascend NPUs: set Image", e.title))}
 	case r.profile.Vendor == hardware.NVIDIA && !e.nvidia:
 		return field.ErrorList{field.Invalid(on, r.profile.Name, e.title+" does not run on NVIDIA GPUs")}
-	case r.profile.Vendor != hardware.NVIDIA && r.profile.Vendor != hardware.Huawei && s.ImageName() == "" && e.defaultImage(r) == "":
+	case r.profile.Vendor != hardware.NVIDIA && r.profile.Vendor != hardware.Huawei && podspec.Of(&s.Handle).ImageName() == "" && e.defaultImage(r) == "":
 		// The engine's default image is a CUDA build: on Hygon, Cambricon,
 		// Kunlunxin, MetaX and the other vendors' devices it finds no
 		// device and fails, or serves on the CPU.
@@ -308,7 +308,9 @@ func (s *Service) objects(r *rendering) ([]client.Object, field.ErrorList) {
 }
 
 // selector selects the serving pods of the release.
-func (s *Service) selector() map[string]string { return s.Identity().Selector(ComponentServer) }
+func (s *Service) selector() map[string]string {
+	return podspec.Of(&s.Handle).Identity().Selector(ComponentServer)
+}
 
 // replicaCount is the replica count rendered on the workload: nil when an
 // autoscaler owns it.
@@ -335,7 +337,7 @@ func (s *Service) deployment(r *rendering) (*appsv1.Deployment, field.ErrorList)
 	tmpl, errs := s.podTemplate(r, p, roleSingle)
 	d := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: s.ObjectMeta(s.Name()),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(podspec.Of(&s.Handle).Name()),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: s.replicaCount(),
 			Selector: &metav1.LabelSelector{MatchLabels: s.selector()},
@@ -350,7 +352,7 @@ func (s *Service) deployment(r *rendering) (*appsv1.Deployment, field.ErrorList)
 
 func (s *Service) service(r *rendering) *corev1.Service {
 	e := s.engine
-	meta := s.ObjectMeta(s.ServiceName())
+	meta := podspec.Of(&s.Handle).ObjectMeta(s.ServiceName())
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
@@ -381,12 +383,12 @@ func (s *Service) service(r *rendering) *corev1.Service {
 	}
 }
 
-func (s *Service) configMapName() string { return s.Name() + "-config" }
+func (s *Service) configMapName() string { return podspec.Of(&s.Handle).Name() + "-config" }
 
 func (s *Service) configMap(r *rendering) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: s.ObjectMeta(s.configMapName()),
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(s.configMapName()),
 		Data:       maps.Clone(r.files),
 	}
 }
@@ -417,10 +419,10 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	// A shallow copy carries the layout into the shared builder without
 	// changing s: GPUs, Fabric and HostNetwork only assign fields.
 	c := *s
-	if r.templateDevices != s.GPUCount() {
-		c.GPUs(r.templateDevices)
+	if r.templateDevices != podspec.Of(&s.Handle).GPUCount() {
+		c.Accelerators(r.templateDevices)
 	}
-	if r.fabric != nil && c.FabricSetting().IsZero() {
+	if r.fabric != nil && podspec.Of(&c.Handle).FabricSetting().IsZero() {
 		c.Fabric(*r.fabric)
 	}
 	if r.hostNetwork {
@@ -430,7 +432,7 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	if image == "" {
 		image = e.image // refused by checkHardware, which names the accelerator
 	}
-	tmpl, errs := c.Template(p, pod.TemplateOptions{
+	tmpl, errs := podspec.Of(&c.Handle).Template(p, podspec.TemplateOptions{
 		Container:    e.kind,
 		DefaultImage: image,
 		Labels:       map[string]string{LabelComponent: ComponentServer},
@@ -441,7 +443,7 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	main := &tmpl.Spec.Containers[0]
 	cPath := p.Child("spec", "containers").Index(0)
 
-	userCommand, userArgs := s.CommandLine()
+	userCommand, userArgs := podspec.Of(&s.Handle).CommandLine()
 	command, args := r.command, r.args
 	if role == roleWorker {
 		command, args = r.workerCommand, r.workerArgs
@@ -504,7 +506,7 @@ func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1
 	for _, ic := range r.initContainers {
 		ic := ic.DeepCopy()
 		if ic.SecurityContext == nil {
-			ic.SecurityContext = pod.HelperSecurityContext(main)
+			ic.SecurityContext = podspec.HelperSecurityContext(main)
 		}
 		tmpl.Spec.InitContainers = append(tmpl.Spec.InitContainers, *ic)
 	}
@@ -546,7 +548,7 @@ func (s *Service) setProbes(c *corev1.Container) {
 // --api-key flag with a literal value among the extra arguments.
 func (s *Service) checkLiteralSecrets() field.ErrorList {
 	var errs field.ErrorList
-	_, args := s.CommandLine()
+	_, args := podspec.Of(&s.Handle).CommandLine()
 	argsPath := field.NewPath("spec", "args")
 	for i, a := range args {
 		value, isKey := "", false

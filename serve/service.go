@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/urlcheck"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
@@ -87,7 +88,7 @@ const maxNameLength = 52
 
 func newService(e *engine, name, model string) *Service {
 	s := &Service{engine: e, model: model, set: map[string]bool{}}
-	s.Init(s, e.kind, name)
+	podspec.Of(&s.Handle).Init(s, e.kind, name)
 	return s
 }
 
@@ -154,7 +155,7 @@ func (s *Service) Replicas(n int) *Service {
 	if n < 0 {
 		s.fail(field.Invalid(path, n, "must not be negative"))
 	}
-	n32, err := pod.Int32(path, n)
+	n32, err := podspec.Int32(path, n)
 	if err != nil {
 		s.fail(err)
 	}
@@ -363,7 +364,7 @@ func (s *Service) HFToken(secret, key string) *Service {
 	if secret == "" || key == "" {
 		s.fail(field.Required(field.NewPath("spec", "hfToken"), "secret name and key are required"))
 	} else {
-		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "hfToken"), secret, key)...)
+		s.problems = append(s.problems, podspec.ValidateSecretKey(field.NewPath("spec", "hfToken"), secret, key)...)
 	}
 	s.hfToken = &secretKey{name: secret, key: key}
 	return s
@@ -384,7 +385,7 @@ func (s *Service) APIKeyFromSecret(secretName, key string) *Service {
 	if secretName == "" || key == "" {
 		s.fail(field.Required(field.NewPath("spec", "apiKey"), "secret name and key are required"))
 	} else {
-		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "apiKey"), secretName, key)...)
+		s.problems = append(s.problems, podspec.ValidateSecretKey(field.NewPath("spec", "apiKey"), secretName, key)...)
 	}
 	s.use("apiKey")
 	s.apiKey = &secretKey{name: secretName, key: key}
@@ -436,7 +437,7 @@ func (s *Service) S3Credentials(secret string) *Service {
 	if secret == "" {
 		s.fail(field.Required(field.NewPath("spec", "s3Credentials"), "a Secret name is required"))
 	} else {
-		s.problems = append(s.problems, pod.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
+		s.problems = append(s.problems, podspec.ValidateSecretKey(field.NewPath("spec", "s3Credentials"), secret, "AWS_ACCESS_KEY_ID")...)
 	}
 	s.s3Secret = secret
 	return s
@@ -529,7 +530,7 @@ func (s *Service) DisruptionBudget(maxUnavailable int) *Service {
 	if maxUnavailable < 0 {
 		s.fail(field.Invalid(path, maxUnavailable, "must not be negative"))
 	}
-	n32, err := pod.Int32(path, maxUnavailable)
+	n32, err := podspec.Int32(path, maxUnavailable)
 	if err != nil {
 		s.fail(err)
 	}
@@ -668,7 +669,7 @@ func (s *Service) ServiceName() string {
 	if s == nil {
 		return ""
 	}
-	return s.Name() + "-api"
+	return podspec.Of(&s.Handle).Name() + "-api"
 }
 
 // settingNames lists, for messages, what each setting is called.

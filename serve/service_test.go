@@ -91,7 +91,7 @@ func hasEnv(c corev1.Container, name string) bool {
 
 func TestVLLMOnH100(t *testing.T) {
 	r := render(t, serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
-		Namespace("llm").On(hardware.H100).GPUs(1).
+		Namespace("llm").On(hardware.H100).Accelerators(1).
 		MaxModelLen(8192).PrefixCaching(true).HFToken("hf-token", "token").
 		Replicas(2))
 
@@ -142,15 +142,15 @@ func TestVLLMOnH100(t *testing.T) {
 }
 
 func TestSingleReplicaHasNoDisruptionBudgetUnlessAsked(t *testing.T) {
-	r := render(t, serve.VLLM("one", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1))
+	r := render(t, serve.VLLM("one", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1))
 	assert.Nil(t, r.pdb)
-	r = render(t, serve.VLLM("one", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).DisruptionBudget(0))
+	r = render(t, serve.VLLM("one", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).DisruptionBudget(0))
 	require.NotNil(t, r.pdb)
 	assert.Equal(t, ptr.To(intstr.FromInt32(0)), r.pdb.Spec.MaxUnavailable)
 }
 
 func TestCallerCommandEnvAndArgsWin(t *testing.T) {
-	r := render(t, serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).
+	r := render(t, serve.VLLM("qwen", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).
 		ExtraArgs("--max-num-seqs", "64").
 		Env("VLLM_USE_MODELSCOPE", "False").
 		Port("http", 9000))
@@ -158,7 +158,7 @@ func TestCallerCommandEnvAndArgsWin(t *testing.T) {
 	assert.Equal(t, []string{"Qwen/Qwen2.5-7B-Instruct", "--port", "8000", "--max-num-seqs", "64"}, c.Args)
 	assert.Equal(t, []corev1.ContainerPort{{Name: "http", ContainerPort: 9000, Protocol: corev1.ProtocolTCP}}, c.Ports)
 
-	r = render(t, serve.VLLM("qwen", "modelscope://Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).
+	r = render(t, serve.VLLM("qwen", "modelscope://Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).
 		Env("VLLM_USE_MODELSCOPE", "1").Command("python3", "-m", "vllm.entrypoints.openai.api_server").Args("--model", "x"))
 	c = r.main(t)
 	assert.Equal(t, "1", envValue(t, c, "VLLM_USE_MODELSCOPE"), "the caller's env wins")
@@ -201,7 +201,7 @@ func TestObjectsAreFreshAndLeaveTheBuilderAlone(t *testing.T) {
 
 func TestSourcesWireIntoThePod(t *testing.T) {
 	t.Run("hf revision, mirror and cache", func(t *testing.T) {
-		r := render(t, serve.VLLM("q", "hf://Qwen/Qwen2.5-7B-Instruct@v1.1").On(hardware.H100).GPUs(1).
+		r := render(t, serve.VLLM("q", "hf://Qwen/Qwen2.5-7B-Instruct@v1.1").On(hardware.H100).Accelerators(1).
 			HFEndpoint("https://hf-mirror.com").ModelCache("models"))
 		c := r.main(t)
 		assert.Equal(t, []string{"Qwen/Qwen2.5-7B-Instruct", "--port", "8000", "--revision", "v1.1"}, c.Args)
@@ -212,15 +212,15 @@ func TestSourcesWireIntoThePod(t *testing.T) {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "models"}}})
 	})
 	t.Run("modelscope", func(t *testing.T) {
-		c := render(t, serve.VLLM("q", "modelscope://Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).ModelCache("models")).main(t)
+		c := render(t, serve.VLLM("q", "modelscope://Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).ModelCache("models")).main(t)
 		assert.Equal(t, "True", envValue(t, c, "VLLM_USE_MODELSCOPE"))
 		assert.Equal(t, serve.CachePath+"/modelscope", envValue(t, c, "MODELSCOPE_CACHE"))
 		assert.Equal(t, "Qwen/Qwen2.5-7B-Instruct", c.Args[0])
-		c = render(t, serve.SGLang("q", "modelscope://Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1)).main(t)
+		c = render(t, serve.SGLang("q", "modelscope://Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1)).main(t)
 		assert.Equal(t, "true", envValue(t, c, "SGLANG_USE_MODELSCOPE"))
 	})
 	t.Run("pvc", func(t *testing.T) {
-		r := render(t, serve.VLLM("q", "pvc://models/qwen/7b").On(hardware.H100).GPUs(1))
+		r := render(t, serve.VLLM("q", "pvc://models/qwen/7b").On(hardware.H100).Accelerators(1))
 		c := r.main(t)
 		assert.Equal(t, []string{"/mnt/models/qwen/7b", "--port", "8000", "--served-model-name", "q"}, c.Args)
 		assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "model", MountPath: serve.ModelPath, ReadOnly: true})
@@ -228,7 +228,7 @@ func TestSourcesWireIntoThePod(t *testing.T) {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "models", ReadOnly: true}}})
 	})
 	t.Run("s3", func(t *testing.T) {
-		r := render(t, serve.TGI("m", "s3://weights/mistral/7b/").On(hardware.L4).GPUs(1).
+		r := render(t, serve.TGI("m", "s3://weights/mistral/7b/").On(hardware.L4).Accelerators(1).
 			S3Credentials("s3").S3Endpoint("http://minio:9000").S3Region("eu-west-1"))
 		spec := r.deployment.Spec.Template.Spec
 		require.Len(t, spec.InitContainers, 1)
@@ -252,7 +252,7 @@ func TestSourcesWireIntoThePod(t *testing.T) {
 }
 
 func TestSGLang(t *testing.T) {
-	r := render(t, serve.SGLang("qwen", "Qwen/Qwen2.5-32B-Instruct").On(hardware.H100).GPUs(2).
+	r := render(t, serve.SGLang("qwen", "Qwen/Qwen2.5-32B-Instruct").On(hardware.H100).Accelerators(2).
 		MaxModelLen(16384).GPUMemoryUtilization(0.85).PrefixCaching(false).DType("bfloat16").
 		Quantization("fp8").KVCacheDType("fp8_e5m2").TrustRemoteCode().ServedModelName("qwen").
 		LoRA("sql", "org/sql-lora"))
@@ -269,7 +269,7 @@ func TestSGLang(t *testing.T) {
 }
 
 func TestTGI(t *testing.T) {
-	r := render(t, serve.TGI("mistral", "mistralai/Mistral-7B-Instruct-v0.3").On(hardware.L4).GPUs(2).
+	r := render(t, serve.TGI("mistral", "mistralai/Mistral-7B-Instruct-v0.3").On(hardware.L4).Accelerators(2).
 		MaxModelLen(8192).GPUMemoryUtilization(0.9).DType("bfloat16").PrefixCaching(false).
 		LoRA("a", "org/a").LoRA("b", "pvc://adapters/b").ModelCache("hub"))
 	c := r.main(t)
@@ -318,7 +318,7 @@ func TestTEI(t *testing.T) {
 	h := render(t, serve.TEI("bge", "BAAI/bge-m3").Image("x").CPU("1").Autoscale(1, 3, serve.ScaleOnQueue("8"))).hpa
 	assert.Equal(t, "te_queue_size", h.Spec.Metrics[0].Pods.Metric.Name)
 
-	_, err := serve.TEI("bge", "BAAI/bge-m3").On(hardware.H100).GPUs(2).MaxModelLen(512).Objects()
+	_, err := serve.TEI("bge", "BAAI/bge-m3").On(hardware.H100).Accelerators(2).MaxModelLen(512).Objects()
 	require.Error(t, err, "TEI serves on one device and has no context setting")
 	assert.Contains(t, err.Error(), "maxModelLen")
 	_, err = serve.TEI("bge", "BAAI/bge-m3").CPU("1").Objects()
@@ -326,7 +326,7 @@ func TestTEI(t *testing.T) {
 }
 
 func TestTriton(t *testing.T) {
-	r := render(t, serve.Triton("resnet", "pvc://models/triton").On(hardware.L4).GPUs(1).ModelControl("explicit", "resnet50", "bert"))
+	r := render(t, serve.Triton("resnet", "pvc://models/triton").On(hardware.L4).Accelerators(1).ModelControl("explicit", "resnet50", "bert"))
 	c := r.main(t)
 	assert.Equal(t, []string{"tritonserver"}, c.Command)
 	assert.Equal(t, []string{"--model-repository=/mnt/models/triton", "--http-port=8000", "--grpc-port=8001", "--metrics-port=8002",
@@ -338,7 +338,7 @@ func TestTriton(t *testing.T) {
 }
 
 func TestOllama(t *testing.T) {
-	r := render(t, serve.Ollama("chat", "qwen2.5:7b").On(hardware.L4).GPUs(1).MaxModelLen(8192).ServedModelName("chat").KeepAlive("1h"))
+	r := render(t, serve.Ollama("chat", "qwen2.5:7b").On(hardware.L4).Accelerators(1).MaxModelLen(8192).ServedModelName("chat").KeepAlive("1h"))
 	spec := r.deployment.Spec.Template.Spec
 	c := r.main(t)
 	assert.Equal(t, []string{"ollama", "serve"}, c.Command)
@@ -364,7 +364,7 @@ func TestOllama(t *testing.T) {
 }
 
 func TestMindIE(t *testing.T) {
-	r := render(t, serve.MindIE("qwen-npu", "pvc://models/Qwen2.5-7B-Instruct").On(hardware.Ascend910B3).GPUs(2).
+	r := render(t, serve.MindIE("qwen-npu", "pvc://models/Qwen2.5-7B-Instruct").On(hardware.Ascend910B3).Accelerators(2).
 		MaxModelLen(8192).GPUMemoryUtilization(0.85).PrefixCaching(true).TrustRemoteCode().
 		ConfigureMindIE(func(c *serve.MindIEConfig) { c.BackendConfig.ScheduleConfig.MaxBatchSize = 64 }))
 	require.NotNil(t, r.configMap)
@@ -409,7 +409,7 @@ func TestMindIE(t *testing.T) {
 		LocalObjectReference: corev1.LocalObjectReference{Name: "qwen-npu-config"}, DefaultMode: ptr.To[int32](0o640)}}})
 
 	// A different config rolls the pods.
-	other := render(t, serve.MindIE("qwen-npu", "pvc://models/Qwen2.5-7B-Instruct").On(hardware.Ascend910B3).GPUs(2))
+	other := render(t, serve.MindIE("qwen-npu", "pvc://models/Qwen2.5-7B-Instruct").On(hardware.Ascend910B3).Accelerators(2))
 	assert.NotEqual(t, tmpl.Annotations[serve.AnnotationConfigHash], other.deployment.Spec.Template.Annotations[serve.AnnotationConfigHash])
 	var defaults serve.MindIEConfig
 	require.NoError(t, json.Unmarshal([]byte(other.configMap.Data["config.json"]), &defaults))
@@ -418,7 +418,7 @@ func TestMindIE(t *testing.T) {
 }
 
 func TestMindIEAcrossNodes(t *testing.T) {
-	r := render(t, serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2).RankTable("qwen-ranks"))
+	r := render(t, serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2).RankTable("qwen-ranks"))
 	require.NotNil(t, r.lws)
 	assert.Nil(t, r.deployment)
 	var cfg serve.MindIEConfig
@@ -444,7 +444,7 @@ func TestMindIEAcrossNodes(t *testing.T) {
 
 	// Only Ascend's operator fills rings-config-<job>, and only for its
 	// AscendJobs: a LeaderWorkerSet group would wait for it forever.
-	_, err := serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2).Objects()
+	_, err := serve.MindIE("qwen-72b", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2).Objects()
 	errs := fieldErrors(t, err)
 	require.Len(t, errs, 1)
 	assert.Equal(t, field.ErrorTypeRequired, errs[0].Type)
@@ -453,7 +453,7 @@ func TestMindIEAcrossNodes(t *testing.T) {
 }
 
 func TestVLLMAcrossNodesOverRay(t *testing.T) {
-	r := render(t, serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).GPUs(8).Nodes(2).MaxModelLen(131072))
+	r := render(t, serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).Accelerators(8).Nodes(2).MaxModelLen(131072))
 	require.NotNil(t, r.lws)
 	lws := r.lws
 	assert.Equal(t, "leaderworkerset.x-k8s.io/v1", lws.APIVersion)
@@ -481,7 +481,7 @@ func TestVLLMAcrossNodesOverRay(t *testing.T) {
 	assert.Equal(t, "0", r.service.Spec.Selector[lwsv1.WorkerIndexLabelKey], "only leaders receive traffic")
 	assert.Nil(t, r.pdb)
 
-	r = render(t, serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).GPUs(8).Nodes(2).
+	r = render(t, serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).Accelerators(8).Nodes(2).
 		MaxModelLen(131072).Replicas(3))
 	// One evicted pod takes its whole group down (RecreateGroupOnPodRestart),
 	// so a budget of one pod is one group; two pods could be two groups.
@@ -489,7 +489,7 @@ func TestVLLMAcrossNodesOverRay(t *testing.T) {
 }
 
 func TestSGLangAcrossNodes(t *testing.T) {
-	r := render(t, serve.SGLang("qwen", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2))
+	r := render(t, serve.SGLang("qwen", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2))
 	leader := r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	worker := r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0]
 	assert.Equal(t, []string{
@@ -509,11 +509,11 @@ func TestExplicitLayouts(t *testing.T) {
 		tp, pp string // "" = flag absent
 		gpus   int64
 	}{
-		"gpus only":          {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(4), "4", "", 4},
+		"gpus only":          {serve.VLLM("a", "pvc://m/x").On(hardware.H100).Accelerators(4), "4", "", 4},
 		"tp only":            {serve.VLLM("a", "pvc://m/x").On(hardware.H100).TensorParallel(2), "2", "", 2},
 		"tp and pp":          {serve.VLLM("a", "pvc://m/x").On(hardware.H100).TensorParallel(2).PipelineParallel(2), "2", "2", 4},
-		"pp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(8).PipelineParallel(2), "4", "2", 8},
-		"tp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).GPUs(8).TensorParallel(4), "4", "2", 8},
+		"pp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).Accelerators(8).PipelineParallel(2), "4", "2", 8},
+		"tp splits the pod":  {serve.VLLM("a", "pvc://m/x").On(hardware.H100).Accelerators(8).TensorParallel(4), "4", "2", 8},
 		"cpu":                {serve.VLLM("a", "pvc://m/x").CPU("16").Image("registry.local/vllm-cpu:0.18.0"), "", "", 0},
 		"one GPU by default": {serve.VLLM("a", "pvc://m/x").On(hardware.L4), "", "", 1},
 	}
@@ -587,7 +587,7 @@ func TestAutoSizesWithThePlanner(t *testing.T) {
 }
 
 func TestAutoscaling(t *testing.T) {
-	r := render(t, serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).CPU("8").Memory("32Gi").
+	r := render(t, serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).CPU("8").Memory("32Gi").
 		Autoscale(2, 6, serve.ScaleOnQueue("5"), serve.ScaleOnCPU(75), serve.ScaleOnMemory(80), serve.ScaleOnPodMetric("gpu_cache_usage", "800m")))
 	assert.Nil(t, r.deployment.Spec.Replicas, "the autoscaler owns the replica count")
 	h := r.hpa
@@ -621,23 +621,23 @@ func TestAutoscaling(t *testing.T) {
 }
 
 func TestStartupTimeout(t *testing.T) {
-	r := render(t, serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).StartupTimeout(2*time.Hour))
+	r := render(t, serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).StartupTimeout(2*time.Hour))
 	c := r.main(t)
 	assert.Equal(t, int32(720), c.StartupProbe.FailureThreshold)
 	assert.Equal(t, ptr.To[int32](7200+600), r.deployment.Spec.ProgressDeadlineSeconds)
 
-	week := render(t, serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).StartupTimeout(7*24*time.Hour)).main(t)
+	week := render(t, serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).StartupTimeout(7*24*time.Hour)).main(t)
 	assert.Equal(t, int32(7*24*3600/10), week.StartupProbe.FailureThreshold)
-	_, err := serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1).StartupTimeout(math.MaxInt64).Objects()
+	_, err := serve.VLLM("q", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1).StartupTimeout(math.MaxInt64).Objects()
 	assert.ErrorContains(t, err, "spec.startupTimeout: Invalid value: \"2562047h47m16.854775807s\": must be at most 168h0m0s")
 }
 
 func TestHardwareDefaults(t *testing.T) {
-	c := render(t, serve.VLLM("q", "pvc://m/x").On(hardware.Ascend910B3).GPUs(2)).main(t)
+	c := render(t, serve.VLLM("q", "pvc://m/x").On(hardware.Ascend910B3).Accelerators(2)).main(t)
 	assert.Equal(t, serve.DefaultVLLMAscendImage, c.Image)
 	npus := c.Resources.Limits[hardware.ResourceAscend910]
 	assert.Equal(t, int64(2), npus.Value())
-	c = render(t, serve.SGLang("q", "pvc://m/x").On(hardware.Ascend910B3).GPUs(2).Image("registry.local/sglang-npu:1")).main(t)
+	c = render(t, serve.SGLang("q", "pvc://m/x").On(hardware.Ascend910B3).Accelerators(2).Image("registry.local/sglang-npu:1")).main(t)
 	assert.Equal(t, "registry.local/sglang-npu:1", c.Image)
 	c = render(t, serve.Ollama("q", "qwen2.5:0.5b").CPU("4")).main(t)
 	assert.Empty(t, c.Resources.Limits[hardware.ResourceNVIDIAGPU])
@@ -654,7 +654,7 @@ func TestAutoPlan(t *testing.T) {
 	assert.Equal(t, 1, plan.Nodes)
 	assert.Equal(t, 131072, plan.ContextLength)
 
-	_, err = serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).AutoPlan()
+	_, err = serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).AutoPlan()
 	errs := fieldErrors(t, err)
 	require.Len(t, errs, 1)
 	assert.Equal(t, "spec.auto", errs[0].Field)
@@ -674,7 +674,7 @@ func TestEndpointFeedsTheClient(t *testing.T) {
 	c, err := inference.NewClient(svc.Endpoint())
 	require.NoError(t, err)
 	assert.Equal(t, "http://qwen-api.team-a:8000/v1", c.BaseURL())
-	r := render(t, svc.On(hardware.H100).GPUs(1))
+	r := render(t, svc.On(hardware.H100).Accelerators(1))
 	assert.Equal(t, svc.ServiceName(), r.service.Name, "the endpoint names the rendered Service")
 }
 
@@ -686,9 +686,9 @@ func TestEndpointFeedsTheClient(t *testing.T) {
 // must be named otherwise.
 func TestClientServiceLeavesTheLeaderWorkerSetItsName(t *testing.T) {
 	for _, svc := range []*serve.Service{
-		serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).GPUs(8).Nodes(2).MaxModelLen(131072),
-		serve.SGLang("qwen", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2),
-		serve.MindIE("npu", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2).RankTable("npu-hccl"),
+		serve.VLLM("llama", "meta-llama/Llama-3.1-70B-Instruct").On(hardware.L4).Accelerators(8).Nodes(2).MaxModelLen(131072),
+		serve.SGLang("qwen", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2),
+		serve.MindIE("npu", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2).RankTable("npu-hccl"),
 	} {
 		r := render(t, svc)
 		require.NotNil(t, r.lws)
@@ -698,14 +698,14 @@ func TestClientServiceLeavesTheLeaderWorkerSetItsName(t *testing.T) {
 }
 
 func TestAscendAcrossNodesTalksRoCE(t *testing.T) {
-	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.Ascend910B3).GPUs(8).Nodes(2))
+	r := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.Ascend910B3).Accelerators(8).Nodes(2))
 	for _, tmpl := range []corev1.PodTemplateSpec{*r.lws.Spec.LeaderWorkerTemplate.LeaderTemplate, r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate} {
 		c := tmpl.Spec.Containers[0]
 		assert.True(t, hasEnv(c, "HCCL_IF_IP"))
 		assert.Equal(t, serve.DefaultVLLMAscendImage, c.Image)
 		assert.False(t, tmpl.Spec.HostNetwork, "only MindIE's rank table needs the host network")
 	}
-	c := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).GPUs(8).Nodes(2)).lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
+	c := render(t, serve.VLLM("q", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2)).lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0]
 	assert.False(t, hasEnv(c, "NCCL_DEBUG"), "NVIDIA nodes get a fabric only when asked")
 }
 
@@ -713,9 +713,9 @@ func TestAscendAcrossNodesTalksRoCE(t *testing.T) {
 // render one service from many goroutines (run with -race).
 func TestObjectsConcurrently(t *testing.T) {
 	svcs := []*serve.Service{
-		serve.VLLM("q", qwen).On(hardware.H100).GPUs(1).Autoscale(2, 4, serve.ScaleOnQueue("5")),
-		serve.SGLang("s", "pvc://models/x").On(hardware.H100).GPUs(8).Nodes(2),
-		serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).GPUs(8).Nodes(2).RankTable("m-hccl"),
+		serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Autoscale(2, 4, serve.ScaleOnQueue("5")),
+		serve.SGLang("s", "pvc://models/x").On(hardware.H100).Accelerators(8).Nodes(2),
+		serve.MindIE("m", "pvc://models/x").On(hardware.Ascend910B3).Accelerators(8).Nodes(2).RankTable("m-hccl"),
 	}
 	done := make(chan error, 8*len(svcs))
 	for range 8 {

@@ -85,7 +85,7 @@ func TestServiceChecksTheModelsTask(t *testing.T) {
 			"Qwen2.5-VL-7B-Instruct is a vision-language model and TEI serves"},
 		{"vLLM with an embedding model under Auto", serve.VLLM("x", "BAAI/bge-m3").On(hardware.L4).Auto(),
 			`spec.model: Invalid value: "BAAI/bge-m3": bge-m3 is an embedding model, which vLLM does not serve: serve it with serve.TEI`},
-		{"vLLM with a reranker on a GPU", serve.VLLM("x", "BAAI/bge-reranker-v2-m3").On(hardware.L4).GPUs(1),
+		{"vLLM with a reranker on a GPU", serve.VLLM("x", "BAAI/bge-reranker-v2-m3").On(hardware.L4).Accelerators(1),
 			"bge-reranker-v2-m3 is a reranking model, which vLLM does not serve: serve it with serve.TEI"},
 		{"SGLang with an embedding model", serve.SGLang("x", "hf://BAAI/bge-m3").On(hardware.L4),
 			"bge-m3 is an embedding model, which SGLang does not serve"},

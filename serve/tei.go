@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // TEIMetricsPort is where Text Embeddings Inference serves Prometheus
@@ -51,7 +53,7 @@ func init() { teiEngine.launch = launchTEI }
 
 func launchTEI(s *Service, r *rendering) field.ErrorList {
 	var errs field.ErrorList
-	if major, minor, ok := teiImageVersion(s.ImageName()); ok && r.servedNameExplicit && (major < 1 || major == 1 && minor < 9) {
+	if major, minor, ok := teiImageVersion(podspec.Of(&s.Handle).ImageName()); ok && r.servedNameExplicit && (major < 1 || major == 1 && minor < 9) {
 		// TEI before 1.9 defines no --served-model-name (router/src/main.rs
 		// at v1.8.3); clap refuses the unknown flag and the pod crash-loops.
 		errs = append(errs, field.Invalid(field.NewPath("spec", "servedModelName"), r.servedName,

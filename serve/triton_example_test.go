@@ -70,7 +70,7 @@ func ExampleTritonModelConfig_ConfigPbtxt() {
 func ExampleService_AddTritonModel() {
 	svc := serve.Triton("qwen", "hf://Qwen/Qwen2.5-7B-Instruct").
 		AddTritonModel(serve.TritonVLLMModel("qwen")).
-		On(hardware.L4).GPUs(1).
+		On(hardware.L4).Accelerators(1).
 		MaxModelLen(8192).GPUMemoryUtilization(0.9).
 		HFToken("hf-token", "token")
 	objs, err := svc.Objects()

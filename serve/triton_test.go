@@ -46,7 +46,7 @@ func resnetConfig() serve.TritonModelConfig {
 func tritonVLLMService() *serve.Service {
 	return serve.Triton("qwen-triton", "hf://Qwen/Qwen2.5-7B-Instruct@main").
 		AddTritonModel(serve.TritonVLLMModel("qwen")).
-		On(hardware.L4).GPUs(2).
+		On(hardware.L4).Accelerators(2).
 		MaxModelLen(8192).GPUMemoryUtilization(0.85).DType("bfloat16").
 		Quantization("fp8").KVCacheDType("fp8").PrefixCaching(true).TrustRemoteCode().
 		HFToken("hf-token", "token").ModelCache("model-cache").
@@ -286,7 +286,7 @@ func TestTritonVLLMWeightSources(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := render(t, serve.Triton("llm", c.source).AddTritonModel(serve.TritonVLLMModel("llm")).On(hardware.L4).GPUs(1))
+			r := render(t, serve.Triton("llm", c.source).AddTritonModel(serve.TritonVLLMModel("llm")).On(hardware.L4).Accelerators(1))
 			assert.Equal(t, "{\n  \"model\": \""+c.model+"\"\n}\n", r.configMap.Data["llm.1.model.json"])
 			c.check(t, r)
 		})
@@ -364,7 +364,7 @@ func TestTritonRepositoryErrors(t *testing.T) {
 			[]wantErr{{field.ErrorTypeInvalid, "spec.tritonModels[1].backend", "a Service serves one vLLM-backend model, whose weights are its source (tritonModels[0] is one)"}},
 		},
 		"KIND_GPU for a model across GPUs": {
-			serve.Triton("t", "Qwen/Qwen2.5-7B-Instruct").On(hardware.L4).GPUs(2).AddTritonModel(serve.TritonModelConfig{
+			serve.Triton("t", "Qwen/Qwen2.5-7B-Instruct").On(hardware.L4).Accelerators(2).AddTritonModel(serve.TritonModelConfig{
 				Name: "a", Backend: serve.TritonBackendVLLM, Decoupled: true,
 				InstanceGroups: []serve.TritonInstanceGroup{{Kind: serve.TritonKindGPU}},
 			}),
@@ -408,7 +408,7 @@ func TestTritonRepositoryErrors(t *testing.T) {
 		},
 		"settings Triton's vLLM backend lacks": {
 			serve.Triton("t", "Qwen/Qwen2.5-7B-Instruct").On(hardware.L4).AddTritonModel(vllm("a")).
-				ServedModelName("chat").LoRA("sql", "org/sql-lora").Nodes(2).GPUs(1),
+				ServedModelName("chat").LoRA("sql", "org/sql-lora").Nodes(2).Accelerators(1),
 			[]wantErr{
 				{field.ErrorTypeForbidden, "spec.servedModelName", "Triton's vLLM backend has no ServedModelName setting"},
 				{field.ErrorTypeForbidden, "spec.lora", "Triton's vLLM backend has no LoRA setting"},

@@ -26,22 +26,24 @@ func TestEnginesPickTheirImageForTheAccelerator(t *testing.T) {
 	for _, p := range []hardware.Profile{hardware.HygonK100, hardware.HygonZ100, hardware.MetaXC500} {
 		want, err := p.Image(hardware.FrameworkVLLM)
 		require.NoError(t, err)
-		assert.Equal(t, want, image(t, serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1)), p.Name)
+		assert.Equal(t, want, image(t, serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).Accelerators(1)), p.Name)
 	}
-	assert.Equal(t, serve.DefaultVLLMImage, image(t, serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).GPUs(1)))
-	assert.Equal(t, serve.DefaultVLLMAscendImage, image(t, serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(hardware.Ascend910B3).GPUs(1)))
+	assert.Equal(t, serve.DefaultVLLMImage, image(t, serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(hardware.H100).Accelerators(1)))
+	assert.Equal(t, serve.DefaultVLLMAscendImage, image(t, serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(hardware.Ascend910B3).Accelerators(1)))
 
 	engines := map[string]func(p hardware.Profile) *serve.Service{
 		"vLLM": func(p hardware.Profile) *serve.Service {
-			return serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1)
+			return serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).Accelerators(1)
 		},
 		"SGLang": func(p hardware.Profile) *serve.Service {
-			return serve.SGLang("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1)
+			return serve.SGLang("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).Accelerators(1)
 		},
 		"TGI": func(p hardware.Profile) *serve.Service {
-			return serve.TGI("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).GPUs(1)
+			return serve.TGI("chat", "Qwen/Qwen2.5-7B-Instruct").On(p).Accelerators(1)
 		},
-		"TEI": func(p hardware.Profile) *serve.Service { return serve.TEI("embed", "BAAI/bge-m3").On(p).GPUs(1) },
+		"TEI": func(p hardware.Profile) *serve.Service {
+			return serve.TEI("embed", "BAAI/bge-m3").On(p).Accelerators(1)
+		},
 	}
 	for _, p := range []hardware.Profile{
 		hardware.CambriconMLU370, hardware.CambriconMLU590, hardware.KunlunxinP800, hardware.KunlunxinR200,
@@ -59,7 +61,7 @@ func TestEnginesPickTheirImageForTheAccelerator(t *testing.T) {
 	}
 	// A profile whose vendor image was cleared refuses vLLM too.
 	bare := hardware.MetaXC500.WithImages(hardware.Images{})
-	_, err := serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(bare).GPUs(1).Objects()
+	_, err := serve.VLLM("chat", "Qwen/Qwen2.5-7B-Instruct").On(bare).Accelerators(1).Objects()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "WithImages")
 }

@@ -38,7 +38,7 @@ func TestVLLMOnTheOtherVendors(t *testing.T) {
 				name += "-multi"
 			}
 			t.Run(name, func(t *testing.T) {
-				s := serve.VLLM(name, "Qwen/Qwen2.5-7B-Instruct").Image(img).On(p).GPUs(4)
+				s := serve.VLLM(name, "Qwen/Qwen2.5-7B-Instruct").Image(img).On(p).Accelerators(4)
 				if nodes > 1 {
 					s = s.Nodes(nodes).TensorParallel(4).PipelineParallel(nodes).
 						Fabric(hardware.RoCE(hardware.SocketInterface("eth0")))

@@ -33,7 +33,7 @@ func annotationDevices(tmpl corev1.PodTemplateSpec) bool {
 func TestAscendVisibleDevicesOnlyWhereVolcanoSchedules(t *testing.T) {
 	ascend := hardware.Ascend910B3
 	for _, gang := range []bool{false, true} {
-		job := train.PyTorch("pt").Image(img).Command("python", "t.py").Workers(1).On(ascend).GPUs(8)
+		job := train.PyTorch("pt").Image(img).Command("python", "t.py").Workers(1).On(ascend).Accelerators(8)
 		if gang {
 			job.Gang().Queue("team-a")
 		}
@@ -43,7 +43,7 @@ func TestAscendVisibleDevicesOnlyWhereVolcanoSchedules(t *testing.T) {
 			assert.Equal(t, gang, annotationDevices(spec.Template), "PyTorchJob %s, gang %v", role, gang)
 		}
 
-		ray := train.Ray("ray").Image(img).Entrypoint("python train.py").WorkerGroup("npu", 1).HeadAccelerators(8).On(ascend).GPUs(8)
+		ray := train.Ray("ray").Image(img).Entrypoint("python train.py").WorkerGroup("npu", 1).HeadAccelerators(8).On(ascend).Accelerators(8)
 		if gang {
 			ray.Gang().Queue("team-a")
 		}
@@ -53,7 +53,7 @@ func TestAscendVisibleDevicesOnlyWhereVolcanoSchedules(t *testing.T) {
 		assert.Equal(t, gang, annotationDevices(rj.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template), "RayJob worker, gang %v", gang)
 	}
 	vc, err := train.Volcano("vc").Image(img).Command("python", "w.py").
-		AddTask(train.VolcanoTask{Name: "worker", Replicas: 2}).On(ascend).GPUs(8).Build()
+		AddTask(train.VolcanoTask{Name: "worker", Replicas: 2}).On(ascend).Accelerators(8).Build()
 	require.NoError(t, err)
 	assert.True(t, annotationDevices(vc.Spec.Tasks[0].Template), "Volcano schedules a Volcano Job's pods")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/cputime"
 	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -27,10 +28,10 @@ func benchJob(name string) *train.PyTorchJob {
 		Image("registry.example.com/llm/train:2.4").
 		Torchrun("sft.py", "--model", "/models/llama").
 		Workers(3).
-		On(hardware.H100).GPUs(8).
+		On(hardware.H100).Accelerators(8).
 		Fabric(hardware.InfiniBand()).
 		PVC("datasets", "/data").
-		EnvFromSecret("HF_TOKEN", "hf", "token").
+		EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf", Key: "token"}).
 		Gang().Queue("team-a")
 }
 

@@ -39,7 +39,7 @@ func TestPyTorchMasterAndWorkers(t *testing.T) {
 	job, err := train.PyTorch("llama").Namespace("team-a").Image(img).
 		Torchrun("train.py", "--epochs", "3").
 		Workers(3).
-		On(hardware.H100).GPUs(8).
+		On(hardware.H100).Accelerators(8).
 		CleanPodPolicy(kubeflowv1.CleanPodPolicyAll).
 		RestartPolicy(kubeflowv1.RestartPolicyExitCode).
 		TTLAfterFinished(1500 * time.Millisecond).
@@ -139,7 +139,7 @@ func TestGangSchedulingPolicy(t *testing.T) {
 func TestOneArgumentMovesAJobToAscend(t *testing.T) {
 	build := func(p hardware.Profile) *kubeflowv1.PyTorchJob {
 		job, err := train.PyTorch("move").Image(img).Workers(2).
-			On(p).GPUs(8).Fabric(hardware.RoCE()).
+			On(p).Accelerators(8).Fabric(hardware.RoCE()).
 			Build()
 		require.NoError(t, err)
 		return job
@@ -169,7 +169,7 @@ func TestOneArgumentMovesAJobToAscend(t *testing.T) {
 	// Without the Ascend Docker Runtime the driver mounts go into every
 	// replica, with and without devices.
 	tf, err := train.TensorFlow("tf").Image(img).Workers(2).ParameterServers(1).
-		On(hardware.Ascend910B3.WithAscendRuntime(false)).GPUs(8).
+		On(hardware.Ascend910B3.WithAscendRuntime(false)).Accelerators(8).
 		Build()
 	require.NoError(t, err)
 	for typ, spec := range tf.Spec.TFReplicaSpecs {
@@ -186,7 +186,7 @@ func TestOneArgumentMovesAJobToAscend(t *testing.T) {
 func TestTensorFlowRoles(t *testing.T) {
 	job, err := train.TensorFlow("tf").Image(img).Command("python", "t.py").
 		Chief().ParameterServers(2).Workers(4).Evaluator().SucceedWhenAllWorkersSucceed().
-		On(hardware.L4).GPUs(1).
+		On(hardware.L4).Accelerators(1).
 		Build()
 	require.NoError(t, err)
 	specs := job.Spec.TFReplicaSpecs
@@ -213,7 +213,7 @@ func TestTensorFlowRoles(t *testing.T) {
 
 func TestMPILauncherAndWorkers(t *testing.T) {
 	job, err := train.MPI("mpi").Image(img).Command("python", "/app/a.py").Args("--steps", "10").
-		Workers(3).On(hardware.A100_80G).GPUs(4).MPIRunArgs("-x", "NCCL_IB_HCA").
+		Workers(3).On(hardware.A100_80G).Accelerators(4).MPIRunArgs("-x", "NCCL_IB_HCA").
 		Build()
 	require.NoError(t, err)
 	launcher, worker := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher], job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker]
@@ -237,7 +237,7 @@ func TestMPILauncherAndWorkers(t *testing.T) {
 
 func TestRoleResources(t *testing.T) {
 	job, err := train.MPI("mpi").Image(img).Command("python", "/app/a.py").
-		CPU("32").Memory("256Gi").On(hardware.H100).GPUs(8).Workers(2).
+		CPU("32").Memory("256Gi").On(hardware.H100).Accelerators(8).Workers(2).
 		RoleResources(kubeflowv1.MPIJobReplicaTypeLauncher, "1", "2Gi").
 		Build()
 	require.NoError(t, err)
@@ -273,7 +273,7 @@ func TestDeepSpeedConfigMap(t *testing.T) {
 			Precision:        train.FP16,
 			MicroBatchPerGPU: 4,
 		}).
-		On(hardware.H100).GPUs(8).
+		On(hardware.H100).Accelerators(8).
 		Objects()
 	require.NoError(t, err)
 	require.Len(t, objs, 2)
@@ -313,7 +313,7 @@ func TestColossalAILaunch(t *testing.T) {
 		return container(job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker]).Command
 	}
 	base := func() *train.ColossalAIJob {
-		return train.ColossalAI("cai").Image(img).Script("train.py", "--epochs", "1").On(hardware.H100).GPUs(8)
+		return train.ColossalAI("cai").Image(img).Script("train.py", "--epochs", "1").On(hardware.H100).Accelerators(8)
 	}
 	assert.Equal(t, []string{"torchrun", "train.py", "--epochs", "1", "--plugin", "torch_ddp"}, command(base()))
 	assert.Equal(t, []string{"torchrun", "train.py", "--epochs", "1", "--plugin", "gemini"}, command(base().Plugin(train.PluginGemini)))
@@ -330,7 +330,7 @@ func TestColossalAILaunch(t *testing.T) {
 }
 
 func TestPaddleModes(t *testing.T) {
-	collective, err := train.Paddle("pd").Image(img).Launch("train.py", "--lr", "0.1").Workers(4).On(hardware.A100_80G).GPUs(8).Build()
+	collective, err := train.Paddle("pd").Image(img).Launch("train.py", "--lr", "0.1").Workers(4).On(hardware.A100_80G).Accelerators(8).Build()
 	require.NoError(t, err)
 	require.Len(t, collective.Spec.PaddleReplicaSpecs, 1, "collective mode runs workers only")
 	w := collective.Spec.PaddleReplicaSpecs[kubeflowv1.PaddleJobReplicaTypeWorker]
@@ -338,7 +338,7 @@ func TestPaddleModes(t *testing.T) {
 	assert.Equal(t, "paddle", container(w).Name)
 	assert.Equal(t, []string{"python", "-m", "paddle.distributed.launch", "train.py", "--lr", "0.1"}, container(w).Command)
 
-	ps, err := train.Paddle("pd").Image(img).ParameterServers(2).Workers(3).On(hardware.A100_80G).GPUs(1).Build()
+	ps, err := train.Paddle("pd").Image(img).ParameterServers(2).Workers(3).On(hardware.A100_80G).Accelerators(1).Build()
 	require.NoError(t, err)
 	servers := ps.Spec.PaddleReplicaSpecs[kubeflowv1.PaddleJobReplicaTypeMaster]
 	assert.Equal(t, int32(2), *servers.Replicas, "the operator's Master replicas are the parameter servers")
@@ -353,7 +353,7 @@ func TestXGBoostAndMXNetRoles(t *testing.T) {
 	assert.Equal(t, int32(5), *xgb.Spec.XGBReplicaSpecs[kubeflowv1.XGBoostJobReplicaTypeWorker].Replicas)
 	assert.Equal(t, "xgboost", container(xgb.Spec.XGBReplicaSpecs[kubeflowv1.XGBoostJobReplicaTypeWorker]).Name)
 
-	mx, err := train.MXNet("mx").Image(img).Servers(2).Workers(3).On(hardware.T4).GPUs(1).Build()
+	mx, err := train.MXNet("mx").Image(img).Servers(2).Workers(3).On(hardware.T4).Accelerators(1).Build()
 	require.NoError(t, err)
 	assert.Equal(t, kubeflowv1.MXTrain, mx.Spec.JobMode)
 	for typ, want := range map[kubeflowv1.ReplicaType]int32{"Scheduler": 1, "Server": 2, "Worker": 3} {
@@ -371,7 +371,7 @@ func TestRayJob(t *testing.T) {
 		RuntimeEnv(train.RuntimeEnv{WorkingDir: "s3://bucket/code.zip", Pip: []string{"torch"}, EnvVars: map[string]string{"A": "1"}}).
 		WorkerGroup("gpu", 2).
 		AutoscaledWorkerGroup("spot", 1, 0+1, 8).
-		On(hardware.H100).GPUs(8).
+		On(hardware.H100).Accelerators(8).
 		ActiveDeadline(time.Hour).Retry(retry.Policy{Limit: 2}).TTLAfterFinished(time.Minute).
 		Build()
 	require.NoError(t, err)
@@ -398,7 +398,7 @@ func TestRayJob(t *testing.T) {
 	assert.True(t, *cluster.EnableInTreeAutoscaling)
 
 	kept, err := train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).HeadAccelerators(1).
-		On(hardware.L4).GPUs(1).KeepClusterAfterFinish().Build()
+		On(hardware.L4).Accelerators(1).KeepClusterAfterFinish().Build()
 	require.NoError(t, err)
 	assert.False(t, kept.Spec.ShutdownAfterJobFinishes)
 	assert.Nil(t, kept.Spec.RayClusterSpec.EnableInTreeAutoscaling)
@@ -414,7 +414,7 @@ func TestRayJob(t *testing.T) {
 func TestRayJobOnAscendGangScheduled(t *testing.T) {
 	job, err := train.Ray("ray").Image(img).Entrypoint("python train.py").
 		WorkerGroup("npu", 2).HeadAccelerators(8).
-		On(hardware.Ascend910B3).GPUs(8).
+		On(hardware.Ascend910B3).Accelerators(8).
 		Gang().Queue("team-a").PriorityClass("high").
 		Build()
 	require.NoError(t, err)
@@ -432,7 +432,7 @@ func TestRayJobOnAscendGangScheduled(t *testing.T) {
 	}
 
 	cpuHead, err := train.Ray("ray").Image(img).Entrypoint("python train.py").
-		WorkerGroup("npu", 1).On(hardware.Ascend910B3).GPUs(4).Build()
+		WorkerGroup("npu", 1).On(hardware.Ascend910B3).Accelerators(4).Build()
 	require.NoError(t, err)
 	assert.Nil(t, cpuHead.Spec.RayClusterSpec.HeadGroupSpec.Resources, "a head without NPUs declares none")
 	assert.Equal(t, map[string]string{"NPU": "4"}, cpuHead.Spec.RayClusterSpec.WorkerGroupSpecs[0].Resources)
@@ -448,7 +448,7 @@ func TestVolcanoJob(t *testing.T) {
 		MinAvailable(3).Retry(retry.Policy{Limit: 5}).TTLAfterFinished(time.Hour).
 		Policy(vcbus.PodEvictedEvent, vcbus.RestartJobAction).
 		PriorityClass("batch").
-		CPU("32").Memory("256Gi").On(hardware.H100).GPUs(8).
+		CPU("32").Memory("256Gi").On(hardware.H100).Accelerators(8).
 		Build()
 	require.NoError(t, err)
 	assert.Equal(t, "batch.volcano.sh/v1alpha1", job.APIVersion)

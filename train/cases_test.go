@@ -33,7 +33,7 @@ type settingsOf[T any] struct{ b *pod.Builder[T] }
 func (s settingsOf[T]) on(p hardware.Profile, gpus int, f hardware.Fabric, cpu, memory string) {
 	s.b.On(p)
 	if gpus > 0 {
-		s.b.GPUs(gpus)
+		s.b.Accelerators(gpus)
 	}
 	if !f.IsZero() {
 		s.b.Fabric(f)
@@ -62,7 +62,7 @@ var builderCases = []builderCase{
 			Torchrun("train.py", "--epochs", "3").
 			Workers(3).
 			PVC("datasets", "/data").
-			EnvFromSecret("HF_TOKEN", "hf", "token").
+			EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf", Key: "token"}).
 			CleanPodPolicy(kubeflowv1.CleanPodPolicyRunning).
 			TTLAfterFinished(time.Hour).
 			Retry(retry.Policy{Limit: 3}).

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/retry"
 )
@@ -272,7 +273,7 @@ func (j *ColossalAIJob) build() (*kubeflowv1.PyTorchJob, field.ErrorList) {
 		errs = append(errs, field.Required(field.NewPath("script"), "a training script is required: call Script"))
 	}
 	world := 0
-	nproc := j.torch.nprocPerNode(j.GPUCount())
+	nproc := j.torch.nprocPerNode(podspec.Of(&j.Handle).GPUCount())
 	if j.torch.elastic == nil {
 		workers, _ := j.torch.size.workers(true, nil) // reported by buildPyTorchJob
 		world = (1 + workers) * nproc

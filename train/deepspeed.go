@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/retry"
 )
@@ -329,7 +330,7 @@ func (j *DeepSpeedJob) Torchrun(script string, args ...string) *DeepSpeedJob {
 }
 
 // configMapName names the ConfigMap holding ds_config.json.
-func (j *DeepSpeedJob) configMapName() string { return j.Name() + "-deepspeed" }
+func (j *DeepSpeedJob) configMapName() string { return podspec.Of(&j.Handle).Name() + "-deepspeed" }
 
 func (j *DeepSpeedJob) build() (*kubeflowv1.PyTorchJob, *corev1.ConfigMap, field.ErrorList) {
 	if j == nil || unmade(&j.Builder) {
@@ -338,7 +339,7 @@ func (j *DeepSpeedJob) build() (*kubeflowv1.PyTorchJob, *corev1.ConfigMap, field
 	data, errs := j.config.JSON(field.NewPath("deepspeedConfig"))
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: j.ObjectMeta(j.configMapName()),
+		ObjectMeta: podspec.Of(&j.Handle).ObjectMeta(j.configMapName()),
 		Data:       map[string]string{DeepSpeedConfigKey: string(data)},
 	}
 	job, jobErrs := buildPyTorchJob(j.operator(), &j.torch, nil)

@@ -38,7 +38,7 @@
 //		Image("registry.example.com/llm/train:2.4").
 //		Torchrun("sft.py", "--model", "/models/llama").
 //		Workers(3).
-//		On(hardware.H100).GPUs(8).
+//		On(hardware.H100).Accelerators(8).
 //		Fabric(hardware.InfiniBand()).
 //		PVC("datasets", "/data").
 //		Gang().Queue("team-a")

@@ -132,7 +132,7 @@ func ExampleTensorFlow() {
 	_, err := train.TensorFlow("9-tf").
 		Workers(0).
 		ParameterServers(2).
-		On(hardware.H100).GPUs(16).
+		On(hardware.H100).Accelerators(16).
 		Build()
 	printErrors(err)
 	// Output:
@@ -152,7 +152,7 @@ func ExamplePyTorchJob_Nodes() {
 			Image("registry.example.com/llm/train:2.4").
 			Torchrun("sft.py").
 			Nodes(nodes).
-			On(hardware.H100).GPUs(8).
+			On(hardware.H100).Accelerators(8).
 			Build()
 		if err != nil {
 			fmt.Println(err)
@@ -175,7 +175,7 @@ func ExampleMPI() {
 		Image("mpioperator/mpi-pi:openmpi").
 		Command("/home/mpiuser/pi").
 		Workers(2).
-		On(hardware.L4).GPUs(2).
+		On(hardware.L4).Accelerators(2).
 		Build()
 	if err != nil {
 		fmt.Println(err)
@@ -226,7 +226,7 @@ func ExampleDeepSpeed() {
 		Image("registry.example.com/llm/deepspeed:0.15").
 		Torchrun("pretrain.py").
 		Workers(3).
-		On(hardware.H100).GPUs(8).
+		On(hardware.H100).Accelerators(8).
 		Config(train.DeepSpeedConfig{
 			ZeROStage:            3,
 			OffloadOptimizer:     train.Offload{Device: train.OffloadCPU, PinMemory: true},
@@ -279,7 +279,7 @@ func ExampleColossalAI() {
 		Image("hpcaitech/colossalai:0.4.0").
 		Script("train.py").
 		Workers(2).
-		On(hardware.A100_80G).GPUs(2).
+		On(hardware.A100_80G).Accelerators(2).
 		Plugin(train.PluginHybridParallel).TensorParallel(4).PipelineParallel(2).ZeROStage(2).
 		Build()
 	printErrors(err)
@@ -294,7 +294,7 @@ func ExamplePaddle() {
 		Image("paddlepaddle/paddle:2.6.1-gpu-cuda12.0-cudnn8.9-trt8.6").
 		Launch("train.py").
 		ParameterServers(2).Workers(4).
-		On(hardware.T4).GPUs(1).
+		On(hardware.T4).Accelerators(1).
 		Build()
 	if err != nil {
 		fmt.Println(err)
@@ -325,7 +325,7 @@ func ExampleMXNet() {
 		Image("mxnet/python:1.9.1_gpu_cu112_py3").
 		Command("python", "/mxnet/train.py").
 		Servers(2).Workers(2).
-		On(hardware.T4).GPUs(1).
+		On(hardware.T4).Accelerators(1).
 		Build()
 	if err != nil {
 		fmt.Println(err)
@@ -437,7 +437,7 @@ func ExampleRayJob_Gang() {
 		Image("registry.example.com/ray-ascend:2.40.0").
 		Entrypoint("python grpo.py").
 		WorkerGroup("actors", 4).
-		On(hardware.Ascend910B3).GPUs(8).
+		On(hardware.Ascend910B3).Accelerators(8).
 		Gang().Queue("team-a").
 		Build()
 	if err != nil {

@@ -81,7 +81,7 @@ func podOps[T any](b *pod.Builder[T]) []op {
 		func(p *program) { b.WorkingDir(pick(p, fuzzPaths)) },
 		func(p *program) { b.Env(pick(p, fuzzKeys), pick(p, fuzzValues)) },
 		func(p *program) {
-			b.EnvFromSecret(pick(p, fuzzKeys), pick(p, fuzzNames), pick(p, []string{"token", ""}))
+			b.EnvFromSecret(pick(p, fuzzKeys), pod.SecretKeyRef{Name: pick(p, fuzzNames), Key: pick(p, []string{"token", ""})})
 		},
 		func(p *program) {
 			b.EnvFromField(pick(p, fuzzKeys), pick(p, []string{"status.podIP", "metadata.name"}))
@@ -93,7 +93,7 @@ func podOps[T any](b *pod.Builder[T]) []op {
 		func(p *program) { b.Request(corev1.ResourceEphemeralStorage, pick(p, fuzzQuantity)) },
 		func(p *program) { b.Limit(corev1.ResourceMemory, pick(p, fuzzQuantity)) },
 		func(p *program) { b.On(pick(p, fuzzProfiles)) },
-		func(p *program) { b.GPUs(pick(p, fuzzInts)) },
+		func(p *program) { b.Accelerators(pick(p, fuzzInts)) },
 		func(p *program) { b.Slice(nil) },
 		func(p *program) { b.Fabric(pick(p, fuzzFabrics)) },
 		func(p *program) { b.SharedMemory(pick(p, fuzzQuantity)) },

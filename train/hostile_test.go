@@ -9,6 +9,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"
 )
@@ -79,12 +80,12 @@ func TestHostileSettings(t *testing.T) {
 				`env[OPENAI_API_KEY].value: Forbidden: OPENAI_API_KEY looks like a credential written in clear, which would be stored in the rendered objects: put it in a Secret and use EnvFromSecret("OPENAI_API_KEY", secret, key)`,
 			}},
 		{"a negative slot count and a GPU count on no profile",
-			train.MPI("mpi").Image(img).Command("a").GPUs(-4).SlotsPerWorker(-1), []string{
+			train.MPI("mpi").Image(img).Command("a").Accelerators(-4).SlotsPerWorker(-1), []string{
 				`spec.slotsPerWorker: Invalid value: -1: must be at least 1`,
 				`gpus: Invalid value: -4: must not be negative`,
 			}},
 		{"more GPUs than a CPU profile has",
-			train.PyTorch("pt").Image(img).On(hardware.CPU).GPUs(2).Nodes(1), []string{
+			train.PyTorch("pt").Image(img).On(hardware.CPU).Accelerators(2).Nodes(1), []string{
 				`gpus: Invalid value: 2: cpu-amd64 has no accelerators to request`,
 			}},
 		// Found by FuzzBuilders: each was accepted by cube and refused by
@@ -123,7 +124,7 @@ func TestHostileSettings(t *testing.T) {
 				`serviceAccount: Invalid value: "Bad SA": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			}},
 		{"a profile whose nodes hold no devices: no count was too many",
-			train.PyTorch("pt").Image(img).On(hardware.H100.WithMaxPerNode(0)).GPUs(64).Nodes(1), []string{
+			train.PyTorch("pt").Image(img).On(hardware.H100.WithMaxPerNode(0)).Accelerators(64).Nodes(1), []string{
 				`profile.maxPerNode: Invalid value: 0: must be at least 1: how many H100-SXM-80GB devices a node holds (WithMaxPerNode)`,
 			}},
 		{"InfiniBand on a CPU profile, reported once for the Master and the Workers",
@@ -140,7 +141,7 @@ func TestHostileSettings(t *testing.T) {
 	// A secret-named variable is fine from a Secret, as a reference or
 	// as a path to a mounted file.
 	_, err := train.PyTorch("pt").Image(img).
-		EnvFromSecret("HF_TOKEN", "hf", "token").
+		EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf", Key: "token"}).
 		Env("HF_TOKEN_PATH", "/var/run/secrets/hf/token").
 		Env("GIT_TOKEN", "$(HF_TOKEN)").
 		Env("PASSWORD_POLICY", "strict").

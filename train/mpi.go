@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -120,14 +121,14 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 		return nil, unmadeErrors("train.MPIJob", "MPI")
 	}
 	errs := atLeast(j.workers, 1, replicasPath(mpiSpecs, kubeflowv1.MPIJobReplicaTypeWorker), "worker")
-	slots := perPod(j.slots, j.GPUCount())
+	slots := perPod(j.slots, podspec.Of(&j.Handle).GPUCount())
 	switch {
 	case slots < 1:
 		errs = append(errs, field.Invalid(field.NewPath("spec", "slotsPerWorker"), slots, "must be at least 1"))
 	case slots > math.MaxInt32:
 		errs = append(errs, field.Invalid(field.NewPath("spec", "slotsPerWorker"), slots, "must fit in 32 bits"))
 	}
-	command, args := j.CommandLine()
+	command, args := podspec.Of(&j.Handle).CommandLine()
 	program := append(command, args...)
 	if len(program) == 0 {
 		errs = append(errs, field.Required(field.NewPath("spec", mpiSpecs).Key(string(kubeflowv1.MPIJobReplicaTypeLauncher)).

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -59,7 +60,7 @@ func cpuMemory(cpu, memory string) map[corev1.ResourceName]string {
 // initOperator makes a training-operator builder: its pod settings and its
 // run policy return self.
 func initOperator[T any](self *T, b *pod.Builder[T], r *RunPolicy[T], kind, name string) {
-	b.Init(self, kind, name)
+	podspec.Of(&b.Handle).Init(self, kind, name)
 	r.initRunPolicy(self)
 }
 
@@ -122,14 +123,14 @@ func (o operator[T]) render(l layout) (rendered, field.ErrorList) {
 	// The operators name Services after the job, leaving room for the
 	// longest suffix they append to name pods and services. The pod
 	// settings' own problems are reported once, not once per role.
-	errs := o.pod.ValidateServiceMeta(validation.DNS1035LabelMaxLength - len(longest))
-	errs = append(errs, o.pod.SettingErrors()...)
+	errs := podspec.Of(&o.pod.Handle).ValidateServiceMeta(validation.DNS1035LabelMaxLength - len(longest))
+	errs = append(errs, podspec.Of(&o.pod.Handle).SettingErrors()...)
 	errs = append(errs, countErrs...)
 	gangSize := l.gangSize
 	if gangSize == 0 {
 		gangSize = total
 	}
-	rp, gang, rpErrs := o.run.render(o.pod.QueueName(), o.pod.PriorityClassName(), o.pod.SchedulerName(), clamp32(gangSize), clamp32(total))
+	rp, gang, rpErrs := o.run.render(podspec.Of(&o.pod.Handle).QueueName(), podspec.Of(&o.pod.Handle).PriorityClassName(), podspec.Of(&o.pod.Handle).SchedulerName(), clamp32(gangSize), clamp32(total))
 	errs = append(errs, rpErrs...)
 
 	specsPath := field.NewPath("spec", l.specsField)
@@ -137,7 +138,7 @@ func (o operator[T]) render(l layout) (rendered, field.ErrorList) {
 		errs = append(errs, field.NotSupported(specsPath.Key(string(l.roles[0].typ)).Child("restartPolicy"), *o.run.restart, restartPolicies))
 	}
 	out := rendered{
-		meta:      o.pod.ObjectMeta(o.pod.Name()),
+		meta:      podspec.Of(&o.pod.Handle).ObjectMeta(podspec.Of(&o.pod.Handle).Name()),
 		replicas:  make(map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec, len(l.roles)),
 		runPolicy: rp,
 	}
@@ -152,7 +153,7 @@ func (o operator[T]) render(l layout) (rendered, field.ErrorList) {
 	}
 	for _, r := range l.roles {
 		rolePath := specsPath.Key(string(r.typ))
-		tmpl, tmplErrs := o.pod.Template(rolePath.Child("template"), pod.TemplateOptions{
+		tmpl, tmplErrs := podspec.Of(&o.pod.Handle).Template(rolePath.Child("template"), podspec.TemplateOptions{
 			Container:          l.container,
 			NoGPUs:             r.noGPUs,
 			Labels:             map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
@@ -206,7 +207,7 @@ func count32(n int, path *field.Path) field.ErrorList {
 	if n < 0 {
 		return field.ErrorList{field.Invalid(path, n, "must not be negative")}
 	}
-	if _, err := pod.Int32(path, n); err != nil {
+	if _, err := podspec.Int32(path, n); err != nil {
 		return field.ErrorList{err}
 	}
 	return nil
@@ -333,7 +334,7 @@ func operatorError(err error) *field.Error {
 
 // unmade reports a builder that no constructor made: a nil pointer or a
 // zero value, whose chained methods return nil.
-func unmade[T any](b *pod.Builder[T]) bool { return b.Identity().Kind == "" }
+func unmade[T any](b *pod.Builder[T]) bool { return podspec.Of(&b.Handle).Identity().Kind == "" }
 
 // unmadeErrors is the problem reported for a builder no constructor made.
 func unmadeErrors(typ, constructor string) field.ErrorList {

@@ -10,13 +10,13 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/retry"
 )
 
 // VolcanoScheduler is the scheduler name of Volcano, which gang-schedules
 // training jobs (pod.VolcanoScheduler).
-const VolcanoScheduler = pod.VolcanoScheduler
+const VolcanoScheduler = podspec.VolcanoScheduler
 
 // Lifecycle holds how long a job may run, how often it is retried and
 // what happens when it ends: the settings the training-operator jobs (through

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/retry"
 )
@@ -109,7 +110,7 @@ func buildPyTorchJob[T any](o operator[T], t *torchJob, override []string) (*kub
 	} else if t.rdzv != nil || len(t.rdzvConf) > 0 || t.elasticRetry != nil {
 		errs = append(errs, field.Forbidden(elasticPath, "rendezvous settings and ElasticRetry need Elastic(min, max)"))
 	}
-	nproc := t.nprocPerNode(o.pod.GPUCount())
+	nproc := t.nprocPerNode(podspec.Of(&o.pod.Handle).GPUCount())
 	if nproc < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "nprocPerNode"), nproc, "must be at least 1"))
 	}

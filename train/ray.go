@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -67,7 +68,7 @@ type RayJob struct {
 // Ray starts a RayJob named name; add at least one WorkerGroup.
 func Ray(name string) *RayJob {
 	j := &RayJob{}
-	j.Init(j, "rayjob", name)
+	podspec.Of(&j.Handle).Init(j, "rayjob", name)
 	j.Lifecycle.self = j
 	return j
 }
@@ -192,8 +193,8 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	if j == nil || unmade(&j.Builder) {
 		return nil, unmadeErrors("train.RayJob", "Ray")
 	}
-	errs := j.ValidateServiceMeta(maxRayJobName)
-	errs = append(errs, j.SettingErrors()...)
+	errs := podspec.Of(&j.Handle).ValidateServiceMeta(maxRayJobName)
+	errs = append(errs, podspec.Of(&j.Handle).SettingErrors()...)
 	spec := field.NewPath("spec")
 	lc, lcErrs := j.Lifecycle.render(lifecyclePaths{
 		ttl:      spec.Child("ttlSecondsAfterFinished"),
@@ -205,7 +206,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	headPath := spec.Child("rayClusterSpec", "headGroupSpec", "template")
 	headAccelerators := false
 	if j.headAccelSet {
-		switch workers := j.GPUCount(); {
+		switch workers := podspec.Of(&j.Handle).GPUCount(); {
 		case j.headAccel == 0:
 		case j.headAccel == workers:
 			headAccelerators = true
@@ -217,7 +218,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	if j.entrypoint == "" {
 		errs = append(errs, field.Required(spec.Child("entrypoint"), "an entrypoint is required"))
 	}
-	if command, args := j.CommandLine(); len(command)+len(args) > 0 {
+	if command, args := podspec.Of(&j.Handle).CommandLine(); len(command)+len(args) > 0 {
 		errs = append(errs, field.Forbidden(field.NewPath("command"), "Ray containers run `ray start`; put the program in Entrypoint"))
 	}
 	if j.keepCluster {
@@ -233,7 +234,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	}
 
 	cluster := &rayv1.RayClusterSpec{RayVersion: j.rayVersion}
-	head, headErrs := j.Template(headPath, pod.TemplateOptions{
+	head, headErrs := podspec.Of(&j.Handle).Template(headPath, podspec.TemplateOptions{
 		Container:          "ray-head",
 		NoGPUs:             !headAccelerators,
 		Labels:             map[string]string{LabelComponent: "head"},
@@ -249,7 +250,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		RayStartParams: map[string]string{"dashboard-host": "0.0.0.0"},
 		Resources:      j.rayResources(head),
 	}
-	meta := j.ObjectMeta(j.Name())
+	meta := podspec.Of(&j.Handle).ObjectMeta(podspec.Of(&j.Handle).Name())
 	copyJobLabels(&meta, head.Labels)
 	names := map[string]bool{}
 	for i, g := range j.groups {
@@ -271,7 +272,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		case g.max > math.MaxInt32:
 			errs = append(errs, field.Invalid(gPath.Child("maxReplicas"), g.max, "must fit in 32 bits"))
 		}
-		tmpl, tmplErrs := j.Template(gPath.Child("template"), pod.TemplateOptions{
+		tmpl, tmplErrs := podspec.Of(&j.Handle).Template(gPath.Child("template"), podspec.TemplateOptions{
 			Container:          "ray-worker",
 			Labels:             map[string]string{LabelComponent: "worker"},
 			ScheduledByVolcano: j.gang,
@@ -298,24 +299,24 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	}
 
 	if j.gang {
-		if sched := j.SchedulerName(); sched != "" && sched != VolcanoScheduler {
+		if sched := podspec.Of(&j.Handle).SchedulerName(); sched != "" && sched != VolcanoScheduler {
 			errs = append(errs, field.Invalid(field.NewPath("schedulerName"), sched,
 				"gang scheduling runs through Volcano; remove Scheduler or set it to "+VolcanoScheduler))
 		}
 		if meta.Labels == nil {
 			meta.Labels = map[string]string{}
 		}
-		if q := j.QueueName(); q != "" {
+		if q := podspec.Of(&j.Handle).QueueName(); q != "" {
 			meta.Labels[rayQueueLabel] = q
 		}
-		labelErrs := pod.ValidateLabels(meta.Labels, field.NewPath("metadata", "labels"))
-		if q := j.QueueName(); len(validation.IsDNS1123Subdomain(q)) > 0 {
+		labelErrs := podspec.ValidateLabels(meta.Labels, field.NewPath("metadata", "labels"))
+		if q := podspec.Of(&j.Handle).QueueName(); len(validation.IsDNS1123Subdomain(q)) > 0 {
 			// Queue reported the name already.
 			labelErrs = slices.DeleteFunc(labelErrs, func(e *field.Error) bool {
 				return e.Field == field.NewPath("metadata", "labels").Key(rayQueueLabel).String()
 			})
 		}
-		if pc := j.PriorityClassName(); pc != "" {
+		if pc := podspec.Of(&j.Handle).PriorityClassName(); pc != "" {
 			meta.Labels[rayPriorityClassLabel] = pc
 		}
 		errs = append(errs, labelErrs...)
@@ -342,7 +343,7 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	if j.runtimeEnv != nil {
 		envPath := spec.Child("runtimeEnvYAML", "env_vars")
 		for _, k := range slices.Sorted(maps.Keys(j.runtimeEnv.EnvVars)) {
-			if pod.SecretLiteral(k, j.runtimeEnv.EnvVars[k]) {
+			if podspec.SecretLiteral(k, j.runtimeEnv.EnvVars[k]) {
 				errs = append(errs, field.Forbidden(envPath.Key(k), k+" looks like a credential written in clear, which would be stored in the RayJob: "+
 					"set it on the pods with EnvFromSecret(\""+k+"\", secret, key); Ray's processes inherit it"))
 			}
@@ -367,7 +368,7 @@ func (j *RayJob) gangTemplate(t *corev1.PodTemplateSpec) {
 // Ascend, nil otherwise (KubeRay derives CPUs, memory and GPUs from the
 // container itself).
 func (j *RayJob) rayResources(t corev1.PodTemplateSpec) map[string]string {
-	prof, ok := j.Profile()
+	prof, ok := podspec.Of(&j.Handle).Profile()
 	if !ok || prof.Vendor != hardware.Huawei || len(t.Spec.Containers) == 0 {
 		return nil
 	}

@@ -107,7 +107,7 @@ func TestRetryMapsToEachEngine(t *testing.T) {
 // The Ray head takes the workers' accelerators or none.
 func TestRayHeadAccelerators(t *testing.T) {
 	ray := func() *train.RayJob {
-		return train.Ray("ray").Image(img).Entrypoint("e").WorkerGroup("w", 1).On(hardware.H100).GPUs(4)
+		return train.Ray("ray").Image(img).Entrypoint("e").WorkerGroup("w", 1).On(hardware.H100).Accelerators(4)
 	}
 	for n, want := range map[int]string{0: "0", 4: "4"} {
 		job, err := ray().HeadAccelerators(n).Build()

@@ -50,7 +50,7 @@ func TestVolcanoTasksRestartPolicy(t *testing.T) {
 // plugins (pkg/controllers/job/plugins/factory.go).
 func TestVolcanoPluginHCCLRank(t *testing.T) {
 	job, err := train.Volcano("npu").Image(img).Task("worker", 2).
-		On(hardware.Ascend910B3).GPUs(8).
+		On(hardware.Ascend910B3).Accelerators(8).
 		Plugin(train.PluginHCCLRank).
 		Build()
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func runPolicyOf(t *testing.T, obj client.Object) kubeflowv1.RunPolicy {
 // num_workers do.
 func TestSinglePodJobs(t *testing.T) {
 	for _, b := range []*train.PyTorchJob{train.PyTorch("ft").Workers(0), train.PyTorch("ft").Nodes(1)} {
-		job, err := b.Image(img).On(hardware.H100).GPUs(8).Build()
+		job, err := b.Image(img).On(hardware.H100).Accelerators(8).Build()
 		require.NoError(t, err)
 		require.Len(t, job.Spec.PyTorchReplicaSpecs, 1)
 		master := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster]
@@ -162,7 +162,7 @@ func TestSinglePodJobs(t *testing.T) {
 	assert.Equal(t, train.DeepSpeedConfigDir, container(ds.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster]).VolumeMounts[0].MountPath)
 
 	cai, err := train.ColossalAI("cai").Image(img).Script("t.py").Workers(0).
-		Plugin(train.PluginHybridParallel).TensorParallel(2).On(hardware.H100).GPUs(8).Build()
+		Plugin(train.PluginHybridParallel).TensorParallel(2).On(hardware.H100).Accelerators(8).Build()
 	require.NoError(t, err, "tp 2 divides the 8 processes of one pod")
 	require.Len(t, cai.Spec.PyTorchReplicaSpecs, 1)
 

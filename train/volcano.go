@@ -17,6 +17,7 @@ import (
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/retry"
 )
@@ -100,7 +101,7 @@ type VolcanoJob struct {
 // add at least one task.
 func Volcano(name string) *VolcanoJob {
 	j := &VolcanoJob{plugins: map[string][]string{PluginEnv: {}, PluginSvc: {}}}
-	j.Init(j, "volcanojob", name)
+	podspec.Of(&j.Handle).Init(j, "volcanojob", name)
 	return j
 }
 
@@ -298,30 +299,30 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		longest = max(longest, len("-"+t.Name+"-"+strconv.Itoa(max(t.Replicas-1, 0))))
 		total += max(min(t.Replicas, math.MaxInt32), 0)
 	}
-	errs := j.ValidateServiceMeta(validation.DNS1035LabelMaxLength - longest)
+	errs := podspec.Of(&j.Handle).ValidateServiceMeta(validation.DNS1035LabelMaxLength - longest)
 	if total > math.MaxInt32 {
 		errs = append(errs, field.Invalid(spec.Child("tasks"), total, "the job's pods must number at most 2147483647"))
 	}
-	errs = append(errs, j.SettingErrors()...)
+	errs = append(errs, podspec.Of(&j.Handle).SettingErrors()...)
 	if len(j.tasks) == 0 {
 		errs = append(errs, field.Required(spec.Child("tasks"), "at least one task is required"))
 	}
-	scheduler := j.SchedulerName()
+	scheduler := podspec.Of(&j.Handle).SchedulerName()
 	if scheduler == "" {
 		scheduler = VolcanoScheduler
 	}
-	queue := j.QueueName()
+	queue := podspec.Of(&j.Handle).QueueName()
 	if queue == "" {
 		queue = DefaultVolcanoQueue
 	}
 	job := &vcbatch.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: vcbatch.SchemeGroupVersion.String(), Kind: "Job"},
-		ObjectMeta: j.ObjectMeta(j.Name()),
+		ObjectMeta: podspec.Of(&j.Handle).ObjectMeta(podspec.Of(&j.Handle).Name()),
 		Spec: vcbatch.JobSpec{
 			SchedulerName:     scheduler,
 			MinAvailable:      clamp32(total),
 			Queue:             queue,
-			PriorityClassName: j.PriorityClassName(),
+			PriorityClassName: podspec.Of(&j.Handle).PriorityClassName(),
 			Plugins:           map[string][]string{},
 		},
 	}
@@ -369,7 +370,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 			errs = append(errs, field.Invalid(restartPath, restart,
 				"a PodFailed policy never fires while the kubelet restarts failed containers in place: set RestartPolicy(corev1.RestartPolicyNever)"))
 		}
-		tmpl, tmplErrs := j.Template(tPath.Child("template"), pod.TemplateOptions{
+		tmpl, tmplErrs := podspec.Of(&j.Handle).Template(tPath.Child("template"), podspec.TemplateOptions{
 			Container:          t.Name,
 			NoGPUs:             t.NoAccelerators,
 			Labels:             map[string]string{LabelComponent: t.Name},

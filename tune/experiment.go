@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 )
 
@@ -56,7 +57,7 @@ type Experiment struct {
 // limit), searching with Random until Algorithm says otherwise.
 func New(name string) *Experiment {
 	e := &Experiment{}
-	e.InitMeta(e, "experiment", name)
+	podspec.Of(&e.Handle).InitMeta(e, "experiment", name)
 	return e
 }
 
@@ -235,7 +236,7 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 		return nil, nil, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "the experiment is nil: start it with tune.New")}.ToAggregate()
 	}
 	spec := field.NewPath("spec")
-	errs := e.ValidateServiceMeta(maxNameLength) // Katib: ^[a-z]([-a-z0-9]*[a-z0-9])?, at most 40 (pkg/webhook/v1beta1/experiment/validator)
+	errs := podspec.Of(&e.Handle).ValidateServiceMeta(maxNameLength) // Katib: ^[a-z]([-a-z0-9]*[a-z0-9])?, at most 40 (pkg/webhook/v1beta1/experiment/validator)
 	errs = append(errs, e.objective.validate(spec.Child("objective"))...)
 	errs = append(errs, validateSpace(e.params, spec.Child("parameters"))...)
 
@@ -269,7 +270,7 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 		if v == nil {
 			return nil
 		}
-		n, err := pod.Int32(spec.Child(name), *v)
+		n, err := podspec.Int32(spec.Child(name), *v)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -319,7 +320,7 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 
 	exp := &katibv1beta1.Experiment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: katibv1beta1.SchemeGroupVersion.String(), Kind: "Experiment"},
-		ObjectMeta: e.ObjectMeta(e.Name()),
+		ObjectMeta: podspec.Of(&e.Handle).ObjectMeta(podspec.Of(&e.Handle).Name()),
 		Spec: katibv1beta1.ExperimentSpec{
 			Objective:            e.objective.katib(),
 			Algorithm:            algorithm.katib(),
@@ -351,7 +352,7 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 	}
 	shared := make([]client.Object, 0, len(trial.shared)+1)
 	for _, o := range trial.shared {
-		o.SetNamespace(e.NamespaceName())
+		o.SetNamespace(podspec.Of(&e.Handle).NamespaceName())
 		shared = append(shared, o)
 	}
 	return exp, shared, nil

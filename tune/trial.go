@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // Ref returns the placeholder Katib replaces with the value of param in each
@@ -114,9 +115,9 @@ func (e *Experiment) renderTrial(path *field.Path) (*renderedTrial, field.ErrorL
 			errs = append(errs, field.Invalid(path.Index(i), nil, "the trial workload rendered a nil object"))
 			continue
 		}
-		if ns := o.GetNamespace(); ns != "" && ns != e.NamespaceName() {
+		if ns := o.GetNamespace(); ns != "" && ns != podspec.Of(&e.Handle).NamespaceName() {
 			errs = append(errs, field.Invalid(path.Index(i).Child("metadata", "namespace"), ns,
-				fmt.Sprintf("Katib runs trials in the experiment's namespace %q", e.NamespaceName())))
+				fmt.Sprintf("Katib runs trials in the experiment's namespace %q", podspec.Of(&e.Handle).NamespaceName())))
 		}
 		switch kind := o.GetObjectKind().GroupVersionKind().Kind; kind {
 		case "ConfigMap", "Secret":
@@ -179,7 +180,7 @@ func (e *Experiment) renderTrial(path *field.Path) (*renderedTrial, field.ErrorL
 	// experiment's namespace: the validator refuses a name or namespace.
 	unstructured.RemoveNestedField(u.Object, "metadata", "name")
 	unstructured.RemoveNestedField(u.Object, "metadata", "namespace")
-	relabel(u.Object, e.Name())
+	relabel(u.Object, podspec.Of(&e.Handle).Name())
 
 	for i, pl := range e.placements {
 		pp := field.NewPath("trial", "placements").Index(i)

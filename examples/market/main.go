@@ -62,7 +62,7 @@ func run(ctx context.Context, out io.Writer, registryPath string) error {
 			job := train.PyTorch("sft-support-bot").Namespace("ml").
 				Image("pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime").
 				Torchrun("sft.py", "--model", baseWeights, "--data", "/data/tickets.jsonl", "--output", output, "--lr", "2e-5").
-				On(hardware.H100).GPUs(8).PVC("data", "/data")
+				On(hardware.H100).Accelerators(8).PVC("data", "/data")
 			return market.TrainJob(job, market.TrainingRun{
 				Job:             "PyTorchJob/sft-support-bot",
 				Datasets:        []string{"pvc://data/tickets.jsonl"},
@@ -85,7 +85,7 @@ func run(ctx context.Context, out io.Writer, registryPath string) error {
 	if err != nil {
 		return err
 	}
-	eval := entry.Evaluate("eval-support-bot", "mmlu", "gsm8k").Namespace("ml").On(hardware.H100).GPUs(1)
+	eval := entry.Evaluate("eval-support-bot", "mmlu", "gsm8k").Namespace("ml").On(hardware.H100).Accelerators(1)
 	if _, err := eval.Build(); err != nil {
 		return err
 	}

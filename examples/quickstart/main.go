@@ -20,6 +20,7 @@ import (
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
 )
@@ -118,13 +119,13 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	// to Ascend is one argument: On(hardware.Ascend910B3).
 	sft := train.PyTorch("llama-sft").Namespace(ns).
 		Image(size.trainImage).
-		EnvFromSecret("HF_TOKEN", "hf-token", "token")
+		EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf-token", Key: "token"})
 	if size.small {
 		sft.Command("python3", "-c", smallTrainer).Workers(1).CPU("500m").Memory("1Gi")
 	} else {
 		sft.Torchrun("/workspace/sft.py", "--model", "meta-llama/Llama-3.1-8B", "--bf16").
 			Workers(3).
-			On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand()).
+			On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand()).
 			CPU("64").Memory("512Gi").
 			PVC("datasets", "/data").
 			Queue(ns).Gang()

@@ -68,7 +68,7 @@ func restrictedContainer() *corev1.SecurityContext {
 func on[T any](b *pod.Builder[T], s setting) {
 	b.On(s.profile)
 	if s.profile.Accelerated() {
-		b.GPUs(1)
+		b.Accelerators(1)
 	}
 	if !s.fabric.IsZero() {
 		b.Fabric(s.fabric)
@@ -127,7 +127,7 @@ func builderCases() []builderCase {
 		// train
 		{"train-pytorch", func(s setting) cube.Workload {
 			j := train.PyTorch("ddp").Image(image).Torchrun("train.py").Workers(2).
-				PVC("datasets", "/data").EnvFromSecret("HF_TOKEN", "hf", "token")
+				PVC("datasets", "/data").EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf", Key: "token"})
 			on(&j.Builder, s)
 			return j
 		}},

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // tokenPatterns are the shapes of credentials that are never anything
@@ -38,7 +38,7 @@ var credentialFlag = regexp.MustCompile(`^--?(?:api[-_]?key|token|hf[-_]token|ac
 var credentialFlagInText = regexp.MustCompile(`(?:^|\s)--?(?:api[-_]?key|token|hf[-_]token|access[-_]?token|auth[-_]?token|password|passwd|secret|secret[-_]key|access[-_]key)(?:=|\s+)("?[^\s"]+)`)
 
 // credentialName marks an env var, a ConfigMap key or a config-file key
-// as holding a credential: wider than pod.SecretLiteral's words on
+// as holding a credential: wider than podspec.SecretLiteral's words on
 // purpose (any *KEY*), narrowed below by the suffixes that name a
 // location, not a value.
 var credentialName = regexp.MustCompile(`(?i)token|key|password|passwd|secret|credential`)
@@ -133,7 +133,7 @@ func scanObject(obj *unstructured.Unstructured) []finding {
 
 // envLiteral is a credential-named variable with a literal value.
 func envLiteral(name, value string) bool {
-	if pod.SecretLiteral(name, value) {
+	if podspec.SecretLiteral(name, value) {
 		return true
 	}
 	return keyLiteral(name, value)

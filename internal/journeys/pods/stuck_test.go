@@ -53,7 +53,7 @@ func TestStuckPods(t *testing.T) {
 	})
 	t.Run("accelerator the node lacks", func(t *testing.T) {
 		c, cl, _ := journeys.NewClient(t)
-		job := train.PyTorch("wants-gpu").Image(c.Images.Python).Command("true").Workers(1).On(hardware.H100).GPUs(1)
+		job := train.PyTorch("wants-gpu").Image(c.Images.Python).Command("true").Workers(1).On(hardware.H100).Accelerators(1)
 		rel := journeys.Apply(t, cl, job)
 		// Unschedulable is not stuck (an autoscaler may add a node), so the
 		// wait times out with the scheduler's reason in its last status.

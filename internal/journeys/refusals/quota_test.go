@@ -158,7 +158,7 @@ func errorCreating(string) string { return "Error creating: " }
 // the worker's pods itself and records FailedCreatePod on the job.
 func TestQuotaRefusesPyTorchJobPods(t *testing.T) {
 	c, cl, _ := quotaTenant(t)
-	job := train.PyTorch("over").Image(c.Images.Python).Command("true").Workers(1).On(hardware.H100).GPUs(2)
+	job := train.PyTorch("over").Image(c.Images.Python).Command("true").Workers(1).On(hardware.H100).Accelerators(2)
 	rel, st := applyRefused(t, cl, job, cube.Succeeded, "PyTorchJob")
 	checkQuotaRefused(t, rel, st, errorCreating)
 }
@@ -167,7 +167,7 @@ func TestQuotaRefusesPyTorchJobPods(t *testing.T) {
 // FailedCreate on the ReplicaSet, which cube reports on the Deployment.
 func TestQuotaRefusesDeploymentPods(t *testing.T) {
 	c, cl, _ := quotaTenant(t)
-	svc := serve.VLLM("over", "standin/none").Image(c.Images.Busybox).Command("sleep", "3600").On(hardware.H100).GPUs(2)
+	svc := serve.VLLM("over", "standin/none").Image(c.Images.Busybox).Command("sleep", "3600").On(hardware.H100).Accelerators(2)
 	rel, st := applyRefused(t, cl, svc, cube.Ready, "Deployment")
 	checkQuotaRefused(t, rel, st, errorCreating)
 }
@@ -179,7 +179,7 @@ func TestQuotaRefusesNotebookPod(t *testing.T) {
 	nb := notebook.Jupyter("lab", "alice").Namespace(ns).Image(c.Images.Python).
 		Launch(notebook.LaunchJupyterServer).AuthSecret("lab-token", "token").Storage("1Gi", "").
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
-		On(hardware.H100).GPUs(2)
+		On(hardware.H100).Accelerators(2)
 	rel, st := applyRefused(t, cl, nb, cube.Ready, "StatefulSet")
 	checkQuotaRefused(t, rel, st, func(pod string) string {
 		return "Create Pod " + pod + " in StatefulSet lab failed error: "
@@ -194,7 +194,7 @@ func TestQuotaRefusesNotebookPod(t *testing.T) {
 // reports the one that says why.
 func TestQuotaRefusesMPIJobWorkers(t *testing.T) {
 	c, cl, ns := quotaTenant(t)
-	job := train.MPI("over").Image(c.Images.Python).Command("true").Workers(1).On(hardware.H100).GPUs(2)
+	job := train.MPI("over").Image(c.Images.Python).Command("true").Workers(1).On(hardware.H100).Accelerators(2)
 	rel, st := applyRefused(t, cl, job, cube.Succeeded, "MPIJob")
 	r := st.Refusals[0]
 	assert.Equal(t, "QuotaExceeded", r.Reason)

@@ -122,7 +122,7 @@ func TestServeMultiNodeOnLeaderWorkerSet(t *testing.T) {
 	svc := serve.VLLM("big", "standin/echo-70b").
 		Image(c.Images.Standin).
 		CPU("100m").Memory("128Mi").
-		On(hardware.T4).GPUs(1).
+		On(hardware.T4).Accelerators(1).
 		Nodes(2)
 	rel := journeys.Apply(t, cl, svc)
 	st, err := rel.Wait(t.Context(), cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods(), journeys.Progress(t))

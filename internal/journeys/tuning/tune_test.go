@@ -23,6 +23,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/journeys"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
@@ -232,7 +233,7 @@ func runExperiment(t *testing.T, c *testenv.Cluster, cl *cube.Client, ns string,
 
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(katibv1beta1.SchemeGroupVersion.WithKind("Experiment"))
-	require.NoError(t, c.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: exp.Name()}, u))
+	require.NoError(t, c.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: podspec.Of(&exp.Handle).Name()}, u))
 	var stored katibv1beta1.Experiment
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &stored))
 	p := tune.ProgressOf(&stored)

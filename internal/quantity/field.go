@@ -1,4 +1,4 @@
-package cube
+package quantity
 
 import (
 	"maps"
@@ -7,24 +7,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/cubestudio/cube/internal/quantity"
 )
 
 // Sign says what a quantity given by a user may be.
 type Sign int
 
-// Signs for ParseQuantity.
+// Signs for ParseField.
 const (
 	NonNegative Sign = iota // zero or more, e.g. a request
 	Positive                // more than zero, e.g. a volume size
 )
 
-// ParseQuantity parses a quantity a user gave ("16Gi", "500m") and reports
-// a problem under path instead of panicking: not a quantity, negative, or
+// ParseField parses a quantity a user gave ("16Gi", "500m") and reports a
+// problem under path instead of panicking: not a quantity, negative, or
 // zero when sign is Positive. Every builder parses user quantities with it.
-func ParseQuantity(path *field.Path, value string, sign Sign) (resource.Quantity, *field.Error) {
-	q, err := quantity.Parse(value)
+func ParseField(path *field.Path, value string, sign Sign) (resource.Quantity, *field.Error) {
+	q, err := Parse(value)
 	switch {
 	case err != nil:
 		return resource.Quantity{}, field.Invalid(path, value, err.Error())
@@ -42,7 +40,7 @@ func ParseResourceList(in map[corev1.ResourceName]string, path *field.Path) (cor
 	out := make(corev1.ResourceList, len(in))
 	bad := false
 	for name, v := range in {
-		q, err := quantity.Parse(v)
+		q, err := Parse(v)
 		if err != nil || q.Sign() < 0 {
 			bad = true
 			continue
@@ -54,7 +52,7 @@ func ParseResourceList(in map[corev1.ResourceName]string, path *field.Path) (cor
 	}
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(in)) {
-		if _, err := ParseQuantity(path.Key(string(name)), in[name], NonNegative); err != nil {
+		if _, err := ParseField(path.Key(string(name)), in[name], NonNegative); err != nil {
 			errs = append(errs, err)
 		}
 	}

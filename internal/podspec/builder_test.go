@@ -1,4 +1,4 @@
-package pod_test
+package podspec_test
 
 import (
 	"fmt"
@@ -11,8 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/identity"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -22,9 +23,19 @@ type job struct{ pod.Builder[job] }
 
 func newJob(name string) *job {
 	j := &job{}
-	j.Init(j, "job", name)
+	podspec.Of(&j.Handle).Init(j, "job", name)
 	return j
 }
+
+// The plumbing a workload package reaches through podspec.Of, on the test's
+// builder so the tests read as chains.
+func (j *job) Template(p *field.Path, opts podspec.TemplateOptions) (corev1.PodTemplateSpec, field.ErrorList) {
+	return podspec.Of(&j.Handle).Template(p, opts)
+}
+func (j *job) SettingErrors() field.ErrorList     { return podspec.Of(&j.Handle).SettingErrors() }
+func (j *job) ValidateMeta(n int) field.ErrorList { return podspec.Of(&j.Handle).ValidateMeta(n) }
+func (j *job) GPUCount() int                      { return podspec.Of(&j.Handle).GPUCount() }
+func (j *job) Profile() (hardware.Profile, bool)  { return podspec.Of(&j.Handle).Profile() }
 
 var tmplPath = field.NewPath("spec", "template")
 
@@ -49,7 +60,7 @@ func TestTemplateCarriesEverySetting(t *testing.T) {
 	j := newJob("sft").
 		Namespace("team-a").Label("team", "nlp").PartOf("llm").
 		Image("pytorch:2.4").Command(cmd...).Args("--epochs", "3").AddArgs("--bf16").
-		Env("A", "1").Env("A", "2").EnvFromSecret("HF_TOKEN", "hf", "token").
+		Env("A", "1").Env("A", "2").EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf", Key: "token"}).
 		CPU("8").Memory("64Gi").
 		PVC("datasets", "/data").SecretVolume("ssh", "/etc/ssh-keys").
 		NodeSelector("zone", "a").PriorityClass("high").ServiceAccount("trainer").
@@ -57,7 +68,7 @@ func TestTemplateCarriesEverySetting(t *testing.T) {
 		PodLabel("role", "x").Port("http", 8080)
 	cmd[0] = "mutated"
 
-	tmpl, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch", Labels: map[string]string{"component": "worker"}, RestartPolicy: corev1.RestartPolicyOnFailure})
+	tmpl, errs := j.Template(tmplPath, podspec.TemplateOptions{Container: "pytorch", Labels: map[string]string{"component": "worker"}, RestartPolicy: corev1.RestartPolicyOnFailure})
 	require.Empty(t, errs)
 	c := tmpl.Spec.Containers[0]
 	assert.Equal(t, "pytorch", c.Name)
@@ -81,26 +92,26 @@ func TestTemplateCarriesEverySetting(t *testing.T) {
 	assert.Equal(t, "volcano", tmpl.Spec.SchedulerName)
 	assert.Equal(t, corev1.RestartPolicyOnFailure, tmpl.Spec.RestartPolicy)
 	assert.Equal(t, []corev1.LocalObjectReference{{Name: "registry"}}, tmpl.Spec.ImagePullSecrets)
-	assert.Equal(t, "team-a", tmpl.Annotations[pod.VolcanoQueueAnnotation])
+	assert.Equal(t, "team-a", tmpl.Annotations[podspec.VolcanoQueueAnnotation])
 	assert.Equal(t, map[string]string{
 		"team": "nlp", "role": "x", "component": "worker",
-		cube.LabelName: "sft", cube.LabelManagedBy: "cube", cube.LabelPartOf: "llm", cube.LabelKind: "job", cube.LabelRelease: "sft",
+		identity.LabelName: "sft", identity.LabelManagedBy: "cube", identity.LabelPartOf: "llm", identity.LabelKind: "job", identity.LabelRelease: "sft",
 	}, tmpl.Labels)
 
-	meta := j.ObjectMeta("sft-config")
+	meta := podspec.Of(&j.Handle).ObjectMeta("sft-config")
 	assert.Equal(t, "team-a", meta.Namespace)
 	assert.Equal(t, "nlp", meta.Labels["team"])
-	assert.Equal(t, "sft", meta.Labels[cube.LabelRelease])
+	assert.Equal(t, "sft", meta.Labels[identity.LabelRelease])
 
-	again, _ := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch"})
+	again, _ := j.Template(tmplPath, podspec.TemplateOptions{Container: "pytorch"})
 	again.Spec.Containers[0].Args[0] = "changed"
-	third, _ := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch"})
+	third, _ := j.Template(tmplPath, podspec.TemplateOptions{Container: "pytorch"})
 	assert.Equal(t, "--epochs", third.Spec.Containers[0].Args[0], "every call is fresh")
 }
 
 func TestTemplateHardware(t *testing.T) {
-	j := newJob("ddp").Image("pytorch:2.4").On(hardware.H100).GPUs(8).Fabric(hardware.InfiniBand())
-	tmpl, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch"})
+	j := newJob("ddp").Image("pytorch:2.4").On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand())
+	tmpl, errs := j.Template(tmplPath, podspec.TemplateOptions{Container: "pytorch"})
 	require.Empty(t, errs)
 	c := tmpl.Spec.Containers[0]
 	assert.Equal(t, "8", qty(c.Resources.Limits, "nvidia.com/gpu"))
@@ -115,14 +126,14 @@ func TestTemplateHardware(t *testing.T) {
 	assert.Equal(t, 8, j.GPUCount())
 
 	// A parameter-server-like role keeps the profile's placement but no devices.
-	ps, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch", NoGPUs: true})
+	ps, errs := j.Template(tmplPath, podspec.TemplateOptions{Container: "pytorch", NoGPUs: true})
 	require.Empty(t, errs)
 	_, hasGPU := ps.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]
 	assert.False(t, hasGPU)
 
 	// The same builder on Ascend renders Huawei's resource and HCCL.
 	j.On(hardware.Ascend910B3).Fabric(hardware.RoCE())
-	npu, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "pytorch"})
+	npu, errs := j.Template(tmplPath, podspec.TemplateOptions{Container: "pytorch"})
 	require.Empty(t, errs)
 	nc := npu.Spec.Containers[0]
 	assert.Equal(t, "8", qty(nc.Resources.Limits, "huawei.com/Ascend910"))
@@ -138,7 +149,7 @@ func TestTemplateHardware(t *testing.T) {
 
 func TestTemplateSlice(t *testing.T) {
 	j := newJob("nb").Image("jupyter").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30))
-	tmpl, errs := j.Template(tmplPath, pod.TemplateOptions{})
+	tmpl, errs := j.Template(tmplPath, podspec.TemplateOptions{})
 	require.Empty(t, errs)
 	lim := tmpl.Spec.Containers[0].Resources.Limits
 	assert.Equal(t, "1", qty(lim, "nvidia.com/gpu"))
@@ -152,10 +163,10 @@ func TestTemplateSlice(t *testing.T) {
 
 func TestTemplateReportsEveryProblem(t *testing.T) {
 	j := newJob("bad").
-		CPU("eight").Memory("-1Gi").Env("A=B", "x").EnvFromSecret("TOKEN", "", "").
+		CPU("eight").Memory("-1Gi").Env("A=B", "x").EnvFromSecret("TOKEN", pod.SecretKeyRef{Name: "", Key: ""}).
 		PVC("Bad_Claim", "data").HostPath("relative", "/host").EmptyDir("a", "/scratch").EmptyDir("b", "/scratch/").
-		GPUs(-1).SharedMemory("lots").PodLabel("bad key!", "v")
-	_, errs := j.Template(tmplPath, pod.TemplateOptions{Container: "main"})
+		Accelerators(-1).SharedMemory("lots").PodLabel("bad key!", "v")
+	_, errs := j.Template(tmplPath, podspec.TemplateOptions{Container: "main"})
 	assert.ElementsMatch(t, []string{
 		`spec.template.gpus: Invalid value: -1: must not be negative`,
 		`spec.template.env[TOKEN].valueFrom.secretKeyRef: Required value: secret name and key are required`,
@@ -174,8 +185,8 @@ func TestTemplateReportsEveryProblem(t *testing.T) {
 	}, errorStrings(errs))
 }
 
-func TestGPUsNeedAProfile(t *testing.T) {
-	_, errs := newJob("x").Image("i").GPUs(2).Template(tmplPath, pod.TemplateOptions{})
+func TestAcceleratorsNeedAProfile(t *testing.T) {
+	_, errs := newJob("x").Image("i").Accelerators(2).Template(tmplPath, podspec.TemplateOptions{})
 	require.Len(t, errs, 1)
 	assert.Equal(t, `spec.template.on: Required value: 2 accelerators asked for without a hardware profile: call On(hardware.H100) or similar`, errs[0].Error())
 }
@@ -223,8 +234,8 @@ func errStrings(errs field.ErrorList) []string {
 
 func TestTemplateResourcesOverrideThePodSettings(t *testing.T) {
 	j := newJob("mpi").Image("i").CPU("32").Memory("256Gi").Request(corev1.ResourceEphemeralStorage, "10Gi").
-		On(hardware.H100).GPUs(8)
-	launcher, errs := j.Template(tmplPath, pod.TemplateOptions{
+		On(hardware.H100).Accelerators(8)
+	launcher, errs := j.Template(tmplPath, podspec.TemplateOptions{
 		NoGPUs:    true,
 		Resources: map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "2Gi"},
 	})
@@ -234,13 +245,13 @@ func TestTemplateResourcesOverrideThePodSettings(t *testing.T) {
 	assert.Equal(t, []string{"1", "2Gi", "<unset>"}, []string{qty(res.Limits, "cpu"), qty(res.Limits, "memory"), qty(res.Limits, "nvidia.com/gpu")})
 
 	// The override is per template: the next one keeps the shared values.
-	worker, errs := j.Template(tmplPath, pod.TemplateOptions{})
+	worker, errs := j.Template(tmplPath, podspec.TemplateOptions{})
 	require.Empty(t, errs)
 	res = worker.Spec.Containers[0].Resources
 	assert.Equal(t, []string{"32", "256Gi", "8"}, []string{qty(res.Limits, "cpu"), qty(res.Limits, "memory"), qty(res.Limits, "nvidia.com/gpu")})
 
 	// Bad override values are reported where they land.
-	_, errs = j.Template(tmplPath, pod.TemplateOptions{Resources: map[corev1.ResourceName]string{corev1.ResourceMemory: "-2Gi"}})
+	_, errs = j.Template(tmplPath, podspec.TemplateOptions{Resources: map[corev1.ResourceName]string{corev1.ResourceMemory: "-2Gi"}})
 	assert.Equal(t, []string{
 		`spec.template.spec.containers[0].resources.requests[memory]: Invalid value: "-2Gi": must not be negative`,
 		`spec.template.spec.containers[0].resources.limits[memory]: Invalid value: "-2Gi": must not be negative`,
@@ -250,9 +261,9 @@ func TestTemplateResourcesOverrideThePodSettings(t *testing.T) {
 // TestSettingErrorsOnce: a workload of several templates omits the
 // chained problems from each and reports them once, under the setting.
 func TestSettingErrorsOnce(t *testing.T) {
-	j := newJob("x").Image("i").On(hardware.H100).GPUs(-1).Queue("Bad Queue")
+	j := newJob("x").Image("i").On(hardware.H100).Accelerators(-1).Queue("Bad Queue")
 	for range 2 {
-		_, errs := j.Template(tmplPath, pod.TemplateOptions{OmitSettingErrors: true})
+		_, errs := j.Template(tmplPath, podspec.TemplateOptions{OmitSettingErrors: true})
 		assert.Empty(t, errs, "a negative count is not passed on to the hardware as well")
 	}
 	want := []string{
@@ -262,7 +273,7 @@ func TestSettingErrorsOnce(t *testing.T) {
 	assert.Equal(t, want, errorStrings(j.SettingErrors()))
 	j.SettingErrors()[0].Field = "changed"
 	assert.Equal(t, want, errorStrings(j.SettingErrors()), "a copy")
-	_, errs := j.Template(tmplPath, pod.TemplateOptions{})
+	_, errs := j.Template(tmplPath, podspec.TemplateOptions{})
 	assert.Equal(t, []string{"spec.template." + want[0], "spec.template." + want[1]}, errorStrings(errs), "placed under the template by default")
 }
 
@@ -293,7 +304,7 @@ func TestEnvRefusesLiteralSecrets(t *testing.T) {
 		{"PASSWORD_HINT", "ask the admin please", false},
 		{"MODEL", "meta-llama/Llama-3.1-8B-Instruct", false},
 	} {
-		assert.Equal(t, tc.secret, pod.SecretLiteral(tc.name, tc.value), "%s=%s", tc.name, tc.value)
+		assert.Equal(t, tc.secret, podspec.SecretLiteral(tc.name, tc.value), "%s=%s", tc.name, tc.value)
 	}
 	j := newJob("x").Image("i").Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz")
 	errs := errorStrings(j.SettingErrors())
@@ -315,7 +326,7 @@ func TestNamesTheAPIServerChecks(t *testing.T) {
 
 func TestTemplateRefusesBadPorts(t *testing.T) {
 	_, errs := newJob("x").Image("i").Port("http", 70000).Port("Bad_Name", 80).Port("metrics", 0).
-		Template(tmplPath, pod.TemplateOptions{})
+		Template(tmplPath, podspec.TemplateOptions{})
 	require.Len(t, errs, 3, "%v", errs)
 	assert.Equal(t, "spec.template.spec.containers[0].ports[0].containerPort", errs[0].Field)
 	assert.Equal(t, int32(70000), errs[0].BadValue)
@@ -323,29 +334,29 @@ func TestTemplateRefusesBadPorts(t *testing.T) {
 	assert.Equal(t, "spec.template.spec.containers[0].ports[2].containerPort", errs[2].Field)
 }
 
-func TestTemplateRefusesGPUsBesideASlice(t *testing.T) {
-	_, errs := newJob("x").Image("i").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi")).GPUs(2).
-		Template(tmplPath, pod.TemplateOptions{})
+func TestTemplateRefusesAcceleratorsBesideASlice(t *testing.T) {
+	_, errs := newJob("x").Image("i").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi")).Accelerators(2).
+		Template(tmplPath, podspec.TemplateOptions{})
 	require.Len(t, errs, 1)
 	assert.Equal(t, field.ErrorTypeForbidden, errs[0].Type)
 	assert.Equal(t, "spec.template.gpus", errs[0].Field)
-	assert.Contains(t, errs[0].Detail, "GPUs(2) and Slice both set")
+	assert.Contains(t, errs[0].Detail, "Accelerators(2) and Slice both set")
 }
 
 // A Volcano vGPU slice runs under Volcano's scheduler: its device plugin
 // allocates only to pods that scheduler annotated.
 func TestTemplateVolcanoSliceUsesVolcanoScheduler(t *testing.T) {
 	slice := func() *vgpu.Spec { return vgpu.Slice(hardware.A100_80G).Memory("10Gi").Backend(vgpu.Volcano) }
-	tmpl, errs := newJob("x").Image("i").Slice(slice()).Template(tmplPath, pod.TemplateOptions{})
+	tmpl, errs := newJob("x").Image("i").Slice(slice()).Template(tmplPath, podspec.TemplateOptions{})
 	require.Empty(t, errs)
 	assert.Equal(t, "volcano", tmpl.Spec.SchedulerName)
 
-	_, errs = newJob("x").Image("i").Slice(slice()).Scheduler("hami-scheduler").Template(tmplPath, pod.TemplateOptions{})
+	_, errs = newJob("x").Image("i").Slice(slice()).Scheduler("hami-scheduler").Template(tmplPath, podspec.TemplateOptions{})
 	require.Len(t, errs, 1)
 	assert.Equal(t, "spec.template.spec.schedulerName", errs[0].Field)
 	assert.Equal(t, "hami-scheduler", errs[0].BadValue)
 
-	tmpl, errs = newJob("x").Image("i").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi")).Template(tmplPath, pod.TemplateOptions{})
+	tmpl, errs = newJob("x").Image("i").Slice(vgpu.Slice(hardware.A100_80G).Memory("10Gi")).Template(tmplPath, podspec.TemplateOptions{})
 	require.Empty(t, errs)
 	assert.Empty(t, tmpl.Spec.SchedulerName, "a HAMi slice keeps the default scheduler")
 }
@@ -353,8 +364,8 @@ func TestTemplateVolcanoSliceUsesVolcanoScheduler(t *testing.T) {
 // Node selectors and Secret references are checked as the API server
 // checks them (the serve fuzz corpus found both passing Template).
 func TestTemplateChecksNodeSelectorsAndSecretRefs(t *testing.T) {
-	_, errs := newJob("x").Image("i").NodeSelector("", "v").EnvFromSecret("TOKEN", "Bad_Secret", "a/b").
-		Template(tmplPath, pod.TemplateOptions{})
+	_, errs := newJob("x").Image("i").NodeSelector("", "v").EnvFromSecret("TOKEN", pod.SecretKeyRef{Name: "Bad_Secret", Key: "a/b"}).
+		Template(tmplPath, podspec.TemplateOptions{})
 	require.Len(t, errs, 4, "%v", errs)
 	assert.Equal(t, "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.name", errs[0].Field)
 	assert.Equal(t, "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.key", errs[1].Field)
@@ -366,19 +377,19 @@ func TestTemplateChecksNodeSelectorsAndSecretRefs(t *testing.T) {
 // selector keys and values as labels, so an empty key was accepted here and
 // refused there.
 func TestNodeSelectorValidated(t *testing.T) {
-	_, errs := newJob("x").Image("i").NodeSelector("", "gpu").NodeSelector("pool", "bad value!").Template(tmplPath, pod.TemplateOptions{})
+	_, errs := newJob("x").Image("i").NodeSelector("", "gpu").NodeSelector("pool", "bad value!").Template(tmplPath, podspec.TemplateOptions{})
 	fields := make([]string, len(errs))
 	for i, e := range errs {
 		fields[i] = e.Field
 	}
 	assert.ElementsMatch(t, []string{"spec.template.spec.nodeSelector[]", "spec.template.spec.nodeSelector[]", "spec.template.spec.nodeSelector[pool]"}, fields, "%v", errs)
-	_, errs = newJob("x").Image("i").NodeSelector("node.kubernetes.io/instance-type", "p5.48xlarge").Template(tmplPath, pod.TemplateOptions{})
+	_, errs = newJob("x").Image("i").NodeSelector("node.kubernetes.io/instance-type", "p5.48xlarge").Template(tmplPath, podspec.TemplateOptions{})
 	assert.Empty(t, errs)
 }
 
 func TestParseStorageSize(t *testing.T) {
 	p := field.NewPath("storage", "size")
-	q, err := pod.ParseStorageSize(p, "50Gi")
+	q, err := podspec.ParseStorageSize(p, "50Gi")
 	require.Nil(t, err)
 	assert.Equal(t, "50Gi", q.String())
 	for value, detail := range map[string]string{
@@ -389,7 +400,7 @@ func TestParseStorageSize(t *testing.T) {
 		"1e100": "must be at most 8Ei",              // found by label's hostile-input tests
 		"8Ei":   "is beyond what a quantity counts", // one byte beyond int64
 	} {
-		_, err := pod.ParseStorageSize(p, value)
+		_, err := podspec.ParseStorageSize(p, value)
 		require.NotNil(t, err, value)
 		assert.Equal(t, "storage.size", err.Field)
 		assert.Contains(t, err.Detail, detail, value)
@@ -399,7 +410,7 @@ func TestParseStorageSize(t *testing.T) {
 // Found by notebook's FuzzNotebookBuilder: memory of "500m" (half a byte)
 // reached the API server, which only warns.
 func TestFractionalBytesRefused(t *testing.T) {
-	_, errs := newJob("x").Image("i").Memory("500m").CPU("500m").Template(tmplPath, pod.TemplateOptions{})
+	_, errs := newJob("x").Image("i").Memory("500m").CPU("500m").Template(tmplPath, podspec.TemplateOptions{})
 	assert.Equal(t, []string{
 		`spec.template.spec.containers[0].resources.requests[memory]: Invalid value: "500m": must be a whole number of bytes`,
 		`spec.template.spec.containers[0].resources.limits[memory]: Invalid value: "500m": must be a whole number of bytes`,

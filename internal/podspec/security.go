@@ -1,4 +1,4 @@
-package pod
+package podspec
 
 import corev1 "k8s.io/api/core/v1"
 

@@ -1,4 +1,4 @@
-package pod
+package podspec
 
 import (
 	"math"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/quantity"
 )
 
 // ParseStorageSize parses the size of a volume claim a user gave ("50Gi"):
@@ -17,7 +17,7 @@ import (
 // fractional byte count ("500m") and stores it; the claim then asks for
 // less than a byte more or less than was meant, so it is refused here.
 func ParseStorageSize(path *field.Path, value string) (resource.Quantity, *field.Error) {
-	q, err := cube.ParseQuantity(path, value, cube.Positive)
+	q, err := quantity.ParseField(path, value, quantity.Positive)
 	if err != nil {
 		return q, err
 	}

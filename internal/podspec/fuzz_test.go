@@ -1,4 +1,4 @@
-package pod_test
+package podspec_test
 
 import (
 	"math"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -51,7 +52,7 @@ var setters = []func(j *job, p *program){
 	func(j *job, p *program) { j.WorkingDir(pick(p, fuzzPaths)) },
 	func(j *job, p *program) { j.Env(pick(p, fuzzKeys), pick(p, fuzzValues)) },
 	func(j *job, p *program) {
-		j.EnvFromSecret(pick(p, fuzzKeys), pick(p, fuzzNames), pick(p, []string{"token", ""}))
+		j.EnvFromSecret(pick(p, fuzzKeys), pod.SecretKeyRef{Name: pick(p, fuzzNames), Key: pick(p, []string{"token", ""})})
 	},
 	func(j *job, p *program) {
 		j.EnvFromField(pick(p, fuzzKeys), pick(p, []string{"status.podIP", "", "spec.bogus"}))
@@ -66,7 +67,7 @@ var setters = []func(j *job, p *program){
 	func(j *job, p *program) { j.Request(corev1.ResourceCPU, pick(p, fuzzQuantity)) },
 	func(j *job, p *program) { j.Limit(corev1.ResourceMemory, pick(p, fuzzQuantity)) },
 	func(j *job, p *program) { j.On(pick(p, fuzzProfiles)) },
-	func(j *job, p *program) { j.GPUs(pick(p, fuzzInts)) },
+	func(j *job, p *program) { j.Accelerators(pick(p, fuzzInts)) },
 	func(j *job, p *program) { j.Slice(pick(p, fuzzSlices)) },
 	func(j *job, p *program) { j.Fabric(pick(p, fuzzFabrics)) },
 	func(j *job, p *program) { j.SharedMemory(pick(p, fuzzQuantity)) },
@@ -110,13 +111,13 @@ var setters = []func(j *job, p *program){
 
 // runProgram interprets a program: the job, the template options and at
 // most 64 setter calls.
-func runProgram(data []byte) (*job, pod.TemplateOptions) {
+func runProgram(data []byte) (*job, podspec.TemplateOptions) {
 	p := fuzzcorpus.NewProgram(data)
 	j := &job{} // a zero value: its chained methods return nil
 	if p.Byte()%4 != 0 {
 		j = newJob(pick(p, fuzzNames))
 	}
-	opts := pod.TemplateOptions{
+	opts := podspec.TemplateOptions{
 		Container:     pick(p, []string{"main", "", "Bad_Name"}),
 		DefaultImage:  pick(p, []string{"", "busybox"}),
 		NoGPUs:        p.Byte()%2 == 1,
@@ -135,7 +136,7 @@ func runProgram(data []byte) (*job, pod.TemplateOptions) {
 // Template never panics, answers the same twice, reports every problem
 // with a field path and never with a secret, and a template it accepts
 // has its main container with an image and no literal under a
-// secret-named variable (pod.SecretLiteral).
+// secret-named variable (podspec.SecretLiteral).
 func FuzzBuilder(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 1, 0, 0}) // accepted: DefaultImage only
 	f.Add([]byte{1, 0, 0, 1, 0, 1, 0, 16, 0, 17, 1, 19, 1, 21, 0, 0})
@@ -164,7 +165,7 @@ func FuzzBuilder(f *testing.F) {
 		assert.Equal(t, want, c.Name)
 		assert.NotEmpty(t, c.Image)
 		for _, e := range c.Env {
-			assert.False(t, pod.SecretLiteral(e.Name, e.Value), "a secret literal in env %s", e.Name)
+			assert.False(t, podspec.SecretLiteral(e.Name, e.Value), "a secret literal in env %s", e.Name)
 		}
 	})
 }
