@@ -82,11 +82,11 @@ func TestHostileSettings(t *testing.T) {
 		{"a negative slot count and a GPU count on no profile",
 			train.MPI("mpi").Image(img).Command("a").Accelerators(-4).SlotsPerWorker(-1), []string{
 				`spec.slotsPerWorker: Invalid value: -1: must be at least 1`,
-				`gpus: Invalid value: -4: must not be negative`,
+				`accelerators: Invalid value: -4: must not be negative`,
 			}},
 		{"more GPUs than a CPU profile has",
 			train.PyTorch("pt").Image(img).On(hardware.CPU).Accelerators(2).Nodes(1), []string{
-				`gpus: Invalid value: 2: cpu-amd64 has no accelerators to request`,
+				`accelerators: Invalid value: 2: cpu-amd64 has no accelerators to request`,
 			}},
 		// Found by FuzzBuilders: each was accepted by cube and refused by
 		// the API server.

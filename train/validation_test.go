@@ -65,14 +65,14 @@ func TestValidation(t *testing.T) {
 			`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image: Required value: an image is required (the same in spec.pytorchReplicaSpecs[Worker])`,
 		}},
 		{"more GPUs than the node holds, reported once for every replica", pytorch().On(hardware.H100).Accelerators(16), []string{
-			`gpus: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
+			`accelerators: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
 		}},
 		{"negative GPUs reported once, under the setting", pytorch().On(hardware.H100).Accelerators(-1), []string{
-			`gpus: Invalid value: -1: must not be negative`,
+			`accelerators: Invalid value: -1: must not be negative`,
 		}},
 		{"settings reported once on a job of four roles", train.TensorFlow("tf").Image(img).Chief().ParameterServers(1).Evaluator().
 			On(hardware.H100).Accelerators(-2).Queue("Bad Queue").Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz"), []string{
-			`gpus: Invalid value: -2: must not be negative`,
+			`accelerators: Invalid value: -2: must not be negative`,
 			`queue: Invalid value: "Bad Queue": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			`env[HF_TOKEN].value: Forbidden: HF_TOKEN looks like a credential written in clear, which would be stored in the rendered objects: put it in a Secret and use EnvFromSecret("HF_TOKEN", secret, key)`,
 		}},
@@ -271,7 +271,7 @@ func TestValidation(t *testing.T) {
 		{"ray gang on another scheduler", train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).
 			Gang().Scheduler("yunikorn").Queue("Bad Queue").Accelerators(-1).RuntimeEnv(train.RuntimeEnv{EnvVars: map[string]string{"WANDB_API_KEY": "0123456789abcdef", "EPOCHS": "3"}}), []string{
 			`queue: Invalid value: "Bad Queue": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
-			`gpus: Invalid value: -1: must not be negative`,
+			`accelerators: Invalid value: -1: must not be negative`,
 			`schedulerName: Invalid value: "yunikorn": gang scheduling runs through Volcano; remove Scheduler or set it to volcano`,
 			`spec.runtimeEnvYAML.env_vars[WANDB_API_KEY]: Forbidden: WANDB_API_KEY looks like a credential written in clear, which would be stored in the RayJob: set it on the pods with EnvFromSecret("WANDB_API_KEY", secret, key); Ray's processes inherit it`,
 		}},
