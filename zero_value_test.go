@@ -40,7 +40,7 @@ func TestZeroValueBuildersChainAndReport(t *testing.T) {
 		{"PyTorchJob", func() {
 			pt.Image("x").Namespace("a").CPU("1").Memory("1Gi").On(hardware.H100).Accelerators(1).Env("A", "b").TTLAfterFinished(0).Workers(2)
 		}, &pt, "train.PyTorch"},
-		{"MPIJob", func() { mpi.Image("x").Namespace("a").CPU("1").RetryLimit(1).Workers(2) }, &mpi, "train.MPI"},
+		{"MPIJob", func() { mpi.Image("x").Namespace("a").CPU("1").Retry(retry.Policy{Limit: 1}).Workers(2) }, &mpi, "train.MPI"},
 		{"DeepSpeedJob", func() { ds.Image("x").CPU("1").Accelerators(2).Workers(1) }, &ds, "DeepSpeed"},
 		{"RayJob", func() { ray.Image("x").CPU("1") }, &ray, "Ray"},
 		{"serve.Service", func() { svc.Image("x").Namespace("a").CPU("1").On(hardware.T4).Accelerators(1) }, &svc, "serve.VLLM"},

@@ -174,7 +174,7 @@ func TestVerlOverridesOfEachRun(t *testing.T) {
 func TestHeadWithAcceleratorsCountsAsANode(t *testing.T) {
 	// 24 devices: 240 × 5 responses, 48 × 5 / 24 = 10 a device in micro batches of 2.
 	r := grpo("head").Batch(240, 48, 2)
-	r.Job().HeadGPUs()
+	r.Job().HeadAccelerators(8)
 	objs, err := r.Objects()
 	require.NoError(t, err)
 	assert.Equal(t, "3", overrides(t, objs[0].(*rayv1.RayJob).Spec.Entrypoint)["trainer.nnodes"])

@@ -59,7 +59,7 @@ func TestVerlRunsKeepTheContract(t *testing.T) {
 	runs["ppo-sglang-rm"] = rlBuilders()["ppo"].Rollout("sglang", 1, 0.5)
 	runs["ppo-no-kl"] = rlBuilders()["ppo-offload"].KLCoefficient(0)
 	runs["grpo-lora-head"] = grpo("lora-head").LoRA(16, 32).Batch(240, 48, 2)
-	runs["grpo-lora-head"].Job().HeadGPUs()
+	runs["grpo-lora-head"].Job().HeadAccelerators(8)
 	checkedImages := map[string]bool{}
 	for name, r := range runs {
 		t.Run(name, func(t *testing.T) {

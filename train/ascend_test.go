@@ -43,7 +43,7 @@ func TestAscendVisibleDevicesOnlyWhereVolcanoSchedules(t *testing.T) {
 			assert.Equal(t, gang, annotationDevices(spec.Template), "PyTorchJob %s, gang %v", role, gang)
 		}
 
-		ray := train.Ray("ray").Image(img).Entrypoint("python train.py").WorkerGroup("npu", 1).HeadGPUs().On(ascend).Accelerators(8)
+		ray := train.Ray("ray").Image(img).Entrypoint("python train.py").WorkerGroup("npu", 1).HeadAccelerators(8).On(ascend).Accelerators(8)
 		if gang {
 			ray.Gang().Queue("team-a")
 		}

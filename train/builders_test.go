@@ -15,6 +15,7 @@ import (
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -43,7 +44,7 @@ func TestPyTorchMasterAndWorkers(t *testing.T) {
 		RestartPolicy(kubeflowv1.RestartPolicyExitCode).
 		TTLAfterFinished(1500 * time.Millisecond).
 		ActiveDeadline(2 * time.Hour).
-		RetryLimit(4).
+		Retry(retry.Policy{Limit: 4}).
 		Suspend(true).
 		Build()
 	require.NoError(t, err)
@@ -83,7 +84,7 @@ func TestPyTorchElastic(t *testing.T) {
 		Elastic(2, 6).
 		Rendezvous(kubeflowv1.BackendETCD, "etcd.infra", 2379).
 		RendezvousConf("timeout", "900").
-		MaxRestarts(5).
+		ElasticRetry(retry.Policy{Limit: 5}).
 		NprocPerNode(4).
 		Gang().
 		Build()
@@ -371,7 +372,7 @@ func TestRayJob(t *testing.T) {
 		WorkerGroup("gpu", 2).
 		AutoscaledWorkerGroup("spot", 1, 0+1, 8).
 		On(hardware.H100).Accelerators(8).
-		ActiveDeadline(time.Hour).RetryLimit(2).TTLAfterFinished(time.Minute).
+		ActiveDeadline(time.Hour).Retry(retry.Policy{Limit: 2}).TTLAfterFinished(time.Minute).
 		Build()
 	require.NoError(t, err)
 	assert.Equal(t, "ray.io/v1", job.APIVersion)
@@ -396,7 +397,7 @@ func TestRayJob(t *testing.T) {
 	require.NotNil(t, cluster.EnableInTreeAutoscaling)
 	assert.True(t, *cluster.EnableInTreeAutoscaling)
 
-	kept, err := train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).HeadGPUs().
+	kept, err := train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).HeadAccelerators(1).
 		On(hardware.L4).Accelerators(1).KeepClusterAfterFinish().Build()
 	require.NoError(t, err)
 	assert.False(t, kept.Spec.ShutdownAfterJobFinishes)
@@ -412,7 +413,7 @@ func TestRayJob(t *testing.T) {
 
 func TestRayJobOnAscendGangScheduled(t *testing.T) {
 	job, err := train.Ray("ray").Image(img).Entrypoint("python train.py").
-		WorkerGroup("npu", 2).HeadGPUs().
+		WorkerGroup("npu", 2).HeadAccelerators(8).
 		On(hardware.Ascend910B3).Accelerators(8).
 		Gang().Queue("team-a").PriorityClass("high").
 		Build()
@@ -439,12 +440,12 @@ func TestRayJobOnAscendGangScheduled(t *testing.T) {
 
 func TestVolcanoJob(t *testing.T) {
 	job, err := train.Volcano("vc").Image(img).Command("python", "w.py").
-		AddTask(train.VolcanoTask{Name: "launcher", Replicas: 1, Command: []string{"mpirun", "python", "w.py"}, NoGPUs: true,
+		AddTask(train.VolcanoTask{Name: "launcher", Replicas: 1, Command: []string{"mpirun", "python", "w.py"}, NoAccelerators: true,
 			CPU: "1", Memory: "2Gi",
 			Policies: []vcbatch.LifecyclePolicy{{Event: vcbus.TaskCompletedEvent, Action: vcbus.CompleteJobAction}}}).
-		AddTask(train.VolcanoTask{Name: "worker", Replicas: 4, MinAvailable: ptr(2), RetryLimit: 3}).
-		Plugin(train.PluginSSH).WithoutPlugin(train.PluginEnv).Plugin(train.PluginSvc, "--publish-not-ready-addresses=true").
-		MinAvailable(3).RetryLimit(5).TTLAfterFinished(time.Hour).
+		AddTask(train.VolcanoTask{Name: "worker", Replicas: 4, MinAvailable: ptr(2), Retry: &retry.Policy{Limit: 3}}).
+		Plugin(train.PluginSSH).RemovePlugin(train.PluginEnv).Plugin(train.PluginSvc, "--publish-not-ready-addresses=true").
+		MinAvailable(3).Retry(retry.Policy{Limit: 5}).TTLAfterFinished(time.Hour).
 		Policy(vcbus.PodEvictedEvent, vcbus.RestartJobAction).
 		PriorityClass("batch").
 		CPU("32").Memory("256Gi").On(hardware.H100).Accelerators(8).
@@ -457,7 +458,7 @@ func TestVolcanoJob(t *testing.T) {
 	assert.Equal(t, train.DefaultVolcanoQueue, s.Queue)
 	assert.Equal(t, "batch", s.PriorityClassName)
 	assert.Equal(t, int32(3), s.MinAvailable)
-	assert.Equal(t, int32(5), s.MaxRetry)
+	assert.Equal(t, int32(6), s.MaxRetry, "Volcano counts the first run in maxRetry")
 	assert.Equal(t, int32(3600), *s.TTLSecondsAfterFinished)
 	assert.Equal(t, map[string][]string{"ssh": {}, "svc": {"--publish-not-ready-addresses=true"}}, s.Plugins)
 	assert.Equal(t, []vcbatch.LifecyclePolicy{{Event: vcbus.PodEvictedEvent, Action: vcbus.RestartJobAction}}, s.Policies)
@@ -472,7 +473,7 @@ func TestVolcanoJob(t *testing.T) {
 	assert.Equal(t, int32(4), worker.Replicas)
 	assert.Equal(t, "256Gi", qstr(worker.Template.Spec.Containers[0].Resources.Limits["memory"]), "the other tasks keep the job's resources")
 	assert.Equal(t, int32(2), *worker.MinAvailable)
-	assert.Equal(t, int32(3), worker.MaxRetry)
+	assert.Equal(t, int32(4), worker.MaxRetry, "Volcano fails the task when the restarts reach maxRetry")
 	assert.Equal(t, "8", qstr(worker.Template.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]))
 	assert.Equal(t, train.VolcanoScheduler, worker.Template.Spec.SchedulerName)
 

@@ -10,6 +10,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -64,7 +65,7 @@ var builderCases = []builderCase{
 			EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf", Key: "token"}).
 			CleanPodPolicy(kubeflowv1.CleanPodPolicyRunning).
 			TTLAfterFinished(time.Hour).
-			RetryLimit(3).
+			Retry(retry.Policy{Limit: 3}).
 			Gang().Queue("team-a").PriorityClass("training")
 		s.on(settingsOf[train.PyTorchJob]{&j.Builder})
 		return j
@@ -167,7 +168,8 @@ var builderCases = []builderCase{
 			Policy(vcbus.PodEvictedEvent, vcbus.RestartJobAction).
 			Policy(vcbus.PodFailedEvent, vcbus.AbortJobAction).
 			RestartPolicy(corev1.RestartPolicyNever).
-			RetryLimit(2).
+			Retry(retry.Policy{Limit: 1}). // maxRetry 2: Volcano counts the first run
+
 			Queue("team-a")
 		s.on(settingsOf[train.VolcanoJob]{&j.Builder})
 		return j

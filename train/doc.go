@@ -13,18 +13,25 @@
 //	Ray            KubeRay RayJob                            head + worker groups
 //	Volcano        Volcano batch.volcano.sh/v1alpha1 Job     tasks
 //
-// Every builder embeds pod.Builder, so image, command, env, secrets,
+// Every builder embeds pod.Builder by name, so image, command, env, secrets,
 // volumes, resources, node placement, the hardware profile (On), vGPU
 // slices (Slice) and the fabric (Fabric) are set the same way everywhere
-// and land on every replica's pod template through hardware.Apply: the
-// same job moves from NVIDIA to Ascend by changing the argument of On.
-// The training-operator builders also embed RunPolicy (clean-pod policy,
-// TTL, deadline, backoff, suspend, restart policy and gang scheduling
-// through Volcano); the replica, run-policy and gang plumbing is written
-// once for all of them. RoleResources gives one role (an MPI launcher, a
-// parameter server) its own CPU and memory; the Ray head
-// (HeadResources) and Volcano tasks (VolcanoTask.CPU, Memory) have the
-// same.
+// (go doc pod.Builder) and land on every replica's pod template through
+// hardware.Apply: the same job moves from NVIDIA to Ascend by changing the
+// argument of On. The training-operator builders also embed RunPolicy by
+// name (clean-pod policy, restart policy and gang scheduling through
+// Volcano, and through Lifecycle the TTL, deadline, Retry and suspend: go
+// doc train.RunPolicy, go doc train.Lifecycle); RayJob embeds Lifecycle.
+// Everything else a builder takes is a method of its own, so go doc
+// train.PyTorchJob lists it. RoleResources gives one role (an MPI launcher,
+// a parameter server) its own CPU and memory; the Ray head (HeadResources)
+// and Volcano tasks (VolcanoTask.CPU, Memory) have the same.
+//
+// Retries take one value, retry.Policy, on every builder: Retry sets the
+// job's (the training-operator's and KubeRay's backoffLimit, Volcano's
+// maxRetry), ElasticRetry torchrun's restarts of an elastic worker group
+// in place. None of the engines waits between retries by a setting of its
+// own, so a Policy with a Backoff is refused, not dropped.
 //
 //	job := train.PyTorch("llama-sft").
 //		Namespace("team-a").

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -529,4 +530,31 @@ func ExamplePyTorchJobKind() {
 	// Output:
 	// success: status.completionTime
 	// failure: status.conditions.0.type == Failed, status.conditions.1.type == Failed, status.conditions.2.type == Failed, status.conditions.3.type == Failed, status.conditions.4.type == Failed
+}
+
+// One retry.Policy on every builder: the job's retries, and an elastic
+// job's torchrun restarts in place. A wait between retries, which no
+// engine has a field for, is refused by name.
+func ExamplePyTorchJob_Retry() {
+	job, err := train.PyTorch("elastic").
+		Image("pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime").
+		Torchrun("train.py").
+		Elastic(2, 4).
+		ElasticRetry(retry.Policy{Limit: 3}).
+		Retry(retry.Policy{Limit: 1}).
+		Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("maxRestarts:", *job.Spec.ElasticPolicy.MaxRestarts)
+	fmt.Println("backoffLimit:", *job.Spec.RunPolicy.BackoffLimit)
+
+	_, err = train.PyTorch("waits").Image("pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime").
+		Retry(retry.Policy{Limit: 3, Backoff: time.Minute}).Build()
+	fmt.Println(err)
+	// Output:
+	// maxRestarts: 3
+	// backoffLimit: 1
+	// retry.backoff: Forbidden: the training-operator has no wait between retries of its own: leave Backoff zero
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -126,7 +127,7 @@ func lifecycleOps[T any](l *train.Lifecycle[T]) []op {
 	return []op{
 		func(p *program) { l.TTLAfterFinished(pick(p, fuzzDurations)) },
 		func(p *program) { l.ActiveDeadline(pick(p, fuzzDurations)) },
-		func(p *program) { l.RetryLimit(pick(p, fuzzInts)) },
+		func(p *program) { l.Retry(retry.Policy{Limit: pick(p, fuzzInts), Backoff: pick(p, fuzzDurations)}) },
 		func(p *program) { l.Suspend(p.Byte()%2 == 0) },
 	}
 }
@@ -147,7 +148,7 @@ type torchBuilder[T any] interface {
 	Elastic(int, int) *T
 	Rendezvous(kubeflowv1.RDZVBackend, string, int) *T
 	RendezvousConf(string, string) *T
-	MaxRestarts(int) *T
+	ElasticRetry(retry.Policy) *T
 	NprocPerNode(int) *T
 	RoleResources(kubeflowv1.ReplicaType, string, string) *T
 }
@@ -161,7 +162,7 @@ func torchOps[T any](b torchBuilder[T]) []op {
 			b.Rendezvous(pick(p, []kubeflowv1.RDZVBackend{kubeflowv1.BackendC10D, kubeflowv1.BackendETCD, "zookeeper"}), pick(p, fuzzStrings), pick(p, []int{0, 29400, -1, 70000}))
 		},
 		func(p *program) { b.RendezvousConf(pick(p, fuzzKeys), pick(p, fuzzValues)) },
-		func(p *program) { b.MaxRestarts(pick(p, fuzzInts)) },
+		func(p *program) { b.ElasticRetry(retry.Policy{Limit: pick(p, fuzzInts)}) },
 		func(p *program) { b.NprocPerNode(pick(p, fuzzInts)) },
 		func(p *program) { b.RoleResources(pick(p, fuzzRoles), pick(p, fuzzQuantity), pick(p, fuzzQuantity)) },
 	}
@@ -294,7 +295,7 @@ var fuzzKinds = []func(name string, base bool) (cube.Workload, []op){
 			},
 			func(p *program) { j.KeepClusterAfterFinish() },
 			func(p *program) { j.RayVersion(pick(p, []string{"2.40.0", "", "latest"})) },
-			func(p *program) { j.HeadGPUs() },
+			func(p *program) { j.HeadAccelerators(pick(p, fuzzInts)) },
 			func(p *program) { j.HeadResources(pick(p, fuzzQuantity), pick(p, fuzzQuantity)) },
 			func(p *program) { j.Gang() },
 		})
@@ -310,17 +311,17 @@ var fuzzKinds = []func(name string, base bool) (cube.Workload, []op){
 				min := pick(p, fuzzInts)
 				j.AddTask(train.VolcanoTask{
 					Name: pick(p, []string{"launcher", "ps", "Bad Task", ""}), Replicas: pick(p, fuzzInts), MinAvailable: &min,
-					Command: []string{pick(p, fuzzStrings)}, NoGPUs: p.Byte()%2 == 0,
-					CPU: pick(p, fuzzQuantity), Memory: pick(p, fuzzQuantity), RetryLimit: pick(p, fuzzInts),
+					Command: []string{pick(p, fuzzStrings)}, NoAccelerators: p.Byte()%2 == 0,
+					CPU: pick(p, fuzzQuantity), Memory: pick(p, fuzzQuantity), Retry: &retry.Policy{Limit: pick(p, fuzzInts)},
 					RestartPolicy: pick(p, fuzzPodRests),
 					Policies:      []vcbatch.LifecyclePolicy{{Event: pick(p, fuzzEvents), Action: pick(p, fuzzActions)}},
 				})
 			},
 			func(p *program) { j.MinAvailable(pick(p, fuzzInts)) },
 			func(p *program) { j.Plugin(pick(p, fuzzPlugins), pick(p, fuzzStrings)) },
-			func(p *program) { j.WithoutPlugin(pick(p, fuzzPlugins)) },
+			func(p *program) { j.RemovePlugin(pick(p, fuzzPlugins)) },
 			func(p *program) { j.Policy(pick(p, fuzzEvents), pick(p, fuzzActions)) },
-			func(p *program) { j.RetryLimit(pick(p, fuzzInts)) },
+			func(p *program) { j.Retry(retry.Policy{Limit: pick(p, fuzzInts)}) },
 			func(p *program) { j.TTLAfterFinished(pick(p, fuzzDurations)) },
 			func(p *program) { j.RestartPolicy(pick(p, fuzzPodRests)) },
 		})

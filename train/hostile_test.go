@@ -10,6 +10,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -81,11 +82,11 @@ func TestHostileSettings(t *testing.T) {
 		{"a negative slot count and a GPU count on no profile",
 			train.MPI("mpi").Image(img).Command("a").Accelerators(-4).SlotsPerWorker(-1), []string{
 				`spec.slotsPerWorker: Invalid value: -1: must be at least 1`,
-				`gpus: Invalid value: -4: must not be negative`,
+				`accelerators: Invalid value: -4: must not be negative`,
 			}},
 		{"more GPUs than a CPU profile has",
 			train.PyTorch("pt").Image(img).On(hardware.CPU).Accelerators(2).Nodes(1), []string{
-				`gpus: Invalid value: 2: cpu-amd64 has no accelerators to request`,
+				`accelerators: Invalid value: 2: cpu-amd64 has no accelerators to request`,
 			}},
 		// Found by FuzzBuilders: each was accepted by cube and refused by
 		// the API server.
@@ -94,8 +95,8 @@ func TestHostileSettings(t *testing.T) {
 				`spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 2147483648: must fit in 32 bits`,
 			}},
 		{"elastic and Volcano counts beyond 32 bits",
-			train.Volcano("vc").Image(img).Task("w", math.MaxInt32+1).RetryLimit(math.MaxInt32 + 1), []string{
-				`spec.maxRetry: Invalid value: 2147483648: must fit in 32 bits`,
+			train.Volcano("vc").Image(img).Task("w", math.MaxInt32+1).Retry(retry.Policy{Limit: math.MaxInt32 + 1}), []string{
+				`spec.maxRetry: Invalid value: 2147483648: must be at most 2147483646 (Volcano counts the first run too)`,
 				`spec.tasks[0].replicas: Invalid value: 2147483648: must fit in 32 bits`,
 			}},
 		{"a port the operator takes, a port out of range",

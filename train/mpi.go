@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/pod"
 )
 
 // MPIJob builds a training-operator MPIJob (kubeflow.org/v1): a Launcher
@@ -19,8 +20,16 @@ import (
 // Command/Args is the program every rank runs; the Launcher wraps it in
 // MPIRunCommand (HorovodMPIRunCommand for Horovod) with Workers ×
 // SlotsPerWorker ranks. Create one with MPI or Horovod.
+//
+// Its settings are its own methods below, every pod setting (image,
+// command, env, resources, Accelerators, On, Fabric…: go doc pod.Builder)
+// and every run-policy setting (CleanPodPolicy, RestartPolicy, Gang,
+// TTLAfterFinished, ActiveDeadline, Retry, Suspend: go doc train.RunPolicy
+// and go doc train.Lifecycle).
 type MPIJob struct {
-	operatorJob[MPIJob]
+	pod.Builder[MPIJob]
+	RunPolicy[MPIJob]
+	roles      roleResources
 	workers    int
 	slots      *int
 	horovod    bool
@@ -31,7 +40,7 @@ type MPIJob struct {
 // MPI starts an MPIJob named name with one Worker.
 func MPI(name string) *MPIJob {
 	j := &MPIJob{workers: 1}
-	j.init(j, "mpijob", name)
+	initOperator(j, &j.Builder, &j.RunPolicy, "mpijob", name)
 	return j
 }
 
@@ -39,7 +48,7 @@ func MPI(name string) *MPIJob {
 // program with Horovod's Open MPI flags (HorovodMPIRunCommand).
 func Horovod(name string) *MPIJob {
 	j := &MPIJob{workers: 1, horovod: true}
-	j.init(j, "horovodjob", name)
+	initOperator(j, &j.Builder, &j.RunPolicy, "horovodjob", name)
 	return j
 }
 
@@ -91,6 +100,20 @@ func (j *MPIJob) MPIRunArgs(args ...string) *MPIJob {
 	return j
 }
 
+func (j *MPIJob) operator() operator[MPIJob] {
+	return operator[MPIJob]{pod: &j.Builder, run: &j.RunPolicy, roles: j.roles}
+}
+
+// RoleResources gives one replica role its own CPU and memory (requests =
+// limits) in place of the shared CPU and Memory, as TFJob.RoleResources.
+func (j *MPIJob) RoleResources(role kubeflowv1.ReplicaType, cpu, memory string) *MPIJob {
+	if j == nil {
+		return nil
+	}
+	j.roles.set(role, cpu, memory)
+	return j
+}
+
 const mpiSpecs = "mpiReplicaSpecs"
 
 func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
@@ -131,7 +154,7 @@ func (j *MPIJob) build() (*kubeflowv1.MPIJob, field.ErrorList) {
 		// mpirun reaches them.
 		{typ: kubeflowv1.MPIJobReplicaTypeWorker, replicas: max(j.workers, 0), override: true},
 	}
-	r, renderErrs := j.render(layout{specsField: mpiSpecs, container: kubeflowv1.MPIJobDefaultContainerName, roles: roles})
+	r, renderErrs := j.operator().render(layout{specsField: mpiSpecs, container: kubeflowv1.MPIJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
 	slots32 := clamp32(slots)
 	job := &kubeflowv1.MPIJob{

@@ -4,14 +4,24 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/pod"
 )
 
 // MXNetJob builds a training-operator MXJob in training mode: a Scheduler
 // and Servers (without accelerators) and Workers, in a container named
 // mxnet running the same command (the operator's DMLC_* variables tell each
 // its role). Create one with MXNet.
+//
+// Its settings are its own methods below, every pod setting (image,
+// command, env, resources, Accelerators, On, Fabric…: go doc pod.Builder)
+// and every run-policy setting (CleanPodPolicy, RestartPolicy, Gang,
+// TTLAfterFinished, ActiveDeadline, Retry, Suspend: go doc train.RunPolicy
+// and go doc train.Lifecycle).
 type MXNetJob struct {
-	operatorJob[MXNetJob]
+	pod.Builder[MXNetJob]
+	RunPolicy[MXNetJob]
+	roles            roleResources
 	workers, servers int
 }
 
@@ -19,7 +29,7 @@ type MXNetJob struct {
 // Worker.
 func MXNet(name string) *MXNetJob {
 	j := &MXNetJob{workers: 1, servers: 1}
-	j.init(j, "mxjob", name)
+	initOperator(j, &j.Builder, &j.RunPolicy, "mxjob", name)
 	return j
 }
 
@@ -41,6 +51,20 @@ func (j *MXNetJob) Servers(n int) *MXNetJob {
 	return j
 }
 
+func (j *MXNetJob) operator() operator[MXNetJob] {
+	return operator[MXNetJob]{pod: &j.Builder, run: &j.RunPolicy, roles: j.roles}
+}
+
+// RoleResources gives one replica role its own CPU and memory (requests =
+// limits) in place of the shared CPU and Memory, as TFJob.RoleResources.
+func (j *MXNetJob) RoleResources(role kubeflowv1.ReplicaType, cpu, memory string) *MXNetJob {
+	if j == nil {
+		return nil
+	}
+	j.roles.set(role, cpu, memory)
+	return j
+}
+
 const mxnetSpecs = "mxReplicaSpecs"
 
 func (j *MXNetJob) build() (*kubeflowv1.MXJob, field.ErrorList) {
@@ -54,7 +78,7 @@ func (j *MXNetJob) build() (*kubeflowv1.MXJob, field.ErrorList) {
 		{typ: kubeflowv1.MXJobReplicaTypeServer, replicas: max(j.servers, 0), noGPUs: true},
 		{typ: kubeflowv1.MXJobReplicaTypeWorker, replicas: max(j.workers, 0)},
 	}
-	r, renderErrs := j.render(layout{specsField: mxnetSpecs, container: kubeflowv1.MXJobDefaultContainerName, roles: roles})
+	r, renderErrs := j.operator().render(layout{specsField: mxnetSpecs, container: kubeflowv1.MXJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
 	job := &kubeflowv1.MXJob{
 		TypeMeta:   typeMeta(kubeflowv1.MXJobKind),

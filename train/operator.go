@@ -24,27 +24,25 @@ import (
 // every pod template.
 const LabelComponent = "app.kubernetes.io/component"
 
-// operatorJob is the core every training-operator builder embeds: the pod
-// settings written once (pod.Builder) and the run policy. Its render method
-// turns them into replica specs for the roles a framework asks for.
-type operatorJob[T any] struct {
-	pod.Builder[T]
-	RunPolicy[T]
-	roleResources map[kubeflowv1.ReplicaType]map[corev1.ResourceName]string
+// operator is what the rendering shared by the training-operator builders
+// reads of one: its pod settings (pod.Builder), its run policy and its
+// roles' own resources. Each builder embeds the first two by name, so that
+// go doc lists them, and hands them over here.
+type operator[T any] struct {
+	pod   *pod.Builder[T]
+	run   *RunPolicy[T]
+	roles roleResources
 }
 
-// RoleResources gives one replica role its own CPU and memory (requests =
-// limits) in place of the shared CPU and Memory: a one-core MPI launcher or
-// a parameter server with more memory beside large GPU workers. An empty
-// value keeps the shared setting for that resource. The role must be one
-// the job has, e.g. kubeflowv1.MPIJobReplicaTypeLauncher or
-// kubeflowv1.TFJobReplicaTypePS.
-func (o *operatorJob[T]) RoleResources(role kubeflowv1.ReplicaType, cpu, memory string) *T {
-	if o.roleResources == nil {
-		o.roleResources = map[kubeflowv1.ReplicaType]map[corev1.ResourceName]string{}
+// roleResources is the RoleResources setting: a role's own CPU and memory.
+type roleResources map[kubeflowv1.ReplicaType]map[corev1.ResourceName]string
+
+// set gives role its own CPU and memory (see TFJob.RoleResources).
+func (r *roleResources) set(role kubeflowv1.ReplicaType, cpu, memory string) {
+	if *r == nil {
+		*r = roleResources{}
 	}
-	o.roleResources[role] = cpuMemory(cpu, memory)
-	return o.RunPolicy.ret()
+	(*r)[role] = cpuMemory(cpu, memory)
 }
 
 // cpuMemory is a template's own CPU and memory, leaving out empty values.
@@ -59,9 +57,11 @@ func cpuMemory(cpu, memory string) map[corev1.ResourceName]string {
 	return res
 }
 
-func (o *operatorJob[T]) init(self *T, kind, name string) {
-	podspec.Of(&o.Handle).Init(self, kind, name)
-	o.initRunPolicy(self)
+// initOperator makes a training-operator builder: its pod settings and its
+// run policy return self.
+func initOperator[T any](self *T, b *pod.Builder[T], r *RunPolicy[T], kind, name string) {
+	podspec.Of(&b.Handle).Init(self, kind, name)
+	r.initRunPolicy(self)
 }
 
 // role is one replica type of a job.
@@ -103,7 +103,7 @@ type rendered struct {
 
 // render builds the metadata, replica specs and run policy of a job from
 // the shared settings, and reports every problem with its field path.
-func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
+func (o operator[T]) render(l layout) (rendered, field.ErrorList) {
 	longest := ""
 	total := 0
 	var countErrs field.ErrorList
@@ -123,22 +123,22 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 	// The operators name Services after the job, leaving room for the
 	// longest suffix they append to name pods and services. The pod
 	// settings' own problems are reported once, not once per role.
-	errs := podspec.Of(&o.Handle).ValidateServiceMeta(validation.DNS1035LabelMaxLength - len(longest))
-	errs = append(errs, podspec.Of(&o.Handle).SettingErrors()...)
+	errs := podspec.Of(&o.pod.Handle).ValidateServiceMeta(validation.DNS1035LabelMaxLength - len(longest))
+	errs = append(errs, podspec.Of(&o.pod.Handle).SettingErrors()...)
 	errs = append(errs, countErrs...)
 	gangSize := l.gangSize
 	if gangSize == 0 {
 		gangSize = total
 	}
-	rp, gang, rpErrs := o.RunPolicy.render(podspec.Of(&o.Handle).QueueName(), podspec.Of(&o.Handle).PriorityClassName(), podspec.Of(&o.Handle).SchedulerName(), clamp32(gangSize), clamp32(total))
+	rp, gang, rpErrs := o.run.render(podspec.Of(&o.pod.Handle).QueueName(), podspec.Of(&o.pod.Handle).PriorityClassName(), podspec.Of(&o.pod.Handle).SchedulerName(), clamp32(gangSize), clamp32(total))
 	errs = append(errs, rpErrs...)
 
 	specsPath := field.NewPath("spec", l.specsField)
-	if o.restart != nil && !slices.Contains(restartPolicies, *o.restart) && len(l.roles) > 0 {
-		errs = append(errs, field.NotSupported(specsPath.Key(string(l.roles[0].typ)).Child("restartPolicy"), *o.restart, restartPolicies))
+	if o.run.restart != nil && !slices.Contains(restartPolicies, *o.run.restart) && len(l.roles) > 0 {
+		errs = append(errs, field.NotSupported(specsPath.Key(string(l.roles[0].typ)).Child("restartPolicy"), *o.run.restart, restartPolicies))
 	}
 	out := rendered{
-		meta:      podspec.Of(&o.Handle).ObjectMeta(podspec.Of(&o.Handle).Name()),
+		meta:      podspec.Of(&o.pod.Handle).ObjectMeta(podspec.Of(&o.pod.Handle).Name()),
 		replicas:  make(map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec, len(l.roles)),
 		runPolicy: rp,
 	}
@@ -146,18 +146,18 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 	for i, r := range l.roles {
 		roles[i] = r.typ
 	}
-	for _, typ := range slices.Sorted(maps.Keys(o.roleResources)) {
+	for _, typ := range slices.Sorted(maps.Keys(o.roles)) {
 		if !slices.Contains(roles, typ) {
 			errs = append(errs, field.NotSupported(specsPath.Key(string(typ)), typ, roles))
 		}
 	}
 	for _, r := range l.roles {
 		rolePath := specsPath.Key(string(r.typ))
-		tmpl, tmplErrs := podspec.Of(&o.Handle).Template(rolePath.Child("template"), podspec.TemplateOptions{
+		tmpl, tmplErrs := podspec.Of(&o.pod.Handle).Template(rolePath.Child("template"), podspec.TemplateOptions{
 			Container:          l.container,
 			NoGPUs:             r.noGPUs,
 			Labels:             map[string]string{LabelComponent: strings.ToLower(string(r.typ))},
-			Resources:          o.roleResources[r.typ],
+			Resources:          o.roles[r.typ],
 			ScheduledByVolcano: gang.on,
 			OmitSettingErrors:  true,
 		})
@@ -175,8 +175,8 @@ func (o *operatorJob[T]) render(l layout) (rendered, field.ErrorList) {
 		copyJobLabels(&out.meta, tmpl.Labels)
 		n := clamp32(r.replicas)
 		spec := &kubeflowv1.ReplicaSpec{Replicas: &n, Template: tmpl}
-		if o.restart != nil {
-			spec.RestartPolicy = *o.restart
+		if o.run.restart != nil {
+			spec.RestartPolicy = *o.run.restart
 		}
 		out.replicas[r.typ] = spec
 	}

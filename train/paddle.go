@@ -4,6 +4,8 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/pod"
 )
 
 // PaddleJob builds a training-operator PaddleJob. In collective mode (the
@@ -12,15 +14,23 @@ import (
 // operator's Master replicas are the servers (without accelerators) and
 // the Workers are the trainers. Every replica runs the same command,
 // usually PaddleLaunchCommand. Create one with Paddle.
+//
+// Its settings are its own methods below, every pod setting (image,
+// command, env, resources, Accelerators, On, Fabric…: go doc pod.Builder)
+// and every run-policy setting (CleanPodPolicy, RestartPolicy, Gang,
+// TTLAfterFinished, ActiveDeadline, Retry, Suspend: go doc train.RunPolicy
+// and go doc train.Lifecycle).
 type PaddleJob struct {
-	operatorJob[PaddleJob]
+	pod.Builder[PaddleJob]
+	RunPolicy[PaddleJob]
+	roles            roleResources
 	workers, servers int
 }
 
 // Paddle starts a collective PaddleJob named name with one Worker.
 func Paddle(name string) *PaddleJob {
 	j := &PaddleJob{workers: 1}
-	j.init(j, "paddlejob", name)
+	initOperator(j, &j.Builder, &j.RunPolicy, "paddlejob", name)
 	return j
 }
 
@@ -52,6 +62,20 @@ func (j *PaddleJob) Launch(script string, args ...string) *PaddleJob {
 	return j.Args()
 }
 
+func (j *PaddleJob) operator() operator[PaddleJob] {
+	return operator[PaddleJob]{pod: &j.Builder, run: &j.RunPolicy, roles: j.roles}
+}
+
+// RoleResources gives one replica role its own CPU and memory (requests =
+// limits) in place of the shared CPU and Memory, as TFJob.RoleResources.
+func (j *PaddleJob) RoleResources(role kubeflowv1.ReplicaType, cpu, memory string) *PaddleJob {
+	if j == nil {
+		return nil
+	}
+	j.roles.set(role, cpu, memory)
+	return j
+}
+
 const paddleSpecs = "paddleReplicaSpecs"
 
 func (j *PaddleJob) build() (*kubeflowv1.PaddleJob, field.ErrorList) {
@@ -67,7 +91,7 @@ func (j *PaddleJob) build() (*kubeflowv1.PaddleJob, field.ErrorList) {
 		roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeMaster, replicas: j.servers, noGPUs: true})
 	}
 	roles = append(roles, role{typ: kubeflowv1.PaddleJobReplicaTypeWorker, replicas: max(j.workers, 0)})
-	r, renderErrs := j.render(layout{specsField: paddleSpecs, container: kubeflowv1.PaddleJobDefaultContainerName, roles: roles})
+	r, renderErrs := j.operator().render(layout{specsField: paddleSpecs, container: kubeflowv1.PaddleJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
 	job := &kubeflowv1.PaddleJob{
 		TypeMeta:   typeMeta(kubeflowv1.PaddleJobKind),

@@ -4,26 +4,29 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/retry"
 )
 
 // VolcanoScheduler is the scheduler name of Volcano, which gang-schedules
 // training jobs (pod.VolcanoScheduler).
 const VolcanoScheduler = podspec.VolcanoScheduler
 
-// Lifecycle holds how long a job may run and what happens when it ends:
-// the settings the training-operator jobs and KubeRay's RayJob share. It is
-// embedded by the builders; its methods return the embedding builder.
+// Lifecycle holds how long a job may run, how often it is retried and
+// what happens when it ends: the settings the training-operator jobs (through
+// RunPolicy) and KubeRay's RayJob share. The builders embed it by name; its
+// methods return the embedding builder.
 type Lifecycle[T any] struct {
 	self     *T
 	ttl      *time.Duration
 	deadline *time.Duration
-	backoff  *int
+	retry    *retry.Policy
 	suspend  bool
 }
 
@@ -46,18 +49,30 @@ func (l *Lifecycle[T]) TTLAfterFinished(d time.Duration) *T { l.ttl = &d; return
 // rounded up).
 func (l *Lifecycle[T]) ActiveDeadline(d time.Duration) *T { l.deadline = &d; return l.ret() }
 
-// RetryLimit is how many times the job is retried before it fails
-// (Kubernetes' and the training operator's runPolicy.backoffLimit, KubeRay's
-// backoffLimit); the same word as pipeline.Retry's Limit.
-func (l *Lifecycle[T]) RetryLimit(n int) *T { l.backoff = &n; return l.ret() }
+// Retry sets how many times the job is tried again after it failed:
+// r.Limit becomes the training-operator's runPolicy.backoffLimit ("number of
+// retries before marking this job failed", pkg/apis/kubeflow.org/v1/
+// common_types.go of v1.8.1, counted over the replicas' restarts by
+// PastBackoffLimit in pkg/core/job.go) or KubeRay's spec.backoffLimit ("each
+// retry creates a new RayCluster", checkBackoffLimitAndUpdateStatusIfNeeded
+// in controllers/ray/rayjob_controller.go of v1.5.0).
+//
+// Neither engine waits between attempts by a setting of its own (the
+// training-operator's pods restart with the kubelet's back-off, KubeRay
+// retries at once) nor stops retrying after a time, so a Backoff, Factor,
+// MaxBackoff or MaxDuration is refused by Objects rather than dropped;
+// ActiveDeadline bounds a whole run.
+func (l *Lifecycle[T]) Retry(r retry.Policy) *T { l.retry = &r; return l.ret() }
 
 // Suspend creates the job suspended (true) or running (false, the
 // default); a suspended job creates no pods until it is resumed.
 func (l *Lifecycle[T]) Suspend(on bool) *T { l.suspend = on; return l.ret() }
 
-// lifecyclePaths are where a kind keeps the lifecycle fields.
+// lifecyclePaths are where a kind keeps the lifecycle fields, and the
+// engine that reads them (for the messages).
 type lifecyclePaths struct {
 	ttl, deadline, backoff *field.Path
+	engine                 string
 }
 
 // lifecycle is the validated form of a Lifecycle.
@@ -76,18 +91,48 @@ func (l *Lifecycle[T]) render(p lifecyclePaths) (lifecycle, field.ErrorList) {
 		secs := int64(*d)
 		out.deadline = &secs
 	}
-	if l.backoff != nil {
-		switch {
-		case *l.backoff < 0:
-			errs = append(errs, field.Invalid(p.backoff, *l.backoff, "must not be negative"))
-		case *l.backoff > math.MaxInt32:
-			errs = append(errs, field.Invalid(p.backoff, *l.backoff, "must fit in 32 bits"))
-		default:
-			v := int32(*l.backoff)
-			out.backoff = &v
-		}
+	if l.retry != nil {
+		out.backoff = retryLimit(*l.retry, p.backoff, field.NewPath("retry"), 0, p.engine, &errs)
 	}
 	return out, errs
+}
+
+// retryLimit checks a retry.Policy for an engine that carries only a count
+// of retries, and returns that count plus offset (an engine that counts the
+// first run too) for the field at limitPath. A bad Limit is reported there;
+// the other fields under setting (the setter's name: retry, elasticRetry,
+// spec.tasks[0].retry), a wait or a time window, which the engine cannot
+// carry, refused by name.
+func retryLimit(r retry.Policy, limitPath, setting *field.Path, offset int, engine string, errs *field.ErrorList) *int32 {
+	for _, pr := range r.Problems() {
+		if pr.Field == "limit" {
+			*errs = append(*errs, field.Invalid(limitPath, r.Limit, pr.Detail))
+			continue
+		}
+		*errs = append(*errs, field.Invalid(setting.Child(pr.Field), pr.Value, pr.Detail))
+	}
+	unsupported := func(name string, set bool, what string) {
+		if set {
+			*errs = append(*errs, field.Forbidden(setting.Child(name), engine+" has no "+what+": leave "+strings.ToUpper(name[:1])+name[1:]+" zero"))
+		}
+	}
+	unsupported("backoff", r.Backoff > 0, "wait between retries of its own")
+	unsupported("factor", r.Factor > 1, "growing wait between retries")
+	unsupported("maxBackoff", r.MaxBackoff > 0, "cap on the wait between retries")
+	unsupported("maxDuration", r.MaxDuration > 0, "time after which retries stop (ActiveDeadline bounds a whole run)")
+	if r.Limit < 0 {
+		return nil
+	}
+	switch {
+	case offset == 0 && r.Limit > math.MaxInt32:
+		*errs = append(*errs, field.Invalid(limitPath, r.Limit, "must fit in 32 bits"))
+		return nil
+	case r.Limit > math.MaxInt32-offset:
+		*errs = append(*errs, field.Invalid(limitPath, r.Limit, fmt.Sprintf("must be at most %d (%s counts the first run too)", math.MaxInt32-offset, engine)))
+		return nil
+	}
+	v := int32(r.Limit + offset)
+	return &v
 }
 
 // optionalSeconds converts an optional duration to whole seconds (nil when
@@ -134,8 +179,11 @@ func seconds(d time.Duration, p *field.Path, positive bool) (int64, *field.Error
 
 // RunPolicy is the run policy every training-operator job shares (PyTorch,
 // TensorFlow, MPI, Horovod, DeepSpeed, ColossalAI, Paddle, XGBoost, MXNet):
-// the Lifecycle, the clean-pod policy, the replicas' restart policy and
-// gang scheduling through Volcano. It is embedded by the builders.
+// the clean-pod policy, the replicas' restart policy and gang scheduling
+// through Volcano below, and the Lifecycle settings it embeds
+// (TTLAfterFinished, ActiveDeadline, Retry, Suspend: go doc
+// train.Lifecycle). The builders embed it by name; its methods return the
+// embedding builder.
 type RunPolicy[T any] struct {
 	Lifecycle[T]
 	cleanPod     *kubeflowv1.CleanPodPolicy
@@ -213,6 +261,7 @@ func (r *RunPolicy[T]) render(queue, priorityClass, scheduler string, gangSize, 
 		ttl:      path.Child("ttlSecondsAfterFinished"),
 		deadline: path.Child("activeDeadlineSeconds"),
 		backoff:  path.Child("backoffLimit"),
+		engine:   "the training-operator",
 	})
 	rp := kubeflowv1.RunPolicy{
 		TTLSecondsAfterFinished: lc.ttl,

@@ -11,18 +11,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/retry"
 )
 
-// torchJob is the PyTorchJob core that PyTorch, DeepSpeed and ColossalAI
-// share: Master plus Workers, or Workers alone under an elastic policy.
-type torchJob[T any] struct {
-	operatorJob[T]
-	size        podCount
-	elastic     *[2]int
-	rdzv        *rendezvous
-	rdzvConf    []kubeflowv1.RDZVConf
-	maxRestarts *int
-	nproc       *int
+// torchJob is the state of the PyTorchJob settings that PyTorch,
+// DeepSpeed and ColossalAI share: Master plus Workers, or Workers alone
+// under an elastic policy. Each of the three declares the settings itself
+// (so that go doc shows them with its own type) and keeps this state.
+type torchJob struct {
+	size         podCount
+	elastic      *[2]int
+	rdzv         *rendezvous
+	rdzvConf     []kubeflowv1.RDZVConf
+	elasticRetry *retry.Policy
+	nproc        *int
 }
 
 // podCount is how many pods a job with a Master runs, as Workers (the
@@ -56,78 +59,27 @@ type rendezvous struct {
 	port    int
 }
 
-func (t *torchJob[T]) initTorch(self *T, kind, name string) {
-	t.init(self, kind, name)
-}
-
-// Workers sets how many Worker replicas run besides the Master (default 1;
-// 0 runs the Master alone, one pod). Under Elastic no Master runs and it is
-// the initial Worker count (default: the maximum). Nodes counts the Master
-// too; the later of the two calls wins.
-func (t *torchJob[T]) Workers(n int) *T {
-	t.size = podCount{n: n, set: true}
-	return t.Lifecycle.ret()
-}
-
-// Nodes sets how many pods train, the Master included: Nodes(1) is a
-// single pod (a Master alone), Nodes(4) a Master and three Workers. It is
-// the count of Arena's --workers, the Kubeflow SDK's num_workers and
-// torchrun's --nnodes. Under Elastic, where no Master runs, it is the
-// initial Worker count. Workers counts the Worker replicas only; the later
-// of the two calls wins.
-func (t *torchJob[T]) Nodes(n int) *T {
-	t.size = podCount{n: n, set: true, nodes: true}
-	return t.Lifecycle.ret()
-}
-
-// Elastic makes the job elastic: between min and max Worker replicas
-// rendezvous through torchrun's c10d backend (see Rendezvous), and no
-// Master runs. Gang scheduling then needs min pods.
-func (t *torchJob[T]) Elastic(min, max int) *T {
+func (t *torchJob) workers(n int) { t.size = podCount{n: n, set: true} }
+func (t *torchJob) nodes(n int)   { t.size = podCount{n: n, set: true, nodes: true} }
+func (t *torchJob) setElastic(min, max int) {
 	t.elastic = &[2]int{min, max}
-	return t.Lifecycle.ret()
 }
-
-// Rendezvous sets the elastic rendezvous backend (kubeflowv1.BackendC10D,
-// BackendETCD or BackendETCDV2) and endpoint; an empty host means the
-// first worker and port 0 the worker's port, as the operator defaults.
-// It needs Elastic.
-func (t *torchJob[T]) Rendezvous(backend kubeflowv1.RDZVBackend, host string, port int) *T {
+func (t *torchJob) rendezvous(backend kubeflowv1.RDZVBackend, host string, port int) {
 	t.rdzv = &rendezvous{backend: backend, host: host, port: port}
-	return t.Lifecycle.ret()
 }
-
-// RendezvousConf adds a rendezvous configuration entry (torchrun's
-// --rdzv-conf key=value). It needs Elastic.
-func (t *torchJob[T]) RendezvousConf(key, value string) *T {
+func (t *torchJob) rendezvousConf(key, value string) {
 	t.rdzvConf = append(t.rdzvConf, kubeflowv1.RDZVConf{Key: key, Value: value})
-	return t.Lifecycle.ret()
 }
 
-// MaxRestarts is how many times torchrun restarts the worker group before
-// the job fails. It needs Elastic.
-func (t *torchJob[T]) MaxRestarts(n int) *T { t.maxRestarts = &n; return t.Lifecycle.ret() }
-
-// NprocPerNode sets how many processes torchrun starts in each pod. By
-// default it is the accelerators per pod (GPUs or NPUs), or 1 for pods
-// without accelerators.
-func (t *torchJob[T]) NprocPerNode(n int) *T { t.nproc = &n; return t.Lifecycle.ret() }
-
-// Torchrun replaces the command and arguments with TorchrunCommand(script,
-// args...).
-func (t *torchJob[T]) Torchrun(script string, args ...string) *T {
-	t.Command(TorchrunCommand(script, args...)...)
-	return t.Args()
-}
-
-// nprocPerNode is the process count per pod.
-func (t *torchJob[T]) nprocPerNode() int { return perPod(t.nproc, podspec.Of(&t.Handle).GPUCount()) }
+// nprocPerNode is the process count per pod for pods with accelerators
+// accelerators each.
+func (t *torchJob) nprocPerNode(accelerators int) int { return perPod(t.nproc, accelerators) }
 
 const pytorchSpecs = "pytorchReplicaSpecs"
 
-// buildPyTorchJob renders the PyTorchJob; override, when set, replaces the
-// command line of every replica.
-func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob, field.ErrorList) {
+// buildPyTorchJob renders the PyTorchJob of o with the settings t;
+// override, when set, replaces the command line of every replica.
+func buildPyTorchJob[T any](o operator[T], t *torchJob, override []string) (*kubeflowv1.PyTorchJob, field.ErrorList) {
 	var errs field.ErrorList
 	workersPath := replicasPath(pytorchSpecs, kubeflowv1.PyTorchJobReplicaTypeWorker)
 	workers, countErrs := t.size.workers(t.elastic == nil, workersPath)
@@ -155,10 +107,10 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 		policy = &kubeflowv1.ElasticPolicy{MinReplicas: &minR, MaxReplicas: &maxR, RDZVConf: slices.Clone(t.rdzvConf)}
 		gangSize = max(lo, 0)
 		errs = append(errs, t.renderRendezvous(policy, elasticPath)...)
-	} else if t.rdzv != nil || len(t.rdzvConf) > 0 || t.maxRestarts != nil {
-		errs = append(errs, field.Forbidden(elasticPath, "rendezvous settings and MaxRestarts need Elastic(min, max)"))
+	} else if t.rdzv != nil || len(t.rdzvConf) > 0 || t.elasticRetry != nil {
+		errs = append(errs, field.Forbidden(elasticPath, "rendezvous settings and ElasticRetry need Elastic(min, max)"))
 	}
-	nproc := t.nprocPerNode()
+	nproc := t.nprocPerNode(podspec.Of(&o.pod.Handle).GPUCount())
 	if nproc < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "nprocPerNode"), nproc, "must be at least 1"))
 	}
@@ -178,7 +130,7 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 			roles[i].override, roles[i].command = true, override
 		}
 	}
-	r, renderErrs := t.render(layout{specsField: pytorchSpecs, container: kubeflowv1.PyTorchJobDefaultContainerName, roles: roles, gangSize: gangSize})
+	r, renderErrs := o.render(layout{specsField: pytorchSpecs, container: kubeflowv1.PyTorchJobDefaultContainerName, roles: roles, gangSize: gangSize})
 	errs = append(errs, renderErrs...)
 	nprocValue := strconv.Itoa(nproc)
 	job := &kubeflowv1.PyTorchJob{
@@ -198,7 +150,7 @@ func (t *torchJob[T]) buildPyTorchJob(override []string) (*kubeflowv1.PyTorchJob
 
 var rdzvBackends = []kubeflowv1.RDZVBackend{kubeflowv1.BackendC10D, kubeflowv1.BackendETCD, kubeflowv1.BackendETCDV2}
 
-func (t *torchJob[T]) renderRendezvous(policy *kubeflowv1.ElasticPolicy, path *field.Path) field.ErrorList {
+func (t *torchJob) renderRendezvous(policy *kubeflowv1.ElasticPolicy, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if t.rdzv != nil {
 		backend := t.rdzv.backend
@@ -223,16 +175,8 @@ func (t *torchJob[T]) renderRendezvous(policy *kubeflowv1.ElasticPolicy, path *f
 			errs = append(errs, field.Required(path.Child("rdzvConf").Index(i).Child("key"), "a key is required"))
 		}
 	}
-	if t.maxRestarts != nil {
-		switch {
-		case *t.maxRestarts < 0:
-			errs = append(errs, field.Invalid(path.Child("maxRestarts"), *t.maxRestarts, "must not be negative"))
-		case *t.maxRestarts > math.MaxInt32:
-			errs = append(errs, field.Invalid(path.Child("maxRestarts"), *t.maxRestarts, "must fit in 32 bits"))
-		default:
-			n := int32(*t.maxRestarts)
-			policy.MaxRestarts = &n
-		}
+	if t.elasticRetry != nil {
+		policy.MaxRestarts = retryLimit(*t.elasticRetry, path.Child("maxRestarts"), field.NewPath("elasticRetry"), 0, "torchrun", &errs)
 	}
 	return errs
 }
@@ -240,15 +184,135 @@ func (t *torchJob[T]) renderRendezvous(policy *kubeflowv1.ElasticPolicy, path *f
 // PyTorchJob builds a training-operator PyTorchJob: a Master and Workers
 // (or elastic Workers) running the same command, usually torchrun, with
 // one process per accelerator. Create one with PyTorch.
+//
+// Its settings are its own methods below, every pod setting (image,
+// command, env, resources, Accelerators, On, Fabric…: go doc pod.Builder)
+// and every run-policy setting (CleanPodPolicy, RestartPolicy, Gang,
+// TTLAfterFinished, ActiveDeadline, Retry, Suspend: go doc train.RunPolicy
+// and go doc train.Lifecycle).
 type PyTorchJob struct {
-	torchJob[PyTorchJob]
+	pod.Builder[PyTorchJob]
+	RunPolicy[PyTorchJob]
+	roles roleResources
+	torch torchJob
 }
 
 // PyTorch starts a PyTorchJob named name with one Master and one Worker
 // (Nodes(2)); Nodes(1) or Workers(0) makes it a single pod.
 func PyTorch(name string) *PyTorchJob {
 	j := &PyTorchJob{}
-	j.initTorch(j, "pytorchjob", name)
+	initOperator(j, &j.Builder, &j.RunPolicy, "pytorchjob", name)
+	return j
+}
+
+func (j *PyTorchJob) operator() operator[PyTorchJob] {
+	return operator[PyTorchJob]{pod: &j.Builder, run: &j.RunPolicy, roles: j.roles}
+}
+
+// Workers sets how many Worker replicas run besides the Master (default 1;
+// 0 runs the Master alone, one pod). Under Elastic no Master runs and it is
+// the initial Worker count (default: the maximum). Nodes counts the Master
+// too; the later of the two calls wins.
+func (j *PyTorchJob) Workers(n int) *PyTorchJob {
+	if j == nil {
+		return nil
+	}
+	j.torch.workers(n)
+	return j
+}
+
+// Nodes sets how many pods train, the Master included: Nodes(1) is a
+// single pod (a Master alone), Nodes(4) a Master and three Workers. It is
+// the count of Arena's --workers, the Kubeflow SDK's num_workers and
+// torchrun's --nnodes. Under Elastic, where no Master runs, it is the
+// initial Worker count. Workers counts the Worker replicas only; the later
+// of the two calls wins.
+func (j *PyTorchJob) Nodes(n int) *PyTorchJob {
+	if j == nil {
+		return nil
+	}
+	j.torch.nodes(n)
+	return j
+}
+
+// Elastic makes the job elastic: between min and max Worker replicas
+// rendezvous through torchrun's c10d backend (see Rendezvous), and no
+// Master runs. Gang scheduling then needs min pods.
+func (j *PyTorchJob) Elastic(min, max int) *PyTorchJob {
+	if j == nil {
+		return nil
+	}
+	j.torch.setElastic(min, max)
+	return j
+}
+
+// Rendezvous sets the elastic rendezvous backend (kubeflowv1.BackendC10D,
+// BackendETCD or BackendETCDV2) and endpoint; an empty host means the
+// first worker and port 0 the worker's port, as the operator defaults.
+// It needs Elastic.
+func (j *PyTorchJob) Rendezvous(backend kubeflowv1.RDZVBackend, host string, port int) *PyTorchJob {
+	if j == nil {
+		return nil
+	}
+	j.torch.rendezvous(backend, host, port)
+	return j
+}
+
+// RendezvousConf adds a rendezvous configuration entry (torchrun's
+// --rdzv-conf key=value). It needs Elastic.
+func (j *PyTorchJob) RendezvousConf(key, value string) *PyTorchJob {
+	if j == nil {
+		return nil
+	}
+	j.torch.rendezvousConf(key, value)
+	return j
+}
+
+// ElasticRetry sets how many times torchrun restarts the worker group in
+// place, inside the pods, before it gives up and the pods fail: r.Limit
+// becomes elasticPolicy.maxRestarts, which the training-operator v1.8.1
+// hands to torchrun as PET_MAX_RESTARTS (--max-restarts;
+// pkg/controller.v1/pytorch/elastic.go). It needs Elastic. The pods' own
+// restarts after that are counted by Retry (runPolicy.backoffLimit), a
+// different layer, hence a setting of its own. torchrun restarts at once
+// and has no retry window, so a Backoff, Factor, MaxBackoff or MaxDuration
+// is refused.
+func (j *PyTorchJob) ElasticRetry(r retry.Policy) *PyTorchJob {
+	if j == nil {
+		return nil
+	}
+	j.torch.elasticRetry = &r
+	return j
+}
+
+// NprocPerNode sets how many processes torchrun starts in each pod. By
+// default it is the accelerators per pod, or 1 for pods without
+// accelerators.
+func (j *PyTorchJob) NprocPerNode(n int) *PyTorchJob {
+	if j == nil {
+		return nil
+	}
+	j.torch.nproc = &n
+	return j
+}
+
+// Torchrun replaces the command and arguments with TorchrunCommand(script,
+// args...).
+func (j *PyTorchJob) Torchrun(script string, args ...string) *PyTorchJob {
+	if j == nil {
+		return nil
+	}
+	j.Command(TorchrunCommand(script, args...)...)
+	return j.Args()
+}
+
+// RoleResources gives one replica role (kubeflowv1.PyTorchJobReplicaTypeMaster
+// or Worker) its own CPU and memory, as TFJob.RoleResources.
+func (j *PyTorchJob) RoleResources(role kubeflowv1.ReplicaType, cpu, memory string) *PyTorchJob {
+	if j == nil {
+		return nil
+	}
+	j.roles.set(role, cpu, memory)
 	return j
 }
 
@@ -258,7 +322,7 @@ func (j *PyTorchJob) Build() (*kubeflowv1.PyTorchJob, error) {
 	if j == nil || unmade(&j.Builder) {
 		return result[*kubeflowv1.PyTorchJob](nil, unmadeErrors("train.PyTorchJob", "PyTorch"))
 	}
-	return result(j.buildPyTorchJob(nil))
+	return result(buildPyTorchJob(j.operator(), &j.torch, nil))
 }
 
 // Objects returns the PyTorchJob; it implements cube.Workload.

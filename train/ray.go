@@ -42,20 +42,27 @@ type rayGroup struct {
 // RayJob builds a KubeRay RayJob: a Ray cluster (a head group and worker
 // groups sharing the pod settings) that runs an entrypoint and, by
 // default, is shut down when the entrypoint finishes. Worker pods get the
-// accelerators; the head gets none unless HeadGPUs is called. The
+// accelerators; the head gets none unless HeadAccelerators says so. The
 // containers run `ray start` (KubeRay writes it), so the program goes in
 // Entrypoint rather than Command. Create one with Ray.
+//
+// Its settings are its own methods below, every pod setting (image, env,
+// resources, Accelerators, On, Fabric, Queue…: go doc pod.Builder), which
+// the head and every worker group take, and the lifecycle settings
+// (TTLAfterFinished, ActiveDeadline, Retry, Suspend: go doc
+// train.Lifecycle).
 type RayJob struct {
 	pod.Builder[RayJob]
 	Lifecycle[RayJob]
-	entrypoint  string
-	runtimeEnv  *RuntimeEnv
-	groups      []rayGroup
-	keepCluster bool
-	rayVersion  string
-	headDevices bool
-	gang        bool
-	headRes     map[corev1.ResourceName]string
+	entrypoint   string
+	runtimeEnv   *RuntimeEnv
+	groups       []rayGroup
+	keepCluster  bool
+	rayVersion   string
+	headAccelSet bool
+	headAccel    int
+	gang         bool
+	headRes      map[corev1.ResourceName]string
 }
 
 // Ray starts a RayJob named name; add at least one WorkerGroup.
@@ -125,13 +132,16 @@ func (j *RayJob) RayVersion(v string) *RayJob {
 	return j
 }
 
-// HeadGPUs gives the head pod the accelerators too, so that it runs
-// GPU or NPU tasks.
-func (j *RayJob) HeadGPUs() *RayJob {
+// HeadAccelerators gives the head pod n accelerators of the pod settings'
+// profile, so that it runs GPU or NPU tasks; 0, the default, gives it none.
+// The head shares the workers' placement (profile, slice, fabric), so n is
+// either 0 or the workers' count (Accelerators); any other count is
+// reported by Objects.
+func (j *RayJob) HeadAccelerators(n int) *RayJob {
 	if j == nil {
 		return nil
 	}
-	j.headDevices = true
+	j.headAccelSet, j.headAccel = true, n
 	return j
 }
 
@@ -190,8 +200,21 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 		ttl:      spec.Child("ttlSecondsAfterFinished"),
 		deadline: spec.Child("activeDeadlineSeconds"),
 		backoff:  spec.Child("backoffLimit"),
+		engine:   "KubeRay",
 	})
 	errs = append(errs, lcErrs...)
+	headPath := spec.Child("rayClusterSpec", "headGroupSpec", "template")
+	headAccelerators := false
+	if j.headAccelSet {
+		switch workers := podspec.Of(&j.Handle).GPUCount(); {
+		case j.headAccel == 0:
+		case j.headAccel == workers:
+			headAccelerators = true
+		default:
+			errs = append(errs, field.Invalid(headPath.Child("spec", "containers").Index(0).Child("resources"), j.headAccel,
+				fmt.Sprintf("the head takes the workers' accelerators (%d) or none", workers)))
+		}
+	}
 	if j.entrypoint == "" {
 		errs = append(errs, field.Required(spec.Child("entrypoint"), "an entrypoint is required"))
 	}
@@ -211,10 +234,9 @@ func (j *RayJob) build() (*rayv1.RayJob, field.ErrorList) {
 	}
 
 	cluster := &rayv1.RayClusterSpec{RayVersion: j.rayVersion}
-	headPath := spec.Child("rayClusterSpec", "headGroupSpec", "template")
 	head, headErrs := podspec.Of(&j.Handle).Template(headPath, podspec.TemplateOptions{
 		Container:          "ray-head",
-		NoGPUs:             !j.headDevices,
+		NoGPUs:             !headAccelerators,
 		Labels:             map[string]string{LabelComponent: "head"},
 		Resources:          j.headRes,
 		ScheduledByVolcano: j.gang,

@@ -4,14 +4,24 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/pod"
 )
 
 // TFJob builds a training-operator TFJob: Workers, and optionally a Chief,
 // parameter servers and an Evaluator, all in a container named tensorflow
 // running the same command (the operator's TF_CONFIG tells each its role).
 // Parameter servers get no accelerators. Create one with TensorFlow.
+//
+// Its settings are its own methods below, every pod setting (image,
+// command, env, resources, Accelerators, On, Fabric…: go doc pod.Builder)
+// and every run-policy setting (CleanPodPolicy, RestartPolicy, Gang,
+// TTLAfterFinished, ActiveDeadline, Retry, Suspend: go doc train.RunPolicy
+// and go doc train.Lifecycle).
 type TFJob struct {
-	operatorJob[TFJob]
+	pod.Builder[TFJob]
+	RunPolicy[TFJob]
+	roles           roleResources
 	workers, ps     int
 	chief, eval     bool
 	allWorkersMatch bool
@@ -20,7 +30,7 @@ type TFJob struct {
 // TensorFlow starts a TFJob named name with one Worker.
 func TensorFlow(name string) *TFJob {
 	j := &TFJob{workers: 1}
-	j.init(j, "tfjob", name)
+	initOperator(j, &j.Builder, &j.RunPolicy, "tfjob", name)
 	return j
 }
 
@@ -74,6 +84,24 @@ func (j *TFJob) SucceedWhenAllWorkersSucceed() *TFJob {
 	return j
 }
 
+func (j *TFJob) operator() operator[TFJob] {
+	return operator[TFJob]{pod: &j.Builder, run: &j.RunPolicy, roles: j.roles}
+}
+
+// RoleResources gives one replica role its own CPU and memory (requests =
+// limits) in place of the shared CPU and Memory: a one-core MPI launcher or
+// a parameter server with more memory beside large GPU workers. An empty
+// value keeps the shared setting for that resource. The role must be one
+// the job has, e.g. kubeflowv1.TFJobReplicaTypePS or
+// kubeflowv1.MPIJobReplicaTypeLauncher.
+func (j *TFJob) RoleResources(role kubeflowv1.ReplicaType, cpu, memory string) *TFJob {
+	if j == nil {
+		return nil
+	}
+	j.roles.set(role, cpu, memory)
+	return j
+}
+
 const tfSpecs = "tfReplicaSpecs"
 
 func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
@@ -95,7 +123,7 @@ func (j *TFJob) build() (*kubeflowv1.TFJob, field.ErrorList) {
 	if j.eval {
 		roles = append(roles, role{typ: kubeflowv1.TFJobReplicaTypeEval, replicas: 1})
 	}
-	r, renderErrs := j.render(layout{specsField: tfSpecs, container: kubeflowv1.TFJobDefaultContainerName, roles: roles})
+	r, renderErrs := j.operator().render(layout{specsField: tfSpecs, container: kubeflowv1.TFJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
 	job := &kubeflowv1.TFJob{
 		TypeMeta:   typeMeta(kubeflowv1.TFJobKind),

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -181,7 +182,7 @@ func TestSinglePodJobs(t *testing.T) {
 func TestRayJobRetryIsNotFinal(t *testing.T) {
 	c, env, ns := newClient(t)
 	ctx := t.Context()
-	rel, err := c.Apply(ctx, train.Ray("retry").Image("rayproject/ray:2.40.0").Entrypoint("python t.py").WorkerGroup("w", 1).RetryLimit(2))
+	rel, err := c.Apply(ctx, train.Ray("retry").Image("rayproject/ray:2.40.0").Entrypoint("python t.py").WorkerGroup("w", 1).Retry(retry.Policy{Limit: 2}))
 	require.NoError(t, err)
 	setStatus := func(st rayv1.RayJobStatus) {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -64,14 +65,14 @@ func TestValidation(t *testing.T) {
 			`spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image: Required value: an image is required (the same in spec.pytorchReplicaSpecs[Worker])`,
 		}},
 		{"more GPUs than the node holds, reported once for every replica", pytorch().On(hardware.H100).Accelerators(16), []string{
-			`gpus: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
+			`accelerators: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)`,
 		}},
 		{"negative GPUs reported once, under the setting", pytorch().On(hardware.H100).Accelerators(-1), []string{
-			`gpus: Invalid value: -1: must not be negative`,
+			`accelerators: Invalid value: -1: must not be negative`,
 		}},
 		{"settings reported once on a job of four roles", train.TensorFlow("tf").Image(img).Chief().ParameterServers(1).Evaluator().
 			On(hardware.H100).Accelerators(-2).Queue("Bad Queue").Env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz"), []string{
-			`gpus: Invalid value: -2: must not be negative`,
+			`accelerators: Invalid value: -2: must not be negative`,
 			`queue: Invalid value: "Bad Queue": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			`env[HF_TOKEN].value: Forbidden: HF_TOKEN looks like a credential written in clear, which would be stored in the rendered objects: put it in a Secret and use EnvFromSecret("HF_TOKEN", secret, key)`,
 		}},
@@ -83,7 +84,7 @@ func TestValidation(t *testing.T) {
 		{"run policy", pytorch().
 			TTLAfterFinished(-time.Second).
 			ActiveDeadline(0).
-			RetryLimit(-1).
+			Retry(retry.Policy{Limit: -1}).
 			CleanPodPolicy("Sometimes").
 			RestartPolicy("Maybe"), []string{
 			`spec.runPolicy.ttlSecondsAfterFinished: Invalid value: "-1s": must not be negative`,
@@ -94,7 +95,7 @@ func TestValidation(t *testing.T) {
 		}},
 		{"durations and counts beyond 32 bits", pytorch().
 			TTLAfterFinished(time.Duration(math.MaxInt32+1) * time.Second).
-			RetryLimit(math.MaxInt32 + 1), []string{
+			Retry(retry.Policy{Limit: math.MaxInt32 + 1}), []string{
 			`spec.runPolicy.ttlSecondsAfterFinished: Invalid value: "596523h14m8s": must be at most 2147483647 seconds`,
 			`spec.runPolicy.backoffLimit: Invalid value: 2147483648: must fit in 32 bits`,
 		}},
@@ -126,14 +127,14 @@ func TestValidation(t *testing.T) {
 		{"workers outside the elastic range", pytorch().Elastic(2, 4).Workers(5), []string{
 			`spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 5: must be within the elastic range 2..4`,
 		}},
-		{"rendezvous", pytorch().Elastic(1, 2).Rendezvous("zookeeper", "", 70000).RendezvousConf("", "x").MaxRestarts(-1), []string{
+		{"rendezvous", pytorch().Elastic(1, 2).Rendezvous("zookeeper", "", 70000).RendezvousConf("", "x").ElasticRetry(retry.Policy{Limit: -1}), []string{
 			`spec.elasticPolicy.rdzvBackend: Unsupported value: "zookeeper": supported values: "c10d", "etcd", "etcd-v2"`,
 			`spec.elasticPolicy.rdzvPort: Invalid value: 70000: must be a port number`,
 			`spec.elasticPolicy.rdzvConf[0].key: Required value: a key is required`,
 			`spec.elasticPolicy.maxRestarts: Invalid value: -1: must not be negative`,
 		}},
-		{"rendezvous without elastic", pytorch().MaxRestarts(3), []string{
-			`spec.elasticPolicy: Forbidden: rendezvous settings and MaxRestarts need Elastic(min, max)`,
+		{"rendezvous without elastic", pytorch().ElasticRetry(retry.Policy{Limit: 3}), []string{
+			`spec.elasticPolicy: Forbidden: rendezvous settings and ElasticRetry need Elastic(min, max)`,
 		}},
 
 		// TensorFlow.
@@ -249,7 +250,7 @@ func TestValidation(t *testing.T) {
 			`spec.rayClusterSpec.workerGroupSpecs: Required value: at least one worker group is required`,
 		}},
 		{"ray keeping its cluster", train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).
-			KeepClusterAfterFinish().Suspend(true).TTLAfterFinished(time.Minute).ActiveDeadline(-time.Second).RetryLimit(-1), []string{
+			KeepClusterAfterFinish().Suspend(true).TTLAfterFinished(time.Minute).ActiveDeadline(-time.Second).Retry(retry.Policy{Limit: -1}), []string{
 			`spec.activeDeadlineSeconds: Invalid value: "-1s": must not be negative`,
 			`spec.backoffLimit: Invalid value: -1: must not be negative`,
 			`spec.suspend: Forbidden: a RayJob that keeps its cluster cannot be suspended`,
@@ -270,7 +271,7 @@ func TestValidation(t *testing.T) {
 		{"ray gang on another scheduler", train.Ray("ray").Image(img).Entrypoint("python t.py").WorkerGroup("w", 1).
 			Gang().Scheduler("yunikorn").Queue("Bad Queue").Accelerators(-1).RuntimeEnv(train.RuntimeEnv{EnvVars: map[string]string{"WANDB_API_KEY": "0123456789abcdef", "EPOCHS": "3"}}), []string{
 			`queue: Invalid value: "Bad Queue": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
-			`gpus: Invalid value: -1: must not be negative`,
+			`accelerators: Invalid value: -1: must not be negative`,
 			`schedulerName: Invalid value: "yunikorn": gang scheduling runs through Volcano; remove Scheduler or set it to volcano`,
 			`spec.runtimeEnvYAML.env_vars[WANDB_API_KEY]: Forbidden: WANDB_API_KEY looks like a credential written in clear, which would be stored in the RayJob: set it on the pods with EnvFromSecret("WANDB_API_KEY", secret, key); Ray's processes inherit it`,
 		}},
@@ -280,7 +281,7 @@ func TestValidation(t *testing.T) {
 		}},
 
 		// Volcano.
-		{"volcano without tasks", train.Volcano("vc").Image(img).Plugin("gossip").MinAvailable(0).RetryLimit(-1).TTLAfterFinished(-time.Second).
+		{"volcano without tasks", train.Volcano("vc").Image(img).Plugin("gossip").MinAvailable(0).Retry(retry.Policy{Limit: -1}).TTLAfterFinished(-time.Second).
 			Policy("PodExploded", vcbus.RestartJobAction).Policy(vcbus.PodFailedEvent, "Panic"), []string{
 			`spec.tasks: Required value: at least one task is required`,
 			`spec.plugins[gossip]: Unsupported value: "gossip": supported values: "env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "hcclrank", "ray"`,
@@ -292,7 +293,7 @@ func TestValidation(t *testing.T) {
 		}},
 		{"volcano tasks", train.Volcano("vc").Image(img).MinAvailable(9).
 			Task("Worker", 1).Task("w", 2).Task("w", 0).
-			AddTask(train.VolcanoTask{Name: "x", Replicas: 2, MinAvailable: ptr(3), RetryLimit: -1,
+			AddTask(train.VolcanoTask{Name: "x", Replicas: 2, MinAvailable: ptr(3), Retry: &retry.Policy{Limit: -1},
 				Policies: []vcbatch.LifecyclePolicy{{Event: "Boom", Action: vcbus.AbortJobAction}}}), []string{
 			`spec.minAvailable: Invalid value: 9: must not exceed the job's 5 pods`,
 			`spec.tasks[0].name: Invalid value: "Worker": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/retry"
 )
 
 // Volcano job plugins (spec.plugins) cube knows.
@@ -57,17 +58,21 @@ type VolcanoTask struct {
 	MinAvailable *int
 	// Command and Args replace the job's command line when Command is set.
 	Command, Args []string
-	// NoGPUs runs the task without accelerators (a launcher).
-	NoGPUs bool
+	// NoAccelerators runs the task without accelerators (a launcher).
+	NoAccelerators bool
 	// CPU and Memory, when set, replace the job's CPU and memory (requests
 	// = limits) for this task's pods: a small launcher or a parameter
 	// server with more memory.
 	CPU, Memory string
 	// Policies are the task's own lifecycle policies.
 	Policies []vcbatch.LifecyclePolicy
-	// RetryLimit is how often the task is retried (Volcano's task
-	// maxRetry; 0: the job's).
-	RetryLimit int
+	// Retry is how often the task's pods are tried again before the task
+	// fails (a TaskFailed event for Policies to act on): task maxRetry =
+	// Limit + 1, because Volcano v1.14 declares the task failed as soon as
+	// its pods' restarts reach maxRetry (TaskFailed in
+	// pkg/controllers/cache/cache.go), before that run could finish. Nil
+	// leaves Volcano's default (maxRetry 3). Only Limit is carried.
+	Retry *retry.Policy
 	// RestartPolicy of the task's pods (empty: the job's, see
 	// VolcanoJob.RestartPolicy).
 	RestartPolicy corev1.RestartPolicy
@@ -77,13 +82,17 @@ type VolcanoTask struct {
 // gang-scheduled together (minAvailable), the env, svc and ssh plugins that
 // let the pods find each other, a queue, lifecycle policies (restart the
 // job when a pod is evicted…) and a retry limit. Create one with Volcano.
+//
+// Its settings are its own methods below and every pod setting (image,
+// command, env, resources, Accelerators, On, Fabric, Queue…: go doc
+// pod.Builder), which every task's pods take.
 type VolcanoJob struct {
 	pod.Builder[VolcanoJob]
 	tasks        []VolcanoTask
 	minAvailable *int
 	plugins      map[string][]string
 	policies     []vcbatch.LifecyclePolicy
-	maxRetry     *int
+	retry        *retry.Policy
 	ttl          *time.Duration
 	restart      corev1.RestartPolicy
 }
@@ -111,6 +120,10 @@ func (j *VolcanoJob) AddTask(t VolcanoTask) *VolcanoJob {
 	}
 	t.Command, t.Args = slices.Clone(t.Command), slices.Clone(t.Args)
 	t.Policies = slices.Clone(t.Policies)
+	if t.Retry != nil {
+		r := *t.Retry
+		t.Retry = &r
+	}
 	if t.MinAvailable != nil {
 		n := *t.MinAvailable
 		t.MinAvailable = &n
@@ -159,9 +172,9 @@ func (j *VolcanoJob) RestartPolicy(p corev1.RestartPolicy) *VolcanoJob {
 	return j
 }
 
-// WithoutPlugin removes a plugin (the env and svc plugins are on by
+// RemovePlugin removes a plugin (the env and svc plugins are on by
 // default).
-func (j *VolcanoJob) WithoutPlugin(name string) *VolcanoJob {
+func (j *VolcanoJob) RemovePlugin(name string) *VolcanoJob {
 	if j == nil {
 		return nil
 	}
@@ -179,14 +192,20 @@ func (j *VolcanoJob) Policy(event vcbus.Event, action vcbus.Action) *VolcanoJob 
 	return j
 }
 
-// RetryLimit is how many times the job is restarted before it fails
-// (Volcano's spec.maxRetry; Volcano's default is 3), as Lifecycle.RetryLimit
-// is for the other jobs.
-func (j *VolcanoJob) RetryLimit(n int) *VolcanoJob {
+// Retry sets how many times the job is restarted (by a RestartJob or
+// Restart* policy) before it fails, as Lifecycle.Retry does for the other
+// jobs. Volcano counts the first run in spec.maxRetry: a restart adds one
+// to status.retryCount and the job fails once retryCount reaches maxRetry,
+// without running again (restartingUpdateStatus in
+// pkg/controllers/job/state/restarting.go of v1.14), so maxRetry is
+// r.Limit + 1. Unset, Volcano's default maxRetry 3 applies. Volcano
+// restarts at once and has no retry window, so a Backoff, Factor,
+// MaxBackoff or MaxDuration is refused.
+func (j *VolcanoJob) Retry(r retry.Policy) *VolcanoJob {
 	if j == nil {
 		return nil
 	}
-	j.maxRetry = &n
+	j.retry = &r
 	return j
 }
 
@@ -320,9 +339,10 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 			job.Spec.MinAvailable = int32(*j.minAvailable)
 		}
 	}
-	if j.maxRetry != nil {
-		errs = append(errs, count32(*j.maxRetry, spec.Child("maxRetry"))...)
-		job.Spec.MaxRetry = clamp32(*j.maxRetry)
+	if j.retry != nil {
+		if n := retryLimit(*j.retry, spec.Child("maxRetry"), field.NewPath("retry"), 1, "Volcano", &errs); n != nil {
+			job.Spec.MaxRetry = *n
+		}
 	}
 	job.Spec.TTLSecondsAfterFinished = optionalSeconds(j.ttl, spec.Child("ttlSecondsAfterFinished"), false, &errs)
 	errs = append(errs, validatePolicies(j.policies, spec.Child("policies"))...)
@@ -352,7 +372,7 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 		}
 		tmpl, tmplErrs := podspec.Of(&j.Handle).Template(tPath.Child("template"), podspec.TemplateOptions{
 			Container:          t.Name,
-			NoGPUs:             t.NoGPUs,
+			NoGPUs:             t.NoAccelerators,
 			Labels:             map[string]string{LabelComponent: t.Name},
 			Resources:          cpuMemory(t.CPU, t.Memory),
 			RestartPolicy:      restart,
@@ -381,8 +401,11 @@ func (j *VolcanoJob) build() (*vcbatch.Job, field.ErrorList) {
 			n := clamp32(*t.MinAvailable)
 			task.MinAvailable = &n
 		}
-		errs = append(errs, count32(t.RetryLimit, tPath.Child("maxRetry"))...)
-		task.MaxRetry = clamp32(t.RetryLimit)
+		if t.Retry != nil {
+			if n := retryLimit(*t.Retry, tPath.Child("maxRetry"), tPath.Child("retry"), 1, "Volcano", &errs); n != nil {
+				task.MaxRetry = *n
+			}
+		}
 		job.Spec.Tasks = append(job.Spec.Tasks, task)
 	}
 	return job, dedupe(errs)

@@ -4,21 +4,31 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube/pod"
 )
 
 // XGBoostJob builds a training-operator XGBoostJob: a Master (the Rabit
 // tracker and rank 0) and Workers, in a container named xgboost running the
 // same command. Create one with XGBoost.
+//
+// Its settings are its own methods below, every pod setting (image,
+// command, env, resources, Accelerators, On, Fabric…: go doc pod.Builder)
+// and every run-policy setting (CleanPodPolicy, RestartPolicy, Gang,
+// TTLAfterFinished, ActiveDeadline, Retry, Suspend: go doc train.RunPolicy
+// and go doc train.Lifecycle).
 type XGBoostJob struct {
-	operatorJob[XGBoostJob]
-	size podCount
+	pod.Builder[XGBoostJob]
+	RunPolicy[XGBoostJob]
+	roles roleResources
+	size  podCount
 }
 
 // XGBoost starts an XGBoostJob named name with a Master and one Worker
 // (Nodes(2)).
 func XGBoost(name string) *XGBoostJob {
 	j := &XGBoostJob{}
-	j.init(j, "xgboostjob", name)
+	initOperator(j, &j.Builder, &j.RunPolicy, "xgboostjob", name)
 	return j
 }
 
@@ -43,6 +53,20 @@ func (j *XGBoostJob) Nodes(n int) *XGBoostJob {
 	return j
 }
 
+func (j *XGBoostJob) operator() operator[XGBoostJob] {
+	return operator[XGBoostJob]{pod: &j.Builder, run: &j.RunPolicy, roles: j.roles}
+}
+
+// RoleResources gives one replica role its own CPU and memory (requests =
+// limits) in place of the shared CPU and Memory, as TFJob.RoleResources.
+func (j *XGBoostJob) RoleResources(role kubeflowv1.ReplicaType, cpu, memory string) *XGBoostJob {
+	if j == nil {
+		return nil
+	}
+	j.roles.set(role, cpu, memory)
+	return j
+}
+
 const xgboostSpecs = "xgbReplicaSpecs"
 
 func (j *XGBoostJob) build() (*kubeflowv1.XGBoostJob, field.ErrorList) {
@@ -54,7 +78,7 @@ func (j *XGBoostJob) build() (*kubeflowv1.XGBoostJob, field.ErrorList) {
 	if workers > 0 {
 		roles = append(roles, role{typ: kubeflowv1.XGBoostJobReplicaTypeWorker, replicas: workers})
 	}
-	r, renderErrs := j.render(layout{specsField: xgboostSpecs, container: kubeflowv1.XGBoostJobDefaultContainerName, roles: roles})
+	r, renderErrs := j.operator().render(layout{specsField: xgboostSpecs, container: kubeflowv1.XGBoostJobDefaultContainerName, roles: roles})
 	errs = append(errs, renderErrs...)
 	job := &kubeflowv1.XGBoostJob{
 		TypeMeta:   typeMeta(kubeflowv1.XGBoostJobKind),
