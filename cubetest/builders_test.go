@@ -68,7 +68,7 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 			return tenant.New(ns).CPU("64").Memory("256Gi").Accelerators(hardware.H100, 8).Editors("alice").Viewers("bob")
 		}, cube.Ready, cube.Ready, "", "nothing in a tenant has a controller to fail it"},
 		{"notebook", "alice-lab", func() cube.Workload {
-			return notebook.Jupyter("alice-lab", "alice").Namespace(ns).AuthSecret("alice-lab-token", "token").Storage("10Gi", "").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"})
+			return notebook.Jupyter("alice-lab", "alice").Namespace(ns).Credential(pod.SecretKeyRef{Name: "alice-lab-token", Key: "token"}).Storage("10Gi", "").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"})
 		}, cube.Ready, cube.Ready, "", ""},
 		{"pytorchjob", "mnist", func() cube.Workload {
 			return train.PyTorch("mnist").Namespace(ns).Image("pytorch/pytorch:2.4.0").Torchrun("mnist.py").On(hardware.CPU).CPU("2").Memory("4Gi")

@@ -15,6 +15,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
+	"github.com/cubestudio/cube/pod"
 )
 
 // A Lease has no controller to fail it: what reacts to it is ops.Enforcer,
@@ -27,7 +28,7 @@ func TestLeaseEnforcerStopsTheLeasedNotebook(t *testing.T) {
 	start := time.Now()
 	cluster := cubetest.NewCluster(nil, cube.Namespace(ns))
 	lab, err := cluster.Client.Apply(ctx, notebook.Jupyter("alice-lab", "alice").Namespace(ns).On(hardware.H100).Accelerators(1).
-		AuthSecret("alice-lab-token", "token").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}))
+		Credential(pod.SecretKeyRef{Name: "alice-lab-token", Key: "token"}).AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}))
 	require.NoError(t, err)
 	begin := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	lease, err := cluster.Client.Apply(ctx, ops.Lease("alice-h100", ns).Holder("alice").Workload(notebook.Kind, "alice-lab").

@@ -17,6 +17,7 @@ import (
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -119,7 +120,7 @@ func TestRefusePodsAsEachControllerRecordsIt(t *testing.T) {
 		component string
 		refusal   string // the Refusal's reason
 	}{
-		{"notebook", notebook.Jupyter("lab", "alice").Namespace(ns).AuthSecret("lab-token", "token").
+		{"notebook", notebook.Jupyter("lab", "alice").Namespace(ns).Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).
 			AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}).On(hardware.H100).Accelerators(2),
 			"StatefulSet", "FailedCreate", "Create Pod lab-0 in StatefulSet lab failed error: " + quota, "statefulset-controller", "QuotaExceeded"},
 		{"job", batchJob("export"), "Job", "FailedCreate", "Error creating: " + quota, "job-controller", "QuotaExceeded"},

@@ -62,10 +62,10 @@ var ascendNetworkMounts = []ascendDriverMount{
 type Placement struct {
 	// Profile of the devices and nodes.
 	Profile Profile
-	// GPUs is whole devices per pod (GPUs or NPUs, per the profile), as
-	// pod.Builder.GPUs sets it. 0 requests none: a CPU-only pod, or a pod
+	// Accelerators is whole devices per pod (GPUs or NPUs, per the profile), as
+	// pod.Builder.Accelerators sets it. 0 requests none: a CPU-only pod, or a pod
 	// whose devices come from a vgpu slice applied after Apply.
-	GPUs int
+	Accelerators int
 	// Fabric between pods; the zero value adds no networking.
 	Fabric Fabric
 	// SharedMemory sizes /dev/shm. Zero means DefaultSharedMemoryPerDevice
@@ -76,7 +76,7 @@ type Placement struct {
 
 // IsZero reports whether p asks for nothing.
 func (p Placement) IsZero() bool {
-	return p.Profile.IsZero() && p.GPUs == 0 && p.Fabric.IsZero() && p.SharedMemory.IsZero()
+	return p.Profile.IsZero() && p.Accelerators == 0 && p.Fabric.IsZero() && p.SharedMemory.IsZero()
 }
 
 // Apply changes tmpl for placement p: whole-device resources on the named
@@ -182,22 +182,22 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(profPath.Child("flavour"), prof.Flavour,
 			fmt.Sprintf("%s has no MIG; use %s", prof.Name, flavoursOf(prof.Vendor)[0])))
 	}
-	if p.GPUs < 0 {
-		errs = append(errs, field.Invalid(path.Child("gpus"), p.GPUs, "must not be negative"))
+	if p.Accelerators < 0 {
+		errs = append(errs, field.Invalid(path.Child("accelerators"), p.Accelerators, "must not be negative"))
 	}
-	if p.GPUs > 0 {
+	if p.Accelerators > 0 {
 		switch {
 		case !prof.Accelerated():
-			errs = append(errs, field.Invalid(path.Child("gpus"), p.GPUs,
+			errs = append(errs, field.Invalid(path.Child("accelerators"), p.Accelerators,
 				fmt.Sprintf("%s has no accelerators to request", prof.Name)))
 		case prof.ResourceName == "":
 			errs = append(errs, field.Required(profPath.Child("resourceName"),
 				fmt.Sprintf("%s has no resource name under flavour %q; set one with Resource", prof.Name, prof.Flavour)))
 		}
-		if prof.Vendor == Kunlunxin && prof.Flavour == HAMi && !slices.Contains([]int{1, 2, 4, 8}, p.GPUs) {
+		if prof.Vendor == Kunlunxin && prof.Flavour == HAMi && !slices.Contains([]int{1, 2, 4, 8}, p.Accelerators) {
 			// HAMi pkg/device/kunlun/topo.go places 1, 2 or 4 XPUs within
 			// one group of four, or all 8; other counts are never placed.
-			errs = append(errs, field.Invalid(path.Child("gpus"), p.GPUs,
+			errs = append(errs, field.Invalid(path.Child("accelerators"), p.Accelerators,
 				"HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"))
 		}
 		if prof.Accelerated() && prof.MaxPerNode < 1 {
@@ -206,8 +206,8 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(profPath.Child("maxPerNode"), prof.MaxPerNode,
 				fmt.Sprintf("must be at least 1: how many %s devices a node holds (PerNode)", prof.Name)))
 		}
-		if prof.MaxPerNode > 0 && p.GPUs > prof.MaxPerNode {
-			errs = append(errs, field.Invalid(path.Child("gpus"), p.GPUs,
+		if prof.MaxPerNode > 0 && p.Accelerators > prof.MaxPerNode {
+			errs = append(errs, field.Invalid(path.Child("accelerators"), p.Accelerators,
 				fmt.Sprintf("more devices per pod than a %s node holds (%d)", prof.Name, prof.MaxPerNode)))
 		}
 	}
@@ -300,10 +300,10 @@ func (m *mutator) apply(p Placement) {
 	huawei := prof.Vendor == Huawei && prof.Flavour == HuaweiDevicePlugin
 
 	// Devices.
-	if p.GPUs > 0 {
-		m.setResource(prof.ResourceName, int64(p.GPUs))
+	if p.Accelerators > 0 {
+		m.setResource(prof.ResourceName, int64(p.Accelerators))
 		if prof.Flavour == HAMi {
-			extras := HAMiWholeResources(prof, int64(p.GPUs))
+			extras := HAMiWholeResources(prof, int64(p.Accelerators))
 			for _, name := range sortedKeys(extras) {
 				m.setResource(name, extras[name])
 			}
@@ -332,7 +332,7 @@ func (m *mutator) apply(p Placement) {
 		if prof.RingController != "" {
 			m.setLabel(LabelRingController, prof.RingController)
 		}
-		if p.GPUs > 0 && prof.VisibleDevicesFromAnnotation {
+		if p.Accelerators > 0 && prof.VisibleDevicesFromAnnotation {
 			m.setEnv(corev1.EnvVar{Name: "ASCEND_VISIBLE_DEVICES", ValueFrom: &corev1.EnvVarSource{
 				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1",
 					FieldPath: fmt.Sprintf("metadata.annotations['%s']", prof.ResourceName)},
@@ -405,14 +405,14 @@ func sharedMemorySize(p Placement) (resource.Quantity, bool) {
 	if !p.SharedMemory.IsZero() {
 		return p.SharedMemory.DeepCopy(), true
 	}
-	devices := p.GPUs > 0 && p.Profile.Accelerated()
+	devices := p.Accelerators > 0 && p.Profile.Accelerated()
 	if !devices && p.Fabric.IsZero() {
 		return resource.Quantity{}, false
 	}
 	size := MinSharedMemory.DeepCopy()
 	if devices {
 		per := DefaultSharedMemoryPerDevice.DeepCopy()
-		total := resource.NewQuantity(per.Value()*int64(p.GPUs), resource.BinarySI)
+		total := resource.NewQuantity(per.Value()*int64(p.Accelerators), resource.BinarySI)
 		if total.Cmp(size) > 0 {
 			size = *total
 		}

@@ -24,7 +24,7 @@ func errStrings(errs field.ErrorList) []string {
 func TestApplyWholeGPUsWithInfiniBand(t *testing.T) {
 	tmpl := baseTemplate()
 	errs := hardware.Apply(&tmpl, "main", hardware.Placement{
-		Profile: hardware.H100, GPUs: 8,
+		Profile: hardware.H100, Accelerators: 8,
 		Fabric: hardware.InfiniBand(hardware.HCAs("mlx5_0", "mlx5_1"), hardware.SocketInterface("eth0"),
 			hardware.Networks("ib-a", "ib-b"), hardware.GDRLevel("PHB"), hardware.NCCLDebug("INFO")),
 	}, tmplPath)
@@ -57,7 +57,7 @@ func TestApplyWholeGPUsWithInfiniBand(t *testing.T) {
 func TestApplyAscendWithoutRuntime(t *testing.T) {
 	tmpl := baseTemplate()
 	errs := hardware.Apply(&tmpl, "main", hardware.Placement{
-		Profile: hardware.Ascend910B3.AscendDockerRuntime(false), GPUs: 4,
+		Profile: hardware.Ascend910B3.AscendDockerRuntime(false), Accelerators: 4,
 		Fabric: hardware.RoCE(hardware.SocketInterface("eth0"), hardware.HCCLBufferSize(1024),
 			hardware.HCCLConnectTimeout(30*time.Minute)),
 	}, tmplPath)
@@ -104,7 +104,7 @@ func TestApplyAscendHAMiAndSliceHost(t *testing.T) {
 	assert.Equal(t, "ascend-910b", tmpl.Labels["ring-controller.atlas"])
 
 	tmpl = baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3.Plugin(hardware.HAMi), GPUs: 2}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3.Plugin(hardware.HAMi), Accelerators: 2}, tmplPath))
 	two := resource.MustParse("2")
 	assert.True(t, two.Equal(tmpl.Spec.Containers[0].Resources.Limits["huawei.com/Ascend910B3"]))
 	assert.Empty(t, tmpl.Labels, "ring-controller is for Huawei's own scheduler stack")
@@ -113,7 +113,7 @@ func TestApplyAscendHAMiAndSliceHost(t *testing.T) {
 
 func TestApplyNVIDIAFlavours(t *testing.T) {
 	tmpl := baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.Plugin(hardware.HAMi), GPUs: 1}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.Plugin(hardware.HAMi), Accelerators: 1}, tmplPath))
 	lim := tmpl.Spec.Containers[0].Resources.Limits
 	assert.Equal(t, "1", ptr(lim["nvidia.com/gpu"]).String())
 	assert.Equal(t, "100", ptr(lim["nvidia.com/gpumem-percentage"]).String())
@@ -121,11 +121,11 @@ func TestApplyNVIDIAFlavours(t *testing.T) {
 	assert.Equal(t, map[string]string{"nvidia.com/use-gputype": "A100"}, tmpl.Annotations)
 
 	tmpl = baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H200.Plugin(hardware.MIGSingle), GPUs: 7}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H200.Plugin(hardware.MIGSingle), Accelerators: 7}, tmplPath))
 	assert.Equal(t, map[string]string{"nvidia.com/mig.strategy": "single"}, tmpl.Spec.NodeSelector)
 
 	tmpl = baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.B200.Plugin(hardware.MIGMixed), GPUs: 1}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.B200.Plugin(hardware.MIGMixed), Accelerators: 1}, tmplPath))
 	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-B200"}, tmpl.Spec.NodeSelector)
 }
 
@@ -133,7 +133,7 @@ func ptr(q resource.Quantity) *resource.Quantity { return &q }
 
 func TestApplyTCPAndCPU(t *testing.T) {
 	tmpl := baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.L4, GPUs: 2, Fabric: hardware.TCP()}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.L4, Accelerators: 2, Fabric: hardware.TCP()}, tmplPath))
 	assert.Equal(t, []corev1.EnvVar{{Name: "NCCL_IB_DISABLE", Value: "1"}, {Name: "NCCL_DEBUG", Value: "WARN"}}, tmpl.Spec.Containers[0].Env)
 	assert.Nil(t, tmpl.Spec.Containers[0].SecurityContext)
 	assert.Equal(t, "4Gi", tmpl.Spec.Volumes[0].EmptyDir.SizeLimit.String())
@@ -154,7 +154,7 @@ func TestApplyIsIdempotentAndMerges(t *testing.T) {
 	tmpl.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": "default/macvlan"}
 	tmpl.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "TRACE"}, {Name: "KEEP", Value: "1"}}
 	tmpl.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "zone": "a"}
-	p := hardware.Placement{Profile: hardware.A100_80G, GPUs: 4, Fabric: hardware.RoCE(hardware.Networks("roce-a", "default/macvlan"))}
+	p := hardware.Placement{Profile: hardware.A100_80G, Accelerators: 4, Fabric: hardware.RoCE(hardware.Networks("roce-a", "default/macvlan"))}
 	require.Empty(t, hardware.Apply(&tmpl, "main", p, tmplPath))
 	once := *tmpl.DeepCopy()
 	require.Empty(t, hardware.Apply(&tmpl, "main", p, tmplPath))
@@ -167,7 +167,7 @@ func TestApplyIsIdempotentAndMerges(t *testing.T) {
 
 	// A second container joins the same /dev/shm volume.
 	tmpl.Spec.Containers = append(tmpl.Spec.Containers, corev1.Container{Name: "sidecar", Image: "x"})
-	require.Empty(t, hardware.Apply(&tmpl, "sidecar", hardware.Placement{Profile: hardware.A100_80G, GPUs: 4}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "sidecar", hardware.Placement{Profile: hardware.A100_80G, Accelerators: 4}, tmplPath))
 	assert.Len(t, tmpl.Spec.Volumes, 1)
 	assert.Equal(t, []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}}, tmpl.Spec.Containers[1].VolumeMounts)
 }
@@ -178,28 +178,28 @@ func TestApplyPlacementErrors(t *testing.T) {
 		p    hardware.Placement
 		want []string
 	}{
-		{"no profile", hardware.Placement{GPUs: 1},
+		{"no profile", hardware.Placement{Accelerators: 1},
 			[]string{"spec.template.profile: Required value: a hardware profile is required for devices or a fabric"}},
-		{"flavour of another vendor", hardware.Placement{Profile: hardware.H100.Plugin(hardware.HuaweiDevicePlugin), GPUs: 1},
+		{"flavour of another vendor", hardware.Placement{Profile: hardware.H100.Plugin(hardware.HuaweiDevicePlugin), Accelerators: 1},
 			[]string{`spec.template.profile.flavour: Unsupported value: "huawei-device-plugin": supported values: "nvidia-device-plugin", "nvidia-mig-single", "nvidia-mig-mixed", "hami"`,
 				`spec.template.profile.resourceName: Required value: H100-SXM-80GB has no resource name under flavour "huawei-device-plugin"; set one with Resource`}},
-		{"MIG on a card without MIG", hardware.Placement{Profile: hardware.T4.Plugin(hardware.MIGMixed), GPUs: 1},
+		{"MIG on a card without MIG", hardware.Placement{Profile: hardware.T4.Plugin(hardware.MIGMixed), Accelerators: 1},
 			[]string{`spec.template.profile.flavour: Invalid value: "nvidia-mig-mixed": T4 has no MIG; use nvidia-device-plugin`}},
-		{"negative count", hardware.Placement{Profile: hardware.H100, GPUs: -1},
+		{"negative count", hardware.Placement{Profile: hardware.H100, Accelerators: -1},
 			[]string{"spec.template.gpus: Invalid value: -1: must not be negative"}},
-		{"too many devices", hardware.Placement{Profile: hardware.Ascend910B2, GPUs: 16},
+		{"too many devices", hardware.Placement{Profile: hardware.Ascend910B2, Accelerators: 16},
 			[]string{"spec.template.gpus: Invalid value: 16: more devices per pod than a Ascend910B2 node holds (8)"}},
-		{"nodes holding no devices", hardware.Placement{Profile: hardware.H100.PerNode(0), GPUs: 64},
+		{"nodes holding no devices", hardware.Placement{Profile: hardware.H100.PerNode(0), Accelerators: 64},
 			[]string{"spec.template.profile.maxPerNode: Invalid value: 0: must be at least 1: how many H100-SXM-80GB devices a node holds (PerNode)"}},
-		{"devices on CPU", hardware.Placement{Profile: hardware.CPU, GPUs: 2},
+		{"devices on CPU", hardware.Placement{Profile: hardware.CPU, Accelerators: 2},
 			[]string{"spec.template.gpus: Invalid value: 2: cpu-amd64 has no accelerators to request"}},
-		{"no HAMi name", hardware.Placement{Profile: hardware.Ascend910B1.Plugin(hardware.HAMi), GPUs: 1},
+		{"no HAMi name", hardware.Placement{Profile: hardware.Ascend910B1.Plugin(hardware.HAMi), Accelerators: 1},
 			[]string{`spec.template.profile.resourceName: Required value: Ascend910B1 has no resource name under flavour "hami"; set one with Resource`}},
 		{"negative shared memory", hardware.Placement{Profile: hardware.H100, SharedMemory: resource.MustParse("-1Gi")},
 			[]string{`spec.template.sharedMemory: Invalid value: "-1Gi": must not be negative`}},
-		{"RDMA without a resource", hardware.Placement{Profile: hardware.H100, GPUs: 8, Fabric: hardware.InfiniBand(hardware.RDMASharedDevice(""))},
+		{"RDMA without a resource", hardware.Placement{Profile: hardware.H100, Accelerators: 8, Fabric: hardware.InfiniBand(hardware.RDMASharedDevice(""))},
 			[]string{"spec.template.fabric.rdmaResource: Required value: an RDMA fabric needs an RDMA device resource (RDMASharedDevice or SRIOV)"}},
-		{"bad fabric options", hardware.Placement{Profile: hardware.H100, GPUs: 8, Fabric: hardware.RoCE(
+		{"bad fabric options", hardware.Placement{Profile: hardware.H100, Accelerators: 8, Fabric: hardware.RoCE(
 			hardware.GDRLevel("FAST"), hardware.NCCLDebug("LOUD"), hardware.GIDIndex(-2), hardware.SRIOV("nvidia.com/mlnxnics", 0), hardware.Networks(""))},
 			[]string{
 				`spec.template.fabric.gdrLevel: Invalid value: "FAST": must be one of LOC,PIX,PXB,PHB,SYS,NVL,C2C,P2C`,
@@ -208,30 +208,30 @@ func TestApplyPlacementErrors(t *testing.T) {
 				"spec.template.fabric.sriov: Invalid value: 0: must request at least one virtual function",
 				`spec.template.fabric.networks: Invalid value: "": network name must not be empty`,
 			}},
-		{"HCCL options out of range", hardware.Placement{Profile: hardware.Ascend910B3, GPUs: 8, Fabric: hardware.RoCE(
+		{"HCCL options out of range", hardware.Placement{Profile: hardware.Ascend910B3, Accelerators: 8, Fabric: hardware.RoCE(
 			hardware.HCCLConnectTimeout(time.Second), hardware.HCCLBufferSize(0))},
 			[]string{
 				`spec.template.fabric.hcclConnectTimeout: Invalid value: "1s": must be between 2m0s and 2h0m0s`,
 				"spec.template.fabric.hcclBufferSize: Invalid value: 0: must be at least 1 MB",
 			}},
-		{"Ascend with NCCL settings", hardware.Placement{Profile: hardware.Ascend910B3, GPUs: 8, Fabric: hardware.RoCE(
+		{"Ascend with NCCL settings", hardware.Placement{Profile: hardware.Ascend910B3, Accelerators: 8, Fabric: hardware.RoCE(
 			hardware.HCAs("mlx5_0"), hardware.LegacyNCCL(), hardware.NCCLDebug("INFO"))},
 			[]string{
 				"spec.template.fabric.hcas: Forbidden: Ascend910B3 collectives use HCCL; NCCL settings do not apply",
 				"spec.template.fabric.gidIndex: Forbidden: Ascend910B3 collectives use HCCL; NCCL settings do not apply",
 				"spec.template.fabric.ncclDebug: Forbidden: Ascend910B3 collectives use HCCL; NCCL settings do not apply",
 			}},
-		{"Ascend on InfiniBand", hardware.Placement{Profile: hardware.Ascend910B4, GPUs: 8, Fabric: hardware.InfiniBand()},
+		{"Ascend on InfiniBand", hardware.Placement{Profile: hardware.Ascend910B4, Accelerators: 8, Fabric: hardware.InfiniBand()},
 			[]string{`spec.template.fabric.kind: Invalid value: "infiniband": Ascend910B4 has no InfiniBand; Ascend NPUs talk RoCE over their own ports`}},
-		{"Ascend with RDMA plugin and Multus", hardware.Placement{Profile: hardware.Ascend910B2, GPUs: 8, Fabric: hardware.RoCE(
+		{"Ascend with RDMA plugin and Multus", hardware.Placement{Profile: hardware.Ascend910B2, Accelerators: 8, Fabric: hardware.RoCE(
 			hardware.RDMASharedDevice("rdma/hca"), hardware.Networks("roce"))},
 			[]string{
 				"spec.template.fabric.rdmaSharedDevice: Forbidden: Ascend910B2 nodes talk over the NPUs' own RoCE ports; RDMA device plugins and Multus networks do not apply",
 				"spec.template.fabric.networks: Forbidden: Ascend910B2 nodes talk over the NPUs' own RoCE ports; RDMA device plugins and Multus networks do not apply",
 			}},
-		{"310P on RoCE", hardware.Placement{Profile: hardware.Ascend310P3, GPUs: 1, Fabric: hardware.RoCE()},
+		{"310P on RoCE", hardware.Placement{Profile: hardware.Ascend310P3, Accelerators: 1, Fabric: hardware.RoCE()},
 			[]string{`spec.template.fabric.kind: Invalid value: "roce": Ascend310P3 has no RoCE ports; use TCP`}},
-		{"NVIDIA with HCCL settings", hardware.Placement{Profile: hardware.A10, GPUs: 1, Fabric: hardware.TCP(hardware.HCCLBufferSize(100))},
+		{"NVIDIA with HCCL settings", hardware.Placement{Profile: hardware.A10, Accelerators: 1, Fabric: hardware.TCP(hardware.HCCLBufferSize(100))},
 			[]string{"spec.template.fabric.hcclBufferSize: Forbidden: A10 collectives use NCCL; HCCL settings do not apply"}},
 	}
 	for _, c := range cases {
@@ -245,7 +245,7 @@ func TestApplyPlacementErrors(t *testing.T) {
 }
 
 func TestApplyTemplateErrors(t *testing.T) {
-	p := hardware.Placement{Profile: hardware.Ascend910B3, GPUs: 1, Fabric: hardware.RoCE()}
+	p := hardware.Placement{Profile: hardware.Ascend910B3, Accelerators: 1, Fabric: hardware.RoCE()}
 	assert.Equal(t, []string{"spec.template: Required value: pod template must not be nil"},
 		errStrings(hardware.Apply(nil, "main", p, tmplPath)))
 
@@ -272,7 +272,7 @@ func TestApplyTemplateErrors(t *testing.T) {
 		`spec.template.metadata.annotations[nvidia.com/use-gputype]: Invalid value: "V100": conflicts with "H100" required by the hardware`,
 		`spec.template.metadata.annotations[k8s.v1.cni.cncf.io/networks]: Invalid value: "[{\"name\":\"a\"}]": a JSON network list cannot be merged with the fabric's networks; give them all as Networks`,
 		`spec.template.spec.containers[0].volumeMounts[0].mountPath: Duplicate value: "/dev/shm"`,
-	}, errStrings(hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100.Plugin(hardware.HAMi), GPUs: 1,
+	}, errStrings(hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100.Plugin(hardware.HAMi), Accelerators: 1,
 		Fabric: hardware.InfiniBand(hardware.Networks("ib"))}, tmplPath)))
 }
 
@@ -312,7 +312,7 @@ func TestDropAnnotationVisibleDevices(t *testing.T) {
 	require.NotPanics(t, func() { hardware.DropAnnotationVisibleDevices(nil) })
 
 	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}, {Name: "side"}}}}
-	require.Empty(t, hardware.Apply(tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3, GPUs: 2}, field.NewPath("spec")))
+	require.Empty(t, hardware.Apply(tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3, Accelerators: 2}, field.NewPath("spec")))
 	fromAnnotation := corev1.EnvVar{Name: "ASCEND_VISIBLE_DEVICES", ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['huawei.com/Ascend910']"}}}
 	require.Contains(t, tmpl.Spec.Containers[0].Env, fromAnnotation, "Apply reads the devices from Volcano's annotation")

@@ -71,31 +71,31 @@ func applyCases() []applyCase {
 			}
 			cases = append(cases, applyCase{
 				name:      p.Name + "-" + f.name,
-				placement: hardware.Placement{Profile: p, GPUs: count, Fabric: f.fabric},
+				placement: hardware.Placement{Profile: p, Accelerators: count, Fabric: f.fabric},
 			})
 		}
 	}
 	cases = append(cases,
-		applyCase{"A100-SXM-80GB-mig-mixed", hardware.Placement{Profile: hardware.A100_80G.Plugin(hardware.MIGMixed), GPUs: 1}},
-		applyCase{"A100-SXM-80GB-mig-single", hardware.Placement{Profile: hardware.A100_80G.Plugin(hardware.MIGSingle), GPUs: 2}},
-		applyCase{"H100-SXM-80GB-hami", hardware.Placement{Profile: hardware.H100.Plugin(hardware.HAMi), GPUs: 2}},
-		applyCase{"H100-SXM-80GB-sriov", hardware.Placement{Profile: hardware.H100, GPUs: 8,
+		applyCase{"A100-SXM-80GB-mig-mixed", hardware.Placement{Profile: hardware.A100_80G.Plugin(hardware.MIGMixed), Accelerators: 1}},
+		applyCase{"A100-SXM-80GB-mig-single", hardware.Placement{Profile: hardware.A100_80G.Plugin(hardware.MIGSingle), Accelerators: 2}},
+		applyCase{"H100-SXM-80GB-hami", hardware.Placement{Profile: hardware.H100.Plugin(hardware.HAMi), Accelerators: 2}},
+		applyCase{"H100-SXM-80GB-sriov", hardware.Placement{Profile: hardware.H100, Accelerators: 8,
 			Fabric: hardware.InfiniBand(hardware.SRIOV("nvidia.com/mlnxnics", 8), hardware.Networks("ib-0", "ib-1"))}},
-		applyCase{"H100-SXM-80GB-shm", hardware.Placement{Profile: hardware.H100, GPUs: 1, SharedMemory: resource.MustParse("32Gi")}},
-		applyCase{"Ascend910B3-hami", hardware.Placement{Profile: hardware.Ascend910B3.Plugin(hardware.HAMi), GPUs: 1}},
-		applyCase{"Ascend910B1-hami", hardware.Placement{Profile: hardware.Ascend910B1.Plugin(hardware.HAMi), GPUs: 1}},
-		applyCase{"Ascend910B2-no-runtime-roce", hardware.Placement{Profile: hardware.Ascend910B2.AscendDockerRuntime(false), GPUs: 8,
+		applyCase{"H100-SXM-80GB-shm", hardware.Placement{Profile: hardware.H100, Accelerators: 1, SharedMemory: resource.MustParse("32Gi")}},
+		applyCase{"Ascend910B3-hami", hardware.Placement{Profile: hardware.Ascend910B3.Plugin(hardware.HAMi), Accelerators: 1}},
+		applyCase{"Ascend910B1-hami", hardware.Placement{Profile: hardware.Ascend910B1.Plugin(hardware.HAMi), Accelerators: 1}},
+		applyCase{"Ascend910B2-no-runtime-roce", hardware.Placement{Profile: hardware.Ascend910B2.AscendDockerRuntime(false), Accelerators: 8,
 			Fabric: hardware.RoCE(hardware.SocketInterface("enp189s0f0"))}},
 		applyCase{"Ascend910B4-module16", hardware.Placement{Profile: hardware.Ascend910B4.PerNode(16).
-			SelectNodes(map[string]string{hardware.LabelAcceleratorType: "module-910b-16"}), GPUs: 16}},
-		applyCase{"cpu-amd64-count", hardware.Placement{Profile: hardware.CPU, GPUs: 1}},
-		applyCase{"P800-infiniband-hcas", hardware.Placement{Profile: hardware.KunlunxinP800, GPUs: 8,
+			SelectNodes(map[string]string{hardware.LabelAcceleratorType: "module-910b-16"}), Accelerators: 16}},
+		applyCase{"cpu-amd64-count", hardware.Placement{Profile: hardware.CPU, Accelerators: 1}},
+		applyCase{"P800-infiniband-hcas", hardware.Placement{Profile: hardware.KunlunxinP800, Accelerators: 8,
 			Fabric: hardware.InfiniBand(hardware.HCAs("mlx5_0"), hardware.HCCLBufferSize(64))}},
-		applyCase{"DCU-K100-AI-no-host-mounts", hardware.Placement{Profile: hardware.HygonK100.MountHost(), GPUs: 8}},
+		applyCase{"DCU-K100-AI-no-host-mounts", hardware.Placement{Profile: hardware.HygonK100.MountHost(), Accelerators: 8}},
 	)
 	for _, p := range hardware.Catalogue() {
 		if p.Accelerated() && p.Vendor != hardware.NVIDIA && p.Vendor != hardware.Huawei {
-			cases = append(cases, applyCase{p.Name + "-hami", hardware.Placement{Profile: p.Plugin(hardware.HAMi), GPUs: 2}})
+			cases = append(cases, applyCase{p.Name + "-hami", hardware.Placement{Profile: p.Plugin(hardware.HAMi), Accelerators: 2}})
 		}
 	}
 	return cases

@@ -25,7 +25,7 @@ func printYAML(v any) {
 // allocation annotation the runtime reads.
 func ExampleApply_profile() {
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "mindie:1.0"}}}}
-	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3, GPUs: 2},
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.Ascend910B3, Accelerators: 2},
 		field.NewPath("spec", "template"))
 	fmt.Println(errs)
 	printYAML(tmpl)
@@ -71,7 +71,7 @@ func ExampleApply_profile() {
 func ExampleRoCE() {
 	fabric := hardware.RoCE(hardware.HCAs("mlx5_0", "mlx5_1"), hardware.SocketInterface("eth0"), hardware.Networks("roce-net"))
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "trainer:1"}}}}
-	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100, GPUs: 8, Fabric: fabric}, field.NewPath("spec"))
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100, Accelerators: 8, Fabric: fabric}, field.NewPath("spec"))
 	fmt.Println(errs)
 	c := tmpl.Spec.Containers[0]
 	for _, e := range c.Env {
@@ -82,7 +82,7 @@ func ExampleRoCE() {
 		"networks:", tmpl.Annotations["k8s.v1.cni.cncf.io/networks"])
 
 	ascend := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "trainer:1"}}}}
-	for _, err := range hardware.Apply(&ascend, "main", hardware.Placement{Profile: hardware.Ascend910B2, GPUs: 8, Fabric: fabric}, field.NewPath("spec")) {
+	for _, err := range hardware.Apply(&ascend, "main", hardware.Placement{Profile: hardware.Ascend910B2, Accelerators: 8, Fabric: fabric}, field.NewPath("spec")) {
 		fmt.Println(err)
 	}
 	// Output:
@@ -99,7 +99,7 @@ func ExampleRoCE() {
 func ExampleInventoryFromNodes() {
 	nodes := inventoryNodes("", nil)[:5]
 	for _, n := range hardware.InventoryFromNodes(nodes).Nodes {
-		fmt.Printf("%-15s %-14s devices=%d mig=%v\n", n.Name, n.Profile.Name, n.Devices, n.MIG)
+		fmt.Printf("%-15s %-14s devices=%d mig=%v\n", n.Name, n.Profile.Name, n.Accelerators, n.MIG)
 	}
 	// Output:
 	// h100            H100-SXM-80GB  devices=8 mig=map[]
@@ -116,7 +116,7 @@ func ExampleInventoryFromNodes() {
 func ExampleApply_otherVendors() {
 	for _, p := range []hardware.Profile{hardware.HygonK100, hardware.MetaXC500} {
 		tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "train:1"}}}}
-		errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, GPUs: 8,
+		errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, Accelerators: 8,
 			Fabric: hardware.RoCE(hardware.SocketInterface("eth0"))}, field.NewPath("spec", "template"))
 		c := tmpl.Spec.Containers[0]
 		q := c.Resources.Limits[p.ResourceName]

@@ -77,7 +77,7 @@ func (in applyInput) placement(profiles []hardware.Profile) hardware.Placement {
 	case 3:
 		fabric = hardware.RoCE(opts...)
 	}
-	placement := hardware.Placement{Profile: p, GPUs: in.count, Fabric: fabric}
+	placement := hardware.Placement{Profile: p, Accelerators: in.count, Fabric: fabric}
 	if q, err := resource.ParseQuantity(in.shm); err == nil {
 		placement.SharedMemory = q
 	}
@@ -104,11 +104,11 @@ func checkApply(t *testing.T, in applyInput, profiles []hardware.Profile) (corev
 		req := c.Resources.Requests[name]
 		assert.True(t, q.Equal(req), "%s requests equal limits", name)
 	}
-	if pl.GPUs > 0 {
+	if pl.Accelerators > 0 {
 		require.True(t, p.Accelerated())
 		got := c.Resources.Limits[p.ResourceName]
-		assert.Equal(t, int64(pl.GPUs), got.Value())
-		assert.LessOrEqual(t, pl.GPUs, p.MaxPerNode)
+		assert.Equal(t, int64(pl.Accelerators), got.Value())
+		assert.LessOrEqual(t, pl.Accelerators, p.MaxPerNode)
 	} else if p.ResourceName != "" {
 		assert.NotContains(t, c.Resources.Limits, p.ResourceName)
 	}

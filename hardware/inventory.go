@@ -29,7 +29,7 @@ type NodeInventory struct {
 	// Devices is the number of physical devices: GPU Feature Discovery's
 	// nvidia.com/gpu.count when present, else the allocatable whole-device
 	// resource.
-	Devices int
+	Accelerators int
 	// MIG counts MIG devices per profile from nvidia.com/mig-<profile>.count
 	// labels (mixed strategy).
 	MIG map[string]int
@@ -99,9 +99,9 @@ func readNode(n *corev1.Node, profiles []Profile) NodeInventory {
 		if p, ok := matchGPU(ni.Product, n.Labels[LabelGPUMemory], profiles); ok {
 			ni.Profile = p
 		}
-		ni.Devices = int(ni.Allocatable[ResourceNVIDIAGPU])
+		ni.Accelerators = int(ni.Allocatable[ResourceNVIDIAGPU])
 		if c, err := strconv.Atoi(n.Labels[LabelGPUCount]); err == nil && c >= 0 && n.Labels[LabelMIGStrategy] != "single" {
-			ni.Devices = c
+			ni.Accelerators = c
 		}
 	case n.Labels[LabelNPUChipName] != "" || strings.HasPrefix(n.Labels[LabelAccelerator], "huawei-"):
 		ni.Product = n.Labels[LabelNPUChipName]
@@ -112,18 +112,18 @@ func readNode(n *corev1.Node, profiles []Profile) NodeInventory {
 			}
 		}
 		for _, name := range []corev1.ResourceName{ResourceAscend910, ResourceAscend310P, ni.Profile.ResourceName} {
-			if v := int(ni.Allocatable[name]); v > ni.Devices {
-				ni.Devices = v
+			if v := int(ni.Allocatable[name]); v > ni.Accelerators {
+				ni.Accelerators = v
 			}
 		}
 		if ni.Profile.HAMiType != "" {
-			if v := int(ni.Allocatable[corev1.ResourceName("huawei.com/"+ni.Profile.HAMiType)]); v > ni.Devices {
-				ni.Devices = v
+			if v := int(ni.Allocatable[corev1.ResourceName("huawei.com/"+ni.Profile.HAMiType)]); v > ni.Accelerators {
+				ni.Accelerators = v
 			}
 		}
 	case readDomestic(&ni, n.Labels, profiles):
 	case ni.Allocatable[ResourceNVIDIAGPU] > 0:
-		ni.Devices = int(ni.Allocatable[ResourceNVIDIAGPU])
+		ni.Accelerators = int(ni.Allocatable[ResourceNVIDIAGPU])
 	default:
 		labels := maps.Clone(n.Labels)
 		if labels == nil {
@@ -196,7 +196,7 @@ func readDomestic(ni *NodeInventory, labels map[string]string, profiles []Profil
 	// multiplied by its split count, so it is only a fallback.
 	for _, name := range names {
 		if v := int(ni.Allocatable[name]); name != "" && v > 0 {
-			ni.Devices = v
+			ni.Accelerators = v
 			break
 		}
 	}
@@ -267,18 +267,18 @@ func abs(v int64) int64 {
 // without a cluster.
 func (inv *Inventory) Add(node string, p Profile, n int) *Inventory {
 	inv.Nodes = append(inv.Nodes, NodeInventory{
-		Name: node, Arch: p.Arch, Profile: p.clone(), Product: p.Product, Devices: n,
+		Name: node, Arch: p.Arch, Profile: p.clone(), Product: p.Product, Accelerators: n,
 		Labels: maps.Clone(p.nodeLabels),
 	})
 	return inv
 }
 
 // Devices counts schedulable devices per profile name.
-func (inv Inventory) Devices() map[string]int {
+func (inv Inventory) Accelerators() map[string]int {
 	out := map[string]int{}
 	for _, n := range inv.Nodes {
-		if n.Profile.Accelerated() && !n.Unschedulable && n.Devices > 0 {
-			out[n.Profile.Name] += n.Devices
+		if n.Profile.Accelerated() && !n.Unschedulable && n.Accelerators > 0 {
+			out[n.Profile.Name] += n.Accelerators
 		}
 	}
 	return out

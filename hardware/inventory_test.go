@@ -87,62 +87,62 @@ func checkInventory(t *testing.T, inv hardware.Inventory, suffix string) {
 
 	h := get("h100")
 	assert.Equal(t, "H100-SXM-80GB", h.Profile.Name)
-	assert.Equal(t, 8, h.Devices)
+	assert.Equal(t, 8, h.Accelerators)
 	assert.Equal(t, "amd64", h.Arch)
 	assert.Equal(t, map[corev1.ResourceName]int64{"nvidia.com/gpu": 8, "rdma/rdma_shared_device_a": 63}, h.Allocatable)
 
 	mig := get("a100-mig")
 	assert.Equal(t, "A100-SXM-80GB", mig.Profile.Name)
-	assert.Equal(t, 8, mig.Devices, "physical GPUs from gpu.count, not the 4 left whole")
+	assert.Equal(t, 8, mig.Accelerators, "physical GPUs from gpu.count, not the 4 left whole")
 	assert.Equal(t, map[string]int{"1g.10gb": 14, "3g.40gb": 4}, mig.MIG)
 	assert.Equal(t, int64(14), mig.Allocatable["nvidia.com/mig-1g.10gb"])
 
 	pcie := get("a100-pcie")
 	assert.Equal(t, "A100-SXM-80GB", pcie.Profile.Name, "matched by model and memory")
-	assert.Equal(t, 4, pcie.Devices)
+	assert.Equal(t, 4, pcie.Accelerators)
 
 	single := get("a100-40-single")
 	assert.Equal(t, "A100-SXM-40GB", single.Profile.Name)
-	assert.Equal(t, 56, single.Devices, "single strategy: MIG devices")
+	assert.Equal(t, 56, single.Accelerators, "single strategy: MIG devices")
 
 	asc := get("ascend")
 	assert.Equal(t, "Ascend910B3", asc.Profile.Name)
-	assert.Equal(t, 8, asc.Devices)
+	assert.Equal(t, 8, asc.Accelerators)
 	assert.Equal(t, "arm64", asc.Arch)
 	assert.Equal(t, "module-910b-8", asc.Labels["accelerator-type"])
 
 	hami := get("ascend-hami")
 	assert.Equal(t, "Ascend910B4", hami.Profile.Name)
-	assert.Equal(t, 8, hami.Devices)
+	assert.Equal(t, 8, hami.Accelerators)
 
 	v100 := get("v100")
 	assert.True(t, v100.Profile.IsZero(), "no V100 profile")
 	assert.Equal(t, "Tesla-V100-SXM2-32GB", v100.Product)
-	assert.Equal(t, 8, v100.Devices)
+	assert.Equal(t, 8, v100.Accelerators)
 
 	mlu := get("mlu")
 	assert.Equal(t, "MLU370-X8", mlu.Profile.Name, "by the accelerator label")
-	assert.Equal(t, 8, mlu.Devices)
+	assert.Equal(t, 8, mlu.Accelerators)
 	assert.Equal(t, map[corev1.ResourceName]int64{"cambricon.com/mlu": 8}, mlu.Allocatable)
 
 	dcu := get("dcu-hami")
 	assert.Equal(t, "DCU-Z100", dcu.Profile.Name)
-	assert.Equal(t, 8, dcu.Devices, "HAMi's count when the vendor plugin's is absent")
+	assert.Equal(t, 8, dcu.Accelerators, "HAMi's count when the vendor plugin's is absent")
 
 	xpu := get("xpu-unlabelled")
 	assert.True(t, xpu.Profile.IsZero(), "P800 or R200: the resource alone does not say")
-	assert.Equal(t, 8, xpu.Devices)
+	assert.Equal(t, 8, xpu.Accelerators)
 
 	mt := get("mthreads-unlabelled")
 	assert.Equal(t, "MTT-S4000", mt.Profile.Name, "the only Moore Threads profile")
-	assert.Equal(t, 8, mt.Devices)
+	assert.Equal(t, 8, mt.Accelerators)
 
 	assert.Equal(t, "cpu-kunpeng", get("kunpeng").Profile.Name)
 	assert.Equal(t, "cpu-amd64", get("x86").Profile.Name)
 	assert.True(t, get("a100-cordoned").Unschedulable)
 
 	assert.Equal(t, map[string]int{"H100-SXM-80GB": 8, "A100-SXM-80GB": 12, "A100-SXM-40GB": 56,
-		"Ascend910B3": 8, "Ascend910B4": 8, "MLU370-X8": 8, "DCU-Z100": 8, "MTT-S4000": 8}, inv.Devices())
+		"Ascend910B3": 8, "Ascend910B4": 8, "MLU370-X8": 8, "DCU-Z100": 8, "MTT-S4000": 8}, inv.Accelerators())
 }
 
 func TestInventoryFromNodes(t *testing.T) {
@@ -165,6 +165,6 @@ func TestInventoryFromNodeInfoArchAndProfiles(t *testing.T) {
 
 	var built hardware.Inventory
 	built.Add("n1", hardware.H100, 8).Add("n2", hardware.Ascend910B2, 8)
-	assert.Equal(t, map[string]int{"H100-SXM-80GB": 8, "Ascend910B2": 8}, built.Devices())
+	assert.Equal(t, map[string]int{"H100-SXM-80GB": 8, "Ascend910B2": 8}, built.Accelerators())
 	assert.Equal(t, "NVIDIA-H100-80GB-HBM3", built.Nodes[0].Labels["nvidia.com/gpu.product"])
 }

@@ -105,7 +105,7 @@ func TestCatalogueValuesShareNothing(t *testing.T) {
 	mine = mine.SelectNodes(map[string]string{"zone": "b"})
 
 	tmpl := baseTemplate()
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100, GPUs: 1}, tmplPath))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.H100, Accelerators: 1}, tmplPath))
 	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, tmpl.Spec.NodeSelector)
 	assert.Equal(t, "nvidia.com/gpu", tmpl.Spec.Tolerations[0].Key)
 	again, ok := hardware.H100.MIGProfile("1g.10gb")
@@ -189,7 +189,7 @@ func TestDomesticCollectives(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.p.Name, func(t *testing.T) {
 			tmpl := baseTemplate()
-			require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: c.p, GPUs: 1, Fabric: c.fabric}, tmplPath))
+			require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: c.p, Accelerators: 1, Fabric: c.fabric}, tmplPath))
 			assert.Equal(t, c.env, tmpl.Spec.Containers[0].Env)
 		})
 	}
@@ -197,7 +197,7 @@ func TestDomesticCollectives(t *testing.T) {
 
 func TestDomesticFabricErrors(t *testing.T) {
 	tmpl := baseTemplate()
-	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.MooreThreadsS4000, GPUs: 8,
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.MooreThreadsS4000, Accelerators: 8,
 		Fabric: hardware.InfiniBand(hardware.HCAs("mlx5_0"), hardware.GDRLevel("PHB"), hardware.NCCLDebug("INFO"),
 			hardware.HCCLConnectTimeout(0), hardware.RDMASharedDevice(""))}, tmplPath)
 	assert.Equal(t, []string{
@@ -216,7 +216,7 @@ func TestDomesticFabricErrors(t *testing.T) {
 	p := hardware.MooreThreadsS4000.UseCollective(c)
 	assert.Equal(t, "MCCL", hardware.MooreThreadsS4000.Collective().Name)
 	assert.Empty(t, hardware.MooreThreadsS4000.Collective().IBHCA, "the catalogue keeps its default")
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, GPUs: 8,
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, Accelerators: 8,
 		Fabric: hardware.InfiniBand(hardware.HCAs("mlx5_0"), hardware.NCCLDebug("INFO"))}, tmplPath))
 	assert.Equal(t, []corev1.EnvVar{{Name: "MCCL_IB_HCA", Value: "mlx5_0"}, {Name: "MCCL_DEBUG", Value: "INFO"}},
 		tmpl.Spec.Containers[0].Env)
@@ -224,7 +224,7 @@ func TestDomesticFabricErrors(t *testing.T) {
 
 	// Flavours of another vendor are refused.
 	tmpl = baseTemplate()
-	errs = hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.EnflameS60.Plugin(hardware.MIGMixed), GPUs: 1}, tmplPath)
+	errs = hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.EnflameS60.Plugin(hardware.MIGMixed), Accelerators: 1}, tmplPath)
 	assert.Equal(t, []string{
 		`spec.template.profile.flavour: Unsupported value: "nvidia-mig-mixed": supported values: "vendor-device-plugin", "hami"`,
 		`spec.template.profile.flavour: Invalid value: "nvidia-mig-mixed": S60 has no MIG; use vendor-device-plugin`,
@@ -235,12 +235,12 @@ func TestDomesticFabricErrors(t *testing.T) {
 func TestKunlunxinHAMiCounts(t *testing.T) {
 	for _, n := range []int{1, 2, 4, 8} {
 		tmpl := baseTemplate()
-		assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.Plugin(hardware.HAMi), GPUs: n}, tmplPath))
+		assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.Plugin(hardware.HAMi), Accelerators: n}, tmplPath))
 	}
 	tmpl := baseTemplate()
-	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.Plugin(hardware.HAMi), GPUs: 3}, tmplPath)
+	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.Plugin(hardware.HAMi), Accelerators: 3}, tmplPath)
 	assert.Equal(t, []string{"spec.template.gpus: Invalid value: 3: HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"}, errStrings(errs))
-	assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800, GPUs: 3}, tmplPath),
+	assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800, Accelerators: 3}, tmplPath),
 		"the vendor's own plugin has no such rule")
 }
 

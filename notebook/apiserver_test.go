@@ -22,6 +22,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 )
 
 func TestApplyStrictEveryKindAndVariant(t *testing.T) {
@@ -87,7 +88,7 @@ func resourceStrings(r corev1.ResourceRequirements) map[string]string {
 // StatefulSet controller would create for its pod.
 func applyNotebook(t *testing.T, env *testenv.Env, ns, name string) *notebook.Notebook {
 	t.Helper()
-	nb := notebook.Jupyter(name, "alice").Namespace(ns).AuthSecret(name+"-token", "token").
+	nb := notebook.Jupyter(name, "alice").Namespace(ns).Credential(pod.SecretKeyRef{Name: name + "-token", Key: "token"}).
 		Storage("5Gi", "").MaxLifetime(time.Hour).AllowNamespace(istio)
 	_, err := cube.NewFromClient(env.Client, cube.Namespace(ns)).Apply(t.Context(), nb)
 	require.NoError(t, err)

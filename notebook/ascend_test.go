@@ -11,6 +11,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 )
 
 // visibleDevices is the notebook container's ASCEND_VISIBLE_DEVICES, if any.
@@ -34,7 +35,7 @@ func TestAscendVisibleDevicesOnlyUnderVolcano(t *testing.T) {
 	ns := env.Namespace(t)
 	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	nb := func(name string) *notebook.Notebook {
-		return notebook.Jupyter(name, "alice").Namespace(ns).AuthSecret("tok", "token").AllowNamespace(istio).
+		return notebook.Jupyter(name, "alice").Namespace(ns).Credential(pod.SecretKeyRef{Name: "tok", Key: "token"}).AllowNamespace(istio).
 			On(hardware.Ascend910B3).Accelerators(1)
 	}
 

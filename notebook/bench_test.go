@@ -6,6 +6,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkRender1000(b *testing.B) {
 		default:
 			nbs[i] = notebook.RStudio(user+"-r", user).CPU("4").Memory("16Gi")
 		}
-		nbs[i].Namespace("team-a").AuthSecret(user+"-credential", "token").
+		nbs[i].Namespace("team-a").Credential(pod.SecretKeyRef{Name: user + "-credential", Key: "token"}).
 			Storage("50Gi", "fast-ssd").MaxLifetime(72 * 3600e9).
 			AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "istio-system"})
 	}

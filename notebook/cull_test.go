@@ -31,6 +31,7 @@ import (
 	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 )
 
 // fakeJupyter follows Jupyter Server's REST API for GET <base_url>api/status
@@ -189,7 +190,7 @@ func newCullFixture(t *testing.T) *cullFixture {
 // StatefulSet ready unless notReady, and, for Jupyter, serves its status.
 func (f *cullFixture) add(t *testing.T, nb *notebook.Notebook, srv *fakeServer, noSecret, notReady bool) {
 	t.Helper()
-	nb.Namespace(f.ns).AuthSecret(podspec.Of(&nb.Handle).Name()+"-credential", "token").AllowNamespace(istio)
+	nb.Namespace(f.ns).Credential(pod.SecretKeyRef{Name: podspec.Of(&nb.Handle).Name() + "-credential", Key: "token"}).AllowNamespace(istio)
 	rel, err := cube.NewFromClient(f.env.Client, cube.Namespace(f.ns)).Apply(t.Context(), nb)
 	require.NoError(t, err)
 	token := "tok-" + podspec.Of(&nb.Handle).Name() + "-d41d8cd98f00b204"

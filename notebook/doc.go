@@ -32,7 +32,7 @@
 //
 //	nb := notebook.Jupyter("alice-lab", "alice").
 //		Namespace("team-a").
-//		AuthSecret("alice-lab-token", "token").
+//		Credential(pod.SecretKeyRef{Name: "alice-lab-token", Key: "token"}).
 //		On(hardware.H100).Accelerators(1).
 //		Storage("50Gi", "fast-ssd").
 //		MaxLifetime(72 * time.Hour).

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -28,7 +29,7 @@ var ingress = map[string]string{"kubernetes.io/metadata.name": "istio-system"}
 func ExampleJupyter() {
 	nb := notebook.Jupyter("alice-lab", "alice").
 		Namespace("team-a").
-		AuthSecret("alice-lab-token", "token").
+		Credential(pod.SecretKeyRef{Name: "alice-lab-token", Key: "token"}).
 		On(hardware.H100).Accelerators(1).
 		Storage("50Gi", "fast-ssd").
 		MaxLifetime(72 * time.Hour).
@@ -64,7 +65,7 @@ func ExampleNotebook_Launch() {
 	for _, l := range []notebook.Launcher{notebook.LaunchKubeflow, notebook.LaunchJupyterServer} {
 		sts, err := notebook.Jupyter("alice-lab", "alice").Namespace("team-a").
 			Image("kubeflownotebookswg/jupyter-scipy:v1.9.0").Launch(l).
-			AuthSecret("alice-lab-token", "token").AllowNamespace(ingress).Build()
+			Credential(pod.SecretKeyRef{Name: "alice-lab-token", Key: "token"}).AllowNamespace(ingress).Build()
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -101,7 +102,7 @@ func ExampleVSCode() {
 func ExampleRStudio() {
 	sts, err := notebook.RStudio("carol-r", "carol").
 		Namespace("team-a").
-		AuthSecret("carol-password", "password").
+		Credential(pod.SecretKeyRef{Name: "carol-password", Key: "password"}).
 		On(hardware.Ascend910B3).Accelerators(1).
 		AllowPods(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"},
 			map[string]string{"app.kubernetes.io/name": "ingress-nginx"}).
@@ -156,7 +157,7 @@ func ExampleCull() {
 	ctx := context.Background()
 	// A notebook as the API server would hold it, running and ready.
 	nb := notebook.Jupyter("alice-lab", "alice").Namespace("team-a").
-		AuthSecret("alice-lab-token", "token").AllowNamespace(ingress)
+		Credential(pod.SecretKeyRef{Name: "alice-lab-token", Key: "token"}).AllowNamespace(ingress)
 	objs, _ := nb.Objects()
 	objs[3].(*appsv1.StatefulSet).Status.ReadyReplicas = 1
 	token := &corev1.Secret{
@@ -203,7 +204,7 @@ func ExampleCull_vscode() {
 	ctx := context.Background()
 	// A VS Code notebook as the API server would hold it, running and ready.
 	nb := notebook.VSCode("bob-code", "bob").Namespace("team-a").
-		AuthSecret("bob-code-password", "password").AllowNamespace(ingress)
+		Credential(pod.SecretKeyRef{Name: "bob-code-password", Key: "password"}).AllowNamespace(ingress)
 	objs, _ := nb.Objects()
 	objs[3].(*appsv1.StatefulSet).Status.ReadyReplicas = 1
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).Build()

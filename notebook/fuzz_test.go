@@ -90,14 +90,14 @@ func fuzzNotebook(data []byte, namespace string) *notebook.Notebook {
 		// (A method of the embedded pod.Builder cannot be called on a nil
 		// *Notebook at all: Go dereferences the pointer to reach the
 		// embedded field before the method runs.)
-		nb = nb.Namespace(namespace).AuthSecret("lab-token", "token").AllowNamespace(fuzzLabels[0])
+		nb = nb.Namespace(namespace).Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).AllowNamespace(fuzzLabels[0])
 	}
 	for ops := 0; !r.done() && ops < 40 && nb != nil; ops++ {
 		switch r.next() % 24 {
 		case 0:
 			nb.BaseURL(pick(r, fuzzBaseURLs))
 		case 1:
-			nb.AuthSecret(pick(r, fuzzSecrets), pick(r, fuzzKeys))
+			nb.Credential(pod.SecretKeyRef{Name: pick(r, fuzzSecrets), Key: pick(r, fuzzKeys)})
 		case 2:
 			nb.Storage(pick(r, fuzzQuant), pick(r, fuzzClasses))
 		case 3:

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 )
 
 var (
@@ -31,7 +32,7 @@ var (
 // created (the fake client keeps what it is given), with annotations.
 func codeNotebook(t *testing.T, name string, created time.Time, annotations map[string]string) client.Client {
 	t.Helper()
-	nb := notebook.VSCode(name, "bob").Namespace("team-a").AuthSecret(name+"-password", "password").AllowNamespace(ingress)
+	nb := notebook.VSCode(name, "bob").Namespace("team-a").Credential(pod.SecretKeyRef{Name: name + "-password", Key: "password"}).AllowNamespace(ingress)
 	if annotations[notebook.AnnotationMaxLifetime] != "" {
 		nb.MaxLifetime(time.Hour)
 	}
@@ -124,9 +125,9 @@ func TestRenewRefusesTimesItCannotJudge(t *testing.T) {
 }
 
 func TestMaxLifetimeWithoutItsUnitRefused(t *testing.T) {
-	_, err := notebook.Jupyter("lab", "alice").Namespace("team-a").AuthSecret("s", "token").AllowNamespace(ingress).MaxLifetime(8).Objects()
+	_, err := notebook.Jupyter("lab", "alice").Namespace("team-a").Credential(pod.SecretKeyRef{Name: "s", Key: "token"}).AllowNamespace(ingress).MaxLifetime(8).Objects()
 	assert.EqualError(t, err, `maxLifetime: Invalid value: "8ns": must be zero (no expiry) or at least a minute; a count without its unit is nanoseconds`)
-	_, err = notebook.Jupyter("lab", "alice").Namespace("team-a").AuthSecret("s", "token").AllowNamespace(ingress).MaxLifetime(time.Minute).Objects()
+	_, err = notebook.Jupyter("lab", "alice").Namespace("team-a").Credential(pod.SecretKeyRef{Name: "s", Key: "token"}).AllowNamespace(ingress).MaxLifetime(time.Minute).Objects()
 	assert.NoError(t, err)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 )
 
 // The three ways a Jupyter image starts: the Docker Stacks' start-notebook.py
@@ -27,7 +28,7 @@ func TestJupyterLaunchers(t *testing.T) {
 	jupyter := func(l notebook.Launcher) corev1.Container {
 		t.Helper()
 		_, _, _, sts := objects(t, notebook.Jupyter("lab", "alice").Namespace("team-a").
-			AuthSecret("lab-token", "token").AllowNamespace(istio).Launch(l))
+			Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).AllowNamespace(istio).Launch(l))
 		return sts.Spec.Template.Spec.Containers[0]
 	}
 	serverApp := []string{
@@ -55,13 +56,13 @@ func TestJupyterLaunchers(t *testing.T) {
 	assert.Contains(t, server.Env, prefix)
 
 	// A base URL of "/" is an empty prefix, as Kubeflow's images expect.
-	_, _, _, sts := objects(t, notebook.Jupyter("lab", "alice").BaseURL("/").AuthSecret("lab-token", "token").AllowNamespace(istio))
+	_, _, _, sts := objects(t, notebook.Jupyter("lab", "alice").BaseURL("/").Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).AllowNamespace(istio))
 	assert.Contains(t, sts.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "NB_PREFIX", Value: ""})
 }
 
 func TestJupyterLauncherErrors(t *testing.T) {
 	base := func() *notebook.Notebook {
-		return notebook.Jupyter("lab", "alice").Namespace("team-a").AuthSecret("lab-token", "token").AllowNamespace(istio)
+		return notebook.Jupyter("lab", "alice").Namespace("team-a").Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).AllowNamespace(istio)
 	}
 	_, err := base().Launch(notebook.LaunchKubeflow).ServerPort(9000).HomeDir("/data").Args("--debug").Objects()
 	requireFieldErrors(t, err,
@@ -73,7 +74,7 @@ func TestJupyterLauncherErrors(t *testing.T) {
 	assert.NoError(t, err, "what the image fixes may be spelled out")
 	_, err = base().Launch("conda").Objects()
 	requireFieldErrors(t, err, fieldErr{field.ErrorTypeNotSupported, "launcher", `"docker-stacks", "kubeflow", "jupyter-server"`})
-	_, err = notebook.VSCode("code", "bob").AuthSecret("s", "k").AllowNamespace(istio).Launch(notebook.LaunchKubeflow).Objects()
+	_, err = notebook.VSCode("code", "bob").Credential(pod.SecretKeyRef{Name: "s", Key: "k"}).AllowNamespace(istio).Launch(notebook.LaunchKubeflow).Objects()
 	requireFieldErrors(t, err, fieldErr{field.ErrorTypeForbidden, "launcher", "only Jupyter notebooks take a launcher"})
 	_, err = base().Env("NB_PREFIX", "/elsewhere").Objects()
 	requireFieldErrors(t, err, fieldErr{field.ErrorTypeInvalid, "env[NB_PREFIX]", "is set by the notebook"})
@@ -85,7 +86,7 @@ func TestApplyStrictLaunchers(t *testing.T) {
 	ns := env.Namespace(t)
 	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for _, l := range []notebook.Launcher{notebook.LaunchDockerStacks, notebook.LaunchKubeflow, notebook.LaunchJupyterServer} {
-		nb := notebook.Jupyter("lab-"+string(l), "alice").Namespace(ns).AuthSecret("tok", "token").AllowNamespace(istio).
+		nb := notebook.Jupyter("lab-"+string(l), "alice").Namespace(ns).Credential(pod.SecretKeyRef{Name: "tok", Key: "token"}).AllowNamespace(istio).
 			Launch(l).Image("kubeflownotebookswg/jupyter-scipy:v1.9.0")
 		_, err := cc.Apply(t.Context(), nb)
 		require.NoError(t, err, l)
@@ -97,12 +98,10 @@ func TestApplyStrictLaunchers(t *testing.T) {
 func TestNilAndZeroNotebook(t *testing.T) {
 	var nb *notebook.Notebook
 	require.NotPanics(t, func() {
-		nb = nb.BaseURL("/x/").AuthSecret("s", "k").Storage("1Gi", "").HomeDir("/h").ServerPort(1).
+		nb = nb.BaseURL("/x/").Credential(pod.SecretKeyRef{Name: "s", Key: "k"}).Storage("1Gi", "").HomeDir("/h").ServerPort(1).
 			MaxLifetime(time.Hour).AllowNamespace(istio).AllowPods(nil, nil).Launch(notebook.LaunchKubeflow)
 	})
 	assert.Nil(t, nb)
-	assert.Equal(t, notebook.IDE(""), nb.IDE())
-	assert.Equal(t, "", nb.User())
 	const msg = "notebook: the *Notebook is nil: make one with Jupyter, VSCode or RStudio"
 	_, err := nb.Objects()
 	assert.EqualError(t, err, msg)
@@ -111,7 +110,7 @@ func TestNilAndZeroNotebook(t *testing.T) {
 	// Render finds the typed nil before asking the notebook.
 	assert.EqualError(t, cube.Render(io.Discard, nb), "render workload 0: workload *notebook.Notebook is nil")
 
-	_, err = (&notebook.Notebook{}).AuthSecret("s", "k").Objects()
+	_, err = (&notebook.Notebook{}).Credential(pod.SecretKeyRef{Name: "s", Key: "k"}).Objects()
 	requireFieldErrors(t, err, fieldErr{field.ErrorTypeRequired, "ide", "use Jupyter, VSCode or RStudio"})
 }
 

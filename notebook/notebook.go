@@ -140,15 +140,15 @@ func (n *Notebook) Launch(l Launcher) *Notebook {
 
 // Jupyter returns a JupyterLab notebook named name for user, served under
 // /notebook/<namespace>/<name>/ (as Cube Studio does) unless BaseURL says
-// otherwise. Its token comes from the Secret named with AuthSecret.
+// otherwise. Its token comes from the Secret named with Credential.
 func Jupyter(name, user string) *Notebook { return newNotebook(IDEJupyter, name, user) }
 
 // VSCode returns a VS Code (code-server) workspace named name for user. Its
-// password comes from the Secret named with AuthSecret.
+// password comes from the Secret named with Credential.
 func VSCode(name, user string) *Notebook { return newNotebook(IDEVSCode, name, user) }
 
 // RStudio returns an RStudio Server workspace named name for user. Its
-// password comes from the Secret named with AuthSecret; the login name is
+// password comes from the Secret named with Credential; the login name is
 // "rstudio", the image's user.
 func RStudio(name, user string) *Notebook { return newNotebook(IDERStudio, name, user) }
 
@@ -156,22 +156,6 @@ func newNotebook(ide IDE, name, user string) *Notebook {
 	n := &Notebook{ide: ide, user: user, storageSize: DefaultStorage}
 	podspec.Of(&n.Handle).Init(n, Kind, name)
 	return n
-}
-
-// IDE returns the server the notebook runs.
-func (n *Notebook) IDE() IDE {
-	if n == nil {
-		return ""
-	}
-	return n.ide
-}
-
-// User returns the notebook's owner.
-func (n *Notebook) User() string {
-	if n == nil {
-		return ""
-	}
-	return n.user
 }
 
 // BaseURL sets the path Jupyter serves under, e.g. "/notebook/team-a/alice/":
@@ -185,15 +169,15 @@ func (n *Notebook) BaseURL(path string) *Notebook {
 	return n
 }
 
-// AuthSecret names the Secret and key holding the notebook's credential: the
+// Credential names the Secret and key holding the notebook's credential: the
 // token for Jupyter (JUPYTER_TOKEN), the password for code-server and RStudio
 // (PASSWORD). The value reaches the container through secretKeyRef and never
 // appears in the rendered objects. It is required.
-func (n *Notebook) AuthSecret(secret, key string) *Notebook {
+func (n *Notebook) Credential(ref pod.SecretKeyRef) *Notebook {
 	if n == nil {
 		return nil
 	}
-	n.secretName, n.secretKey, n.secretSet = secret, key, true
+	n.secretName, n.secretKey, n.secretSet = ref.Name, ref.Key, true
 	return n
 }
 

@@ -22,8 +22,8 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/golden"
-	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -67,7 +67,7 @@ func sample(kind int, v variant, namespace string) *notebook.Notebook {
 	k := kinds[kind]
 	n := k.new(k.name+"-"+v.name, "alice").
 		Namespace(namespace).
-		AuthSecret("alice-credentials", k.name).
+		Credential(pod.SecretKeyRef{Name: "alice-credentials", Key: k.name}).
 		AllowNamespace(istio)
 	return v.apply(n)
 }
@@ -97,7 +97,7 @@ func objects(t *testing.T, n *notebook.Notebook) (*networkingv1.NetworkPolicy, *
 func TestJupyterObjects(t *testing.T) {
 	nb := notebook.Jupyter("alice-lab", "alice").
 		Namespace("team-a").
-		AuthSecret("alice-token", "token").
+		Credential(pod.SecretKeyRef{Name: "alice-token", Key: "token"}).
 		Storage("50Gi", "fast-ssd").
 		MaxLifetime(72*time.Hour).
 		AllowNamespace(istio).
@@ -200,7 +200,7 @@ func TestJupyterObjects(t *testing.T) {
 
 func TestVSCodeObjects(t *testing.T) {
 	_, _, ui, sts := objects(t, notebook.VSCode("bob-code", "bob").
-		AuthSecret("bob-password", "password").
+		Credential(pod.SecretKeyRef{Name: "bob-password", Key: "password"}).
 		AllowNamespace(istio).
 		AddArgs("--disable-workspace-trust"))
 	assert.Empty(t, sts.Namespace, "no namespace: the client's")
@@ -227,7 +227,7 @@ func TestVSCodeObjects(t *testing.T) {
 
 func TestRStudioObjects(t *testing.T) {
 	_, _, _, sts := objects(t, notebook.RStudio("carol-r", "carol").
-		AuthSecret("carol-password", "password").
+		Credential(pod.SecretKeyRef{Name: "carol-password", Key: "password"}).
 		AllowNamespace(istio).
 		ServerPort(8000))
 	c := sts.Spec.Template.Spec.Containers[0]
@@ -307,7 +307,7 @@ func TestCustomCommandReplacesTheServer(t *testing.T) {
 		Image("ccr.ccs.tencentyun.com/cube-studio/notebook:jupyter-ubuntu22.04").
 		Command("jupyter", "lab").
 		Args("--port=8888", "--ServerApp.base_url=/notebook/ns/lab/").
-		AuthSecret("t", "token").
+		Credential(pod.SecretKeyRef{Name: "t", Key: "token"}).
 		AllowNamespace(istio))
 	c := sts.Spec.Template.Spec.Containers[0]
 	assert.Equal(t, []string{"jupyter", "lab"}, c.Command)
@@ -318,7 +318,7 @@ func TestCustomCommandReplacesTheServer(t *testing.T) {
 func TestSecurityContextKeepsWhatTheCallerSet(t *testing.T) {
 	_, _, _, sts := objects(t, notebook.Jupyter("lab", "alice").
 		Namespace("ns").
-		AuthSecret("t", "token").
+		Credential(pod.SecretKeyRef{Name: "t", Key: "token"}).
 		AllowNamespace(istio).
 		On(hardware.Ascend910B3).Accelerators(1).
 		// HwHiAiUser's group, to open the NPU device nodes.
@@ -336,7 +336,7 @@ func TestSecurityContextKeepsWhatTheCallerSet(t *testing.T) {
 
 func TestFreshObjectsAndNoAliasing(t *testing.T) {
 	ns := map[string]string{"team": "a"}
-	nb := notebook.Jupyter("lab", "alice").Namespace("ns").AuthSecret("t", "token").AllowNamespace(ns)
+	nb := notebook.Jupyter("lab", "alice").Namespace("ns").Credential(pod.SecretKeyRef{Name: "t", Key: "token"}).AllowNamespace(ns)
 	ns["team"] = "changed"
 	first, err := nb.Objects()
 	require.NoError(t, err)
@@ -358,13 +358,13 @@ func TestFreshObjectsAndNoAliasing(t *testing.T) {
 }
 
 func TestBaseURL(t *testing.T) {
-	_, _, _, sts := objects(t, notebook.Jupyter("lab", "alice").BaseURL("/hub/user/alice/").AuthSecret("t", "token").AllowNamespace(istio))
+	_, _, _, sts := objects(t, notebook.Jupyter("lab", "alice").BaseURL("/hub/user/alice/").Credential(pod.SecretKeyRef{Name: "t", Key: "token"}).AllowNamespace(istio))
 	c := sts.Spec.Template.Spec.Containers[0]
 	assert.Contains(t, c.Args, "--ServerApp.base_url=/hub/user/alice/")
 	assert.Equal(t, "/hub/user/alice/api", c.ReadinessProbe.HTTPGet.Path)
 	assert.Equal(t, "/hub/user/alice/", sts.Annotations[notebook.AnnotationBaseURL])
 
-	_, _, _, root := objects(t, notebook.Jupyter("lab", "alice").BaseURL("/").AuthSecret("t", "token").AllowNamespace(istio))
+	_, _, _, root := objects(t, notebook.Jupyter("lab", "alice").BaseURL("/").Credential(pod.SecretKeyRef{Name: "t", Key: "token"}).AllowNamespace(istio))
 	assert.Equal(t, "/api", root.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Path)
 }
 
@@ -385,7 +385,7 @@ func fieldErrors(t *testing.T, err error) []string {
 
 func TestValidationErrors(t *testing.T) {
 	valid := func(n *notebook.Notebook) *notebook.Notebook {
-		return n.Namespace("ns").AuthSecret("t", "token").AllowNamespace(istio)
+		return n.Namespace("ns").Credential(pod.SecretKeyRef{Name: "t", Key: "token"}).AllowNamespace(istio)
 	}
 	long := strings.Repeat("a", notebook.MaxNameLength+1)
 	cases := []struct {
@@ -402,8 +402,8 @@ func TestValidationErrors(t *testing.T) {
 		{"bad user", valid(notebook.Jupyter("lab", "alice@example.com")), []string{"FieldValueInvalid user"}},
 		{"missing token secret", notebook.Jupyter("lab", "alice").Namespace("ns").AllowNamespace(istio), []string{"FieldValueRequired authSecret"}},
 		{"missing password secret", notebook.RStudio("lab", "alice").AllowNamespace(istio), []string{"FieldValueRequired authSecret"}},
-		{"empty secret name and key", valid(notebook.VSCode("lab", "alice")).AuthSecret("", ""), []string{"FieldValueRequired authSecret.name", "FieldValueRequired authSecret.key"}},
-		{"bad secret name and key", valid(notebook.VSCode("lab", "alice")).AuthSecret("My Secret", "a/b"), []string{"FieldValueInvalid authSecret.name", "FieldValueInvalid authSecret.key"}},
+		{"empty secret name and key", valid(notebook.VSCode("lab", "alice")).Credential(pod.SecretKeyRef{Name: "", Key: ""}), []string{"FieldValueRequired authSecret.name", "FieldValueRequired authSecret.key"}},
+		{"bad secret name and key", valid(notebook.VSCode("lab", "alice")).Credential(pod.SecretKeyRef{Name: "My Secret", Key: "a/b"}), []string{"FieldValueInvalid authSecret.name", "FieldValueInvalid authSecret.key"}},
 		{"base URL without trailing slash", valid(notebook.Jupyter("lab", "alice")).BaseURL("/notebook/ns/lab"), []string{"FieldValueInvalid baseURL"}},
 		{"relative base URL", valid(notebook.Jupyter("lab", "alice")).BaseURL("notebook/"), []string{"FieldValueInvalid baseURL"}},
 		{"base URL with dot-dot", valid(notebook.Jupyter("lab", "alice")).BaseURL("/a/../b/"), []string{"FieldValueInvalid baseURL"}},
@@ -413,7 +413,7 @@ func TestValidationErrors(t *testing.T) {
 		{"base URL with escape", valid(notebook.Jupyter("lab", "alice")).BaseURL("/my%20lab/"), []string{"FieldValueInvalid baseURL"}},
 		{"base URL with host", valid(notebook.Jupyter("lab", "alice")).BaseURL("//evil.example/"), []string{"FieldValueInvalid baseURL"}},
 		{"base URL on code-server", valid(notebook.VSCode("lab", "alice")).BaseURL("/x/"), []string{"FieldValueForbidden baseURL"}},
-		{"jupyter without namespace or base URL", notebook.Jupyter("lab", "alice").AuthSecret("t", "k").AllowNamespace(istio), []string{"FieldValueRequired metadata.namespace"}},
+		{"jupyter without namespace or base URL", notebook.Jupyter("lab", "alice").Credential(pod.SecretKeyRef{Name: "t", Key: "k"}).AllowNamespace(istio), []string{"FieldValueRequired metadata.namespace"}},
 		{"bad storage size", valid(notebook.Jupyter("lab", "alice")).Storage("ten gigs", ""), []string{"FieldValueInvalid storage.size"}},
 		{"zero storage size", valid(notebook.Jupyter("lab", "alice")).Storage("0", ""), []string{"FieldValueInvalid storage.size"}},
 		{"negative storage size", valid(notebook.Jupyter("lab", "alice")).Storage("-1Gi", ""), []string{"FieldValueInvalid storage.size"}},
@@ -422,7 +422,7 @@ func TestValidationErrors(t *testing.T) {
 		{"root home", valid(notebook.Jupyter("lab", "alice")).HomeDir("/"), []string{"FieldValueInvalid homeDir"}},
 		{"bad port", valid(notebook.Jupyter("lab", "alice")).ServerPort(70000), []string{"FieldValueInvalid serverPort"}},
 		{"negative lifetime", valid(notebook.Jupyter("lab", "alice")).MaxLifetime(-time.Hour), []string{"FieldValueInvalid maxLifetime"}},
-		{"nobody allowed", notebook.Jupyter("lab", "alice").Namespace("ns").AuthSecret("t", "k"), []string{"FieldValueRequired networkPolicy.from"}},
+		{"nobody allowed", notebook.Jupyter("lab", "alice").Namespace("ns").Credential(pod.SecretKeyRef{Name: "t", Key: "k"}), []string{"FieldValueRequired networkPolicy.from"}},
 		{"every namespace allowed", valid(notebook.Jupyter("lab", "alice")).AllowNamespace(nil), []string{"FieldValueInvalid networkPolicy.from[1].namespaceSelector"}},
 		{"bad allowed labels", valid(notebook.Jupyter("lab", "alice")).AllowPods(map[string]string{"bad key!": "x"}, map[string]string{"app": "bad value!"}),
 			[]string{"FieldValueInvalid networkPolicy.from[1].namespaceSelector.matchLabels[bad key!]", "FieldValueInvalid networkPolicy.from[1].podSelector.matchLabels[app]"}},
@@ -453,19 +453,9 @@ func TestValidationErrors(t *testing.T) {
 
 func TestValidNamesAtTheLimit(t *testing.T) {
 	name := strings.Repeat("a", notebook.MaxNameLength)
-	_, err := notebook.VSCode(name, "a.user_name-1").AuthSecret("t", "k").AllowNamespace(istio).Objects()
+	_, err := notebook.VSCode(name, "a.user_name-1").Credential(pod.SecretKeyRef{Name: "t", Key: "k"}).AllowNamespace(istio).Objects()
 	require.NoError(t, err)
 	assert.Len(t, notebook.HeadlessServiceName(name), 61, "fits a DNS label")
-}
-
-func TestAccessors(t *testing.T) {
-	nb := notebook.RStudio("lab", "alice")
-	var _ cube.Workload = nb
-	assert.Equal(t, notebook.IDERStudio, nb.IDE())
-	assert.Equal(t, "alice", nb.User())
-	assert.Equal(t, "lab", podspec.Of(&nb.Handle).Name())
-	assert.Equal(t, notebook.IDEJupyter, notebook.Jupyter("a", "b").IDE())
-	assert.Equal(t, notebook.IDEVSCode, notebook.VSCode("a", "b").IDE())
 }
 
 // FuzzBaseURL checks that Objects never panics on a base URL and that every
@@ -476,7 +466,7 @@ func FuzzBaseURL(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, base string) {
-		nb := notebook.Jupyter("lab", "alice").BaseURL(base).AuthSecret("t", "token").AllowNamespace(istio)
+		nb := notebook.Jupyter("lab", "alice").BaseURL(base).Credential(pod.SecretKeyRef{Name: "t", Key: "token"}).AllowNamespace(istio)
 		sts, err := nb.Build()
 		if err != nil {
 			require.Contains(t, fieldErrors(t, err), "FieldValueInvalid baseURL")

@@ -328,7 +328,7 @@ func isPathRune(r rune) bool {
 func (n *Notebook) validateSecret() field.ErrorList {
 	p := field.NewPath("authSecret")
 	if !n.secretSet {
-		return field.ErrorList{field.Required(p, "name the Secret and key holding the notebook's "+credentialWord(n.ide)+" with AuthSecret")}
+		return field.ErrorList{field.Required(p, "name the Secret and key holding the notebook's "+credentialWord(n.ide)+" with Credential")}
 	}
 	var errs field.ErrorList
 	if n.secretName == "" {
@@ -424,7 +424,7 @@ func (n *Notebook) shapeServer(tmpl *corev1.PodTemplateSpec, srv server, port in
 	}
 	for _, e := range podspec.Of(&n.Handle).EnvVars() {
 		if slices.Contains(reserved, e.Name) {
-			errs = append(errs, field.Invalid(field.NewPath("env").Key(e.Name), e.Name, "is set by the notebook (use AuthSecret for the credential)"))
+			errs = append(errs, field.Invalid(field.NewPath("env").Key(e.Name), e.Name, "is set by the notebook (use Credential for the credential)"))
 		}
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: srv.credentialEnv, ValueFrom: &corev1.EnvVarSource{

@@ -19,6 +19,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -42,7 +43,7 @@ func TestEdgePlacementAppliedStrictly(t *testing.T) {
 	assert.Equal(t, corev1.DNSClusterFirstWithHostNet, spec.DNSPolicy)
 	assert.Contains(t, spec.Tolerations, corev1.Toleration{Key: hardware.LabelEdgeRole, Operator: corev1.TolerationOpExists})
 
-	nb := notebook.Jupyter("edge-lab", "carol").Namespace(ns).AuthSecret("edge-lab-token", "token").
+	nb := notebook.Jupyter("edge-lab", "carol").Namespace(ns).Credential(pod.SecretKeyRef{Name: "edge-lab-token", Key: "token"}).
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"}).Edge(hardware.Edge{})
 	_, err = cc.Apply(t.Context(), nb)
 	require.NoError(t, err)

@@ -22,7 +22,7 @@ var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 func renderedPod(t testing.TB, ns, release, kind string, p hardware.Profile, whole int, spec *vgpu.Spec, start time.Time, run time.Duration) corev1.Pod {
 	t.Helper()
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, GPUs: whole}, nil))
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, Accelerators: whole}, nil))
 	if spec != nil {
 		require.Empty(t, spec.Apply(&tmpl, "main", nil))
 	}

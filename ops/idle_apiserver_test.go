@@ -23,6 +23,7 @@ import (
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
+	"github.com/cubestudio/cube/pod"
 )
 
 func apiPod(ns, name, release, kind string) *corev1.Pod {
@@ -57,7 +58,7 @@ func TestIdleFromPrometheusOnTestAPIServer(t *testing.T) {
 		require.NoError(t, env.Client.Create(ctx, d))
 	}
 	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
-	_, err := cc.Apply(ctx, notebook.Jupyter("lab", "alice").Namespace(ns).AuthSecret("lab-token", "token").
+	_, err := cc.Apply(ctx, notebook.Jupyter("lab", "alice").Namespace(ns).Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"}))
 	require.NoError(t, err)
 	pods := []*corev1.Pod{apiPod(ns, "qwen-0", "qwen", "vllm"), apiPod(ns, "busy-0", "busy", "vllm"),

@@ -24,6 +24,7 @@ import (
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -41,7 +42,7 @@ func TestIdleReleasesStopOnTheCluster(t *testing.T) {
 		serve.VLLM("idle", "standin/idle").Namespace(ns).Image(c.Images.Standin).On(hardware.T4).Accelerators(1).CPU("100m").Memory("128Mi"),
 		serve.VLLM("busy", "standin/busy").Namespace(ns).Image(c.Images.Standin).On(hardware.T4).Accelerators(1).CPU("100m").Memory("128Mi"),
 		notebook.Jupyter("lab", "alice").Namespace(ns).Image(c.Images.Python).Launch(notebook.LaunchJupyterServer).
-			AuthSecret("lab-token", "token").AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
+			Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
 			On(hardware.T4).Accelerators(1).CPU("250m").Memory("1Gi"),
 	} {
 		rel, err := cc.Apply(ctx, w)

@@ -20,6 +20,7 @@ import (
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
+	"github.com/cubestudio/cube/pod"
 )
 
 func TestLeaseEnforcedAtExpiryOnTestAPIServer(t *testing.T) {
@@ -27,7 +28,7 @@ func TestLeaseEnforcedAtExpiryOnTestAPIServer(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := t.Context()
 	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
-	_, err := cc.Apply(ctx, notebook.Jupyter("ws", "bob").Namespace(ns).AuthSecret("ws-token", "token").
+	_, err := cc.Apply(ctx, notebook.Jupyter("ws", "bob").Namespace(ns).Credential(pod.SecretKeyRef{Name: "ws-token", Key: "token"}).
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"}).On(hardware.A100_80G).Accelerators(1))
 	require.NoError(t, err)
 

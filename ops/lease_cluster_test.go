@@ -22,6 +22,7 @@ import (
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
+	"github.com/cubestudio/cube/pod"
 )
 
 func TestLeaseExpiryStopsTheWorkloadOnTheCluster(t *testing.T) {
@@ -35,7 +36,7 @@ func TestLeaseExpiryStopsTheWorkloadOnTheCluster(t *testing.T) {
 	cc, err := cube.New(c.Config, cube.Namespace(ns))
 	require.NoError(t, err)
 	rel, err := cc.Apply(ctx, notebook.Jupyter("ws", "bob").Namespace(ns).
-		Image(c.Images.Python).Launch(notebook.LaunchJupyterServer).AuthSecret("ws-token", "token").
+		Image(c.Images.Python).Launch(notebook.LaunchJupyterServer).Credential(pod.SecretKeyRef{Name: "ws-token", Key: "token"}).
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
 		On(hardware.T4).Accelerators(1).CPU("250m").Memory("1Gi"))
 	require.NoError(t, err)

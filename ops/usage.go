@@ -142,7 +142,7 @@ func Accounting(pods []corev1.Pod, from, to time.Time, opts ...UsageOption) (*Us
 				r = &Record{Key: k}
 				acc[k] = r
 			}
-			r.DeviceHours += share.Devices * hours
+			r.DeviceHours += share.Accelerators * hours
 			if !counted[k] {
 				r.Pods++
 				counted[k] = true

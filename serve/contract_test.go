@@ -16,6 +16,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -29,7 +30,7 @@ func contractCases() []goldenCase {
 			MaxModelLen(4096).MemoryUtilization(0.8).DType("bfloat16").
 			Quantization("fp8").KVCacheDType("fp8").
 			ServedModelName("chat").TrustRemoteCode().PrefixCaching(false).
-			APIKeyFromSecret("vllm-key", "key")},
+			APIKey(pod.SecretKeyRef{Name: "vllm-key", Key: "key"})},
 		{"vllm-modelscope", serve.VLLM("ms", "modelscope://Qwen/Qwen2.5-7B-Instruct").
 			On(hardware.L4).Accelerators(1).ModelCache("cache")},
 		{"vllm-pvc-lora", serve.VLLM("pvc", "pvc://models/qwen").
@@ -44,13 +45,13 @@ func contractCases() []goldenCase {
 			Quantization("fp8").KVCacheDType("fp8_e4m3").
 			ServedModelName("chat").TrustRemoteCode().PrefixCaching(false).
 			LoRA("a", "pvc://adapters/a").LoRA("b", "org/b").
-			APIKeyFromSecret("sglang-key", "key")},
+			APIKey(pod.SecretKeyRef{Name: "sglang-key", Key: "key"})},
 		{"sglang-modelscope", serve.SGLang("ms", "modelscope://Qwen/Qwen2.5-7B-Instruct").
 			On(hardware.L4).Accelerators(1).ModelCache("cache")},
 		{"tei-default", serve.TEI("embed", "BAAI/bge-m3").On(hardware.L4).Accelerators(1)},
 		{"tei-served-name", serve.TEI("embed", "BAAI/bge-m3@main").On(hardware.H100).Accelerators(1).
 			ServedModelName("bge").DType("float16").
-			APIKeyFromSecret("tei-key", "key").ModelCache("cache")},
+			APIKey(pod.SecretKeyRef{Name: "tei-key", Key: "key"}).ModelCache("cache")},
 		{"tei-pvc", serve.TEI("embed", "pvc://models/bge-m3").On(hardware.A10).Accelerators(1)},
 	}
 }

@@ -31,7 +31,7 @@
 // # Credentials
 //
 // Credentials come from Secrets and never appear in the objects: HFToken
-// for gated models, S3Credentials for s3:// downloads, APIKeyFromSecret for
+// for gated models, S3Credentials for s3:// downloads, APIKey for
 // the engine's own bearer token (VLLM_API_KEY for vLLM, --api-key for SGLang
 // and TGI). An --api-key value among the arguments (AddArgs), or HF_TOKEN or VLLM_API_KEY
 // set with Env, is refused.

@@ -233,7 +233,7 @@ func cliArgs(f flagSet, s *Service, r *rendering) []string {
 	return args
 }
 
-// apiKeyVar holds the API key from APIKeyFromSecret for engines that take
+// apiKeyVar holds the API key from APIKey for engines that take
 // it as a flag.
 const apiKeyVar = "CUBE_API_KEY"
 

@@ -73,12 +73,12 @@ func ExampleVLLM() {
 	// Service qwen-chat-api
 }
 
-// ExampleService_APIKeyFromSecret makes vLLM require a bearer token kept in
+// ExampleService_APIKey makes vLLM require a bearer token kept in
 // a Secret; a literal key in the arguments is refused.
-func ExampleService_APIKeyFromSecret() {
+func ExampleService_APIKey() {
 	objs, err := serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").
 		On(hardware.H100).Accelerators(1).
-		APIKeyFromSecret("qwen-chat-api-key", "key").Objects()
+		APIKey(pod.SecretKeyRef{Name: "qwen-chat-api-key", Key: "key"}).Objects()
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -93,7 +93,7 @@ func ExampleService_APIKeyFromSecret() {
 	fmt.Println(err)
 	// Output:
 	// VLLM_API_KEY from secret qwen-chat-api-key key key
-	// spec.args[0]: Forbidden: an API key in the arguments is stored in the objects in clear: use APIKeyFromSecret
+	// spec.args[0]: Forbidden: an API key in the arguments is stored in the objects in clear: use APIKey
 }
 
 func ExampleSGLang() {

@@ -174,7 +174,7 @@ func buildService(data []byte, name string, sameNamespace bool) *serve.Service {
 		case 15:
 			svc = svc.HFEndpoint(s.str())
 		case 16:
-			svc = svc.APIKeyFromSecret(s.str(), s.str())
+			svc = svc.APIKey(pod.SecretKeyRef{Name: s.str(), Key: s.str()})
 		case 17:
 			svc = svc.S3Credentials(pod.SecretKeyRef{Name: s.str(), Key: "AWS_ACCESS_KEY_ID"}, pod.SecretKeyRef{Name: s.str(), Key: "AWS_SECRET_ACCESS_KEY"}).S3Endpoint(s.str()).S3Region(s.str())
 		case 18:

@@ -24,7 +24,7 @@ func TestUnmadeServicesDoNotPanic(t *testing.T) {
 	for name, svc := range map[string]*serve.Service{
 		"nil":                   nilService,
 		"zero":                  {},
-		"zero, chained":         (&serve.Service{}).TensorParallel(2).MaxModelLen(4096).LoRA("a", "org/a").APIKeyFromSecret("s", "k"),
+		"zero, chained":         (&serve.Service{}).TensorParallel(2).MaxModelLen(4096).LoRA("a", "org/a").APIKey(pod.SecretKeyRef{Name: "s", Key: "k"}),
 		"zero, pod settings":    (&serve.Service{}).Image("x"),
 		"nil, chained":          nilService.Replicas(2).LoRA("a", "org/a").HFToken(pod.SecretKeyRef{Name: "s", Key: "k"}).ModelCache("c"),
 		"zero, engine settings": (&serve.Service{}).ModelControl("poll").KeepAlive(5 * time.Minute).ConfigureMindIE(nil),
@@ -57,7 +57,7 @@ func TestUnmadeServicesDoNotPanic(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestAPIKeyFromSecret(t *testing.T) {
+func TestAPIKey(t *testing.T) {
 	secretRef := func(name, key string) *corev1.EnvVarSource {
 		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key,
@@ -73,7 +73,7 @@ func TestAPIKeyFromSecret(t *testing.T) {
 	}
 
 	// vLLM reads VLLM_API_KEY when --api-key is not given.
-	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).APIKeyFromSecret("q-api", "key")).main(t)
+	c := render(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).APIKey(pod.SecretKeyRef{Name: "q-api", Key: "key"})).main(t)
 	v := env(c, "VLLM_API_KEY")
 	require.NotNil(t, v)
 	assert.Empty(t, v.Value)
@@ -82,8 +82,8 @@ func TestAPIKeyFromSecret(t *testing.T) {
 
 	// SGLang and TGI take the flag; Kubernetes substitutes $(CUBE_API_KEY).
 	for _, svc := range []*serve.Service{
-		serve.SGLang("q", qwen).On(hardware.H100).Accelerators(1).APIKeyFromSecret("q-api", "key"),
-		serve.TGI("q", qwen).On(hardware.H100).Accelerators(1).APIKeyFromSecret("q-api", "key"),
+		serve.SGLang("q", qwen).On(hardware.H100).Accelerators(1).APIKey(pod.SecretKeyRef{Name: "q-api", Key: "key"}),
+		serve.TGI("q", qwen).On(hardware.H100).Accelerators(1).APIKey(pod.SecretKeyRef{Name: "q-api", Key: "key"}),
 	} {
 		c := render(t, svc).main(t)
 		assert.Equal(t, "$(CUBE_API_KEY)", flagValue(c.Args, "--api-key"), c.Name)
@@ -92,9 +92,9 @@ func TestAPIKeyFromSecret(t *testing.T) {
 		assert.Equal(t, secretRef("q-api", "key"), v.ValueFrom)
 	}
 
-	assertErrors(t, serve.Ollama("chat", "qwen2.5:7b").On(hardware.L4).Accelerators(1).APIKeyFromSecret("s", "k"),
-		wantErr{field.ErrorTypeForbidden, "spec.apiKey", "Ollama has no APIKeyFromSecret setting"})
-	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).APIKeyFromSecret("", ""),
+	assertErrors(t, serve.Ollama("chat", "qwen2.5:7b").On(hardware.L4).Accelerators(1).APIKey(pod.SecretKeyRef{Name: "s", Key: "k"}),
+		wantErr{field.ErrorTypeForbidden, "spec.apiKey", "Ollama has no APIKey setting"})
+	assertErrors(t, serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).APIKey(pod.SecretKeyRef{Name: "", Key: ""}),
 		wantErr{field.ErrorTypeRequired, "spec.apiKey", "secret name and key are required"})
 }
 
@@ -106,11 +106,11 @@ func TestLiteralSecretsAreRefused(t *testing.T) {
 		want wantErr
 	}{
 		"--api-key value": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).AddArgs("--max-num-seqs", "64", "--api-key", "sk-live-123"),
-			wantErr{field.ErrorTypeForbidden, "spec.args[2]", "use APIKeyFromSecret"}},
+			wantErr{field.ErrorTypeForbidden, "spec.args[2]", "use APIKey"}},
 		"--api-key=value": {serve.SGLang("q", qwen).On(hardware.H100).Accelerators(1).AddArgs("--api-key=sk-live-123"),
-			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKeyFromSecret"}},
+			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKey"}},
 		"a trailing --api-key": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).AddArgs("--api-key"),
-			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKeyFromSecret"}},
+			wantErr{field.ErrorTypeForbidden, "spec.args[0]", "use APIKey"}},
 		"HF_TOKEN": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Env("HF_TOKEN", "hf_live123"),
 			wantErr{field.ErrorTypeForbidden, "spec.template.env[HF_TOKEN].value", `EnvFromSecret("HF_TOKEN", secret, key)`}},
 		"VLLM_API_KEY": {serve.VLLM("q", qwen).On(hardware.H100).Accelerators(1).Env("VLLM_API_KEY", "sk-live-123"),

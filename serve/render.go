@@ -189,7 +189,7 @@ func (s *Service) checkLiteralSecrets() field.ErrorList {
 		if isKey && !(strings.HasPrefix(value, "$(") && strings.HasSuffix(value, ")")) {
 			// The value itself is never echoed.
 			errs = append(errs, field.Forbidden(argsPath.Index(i),
-				"an API key in the arguments is stored in the objects in clear: use APIKeyFromSecret"))
+				"an API key in the arguments is stored in the objects in clear: use APIKey"))
 		}
 	}
 	// Literal credentials in the environment are refused by the shared pod

@@ -294,7 +294,7 @@ func TestTGI(t *testing.T) {
 func TestTEI(t *testing.T) {
 	r := render(t, serve.TEI("bge", "BAAI/bge-m3").Image("ghcr.io/huggingface/text-embeddings-inference:cpu-1.9.3").
 		CPU("2").Memory("4Gi").DType("float32").ServedModelName("bge").
-		APIKeyFromSecret("tei-key", "key").HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).ModelCache("hub"))
+		APIKey(pod.SecretKeyRef{Name: "tei-key", Key: "key"}).HFToken(pod.SecretKeyRef{Name: "hf-token", Key: "token"}).ModelCache("hub"))
 	c := r.main(t)
 	assert.Empty(t, c.Command, "the image's entrypoint starts the router")
 	assert.Equal(t, []string{

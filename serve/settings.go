@@ -10,6 +10,7 @@ import (
 
 	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 )
 
 // Replicas sets how many copies of the model serve (default 1). With
@@ -212,7 +213,7 @@ func (s *Service) TrustRemoteCode() *Service {
 	return s
 }
 
-// APIKeyFromSecret makes the engine require a bearer token, read from key of
+// APIKey makes the engine require a bearer token, read from key of
 // Secret secretName: vLLM through VLLM_API_KEY (which it reads when
 // --api-key is not given, vllm/entrypoints/openai/api_server.py), SGLang
 // and TGI through --api-key $(CUBE_API_KEY), an environment variable from
@@ -220,7 +221,8 @@ func (s *Service) TrustRemoteCode() *Service {
 // key never appears in the rendered objects; clients send it with
 // APIKey or APIKeyFromEnv. A literal key given to AddArgs or Env is
 // refused.
-func (s *Service) APIKeyFromSecret(secretName, key string) *Service {
+func (s *Service) APIKey(ref pod.SecretKeyRef) *Service {
+	secretName, key := ref.Name, ref.Key
 	if s == nil {
 		return nil
 	}

@@ -25,7 +25,7 @@ var settingNames = map[string]string{
 	"modelControl":      "ModelControl",
 	"tritonModels":      "AddTritonModel",
 	"keepAlive":         "KeepAlive",
-	"apiKey":            "APIKeyFromSecret",
+	"apiKey":            "APIKey",
 }
 
 // checkSupport reports every setting used that the engine does not have.

@@ -63,13 +63,13 @@ func newPacker(inv hardware.Inventory, policy Policy, cfg packConfig) *packer {
 		groups: map[string][][]*device{}, open: map[string][]*device{}}
 	for ni := range inv.Nodes {
 		n := &inv.Nodes[ni]
-		if !n.Profile.Accelerated() || n.Unschedulable || n.Devices <= 0 {
+		if !n.Profile.Accelerated() || n.Unschedulable || n.Accelerators <= 0 {
 			continue
 		}
 		prof := n.Profile
 		migs := len(prof.MIGProfiles())
-		group := make([]*device, 0, n.Devices)
-		for di := 0; di < n.Devices; di++ {
+		group := make([]*device, 0, n.Accelerators)
+		for di := 0; di < n.Accelerators; di++ {
 			d := &device{node: ni, index: di, nodeName: n.Name, typ: prof.Name, profile: &prof,
 				memTotal: prof.MemoryBytes, migCount: make([]int, migs), openAt: -1}
 			pk.devices = append(pk.devices, d)

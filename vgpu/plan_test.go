@@ -289,7 +289,7 @@ func TestPackReasons(t *testing.T) {
 	// Cordoned nodes and nodes without a profile offer nothing.
 	var odd hardware.Inventory
 	odd.Add("cpu", hardware.CPU, 0)
-	odd.Nodes = append(odd.Nodes, hardware.NodeInventory{Name: "cordoned", Profile: hardware.A100_80G, Devices: 8, Unschedulable: true})
+	odd.Nodes = append(odd.Nodes, hardware.NodeInventory{Name: "cordoned", Profile: hardware.A100_80G, Accelerators: 8, Unschedulable: true})
 	plan = pack(t, odd, demands(vgpu.Whole(hardware.A100_80G, 1)), vgpu.Planner)
 	assert.Equal(t, 0, plan.Summary.DevicesTotal)
 	assert.Equal(t, "no A100-SXM-80GB devices in the inventory", plan.Unplaced[0].Reason)

@@ -18,13 +18,13 @@ type Share struct {
 	// Resource is the extended resource the share was read from
 	// (nvidia.com/gpu, nvidia.com/mig-1g.10gb, huawei.com/Ascend910-5c.1cpu.16g…).
 	Resource corev1.ResourceName
-	// Devices is device-equivalents: the number of whole devices, or for a
+	// Accelerators is device-equivalents: the number of whole devices, or for a
 	// share the fraction of one device it holds times the devices it spans.
 	// A slice counts the larger of its memory and compute fraction, the
 	// size the packing planner gives it; a MIG instance its compute slices
 	// out of hardware.MIGComputeSlices; a vNPU its AI cores out of the
 	// chip's.
-	Devices float64
+	Accelerators float64
 	// Detail names the share: the MIG profile ("3g.40gb") or the vNPU type
 	// ("5c.1cpu.16g"); empty otherwise.
 	Detail string
@@ -89,7 +89,7 @@ func RequestShare(res corev1.ResourceList, p hardware.Profile) (Share, bool) {
 			if err != nil {
 				continue
 			}
-			return Share{Kind: KindMIG, Resource: name, Devices: float64(n) * float64(c) / hardware.MIGComputeSlices, Detail: profile}, true
+			return Share{Kind: KindMIG, Resource: name, Accelerators: float64(n) * float64(c) / hardware.MIGComputeSlices, Detail: profile}, true
 		}
 		if base, typ, ok := strings.Cut(s, "-"); ok && strings.HasPrefix(base, "huawei.com/Ascend") && typ != "memory" && typ != "core" {
 			cores, err := strconv.Atoi(strings.SplitN(typ, "c", 2)[0])
@@ -100,7 +100,7 @@ func RequestShare(res corev1.ResourceList, p hardware.Profile) (Share, bool) {
 			if p.AICores > 0 {
 				share = min(float64(cores)/float64(p.AICores), 1)
 			}
-			return Share{Kind: KindVNPU, Resource: name, Devices: float64(n) * share, Detail: typ}, true
+			return Share{Kind: KindVNPU, Resource: name, Accelerators: float64(n) * share, Detail: typ}, true
 		}
 	}
 	if n, ok := count(ResourceVolcanoNumber); ok && n > 0 {
@@ -113,7 +113,7 @@ func RequestShare(res corev1.ResourceList, p hardware.Profile) (Share, bool) {
 			pct = v
 		}
 		share := volcanoOrHAMiShare(compute, mem*mib, pct, p.MemoryBytes)
-		return Share{Kind: KindSlice, Resource: ResourceVolcanoNumber, Devices: float64(n) * share}, true
+		return Share{Kind: KindSlice, Resource: ResourceVolcanoNumber, Accelerators: float64(n) * share}, true
 	}
 	if n, ok := count(hardware.ResourceNVIDIAGPU); ok && n > 0 {
 		cores, hasCores := count(ResourceGPUCores)
@@ -121,14 +121,14 @@ func RequestShare(res corev1.ResourceList, p hardware.Profile) (Share, bool) {
 		pct, hasPct := count(ResourceGPUMemPercentage)
 		exclusive := (hasCores && cores >= 100) || (hasPct && pct >= 100)
 		if exclusive || !(hasCores || hasMem || hasPct) {
-			return Share{Kind: KindWhole, Resource: hardware.ResourceNVIDIAGPU, Devices: float64(n)}, true
+			return Share{Kind: KindWhole, Resource: hardware.ResourceNVIDIAGPU, Accelerators: float64(n)}, true
 		}
 		compute := 0.0
 		if hasCores {
 			compute = float64(cores) / 100
 		}
 		share := volcanoOrHAMiShare(compute, mem*mib, pct, p.MemoryBytes)
-		return Share{Kind: KindSlice, Resource: hardware.ResourceNVIDIAGPU, Devices: float64(n) * share}, true
+		return Share{Kind: KindSlice, Resource: hardware.ResourceNVIDIAGPU, Accelerators: float64(n) * share}, true
 	}
 	for name, q := range res {
 		n := q.Value()
@@ -140,11 +140,11 @@ func RequestShare(res corev1.ResourceList, p hardware.Profile) (Share, bool) {
 			if p.MemoryBytes > 0 {
 				share = deviceShare(memMiB*mib, p.MemoryBytes, 0)
 			}
-			return Share{Kind: KindVNPU, Resource: name, Devices: float64(n) * share}, true
+			return Share{Kind: KindVNPU, Resource: name, Accelerators: float64(n) * share}, true
 		}
 		if wholeResources[name] || (p.ResourceName != "" && name == p.ResourceName) ||
 			(strings.HasPrefix(string(name), "huawei.com/Ascend") && !strings.Contains(string(name), "-")) {
-			return Share{Kind: KindWhole, Resource: name, Devices: float64(n)}, true
+			return Share{Kind: KindWhole, Resource: name, Accelerators: float64(n)}, true
 		}
 	}
 	return Share{}, false

@@ -37,14 +37,14 @@ func TestRequestShareReadsWhatApplyRenders(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}}
 			if c.kind == vgpu.KindWhole {
-				require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: c.prof, GPUs: 4}, nil))
+				require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: c.prof, Accelerators: 4}, nil))
 			} else {
 				require.Empty(t, c.spec.Apply(&tmpl, "main", nil))
 			}
 			s, ok := vgpu.RequestShare(tmpl.Spec.Containers[0].Resources.Limits, c.prof)
 			require.True(t, ok, "%v", tmpl.Spec.Containers[0].Resources.Limits)
 			assert.Equal(t, c.kind, s.Kind)
-			assert.InDelta(t, c.devices, s.Devices, 1e-9)
+			assert.InDelta(t, c.devices, s.Accelerators, 1e-9)
 		})
 	}
 }
@@ -60,7 +60,7 @@ func TestRequestShareWithoutAccelerator(t *testing.T) {
 	// A static vNPU of an unknown chip counts as a whole device.
 	s, ok := vgpu.RequestShare(corev1.ResourceList{"huawei.com/Ascend910-5c.1cpu.16g": resource.MustParse("1")}, hardware.Profile{})
 	require.True(t, ok)
-	assert.Equal(t, 1.0, s.Devices)
+	assert.Equal(t, 1.0, s.Accelerators)
 }
 
 func FuzzRequestShare(f *testing.F) {
@@ -73,7 +73,7 @@ func FuzzRequestShare(f *testing.F) {
 			res[corev1.ResourceName(other)] = *resource.NewQuantity(v, resource.DecimalSI)
 		}
 		s, ok := vgpu.RequestShare(res, hardware.A100_80G)
-		if ok && s.Devices < 0 {
+		if ok && s.Accelerators < 0 {
 			t.Fatalf("negative share %v from %v", s, res)
 		}
 	})

@@ -32,7 +32,7 @@ type Summary struct {
 
 // TypeSummary is the summary of one device type.
 type TypeSummary struct {
-	Devices, Used, LowerBound, TraceLowerBound int
+	Accelerators, Used, LowerBound, TraceLowerBound int
 	MemoryUtilisation, ComputeUtilisation      float64
 }
 
@@ -97,7 +97,7 @@ func summarise(pk *packer, needs []need, assignments []*Assignment) Summary {
 	perType := map[string]*acc{}
 	for _, d := range pk.devices {
 		ts := s.PerType[d.typ]
-		ts.Devices++
+		ts.Accelerators++
 		if perType[d.typ] == nil {
 			perType[d.typ] = &acc{}
 		}

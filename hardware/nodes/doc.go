@@ -9,5 +9,5 @@
 //	if err != nil {
 //		return err
 //	}
-//	fmt.Println(inv.Devices()["H100-SXM-80GB"])
+//	fmt.Println(inv.Accelerators()["H100-SXM-80GB"])
 package nodes

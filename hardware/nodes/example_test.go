@@ -32,7 +32,7 @@ func ExampleRead() {
 		return
 	}
 	for _, n := range inv.Nodes {
-		fmt.Println(n.Name, n.Profile.Name, n.Devices)
+		fmt.Println(n.Name, n.Profile.Name, n.Accelerators)
 	}
 	// Output:
 	// gpu-1 H100-SXM-80GB 8

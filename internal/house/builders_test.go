@@ -8,6 +8,7 @@ import (
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 )
@@ -30,6 +31,7 @@ var builders = []any{
 	(*pipeline.Schedule)(nil),
 	(*serve.Service)(nil),
 	(*serve.Split)(nil),
+	(*tenant.Spec)(nil),
 	(*train.ColossalAIJob)(nil),
 	(*train.DeepSpeedJob)(nil),
 	(*train.MPIJob)(nil),

@@ -777,7 +777,7 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 	if noDevices || b.slice != nil || count < 0 {
 		count = 0 // a negative count is reported by Accelerators, once
 	}
-	placement := hardware.Placement{Profile: *b.profile, GPUs: count, Fabric: b.fabric, SharedMemory: shm}
+	placement := hardware.Placement{Profile: *b.profile, Accelerators: count, Fabric: b.fabric, SharedMemory: shm}
 	if noDevices {
 		placement.Fabric = hardware.Fabric{} // a role without devices does not join the collective
 	}

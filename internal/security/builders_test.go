@@ -112,17 +112,17 @@ func builderCases() []builderCase {
 	return []builderCase{
 		// notebook
 		{"notebook-jupyter", func(s setting) cube.Workload {
-			n := notebook.Jupyter("lab", "alice").Namespace(s.namespaceOr("team-a")).AuthSecret("alice-credentials", "token").Storage("10Gi", "").AllowNamespace(ingress)
+			n := notebook.Jupyter("lab", "alice").Namespace(s.namespaceOr("team-a")).Credential(pod.SecretKeyRef{Name: "alice-credentials", Key: "token"}).Storage("10Gi", "").AllowNamespace(ingress)
 			on(&n.Builder, s)
 			return n
 		}},
 		{"notebook-vscode", func(s setting) cube.Workload {
-			n := notebook.VSCode("code", "alice").Namespace(s.namespaceOr("team-a")).AuthSecret("alice-credentials", "password").AllowNamespace(ingress)
+			n := notebook.VSCode("code", "alice").Namespace(s.namespaceOr("team-a")).Credential(pod.SecretKeyRef{Name: "alice-credentials", Key: "password"}).AllowNamespace(ingress)
 			on(&n.Builder, s)
 			return n
 		}},
 		{"notebook-rstudio", func(s setting) cube.Workload {
-			n := notebook.RStudio("rstudio", "alice").Namespace(s.namespaceOr("team-a")).AuthSecret("alice-credentials", "password").AllowNamespace(ingress)
+			n := notebook.RStudio("rstudio", "alice").Namespace(s.namespaceOr("team-a")).Credential(pod.SecretKeyRef{Name: "alice-credentials", Key: "password"}).AllowNamespace(ingress)
 			on(&n.Builder, s)
 			return n
 		}},
@@ -234,7 +234,7 @@ func builderCases() []builderCase {
 		}},
 		// serve
 		{"serve-vllm", func(s setting) cube.Workload {
-			v := serve.VLLM("chat", "pvc://models/chat").HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).APIKeyFromSecret("chat-key", "key")
+			v := serve.VLLM("chat", "pvc://models/chat").HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}).APIKey(pod.SecretKeyRef{Name: "chat-key", Key: "key"})
 			on(&v.Builder, s)
 			return v
 		}},

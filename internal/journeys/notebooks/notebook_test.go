@@ -23,6 +23,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/journeys"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 )
 
 // jupyter talks to a Jupyter Server's REST API and kernel channels.
@@ -106,7 +107,7 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 		Image(c.Images.Python).
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
 		Launch(notebook.LaunchJupyterServer).
-		AuthSecret("lab-token", "token").
+		Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).
 		Storage("1Gi", "").
 		CPU("250m").Memory("1Gi")
 	rel := journeys.Apply(t, cl, nb)

@@ -23,6 +23,7 @@ import (
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/notebook"
+	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
@@ -178,7 +179,7 @@ func TestQuotaRefusesDeploymentPods(t *testing.T) {
 func TestQuotaRefusesNotebookPod(t *testing.T) {
 	c, cl, ns := quotaTenant(t)
 	nb := notebook.Jupyter("lab", "alice").Namespace(ns).Image(c.Images.Python).
-		Launch(notebook.LaunchJupyterServer).AuthSecret("lab-token", "token").Storage("1Gi", "").
+		Launch(notebook.LaunchJupyterServer).Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).Storage("1Gi", "").
 		AllowNamespace(map[string]string{"kubernetes.io/metadata.name": ns}).
 		On(hardware.H100).Accelerators(2)
 	rel, st := applyRefused(t, cl, nb, cube.Ready, "StatefulSet")
