@@ -2,10 +2,9 @@ package fuzzcorpus
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,27 +24,36 @@ func Stored(t *testing.T, c *cube.Client, env *testenv.Env, ns string, w cube.Wo
 	t.Helper()
 	ctx := t.Context()
 	want, err := w.Objects()
-	require.NoError(t, err)
-	_, err = c.Apply(ctx, w)
-	require.NoError(t, err, "the API server refused what Objects accepted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = c.Apply(ctx, w); err != nil {
+		t.Fatalf("the API server refused what Objects accepted: %v", err)
+	}
 	for _, obj := range want {
 		rendered, err := cube.ToUnstructured(obj)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(rendered.GroupVersionKind())
 		key := client.ObjectKey{Namespace: rendered.GetNamespace(), Name: rendered.GetName()}
 		if key.Namespace == "" {
 			key.Namespace = ns
 		}
-		require.NoError(t, env.Client.Get(ctx, key, got), "%s %s not stored", rendered.GetKind(), key)
+		if err := env.Client.Get(ctx, key, got); err != nil {
+			t.Fatalf("%s %s not stored: %v", rendered.GetKind(), key, err)
+		}
 		where := rendered.GetKind() + " " + key.String()
 		for _, part := range []string{"spec", "data"} {
 			AssertContains(t, where+"."+part, rendered.Object[part], got.Object[part])
 		}
 		AssertContains(t, where+".labels", mapOf(rendered.GetLabels()), mapOf(got.GetLabels()))
 		AssertContains(t, where+".annotations", mapOf(rendered.GetAnnotations()), mapOf(got.GetAnnotations()))
-		require.NoError(t, client.IgnoreNotFound(env.Client.Delete(ctx, got,
-			client.PropagationPolicy(metav1.DeletePropagationBackground))), where)
+		if err := client.IgnoreNotFound(env.Client.Delete(ctx, got,
+			client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
 	}
 }
 
@@ -68,7 +76,8 @@ func AssertContains(t testing.TB, path string, want, got any) {
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
-		if !assert.True(t, ok, "%s: want an object, got %v", path, got) {
+		if !ok {
+			t.Errorf("%s: want an object, got %v", path, got)
 			return
 		}
 		for k, v := range w {
@@ -76,14 +85,21 @@ func AssertContains(t testing.TB, path string, want, got any) {
 		}
 	case []any:
 		g, ok := got.([]any)
-		if !assert.True(t, ok, "%s: want a list, got %v", path, got) || !assert.Len(t, g, len(w), path) {
+		if !ok {
+			t.Errorf("%s: want a list, got %v", path, got)
+			return
+		}
+		if len(g) != len(w) {
+			t.Errorf("%s: want %d elements, got %d", path, len(w), len(g))
 			return
 		}
 		for i := range w {
 			AssertContains(t, fmt.Sprintf("%s[%d]", path, i), w[i], g[i])
 		}
 	default:
-		assert.Equal(t, want, got, path)
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("%s: want %#v, got %#v", path, want, got)
+		}
 	}
 }
 
@@ -113,7 +129,9 @@ func StoredAll[In any](t *testing.T, c *cube.Client, env *testenv.Env, ns string
 		}
 	}
 	t.Logf("%d of %d inputs accepted and applied", accepted, len(inputs))
-	assert.GreaterOrEqual(t, accepted, min, "the corpus exercises accepted inputs, not only refusals")
+	if accepted < min {
+		t.Errorf("%d inputs accepted, want at least %d: the corpus exercises accepted inputs, not only refusals", accepted, min)
+	}
 	return accepted
 }
 

@@ -3,11 +3,11 @@ package golden
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube"
 )
@@ -20,12 +20,20 @@ func Assert(t testing.TB, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
 	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update to create %s", path)
-	require.Equal(t, string(want), string(got))
+	if err != nil {
+		t.Fatalf("%v: run go test -update to create %s", err, path)
+	}
+	if string(want) != string(got) {
+		t.Fatalf("%s differs from the output (run go test -update to rewrite it, and read the diff):\n%s", path, lineDiff(string(want), string(got)))
+	}
 }
 
 // AssertRender renders ws with cube.Render and compares the YAML with
@@ -33,6 +41,21 @@ func Assert(t testing.TB, name string, got []byte) {
 func AssertRender(t testing.TB, name string, ws ...cube.Workload) {
 	t.Helper()
 	var buf bytes.Buffer
-	require.NoError(t, cube.Render(&buf, ws...))
+	if err := cube.Render(&buf, ws...); err != nil {
+		t.Fatalf("render: %v", err)
+	}
 	Assert(t, name, buf.Bytes())
+}
+
+// lineDiff names the first line where want and got part, with a few lines
+// of each around it.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	i := 0
+	for i < len(w) && i < len(g) && w[i] == g[i] {
+		i++
+	}
+	from := max(0, i-2)
+	pick := func(l []string) string { return strings.Join(l[min(from, len(l)):min(i+3, len(l))], "\n") }
+	return fmt.Sprintf("first difference at line %d\n--- want\n%s\n+++ got\n%s", i+1, pick(w), pick(g))
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testenv"
 	"github.com/cubestudio/cube/kinds"
@@ -21,7 +19,9 @@ func NewClient(t testing.TB) (*testenv.Cluster, *cube.Client, string) {
 	c := testenv.GetCluster(t)
 	ns := c.Namespace(t)
 	cl, err := cube.New(c.Config, cube.Namespace(ns), cube.Kinds(kinds.All()...))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return c, cl, ns
 }
 
@@ -29,7 +29,9 @@ func NewClient(t testing.TB) (*testenv.Cluster, *cube.Client, string) {
 func Apply(t testing.TB, c *cube.Client, w cube.Workload) *cube.Release {
 	t.Helper()
 	rel, err := c.Apply(t.Context(), w)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return rel
 }
 
@@ -37,10 +39,14 @@ func Apply(t testing.TB, c *cube.Client, w cube.Workload) *cube.Release {
 func LogsOf(t testing.TB, rel *cube.Release, opts ...cube.LogOption) string {
 	t.Helper()
 	r, err := rel.Logs(t.Context(), opts...)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer r.Close()
 	data, err := io.ReadAll(r)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return string(data)
 }
 
