@@ -1,6 +1,6 @@
 package cube_test
 
-// These tests run against a real kube-apiserver and etcd (internal/testenv).
+// These tests run against a real kube-apiserver and etcd (internal/testsupport/testenv).
 // No controllers run there: where a test needs a status, it writes it
 // through the status subresource as the controller would (cubetest.MarkObject).
 
@@ -23,7 +23,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 func resourceMust(s string) resource.Quantity { return resource.MustParse(s) } // test constants only

@@ -1,7 +1,7 @@
 package cube_test
 
 // A release owns what it created and nothing else, against the real
-// kube-apiserver (internal/testenv). No garbage collector or namespace
+// kube-apiserver (internal/testsupport/testenv). No garbage collector or namespace
 // controller runs there: a deleted Namespace stays Terminating and a
 // foreground deletion leaves the object marked, which `deleted` counts.
 
@@ -25,7 +25,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"

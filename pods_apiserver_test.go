@@ -1,6 +1,6 @@
 package cube_test
 
-// Pod diagnostics against the real kube-apiserver (internal/testenv). No
+// Pod diagnostics against the real kube-apiserver (internal/testsupport/testenv). No
 // kubelet or scheduler runs there: the test creates the pods a ReplicaSet
 // would create, with the release's labels, and writes their status through
 // the status subresource as the scheduler and the kubelet would.
@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // releasePod creates a pod of release shop, as the Deployment's ReplicaSet

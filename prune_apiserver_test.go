@@ -1,6 +1,6 @@
 package cube_test
 
-// Pruning against the real kube-apiserver (internal/testenv). No garbage
+// Pruning against the real kube-apiserver (internal/testsupport/testenv). No garbage
 // collector runs there: a foreground deletion leaves the object marked for
 // deletion, which is what the tests look for.
 
@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // recordRef names the ConfigMap that records release name.

@@ -22,8 +22,8 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/cputime"
-	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/testsupport/cputime"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 )
 
 func TestRenderGolden(t *testing.T) {

@@ -1,6 +1,6 @@
 package cube_test
 
-// Statuses never lie, against the real kube-apiserver (internal/testenv):
+// Statuses never lie, against the real kube-apiserver (internal/testsupport/testenv):
 // a kind without a reader is Unknown, a deleted release Missing, a pod
 // the cluster refused to create is reported, and Wait stops as soon as a
 // phase cannot be reached.
@@ -23,7 +23,7 @@ import (
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/train"
 )

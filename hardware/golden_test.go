@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 )
 
 func TestApplyGolden(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/fuzzcorpus"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // Argument dictionaries for generated FuzzStudio inputs: valid values

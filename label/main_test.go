@@ -3,7 +3,7 @@ package label_test
 import (
 	"testing"
 
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // TestMain stops the test API server that the API-server tests start.

@@ -4,7 +4,7 @@ package label_test
 // MLBackend workload with an image of cube's own program
 // (label/labeltest/cmd/mlbackend, testenv.Images.LabelBackend), asking a
 // model served by serve.VLLM on the stand-in engine
-// (internal/testenv/cmd/standin-engine), which stands in for vLLM: no model
+// (internal/testsupport/testenv/cmd/standin-engine), which stands in for vLLM: no model
 // runs here. The test reaches the backend through its Service, as Label
 // Studio does, and speaks Label Studio's side of the protocol (/health,
 // /setup, /predict, shaped as label_studio/ml/api_connector.py sends them).
@@ -38,7 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/serve"
 )

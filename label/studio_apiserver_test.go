@@ -1,7 +1,7 @@
 package label_test
 
 // The Studio's objects are applied to the real kube-apiserver of
-// internal/testenv with strict field validation: a field the schema does
+// internal/testsupport/testenv with strict field validation: a field the schema does
 // not know fails. No kubelet runs there, so Label Studio does not start.
 
 import (
@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/label"
 )
 

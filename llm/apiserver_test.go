@@ -1,7 +1,7 @@
 package llm_test
 
 // These tests run against a real kube-apiserver with the training-operator
-// CRDs installed (internal/testenv); no operator runs.
+// CRDs installed (internal/testsupport/testenv); no operator runs.
 
 import (
 	"testing"
@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/fuzzcorpus"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // TestAppliedStrictly applies every builder on H100 with InfiniBand,

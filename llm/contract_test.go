@@ -18,7 +18,7 @@ import (
 
 	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/contract"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/train"
 )

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/fuzzcorpus"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // TestFuzzCorpusApplies runs the FuzzFineTune and FuzzRL corpora (seeds,

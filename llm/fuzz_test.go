@@ -16,9 +16,9 @@ import (
 
 	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/contract"
-	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"

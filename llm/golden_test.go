@@ -3,7 +3,7 @@ package llm_test
 import (
 	"testing"
 
-	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 )
 
 // TestGolden renders every fine-tune on every hardware setup, and the

@@ -1,6 +1,6 @@
 package llm_test
 
-// The launch path on the real one-node test cluster (internal/testenv
+// The launch path on the real one-node test cluster (internal/testsupport/testenv
 // Cluster: kubelet, containerd, the training-operator).
 //
 // LLaMA-Factory cannot be installed here (no PyPI), so an executable
@@ -27,7 +27,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/train"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cubestudio/cube/internal/contract"
-	"github.com/cubestudio/cube/internal/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/train"
 )

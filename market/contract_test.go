@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/contract"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
 	"github.com/cubestudio/cube/market"
 )
 

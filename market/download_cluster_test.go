@@ -1,6 +1,6 @@
 package market_test
 
-// A model download on the one-node test cluster (internal/testenv
+// A model download on the one-node test cluster (internal/testsupport/testenv
 // GetCluster): the Job cube renders really runs its download script in a
 // pod, writes onto a real claim, reports size and checksum in its
 // termination message, and RegisterDownload registers the version in the
@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"

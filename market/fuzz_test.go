@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/contract"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/models"
 )

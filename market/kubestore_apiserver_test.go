@@ -10,12 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/market"
 )
 
 // TestKubernetesStoreConformance runs the store suite against ConfigMaps
-// on a real kube-apiserver and etcd (internal/testenv): the API server's
+// on a real kube-apiserver and etcd (internal/testsupport/testenv): the API server's
 // resourceVersion is the compare-and-swap, AlreadyExists the number lock.
 func TestKubernetesStoreConformance(t *testing.T) {
 	env := testenv.Get(t)

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -1,6 +1,6 @@
 package notebook_test
 
-// Tests against the real kube-apiserver of internal/testenv: every object is
+// Tests against the real kube-apiserver of internal/testsupport/testenv: every object is
 // server-side applied with strict field validation, so a field the real
 // schema does not know fails. No controllers run there: the StatefulSet
 // controller's claim is created by hand where a test needs it.
@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/pod"
 )

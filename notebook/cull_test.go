@@ -1,6 +1,6 @@
 package notebook_test
 
-// Cull against the real kube-apiserver of internal/testenv (StatefulSets,
+// Cull against the real kube-apiserver of internal/testsupport/testenv (StatefulSets,
 // Services, Secrets and Pods as the API server stores them, status written
 // as the StatefulSet controller would with cubetest) and httptest servers
 // that follow the servers' published APIs: Jupyter Server's REST API for
@@ -29,7 +29,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/internal/podspec"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/pod"
 )

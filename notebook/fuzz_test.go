@@ -16,31 +16,12 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/podspec"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"
 )
-
-// byteReader hands out choices from fuzz input; past its end every choice
-// is the first.
-type byteReader struct {
-	data []byte
-	pos  int
-}
-
-func (r *byteReader) next() int {
-	if r.pos >= len(r.data) {
-		return 0
-	}
-	b := r.data[r.pos]
-	r.pos++
-	return int(b)
-}
-
-func (r *byteReader) done() bool { return r.pos >= len(r.data) }
-
-func pick[T any](r *byteReader, pool []T) T { return pool[r.next()%len(pool)] }
 
 // Argument pools, valid values first, then the wrong ones a user passes.
 var (
@@ -67,15 +48,15 @@ var (
 // builder calls with random arguments. namespace is the only namespace it
 // sets, so that what it accepts can be applied to a test API server.
 func fuzzNotebook(data []byte, namespace string) *notebook.Notebook {
-	r := &byteReader{data: data}
+	r := fuzzcorpus.NewProgram(data)
 	var nb *notebook.Notebook
-	switch r.next() % 16 {
+	switch int(r.Byte()) % 16 {
 	case 0, 1, 2, 3, 4:
-		nb = notebook.Jupyter(pick(r, fuzzNames), pick(r, fuzzUsers))
+		nb = notebook.Jupyter(fuzzcorpus.Pick(r, fuzzNames), fuzzcorpus.Pick(r, fuzzUsers))
 	case 5, 6, 7, 8:
-		nb = notebook.VSCode(pick(r, fuzzNames), pick(r, fuzzUsers))
+		nb = notebook.VSCode(fuzzcorpus.Pick(r, fuzzNames), fuzzcorpus.Pick(r, fuzzUsers))
 	case 9, 10, 11, 12:
-		nb = notebook.RStudio(pick(r, fuzzNames), pick(r, fuzzUsers))
+		nb = notebook.RStudio(fuzzcorpus.Pick(r, fuzzNames), fuzzcorpus.Pick(r, fuzzUsers))
 	case 13:
 		// A zero Notebook is judged as it is: the embedded pod.Builder's
 		// methods return the builder they were bound to by the
@@ -85,63 +66,63 @@ func fuzzNotebook(data []byte, namespace string) *notebook.Notebook {
 	case 14, 15:
 		nb = nil
 	}
-	if r.next()%8 != 7 && nb != nil {
+	if int(r.Byte())%8 != 7 && nb != nil {
 		// Most inputs carry the two settings a notebook cannot do without.
 		// (A method of the embedded pod.Builder cannot be called on a nil
 		// *Notebook at all: Go dereferences the pointer to reach the
 		// embedded field before the method runs.)
 		nb = nb.Namespace(namespace).Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).AllowNamespace(fuzzLabels[0])
 	}
-	for ops := 0; !r.done() && ops < 40 && nb != nil; ops++ {
-		switch r.next() % 24 {
+	for ops := 0; !r.Done() && ops < 40 && nb != nil; ops++ {
+		switch int(r.Byte()) % 24 {
 		case 0:
-			nb.BaseURL(pick(r, fuzzBaseURLs))
+			nb.BaseURL(fuzzcorpus.Pick(r, fuzzBaseURLs))
 		case 1:
-			nb.Credential(pod.SecretKeyRef{Name: pick(r, fuzzSecrets), Key: pick(r, fuzzKeys)})
+			nb.Credential(pod.SecretKeyRef{Name: fuzzcorpus.Pick(r, fuzzSecrets), Key: fuzzcorpus.Pick(r, fuzzKeys)})
 		case 2:
-			nb.Storage(pick(r, fuzzQuant), pick(r, fuzzClasses))
+			nb.Storage(fuzzcorpus.Pick(r, fuzzQuant), fuzzcorpus.Pick(r, fuzzClasses))
 		case 3:
-			nb.HomeDir(pick(r, fuzzHomes))
+			nb.HomeDir(fuzzcorpus.Pick(r, fuzzHomes))
 		case 4:
-			nb.ServerPort(pick(r, fuzzPorts))
+			nb.ServerPort(fuzzcorpus.Pick(r, fuzzPorts))
 		case 5:
-			nb.MaxLifetime(pick(r, fuzzLifetimes))
+			nb.MaxLifetime(fuzzcorpus.Pick(r, fuzzLifetimes))
 		case 6:
-			nb.AllowNamespace(pick(r, fuzzLabels))
+			nb.AllowNamespace(fuzzcorpus.Pick(r, fuzzLabels))
 		case 7:
-			nb.AllowPods(pick(r, fuzzLabels), pick(r, fuzzLabels))
+			nb.AllowPods(fuzzcorpus.Pick(r, fuzzLabels), fuzzcorpus.Pick(r, fuzzLabels))
 		case 8:
-			nb.Launch(pick(r, fuzzLaunchers))
+			nb.Launch(fuzzcorpus.Pick(r, fuzzLaunchers))
 		case 9:
-			nb.Image(pick(r, []string{"quay.io/jupyter/base-notebook:2025-03-14", "kubeflownotebookswg/jupyter-scipy:v1.9.0", ""}))
+			nb.Image(fuzzcorpus.Pick(r, []string{"quay.io/jupyter/base-notebook:2025-03-14", "kubeflownotebookswg/jupyter-scipy:v1.9.0", ""}))
 		case 10:
-			nb.Command(pick(r, fuzzTexts))
+			nb.Command(fuzzcorpus.Pick(r, fuzzTexts))
 		case 11:
-			nb.Args(pick(r, fuzzTexts), pick(r, fuzzTexts))
+			nb.Args(fuzzcorpus.Pick(r, fuzzTexts), fuzzcorpus.Pick(r, fuzzTexts))
 		case 12:
-			nb.Env(pick(r, fuzzEnvNames), pick(r, fuzzTexts))
+			nb.Env(fuzzcorpus.Pick(r, fuzzEnvNames), fuzzcorpus.Pick(r, fuzzTexts))
 		case 13:
-			nb.EnvFromSecret(pick(r, fuzzEnvNames), pod.SecretKeyRef{Name: pick(r, fuzzSecrets), Key: pick(r, fuzzKeys)})
+			nb.EnvFromSecret(fuzzcorpus.Pick(r, fuzzEnvNames), pod.SecretKeyRef{Name: fuzzcorpus.Pick(r, fuzzSecrets), Key: fuzzcorpus.Pick(r, fuzzKeys)})
 		case 14:
-			nb.CPU(pick(r, fuzzQuant)).Memory(pick(r, fuzzQuant))
+			nb.CPU(fuzzcorpus.Pick(r, fuzzQuant)).Memory(fuzzcorpus.Pick(r, fuzzQuant))
 		case 15:
-			nb.On(pick(r, fuzzProfiles))
+			nb.On(fuzzcorpus.Pick(r, fuzzProfiles))
 		case 16:
-			nb.Accelerators(pick(r, fuzzInts))
+			nb.Accelerators(fuzzcorpus.Pick(r, fuzzInts))
 		case 17:
-			nb.Slice(vgpu.Slice(hardware.A100_80G).Memory(pick(r, []string{"20Gi", "0", "lots"})).Cores(pick(r, []int{30, 0, 200})))
+			nb.Slice(vgpu.Slice(hardware.A100_80G).Memory(fuzzcorpus.Pick(r, []string{"20Gi", "0", "lots"})).Cores(fuzzcorpus.Pick(r, []int{30, 0, 200})))
 		case 18:
-			nb.SharedMemory(pick(r, fuzzQuant))
+			nb.SharedMemory(fuzzcorpus.Pick(r, fuzzQuant))
 		case 19:
-			nb.PVC(pick(r, []string{"data", "", "Bad_Claim"}), pick(r, fuzzPaths))
+			nb.PVC(fuzzcorpus.Pick(r, []string{"data", "", "Bad_Claim"}), fuzzcorpus.Pick(r, fuzzPaths))
 		case 20:
-			nb.NodeSelector(pick(r, []string{"pool", "bad key", ""}), pick(r, []string{"gpu", "bad value!"}))
+			nb.NodeSelector(fuzzcorpus.Pick(r, []string{"pool", "bad key", ""}), fuzzcorpus.Pick(r, []string{"gpu", "bad value!"}))
 		case 21:
-			nb.PodLabel(pick(r, []string{"team", "bad key"}), pick(r, []string{"nlp", "bad value!"}))
+			nb.PodLabel(fuzzcorpus.Pick(r, []string{"team", "bad key"}), fuzzcorpus.Pick(r, []string{"nlp", "bad value!"}))
 		case 22:
-			nb.Label(pick(r, []string{"team", "bad key"}), pick(r, []string{"nlp", "bad value!"}))
+			nb.Label(fuzzcorpus.Pick(r, []string{"team", "bad key"}), fuzzcorpus.Pick(r, []string{"nlp", "bad value!"}))
 		case 23:
-			nb.Namespace(pick(r, []string{namespace, "", "Bad NS"}))
+			nb.Namespace(fuzzcorpus.Pick(r, []string{namespace, "", "Bad NS"}))
 		}
 	}
 	return nb

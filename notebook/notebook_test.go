@@ -21,7 +21,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cubestudio/cube/internal/contract"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
 )
 
 // The parts of the PromQL Exporter.Query renders: vector selectors with

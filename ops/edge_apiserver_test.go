@@ -1,7 +1,7 @@
 package ops_test
 
 // Edge placement applied strictly to the real kube-apiserver of
-// internal/testenv. No KubeEdge runs here (no cloudcore, no edgecore, no
+// internal/testsupport/testenv. No KubeEdge runs here (no cloudcore, no edgecore, no
 // edge nodes): the test proves the objects are valid and carry the edge
 // placement; it cannot prove a pod lands on an edge device.
 
@@ -17,7 +17,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"

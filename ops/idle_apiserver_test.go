@@ -2,7 +2,7 @@ package ops_test
 
 // Utilisation and idle detection against a real Prometheus (Debian's
 // prometheus binary) scraping the test's exporter, and the idle actions
-// against the real kube-apiserver of internal/testenv. No GPUs and no
+// against the real kube-apiserver of internal/testsupport/testenv. No GPUs and no
 // kubelet run here: the pods exist only as API objects, and the exporter
 // serves what dcgm-exporter, HAMi and npu-exporter would serve for them.
 
@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pod"

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testsupport/ci"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/vgpu"
@@ -41,10 +42,7 @@ var (
 // renderers and Prometheus give.
 func TestRecordJourney(t *testing.T) {
 	if _, err := exec.LookPath("promtool"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("promtool not found (install Debian's prometheus package): %v", err)
-		}
-		t.Skipf("promtool not found (apt-get install prometheus): %v", err)
+		ci.Skip(t, "promtool (Debian's prometheus package): %v", err)
 	}
 	a100, h100, b3 := hardware.A100_80G, hardware.H100, hardware.Ascend910B3
 	pods := []corev1.Pod{

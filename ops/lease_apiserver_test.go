@@ -1,6 +1,6 @@
 package ops_test
 
-// Lease expiry against the real kube-apiserver of internal/testenv, with
+// Lease expiry against the real kube-apiserver of internal/testsupport/testenv, with
 // an injected clock: the enforcer stops the leased notebook at expiry, not
 // before, and a renewal moves the expiry.
 
@@ -17,7 +17,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pod"

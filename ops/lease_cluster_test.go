@@ -1,6 +1,6 @@
 package ops_test
 
-// Lease expiry on the one-node test cluster (internal/testenv.GetCluster):
+// Lease expiry on the one-node test cluster (internal/testsupport/testenv.GetCluster):
 // a Jupyter notebook leased with a T4 (the test node advertises T4s it does
 // not have) really runs, the enforcer polled on the real clock leaves it
 // running until the lease expires, and then its pod really goes away while
@@ -19,7 +19,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pod"

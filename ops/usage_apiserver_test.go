@@ -1,6 +1,6 @@
 package ops_test
 
-// ReadUsage against the real kube-apiserver of internal/testenv: pods are
+// ReadUsage against the real kube-apiserver of internal/testsupport/testenv: pods are
 // created with the resources the appliers render and their status written
 // as the kubelet would (no kubelet runs on the test API server).
 
@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/vgpu"
 )

@@ -22,7 +22,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/pipeline"
 )
 

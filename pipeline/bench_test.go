@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/cubestudio/cube/internal/cputime"
+	"github.com/cubestudio/cube/internal/testsupport/cputime"
 	"github.com/cubestudio/cube/pipeline"
 )
 

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // fuzzCorpus is the fuzz target's inputs for a normal test: the seeds, the

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/retry"
 
 	"github.com/stretchr/testify/assert"
@@ -138,26 +139,6 @@ func numbered(s string) int {
 	return n
 }
 
-// byteReader hands out choices from fuzz input; past its end every choice
-// is the first.
-type byteReader struct {
-	data []byte
-	pos  int
-}
-
-func (r *byteReader) next() int {
-	if r.pos >= len(r.data) {
-		return 0
-	}
-	b := r.data[r.pos]
-	r.pos++
-	return int(b)
-}
-
-func (r *byteReader) done() bool { return r.pos >= len(r.data) }
-
-func pick[T any](r *byteReader, pool []T) T { return pool[r.next()%len(pool)] }
-
 // The argument pools the builder fuzzers draw from: valid values first (so
 // that inputs of small bytes build), then values that are wrong in each way
 // a user gets them wrong, and placeholders valid only in some places.
@@ -181,36 +162,36 @@ var (
 
 // fuzzStep builds one step from r, chaining methods on it; earlier steps
 // are candidates for After.
-func fuzzStep(r *byteReader, earlier []pipeline.Step) pipeline.Step {
+func fuzzStep(r *fuzzcorpus.Program, earlier []pipeline.Step) pipeline.Step {
 	name := fmt.Sprintf("s%d", len(earlier))
-	if r.next()%4 == 3 {
-		name = pick(r, fuzzNames)
+	if int(r.Byte())%4 == 3 {
+		name = fuzzcorpus.Pick(r, fuzzNames)
 	}
 	var (
 		step pipeline.Step
 		opts func(op int)
 	)
-	switch r.next() % 8 {
+	switch int(r.Byte()) % 8 {
 	case 0, 1, 2, 3:
-		c := pipeline.Container(name).Image(pick(r, []string{"busybox", "python:3.12", ""})).Command(pick(r, fuzzTexts))
+		c := pipeline.Container(name).Image(fuzzcorpus.Pick(r, []string{"busybox", "python:3.12", ""})).Command(fuzzcorpus.Pick(r, fuzzTexts))
 		step = c
 		opts = func(op int) {
 			switch op {
 			case 0:
-				c.Args(pick(r, fuzzTexts), pick(r, fuzzTexts))
+				c.Args(fuzzcorpus.Pick(r, fuzzTexts), fuzzcorpus.Pick(r, fuzzTexts))
 			case 1:
-				c.Env(pick(r, []string{"X", "Y", "CUBE_OUTPUTS", "bad name", ""}), pick(r, fuzzTexts))
+				c.Env(fuzzcorpus.Pick(r, []string{"X", "Y", "CUBE_OUTPUTS", "bad name", ""}), fuzzcorpus.Pick(r, fuzzTexts))
 			case 2:
-				c.CPU(pick(r, fuzzQuant)).Memory(pick(r, fuzzQuant))
+				c.CPU(fuzzcorpus.Pick(r, fuzzQuant)).Memory(fuzzcorpus.Pick(r, fuzzQuant))
 			case 3:
-				c.Namespace(pick(r, []string{"", "elsewhere"}))
+				c.Namespace(fuzzcorpus.Pick(r, []string{"", "elsewhere"}))
 			case 4:
-				c.PodLabel(pick(r, fuzzLabelKeys), pick(r, fuzzNames))
+				c.PodLabel(fuzzcorpus.Pick(r, fuzzLabelKeys), fuzzcorpus.Pick(r, fuzzNames))
 			}
 		}
 	case 4, 5:
-		w := pipeline.Workload(name, pick(r, []cube.Workload{
-			batchJob("job", "sh", "-c", "echo "+pick(r, fuzzTexts)),
+		w := pipeline.Workload(name, fuzzcorpus.Pick(r, []cube.Workload{
+			batchJob("job", "sh", "-c", "echo "+fuzzcorpus.Pick(r, fuzzTexts)),
 			pytorchJob("sft"),
 			nil,
 			cube.WorkloadFunc(func() ([]client.Object, error) {
@@ -220,17 +201,17 @@ func fuzzStep(r *byteReader, earlier []pipeline.Step) pipeline.Step {
 		step = w
 		opts = func(op int) {
 			if op < 3 {
-				w.OutputFrom(pick(r, []string{"job", "o", "bad name"}), pick(r, []string{"{.metadata.name}", "{.status}", "", "{.broken"}))
+				w.OutputFrom(fuzzcorpus.Pick(r, []string{"job", "o", "bad name"}), fuzzcorpus.Pick(r, []string{"{.metadata.name}", "{.status}", "", "{.broken"}))
 			}
 		}
 	case 6:
 		step = pipeline.Func(name, func(context.Context, *pipeline.Task) error { return nil })
 	case 7:
-		step = pick(r, []pipeline.Step{nil, (*pipeline.ContainerStep)(nil), (*pipeline.WorkloadStep)(nil), &pipeline.ContainerStep{}})
+		step = fuzzcorpus.Pick(r, []pipeline.Step{nil, (*pipeline.ContainerStep)(nil), (*pipeline.WorkloadStep)(nil), &pipeline.ContainerStep{}})
 		return step
 	}
-	for n := r.next() % 6; n > 0 && !r.done(); n-- {
-		op := r.next() % 14
+	for n := int(r.Byte()) % 6; n > 0 && !r.Done(); n-- {
+		op := int(r.Byte()) % 14
 		if op >= 9 {
 			if opts != nil {
 				opts(op - 9)
@@ -250,32 +231,32 @@ func fuzzStep(r *byteReader, earlier []pipeline.Step) pipeline.Step {
 }
 
 // fuzzOptions applies one of the settings every step shares.
-func fuzzOptions[T any](r *byteReader, s *pipeline.StepOptions[T], op int, earlier []pipeline.Step) {
+func fuzzOptions[T any](r *fuzzcorpus.Program, s *pipeline.StepOptions[T], op int, earlier []pipeline.Step) {
 	switch op {
 	case 0:
 		if len(earlier) > 0 {
-			s.After(earlier[r.next()%len(earlier)])
+			s.After(earlier[int(r.Byte())%len(earlier)])
 		} else {
 			s.After(nil)
 		}
 	case 1:
-		s.Outputs(pick(r, []string{"o", "x", "y", "bad name", "", "o"}))
+		s.Outputs(fuzzcorpus.Pick(r, []string{"o", "x", "y", "bad name", "", "o"}))
 	case 2:
-		s.Retry(retry.Policy{Limit: pick(r, fuzzInts), Backoff: pick(r, fuzzDurations), Factor: pick(r, fuzzInts), MaxBackoff: pick(r, fuzzDurations), MaxDuration: pick(r, fuzzDurations)})
-		s.RetryOn(pick(r, fuzzPolicies))
+		s.Retry(retry.Policy{Limit: fuzzcorpus.Pick(r, fuzzInts), Backoff: fuzzcorpus.Pick(r, fuzzDurations), Factor: fuzzcorpus.Pick(r, fuzzInts), MaxBackoff: fuzzcorpus.Pick(r, fuzzDurations), MaxDuration: fuzzcorpus.Pick(r, fuzzDurations)})
+		s.RetryOn(fuzzcorpus.Pick(r, fuzzPolicies))
 	case 3:
-		s.ActiveDeadline(pick(r, fuzzDurations))
+		s.ActiveDeadline(fuzzcorpus.Pick(r, fuzzDurations))
 	case 4:
-		s.When(pick(r, fuzzWhens))
+		s.When(fuzzcorpus.Pick(r, fuzzWhens))
 	case 5:
-		s.ForEach(pick(r, [][]string{{"x"}, {"a", "b"}, {`{"k": 1}`}, nil})...)
+		s.ForEach(fuzzcorpus.Pick(r, [][]string{{"x"}, {"a", "b"}, {`{"k": 1}`}, nil})...)
 	case 6:
-		s.ForEachIn(pick(r, []string{"", pipeline.ParamRef("lr"), "{{steps.a.outputs.o}}", "[1,2]"}))
+		s.ForEachIn(fuzzcorpus.Pick(r, []string{"", pipeline.ParamRef("lr"), "{{steps.a.outputs.o}}", "[1,2]"}))
 	case 7:
-		s.Parallelism(pick(r, fuzzInts))
+		s.Parallelism(fuzzcorpus.Pick(r, fuzzInts))
 	case 8:
 		if len(earlier) > 0 {
-			s.After(earlier[r.next()%len(earlier)])
+			s.After(earlier[int(r.Byte())%len(earlier)])
 		}
 	}
 }
@@ -285,43 +266,43 @@ func fuzzOptions[T any](r *byteReader, s *pipeline.StepOptions[T], op int, earli
 // sets, so that what it accepts can be applied to a test API server. The
 // pipeline has train's kinds, so that a PyTorchJob step compiles.
 func fuzzPipeline(data []byte, namespace string) *pipeline.Pipeline {
-	r := &byteReader{data: data}
-	if r.next()%16 == 15 {
+	r := fuzzcorpus.NewProgram(data)
+	if int(r.Byte())%16 == 15 {
 		return nil
 	}
-	p := pipeline.New(pick(r, fuzzNames))
-	if r.next()%16 == 15 {
+	p := pipeline.New(fuzzcorpus.Pick(r, fuzzNames))
+	if int(r.Byte())%16 == 15 {
 		p = &pipeline.Pipeline{}
 	}
 	p.Kinds(train.Kinds()...)
 	var steps []pipeline.Step
-	for ops := 0; !r.done() && ops < 48; ops++ {
-		switch r.next() % 16 {
+	for ops := 0; !r.Done() && ops < 48; ops++ {
+		switch int(r.Byte()) % 16 {
 		case 0, 1, 2, 3, 4, 5:
 			s := fuzzStep(r, steps)
 			steps = append(steps, s)
 			p.Step(s)
 		case 6:
-			p.Param(pick(r, []string{"lr", "publish", "bad name", ""}), pick(r, fuzzTexts))
+			p.Param(fuzzcorpus.Pick(r, []string{"lr", "publish", "bad name", ""}), fuzzcorpus.Pick(r, fuzzTexts))
 		case 7:
-			p.Workspace(pipeline.Workspace{Size: pick(r, fuzzQuant), StorageClass: pick(r, []string{"", "standard", "Bad Class"}),
-				AccessMode: pick(r, fuzzModes), MountPath: pick(r, fuzzPaths)})
+			p.Workspace(pipeline.Workspace{Size: fuzzcorpus.Pick(r, fuzzQuant), StorageClass: fuzzcorpus.Pick(r, []string{"", "standard", "Bad Class"}),
+				AccessMode: fuzzcorpus.Pick(r, fuzzModes), MountPath: fuzzcorpus.Pick(r, fuzzPaths)})
 		case 8:
-			p.Parallelism(pick(r, fuzzInts))
+			p.Parallelism(fuzzcorpus.Pick(r, fuzzInts))
 		case 9:
-			p.TTLAfterFinished(pick(r, fuzzDurations))
+			p.TTLAfterFinished(fuzzcorpus.Pick(r, fuzzDurations))
 		case 10:
-			p.PodGC(pick(r, fuzzGC))
+			p.PodGC(fuzzcorpus.Pick(r, fuzzGC))
 		case 11:
-			p.ServiceAccount(pick(r, fuzzAccounts))
+			p.ServiceAccount(fuzzcorpus.Pick(r, fuzzAccounts))
 		case 12:
 			p.ExecutorRBAC()
 		case 13:
 			p.OnExit(fuzzStep(r, nil))
 		case 14:
-			p.Label(pick(r, fuzzLabelKeys), pick(r, fuzzNames))
+			p.Label(fuzzcorpus.Pick(r, fuzzLabelKeys), fuzzcorpus.Pick(r, fuzzNames))
 		case 15:
-			p.Namespace(pick(r, []string{namespace, "", "Bad NS"}))
+			p.Namespace(fuzzcorpus.Pick(r, []string{namespace, "", "Bad NS"}))
 		}
 	}
 	return p

@@ -1,9 +1,9 @@
 package rag
 
 import (
-	"os"
 	"testing"
 
+	"github.com/cubestudio/cube/internal/testsupport/ci"
 	"github.com/cubestudio/cube/rag/store"
 	"github.com/stretchr/testify/require"
 )
@@ -15,10 +15,7 @@ func requirePrerequisite(t testing.TB, ok bool, why string) {
 	if ok {
 		return
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("prerequisite missing under CI: %s", why)
-	}
-	t.Skip(why)
+	ci.Skip(t, "%s", why)
 }
 
 // openLocal opens the embedded store in dir, closed when the test ends.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/contract"
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 )

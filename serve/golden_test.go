@@ -3,7 +3,7 @@ package serve_test
 import (
 	"testing"
 
-	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 )
 
 // TestGolden pins the rendered YAML of every engine; run with -update after

@@ -16,7 +16,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 	"github.com/cubestudio/cube/serve"
 )
 

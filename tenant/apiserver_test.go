@@ -1,6 +1,6 @@
 package tenant_test
 
-// These tests apply tenants to a real kube-apiserver (internal/testenv),
+// These tests apply tenants to a real kube-apiserver (internal/testsupport/testenv),
 // whose ResourceQuota, LimitRanger and PodSecurity admission plugins run.
 // No controller-manager runs: the test writes the quota's status as the
 // quota controller would before relying on it.
@@ -25,7 +25,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/tenant"
 )
 

@@ -3,7 +3,7 @@ package tenant_test
 import (
 	"testing"
 
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // TestMain stops the test API server that the tests of this package start.

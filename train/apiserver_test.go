@@ -1,7 +1,7 @@
 package train_test
 
 // These tests run against a real kube-apiserver with the training-operator,
-// KubeRay and Volcano CRDs installed (internal/testenv). No operator runs:
+// KubeRay and Volcano CRDs installed (internal/testsupport/testenv). No operator runs:
 // the lifecycle tests write status through the status subresource as each
 // operator would (cubetest.MarkObject).
 
@@ -18,8 +18,8 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
-	"github.com/cubestudio/cube/internal/fuzzcorpus"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/train"
 )
 

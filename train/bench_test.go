@@ -17,8 +17,8 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/cputime"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/cputime"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/train"
 )

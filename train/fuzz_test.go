@@ -22,7 +22,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/train"

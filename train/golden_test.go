@@ -3,7 +3,7 @@ package train_test
 import (
 	"testing"
 
-	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 )
 
 // TestGolden renders every builder on every hardware setup and compares

@@ -1,7 +1,7 @@
 package tune_test
 
 // These tests apply every rendered Experiment to a real kube-apiserver with
-// Katib's CRDs installed (internal/testenv), with strict field validation,
+// Katib's CRDs installed (internal/testsupport/testenv), with strict field validation,
 // and run Katib's own experiment validator over it as a backstop. No Katib
 // controller runs here.
 
@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/contract"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cubestudio/cube/internal/contract"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
 	"github.com/cubestudio/cube/tune"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/fuzzcorpus"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/tune"
 )
 

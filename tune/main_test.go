@@ -3,7 +3,7 @@ package tune_test
 import (
 	"testing"
 
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // TestMain stops the test API server the package's tests start.

@@ -33,7 +33,7 @@ type Summary struct {
 // TypeSummary is the summary of one device type.
 type TypeSummary struct {
 	Accelerators, Used, LowerBound, TraceLowerBound int
-	MemoryUtilisation, ComputeUtilisation      float64
+	MemoryUtilisation, ComputeUtilisation           float64
 }
 
 // LowerBound is the fewest devices demands could fit on: per device type,

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 	"github.com/cubestudio/cube/vgpu"
 )
 

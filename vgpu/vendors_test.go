@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/golden"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/vgpu"
 )
 

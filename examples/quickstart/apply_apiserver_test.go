@@ -1,7 +1,7 @@
 package main
 
 // The quickstart's -apply journey against a real kube-apiserver and etcd
-// (internal/testenv) with the CRDs of training-operator, Argo and Volcano
+// (internal/testsupport/testenv) with the CRDs of training-operator, Argo and Volcano
 // installed and strict field validation. No controllers run there: the test
 // plays them, writing each object's status as its controller would once
 // the object exists.
@@ -26,7 +26,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

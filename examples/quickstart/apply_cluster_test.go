@@ -1,12 +1,12 @@
 package main
 
 // The quickstart's -apply journey on the one-node test cluster
-// (internal/testenv.GetCluster), where the training-operator, Argo, the
+// (internal/testsupport/testenv.GetCluster), where the training-operator, Argo, the
 // kubelet, kube-proxy and CoreDNS run for real. The journey runs as -small
 // does (training on CPU without Volcano, whose scheduler cannot run here; a
 // Qwen2.5-7B on the T4s the test node advertises) with the test
 // cluster's images: torch on CPU for training and the pipeline's steps, and
-// the stand-in engine (internal/testenv/cmd/standin-engine) in place of
+// the stand-in engine (internal/testsupport/testenv/cmd/standin-engine) in place of
 // vLLM, which cannot run here.
 
 import (
@@ -25,7 +25,7 @@ import (
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 func TestQuickstartRunsOnACluster(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/cubestudio/cube/hardware"
-	"github.com/cubestudio/cube/internal/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/vgpu"
 )

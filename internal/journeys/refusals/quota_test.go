@@ -20,7 +20,7 @@ import (
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/journeys"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/pod"

@@ -24,7 +24,7 @@ import (
 )
 
 // These journeys serve with the stand-in engine
-// (internal/testenv/cmd/standin-engine), which stands in for vLLM: no model
+// (internal/testsupport/testenv/cmd/standin-engine), which stands in for vLLM: no model
 // can run here. It takes the command line cube renders for vLLM (vllm
 // serve MODEL --port ...) and, across nodes, the Ray start commands, and
 // answers on the OpenAI API.

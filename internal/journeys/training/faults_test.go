@@ -16,7 +16,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/journeys"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/train"
 )
 

@@ -24,7 +24,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/journeys"
 	"github.com/cubestudio/cube/internal/podspec"
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
 )

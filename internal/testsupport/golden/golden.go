@@ -56,6 +56,12 @@ func lineDiff(want, got string) string {
 		i++
 	}
 	from := max(0, i-2)
-	pick := func(l []string) string { return strings.Join(l[min(from, len(l)):min(i+3, len(l))], "\n") }
-	return fmt.Sprintf("first difference at line %d\n--- want\n%s\n+++ got\n%s", i+1, pick(w), pick(g))
+	pick := func(l []string, sign string) string {
+		var b strings.Builder
+		for _, line := range l[min(from, len(l)):min(i+3, len(l))] {
+			b.WriteString(sign + line + "\n")
+		}
+		return b.String()
+	}
+	return fmt.Sprintf("first difference at line %d\n%s%s", i+1, pick(w, "-"), pick(g, "+"))
 }

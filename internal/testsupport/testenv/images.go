@@ -39,7 +39,7 @@ type Images struct {
 	// Jupyter server, plus busybox.
 	Python string
 	// Standin is an OpenAI-compatible engine written for these tests
-	// (internal/testenv/cmd/standin-engine) that stands in for vLLM: it
+	// (internal/testsupport/testenv/cmd/standin-engine) that stands in for vLLM: it
 	// serves /v1/models, /v1/chat/completions, /v1/completions,
 	// /v1/embeddings, /metrics with vLLM's metric names, and /health.
 	Standin string
@@ -49,7 +49,7 @@ type Images struct {
 	// PyTorchInit is the training-operator's PyTorch init container image
 	// (--pytorch-init-container-image): busybox with an nslookup that exits
 	// 0 once the name resolves, as alpine:3.10's, the operator's default,
-	// does (see internal/testenv/cmd/nslookup).
+	// does (see internal/testsupport/testenv/cmd/nslookup).
 	PyTorchInit string
 	// KubectlDelivery does what mpioperator/kubectl-delivery does for the
 	// training-operator's MPIJob launcher: it copies kubectl into the

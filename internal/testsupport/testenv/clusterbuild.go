@@ -74,13 +74,13 @@ var clusterTools = []clusterTool{
 	{name: "argoexec", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/argoexec", static: true,
 		links: []upstreamLink{{module: "github.com/argoproj/argo-workflows/v3", path: "workflow/executor/osspecific/signal_linux.go", target: "signal_darwin.go"}}},
 	{name: "kubectl", module: "kubectl", pkg: ".", static: true, stamp: true},
-	{name: "standin-engine", module: "main", pkg: "./internal/testenv/cmd/standin-engine", static: true},
-	{name: "kubectl-delivery", module: "main", pkg: "./internal/testenv/cmd/kubectl-delivery", static: true},
-	{name: "pause", module: "main", pkg: "./internal/testenv/cmd/pause", static: true},
-	{name: "nslookup", module: "main", pkg: "./internal/testenv/cmd/nslookup", static: true},
+	{name: "standin-engine", module: "main", pkg: "./internal/testsupport/testenv/cmd/standin-engine", static: true},
+	{name: "kubectl-delivery", module: "main", pkg: "./internal/testsupport/testenv/cmd/kubectl-delivery", static: true},
+	{name: "pause", module: "main", pkg: "./internal/testsupport/testenv/cmd/pause", static: true},
+	{name: "nslookup", module: "main", pkg: "./internal/testsupport/testenv/cmd/nslookup", static: true},
 	// cube's own ML backend for Label Studio: what it serves is package
 	// label's Backend asking a model through inference.Client.
-	{name: "label-mlbackend", module: "main", pkg: "./label/labeltest/cmd/mlbackend", static: true, sources: []string{"label", "serve"}},
+	{name: "label-mlbackend", module: "main", pkg: "./label/labeltest/cmd/mlbackend", static: true, sources: []string{"label", "inference", "datasets", "retry"}},
 }
 
 // clusterFormat changes whenever what the cluster build puts in its cache
@@ -142,7 +142,7 @@ func newClusterLayout(l *layout) (*clusterLayout, error) {
 		}
 		c.artifacts.paths[t.name] = filepath.Join(dir, "bin", t.name+"-"+hex.EncodeToString(h.Sum(nil))[:12])
 	}
-	for _, f := range []string{filepath.Join(l.mainDir, "internal", "testenv", "images.go"), filepath.Join(l.mainDir, "go.sum")} {
+	for _, f := range []string{filepath.Join(l.mainDir, "internal", "testsupport", "testenv", "images.go"), filepath.Join(l.mainDir, "go.sum")} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("cluster cache key: %w", err)
@@ -220,7 +220,7 @@ func (c *clusterLayout) ensure(ctx context.Context) error {
 	}
 	defer unlock()
 	if missing := c.missingBinaries(); len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes 20-30 minutes on 2 cores (run go run ./internal/testenv/cmd/prebuild first)\n",
+		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes 20-30 minutes on 2 cores (run go run ./internal/testsupport/testenv/cmd/prebuild first)\n",
 			strings.Join(missing, ", "), c.artifacts.dir)
 	}
 	for _, t := range clusterTools {

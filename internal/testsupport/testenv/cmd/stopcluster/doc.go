@@ -3,5 +3,5 @@
 // machine. The cluster stops by itself two minutes after its last test
 // binary ends; .ci/run calls this so that nothing outlives the run.
 //
-//	go run ./internal/testenv/cmd/stopcluster
+//	go run ./internal/testsupport/testenv/cmd/stopcluster
 package main

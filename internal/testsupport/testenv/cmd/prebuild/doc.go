@@ -4,5 +4,5 @@
 // so that the build, about 8 minutes on two cores, does not count against
 // go test's timeout:
 //
-//	go run ./internal/testenv/cmd/prebuild
+//	go run ./internal/testsupport/testenv/cmd/prebuild
 package main

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/internal/golden"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 )
 
 // recorder is a testing.TB that records failures instead of failing.
@@ -25,6 +25,14 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.failed = append(r.failed, fmt.Sprintf(format, args...))
 }
 func (r *recorder) FailNow() { runtime.Goexit() }
+func (r *recorder) Fatal(args ...any) {
+	r.failed = append(r.failed, fmt.Sprint(args...))
+	runtime.Goexit()
+}
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.failed = append(r.failed, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
 
 // run calls f with a recorder on its own goroutine, as FailNow needs.
 func run(f func(t testing.TB)) []string {

@@ -107,7 +107,7 @@
 // minute in all (a binary waiting on the lock included), so build ahead
 // with
 //
-//	go run ./internal/testenv/cmd/prebuild
+//	go run ./internal/testsupport/testenv/cmd/prebuild
 //
 // or give the first go test run -timeout 45m.
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cubestudio/cube/internal/contract"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
 )
 
 const sample = "# a sample\n" +
@@ -152,7 +152,7 @@ func TestFlatten(t *testing.T) {
 // TestEveryContractInTheModuleLoads keeps the contracts of every package
 // well-formed: each cites its files and begins with its engine.
 func TestEveryContractInTheModuleLoads(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	var files []string
 	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

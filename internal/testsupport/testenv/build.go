@@ -108,7 +108,7 @@ func sourceDir(ctx context.Context, goCmd string) (string, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return "", errors.New("find main module: not inside a Go module and no source path compiled in (built with -trimpath?)")
 	}
-	return filepath.Join(filepath.Dir(gomod), "internal", "testenv"), nil
+	return filepath.Join(filepath.Dir(gomod), "internal", "testsupport", "testenv"), nil
 }
 
 // goCommand returns the go command of the toolchain that built this binary,
@@ -141,7 +141,7 @@ func newLayout(ctx context.Context) (*layout, error) {
 	}
 	l := &layout{
 		toolsDir: filepath.Join(src, "tools"),
-		mainDir:  filepath.Dir(filepath.Dir(src)),
+		mainDir:  filepath.Dir(filepath.Dir(filepath.Dir(src))),
 		goCmd:    goCmd,
 	}
 	toolsMod, err := os.ReadFile(filepath.Join(l.toolsDir, "go.mod"))
@@ -253,7 +253,7 @@ func (l *layout) ensure(ctx context.Context) error {
 	if len(missing) == 0 {
 		return nil // another test binary built it while this one waited
 	}
-	fmt.Fprintf(os.Stderr, "testenv: building %s (kubernetes %s, etcd %s) into %s; the first build on a machine takes 8-10 minutes on 2 idle cores and 20 or more on a busy machine (run go run ./internal/testenv/cmd/prebuild first, or go test -timeout 45m); later starts take seconds\n",
+	fmt.Fprintf(os.Stderr, "testenv: building %s (kubernetes %s, etcd %s) into %s; the first build on a machine takes 8-10 minutes on 2 idle cores and 20 or more on a busy machine (run go run ./internal/testsupport/testenv/cmd/prebuild first, or go test -timeout 45m); later starts take seconds\n",
 		strings.Join(missing, ", "), l.kubernetesVersion, l.etcdVersion, l.artifacts.dir)
 
 	if _, err := os.Stat(l.artifacts.etcd); err != nil {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cubestudio/cube/internal/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 func main() {
