@@ -2,12 +2,12 @@ package load
 
 import (
 	"bytes"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/cubestudio/cube/internal/testsupport/bounds"
 	"github.com/cubestudio/cube/rag/internal/markdown"
 )
 
@@ -53,28 +53,6 @@ func FuzzLoaders(f *testing.F) {
 	})
 }
 
-// allocated is the bytes the process has allocated so far.
-func allocated() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// within fails t when what ran since start, over an input of n bytes,
-// took longer than 1 s plus perByte per byte or allocated more than 64 MiB
-// plus allocPerByte per byte: the bounds that hostile input must not
-// break. The fuzzing worker's instrumentation and a shared machine are
-// allowed for: linear work stays far below.
-func within(t *testing.T, what string, n int, start time.Time, allocs uint64, perByte time.Duration, allocPerByte uint64) {
-	t.Helper()
-	if took, limit := time.Since(start), time.Second+time.Duration(n)*perByte; took > limit {
-		t.Fatalf("%s of %d bytes took %v, over %v", what, n, took, limit)
-	}
-	if used, limit := allocated()-allocs, 64<<20+uint64(n)*allocPerByte; used > limit {
-		t.Fatalf("%s of %d bytes allocated %d bytes, over %d", what, n, used, limit)
-	}
-}
-
 // Markdown finds the headings of any text in time and memory linear in
 // its length.
 func FuzzLoadMarkdown(f *testing.F) {
@@ -83,9 +61,9 @@ func FuzzLoadMarkdown(f *testing.F) {
 	f.Add(strings.Repeat("1. ", 1000) + "\n" + strings.Repeat("  - x\n", 100))
 	f.Add("# [a](b \"c\") `d` **e** [f][g]\n\n[g]: /h\n" + strings.Repeat("[a](", 500))
 	f.Fuzz(func(t *testing.T, text string) {
-		start, allocs := time.Now(), allocated()
+		start, allocs := time.Now(), bounds.Allocated()
 		docs, err := Markdown("f.md", strings.NewReader(text))
-		within(t, "Markdown", len(text), start, allocs, 20*time.Microsecond, 2000)
+		bounds.Within(t, "Markdown", len(text), start, allocs, 20*time.Microsecond, 2000)
 		if err != nil {
 			if utf8.ValidString(text) {
 				t.Fatalf("valid UTF-8 refused: %v", err)
@@ -119,11 +97,11 @@ func FuzzLoadPDF(f *testing.F) {
 		return append(o, streamObj("", []byte("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 1 beginbfchar <0001> <0041> endbfchar endcmap")))
 	}()}.bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		start, allocs := time.Now(), allocated()
+		start, allocs := time.Now(), bounds.Allocated()
 		docs, err := PDF("f.pdf", bytes.NewReader(b), int64(len(b)))
 		// Reading is bounded by 64 times the file, decompressing by 100
 		// times; the reader allocates a buffer per object it reads.
-		within(t, "PDF", len(b), start, allocs, 50*time.Microsecond, 4000)
+		bounds.Within(t, "PDF", len(b), start, allocs, 50*time.Microsecond, 4000)
 		if err != nil {
 			return
 		}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/cubestudio/cube/internal/testsupport/bounds"
 )
 
 // Any bytes as a log file open as a store or fail with an error, and a
@@ -34,10 +35,10 @@ func FuzzOpenLog(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		start, allocs := time.Now(), allocated()
+		start, allocs := time.Now(), bounds.Allocated()
 		s, err := Open(dir, NoSync())
 		// Replay reads the log in a 1 MiB buffer and keeps its records.
-		within(t, "Open", len(b), start, allocs, 20*time.Microsecond, 100)
+		bounds.Within(t, "Open", len(b), start, allocs, 20*time.Microsecond, 100)
 		after, rerr := os.ReadFile(path)
 		if rerr != nil {
 			t.Fatal(rerr)
@@ -109,26 +110,4 @@ func FuzzGraphSnapshot(f *testing.F) {
 			t.Fatalf("search after a bad snapshot: %d hits, %v", len(hits), err)
 		}
 	})
-}
-
-// allocated is the bytes the process has allocated so far.
-func allocated() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// within fails t when what ran since start, over an input of n bytes,
-// took longer than 1 s plus perByte per byte or allocated more than 64 MiB
-// plus allocPerByte per byte: the bounds that hostile input must not
-// break. The fuzzing worker's instrumentation and a shared machine are
-// allowed for: linear work stays far below.
-func within(t *testing.T, what string, n int, start time.Time, allocs uint64, perByte time.Duration, allocPerByte uint64) {
-	t.Helper()
-	if took, limit := time.Since(start), time.Second+time.Duration(n)*perByte; took > limit {
-		t.Fatalf("%s of %d bytes took %v, over %v", what, n, took, limit)
-	}
-	if used, limit := allocated()-allocs, 64<<20+uint64(n)*allocPerByte; used > limit {
-		t.Fatalf("%s of %d bytes allocated %d bytes, over %d", what, n, used, limit)
-	}
 }
