@@ -239,7 +239,7 @@ func TestKunlunxinHAMiCounts(t *testing.T) {
 	}
 	tmpl := baseTemplate()
 	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800.Plugin(hardware.HAMi), Accelerators: 3}, tmplPath)
-	assert.Equal(t, []string{"spec.template.gpus: Invalid value: 3: HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"}, errStrings(errs))
+	assert.Equal(t, []string{"spec.template.accelerators: Invalid value: 3: HAMi places 1, 2, 4 or 8 Kunlunxin XPUs per pod"}, errStrings(errs))
 	assert.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.KunlunxinP800, Accelerators: 3}, tmplPath),
 		"the vendor's own plugin has no such rule")
 }

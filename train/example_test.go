@@ -139,7 +139,7 @@ func ExampleTensorFlow() {
 	// spec.tfReplicaSpecs[Worker].replicas: Invalid value: 0: at least 1 worker required
 	// metadata.name: Invalid value: "9-tf": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')
 	// spec.tfReplicaSpecs[PS].template.spec.containers[0].image: Required value: an image is required (the same in spec.tfReplicaSpecs[Worker])
-	// gpus: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)
+	// accelerators: Invalid value: 16: more devices per pod than a H100-SXM-80GB node holds (8)
 }
 
 // The Launcher of an MPIJob wraps the program in mpirun over Workers ×
