@@ -94,7 +94,7 @@ func ExampleVSCode() {
 		}
 	}
 	// Output:
-	// authSecret: Required value: name the Secret and key holding the notebook's password with AuthSecret
+	// credential: Required value: name the Secret and key holding the notebook's password with Credential
 	// storage.size: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'
 	// networkPolicy.from: Required value: name who may reach the notebook with AllowNamespace or AllowPods (an ingress controller, a gateway, the culler)
 }

@@ -400,9 +400,9 @@ func TestValidationErrors(t *testing.T) {
 		{"bad namespace", valid(notebook.VSCode("lab", "alice")).Namespace("Team A"), []string{"FieldValueInvalid metadata.namespace"}},
 		{"empty user", valid(notebook.Jupyter("lab", "")), []string{"FieldValueRequired user"}},
 		{"bad user", valid(notebook.Jupyter("lab", "alice@example.com")), []string{"FieldValueInvalid user"}},
-		{"missing token secret", notebook.Jupyter("lab", "alice").Namespace("ns").AllowNamespace(istio), []string{"FieldValueRequired authSecret"}},
-		{"missing password secret", notebook.RStudio("lab", "alice").AllowNamespace(istio), []string{"FieldValueRequired authSecret"}},
-		{"empty secret name and key", valid(notebook.VSCode("lab", "alice")).Credential(pod.SecretKeyRef{Name: "", Key: ""}), []string{"FieldValueRequired authSecret.name", "FieldValueRequired authSecret.key"}},
+		{"missing token secret", notebook.Jupyter("lab", "alice").Namespace("ns").AllowNamespace(istio), []string{"FieldValueRequired credential"}},
+		{"missing password secret", notebook.RStudio("lab", "alice").AllowNamespace(istio), []string{"FieldValueRequired credential"}},
+		{"empty secret name and key", valid(notebook.VSCode("lab", "alice")).Credential(pod.SecretKeyRef{Name: "", Key: ""}), []string{"FieldValueRequired credential.name", "FieldValueRequired credential.key"}},
 		{"bad secret name and key", valid(notebook.VSCode("lab", "alice")).Credential(pod.SecretKeyRef{Name: "My Secret", Key: "a/b"}), []string{"FieldValueInvalid authSecret.name", "FieldValueInvalid authSecret.key"}},
 		{"base URL without trailing slash", valid(notebook.Jupyter("lab", "alice")).BaseURL("/notebook/ns/lab"), []string{"FieldValueInvalid baseURL"}},
 		{"relative base URL", valid(notebook.Jupyter("lab", "alice")).BaseURL("notebook/"), []string{"FieldValueInvalid baseURL"}},
@@ -437,7 +437,7 @@ func TestValidationErrors(t *testing.T) {
 		{"bad shared memory", valid(notebook.Jupyter("lab", "alice")).SharedMemory("lots"), []string{"FieldValueInvalid spec.template.sharedMemory"}},
 		{"bad CPU", valid(notebook.Jupyter("lab", "alice")).CPU("many"), []string{"FieldValueInvalid spec.template.spec.containers[0].resources.requests[cpu]", "FieldValueInvalid spec.template.spec.containers[0].resources.limits[cpu]"}},
 		{"everything at once", notebook.Jupyter("Bad", "").Storage("x", "").BaseURL("nope"),
-			[]string{"FieldValueInvalid metadata.name", "FieldValueRequired user", "FieldValueInvalid baseURL", "FieldValueRequired authSecret", "FieldValueInvalid storage.size", "FieldValueRequired networkPolicy.from"}},
+			[]string{"FieldValueInvalid metadata.name", "FieldValueRequired user", "FieldValueInvalid baseURL", "FieldValueRequired credential", "FieldValueInvalid storage.size", "FieldValueRequired networkPolicy.from"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -326,7 +326,7 @@ func isPathRune(r rune) bool {
 }
 
 func (n *Notebook) validateSecret() field.ErrorList {
-	p := field.NewPath("authSecret")
+	p := field.NewPath("credential")
 	if !n.secretSet {
 		return field.ErrorList{field.Required(p, "name the Secret and key holding the notebook's "+credentialWord(n.ide)+" with Credential")}
 	}
