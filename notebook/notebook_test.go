@@ -403,7 +403,7 @@ func TestValidationErrors(t *testing.T) {
 		{"missing token secret", notebook.Jupyter("lab", "alice").Namespace("ns").AllowNamespace(istio), []string{"FieldValueRequired credential"}},
 		{"missing password secret", notebook.RStudio("lab", "alice").AllowNamespace(istio), []string{"FieldValueRequired credential"}},
 		{"empty secret name and key", valid(notebook.VSCode("lab", "alice")).Credential(pod.SecretKeyRef{Name: "", Key: ""}), []string{"FieldValueRequired credential.name", "FieldValueRequired credential.key"}},
-		{"bad secret name and key", valid(notebook.VSCode("lab", "alice")).Credential(pod.SecretKeyRef{Name: "My Secret", Key: "a/b"}), []string{"FieldValueInvalid authSecret.name", "FieldValueInvalid authSecret.key"}},
+		{"bad secret name and key", valid(notebook.VSCode("lab", "alice")).Credential(pod.SecretKeyRef{Name: "My Secret", Key: "a/b"}), []string{"FieldValueInvalid credential.name", "FieldValueInvalid credential.key"}},
 		{"base URL without trailing slash", valid(notebook.Jupyter("lab", "alice")).BaseURL("/notebook/ns/lab"), []string{"FieldValueInvalid baseURL"}},
 		{"relative base URL", valid(notebook.Jupyter("lab", "alice")).BaseURL("notebook/"), []string{"FieldValueInvalid baseURL"}},
 		{"base URL with dot-dot", valid(notebook.Jupyter("lab", "alice")).BaseURL("/a/../b/"), []string{"FieldValueInvalid baseURL"}},
