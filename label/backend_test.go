@@ -26,6 +26,7 @@ import (
 	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
+	"github.com/cubestudio/cube/pod"
 )
 
 // answer plays a chat model: it reads the prompt cube sends and answers in
@@ -235,7 +236,7 @@ func mustClient(t *testing.T, url string) *inference.Client {
 
 func TestMLBackendWorkload(t *testing.T) {
 	objs, err := label.MLBackend("qwen-labeler", "registry.local/labeler:1").Namespace("team-a").
-		Model("http://qwen-chat:8000/v1", "qwen").APIKey("qwen", "key").BasicAuth("ml", "user", "pass").ModelVersion("qwen@1").Objects()
+		Model("http://qwen-chat:8000/v1", "qwen").APIKey(pod.SecretKeyRef{Name: "qwen", Key: "key"}).BasicAuth(pod.SecretKeyRef{Name: "ml", Key: "user"}, pod.SecretKeyRef{Name: "ml", Key: "pass"}).ModelVersion("qwen@1").Objects()
 	require.NoError(t, err)
 	svc := objs[0].(*corev1.Service)
 	assert.Equal(t, int32(label.BackendPort), svc.Spec.Ports[0].Port)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/cubestudio/cube/internal/testsupport/contract"
 	"github.com/cubestudio/cube/label"
+	"github.com/cubestudio/cube/pod"
 )
 
 func loadContract(t *testing.T, name string) *contract.Contract {
@@ -40,7 +41,7 @@ func loadContract(t *testing.T, name string) *contract.Contract {
 // examples build.
 func studioCases() map[string]*label.StudioServer {
 	base := func() *label.StudioServer {
-		return label.Studio("labels").Admin("ls-admin", "email", "password").Token("ls-admin", "token")
+		return label.Studio("labels").Admin("ls-admin", "email", "password").Token(pod.SecretKeyRef{Name: "ls-admin", Key: "token"})
 	}
 	return map[string]*label.StudioServer{
 		"sqlite":           base(),
@@ -329,9 +330,9 @@ func mlBackendCases() map[string]*label.MLBackendServer {
 	}
 	return map[string]*label.MLBackendServer{
 		"plain":      base(),
-		"basic auth": base().BasicAuth("backend-auth", "user", "password"),
-		"everything": base().APIKey("model-key", "key").EmbeddingModel("http://bge.team-a.svc:8080/v1", "bge").
-			ModelVersion("v2").Replicas(2).BasicAuth("backend-auth", "user", "password"),
+		"basic auth": base().BasicAuth(pod.SecretKeyRef{Name: "backend-auth", Key: "user"}, pod.SecretKeyRef{Name: "backend-auth", Key: "password"}),
+		"everything": base().APIKey(pod.SecretKeyRef{Name: "model-key", Key: "key"}).EmbeddingModel("http://bge.team-a.svc:8080/v1", "bge").
+			ModelVersion("v2").Replicas(2).BasicAuth(pod.SecretKeyRef{Name: "backend-auth", Key: "user"}, pod.SecretKeyRef{Name: "backend-auth", Key: "password"}),
 	}
 }
 

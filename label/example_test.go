@@ -12,6 +12,7 @@ import (
 	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
+	"github.com/cubestudio/cube/pod"
 )
 
 func ExampleConfig() {
@@ -58,7 +59,7 @@ func ExampleParseConfig() {
 func ExampleStudio() {
 	studio := label.Studio("labels").Namespace("team-nlp").
 		Admin("labels-admin", "email", "password").
-		Token("labels-admin", "token").
+		Token(pod.SecretKeyRef{Name: "labels-admin", Key: "token"}).
 		ExternalDatabase("labels-rds")
 	d, err := studio.Build()
 	if err != nil {

@@ -70,22 +70,22 @@ func (m *MLBackendServer) EmbeddingModel(endpoint, servedModel string) *MLBacken
 }
 
 // APIKey passes the model's API key from key of Secret secret.
-func (m *MLBackendServer) APIKey(secret, key string) *MLBackendServer {
+func (m *MLBackendServer) APIKey(ref pod.SecretKeyRef) *MLBackendServer {
 	if m == nil {
 		return nil
 	}
-	return m.EnvFromSecret(EnvModelAPIKey, pod.SecretKeyRef{Name: secret, Key: key})
+	return m.EnvFromSecret(EnvModelAPIKey, ref)
 }
 
-// BasicAuth requires basic auth with the user and password at
-// userKey and passwordKey of Secret secret, on every call but /health
+// BasicAuth requires basic auth with the user and password read from
+// the two Secret keys, on every call but /health
 // (which the probes ask). Connect it with Client.ConnectBackend and
 // BackendBasicAuth, so that Label Studio sends them.
-func (m *MLBackendServer) BasicAuth(secret, userKey, passwordKey string) *MLBackendServer {
+func (m *MLBackendServer) BasicAuth(user, password pod.SecretKeyRef) *MLBackendServer {
 	if m == nil {
 		return nil
 	}
-	return m.EnvFromSecret(EnvBasicUser, pod.SecretKeyRef{Name: secret, Key: userKey}).EnvFromSecret(EnvBasicPass, pod.SecretKeyRef{Name: secret, Key: passwordKey})
+	return m.EnvFromSecret(EnvBasicUser, user).EnvFromSecret(EnvBasicPass, password)
 }
 
 // ModelVersion sets the version recorded with predictions.

@@ -41,6 +41,8 @@ import (
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/serve"
+
+	"github.com/cubestudio/cube/pod"
 )
 
 // standinEmbedding is the stand-in engine's vector of text.
@@ -87,7 +89,7 @@ func TestMLBackendRunsOnTheCluster(t *testing.T) {
 	require.NoError(t, c.Client.Create(ctx, secret))
 	backend := label.MLBackend("labeler", c.Images.LabelBackend).Namespace(ns).
 		Model(modelURL, "standin/qwen").EmbeddingModel(modelURL, "standin/qwen").
-		ModelVersion("standin@1").BasicAuth("ml-auth", "user", "password").
+		ModelVersion("standin@1").BasicAuth(pod.SecretKeyRef{Name: "ml-auth", Key: "user"}, pod.SecretKeyRef{Name: "ml-auth", Key: "password"}).
 		ImagePullPolicy(corev1.PullNever).CPU("100m").Memory("128Mi")
 	brel, err := cl.Apply(ctx, backend)
 	require.NoError(t, err)

@@ -102,11 +102,11 @@ func (s *StudioServer) Admin(secret, usernameKey, passwordKey string) *StudioSer
 
 // Token names the Secret and key of the admin's API token, which
 // Label Studio sets at first start and Client sends. It is required.
-func (s *StudioServer) Token(secret, key string) *StudioServer {
+func (s *StudioServer) Token(ref pod.SecretKeyRef) *StudioServer {
 	if s == nil {
 		return nil
 	}
-	s.tokenSecret, s.tokenKey = secret, key
+	s.tokenSecret, s.tokenKey = ref.Name, ref.Key
 	return s
 }
 

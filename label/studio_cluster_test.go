@@ -22,6 +22,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/label"
+	"github.com/cubestudio/cube/pod"
 )
 
 const standinStudio = `
@@ -54,7 +55,7 @@ func TestStudioRunsOnTheCluster(t *testing.T) {
 	}
 	require.NoError(t, c.Client.Create(ctx, secret))
 
-	studio := label.Studio("labels").Namespace(ns).Admin("ls-admin", "email", "password").Token("ls-admin", "token").
+	studio := label.Studio("labels").Namespace(ns).Admin("ls-admin", "email", "password").Token(pod.SecretKeyRef{Name: "ls-admin", Key: "token"}).
 		Storage("1Gi", "").Image(c.Images.Python).ImagePullPolicy(corev1.PullNever).Command("python3", "-c", standinStudio)
 	rel, err := cl.Apply(ctx, studio)
 	require.NoError(t, err)

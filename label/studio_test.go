@@ -9,10 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cubestudio/cube/label"
+	"github.com/cubestudio/cube/pod"
 )
 
 func studio() *label.StudioServer {
-	return label.Studio("labels").Namespace("team-a").Admin("ls-admin", "email", "password").Token("ls-admin", "token").CPU("2").Memory("4Gi")
+	return label.Studio("labels").Namespace("team-a").Admin("ls-admin", "email", "password").Token(pod.SecretKeyRef{Name: "ls-admin", Key: "token"}).CPU("2").Memory("4Gi")
 }
 
 func envOf(c corev1.Container) map[string]corev1.EnvVar {

@@ -14,6 +14,7 @@ import (
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
 	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/pod"
 )
 
 func main() {
@@ -53,7 +54,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// 1. The deployment: Label Studio with a bundled PostgreSQL, every
 	// credential from Secrets.
 	studio := label.Studio("labels").Namespace("team-nlp").
-		Admin("labels-admin", "email", "password").Token("labels-admin", "token").
+		Admin("labels-admin", "email", "password").Token(pod.SecretKeyRef{Name: "labels-admin", Key: "token"}).
 		Postgres("labels-db", "password", "20Gi", "")
 	var yaml strings.Builder
 	if err := cube.Render(&yaml, studio); err != nil {
