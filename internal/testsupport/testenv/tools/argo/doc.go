@@ -1,0 +1,4 @@
+//go:build tools
+
+// Package tools pins Argo's controller and executor commands.
+package tools
