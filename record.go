@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,6 +54,8 @@ type recordState struct {
 	kind    string
 	uid     string
 	version string
+	// created is when the record was created (Release.Created).
+	created time.Time
 }
 
 // claim takes the release's identity from its record: the UID it has, or
@@ -73,6 +76,7 @@ func (r *Release) claim(current recordState) error {
 		current.uid = newUID()
 	}
 	r.UID = current.uid
+	r.Created = current.created
 	return nil
 }
 
@@ -308,6 +312,7 @@ func (c *Client) createRecord(ctx context.Context, rel *Release) (string, bool, 
 	case err != nil:
 		return "", false, fmt.Errorf("record release %s/%s: %w", rel.Namespace, rel.Name, err)
 	}
+	rel.Created = cm.CreationTimestamp.Time
 	return cm.ResourceVersion, true, nil
 }
 
@@ -325,7 +330,7 @@ func (c *Client) readRecord(ctx context.Context, namespace, name string) (record
 	if err != nil {
 		return recordState{}, err
 	}
-	return recordState{refs: rel.Objects, adopted: rel.adopted, kind: rel.Kind, uid: rel.UID, version: cm.ResourceVersion}, nil
+	return recordState{refs: rel.Objects, adopted: rel.adopted, kind: rel.Kind, uid: rel.UID, version: cm.ResourceVersion, created: rel.Created}, nil
 }
 
 func (c *Client) getRecord(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {

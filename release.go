@@ -91,7 +91,10 @@ type Release struct {
 	// UID tells this release from an earlier one of the same name: every
 	// object the release applies carries it in LabelReleaseUID, and only
 	// objects that carry it are ever pruned or deleted.
-	UID     string
+	UID string
+	// Created is when the release was first applied: when its record
+	// was created. It is zero for a DryRun of a release never applied.
+	Created time.Time
 	Objects []ObjectRef
 	// Pruned are the objects of the release's previous Apply that this
 	// Apply deleted (with DryRun: would delete) because the workload no

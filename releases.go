@@ -33,7 +33,7 @@ func (c *Client) Release(ctx context.Context, namespace, name string) (*Release,
 }
 
 func (c *Client) releaseFromRecord(cm *corev1.ConfigMap) (*Release, error) {
-	rel := &Release{client: c, Name: cm.Labels[LabelRelease], Namespace: cm.Namespace, Kind: cm.Data[recordKindKey], UID: cm.Data[recordUIDKey]}
+	rel := &Release{client: c, Name: cm.Labels[LabelRelease], Namespace: cm.Namespace, Kind: cm.Data[recordKindKey], UID: cm.Data[recordUIDKey], Created: cm.CreationTimestamp.Time}
 	if rel.Name == "" {
 		rel.Name = strings.TrimPrefix(cm.Name, recordPrefix)
 	}
