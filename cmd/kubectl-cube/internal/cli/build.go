@@ -14,6 +14,7 @@ import (
 	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/serve"
 )
 
@@ -46,6 +47,20 @@ func profile(name string) (hardware.Profile, error) {
 		names[i] = p.Name
 	}
 	return hardware.Profile{}, fmt.Errorf("--on %q: names several profiles (%s); give one", name, strings.Join(names, ", "))
+}
+
+// modelID is the id a builder takes for MODEL: a catalogue name
+// ("Qwen2.5-7B-Instruct") becomes the catalogue's Hugging Face id; an id or
+// a URI (org/name, hf://, modelscope://, pvc://, s3://) is passed on as
+// given, for the builder to judge.
+func modelID(model string) string {
+	if strings.Contains(model, "/") {
+		return model
+	}
+	if m, err := models.Lookup(model); err == nil && m.HFID != "" {
+		return m.HFID
+	}
+	return model
 }
 
 var notName = regexp.MustCompile(`[^a-z0-9]+`)
@@ -112,7 +127,7 @@ func (s *serveFlags) service(model string) (*serve.Service, error) {
 	if s.contextLength > 0 {
 		opts = append(opts, serve.ContextLength(s.contextLength))
 	}
-	svc := ctor(name, model).On(acc).Auto(opts...)
+	svc := ctor(name, modelID(model)).On(acc).Auto(opts...)
 	if s.replicas > 0 {
 		svc.Replicas(s.replicas)
 	}
@@ -234,7 +249,7 @@ func (f *fineTuneFlags) fineTune(model, output string) (*llm.FineTune, hardware.
 	if name == "" {
 		name = nameFor(model, method)
 	}
-	ft := ctor(name, model).AddDataset(data...).Output(output)
+	ft := ctor(name, modelID(model)).AddDataset(data...).Output(output)
 	switch {
 	case f.full:
 		ft.FullTuning()
