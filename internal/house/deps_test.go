@@ -28,6 +28,7 @@ var (
 	argo              = []string{"github.com/argoproj/"}
 	trainingOperator  = []string{"github.com/kubeflow/training-operator", "github.com/ray-project/kuberay"}
 	volcano           = []string{"volcano.sh/"}
+	testOnly          = []string{"github.com/stretchr/testify", module + "/internal/testsupport", module + "/cubetest"}
 )
 
 func join(lists ...[]string) []string {
@@ -61,6 +62,9 @@ var rules = []rule{
 	{"label", join(trainingOperator, milvus, argo), 790},
 	{"tune", argo, 800},
 	{"", volcano, 790},
+	// The kubectl plugin is a binary users install: it reads the kinds
+	// of every package, but carries no test kit and no knowledge base.
+	{"cmd/kubectl-cube", join(testOnly, store, milvus), 870},
 }
 
 // deps lists what go list -deps says pkg reaches.
