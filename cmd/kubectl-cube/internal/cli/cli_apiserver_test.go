@@ -155,7 +155,7 @@ func TestListOnTheAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		f := strings.Fields(lines[i+1])
 		assert.Equal(t, []string{c.ns, rel.Name, rel.Kind, string(st.Phase)}, f[:4], lines[i+1])
-		assert.Regexp(t, `^[0-9]+s$`, f[4], "age of a release applied seconds ago")
+		assert.Regexp(t, `^[0-9]+[sm]$`, f[4], "age of a release applied moments ago")
 		assert.True(t, strings.HasSuffix(lines[i+1], reasonOf(st)), "%q ends with %q", lines[i+1], reasonOf(st))
 	}
 	assert.Equal(t, "Failed", row(t, r.stdout, c.ns, "broken")[3])

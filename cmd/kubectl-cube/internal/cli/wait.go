@@ -74,7 +74,7 @@ pulled, a missing Secret key, a crash loop) or the cluster refused to create one
 	}
 	f := cmd.Flags()
 	f.StringVar(&until, "for", "", "the phase to wait for: Ready, Succeeded, Failed, InProgress or Missing (required)")
-	f.DurationVar(&timeout, "timeout", 0, "give up after this long, e.g. 30m (0: cube.DefaultWaitTimeout, 24h)")
+	f.DurationVar(&timeout, "timeout", 0, "give up after this long, e.g. 30m (0: cube.DefaultWaitTimeout, "+cube.DefaultWaitTimeout.String()+")")
 	f.BoolVar(&stuck, "fail-on-stuck-pods", false, "fail at once on a stuck pod or a pod the cluster refused to create")
 	return cmd
 }
