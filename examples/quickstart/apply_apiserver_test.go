@@ -89,23 +89,42 @@ func TestQuickstartAppliesToAnAPIServer(t *testing.T) {
 	rels, err := c.Releases(ctx, ns)
 	require.NoError(t, err)
 	names := make([]string, len(rels))
+	applied := map[string]int{}
 	for i, r := range rels {
 		names[i] = r.Name
+		for _, ref := range r.Objects {
+			applied[ref.Kind]++
+		}
 	}
-	assert.ElementsMatch(t, []string{ns, "llama-sft", "sft-flow", "qwen-chat"}, names)
+	// Each workload once: the tenant, the pipeline and the served model.
+	// The PyTorchJob is the pipeline's training step, which Argo creates;
+	// -apply does not apply it beside the pipeline.
+	assert.ElementsMatch(t, []string{ns, "sft-flow", "qwen-chat"}, names)
+	assert.Zero(t, applied["PyTorchJob"], "no PyTorchJob is applied beside the pipeline: %v", applied)
+	assert.Equal(t, 1, applied["Workflow"], "%v", applied)
+	assert.Equal(t, 1, applied["Deployment"], "%v", applied)
+	var appliedLines []string
+	for _, l := range logs {
+		if strings.HasPrefix(l, "applied ") {
+			appliedLines = append(appliedLines, l)
+		}
+	}
+	assert.Len(t, appliedLines, 3, "one apply a workload: %v", logs)
 	for _, want := range []string{
 		"applied " + ns + "/" + ns + " (",
-		"llama-sft: Succeeded",
+		"applied " + ns + "/sft-flow (",
+		"applied " + ns + "/qwen-chat (",
 		"sft-flow: Succeeded",
 		"qwen-chat: Ready",
 	} {
 		assert.True(t, containsPrefix(logs, want), "%q in %v", want, logs)
 	}
+	assert.False(t, containsPrefix(logs, "llama-sft"), "the training job is no release of its own: %v", logs)
 	kinds := map[string]bool{}
 	for ref := range marked {
 		kinds[ref.Kind] = true
 	}
-	for _, k := range []string{"PyTorchJob", "Workflow", "Deployment", "Service"} {
+	for _, k := range []string{"Workflow", "Deployment", "Service"} {
 		assert.True(t, kinds[k], "the %s was applied and driven to done: %v\n%s", k, marked, strings.Join(logs, "\n"))
 	}
 }
