@@ -74,7 +74,7 @@ type Platform struct {
 	// Connect returns a client of the served model once its release is
 	// Ready: serve.URL inside the cluster.
 	Connect func(ctx context.Context, svc *serve.Service, servedModel string) (*inference.Client, error)
-	// Wait bounds each wait.
+	// Wait bounds each wait (cube.DefaultWaitTimeout when zero).
 	Wait time.Duration
 	// Logf reports progress.
 	Logf func(format string, args ...any)
@@ -103,6 +103,9 @@ func Run(ctx context.Context, p Platform, question string) (*Outcome, error) {
 	}
 	if p.Logf == nil {
 		p.Logf = func(string, ...any) {}
+	}
+	if p.Wait <= 0 {
+		p.Wait = cube.DefaultWaitTimeout
 	}
 	out := &Outcome{}
 
@@ -200,9 +203,9 @@ func Run(ctx context.Context, p Platform, question string) (*Outcome, error) {
 	if err := staged.Delete(ctx); err != nil {
 		return nil, err
 	}
-	for metric, min := range bar {
-		if got, ok := scored.Metrics[metric]; !ok || got < min {
-			return nil, fmt.Errorf("%s scored %s %v, below the bar %v: not promoted", scored.Ref(), metric, got, min)
+	for metric, least := range bar {
+		if got, ok := scored.Metrics[metric]; !ok || got < least {
+			return nil, fmt.Errorf("%s scored %s %v, below the bar %v: not promoted", scored.Ref(), metric, got, least)
 		}
 	}
 
