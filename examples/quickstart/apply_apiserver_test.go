@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -120,6 +122,15 @@ func TestQuickstartAppliesToAnAPIServer(t *testing.T) {
 		assert.True(t, containsPrefix(logs, want), "%q in %v", want, logs)
 	}
 	assert.False(t, containsPrefix(logs, "llama-sft"), "the training job is no release of its own: %v", logs)
+	// No controller runs here, so nothing but -apply created objects: the
+	// API server holds no PyTorchJob and one Workflow.
+	var jobs kubeflowv1.PyTorchJobList
+	require.NoError(t, env.Client.List(ctx, &jobs, client.InNamespace(ns)))
+	assert.Empty(t, jobs.Items)
+	var flows wfv1.WorkflowList
+	require.NoError(t, env.Client.List(ctx, &flows, client.InNamespace(ns)))
+	require.Len(t, flows.Items, 1)
+	assert.Equal(t, "sft-flow", flows.Items[0].Name)
 	kinds := map[string]bool{}
 	for ref := range marked {
 		kinds[ref.Kind] = true
