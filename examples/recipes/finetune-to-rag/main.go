@@ -23,7 +23,7 @@ import (
 
 func main() {
 	namespace := flag.String("namespace", "team-support", "the team's namespace")
-	studio := flag.String("label-studio", "http://labels-api:8080", "the team's Label Studio")
+	studio := flag.String("label-studio", "http://labels:8080", "the team's Label Studio (the Service of label.Studio(\"labels\"))")
 	tokenEnv := flag.String("label-token-env", "LABEL_STUDIO_TOKEN", "environment variable holding the Label Studio token")
 	project := flag.Int("project", 1, "the Label Studio project of rated support answers")
 	data := flag.String("datasets", "/mnt/datasets", "where the datasets claim is mounted here")
