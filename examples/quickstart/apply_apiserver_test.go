@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -89,23 +91,51 @@ func TestQuickstartAppliesToAnAPIServer(t *testing.T) {
 	rels, err := c.Releases(ctx, ns)
 	require.NoError(t, err)
 	names := make([]string, len(rels))
+	applied := map[string]int{}
 	for i, r := range rels {
 		names[i] = r.Name
+		for _, ref := range r.Objects {
+			applied[ref.Kind]++
+		}
 	}
-	assert.ElementsMatch(t, []string{ns, "llama-sft", "sft-flow", "qwen-chat"}, names)
+	// Each workload once: the tenant, the pipeline and the served model.
+	// The PyTorchJob is the pipeline's training step, which Argo creates;
+	// -apply does not apply it beside the pipeline.
+	assert.ElementsMatch(t, []string{ns, "sft-flow", "qwen-chat"}, names)
+	assert.Zero(t, applied["PyTorchJob"], "no PyTorchJob is applied beside the pipeline: %v", applied)
+	assert.Equal(t, 1, applied["Workflow"], "%v", applied)
+	assert.Equal(t, 1, applied["Deployment"], "%v", applied)
+	var appliedLines []string
+	for _, l := range logs {
+		if strings.HasPrefix(l, "applied ") {
+			appliedLines = append(appliedLines, l)
+		}
+	}
+	assert.Len(t, appliedLines, 3, "one apply a workload: %v", logs)
 	for _, want := range []string{
 		"applied " + ns + "/" + ns + " (",
-		"llama-sft: Succeeded",
+		"applied " + ns + "/sft-flow (",
+		"applied " + ns + "/qwen-chat (",
 		"sft-flow: Succeeded",
 		"qwen-chat: Ready",
 	} {
 		assert.True(t, containsPrefix(logs, want), "%q in %v", want, logs)
 	}
+	assert.False(t, containsPrefix(logs, "llama-sft"), "the training job is no release of its own: %v", logs)
+	// No controller runs here, so nothing but -apply created objects: the
+	// API server holds no PyTorchJob and one Workflow.
+	var jobs kubeflowv1.PyTorchJobList
+	require.NoError(t, env.Client.List(ctx, &jobs, client.InNamespace(ns)))
+	assert.Empty(t, jobs.Items)
+	var flows wfv1.WorkflowList
+	require.NoError(t, env.Client.List(ctx, &flows, client.InNamespace(ns)))
+	require.Len(t, flows.Items, 1)
+	assert.Equal(t, "sft-flow", flows.Items[0].Name)
 	kinds := map[string]bool{}
 	for ref := range marked {
 		kinds[ref.Kind] = true
 	}
-	for _, k := range []string{"PyTorchJob", "Workflow", "Deployment", "Service"} {
+	for _, k := range []string{"Workflow", "Deployment", "Service"} {
 		assert.True(t, kinds[k], "the %s was applied and driven to done: %v\n%s", k, marked, strings.Join(logs, "\n"))
 	}
 }

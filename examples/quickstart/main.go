@@ -45,7 +45,7 @@ func main() {
 }
 
 // sizing is what the journey runs on: the GPU cluster the README shows (4
-// pods × 8 H100 over InfiniBand, gang-scheduled by Volcano, Qwen2.5-72B), or,
+// nodes × 8 H100 over InfiniBand, gang-scheduled by Volcano, Qwen2.5-72B), or,
 // with small, a cluster of one node with a T4 and no Volcano (kind,
 // minikube, cube's own test cluster).
 type sizing struct {
@@ -100,9 +100,9 @@ func clientOptions(ns string, size sizing) []cube.Option {
 // queueExists reads a Volcano Queue as Ready once it exists.
 var queueExists = cube.ExistsKind(vcscheduling.SchemeGroupVersion.WithKind("Queue").GroupKind())
 
-// journey builds the team's tenant, training job, pipeline and served
-// model, runs the pipeline locally, prints them all to out, and returns the
-// workloads to apply.
+// journey builds the team's tenant, the pipeline that runs its training
+// job and the served model, runs the pipeline locally, prints them to out,
+// and returns the workloads to apply: each once, in that order.
 func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube.Workload, error) {
 	// 1. A team: namespace, quota, queue, access. Its training runs over
 	// InfiniBand, whose IPC_LOCK capability the default (baseline) Pod
@@ -116,8 +116,10 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 		team.AllowRDMA()
 	}
 
-	// 2. Distributed fine-tuning: 4 pods × 8 H100 over InfiniBand. Moving it
-	// to Ascend is one argument: On(hardware.Ascend910B3).
+	// 2. Distributed fine-tuning: 4 nodes (the Master and 3 Workers) × 8
+	// H100 over InfiniBand. Moving it to Ascend is one argument:
+	// On(hardware.Ascend910B3). It is not applied on its own: the
+	// pipeline below runs it as its training step.
 	sft := train.PyTorch("llama-sft").Namespace(ns).
 		Image(size.trainImage).
 		EnvFromSecret("HF_TOKEN", pod.SecretKeyRef{Name: "hf-token", Key: "token"})
@@ -125,15 +127,16 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 		sft.Command("python3", "-c", smallTrainer).Workers(1).CPU("500m").Memory("1Gi")
 	} else {
 		sft.Torchrun("/workspace/sft.py", "--model", "meta-llama/Llama-3.1-8B", "--bf16").
-			Workers(3).
+			Nodes(4).
 			On(hardware.H100).Accelerators(8).Fabric(hardware.InfiniBand()).
 			CPU("64").Memory("512Gi").
 			PVC("datasets", "/data").
 			Queue(ns).Gang()
 	}
 
-	// 3. The same steps as a pipeline: run here as Go functions, then
-	// compiled for Argo with the training step as the PyTorchJob above.
+	// 3. The pipeline prepare → train → evaluate: first run here as Go
+	// functions, then compiled for Argo with the PyTorchJob above as its
+	// training step, which Argo creates and waits on.
 	result, err := runLocally(ctx)
 	if err != nil {
 		return nil, err
@@ -179,7 +182,7 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 		chat.CPU("100m").Memory("256Mi")
 	}
 
-	comment(out, "cube quickstart: tenant, training job, pipeline, served model")
+	comment(out, "cube quickstart: tenant, pipeline (its training step is the PyTorchJob llama-sft), served model")
 	comment(out, "")
 	comment(out, "pipeline ran locally in "+result.Duration.Round(time.Millisecond).String()+": "+string(result.Phase))
 	for _, s := range result.Steps {
@@ -191,12 +194,14 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	comment(out, "serving plan: "+plan.String())
 	comment(out, "")
 
-	// The tenant's Pod Security level admits every pod of the workloads
-	// (Apply checks it again against the namespace).
-	if err := tenant.Admits(team, sft, flow, chat); err != nil {
+	// The tenant's Pod Security level admits every pod of the workloads,
+	// the training step's included (Apply checks it again against the
+	// namespace).
+	if err := tenant.Admits(team, flow, chat); err != nil {
 		return nil, err
 	}
-	workloads := []cube.Workload{team, sft, flow, chat}
+	// Each workload once: the training job runs inside the pipeline.
+	workloads := []cube.Workload{team, flow, chat}
 	for i, w := range workloads {
 		if i > 0 {
 			fmt.Fprintln(out, "---")
