@@ -19,7 +19,8 @@
 //     streamed as server-sent events when "stream" is true, in vLLM's
 //     order: a role chunk, content chunks, a chunk with the finish reason,
 //     the usage chunk when stream_options.include_usage asks for it, then
-//     "data: [DONE]". Tool calls are not stood in for.
+//     "data: [DONE]". With ToolCalls, a request that offers tools can be
+//     answered with tool calls instead of text.
 //   - POST /v1/completions answers a string prompt with Answer(prompt).
 //   - POST /v1/embeddings returns Embed(input) for each input.
 //   - POST /score and /v1/score, /rerank, /v1/rerank and /v2/rerank answer

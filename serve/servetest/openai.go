@@ -59,7 +59,25 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	notePrompt(r, last)
-	answer := h.answer(last)
+	var calls []openai.ToolCall
+	if h.toolCalls != nil && len(req.Tools) > 0 {
+		calls = h.toolCalls(last, req.Tools)
+		for i := range calls {
+			if calls[i].ID == "" {
+				calls[i].ID = fmt.Sprintf("chatcmpl-tool-%x", fnv64(fmt.Sprint(i, calls[i].Function.Name, calls[i].Function.Arguments)))
+			}
+			if calls[i].Type == "" {
+				calls[i].Type = openai.ToolTypeFunction
+			}
+		}
+	}
+	answer := ""
+	finish := openai.FinishReasonStop
+	if len(calls) > 0 {
+		finish = openai.FinishReasonToolCalls
+	} else {
+		answer = h.answer(last)
+	}
 	usage := openai.Usage{PromptTokens: prompt, CompletionTokens: words(answer), TotalTokens: prompt + words(answer)}
 	h.promptTokens.Add(int64(usage.PromptTokens))
 	h.generatedTokens.Add(int64(usage.CompletionTokens))
@@ -68,7 +86,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, openai.ChatCompletionResponse{
 			ID: id, Object: "chat.completion", Created: h.created, Model: h.model,
-			Choices: []openai.ChatCompletionChoice{{Index: 0, Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: answer}, FinishReason: openai.FinishReasonStop}},
+			Choices: []openai.ChatCompletionChoice{{Index: 0, Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: answer, ToolCalls: calls}, FinishReason: finish}},
 			Usage:   usage,
 		})
 		return
@@ -97,7 +115,11 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 			send(chunk(openai.ChatCompletionStreamChoiceDelta{Content: piece}, ""))
 		}
 	}
-	send(chunk(openai.ChatCompletionStreamChoiceDelta{}, openai.FinishReasonStop))
+	for i, call := range calls {
+		call.Index = &i
+		send(chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{call}}, ""))
+	}
+	send(chunk(openai.ChatCompletionStreamChoiceDelta{}, finish))
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		send(openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: h.created, Model: h.model,
 			Choices: []openai.ChatCompletionStreamChoice{}, Usage: &usage})

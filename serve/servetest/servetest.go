@@ -14,10 +14,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // Option configures a Handler. The options are Answer, Embed, Score,
-// APIKey, EmbeddingSize and OwnedBy.
+// ToolCalls, APIKey, EmbeddingSize and OwnedBy.
 type Option interface {
 	apply(*Handler)
 }
@@ -57,6 +59,15 @@ func Score(f func(query, document string) float64) Option {
 			h.score = f
 		}
 	})
+}
+
+// ToolCalls sets the tool calls the model makes: when a chat request
+// offers tools and f returns calls, the answer carries them (finish reason
+// "tool_calls", as vLLM answers with a tool parser on) instead of text. f
+// gets the last user message and the tools offered; IDs left empty are
+// filled in.
+func ToolCalls(f func(prompt string, tools []openai.Tool) []openai.ToolCall) Option {
+	return optionFunc(func(h *Handler) { h.toolCalls = f })
 }
 
 // APIKey makes the server require "Authorization: Bearer key" on every
@@ -146,6 +157,7 @@ type Handler struct {
 	answer        func(string) string
 	embed         func(string) []float32
 	score         func(query, document string) float64
+	toolCalls     func(string, []openai.Tool) []openai.ToolCall
 	apiKey        string
 	embeddingSize int
 	ownedBy       string

@@ -280,3 +280,58 @@ func TestMetrics(t *testing.T) {
 	}
 	assert.Empty(t, s.Requests()[1:], "scrapes are not recorded") // only the chat
 }
+
+func TestToolCalls(t *testing.T) {
+	s := servetest.New("qwen", servetest.ToolCalls(func(prompt string, tools []openai.Tool) []openai.ToolCall {
+		if !strings.Contains(prompt, "weather") {
+			return nil
+		}
+		return []openai.ToolCall{{Function: openai.FunctionCall{Name: tools[0].Function.Name, Arguments: `{"city":"Paris"}`}}}
+	}))
+	t.Cleanup(s.Close)
+	c, err := inference.NewClient(s.URL, inference.ServedModel("qwen"))
+	require.NoError(t, err)
+	tools := []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: "get_weather"}}}
+	req := func(prompt string, stream bool) openai.ChatCompletionRequest {
+		return openai.ChatCompletionRequest{Model: "qwen", Tools: tools, Stream: stream,
+			Messages: []openai.ChatCompletionMessage{inference.UserMessage(prompt)}}
+	}
+
+	resp, err := c.CreateChatCompletion(t.Context(), req("weather in Paris?", false))
+	require.NoError(t, err)
+	assert.Equal(t, openai.FinishReasonToolCalls, resp.Choices[0].FinishReason)
+	require.Len(t, resp.Choices[0].Message.ToolCalls, 1)
+	call := resp.Choices[0].Message.ToolCalls[0]
+	assert.Equal(t, "get_weather", call.Function.Name)
+	assert.Equal(t, `{"city":"Paris"}`, call.Function.Arguments)
+	assert.Equal(t, openai.ToolTypeFunction, call.Type)
+	assert.NotEmpty(t, call.ID)
+	assert.Empty(t, resp.Choices[0].Message.Content)
+
+	resp, err = c.CreateChatCompletion(t.Context(), req("hello", false))
+	require.NoError(t, err)
+	assert.Equal(t, "servetest: hello", resp.Choices[0].Message.Content, "no call: a text answer")
+	assert.Empty(t, resp.Choices[0].Message.ToolCalls)
+
+	stream, err := c.CreateChatCompletionStream(t.Context(), req("weather?", true))
+	require.NoError(t, err)
+	defer stream.Close()
+	var streamed []openai.ToolCall
+	var finish openai.FinishReason
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		streamed = append(streamed, chunk.Choices[0].Delta.ToolCalls...)
+		if chunk.Choices[0].FinishReason != "" {
+			finish = chunk.Choices[0].FinishReason
+		}
+	}
+	require.Len(t, streamed, 1)
+	require.NotNil(t, streamed[0].Index)
+	assert.Equal(t, 0, *streamed[0].Index)
+	assert.Equal(t, "get_weather", streamed[0].Function.Name)
+	assert.Equal(t, openai.FinishReasonToolCalls, finish)
+}
