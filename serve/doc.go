@@ -159,4 +159,16 @@
 //	c, err := inference.NewClient(url,
 //		inference.ServedModel("qwen-chat"), inference.APIKeyFromEnv("QWEN_API_KEY"))
 //	resp, err := c.Chat(ctx, inference.UserMessage("Hello"))
+//
+// Client does the same from the release Apply returned: it waits until the
+// release is Ready and returns the client with the served model name set.
+// Its URL is the in-cluster one; from outside the cluster, forward the
+// Service's port and use ClientAt:
+//
+//	chat, err := serve.Client(ctx, rel, svc, inference.APIKeyFromEnv("QWEN_API_KEY"))
+//	// outside: kubectl port-forward -n team-a svc/qwen-chat-api 8000:8000
+//	chat, err = serve.ClientAt(ctx, rel, svc, "http://127.0.0.1:8000")
+//
+// Package serve/servetest is an OpenAI-compatible server for tests of code
+// that talks to a served model.
 package serve

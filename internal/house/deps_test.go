@@ -47,6 +47,7 @@ var rules = []rule{
 	{"retry", kubernetes, 70},
 	{"datasets", kubernetes, 20},
 	{"inference", kubernetes, 205},
+	{"serve/servetest", kubernetes, 196},
 	{"rag", kubernetes, 235},
 	{"rag/load", kubernetes, 220},
 	{"rag/split", kubernetes, 225},

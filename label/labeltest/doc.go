@@ -15,7 +15,8 @@
 // checks the labeling config only for being XML with a <View> root, as
 // Label Studio's parser does first.
 //
-// Model is a stand-in OpenAI-compatible model for label.Backend. The
+// Model is a stand-in OpenAI-compatible model for label.Backend, a
+// serve/servetest server with the answers a labeling test sets. The
 // program in cmd/mlbackend serves label.BackendFromEnv(); the test
 // cluster builds it into an image (testenv.Images.LabelBackend).
 package labeltest

@@ -87,29 +87,28 @@ type layout struct {
 }
 
 // sourceDir returns the directory of this package's source. It comes from
-// the compiled-in file name, so it works from any package's test binary; a
-// binary built with -trimpath has no such path, and then the main module is
-// found from the working directory, which go test sets to the package being
-// tested.
+// the compiled-in file name, so it works from any package's test binary,
+// in cube and in a module that requires cube (the module cache); a binary
+// built with -trimpath has no such path, and then the go command lists the
+// package from the working directory, which go test sets to the package
+// being tested.
 func sourceDir(ctx context.Context, goCmd string) (string, error) {
 	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
 		dir := filepath.Dir(file)
-		if _, err := os.Stat(filepath.Join(dir, "tools", "go.mod")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "toolsmod")); err == nil {
 			return dir, nil
 		}
 	}
-	cmd := exec.CommandContext(ctx, goCmd, "env", "GOMOD")
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd := exec.CommandContext(ctx, goCmd, "list", "-f", "{{.Dir}}", thisPackage)
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("find main module: %w", err)
+		return "", fmt.Errorf("find %s (built with -trimpath, and the go command cannot list it from here): %w", thisPackage, err)
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("find main module: not inside a Go module and no source path compiled in (built with -trimpath?)")
-	}
-	return filepath.Join(filepath.Dir(gomod), "internal", "testsupport", "testenv"), nil
+	return strings.TrimSpace(string(out)), nil
 }
+
+// thisPackage is this package's import path.
+const thisPackage = "github.com/cubestudio/cube/internal/testsupport/testenv"
 
 // goCommand returns the go command of the toolchain that built this binary,
 // falling back to the one on PATH.
@@ -139,10 +138,21 @@ func newLayout(ctx context.Context) (*layout, error) {
 	if err != nil {
 		return nil, err
 	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil, fmt.Errorf("find user cache dir: %w", err)
+	}
 	l := &layout{
 		toolsDir: filepath.Join(src, "tools"),
 		mainDir:  filepath.Dir(filepath.Dir(filepath.Dir(src))),
 		goCmd:    goCmd,
+	}
+	if _, err := os.Stat(filepath.Join(l.toolsDir, "go.mod")); err != nil {
+		// cube is a dependency in the module cache, whose zip has no
+		// nested modules: build from the snapshot of tools/.
+		if l.toolsDir, err = materializeTools(cache); err != nil {
+			return nil, err
+		}
 	}
 	toolsMod, err := os.ReadFile(filepath.Join(l.toolsDir, "go.mod"))
 	if err != nil {
@@ -177,10 +187,6 @@ func newLayout(ctx context.Context) (*layout, error) {
 	}
 	key := fmt.Sprintf("kubernetes-%s-etcd-%s-%s", l.kubernetesVersion, l.etcdVersion, hex.EncodeToString(h.Sum(nil))[:12])
 
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return nil, fmt.Errorf("find user cache dir: %w", err)
-	}
 	dir := filepath.Join(cache, "cube-testenv", key)
 	l.artifacts = artifacts{
 		dir:           dir,
@@ -253,7 +259,7 @@ func (l *layout) ensure(ctx context.Context) error {
 	if len(missing) == 0 {
 		return nil // another test binary built it while this one waited
 	}
-	fmt.Fprintf(os.Stderr, "testenv: building %s (kubernetes %s, etcd %s) into %s; the first build on a machine takes 8-10 minutes on 2 idle cores and 20 or more on a busy machine (run go run ./internal/testsupport/testenv/cmd/prebuild first, or go test -timeout 45m); later starts take seconds\n",
+	fmt.Fprintf(os.Stderr, "testenv: building %s (kubernetes %s, etcd %s) into %s; the first build on a machine takes 8-10 minutes on 2 idle cores and 20 or more on a busy machine (run go run github.com/cubestudio/cube/cubetest/envtest/cmd/prebuild first, or go test -timeout 45m); later starts take seconds\n",
 		strings.Join(missing, ", "), l.kubernetesVersion, l.etcdVersion, l.artifacts.dir)
 
 	if _, err := os.Stat(l.artifacts.etcd); err != nil {

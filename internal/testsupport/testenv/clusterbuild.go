@@ -74,7 +74,9 @@ var clusterTools = []clusterTool{
 	{name: "argoexec", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/argoexec", static: true,
 		links: []upstreamLink{{module: "github.com/argoproj/argo-workflows/v3", path: "workflow/executor/osspecific/signal_linux.go", target: "signal_darwin.go"}}},
 	{name: "kubectl", module: "kubectl", pkg: ".", static: true, stamp: true},
-	{name: "standin-engine", module: "main", pkg: "./internal/testsupport/testenv/cmd/standin-engine", static: true},
+	// The stand-in serves package servetest's API, so its source is part
+	// of the image key.
+	{name: "standin-engine", module: "main", pkg: "./internal/testsupport/testenv/cmd/standin-engine", static: true, sources: []string{"serve/servetest"}},
 	{name: "kubectl-delivery", module: "main", pkg: "./internal/testsupport/testenv/cmd/kubectl-delivery", static: true},
 	{name: "pause", module: "main", pkg: "./internal/testsupport/testenv/cmd/pause", static: true},
 	{name: "nslookup", module: "main", pkg: "./internal/testsupport/testenv/cmd/nslookup", static: true},

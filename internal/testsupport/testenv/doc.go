@@ -83,6 +83,14 @@
 // ships none, so they are generated from volcano.sh/apis by controller-gen
 // v0.23.0, which is installed the same way.
 //
+// When cube is a dependency in the module cache (an adopter's tests through
+// cubetest/envtest), tools/ is not there: a module zip leaves out every
+// directory with a go.mod of its own. The build then writes the copy in
+// toolsmod/ (go.mod, go.sum and etcd's main, embedded in this package and
+// kept equal to tools/ by TestToolsSnapshot) into the cache as
+// tools-<hash>/ and builds from it; the cache key is the same, so a cache
+// built in cube serves the adopter too.
+//
 // Everything goes into a cache outside the repository:
 //
 //	$(os.UserCacheDir)/cube-testenv/kubernetes-<v>-etcd-<v>-<hash>/

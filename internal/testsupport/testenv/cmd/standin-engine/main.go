@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"net/http"
 	"os"
@@ -13,11 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
+	"github.com/cubestudio/cube/serve/servetest"
 )
 
 func main() {
@@ -38,9 +35,9 @@ func main() {
 		if len(args) > 0 && args[0] == "serve" {
 			args = args[1:]
 		}
-		err = serveAPI(args)
+		err = serveAPI(args, "VLLM_API_KEY")
 	case "text-embeddings-router":
-		err = serveAPI(teiArgs(args))
+		err = serveAPI(teiArgs(args), "API_KEY")
 	case "ray":
 		err = ray(args)
 	case "ray-head":
@@ -57,7 +54,7 @@ func main() {
 }
 
 // teiArgs turns Text Embeddings Inference's flags (--model-id, --hostname,
-// --port, --served-model-name) into the ones serveAPI reads.
+// --port, --served-model-name, --api-key) into the ones serveAPI reads.
 func teiArgs(args []string) []string {
 	var out []string
 	if v, ok := flagValue(args, "model-id"); ok {
@@ -66,7 +63,7 @@ func teiArgs(args []string) []string {
 	if v, ok := flagValue(args, "hostname"); ok {
 		out = append(out, "--host", v)
 	}
-	for _, name := range []string{"port", "served-model-name"} {
+	for _, name := range []string{"port", "served-model-name", "api-key"} {
 		if v, ok := flagValue(args, name); ok {
 			out = append(out, "--"+name, v)
 		}
@@ -96,15 +93,11 @@ func hasFlag(args []string, name string) bool {
 	return false
 }
 
-type engine struct {
-	model            string
-	running, waiting atomic.Int64
-	promptTokens     atomic.Int64
-	generatedTokens  atomic.Int64
-	succeeded        atomic.Int64
-}
-
-func serveAPI(args []string) error {
+// serveAPI serves servetest's API for the model the arguments name. The
+// API key comes from --api-key or the environment variable keyEnv, where
+// the engine reads it (serve renders VLLM_API_KEY for vLLM, API_KEY for
+// TEI); probes and scrapes need none.
+func serveAPI(args []string, keyEnv string) error {
 	model := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		model = args[0]
@@ -123,170 +116,18 @@ func serveAPI(args []string) error {
 		port = v
 	}
 	host, _ := flagValue(args, "host")
-	e := &engine{model: model}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /v1/models", e.models)
-	mux.HandleFunc("POST /v1/chat/completions", e.chat)
-	mux.HandleFunc("POST /v1/completions", e.completions)
-	mux.HandleFunc("POST /v1/embeddings", e.embeddings)
-	mux.HandleFunc("GET /metrics", e.metrics)
+	opts := []servetest.Option{
+		servetest.Answer(func(prompt string) string { return "standin: " + prompt }),
+		servetest.OwnedBy("standin-engine"),
+	}
+	key := os.Getenv(keyEnv)
+	if v, ok := flagValue(args, "api-key"); ok {
+		key = v
+	}
+	opts = append(opts, servetest.APIKey(key))
 	addr := net.JoinHostPort(host, port)
 	fmt.Printf("standin-engine: serving %s on %s (standing in for vLLM)\n", model, addr)
-	return http.ListenAndServe(addr, mux)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func (e *engine) checkModel(w http.ResponseWriter, model string) bool {
-	if model != e.model {
-		writeJSON(w, http.StatusNotFound, openai.ErrorResponse{Error: &openai.APIError{
-			Type: "NotFoundError", Message: fmt.Sprintf("The model `%s` does not exist.", model), HTTPStatusCode: http.StatusNotFound,
-		}})
-		return false
-	}
-	return true
-}
-
-func (e *engine) models(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, struct {
-		Object string         `json:"object"`
-		Data   []openai.Model `json:"data"`
-	}{"list", []openai.Model{{ID: e.model, Object: "model", OwnedBy: "standin-engine", Root: e.model, CreatedAt: time.Now().Unix()}}})
-}
-
-func words(s string) int { return len(strings.Fields(s)) }
-
-func (e *engine) chat(w http.ResponseWriter, r *http.Request) {
-	var req openai.ChatCompletionRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, openai.ErrorResponse{Error: &openai.APIError{Type: "BadRequestError", Message: err.Error()}})
-		return
-	}
-	if !e.checkModel(w, req.Model) {
-		return
-	}
-	e.running.Add(1)
-	defer e.running.Add(-1)
-	last := ""
-	prompt := 0
-	for _, m := range req.Messages {
-		prompt += words(m.Content)
-		if m.Role == openai.ChatMessageRoleUser {
-			last = m.Content
-		}
-	}
-	answer := "standin: " + last
-	usage := openai.Usage{PromptTokens: prompt, CompletionTokens: words(answer), TotalTokens: prompt + words(answer)}
-	e.promptTokens.Add(int64(usage.PromptTokens))
-	e.generatedTokens.Add(int64(usage.CompletionTokens))
-	e.succeeded.Add(1)
-	id := fmt.Sprintf("chatcmpl-%x", fnv64(answer))
-	if !req.Stream {
-		writeJSON(w, http.StatusOK, openai.ChatCompletionResponse{
-			ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: e.model,
-			Choices: []openai.ChatCompletionChoice{{Index: 0, Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: answer}, FinishReason: openai.FinishReasonStop}},
-			Usage:   usage,
-		})
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	flusher, _ := w.(http.Flusher)
-	for i, word := range strings.SplitAfter(answer, " ") {
-		chunk := openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: e.model,
-			Choices: []openai.ChatCompletionStreamChoice{{Index: 0, Delta: openai.ChatCompletionStreamChoiceDelta{Content: word}}}}
-		if i == 0 {
-			chunk.Choices[0].Delta.Role = openai.ChatMessageRoleAssistant
-		}
-		data, _ := json.Marshal(chunk)
-		fmt.Fprintf(w, "data: %s\n\n", data)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	final := openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: e.model,
-		Choices: []openai.ChatCompletionStreamChoice{{Index: 0, FinishReason: openai.FinishReasonStop}}}
-	data, _ := json.Marshal(final)
-	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", data)
-}
-
-func (e *engine) completions(w http.ResponseWriter, r *http.Request) {
-	var req openai.CompletionRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, openai.ErrorResponse{Error: &openai.APIError{Type: "BadRequestError", Message: err.Error()}})
-		return
-	}
-	if !e.checkModel(w, req.Model) {
-		return
-	}
-	prompt, _ := req.Prompt.(string)
-	text := " standin: " + prompt
-	e.succeeded.Add(1)
-	writeJSON(w, http.StatusOK, openai.CompletionResponse{
-		ID: fmt.Sprintf("cmpl-%x", fnv64(text)), Object: "text_completion", Created: time.Now().Unix(), Model: e.model,
-		Choices: []openai.CompletionChoice{{Text: text, FinishReason: "stop"}},
-		Usage:   &openai.Usage{PromptTokens: words(prompt), CompletionTokens: words(text), TotalTokens: words(prompt) + words(text)},
-	})
-}
-
-// embeddingSize is the length of the stand-in's vectors.
-const embeddingSize = 16
-
-func (e *engine) embeddings(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model string          `json:"model"`
-		Input json.RawMessage `json:"input"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, openai.ErrorResponse{Error: &openai.APIError{Type: "BadRequestError", Message: err.Error()}})
-		return
-	}
-	if !e.checkModel(w, req.Model) {
-		return
-	}
-	var inputs []string
-	if err := json.Unmarshal(req.Input, &inputs); err != nil {
-		var one string
-		if err := json.Unmarshal(req.Input, &one); err != nil {
-			writeJSON(w, http.StatusBadRequest, openai.ErrorResponse{Error: &openai.APIError{Type: "BadRequestError", Message: "input must be a string or a list of strings"}})
-			return
-		}
-		inputs = []string{one}
-	}
-	resp := openai.EmbeddingResponse{Object: "list", Model: openai.EmbeddingModel(e.model)}
-	for i, in := range inputs {
-		// A hashed bag of words: deterministic, and texts sharing words
-		// point the same way.
-		v := make([]float32, embeddingSize)
-		for _, word := range strings.Fields(strings.ToLower(in)) {
-			v[fnv64(word)%embeddingSize]++
-		}
-		resp.Data = append(resp.Data, openai.Embedding{Object: "embedding", Embedding: v, Index: i})
-		resp.Usage.PromptTokens += words(in)
-	}
-	resp.Usage.TotalTokens = resp.Usage.PromptTokens
-	writeJSON(w, http.StatusOK, resp)
-}
-
-func (e *engine) metrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	label := fmt.Sprintf(`{model_name=%q}`, e.model)
-	fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running%s %d\n", label, e.running.Load())
-	fmt.Fprintf(w, "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting%s %d\n", label, e.waiting.Load())
-	fmt.Fprintf(w, "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc%s 0\n", label)
-	fmt.Fprintf(w, "# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total%s %d\n", label, e.promptTokens.Load())
-	fmt.Fprintf(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total%s %d\n", label, e.generatedTokens.Load())
-	fmt.Fprintf(w, "# TYPE vllm:request_success_total counter\nvllm:request_success_total{finished_reason=\"stop\",model_name=%q} %d\n", e.model, e.succeeded.Load())
-}
-
-func fnv64(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
+	return http.ListenAndServe(addr, servetest.NewHandler(model, opts...))
 }
 
 // ray handles "ray start".

@@ -1,0 +1,103 @@
+package serve_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/cubetest"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/serve/servetest"
+)
+
+// TestClientWaitsUntilReady: Client returns only once the release is
+// Ready, names the model the engine serves and passes the caller's
+// options; cubetest has no network, so the client is pointed at a
+// servetest server with ClientAt.
+func TestClientWaitsUntilReady(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil)
+	svc := serve.VLLM("qwen-chat", qwen).Namespace("team-a").On(hardware.H100).Accelerators(1)
+	rel, err := cluster.Client.Apply(ctx, svc)
+	require.NoError(t, err)
+	engine := servetest.New(qwen, servetest.APIKey("sk-a"), servetest.Answer(func(p string) string { return "hello " + p }))
+	t.Cleanup(engine.Close)
+
+	type result struct {
+		c   *inference.Client
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := serve.ClientAt(ctx, rel, svc, engine.URL, inference.APIKey("sk-a"))
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("returned before the release was Ready: %v", r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, cluster.MarkReady(ctx, rel))
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not return once the release was Ready")
+	}
+	require.NoError(t, r.err)
+	assert.Equal(t, qwen, r.c.Model(), "the served name vLLM gives a Hugging Face model")
+	assert.Equal(t, engine.URL+"/v1", r.c.BaseURL())
+	resp, err := r.c.Chat(ctx, inference.UserMessage("team"))
+	require.NoError(t, err)
+	assert.Equal(t, "hello team", resp.Choices[0].Message.Content)
+	require.Len(t, engine.Requests(), 1, "no /v1/models lookup: the model name came from the service")
+	assert.True(t, engine.Requests()[0].Authorized)
+
+	// Without an endpoint: the in-cluster URL and an explicit served name.
+	named := serve.VLLM("qwen-chat", qwen).Namespace("team-a").On(hardware.H100).Accelerators(1).ServedModelName("chat")
+	c, err := serve.Client(ctx, rel, named)
+	require.NoError(t, err, "the release is Ready already")
+	assert.Equal(t, "http://qwen-chat-api.team-a:8000/v1", c.BaseURL())
+	assert.Equal(t, "chat", c.Model())
+}
+
+func TestClientRefusals(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil)
+	svc := serve.VLLM("qwen-chat", qwen).Namespace("team-a").On(hardware.H100).Accelerators(1)
+	rel, err := cluster.Client.Apply(ctx, svc)
+	require.NoError(t, err)
+
+	_, err = serve.Client(ctx, nil, svc)
+	assert.ErrorContains(t, err, "serve client for qwen-chat: no release")
+	_, err = serve.Client(ctx, rel, nil)
+	require.Error(t, err)
+	other := serve.VLLM("other", qwen).Namespace("team-a").On(hardware.H100).Accelerators(1)
+	_, err = serve.Client(ctx, rel, other)
+	assert.ErrorContains(t, err, `release team-a/qwen-chat is not this service's`)
+	_, err = serve.Client(ctx, rel, serve.VLLM("qwen-chat", qwen).Namespace("team-a").On(hardware.H100).Accelerators(-1))
+	assert.ErrorContains(t, err, "accelerators", "the service's own problems")
+	_, err = serve.Client(ctx, rel, serve.Triton("qwen-chat", "pvc://models/repo").Namespace("team-a").On(hardware.L4).Accelerators(1))
+	assert.ErrorContains(t, err, "Triton serves the KServe v2 protocol")
+	_, err = serve.Client(ctx, rel, svc, inference.APIKey(" "))
+	assert.ErrorContains(t, err, "apiKey", "a bad option fails before the wait")
+
+	require.NoError(t, cluster.MarkFailed(ctx, rel, "ProgressDeadlineExceeded", "image pull"))
+	_, err = serve.Client(ctx, rel, svc)
+	assert.True(t, errors.Is(err, cube.ErrFailed), "%v", err)
+
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	fresh := serve.VLLM("slow", qwen).Namespace("team-a").On(hardware.H100).Accelerators(1)
+	slow, err := cluster.Client.Apply(ctx, fresh)
+	require.NoError(t, err)
+	_, err = serve.Client(short, slow, fresh)
+	require.Error(t, err, "never Ready: the context ends the wait")
+}
