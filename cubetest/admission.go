@@ -485,6 +485,11 @@ func (a *admission) limitRanges(ctx context.Context, namespace string, p *corev1
 			}
 		}
 	}
+	for i := range ranges.Items {
+		for j := range ranges.Items[i].Spec.Limits {
+			storedDefaults(&ranges.Items[i].Spec.Limits[j])
+		}
+	}
 	for _, lr := range ranges.Items {
 		for _, item := range lr.Spec.Limits {
 			if item.Type != corev1.LimitTypeContainer {
@@ -504,7 +509,7 @@ func (a *admission) limitRanges(ctx context.Context, namespace string, p *corev1
 			if item.Type != corev1.LimitTypeContainer {
 				continue
 			}
-			for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
 				for _, c := range cs {
 					for _, name := range sortedNames(item.Min) {
 						if err := minConstraint(string(corev1.LimitTypeContainer), string(name), item.Min[name], c.Resources.Requests, c.Resources.Limits); err != nil {
@@ -524,6 +529,20 @@ func (a *admission) limitRanges(ctx context.Context, namespace string, p *corev1
 		return "", nil
 	}
 	return utilerrors.NewAggregate(errs).Error(), nil
+}
+
+// storedDefaults are the defaults the API server stores in a LimitRange
+// of type Container (pkg/apis/core/v1/defaults.go,
+// SetDefaults_LimitRangeItem): the default limit is the max, the default
+// request the default limit, else the min. A LimitRange given to
+// NewCluster did not go through the API server.
+func storedDefaults(item *corev1.LimitRangeItem) {
+	if item.Type != corev1.LimitTypeContainer {
+		return
+	}
+	fill(&item.Default, item.Max)
+	fill(&item.DefaultRequest, item.Default)
+	fill(&item.DefaultRequest, item.Min)
 }
 
 func fill(into *corev1.ResourceList, defaults corev1.ResourceList) {
