@@ -144,7 +144,10 @@ func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 		if ns == "" || validation.IsDNS1123Label(ns) != nil {
 			continue // a bad namespace: the client reports it
 		}
-		err := fc.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		// The API server labels every namespace with its name
+		// (kubernetes.io/metadata.name, pkg/apis/core/v1/defaults.go).
+		err := fc.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels: map[string]string{corev1.LabelMetadataName: ns}}})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			panic(fmt.Sprintf("cubetest: create namespace %s: %v", ns, err)) // the fake client refused an empty namespace
 		}
