@@ -211,7 +211,10 @@ func (c *Cluster) usable() error {
 //     with message.
 //
 // The pod carries the release's labels, so Release.Status and Wait report
-// its problems (cube.PodProblem), and FailOnStuckPods reacts to them.
+// its problems (cube.PodProblem), and FailOnStuckPods reacts to them. It
+// stands in for a pod the release's workloads already count against the
+// namespace's quotas, so the quota admission does not count it again; its
+// namespace must exist.
 func (c *Cluster) AddPod(ctx context.Context, rel *cube.Release, name, reason, message string) error {
 	if err := c.usable(); err != nil {
 		return err
