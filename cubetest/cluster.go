@@ -90,8 +90,11 @@ func restMapper(s *runtime.Scheme) meta.RESTMapper {
 
 // Cluster is an in-memory cluster for unit tests of code that uses cube: a
 // cube.Client on controller-runtime's fake client (with server-side apply and
-// watches) and client-go's fake clientset for logs. Nothing runs in it: the
-// Mark methods move a release's objects the way their controllers would.
+// watches) behind the API server's admission (namespaces, LimitRanges, Pod
+// Security, ResourceQuotas, also for the pods the workloads' controllers
+// create), and client-go's fake clientset for logs. No controller runs in
+// it: reactions (React) and the Mark methods move a release's objects the
+// way their controllers would.
 type Cluster struct {
 	// Client is the cube client under test.
 	Client *cube.Client
@@ -107,9 +110,12 @@ type Cluster struct {
 // (k8s v1.37.2 pkg/controlplane/controller/systemnamespaces).
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-// NewCluster returns an empty in-memory cluster holding objs. Its client
-// reads every kind cube builds (kinds.All); options are passed to it
-// after that (cube.Namespace and friends).
+// NewCluster returns an in-memory cluster holding objs, as stored (they
+// skip admission). Its client reads every kind cube builds (kinds.All);
+// options are passed to it after that (cube.Namespace and friends). The
+// cluster has the namespaces the API server makes (default, kube-system,
+// kube-public, kube-node-lease) and the client's namespace; objects go
+// into any other only once it exists.
 func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 	s := Scheme()
 	var withStatus []client.Object

@@ -110,7 +110,8 @@ func runsToCompletion(gk schema.GroupKind) bool {
 // API server would refuse, the controller records the event it records
 // (RefusePods' events, with the server's answer) and the workload is
 // refused: Mark and the reactions will not make it Ready or Succeeded.
-// An apply of a workload that exists recounts its pods.
+// An apply of a workload that exists recounts its pods, unless it ran to
+// completion.
 func (a *admission) makePods(ctx context.Context, u *unstructured.Unstructured) error {
 	roles, err := podRoles(u)
 	if err != nil {
@@ -122,6 +123,9 @@ func (a *admission) makePods(ctx context.Context, u *unstructured.Unstructured) 
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if old := a.workloads[keyOf(u)]; old != nil && old.ended {
+		return nil // a job that ended makes no pods again
+	}
 	w := &workloadPods{usage: corev1.ResourceList{}}
 	a.workloads[keyOf(u)] = w
 	refused := ""
