@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -266,4 +267,19 @@ func TestWorkloadPodsMeetLimitRangeAndPodSecurity(t *testing.T) {
 	var pse *cube.PodSecurityError
 	require.True(t, errors.As(err, &pse), "cube refuses before applying: %v", err)
 	assert.Equal(t, "restricted:latest", pse.Level)
+
+	// A Deployment created by another client is stored; the ReplicaSet
+	// controller's pods are refused by PodSecurity, as it records.
+	objs, err := webApp("other", 1).Objects()
+	require.NoError(t, err)
+	d := objs[1].(*appsv1.Deployment)
+	d.Namespace = "team-b"
+	require.NoError(t, locked.Fake.Create(ctx, d))
+	var events corev1.EventList
+	require.NoError(t, locked.Fake.List(ctx, &events, client.InNamespace("team-b")))
+	require.Len(t, events.Items, 1)
+	ev := events.Items[0]
+	assert.Equal(t, "FailedCreate", ev.Reason)
+	assert.Equal(t, "ReplicaSet", ev.InvolvedObject.Kind)
+	assert.Regexp(t, `^Error creating: pods "other-[a-z0-9]+-[a-z0-9]{5}" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false`, ev.Message)
 }
