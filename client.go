@@ -101,3 +101,12 @@ func (c *Client) usable() error {
 	}
 	return nil
 }
+
+// Namespace returns the namespace the client puts the objects of a
+// workload that names none in (cube.Namespace; "default" without it).
+func (c *Client) Namespace() string {
+	if c == nil {
+		return ""
+	}
+	return c.namespace
+}

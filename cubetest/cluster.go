@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,8 +90,11 @@ func restMapper(s *runtime.Scheme) meta.RESTMapper {
 
 // Cluster is an in-memory cluster for unit tests of code that uses cube: a
 // cube.Client on controller-runtime's fake client (with server-side apply and
-// watches) and client-go's fake clientset for logs. Nothing runs in it: the
-// Mark methods move a release's objects the way their controllers would.
+// watches) behind the API server's admission (namespaces, LimitRanges, Pod
+// Security, ResourceQuotas, also for the pods the workloads' controllers
+// create), and client-go's fake clientset for logs. No controller runs in
+// it: reactions (React) and the Mark methods move a release's objects the
+// way their controllers would.
 type Cluster struct {
 	// Client is the cube client under test.
 	Client *cube.Client
@@ -98,11 +102,20 @@ type Cluster struct {
 	Fake client.WithWatch
 	// Clientset serves pod logs ("fake logs" for every pod it holds).
 	Clientset *k8sfake.Clientset
+
+	admission *admission
 }
 
-// NewCluster returns an empty in-memory cluster holding objs. Its client
-// reads every kind cube builds (kinds.All); options are passed to it
-// after that (cube.Namespace and friends).
+// systemNamespaces are the namespaces the API server makes at start
+// (k8s v1.37.2 pkg/controlplane/controller/systemnamespaces).
+var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// NewCluster returns an in-memory cluster holding objs, as stored (they
+// skip admission). Its client reads every kind cube builds (kinds.All);
+// options are passed to it after that (cube.Namespace and friends). The
+// cluster has the namespaces the API server makes (default, kube-system,
+// kube-public, kube-node-lease) and the client's namespace; objects go
+// into any other only once it exists.
 func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 	s := Scheme()
 	var withStatus []client.Object
@@ -121,16 +134,33 @@ func NewCluster(objs []client.Object, opts ...cube.Option) *Cluster {
 	exp := &unstructured.Unstructured{}
 	exp.SetGroupVersionKind(experimentGVK)
 	withStatus = append(withStatus, exp)
+	mapper := restMapper(s)
 	fc := fake.NewClientBuilder().
 		WithScheme(s).
-		WithRESTMapper(restMapper(s)).
+		WithRESTMapper(mapper).
 		WithStatusSubresource(withStatus...).
 		WithTypeConverters(typeConverters()...).
 		WithObjects(objs...).
 		Build()
+	adm := newAdmission(s, mapper, fc)
+	wrapped := adm.wrap()
 	cs := k8sfake.NewClientset()
-	c := cube.NewFromClient(fc, append([]cube.Option{cube.Clientset(cs), cube.Kinds(kinds.All()...)}, opts...)...)
-	return &Cluster{Client: c, Fake: fc, Clientset: cs}
+	c := cube.NewFromClient(wrapped, append([]cube.Option{cube.Clientset(cs), cube.Kinds(kinds.All()...)}, opts...)...)
+	for _, ns := range append(slices.Clone(systemNamespaces), c.Namespace()) {
+		if ns == "" || validation.IsDNS1123Label(ns) != nil {
+			continue // a bad namespace: the client reports it
+		}
+		// The API server labels every namespace with its name
+		// (kubernetes.io/metadata.name, pkg/apis/core/v1/defaults.go).
+		err := fc.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels: map[string]string{corev1.LabelMetadataName: ns}}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			panic(fmt.Sprintf("cubetest: create namespace %s: %v", ns, err)) // the fake client refused an empty namespace
+		}
+	}
+	cluster := &Cluster{Client: c, Fake: wrapped, Clientset: cs, admission: adm}
+	adm.reactions.cluster = cluster
+	return cluster
 }
 
 // WaitForRelease returns the release name in namespace once an Apply has
@@ -187,7 +217,10 @@ func (c *Cluster) usable() error {
 //     with message.
 //
 // The pod carries the release's labels, so Release.Status and Wait report
-// its problems (cube.PodProblem), and FailOnStuckPods reacts to them.
+// its problems (cube.PodProblem), and FailOnStuckPods reacts to them. It
+// stands in for a pod the release's workloads already count against the
+// namespace's quotas, so the quota admission does not count it again; its
+// namespace must exist.
 func (c *Cluster) AddPod(ctx context.Context, rel *cube.Release, name, reason, message string) error {
 	if err := c.usable(); err != nil {
 		return err
@@ -204,7 +237,7 @@ func (c *Cluster) AddPod(ctx context.Context, rel *cube.Release, name, reason, m
 		}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "cubetest"}}},
 	}
-	if err := c.Fake.Create(ctx, p); err != nil {
+	if err := c.addPod(ctx, p); err != nil {
 		return fmt.Errorf("cubetest: add pod %s/%s: %w", rel.Namespace, name, err)
 	}
 	switch reason {
@@ -279,13 +312,77 @@ func (c *Cluster) Mark(ctx context.Context, rel *cube.Release, phase cube.Phase,
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	if phase == cube.Ready || phase == cube.Succeeded {
+		for _, ref := range refs {
+			if err := c.refused(ref); err != nil {
+				errs = append(errs, fmt.Errorf("cubetest: mark release %s/%s %s: %w", rel.Namespace, rel.Name, phase, err))
+			}
+		}
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+	}
 	for _, ref := range refs {
-		err := MarkObject(ctx, c.Fake, ref, phase, reason, message)
+		err := c.markRef(ctx, ref, phase, reason, message, false)
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// refused is the error of making the object at ref run when the API
+// server refused its pods.
+func (c *Cluster) refused(ref cube.ObjectRef) error {
+	if c.admission == nil {
+		return nil
+	}
+	if answer := c.admission.refusal(keyOfRef(ref)); answer != "" {
+		return fmt.Errorf("the API server refused the pods of %s (%s): a workload whose pods were refused cannot run", ref, answer)
+	}
+	return nil
+}
+
+// markRef is Mark and the reactions writing one object: a refused
+// workload is not made Ready or Succeeded (an error for Mark, nothing for
+// a reaction), and a job that ends no longer counts its pods against the
+// quotas.
+func (c *Cluster) markRef(ctx context.Context, ref cube.ObjectRef, phase cube.Phase, reason, message string, reaction bool) error {
+	if phase == cube.Ready || phase == cube.Succeeded {
+		if err := c.refused(ref); err != nil {
+			if reaction {
+				return nil
+			}
+			return err
+		}
+	}
+	if err := MarkObject(ctx, c.Fake, ref, phase, reason, message); err != nil {
+		return err
+	}
+	if c.admission != nil && phase != cube.InProgress && runsToCompletion(ref.GroupKind()) {
+		c.admission.ended(keyOfRef(ref))
+	}
+	return nil
+}
+
+// addPod creates a pod AddPod stands in for a workload's controller with:
+// in a namespace that exists, but not counted against the quotas a
+// second time (the workload's pods are).
+func (c *Cluster) addPod(ctx context.Context, p *corev1.Pod) error {
+	a := c.admission
+	if a == nil {
+		return c.Fake.Create(ctx, p)
+	}
+	if err := a.inner.Get(ctx, client.ObjectKey{Name: p.Namespace}, &corev1.Namespace{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, p.Namespace)
+		}
+		return err
+	}
+	a.mu.Lock()
+	a.standIns[objectKey{schema.GroupKind{Kind: "Pod"}, p.Namespace, p.Name}] = true
+	a.mu.Unlock()
+	return a.inner.Create(ctx, p)
 }
 
 // MarkObject writes the status of one object as its controller would, on

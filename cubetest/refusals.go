@@ -81,7 +81,7 @@ func (c *Cluster) RefusePods(ctx context.Context, rel *cube.Release, apiError st
 			return fmt.Errorf("cubetest: refuse pods of %s: %w", ref, err)
 		}
 		for _, ev := range events {
-			if err := c.record(ctx, ev); err != nil {
+			if err := record(ctx, c.Fake, ev); err != nil {
 				return fmt.Errorf("cubetest: refuse pods of %s: %w", ref, err)
 			}
 		}
@@ -189,9 +189,9 @@ func templateHash(u *unstructured.Unstructured) (string, error) {
 
 // record stores ev, or counts it again on the event already recorded for
 // the same object, reason and message, as the recorder's correlator does.
-func (c *Cluster) record(ctx context.Context, ev *corev1.Event) error {
+func record(ctx context.Context, c client.Client, ev *corev1.Event) error {
 	var events corev1.EventList
-	if err := c.Fake.List(ctx, &events, client.InNamespace(ev.Namespace)); err != nil {
+	if err := c.List(ctx, &events, client.InNamespace(ev.Namespace)); err != nil {
 		return fmt.Errorf("list events: %w", err)
 	}
 	for i := range events.Items {
@@ -200,13 +200,13 @@ func (c *Cluster) record(ctx context.Context, ev *corev1.Event) error {
 			old.Reason == ev.Reason && old.Message == ev.Message {
 			old.Count++
 			old.LastTimestamp = ev.LastTimestamp
-			if err := c.Fake.Update(ctx, old); err != nil {
+			if err := c.Update(ctx, old); err != nil {
 				return fmt.Errorf("count event %s again: %w", old.Name, err)
 			}
 			return nil
 		}
 	}
-	if err := c.Fake.Create(ctx, ev); err != nil {
+	if err := c.Create(ctx, ev); err != nil {
 		return fmt.Errorf("record event: %w", err)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package cubetest
 
 import (
+	"sync"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -14,11 +16,14 @@ import (
 // custom resources. They are controller-runtime's defaults (fake.ClientBuilder
 // Build) with one repair, see statusTolerant.
 func typeConverters() []managedfields.TypeConverter {
-	return []managedfields.TypeConverter{
-		statusTolerant{clientgoapplyconfigurations.NewTypeConverter(clientgoscheme.Scheme)},
-		managedfields.NewDeducedTypeConverter(),
-	}
+	return []managedfields.TypeConverter{statusTolerant{builtinTypes()}, managedfields.NewDeducedTypeConverter()}
 }
+
+// builtinTypes is built once: parsing client-go's schema takes half a
+// second, and the converter only reads it.
+var builtinTypes = sync.OnceValue(func() managedfields.TypeConverter {
+	return clientgoapplyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+})
 
 // statusTolerant drops a null status before typing an object with the
 // built-in schema. The fake client (controller-runtime v0.25.2,

@@ -1,0 +1,190 @@
+package cubetest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// podRole is one pod template of a workload, the number of pods its
+// controller keeps from it and the names it gives them.
+type podRole struct {
+	template corev1.PodTemplateSpec
+	replicas int32
+	name     func(i int32) string
+}
+
+// podRoles are the pods the controller of u creates (the kinds
+// createsPods lists):
+//
+//   - Deployment: spec.replicas pods of its ReplicaSet "<name>-<hash>",
+//     named "<replicaset>-<5 random>" (the ReplicaSet's generateName);
+//   - StatefulSet: spec.replicas pods "<name>-<ordinal>";
+//   - Job: spec.parallelism pods at once (at most spec.completions),
+//     "<name>-<5 random>";
+//   - the training-operator jobs: each role of spec.*ReplicaSpecs, its
+//     replicas (1 unless set), "<job>-<role in lower case>-<index>"
+//     (training-operator v1.8.1 pkg/core/utils.go, GenGeneralName).
+func podRoles(u *unstructured.Unstructured) ([]podRole, error) {
+	name := u.GetName()
+	random := func(prefix string) func(int32) string {
+		return func(int32) string { return prefix + "-" + rand.String(5) }
+	}
+	switch gk := u.GroupVersionKind().GroupKind(); {
+	case gk == schema.GroupKind{Group: "apps", Kind: "Deployment"}:
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
+			return nil, err
+		}
+		hash, err := templateHash(u)
+		if err != nil {
+			return nil, err
+		}
+		return []podRole{{d.Spec.Template, replicasOf(d.Spec.Replicas), random(name + "-" + hash)}}, nil
+	case gk == schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
+		s := &appsv1.StatefulSet{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+			return nil, err
+		}
+		return []podRole{{s.Spec.Template, replicasOf(s.Spec.Replicas), func(i int32) string { return fmt.Sprintf("%s-%d", name, i) }}}, nil
+	case gk == schema.GroupKind{Group: "batch", Kind: "Job"}:
+		j := &batchv1.Job{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, j); err != nil {
+			return nil, err
+		}
+		n := replicasOf(j.Spec.Parallelism)
+		if j.Spec.Completions != nil && *j.Spec.Completions < n {
+			n = *j.Spec.Completions
+		}
+		return []podRole{{j.Spec.Template, n, random(name)}}, nil
+	case gk.Group == "kubeflow.org":
+		spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+		var roles []podRole
+		for _, field := range slices.Sorted(maps.Keys(spec)) {
+			specs, ok := spec[field].(map[string]any)
+			if !strings.HasSuffix(field, "ReplicaSpecs") || !ok {
+				continue
+			}
+			for _, role := range slices.Sorted(maps.Keys(specs)) {
+				rs, _ := specs[role].(map[string]any)
+				r := podRole{replicas: 1}
+				if n, ok, _ := unstructured.NestedInt64(rs, "replicas"); ok {
+					r.replicas = int32(n)
+				}
+				tmpl, _, _ := unstructured.NestedMap(rs, "template")
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &r.template); err != nil {
+					return nil, fmt.Errorf("spec.%s.%s.template: %w", field, role, err)
+				}
+				prefix := name + "-" + strings.ToLower(role)
+				r.name = func(i int32) string { return fmt.Sprintf("%s-%d", prefix, i) }
+				roles = append(roles, r)
+			}
+		}
+		return roles, nil
+	}
+	return nil, nil
+}
+
+// runsToCompletion are the kinds whose pods end when the workload does:
+// they count no more once it has succeeded or failed.
+func runsToCompletion(gk schema.GroupKind) bool {
+	return createsPods(gk) && gk.Group != "apps"
+}
+
+// makePods plays the controller of u creating its pods through the
+// admission chain: each pod takes the namespace's LimitRange defaults and
+// must pass its bounds, its Pod Security level and its quotas; the pods
+// admitted count against the quotas from then on. At the first pod the
+// API server would refuse, the controller records the event it records
+// (RefusePods' events, with the server's answer) and the workload is
+// refused: Mark and the reactions will not make it Ready or Succeeded.
+// An apply of a workload that exists recounts its pods, unless it ran to
+// completion.
+func (a *admission) makePods(ctx context.Context, u *unstructured.Unstructured) error {
+	roles, err := podRoles(u)
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{}
+	if err := a.inner.Get(ctx, client.ObjectKey{Name: u.GetNamespace()}, ns); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if old := a.workloads[keyOf(u)]; old != nil && old.ended {
+		return nil // a job that ended makes no pods again
+	}
+	w := &workloadPods{usage: corev1.ResourceList{}}
+	a.workloads[keyOf(u)] = w
+	refused := ""
+roles:
+	for _, r := range roles {
+		for i := range r.replicas {
+			p := &corev1.Pod{ObjectMeta: *r.template.ObjectMeta.DeepCopy(), Spec: *r.template.Spec.DeepCopy()}
+			p.Name, p.Namespace = r.name(i), u.GetNamespace()
+			if err := a.admitPod(ctx, ns, p); err != nil {
+				if !apierrors.IsForbidden(err) {
+					return err
+				}
+				refused = err.Error()
+				break roles
+			}
+			usage := podUsage(p)
+			msg, err := a.checkQuotas(ctx, p.Namespace, p, usage)
+			if err != nil {
+				return err
+			}
+			if msg != "" {
+				refused = apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, p.Name, fmt.Errorf("%s", msg)).Error()
+				break roles
+			}
+			add(w.usage, usage)
+		}
+	}
+	if refused == "" {
+		return nil
+	}
+	w.refused = refused
+	events, err := refusalEvents(u, refused)
+	if err != nil {
+		return err
+	}
+	for _, ev := range events {
+		if err := record(ctx, a.inner, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refusal is the API server's answer to the first pod of the object at
+// ref it refused, or "".
+func (a *admission) refusal(ref objectKey) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w := a.workloads[ref]; w != nil {
+		return w.refused
+	}
+	return ""
+}
+
+// ended records that the workload at ref ran to completion.
+func (a *admission) ended(ref objectKey) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w := a.workloads[ref]; w != nil {
+		w.ended = true
+	}
+}
