@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/inference"
@@ -19,7 +20,7 @@ import (
 // port-forward would be reached from outside the cluster.
 func ExampleClientAt() {
 	ctx := context.Background()
-	cluster := cubetest.NewCluster(nil)
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	svc := serve.VLLM("qwen-chat", "Qwen/Qwen2.5-7B-Instruct").Namespace("team-a").On(hardware.H100).Accelerators(1)
 	rel, err := cluster.Client.Apply(ctx, svc)
 	if err != nil {

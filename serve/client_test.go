@@ -23,7 +23,7 @@ import (
 // servetest server with ClientAt.
 func TestClientWaitsUntilReady(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil)
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	svc := serve.VLLM("qwen-chat", qwen).Namespace("team-a").On(hardware.H100).Accelerators(1)
 	rel, err := cluster.Client.Apply(ctx, svc)
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestClientWaitsUntilReady(t *testing.T) {
 
 func TestClientRefusals(t *testing.T) {
 	ctx := t.Context()
-	cluster := cubetest.NewCluster(nil)
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	svc := serve.VLLM("qwen-chat", qwen).Namespace("team-a").On(hardware.H100).Accelerators(1)
 	rel, err := cluster.Client.Apply(ctx, svc)
 	require.NoError(t, err)
