@@ -25,7 +25,7 @@
 //	rel, err := client.Apply(ctx, argo.Workflow(p)) // on the cluster
 //	res, err := local.Run(ctx, p)                  // or here
 //
-// There are three kinds of step. A ContainerStep runs one container and
+// There are four kinds of step. A ContainerStep runs one container and
 // embeds pod.Builder, so image, command, env, secrets, resources, hardware
 // profiles and volumes are set as on every other cube workload. A
 // WorkloadStep wraps a cube.Workload (a PyTorchJob, a Volcano Job, a
@@ -33,7 +33,11 @@
 // kind's cube.Kind: a pipeline is given the kinds its workload steps create
 // with Kinds (train.Kinds() for training jobs, kinds.All() for every kind
 // cube builds); a batch Job's (cube.CoreKinds) and an Argo Workflow's it
-// knows already. A FuncStep calls a Go function; it runs only locally.
+// knows already. A ServeStep applies a serving workload (a serve.Service,
+// or any cube.Workload with one Deployment or LeaderWorkerSet) and
+// completes once it is available, so that "serve once training succeeded"
+// is one pipeline; the service outlives the run, and it runs only on a
+// cluster. A FuncStep calls a Go function; it runs only locally.
 //
 // Values move between steps through placeholders: ParamRef(name) for
 // pipeline parameters, step.Output(name) for another step's output (which

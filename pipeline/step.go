@@ -12,9 +12,9 @@ import (
 	"github.com/cubestudio/cube/retry"
 )
 
-// Step is one node of a pipeline: a *ContainerStep, a *WorkloadStep or a
-// *FuncStep. The interface is sealed; build steps with Container, Workload
-// and Func.
+// Step is one node of a pipeline: a *ContainerStep, a *WorkloadStep, a
+// *ServeStep or a *FuncStep. The interface is sealed; build steps with
+// Container, Workload, Serve and Func.
 type Step interface {
 	name() string
 	core() *graph.Core
@@ -186,7 +186,8 @@ const stepKind = "pipeline-step"
 // stops with the step and a retry does not run beside it; a kind with no
 // deadline field (a Volcano Job) refuses ActiveDeadline. A workload that serves
 // (a Deployment, StatefulSet, LeaderWorkerSet, RayService…) is refused: it
-// has no completion to wait for. OutputFrom reads outputs from the job
+// has no completion to wait for (Serve applies a Deployment or a
+// LeaderWorkerSet and waits until it is available). OutputFrom reads outputs from the job
 // once it has succeeded.
 //
 // Locally the main container's command runs once as a single process,
@@ -265,6 +266,8 @@ func isNilStep(s Step) bool {
 		return t == nil
 	case *FuncStep:
 		return t == nil
+	case *ServeStep:
+		return t == nil
 	}
 	return false
 }
@@ -282,6 +285,9 @@ func stepDef(s Step) graph.Step {
 	case *WorkloadStep:
 		d.Type = graph.Workload
 		d.Workload, d.JSONPaths = st.workload, st.jsonPaths
+	case *ServeStep:
+		d.Type = graph.Serve
+		d.Workload = st.workload
 	case *FuncStep:
 		d.Type = graph.Func
 		d.Inputs = st.inputs
@@ -316,4 +322,33 @@ func containerTexts(s *ContainerStep) []graph.Text {
 		}
 	}
 	return out
+}
+
+// ServeStep applies a serving workload (a serve.Service, or any
+// cube.Workload with one Deployment or LeaderWorkerSet) and completes once
+// it is available: at least its replicas are available (a Deployment) or
+// ready (a LeaderWorkerSet's groups). Later steps reach it by its Service's
+// name. Compiled for Argo it is a resource template that applies the
+// Deployment or LeaderWorkerSet (kubectl apply, so a run that finds it
+// applied updates it) and waits with a successCondition on its status; the
+// objects around it (its Service, routes, autoscaler…) are applied with
+// the pipeline. The service is not owned by the Workflow: it keeps serving
+// after the run ends and after the Workflow is deleted, and it is deleted
+// with its release (the pipeline's) like any other object cube applied.
+// Neither kind has a failure condition Argo's syntax can express, so a
+// service that never becomes available fails the step at its
+// ActiveDeadline; set one. A serving step has no outputs and cannot fan
+// out. It runs only on a cluster: a local run refuses it unless
+// local.Replace gives a function for it.
+type ServeStep struct {
+	StepOptions[ServeStep]
+	workload cube.Workload
+}
+
+// Serve returns a step named name that applies w and waits until it is
+// available.
+func Serve(name string, w cube.Workload) *ServeStep {
+	s := &ServeStep{workload: w}
+	s.init(s, name)
+	return s
 }

@@ -50,6 +50,7 @@ func apiServerPipelines(ns string) map[string]cube.Workload {
 		"fan-out":  argo.Workflow(pipeline.New("fan").Namespace(ns).Step(shard, merge)),
 		"job":      argo.Workflow(pipeline.New("batch").Namespace(ns).Param("lr", "0.1").Step(job).PodGC(pipeline.PodGCOnWorkflowCompletion).TTLAfterFinished(time.Hour)),
 		"rbac":     argo.Workflow(flows.LLMFlowNamed("llm-rbac").Namespace(ns)).ExecutorRBAC(),
+		"serve":    argo.Workflow(servePipeline(ns, "busybox")).ExecutorRBAC(),
 		"rbac-schedule": argo.CronWorkflow(pipeline.New("nightly-rbac").Namespace(ns).Workspace(pipeline.Workspace{Size: "1Gi"}).
 			Step(pipeline.Workload("j", flows.BatchJob("j", "ls", pipeline.WorkspaceDir)).ActiveDeadline(time.Hour)), "@daily").ExecutorRBAC(),
 	}

@@ -99,7 +99,7 @@ func (c *compiler) step(n *graph.Node, pre *containerTemplate) (task wfv1.DAGTas
 				c.pullSecrets = append(c.pullSecrets, ps)
 			}
 		}
-	case *pipeline.WorkloadStep:
+	case *pipeline.WorkloadStep, *pipeline.ServeStep:
 		tmpl, errs = c.workload(n)
 	}
 	tmpl.Name = n.C.Name

@@ -44,7 +44,7 @@ func (c *compiler) workload(n *graph.Node) (wfv1.Template, field.ErrorList) {
 		mountWorkspace(obj.Object, c.g.workspacePath())
 	}
 	var errs field.ErrorList
-	if n.C.TimeoutSet && n.C.Timeout > 0 {
+	if n.C.TimeoutSet && n.C.Timeout > 0 && n.Type == graph.Workload {
 		errs = append(errs, stopAtDeadline(obj, gk, n.C.Timeout, n.Path.Child("activeDeadline"))...)
 	}
 	// The job, its pods and the objects around it join the pipeline's
@@ -59,8 +59,9 @@ func (c *compiler) workload(n *graph.Node) (wfv1.Template, field.ErrorList) {
 	labels[cube.LabelRelease] = podspec.Of(&c.g.p.Handle).Name()
 	labels[pipeline.LabelStep] = n.C.Name
 	obj.SetLabels(labels)
-	// Every run (and retry) creates its own job.
-	if name := obj.GetName(); name != "" {
+	// Every run (and retry) creates its own job; a service keeps its name,
+	// so that a run applies it again.
+	if name := obj.GetName(); name != "" && n.Type == graph.Workload {
 		obj.SetGenerateName(name + "-")
 		obj.SetName("")
 	}
@@ -88,12 +89,22 @@ func (c *compiler) workload(n *graph.Node) (wfv1.Template, field.ErrorList) {
 			outputs.Parameters = append(outputs.Parameters, wfv1.Parameter{Name: o, ValueFrom: &wfv1.ValueFrom{JSONPath: n.Def.JSONPaths[o]}})
 		}
 	}
+	// A job is created and owned by the Workflow, so the garbage collector
+	// deletes it with the Workflow. A service is applied (kubectl apply, so
+	// a later run updates it) and owned by nobody: it serves after the run.
+	// Argo's executor runs kubectl ACTION -f MANIFEST -o json and then polls
+	// the object until the conditions match (ExecResource, WaitResource in
+	// workflow/executor/resource.go, argo-workflows v3.7.6).
+	action, owned := "create", true
+	if n.Type == graph.Serve {
+		action, owned = "apply", false
+	}
 	return wfv1.Template{
 		Metadata: wfv1.Metadata{Labels: map[string]string{pipeline.LabelStep: n.C.Name}},
 		Outputs:  outputs,
 		Resource: &wfv1.ResourceTemplate{
-			Action:            "create",
-			SetOwnerReference: true,
+			Action:            action,
+			SetOwnerReference: owned,
 			Manifest:          string(manifest),
 			SuccessCondition:  done.Success,
 			FailureCondition:  done.Failure,

@@ -18,7 +18,13 @@
 // The job of a workload step and its pods join the pipeline's release
 // (cube.dev/release), so Release.Wait on the pipeline reports their pods'
 // problems; a step's ActiveDeadline is also the job's own deadline, so the
-// job stops with the step. ExecutorRBAC adds the ServiceAccount, Role and
+// job stops with the step. A serving step (pipeline.Serve) is a resource
+// template that applies the Deployment or LeaderWorkerSet (action apply,
+// no owner reference, so it serves after the run and after the Workflow
+// is deleted) and succeeds once spec.replicas of it are available
+// (successCondition on status.availableReplicas or status.readyReplicas);
+// its Service and the objects around it are applied with the Workflow.
+// ExecutorRBAC adds the ServiceAccount, Role and
 // RoleBinding Argo's executor needs. The workspace is ReadWriteMany unless
 // its pods mount it one at a time (see pipeline.Workspace).
 // CronWorkflow(p, cron...) compiles the same pipeline to a CronWorkflow.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/internal/graph"
 )
 
 // executorSuffix names the service account ExecutorRBAC makes when the
@@ -31,7 +32,11 @@ const executorSuffix = "-executor"
 //     argo-workflows v3.7.6. The executor never patches or deletes the
 //     job: it stops at its own deadline (see ActiveDeadline), and the
 //     Workflow owns it (setOwnerReference), so the garbage collector
-//     deletes it with the Workflow.
+//     deletes it with the Workflow;
+//   - for each kind the serving steps apply (Deployment, LeaderWorkerSet),
+//     create, get and patch: kubectl apply reads the object and creates or
+//     patches it, and the executor then polls it with GET. It never deletes
+//     a service.
 //
 // The objects Objects renders around the jobs (ConfigMaps, Services…) are
 // applied with the pipeline by whoever applies it, not by the executor, so
@@ -50,10 +55,16 @@ func (g *dag) executorRules() []rbacv1.PolicyRule {
 		Resources: []string{"workflowtaskresults"},
 		Verbs:     []string{"create", "patch"},
 	}}
-	byGroup := map[string][]string{}
+	// Jobs are created; services are applied, which kubectl does with a
+	// get and then a create or a patch (client-side apply).
+	jobs, services := map[string][]string{}, map[string][]string{}
 	for _, n := range append(slices.Clone(g.Nodes), g.Exit) {
 		if n == nil || n.Primary == nil {
 			continue
+		}
+		byGroup := jobs
+		if n.Type == graph.Serve {
+			byGroup = services
 		}
 		gvk := n.Primary.GroupVersionKind()
 		// The plural kubectl and Argo's executor derive from the kind
@@ -63,6 +74,12 @@ func (g *dag) executorRules() []rbacv1.PolicyRule {
 			byGroup[gvk.Group] = append(byGroup[gvk.Group], plural.Resource)
 		}
 	}
+	rules = appendRules(rules, jobs, "create", "get")
+	return appendRules(rules, services, "create", "get", "patch")
+}
+
+// appendRules appends one rule per API group of byGroup, in group order.
+func appendRules(rules []rbacv1.PolicyRule, byGroup map[string][]string, verbs ...string) []rbacv1.PolicyRule {
 	groups := make([]string, 0, len(byGroup))
 	for grp := range byGroup {
 		groups = append(groups, grp)
@@ -74,7 +91,7 @@ func (g *dag) executorRules() []rbacv1.PolicyRule {
 		rules = append(rules, rbacv1.PolicyRule{
 			APIGroups: []string{grp},
 			Resources: resources,
-			Verbs:     []string{"create", "get"},
+			Verbs:     slices.Clone(verbs),
 		})
 	}
 	return rules

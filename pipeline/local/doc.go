@@ -7,7 +7,9 @@
 // subprocess in the caller's working directory — the image, resources,
 // hardware and volumes are ignored, and env values from Secrets do not
 // exist; workload steps run their main container's command once as a
-// single process, or a function given with Replace. Dependencies,
+// single process, or a function given with Replace; a serving step is
+// refused (it applies a service to a cluster) unless Replace gives a
+// function for it. Dependencies,
 // Parallelism, retries, timeouts, When and fan-out behave as in Argo,
 // including failing fast: after a failure no new step starts. Parameters,
 // inputs, outputs and each step's log are files in the run directory;

@@ -261,6 +261,9 @@ func validateLocal(g *graph.Graph, o *runOptions) field.ErrorList {
 			if cmd, args := podspec.Of(&s.Handle).CommandLine(); len(cmd)+len(args) == 0 {
 				errs = append(errs, field.Required(n.Path.Child("command"), "a container step needs a command to run locally (the image's entrypoint is unknown)"))
 			}
+		case *pipeline.ServeStep:
+			errs = append(errs, field.Invalid(n.Path, n.C.Name,
+				"a serving step applies a service to a cluster and runs only there (pipeline/argo): give local.Replace a function for it to run the rest here"))
 		case *pipeline.WorkloadStep:
 			if n.Primary == nil {
 				continue

@@ -18,9 +18,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testsupport/flows"
 	"github.com/cubestudio/cube/pipeline/local"
 	"github.com/cubestudio/cube/retry"
+	"github.com/cubestudio/cube/serve"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
@@ -818,4 +820,20 @@ func TestValidateLocal(t *testing.T) {
 		flows.Want(field.ErrorTypeRequired, "steps[0].command", "needs a command to run locally"),
 		flows.Want(field.ErrorTypeRequired, "steps[1].workload", `register a function with local.Replace("job", fn)`),
 	)
+}
+
+// A serving step runs only on a cluster: a local run refuses it, naming
+// the step, unless Replace gives a function for it.
+func TestServeStepLocally(t *testing.T) {
+	chat := serve.VLLM("chat", "standin/chat").Image("x").On(hardware.T4).Accelerators(1)
+	prepare := pipeline.Func("prepare", func(context.Context, *pipeline.Task) error { return nil })
+	p := pipeline.New("p").Step(prepare, pipeline.Serve("serve", chat).After(prepare))
+	_, err := runLocal(t, p)
+	flows.RequireErrors(t, err, flows.Want(field.ErrorTypeInvalid, "steps[1]", "runs only there (pipeline/argo)"))
+
+	served := false
+	res, err := runLocal(t, p, local.Replace("serve", func(context.Context, *pipeline.Task) error { served = true; return nil }))
+	require.NoError(t, err)
+	assert.True(t, served)
+	assert.Equal(t, cube.Succeeded, stepResult(t, res, "serve").Phase)
 }

@@ -39,6 +39,7 @@ const (
 	Container Type = iota + 1
 	Workload
 	Func
+	Serve
 )
 
 func (t Type) String() string {
@@ -49,6 +50,8 @@ func (t Type) String() string {
 		return "workload"
 	case Func:
 		return "func"
+	case Serve:
+		return "serve"
 	}
 	return "unknown"
 }
@@ -355,6 +358,14 @@ func newNode(i int, s *Step, path *field.Path, exit bool, kinds []cube.Kind) (*N
 		if s.Func == nil {
 			errs = append(errs, field.Required(path.Child("func"), "function is nil"))
 		}
+	case Serve:
+		errs = append(errs, n.loadService(s)...)
+		if len(s.Core.Outputs) > 0 {
+			errs = append(errs, field.Forbidden(path.Child("outputs"), "a serving step has no outputs: later steps reach the service by its name"))
+		}
+		if s.Core.ItemsSet || s.Core.ItemsFrom != "" {
+			errs = append(errs, field.Forbidden(path.Child("forEach"), "a serving step applies one service and cannot fan out"))
+		}
 	}
 	n.BadName = true
 	switch {
@@ -505,7 +516,7 @@ func (n *Node) loadWorkload(s *Step, kinds []cube.Kind) field.ErrorList {
 		for _, u := range all {
 			if gk := u.GroupVersionKind().GroupKind(); servingKinds[gk] {
 				return field.ErrorList{field.Invalid(wp, u.GetKind()+"/"+u.GetName(), fmt.Sprintf(
-					"a workload step runs a job to completion, and a %s serves until it is deleted: apply the service with cube.Client.Apply and let a container step call it", gk.Kind))}
+					"a workload step runs a job to completion, and a %s serves until it is deleted: give it to pipeline.Serve, which applies it and waits until it is available", gk.Kind))}
 			}
 		}
 	}
@@ -521,6 +532,71 @@ func (n *Node) loadWorkload(s *Step, kinds []cube.Kind) field.ErrorList {
 	default:
 		return field.ErrorList{field.Invalid(wp, kindsOf(all), "cannot tell which object is the job: none has a cube.Completion among the pipeline's kinds (give the job's kind with Kinds)")}
 	}
+	for _, u := range all {
+		if u != n.Primary {
+			n.Aux = append(n.Aux, u)
+		}
+	}
+	return nil
+}
+
+// availability is when a serving object is available, in Argo's
+// successCondition syntax (a Kubernetes label selector evaluated on the
+// object's JSON, read with gjson: matchConditions in
+// workflow/executor/resource.go, argo-workflows v3.7.6), for each kind a
+// serving step can wait on: at least spec.replicas (default 1) available
+// pods of a Deployment (status.availableReplicas, apps/v1), ready groups
+// of a LeaderWorkerSet (status.readyReplicas, leaderworkerset.x-k8s.io/v1).
+// The selector syntax compares numbers with > and reaches list elements
+// only by index, so neither kind has a failure condition it can express
+// (a Deployment's ProgressDeadlineExceeded is a condition at no fixed
+// index): a service that never becomes available fails the step at its
+// ActiveDeadline.
+var availability = map[schema.GroupKind]string{
+	{Group: "apps", Kind: "Deployment"}:                          "status.availableReplicas",
+	{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}: "status.readyReplicas",
+}
+
+// loadService renders a serving step's objects and picks the one it waits
+// on: its Deployment or LeaderWorkerSet. The others (its Service, routes,
+// autoscaler…) are applied with the pipeline.
+func (n *Node) loadService(s *Step) field.ErrorList {
+	wp := n.Path.Child("workload")
+	if s.Workload == nil {
+		return field.ErrorList{field.Required(wp, "workload is nil")}
+	}
+	objs, err := s.Workload.Objects()
+	if err != nil {
+		return nested(wp, err)
+	}
+	var all, serving []*unstructured.Unstructured
+	for _, o := range objs {
+		u, err := cube.ToUnstructured(o)
+		if err != nil {
+			return field.ErrorList{field.Invalid(wp, s.Core.Name, err.Error())}
+		}
+		all = append(all, u)
+		if _, ok := availability[u.GroupVersionKind().GroupKind()]; ok {
+			serving = append(serving, u)
+		}
+	}
+	switch {
+	case len(serving) == 0 && len(all) == 0:
+		return field.ErrorList{field.Required(wp, "the workload has no objects")}
+	case len(serving) == 0:
+		return field.ErrorList{field.Invalid(wp, kindsOf(all), "a serving step waits for a Deployment or a LeaderWorkerSet to be available, and the workload has neither")}
+	case len(serving) > 1:
+		return field.ErrorList{field.Invalid(wp, kindsOf(serving), "a serving step waits for one service, and this workload has several")}
+	}
+	replicas, found, err := unstructured.NestedInt64(serving[0].Object, "spec", "replicas")
+	if err != nil || !found {
+		replicas = 1
+	}
+	if replicas < 1 {
+		return field.ErrorList{field.Invalid(wp.Child("spec", "replicas"), replicas, "a serving step waits for the service to be available, and it has no replicas")}
+	}
+	n.Primary = serving[0]
+	n.Completion = cube.Completion{Success: fmt.Sprintf("%s > %d", availability[n.Primary.GroupVersionKind().GroupKind()], replicas-1)}
 	for _, u := range all {
 		if u != n.Primary {
 			n.Aux = append(n.Aux, u)
@@ -576,7 +652,7 @@ func (n *Node) texts() []Text {
 			out = append(out, Text{"inputs", -1, in.Name, in.Value})
 		}
 		return out
-	case Workload:
+	case Workload, Serve:
 		var out []Text
 		if n.Primary != nil {
 			walkStrings(n.Primary.Object, func(v string) {

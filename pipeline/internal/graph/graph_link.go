@@ -98,6 +98,8 @@ func (g *Graph) link(n *Node) field.ErrorList {
 					errs = append(errs, field.Invalid(at(), s, "the pipeline has no workspace: call Workspace"))
 				case taskLevel:
 					errs = append(errs, field.Invalid(at(), s, "the workspace is known only inside the step"))
+				case n.Type == Serve:
+					errs = append(errs, field.Invalid(at(), s, "a serving step outlives the run, and the workspace is deleted with the run"))
 				default:
 					n.UsesWorkspace = true
 				}
