@@ -7,9 +7,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testsupport/flows"
 	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/retry"
+	"github.com/cubestudio/cube/serve"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -258,4 +260,23 @@ func ExampleWorkflowBuilder_ExecutorRBAC() {
 	// [argoproj.io] [workflowtaskresults] [create patch]
 	// [batch] [jobs] [create get]
 	// runs as: etl-runner
+}
+
+// A serving step applies the service and completes once it is available:
+// the pipeline trains, then serves, and the model keeps serving after the
+// run.
+func ExampleWorkflow_serve() {
+	train := pipeline.Container("train").Image("python:3.12").Command("python", "train.py")
+	chat := serve.VLLM("chat", "pvc://models/llama-8b-sft").On(hardware.L4).Accelerators(1)
+	p := pipeline.New("train-serve").Namespace("ml").
+		Step(train, pipeline.Serve("serve", chat).After(train).ActiveDeadline(20*time.Minute))
+	wf, err := argo.Workflow(p).Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r := wf.Spec.Templates[2].Resource
+	fmt.Println(r.Action, r.SetOwnerReference, "|", r.SuccessCondition)
+	// Output:
+	// apply false | status.availableReplicas > 0
 }
