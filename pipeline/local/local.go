@@ -167,6 +167,9 @@ type ItemResult struct {
 
 // Step returns the result of the named step.
 func (r *Result) Step(name string) (StepResult, bool) {
+	if r == nil {
+		return StepResult{}, false
+	}
 	for _, s := range r.Steps {
 		if s.Name == name {
 			return s, true
