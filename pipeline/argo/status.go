@@ -13,7 +13,7 @@ import (
 
 // The kinds this package builds.
 var (
-	WorkflowKind     = graph.WorkflowKind
+	WorkflowKind     = schema.GroupKind{Group: "argoproj.io", Kind: "Workflow"}
 	CronWorkflowKind = schema.GroupKind{Group: "argoproj.io", Kind: "CronWorkflow"}
 )
 
