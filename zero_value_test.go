@@ -3,6 +3,7 @@ package cube_test
 import (
 	"testing"
 
+	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/retry"
 
 	"github.com/stretchr/testify/assert"
@@ -47,7 +48,7 @@ func TestZeroValueBuildersChainAndReport(t *testing.T) {
 		{"Notebook", func() { nb.Image("x").Namespace("a").CPU("1").Accelerators(1) }, &nb, "Jupyter"},
 		{"ContainerStep", func() {
 			st.Image("x").CPU("1").Retry(retry.Policy{Limit: 1}).When("1 > 0").Outputs("o")
-		}, pipeline.New("p").Step(&st), "Container"},
+		}, argo.Workflow(pipeline.New("p").Step(&st)), "Container"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

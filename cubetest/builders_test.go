@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/pod"
 
 	"github.com/stretchr/testify/assert"
@@ -139,11 +140,11 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		{"pipeline", "flow", func() cube.Workload {
 			prepare := pipeline.Container("prepare").Image("python:3.12").Command("python", "prepare.py")
 			job := train.PyTorch("flow-train").Namespace(ns).Image("pytorch/pytorch:2.4.0").Torchrun("train.py").On(hardware.CPU).CPU("2").Memory("4Gi")
-			return pipeline.New("flow").Namespace(ns).Kinds(train.Kinds()...).Step(prepare, pipeline.Workload("train", job).After(prepare))
+			return argo.Workflow(pipeline.New("flow").Namespace(ns).Kinds(train.Kinds()...).Step(prepare, pipeline.Workload("train", job).After(prepare)))
 		}, cube.Succeeded, cube.Succeeded, "", ""},
 		{"pipeline schedule", "nightly", func() cube.Workload {
 			prepare := pipeline.Container("prepare").Image("python:3.12").Command("python", "prepare.py")
-			return pipeline.New("nightly").Namespace(ns).Step(prepare).Schedule("0 2 * * *")
+			return argo.CronWorkflow(pipeline.New("nightly").Namespace(ns).Step(prepare), "0 2 * * *")
 		}, cube.Ready, cube.Ready, "", "a CronWorkflow is Ready once it exists, so Wait returns before anything fails it (TestCronWorkflowSubmissionError)"},
 		// Label Studio's claims come before its Deployments (a release
 		// lists its objects by kind rank): MarkFailed loses a claim first,

@@ -17,6 +17,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
 )
 
 // claimAndApp is a release whose first object (a claim) fails before its
@@ -142,7 +143,7 @@ func TestCronWorkflowSubmissionError(t *testing.T) {
 	ctx := t.Context()
 	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
 	prepare := pipeline.Container("prepare").Image("python:3.12").Command("python", "prepare.py")
-	rel, err := cluster.Client.Apply(ctx, pipeline.New("nightly").Namespace("team-a").Step(prepare).Schedule("0 2 * * *"))
+	rel, err := cluster.Client.Apply(ctx, argo.CronWorkflow(pipeline.New("nightly").Namespace("team-a").Step(prepare), "0 2 * * *"))
 	require.NoError(t, err)
 	require.NoError(t, cluster.MarkFailed(ctx, rel, "", "run policy error: forbidden"))
 	st, err := rel.Status(ctx)

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
@@ -16,5 +16,5 @@ import (
 // serving's LeaderWorkerSet and HTTPRoute, Argo's Workflow and
 // CronWorkflow, Katib's Experiment, and a tenant's Volcano Queue.
 func All() []cube.Kind {
-	return slices.Concat(train.Kinds(), serve.Kinds(), pipeline.Kinds(), tune.Kinds(), tenant.Kinds())
+	return slices.Concat(train.Kinds(), serve.Kinds(), argo.Kinds(), tune.Kinds(), tenant.Kinds())
 }

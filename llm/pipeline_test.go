@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/train"
 )
 
@@ -19,7 +20,7 @@ func TestFineTuneIsAPipelineStep(t *testing.T) {
 	tune := pipeline.Workload("sft", sft)
 	merge := pipeline.Workload("merge", sft.Merge("merge", "pvc://models/merged")).After(tune)
 	rl := pipeline.Workload("grpo", grpo("grpo")).After(merge)
-	wf, err := pipeline.New("tune-and-merge").Kinds(train.Kinds()...).Step(tune, merge, rl).Build()
+	wf, err := argo.Workflow(pipeline.New("tune-and-merge").Kinds(train.Kinds()...).Step(tune, merge, rl)).Build()
 	require.NoError(t, err)
 	created := map[string]bool{}
 	for _, tmpl := range wf.Spec.Templates {

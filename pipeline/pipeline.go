@@ -1,53 +1,46 @@
 package pipeline
 
 import (
-	"errors"
 	"time"
 
-	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/pipeline/internal/graph"
 	"github.com/cubestudio/cube/pod"
 )
 
 // Kind is the cube.dev/kind of a pipeline's objects.
 const Kind = "pipeline"
 
-// Pipeline is a DAG of steps. It compiles to an Argo Workflow (Build,
-// Objects: it is a cube.Workload) and runs in-process with Run. Its methods
-// record what they are given; Build, Objects and Run validate it all and
-// report every problem at once.
+// LabelStep labels the pods of a step with the step name.
+const LabelStep = "cube.dev/step"
+
+// Pipeline is a DAG of steps. A backend runs it: package pipeline/argo
+// compiles it to an Argo Workflow (argo.Workflow(p), a cube.Workload), and
+// package pipeline/local runs it in-process (local.Run). Its methods record
+// what they are given; the backends validate it all and report every
+// problem at once. Every setting of pod.Meta (Namespace, Label,
+// Annotation, PartOf) applies to the Workflow.
+//
+// graph.Source carries the definition to the backends; it has nothing a
+// user can call.
 type Pipeline struct {
 	pod.Meta[Pipeline]
+	graph.Source
 
 	steps          []Step
-	params         []namedValue
+	params         []graph.NamedValue
 	workspace      *Workspace
 	parallelism    int
 	parallelismSet bool
 	ttl            *time.Duration
 	podGC          PodGCStrategy
 	serviceAccount string
-	executorRBAC   bool
 	onExit         Step
 	onExitSet      bool
 	kinds          []cube.Kind
-}
-
-// namedValue is a pipeline parameter or a function step's input.
-type namedValue struct{ name, value string }
-
-// setNamed replaces the entry of the same name, or appends.
-func setNamed(list []namedValue, v namedValue) []namedValue {
-	for i := range list {
-		if list[i].name == v.name {
-			list[i] = v
-			return list
-		}
-	}
-	return append(list, v)
 }
 
 // Workspace is a volume shared by every container step of a run: Argo
@@ -71,15 +64,18 @@ type Workspace struct {
 	MountPath    string                            // default /workspace
 }
 
-// PodGCStrategy says when Argo deletes the pods of a run.
-type PodGCStrategy = wfv1.PodGCStrategy
+// PodGCStrategy says when the pods of a run are deleted. Argo reads it as
+// podGC.strategy (pipeline/argo maps each to its wfv1.PodGCStrategy of the
+// same value); a local run has no pods.
+type PodGCStrategy string
 
-// Pod GC strategies.
+// Pod GC strategies: delete each pod when it completes, or when it
+// succeeds; delete all of them when the run completes, or when it succeeds.
 const (
-	PodGCOnPodCompletion      = wfv1.PodGCOnPodCompletion
-	PodGCOnPodSuccess         = wfv1.PodGCOnPodSuccess
-	PodGCOnWorkflowCompletion = wfv1.PodGCOnWorkflowCompletion
-	PodGCOnWorkflowSuccess    = wfv1.PodGCOnWorkflowSuccess
+	PodGCOnPodCompletion      PodGCStrategy = "OnPodCompletion"
+	PodGCOnPodSuccess         PodGCStrategy = "OnPodSuccess"
+	PodGCOnWorkflowCompletion PodGCStrategy = "OnWorkflowCompletion"
+	PodGCOnWorkflowSuccess    PodGCStrategy = "OnWorkflowSuccess"
 )
 
 // New returns an empty pipeline named name. The name names the Workflow (a
@@ -87,17 +83,19 @@ const (
 func New(name string) *Pipeline {
 	p := &Pipeline{}
 	podspec.Of(&p.Handle).InitMeta(p, Kind, name)
+	p.bind()
 	return p
 }
 
 // Kinds adds the kinds the pipeline's workload steps create (appends),
 // such as train.Kinds() for training jobs: a workload step runs a job of
 // a kind whose Completion tells Argo when it has finished. The Kubernetes
-// API's own (a batch Job) and this package's (a Workflow) need none.
+// API's own (a batch Job) and an Argo Workflow need none.
 func (p *Pipeline) Kinds(kinds ...cube.Kind) *Pipeline {
 	if p == nil {
 		return nil
 	}
+	p.bind()
 	p.kinds = append(p.kinds, kinds...)
 	return p
 }
@@ -107,18 +105,20 @@ func (p *Pipeline) Step(steps ...Step) *Pipeline {
 	if p == nil {
 		return nil
 	}
+	p.bind()
 	p.steps = append(p.steps, steps...)
 	return p
 }
 
 // Param declares a pipeline parameter with its default value, replacing one
-// of the same name. Steps read it through ParamRef(name); Run overrides it
-// with SetParam, Argo with the Workflow's arguments.
+// of the same name. Steps read it through ParamRef(name); a local run
+// overrides it with local.SetParam, Argo with the Workflow's arguments.
 func (p *Pipeline) Param(name, defaultValue string) *Pipeline {
 	if p == nil {
 		return nil
 	}
-	p.params = setNamed(p.params, namedValue{name, defaultValue})
+	p.bind()
+	p.params = graph.SetNamed(p.params, graph.NamedValue{Name: name, Value: defaultValue})
 	return p
 }
 
@@ -127,16 +127,18 @@ func (p *Pipeline) Workspace(w Workspace) *Pipeline {
 	if p == nil {
 		return nil
 	}
+	p.bind()
 	p.workspace = &w
 	return p
 }
 
 // Parallelism bounds how many steps of a run execute at once (Argo's
-// spec.parallelism; locally it caps the Parallelism run option).
+// spec.parallelism; locally it caps local.Parallelism).
 func (p *Pipeline) Parallelism(n int) *Pipeline {
 	if p == nil {
 		return nil
 	}
+	p.bind()
 	p.parallelism, p.parallelismSet = n, true
 	return p
 }
@@ -149,6 +151,7 @@ func (p *Pipeline) TTLAfterFinished(d time.Duration) *Pipeline {
 	if p == nil {
 		return nil
 	}
+	p.bind()
 	p.ttl = &d
 	return p
 }
@@ -158,6 +161,7 @@ func (p *Pipeline) PodGC(strategy PodGCStrategy) *Pipeline {
 	if p == nil {
 		return nil
 	}
+	p.bind()
 	p.podGC = strategy
 	return p
 }
@@ -166,26 +170,14 @@ func (p *Pipeline) PodGC(strategy PodGCStrategy) *Pipeline {
 // (spec.serviceAccountName): the step pods, and the argoexec pods that
 // create the jobs of workload steps and wait for them. Without it Argo uses
 // the namespace's default account. Argo's executor needs RBAC on that
-// account; ExecutorRBAC renders it.
+// account; argo.Workflow(p).ExecutorRBAC() renders it. A local run has no
+// service account.
 func (p *Pipeline) ServiceAccount(name string) *Pipeline {
 	if p == nil {
 		return nil
 	}
+	p.bind()
 	p.serviceAccount = name
-	return p
-}
-
-// ExecutorRBAC makes Objects also render the service account the pipeline
-// runs under, with a Role and RoleBinding granting it exactly what Argo's
-// executor needs (create and patch on workflowtaskresults; create and get
-// on each kind its workload steps run). The account is the one named with
-// ServiceAccount, or PIPELINE-executor when none is named; the Role and the
-// RoleBinding have its name.
-func (p *Pipeline) ExecutorRBAC() *Pipeline {
-	if p == nil {
-		return nil
-	}
-	p.executorRBAC = true
 	return p
 }
 
@@ -196,10 +188,41 @@ func (p *Pipeline) OnExit(step Step) *Pipeline {
 	if p == nil {
 		return nil
 	}
+	p.bind()
 	p.onExit, p.onExitSet = step, true
 	return p
 }
 
-// errNilPipeline is what every method that validates returns on a nil
-// *Pipeline. A nil receiver records nothing: its chained methods return nil.
-var errNilPipeline = errors.New("pipeline: the *Pipeline is nil: make one with pipeline.New")
+// bind makes graph.Of read p's definition. New and every setting call it,
+// so that a zero Pipeline that was given steps is analysed (and refused
+// for its missing name) like one New made.
+func (p *Pipeline) bind() { graph.Bind(&p.Source, p.definition) }
+
+// definition is what graph.Of returns: a snapshot of the settings, read
+// when a backend validates or compiles the pipeline.
+func (p *Pipeline) definition() *graph.Pipeline {
+	m := podspec.Of(&p.Handle)
+	def := &graph.Pipeline{
+		Name:           m.Name(),
+		MetaErrors:     m.ValidateMeta(63),
+		Params:         p.params,
+		Parallelism:    p.parallelism,
+		ParallelismSet: p.parallelismSet,
+		TTL:            p.ttl,
+		PodGC:          string(p.podGC),
+		ServiceAccount: p.serviceAccount,
+		Kinds:          p.kinds,
+		Steps:          make([]graph.Step, len(p.steps)),
+	}
+	if w := p.workspace; w != nil {
+		def.Workspace = &graph.Workspace{Size: w.Size, StorageClass: w.StorageClass, AccessMode: w.AccessMode, MountPath: w.MountPath}
+	}
+	for i, s := range p.steps {
+		def.Steps[i] = stepDef(s)
+	}
+	if p.onExitSet {
+		exit := stepDef(p.onExit)
+		def.OnExit = &exit
+	}
+	return def
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
@@ -94,8 +95,8 @@ func TestTenantAdmitsSaysWhyBeforeApplying(t *testing.T) {
 // job as a manifest string inside the Workflow; Argo creates the job, whose
 // pods the namespace's level then refuses.
 func TestAdmitsLooksIntoPipelineSteps(t *testing.T) {
-	flow := pipeline.New("sft-flow").Namespace("team-nlp").ServiceAccount(tenant.PipelineServiceAccount).Kinds(train.Kinds()...).
-		Step(pipeline.Workload("train", rdmaJob("team-nlp")))
+	flow := argo.Workflow(pipeline.New("sft-flow").Namespace("team-nlp").ServiceAccount(tenant.PipelineServiceAccount).Kinds(train.Kinds()...).
+		Step(pipeline.Workload("train", rdmaJob("team-nlp"))))
 	err := tenant.Admits(tenant.New("team-nlp"), flow)
 	var ps *cube.PodSecurityError
 	require.ErrorAs(t, err, &ps)

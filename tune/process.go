@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/pipeline/local"
+	"github.com/cubestudio/cube/internal/proc"
 )
 
 // katibMetricFormat is Katib's default metrics format for the StdOut
@@ -29,7 +29,7 @@ var katibMetricFormat = regexp.MustCompile(`([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([E
 // RunCommand runs the study with every trial a local process: argv, in
 // which Ref placeholders are replaced by the trial's values, then each Arg
 // placement's flag and value appended, with each Env placement set in its
-// environment over the caller's. The process runs with pipeline/local.Run
+// environment over the caller's. The process runs with pipeline/proc.Run
 // (in the caller's working directory, in a process group of its own that is
 // killed when the trial stops; its log under the trial's run directory,
 // beside the study file or in a temporary directory removed after Run).
@@ -133,7 +133,7 @@ func substitute(text string, values map[string]string, inJSON bool) string {
 // RunWorkload runs the study with every trial the workload w, its
 // parameters placed as an Experiment places them (Arg, Env, Ref; w must be
 // a trial an Experiment can run): its job's main container's command runs
-// once as a local process (pipeline/local.Command finds it), with that
+// once as a local process (internal/proc.Command finds it), with that
 // container's env values (not those read from Secrets) over the caller's.
 // Metrics, values and failures are read as RunCommand reads them.
 func (l *Local) RunWorkload(ctx context.Context, w cube.Workload, places ...Placement) (*Result, error) {
@@ -157,7 +157,7 @@ func (l *Local) RunWorkload(ctx context.Context, w cube.Workload, places ...Plac
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	if argv, _ := local.Command(rt.spec); len(argv) == 0 {
+	if argv, _ := proc.Command(rt.spec); len(argv) == 0 {
 		return nil, field.ErrorList{field.Required(field.NewPath("trial"), fmt.Sprintf(
 			"%s %q has no container command to run locally", rt.spec.GetKind(), rt.spec.GetName()))}.ToAggregate()
 	}
@@ -170,7 +170,7 @@ func (l *Local) RunWorkload(ctx context.Context, w cube.Workload, places ...Plac
 		if err := json.Unmarshal([]byte(substitute(string(template), t.Values(), true)), &u.Object); err != nil {
 			return trialProcess{}, fmt.Errorf("render trial %d: %w", t.Number, err)
 		}
-		argv, env := local.Command(u)
+		argv, env := proc.Command(u)
 		p := trialProcess{argv: argv}
 		for _, e := range env {
 			if e.ValueFrom == nil {
@@ -265,7 +265,7 @@ func (l *Local) runProcess(ctx context.Context, t *Trial, p trialProcess, dir st
 			}
 		}
 	}()
-	err = local.Run(ctx, p.argv, append(os.Environ(), p.env...), logFile)
+	err = proc.Run(ctx, p.argv, append(os.Environ(), p.env...), logFile)
 	close(finished)
 	out := <-tailed
 	switch {

@@ -20,6 +20,8 @@ import (
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
+	"github.com/cubestudio/cube/pipeline/local"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/tenant"
@@ -154,9 +156,9 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 	}
 	finetune := pipeline.Workload("train", sft).After(prepare)
 	evaluate.After(finetune)
-	flow := pipeline.New("sft-flow").Namespace(ns).ServiceAccount(tenant.PipelineServiceAccount).
+	flow := argo.Workflow(pipeline.New("sft-flow").Namespace(ns).ServiceAccount(tenant.PipelineServiceAccount).
 		Kinds(train.Kinds()...). // Argo waits on the PyTorchJob with train's completion conditions
-		Step(prepare, finetune, evaluate)
+		Step(prepare, finetune, evaluate))
 
 	// 4. Serving: the planner sizes Qwen2.5-72B on H100s, and Auto applies it.
 	model, accel, ctxLen := "Qwen/Qwen2.5-72B-Instruct", hardware.H100, 32768
@@ -214,7 +216,7 @@ func journey(ctx context.Context, out io.Writer, ns string, size sizing) ([]cube
 }
 
 // runLocally runs prepare → train → evaluate in-process, as Go functions.
-func runLocally(ctx context.Context) (*pipeline.Result, error) {
+func runLocally(ctx context.Context) (*local.Result, error) {
 	prepare := pipeline.Func("prepare", func(ctx context.Context, t *pipeline.Task) error {
 		rows := 0
 		for _, line := range strings.Split("the quick brown fox\njumps over\nthe lazy dog", "\n") {
@@ -240,7 +242,7 @@ func runLocally(ctx context.Context) (*pipeline.Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	return pipeline.New("sft-local").Step(prepare, fit, evaluate).Run(ctx, pipeline.RunDir(dir), pipeline.Progress(io.Discard))
+	return local.Run(ctx, pipeline.New("sft-local").Step(prepare, fit, evaluate), local.RunDir(dir), local.Progress(io.Discard))
 }
 
 // applyAll applies each workload as its own release and waits for it,

@@ -7,6 +7,7 @@ import (
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pipeline"
+	pipelineargo "github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
@@ -28,7 +29,8 @@ var builders = []any{
 	(*ops.LeaseSpec)(nil),
 	(*pipeline.ContainerStep)(nil),
 	(*pipeline.Pipeline)(nil),
-	(*pipeline.Schedule)(nil),
+	(*pipelineargo.CronWorkflowBuilder)(nil),
+	(*pipelineargo.WorkflowBuilder)(nil),
 	(*serve.Service)(nil),
 	(*serve.Split)(nil),
 	(*tenant.Spec)(nil),

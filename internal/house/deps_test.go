@@ -42,7 +42,8 @@ func join(lists ...[]string) []string {
 // rules are ARCHITECTURE's "a package imports only what it uses", made
 // checkable: a knowledge base needs no Kubernetes client, a profile no
 // controller-runtime, serving no embedded database, labeling no training
-// operator, the local tuner no Argo, the client no Volcano.
+// operator, the local tuner no Argo, the client no Volcano, the pipeline
+// graph and its local backend no Argo.
 var rules = []rule{
 	{"retry", kubernetes, 70},
 	{"datasets", kubernetes, 20},
@@ -57,7 +58,9 @@ var rules = []rule{
 	{"hardware", controllerRuntime, 290},
 	{"vgpu", controllerRuntime, 290},
 	{"pod", controllerRuntime, 295},
-	{"pipeline/local", join(argo, controllerRuntime), 290},
+	{"internal/proc", join(argo, controllerRuntime), 290},
+	{"pipeline", argo, 770},
+	{"pipeline/local", argo, 770},
 	{"serve", join(store, milvus, argo), 800},
 	{"llm", join(store, milvus, argo), 810},
 	{"label", join(trainingOperator, milvus, argo), 790},

@@ -63,10 +63,8 @@ var derived = map[string]string{
 	"llm.FineTune.Merge":            "derives the export builder that merges the adapter",
 	"llm.Export.Serve":              "derives the serving builder for the merged model",
 	"market.FineTuneRun.Register":   "an operation on the registry once the run has ended (takes a context)",
-	"pipeline.Pipeline.Run":         "runs the pipeline in-process, the embedded default engine (takes a context)",
-	"pipeline.Pipeline.Schedule":    "derives the CronWorkflow builder for the pipeline",
-	"pipeline.Pipeline.DOT":         "renders the graph as Graphviz, beside Objects",
-	"pipeline.Pipeline.Mermaid":     "renders the graph as Mermaid, beside Objects",
+	"pipeline.Pipeline.DOT":         "renders the graph as Graphviz; the graph's own output, with no backend",
+	"pipeline.Pipeline.Mermaid":     "renders the graph as Mermaid; the graph's own output, with no backend",
 	"pipeline.ContainerStep.Output": "the placeholder another step passes to read this step's output",
 }
 

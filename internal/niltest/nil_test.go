@@ -16,6 +16,8 @@ import (
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
+	"github.com/cubestudio/cube/pipeline/local"
 	"github.com/cubestudio/cube/rag"
 	"github.com/cubestudio/cube/rag/bpe"
 	"github.com/cubestudio/cube/rag/embed"
@@ -37,6 +39,7 @@ var types = []any{
 	(*market.DownloadJob)(nil), (*market.EvaluationJob)(nil), (*market.Registry)(nil),
 	(*notebook.Notebook)(nil), (*ops.LeaseSpec)(nil),
 	(*pipeline.ContainerStep)(nil), (*pipeline.FuncStep)(nil), (*pipeline.Pipeline)(nil), (*pipeline.WorkloadStep)(nil),
+	(*pipeline.ServeStep)(nil), (*argo.WorkflowBuilder)(nil), (*argo.CronWorkflowBuilder)(nil), (*local.Result)(nil),
 	(*embed.Cache)(nil), (*embed.FeatureHasher)(nil), (*rag.HTTPReranker)(nil), (*rag.KnowledgeBase)(nil),
 	(*rag.Library)(nil), (*store.Local)(nil), (*split.MarkdownSplitter)(nil), (*embed.OpenAI)(nil),
 	(*split.RecursiveSplitter)(nil), (*split.TokenSplitter)(nil), (*bpe.Tokenizer)(nil), (*milvus.Config)(nil),

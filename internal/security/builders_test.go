@@ -16,6 +16,7 @@ import (
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/ops"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/tenant"
@@ -316,7 +317,7 @@ func builderCases() []builderCase {
 			on(&prep.Builder, s)
 			job := train.PyTorch("flow-train").Image(image).Torchrun("train.py")
 			on(&job.Builder, s)
-			return pipeline.New("flow").Kinds(train.Kinds()...).Step(prep, pipeline.Workload("train", job).After(prep))
+			return argo.Workflow(pipeline.New("flow").Kinds(train.Kinds()...).Step(prep, pipeline.Workload("train", job).After(prep)))
 		}},
 		// tune: the trial template
 		{"tune", func(s setting) cube.Workload {

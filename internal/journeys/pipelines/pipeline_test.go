@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/retry"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -55,11 +56,11 @@ func TestPipelineInTenant(t *testing.T) {
 		After(square, skipped, flaky, fit)
 	exit := pipeline.Container("on-exit").Image(c.Images.Busybox).
 		Command(sh(`echo "exit handler: ` + pipeline.PipelineStatus + `"`)...)
-	flow := pipeline.New("flow").ServiceAccount(tenant.PipelineServiceAccount).
+	flow := argo.Workflow(pipeline.New("flow").ServiceAccount(tenant.PipelineServiceAccount).
 		Kinds(train.Kinds()...).
 		Param("who", "team-a").
 		Step(gen, square, skipped, flaky, fit, report).
-		OnExit(exit)
+		OnExit(exit))
 
 	require.NoError(t, tenant.Admits(team, flow), "the tenant's Pod Security level admits the pipeline")
 	rel := journeys.Apply(t, cl, flow)

@@ -1,0 +1,92 @@
+package argo_test
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
+)
+
+// fuzzCorpus is the fuzz target's inputs for a normal test: the seeds, the
+// inputs the fuzzer kept under testdata/fuzz/<target> (go test fuzz v1
+// files of one []byte), and inputs drawn from a fixed-seed generator. The
+// generator favours small bytes, which pick the valid values at the front
+// of the argument pools, so that many inputs build.
+func fuzzCorpus(t *testing.T, target string, seeds [][]byte, generated int) [][]byte {
+	t.Helper()
+	corpus := append([][]byte{}, seeds...)
+	files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		require.Equal(t, "go test fuzz v1", lines[0], name)
+		quoted, ok := strings.CutPrefix(lines[1], "[]byte(")
+		require.True(t, ok, name)
+		v, err := strconv.Unquote(strings.TrimSuffix(quoted, ")"))
+		require.NoError(t, err, name)
+		corpus = append(corpus, []byte(v))
+	}
+	rng := rand.New(rand.NewPCG(10, 10))
+	for range generated {
+		data := make([]byte, 8+rng.IntN(64))
+		for j := range data {
+			if rng.IntN(4) > 0 {
+				data[j] = byte(rng.IntN(3))
+			} else {
+				data[j] = byte(rng.IntN(256))
+			}
+		}
+		corpus = append(corpus, data)
+	}
+	return corpus
+}
+
+// Whatever the builder fuzzer's inputs get accepted by Objects, the API
+// server accepts too: every object through a strict server-side apply (dry
+// run), and the job of every resource template through a strict create
+// (dry run), as Argo's executor would create it.
+func TestFuzzCorpusAcceptedByAPIServer(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
+	accepted := 0
+	for i, data := range fuzzCorpus(t, "FuzzPipelineBuilder", fuzzSeeds, 1500) {
+		p, builder := fuzzPipeline(data, ns)
+		objs, err := builder.Objects()
+		checkBuilt(t, p, builder, objs, err)
+		if err != nil {
+			continue
+		}
+		accepted++
+		_, err = c.Apply(ctx, builder, cube.DryRun)
+		require.NoError(t, err, "input %d %q", i, data)
+		wf := objs[len(objs)-1].(*wfv1.Workflow)
+		for _, tm := range wf.Spec.Templates {
+			if tm.Resource == nil {
+				continue
+			}
+			var content map[string]any
+			require.NoError(t, yaml.Unmarshal([]byte(tm.Resource.Manifest), &content))
+			job := &unstructured.Unstructured{Object: content}
+			job.SetNamespace(ns)
+			require.NoError(t, env.Client.Create(ctx, job, client.DryRunAll, client.FieldValidation(metav1.FieldValidationStrict)),
+				"input %d %q: manifest of template %s", i, data, tm.Name)
+		}
+	}
+	t.Logf("%d accepted inputs applied", accepted)
+	require.Greater(t, accepted, 20, "the corpus exercises accepted pipelines, not only refusals")
+}

@@ -1,9 +1,0 @@
-//go:build unix && !linux
-
-package local
-
-import "syscall"
-
-// dieWithRun does nothing: only Linux has a parent-death signal, so
-// elsewhere a step outlives a run killed with SIGKILL.
-func dieWithRun(*syscall.SysProcAttr) {}
