@@ -6,12 +6,14 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/internal/podspec"
 )
 
 // Client waits until rel, the release Apply returned for s, is Ready and
-// returns a client for s's OpenAI-compatible API: at URL(s), for the model
-// name the engine serves (ServedModelName, or the name cube gives it),
-// with opts after those defaults (an API key, a timeout, an HTTP client):
+// returns a client for s's OpenAI-compatible API: at URL(s), in the
+// release's namespace when s names none, for the model name the engine
+// serves (ServedModelName, or the name cube gives it), with opts after
+// those defaults (an API key, a timeout, an HTTP client):
 //
 //	rel, err := c.Apply(ctx, svc)
 //	chat, err := serve.Client(ctx, rel, svc, inference.APIKeyFromEnv("QWEN_API_KEY"))
@@ -55,12 +57,14 @@ func ClientAt(ctx context.Context, rel *cube.Release, s *Service, endpoint strin
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("serve client for %s: %w", name, dedupe(errs).ToAggregate())
 	}
+	if ns := podspec.Of(&s.Handle).NamespaceName(); ns != "" && rel.Namespace != "" && ns != rel.Namespace {
+		return nil, fmt.Errorf("serve client for %s: release %s/%s is in another namespace than the service (%s)", name, rel.Namespace, rel.Name, ns)
+	}
 	if endpoint == "" {
-		url, err := URL(s)
-		if err != nil {
-			return nil, fmt.Errorf("serve client for %s: %w", name, err)
-		}
-		endpoint = url
+		// The release knows the namespace the client applied the service
+		// to when the service names none: the URL then resolves from any
+		// namespace, not only the service's own.
+		endpoint = s.url(rel.Namespace)
 	}
 	// Check the options before waiting, so that a bad one fails at once.
 	all := append([]inference.ClientOption{inference.ServedModel(r.servedName)}, opts...)

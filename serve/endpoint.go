@@ -27,11 +27,17 @@ func URL(s *Service) (string, error) {
 	if err := s.unmade(); err != nil {
 		return "", err
 	}
+	return s.url(podspec.Of(&s.Handle).NamespaceName()), nil
+}
+
+// url is the in-cluster URL of s's HTTP API from namespace ns (or from
+// s's own namespace when ns is empty).
+func (s *Service) url(ns string) string {
 	host := s.serviceName()
-	if ns := podspec.Of(&s.Handle).NamespaceName(); ns != "" {
+	if ns != "" {
 		host += "." + ns
 	}
-	return fmt.Sprintf("http://%s:%d", host, s.engine.port), nil
+	return fmt.Sprintf("http://%s:%d", host, s.engine.port)
 }
 
 // AutoPlan is the plan Auto sizes s with: the layout Objects renders and

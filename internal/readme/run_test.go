@@ -34,18 +34,6 @@ func newCluster(t *testing.T) (*cubetest.Cluster, context.Context) {
 	return cubetest.NewCluster(nil, cube.Namespace(ns)), ctx
 }
 
-// playing runs snippet while the test marks release name as phase once it
-// is applied.
-func playing(t *testing.T, ctx context.Context, cluster *cubetest.Cluster, name string, phase cube.Phase, snippet func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- snippet() }()
-	rel, err := cluster.WaitForRelease(ctx, ns, name)
-	require.NoError(t, err)
-	require.NoError(t, cluster.Mark(ctx, rel, phase, "", ""))
-	return <-done
-}
-
 func TestTenantSnippet(t *testing.T) {
 	cluster, ctx := newCluster(t)
 	rel, err := tenantSnippet(ctx, cluster.Client)
@@ -60,9 +48,8 @@ func TestTenantSnippet(t *testing.T) {
 
 func TestFineTuneSnippet(t *testing.T) {
 	cluster, ctx := newCluster(t)
-	require.NoError(t, playing(t, ctx, cluster, "support-sft", cube.Succeeded, func() error {
-		return fineTuneSnippet(ctx, cluster.Client)
-	}))
+	require.NoError(t, cluster.React(cubetest.Kind("PyTorchJob"), cubetest.After(3*time.Hour, cubetest.Succeed())))
+	require.NoError(t, fineTuneSnippet(ctx, cluster.Client))
 	var job kubeflowv1.PyTorchJob
 	require.NoError(t, cluster.Fake.Get(ctx, client.ObjectKey{Namespace: ns, Name: "support-sft"}, &job))
 	master := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster]
@@ -73,14 +60,15 @@ func TestFineTuneSnippet(t *testing.T) {
 
 func TestServeSnippet(t *testing.T) {
 	cluster, ctx := newCluster(t)
-	var url string
-	require.NoError(t, playing(t, ctx, cluster, "qwen-chat", cube.Ready, func() error {
-		return serveSnippet(ctx, cluster.Client, &url)
-	}))
-	assert.Equal(t, "http://qwen-chat-api:8000", url)
+	require.NoError(t, cluster.React(cubetest.Release("qwen-chat"), cubetest.After(5*time.Minute, cubetest.Ready())))
+	chat, err := serveSnippet(ctx, cluster.Client)
+	require.NoError(t, err)
+	assert.Equal(t, "http://qwen-chat-api.team-nlp:8000/v1", chat.BaseURL())
 	var dep appsv1.Deployment
 	require.NoError(t, cluster.Fake.Get(ctx, client.ObjectKey{Namespace: ns, Name: "qwen-chat"}, &dep))
 	args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")
+	// vLLM serves the model under the name it was given (no --served-model-name).
+	assert.Equal(t, chat.Model(), dep.Spec.Template.Spec.Containers[0].Args[0], "the client asks for the model the engine serves")
 	assert.Contains(t, args, "--lora-modules support=/mnt/lora/support")
 	assert.Regexp(t, regexp.MustCompile(`--tensor-parallel-size \d`), args)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/rag"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/tenant"
@@ -58,7 +61,7 @@ func fineTuneSnippet(ctx context.Context, c *cube.Client) error {
 	return err
 }
 
-func serveSnippet(ctx context.Context, c *cube.Client, got *string) error {
+func serveSnippet(ctx context.Context, c *cube.Client) (*inference.Client, error) {
 	// snippet: serve
 	chat := serve.VLLM("qwen-chat", "hf://Qwen/Qwen2.5-72B-Instruct").
 		On(hardware.H100).Auto(serve.ContextLength(32768)). // the planner picks the GPUs and parallelism
@@ -66,15 +69,11 @@ func serveSnippet(ctx context.Context, c *cube.Client, got *string) error {
 		Autoscale(1, 4, serve.ScaleOnQueue("10"))
 	rel, err := c.Apply(ctx, chat)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := rel.Wait(ctx, cube.Ready); err != nil {
-		return err
-	}
-	url, err := serve.URL(chat) // http://qwen-chat-api:8000 inside the namespace
+	client, err := serve.Client(ctx, rel, chat) // waits until Ready; http://qwen-chat-api.team-nlp:8000
 	// end snippet
-	*got = url
-	return err
+	return client, err
 }
 
 func pipelineSnippet(ctx context.Context, c *cube.Client) (*cube.Release, error) {
@@ -89,7 +88,7 @@ func pipelineSnippet(ctx context.Context, c *cube.Client) (*cube.Release, error)
 	flow := pipeline.New("sft-flow").ServiceAccount(tenant.PipelineServiceAccount).
 		Kinds(train.Kinds()...). // Argo waits on the PyTorchJob with train's conditions
 		Step(prepare, fit, report)
-	rel, err := c.Apply(ctx, flow) // an Argo Workflow
+	rel, err := c.Apply(ctx, argo.Workflow(flow)) // an Argo Workflow; local.Run(ctx, flow) runs it here
 	// end snippet
 	return rel, err
 }
@@ -122,33 +121,42 @@ func ragSnippet(ctx context.Context, root, docs, url string) error {
 
 // snippet: cubetest
 // launch is your automation: it applies a training job and waits for it.
-func launch(ctx context.Context, c *cube.Client) error {
+func launch(ctx context.Context, c *cube.Client, nodes int) error {
 	job := train.PyTorch("support-sft").Image("pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime").
-		Command("python", "sft.py")
+		Torchrun("sft.py").Nodes(nodes).On(hardware.H100).Accelerators(8)
 	rel, err := c.Apply(ctx, job)
 	if err != nil {
 		return err
 	}
-	_, err = rel.Wait(ctx, cube.Succeeded)
+	_, err = rel.Wait(ctx, cube.Succeeded, cube.FailOnStuckPods)
 	return err
 }
 
 func TestLaunchReportsAFailedRun(t *testing.T) {
-	ctx := t.Context()
 	cluster := cubetest.NewCluster(nil, cube.Namespace("team-nlp"))
-	done := make(chan error, 1)
-	go func() { done <- launch(ctx, cluster.Client) }()
-
-	// Play the training operator: once the release is applied, its job fails.
-	rel, err := cluster.WaitForRelease(ctx, "team-nlp", "support-sft")
+	// Play the training operator: a PyTorchJob fails an hour after it is
+	// created, on the cluster's clock (the test takes milliseconds).
+	err := cluster.React(cubetest.Kind("PyTorchJob"),
+		cubetest.After(time.Hour, cubetest.FailWith("BackoffLimitExceeded", "worker 1 exited 137")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.MarkFailed(ctx, rel, "BackoffLimitExceeded", "worker 1 exited 137"); err != nil {
+	if err := launch(t.Context(), cluster.Client, 1); !errors.Is(err, cube.ErrFailed) {
+		t.Fatalf("launch returned %v, want cube.ErrFailed", err)
+	}
+}
+
+func TestLaunchOverQuota(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-nlp"))
+	if _, err := cluster.Client.Apply(ctx, tenant.New("team-nlp").Accelerators(hardware.H100, 8)); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.Is(err, cube.ErrFailed) {
-		t.Fatalf("launch returned %v, want cube.ErrFailed", err)
+	// 2 nodes × 8 H100 in an 8-H100 tenant: the second pod is refused, as
+	// the API server refuses it, and Wait says so.
+	err := launch(ctx, cluster.Client, 2)
+	if !errors.Is(err, cube.ErrFailed) || !strings.Contains(err.Error(), "exceeded quota") {
+		t.Fatalf("launch returned %v, want the quota refusal", err)
 	}
 }
 
