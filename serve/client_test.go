@@ -82,6 +82,8 @@ func TestClientRefusals(t *testing.T) {
 	other := serve.VLLM("other", qwen).Namespace("team-a").On(hardware.H100).Accelerators(1)
 	_, err = serve.Client(ctx, rel, other)
 	assert.ErrorContains(t, err, `release team-a/qwen-chat is not this service's`)
+	_, err = serve.Client(ctx, rel, serve.VLLM("qwen-chat", qwen).Namespace("team-b").On(hardware.H100).Accelerators(1))
+	assert.ErrorContains(t, err, "release team-a/qwen-chat is in another namespace than the service (team-b)")
 	_, err = serve.Client(ctx, rel, serve.VLLM("qwen-chat", qwen).Namespace("team-a").On(hardware.H100).Accelerators(-1))
 	assert.ErrorContains(t, err, "accelerators", "the service's own problems")
 	_, err = serve.Client(ctx, rel, serve.Triton("qwen-chat", "pvc://models/repo").Namespace("team-a").On(hardware.L4).Accelerators(1))
