@@ -574,7 +574,7 @@ func (b *Builder[T]) Template(p *field.Path, opts TemplateOptions) (corev1.PodTe
 	}
 	if b.slice != nil && b.devicesSet && !opts.NoGPUs {
 		errs = append(errs, field.Forbidden(p.Child("accelerators"), fmt.Sprintf(
-			"Accelerators(%d) and Slice both set: a slice gives the pod its own devices (vgpu Spec.GPUs); drop one", b.devices)))
+			"Accelerators(%d) and Slice both set: a slice gives the pod its own devices (vgpu Spec.Accelerators); drop one", b.devices)))
 	}
 	requests, limits := b.requests, b.limits
 	if len(opts.Resources) > 0 {
