@@ -87,7 +87,7 @@ func (p Placement) IsZero() bool {
 // /dev/shm, IPC_LOCK for RDMA, Multus annotations and the
 // ring-controller.atlas label. It never panics. It returns every problem,
 // with paths under path: placement problems under path.Child("profile"),
-// "gpus", "fabric" and "sharedMemory"; template conflicts under
+// "accelerators", "fabric" and "sharedMemory"; template conflicts under
 // path.Child("spec"…) or path.Child("metadata"…). On any problem tmpl is
 // left unchanged.
 func Apply(tmpl *corev1.PodTemplateSpec, container string, p Placement, path *field.Path) field.ErrorList {

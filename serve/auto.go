@@ -10,6 +10,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -173,7 +174,8 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 	e := s.engine
 	spec := field.NewPath("spec")
 	r.slice = true
-	n := max(1, slice.Count())
+	reads := vgpuspec.Of(slice)
+	n, kind := max(1, reads.Count()), vgpu.Kind(reads.Kind())
 	r.devices = n
 	var errs field.ErrorList
 	if s.nodes > 1 {
@@ -182,7 +184,7 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 	if e.flags.tensorParallel == "" {
 		return errs // Ollama and Triton use what the slice gives them
 	}
-	oneDevice := slice.Kind() == vgpu.KindMIG || slice.Kind() == vgpu.KindVNPU
+	oneDevice := kind == vgpu.KindMIG || kind == vgpu.KindVNPU
 	tp, pp := s.tp, s.pp
 	if e.flags.pipelineParallel == "" {
 		pp = 0
@@ -203,10 +205,10 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 	switch {
 	case oneDevice && tp*pp > 1:
 		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
-			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d on a %s slice, which is one device to the engine: serve it with TP 1, or use whole devices (Accelerators)", tp, pp, slice.Kind())))
+			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d on a %s slice, which is one device to the engine: serve it with TP 1, or use whole devices (Accelerators)", tp, pp, kind)))
 	case oneDevice && n > 1:
 		errs = append(errs, field.Invalid(spec.Child("slice", "accelerators"), n,
-			fmt.Sprintf("%d %s instances in one pod, but the engine's process sees one: %d would sit idle", n, slice.Kind(), n-1)))
+			fmt.Sprintf("%d %s instances in one pod, but the engine's process sees one: %d would sit idle", n, kind, n-1)))
 	case tp*pp != n:
 		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
 			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d must equal the slice's %d device(s) (vgpu Spec.Accelerators)", tp, pp, n)))

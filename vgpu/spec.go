@@ -11,6 +11,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/quantity"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 )
 
 // Backend is what shares a device between pods.
@@ -75,7 +76,8 @@ const ComputeUnits = 8400
 
 // Spec is a fractional (or whole) accelerator request. Build it with Slice,
 // MIG, VNPU or Whole; methods chain, never fail and copy nothing the caller
-// keeps. Problems are reported by Validate and Apply.
+// keeps. Problems are reported all at once by the Objects of the
+// builder that takes it (pod.Builder's Slice) and by Pack.
 type Spec struct {
 	kind     Kind
 	profile  hardware.Profile
@@ -125,8 +127,8 @@ func VNPU(p hardware.Profile, template string) *Spec {
 	return &Spec{kind: KindVNPU, profile: p.Plugin(p.Flavour), template: template, devices: 1}
 }
 
-// Whole is n whole devices of profile p, for the planner; Apply renders it
-// as hardware.Apply would.
+// Whole is n whole devices of profile p, for the planner; a pod given it
+// with Slice gets what hardware.Apply would give it.
 func Whole(p hardware.Profile, n int) *Spec {
 	return &Spec{kind: KindWhole, profile: p.Plugin(p.Flavour), devices: n}
 }
@@ -200,42 +202,60 @@ func (s *Spec) Accelerators(n int) *Spec {
 	return s
 }
 
-// Profile returns a copy of the card the spec is for.
-func (s *Spec) Profile() hardware.Profile {
-	if s == nil {
+// specReads are a Spec's reads for cube's own packages, through
+// internal/vgpuspec: the Spec is a builder, whose exported methods are
+// settings.
+type specReads struct{ s *Spec }
+
+func init() {
+	vgpuspec.Register(func(s *Spec) vgpuspec.Reads { return specReads{s} })
+}
+
+func (r specReads) Profile() hardware.Profile {
+	if r.s == nil {
 		return hardware.Profile{}
 	}
-	return s.profile.Plugin(s.profile.Flavour)
+	return r.s.profile.Plugin(r.s.profile.Flavour)
 }
 
-// Kind is what the spec asks for.
-func (s *Spec) Kind() Kind {
-	if s == nil {
+func (r specReads) Kind() string {
+	if r.s == nil {
 		return ""
 	}
-	return s.kind
+	return string(r.s.kind)
 }
 
-// Count is the number of devices the spec touches, as set with
-// Accelerators.
-func (s *Spec) Count() int {
-	if s == nil {
+func (r specReads) Count() int {
+	if r.s == nil {
 		return 0
 	}
-	return s.devices
+	return r.s.devices
 }
 
-// MIGProfile is the MIG profile name of a MIG spec.
-func (s *Spec) MIGProfile() string {
-	if s == nil {
+func (r specReads) MIGProfile() string {
+	if r.s == nil {
 		return ""
 	}
-	return s.migName
+	return r.s.migName
 }
 
-// Template is the vNPU template of a VNPU spec, or the one a Slice on an
-// Ascend profile rounds up to ("" when none fits).
-func (s *Spec) Template() string {
+func (r specReads) Template() string   { return r.s.templateName() }
+func (r specReads) Backend() string    { return string(r.s.effectiveBackend()) }
+func (r specReads) MemoryBytes() int64 { return r.s.memoryBytes() }
+
+func (r specReads) Validate(path *field.Path) field.ErrorList { return r.s.validate(path) }
+
+func (r specReads) Request(path *field.Path) (hardware.DeviceRequest, field.ErrorList) {
+	return r.s.request(path)
+}
+
+func (r specReads) Apply(tmpl *corev1.PodTemplateSpec, container string, path *field.Path) field.ErrorList {
+	return r.s.apply(tmpl, container, path)
+}
+
+// templateName is the vNPU template of a VNPU spec, or the one a Slice on
+// an Ascend profile rounds up to ("" when none fits).
+func (s *Spec) templateName() string {
 	if s == nil {
 		return ""
 	}
@@ -250,8 +270,8 @@ func (s *Spec) Template() string {
 	return ""
 }
 
-// EffectiveBackend is the backend the spec renders for.
-func (s *Spec) EffectiveBackend() Backend {
+// effectiveBackend is the backend the spec renders for.
+func (s *Spec) effectiveBackend() Backend {
 	if s == nil {
 		return ""
 	}
@@ -282,11 +302,11 @@ func (s *Spec) problem(f string, v any, d string) {
 	s.problems = append(s.problems, problem{field: f, value: v, detail: d})
 }
 
-// MemoryBytes is the device memory per device the spec occupies: the
+// memoryBytes is the device memory per device the spec occupies: the
 // requested memory for slices (rounded up to the template on Ascend), the
 // instance memory for MIG, the card's memory for whole devices. Zero when
 // the spec is invalid.
-func (s *Spec) MemoryBytes() int64 {
+func (s *Spec) memoryBytes() int64 {
 	d, errs := s.demand(nil)
 	if len(errs) > 0 {
 		return 0
@@ -294,8 +314,8 @@ func (s *Spec) MemoryBytes() int64 {
 	return d.memBytes
 }
 
-// Validate returns every problem of the spec with paths under path.
-func (s *Spec) Validate(path *field.Path) field.ErrorList {
+// validate returns every problem of the spec with paths under path.
+func (s *Spec) validate(path *field.Path) field.ErrorList {
 	_, errs := s.demand(path)
 	return errs
 }
@@ -342,12 +362,12 @@ func (s *Spec) demand(path *field.Path) (demandShape, field.ErrorList) {
 		return demandShape{}, append(errs, field.Invalid(path.Child("profile"), p.Name, "a CPU profile has no devices to share"))
 	}
 	if s.devices < 1 {
-		errs = append(errs, field.Invalid(path.Child("gpus"), s.devices, "must be at least 1"))
+		errs = append(errs, field.Invalid(path.Child("accelerators"), s.devices, "must be at least 1"))
 	} else if p.MaxPerNode > 0 && s.devices > p.MaxPerNode {
-		errs = append(errs, field.Invalid(path.Child("gpus"), s.devices,
+		errs = append(errs, field.Invalid(path.Child("accelerators"), s.devices,
 			fmt.Sprintf("more devices per pod than a %s node holds (%d)", p.Name, p.MaxPerNode)))
 	}
-	b := s.EffectiveBackend()
+	b := s.effectiveBackend()
 	var d demandShape
 	switch s.kind {
 	case KindWhole:
@@ -432,7 +452,7 @@ func (s *Spec) sliceDemand(path *field.Path, b Backend, errs field.ErrorList) (d
 			}
 		case HuaweiStatic:
 			if s.devices > 1 {
-				errs = append(errs, field.Invalid(path.Child("gpus"), s.devices, "a static vNPU is requested one per container"))
+				errs = append(errs, field.Invalid(path.Child("accelerators"), s.devices, "a static vNPU is requested one per container"))
 			}
 		case Volcano, DevicePlugin:
 			return d, append(errs, field.Invalid(path.Child("backend"), b,
@@ -480,7 +500,7 @@ func (s *Spec) fitTemplate() (hardware.VNPUTemplate, bool) {
 	if s.coresSet && p.AICores > 0 {
 		cores = (s.cores*p.AICores + 99) / 100
 	}
-	hami := s.EffectiveBackend() == HAMi
+	hami := s.effectiveBackend() == HAMi
 	var best hardware.VNPUTemplate
 	found := false
 	for _, t := range p.VNPUTemplates() {
@@ -565,7 +585,7 @@ func (s *Spec) vnpuDemand(path *field.Path, b Backend, errs field.ErrorList) (de
 				templateNames(p, func(t hardware.VNPUTemplate) bool { return t.Static })))
 		}
 		if s.devices > 1 {
-			errs = append(errs, field.Invalid(path.Child("gpus"), s.devices, "a static vNPU is requested one per container"))
+			errs = append(errs, field.Invalid(path.Child("accelerators"), s.devices, "a static vNPU is requested one per container"))
 		}
 	default:
 		return demandShape{}, append(errs, field.Invalid(path.Child("backend"), b,
@@ -587,9 +607,9 @@ func templateNames(p hardware.Profile, keep func(hardware.VNPUTemplate) bool) []
 	return out
 }
 
-// Request renders the spec as a device request. It returns every problem
+// request renders the spec as a device request. It returns every problem
 // with paths under path.
-func (s *Spec) Request(path *field.Path) (hardware.DeviceRequest, field.ErrorList) {
+func (s *Spec) request(path *field.Path) (hardware.DeviceRequest, field.ErrorList) {
 	d, errs := s.demand(path)
 	if len(errs) > 0 {
 		return hardware.DeviceRequest{}, errs
@@ -599,7 +619,7 @@ func (s *Spec) Request(path *field.Path) (hardware.DeviceRequest, field.ErrorLis
 	r := hardware.DeviceRequest{Resources: map[corev1.ResourceName]int64{}}
 	switch s.kind {
 	case KindWhole:
-		if s.EffectiveBackend() == HAMi {
+		if s.effectiveBackend() == HAMi {
 			hami := hamiProfile(p)
 			r.Resources[hami.ResourceName] = n
 			for name, v := range hardware.HAMiWholeResources(hami, n) {
@@ -622,13 +642,13 @@ func (s *Spec) Request(path *field.Path) (hardware.DeviceRequest, field.ErrorLis
 		switch {
 		case p.Vendor != hardware.NVIDIA && p.Vendor != hardware.Huawei:
 			s.hamiSliceRequest(r.Resources, d)
-		case p.Vendor == hardware.Huawei && s.EffectiveBackend() == HAMi:
+		case p.Vendor == hardware.Huawei && s.effectiveBackend() == HAMi:
 			base := "huawei.com/" + p.HAMiType
 			r.Resources[corev1.ResourceName(base)] = n
 			r.Resources[corev1.ResourceName(base+"-memory")] = d.tmpl.MemoryMiB
 		case p.Vendor == hardware.Huawei:
 			r.Resources[corev1.ResourceName("huawei.com/"+p.HuaweiType+"-"+d.tmpl.StaticType())] = 1
-		case s.EffectiveBackend() == Volcano:
+		case s.effectiveBackend() == Volcano:
 			r.Resources[ResourceVolcanoNumber] = n
 			if s.memPct > 0 {
 				r.Resources[ResourceVolcanoMemPct] = int64(s.memPct)
@@ -660,20 +680,22 @@ func (s *Spec) Request(path *field.Path) (hardware.DeviceRequest, field.ErrorLis
 	return r, nil
 }
 
-// Apply sets the spec's resources, annotations and node selectors on the
+// apply sets the spec's resources, annotations and node selectors on the
 // named container of tmpl (through hardware.ApplyDevices). Call it after
 // hardware.Apply with a Placement whose Count is 0, which supplies the
 // profile's node selectors, environment and mounts. It never panics,
 // reports every problem under path and leaves tmpl unchanged on error.
-func (s *Spec) Apply(tmpl *corev1.PodTemplateSpec, container string, path *field.Path) field.ErrorList {
-	r, errs := s.Request(path)
+func (s *Spec) apply(tmpl *corev1.PodTemplateSpec, container string, path *field.Path) field.ErrorList {
+	r, errs := s.request(path)
 	if len(errs) > 0 {
 		return errs
 	}
 	return hardware.ApplyDevices(tmpl, container, r, path)
 }
 
-// String describes the spec briefly ("A100-SXM-80GB slice 10Gi 30%").
+// String describes the spec briefly ("A100-SXM-80GB slice 10Gi 30%"). It
+// is the spec's fmt.Stringer, for messages and logs; it is not a read for
+// code to parse.
 func (s *Spec) String() string {
 	if s == nil {
 		return "<nil>"
@@ -735,7 +757,7 @@ func (s *Spec) hamiSliceDemand(path *field.Path, b Backend, memBytes int64, errs
 			fmt.Sprintf("HAMi cannot share a %s; request whole devices", p.Name)))
 	}
 	if s.devices > 1 && !sl.MultiDevice {
-		errs = append(errs, field.Invalid(path.Child("gpus"), s.devices,
+		errs = append(errs, field.Invalid(path.Child("accelerators"), s.devices,
 			fmt.Sprintf("HAMi shares one %s per container; ask for whole devices to use several", p.Name)))
 	}
 	if s.coresSet && sl.Cores == "" {

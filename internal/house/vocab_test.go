@@ -68,6 +68,7 @@ var derived = map[string]string{
 	"pipeline.Pipeline.DOT":         "renders the graph as Graphviz, beside Objects",
 	"pipeline.Pipeline.Mermaid":     "renders the graph as Mermaid, beside Objects",
 	"pipeline.ContainerStep.Output": "the placeholder another step passes to read this step's output",
+	"vgpu.Spec.String":              "fmt.Stringer, for messages and logs",
 }
 
 // durationWords end the names of settings that take a length of time.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/quantity"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -194,7 +195,7 @@ func (b *Builder[T]) Slice(s *vgpu.Spec) *T {
 		return b.ret()
 	}
 	b.slice = s
-	p := s.Profile()
+	p := vgpuspec.Of(s).Profile()
 	b.profile = &p
 	return b.ret()
 }
@@ -679,7 +680,7 @@ const VolcanoScheduler = "volcano"
 // Project-HAMi/volcano-vgpu-device-plugin pkg/plugin/vgpu/util/util.go),
 // so another scheduler leaves such a pod pending forever.
 func (b *Builder[T]) schedulerFor(p *field.Path, errs *field.ErrorList) string {
-	if b.slice == nil || b.slice.EffectiveBackend() != vgpu.Volcano {
+	if b.slice == nil || vgpuspec.Of(b.slice).Backend() != string(vgpu.Volcano) {
 		return b.scheduler
 	}
 	if b.scheduler != "" && b.scheduler != VolcanoScheduler {
@@ -783,7 +784,7 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 	}
 	errs = append(errs, hardware.Apply(tmpl, container, placement, p)...)
 	if b.slice != nil && !noDevices {
-		errs = append(errs, b.slice.Apply(tmpl, container, p)...)
+		errs = append(errs, vgpuspec.Of(b.slice).Apply(tmpl, container, p)...)
 	}
 	return errs
 }
