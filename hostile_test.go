@@ -24,6 +24,7 @@ import (
 	"github.com/cubestudio/cube/cubetest"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/quantity"
+	"github.com/cubestudio/cube/internal/testsupport/testpod"
 	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 )
@@ -36,7 +37,7 @@ func (w *nilWorkload) Objects() ([]client.Object, error) { return w.objs, nil }
 
 func TestRenderRefusesNilsAndWhatApplyRefuses(t *testing.T) {
 	var buf bytes.Buffer
-	good := tenantPod("ok", nil)
+	good := testpod.Pod("ok", nil)
 	assert.EqualError(t, cube.Render(nil, good), "render: writer is nil")
 	var typedNil *nilWorkload
 	for name, tc := range map[string]struct {
@@ -84,29 +85,29 @@ func TestNilClientsAndReleases(t *testing.T) {
 	assert.EqualError(t, err, "apply: workload *cube_test.nilWorkload is nil")
 	_, err = cluster.Client.Apply(ctx, (*train.PyTorchJob)(nil))
 	assert.EqualError(t, err, "apply: workload *train.PyTorchJob is nil")
-	_, err = cluster.Client.Apply(ctx, tenantPod("p", nil), nil)
+	_, err = cluster.Client.Apply(ctx, testpod.Pod("p", nil), nil)
 	assert.NoError(t, err, "a nil ApplyOption is no option")
 
 	var nilClient *cube.Client
-	_, err = nilClient.Apply(ctx, tenantPod("p", nil))
+	_, err = nilClient.Apply(ctx, testpod.Pod("p", nil))
 	assert.EqualError(t, err, "apply: cube: client is nil: make one with cube.New or cube.NewFromClient")
 	_, err = nilClient.Release(ctx, "ns", "r")
 	assert.EqualError(t, err, "get release ns/r: cube: client is nil: make one with cube.New or cube.NewFromClient")
 	_, err = nilClient.Releases(ctx, "")
 	assert.EqualError(t, err, "list releases: cube: client is nil: make one with cube.New or cube.NewFromClient")
-	_, err = (&cube.Client{}).Apply(ctx, tenantPod("p", nil))
+	_, err = (&cube.Client{}).Apply(ctx, testpod.Pod("p", nil))
 	assert.EqualError(t, err, "apply: cube: client has no controller-runtime client: make one with cube.New or cube.NewFromClient")
 
-	_, err = cube.NewFromClient(nil).Apply(ctx, tenantPod("p", nil))
+	_, err = cube.NewFromClient(nil).Apply(ctx, testpod.Pod("p", nil))
 	assert.EqualError(t, err, "apply: cube: controller-runtime client is nil")
-	_, err = cube.NewFromClient(cluster.Fake, cube.Namespace("Bad_NS")).Apply(ctx, tenantPod("p", nil))
+	_, err = cube.NewFromClient(cluster.Fake, cube.Namespace("Bad_NS")).Apply(ctx, testpod.Pod("p", nil))
 	assert.ErrorContains(t, err, `apply: cube: namespace "Bad_NS": a lowercase RFC 1123 label must consist of`)
 	_, err = cube.New(&rest.Config{Host: "https://127.0.0.1:1"}, cube.Namespace("Bad_NS"))
 	assert.ErrorContains(t, err, `cube: namespace "Bad_NS"`)
 	_, err = cube.New(nil)
 	assert.EqualError(t, err, "cube: rest config is nil")
 	queue := schema.GroupKind{Group: "scheduling.volcano.sh", Kind: "Queue"}
-	_, err = cube.NewFromClient(cluster.Fake, cube.Kinds(cube.Kind{GroupKind: queue}, cube.Kind{Status: cube.ExistsKind(queue).Status})).Apply(ctx, tenantPod("p", nil))
+	_, err = cube.NewFromClient(cluster.Fake, cube.Kinds(cube.Kind{GroupKind: queue}, cube.Kind{Status: cube.ExistsKind(queue).Status})).Apply(ctx, testpod.Pod("p", nil))
 	assert.EqualError(t, err, "apply: cube: Kinds: Queue.scheduling.volcano.sh has no Status reader (cube.ExistsKind reads a kind Ready once it exists); cube: Kinds: entry 1 has no GroupKind.Kind")
 
 	var nilRelease *cube.Release
@@ -134,7 +135,7 @@ func TestNilClientsAndReleases(t *testing.T) {
 func TestWaitRefusesANegativeTimeout(t *testing.T) {
 	ctx := t.Context()
 	cluster := cubetest.NewCluster(nil)
-	rel, err := cluster.Client.Apply(ctx, tenantPod("p", nil))
+	rel, err := cluster.Client.Apply(ctx, testpod.Pod("p", nil))
 	require.NoError(t, err)
 	start := time.Now()
 	_, err = rel.Wait(ctx, cube.Ready, cube.Timeout(-time.Second), nil)

@@ -154,11 +154,11 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		// loses the data claim first, and Wait reports whichever of the
 		// two lost claims comes first in apply order once it has seen them.
 		{"label studio", "labels", func() cube.Workload {
-			return label.Studio("labels").Namespace(ns).Admin("labels-admin", "email", "password").Token(pod.SecretKeyRef{Name: "labels-token", Key: "token"}).Storage("20Gi", "")
+			return label.Studio("labels").Namespace(ns).Admin(pod.SecretKeyRef{Name: "labels-admin", Key: "email"}, pod.SecretKeyRef{Name: "labels-admin", Key: "password"}).Token(pod.SecretKeyRef{Name: "labels-token", Key: "token"}).Storage("20Gi", "")
 		}, cube.Ready, cube.Ready, `^failed: PersistentVolumeClaim team-a/labels-data Failed \(Lost\)$`, ""},
 		{"label studio with postgres", "labels-pg", func() cube.Workload {
-			return label.Studio("labels-pg").Namespace(ns).Admin("labels-admin", "email", "password").Token(pod.SecretKeyRef{Name: "labels-token", Key: "token"}).
-				Postgres("labels-db", "password", "10Gi", "")
+			return label.Studio("labels-pg").Namespace(ns).Admin(pod.SecretKeyRef{Name: "labels-admin", Key: "email"}, pod.SecretKeyRef{Name: "labels-admin", Key: "password"}).Token(pod.SecretKeyRef{Name: "labels-token", Key: "token"}).
+				Postgres(pod.SecretKeyRef{Name: "labels-db", Key: "password"}, "10Gi", "")
 		}, cube.Ready, cube.Ready, `^failed: PersistentVolumeClaim team-a/labels-pg-(data|postgres) Failed \(Lost\)$`, ""},
 		{"label ml backend", "judge", func() cube.Workload {
 			return label.MLBackend("judge", "registry.local/label-backend:1").Namespace(ns).

@@ -41,12 +41,12 @@ func loadContract(t *testing.T, name string) *contract.Contract {
 // examples build.
 func studioCases() map[string]*label.StudioServer {
 	base := func() *label.StudioServer {
-		return label.Studio("labels").Admin("ls-admin", "email", "password").Token(pod.SecretKeyRef{Name: "ls-admin", Key: "token"})
+		return label.Studio("labels").Admin(pod.SecretKeyRef{Name: "ls-admin", Key: "email"}, pod.SecretKeyRef{Name: "ls-admin", Key: "password"}).Token(pod.SecretKeyRef{Name: "ls-admin", Key: "token"})
 	}
 	return map[string]*label.StudioServer{
 		"sqlite":           base(),
 		"host and signup":  base().Host("https://cube.example.com/labelstudio").AllowSignup(),
-		"bundled postgres": base().Postgres("ls-db", "password", "20Gi", "fast"),
+		"bundled postgres": base().Postgres(pod.SecretKeyRef{Name: "ls-db", Key: "password"}, "20Gi", "fast"),
 		"external db":      base().ExternalDatabase("ls-external-db"),
 		"storage":          base().Storage("50Gi", "standard").Host("http://labels:8080"),
 	}

@@ -58,7 +58,7 @@ func ExampleParseConfig() {
 
 func ExampleStudio() {
 	studio := label.Studio("labels").Namespace("team-nlp").
-		Admin("labels-admin", "email", "password").
+		Admin(pod.SecretKeyRef{Name: "labels-admin", Key: "email"}, pod.SecretKeyRef{Name: "labels-admin", Key: "password"}).
 		Token(pod.SecretKeyRef{Name: "labels-admin", Key: "token"}).
 		ExternalDatabase("labels-rds")
 	d, err := studio.Build()
@@ -90,7 +90,7 @@ func ExampleStudio_errors() {
 	_, err := label.Studio("labels").Objects()
 	fmt.Println(strings.ReplaceAll(err.Error(), ", ", "\n"))
 	// Output:
-	// [admin.username: Required value: a Secret and key are required
+	// [admin.user: Required value: a Secret and key are required
 	// admin.password: Required value: a Secret and key are required
 	// token: Required value: a Secret and key are required]
 }

@@ -69,9 +69,9 @@ func FuzzConfigBuilder(f *testing.F) {
 type studioInput struct{ name, secret, key, tokenKey, size, host, db, dbKey string }
 
 func (in studioInput) studio() *label.StudioServer {
-	s := label.Studio(in.name).Admin(in.secret, in.key, in.key).Token(pod.SecretKeyRef{Name: in.secret, Key: in.tokenKey}).Storage(in.size, "").Host(in.host)
+	s := label.Studio(in.name).Admin(pod.SecretKeyRef{Name: in.secret, Key: in.key}, pod.SecretKeyRef{Name: in.secret, Key: in.key}).Token(pod.SecretKeyRef{Name: in.secret, Key: in.tokenKey}).Storage(in.size, "").Host(in.host)
 	if in.db != "" {
-		s.Postgres(in.db, in.dbKey, in.size, "")
+		s.Postgres(pod.SecretKeyRef{Name: in.db, Key: in.dbKey}, in.size, "")
 	}
 	return s
 }
@@ -173,7 +173,7 @@ func FuzzURLCredentials(f *testing.F) {
 		var errs []error
 		_, err = label.NewClient(u, label.Token("t"))
 		errs = append(errs, err)
-		_, err = label.Studio("labels").Admin("admin", "email", "pw").Token(pod.SecretKeyRef{Name: "admin", Key: "token"}).Host(u).Objects()
+		_, err = label.Studio("labels").Admin(pod.SecretKeyRef{Name: "admin", Key: "email"}, pod.SecretKeyRef{Name: "admin", Key: "pw"}).Token(pod.SecretKeyRef{Name: "admin", Key: "token"}).Host(u).Objects()
 		errs = append(errs, err)
 		_, err = label.MLBackend("b", "img").Model(u, "m").Objects()
 		errs = append(errs, err)

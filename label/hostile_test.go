@@ -72,8 +72,8 @@ func TestParseConfigSaysWhatIsWrong(t *testing.T) {
 // A size problem is reported once under its field: the bundled database's
 // claim is postgres.size, not postgres.size.size.
 func TestStudioSizeErrorsNameTheFieldOnce(t *testing.T) {
-	s := label.Studio("labels").Admin("admin", "email", "pw").Token(pod.SecretKeyRef{Name: "admin", Key: "token"}).
-		Storage("lots", "").Postgres("db", "pw", "-1Gi", "")
+	s := label.Studio("labels").Admin(pod.SecretKeyRef{Name: "admin", Key: "email"}, pod.SecretKeyRef{Name: "admin", Key: "pw"}).Token(pod.SecretKeyRef{Name: "admin", Key: "token"}).
+		Storage("lots", "").Postgres(pod.SecretKeyRef{Name: "db", Key: "pw"}, "-1Gi", "")
 	_, err := s.Objects()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "postgres.size: ")
@@ -103,7 +103,7 @@ func TestURLsWithCredentialsAreRefusedWithoutEcho(t *testing.T) {
 		var errs []error
 		_, err := label.NewClient(u, label.Token("t"))
 		errs = append(errs, err)
-		_, err = label.Studio("labels").Admin("admin", "email", "pw").Token(pod.SecretKeyRef{Name: "admin", Key: "token"}).Host(u).Objects()
+		_, err = label.Studio("labels").Admin(pod.SecretKeyRef{Name: "admin", Key: "email"}, pod.SecretKeyRef{Name: "admin", Key: "pw"}).Token(pod.SecretKeyRef{Name: "admin", Key: "token"}).Host(u).Objects()
 		errs = append(errs, err)
 		_, err = label.MLBackend("b", "img").Model(u, "m").Objects()
 		errs = append(errs, err)
@@ -172,7 +172,7 @@ func TestNilAndZeroReceiversDoNotPanic(t *testing.T) {
 	assert.ErrorContains(t, c.ConnectBackend(t.Context(), 1, "b", "http://b:9090", false), "nil or zero")
 
 	var s *label.StudioServer
-	assert.Nil(t, s.Admin("a", "b", "c").Token(pod.SecretKeyRef{Name: "a", Key: "b"}).Host("http://x").Postgres("a", "b", "1Gi", "").AllowSignup().ExternalDatabase("x").Storage("1Gi", ""))
+	assert.Nil(t, s.Admin(pod.SecretKeyRef{Name: "a", Key: "b"}, pod.SecretKeyRef{Name: "a", Key: "c"}).Token(pod.SecretKeyRef{Name: "a", Key: "b"}).Host("http://x").Postgres(pod.SecretKeyRef{Name: "a", Key: "b"}, "1Gi", "").AllowSignup().ExternalDatabase("x").Storage("1Gi", ""))
 	_, err = s.Build()
 	assert.ErrorContains(t, err, "nil")
 	_, err = (&label.StudioServer{}).Objects()
@@ -195,7 +195,7 @@ func TestNilAndZeroReceiversDoNotPanic(t *testing.T) {
 // fragment would end up in every link it builds.
 func TestStudioHostRefusesQueryAndFragment(t *testing.T) {
 	for _, h := range []string{"https://labels.example.com/ls?x=1", "https://labels.example.com/ls#top"} {
-		_, err := label.Studio("labels").Admin("admin", "email", "pw").Token(pod.SecretKeyRef{Name: "admin", Key: "token"}).Host(h).Objects()
+		_, err := label.Studio("labels").Admin(pod.SecretKeyRef{Name: "admin", Key: "email"}, pod.SecretKeyRef{Name: "admin", Key: "pw"}).Token(pod.SecretKeyRef{Name: "admin", Key: "token"}).Host(h).Objects()
 		assert.ErrorContains(t, err, "host: Invalid value", h)
 		assert.ErrorContains(t, err, "query or a fragment", h)
 	}
@@ -218,9 +218,9 @@ func TestCreateWebhookRefusesControlCharactersInHeaders(t *testing.T) {
 // BackendFromEnv would refuse in the pod is refused at build.
 func TestWorkloadsRefuseWhatFailsLater(t *testing.T) {
 	base := func() *label.StudioServer {
-		return label.Studio("labels").Admin("admin", "email", "pw").Token(pod.SecretKeyRef{Name: "admin", Key: "token"})
+		return label.Studio("labels").Admin(pod.SecretKeyRef{Name: "admin", Key: "email"}, pod.SecretKeyRef{Name: "admin", Key: "pw"}).Token(pod.SecretKeyRef{Name: "admin", Key: "token"})
 	}
-	_, err := base().Storage("1Gi", "Bad_Class").Postgres("db", "pw", "1Gi", "x y").Objects()
+	_, err := base().Storage("1Gi", "Bad_Class").Postgres(pod.SecretKeyRef{Name: "db", Key: "pw"}, "1Gi", "x y").Objects()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `storage.storageClass: Invalid value: "Bad_Class"`)
 	assert.Contains(t, err.Error(), `postgres.storageClass: Invalid value: "x y"`)

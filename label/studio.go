@@ -73,14 +73,18 @@ const (
 type StudioServer struct {
 	pod.Builder[StudioServer]
 
-	userSecret, userKey, passwordKey string
-	tokenSecret, tokenKey            string
-	storageSize, storageClass        string
-	host                             string
-	signup                           bool
+	user, password            pod.SecretKeyRef
+	tokenSecret, tokenKey     string
+	storageSize, storageClass string
+	host                      string
+	signup                    bool
 
-	pgSecret, pgKey, pgSize, pgClass string
-	externalDB                       string
+	// pg is set by Postgres, so that a Postgres with an empty password
+	// reference is refused rather than ignored.
+	pg              bool
+	pgPassword      pod.SecretKeyRef
+	pgSize, pgClass string
+	externalDB      string
 }
 
 // Studio returns a Label Studio server named name.
@@ -90,13 +94,13 @@ func Studio(name string) *StudioServer {
 	return s
 }
 
-// Admin names the Secret and keys holding the admin's e-mail (the login)
+// Admin sets the Secret keys holding the admin's e-mail (the login, user)
 // and password. It is required.
-func (s *StudioServer) Admin(secret, usernameKey, passwordKey string) *StudioServer {
+func (s *StudioServer) Admin(user, password pod.SecretKeyRef) *StudioServer {
 	if s == nil {
 		return nil
 	}
-	s.userSecret, s.userKey, s.passwordKey = secret, usernameKey, passwordKey
+	s.user, s.password = user, password
 	return s
 }
 
@@ -142,12 +146,13 @@ func (s *StudioServer) AllowSignup() *StudioServer {
 }
 
 // Postgres deploys a PostgreSQL beside Label Studio, with its own claim
-// of size and class, and the superuser password from key of Secret secret.
-func (s *StudioServer) Postgres(secret, passwordKey, size, storageClass string) *StudioServer {
+// of size and storageClass, and the superuser password from the Secret key
+// password.
+func (s *StudioServer) Postgres(password pod.SecretKeyRef, size, storageClass string) *StudioServer {
 	if s == nil {
 		return nil
 	}
-	s.pgSecret, s.pgKey, s.pgSize, s.pgClass = secret, passwordKey, size, storageClass
+	s.pg, s.pgPassword, s.pgSize, s.pgClass = true, password, size, storageClass
 	return s
 }
 
@@ -208,8 +213,8 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 	errs := podspec.Of(&s.Handle).ValidateServiceMeta(63 - len("-postgres"))
 	name := podspec.Of(&s.Handle).Name()
 	env := []corev1.EnvVar{
-		s.secretRef(field.NewPath("admin", "username"), "LABEL_STUDIO_USERNAME", s.userSecret, s.userKey, &errs),
-		s.secretRef(field.NewPath("admin", "password"), "LABEL_STUDIO_PASSWORD", s.userSecret, s.passwordKey, &errs),
+		s.secretRef(field.NewPath("admin", "user"), "LABEL_STUDIO_USERNAME", s.user.Name, s.user.Key, &errs),
+		s.secretRef(field.NewPath("admin", "password"), "LABEL_STUDIO_PASSWORD", s.password.Name, s.password.Key, &errs),
 		s.secretRef(field.NewPath("token"), "LABEL_STUDIO_USER_TOKEN", s.tokenSecret, s.tokenKey, &errs),
 		{Name: "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK", Value: strconv.FormatBool(!s.signup)},
 	}
@@ -231,16 +236,16 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 	}
 	var dbObjs []client.Object
 	switch {
-	case s.pgSecret != "" && s.externalDB != "":
+	case s.pg && s.externalDB != "":
 		errs = append(errs, field.Forbidden(field.NewPath("externalDatabase"), "Postgres and ExternalDatabase are both set: pick one"))
-	case s.pgSecret != "" || s.pgKey != "":
+	case s.pg:
 		env = append(env,
 			corev1.EnvVar{Name: "DJANGO_DB", Value: "default"},
 			corev1.EnvVar{Name: "POSTGRE_HOST", Value: PostgresName(name)},
 			corev1.EnvVar{Name: "POSTGRE_PORT", Value: "5432"},
 			corev1.EnvVar{Name: "POSTGRE_NAME", Value: "labelstudio"},
 			corev1.EnvVar{Name: "POSTGRE_USER", Value: "postgres"},
-			s.secretRef(field.NewPath("postgres", "password"), "POSTGRE_PASSWORD", s.pgSecret, s.pgKey, &errs),
+			s.secretRef(field.NewPath("postgres", "password"), "POSTGRE_PASSWORD", s.pgPassword.Name, s.pgPassword.Key, &errs),
 		)
 		var pgErrs field.ErrorList
 		dbObjs, pgErrs = s.postgres()
@@ -406,7 +411,7 @@ func (s *StudioServer) postgres() ([]client.Object, field.ErrorList) {
 							{Name: "POSTGRES_DB", Value: "labelstudio"},
 							{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"},
 							{Name: "POSTGRES_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-								LocalObjectReference: corev1.LocalObjectReference{Name: s.pgSecret}, Key: s.pgKey,
+								LocalObjectReference: corev1.LocalObjectReference{Name: s.pgPassword.Name}, Key: s.pgPassword.Key,
 							}}},
 						},
 						Ports:          []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},

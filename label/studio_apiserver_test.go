@@ -23,9 +23,9 @@ func TestStudioAppliesStrictly(t *testing.T) {
 	ns := env.Namespace(t)
 	cc := cube.NewFromClient(env.Client, cube.Namespace(ns))
 	for name, w := range map[string]cube.Workload{
-		"sqlite":   label.Studio("ls-sqlite").Namespace(ns).Admin("a", "email", "password").Token(pod.SecretKeyRef{Name: "a", Key: "token"}),
-		"postgres": label.Studio("ls-pg").Namespace(ns).Admin("a", "email", "password").Token(pod.SecretKeyRef{Name: "a", Key: "token"}).Postgres("db", "password", "1Gi", ""),
-		"external": label.Studio("ls-ext").Namespace(ns).Admin("a", "email", "password").Token(pod.SecretKeyRef{Name: "a", Key: "token"}).ExternalDatabase("rds"),
+		"sqlite":   label.Studio("ls-sqlite").Namespace(ns).Admin(pod.SecretKeyRef{Name: "a", Key: "email"}, pod.SecretKeyRef{Name: "a", Key: "password"}).Token(pod.SecretKeyRef{Name: "a", Key: "token"}),
+		"postgres": label.Studio("ls-pg").Namespace(ns).Admin(pod.SecretKeyRef{Name: "a", Key: "email"}, pod.SecretKeyRef{Name: "a", Key: "password"}).Token(pod.SecretKeyRef{Name: "a", Key: "token"}).Postgres(pod.SecretKeyRef{Name: "db", Key: "password"}, "1Gi", ""),
+		"external": label.Studio("ls-ext").Namespace(ns).Admin(pod.SecretKeyRef{Name: "a", Key: "email"}, pod.SecretKeyRef{Name: "a", Key: "password"}).Token(pod.SecretKeyRef{Name: "a", Key: "token"}).ExternalDatabase("rds"),
 		"backend":  label.MLBackend("qwen-labeler", "registry.local/labeler:1").Namespace(ns).Model("http://qwen:8000", "qwen").APIKey(pod.SecretKeyRef{Name: "qwen-key", Key: "key"}),
 	} {
 		t.Run(name, func(t *testing.T) {

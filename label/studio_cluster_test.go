@@ -55,7 +55,7 @@ func TestStudioRunsOnTheCluster(t *testing.T) {
 	}
 	require.NoError(t, c.Client.Create(ctx, secret))
 
-	studio := label.Studio("labels").Namespace(ns).Admin("ls-admin", "email", "password").Token(pod.SecretKeyRef{Name: "ls-admin", Key: "token"}).
+	studio := label.Studio("labels").Namespace(ns).Admin(pod.SecretKeyRef{Name: "ls-admin", Key: "email"}, pod.SecretKeyRef{Name: "ls-admin", Key: "password"}).Token(pod.SecretKeyRef{Name: "ls-admin", Key: "token"}).
 		Storage("1Gi", "").Image(c.Images.Python).ImagePullPolicy(corev1.PullNever).Command("python3", "-c", standinStudio)
 	rel, err := cl.Apply(ctx, studio)
 	require.NoError(t, err)

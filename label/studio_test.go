@@ -13,7 +13,7 @@ import (
 )
 
 func studio() *label.StudioServer {
-	return label.Studio("labels").Namespace("team-a").Admin("ls-admin", "email", "password").Token(pod.SecretKeyRef{Name: "ls-admin", Key: "token"}).CPU("2").Memory("4Gi")
+	return label.Studio("labels").Namespace("team-a").Admin(pod.SecretKeyRef{Name: "ls-admin", Key: "email"}, pod.SecretKeyRef{Name: "ls-admin", Key: "password"}).Token(pod.SecretKeyRef{Name: "ls-admin", Key: "token"}).CPU("2").Memory("4Gi")
 }
 
 func envOf(c corev1.Container) map[string]corev1.EnvVar {
@@ -60,7 +60,7 @@ func TestStudioRendersDeploymentClaimService(t *testing.T) {
 }
 
 func TestStudioDatabases(t *testing.T) {
-	objs, err := studio().Postgres("ls-db", "password", "20Gi", "fast").Objects()
+	objs, err := studio().Postgres(pod.SecretKeyRef{Name: "ls-db", Key: "password"}, "20Gi", "fast").Objects()
 	require.NoError(t, err)
 	require.Len(t, objs, 6)
 	pg := objs[2].(*appsv1.Deployment)
@@ -81,11 +81,11 @@ func TestStudioDatabases(t *testing.T) {
 }
 
 func TestStudioErrors(t *testing.T) {
-	_, err := label.Studio("Bad_Name").Storage("lots", "").Host("ftp://x").Postgres("a", "b", "", "").ExternalDatabase("c").
+	_, err := label.Studio("Bad_Name").Storage("lots", "").Host("ftp://x").Postgres(pod.SecretKeyRef{Name: "a", Key: "b"}, "", "").ExternalDatabase("c").
 		Env("LABEL_STUDIO_PASSWORD", "hunter2-literal").Objects()
 	require.Error(t, err)
 	for _, want := range []string{
-		"metadata.name: Invalid value", "admin.username: Required value", "admin.password: Required value",
+		"metadata.name: Invalid value", "admin.user: Required value", "admin.password: Required value",
 		"token: Required value", "storage.size: Invalid value", "host: Invalid value",
 		"externalDatabase: Forbidden",
 	} {
@@ -99,8 +99,12 @@ func TestStudioErrors(t *testing.T) {
 	assert.ErrorContains(t, err, `host: Invalid value: "https://admin:xxxxx@labels.example.com": must not carry credentials`)
 	assert.NotContains(t, err.Error(), "hunter2", "the error never repeats the password")
 
+	// A Postgres without a password reference is refused, not ignored.
+	_, err = studio().Postgres(pod.SecretKeyRef{}, "1Gi", "").Objects()
+	assert.ErrorContains(t, err, "postgres.password: Required value")
+
 	var nilStudio *label.StudioServer
-	_, err = nilStudio.Admin("a", "b", "c").Objects()
+	_, err = nilStudio.Admin(pod.SecretKeyRef{Name: "a", Key: "b"}, pod.SecretKeyRef{Name: "a", Key: "c"}).Objects()
 	assert.ErrorContains(t, err, "the *StudioServer is nil")
 	_, err = (&label.StudioServer{}).Objects()
 	assert.ErrorContains(t, err, "metadata.name: Required value")

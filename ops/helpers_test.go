@@ -11,6 +11,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -18,13 +19,13 @@ var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 // renderedPod is a pod whose container resources, node selectors and
 // annotations come from the appliers the builders use: hardware.Apply for
-// whole devices, vgpu.Spec.Apply for shares.
+// whole devices, the vgpu.Spec reads (internal/vgpuspec) for shares.
 func renderedPod(t testing.TB, ns, release, kind string, p hardware.Profile, whole int, spec *vgpu.Spec, start time.Time, run time.Duration) corev1.Pod {
 	t.Helper()
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
 	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, Accelerators: whole}, nil))
 	if spec != nil {
-		require.Empty(t, spec.Apply(&tmpl, "main", nil))
+		require.Empty(t, vgpuspec.Of(spec).Apply(&tmpl, "main", nil))
 	}
 	pod := corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{

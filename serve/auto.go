@@ -10,6 +10,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/vgpu"
 )
@@ -32,7 +33,7 @@ func (s *Service) modelFacts(src Source) *models.Model {
 
 // layout works out the tensor and pipeline parallel sizes, the devices per
 // pod and the nodes of a replica: with the planner under Auto, otherwise
-// from GPUs, Nodes, TensorParallel and PipelineParallel, checked against
+// from Accelerators, Nodes, TensorParallel and PipelineParallel, checked against
 // the model's facts when they are known.
 func (s *Service) layout(r *rendering, sourceOK bool) field.ErrorList {
 	r.maxModelLen = s.maxModelLen
@@ -104,7 +105,7 @@ func (s *Service) checkTask(r *rendering) field.ErrorList {
 }
 
 // explicitLayout derives what was not given from what was: TP × PP equals
-// the devices of a replica, GPUs per pod × nodes. On an accelerator profile
+// the devices of a replica, Accelerators per pod × nodes. On an accelerator profile
 // a pod gets at least one device.
 func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 	e := s.engine
@@ -123,7 +124,7 @@ func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 		return nil
 	}
 	if devices == 0 && nodes > 1 {
-		return field.ErrorList{field.Required(spec.Child("gpus"), "a replica across nodes needs accelerators on each node: call On and GPUs")}
+		return field.ErrorList{field.Required(spec.Child("accelerators"), "a replica across nodes needs accelerators on each node: call On and Accelerators")}
 	}
 	// Settings the engine lacks are reported by checkSupport; ignore them.
 	tp, pp := s.tp, s.pp
@@ -154,7 +155,7 @@ func (s *Service) explicitLayout(r *rendering) field.ErrorList {
 		}
 	}
 	if devices == 0 && (tp*pp > 1 || accelerated) {
-		devices = tp * pp // one node: multi-node needs GPUs, checked above
+		devices = tp * pp // one node: multi-node needs Accelerators, checked above
 	}
 	r.tp, r.pp, r.devices = tp, pp, devices
 	if devices > 0 && tp*pp != devices*nodes {
@@ -173,16 +174,17 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 	e := s.engine
 	spec := field.NewPath("spec")
 	r.slice = true
-	n := max(1, slice.Count())
+	reads := vgpuspec.Of(slice)
+	n, kind := max(1, reads.Count()), vgpu.Kind(reads.Kind())
 	r.devices = n
 	var errs field.ErrorList
 	if s.nodes > 1 {
-		errs = append(errs, field.Invalid(spec.Child("nodes"), s.nodes, "a replica on a Slice runs in one pod: spread whole devices over nodes with GPUs and Nodes"))
+		errs = append(errs, field.Invalid(spec.Child("nodes"), s.nodes, "a replica on a Slice runs in one pod: spread whole devices over nodes with Accelerators and Nodes"))
 	}
 	if e.flags.tensorParallel == "" {
 		return errs // Ollama and Triton use what the slice gives them
 	}
-	oneDevice := slice.Kind() == vgpu.KindMIG || slice.Kind() == vgpu.KindVNPU
+	oneDevice := kind == vgpu.KindMIG || kind == vgpu.KindVNPU
 	tp, pp := s.tp, s.pp
 	if e.flags.pipelineParallel == "" {
 		pp = 0
@@ -203,13 +205,13 @@ func (s *Service) sliceLayout(r *rendering, slice *vgpu.Spec) field.ErrorList {
 	switch {
 	case oneDevice && tp*pp > 1:
 		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
-			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d on a %s slice, which is one device to the engine: serve it with TP 1, or use whole devices (GPUs)", tp, pp, slice.Kind())))
+			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d on a %s slice, which is one device to the engine: serve it with TP 1, or use whole devices (Accelerators)", tp, pp, kind)))
 	case oneDevice && n > 1:
-		errs = append(errs, field.Invalid(spec.Child("slice", "gpus"), n,
-			fmt.Sprintf("%d %s instances in one pod, but the engine's process sees one: %d would sit idle", n, slice.Kind(), n-1)))
+		errs = append(errs, field.Invalid(spec.Child("slice", "accelerators"), n,
+			fmt.Sprintf("%d %s instances in one pod, but the engine's process sees one: %d would sit idle", n, kind, n-1)))
 	case tp*pp != n:
 		errs = append(errs, field.Invalid(spec.Child("tensorParallel"), tp,
-			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d must equal the slice's %d device(s) (vgpu Spec.GPUs)", tp, pp, n)))
+			fmt.Sprintf("tensorParallel × pipelineParallel = %d × %d must equal the slice's %d device(s) (vgpu Spec.Accelerators)", tp, pp, n)))
 	}
 	return errs
 }
@@ -227,10 +229,10 @@ func (s *Service) checkPlacement(r *rendering) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("nodes"), r.nodes, e.title+" serves a replica from one node; use vLLM, SGLang or MindIE across nodes"))
 	}
 	if r.nodes > 1 && r.devices == 0 {
-		errs = append(errs, field.Required(spec.Child("gpus"), "a replica across nodes needs accelerators on each node: call On and GPUs"))
+		errs = append(errs, field.Required(spec.Child("accelerators"), "a replica across nodes needs accelerators on each node: call On and Accelerators"))
 	}
 	if r.hasProfile && r.profile.MaxPerNode > 0 && r.devices > r.profile.MaxPerNode {
-		errs = append(errs, field.Invalid(spec.Child("gpus"), r.devices,
+		errs = append(errs, field.Invalid(spec.Child("accelerators"), r.devices,
 			fmt.Sprintf("%d devices per pod (tensor parallel %d × pipeline parallel %d) but a %s node holds %d: spread the replica over nodes with Nodes, or size it with Auto",
 				r.devices, r.tp, r.pp, r.profile.Name, r.profile.MaxPerNode)))
 		r.templateDevices = 0 // reported here; keep hardware.Apply from repeating it
@@ -266,8 +268,8 @@ func (s *Service) checkFit(r *rendering) field.ErrorList {
 	case err != nil:
 		return field.ErrorList{field.Invalid(spec.Child("model"), s.model, err.Error())}
 	case plan.PipelineParallel > r.pp:
-		return field.ErrorList{field.Invalid(spec.Child("gpus"), r.devices*r.nodes,
-			fmt.Sprintf("%s does not fit %d %s device(s) with one %d-token sequence: at tensor parallel %d it needs %d pipeline stages (%d devices); add GPUs or Nodes, lower MaxModelLen, or use Auto",
+		return field.ErrorList{field.Invalid(spec.Child("accelerators"), r.devices*r.nodes,
+			fmt.Sprintf("%s does not fit %d %s device(s) with one %d-token sequence: at tensor parallel %d it needs %d pipeline stages (%d devices); add Accelerators or Nodes, lower MaxModelLen, or use Auto",
 				m.Name, r.tp*r.pp, r.profile.Name, plan.ContextLength, plan.TensorParallel, plan.PipelineParallel, plan.Accelerators()))}
 	}
 	return nil
@@ -280,11 +282,11 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 	autoPath := spec.Child("auto")
 	r.nodes, r.tp, r.pp = 1, 1, 1
 	if !e.autoSizes {
-		return field.ErrorList{field.Forbidden(autoPath, e.title+" is not sized by the planner: set GPUs instead")}
+		return field.ErrorList{field.Forbidden(autoPath, e.title+" is not sized by the planner: set Accelerators instead")}
 	}
 	var errs field.ErrorList
 	if podspec.Of(&s.Handle).GPUCount() > 0 || s.nodes > 0 || s.pp > 0 {
-		errs = append(errs, field.Forbidden(autoPath, "Auto chooses the GPUs, nodes and pipeline stages: drop GPUs, Nodes and PipelineParallel, or drop Auto"))
+		errs = append(errs, field.Forbidden(autoPath, "Auto chooses the accelerators, nodes and pipeline stages: drop Accelerators, Nodes and PipelineParallel, or drop Auto"))
 	}
 	if podspec.Of(&s.Handle).SliceSetting() != nil {
 		errs = append(errs, field.Forbidden(autoPath, "Auto sizes whole devices: drop Slice, or drop Auto and size the slice yourself"))
@@ -298,7 +300,7 @@ func (s *Service) autoLayout(r *rendering, sourceOK bool) field.ErrorList {
 			why = "a model on a volume has no catalogue entry"
 		}
 		errs = append(errs, field.Invalid(spec.Child("model"), s.model,
-			"Auto needs the model's architecture and "+why+": give it with ModelFacts, or size the service yourself with GPUs and TensorParallel instead of Auto"))
+			"Auto needs the model's architecture and "+why+": give it with ModelFacts, or size the service yourself with Accelerators and TensorParallel instead of Auto"))
 	}
 	if len(errs) > 0 || !sourceOK || !r.facts.Generates() { // the last was reported by checkTask
 		return errs

@@ -162,7 +162,7 @@ func BenchmarkObjects1000VLLM(b *testing.B) {
 
 // BenchmarkObjectsAuto1000VLLM sizes 1,000 services with the planner; the
 // baseline renders the same services with the layout Auto chose written
-// out (GPUs, Nodes, TensorParallel, PipelineParallel), which Objects only
+// out (Accelerators, Nodes, TensorParallel, PipelineParallel), which Objects only
 // checks against one plan at that tensor parallelism.
 func BenchmarkObjectsAuto1000VLLM(b *testing.B) {
 	auto := func(i int) *serve.Service {

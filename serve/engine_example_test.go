@@ -186,7 +186,7 @@ func ExampleService_Auto() {
 	//   worker vllm: /bin/sh -c '<script>' vllm-worker 1800
 	//   worker nvidia.com/gpu: 8
 	// Service deepseek-api
-	// spec.model: Invalid value: "my-org/my-model": Auto needs the model's architecture and my-org/my-model is not in the model catalogue (models.Lookup): give it with ModelFacts, or size the service yourself with GPUs and TensorParallel instead of Auto
+	// spec.model: Invalid value: "my-org/my-model": Auto needs the model's architecture and my-org/my-model is not in the model catalogue (models.Lookup): give it with ModelFacts, or size the service yourself with Accelerators and TensorParallel instead of Auto
 }
 
 // Autoscale adds a HorizontalPodAutoscaler on the engine's queue length;

@@ -77,11 +77,11 @@ func TestValidationErrors(t *testing.T) {
 		},
 		"more GPUs than a node holds without multi-node": {
 			serve.VLLM("q", "pvc://models/x").On(hardware.H100).Accelerators(16),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.gpus", "16 devices per pod (tensor parallel 16 × pipeline parallel 1) but a H100-SXM-80GB node holds 8: spread the replica over nodes with Nodes"}},
+			[]wantErr{{field.ErrorTypeInvalid, "spec.accelerators", "16 devices per pod (tensor parallel 16 × pipeline parallel 1) but a H100-SXM-80GB node holds 8: spread the replica over nodes with Nodes"}},
 		},
 		"tensor parallel beyond a node": {
 			serve.SGLang("q", "pvc://models/x").On(hardware.L4).TensorParallel(16),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.gpus", "a L4 node holds 8"}},
+			[]wantErr{{field.ErrorTypeInvalid, "spec.accelerators", "a L4 node holds 8"}},
 		},
 		"a model that cannot fit anywhere": {
 			serve.VLLM("ds", "deepseek-ai/DeepSeek-V3").On(hardware.L4).Auto(serve.MaxNodes(2)),
@@ -89,7 +89,7 @@ func TestValidationErrors(t *testing.T) {
 		},
 		"explicit settings that do not fit": {
 			serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).Accelerators(1),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.gpus", "Llama-3.1-8B-Instruct does not fit 1 L4 device(s) with one 131072-token sequence: at tensor parallel 1 it needs 2 pipeline stages (2 devices); add GPUs or Nodes, lower MaxModelLen, or use Auto"}},
+			[]wantErr{{field.ErrorTypeInvalid, "spec.accelerators", "Llama-3.1-8B-Instruct does not fit 1 L4 device(s) with one 131072-token sequence: at tensor parallel 1 it needs 2 pipeline stages (2 devices); add Accelerators or Nodes, lower MaxModelLen, or use Auto"}},
 		},
 		"explicit settings that cannot fit at all": {
 			serve.VLLM("llama", "meta-llama/Llama-3.1-8B-Instruct").On(hardware.L4).TensorParallel(1).MaxModelLen(8_000_000).
@@ -224,7 +224,7 @@ func TestValidationErrors(t *testing.T) {
 		},
 		"nodes without GPUs": {
 			serve.VLLM("q", "pvc://models/x").On(hardware.H100).Nodes(2),
-			[]wantErr{{field.ErrorTypeRequired, "spec.gpus", "a replica across nodes needs accelerators on each node"}},
+			[]wantErr{{field.ErrorTypeRequired, "spec.accelerators", "a replica across nodes needs accelerators on each node"}},
 		},
 		"tensor × pipeline is not the devices": {
 			serve.VLLM("q", "pvc://models/x").On(hardware.H100).Accelerators(8).TensorParallel(4).PipelineParallel(4),
@@ -243,7 +243,7 @@ func TestValidationErrors(t *testing.T) {
 		"auto with explicit GPUs and no profile": {
 			serve.VLLM("q", qwen).Accelerators(2).Nodes(1).Auto(),
 			[]wantErr{
-				{field.ErrorTypeForbidden, "spec.auto", "Auto chooses the GPUs, nodes and pipeline stages"},
+				{field.ErrorTypeForbidden, "spec.auto", "Auto chooses the accelerators, nodes and pipeline stages"},
 				{field.ErrorTypeRequired, "spec.on", "Auto sizes the service for an accelerator"},
 			},
 		},

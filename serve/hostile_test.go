@@ -150,7 +150,7 @@ func TestSlicesAndParallelism(t *testing.T) {
 	assertErrors(t, serve.VLLM("q", qwen).Slice(vgpu.MIG(hardware.A100_80G, "3g.40gb")).TensorParallel(2),
 		wantErr{field.ErrorTypeInvalid, "spec.tensorParallel", "one device to the engine"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(vgpu.MIG(hardware.A100_80G, "3g.40gb").Accelerators(2)),
-		wantErr{field.ErrorTypeInvalid, "spec.slice.gpus", "1 would sit idle"})
+		wantErr{field.ErrorTypeInvalid, "spec.slice.accelerators", "1 would sit idle"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(hami()).Accelerators(2),
 		wantErr{field.ErrorTypeForbidden, "spec.template.accelerators", "Accelerators(2) and Slice both set"})
 	assertErrors(t, serve.VLLM("q", qwen).Slice(hami()).Auto(),

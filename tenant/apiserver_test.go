@@ -26,26 +26,9 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testpod"
 	"github.com/cubestudio/cube/tenant"
 )
-
-// tenantPod is a one-container pod of its own release, requesting
-// resources (nil: none) and adding capabilities.
-func tenantPod(name string, resources corev1.ResourceList, capabilities ...corev1.Capability) cube.Workload {
-	id := cube.Identity{Kind: "pod", Release: name}
-	c := corev1.Container{Name: "main", Image: "busybox:1.36", Command: []string{"sleep", "3600"}}
-	if resources != nil {
-		c.Resources = corev1.ResourceRequirements{Requests: resources, Limits: resources}
-	}
-	if len(capabilities) > 0 {
-		c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: capabilities}}
-	}
-	return cube.Objects(&corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: id.ObjectMeta(name, "", nil, nil),
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
-	})
-}
 
 func resourceMust(s string) resource.Quantity { return resource.MustParse(s) } // test constants only
 
@@ -116,10 +99,10 @@ func TestTenantQuotaRefusesAPodOverIt(t *testing.T) {
 	// are retried until the server answers from the new state.
 	var err error
 	require.Eventually(t, func() bool {
-		_, err = c.Apply(ctx, tenantPod("small", tenantResources("1", "1Gi", "2")))
+		_, err = c.Apply(ctx, testpod.Pod("small", tenantResources("1", "1Gi", "2")))
 		return err == nil
 	}, 30*time.Second, 50*time.Millisecond, "the quota's status reaches admission")
-	_, err = c.Apply(ctx, tenantPod("defaults", nil))
+	_, err = c.Apply(ctx, testpod.Pod("defaults", nil))
 	require.NoError(t, err)
 	var defaulted corev1.Pod
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "defaults"}, &defaulted))
@@ -129,7 +112,7 @@ func TestTenantQuotaRefusesAPodOverIt(t *testing.T) {
 	assert.Empty(t, res.Limits, "no default limit to OOM-kill an engine that states none")
 
 	// One over it is refused by the API server, naming the quota.
-	_, err = c.Apply(ctx, tenantPod("big", tenantResources("1", "1Gi", "4")))
+	_, err = c.Apply(ctx, testpod.Pod("big", tenantResources("1", "1Gi", "4")))
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	assert.Contains(t, err.Error(), "exceeded quota: "+ns)
@@ -154,14 +137,14 @@ func TestTenantRDMANeedsTheOptIn(t *testing.T) {
 	c := applyTenant(t, env, tenant.New(ns))
 
 	// cube refuses the pod before the API server sees it...
-	_, err := c.Apply(ctx, tenantPod("rdma", nil, "IPC_LOCK"))
+	_, err := c.Apply(ctx, testpod.Pod("rdma", nil, "IPC_LOCK"))
 	var ps *cube.PodSecurityError
 	require.ErrorAs(t, err, &ps)
 	assert.Equal(t, "baseline:latest", ps.Level)
 
 	// ...and the API server would have refused it. PodSecurity reads the
 	// namespace's labels through an informer.
-	objs, err := tenantPod("rdma", nil, "IPC_LOCK").Objects()
+	objs, err := testpod.Pod("rdma", nil, "IPC_LOCK").Objects()
 	require.NoError(t, err)
 	raw := objs[0].(*corev1.Pod)
 	raw.Namespace = ns
@@ -177,7 +160,7 @@ func TestTenantRDMANeedsTheOptIn(t *testing.T) {
 
 	applyTenant(t, env, tenant.New(ns).AllowRDMA())
 	require.Eventually(t, func() bool {
-		_, err = c.Apply(ctx, tenantPod("rdma", nil, "IPC_LOCK"))
+		_, err = c.Apply(ctx, testpod.Pod("rdma", nil, "IPC_LOCK"))
 		return err == nil
 	}, 30*time.Second, 50*time.Millisecond, "the privileged level admits IPC_LOCK")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
+	"github.com/cubestudio/cube/internal/testsupport/testpod"
 	"github.com/cubestudio/cube/tenant"
 )
 
@@ -182,7 +183,7 @@ func FuzzTenant(f *testing.F) {
 		}
 		var buf bytes.Buffer
 		require.NoError(t, cube.Render(&buf, team))
-		if err := tenant.Admits(team, tenantPod("plain", nil)); err != nil {
+		if err := tenant.Admits(team, testpod.Pod("plain", nil)); err != nil {
 			var ps *cube.PodSecurityError
 			require.ErrorAs(t, err, &ps, "only the Pod Security level refuses a plain pod")
 			require.Equal(t, "restricted:latest", ps.Level)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testsupport/testpod"
 	"github.com/cubestudio/cube/pipeline"
 	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/tenant"
@@ -67,7 +68,7 @@ func TestTenantDefaultsMustFitTheQuota(t *testing.T) {
 
 func TestTenantAdmitsSaysWhyBeforeApplying(t *testing.T) {
 	team := tenant.New("team-nlp")
-	err := tenant.Admits(team, rdmaJob("team-nlp"), tenantPod("plain", nil))
+	err := tenant.Admits(team, rdmaJob("team-nlp"), testpod.Pod("plain", nil))
 	var ps *cube.PodSecurityError
 	require.ErrorAs(t, err, &ps)
 	assert.Equal(t, "team-nlp", ps.Namespace)
@@ -81,10 +82,10 @@ func TestTenantAdmitsSaysWhyBeforeApplying(t *testing.T) {
 	assert.Contains(t, err.Error(), "AllowRDMA()")
 
 	assert.NoError(t, tenant.Admits(team.AllowRDMA(), rdmaJob("team-nlp")))
-	assert.NoError(t, tenant.Admits(tenant.New("team-nlp"), tenantPod("plain", nil)))
+	assert.NoError(t, tenant.Admits(tenant.New("team-nlp"), testpod.Pod("plain", nil)))
 
 	// Restricted refuses what baseline admits, with PodSecurity's reasons.
-	err = tenant.Admits(tenant.New("team-nlp").PodSecurity(tenant.PodSecurityRestricted), tenantPod("plain", nil))
+	err = tenant.Admits(tenant.New("team-nlp").PodSecurity(tenant.PodSecurityRestricted), testpod.Pod("plain", nil))
 	require.ErrorAs(t, err, &ps)
 	assert.Equal(t, "spec", ps.Violations[0].Template)
 	assert.Contains(t, ps.Violations[0].Reasons, "allowPrivilegeEscalation != false")

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/testsupport/testpod"
 	"github.com/cubestudio/cube/tenant"
 )
 
@@ -38,20 +39,20 @@ func TestTenantLevelFor(t *testing.T) {
 	assert.Equal(t, tenant.PodSecurityRestricted, level)
 
 	// A pod that runs as its image's user needs baseline.
-	level, err = tenant.LevelFor(team, restrictedPod("strict"), tenantPod("plain", nil))
+	level, err = tenant.LevelFor(team, restrictedPod("strict"), testpod.Pod("plain", nil))
 	require.NoError(t, err)
 	assert.Equal(t, tenant.PodSecurityBaseline, level)
 
 	// The chosen level is one the tenant enforces and admits them at.
 	team.PodSecurity(level)
-	require.NoError(t, tenant.Admits(team, restrictedPod("strict"), tenantPod("plain", nil)))
+	require.NoError(t, tenant.Admits(team, restrictedPod("strict"), testpod.Pod("plain", nil)))
 	objs, err := team.Objects()
 	require.NoError(t, err)
 	assert.Equal(t, "baseline", objs[0].GetLabels()[tenant.LabelPodSecurityEnforce])
 
 	// RDMA's IPC_LOCK passes no level LevelFor chooses: it says which pod
 	// and why, and how to opt in, rather than choosing privileged.
-	_, err = tenant.LevelFor(team, tenantPod("plain", nil), tenantPod("rdma", nil, "IPC_LOCK"))
+	_, err = tenant.LevelFor(team, testpod.Pod("plain", nil), testpod.Pod("rdma", nil, "IPC_LOCK"))
 	var ps *cube.PodSecurityError
 	require.ErrorAs(t, err, &ps)
 	assert.Equal(t, "baseline:latest", ps.Level)
@@ -60,7 +61,7 @@ func TestTenantLevelFor(t *testing.T) {
 	assert.Equal(t, `non-default capabilities (container "main" must not include "IPC_LOCK" in securityContext.capabilities.add)`, ps.Violations[0].Reasons)
 	assert.Contains(t, err.Error(), "AllowRDMA()")
 
-	_, err = tenant.LevelFor(team, tenantPod("plain", nil), nil)
+	_, err = tenant.LevelFor(team, testpod.Pod("plain", nil), nil)
 	require.ErrorContains(t, err, "workload 1: workload is nil")
 	_, err = tenant.LevelFor((*tenant.Spec)(nil), restrictedPod("strict"))
 	require.ErrorContains(t, err, "Spec is nil or zero")

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
-	"github.com/cubestudio/cube/retry"
 )
 
 // ColossalAIPlugin is the ColossalAI booster plugin a script builds,
@@ -50,16 +49,17 @@ const (
 //	--plugin torch_ddp | low_level_zero --zero_stage N | gemini |
 //	hybrid_parallel --tp_size N --pp_size N --zero_stage N
 //
-// Its settings are its own methods below (the PyTorchJob ones but
-// Torchrun, which Script and Launcher replace), every pod setting (go doc
+// Its settings are its own methods below (RoleResources and the ColossalAI
+// ones; Script and Launcher take the place of PyTorchJob's Torchrun), every
+// torchrun setting (go doc train.Torch), every pod setting (go doc
 // pod.Builder; Command and Args are replaced by the launcher's) and every
 // run-policy setting (go doc train.RunPolicy and go doc train.Lifecycle).
 // Create one with ColossalAI.
 type ColossalAIJob struct {
 	pod.Builder[ColossalAIJob]
 	RunPolicy[ColossalAIJob]
+	Torch[ColossalAIJob]
 	roles     roleResources
-	torch     torchJob
 	script    string
 	args      []string
 	plugin    ColossalAIPlugin
@@ -73,81 +73,12 @@ type ColossalAIJob struct {
 func ColossalAI(name string) *ColossalAIJob {
 	j := &ColossalAIJob{plugin: PluginDDP, tp: 1, pp: 1, launcher: LaunchTorchrun}
 	initOperator(j, &j.Builder, &j.RunPolicy, "colossalaijob", name)
+	j.initTorch(j)
 	return j
 }
 
 func (j *ColossalAIJob) operator() operator[ColossalAIJob] {
 	return operator[ColossalAIJob]{pod: &j.Builder, run: &j.RunPolicy, roles: j.roles}
-}
-
-// Workers sets the Worker replicas besides the Master (default 1; 0 runs
-// the Master alone), as PyTorchJob.Workers.
-func (j *ColossalAIJob) Workers(n int) *ColossalAIJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.workers(n)
-	return j
-}
-
-// Nodes sets how many pods train, the Master included, as
-// PyTorchJob.Nodes.
-func (j *ColossalAIJob) Nodes(n int) *ColossalAIJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.nodes(n)
-	return j
-}
-
-// Elastic runs between min and max elastic Workers and no Master, as
-// PyTorchJob.Elastic.
-func (j *ColossalAIJob) Elastic(min, max int) *ColossalAIJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.setElastic(min, max)
-	return j
-}
-
-// Rendezvous sets the elastic rendezvous backend and endpoint, as
-// PyTorchJob.Rendezvous.
-func (j *ColossalAIJob) Rendezvous(backend kubeflowv1.RDZVBackend, host string, port int) *ColossalAIJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.rendezvous(backend, host, port)
-	return j
-}
-
-// RendezvousConf adds a rendezvous configuration entry, as
-// PyTorchJob.RendezvousConf.
-func (j *ColossalAIJob) RendezvousConf(key, value string) *ColossalAIJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.rendezvousConf(key, value)
-	return j
-}
-
-// ElasticRetry sets how many times torchrun restarts the worker group in
-// place (elasticPolicy.maxRestarts), as PyTorchJob.ElasticRetry.
-func (j *ColossalAIJob) ElasticRetry(r retry.Policy) *ColossalAIJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.elasticRetry = &r
-	return j
-}
-
-// NprocPerNode sets the processes per pod (default: one per accelerator),
-// as PyTorchJob.NprocPerNode.
-func (j *ColossalAIJob) NprocPerNode(n int) *ColossalAIJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.nproc = &n
-	return j
 }
 
 // RoleResources gives the Master or the Worker role its own CPU and
@@ -273,9 +204,9 @@ func (j *ColossalAIJob) build() (*kubeflowv1.PyTorchJob, field.ErrorList) {
 		errs = append(errs, field.Required(field.NewPath("script"), "a training script is required: call Script"))
 	}
 	world := 0
-	nproc := j.torch.nprocPerNode(podspec.Of(&j.Handle).GPUCount())
-	if j.torch.elastic == nil {
-		workers, _ := j.torch.size.workers(true, nil) // reported by buildPyTorchJob
+	nproc := j.Torch.torch.nprocPerNode(podspec.Of(&j.Handle).GPUCount())
+	if j.Torch.torch.elastic == nil {
+		workers, _ := j.Torch.torch.size.workers(true, nil) // reported by buildPyTorchJob
 		world = (1 + workers) * nproc
 	}
 	pluginArgs, pluginErrs := j.pluginArgs(world)
@@ -286,14 +217,14 @@ func (j *ColossalAIJob) build() (*kubeflowv1.PyTorchJob, field.ErrorList) {
 	case LaunchTorchrun:
 		command = TorchrunCommand(j.script, args...)
 	case LaunchColossalAI:
-		if j.torch.elastic != nil {
+		if j.Torch.torch.elastic != nil {
 			errs = append(errs, field.Forbidden(field.NewPath("launcher"), "colossalai run needs the Master of a non-elastic job; use torchrun"))
 		}
 		command = ColossalAIRunCommand(nproc, j.script, args...)
 	default:
 		errs = append(errs, field.NotSupported(field.NewPath("launcher"), j.launcher, []ColossalAILauncher{LaunchTorchrun, LaunchColossalAI}))
 	}
-	job, jobErrs := buildPyTorchJob(j.operator(), &j.torch, command)
+	job, jobErrs := buildPyTorchJob(j.operator(), &j.Torch.torch, command)
 	return job, dedupe(append(errs, jobErrs...))
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/cubestudio/cube/internal/podspec"
 	"github.com/cubestudio/cube/pod"
-	"github.com/cubestudio/cube/retry"
 )
 
 // Where the DeepSpeed configuration is mounted in every replica.
@@ -203,15 +202,15 @@ func (o Offload) render(p *field.Path, stage, minStage int) (*dsOffload, field.E
 // ranges and gang scheduling work as for plain PyTorch, and Ascend NPUs
 // need nothing different (torch_npu reads the same variables).
 //
-// Its settings are its own methods below (the PyTorchJob ones and Config),
-// every pod setting (go doc pod.Builder) and every run-policy setting (go
+// Its settings are its own methods below (RoleResources, Torchrun and
+// Config), every torchrun setting (go doc train.Torch), every pod setting (go doc pod.Builder) and every run-policy setting (go
 // doc train.RunPolicy and go doc train.Lifecycle). Create one with
 // DeepSpeed.
 type DeepSpeedJob struct {
 	pod.Builder[DeepSpeedJob]
 	RunPolicy[DeepSpeedJob]
+	Torch[DeepSpeedJob]
 	roles  roleResources
-	torch  torchJob
 	config DeepSpeedConfig
 }
 
@@ -220,81 +219,12 @@ type DeepSpeedJob struct {
 func DeepSpeed(name string) *DeepSpeedJob {
 	j := &DeepSpeedJob{config: DeepSpeedConfig{MicroBatchPerGPU: 1}}
 	initOperator(j, &j.Builder, &j.RunPolicy, "deepspeedjob", name)
+	j.initTorch(j)
 	return j
 }
 
 func (j *DeepSpeedJob) operator() operator[DeepSpeedJob] {
 	return operator[DeepSpeedJob]{pod: &j.Builder, run: &j.RunPolicy, roles: j.roles}
-}
-
-// Workers sets the Worker replicas besides the Master (default 1; 0 runs
-// the Master alone), as PyTorchJob.Workers.
-func (j *DeepSpeedJob) Workers(n int) *DeepSpeedJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.workers(n)
-	return j
-}
-
-// Nodes sets how many pods train, the Master included, as
-// PyTorchJob.Nodes.
-func (j *DeepSpeedJob) Nodes(n int) *DeepSpeedJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.nodes(n)
-	return j
-}
-
-// Elastic runs between min and max elastic Workers and no Master, as
-// PyTorchJob.Elastic.
-func (j *DeepSpeedJob) Elastic(min, max int) *DeepSpeedJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.setElastic(min, max)
-	return j
-}
-
-// Rendezvous sets the elastic rendezvous backend and endpoint, as
-// PyTorchJob.Rendezvous.
-func (j *DeepSpeedJob) Rendezvous(backend kubeflowv1.RDZVBackend, host string, port int) *DeepSpeedJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.rendezvous(backend, host, port)
-	return j
-}
-
-// RendezvousConf adds a rendezvous configuration entry, as
-// PyTorchJob.RendezvousConf.
-func (j *DeepSpeedJob) RendezvousConf(key, value string) *DeepSpeedJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.rendezvousConf(key, value)
-	return j
-}
-
-// ElasticRetry sets how many times torchrun restarts the worker group in
-// place (elasticPolicy.maxRestarts), as PyTorchJob.ElasticRetry.
-func (j *DeepSpeedJob) ElasticRetry(r retry.Policy) *DeepSpeedJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.elasticRetry = &r
-	return j
-}
-
-// NprocPerNode sets the processes per pod (default: one per accelerator),
-// as PyTorchJob.NprocPerNode.
-func (j *DeepSpeedJob) NprocPerNode(n int) *DeepSpeedJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.nproc = &n
-	return j
 }
 
 // RoleResources gives the Master or the Worker role its own CPU and
@@ -342,7 +272,7 @@ func (j *DeepSpeedJob) build() (*kubeflowv1.PyTorchJob, *corev1.ConfigMap, field
 		ObjectMeta: podspec.Of(&j.Handle).ObjectMeta(j.configMapName()),
 		Data:       map[string]string{DeepSpeedConfigKey: string(data)},
 	}
-	job, jobErrs := buildPyTorchJob(j.operator(), &j.torch, nil)
+	job, jobErrs := buildPyTorchJob(j.operator(), &j.Torch.torch, nil)
 	errs = append(errs, jobErrs...)
 	errs = append(errs, mountConfigMap(job.Spec.PyTorchReplicaSpecs, deepSpeedVolume, cm.Name, DeepSpeedConfigDir)...)
 	return job, cm, dedupe(errs)

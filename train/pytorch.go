@@ -185,7 +185,9 @@ func (t *torchJob) renderRendezvous(policy *kubeflowv1.ElasticPolicy, path *fiel
 // (or elastic Workers) running the same command, usually torchrun, with
 // one process per accelerator. Create one with PyTorch.
 //
-// Its settings are its own methods below, every pod setting (image,
+// Its settings are its own methods below, every torchrun setting of the
+// embedded Torch (Workers, Nodes, Elastic, Rendezvous, RendezvousConf,
+// ElasticRetry, NprocPerNode: go doc train.Torch), every pod setting (image,
 // command, env, resources, Accelerators, On, Fabric…: go doc pod.Builder)
 // and every run-policy setting (CleanPodPolicy, RestartPolicy, Gang,
 // TTLAfterFinished, ActiveDeadline, Retry, Suspend: go doc train.RunPolicy
@@ -193,8 +195,8 @@ func (t *torchJob) renderRendezvous(policy *kubeflowv1.ElasticPolicy, path *fiel
 type PyTorchJob struct {
 	pod.Builder[PyTorchJob]
 	RunPolicy[PyTorchJob]
+	Torch[PyTorchJob]
 	roles roleResources
-	torch torchJob
 }
 
 // PyTorch starts a PyTorchJob named name with one Master and one Worker
@@ -202,98 +204,12 @@ type PyTorchJob struct {
 func PyTorch(name string) *PyTorchJob {
 	j := &PyTorchJob{}
 	initOperator(j, &j.Builder, &j.RunPolicy, "pytorchjob", name)
+	j.initTorch(j)
 	return j
 }
 
 func (j *PyTorchJob) operator() operator[PyTorchJob] {
 	return operator[PyTorchJob]{pod: &j.Builder, run: &j.RunPolicy, roles: j.roles}
-}
-
-// Workers sets how many Worker replicas run besides the Master (default 1;
-// 0 runs the Master alone, one pod). Under Elastic no Master runs and it is
-// the initial Worker count (default: the maximum). Nodes counts the Master
-// too; the later of the two calls wins.
-func (j *PyTorchJob) Workers(n int) *PyTorchJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.workers(n)
-	return j
-}
-
-// Nodes sets how many pods train, the Master included: Nodes(1) is a
-// single pod (a Master alone), Nodes(4) a Master and three Workers. It is
-// the count of Arena's --workers, the Kubeflow SDK's num_workers and
-// torchrun's --nnodes. Under Elastic, where no Master runs, it is the
-// initial Worker count. Workers counts the Worker replicas only; the later
-// of the two calls wins.
-func (j *PyTorchJob) Nodes(n int) *PyTorchJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.nodes(n)
-	return j
-}
-
-// Elastic makes the job elastic: between min and max Worker replicas
-// rendezvous through torchrun's c10d backend (see Rendezvous), and no
-// Master runs. Gang scheduling then needs min pods.
-func (j *PyTorchJob) Elastic(min, max int) *PyTorchJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.setElastic(min, max)
-	return j
-}
-
-// Rendezvous sets the elastic rendezvous backend (kubeflowv1.BackendC10D,
-// BackendETCD or BackendETCDV2) and endpoint; an empty host means the
-// first worker and port 0 the worker's port, as the operator defaults.
-// It needs Elastic.
-func (j *PyTorchJob) Rendezvous(backend kubeflowv1.RDZVBackend, host string, port int) *PyTorchJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.rendezvous(backend, host, port)
-	return j
-}
-
-// RendezvousConf adds a rendezvous configuration entry (torchrun's
-// --rdzv-conf key=value). It needs Elastic.
-func (j *PyTorchJob) RendezvousConf(key, value string) *PyTorchJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.rendezvousConf(key, value)
-	return j
-}
-
-// ElasticRetry sets how many times torchrun restarts the worker group in
-// place, inside the pods, before it gives up and the pods fail: r.Limit
-// becomes elasticPolicy.maxRestarts, which the training-operator v1.8.1
-// hands to torchrun as PET_MAX_RESTARTS (--max-restarts;
-// pkg/controller.v1/pytorch/elastic.go). It needs Elastic. The pods' own
-// restarts after that are counted by Retry (runPolicy.backoffLimit), a
-// different layer, hence a setting of its own. torchrun restarts at once
-// and has no retry window, so a Backoff, Factor, MaxBackoff or MaxDuration
-// is refused.
-func (j *PyTorchJob) ElasticRetry(r retry.Policy) *PyTorchJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.elasticRetry = &r
-	return j
-}
-
-// NprocPerNode sets how many processes torchrun starts in each pod. By
-// default it is the accelerators per pod, or 1 for pods without
-// accelerators.
-func (j *PyTorchJob) NprocPerNode(n int) *PyTorchJob {
-	if j == nil {
-		return nil
-	}
-	j.torch.nproc = &n
-	return j
 }
 
 // Torchrun replaces the command and arguments with TorchrunCommand(script,
@@ -322,8 +238,106 @@ func (j *PyTorchJob) Build() (*kubeflowv1.PyTorchJob, error) {
 	if j == nil || unmade(&j.Builder) {
 		return result[*kubeflowv1.PyTorchJob](nil, unmadeErrors("train.PyTorchJob", "PyTorch"))
 	}
-	return result(buildPyTorchJob(j.operator(), &j.torch, nil))
+	return result(buildPyTorchJob(j.operator(), &j.Torch.torch, nil))
 }
 
 // Objects returns the PyTorchJob; it implements cube.Workload.
 func (j *PyTorchJob) Objects() ([]client.Object, error) { return objects(j.Build()) }
+
+// Torch holds the torchrun settings that PyTorchJob, DeepSpeedJob and
+// ColossalAIJob share, written once: Workers, Nodes, Elastic, Rendezvous,
+// RendezvousConf, ElasticRetry and NprocPerNode. Each of those jobs embeds
+// it, so its settings are the job's own; it is not used alone.
+type Torch[T any] struct {
+	self  *T
+	torch torchJob
+}
+
+func (t *Torch[T]) initTorch(self *T) { t.self = self }
+
+// Workers sets how many Worker replicas run besides the Master (default 1;
+// 0 runs the Master alone, one pod). Under Elastic no Master runs and it is
+// the initial Worker count (default: the maximum). Nodes counts the Master
+// too; the later of the two calls wins.
+func (t *Torch[T]) Workers(n int) *T {
+	if t == nil {
+		return nil
+	}
+	t.torch.workers(n)
+	return t.self
+}
+
+// Nodes sets how many pods train, the Master included: Nodes(1) is a
+// single pod (a Master alone), Nodes(4) a Master and three Workers. It is
+// the count of Arena's --workers, the Kubeflow SDK's num_workers and
+// torchrun's --nnodes. Under Elastic, where no Master runs, it is the
+// initial Worker count. Workers counts the Worker replicas only; the later
+// of the two calls wins.
+func (t *Torch[T]) Nodes(n int) *T {
+	if t == nil {
+		return nil
+	}
+	t.torch.nodes(n)
+	return t.self
+}
+
+// Elastic makes the job elastic: between min and max Worker replicas
+// rendezvous through torchrun's c10d backend (see Rendezvous), and no
+// Master runs. Gang scheduling then needs min pods.
+func (t *Torch[T]) Elastic(min, max int) *T {
+	if t == nil {
+		return nil
+	}
+	t.torch.setElastic(min, max)
+	return t.self
+}
+
+// Rendezvous sets the elastic rendezvous backend (kubeflowv1.BackendC10D,
+// BackendETCD or BackendETCDV2) and endpoint; an empty host means the
+// first worker and port 0 the worker's port, as the operator defaults.
+// It needs Elastic.
+func (t *Torch[T]) Rendezvous(backend kubeflowv1.RDZVBackend, host string, port int) *T {
+	if t == nil {
+		return nil
+	}
+	t.torch.rendezvous(backend, host, port)
+	return t.self
+}
+
+// RendezvousConf adds a rendezvous configuration entry (torchrun's
+// --rdzv-conf key=value). It needs Elastic.
+func (t *Torch[T]) RendezvousConf(key, value string) *T {
+	if t == nil {
+		return nil
+	}
+	t.torch.rendezvousConf(key, value)
+	return t.self
+}
+
+// ElasticRetry sets how many times torchrun restarts the worker group in
+// place, inside the pods, before it gives up and the pods fail: r.Limit
+// becomes elasticPolicy.maxRestarts, which the training-operator v1.8.1
+// hands to torchrun as PET_MAX_RESTARTS (--max-restarts;
+// pkg/controller.v1/pytorch/elastic.go). It needs Elastic. The pods' own
+// restarts after that are counted by Retry (runPolicy.backoffLimit), a
+// different layer, hence a setting of its own. torchrun restarts at once
+// and has no retry window, so a Backoff, Factor, MaxBackoff or MaxDuration
+// is refused.
+func (t *Torch[T]) ElasticRetry(r retry.Policy) *T {
+	if t == nil {
+		return nil
+	}
+	t.torch.elasticRetry = &r
+	return t.self
+}
+
+// NprocPerNode sets how many processes torchrun starts in each pod. By
+// default it is the accelerators per pod, or 1 for pods without
+// accelerators.
+func (t *Torch[T]) NprocPerNode(n int) *T {
+	if t == nil {
+		return nil
+	}
+	t.torch.nproc = &n
+	return t.self
+}

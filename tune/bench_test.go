@@ -75,7 +75,7 @@ func localRuns(tb testing.TB, names []string, first, seeds int, budgets []int) [
 			for seed := first; seed < first+seeds; seed++ {
 				trials := slices.Max(budgets)
 				var values []float64
-				study := tune.NewLocal(tune.Minimize("y"), f.params...).Algorithm(s.alg).Trials(trials).Seed(uint64(seed))
+				study := tune.NewLocal(tune.Minimize("y"), f.params...).Algorithm(s.alg).MaxTrials(trials).Seed(uint64(seed))
 				start := time.Now()
 				res, err := study.Run(tb.Context(), objectiveOf(f))
 				elapsed := time.Since(start)

@@ -155,7 +155,7 @@ func ExampleLocal() {
 	study := tune.NewLocal(tune.Minimize("loss"),
 		tune.Float("x", -5, 5),
 		tune.Float("lr", 1e-5, 1e-1).Log(),
-	).Algorithm(tune.Bayesian()).Trials(60).Parallelism(4).Seed(7)
+	).Algorithm(tune.Bayesian()).MaxTrials(60).Parallelism(4).Seed(7)
 	res, err := study.Run(context.Background(), func(_ context.Context, t *tune.Trial) (float64, error) {
 		return math.Pow(t.Float("x")-1, 2) + math.Pow(math.Log10(t.Float("lr"))+3, 2), nil
 	})
@@ -181,7 +181,7 @@ func ExampleLocal_StudyFile() {
 	defer os.RemoveAll(dir)
 	study := func() *tune.Local {
 		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", -5, 5)).
-			Algorithm(tune.TPE()).Trials(20).Seed(3).StudyFile(filepath.Join(dir, "study.jsonl"))
+			Algorithm(tune.TPE()).MaxTrials(20).Seed(3).StudyFile(filepath.Join(dir, "study.jsonl"))
 	}
 	ran := 0
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,7 +207,7 @@ func ExampleLocal_StudyFile() {
 // OnProgress follows a study: the counts and the best trial so far, each
 // time a trial finishes.
 func ExampleLocal_OnProgress() {
-	_, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(4).Seed(1).
+	_, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).MaxTrials(4).Seed(1).
 		OnProgress(func(p tune.LocalProgress) {
 			fmt.Printf("%d/%d done, best %.3f (trial %d)\n", p.Finished, p.Trials, p.Best.Value, p.Best.Number)
 		}).
@@ -229,7 +229,7 @@ func ExampleLocal_OnProgress() {
 // that got there.
 func ExampleHalvingStop() {
 	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).
-		EarlyStop(tune.HalvingStop().Eta(3)).Trials(30).Seed(4).
+		EarlyStop(tune.HalvingStop().Eta(3)).MaxTrials(30).Seed(4).
 		Run(context.Background(), func(_ context.Context, t *tune.Trial) (float64, error) {
 			var loss float64
 			for epoch := 1; epoch <= 9; epoch++ {
@@ -256,7 +256,7 @@ func ExampleHalvingStop() {
 // RunCommand runs each trial as a process that prints its metric as Katib
 // reads it (name=value).
 func ExampleLocal_RunCommand() {
-	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("n", 0, 9)).Algorithm(tune.Grid()).Trials(10).
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("n", 0, 9)).Algorithm(tune.Grid()).MaxTrials(10).
 		RunCommand(context.Background(), []string{"sh", "-c", `echo "loss=$(( (N - 4) * (N - 4) ))"`}, tune.Env("n", "N"))
 	if err != nil {
 		fmt.Println(err)

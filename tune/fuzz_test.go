@@ -131,7 +131,7 @@ func FuzzLocal(f *testing.F) {
 			fp = fp.Step(step)
 		}
 		study := tune.NewLocal(tune.Minimize("loss"), fp, tune.Int("n", imin, imax), tune.Choice("c", "a", "b", "c")).
-			Algorithm(fuzzLocalAlgorithms[int(alg)%len(fuzzLocalAlgorithms)]).Trials(trials).Parallelism(parallel).Seed(seed)
+			Algorithm(fuzzLocalAlgorithms[int(alg)%len(fuzzLocalAlgorithms)]).MaxTrials(trials).Parallelism(parallel).Seed(seed)
 		if e := fuzzEarlyStopping[int(es)%len(fuzzEarlyStopping)](esA, esB); e != nil {
 			study.EarlyStop(*e)
 		}
@@ -167,9 +167,9 @@ func FuzzStudyFile(f *testing.F) {
 	dir := f.TempDir()
 	seedPath := filepath.Join(dir, "seed.jsonl")
 	study := func(path string) *tune.Local {
-		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Choice("c", "a", "b")).Trials(4).Seed(1).StudyFile(path)
+		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Choice("c", "a", "b")).MaxTrials(4).Seed(1).StudyFile(path)
 	}
-	if _, err := study(seedPath).Trials(2).Run(f.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return tr.Float("x"), nil }); err != nil {
+	if _, err := study(seedPath).MaxTrials(2).Run(f.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return tr.Float("x"), nil }); err != nil {
 		f.Fatal(err)
 	}
 	valid, err := os.ReadFile(seedPath)

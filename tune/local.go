@@ -38,7 +38,7 @@ func NewLocal(objective Objective, params ...Param) *Local {
 }
 
 // LocalFrom starts a local study with an experiment's search space,
-// objective, algorithm, early stopping, MaxTrials and Parallel.
+// objective, algorithm, early stopping, MaxTrials and Parallelism.
 func LocalFrom(e *Experiment) *Local {
 	if e == nil {
 		return NewLocal(Objective{})
@@ -85,8 +85,9 @@ func (l *Local) EarlyStop(s EarlyStopping) *Local {
 	return l
 }
 
-// Trials sets the number of trials.
-func (l *Local) Trials(n int) *Local {
+// MaxTrials sets how many trials the study runs (10 by default), as
+// Experiment.MaxTrials does.
+func (l *Local) MaxTrials(n int) *Local {
 	if l == nil {
 		return nil
 	}
@@ -115,7 +116,7 @@ func (l *Local) Seed(seed uint64) *Local {
 // ConstantLiar sets whether the model-based samplers (TPE, MultivariateTPE,
 // Bayesian) count the trials still running as bad ones, so that parallel
 // trials spread out instead of all sampling the same promising spot (on by
-// default; it only matters with Parallel above 1). TPE puts the running
+// default; it only matters with Parallelism above 1). TPE puts the running
 // trials among the bad ones (Optuna's constant_liar); the Gaussian process
 // takes their value to be the worst seen so far.
 func (l *Local) ConstantLiar(on bool) *Local {
@@ -132,7 +133,7 @@ func (l *Local) ConstantLiar(on bool) *Local {
 // values they would have had in an uninterrupted run (the file must come
 // from the same space, objective, algorithm, early stopping, seed and
 // parallelism, or Run says which differs). A record torn by a crash is
-// ignored. Trials may be raised between runs.
+// ignored. MaxTrials may be raised between runs.
 func (l *Local) StudyFile(path string) *Local {
 	if l == nil {
 		return nil
@@ -202,11 +203,11 @@ func (l *Local) validateList() field.ErrorList {
 	}
 	switch {
 	case l.trials < 1:
-		errs = append(errs, field.Invalid(field.NewPath("trials"), l.trials, "must be at least 1"))
+		errs = append(errs, field.Invalid(field.NewPath("maxTrials"), l.trials, "must be at least 1"))
 	case l.trials > maxLocalTrials:
 		// Run holds every trial's result: 2^40 trials were an allocation
 		// that killed the process.
-		errs = append(errs, field.Invalid(field.NewPath("trials"), l.trials, fmt.Sprintf("must be at most %d", maxLocalTrials)))
+		errs = append(errs, field.Invalid(field.NewPath("maxTrials"), l.trials, fmt.Sprintf("must be at most %d", maxLocalTrials)))
 	}
 	if l.parallel < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("parallelism"), l.parallel, "must be at least 1"))
@@ -232,7 +233,7 @@ func (l *Local) validateList() field.ErrorList {
 	return errs
 }
 
-// Run runs the study: fn is called once per trial, at most Parallel at a
+// Run runs the study: fn is called once per trial, at most Parallelism at a
 // time. It returns when every trial has finished, or when ctx ends (with the
 // trials finished so far and ctx's error). A trial's error fails that
 // trial, not the study, unless every trial fails: then Run returns the

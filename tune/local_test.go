@@ -30,7 +30,7 @@ func TestLocalDeterministic(t *testing.T) {
 	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian()} {
 		t.Run(alg.Name(), func(t *testing.T) {
 			run := func(parallel int, seed uint64) []map[string]string {
-				res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(alg).Trials(30).Parallelism(parallel).Seed(seed).
+				res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(alg).MaxTrials(30).Parallelism(parallel).Seed(seed).
 					Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) {
 						// Finish out of order.
 						time.Sleep(time.Duration((tr.Number*7)%5) * time.Millisecond)
@@ -54,7 +54,7 @@ func TestLocalDeterministic(t *testing.T) {
 }
 
 func TestLocalFindsTheOptimum(t *testing.T) {
-	res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(tune.TPE()).Trials(80).Parallelism(2).Seed(3).Run(t.Context(), quadratic)
+	res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(tune.TPE()).MaxTrials(80).Parallelism(2).Seed(3).Run(t.Context(), quadratic)
 	require.NoError(t, err)
 	require.NotNil(t, res.Best)
 	assert.Equal(t, 3, res.Best.Int("n"))
@@ -64,7 +64,7 @@ func TestLocalFindsTheOptimum(t *testing.T) {
 		assert.GreaterOrEqual(t, r.Value, res.Best.Value)
 	}
 	// Maximising the negation finds the same point.
-	maxRes, err := tune.NewLocal(tune.Maximize("score"), quadSpace...).Algorithm(tune.TPE()).Trials(80).Parallelism(2).Seed(3).
+	maxRes, err := tune.NewLocal(tune.Maximize("score"), quadSpace...).Algorithm(tune.TPE()).MaxTrials(80).Parallelism(2).Seed(3).
 		Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) {
 			v, err := quadratic(ctx, tr)
 			return -v, err
@@ -79,7 +79,7 @@ func TestLocalValuesStayInTheSpace(t *testing.T) {
 		tune.Choice("opt", "adam", "sgd"), tune.Discrete("batch", 16, 32, 64), tune.Float("drop", 0, 0.5).Step(0.1),
 	}
 	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian()} {
-		res, err := tune.NewLocal(tune.Minimize("loss"), space...).Algorithm(alg).Trials(60).Run(t.Context(),
+		res, err := tune.NewLocal(tune.Minimize("loss"), space...).Algorithm(alg).MaxTrials(60).Run(t.Context(),
 			func(_ context.Context, tr *tune.Trial) (float64, error) {
 				return tr.Float("lr") + float64(tr.Int("layers")) + tr.Float("batch") + tr.Float("drop"), nil
 			})
@@ -98,7 +98,7 @@ func TestLocalValuesStayInTheSpace(t *testing.T) {
 
 func TestLocalGridVisitsEveryPoint(t *testing.T) {
 	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1).Step(0.25), tune.Choice("c", "a", "b")).
-		Algorithm(tune.Grid()).Trials(10).Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return tr.Float("x"), nil })
+		Algorithm(tune.Grid()).MaxTrials(10).Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return tr.Float("x"), nil })
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, r := range res.Trials {
@@ -112,7 +112,7 @@ func TestLocalMedianStop(t *testing.T) {
 	// Trials report ten steps; the bad half of the space stays bad.
 	var calls atomic.Int32
 	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).
-		EarlyStop(tune.MedianStop().MinTrials(3).StartStep(2)).Trials(30).Seed(5).
+		EarlyStop(tune.MedianStop().MinTrials(3).StartStep(2)).MaxTrials(30).Seed(5).
 		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
 			calls.Add(1)
 			v := tr.Float("x")
@@ -144,7 +144,7 @@ func TestLocalMedianStop(t *testing.T) {
 
 func TestLocalTrialFailures(t *testing.T) {
 	boom := errors.New("boom")
-	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(4).Run(t.Context(),
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).MaxTrials(4).Run(t.Context(),
 		func(_ context.Context, tr *tune.Trial) (float64, error) {
 			switch tr.Number {
 			case 0:
@@ -166,7 +166,7 @@ func TestLocalTrialFailures(t *testing.T) {
 
 func TestLocalContextCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(100).Parallelism(2).Run(ctx,
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).MaxTrials(100).Parallelism(2).Run(ctx,
 		func(ctx context.Context, tr *tune.Trial) (float64, error) {
 			if tr.Number == 5 {
 				cancel()
@@ -185,7 +185,7 @@ func TestLocalFromExperiment(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Len(t, res.Trials, 15)
-	again, err := tune.NewLocal(tune.Maximize("accuracy"), tune.SpaceOf(e)...).Algorithm(tune.TPE()).Trials(15).Parallelism(3).Seed(9).
+	again, err := tune.NewLocal(tune.Maximize("accuracy"), tune.SpaceOf(e)...).Algorithm(tune.TPE()).MaxTrials(15).Parallelism(3).Seed(9).
 		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
 			return tr.Float("lr") * float64(tr.Int("layers")), nil
 		})
@@ -198,14 +198,14 @@ func TestLocalValidation(t *testing.T) {
 	_, err := nilStudy.Run(t.Context(), quadratic)
 	assert.ErrorContains(t, err, "local: Required value: the study is nil")
 
-	_, err = tune.NewLocal(tune.Objective{}, tune.Float("x", 1, 0)).Algorithm(tune.PBT("/ckpt", 5, 0.2)).Trials(0).Parallelism(0).
+	_, err = tune.NewLocal(tune.Objective{}, tune.Float("x", 1, 0)).Algorithm(tune.PBT("/ckpt", 5, 0.2)).MaxTrials(0).Parallelism(0).
 		EarlyStop(tune.MedianStop().StartStep(0)).StudyFile("").Run(t.Context(), quadratic)
 	errs := errorStrings(t, err)
 	assert.Empty(t, missing(errs,
 		"objective: Required value",
 		"parameters[0].feasibleSpace.max: Invalid value: 0: must not be below min",
 		`algorithm: Unsupported value: "pbt"`,
-		"trials: Invalid value: 0: must be at least 1",
+		"maxTrials: Invalid value: 0: must be at least 1",
 		"parallelism: Invalid value: 0: must be at least 1",
 		`earlyStopping.algorithmSettings[0].value: Invalid value: "0": start_step`,
 		"studyFile: Required value: the study file needs a path",
@@ -249,7 +249,7 @@ func TestLocalValidation(t *testing.T) {
 func BenchmarkLocalTPE(b *testing.B) {
 	f := benchFunctions[1]
 	for b.Loop() {
-		_, err := tune.NewLocal(tune.Minimize("y"), f.params...).Algorithm(tune.TPE()).Trials(100).Run(b.Context(), objectiveOf(f))
+		_, err := tune.NewLocal(tune.Minimize("y"), f.params...).Algorithm(tune.TPE()).MaxTrials(100).Run(b.Context(), objectiveOf(f))
 		require.NoError(b, err)
 	}
 }
@@ -273,7 +273,7 @@ func TestTrialZeroValues(t *testing.T) {
 func TestGridVisitsEveryPointOnce(t *testing.T) {
 	for seed := range uint64(5) {
 		res, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("a", 0, 2), tune.Int("b", 0, 3), tune.Choice("c", "x", "y", "z", "w", "v")).
-			Algorithm(tune.Grid()).Trials(60).Seed(seed).
+			Algorithm(tune.Grid()).MaxTrials(60).Seed(seed).
 			Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return float64(tr.Int("a")), nil })
 		require.NoError(t, err)
 		seen := map[string]bool{}
@@ -286,7 +286,7 @@ func TestGridVisitsEveryPointOnce(t *testing.T) {
 	}
 	start := time.Now()
 	_, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("a", 0, 999999), tune.Int("b", 0, 999999), tune.Int("c", 0, 999)).
-		Algorithm(tune.Grid()).Trials(5).
+		Algorithm(tune.Grid()).MaxTrials(5).
 		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return 0, nil })
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 2*time.Second)
@@ -311,7 +311,7 @@ func TestTrialMisreadFailsTheTrial(t *testing.T) {
 	}
 	for name, c := range reads {
 		t.Run(name, func(t *testing.T) {
-			res, err := tune.NewLocal(tune.Minimize("loss"), space...).Trials(3).Run(t.Context(),
+			res, err := tune.NewLocal(tune.Minimize("loss"), space...).MaxTrials(3).Run(t.Context(),
 				func(_ context.Context, tr *tune.Trial) (float64, error) {
 					if tr.Number == 1 {
 						c.read(tr)
@@ -326,7 +326,7 @@ func TestTrialMisreadFailsTheTrial(t *testing.T) {
 		})
 	}
 	// Every read right: the values are the sampled ones, not zeros.
-	res, err := tune.NewLocal(tune.Minimize("loss"), space...).Trials(1).Run(t.Context(),
+	res, err := tune.NewLocal(tune.Minimize("loss"), space...).MaxTrials(1).Run(t.Context(),
 		func(_ context.Context, tr *tune.Trial) (float64, error) {
 			assert.Equal(t, tr.Values()["opt"], tr.String("opt"))
 			assert.Contains(t, []float64{32, 64}, tr.Float("batch"))
@@ -341,7 +341,7 @@ func TestTrialMisreadFailsTheTrial(t *testing.T) {
 // are not recorded, and fail the trial even when it ignores the error.
 func TestReportRefusesNonFinite(t *testing.T) {
 	var reportErr error
-	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(1).Run(t.Context(),
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).MaxTrials(1).Run(t.Context(),
 		func(_ context.Context, tr *tune.Trial) (float64, error) {
 			require.NoError(t, tr.Report(0.5))
 			reportErr = tr.Report(math.Inf(-1))
@@ -359,7 +359,7 @@ func TestReportRefusesNonFinite(t *testing.T) {
 // or one early stop is not.
 func TestLocalRunAllFailed(t *testing.T) {
 	boom := errors.New("boom")
-	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(3).Parallelism(2).Run(t.Context(),
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).MaxTrials(3).Parallelism(2).Run(t.Context(),
 		func(_ context.Context, tr *tune.Trial) (float64, error) { return 0, fmt.Errorf("trial code: %w", boom) })
 	assert.ErrorIs(t, err, boom)
 	assert.EqualError(t, err, "run local study: all 3 trials failed; the first: trial code: boom")
@@ -367,7 +367,7 @@ func TestLocalRunAllFailed(t *testing.T) {
 	assert.Len(t, res.Trials, 3)
 	assert.Nil(t, res.Best)
 
-	_, err = tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(3).Run(t.Context(),
+	_, err = tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).MaxTrials(3).Run(t.Context(),
 		func(_ context.Context, tr *tune.Trial) (float64, error) {
 			if tr.Number == 2 {
 				return 0, tune.ErrPruned
@@ -381,10 +381,10 @@ func TestLocalRunAllFailed(t *testing.T) {
 // silently changed are refused before anything runs.
 func TestLocalHostileCounts(t *testing.T) {
 	ran := false
-	_, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("n", math.MinInt, 1<<62+1)).Trials(1<<40).
+	_, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("n", math.MinInt, 1<<62+1)).MaxTrials(1<<40).
 		Run(t.Context(), func(context.Context, *tune.Trial) (float64, error) { ran = true; return 0, nil })
 	assert.EqualError(t, err, `[parameters[0].feasibleSpace.min: Invalid value: -9223372036854775808: must be within ±2^53 (9007199254740992), `+
 		`parameters[0].feasibleSpace.max: Invalid value: 4611686018427387904: must be within ±2^53 (9007199254740992), `+
-		`trials: Invalid value: 1099511627776: must be at most 1048576]`)
+		`maxTrials: Invalid value: 1099511627776: must be at most 1048576]`)
 	assert.False(t, ran)
 }

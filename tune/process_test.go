@@ -38,13 +38,13 @@ func checkEpochs(t *testing.T, res *tune.Result, trials int) {
 }
 
 func TestLocalRunCommand(t *testing.T) {
-	study := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).Trials(6).Parallelism(2).Seed(1)
+	study := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).MaxTrials(6).Parallelism(2).Seed(1)
 	res, err := study.RunCommand(t.Context(), []string{"sh", "-c", epochs, "sh", tune.Ref("n")}, tune.Env("x", "X"))
 	require.NoError(t, err)
 	checkEpochs(t, res, 6)
 
 	// The same study with Go-function trials samples the same values.
-	fn, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).Trials(6).Parallelism(2).Seed(1).
+	fn, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).MaxTrials(6).Parallelism(2).Seed(1).
 		Run(t.Context(), curveTrial)
 	require.NoError(t, err)
 	for i := range fn.Trials {
@@ -53,7 +53,7 @@ func TestLocalRunCommand(t *testing.T) {
 }
 
 func TestLocalRunCommandFailures(t *testing.T) {
-	study := func() *tune.Local { return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).Trials(1) }
+	study := func() *tune.Local { return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).MaxTrials(1) }
 	// Every trial failed: the result holds them, and Run says so.
 	res, err := study().RunCommand(t.Context(), []string{"sh", "-c", `echo loss=1; exit 3`}, tune.Env("x", "X"))
 	assert.ErrorContains(t, err, "run local study: all 1 trials failed; the first: trial 0: exit status 3 (log: ")
@@ -85,7 +85,7 @@ func TestLocalRunCommandStops(t *testing.T) {
 	dir := t.TempDir()
 	script := `for i in 1 2 3 4 5 6 7 8 9; do awk -v x="$X" -v i="$i" 'BEGIN{printf "loss=%.9f\n", (x-0.3)^2 + sin(7*x+i)/(i+1)}'; sleep 0.05; done; touch "$DIR/done-$N"`
 	study := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 0, 0)).
-		EarlyStop(tune.HalvingStop()).Trials(8).Seed(2)
+		EarlyStop(tune.HalvingStop()).MaxTrials(8).Seed(2)
 	t.Setenv("DIR", dir)
 	// n is always 0: the trial's number comes from its own counter file.
 	script = `N=$(ls "$DIR" | grep -c start); touch "$DIR/start-$N"; ` + script
@@ -126,7 +126,7 @@ func TestLocalRunWorkload(t *testing.T) {
 		}},
 	})
 	dir := t.TempDir()
-	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).Trials(4).Parallelism(2).Seed(5).
+	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 1, 3)).MaxTrials(4).Parallelism(2).Seed(5).
 		StudyFile(filepath.Join(dir, "study.jsonl")).
 		RunWorkload(t.Context(), job, tune.Arg("n", "--n"), tune.Env("x", "X"))
 	require.NoError(t, err)

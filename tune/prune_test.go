@@ -102,7 +102,7 @@ func TestLocalHalvingStop(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).EarlyStop(tc.es).
-				Trials(40).Parallelism(tc.parallel).Seed(8).Run(t.Context(), curveTrial)
+				MaxTrials(40).Parallelism(tc.parallel).Seed(8).Run(t.Context(), curveTrial)
 			require.NoError(t, err)
 			xs := make([]float64, len(res.Trials))
 			for i, r := range res.Trials {
@@ -129,7 +129,7 @@ func TestLocalHyperbandStop(t *testing.T) {
 		return -1
 	}
 	res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1)).EarlyStop(tune.HyperbandStop(27)).
-		Trials(60).Parallelism(2).Seed(4).Run(t.Context(), curveTrial)
+		MaxTrials(60).Parallelism(2).Seed(4).Run(t.Context(), curveTrial)
 	require.NoError(t, err)
 	xs := make([]float64, len(res.Trials))
 	for i, r := range res.Trials {

@@ -47,7 +47,7 @@ func zero(context.Context, *tune.Trial) (float64, error) { return 0, nil }
 func TestLocalSobolIsANet(t *testing.T) {
 	const m = 6
 	for _, seed := range []uint64{0, 9} {
-		pts := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(32)...).Algorithm(tune.Sobol()).Trials(1<<m).Seed(seed), zero)
+		pts := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(32)...).Algorithm(tune.Sobol()).MaxTrials(1<<m).Seed(seed), zero)
 		for d := range 32 {
 			seen := map[int]bool{}
 			for _, p := range pts {
@@ -63,8 +63,8 @@ func TestLocalSobolIsANet(t *testing.T) {
 			assert.Len(t, boxes, 1<<m, "seed %d boxes 2^-%d × 2^-%d", seed, a, m-a)
 		}
 	}
-	a := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(3)...).Algorithm(tune.Sobol()).Trials(4).Seed(1), zero)
-	b := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(3)...).Algorithm(tune.Sobol()).Trials(4).Seed(2), zero)
+	a := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(3)...).Algorithm(tune.Sobol()).MaxTrials(4).Seed(1), zero)
+	b := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(3)...).Algorithm(tune.Sobol()).MaxTrials(4).Seed(2), zero)
 	assert.NotEqual(t, a, b, "the seed shifts the sequence")
 }
 
@@ -80,7 +80,7 @@ func sphere(center []float64) tune.Func {
 
 func TestLocalCMAESConverges(t *testing.T) {
 	center := []float64{0.2, 0.7, 0.35, 0.6}
-	res, err := tune.NewLocal(tune.Minimize("l"), unitCube(4)...).Algorithm(tune.CMAES()).Trials(300).Seed(1).Run(t.Context(), sphere(center))
+	res, err := tune.NewLocal(tune.Minimize("l"), unitCube(4)...).Algorithm(tune.CMAES()).MaxTrials(300).Seed(1).Run(t.Context(), sphere(center))
 	require.NoError(t, err)
 	assert.Less(t, res.Best.Value, 1e-5, "CMA-ES narrows in on the sphere's centre")
 	// Late generations sample close to the optimum, not just one lucky trial.
@@ -89,7 +89,7 @@ func TestLocalCMAESConverges(t *testing.T) {
 		late += r.Value / 32
 	}
 	assert.Less(t, late, 1e-4)
-	random, err := tune.NewLocal(tune.Minimize("l"), unitCube(4)...).Trials(300).Seed(1).Run(t.Context(), sphere(center))
+	random, err := tune.NewLocal(tune.Minimize("l"), unitCube(4)...).MaxTrials(300).Seed(1).Run(t.Context(), sphere(center))
 	require.NoError(t, err)
 	assert.Greater(t, random.Best.Value, 100*res.Best.Value)
 }
@@ -97,14 +97,14 @@ func TestLocalCMAESConverges(t *testing.T) {
 func TestLocalBayesianFindsBranin(t *testing.T) {
 	branin := benchFunctions[0]
 	for _, seed := range []uint64{1, 2, 3} {
-		res, err := tune.NewLocal(tune.Minimize("y"), branin.params...).Algorithm(tune.Bayesian()).Trials(40).Seed(seed).Run(t.Context(), objectiveOf(branin))
+		res, err := tune.NewLocal(tune.Minimize("y"), branin.params...).Algorithm(tune.Bayesian()).MaxTrials(40).Seed(seed).Run(t.Context(), objectiveOf(branin))
 		require.NoError(t, err)
 		assert.Less(t, res.Best.Value-branin.optimum, 0.05, "seed %d", seed)
 	}
 	// Maximising the negation gives the same trials.
-	a, err := tune.NewLocal(tune.Minimize("y"), branin.params...).Algorithm(tune.Bayesian()).Trials(20).Seed(4).Run(t.Context(), objectiveOf(branin))
+	a, err := tune.NewLocal(tune.Minimize("y"), branin.params...).Algorithm(tune.Bayesian()).MaxTrials(20).Seed(4).Run(t.Context(), objectiveOf(branin))
 	require.NoError(t, err)
-	b, err := tune.NewLocal(tune.Maximize("y"), branin.params...).Algorithm(tune.Bayesian()).Trials(20).Seed(4).
+	b, err := tune.NewLocal(tune.Maximize("y"), branin.params...).Algorithm(tune.Bayesian()).MaxTrials(20).Seed(4).
 		Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return -branin.eval(tr), nil })
 	require.NoError(t, err)
 	for i := range a.Trials {
@@ -113,8 +113,8 @@ func TestLocalBayesianFindsBranin(t *testing.T) {
 }
 
 func TestLocalUnivariateTPEDiffers(t *testing.T) {
-	uni := values(t, tune.NewLocal(tune.Minimize("y"), unitCube(6)...).Algorithm(tune.TPE()).Trials(30).Seed(1), sphere(make([]float64, 6)))
-	multi := values(t, tune.NewLocal(tune.Minimize("y"), unitCube(6)...).Algorithm(tune.MultivariateTPE()).Trials(30).Seed(1), sphere(make([]float64, 6)))
+	uni := values(t, tune.NewLocal(tune.Minimize("y"), unitCube(6)...).Algorithm(tune.TPE()).MaxTrials(30).Seed(1), sphere(make([]float64, 6)))
+	multi := values(t, tune.NewLocal(tune.Minimize("y"), unitCube(6)...).Algorithm(tune.MultivariateTPE()).MaxTrials(30).Seed(1), sphere(make([]float64, 6)))
 	assert.Equal(t, uni[:10], multi[:10], "the same random startup trials")
 	assert.NotEqual(t, uni[10:], multi[10:])
 }
@@ -127,7 +127,7 @@ func TestLocalConstantLiar(t *testing.T) {
 		spread := func(liar bool) float64 {
 			total, n := 0.0, 0
 			for seed := range uint64(4) {
-				pts := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(2)...).Algorithm(alg).Trials(40).Parallelism(4).
+				pts := values(t, tune.NewLocal(tune.Minimize("l"), unitCube(2)...).Algorithm(alg).MaxTrials(40).Parallelism(4).
 					Seed(seed).ConstantLiar(liar), sphere([]float64{0.3, 0.3}))
 				for i := 14; i < len(pts); i++ {
 					nearest := math.Inf(1)

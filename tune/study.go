@@ -100,7 +100,7 @@ func (h studyHeader) differs(o studyHeader) string {
 	case h.Seed != o.Seed:
 		return "seed"
 	case h.Parallel != o.Parallel:
-		return "parallel"
+		return "parallelism"
 	case h.ConstantLiar != o.ConstantLiar:
 		return "constantLiar"
 	}

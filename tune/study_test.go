@@ -29,7 +29,7 @@ const killableTrials = 24
 
 func killableStudy(dir string) *tune.Local {
 	return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", -2, 2), tune.Int("n", 0, 6), tune.Choice("c", "a", "b")).
-		Algorithm(tune.MultivariateTPE()).Trials(killableTrials).Parallelism(2).Seed(11).
+		Algorithm(tune.MultivariateTPE()).MaxTrials(killableTrials).Parallelism(2).Seed(11).
 		StudyFile(filepath.Join(dir, "study.jsonl"))
 }
 
@@ -190,7 +190,7 @@ func TestStudyFileTornRecord(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "study.jsonl")
 	study := func(trials int) *tune.Local {
-		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 0, 6)).Trials(trials).Seed(3).StudyFile(path)
+		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 0, 6)).MaxTrials(trials).Seed(3).StudyFile(path)
 	}
 	_, err := study(5).Run(t.Context(), loggingTrial(dir, "first", 0))
 	require.NoError(t, err)
@@ -211,7 +211,7 @@ func TestStudyFileRefusesAnotherStudy(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "study.jsonl")
 	base := func() *tune.Local {
-		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 0, 6)).Trials(3).Seed(3).StudyFile(path)
+		return tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Int("n", 0, 6)).MaxTrials(3).Seed(3).StudyFile(path)
 	}
 	_, err := base().Run(t.Context(), loggingTrial(dir, "first", 0))
 	require.NoError(t, err)
@@ -219,10 +219,10 @@ func TestStudyFileRefusesAnotherStudy(t *testing.T) {
 	_, err = base().Seed(4).Run(t.Context(), loggingTrial(dir, "x", 0))
 	assert.ErrorContains(t, err, "holds another study: its seed differs")
 	_, err = base().Parallelism(2).Run(t.Context(), loggingTrial(dir, "x", 0))
-	assert.ErrorContains(t, err, "its parallel differs")
+	assert.ErrorContains(t, err, "its parallelism differs")
 	_, err = base().Algorithm(tune.TPE()).Run(t.Context(), loggingTrial(dir, "x", 0))
 	assert.ErrorContains(t, err, "its algorithm differs")
-	_, err = tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 2), tune.Int("n", 0, 6)).Trials(3).Seed(3).StudyFile(path).
+	_, err = tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 2), tune.Int("n", 0, 6)).MaxTrials(3).Seed(3).StudyFile(path).
 		Run(t.Context(), loggingTrial(dir, "x", 0))
 	assert.ErrorContains(t, err, "its parameters[0] differs")
 

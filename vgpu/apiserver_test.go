@@ -11,6 +11,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -41,19 +42,19 @@ func TestSlicesOnAPIServer(t *testing.T) {
 			Containers:    []corev1.Container{{Name: "main", Image: "registry.example/serve:1"}},
 			RestartPolicy: corev1.RestartPolicyNever,
 		}}
-		prof := s.Profile()
-		if prof.Vendor == hardware.NVIDIA && s.Kind() == vgpu.KindMIG && s.String() == "A100-SXM-40GB mig 3g.20gb" {
+		prof := vgpuspec.Of(s).Profile()
+		if prof.Vendor == hardware.NVIDIA && vgpu.Kind(vgpuspec.Of(s).Kind()) == vgpu.KindMIG && s.String() == "A100-SXM-40GB mig 3g.20gb" {
 			prof = prof.Plugin(hardware.MIGSingle)
 		}
 		require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: prof}, specPath), s.String())
-		require.Empty(t, s.Apply(&tmpl, "main", specPath), s.String())
+		require.Empty(t, vgpuspec.Of(s).Apply(&tmpl, "main", specPath), s.String())
 		pod := &corev1.Pod{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("slice-%02d", i), Labels: tmpl.Labels, Annotations: tmpl.Annotations},
 			Spec:       tmpl.Spec,
 		}
 		require.NoError(t, env.CreateStrict(t.Context(), pod), s.String())
-		r, errs := s.Request(specPath)
+		r, errs := vgpuspec.Of(s).Request(specPath)
 		require.Empty(t, errs)
 		for name, n := range r.Resources {
 			got := pod.Spec.Containers[0].Resources.Limits[name]

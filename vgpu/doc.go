@@ -16,12 +16,12 @@
 // enflame.com/gcu-memory and gcu-core; iluvatar.ai/<chip>-vgpu with vMem in
 // 256 MiB units — see hardware.HAMiSlicing and hardware.HAMiCommit), or
 // whole devices. Constructors take the
-// hardware profile; methods chain and never fail; Validate, Request and
-// Apply report every problem with field paths.
+// hardware profile; methods chain and never fail. A workload's pod takes a
+// Spec with its Slice setting, and its Objects renders the requests and
+// reports every problem of the Spec with field paths:
 //
 //	s := vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30)
-//	errs := hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_80G}, path)
-//	errs = append(errs, s.Apply(&tmpl, "main", path)...)
+//	job := train.PyTorch("ft").Image("pytorch:2.4").Slice(s)
 //
 // Pack assigns demands to the devices of a hardware.Inventory with a
 // Policy: WholeDevice, FirstFit, HAMi-style Binpack and Spread, or this

@@ -2,31 +2,32 @@ package vgpu_test
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/vgpu"
 )
 
+// printRequest prints what a pod given s asks for: the device resources
+// of its container and its annotations, or the problems of s.
 func printRequest(s *vgpu.Spec) {
-	r, errs := s.Request(field.NewPath("gpu"))
-	if len(errs) > 0 {
-		fmt.Println(errs.ToAggregate())
+	job, err := train.PyTorch("ft").Image("pytorch:2.4").Slice(s).Build()
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
-	var names []string
-	for n := range r.Resources {
-		names = append(names, string(n))
+	tmpl := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template
+	limits := tmpl.Spec.Containers[0].Resources.Limits
+	for _, n := range slices.Sorted(maps.Keys(limits)) {
+		q := limits[n]
+		fmt.Printf("  %s: %s\n", n, q.String())
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Printf("  %s: %d\n", n, r.Resources[corev1.ResourceName(n)])
-	}
-	for k, v := range r.Annotations {
-		fmt.Printf("  annotation %s: %s\n", k, v)
+	for _, k := range slices.Sorted(maps.Keys(tmpl.Annotations)) {
+		fmt.Printf("  annotation %s: %s\n", k, tmpl.Annotations[k])
 	}
 }
 
@@ -51,7 +52,7 @@ func ExampleSlice() {
 	//   volcano.sh/vgpu-number: 1
 	//   annotation nvidia.com/use-gputype: A100
 	// too big:
-	// gpu.memory: Invalid value: "30Gi": more memory than a L4 has (23034Mi)
+	// memory: Invalid value: "30Gi": more memory than a L4 has (23034Mi)
 }
 
 // MIG instances render per the device plugin's strategy.
@@ -68,7 +69,7 @@ func ExampleMIG() {
 	// single:
 	//   nvidia.com/gpu: 1
 	// not on this card:
-	// gpu.mig: Unsupported value: "1g.5gb": supported values: "1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"
+	// mig: Unsupported value: "1g.5gb": supported values: "1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"
 }
 
 // Ascend vNPUs: Huawei's static names by default, HAMi's per-SKU names when
@@ -152,5 +153,5 @@ func ExampleSlice_otherVendors() {
 	//   metax-tech.com/vcore: 50
 	//   metax-tech.com/vmemory: 8
 	// two DCUs:
-	// gpu.gpus: Invalid value: 2: HAMi shares one DCU-K100-AI per container; ask for whole devices to use several
+	// accelerators: Invalid value: 2: HAMi shares one DCU-K100-AI per container; ask for whole devices to use several
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -41,9 +42,9 @@ func FuzzSlice(f *testing.F) {
 		for _, card := range cards {
 			for _, backend := range []vgpu.Backend{vgpu.HAMi, vgpu.Volcano, vgpu.HuaweiStatic, ""} {
 				s := vgpu.Slice(card).Memory(mem).Cores(cores).Backend(backend)
-				r, errs := s.Request(specPath)
+				r, errs := vgpuspec.Of(s).Request(specPath)
 				if len(errs) > 0 {
-					assert.Zero(t, s.MemoryBytes())
+					assert.Zero(t, vgpuspec.Of(s).MemoryBytes())
 					continue
 				}
 				require.NotEmpty(t, r.Resources)
@@ -52,7 +53,7 @@ func FuzzSlice(f *testing.F) {
 				assert.Positive(t, q.Sign())
 				assert.LessOrEqual(t, q.Value(), card.MemoryBytes)
 				assert.True(t, cores >= 1 && cores <= 100, "accepted cores %d", cores)
-				assert.LessOrEqual(t, s.MemoryBytes(), card.MemoryBytes)
+				assert.LessOrEqual(t, vgpuspec.Of(s).MemoryBytes(), card.MemoryBytes)
 				for _, v := range r.Resources {
 					assert.Positive(t, v)
 				}
@@ -61,17 +62,17 @@ func FuzzSlice(f *testing.F) {
 			// accepted fits the card in the resource's own unit.
 			if sl, ok := card.HAMiSlicing(); ok {
 				s := vgpu.Slice(card).Memory(mem)
-				if r, errs := s.Request(specPath); len(errs) == 0 {
+				if r, errs := vgpuspec.Of(s).Request(specPath); len(errs) == 0 {
 					units := r.Resources[sl.Memory]
 					assert.Positive(t, units)
 					assert.LessOrEqual(t, units*sl.MemoryUnitMiB<<20, card.MemoryBytes)
-					assert.Equal(t, units*sl.MemoryUnitMiB<<20, s.MemoryBytes())
+					assert.Equal(t, units*sl.MemoryUnitMiB<<20, vgpuspec.Of(s).MemoryBytes())
 				} else {
-					assert.Zero(t, s.MemoryBytes())
+					assert.Zero(t, vgpuspec.Of(s).MemoryBytes())
 				}
 			}
 			m := vgpu.MIG(card, mig)
-			if errs := m.Validate(specPath); len(errs) == 0 {
+			if errs := vgpuspec.Of(m).Validate(specPath); len(errs) == 0 {
 				_, ok := card.MIGProfile(mig)
 				assert.True(t, ok, "accepted MIG %q on %s", mig, card.Name)
 				c, _, _, err := vgpu.ParseMIGProfile(mig)
@@ -79,13 +80,13 @@ func FuzzSlice(f *testing.F) {
 				assert.LessOrEqual(t, c, hardware.MIGComputeSlices)
 			}
 			v := vgpu.VNPU(card, tpl)
-			if errs := v.Validate(specPath); len(errs) == 0 {
+			if errs := vgpuspec.Of(v).Validate(specPath); len(errs) == 0 {
 				got, ok := card.VNPUTemplate(tpl)
 				require.True(t, ok)
 				parsed, err := vgpu.ParseTemplate(tpl)
 				require.NoError(t, err)
 				assert.Equal(t, got.AICores, parsed.AICores)
-				assert.LessOrEqual(t, v.MemoryBytes(), card.MemoryBytes)
+				assert.LessOrEqual(t, vgpuspec.Of(v).MemoryBytes(), card.MemoryBytes)
 			}
 		}
 		if parsed, err := vgpu.ParseTemplate(tpl); err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -45,7 +46,7 @@ func checkPlan(t *testing.T, inv hardware.Inventory, ds []vgpu.Demand, plan *vgp
 	for _, a := range plan.Assignments {
 		require.False(t, seen[a.Demand], "demand %d twice", a.Demand)
 		seen[a.Demand] = true
-		assert.Equal(t, ds[a.Demand].Spec.Count(), len(a.Devices), a.Name)
+		assert.Equal(t, vgpuspec.Of(ds[a.Demand].Spec).Count(), len(a.Devices), a.Name)
 		distinct := map[int]bool{}
 		for _, d := range a.Devices {
 			assert.False(t, distinct[d], "%s twice on one device", a.Name)
@@ -223,7 +224,7 @@ func TestPackWholeAndMultiDevice(t *testing.T) {
 	assert.Equal(t, []vgpu.Unplaced{{Demand: 3, Name: "d3", Reason: "no H100-SXM-80GB node has 4 free devices"}}, ff.Unplaced)
 	planned := pack(t, inv, ds, vgpu.Planner)
 	require.Len(t, planned.Unplaced, 1)
-	assert.Equal(t, 4, ds[planned.Unplaced[0].Demand].Spec.Count(), "16 of 20 GPUs placed; the 8-GPU job is kept")
+	assert.Equal(t, 4, vgpuspec.Of(ds[planned.Unplaced[0].Demand].Spec).Count(), "16 of 20 GPUs placed; the 8-GPU job is kept")
 	assert.Equal(t, 16, planned.Summary.DevicesUsed)
 
 	// HAMi slices on two devices land on one node, on distinct devices.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -39,7 +40,7 @@ func TestRequestShareReadsWhatApplyRenders(t *testing.T) {
 			if c.kind == vgpu.KindWhole {
 				require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: c.prof, Accelerators: 4}, nil))
 			} else {
-				require.Empty(t, c.spec.Apply(&tmpl, "main", nil))
+				require.Empty(t, vgpuspec.Of(c.spec).Apply(&tmpl, "main", nil))
 			}
 			s, ok := vgpu.RequestShare(tmpl.Spec.Containers[0].Resources.Limits, c.prof)
 			require.True(t, ok, "%v", tmpl.Spec.Containers[0].Resources.Limits)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -84,7 +85,7 @@ func TestRequests(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, errs := c.spec.Request(specPath)
+			r, errs := vgpuspec.Of(c.spec).Request(specPath)
 			require.Empty(t, errs)
 			assert.Equal(t, c.resources, r.Resources)
 			assert.Equal(t, c.ann, r.Annotations)
@@ -98,7 +99,7 @@ func TestSpecApplyAfterHardware(t *testing.T) {
 	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: hardware.A100_40G.Plugin(hardware.MIGSingle),
 		Fabric: hardware.TCP()}, specPath))
 	s := vgpu.MIG(hardware.A100_40G, "3g.20gb").Strategy(vgpu.Single)
-	require.Empty(t, s.Apply(&tmpl, "main", specPath))
+	require.Empty(t, vgpuspec.Of(s).Apply(&tmpl, "main", specPath))
 	c := tmpl.Spec.Containers[0]
 	assert.Equal(t, "1", qty(c.Resources.Limits["nvidia.com/gpu"]))
 	assert.Equal(t, "1", qty(c.Resources.Requests["nvidia.com/gpu"]))
@@ -107,9 +108,9 @@ func TestSpecApplyAfterHardware(t *testing.T) {
 	assert.Equal(t, []corev1.EnvVar{{Name: "NCCL_IB_DISABLE", Value: "1"}, {Name: "NCCL_DEBUG", Value: "WARN"}}, c.Env)
 
 	assert.Equal(t, []string{"spec.template.memory: Invalid value: \"90Gi\": more memory than a A100-SXM-80GB has (80Gi)"},
-		errStrings(vgpu.Slice(hardware.A100_80G).Memory("90Gi").Apply(&tmpl, "main", specPath)))
+		errStrings(vgpuspec.Of(vgpu.Slice(hardware.A100_80G).Memory("90Gi")).Apply(&tmpl, "main", specPath)))
 	assert.Equal(t, []string{`spec.template.spec.containers: Not found: "other"`},
-		errStrings(vgpu.Slice(hardware.A100_80G).Memory("9Gi").Apply(&tmpl, "other", specPath)))
+		errStrings(vgpuspec.Of(vgpu.Slice(hardware.A100_80G).Memory("9Gi")).Apply(&tmpl, "other", specPath)))
 }
 
 func qty(q resource.Quantity) string { return q.String() }
@@ -153,15 +154,15 @@ func TestSpecErrors(t *testing.T) {
 		{"no template fits", vgpu.Slice(hardware.Ascend910B3).Memory("40Gi").Backend(vgpu.HAMi),
 			[]string{`spec.template.memory: Invalid value: "40Gi": no hami vNPU template of Ascend910B3 fits 40Gi memory and 0% of the AI cores`}},
 		{"static vnpu one per container", vgpu.Slice(hardware.Ascend910B3).Memory("8Gi").Accelerators(2),
-			[]string{"spec.template.gpus: Invalid value: 2: a static vNPU is requested one per container"}},
+			[]string{"spec.template.accelerators: Invalid value: 2: a static vNPU is requested one per container"}},
 		{"slice on CPU", vgpu.Slice(hardware.CPU).Memory("1Gi"),
 			[]string{`spec.template.profile: Invalid value: "cpu-amd64": a CPU profile has no devices to share`}},
 		{"no profile", vgpu.Slice(hardware.Profile{}).Memory("1Gi"),
 			[]string{"spec.template.profile: Required value: a hardware profile is required"}},
 		{"too many devices", vgpu.Slice(hardware.H100).Memory("1Gi").Accelerators(9),
-			[]string{"spec.template.gpus: Invalid value: 9: more devices per pod than a H100-SXM-80GB node holds (8)"}},
+			[]string{"spec.template.accelerators: Invalid value: 9: more devices per pod than a H100-SXM-80GB node holds (8)"}},
 		{"no devices", vgpu.Whole(hardware.H100, 0),
-			[]string{"spec.template.gpus: Invalid value: 0: must be at least 1"}},
+			[]string{"spec.template.accelerators: Invalid value: 0: must be at least 1"}},
 		{"whole on volcano", vgpu.Whole(hardware.H100, 1).Backend(vgpu.Volcano),
 			[]string{`spec.template.backend: Unsupported value: "volcano": supported values: "device-plugin", "hami"`}},
 		{"MIG on a card without MIG", vgpu.MIG(hardware.L4, "1g.6gb"),
@@ -192,51 +193,51 @@ func TestSpecErrors(t *testing.T) {
 		{"vnpu HAMi 910B1", vgpu.VNPU(hardware.Ascend910B1, "vir06_1c_16g").Backend(vgpu.HAMi),
 			[]string{`spec.template.backend: Invalid value: "hami": HAMi has no vNPU configuration for Ascend910B1`}},
 		{"static vnpu devices", vgpu.VNPU(hardware.Ascend910B1, "vir06_1c_16g").Accelerators(2),
-			[]string{"spec.template.gpus: Invalid value: 2: a static vNPU is requested one per container"}},
+			[]string{"spec.template.accelerators: Invalid value: 2: a static vNPU is requested one per container"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, errStrings(c.spec.Validate(specPath)))
-			_, errs := c.spec.Request(specPath)
+			assert.Equal(t, c.want, errStrings(vgpuspec.Of(c.spec).Validate(specPath)))
+			_, errs := vgpuspec.Of(c.spec).Request(specPath)
 			assert.Equal(t, c.want, errStrings(errs))
-			assert.Zero(t, c.spec.MemoryBytes())
+			assert.Zero(t, vgpuspec.Of(c.spec).MemoryBytes())
 		})
 	}
 	var nilSpec *vgpu.Spec
-	assert.Equal(t, []string{"spec.template: Required value: accelerator spec must not be nil"}, errStrings(nilSpec.Validate(specPath)))
+	assert.Equal(t, []string{"spec.template: Required value: accelerator spec must not be nil"}, errStrings(vgpuspec.Of(nilSpec).Validate(specPath)))
 	assert.Equal(t, "<nil>", nilSpec.String())
 }
 
 func TestSpecAccessors(t *testing.T) {
 	s := vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30).Accelerators(2)
 	assert.Equal(t, "A100-SXM-80GB slice 10Gi 30% ×2", s.String())
-	assert.Equal(t, vgpu.KindSlice, s.Kind())
-	assert.Equal(t, 2, s.Count())
-	assert.Equal(t, vgpu.HAMi, s.EffectiveBackend())
-	assert.Equal(t, int64(10)<<30, s.MemoryBytes())
-	assert.Equal(t, "A100-SXM-80GB", s.Profile().Name)
-	p := s.Profile()
+	assert.Equal(t, vgpu.KindSlice, vgpu.Kind(vgpuspec.Of(s).Kind()))
+	assert.Equal(t, 2, vgpuspec.Of(s).Count())
+	assert.Equal(t, vgpu.HAMi, vgpu.Backend(vgpuspec.Of(s).Backend()))
+	assert.Equal(t, int64(10)<<30, vgpuspec.Of(s).MemoryBytes())
+	assert.Equal(t, "A100-SXM-80GB", vgpuspec.Of(s).Profile().Name)
+	p := vgpuspec.Of(s).Profile()
 	p.NodeLabels()["x"] = "y"
-	assert.NotContains(t, s.Profile().NodeLabels(), "x", "Profile returns a copy")
+	assert.NotContains(t, vgpuspec.Of(s).Profile().NodeLabels(), "x", "Profile returns a copy")
 
 	m := vgpu.MIG(hardware.A100_80G, "3g.40gb")
-	assert.Equal(t, "3g.40gb", m.MIGProfile())
-	assert.Equal(t, int64(40)<<30, m.MemoryBytes())
-	assert.Equal(t, vgpu.DevicePlugin, m.EffectiveBackend())
+	assert.Equal(t, "3g.40gb", vgpuspec.Of(m).MIGProfile())
+	assert.Equal(t, int64(40)<<30, vgpuspec.Of(m).MemoryBytes())
+	assert.Equal(t, vgpu.DevicePlugin, vgpu.Backend(vgpuspec.Of(m).Backend()))
 	assert.Equal(t, "A100-SXM-80GB mig 3g.40gb", m.String())
 
 	v := vgpu.VNPU(hardware.Ascend910B3, "vir10_3c_32g")
-	assert.Equal(t, "vir10_3c_32g", v.Template())
-	assert.Equal(t, vgpu.HuaweiStatic, v.EffectiveBackend())
+	assert.Equal(t, "vir10_3c_32g", vgpuspec.Of(v).Template())
+	assert.Equal(t, vgpu.HuaweiStatic, vgpu.Backend(vgpuspec.Of(v).Backend()))
 	assert.Equal(t, "Ascend910B3 vnpu vir10_3c_32g", v.String())
 
 	a := vgpu.Slice(hardware.Ascend910B3).MemoryPercent(10).Backend(vgpu.HAMi)
-	assert.Equal(t, "vir05_1c_16g", a.Template())
-	assert.Equal(t, int64(16384)<<20, a.MemoryBytes())
-	assert.Equal(t, "", vgpu.Slice(hardware.H100).Memory("1Gi").Template())
+	assert.Equal(t, "vir05_1c_16g", vgpuspec.Of(a).Template())
+	assert.Equal(t, int64(16384)<<20, vgpuspec.Of(a).MemoryBytes())
+	assert.Equal(t, "", vgpuspec.Of(vgpu.Slice(hardware.H100).Memory("1Gi")).Template())
 	assert.Equal(t, "B200-SXM-180GB whole×2", vgpu.Whole(hardware.B200, 2).String())
-	assert.Equal(t, vgpu.HuaweiStatic, vgpu.Slice(hardware.Ascend910B3).EffectiveBackend())
-	assert.Equal(t, vgpu.HAMi, vgpu.Slice(hardware.Ascend910B3.Plugin(hardware.HAMi)).EffectiveBackend())
+	assert.Equal(t, vgpu.HuaweiStatic, vgpu.Backend(vgpuspec.Of(vgpu.Slice(hardware.Ascend910B3)).Backend()))
+	assert.Equal(t, vgpu.HAMi, vgpu.Backend(vgpuspec.Of(vgpu.Slice(hardware.Ascend910B3.Plugin(hardware.HAMi))).Backend()))
 }
 
 func TestParsers(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testsupport/golden"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/vgpu"
 )
 
@@ -72,7 +73,7 @@ func vendorSlices() []struct {
 func TestVendorSliceRequests(t *testing.T) {
 	for _, c := range vendorSlices() {
 		t.Run(c.name, func(t *testing.T) {
-			r, errs := c.spec.Request(specPath)
+			r, errs := vgpuspec.Of(c.spec).Request(specPath)
 			require.Empty(t, errs)
 			assert.Equal(t, c.want, r.Resources)
 			assert.Nil(t, r.Annotations)
@@ -94,7 +95,7 @@ func TestVendorSliceMemory(t *testing.T) {
 		{vgpu.Slice(hardware.MetaXC500).Memory("2500Mi"), 3 << 30},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, c.spec.MemoryBytes(), c.spec.String())
+		assert.Equal(t, c.want, vgpuspec.Of(c.spec).MemoryBytes(), c.spec.String())
 	}
 }
 
@@ -105,7 +106,7 @@ func TestVendorSliceErrors(t *testing.T) {
 		want []string
 	}{
 		{"hygon slices of two devices", vgpu.Slice(hardware.HygonK100).Memory("2Gi").Accelerators(2),
-			[]string{"spec.template.gpus: Invalid value: 2: HAMi shares one DCU-K100-AI per container; ask for whole devices to use several"}},
+			[]string{"spec.template.accelerators: Invalid value: 2: HAMi shares one DCU-K100-AI per container; ask for whole devices to use several"}},
 		{"kunlunxin cores", vgpu.Slice(hardware.KunlunxinP800).Memory("20Gi").Cores(50),
 			[]string{"spec.template.cores: Forbidden: HAMi derives P800 compute from memory; size the slice with Memory"}},
 		{"kunlunxin R200 has no vXPU", vgpu.Slice(hardware.KunlunxinR200).Memory("8Gi"),
@@ -133,9 +134,9 @@ func TestVendorSliceErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, errs := c.spec.Request(specPath)
+			_, errs := vgpuspec.Of(c.spec).Request(specPath)
 			assert.Equal(t, c.want, errStrings(errs))
-			assert.Zero(t, c.spec.MemoryBytes())
+			assert.Zero(t, vgpuspec.Of(c.spec).MemoryBytes())
 		})
 	}
 }
@@ -181,8 +182,8 @@ func renderVendorSlice(t *testing.T, s *vgpu.Spec) corev1.PodTemplateSpec {
 		Containers:    []corev1.Container{{Name: "main", Image: "registry.example/serve:1"}},
 		RestartPolicy: corev1.RestartPolicyNever,
 	}}
-	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: s.Profile()}, specPath), s.String())
-	require.Empty(t, s.Apply(&tmpl, "main", specPath), s.String())
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: vgpuspec.Of(s).Profile()}, specPath), s.String())
+	require.Empty(t, vgpuspec.Of(s).Apply(&tmpl, "main", specPath), s.String())
 	return tmpl
 }
 

@@ -54,8 +54,8 @@ func run(ctx context.Context, out io.Writer) error {
 	// 1. The deployment: Label Studio with a bundled PostgreSQL, every
 	// credential from Secrets.
 	studio := label.Studio("labels").Namespace("team-nlp").
-		Admin("labels-admin", "email", "password").Token(pod.SecretKeyRef{Name: "labels-admin", Key: "token"}).
-		Postgres("labels-db", "password", "20Gi", "")
+		Admin(pod.SecretKeyRef{Name: "labels-admin", Key: "email"}, pod.SecretKeyRef{Name: "labels-admin", Key: "password"}).Token(pod.SecretKeyRef{Name: "labels-admin", Key: "token"}).
+		Postgres(pod.SecretKeyRef{Name: "labels-db", Key: "password"}, "20Gi", "")
 	var yaml strings.Builder
 	if err := cube.Render(&yaml, studio); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/cubestudio/cube/tenant"
 	"github.com/cubestudio/cube/train"
 	"github.com/cubestudio/cube/tune"
+	"github.com/cubestudio/cube/vgpu"
 )
 
 // builders are every builder of the module, as nil pointers for their
@@ -45,4 +46,5 @@ var builders = []any{
 	(*train.VolcanoJob)(nil),
 	(*train.XGBoostJob)(nil),
 	(*tune.Experiment)(nil),
+	(*vgpu.Spec)(nil), // a builder taken by pod.Builder.Slice: settings only
 }

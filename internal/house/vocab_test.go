@@ -66,6 +66,7 @@ var derived = map[string]string{
 	"pipeline.Pipeline.DOT":         "renders the graph as Graphviz; the graph's own output, with no backend",
 	"pipeline.Pipeline.Mermaid":     "renders the graph as Mermaid; the graph's own output, with no backend",
 	"pipeline.ContainerStep.Output": "the placeholder another step passes to read this step's output",
+	"vgpu.Spec.String":              "fmt.Stringer, for messages and logs",
 }
 
 // durationWords end the names of settings that take a length of time.

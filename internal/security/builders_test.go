@@ -276,12 +276,12 @@ func builderCases() []builderCase {
 		}},
 		// label
 		{"label-studio", func(s setting) cube.Workload {
-			st := label.Studio("labels").Admin("labels-admin", "email", "password").Token(pod.SecretKeyRef{Name: "labels-admin", Key: "token"})
+			st := label.Studio("labels").Admin(pod.SecretKeyRef{Name: "labels-admin", Key: "email"}, pod.SecretKeyRef{Name: "labels-admin", Key: "password"}).Token(pod.SecretKeyRef{Name: "labels-admin", Key: "token"})
 			on(&st.Builder, s)
 			return st
 		}},
 		{"label-studio-postgres", func(s setting) cube.Workload {
-			st := label.Studio("labels-pg").Admin("labels-admin", "email", "password").Token(pod.SecretKeyRef{Name: "labels-admin", Key: "token"}).Postgres("labels-db", "password", "20Gi", "")
+			st := label.Studio("labels-pg").Admin(pod.SecretKeyRef{Name: "labels-admin", Key: "email"}, pod.SecretKeyRef{Name: "labels-admin", Key: "password"}).Token(pod.SecretKeyRef{Name: "labels-admin", Key: "token"}).Postgres(pod.SecretKeyRef{Name: "labels-db", Key: "password"}, "20Gi", "")
 			on(&st.Builder, s)
 			return st
 		}},

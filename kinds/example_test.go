@@ -1,0 +1,40 @@
+package kinds_test
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cubestudio/cube/kinds"
+)
+
+// All lists the kinds a Client is given so that it reads their phase; a
+// program passes them with cube.Kinds(kinds.All()...).
+func ExampleAll() {
+	var names []string
+	for _, k := range kinds.All() {
+		n := k.GroupKind.String()
+		if k.Completes {
+			n += " (runs to completion)"
+		}
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Println(n)
+	}
+	// Output:
+	// CronWorkflow.argoproj.io
+	// Experiment.kubeflow.org (runs to completion)
+	// HTTPRoute.gateway.networking.k8s.io
+	// Job.batch.volcano.sh (runs to completion)
+	// LeaderWorkerSet.leaderworkerset.x-k8s.io
+	// MPIJob.kubeflow.org (runs to completion)
+	// MXJob.kubeflow.org (runs to completion)
+	// PaddleJob.kubeflow.org (runs to completion)
+	// PyTorchJob.kubeflow.org (runs to completion)
+	// Queue.scheduling.volcano.sh
+	// RayJob.ray.io (runs to completion)
+	// TFJob.kubeflow.org (runs to completion)
+	// Workflow.argoproj.io (runs to completion)
+	// XGBoostJob.kubeflow.org (runs to completion)
+}
