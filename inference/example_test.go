@@ -8,14 +8,17 @@ import (
 	"os"
 
 	"github.com/cubestudio/cube/inference"
+	"github.com/cubestudio/cube/serve/servetest"
 )
 
-// The examples talk to an httptest server that speaks the OpenAI API the
-// way vLLM does (see fakeOpenAI in client_test.go); in a cluster the
-// endpoint is the engine's Service, such as http://qwen-chat.team-a:8000.
+// The examples talk to serve/servetest's server, which speaks the OpenAI
+// API the way vLLM does; in a cluster the endpoint is the engine's
+// Service, such as http://qwen-chat-api.team-a:8000 (serve.Client
+// connects to it once its release is Ready).
 
 func ExampleNewClient() {
-	srv := startFakeOpenAI("sk-team-a", "qwen-chat")
+	srv := servetest.New("qwen-chat", servetest.APIKey("sk-team-a"),
+		servetest.Answer(func(prompt string) string { return "You said: " + prompt }))
 	defer srv.Close()
 	os.Setenv("QWEN_CHAT_API_KEY", "sk-team-a")
 	defer os.Unsetenv("QWEN_CHAT_API_KEY")
@@ -38,7 +41,7 @@ func ExampleNewClient() {
 }
 
 func ExampleClient_ChatStream() {
-	srv := startFakeOpenAI("", "qwen-chat")
+	srv := servetest.New("qwen-chat", servetest.Answer(func(string) string { return "Hello there" }))
 	defer srv.Close()
 	// No ServedModel: the client asks /v1/models and takes the only model.
 	c, err := inference.NewClient(srv.URL)
@@ -68,7 +71,7 @@ func ExampleClient_ChatStream() {
 }
 
 func ExampleClient_Complete() {
-	srv := startFakeOpenAI("", "qwen-base")
+	srv := servetest.New("qwen-base", servetest.Answer(func(prompt string) string { return prompt + " world" }))
 	defer srv.Close()
 	c, err := inference.NewClient(srv.URL, inference.ServedModel("qwen-base"))
 	if err != nil {
@@ -83,7 +86,7 @@ func ExampleClient_Complete() {
 }
 
 func ExampleClient_Embed() {
-	srv := startFakeOpenAI("", "bge-m3")
+	srv := servetest.New("bge-m3", servetest.Embed(func(input string) []float32 { return []float32{float32(len(input)), 1} }))
 	defer srv.Close()
 	c, err := inference.NewClient(srv.URL+"/v1", inference.ServedModel("bge-m3"))
 	if err != nil {
@@ -94,5 +97,5 @@ func ExampleClient_Embed() {
 		panic(err)
 	}
 	fmt.Println(vectors)
-	// Output: [[1 0] [3 1]]
+	// Output: [[1 1] [3 1]]
 }

@@ -51,6 +51,8 @@ func renderedEvaluations() map[string]*market.EvaluationJob {
 			Endpoint("http://support-bot-api.ml:8000", "support-bot"),
 		"local-nvidia": market.Evaluate("eval-bot", registered("pvc://models/support-bot/v3"), "mmlu", "arc_challenge").
 			On(hardware.H100).Accelerators(2).FewShot(0).SampleLimit(0.1).BatchSize("auto:4"),
+		"local-lora": (&market.Entry{Version: loraVersion("pvc://models/support-bot/v1"), Base: "hf://Qwen/Qwen2.5-7B-Instruct"}).
+			Evaluate("eval-bot", "mmlu").On(hardware.L4).Accelerators(1),
 		"local-ascend-hub": market.Evaluate("eval-bot", registered("hf://acme/support-bot@v3"), "ceval-valid").
 			On(hardware.Ascend910B3).Accelerators(1).HFToken(pod.SecretKeyRef{Name: "hf", Key: "token"}),
 	}

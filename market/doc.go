@@ -47,7 +47,8 @@
 // in its termination message (Checksum computes the same for files already
 // on a volume) and RegisterDownload registers the version.
 // Evaluate is a Job running lm-evaluation-harness on benchmarks against a
-// served endpoint or the version's weights (vLLM on NVIDIA or Ascend);
+// served endpoint or the version's weights (vLLM on NVIDIA or Ascend; a
+// LoRA adapter on its base weights, through Entry.Evaluate);
 // RecordEvaluation writes the scores to the version.
 //
 // # One call
@@ -57,9 +58,9 @@
 // hardware.L4) is a serving Service sized by the planner from the
 // architecture the lineage leads to; a LoRA adapter version (FormatLoRA)
 // is served on the base weights its lineage names. FineTune takes a function that
-// builds the training workload (a Trainer: package llm's builders, or any
-// train builder through TrainJob) and registers the result with its
-// lineage. A Promotion's Rollout applies the serving release when a
+// builds the training workload (a Trainer: an llm fine-tune or any train
+// builder, adapted by TrainJob with the datasets and settings of its run)
+// and registers the result with its lineage. A Promotion's Rollout applies the serving release when a
 // version reaches production.
 //
 // # Catalogue

@@ -183,12 +183,19 @@ func (e *Entry) Download(name, claim string) *DownloadJob {
 	return Download(name, v.Artifact.URI, claim).Register(v.Model, v.Artifact.Format, v.Artifact.DType)
 }
 
-// Evaluate returns an evaluation Job named name of the entry on tasks.
+// Evaluate returns an evaluation Job named name of the entry on tasks. A
+// LoRA adapter's local weights are evaluated on its Base: vLLM loads the
+// base weights and applies the adapter; through an Endpoint, the base's
+// tokenizer counts the tokens.
 func (e *Entry) Evaluate(name string, tasks ...string) *EvaluationJob {
 	if e == nil {
 		return Evaluate(name, Version{}, tasks...)
 	}
-	return Evaluate(name, e.Version, tasks...)
+	ev := Evaluate(name, e.Version, tasks...)
+	if e.Version.Artifact.Format == FormatLoRA {
+		ev.base = e.Base
+	}
+	return ev
 }
 
 // TrainingRun is the lineage a fine-tuning workload records in the version
@@ -201,9 +208,17 @@ type TrainingRun struct {
 }
 
 // Trainer is the seam between the market and fine-tuning builders: a
-// workload that trains, and says how. Package llm's builders implement
-// it; TrainJob adapts any other training workload (train.PyTorch, a
-// DeepSpeed job).
+// workload that trains, and says how. TrainJob adapts any training
+// workload to it with the run it performs: an llm fine-tune (llm.SFT,
+// llm.DPO…), a train.PyTorch job, a DeepSpeed job:
+//
+//	market.TrainJob(sft, market.TrainingRun{
+//		Job:             "PyTorchJob/support-bot-sft-v2",
+//		Datasets:        []string{"pvc://datasets/support/sft.json"},
+//		Hyperparameters: map[string]string{"method": "lora", "lora_rank": "16"},
+//	})
+//
+// A builder of one's own may implement it directly.
 type Trainer interface {
 	cube.Workload
 	TrainingRun() TrainingRun

@@ -74,6 +74,7 @@ type EvaluationJob struct {
 	pod.Builder[EvaluationJob]
 
 	version     Version
+	base        string // a LoRA adapter's base weights (Entry.Base)
 	tasks       []string
 	endpoint    string
 	servedModel string
@@ -86,6 +87,10 @@ type EvaluationJob struct {
 }
 
 // Evaluate returns an evaluation Job named name for version v on tasks.
+// A LoRA adapter (FormatLoRA) is not a model vLLM can load by itself: its
+// local weights are evaluated through Entry.Evaluate, which knows its base
+// weights, and Build refuses them here; its served Endpoint can be
+// evaluated from either.
 func Evaluate(name string, v Version, tasks ...string) *EvaluationJob {
 	e := &EvaluationJob{version: v.Clone(), tasks: slices.Clone(tasks)}
 	podspec.Of(&e.Handle).Init(e, "modelevaluation", name)
@@ -225,8 +230,40 @@ print("cube-evaluate:", json.dumps(out))
 PY
 `
 
-// resultsDir is where the harness writes its results in the pod.
-const resultsDir = "/results"
+// resultsDir is where the harness writes its results in the pod, and
+// adapterDir where a LoRA adapter's claim is mounted when the base weights
+// are on another claim (or on the hub).
+const (
+	resultsDir = "/results"
+	adapterDir = "/adapter"
+)
+
+// evalSource reads where the harness finds the weights at uri: a directory
+// of a claim mounted at ModelDir (claim and dir), or a hub repository with
+// its revision (dir and revision).
+func evalSource(p *field.Path, uri string) (claim, dir, revision string, errs field.ErrorList) {
+	if errs = validateURI(p, uri); len(errs) > 0 {
+		return "", "", "", errs
+	}
+	scheme, rest, _ := strings.Cut(uri, "://")
+	switch scheme {
+	case SchemePVC:
+		var sub string
+		claim, sub, _ = strings.Cut(rest, "/")
+		dir = path.Join(ModelDir, sub)
+	case SchemeHF:
+		dir, revision, _ = strings.Cut(rest, "@")
+	default:
+		return "", "", "", field.ErrorList{field.Invalid(p, uri,
+			"the harness reads pvc:// or hf:// weights: download the version to a claim first (market.Download)")}
+	}
+	if strings.Contains(dir+revision, ",") {
+		// lm_eval/_cli/utils.py key_val_to_dict splits --model_args at ',':
+		// the rest would set other model arguments.
+		errs = append(errs, field.Invalid(p, uri, "the harness cannot read a path or revision with ','"))
+	}
+	return claim, dir, revision, errs
+}
 
 // Objects implements cube.Workload: one batch/v1 Job.
 func (e *EvaluationJob) Objects() ([]client.Object, error) {
@@ -259,30 +296,47 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		}
 	}
 	art := e.version.Artifact
-	var claim, weights, revision string
-	uriErrs := validateURI(vPath.Child("artifact", "uri"), art.URI)
-	errs = append(errs, uriErrs...)
-	switch scheme := art.Scheme(); {
-	case len(uriErrs) > 0:
-	case scheme == SchemePVC:
-		_, rest, _ := strings.Cut(art.URI, "://")
-		var dir string
-		claim, dir, _ = strings.Cut(rest, "/")
-		weights = path.Join(ModelDir, dir)
-	case scheme == SchemeHF:
-		_, rest, _ := strings.Cut(art.URI, "://")
-		weights, revision, _ = strings.Cut(rest, "@")
-	default:
-		errs = append(errs, field.Invalid(vPath.Child("artifact", "uri"), art.URI,
-			"the harness reads pvc:// or hf:// weights: download the version to a claim first (market.Download)"))
+	local := e.endpoint == ""
+	// The weights the harness loads (vllm's pretrained, local-completions'
+	// tokenizer): the version's own, or for a LoRA adapter the base
+	// weights it applies to, with the adapter given apart to vllm.
+	weightsURI, weightsPath, adapterURI := art.URI, vPath.Child("artifact", "uri"), ""
+	if art.Format == FormatLoRA {
+		switch {
+		case e.base != "":
+			weightsURI, weightsPath = e.base, field.NewPath("spec", "base")
+			if local {
+				adapterURI = art.URI
+			}
+		case local:
+			// vLLM loads a model's full weights, not an adapter directory.
+			errs = append(errs, field.Invalid(vPath.Child("artifact", "format"), art.Format,
+				"a LoRA adapter is evaluated on the base weights it applies to: evaluate the Entry market.Get returns (its Base comes from the version's lineage), or a served Endpoint"))
+		}
 	}
-	if strings.Contains(weights+revision, ",") {
-		// lm_eval/_cli/utils.py key_val_to_dict splits --model_args at ',':
-		// the rest would set other model arguments.
-		errs = append(errs, field.Invalid(vPath.Child("artifact", "uri"), art.URI, "the harness cannot read a path or revision with ','"))
+	claim, weights, revision, srcErrs := evalSource(weightsPath, weightsURI)
+	errs = append(errs, srcErrs...)
+	var adapterClaim, adapter string
+	if adapterURI != "" {
+		// lm_eval/models/vllm_causallms.py at v0.4.12 gives lora_local_path
+		// to vLLM as LoRARequest("finetuned", 1, lora_local_path), with
+		// enable_lora, on top of pretrained: a directory in the pod.
+		p := vPath.Child("artifact", "uri")
+		var dir string
+		var adapterErrs field.ErrorList
+		adapterClaim, dir, _, adapterErrs = evalSource(p, adapterURI)
+		errs = append(errs, adapterErrs...)
+		switch {
+		case len(adapterErrs) > 0:
+		case art.Scheme() != SchemePVC:
+			errs = append(errs, field.Invalid(p, adapterURI, "the harness loads a LoRA adapter from a directory: download it to a claim first (market.Download)"))
+		case adapterClaim == claim:
+			adapter = dir
+		default:
+			adapter = path.Join(adapterDir, strings.TrimPrefix(dir, ModelDir))
+		}
 	}
 	profile, _ := podspec.Of(&e.Handle).Profile()
-	local := e.endpoint == ""
 	if local && podspec.Of(&e.Handle).GPUCount() < 1 && podspec.Of(&e.Handle).SliceSetting() == nil {
 		errs = append(errs, field.Required(field.NewPath("spec", "gpus"),
 			"evaluating local weights runs vLLM on accelerators: set On(profile).Accelerators(n), or evaluate a served Endpoint"))
@@ -316,7 +370,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	c.Env = append(c.Env, e.source.Env(modelsource.HuggingFace)...)
 	if cmd, _ := podspec.Of(&e.Handle).CommandLine(); len(cmd) == 0 {
 		c.Command = []string{"sh", "-c", evalScript, "evaluate"}
-		c.Args = e.harnessArgs(local, weights, revision)
+		c.Args = e.harnessArgs(local, weights, revision, adapter)
 	}
 	c.TerminationMessagePath, c.TerminationMessagePolicy = terminationLog, corev1.TerminationMessageReadFile
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "results", MountPath: resultsDir})
@@ -325,6 +379,12 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "models", MountPath: ModelDir, ReadOnly: true})
 		tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: "models", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: true},
+		}})
+	}
+	if adapter != "" && adapterClaim != claim {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "adapter", MountPath: adapterDir, ReadOnly: true})
+		tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: "adapter", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: adapterClaim, ReadOnly: true},
 		}})
 	}
 	meta := podspec.Of(&e.Handle).ObjectMeta(podspec.Of(&e.Handle).Name())
@@ -350,7 +410,12 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 // (lm_eval/models/vllm_causallms.py, whose extra keyword arguments, such as
 // gpu_memory_utilization, go to vllm.LLM). A hub revision goes to revision,
 // which both read, so that the weights evaluated are the version's.
-func (e *EvaluationJob) harnessArgs(local bool, weights, revision string) []string {
+//
+// A LoRA adapter goes to vllm's lora_local_path on top of pretrained, the
+// base weights (lm_eval/models/vllm_causallms.py: enable_lora and
+// LoRARequest("finetuned", 1, lora_local_path), with lm-eval's
+// max_lora_rank of 16).
+func (e *EvaluationJob) harnessArgs(local bool, weights, revision, adapter string) []string {
 	var model, modelArgs string
 	batch := e.batchSize
 	if local {
@@ -358,6 +423,9 @@ func (e *EvaluationJob) harnessArgs(local bool, weights, revision string) []stri
 		modelArgs = "pretrained=" + weights + ",tensor_parallel_size=" + strconv.Itoa(max(1, podspec.Of(&e.Handle).GPUCount())) + ",dtype=auto,gpu_memory_utilization=0.8"
 		if revision != "" {
 			modelArgs += ",revision=" + revision
+		}
+		if adapter != "" {
+			modelArgs += ",lora_local_path=" + adapter
 		}
 		if batch == "" {
 			batch = "auto"

@@ -123,3 +123,105 @@ func TestParseLMEvalResults(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+func loraVersion(uri string) market.Version {
+	v := registered(uri)
+	v.Model = "support-bot"
+	v.Number = 1
+	v.Artifact.Format = market.FormatLoRA
+	v.Lineage.BaseModel = "Qwen/Qwen2.5-7B-Instruct"
+	return v
+}
+
+func modelArgs(t *testing.T, c corev1.Container) string {
+	t.Helper()
+	for i, a := range c.Args {
+		if a == "--model_args" && i+1 < len(c.Args) {
+			return c.Args[i+1]
+		}
+	}
+	t.Fatalf("no --model_args in %v", c.Args)
+	return ""
+}
+
+// A LoRA adapter's local weights are evaluated as lm-eval's vllm model
+// takes them (lm_eval/models/vllm_causallms.py at v0.4.12): the base
+// weights as pretrained and the adapter directory as lora_local_path.
+// Found by a user trial: the adapter directory went to pretrained, which
+// vLLM cannot load as a model.
+func TestEvaluateALoRAAdapterOnItsBase(t *testing.T) {
+	for name, tc := range map[string]struct {
+		base, args string
+		claims     map[string]string // volume → claim
+		mounts     map[string]string // volume → mount path
+	}{
+		"hub base": {
+			base:   "hf://Qwen/Qwen2.5-7B-Instruct@a09a3545",
+			args:   "pretrained=Qwen/Qwen2.5-7B-Instruct,tensor_parallel_size=1,dtype=auto,gpu_memory_utilization=0.8,revision=a09a3545,lora_local_path=/adapter/support-bot/v1",
+			claims: map[string]string{"adapter": "models"},
+			mounts: map[string]string{"results": "/results", "dshm": "/dev/shm", "adapter": "/adapter"},
+		},
+		"base on the same claim": {
+			base:   "pvc://models/qwen-7b",
+			args:   "pretrained=/models/qwen-7b,tensor_parallel_size=1,dtype=auto,gpu_memory_utilization=0.8,lora_local_path=/models/support-bot/v1",
+			claims: map[string]string{"models": "models"},
+			mounts: map[string]string{"results": "/results", "dshm": "/dev/shm", "models": "/models"},
+		},
+		"base on another claim": {
+			base:   "pvc://base-models/qwen-7b",
+			args:   "pretrained=/models/qwen-7b,tensor_parallel_size=1,dtype=auto,gpu_memory_utilization=0.8,lora_local_path=/adapter/support-bot/v1",
+			claims: map[string]string{"models": "base-models", "adapter": "models"},
+			mounts: map[string]string{"results": "/results", "dshm": "/dev/shm", "models": "/models", "adapter": "/adapter"},
+		},
+	} {
+		e := &market.Entry{Version: loraVersion("pvc://models/support-bot/v1"), Base: tc.base}
+		job, err := e.Evaluate("eval-bot", "mmlu").On(hardware.L4).Accelerators(1).Build()
+		require.NoError(t, err, name)
+		spec := job.Spec.Template.Spec
+		c := spec.Containers[0]
+		assert.Equal(t, market.DefaultEvalVLLMImage, c.Image, name)
+		assert.Equal(t, tc.args, modelArgs(t, c), name)
+		claims := map[string]string{}
+		for _, v := range spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+				assert.True(t, v.PersistentVolumeClaim.ReadOnly, name)
+			}
+		}
+		assert.Equal(t, tc.claims, claims, name)
+		mounts := map[string]string{}
+		for _, m := range c.VolumeMounts {
+			mounts[m.Name] = m.MountPath
+		}
+		assert.Equal(t, tc.mounts, mounts, name)
+		assert.Equal(t, "support-bot@1", job.Annotations[market.AnnotationVersion], name)
+	}
+
+	// Through an endpoint, the adapter is served; the base's tokenizer
+	// counts the tokens.
+	e := &market.Entry{Version: loraVersion("pvc://models/support-bot/v1"), Base: "hf://Qwen/Qwen2.5-7B-Instruct"}
+	job, err := e.Evaluate("eval-bot", "mmlu").Endpoint("http://support-bot-staging-api.ml:8000", "support-bot").Build()
+	require.NoError(t, err)
+	assert.Equal(t, "model=support-bot,base_url=http://support-bot-staging-api.ml:8000/v1/completions,num_concurrent=8,max_retries=3,tokenizer=Qwen/Qwen2.5-7B-Instruct",
+		modelArgs(t, job.Spec.Template.Spec.Containers[0]))
+}
+
+// Without its base weights, an adapter's local weights are refused with
+// the field that says why, not handed to vLLM as a model.
+func TestEvaluateRefusesALoRAAdapterWithoutItsBase(t *testing.T) {
+	const want = `spec.version.artifact.format: Invalid value: "lora": a LoRA adapter is evaluated on the base weights it applies to`
+	_, err := market.Evaluate("eval-bot", loraVersion("pvc://models/support-bot/v1"), "mmlu").On(hardware.L4).Accelerators(1).Build()
+	require.ErrorContains(t, err, want)
+	_, err = (&market.Entry{Version: loraVersion("pvc://models/support-bot/v1")}).Evaluate("eval-bot", "mmlu").On(hardware.L4).Accelerators(1).Build()
+	require.ErrorContains(t, err, want)
+
+	// An adapter on the hub: lm-eval reads lora_local_path from the pod's
+	// disk.
+	e := &market.Entry{Version: loraVersion("hf://acme/support-bot-lora"), Base: "hf://Qwen/Qwen2.5-7B-Instruct"}
+	_, err = e.Evaluate("eval-bot", "mmlu").On(hardware.L4).Accelerators(1).Build()
+	require.ErrorContains(t, err, `spec.version.artifact.uri: Invalid value: "hf://acme/support-bot-lora": the harness loads a LoRA adapter from a directory`)
+
+	// Its served endpoint needs no base weights.
+	_, err = market.Evaluate("eval-bot", loraVersion("pvc://models/support-bot/v1"), "mmlu").Endpoint("http://bot-api.ml:8000", "support-bot").Build()
+	require.NoError(t, err)
+}

@@ -28,7 +28,9 @@
 //     again after the next promotion, it rolls to that one.
 //  6. Answer. The handbook (bundled here) is ingested into a rag knowledge
 //     base, and its answers are written by the served adapter, reached
-//     through an inference.Client, with citations to the chunks they rest on.
+//     through serve.ClientAt (the release's Service, or -endpoint when the
+//     program runs outside the cluster) under the adapter's name, with
+//     citations to the chunks they rest on.
 //
 // The program runs inside the cluster, in a notebook of the team's
 // namespace that mounts the datasets claim: it reaches Label Studio and the
@@ -37,11 +39,13 @@
 //
 //	go run ./examples/recipes/finetune-to-rag -namespace team-support -project 3
 //
-// recipe_test.go runs the same Run on cubetest's in-memory cluster, with
-// label/labeltest standing in for Label Studio and for the served model,
-// playing the controllers as each release is applied; it checks the records
-// on the claim, the fine-tune applied with them, the production version and
-// its scores, the adapter in the serving Deployment, and the answer citing
-// the handbook's refund section. A candidate below the bar is kept out of
+// recipe_test.go runs the same Run on cubetest's in-memory cluster, as a
+// team would test its own automation: reactions play the controllers (the
+// fine-tune and the evaluation succeed, the servers become Ready) on the
+// cluster's clock, label/labeltest stands in for Label Studio and
+// serve/servetest for the served model's API. It checks the records on the
+// claim, the fine-tune applied with them, the production version and its
+// scores, the adapter in the serving Deployment, and the answer citing the
+// handbook's refund section. A candidate below the bar is kept out of
 // production.
 package main

@@ -14,11 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/cubestudio/cube"
-	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/kinds"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/market"
-	"github.com/cubestudio/cube/serve"
 )
 
 func main() {
@@ -28,18 +26,19 @@ func main() {
 	project := flag.Int("project", 1, "the Label Studio project of rated support answers")
 	data := flag.String("datasets", "/mnt/datasets", "where the datasets claim is mounted here")
 	kbs := flag.String("knowledge-bases", "/home/jovyan/kbs", "the directory of the team's knowledge bases")
+	endpoint := flag.String("endpoint", "", "where the production server answers, when not run in the cluster (a port-forward: http://127.0.0.1:8000)")
 	question := flag.String("question", "How long does a refund take?", "the question to answer")
 	wait := flag.Duration("wait", 12*time.Hour, "how long to wait for each release")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *namespace, *studio, *tokenEnv, *project, *data, *kbs, *question, *wait); err != nil {
+	if err := run(ctx, *namespace, *studio, *tokenEnv, *project, *data, *kbs, *endpoint, *question, *wait); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, ns, studio, tokenEnv string, project int, data, kbs, question string, wait time.Duration) error {
+func run(ctx context.Context, ns, studio, tokenEnv string, project int, data, kbs, endpoint, question string, wait time.Duration) error {
 	cfg, err := config.GetConfig() // in a notebook: its service account
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
@@ -67,7 +66,7 @@ func run(ctx context.Context, ns, studio, tokenEnv string, project int, data, kb
 		Labels: labels, Project: project,
 		Registry: market.NewRegistry(store),
 		Datasets: data, KnowledgeBases: kbs,
-		Connect: connect, Wait: wait, Logf: log.Printf,
+		Endpoint: endpoint, Wait: wait, Logf: log.Printf,
 	}, question)
 	if err != nil {
 		return err
@@ -77,14 +76,4 @@ func run(ctx context.Context, ns, studio, tokenEnv string, project int, data, kb
 		fmt.Printf("  [%d] %s — %s (bytes %d-%d)\n", c.N, c.Source, c.Section, c.Start, c.End)
 	}
 	return nil
-}
-
-// connect is a client of a Ready serving release from inside the cluster:
-// its Service's in-cluster URL, under the served model's name.
-func connect(_ context.Context, svc *serve.Service, servedModel string) (*inference.Client, error) {
-	url, err := serve.URL(svc)
-	if err != nil {
-		return nil, err
-	}
-	return inference.NewClient(url, inference.ServedModel(servedModel))
 }

@@ -71,9 +71,10 @@ type Platform struct {
 	Datasets string
 	// KnowledgeBases is the directory of the team's knowledge bases.
 	KnowledgeBases string
-	// Connect returns a client of the served model once its release is
-	// Ready: serve.URL inside the cluster.
-	Connect func(ctx context.Context, svc *serve.Service, servedModel string) (*inference.Client, error)
+	// Endpoint is where this program reaches the production server:
+	// empty for its in-cluster URL (serve.URL), as from a notebook of the
+	// namespace; from outside the cluster, a port-forward's address.
+	Endpoint string
 	// Wait bounds each wait (cube.DefaultWaitTimeout when zero).
 	Wait time.Duration
 	// Logf reports progress.
@@ -98,8 +99,8 @@ type Outcome struct {
 // Run is the recipe: labeled data → fine-tune → evaluate → promote →
 // serve with the adapter → answer from the handbook through it.
 func Run(ctx context.Context, p Platform, question string) (*Outcome, error) {
-	if p.Cube == nil || p.Kube == nil || p.Labels == nil || p.Registry == nil || p.Connect == nil {
-		return nil, errors.New("recipe: the platform needs Cube, Kube, Labels, Registry and Connect")
+	if p.Cube == nil || p.Kube == nil || p.Labels == nil || p.Registry == nil {
+		return nil, errors.New("recipe: the platform needs Cube, Kube, Labels and Registry")
 	}
 	if p.Logf == nil {
 		p.Logf = func(string, ...any) {}
@@ -213,6 +214,7 @@ func Run(ctx context.Context, p Platform, question string) (*Outcome, error) {
 	// production before it, and its rollout applies the production
 	// release to the promoted adapter: applied again under the same name
 	// after the next promotion, it rolls to that one.
+	var served *cube.Release
 	_, err = p.Registry.Promote(ctx, scored.Ref(), market.StageProduction, market.Promotion{
 		By:     "support-bot recipe",
 		Reason: fmt.Sprintf("mmlu/acc %.4f ≥ %.2f", scored.Metrics["mmlu/acc"], bar["mmlu/acc"]),
@@ -225,7 +227,7 @@ func Run(ctx context.Context, p Platform, question string) (*Outcome, error) {
 				return err
 			}
 			out.Serving.Namespace(p.Namespace).Autoscale(1, 4, serve.ScaleOnQueue("10"))
-			_, err = applyAndWait(ctx, p, out.Serving, cube.Ready)
+			served, err = applyAndWait(ctx, p, out.Serving, cube.Ready)
 			return err
 		},
 	})
@@ -238,8 +240,9 @@ func Run(ctx context.Context, p Platform, question string) (*Outcome, error) {
 	p.Logf("%s is in production", out.Version.Ref())
 
 	// 6. Answer. The team's handbook is a knowledge base; its answers are
-	// written by the served adapter and cite the chunks they rest on.
-	chat, err := p.Connect(ctx, out.Serving, model)
+	// written by the served adapter (vLLM serves it under the name
+	// support-bot, next to the base model) and cite the chunks they rest on.
+	chat, err := serve.ClientAt(ctx, served, out.Serving, p.Endpoint, inference.ServedModel(model))
 	if err != nil {
 		return nil, err
 	}

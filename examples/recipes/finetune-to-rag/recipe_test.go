@@ -23,11 +23,11 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/cubetest"
-	"github.com/cubestudio/cube/inference"
 	"github.com/cubestudio/cube/label"
 	"github.com/cubestudio/cube/label/labeltest"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/serve"
+	"github.com/cubestudio/cube/serve/servetest"
 )
 
 const ns = "team-support"
@@ -38,23 +38,38 @@ func lmEvalResults(mmlu float64) string {
 	return fmt.Sprintf(`{"results": {"mmlu": {"acc,none": %v, "acc_stderr,none": 0.004}, "gsm8k": {"exact_match,strict-match": 0.61}}}`, mmlu)
 }
 
-// fixture is the platform of one test: an in-memory cluster, a stand-in
-// Label Studio with a rated project, a registry in the cluster's
-// ConfigMaps, and a stand-in for the served adapter.
+// fixture is the platform of one test: an in-memory cluster whose
+// controllers react as the recipe's releases are applied, a stand-in Label
+// Studio with a rated project, a registry in the cluster's ConfigMaps, and
+// an OpenAI-compatible stand-in for the served adapter.
 type fixture struct {
-	cluster   *cubetest.Cluster
-	platform  Platform
-	model     *labeltest.Model
-	connected []*serve.Service
-	logs      []string
-	mu        sync.Mutex
+	cluster  *cubetest.Cluster
+	platform Platform
+	model    *servetest.Server
+	logs     []string
+	mu       sync.Mutex
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture plays the cluster the recipe runs on: the fine-tune's
+// PyTorchJob and the evaluation Job succeed, the staging and production
+// servers become Ready, and the evaluation pod reports mmlu.
+func newFixture(t *testing.T, mmlu float64) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	f := &fixture{}
-	f.cluster = cubetest.NewCluster([]client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}}, cube.Namespace(ns))
+	f.cluster = cubetest.NewCluster(nil, cube.Namespace(ns))
+	require.NoError(t, f.cluster.React(cubetest.Kind("PyTorchJob"), cubetest.After(40*time.Minute, cubetest.Succeed())))
+	require.NoError(t, f.cluster.React(cubetest.Release(staging), cubetest.After(3*time.Minute, cubetest.Ready())))
+	require.NoError(t, f.cluster.React(cubetest.Kind("Job"), cubetest.After(20*time.Minute, cubetest.Succeed())))
+	require.NoError(t, f.cluster.React(cubetest.Release(production), cubetest.After(3*time.Minute, cubetest.Ready())))
+	t.Cleanup(func() { assert.NoError(t, f.cluster.Err()) })
+	// The evaluation Job's pod, as its controller and the kubelet leave it:
+	// its evaluate container's termination message holds the harness's
+	// results, which market.RecordEvaluation reads. Reactions write the
+	// statuses of the objects cube applies, not the pods a Job's
+	// controller creates, so the test writes this one pod itself; nothing
+	// reads it before the Job has succeeded.
+	require.NoError(t, f.evaluationPod(ctx, "eval-support-bot-v1", lmEvalResults(mmlu)))
 
 	// The labeling project: agents rated the answers a model drafted.
 	studio := labeltest.NewServer("token-from-the-secret")
@@ -90,9 +105,10 @@ func newFixture(t *testing.T) *fixture {
 		require.NoError(t, err)
 	}
 
-	// The served adapter: it answers from the numbered sources of the
-	// prompt, citing the one that holds the answer.
-	f.model = labeltest.NewModel(model, answerFromSources, nil)
+	// The production server's API, as a port-forward would reach it: vLLM
+	// serves the base model and, under the name support-bot, the adapter,
+	// which answers from the numbered sources of the prompt.
+	f.model = servetest.New(model, servetest.Answer(answerFromSources))
 	t.Cleanup(f.model.Close)
 
 	store, err := market.NewKubernetesStore(f.cluster.Fake, ns)
@@ -102,13 +118,8 @@ func newFixture(t *testing.T) *fixture {
 		Labels: labels, Project: project.ID,
 		Registry: market.NewRegistry(store),
 		Datasets: t.TempDir(), KnowledgeBases: t.TempDir(),
-		Connect: func(_ context.Context, svc *serve.Service, servedModel string) (*inference.Client, error) {
-			f.mu.Lock()
-			f.connected = append(f.connected, svc)
-			f.mu.Unlock()
-			return inference.NewClient(f.model.URL, inference.ServedModel(servedModel))
-		},
-		Wait: time.Minute,
+		Endpoint: f.model.URL,
+		Wait:     time.Hour,
 		Logf: func(format string, args ...any) {
 			f.mu.Lock()
 			f.logs = append(f.logs, fmt.Sprintf(format, args...))
@@ -132,43 +143,6 @@ func answerFromSources(prompt string) string {
 	return "I do not know."
 }
 
-// play writes what the controllers and the kubelet write, release by
-// release, as the recipe applies them: the fine-tune succeeds, the staging
-// server becomes Ready, the evaluation pod reports mmlu and its Job
-// succeeds, the production server becomes Ready. It returns at the first
-// release that does not come (ctx ends).
-func (f *fixture) play(ctx context.Context, mmlu float64, promoted bool) error {
-	steps := []struct {
-		release string
-		play    func(*cube.Release) error
-	}{
-		{"support-bot-sft-v1", func(rel *cube.Release) error { return f.cluster.MarkSucceeded(ctx, rel) }},
-		{staging, func(rel *cube.Release) error { return f.cluster.MarkReady(ctx, rel) }},
-		{"eval-support-bot-v1", func(rel *cube.Release) error {
-			if err := f.evaluationPod(ctx, "eval-support-bot-v1", lmEvalResults(mmlu)); err != nil {
-				return err
-			}
-			return f.cluster.MarkSucceeded(ctx, rel)
-		}},
-	}
-	if promoted {
-		steps = append(steps, struct {
-			release string
-			play    func(*cube.Release) error
-		}{production, func(rel *cube.Release) error { return f.cluster.MarkReady(ctx, rel) }})
-	}
-	for _, s := range steps {
-		rel, err := f.cluster.WaitForRelease(ctx, ns, s.release)
-		if err != nil {
-			return fmt.Errorf("release %s: %w", s.release, err)
-		}
-		if err := s.play(rel); err != nil {
-			return fmt.Errorf("release %s: %w", s.release, err)
-		}
-	}
-	return nil
-}
-
 // evaluationPod writes the evaluation Job's pod as the kubelet leaves it:
 // Succeeded, its evaluate container terminated with the harness's results
 // as its termination message.
@@ -186,17 +160,11 @@ func (f *fixture) evaluationPod(ctx context.Context, job, results string) error 
 	return f.cluster.Fake.Status().Update(ctx, p)
 }
 
-func (f *fixture) run(t *testing.T, mmlu float64, promoted bool) (*Outcome, error) {
+func (f *fixture) run(t *testing.T) (*Outcome, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	playing, stop := context.WithCancel(ctx)
-	played := make(chan error, 1)
-	go func() { played <- f.play(playing, mmlu, promoted) }()
-	out, err := Run(ctx, f.platform, "How long does a refund take?")
-	stop()
-	require.NoError(t, <-played, strings.Join(f.logs, "\n"))
-	return out, err
+	return Run(ctx, f.platform, "How long does a refund take?")
 }
 
 // TestRecipe runs the whole recipe on an in-memory cluster and checks what
@@ -205,9 +173,9 @@ func (f *fixture) run(t *testing.T, mmlu float64, promoted bool) (*Outcome, erro
 // gone, the adapter in the production server, and the answer citing the
 // handbook's refund section.
 func TestRecipe(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, 0.7412)
 	ctx := t.Context()
-	out, err := f.run(t, 0.7412, true)
+	out, err := f.run(t)
 	require.NoError(t, err, strings.Join(f.logs, "\n"))
 
 	// 1. The labeled data: the 5-star answer and the rewritten one, not the
@@ -299,10 +267,17 @@ func TestRecipe(t *testing.T) {
 
 	// 6. The answer: written by the served adapter (its name is what the
 	// client asked for), citing the handbook's refund section.
-	require.Len(t, f.connected, 1)
-	url, err := serve.URL(f.connected[0])
+	url, err := serve.URL(out.Serving)
 	require.NoError(t, err)
 	assert.Equal(t, "http://support-bot-api."+ns+":8000", url)
+	var chats []servetest.Request
+	for _, r := range f.model.Requests() {
+		if r.Path == "/v1/chat/completions" {
+			chats = append(chats, r)
+		}
+	}
+	require.Len(t, chats, 1)
+	assert.Equal(t, model, chats[0].Model, "the adapter answers, not the base model")
 	assert.False(t, out.Answer.Extractive)
 	assert.Contains(t, out.Answer.Text, "5 business days")
 	require.Len(t, out.Answer.Citations, 1)
@@ -321,9 +296,9 @@ func TestRecipe(t *testing.T) {
 // candidate is registered and scored but not promoted, and no production
 // server is applied.
 func TestRecipeKeepsAPoorCandidateOutOfProduction(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, 0.55)
 	ctx := t.Context()
-	_, err := f.run(t, 0.55, false)
+	_, err := f.run(t)
 	require.ErrorContains(t, err, "support-bot@1 scored mmlu/acc 0.55, below the bar 0.7: not promoted")
 
 	v, err := f.platform.Registry.Get(ctx, "support-bot@1")
@@ -334,6 +309,5 @@ func TestRecipeKeepsAPoorCandidateOutOfProduction(t *testing.T) {
 	assert.ErrorIs(t, err, market.ErrNotFound)
 	_, err = f.cluster.Client.Release(ctx, ns, production)
 	assert.Error(t, err, "no production release")
-	assert.Empty(t, f.connected)
-	assert.Empty(t, f.model.Prompts())
+	assert.Empty(t, f.model.Requests())
 }
