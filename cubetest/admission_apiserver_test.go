@@ -5,7 +5,9 @@ package cubetest_test
 // class and message from both.
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -82,6 +84,14 @@ func TestAdmissionAsTheAPIServer(t *testing.T) {
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(counted), counted))
 		counted.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("0")}}
 		require.NoError(t, env.Client.Status().Update(ctx, counted))
+		// The server's quota admission reads quotas through an informer:
+		// wait until it has seen the counted status (a dry run over the
+		// limit is refused; a dry run charges nothing), or the first pod
+		// below could be admitted uncharged.
+		require.Eventually(t, func() bool {
+			err := env.Client.Create(ctx, gpuPod("probe", ns, "9"), client.DryRunAll)
+			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+		}, 30*time.Second, 50*time.Millisecond, "the API server enforces the counted quota")
 
 		both := func(pod *corev1.Pod) (real, fake error) {
 			return env.Client.Create(ctx, pod.DeepCopy()), fakeCluster.Fake.Create(ctx, pod.DeepCopy())
