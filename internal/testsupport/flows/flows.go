@@ -1,5 +1,3 @@
-// Package flows holds the pipelines and workloads the tests of pipeline,
-// pipeline/argo and pipeline/local share.
 package flows
 
 import (
