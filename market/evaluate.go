@@ -338,7 +338,7 @@ func (e *EvaluationJob) Build() (*batchv1.Job, error) {
 	}
 	profile, _ := podspec.Of(&e.Handle).Profile()
 	if local && podspec.Of(&e.Handle).GPUCount() < 1 && podspec.Of(&e.Handle).SliceSetting() == nil {
-		errs = append(errs, field.Required(field.NewPath("spec", "gpus"),
+		errs = append(errs, field.Required(field.NewPath("spec", "accelerators"),
 			"evaluating local weights runs vLLM on accelerators: set On(profile).Accelerators(n), or evaluate a served Endpoint"))
 	}
 	if !local && e.batchSize != "" && strings.HasPrefix(e.batchSize, "auto") {

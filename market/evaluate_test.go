@@ -93,7 +93,7 @@ func TestEvaluateErrorsAreJoined(t *testing.T) {
 	}
 	_, err = market.Evaluate("e", registered("pvc://models/x")).Build()
 	assert.ErrorContains(t, err, "spec.tasks: Required")
-	assert.ErrorContains(t, err, "spec.gpus: Required", "local weights need accelerators")
+	assert.ErrorContains(t, err, "spec.accelerators: Required", "local weights need accelerators")
 	var nilJob *market.EvaluationJob
 	_, err = nilJob.Objects()
 	assert.ErrorContains(t, err, "nil")

@@ -19,7 +19,7 @@ type podRole int
 func (s *Service) podTemplate(r *rendering, p *field.Path, role podRole) (corev1.PodTemplateSpec, field.ErrorList) {
 	e := s.engine
 	// A shallow copy carries the layout into the shared builder without
-	// changing s: GPUs, Fabric and HostNetwork only assign fields.
+	// changing s: Accelerators, Fabric and HostNetwork only assign fields.
 	c := *s
 	if r.templateDevices != podspec.Of(&s.Handle).GPUCount() {
 		c.Accelerators(r.templateDevices)
