@@ -1,6 +1,7 @@
 package cubetest_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -282,4 +283,48 @@ func TestWorkloadPodsMeetLimitRangeAndPodSecurity(t *testing.T) {
 	assert.Equal(t, "FailedCreate", ev.Reason)
 	assert.Equal(t, "ReplicaSet", ev.InvolvedObject.Kind)
 	assert.Regexp(t, `^Error creating: pods "other-[a-z0-9]+-[a-z0-9]{5}" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false`, ev.Message)
+}
+
+// A multi-node model server is a LeaderWorkerSet: its leader and workers
+// count against the quota like any workload's pods. In an 8-H100 tenant
+// the leader of 2 × 8 H100 fits, its worker is refused, the StatefulSet
+// controller says so on the group's StatefulSet, and the set never
+// becomes Ready.
+func TestQuotaRefusesALeaderWorkerSetsPods(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
+	_, err := cluster.Client.Apply(ctx, tenant.New("team-a").Accelerators(hardware.H100, 8))
+	require.NoError(t, err)
+	require.NoError(t, cluster.React(cubetest.Kind("LeaderWorkerSet"), cubetest.Ready()))
+
+	svc := serve.SGLang("big", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(8).Nodes(2)
+	rel, err := cluster.Client.Apply(ctx, svc)
+	require.NoError(t, err, "the set is stored: the API server checks pods, not sets")
+
+	var events corev1.EventList
+	require.NoError(t, cluster.Fake.List(ctx, &events, client.InNamespace("team-a")))
+	var refused []string
+	for _, ev := range events.Items {
+		if ev.Reason == "FailedCreate" {
+			refused = append(refused, ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name+": "+ev.Message)
+		}
+	}
+	require.Len(t, refused, 1, "%v", refused)
+	assert.Contains(t, refused[0], `StatefulSet/big-0: Create Pod big-0-1 in StatefulSet big-0 failed error: pods "big-0-1" is forbidden: exceeded quota: team-a`)
+
+	err = cluster.MarkReady(ctx, rel)
+	assert.ErrorContains(t, err, "a workload whose pods were refused cannot run")
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	st, err := rel.Wait(short, cube.Ready)
+	require.Error(t, err, "the reaction does not make a refused set Ready")
+	assert.NotEqual(t, cube.Ready, st.Phase)
+
+	// A set that fits, once the first is gone, is Ready.
+	err = rel.Delete(ctx)
+	require.NoError(t, err)
+	small, err := cluster.Client.Apply(ctx, serve.SGLang("small", "pvc://models/qwen-72b").On(hardware.H100).Accelerators(4).Nodes(2))
+	require.NoError(t, err)
+	_, err = small.Wait(ctx, cube.Ready, cube.Timeout(5*time.Second))
+	require.NoError(t, err)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -115,11 +116,14 @@ var trainingOperatorJobs = []string{"PyTorchJob", "TFJob", "PaddleJob", "XGBoost
 func createsPods(gk schema.GroupKind) bool {
 	switch gk {
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
-		schema.GroupKind{Group: "batch", Kind: "Job"}, schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}:
+		schema.GroupKind{Group: "batch", Kind: "Job"}, schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}, lwsKind:
 		return true
 	}
 	return gk.Group == "kubeflow.org" && slices.Contains(trainingOperatorJobs, gk.Kind)
 }
+
+// refusedPodName finds the pod in the API server's refusal of it.
+var refusedPodName = regexp.MustCompile(`pods "([^"]+)" is forbidden`)
 
 // refusalEvents are the events u's controller records when the API
 // server refuses a pod of u with apiError.
@@ -136,6 +140,22 @@ func refusalEvents(u *unstructured.Unstructured, apiError string) ([]*corev1.Eve
 		}
 		rs := corev1.ObjectReference{Kind: "ReplicaSet", APIVersion: "apps/v1", Namespace: u.GetNamespace(), Name: u.GetName() + "-" + hash}
 		return []*corev1.Event{warning(rs, "replicaset-controller", "FailedCreate", "Error creating: "+apiError)}, nil
+	case gk == lwsKind:
+		// A group's leader is a pod of the leader StatefulSet "<name>",
+		// its workers pods of the group's StatefulSet "<name>-<group>";
+		// the StatefulSet controller records the failure on the set
+		// (k8s.io/kubernetes v1.37.2 pkg/controller/statefulset/stateful_pod_control.go,
+		// recordPodEvent).
+		pod, set := u.GetName()+"-0", u.GetName()
+		if m := refusedPodName.FindStringSubmatch(apiError); m != nil {
+			pod = m[1]
+			if group, _, worker := strings.Cut(strings.TrimPrefix(pod, u.GetName()+"-"), "-"); worker {
+				set = u.GetName() + "-" + group
+			}
+		}
+		sts := corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Namespace: u.GetNamespace(), Name: set}
+		return []*corev1.Event{warning(sts, "statefulset-controller", "FailedCreate",
+			fmt.Sprintf("Create Pod %s in StatefulSet %s failed error: %s", pod, set, apiError))}, nil
 	case gk.Kind == "StatefulSet":
 		return []*corev1.Event{warning(involved, "statefulset-controller", "FailedCreate",
 			fmt.Sprintf("Create Pod %s-0 in StatefulSet %s failed error: %s", u.GetName(), u.GetName(), apiError))}, nil

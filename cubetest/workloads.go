@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
 // podRole is one pod template of a workload, the number of pods its
@@ -36,7 +37,14 @@ type podRole struct {
 //     "<name>-<5 random>";
 //   - the training-operator jobs: each role of spec.*ReplicaSpecs, its
 //     replicas (1 unless set), "<job>-<role in lower case>-<index>"
-//     (training-operator v1.8.1 pkg/core/utils.go, GenGeneralName).
+//     (training-operator v1.8.1 pkg/core/utils.go, GenGeneralName);
+//   - LeaderWorkerSet: spec.replicas groups (1 unless set), each a leader
+//     "<name>-<group>" from leaderTemplate (workerTemplate when unset),
+//     a pod of the leader StatefulSet "<name>", and size-1 workers
+//     "<name>-<group>-<index>" from workerTemplate, pods of the group's
+//     StatefulSet "<name>-<group>" (sigs.k8s.io/lws v0.8.0
+//     pkg/controllers/leaderworkerset_controller.go, the leader
+//     StatefulSet named after the set; pod_controller.go, the workers').
 func podRoles(u *unstructured.Unstructured) ([]podRole, error) {
 	name := u.GetName()
 	random := func(prefix string) func(int32) string {
@@ -69,6 +77,25 @@ func podRoles(u *unstructured.Unstructured) ([]podRole, error) {
 			n = *j.Spec.Completions
 		}
 		return []podRole{{j.Spec.Template, n, random(name)}}, nil
+	case gk == lwsKind:
+		l := &lwsv1.LeaderWorkerSet{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, l); err != nil {
+			return nil, err
+		}
+		lt := l.Spec.LeaderWorkerTemplate
+		leader := lt.WorkerTemplate
+		if lt.LeaderTemplate != nil {
+			leader = *lt.LeaderTemplate
+		}
+		size := replicasOf(lt.Size)
+		var roles []podRole
+		for g := range replicasOf(l.Spec.Replicas) {
+			roles = append(roles, podRole{leader, 1, func(int32) string { return fmt.Sprintf("%s-%d", name, g) }})
+			if size > 1 {
+				roles = append(roles, podRole{lt.WorkerTemplate, size - 1, func(i int32) string { return fmt.Sprintf("%s-%d-%d", name, g, i+1) }})
+			}
+		}
+		return roles, nil
 	case gk.Group == "kubeflow.org":
 		spec, _, _ := unstructured.NestedMap(u.Object, "spec")
 		var roles []podRole
@@ -100,8 +127,12 @@ func podRoles(u *unstructured.Unstructured) ([]podRole, error) {
 // runsToCompletion are the kinds whose pods end when the workload does:
 // they count no more once it has succeeded or failed.
 func runsToCompletion(gk schema.GroupKind) bool {
-	return createsPods(gk) && gk.Group != "apps"
+	return createsPods(gk) && gk.Group != "apps" && gk != lwsKind
 }
+
+// lwsKind is LeaderWorkerSet's, a serving workload: its pods run until it
+// is deleted.
+var lwsKind = schema.GroupKind{Group: lwsv1.GroupVersion.Group, Kind: "LeaderWorkerSet"}
 
 // makePods plays the controller of u creating its pods through the
 // admission chain: each pod takes the namespace's LimitRange defaults and
