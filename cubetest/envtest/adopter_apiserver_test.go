@@ -50,9 +50,6 @@ func TestPortalServes(t *testing.T) {
 // proves that the build finds what it needs without cube's source tree,
 // not the cold build itself.
 func TestAdopterModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs another module's test binary")
-	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatal(err)
