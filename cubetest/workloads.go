@@ -127,7 +127,7 @@ func podRoles(u *unstructured.Unstructured) ([]podRole, error) {
 // runsToCompletion are the kinds whose pods end when the workload does:
 // they count no more once it has succeeded or failed.
 func runsToCompletion(gk schema.GroupKind) bool {
-	return createsPods(gk) && gk.Group != "apps" && gk != lwsKind
+	return createsPods(gk) && (gk.Group == "batch" || gk.Group == "kubeflow.org")
 }
 
 // lwsKind is LeaderWorkerSet's, a serving workload: its pods run until it

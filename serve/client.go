@@ -42,8 +42,7 @@ func ClientAt(ctx context.Context, rel *cube.Release, s *Service, endpoint strin
 	if err := s.unmade(); err != nil {
 		return nil, fmt.Errorf("serve client: %w", err)
 	}
-	name := s.serviceName()
-	name = name[:len(name)-len("-api")]
+	name := podspec.Of(&s.Handle).Name()
 	if s.engine == tritonEngine || s.engine == tritonVLLMEngine {
 		return nil, fmt.Errorf("serve client for %s: Triton serves the KServe v2 protocol, not the OpenAI API that package inference speaks", name)
 	}
