@@ -329,8 +329,10 @@ func containerTexts(s *ContainerStep) []graph.Text {
 // it is available: at least its replicas are available (a Deployment) or
 // ready (a LeaderWorkerSet's groups). Later steps reach it by its Service's
 // name. Compiled for Argo it is a resource template that applies the
-// Deployment or LeaderWorkerSet (kubectl apply, so a run that finds it
-// applied updates it) and waits with a successCondition on its status; the
+// Deployment or LeaderWorkerSet (kubectl create: a run that finds an object
+// of that name, from an earlier run or anyone's, fails the step with
+// AlreadyExists rather than overwrite it; delete the earlier service
+// first) and waits with a successCondition on its status; the
 // objects around it (its Service, routes, autoscaler…) are applied with
 // the pipeline. The service is not owned by the Workflow: it keeps serving
 // after the run ends and after the Workflow is deleted, and it is deleted

@@ -90,14 +90,17 @@ func (c *compiler) workload(n *graph.Node) (wfv1.Template, field.ErrorList) {
 		}
 	}
 	// A job is created and owned by the Workflow, so the garbage collector
-	// deletes it with the Workflow. A service is applied (kubectl apply, so
-	// a later run updates it) and owned by nobody: it serves after the run.
+	// deletes it with the Workflow. A service is created too, never applied:
+	// kubectl apply would overwrite a Deployment of the same name that
+	// someone else made, and a step must not change what cube did not
+	// create; a run that finds one fails the step with AlreadyExists. It is
+	// owned by nobody: it serves after the run.
 	// Argo's executor runs kubectl ACTION -f MANIFEST -o json and then polls
 	// the object until the conditions match (ExecResource, WaitResource in
 	// workflow/executor/resource.go, argo-workflows v3.7.6).
 	action, owned := "create", true
 	if n.Type == graph.Serve {
-		action, owned = "apply", false
+		owned = false
 	}
 	return wfv1.Template{
 		Metadata: wfv1.Metadata{Labels: map[string]string{pipeline.LabelStep: n.C.Name}},

@@ -19,9 +19,10 @@
 // (cube.dev/release), so Release.Wait on the pipeline reports their pods'
 // problems; a step's ActiveDeadline is also the job's own deadline, so the
 // job stops with the step. A serving step (pipeline.Serve) is a resource
-// template that applies the Deployment or LeaderWorkerSet (action apply,
-// no owner reference, so it serves after the run and after the Workflow
-// is deleted) and succeeds once spec.replicas of it are available
+// template that creates the Deployment or LeaderWorkerSet (action create,
+// which never overwrites an object of the same name: a run that finds one
+// fails the step; no owner reference, so it serves after the run and
+// after the Workflow is deleted) and succeeds once spec.replicas of it are available
 // (successCondition on status.availableReplicas or status.readyReplicas);
 // its Service and the objects around it are applied with the Workflow.
 // ExecutorRBAC adds the ServiceAccount, Role and

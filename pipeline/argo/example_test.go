@@ -278,5 +278,5 @@ func ExampleWorkflow_serve() {
 	r := wf.Spec.Templates[2].Resource
 	fmt.Println(r.Action, r.SetOwnerReference, "|", r.SuccessCondition)
 	// Output:
-	// apply false | status.availableReplicas > 0
+	// create false | status.availableReplicas > 0
 }

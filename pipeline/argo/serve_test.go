@@ -38,7 +38,7 @@ func TestServeStepCompiles(t *testing.T) {
 
 	tm := template(t, wf, "serve")
 	require.NotNil(t, tm.Resource)
-	assert.Equal(t, "apply", tm.Resource.Action, "a later run updates the service")
+	assert.Equal(t, "create", tm.Resource.Action, "never over a service of the same name that exists")
 	assert.False(t, tm.Resource.SetOwnerReference, "the Workflow does not own the service: it serves after the run")
 	assert.Equal(t, "status.availableReplicas > 1", tm.Resource.SuccessCondition, "both replicas available")
 	assert.Empty(t, tm.Resource.FailureCondition)
