@@ -49,32 +49,20 @@ func typedWriter[T any, PT interface {
 }
 
 var writers = map[schema.GroupKind]statusWriter{
-	{Group: "apps", Kind: "Deployment"}:             typedWriter(deployment),
-	{Group: "apps", Kind: "StatefulSet"}:            typedWriter(statefulSet),
-	{Group: "batch", Kind: "Job"}:                   typedWriter(job),
-	{Kind: "Pod"}:                                   typedWriter(pod),
-	{Kind: "PersistentVolumeClaim"}:                 typedWriter(pvc),
-	{Kind: "Service"}:                               typedWriter(service),
-	{Kind: "ResourceQuota"}:                         typedWriter(resourceQuota),
-	{Group: "scheduling.volcano.sh", Kind: "Queue"}: typedWriter(volcanoQueue),
-	{Group: "kubeflow.org", Kind: "PyTorchJob"}: typedWriter(func(j *kubeflowv1.PyTorchJob, p cube.Phase, r, m string) {
-		trainingJob(&j.Status, p, r, m)
-	}),
-	{Group: "kubeflow.org", Kind: "TFJob"}: typedWriter(func(j *kubeflowv1.TFJob, p cube.Phase, r, m string) {
-		trainingJob(&j.Status, p, r, m)
-	}),
-	{Group: "kubeflow.org", Kind: "MPIJob"}: typedWriter(func(j *kubeflowv1.MPIJob, p cube.Phase, r, m string) {
-		trainingJob(&j.Status, p, r, m)
-	}),
-	{Group: "kubeflow.org", Kind: "PaddleJob"}: typedWriter(func(j *kubeflowv1.PaddleJob, p cube.Phase, r, m string) {
-		trainingJob(&j.Status, p, r, m)
-	}),
-	{Group: "kubeflow.org", Kind: "XGBoostJob"}: typedWriter(func(j *kubeflowv1.XGBoostJob, p cube.Phase, r, m string) {
-		trainingJob(&j.Status, p, r, m)
-	}),
-	{Group: "kubeflow.org", Kind: "MXJob"}: typedWriter(func(j *kubeflowv1.MXJob, p cube.Phase, r, m string) {
-		trainingJob(&j.Status, p, r, m)
-	}),
+	{Group: "apps", Kind: "Deployment"}:                          typedWriter(deployment),
+	{Group: "apps", Kind: "StatefulSet"}:                         typedWriter(statefulSet),
+	{Group: "batch", Kind: "Job"}:                                typedWriter(job),
+	{Kind: "Pod"}:                                                typedWriter(pod),
+	{Kind: "PersistentVolumeClaim"}:                              typedWriter(pvc),
+	{Kind: "Service"}:                                            typedWriter(service),
+	{Kind: "ResourceQuota"}:                                      typedWriter(resourceQuota),
+	{Group: "scheduling.volcano.sh", Kind: "Queue"}:              typedWriter(volcanoQueue),
+	{Group: "kubeflow.org", Kind: "PyTorchJob"}:                  trainingWriter(func(j *kubeflowv1.PyTorchJob) *kubeflowv1.JobStatus { return &j.Status }),
+	{Group: "kubeflow.org", Kind: "TFJob"}:                       trainingWriter(func(j *kubeflowv1.TFJob) *kubeflowv1.JobStatus { return &j.Status }),
+	{Group: "kubeflow.org", Kind: "MPIJob"}:                      trainingWriter(func(j *kubeflowv1.MPIJob) *kubeflowv1.JobStatus { return &j.Status }),
+	{Group: "kubeflow.org", Kind: "PaddleJob"}:                   trainingWriter(func(j *kubeflowv1.PaddleJob) *kubeflowv1.JobStatus { return &j.Status }),
+	{Group: "kubeflow.org", Kind: "XGBoostJob"}:                  trainingWriter(func(j *kubeflowv1.XGBoostJob) *kubeflowv1.JobStatus { return &j.Status }),
+	{Group: "kubeflow.org", Kind: "MXJob"}:                       trainingWriter(func(j *kubeflowv1.MXJob) *kubeflowv1.JobStatus { return &j.Status }),
 	{Group: "kubeflow.org", Kind: "Experiment"}:                  experiment,
 	{Group: "batch.volcano.sh", Kind: "Job"}:                     typedWriter(volcanoJob),
 	{Group: "ray.io", Kind: "RayJob"}:                            typedWriter(rayJob),
@@ -264,6 +252,17 @@ func service(s *corev1.Service, phase cube.Phase, _, _ string) {
 
 // trainingJob writes the conditions the training-operator writes: Created,
 // Running, then Succeeded or Failed (the Running condition turns false).
+// trainingWriter writes a training-operator job's status, which every
+// kind of job keeps in the same JobStatus.
+func trainingWriter[T any, PT interface {
+	*T
+	runtime.Object
+}](status func(PT) *kubeflowv1.JobStatus) statusWriter {
+	return typedWriter(func(j PT, phase cube.Phase, reason, message string) {
+		trainingJob(status(j), phase, reason, message)
+	})
+}
+
 func trainingJob(st *kubeflowv1.JobStatus, phase cube.Phase, reason, message string) {
 	cond := func(t kubeflowv1.JobConditionType, s corev1.ConditionStatus, r, m string) kubeflowv1.JobCondition {
 		return kubeflowv1.JobCondition{Type: t, Status: s, Reason: r, Message: m, LastUpdateTime: now(), LastTransitionTime: now()}

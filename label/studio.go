@@ -319,17 +319,7 @@ func (s *StudioServer) render() ([]client.Object, field.ErrorList) {
 			sc.Capabilities.Drop = []corev1.Capability{"ALL"}
 		}
 	}
-	maps.Copy(tmpl.Labels, selector)
-	deploy := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(name),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Template: tmpl,
-		},
-	}
+	deploy := s.deployment(name, selector, tmpl)
 	svc := s.service(name, selector, StudioPort)
 	return append(dbObjs, claim, svc, deploy), nil
 }
@@ -381,6 +371,26 @@ func (s *StudioServer) service(name string, selector map[string]string, port int
 	}
 }
 
+// deployment renders a single-replica Deployment that replaces its pod
+// rather than rolling (the pod holds a ReadWriteOnce claim), with the
+// selector's labels added to the template's.
+func (s *StudioServer) deployment(name string, selector map[string]string, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
+	if tmpl.Labels == nil {
+		tmpl.Labels = map[string]string{}
+	}
+	maps.Copy(tmpl.Labels, selector)
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: tmpl,
+		},
+	}
+}
+
 // postgres renders the bundled database: the environment of the official
 // image (POSTGRES_PASSWORD, POSTGRES_DB, PGDATA below the mount, as its
 // docker-entrypoint.sh reads them) and pg_isready as readiness.
@@ -394,38 +404,28 @@ func (s *StudioServer) postgres() ([]client.Object, field.ErrorList) {
 	selector := podspec.Of(&s.Handle).Identity().Selector("postgres")
 	labels := podspec.Of(&s.Handle).PodLabels(map[string]string{"app.kubernetes.io/component": "postgres"})
 	ready := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pg_isready", "-U", "postgres", "-d", "labelstudio"}}}
-	deploy := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: podspec.Of(&s.Handle).ObjectMeta(name),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{
-						Name:  "postgres",
-						Image: DefaultPostgresImage,
-						Env: []corev1.EnvVar{
-							{Name: "POSTGRES_DB", Value: "labelstudio"},
-							{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"},
-							{Name: "POSTGRES_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-								LocalObjectReference: corev1.LocalObjectReference{Name: s.pgPassword.Name}, Key: s.pgPassword.Key,
-							}}},
-						},
-						Ports:          []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
-						VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/postgresql/data"}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: *ready.DeepCopy(), PeriodSeconds: 5, TimeoutSeconds: 5},
-						LivenessProbe:  &corev1.Probe{ProbeHandler: ready, PeriodSeconds: 30, TimeoutSeconds: 5, FailureThreshold: 5},
-					}},
-					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
+	deploy := s.deployment(name, selector, corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name:  "postgres",
+				Image: DefaultPostgresImage,
+				Env: []corev1.EnvVar{
+					{Name: "POSTGRES_DB", Value: "labelstudio"},
+					{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"},
+					{Name: "POSTGRES_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: s.pgPassword.Name}, Key: s.pgPassword.Key,
 					}}},
 				},
-			},
+				Ports:          []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
+				VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/postgresql/data"}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: *ready.DeepCopy(), PeriodSeconds: 5, TimeoutSeconds: 5},
+				LivenessProbe:  &corev1.Probe{ProbeHandler: ready, PeriodSeconds: 30, TimeoutSeconds: 5, FailureThreshold: 5},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
+			}}},
 		},
-	}
-	maps.Copy(deploy.Spec.Template.Labels, selector)
+	})
 	return []client.Object{claim, s.service(name, selector, 5432), deploy}, errs
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/testsupport/contract"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/llm"
 )
@@ -63,5 +64,5 @@ func TestMergeRendersLLaMAFactoryExport(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	cl := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Clientset(env.Clientset))
-	applyAndCompare(t, cl, env, ns, merge)
+	fuzzcorpus.Stored(t, cl, env, ns, merge)
 }

@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
 	"github.com/cubestudio/cube/pod"
@@ -188,13 +188,8 @@ func TestAscendGetsTheNPUImage(t *testing.T) {
 // fields returns the field paths of an aggregate of field errors.
 func fields(t *testing.T, err error) []string {
 	t.Helper()
-	require.Error(t, err)
-	var agg utilerrors.Aggregate
-	require.ErrorAs(t, err, &agg)
 	var out []string
-	for _, e := range agg.Errors() {
-		var fe *field.Error
-		require.ErrorAs(t, e, &fe)
+	for _, fe := range fuzzcorpus.FieldErrors(t, err) {
 		out = append(out, fe.Field)
 	}
 	return out

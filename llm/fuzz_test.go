@@ -1,7 +1,6 @@
 package llm_test
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -10,8 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/datasets"
@@ -165,12 +162,7 @@ func FuzzFineTune(f *testing.F) {
 		ft := runFineTune(data)
 		objs, err := ft.Objects()
 		if err != nil {
-			var agg utilerrors.Aggregate
-			require.True(t, errors.As(err, &agg), "%T %v", err, err)
-			for _, e := range agg.Errors() {
-				var fe *field.Error
-				assert.True(t, errors.As(e, &fe), "%T %v", e, e)
-			}
+			fuzzcorpus.FieldErrors(t, err)
 			return
 		}
 		require.Len(t, objs, 3)
@@ -311,12 +303,7 @@ func FuzzRL(f *testing.F) {
 		_, _ = llm.PlanRL(r, hardware.H100, llm.Tokens(1000), llm.AllowOffload)
 		objs, err := r.Objects()
 		if err != nil {
-			var agg utilerrors.Aggregate
-			require.True(t, errors.As(err, &agg), "%T %v", err, err)
-			for _, e := range agg.Errors() {
-				var fe *field.Error
-				assert.True(t, errors.As(e, &fe), "%T %v", e, e)
-			}
+			fuzzcorpus.FieldErrors(t, err)
 			return
 		}
 		require.Len(t, objs, 1)

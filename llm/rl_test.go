@@ -12,6 +12,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
@@ -216,7 +217,7 @@ func TestRLAppliedStrictly(t *testing.T) {
 	ns := env.Namespace(t)
 	c := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Clientset(env.Clientset))
 	for name, r := range rlBuilders() {
-		t.Run(name, func(t *testing.T) { applyAndCompare(t, c, env, ns, r) })
+		t.Run(name, func(t *testing.T) { fuzzcorpus.Stored(t, c, env, ns, r) })
 	}
 }
 

@@ -1,16 +1,12 @@
 package notebook_test
 
 import (
-	"errors"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
@@ -143,13 +139,7 @@ func checkNotebook(t *testing.T, nb *notebook.Notebook, objs []client.Object, er
 			require.EqualError(t, err, nilNotebook)
 			return
 		}
-		var agg utilerrors.Aggregate
-		require.True(t, errors.As(err, &agg), "refusals are field errors: %v", err)
-		for _, e := range agg.Errors() {
-			var fe *field.Error
-			require.True(t, errors.As(e, &fe), "%v is a *field.Error", e)
-			require.NotEmpty(t, fe.Field, "every error names its path: %v", fe)
-		}
+		fuzzcorpus.FieldErrors(t, err)
 		return
 	}
 	require.Len(t, objs, 4)
@@ -190,19 +180,7 @@ func TestFuzzCorpusAcceptedByAPIServer(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
-	corpus := append([][]byte{}, notebookSeeds...)
-	rng := rand.New(rand.NewPCG(7, 7))
-	for range 800 {
-		data := make([]byte, 4+rng.IntN(40))
-		for j := range data {
-			if rng.IntN(4) > 0 {
-				data[j] = byte(rng.IntN(3))
-			} else {
-				data[j] = byte(rng.IntN(256))
-			}
-		}
-		corpus = append(corpus, data)
-	}
+	corpus := append(append([][]byte{}, notebookSeeds...), fuzzcorpus.Programs(7, 800, 4, 43)...)
 	accepted := 0
 	for i, data := range corpus {
 		nb := fuzzNotebook(data, ns)

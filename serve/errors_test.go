@@ -1,16 +1,14 @@
 package serve_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/pod"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cubestudio/cube"
@@ -29,16 +27,7 @@ type wantErr struct {
 
 func fieldErrors(t *testing.T, err error) []*field.Error {
 	t.Helper()
-	require.Error(t, err)
-	var agg utilerrors.Aggregate
-	require.True(t, errors.As(err, &agg), "%T is not an aggregate: %v", err, err)
-	var out []*field.Error
-	for _, e := range agg.Errors() {
-		fe, ok := e.(*field.Error)
-		require.True(t, ok, "%T is not a *field.Error: %v", e, e)
-		out = append(out, fe)
-	}
-	return out
+	return fuzzcorpus.FieldErrors(t, err)
 }
 
 // assertErrors checks that w fails with exactly the wanted errors.

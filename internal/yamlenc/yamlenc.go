@@ -89,29 +89,7 @@ func (w *Writer) mapping(m map[string]any, indent int, inline bool) bool {
 			return false
 		}
 		w.buf = append(w.buf, ':')
-		switch v := m[k].(type) {
-		case map[string]any:
-			if len(v) == 0 {
-				w.buf = append(w.buf, " {}\n"...)
-				continue
-			}
-			w.buf = append(w.buf, '\n')
-			ok = w.mapping(v, indent+2, false)
-		case []any:
-			if len(v) == 0 {
-				w.buf = append(w.buf, " []\n"...)
-				continue
-			}
-			// yaml.v2 writes the items of a sequence in a mapping at the
-			// mapping's indent.
-			w.buf = append(w.buf, '\n')
-			ok = w.sequence(v, indent, false)
-		default:
-			w.buf = append(w.buf, ' ')
-			w.buf, ok = appendScalar(w.buf, v)
-			w.buf = append(w.buf, '\n')
-		}
-		if !ok {
+		if !w.value(m[k], indent, false) {
 			return false
 		}
 	}
@@ -119,37 +97,53 @@ func (w *Writer) mapping(m map[string]any, indent int, inline bool) bool {
 }
 
 func (w *Writer) sequence(s []any, indent int, inline bool) bool {
-	var ok bool
 	for i, item := range s {
 		if i > 0 || !inline {
 			w.buf = appendIndent(w.buf, indent)
 		}
 		w.buf = append(w.buf, '-')
-		switch v := item.(type) {
-		case map[string]any:
-			if len(v) == 0 {
-				w.buf = append(w.buf, " {}\n"...)
-				continue
-			}
-			w.buf = append(w.buf, ' ')
-			ok = w.mapping(v, indent+2, true)
-		case []any:
-			if len(v) == 0 {
-				w.buf = append(w.buf, " []\n"...)
-				continue
-			}
-			w.buf = append(w.buf, ' ')
-			ok = w.sequence(v, indent+2, true)
-		default:
-			w.buf = append(w.buf, ' ')
-			w.buf, ok = appendScalar(w.buf, v)
-			w.buf = append(w.buf, '\n')
-		}
-		if !ok {
+		if !w.value(item, indent, true) {
 			return false
 		}
 	}
 	return true
+}
+
+// value writes v after a mapping's "key:" or a sequence's "-" at indent,
+// through the end of its line or block. yaml.v2 writes the items of a
+// sequence in a mapping at the mapping's indent, and the first key of a
+// mapping in a sequence on the item's line.
+func (w *Writer) value(v any, indent int, item bool) bool {
+	var ok bool
+	switch v := v.(type) {
+	case map[string]any:
+		if len(v) == 0 {
+			w.buf = append(w.buf, " {}\n"...)
+			return true
+		}
+		if item {
+			w.buf = append(w.buf, ' ')
+		} else {
+			w.buf = append(w.buf, '\n')
+		}
+		return w.mapping(v, indent+2, item)
+	case []any:
+		if len(v) == 0 {
+			w.buf = append(w.buf, " []\n"...)
+			return true
+		}
+		if item {
+			w.buf = append(w.buf, ' ')
+			return w.sequence(v, indent+2, true)
+		}
+		w.buf = append(w.buf, '\n')
+		return w.sequence(v, indent, false)
+	default:
+		w.buf = append(w.buf, ' ')
+		w.buf, ok = appendScalar(w.buf, v)
+		w.buf = append(w.buf, '\n')
+		return ok
+	}
 }
 
 func appendIndent(buf []byte, n int) []byte {

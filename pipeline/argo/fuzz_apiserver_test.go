@@ -1,11 +1,6 @@
 package argo_test
 
 import (
-	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -16,42 +11,17 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
 )
 
 // fuzzCorpus is the fuzz target's inputs for a normal test: the seeds, the
-// inputs the fuzzer kept under testdata/fuzz/<target> (go test fuzz v1
-// files of one []byte), and inputs drawn from a fixed-seed generator. The
-// generator favours small bytes, which pick the valid values at the front
-// of the argument pools, so that many inputs build.
+// inputs the fuzzer kept under testdata/fuzz/<target>, and inputs drawn
+// from a fixed-seed generator (fuzzcorpus.Programs).
 func fuzzCorpus(t *testing.T, target string, seeds [][]byte, generated int) [][]byte {
 	t.Helper()
-	corpus := append([][]byte{}, seeds...)
-	files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*"))
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		require.NoError(t, err)
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		require.Equal(t, "go test fuzz v1", lines[0], name)
-		quoted, ok := strings.CutPrefix(lines[1], "[]byte(")
-		require.True(t, ok, name)
-		v, err := strconv.Unquote(strings.TrimSuffix(quoted, ")"))
-		require.NoError(t, err, name)
-		corpus = append(corpus, []byte(v))
-	}
-	rng := rand.New(rand.NewPCG(10, 10))
-	for range generated {
-		data := make([]byte, 8+rng.IntN(64))
-		for j := range data {
-			if rng.IntN(4) > 0 {
-				data[j] = byte(rng.IntN(3))
-			} else {
-				data[j] = byte(rng.IntN(256))
-			}
-		}
-		corpus = append(corpus, data)
-	}
-	return corpus
+	corpus := append(append([][]byte{}, seeds...), fuzzcorpus.Bytes(t, target)...)
+	return append(corpus, fuzzcorpus.Programs(10, generated, 8, 71)...)
 }
 
 // Whatever the builder fuzzer's inputs get accepted by Objects, the API

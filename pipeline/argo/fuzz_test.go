@@ -2,7 +2,6 @@ package argo_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -322,13 +320,7 @@ func checkBuilt(t *testing.T, p *pipeline.Pipeline, wf *argo.WorkflowBuilder, ob
 			require.EqualError(t, err, nilPipeline)
 			return
 		}
-		var agg utilerrors.Aggregate
-		require.True(t, errors.As(err, &agg), "refusals are field errors: %v", err)
-		for _, e := range agg.Errors() {
-			var fe *field.Error
-			require.True(t, errors.As(e, &fe), "%v is a *field.Error", e)
-			require.NotEmpty(t, fe.Field, "every error names its path: %v", fe)
-		}
+		fuzzcorpus.FieldErrors(t, err)
 		return
 	}
 	require.NotEmpty(t, objs)
