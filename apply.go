@@ -64,6 +64,7 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 	if err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
 	}
+	ctx, warnings := collectWarnings(ctx)
 	kind := workloadKind(objs)
 	SortForApply(objs)
 	rel, err := c.newRelease(objs)
@@ -165,6 +166,7 @@ func (c *Client) Apply(ctx context.Context, w Workload, opts ...ApplyOption) (*R
 			rel.applied[RefOf(u)] = u.GetResourceVersion()
 		}
 	}
+	rel.Warnings = warnings.all()
 	return rel, nil
 }
 

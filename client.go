@@ -52,6 +52,7 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("build scheme: %w", err)
 	}
+	cfg = recordWarnings(cfg)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("create client: %w", err)

@@ -100,6 +100,12 @@ type Release struct {
 	// Apply deleted (with DryRun: would delete) because the workload no
 	// longer has them. Empty for releases read back with Client.Release.
 	Pruned []ObjectRef
+	// Warnings are what the API server said of the objects it accepted
+	// (its Warning headers, each once): a Pod Security level in warn or
+	// audit mode that a pod would violate ("would violate PodSecurity
+	// \"restricted:latest\": ..."), a deprecated API version. Only a Client
+	// made by New sees them; empty for releases read back.
+	Warnings []string
 
 	client *Client
 	// adopted are objects of the release that existed before it applied
