@@ -219,37 +219,14 @@ func (n *node) katibConfig(webhookPort, metrics, probe int) katibconfig.KatibCon
 // knows; so it runs in a mount namespace of its own whose /etc/resolv.conf
 // names CoreDNS with a pod's search path.
 func (n *node) startKatibController() error {
-	port, err := freePort()
+	// The pod webhook skips the controller's own service account (a
+	// matchCondition); the host process is the admin user.
+	port, err := n.serveWebhooks(operatorWebhooks{
+		namespace: katibNamespace, service: katibWebhookService, secret: katibWebhookSecret,
+		module: "github.com/kubeflow/katib", version: "v0.19.0", manifest: "manifests/v1beta1/components/webhook/webhooks.yaml",
+	})
 	if err != nil {
 		return err
-	}
-	if err := n.certSecret(katibNamespace, katibWebhookSecret); err != nil {
-		return err
-	}
-	if err := n.hostService(katibNamespace, katibWebhookService, port); err != nil {
-		return err
-	}
-	validating, mutating, err := n.webhookManifests("github.com/kubeflow/katib", "v0.19.0", "manifests/v1beta1/components/webhook/webhooks.yaml")
-	if err != nil {
-		return err
-	}
-	for _, v := range validating {
-		for i := range v.Webhooks {
-			pointService(&v.Webhooks[i].ClientConfig, katibNamespace, katibWebhookService)
-		}
-		if _, err := n.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(n.ctx, &v, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
-	for _, m := range mutating {
-		for i := range m.Webhooks {
-			pointService(&m.Webhooks[i].ClientConfig, katibNamespace, katibWebhookService)
-			// The pod webhook skips the controller's own service account
-			// (a matchCondition); the host process is the admin user.
-		}
-		if _, err := n.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(n.ctx, &m, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
 	}
 	metrics, probe, err := freePortPair()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -156,6 +157,90 @@ func pointService(ref *admissionv1.WebhookClientConfig, namespace, name string) 
 	}
 }
 
+// operatorWebhooks says how an operator's webhooks are served from the
+// host: the namespace, Service and certificate Secret its manifests and
+// certificate rotator name, and the manifest of webhook configurations in
+// its Go module at version.
+type operatorWebhooks struct {
+	namespace, service, secret string
+	module, version, manifest  string
+	// validating and mutating rename the configurations ("" keeps the
+	// manifest's name), as an operator's kustomization or its certificate
+	// rotator expects them.
+	validating, mutating string
+	// selector, when set, gives the webhooks whose rules name pods an
+	// object selector, as an operator's kustomize patches do.
+	selector *metav1.LabelSelector
+	// skipMutating leaves the manifest's mutating configurations out.
+	skipMutating bool
+}
+
+// serveWebhooks makes what an operator's webhook server needs from the
+// cluster (the namespace, the Secret its rotator fills, the Service the
+// API server calls, pointed at a free port on the bridge) and registers its
+// webhook configurations; it returns the port the server must listen on.
+func (n *node) serveWebhooks(w operatorWebhooks) (int, error) {
+	if err := n.ensureNamespace(w.namespace); err != nil {
+		return 0, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return 0, err
+	}
+	if err := n.certSecret(w.namespace, w.secret); err != nil {
+		return 0, err
+	}
+	if err := n.hostService(w.namespace, w.service, port); err != nil {
+		return 0, err
+	}
+	validating, mutating, err := n.webhookManifests(w.module, w.version, w.manifest)
+	if err != nil {
+		return 0, err
+	}
+	hooks := n.client.AdmissionregistrationV1()
+	for _, v := range validating {
+		if w.validating != "" {
+			v.Name = w.validating
+		}
+		for i := range v.Webhooks {
+			w.retarget(&v.Webhooks[i].ClientConfig, v.Webhooks[i].Rules, &v.Webhooks[i].ObjectSelector)
+		}
+		if _, err := hooks.ValidatingWebhookConfigurations().Create(n.ctx, &v, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return 0, err
+		}
+	}
+	for _, m := range mutating {
+		if w.skipMutating {
+			break
+		}
+		if w.mutating != "" {
+			m.Name = w.mutating
+		}
+		for i := range m.Webhooks {
+			w.retarget(&m.Webhooks[i].ClientConfig, m.Webhooks[i].Rules, &m.Webhooks[i].ObjectSelector)
+		}
+		if _, err := hooks.MutatingWebhookConfigurations().Create(n.ctx, &m, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return 0, err
+		}
+	}
+	return port, nil
+}
+
+// retarget points a webhook at the operator's Service and, for webhooks
+// on pods, sets the selector.
+func (w operatorWebhooks) retarget(ref *admissionv1.WebhookClientConfig, rules []admissionv1.RuleWithOperations, selector **metav1.LabelSelector) {
+	pointService(ref, w.namespace, w.service)
+	if w.selector == nil {
+		return
+	}
+	for _, r := range rules {
+		if slices.Contains(r.Resources, "pods") {
+			*selector = w.selector
+			return
+		}
+	}
+}
+
 // trainingOperatorCertDir is fixed in training-operator v1.8.1
 // (pkg/cert/cert.go, certDir).
 const trainingOperatorCertDir = "/tmp/k8s-webhook-server/serving-certs"
@@ -166,33 +251,15 @@ const trainingOperatorCertDir = "/tmp/k8s-webhook-server/serving-certs"
 // kubectl-delivery image.
 func (n *node) startTrainingOperator() error {
 	const namespace = "kubeflow"
-	if err := n.ensureNamespace(namespace); err != nil {
-		return err
-	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	if err := n.certSecret(namespace, "training-operator-webhook-cert"); err != nil {
-		return err
-	}
-	if err := n.hostService(namespace, "training-operator", port); err != nil {
-		return err
-	}
 	// manifests/base/webhook: manifests.yaml, renamed and pointed at the
 	// Service as patch.yaml and the kustomization do.
-	validating, _, err := n.webhookManifests("github.com/kubeflow/training-operator", "v1.8.1", "manifests/base/webhook/manifests.yaml")
+	port, err := n.serveWebhooks(operatorWebhooks{
+		namespace: namespace, service: "training-operator", secret: "training-operator-webhook-cert",
+		module: "github.com/kubeflow/training-operator", version: "v1.8.1", manifest: "manifests/base/webhook/manifests.yaml",
+		validating: "validator.training-operator.kubeflow.org", skipMutating: true,
+	})
 	if err != nil {
 		return err
-	}
-	for _, v := range validating {
-		v.Name = "validator.training-operator.kubeflow.org"
-		for i := range v.Webhooks {
-			pointService(&v.Webhooks[i].ClientConfig, namespace, "training-operator")
-		}
-		if _, err := n.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(n.ctx, &v, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
 	}
 	metrics, probe, err := freePortPair()
 	if err != nil {
@@ -229,59 +296,17 @@ func (n *node) startLWS() error {
 		service   = "lws-webhook-service"
 		secret    = "lws-webhook-server-cert"
 	)
-	if err := n.ensureNamespace(namespace); err != nil {
-		return err
-	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	if err := n.certSecret(namespace, secret); err != nil {
-		return err
-	}
-	if err := n.hostService(namespace, service, port); err != nil {
-		return err
-	}
-	validating, mutating, err := n.webhookManifests("sigs.k8s.io/lws", "v0.8.0", "config/webhook/manifests.yaml")
-	if err != nil {
-		return err
-	}
 	// config/webhook/{mutating,validating}-patch.yaml give the pod
-	// webhooks an object selector: only pods of a LeaderWorkerSet.
-	podsOnly := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "leaderworkerset.sigs.k8s.io/name", Operator: metav1.LabelSelectorOpExists}}}
-	isPods := func(rules []admissionv1.RuleWithOperations) bool {
-		for _, r := range rules {
-			for _, res := range r.Resources {
-				if res == "pods" {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for _, v := range validating {
-		v.Name = "lws-validating-webhook-configuration" // pkg/cert/cert.go
-		for i := range v.Webhooks {
-			pointService(&v.Webhooks[i].ClientConfig, namespace, service)
-			if isPods(v.Webhooks[i].Rules) {
-				v.Webhooks[i].ObjectSelector = podsOnly
-			}
-		}
-		if _, err := n.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(n.ctx, &v, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
-	for _, m := range mutating {
-		m.Name = "lws-mutating-webhook-configuration"
-		for i := range m.Webhooks {
-			pointService(&m.Webhooks[i].ClientConfig, namespace, service)
-			if isPods(m.Webhooks[i].Rules) {
-				m.Webhooks[i].ObjectSelector = podsOnly
-			}
-		}
-		if _, err := n.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(n.ctx, &m, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
+	// webhooks an object selector: only pods of a LeaderWorkerSet; the
+	// configurations' names are pkg/cert/cert.go's.
+	port, err := n.serveWebhooks(operatorWebhooks{
+		namespace: namespace, service: service, secret: secret,
+		module: "sigs.k8s.io/lws", version: "v0.8.0", manifest: "config/webhook/manifests.yaml",
+		validating: "lws-validating-webhook-configuration", mutating: "lws-mutating-webhook-configuration",
+		selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "leaderworkerset.sigs.k8s.io/name", Operator: metav1.LabelSelectorOpExists}}},
+	})
+	if err != nil {
+		return err
 	}
 	metrics, probe, err := freePortPair()
 	if err != nil {
