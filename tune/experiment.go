@@ -112,8 +112,8 @@ func (e *Experiment) Param(params ...Param) *Experiment {
 	return e
 }
 
-// Trial sets the workload each trial runs (replaces), and appends where
-// parameters reach it. The workload renders one trial object (a batch Job,
+// Trial sets the workload each trial runs and where parameters reach it
+// (replaces both: a second call keeps none of the first call's placements). The workload renders one trial object (a batch Job,
 // PyTorchJob, TFJob, MPIJob, XGBoostJob, or another kind the Katib
 // controller lists in its trialResources) and may render ConfigMaps and
 // Secrets beside it, which every trial shares. Its name and namespace are
@@ -123,7 +123,7 @@ func (e *Experiment) Trial(w cube.Workload, places ...Placement) *Experiment {
 		return nil
 	}
 	e.trial = w
-	e.placements = append(e.placements, places...)
+	e.placements = slices.Clone(places)
 	return e
 }
 

@@ -29,7 +29,7 @@ var quadSpace = []tune.Param{tune.Float("x", -5, 5), tune.Int("n", 0, 10)}
 func TestLocalDeterministic(t *testing.T) {
 	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian()} {
 		t.Run(alg.Name(), func(t *testing.T) {
-			run := func(parallel int, seed uint64) []map[string]string {
+			run := func(parallel int, seed int) []map[string]string {
 				res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(alg).MaxTrials(30).Parallelism(parallel).Seed(seed).
 					Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) {
 						// Finish out of order.
@@ -271,7 +271,7 @@ func TestTrialZeroValues(t *testing.T) {
 // so as many trials as points visit each point once; and a grid of 10^15
 // points starts at once (it is not listed).
 func TestGridVisitsEveryPointOnce(t *testing.T) {
-	for seed := range uint64(5) {
+	for seed := range 5 {
 		res, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("a", 0, 2), tune.Int("b", 0, 3), tune.Choice("c", "x", "y", "z", "w", "v")).
 			Algorithm(tune.Grid()).MaxTrials(60).Seed(seed).
 			Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return float64(tr.Int("a")), nil })

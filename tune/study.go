@@ -50,7 +50,7 @@ type trialRecord struct {
 const studyFormat = 1
 
 func (l *Local) header() studyHeader {
-	h := studyHeader{Format: studyFormat, Seed: l.seed, Parallel: l.parallel, ConstantLiar: l.constantLiar}
+	h := studyHeader{Format: studyFormat, Seed: uint64(l.seed), Parallel: l.parallel, ConstantLiar: l.constantLiar}
 	h.Objective = "minimize " + l.objective.metric
 	if l.objective.maximize {
 		h.Objective = "maximize " + l.objective.metric
