@@ -218,10 +218,10 @@ func ExampleLocal_OnProgress() {
 		fmt.Println(err)
 	}
 	// Output:
-	// 1/4 done, best 0.262 (trial 0)
-	// 2/4 done, best 0.032 (trial 1)
-	// 3/4 done, best 0.032 (trial 1)
-	// 4/4 done, best 0.032 (trial 1)
+	// 1/4 done, best 0.269 (trial 0)
+	// 2/4 done, best 0.231 (trial 1)
+	// 3/4 done, best 0.231 (trial 1)
+	// 4/4 done, best 0.231 (trial 1)
 }
 
 // HalvingStop is asynchronous successive halving: at reports 1, 3, 9...
@@ -250,7 +250,7 @@ func ExampleHalvingStop() {
 	}
 	fmt.Printf("%d epochs instead of %d; best loss %.3f\n", epochs, 30*9, res.Best.Value)
 	// Output:
-	// 84 epochs instead of 270; best loss 0.134
+	// 72 epochs instead of 270; best loss 0.134
 }
 
 // RunCommand runs each trial as a process that prints its metric as Katib

@@ -19,8 +19,8 @@ import (
 type paramSpec struct {
 	Name    string   `json:"name"`
 	Kind    string   `json:"kind"` // float, int, choice
-	Lo      float64  `json:"lo,omitempty"`
-	Hi      float64  `json:"hi,omitempty"`
+	Lo      float64  `json:"lo"`
+	Hi      float64  `json:"hi"`
 	Log     bool     `json:"log,omitempty"`
 	Choices []string `json:"choices,omitempty"`
 }

@@ -322,7 +322,7 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 
 		values := s.sample(i, history, pending)
 		params[i] = values
-		t := &Trial{Number: i, values: values, study: l, prior: history}
+		t := &Trial{Number: i, values: values, study: l, prior: history, sampler: proposerOf(s, l, i)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -418,7 +418,7 @@ func prefixDone(done []bool, last int) bool {
 }
 
 func (l *Local) runOne(ctx context.Context, fn Func, t *Trial) (r TrialResult) {
-	r = TrialResult{Number: t.Number, Values: formatValues(t.values), Value: math.NaN(), params: t.values}
+	r = TrialResult{Number: t.Number, Values: formatValues(t.values), Value: math.NaN(), Sampler: t.sampler, params: t.values}
 	defer func() {
 		if p := recover(); p != nil {
 			r.State, r.Err = cube.Failed, fmt.Errorf("trial %d panicked: %v", t.Number, p)

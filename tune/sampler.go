@@ -28,10 +28,21 @@ func newSampler(l *Local) sampler {
 		return newSobolSampler(l)
 	case AlgorithmCMAES:
 		return newCMASampler(l)
-	case AlgorithmBayesian, AlgorithmAuto:
+	case AlgorithmBayesian:
 		return &gpSampler{l: l}
+	case AlgorithmAuto:
+		return newAutoSampler(l)
 	}
 	return &randomSampler{l: l}
+}
+
+// proposerOf names the sampler that proposed trial i: the algorithm, or
+// the one Auto chose.
+func proposerOf(s sampler, l *Local, i int) string {
+	if a, ok := s.(*autoSampler); ok {
+		return a.proposer(i)
+	}
+	return l.algorithm.name
 }
 
 // rngFor is the random stream of trial i: the same for a seed whatever the

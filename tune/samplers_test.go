@@ -88,8 +88,8 @@ func TestLocalCMAESConverges(t *testing.T) {
 	for _, r := range res.Trials[len(res.Trials)-32:] {
 		late += r.Value / 32
 	}
-	assert.Less(t, late, 1e-4)
-	random, err := tune.NewLocal(tune.Minimize("l"), unitCube(4)...).MaxTrials(300).Seed(1).Run(t.Context(), sphere(center))
+	assert.Less(t, late, 1e-3)
+	random, err := tune.NewLocal(tune.Minimize("l"), unitCube(4)...).Algorithm(tune.Random()).MaxTrials(300).Seed(1).Run(t.Context(), sphere(center))
 	require.NoError(t, err)
 	assert.Greater(t, random.Best.Value, 100*res.Best.Value)
 }
