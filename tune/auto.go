@@ -3,7 +3,9 @@ package tune
 import (
 	"github.com/cubestudio/cube"
 
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,11 +18,12 @@ const AlgorithmAuto = "auto"
 // default of NewLocal and New. Plan says what it chose and why.
 //
 // Locally it runs a portfolio: a space-filling Sobol design first, then a
-// model (a Gaussian process with expected improvement, or multivariate TPE
-// when most dimensions are Choices or there are too many for a GP), and,
-// when the search stagnates (no better trial for a while), CMA-ES started
-// at the best trial, with IPOP restarts, alternating with the model until
-// a better trial turns up. TrialResult.Sampler says which one proposed
+// portfolio: a model (a Gaussian process with expected improvement, or
+// multivariate TPE when most dimensions are Choices or there are too many
+// for a GP), univariate TPE, and, once the search has stagnated (no better
+// trial for a while), CMA-ES started at the best trial (with IPOP
+// restarts); each trial goes to the sampler whose recent proposals rank
+// best among the trials so far. TrialResult.Sampler says which one proposed
 // each trial. In an Experiment it renders the Katib algorithm Plan names
 // (Katib's suggestion services run one algorithm per Experiment). Seed is
 // its only setting.
@@ -51,7 +54,7 @@ func (l *Local) Plan() Plan {
 	if l.algorithm.name != AlgorithmAuto {
 		return Plan{Local: l.algorithm.name, Katib: l.algorithm, Reason: "set with Algorithm"}
 	}
-	return planFor(l.params, l.trials, l.parallel, l.algorithm)
+	return planFor(l.params, l.trials, l.parallel, l.algorithm.Seed(l.seed))
 }
 
 // Plan returns what Auto (or another algorithm, which is kept as it is)
@@ -104,6 +107,12 @@ const (
 	// autoMaxGPTrials is the trial from which Auto's model is TPE: the
 	// GP's cost grows with the cube of the trials.
 	autoMaxGPTrials = 400
+	// The portfolio's window of proposals scored, the proposals a sampler
+	// makes before it is scored, and every how many trials the runner-up
+	// proposes.
+	autoWindow  = 8
+	autoTry     = 3
+	autoRefresh = 5
 )
 
 // autoInitial is the size of the space-filling design: enough points to
@@ -134,8 +143,8 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	f := featuresOf(params)
 	model, why := autoModel(f)
 	initial := autoInitial(f.dims, trials)
-	local := fmt.Sprintf("sobol for %d trials, then %s; on %d trials without a better one, cmaes from the best trial (IPOP restarts) alternating with %s",
-		initial, model, autoStall(f.dims), model)
+	local := fmt.Sprintf("sobol for %d trials, then a portfolio of %s and tpe (univariate), and after %d trials without a better one cmaes from the best trial (IPOP restarts): each proposes as its last %d proposals rank among the trials",
+		initial, model, autoStall(f.dims), autoWindow)
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
 	}
@@ -214,7 +223,8 @@ type autoSampler struct {
 	model    string
 	sobol    *sobolSampler
 	gp       *gpSampler
-	tpe      *tpeSampler
+	tpe      *tpeSampler // multivariate
+	tpe1     *tpeSampler // univariate
 	cma      *cmaSampler
 	decided  []string // per trial, the sampler that proposed it
 	cmaTrial []int    // the trials CMA-ES proposed, in order
@@ -224,7 +234,7 @@ func newAutoSampler(l *Local) *autoSampler {
 	f := featuresOf(l.params)
 	model, _ := autoModel(f)
 	s := &autoSampler{l: l, initial: autoInitial(f.dims, l.trials), stall: autoStall(f.dims), model: model,
-		gp: &gpSampler{l: l}, tpe: &tpeSampler{l: l, multivariate: true}}
+		gp: &gpSampler{l: l}, tpe: &tpeSampler{l: l, multivariate: true}, tpe1: &tpeSampler{l: l}}
 	if len(l.params) <= len(joeKuo)+1 {
 		s.sobol = newSobolSampler(l)
 	}
@@ -250,7 +260,15 @@ func (s *autoSampler) since(history []TrialResult) int {
 	return seen - 1 - bestAt
 }
 
-// decide is the sampler of trial j, given the trials it may see.
+// decide is the sampler of trial j, given the trials it may see. After
+// the design it is a portfolio: each sampler (the model, univariate TPE,
+// and CMA-ES once the search has stagnated) is scored by where its last
+// autoWindow proposals rank among the trials seen (their mean percentile),
+// a sampler with fewer than autoTry proposals seen goes first, the best
+// scored proposes, and every autoRefresh-th trial the runner-up does, so
+// that a score never goes stale. On a smooth objective the model's
+// proposals rank best and it proposes most trials; on a rugged or
+// separable one univariate TPE or CMA-ES takes over.
 func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	succeeded := 0
 	for _, r := range seen {
@@ -268,14 +286,43 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	if model == AlgorithmBayesian && j >= autoMaxGPTrials {
 		model = AlgorithmMultivariateTPE
 	}
-	cmaRunning := len(s.cmaTrial) > 0
-	if s.since(seen) >= s.stall || (cmaRunning && s.since(seen) >= s.stall/2) {
-		// Stagnation: CMA-ES two trials in three, the model the third.
-		if j%3 != 0 {
-			return AlgorithmCMAES
-		}
+	arms := []string{model, AlgorithmTPE}
+	if s.cma != nil || s.since(seen) >= s.stall {
+		arms = append(arms, AlgorithmCMAES)
 	}
-	return model
+	// The percentile of each seen succeeded trial (1 for the best).
+	ranked := sortByObjective(s.l.objective, seen)
+	pct := make(map[int]float64, len(ranked))
+	for k, r := range ranked {
+		pct[r.Number] = 1 - float64(k)/float64(max(len(ranked)-1, 1))
+	}
+	type arm struct {
+		name  string
+		seen  int
+		score float64
+	}
+	var scored []arm
+	for _, a := range arms {
+		sum, n := 0.0, 0
+		for k := min(len(seen), len(s.decided)) - 1; k >= 0 && n < autoWindow; k-- {
+			if s.decided[k] != a && !(a == model && s.decided[k] == s.model) {
+				continue
+			}
+			if p, ok := pct[seen[k].Number]; ok {
+				sum += p
+			}
+			n++
+		}
+		if n < autoTry {
+			return a
+		}
+		scored = append(scored, arm{a, n, sum / float64(n)})
+	}
+	slices.SortStableFunc(scored, func(a, b arm) int { return cmp.Compare(b.score, a.score) })
+	if j%autoRefresh == 0 {
+		return scored[1].name
+	}
+	return scored[0].name
 }
 
 func (s *autoSampler) sample(i int, history []TrialResult, pending []map[string]any) map[string]any {
@@ -301,6 +348,8 @@ func (s *autoSampler) sample(i int, history []TrialResult, pending []map[string]
 		return s.gp.sample(i, history, pending)
 	case AlgorithmMultivariateTPE:
 		return s.tpe.sample(i, history, pending)
+	case AlgorithmTPE:
+		return s.tpe1.sample(i, history, pending)
 	}
 	// CMA-ES sees its own trials only, numbered in its own order.
 	var own []TrialResult

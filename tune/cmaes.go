@@ -22,7 +22,8 @@ import (
 // quarter of the cube unless set). It restarts with twice the population
 // (IPOP: Auger and Hansen, CEC 2005) from a new random point when its step
 // size has collapsed or its best value has not improved for 8+⌈10n/λ⌉
-// generations. A Choice, Discrete or Int whose spread has shrunk below
+// generations (RestartStrategy "ipop", the default; "none" turns it off).
+// A Choice, Discrete or Int whose spread has shrunk below
 // half a slice is moved to another value in one sample of five, as the
 // integer mutation of Hansen's "A CMA-ES for Mixed-Integer Nonlinear
 // Optimization" (INRIA RR-7751, 2011), so that a discrete dimension keeps
@@ -36,6 +37,8 @@ type cmaSampler struct {
 	// x0 is the first run's mean; nil draws it from the seed.
 	x0     []float64
 	states []*cmaState
+	// restarts is off under RestartStrategy("none").
+	restarts bool
 	// stream separates the random streams of separate CMA-ES instances
 	// in one study (Auto runs one per stagnation).
 	stream uint64
@@ -65,7 +68,8 @@ func newCMASampler(l *Local) *cmaSampler {
 			sigma = f
 		}
 	}
-	return &cmaSampler{l: l, dims: dimsOf(l.params), n: n, sigma0: sigma}
+	strategy, _ := l.algorithm.setting("restart_strategy")
+	return &cmaSampler{l: l, dims: dimsOf(l.params), n: n, sigma0: sigma, restarts: strategy != "none"}
 }
 
 // fresh is the state of run number run, starting at trial first with
@@ -145,7 +149,7 @@ func (s *cmaSampler) tell(st *cmaState, history []TrialResult) *cmaState {
 			next.best, next.stall = v, 0
 		}
 	}
-	if next.stall >= 8+int(math.Ceil(10*n/float64(st.lambda))) || st.sigma*slices.Max(st.d) < 1e-4 {
+	if s.restarts && (next.stall >= 8+int(math.Ceil(10*n/float64(st.lambda))) || st.sigma*slices.Max(st.d) < 1e-4) {
 		return s.fresh(st.run+1, next.first, 2*st.lambda, s.startMean(st.run+1), s.sigma0)
 	}
 	mu := min(st.mu, len(ranked))

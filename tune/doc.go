@@ -121,19 +121,33 @@
 // refused, naming what differs). OnProgress reports the counts and the
 // best trial as trials finish.
 //
-// Samplers: Random; Grid (every combination, in a seeded order); Sobol
-// (Joe and Kuo's direction numbers, a seeded digital shift, up to 32
+// The default sampler is Auto: it reads the space (how many dimensions,
+// how many of them Choices), the budget and the parallelism, and runs a
+// Sobol design, then a portfolio of a Gaussian process (multivariate TPE
+// when most dimensions are Choices or there are more than 32), univariate
+// TPE and, once the search has stagnated, CMA-ES from the best trial (with
+// IPOP restarts): each trial goes to the sampler whose recent proposals
+// rank best among the trials so far, so the GP proposes most trials of a
+// smooth objective and TPE or CMA-ES take over a rugged one. Local.Plan
+// (and Algorithm.Plan, for an Experiment) says what it runs and why, and
+// the Katib algorithm an Experiment renders for the same study (cmaes,
+// bayesianoptimization or multivariate-tpe); TrialResult.Sampler says
+// which sampler proposed each trial.
+//
+// The other samplers: Random; Grid (every combination, in a seeded order);
+// Sobol (Joe and Kuo's direction numbers, a seeded digital shift, up to 32
 // parameters); TPE, univariate as hyperopt's, and MultivariateTPE, one
 // product kernel per trial (bandwidths from the neighbour gaps, Optuna's
-// magic clip, Choices by their counts and redrawn uniformly one time in
-// five); CMAES (Hansen's tutorial, generations of 4+⌊3 ln n⌋ trials over the
-// unit cube); and Bayesian, a Gaussian process with a Matérn 5/2 kernel
-// and expected improvement, its objective log-warped and standardised. With
-// Parallelism above 1 the model-based ones use a constant liar (ConstantLiar,
-// on by default). Settings are checked as Katib's services check them, and
-// those a local sampler cannot honour (a CMA-ES restart strategy, a
-// Bayesian estimator other than GP or acquisition other than EI) are
-// refused.
+// magic clip, a Choice's kernel inside each component as Optuna's); CMAES
+// (Hansen's tutorial, generations of 4+⌊3 ln n⌋ trials over the unit cube,
+// started at a seeded point, IPOP restarts, and an integer mutation that
+// keeps Choices and Ints moving); and Bayesian, a Gaussian process with a
+// Matérn 5/2 kernel and expected improvement, its objective log-warped and
+// standardised. With Parallelism above 1 the model-based ones use a
+// constant liar (ConstantLiar, on by default). Settings are checked as
+// Katib's services check them, and those a local sampler cannot honour (a
+// CMA-ES restart strategy other than ipop or none, a Bayesian estimator
+// other than GP or acquisition other than EI) are refused.
 //
 // Early stopping through Trial.Report: MedianStop (Katib's medianstop),
 // and, local only, HalvingStop (asynchronous successive halving) and

@@ -182,7 +182,7 @@ var localAlgorithms = []string{AlgorithmAuto, AlgorithmRandom, AlgorithmGrid, Al
 // localUnsupported are settings Katib's services take that the local
 // samplers cannot honour, with the values they can.
 var localUnsupported = map[string]map[string][]string{
-	AlgorithmCMAES:    {"restart_strategy": {"none"}},
+	AlgorithmCMAES:    {"restart_strategy": {"ipop", "none"}},
 	AlgorithmBayesian: {"base_estimator": {"GP"}, "acq_func": {"EI"}, "acq_optimizer": {"auto", "sampling"}},
 }
 

@@ -24,9 +24,9 @@ type tpeSampler struct {
 }
 
 const (
-	tpeStartup       = 10  // random trials first, as Optuna and Katib's defaults
-	tpeCandidates    = 128 // candidates scored per trial, multivariate
-	tpeCandidates1D  = 24  // candidates scored per parameter, univariate (hyperopt's and Optuna's default)
+	tpeStartup      = 10  // random trials first, as Optuna and Katib's defaults
+	tpeCandidates   = 128 // candidates scored per trial, multivariate
+	tpeCandidates1D = 24  // candidates scored per parameter, univariate (hyperopt's and Optuna's default)
 )
 
 // dim is one parameter on the sampler's continuous (or categorical) scale.
