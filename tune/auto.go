@@ -111,8 +111,8 @@ const (
 	// makes before it is scored, and every how many trials the runner-up
 	// proposes.
 	autoWindow  = 8
-	autoTry     = 3
-	autoRefresh = 5
+	autoTry     = 2
+	autoRefresh = 6
 )
 
 // autoInitial is the size of the space-filling design: enough points to
@@ -153,7 +153,7 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 		reason += fmt.Sprintf("; %d trials at once: the model counts running trials as bad ones (the constant liar)", parallel)
 	}
 	katib, katibWhy := autoKatib(f, params, trials, parallel)
-	if seed, ok := a.setting("random_state"); ok && katib.name != AlgorithmSobol {
+	if seed, ok := a.setting("random_state"); ok {
 		katib = katib.Seed(atoi(seed))
 	}
 	return Plan{Local: local, Katib: katib, Reason: reason + ". In Katib: " + katibWhy}
@@ -263,10 +263,12 @@ func (s *autoSampler) since(history []TrialResult) int {
 // decide is the sampler of trial j, given the trials it may see. After
 // the design it is a portfolio: each sampler (the model, univariate TPE,
 // and CMA-ES once the search has stagnated) is scored by where its last
-// autoWindow proposals rank among the trials seen (their mean percentile),
+// autoWindow proposals did among the trials seen (1 for a new best, else
+// half the fourth power of its percentile, so that the proposals that
+// improve, then those among the best, count most),
 // a sampler with fewer than autoTry proposals seen goes first, the best
-// scored proposes, and every autoRefresh-th trial the runner-up does, so
-// that a score never goes stale. On a smooth objective the model's
+// scored proposes, and every autoRefresh-th trial one of the others does,
+// in turn, so that no score goes stale. On a smooth objective the model's
 // proposals rank best and it proposes most trials; on a rugged or
 // separable one univariate TPE or CMA-ES takes over.
 func (s *autoSampler) decide(j int, seen []TrialResult) string {
@@ -290,11 +292,19 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	if s.cma != nil || s.since(seen) >= s.stall {
 		arms = append(arms, AlgorithmCMAES)
 	}
-	// The percentile of each seen succeeded trial (1 for the best).
+	// The percentile of each seen succeeded trial (1 for the best), and
+	// the trials that improved on every trial before them.
 	ranked := sortByObjective(s.l.objective, seen)
 	pct := make(map[int]float64, len(ranked))
 	for k, r := range ranked {
 		pct[r.Number] = 1 - float64(k)/float64(max(len(ranked)-1, 1))
+	}
+	improved := map[int]bool{}
+	var best *TrialResult
+	for k := range seen {
+		if r := &seen[k]; r.State == cube.Succeeded && (best == nil || s.l.objective.better(r.Value, best.Value)) {
+			improved[r.Number], best = true, r
+		}
 	}
 	type arm struct {
 		name  string
@@ -308,8 +318,11 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 			if s.decided[k] != a && !(a == model && s.decided[k] == s.model) {
 				continue
 			}
-			if p, ok := pct[seen[k].Number]; ok {
-				sum += p
+			switch p, ok := pct[seen[k].Number]; {
+			case improved[seen[k].Number]:
+				sum++
+			case ok:
+				sum += p * p * p * p / 2 // a proposal among the best counts most
 			}
 			n++
 		}
@@ -320,7 +333,8 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	}
 	slices.SortStableFunc(scored, func(a, b arm) int { return cmp.Compare(b.score, a.score) })
 	if j%autoRefresh == 0 {
-		return scored[1].name
+		// The others in turn.
+		return scored[1+(j/autoRefresh)%(len(scored)-1)].name
 	}
 	return scored[0].name
 }

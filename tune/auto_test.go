@@ -39,7 +39,7 @@ func TestAutoPlan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			plan := tune.NewLocal(tune.Minimize("loss"), c.params...).MaxTrials(c.trials).Parallelism(c.parallel).Seed(5).Plan()
 			assert.Equal(t, c.katib, plan.Katib.Name())
-			assert.Contains(t, plan.Local, "then "+c.localModel)
+			assert.Contains(t, plan.Local, "then a portfolio of "+c.localModel)
 			assert.Contains(t, plan.Reason, c.reason)
 			assert.Contains(t, plan.Reason, c.katibWords)
 			assert.Equal(t, plan, tune.Auto().Seed(5).Plan(c.params, c.trials, c.parallel))
@@ -52,9 +52,7 @@ func TestAutoPlan(t *testing.T) {
 				Trial(pytorch("t").Torchrun("m.py", refs...)).MaxTrials(c.trials).Parallelism(c.parallel).Build()
 			require.NoError(t, err)
 			assert.Equal(t, c.katib, exp.Spec.Algorithm.AlgorithmName)
-			if c.katib != "sobol" {
-				assert.Contains(t, exp.Spec.Algorithm.AlgorithmSettings, common.AlgorithmSetting{Name: "random_state", Value: "5"})
-			}
+			assert.Contains(t, exp.Spec.Algorithm.AlgorithmSettings, common.AlgorithmSetting{Name: "random_state", Value: "5"})
 		})
 	}
 	// Without Algorithm an Experiment runs Auto too; without MaxTrials the
@@ -87,7 +85,7 @@ func TestAutoAdapts(t *testing.T) {
 	assert.Equal(t, slices.Repeat([]string{"sobol"}, 8), samplers[:8], "a Sobol design of dims+2 trials")
 	assert.Equal(t, "bayesianoptimization", samplers[8])
 	assert.Contains(t, samplers, "cmaes", "CMA-ES joins once the GP stagnates: %v", samplers)
-	assert.True(t, strings.HasPrefix(study().Plan().Local, "sobol for 8 trials, then bayesianoptimization"))
+	assert.True(t, strings.HasPrefix(study().Plan().Local, "sobol for 8 trials, then a portfolio of bayesianoptimization and tpe"))
 
 	// Stop after 40 trials, then resume from the study file.
 	path := filepath.Join(t.TempDir(), "study.jsonl")

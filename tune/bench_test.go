@@ -124,7 +124,7 @@ func optunaRuns(tb testing.TB, py string, fs []benchFunction, first, seeds int, 
 	return startOptuna(tb, py, fs, first, seeds, budgets)()
 }
 
-// startOptuna starts testdata/optuna_bench.py on fs in two processes (the
+// startOptuna starts testdata/optuna_bench.py on fs in three processes (the
 // objectives dealt between them), and returns a function that waits for
 // their studies.
 func startOptuna(tb testing.TB, py string, fs []benchFunction, first, seeds int, budgets []int) func() []run {
@@ -137,9 +137,9 @@ func startOptuna(tb testing.TB, py string, fs []benchFunction, first, seeds int,
 		stdout, stderr bytes.Buffer
 	}
 	var procs []*proc
-	for w := range 2 {
+	for w := range 3 {
 		var share []benchFunction
-		for i := w; i < len(fs); i += 2 {
+		for i := w; i < len(fs); i += 3 {
 			share = append(share, fs[i])
 		}
 		if len(share) == 0 {
@@ -329,7 +329,7 @@ func benchConfig(tb testing.TB) (first, seeds int, names []string, fs []benchFun
 // median and interquartile range of the regret (the clean value of the
 // best trial found minus the optimum) over 20 seeds at 25, 50 and 100
 // trials, and the median time per suggestion (the functions cost nothing,
-// so it is the sampler's). Optuna runs in two processes beside cube's
+// so it is the sampler's). Optuna runs in three processes beside cube's
 // studies, so that the comparison fits in about a quarter of an hour on a
 // shared two-core machine. Run with
 //
