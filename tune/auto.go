@@ -143,7 +143,7 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	f := featuresOf(params)
 	model, why := autoModel(f)
 	initial := autoInitial(f.dims, trials)
-	local := fmt.Sprintf("sobol for %d trials, then a portfolio of %s and tpe (univariate), and after %d trials without a better one cmaes from the best trial (IPOP restarts): each proposes as its last %d proposals rank among the trials",
+	local := fmt.Sprintf("sobol for %d trials, then a portfolio of %s, tpe (univariate) and, after %d trials without a better one, cmaes from the best trial (IPOP restarts): each trial goes to the one whose last %d proposals did best",
 		initial, model, autoStall(f.dims), autoWindow)
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
