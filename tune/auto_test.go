@@ -67,10 +67,10 @@ func TestAutoPlan(t *testing.T) {
 	assert.ErrorContains(t, err, `spec.algorithm.algorithmSettings[0].name: Unsupported value: "sigma"`)
 }
 
-// TestAutoAdapts: Auto starts with a space-filling design, then its model;
-// on a multimodal objective where the model stagnates, CMA-ES joins; each
-// trial says which sampler proposed it, and a resumed study proposes what
-// an uninterrupted one does.
+// TestAutoAdapts: Auto starts with a space-filling design, then its
+// portfolio, the GP first; on a multimodal objective where the search
+// stagnates, CMA-ES joins; each trial says which sampler proposed it, and
+// a resumed study proposes what an uninterrupted one does.
 func TestAutoAdapts(t *testing.T) {
 	rastrigin := suiteSubset(t, "rastrigin6")[0]
 	study := func() *tune.Local {
@@ -85,7 +85,7 @@ func TestAutoAdapts(t *testing.T) {
 	assert.Equal(t, slices.Repeat([]string{"sobol"}, 8), samplers[:8], "a Sobol design of dims+2 trials")
 	assert.Equal(t, "bayesianoptimization", samplers[8])
 	assert.Contains(t, samplers, "cmaes", "CMA-ES joins once the GP stagnates: %v", samplers)
-	assert.True(t, strings.HasPrefix(study().Plan().Local, "sobol for 8 trials, then a portfolio of bayesianoptimization and tpe"))
+	assert.True(t, strings.HasPrefix(study().Plan().Local, "sobol for 8 trials, then a portfolio of bayesianoptimization, tpe"))
 
 	// Stop after 40 trials, then resume from the study file.
 	path := filepath.Join(t.TempDir(), "study.jsonl")
