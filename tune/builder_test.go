@@ -185,7 +185,7 @@ func TestValidation(t *testing.T) {
 			for _, n := range []string{"1bad", "neg", "step", "frac", "logstep", "c", "c2", "c3", "d", "d2", "d3", "negstep"} {
 				refs = append(refs, tune.Ref(n))
 			}
-			return tune.New("p").Objective(tune.Minimize("loss")).Trial(pytorch("t").Torchrun("m.py", refs...)).Param(
+			return tune.New("p").Objective(tune.Minimize("loss")).Algorithm(tune.Random()).Trial(pytorch("t").Torchrun("m.py", refs...)).Param(
 				tune.Float("", 0, 1), tune.Float("1bad", math.Inf(1), 1), tune.Float("neg", -1, 1).Log(),
 				tune.Float("step", 0, 1).Step(2), tune.Int("frac", 0, 10).Step(0.5), tune.Float("logstep", 1, 10).Log().Step(1),
 				tune.Choice("c"), tune.Choice("c2", "a", "a", ""), tune.Choice("c3", "a").Log(),

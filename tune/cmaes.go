@@ -2,6 +2,8 @@ package tune
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 )
 
@@ -9,21 +11,37 @@ import (
 // the update equations and default constants of Hansen, "The CMA Evolution
 // Strategy: A Tutorial" (arXiv:1604.00772), with positive recombination
 // weights only, over the unit cube of the parameters (each on its own (log)
-// scale; a Choice or Discrete by equal slices). Generation g is the trials
-// g·λ..g·λ+λ-1, λ = 4+⌊3 ln n⌋; a trial samples from the distribution after
-// every generation it may see in full, so a seed fixes every trial whatever
-// the parallelism, and a resumed study recomputes the same distributions
-// from the recorded trials. The search starts at the centre with step size
-// Sigma (1/6 of the cube, as Optuna, unless set); a sample outside the
-// cube is redrawn, up to 100 times, then clipped.
+// scale; a Choice, Discrete or Int by equal slices). A generation is λ
+// consecutive trials, λ = 4+⌊3 ln n⌋ at first; a trial samples from the
+// distribution after every generation it may see in full, so a seed fixes
+// every trial whatever the parallelism, and a resumed study recomputes the
+// same distributions from the recorded trials.
+//
+// A run starts at a point drawn from the seed (not the centre of the cube,
+// which for a Choice is always its middle value), with step size Sigma (a
+// quarter of the cube unless set). It restarts with twice the population
+// (IPOP: Auger and Hansen, CEC 2005) from a new random point when its step
+// size has collapsed or its best value has not improved for 8+⌈10n/λ⌉
+// generations (RestartStrategy "ipop", the default; "none" turns it off).
+// A Choice, Discrete or Int whose spread has shrunk below
+// half a slice is moved to another value in one sample of five, as the
+// integer mutation of Hansen's "A CMA-ES for Mixed-Integer Nonlinear
+// Optimization" (INRIA RR-7751, 2011), so that a discrete dimension keeps
+// being explored. A sample outside the cube is redrawn, up to 100 times,
+// then clipped.
 type cmaSampler struct {
 	l      *Local
 	dims   []dim
 	n      int
-	lambda int
-	mu     int
-	w      []float64 // recombination weights of the best mu
+	sigma0 float64
+	// x0 is the first run's mean; nil draws it from the seed.
+	x0     []float64
 	states []*cmaState
+	// restarts is off under RestartStrategy("none").
+	restarts bool
+	// stream separates the random streams of separate CMA-ES instances
+	// in one study (Auto runs one per stagnation).
+	stream uint64
 }
 
 type cmaState struct {
@@ -33,26 +51,51 @@ type cmaState struct {
 	pc, ps []float64
 	b      [][]float64 // eigenvectors of c, as columns
 	d      []float64   // square roots of its eigenvalues
-	gen    int
+	gen    int         // generations since the run started
+	first  int         // the index, in the sampler's trials, of the generation's first trial
+	lambda int
+	mu     int
+	run    int     // restarts so far
+	best   float64 // the run's best value so far (minimised)
+	stall  int     // generations without improving best
 }
 
 func newCMASampler(l *Local) *cmaSampler {
 	n := len(l.params)
-	s := &cmaSampler{l: l, dims: dimsOf(l.params), n: n, lambda: 4 + int(math.Floor(3*math.Log(float64(n))))}
-	s.mu = s.lambda / 2
-	sigma := 1.0 / 6
+	sigma := 0.25
 	if v, ok := l.algorithm.setting("sigma"); ok {
 		if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 {
 			sigma = f
 		}
 	}
-	st := &cmaState{mean: make([]float64, n), sigma: sigma, c: identity(n), pc: make([]float64, n), ps: make([]float64, n),
-		b: identity(n), d: make([]float64, n)}
+	strategy, _ := l.algorithm.setting("restart_strategy")
+	return &cmaSampler{l: l, dims: dimsOf(l.params), n: n, sigma0: sigma, restarts: strategy != "none"}
+}
+
+// fresh is the state of run number run, starting at trial first with
+// population lambda.
+func (s *cmaSampler) fresh(run, first, lambda int, mean []float64, sigma float64) *cmaState {
+	n := s.n
+	st := &cmaState{mean: mean, sigma: sigma, c: identity(n), pc: make([]float64, n), ps: make([]float64, n),
+		b: identity(n), d: make([]float64, n), first: first, lambda: lambda, mu: lambda / 2, run: run, best: math.Inf(1)}
 	for k := range n {
-		st.mean[k], st.d[k] = 0.5, 1
+		st.d[k] = 1
 	}
-	s.states = []*cmaState{st}
-	return s
+	return st
+}
+
+// startMean is the mean of run number run: x0 for the first run when set,
+// otherwise a point drawn from the seed.
+func (s *cmaSampler) startMean(run int) []float64 {
+	if run == 0 && s.x0 != nil {
+		return slices.Clone(s.x0)
+	}
+	rng := rand.New(rand.NewPCG(uint64(s.l.seed), 1<<61|s.stream<<20|uint64(run)))
+	m := make([]float64, s.n)
+	for k := range m {
+		m[k] = 0.1 + 0.8*rng.Float64()
+	}
+	return m
 }
 
 func identity(n int) [][]float64 {
@@ -94,14 +137,22 @@ func (s *cmaSampler) toUnit(values map[string]any) []float64 {
 	return u
 }
 
-// tell updates st with generation st.gen's succeeded trials.
+// tell updates st with its generation's succeeded trials, or restarts.
 func (s *cmaSampler) tell(st *cmaState, history []TrialResult) *cmaState {
 	n := float64(s.n)
-	first := st.gen * s.lambda
-	gen := history[first : first+s.lambda]
+	gen := history[st.first : st.first+st.lambda]
 	ranked := sortByObjective(s.l.objective, gen)
-	next := &cmaState{mean: st.mean, sigma: st.sigma, c: st.c, pc: st.pc, ps: st.ps, b: st.b, d: st.d, gen: st.gen + 1}
-	mu := min(s.mu, len(ranked))
+	next := &cmaState{mean: st.mean, sigma: st.sigma, c: st.c, pc: st.pc, ps: st.ps, b: st.b, d: st.d, gen: st.gen + 1,
+		first: st.first + st.lambda, lambda: st.lambda, mu: st.mu, run: st.run, best: st.best, stall: st.stall + 1}
+	if len(ranked) > 0 {
+		if v := s.l.objective.minimised(ranked[0].Value); v < st.best {
+			next.best, next.stall = v, 0
+		}
+	}
+	if s.restarts && (next.stall >= 8+int(math.Ceil(10*n/float64(st.lambda))) || st.sigma*slices.Max(st.d) < 1e-4) {
+		return s.fresh(st.run+1, next.first, 2*st.lambda, s.startMean(st.run+1), s.sigma0)
+	}
+	mu := min(st.mu, len(ranked))
 	if mu < 1 {
 		return next
 	}
@@ -176,14 +227,28 @@ func (s *cmaSampler) tell(st *cmaState, history []TrialResult) *cmaState {
 }
 
 func (s *cmaSampler) sample(i int, history []TrialResult, _ []map[string]any) map[string]any {
+	return fromUnit(s.l.params, s.sampleUnit(i, history))
+}
+
+// sampleUnit is trial i's point of the unit cube, i and history counted
+// in the sampler's own trials.
+func (s *cmaSampler) sampleUnit(i int, history []TrialResult) []float64 {
+	if len(s.states) == 0 {
+		lambda := 4 + int(math.Floor(3*math.Log(float64(s.n))))
+		s.states = []*cmaState{s.fresh(0, 0, lambda, s.startMean(0), s.sigma0)}
+	}
 	// The distribution after every generation both before trial i's own and
 	// wholly seen.
-	g := min(i/s.lambda, len(history)/s.lambda)
-	for len(s.states) <= g {
-		s.states = append(s.states, s.tell(s.states[len(s.states)-1], history))
+	for last := s.states[len(s.states)-1]; last.first+last.lambda <= len(history) && last.first+last.lambda <= i; last = s.states[len(s.states)-1] {
+		s.states = append(s.states, s.tell(last, history))
 	}
-	st := s.states[g]
-	rng := s.l.rngFor(i, 3)
+	st := s.states[0]
+	for _, c := range s.states {
+		if c.first <= i {
+			st = c
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(s.l.seed), uint64(i)<<8|3|s.stream<<40))
 	x := make([]float64, s.n)
 	z := make([]float64, s.n)
 	for range 100 {
@@ -202,10 +267,44 @@ func (s *cmaSampler) sample(i int, history []TrialResult, _ []map[string]any) ma
 			break
 		}
 	}
-	for k := range x {
+	for k, dm := range s.dims {
 		x[k] = math.Min(math.Max(x[k], 0), math.Nextafter(1, 0))
+		ns := dm.slices()
+		if ns == 0 || st.sigma*math.Sqrt(st.c[k][k]) >= 0.5/float64(ns) || rng.Float64() >= 0.2 {
+			continue
+		}
+		// The integer mutation: another value of a dimension the
+		// distribution no longer moves in.
+		at := min(int(x[k]*float64(ns)), ns-1)
+		to := at + 1 - 2*rng.IntN(2)
+		if dm.category {
+			to = (at + 1 + rng.IntN(ns-1)) % ns
+		}
+		if to < 0 || to >= ns {
+			to = 2*at - to // the other neighbour
+		}
+		x[k] = (float64(to) + 0.5) / float64(ns)
 	}
-	return fromUnit(s.l.params, x)
+	return x
+}
+
+// slices is the number of values of a Choice, Discrete, Int or stepped
+// Float on the unit scale, or 0 for a continuous Float (or one of more
+// than 1000 values).
+func (dm dim) slices() int {
+	n := 0
+	switch {
+	case dm.category:
+		n = dm.k
+	case dm.p.kind == DiscreteKind:
+		n = len(dm.p.values)
+	case dm.p.kind == IntKind || dm.p.step != 0:
+		n = dm.p.gridSize()
+	}
+	if n < 2 || n > 1000 {
+		return 0
+	}
+	return n
 }
 
 // jacobiEigen returns the eigenvalues and eigenvectors (as columns) of the

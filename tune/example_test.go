@@ -218,10 +218,10 @@ func ExampleLocal_OnProgress() {
 		fmt.Println(err)
 	}
 	// Output:
-	// 1/4 done, best 0.262 (trial 0)
-	// 2/4 done, best 0.032 (trial 1)
-	// 3/4 done, best 0.032 (trial 1)
-	// 4/4 done, best 0.032 (trial 1)
+	// 1/4 done, best 0.269 (trial 0)
+	// 2/4 done, best 0.231 (trial 1)
+	// 3/4 done, best 0.231 (trial 1)
+	// 4/4 done, best 0.231 (trial 1)
 }
 
 // HalvingStop is asynchronous successive halving: at reports 1, 3, 9...
@@ -250,7 +250,7 @@ func ExampleHalvingStop() {
 	}
 	fmt.Printf("%d epochs instead of %d; best loss %.3f\n", epochs, 30*9, res.Best.Value)
 	// Output:
-	// 84 epochs instead of 270; best loss 0.134
+	// 72 epochs instead of 270; best loss 0.134
 }
 
 // RunCommand runs each trial as a process that prints its metric as Katib
@@ -265,4 +265,38 @@ func ExampleLocal_RunCommand() {
 	fmt.Println("best n:", res.Best.Int("n"), "loss", res.Best.Value)
 	// Output:
 	// best n: 4 loss 0
+}
+
+// Without Algorithm a study runs Auto, which chooses from the space, the
+// budget and the parallelism; Plan says what it runs locally, the Katib
+// algorithm an Experiment of the same study renders, and why.
+func ExampleLocal_Plan() {
+	study := tune.NewLocal(tune.Minimize("loss"),
+		tune.Float("dropout", 0, 0.5),
+		tune.Float("lr", 1e-5, 1e-1).Log(),
+		tune.Int("layers", 1, 8),
+		tune.Choice("optimizer", "adam", "sgd"),
+	).MaxTrials(60).Parallelism(2).Seed(7)
+	plan := study.Plan()
+	fmt.Println(plan.Local)
+	fmt.Println(plan.Katib.Name())
+	fmt.Println(plan.Reason)
+	res, err := study.Run(context.Background(), func(_ context.Context, t *tune.Trial) (float64, error) {
+		loss := math.Pow(t.Float("dropout")-0.2, 2) + math.Pow(math.Log10(t.Float("lr"))+3, 2) + math.Abs(float64(t.Int("layers")-4))/10
+		if t.String("optimizer") == "sgd" {
+			loss += 0.5
+		}
+		return loss, nil
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("first trial by %s, trial 10 by %s; best %s with %s\n", res.Trials[0].Sampler, res.Trials[10].Sampler,
+		res.Best.Values["optimizer"], res.Best.Sampler)
+	// Output:
+	// sobol for 6 trials, then a portfolio of bayesianoptimization, tpe (univariate) and, after 10 trials without a better one, cmaes from the best trial (IPOP restarts): each trial goes to the one whose last 8 proposals did best
+	// multivariate-tpe
+	// 4 dimensions, 1 of them Choices: a Gaussian process with expected improvement learns the most from each trial; 2 trials at once: the model counts running trials as bad ones (the constant liar). In Katib: multivariate-tpe (Optuna): Choices or Discretes, which it models jointly with every other kind
+	// first trial by sobol, trial 10 by tpe; best adam with bayesianoptimization
 }

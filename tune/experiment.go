@@ -54,7 +54,8 @@ type Experiment struct {
 }
 
 // New starts an experiment named name (at most 40 characters, Katib's
-// limit), searching with Random until Algorithm says otherwise.
+// limit), searching with the algorithm Auto maps its space and budget to
+// until Algorithm says otherwise.
 func New(name string) *Experiment {
 	e := &Experiment{}
 	podspec.Of(&e.Handle).InitMeta(e, "experiment", name)
@@ -70,7 +71,8 @@ func (e *Experiment) Objective(o Objective) *Experiment {
 	return e
 }
 
-// Algorithm sets the search algorithm (replaces; default Random).
+// Algorithm sets the search algorithm (replaces; default Auto, which
+// renders the Katib algorithm Algorithm.Plan names).
 func (e *Experiment) Algorithm(a Algorithm) *Experiment {
 	if e == nil {
 		return nil
@@ -112,8 +114,8 @@ func (e *Experiment) Param(params ...Param) *Experiment {
 	return e
 }
 
-// Trial sets the workload each trial runs (replaces), and appends where
-// parameters reach it. The workload renders one trial object (a batch Job,
+// Trial sets the workload each trial runs and where parameters reach it
+// (replaces both: a second call keeps none of the first call's placements). The workload renders one trial object (a batch Job,
 // PyTorchJob, TFJob, MPIJob, XGBoostJob, or another kind the Katib
 // controller lists in its trialResources) and may render ConfigMaps and
 // Secrets beside it, which every trial shares. Its name and namespace are
@@ -123,7 +125,7 @@ func (e *Experiment) Trial(w cube.Workload, places ...Placement) *Experiment {
 		return nil
 	}
 	e.trial = w
-	e.placements = append(e.placements, places...)
+	e.placements = slices.Clone(places)
 	return e
 }
 
@@ -261,7 +263,7 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 		errs = append(errs, field.NotSupported(spec.Child("resumePolicy"), e.resume, []ResumePolicy{NeverResume, LongRunning, FromVolume}))
 	}
 
-	algorithm := Random()
+	algorithm := Auto()
 	if e.algorithm != nil {
 		algorithm = *e.algorithm
 	}
@@ -283,6 +285,11 @@ func (e *Experiment) build() (*katibv1beta1.Experiment, []client.Object, error) 
 	}
 	if maxTrials32 != nil {
 		maxTrials = *maxTrials32
+	}
+	if algorithm.name == AlgorithmAuto {
+		// Auto renders the Katib algorithm it maps to.
+		errs = append(errs, validateSettings(AlgorithmAuto, algorithm.settings, autoRules, nil, spec.Child("algorithm"))...)
+		algorithm = planFor(e.params, int(maxTrials), int(parallel), algorithm).Katib
 	}
 	errs = append(errs, algorithm.validate(spec.Child("algorithm"), e.params, parallel, maxTrials,
 		spec.Child("parallelTrialCount"), spec.Child("maxTrialCount"))...)

@@ -2,114 +2,372 @@ package tune_test
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/cubestudio/cube/tune"
 )
 
-// benchFunction is a standard test function, written identically in
-// testdata/optuna_bench.py so that both tuners minimise the same thing.
+// The benchmark suite. Each objective is a family (a formula) with its
+// search space and constants; the suite is written as JSON (suiteJSON)
+// for testdata/optuna_bench.py, which evaluates the same families from the
+// same constants, and TestSuiteFormulasAgree checks that both sides compute
+// the same values on sample points.
+
+// paramSpec is one parameter of an objective, as the Python side reads it.
+type paramSpec struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"` // float, int, choice
+	Lo      float64  `json:"lo"`
+	Hi      float64  `json:"hi"`
+	Log     bool     `json:"log,omitempty"`
+	Choices []string `json:"choices,omitempty"`
+}
+
+// benchFunction is one objective of the suite.
 type benchFunction struct {
 	name    string
+	family  string
+	specs   []paramSpec
+	consts  map[string][]float64
 	params  []tune.Param
-	optimum float64 // the global minimum
-	eval    func(t *tune.Trial) float64
+	optimum float64 // the global minimum of the clean value
 }
 
-func vector(t *tune.Trial, n int) []float64 {
-	x := make([]float64, n)
-	for i := range x {
-		x[i] = t.Float("x" + string(rune('0'+i)))
+// suiteEntry is an objective as JSON.
+type suiteEntry struct {
+	Name    string               `json:"name"`
+	Family  string               `json:"family"`
+	Params  []paramSpec          `json:"params"`
+	Consts  map[string][]float64 `json:"consts"`
+	Optimum float64              `json:"optimum"`
+}
+
+func (f benchFunction) entry() suiteEntry {
+	return suiteEntry{f.name, f.family, f.specs, f.consts, f.optimum}
+}
+
+func newBench(name, family string, specs []paramSpec, consts map[string][]float64, optimum float64) benchFunction {
+	f := benchFunction{name: name, family: family, specs: specs, consts: consts, optimum: optimum}
+	for _, s := range specs {
+		switch s.Kind {
+		case "float":
+			p := tune.Float(s.Name, s.Lo, s.Hi)
+			if s.Log {
+				p = p.Log()
+			}
+			f.params = append(f.params, p)
+		case "int":
+			p := tune.Int(s.Name, int(s.Lo), int(s.Hi))
+			if s.Log {
+				p = p.Log()
+			}
+			f.params = append(f.params, p)
+		case "choice":
+			f.params = append(f.params, tune.Choice(s.Name, s.Choices...))
+		}
 	}
-	return x
+	return f
 }
 
-func box(n int, lo, hi float64) []tune.Param {
-	out := make([]tune.Param, n)
+func boxSpecs(n int, lo, hi float64) []paramSpec {
+	out := make([]paramSpec, n)
 	for i := range out {
-		out[i] = tune.Float("x"+string(rune('0'+i)), lo, hi)
+		out[i] = paramSpec{Name: fmt.Sprintf("x%d", i), Kind: "float", Lo: lo, Hi: hi}
 	}
 	return out
 }
 
-var hartmannA = [4][6]float64{
-	{10, 3, 17, 3.5, 1.7, 8},
-	{0.05, 10, 17, 0.1, 8, 14},
-	{3, 3.5, 1.7, 10, 17, 8},
-	{17, 8, 0.05, 10, 0.1, 14},
+// suiteRand draws the suite's constants: fixed, so the suite is the same
+// in every run.
+func suiteRand() *rand.Rand { return rand.New(rand.NewPCG(31, 2026)) }
+
+func uniformVec(rng *rand.Rand, n int, lo, hi float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = lo + (hi-lo)*rng.Float64()
+	}
+	return out
 }
 
-var hartmannP = [4][6]float64{
-	{1312, 1696, 5569, 124, 8283, 5886},
-	{2329, 4135, 8307, 3736, 1004, 9991},
-	{2348, 1451, 3522, 2883, 3047, 6650},
-	{4047, 8828, 8732, 5743, 1091, 381},
+// rotation is a random orthogonal n×n matrix (Gram-Schmidt of a Gaussian
+// one), row-major.
+func rotation(rng *rand.Rand, n int) []float64 {
+	rows := make([][]float64, n)
+	for i := range rows {
+		rows[i] = make([]float64, n)
+		for j := range rows[i] {
+			rows[i][j] = rng.NormFloat64()
+		}
+		for k := 0; k < i; k++ {
+			dot := 0.0
+			for j := range n {
+				dot += rows[i][j] * rows[k][j]
+			}
+			for j := range n {
+				rows[i][j] -= dot * rows[k][j]
+			}
+		}
+		norm := 0.0
+		for _, v := range rows[i] {
+			norm += v * v
+		}
+		for j := range rows[i] {
+			rows[i][j] /= math.Sqrt(norm)
+		}
+	}
+	var out []float64
+	for _, r := range rows {
+		out = append(out, r...)
+	}
+	return out
 }
 
-var hartmannAlpha = [4]float64{1.0, 1.2, 3.0, 3.2}
+// categoricalTables are per-parameter penalty tables in [0, 1] with one
+// zero each, flattened.
+func categoricalTables(rng *rand.Rand, params, levels int) ([]float64, []int) {
+	var out []float64
+	var zero []int
+	for range params {
+		z := rng.IntN(levels)
+		for l := range levels {
+			v := rng.Float64()
+			if l == z {
+				v = 0
+			}
+			out = append(out, v)
+		}
+		zero = append(zero, z)
+	}
+	return out, zero
+}
 
-var benchFunctions = []benchFunction{
-	{
-		name:    "branin",
-		params:  []tune.Param{tune.Float("x0", -5, 10), tune.Float("x1", 0, 15)},
-		optimum: 0.397887357729739,
-		eval: func(t *tune.Trial) float64 {
-			x, y := t.Float("x0"), t.Float("x1")
-			b, c := 5.1/(4*math.Pi*math.Pi), 5/math.Pi
-			return math.Pow(y-b*x*x+c*x-6, 2) + 10*(1-1/(8*math.Pi))*math.Cos(x) + 10
-		},
-	},
-	{
-		name:    "hartmann6",
-		params:  box(6, 0, 1),
-		optimum: -3.32236801141551,
-		eval: func(t *tune.Trial) float64 {
-			x := vector(t, 6)
-			sum := 0.0
-			for i := range 4 {
-				inner := 0.0
-				for j := range 6 {
-					inner += hartmannA[i][j] * math.Pow(x[j]-1e-4*hartmannP[i][j], 2)
-				}
-				sum += hartmannAlpha[i] * math.Exp(-inner)
+var benchFunctions = func() []benchFunction {
+	rng := suiteRand()
+	var fs []benchFunction
+	fs = append(fs, newBench("branin", "branin",
+		[]paramSpec{{Name: "x0", Kind: "float", Lo: -5, Hi: 10}, {Name: "x1", Kind: "float", Lo: 0, Hi: 15}}, nil, 0.397887357729739))
+	hartmann := map[string][]float64{
+		"A":     {10, 3, 17, 3.5, 1.7, 8, 0.05, 10, 17, 0.1, 8, 14, 3, 3.5, 1.7, 10, 17, 8, 17, 8, 0.05, 10, 0.1, 14},
+		"P":     {1312, 1696, 5569, 124, 8283, 5886, 2329, 4135, 8307, 3736, 1004, 9991, 2348, 1451, 3522, 2883, 3047, 6650, 4047, 8828, 8732, 5743, 1091, 381},
+		"alpha": {1.0, 1.2, 3.0, 3.2},
+	}
+	fs = append(fs, newBench("hartmann6", "hartmann6", boxSpecs(6, 0, 1), hartmann, -3.32236801141551))
+	fs = append(fs, newBench("rosenbrock4", "rosenbrock", boxSpecs(4, -5, 10), nil, 0))
+	fs = append(fs, newBench("mixed", "mixed", []paramSpec{
+		{Name: "x", Kind: "float", Lo: -5, Hi: 5},
+		{Name: "lr", Kind: "float", Lo: 1e-5, Hi: 1e-1, Log: true},
+		{Name: "n", Kind: "int", Lo: 1, Hi: 10},
+		{Name: "optimizer", Kind: "choice", Choices: []string{"sgd", "adam", "rmsprop"}},
+	}, map[string][]float64{"penalty": {0.5, 0, 1}}, 0))
+	// Multimodal: shifted Rastrigin (6-D) and Ackley (10-D).
+	fs = append(fs, newBench("rastrigin6", "rastrigin", boxSpecs(6, -5.12, 5.12), map[string][]float64{"shift": uniformVec(rng, 6, -2.5, 2.5)}, 0))
+	fs = append(fs, newBench("ackley10", "ackley", boxSpecs(10, -32.768, 32.768), map[string][]float64{"shift": uniformVec(rng, 10, -10, 10)}, 0))
+	// Ill-conditioned: a rotated ellipsoid with condition number 1e4 (8-D).
+	fs = append(fs, newBench("ellipsoid8", "ellipsoid", boxSpecs(8, -5, 5), map[string][]float64{
+		"shift": uniformVec(rng, 8, -3, 3), "rotation": rotation(rng, 8), "log10cond": {4},
+	}, 0))
+	// High-dimensional, multimodal and separable: Styblinski-Tang (20-D).
+	fs = append(fs, newBench("styblinski20", "styblinski", boxSpecs(20, -5, 5), nil, -39.16616570377142*20))
+	// Categorical-heavy: six 5-way Choices (a table each and a pairwise
+	// interaction of the first two) and two Floats.
+	tables, zero := categoricalTables(rng, 6, 5)
+	inter := uniformVec(rng, 25, 0, 1)
+	inter[zero[0]*5+zero[1]] = 0
+	var catSpecs []paramSpec
+	for i := range 6 {
+		catSpecs = append(catSpecs, paramSpec{Name: fmt.Sprintf("c%d", i), Kind: "choice", Choices: []string{"a", "b", "c", "d", "e"}})
+	}
+	catSpecs = append(catSpecs, paramSpec{Name: "u0", Kind: "float", Lo: 0, Hi: 1}, paramSpec{Name: "u1", Kind: "float", Lo: 0, Hi: 1})
+	fs = append(fs, newBench("categorical8", "categorical", catSpecs, map[string][]float64{
+		"tables": tables, "interaction": inter, "target": uniformVec(rng, 2, 0.1, 0.9),
+	}, 0))
+	// Conditional: the model's kind decides which other parameters matter.
+	fs = append(fs, newBench("conditional", "conditional", []paramSpec{
+		{Name: "model", Kind: "choice", Choices: []string{"linear", "tree", "net"}},
+		{Name: "alpha", Kind: "float", Lo: 1e-4, Hi: 10, Log: true},
+		{Name: "depth", Kind: "int", Lo: 1, Hi: 12},
+		{Name: "leaves", Kind: "int", Lo: 2, Hi: 128, Log: true},
+		{Name: "lr", Kind: "float", Lo: 1e-5, Hi: 1e-1, Log: true},
+		{Name: "width", Kind: "int", Lo: 8, Hi: 512, Log: true},
+		{Name: "dropout", Kind: "float", Lo: 0, Hi: 0.8},
+	}, nil, 0))
+	// Noisy: Hartmann-6 plus a deterministic pseudo-noise of sd about 0.1;
+	// regret is measured on the clean value of the trial the tuner took
+	// as best.
+	noisy := map[string][]float64{"sigma": {0.1}, "w": uniformVec(rng, 18, -50, 50)}
+	for k, v := range hartmann {
+		noisy[k] = v
+	}
+	fs = append(fs, newBench("noisy-hartmann6", "noisy-hartmann6", boxSpecs(6, 0, 1), noisy, -3.32236801141551))
+	return fs
+}()
+
+// evalBench returns the observed and the clean value of f at the values
+// get reads (get reads a parameter by name; the conditional family reads
+// only its branch's parameters). The formulas are the ones in
+// testdata/optuna_bench.py.
+func evalBench(f benchFunction, get func(name string) any) (observed, clean float64) {
+	c := f.consts
+	fl := func(name string) float64 {
+		switch v := get(name).(type) {
+		case float64:
+			return v
+		case int:
+			return float64(v)
+		}
+		return math.NaN()
+	}
+	vec := func() []float64 {
+		x := make([]float64, len(f.specs))
+		for i, s := range f.specs {
+			x[i] = fl(s.Name)
+		}
+		return x
+	}
+	hartmann6 := func(x []float64) float64 {
+		sum := 0.0
+		for i := range 4 {
+			inner := 0.0
+			for j := range 6 {
+				d := x[j] - 1e-4*c["P"][i*6+j]
+				inner += c["A"][i*6+j] * d * d
 			}
-			return -sum
-		},
-	},
-	{
-		name:    "rosenbrock4",
-		params:  box(4, -5, 10),
-		optimum: 0,
-		eval: func(t *tune.Trial) float64 {
-			x := vector(t, 4)
-			sum := 0.0
-			for i := range 3 {
-				sum += 100*math.Pow(x[i+1]-x[i]*x[i], 2) + math.Pow(1-x[i], 2)
+			sum += c["alpha"][i] * math.Exp(-inner)
+		}
+		return -sum
+	}
+	var v float64
+	switch f.family {
+	case "branin":
+		x, y := fl("x0"), fl("x1")
+		b, cc := 5.1/(4*math.Pi*math.Pi), 5/math.Pi
+		v = math.Pow(y-b*x*x+cc*x-6, 2) + 10*(1-1/(8*math.Pi))*math.Cos(x) + 10
+	case "hartmann6":
+		v = hartmann6(vec())
+	case "rosenbrock":
+		x := vec()
+		for i := 0; i+1 < len(x); i++ {
+			v += 100*math.Pow(x[i+1]-x[i]*x[i], 2) + math.Pow(1-x[i], 2)
+		}
+	case "mixed":
+		opt := map[string]int{"sgd": 0, "adam": 1, "rmsprop": 2}[get("optimizer").(string)]
+		n := fl("n")
+		v = math.Pow(fl("x")-1, 2) + math.Pow(math.Log10(fl("lr"))+3, 2) + c["penalty"][opt] + (n-7)*(n-7)/10
+	case "rastrigin":
+		x := vec()
+		v = 10 * float64(len(x))
+		for i := range x {
+			z := x[i] - c["shift"][i]
+			v += z*z - 10*math.Cos(2*math.Pi*z)
+		}
+	case "ackley":
+		x := vec()
+		n := float64(len(x))
+		sq, cs := 0.0, 0.0
+		for i := range x {
+			z := x[i] - c["shift"][i]
+			sq += z * z
+			cs += math.Cos(2 * math.Pi * z)
+		}
+		v = -20*math.Exp(-0.2*math.Sqrt(sq/n)) - math.Exp(cs/n) + 20 + math.E
+	case "ellipsoid":
+		x := vec()
+		n := len(x)
+		for i := range n {
+			z := 0.0
+			for j := range n {
+				z += c["rotation"][i*n+j] * (x[j] - c["shift"][j])
 			}
-			return sum
-		},
-	},
-	{
-		// A mixed space: a linear, a log-scaled, an integer and a
-		// categorical parameter, with its minimum 0 at x=1, lr=1e-3, n=7,
-		// optimizer=adam.
-		name: "mixed",
-		params: []tune.Param{
-			tune.Float("x", -5, 5),
-			tune.Float("lr", 1e-5, 1e-1).Log(),
-			tune.Int("n", 1, 10),
-			tune.Choice("optimizer", "sgd", "adam", "rmsprop"),
-		},
-		optimum: 0,
-		eval: func(t *tune.Trial) float64 {
-			penalty := map[string]float64{"sgd": 0.5, "adam": 0, "rmsprop": 1}[t.String("optimizer")]
-			n := float64(t.Int("n"))
-			return math.Pow(t.Float("x")-1, 2) + math.Pow(math.Log10(t.Float("lr"))+3, 2) + penalty + (n-7)*(n-7)/10
-		},
-	},
+			v += math.Pow(10, c["log10cond"][0]*float64(i)/float64(n-1)) * z * z
+		}
+	case "styblinski":
+		for _, xi := range vec() {
+			v += (xi*xi*xi*xi - 16*xi*xi + 5*xi) / 2
+		}
+	case "categorical":
+		levels := map[string]int{"a": 0, "b": 1, "c": 2, "d": 3, "e": 4}
+		var idx []int
+		for i := range 6 {
+			l := levels[get(fmt.Sprintf("c%d", i)).(string)]
+			idx = append(idx, l)
+			v += c["tables"][i*5+l]
+		}
+		v += c["interaction"][idx[0]*5+idx[1]]
+		for i, name := range []string{"u0", "u1"} {
+			v += math.Pow(fl(name)-c["target"][i], 2)
+		}
+	case "conditional":
+		switch get("model").(string) {
+		case "linear":
+			v = 0.6 + 0.1*math.Pow(math.Log10(fl("alpha"))+1, 2)
+		case "tree":
+			v = 0.3 + math.Pow((fl("depth")-7)/5, 2) + math.Pow(math.Log2(fl("leaves"))-5, 2)/10
+		default:
+			v = math.Pow(math.Log10(fl("lr"))+3.5, 2)/4 + math.Pow(math.Log2(fl("width"))-7, 2)/20 + math.Pow(fl("dropout")-0.25, 2)
+		}
+	case "noisy-hartmann6":
+		x := vec()
+		v = hartmann6(x)
+		noise := 0.0
+		for k := range 3 {
+			dot := float64(k + 1)
+			for j := range 6 {
+				dot += c["w"][k*6+j] * x[j]
+			}
+			s := math.Sin(dot) * 43758.5453
+			noise += s - math.Floor(s)
+		}
+		return v + c["sigma"][0]*2*(noise-1.5), v
+	default:
+		panic("unknown family " + f.family)
+	}
+	return v, v
+}
+
+// getter reads a trial's parameters by the kinds of f's specs.
+func getter(f benchFunction, t *tune.Trial) func(string) any {
+	kinds := map[string]string{}
+	for _, s := range f.specs {
+		kinds[s.Name] = s.Kind
+	}
+	return func(name string) any {
+		switch kinds[name] {
+		case "int":
+			return t.Int(name)
+		case "choice":
+			return t.String(name)
+		}
+		return t.Float(name)
+	}
+}
+
+// eval is the observed value of f at a trial's values.
+func (f benchFunction) eval(t *tune.Trial) float64 {
+	v, _ := evalBench(f, getter(f, t))
+	return v
 }
 
 // objectiveOf adapts a bench function to a trial function.
 func objectiveOf(f benchFunction) tune.Func {
 	return func(_ context.Context, t *tune.Trial) (float64, error) { return f.eval(t), nil }
+}
+
+// cleanOf is the clean value of f at a finished trial's values.
+func cleanOf(f benchFunction, r tune.TrialResult) float64 {
+	kinds := map[string]string{}
+	for _, s := range f.specs {
+		kinds[s.Name] = s.Kind
+	}
+	_, v := evalBench(f, func(name string) any {
+		switch kinds[name] {
+		case "int":
+			return r.Int(name)
+		case "choice":
+			return r.String(name)
+		}
+		return r.Float(name)
+	})
+	return v
 }

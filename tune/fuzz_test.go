@@ -131,7 +131,7 @@ func FuzzLocal(f *testing.F) {
 			fp = fp.Step(step)
 		}
 		study := tune.NewLocal(tune.Minimize("loss"), fp, tune.Int("n", imin, imax), tune.Choice("c", "a", "b", "c")).
-			Algorithm(fuzzLocalAlgorithms[int(alg)%len(fuzzLocalAlgorithms)]).MaxTrials(trials).Parallelism(parallel).Seed(seed)
+			Algorithm(fuzzLocalAlgorithms[int(alg)%len(fuzzLocalAlgorithms)]).MaxTrials(trials).Parallelism(parallel).Seed(int(seed &^ (1 << 63)))
 		if e := fuzzEarlyStopping[int(es)%len(fuzzEarlyStopping)](esA, esB); e != nil {
 			study.EarlyStop(*e)
 		}

@@ -421,7 +421,7 @@ func (s *gpSampler) maximizeEI(m *gpModel, dims []dim, best float64, ranked []Tr
 				continue
 			}
 			f := g[0]
-			out[f] = math.Min(math.Max(out[f]+sigma*rng.NormFloat64(), 0), 1)
+			out[f] = reflect(out[f] + sigma*rng.NormFloat64())
 		}
 		return out
 	}
@@ -458,6 +458,18 @@ func (s *gpSampler) maximizeEI(m *gpModel, dims []dim, best float64, ranked []Tr
 		}
 	}
 	return top.x
+}
+
+// reflect folds x back into [0, 1] at the bounds. Clipping instead put
+// every perturbation that crossed a bound exactly on it, and a GP's
+// variance, largest at the edges of the cube, then made the bound win
+// the acquisition over and over.
+func reflect(x float64) float64 {
+	x = math.Mod(math.Abs(x), 2)
+	if x > 1 {
+		x = 2 - x
+	}
+	return x
 }
 
 // unitFeatures turns a point of the parameters' unit cube into features.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,16 +26,17 @@ type Local struct {
 	earlyStopping *EarlyStopping
 	trials        int
 	parallel      int
-	seed          uint64
+	seed          int
 	constantLiar  bool
 	studyPath     *string
 	onProgress    func(LocalProgress)
 }
 
-// NewLocal starts a local study over params towards objective, with Random
-// sampling, one trial at a time, 10 trials and seed 0 until set otherwise.
+// NewLocal starts a local study over params towards objective, with Auto
+// choosing the sampler, one trial at a time, 10 trials and seed 0 until set
+// otherwise.
 func NewLocal(objective Objective, params ...Param) *Local {
-	return &Local{params: slices.Clone(params), objective: objective, algorithm: Random(), trials: 10, parallel: 1, constantLiar: true}
+	return &Local{params: slices.Clone(params), objective: objective, algorithm: Auto(), trials: 10, parallel: 1, constantLiar: true}
 }
 
 // LocalFrom starts a local study with an experiment's search space,
@@ -45,7 +47,7 @@ func LocalFrom(e *Experiment) *Local {
 	}
 	l := NewLocal(e.objective, e.params...)
 	if e.algorithm != nil {
-		l.algorithm = *e.algorithm
+		l.Algorithm(*e.algorithm)
 	}
 	if e.earlyStopping != nil {
 		es := *e.earlyStopping
@@ -57,22 +59,23 @@ func LocalFrom(e *Experiment) *Local {
 	if e.parallel != nil {
 		l.parallel = *e.parallel
 	}
-	if v, ok := l.algorithm.setting("random_state"); ok {
-		var s int
-		if _, err := fmt.Sscan(v, &s); err == nil && s >= 0 {
-			l.seed = uint64(s)
-		}
-	}
 	return l
 }
 
-// Algorithm sets the sampler: Random, Grid, TPE or MultivariateTPE
-// (replaces).
+// Algorithm sets the sampler (replaces): Auto (the default), Random, Grid,
+// Sobol, TPE, MultivariateTPE, CMAES or Bayesian. An algorithm's Seed
+// becomes the study's seed, as a later Local.Seed does.
 func (l *Local) Algorithm(a Algorithm) *Local {
 	if l == nil {
 		return nil
 	}
+	a.settings = slices.Clone(a.settings)
 	l.algorithm = a
+	if v, ok := a.setting("random_state"); ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			l.seed = n
+		}
+	}
 	return l
 }
 
@@ -104,8 +107,9 @@ func (l *Local) Parallelism(n int) *Local {
 	return l
 }
 
-// Seed sets the seed of the sampler.
-func (l *Local) Seed(seed uint64) *Local {
+// Seed sets the seed of the sampler, at least 0 (replaces an Algorithm's
+// Seed; 0 unless set). It takes an int, as Algorithm.Seed does.
+func (l *Local) Seed(seed int) *Local {
 	if l == nil {
 		return nil
 	}
@@ -172,13 +176,13 @@ type LocalProgress struct {
 const maxLocalTrials = 1 << 20
 
 // localAlgorithms are the samplers the local tuner runs.
-var localAlgorithms = []string{AlgorithmRandom, AlgorithmGrid, AlgorithmTPE, AlgorithmMultivariateTPE,
+var localAlgorithms = []string{AlgorithmAuto, AlgorithmRandom, AlgorithmGrid, AlgorithmTPE, AlgorithmMultivariateTPE,
 	AlgorithmSobol, AlgorithmCMAES, AlgorithmBayesian}
 
 // localUnsupported are settings Katib's services take that the local
 // samplers cannot honour, with the values they can.
 var localUnsupported = map[string]map[string][]string{
-	AlgorithmCMAES:    {"restart_strategy": {"none"}},
+	AlgorithmCMAES:    {"restart_strategy": {"ipop", "none"}},
 	AlgorithmBayesian: {"base_estimator": {"GP"}, "acq_func": {"EI"}, "acq_optimizer": {"auto", "sampling"}},
 }
 
@@ -194,7 +198,11 @@ func (l *Local) validateList() field.ErrorList {
 	if !slices.Contains(localAlgorithms, l.algorithm.name) {
 		errs = append(errs, field.NotSupported(algPath, l.algorithm.name, localAlgorithms))
 	} else {
-		errs = append(errs, validateSettings(l.algorithm.name, l.algorithm.settings, algorithmRules[l.algorithm.name], nil, algPath)...)
+		rules := algorithmRules[l.algorithm.name]
+		if l.algorithm.name == AlgorithmAuto {
+			rules = autoRules
+		}
+		errs = append(errs, validateSettings(l.algorithm.name, l.algorithm.settings, rules, nil, algPath)...)
 		for i, st := range l.algorithm.settings {
 			if ok, limited := localUnsupported[l.algorithm.name][st.name]; limited && !slices.Contains(ok, st.value) {
 				errs = append(errs, field.NotSupported(algPath.Child("algorithmSettings").Index(i).Child("value"), st.value, ok))
@@ -208,6 +216,9 @@ func (l *Local) validateList() field.ErrorList {
 		// Run holds every trial's result: 2^40 trials were an allocation
 		// that killed the process.
 		errs = append(errs, field.Invalid(field.NewPath("maxTrials"), l.trials, fmt.Sprintf("must be at most %d", maxLocalTrials)))
+	}
+	if l.seed < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("seed"), l.seed, "must be at least 0"))
 	}
 	if l.parallel < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("parallelism"), l.parallel, "must be at least 1"))
@@ -311,7 +322,7 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 
 		values := s.sample(i, history, pending)
 		params[i] = values
-		t := &Trial{Number: i, values: values, study: l, prior: history}
+		t := &Trial{Number: i, values: values, study: l, prior: history, sampler: proposerOf(s, l, i)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -407,7 +418,7 @@ func prefixDone(done []bool, last int) bool {
 }
 
 func (l *Local) runOne(ctx context.Context, fn Func, t *Trial) (r TrialResult) {
-	r = TrialResult{Number: t.Number, Values: formatValues(t.values), Value: math.NaN(), params: t.values}
+	r = TrialResult{Number: t.Number, Values: formatValues(t.values), Value: math.NaN(), Sampler: t.sampler, params: t.values}
 	defer func() {
 		if p := recover(); p != nil {
 			r.State, r.Err = cube.Failed, fmt.Errorf("trial %d panicked: %v", t.Number, p)

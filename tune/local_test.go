@@ -27,9 +27,9 @@ var quadSpace = []tune.Param{tune.Float("x", -5, 5), tune.Int("n", 0, 10)}
 // a seed fixes every trial's values whatever the scheduling, and a
 // different seed changes them.
 func TestLocalDeterministic(t *testing.T) {
-	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian()} {
+	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian(), tune.Auto()} {
 		t.Run(alg.Name(), func(t *testing.T) {
-			run := func(parallel int, seed uint64) []map[string]string {
+			run := func(parallel int, seed int) []map[string]string {
 				res, err := tune.NewLocal(tune.Minimize("loss"), quadSpace...).Algorithm(alg).MaxTrials(30).Parallelism(parallel).Seed(seed).
 					Run(t.Context(), func(ctx context.Context, tr *tune.Trial) (float64, error) {
 						// Finish out of order.
@@ -78,7 +78,7 @@ func TestLocalValuesStayInTheSpace(t *testing.T) {
 		tune.Float("lr", 1e-5, 1e-1).Log(), tune.Int("layers", 2, 8).Step(2), tune.Int("units", 16, 512).Log(),
 		tune.Choice("opt", "adam", "sgd"), tune.Discrete("batch", 16, 32, 64), tune.Float("drop", 0, 0.5).Step(0.1),
 	}
-	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian()} {
+	for _, alg := range []tune.Algorithm{tune.Random(), tune.TPE(), tune.MultivariateTPE(), tune.Sobol(), tune.CMAES(), tune.Bayesian(), tune.Auto()} {
 		res, err := tune.NewLocal(tune.Minimize("loss"), space...).Algorithm(alg).MaxTrials(60).Run(t.Context(),
 			func(_ context.Context, tr *tune.Trial) (float64, error) {
 				return tr.Float("lr") + float64(tr.Int("layers")) + tr.Float("batch") + tr.Float("drop"), nil
@@ -218,7 +218,7 @@ func TestLocalValidation(t *testing.T) {
 		alg  tune.Algorithm
 		want string
 	}{
-		{tune.CMAES().RestartStrategy("ipop"), `algorithm.algorithmSettings[0].value: Unsupported value: "ipop": supported values: "none"`},
+		{tune.CMAES().RestartStrategy("bipop"), `algorithm.algorithmSettings[0].value: Unsupported value: "bipop": supported values: "ipop", "none"`},
 		{tune.CMAES().Sigma(-1), `algorithm.algorithmSettings[0].value: Invalid value: "-1": sigma: must be in (0, `},
 		{tune.Bayesian().AcquisitionFunc("LCB"), `algorithm.algorithmSettings[0].value: Unsupported value: "LCB": supported values: "EI"`},
 		{tune.Bayesian().BaseEstimator("RF"), `algorithm.algorithmSettings[0].value: Unsupported value: "RF": supported values: "GP"`},
@@ -271,7 +271,7 @@ func TestTrialZeroValues(t *testing.T) {
 // so as many trials as points visit each point once; and a grid of 10^15
 // points starts at once (it is not listed).
 func TestGridVisitsEveryPointOnce(t *testing.T) {
-	for seed := range uint64(5) {
+	for seed := range 5 {
 		res, err := tune.NewLocal(tune.Minimize("loss"), tune.Int("a", 0, 2), tune.Int("b", 0, 3), tune.Choice("c", "x", "y", "z", "w", "v")).
 			Algorithm(tune.Grid()).MaxTrials(60).Seed(seed).
 			Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) { return float64(tr.Int("a")), nil })

@@ -38,6 +38,7 @@ type Trial struct {
 	reports []float64
 	pruned  bool
 	misuse  []error // wrong reads and reports; they fail the trial
+	sampler string
 }
 
 // param returns the value of the parameter name as a T, recording a misuse
@@ -137,6 +138,10 @@ type TrialResult struct {
 	State   cube.Phase
 	Reports []float64
 	Err     error
+	// Sampler is the algorithm that proposed the trial: the one set with
+	// Algorithm, or under Auto the sampler it chose for this trial
+	// ("sobol", "bayesianoptimization", "multivariate-tpe", "cmaes").
+	Sampler string
 	params  map[string]any
 }
 

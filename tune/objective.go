@@ -43,6 +43,14 @@ func (o Objective) Metric() string { return o.metric }
 func (o Objective) Maximizing() bool { return o.maximize }
 
 // better reports whether a beats b in the objective's direction.
+// minimised is v on the scale where lower is better.
+func (o Objective) minimised(v float64) float64 {
+	if o.maximize {
+		return -v
+	}
+	return v
+}
+
 func (o Objective) better(a, b float64) bool {
 	if o.maximize {
 		return a > b

@@ -30,14 +30,25 @@ func newSampler(l *Local) sampler {
 		return newCMASampler(l)
 	case AlgorithmBayesian:
 		return &gpSampler{l: l}
+	case AlgorithmAuto:
+		return newAutoSampler(l)
 	}
 	return &randomSampler{l: l}
+}
+
+// proposerOf names the sampler that proposed trial i: the algorithm, or
+// the one Auto chose.
+func proposerOf(s sampler, l *Local, i int) string {
+	if a, ok := s.(*autoSampler); ok {
+		return a.proposer(i)
+	}
+	return l.algorithm.name
 }
 
 // rngFor is the random stream of trial i: the same for a seed whatever the
 // order trials run in.
 func (l *Local) rngFor(i int, stream uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(l.seed, uint64(i)<<8|stream))
+	return rand.New(rand.NewPCG(uint64(l.seed), uint64(i)<<8|stream))
 }
 
 type randomSampler struct{ l *Local }
@@ -123,7 +134,7 @@ func newGridSampler(l *Local) *gridSampler {
 			total = lo
 		}
 	}
-	rng := rand.New(rand.NewPCG(l.seed, 1<<62))
+	rng := rand.New(rand.NewPCG(uint64(l.seed), 1<<62))
 	a := uint64(1)
 	if total > 2 {
 		for a = 1 + rng.Uint64N(total-1); gcd(a, total) != 1; a = 1 + rng.Uint64N(total-1) {

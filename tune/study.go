@@ -45,12 +45,13 @@ type trialRecord struct {
 	Value   string            `json:"value"`
 	Reports []string          `json:"reports,omitempty"`
 	Error   string            `json:"error,omitempty"`
+	Sampler string            `json:"sampler,omitempty"`
 }
 
 const studyFormat = 1
 
 func (l *Local) header() studyHeader {
-	h := studyHeader{Format: studyFormat, Seed: l.seed, Parallel: l.parallel, ConstantLiar: l.constantLiar}
+	h := studyHeader{Format: studyFormat, Seed: uint64(l.seed), Parallel: l.parallel, ConstantLiar: l.constantLiar}
 	h.Objective = "minimize " + l.objective.metric
 	if l.objective.maximize {
 		h.Objective = "maximize " + l.objective.metric
@@ -198,7 +199,7 @@ func (l *Local) parseRecord(line []byte) (TrialResult, error) {
 	if !slices.Contains([]cube.Phase{cube.Succeeded, cube.Failed, EarlyStopped}, rec.State) {
 		return TrialResult{}, fmt.Errorf("trial %d: unknown state %q", rec.Number, rec.State)
 	}
-	r := TrialResult{Number: rec.Number, State: rec.State, Values: map[string]string{}, params: map[string]any{}}
+	r := TrialResult{Number: rec.Number, State: rec.State, Values: map[string]string{}, Sampler: rec.Sampler, params: map[string]any{}}
 	for _, p := range l.params {
 		s, ok := rec.Values[p.name]
 		if !ok {
@@ -258,7 +259,7 @@ func (p Param) parse(s string) (any, error) {
 
 // append records a finished trial and waits until it is on disk.
 func (s *studyFile) append(r TrialResult) error {
-	rec := trialRecord{Number: r.Number, State: r.State, Values: r.Values, Value: formatFloat(r.Value)}
+	rec := trialRecord{Number: r.Number, State: r.State, Values: r.Values, Value: formatFloat(r.Value), Sampler: r.Sampler}
 	for _, v := range r.Reports {
 		rec.Reports = append(rec.Reports, formatFloat(v))
 	}

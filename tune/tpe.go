@@ -15,21 +15,18 @@ import (
 // wins. Univariate ("tpe", as hyperopt) it does so for each parameter on
 // its own, with 24 candidates; multivariate ("multivariate-tpe", as
 // Optuna's multivariate TPE) numeric parameters share one truncated
-// Gaussian product kernel per trial and 128 candidates are scored jointly,
-// Choices still modelled by their counts. With the constant liar, running
-// trials join the bad trials.
+// Gaussian product kernel per trial, a Choice's kernel part of it, and 128
+// candidates are scored jointly. With the constant liar, running trials
+// join the bad trials.
 type tpeSampler struct {
 	l            *Local
 	multivariate bool
 }
 
 const (
-	// categoryResample is the chance a sampled Choice is replaced by a
-	// uniformly drawn category.
-	categoryResample = 0.2
-	tpeStartup       = 10  // random trials first, as Optuna and Katib's defaults
-	tpeCandidates    = 128 // candidates scored per trial, multivariate
-	tpeCandidates1D  = 24  // candidates scored per parameter, univariate (hyperopt's and Optuna's default)
+	tpeStartup      = 10  // random trials first, as Optuna and Katib's defaults
+	tpeCandidates   = 128 // candidates scored per trial, multivariate
+	tpeCandidates1D = 24  // candidates scored per parameter, univariate (hyperopt's and Optuna's default)
 )
 
 // dim is one parameter on the sampler's continuous (or categorical) scale.
@@ -116,7 +113,8 @@ func clampIndex(x float64, n int) int {
 	return min(max(int(math.Round(x)), 0), n-1)
 }
 
-// parzen is a mixture of product kernels over the dims.
+// parzen is a mixture of product kernels over the dims, one component per
+// point plus a prior.
 type parzen struct {
 	dims    []dim
 	centers [][]float64 // per component, per dim
@@ -126,11 +124,26 @@ type parzen struct {
 	// each numeric kernel's normaliser (sigma·sqrt(2π) times the mass
 	// inside the bounds), so that a density costs no erfc.
 	logConst []float64
-	// categories holds, per Choice dim, its own distribution over the
-	// categories: Choices are modelled independently of the rest (counts
-	// plus a prior of weight 1 spread evenly, as Optuna's TPE), because a
-	// joint kernel locks onto the category of the first good trials.
-	categories [][]float64
+	// A Choice is part of each component, as the numeric dims are: the
+	// point's own category has mass 1+eps and every category eps, before
+	// normalising (eps = priorWeight/(n+1), the kernel of Optuna's TPE);
+	// the prior's kernel is uniform. Modelling Choices jointly with the
+	// rest keeps what a good trial's category and numbers have together,
+	// which counts per Choice lose.
+	eps float64
+}
+
+// catLog is the log mass component c's kernel puts on category k of dim d.
+func (pz parzen) catLog(c, d, k int) float64 {
+	dm := pz.dims[d]
+	if c == len(pz.centers)-1 { // the prior
+		return -math.Log(float64(dm.k))
+	}
+	mass := pz.eps
+	if clampIndex(pz.centers[c][d], dm.k) == k {
+		mass++
+	}
+	return math.Log(mass / (1 + float64(dm.k)*pz.eps))
 }
 
 // fitParzen fits a mixture with one component per point plus a prior
@@ -141,7 +154,7 @@ type parzen struct {
 // a product kernel.
 func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 	n := len(points)
-	pz := parzen{dims: dims}
+	pz := parzen{dims: dims, eps: priorWeight / float64(n+1)}
 	prior := make([]float64, len(dims))
 	for d, dm := range dims {
 		prior[d] = (dm.lo + dm.hi) / 2
@@ -204,20 +217,6 @@ func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 		}
 		pz.logConst[c] = lc
 	}
-	pz.categories = make([][]float64, len(dims))
-	for d, dm := range dims {
-		if !dm.category {
-			continue
-		}
-		p := make([]float64, dm.k)
-		for c := range p {
-			p[c] = priorWeight / float64(dm.k) / total
-		}
-		for _, pt := range points {
-			p[clampIndex(pt[d], dm.k)] += 1 / total
-		}
-		pz.categories[d] = p
-	}
 	return pz
 }
 
@@ -227,7 +226,11 @@ func (pz parzen) sample(rng *rand.Rand) []float64 {
 	x := make([]float64, len(pz.dims))
 	for d, dm := range pz.dims {
 		if dm.category {
-			x[d] = float64(pickWeighted(rng, pz.categories[d]))
+			p := make([]float64, dm.k)
+			for k := range p {
+				p[k] = math.Exp(pz.catLog(c, d, k))
+			}
+			x[d] = float64(pickWeighted(rng, p))
 			continue
 		}
 		x[d] = truncatedNormal(rng, pz.centers[c][d], pz.sigmas[c][d], dm.lo, dm.hi)
@@ -255,6 +258,7 @@ func (pz parzen) logDensity(x []float64) float64 {
 		sigmas := pz.sigmas[c]
 		for d, dm := range pz.dims {
 			if dm.category {
+				lp += pz.catLog(c, d, clampIndex(x[d], dm.k))
 				continue
 			}
 			z := (x[d] - center[d]) / sigmas[d]
@@ -267,13 +271,7 @@ func (pz parzen) logDensity(x []float64) float64 {
 	for _, t := range terms {
 		sum += math.Exp(t - best)
 	}
-	out := best + math.Log(sum)
-	for d, dm := range pz.dims {
-		if dm.category {
-			out += math.Log(pz.categories[d][clampIndex(x[d], dm.k)])
-		}
-	}
-	return out
+	return best + math.Log(sum)
 }
 
 func truncatedNormal(rng *rand.Rand, mu, sigma, lo, hi float64) float64 {
@@ -348,15 +346,6 @@ func (s *tpeSampler) sample(i int, history []TrialResult, pending []map[string]a
 	var best []float64
 	if s.multivariate {
 		best = tpeArgmax(dims, goodPts, badPts, priorWeight, candidates, rng)
-		// Choices are modelled apart from the numeric parameters, so a search
-		// that found its numeric optimum under one category would not learn
-		// that another category is better there: now and then it tries
-		// another.
-		for d, dm := range dims {
-			if dm.category && rng.Float64() < categoryResample {
-				best[d] = float64(rng.IntN(dm.k))
-			}
-		}
 	} else {
 		best = make([]float64, len(dims))
 		for d := range dims {

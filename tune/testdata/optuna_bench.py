@@ -1,94 +1,183 @@
 #!/usr/bin/env python3
 """Optuna side of tune's benchmark (BenchmarkAgainstOptuna in bench_test.go).
 
-Runs the functions of functions_test.go, written identically here, with
-Optuna's TPE, CMA-ES and random samplers at their defaults, one study per
-seed, and prints one JSON line per study: the best value found after each
-budget and the sampler's time per trial. Usage:
+The suite (objectives, search spaces, constants) comes from the Go side
+as JSON; this file evaluates the same families from the same constants,
+with the formulas of evalBench in functions_test.go, and
+TestSuiteFormulasAgree checks that both compute the same values.
 
-    python3 optuna_bench.py SEEDS BUDGET[,BUDGET...] [FIRST_SEED]
+    python3 optuna_bench.py run SUITE.json SEEDS BUDGET[,BUDGET...] FIRST_SEED
+        runs Optuna's TPE, CMA-ES and random samplers at their defaults,
+        one study per objective, sampler and seed, and prints one JSON line
+        per study: the clean value of the best observed trial after each
+        budget and the sampler's seconds per trial.
+    python3 optuna_bench.py eval SUITE.json POINTS.json
+        prints, per point ({"function": name, "values": {...}}), the
+        observed and clean values as one JSON line.
 
-e.g. python3 optuna_bench.py 20 25,50,100 (seeds 0..19; FIRST_SEED 1000
-runs the held-out seeds 1000..1019). Not a test dependency: the Go
-benchmark runs it when python3 can import optuna.
+Not a test dependency: the Go side runs it when /usr/bin/python3 has
+optuna (the eval mode needs no optuna).
 """
 import json
 import math
 import sys
 import time
 
-import optuna
 
-optuna.logging.set_verbosity(optuna.logging.ERROR)
+def evaluate(f, get):
+    """Return (observed, clean) for the objective f at the values get reads."""
+    c = f.get("consts") or {}
+    fam = f["family"]
+    names = [p["name"] for p in f["params"]]
 
-HA = [
-    [10, 3, 17, 3.5, 1.7, 8],
-    [0.05, 10, 17, 0.1, 8, 14],
-    [3, 3.5, 1.7, 10, 17, 8],
-    [17, 8, 0.05, 10, 0.1, 14],
-]
-HP = [
-    [1312, 1696, 5569, 124, 8283, 5886],
-    [2329, 4135, 8307, 3736, 1004, 9991],
-    [2348, 1451, 3522, 2883, 3047, 6650],
-    [4047, 8828, 8732, 5743, 1091, 381],
-]
-HALPHA = [1.0, 1.2, 3.0, 3.2]
+    def vec():
+        return [float(get(n)) for n in names]
+
+    def hartmann6(x):
+        s = 0.0
+        for i in range(4):
+            inner = 0.0
+            for j in range(6):
+                d = x[j] - 1e-4 * c["P"][i * 6 + j]
+                inner += c["A"][i * 6 + j] * d * d
+            s += c["alpha"][i] * math.exp(-inner)
+        return -s
+
+    v = 0.0
+    if fam == "branin":
+        x, y = float(get("x0")), float(get("x1"))
+        b, cc = 5.1 / (4 * math.pi * math.pi), 5 / math.pi
+        v = (y - b * x * x + cc * x - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x) + 10
+    elif fam == "hartmann6":
+        v = hartmann6(vec())
+    elif fam == "rosenbrock":
+        x = vec()
+        for i in range(len(x) - 1):
+            v += 100 * (x[i + 1] - x[i] * x[i]) ** 2 + (1 - x[i]) ** 2
+    elif fam == "mixed":
+        opt = {"sgd": 0, "adam": 1, "rmsprop": 2}[get("optimizer")]
+        n = float(get("n"))
+        v = (float(get("x")) - 1) ** 2 + (math.log10(float(get("lr"))) + 3) ** 2 + c["penalty"][opt] + (n - 7) * (n - 7) / 10
+    elif fam == "rastrigin":
+        x = vec()
+        v = 10.0 * len(x)
+        for i in range(len(x)):
+            z = x[i] - c["shift"][i]
+            v += z * z - 10 * math.cos(2 * math.pi * z)
+    elif fam == "ackley":
+        x = vec()
+        n = float(len(x))
+        sq = cs = 0.0
+        for i in range(len(x)):
+            z = x[i] - c["shift"][i]
+            sq += z * z
+            cs += math.cos(2 * math.pi * z)
+        v = -20 * math.exp(-0.2 * math.sqrt(sq / n)) - math.exp(cs / n) + 20 + math.e
+    elif fam == "ellipsoid":
+        x = vec()
+        n = len(x)
+        for i in range(n):
+            z = 0.0
+            for j in range(n):
+                z += c["rotation"][i * n + j] * (x[j] - c["shift"][j])
+            v += math.pow(10, c["log10cond"][0] * i / (n - 1)) * z * z
+    elif fam == "styblinski":
+        for xi in vec():
+            v += (xi * xi * xi * xi - 16 * xi * xi + 5 * xi) / 2
+    elif fam == "categorical":
+        levels = {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4}
+        idx = []
+        for i in range(6):
+            level = levels[get("c%d" % i)]
+            idx.append(level)
+            v += c["tables"][i * 5 + level]
+        v += c["interaction"][idx[0] * 5 + idx[1]]
+        for i, name in enumerate(["u0", "u1"]):
+            v += (float(get(name)) - c["target"][i]) ** 2
+    elif fam == "conditional":
+        model = get("model")
+        if model == "linear":
+            v = 0.6 + 0.1 * (math.log10(float(get("alpha"))) + 1) ** 2
+        elif model == "tree":
+            v = 0.3 + ((float(get("depth")) - 7) / 5) ** 2 + (math.log2(float(get("leaves"))) - 5) ** 2 / 10
+        else:
+            v = (math.log10(float(get("lr"))) + 3.5) ** 2 / 4 + (math.log2(float(get("width"))) - 7) ** 2 / 20 + (float(get("dropout")) - 0.25) ** 2
+    elif fam == "noisy-hartmann6":
+        x = vec()
+        v = hartmann6(x)
+        noise = 0.0
+        for k in range(3):
+            dot = float(k + 1)
+            for j in range(6):
+                dot += c["w"][k * 6 + j] * x[j]
+            s = math.sin(dot) * 43758.5453
+            noise += s - math.floor(s)
+        return v + c["sigma"][0] * 2 * (noise - 1.5), v
+    else:
+        raise ValueError("unknown family " + fam)
+    return v, v
 
 
-def branin(t):
-    x = t.suggest_float("x0", -5, 10)
-    y = t.suggest_float("x1", 0, 15)
-    b, c = 5.1 / (4 * math.pi * math.pi), 5 / math.pi
-    return (y - b * x * x + c * x - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x) + 10
+def suggester(trial, f):
+    """A getter that suggests a parameter the first time it is read (so a
+    conditional objective suggests only its branch's parameters)."""
+    specs = {p["name"]: p for p in f["params"]}
+
+    def get(name):
+        p = specs[name]
+        if p["kind"] == "float":
+            return trial.suggest_float(name, p["lo"], p["hi"], log=p.get("log", False))
+        if p["kind"] == "int":
+            return trial.suggest_int(name, int(p["lo"]), int(p["hi"]), log=p.get("log", False))
+        return trial.suggest_categorical(name, p["choices"])
+
+    return get
 
 
-def hartmann6(t):
-    x = [t.suggest_float("x%d" % i, 0, 1) for i in range(6)]
-    s = 0.0
-    for i in range(4):
-        inner = sum(HA[i][j] * (x[j] - 1e-4 * HP[i][j]) ** 2 for j in range(6))
-        s += HALPHA[i] * math.exp(-inner)
-    return -s
+def run(suite, seeds, budgets, first):
+    import optuna
 
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    samplers = {
+        "optuna-tpe": lambda seed: optuna.samplers.TPESampler(seed=seed),
+        "optuna-cmaes": lambda seed: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
+        "optuna-random": lambda seed: optuna.samplers.RandomSampler(seed=seed),
+    }
+    for f in suite:
+        for sname, make in samplers.items():
+            for seed in range(first, first + seeds):
+                clean = []
 
-def rosenbrock4(t):
-    x = [t.suggest_float("x%d" % i, -5, 10) for i in range(4)]
-    return sum(100 * (x[i + 1] - x[i] * x[i]) ** 2 + (1 - x[i]) ** 2 for i in range(3))
+                def objective(trial):
+                    observed, c = evaluate(f, suggester(trial, f))
+                    clean.append(c)
+                    return observed
 
-
-def mixed(t):
-    x = t.suggest_float("x", -5, 5)
-    lr = t.suggest_float("lr", 1e-5, 1e-1, log=True)
-    n = t.suggest_int("n", 1, 10)
-    opt = t.suggest_categorical("optimizer", ["sgd", "adam", "rmsprop"])
-    penalty = {"sgd": 0.5, "adam": 0.0, "rmsprop": 1.0}[opt]
-    return (x - 1) ** 2 + (math.log10(lr) + 3) ** 2 + penalty + (n - 7) ** 2 / 10
-
-
-FUNCTIONS = {"branin": branin, "hartmann6": hartmann6, "rosenbrock4": rosenbrock4, "mixed": mixed}
-SAMPLERS = {
-    "optuna-tpe": lambda seed: optuna.samplers.TPESampler(seed=seed),
-    "optuna-cmaes": lambda seed: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
-    "optuna-random": lambda seed: optuna.samplers.RandomSampler(seed=seed),
-}
+                study = optuna.create_study(direction="minimize", sampler=make(seed))
+                start = time.perf_counter()
+                study.optimize(objective, n_trials=max(budgets))
+                elapsed = time.perf_counter() - start
+                best = {}
+                for b in budgets:
+                    observed = [t.value for t in study.trials[:b]]
+                    best[str(b)] = clean[observed.index(min(observed))]
+                print(json.dumps({"function": f["name"], "sampler": sname, "seed": seed,
+                                  "best": best, "seconds_per_trial": elapsed / max(budgets)}), flush=True)
 
 
 def main():
-    seeds = int(sys.argv[1])
-    budgets = [int(b) for b in sys.argv[2].split(",")]
-    first = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    for fname, fn in FUNCTIONS.items():
-        for sname, make in SAMPLERS.items():
-            for seed in range(first, first + seeds):
-                study = optuna.create_study(direction="minimize", sampler=make(seed))
-                start = time.perf_counter()
-                study.optimize(fn, n_trials=max(budgets))
-                elapsed = time.perf_counter() - start
-                values = [tr.value for tr in study.trials]
-                best = {str(b): min(values[:b]) for b in budgets}
-                print(json.dumps({"function": fname, "sampler": sname, "seed": seed,
-                                  "best": best, "seconds_per_trial": elapsed / max(budgets)}), flush=True)
+    mode = sys.argv[1]
+    with open(sys.argv[2]) as fh:
+        suite = json.load(fh)
+    if mode == "eval":
+        byname = {f["name"]: f for f in suite}
+        with open(sys.argv[3]) as fh:
+            points = json.load(fh)
+        for pt in points:
+            observed, clean = evaluate(byname[pt["function"]], lambda n: pt["values"][n])
+            print(json.dumps({"observed": observed, "clean": clean}))
+        return
+    run(suite, int(sys.argv[3]), [int(b) for b in sys.argv[4].split(",")], int(sys.argv[5]))
 
 
 if __name__ == "__main__":

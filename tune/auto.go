@@ -1,0 +1,401 @@
+package tune
+
+import (
+	"github.com/cubestudio/cube"
+
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// AlgorithmAuto is the default algorithm: Auto.
+const AlgorithmAuto = "auto"
+
+// Auto chooses the algorithm from the search space (how many dimensions,
+// of which kinds), the budget (MaxTrials) and the parallelism, and is the
+// default of NewLocal and New. Plan says what it chose and why.
+//
+// Locally it runs a portfolio: a space-filling Sobol design first, then a
+// portfolio: a model (a Gaussian process with expected improvement, or
+// multivariate TPE when most dimensions are Choices or there are too many
+// for a GP), univariate TPE, and, once the search has stagnated (no better
+// trial for a while), CMA-ES started at the best trial (with IPOP
+// restarts); each trial goes to the sampler whose recent proposals rank
+// best among the trials so far. TrialResult.Sampler says which one proposed
+// each trial. In an Experiment it renders the Katib algorithm Plan names
+// (Katib's suggestion services run one algorithm per Experiment). Seed is
+// its only setting.
+func Auto() Algorithm { return Algorithm{name: AlgorithmAuto} }
+
+// autoRules are Auto's settings: only the seed, which the Katib algorithm
+// it maps to takes too.
+var autoRules = map[string]settingRule{"random_state": numpySeed}
+
+// Plan is what Auto chose for a study, and why.
+type Plan struct {
+	// Local is what the local tuner runs, in order.
+	Local string
+	// Katib is the algorithm an Experiment renders, with its settings.
+	Katib Algorithm
+	// Reason says which features of the study decided both.
+	Reason string
+}
+
+// Plan returns what Auto chooses for a local study: the local samplers
+// and the Katib algorithm an Experiment with the same space, MaxTrials,
+// Parallelism and seed would run. For another algorithm it says that the
+// algorithm was set.
+func (l *Local) Plan() Plan {
+	if l == nil {
+		return Plan{}
+	}
+	if l.algorithm.name != AlgorithmAuto {
+		return Plan{Local: l.algorithm.name, Katib: l.algorithm, Reason: "set with Algorithm"}
+	}
+	return planFor(l.params, l.trials, l.parallel, l.algorithm.Seed(l.seed))
+}
+
+// Plan returns what Auto (or another algorithm, which is kept as it is)
+// runs over params with a budget of maxTrials (0: unset) and parallelism
+// trials at once; an Experiment renders Plan().Katib.
+func (a Algorithm) Plan(params []Param, maxTrials, parallelism int) Plan {
+	if a.name != AlgorithmAuto {
+		return Plan{Local: a.name, Katib: a, Reason: "set with Algorithm"}
+	}
+	return planFor(params, maxTrials, parallelism, a)
+}
+
+// spaceFeatures are what Auto reads from a search space.
+type spaceFeatures struct {
+	dims, floats, ints, choices, discretes int
+	logs, steps                            int
+	choiceShare                            float64
+}
+
+func featuresOf(params []Param) spaceFeatures {
+	f := spaceFeatures{dims: len(params)}
+	for _, p := range params {
+		switch p.kind {
+		case FloatKind:
+			f.floats++
+		case IntKind:
+			f.ints++
+		case ChoiceKind:
+			f.choices++
+		case DiscreteKind:
+			f.discretes++
+		}
+		if p.log {
+			f.logs++
+		}
+		if p.step != 0 {
+			f.steps++
+		}
+	}
+	if f.dims > 0 {
+		f.choiceShare = float64(f.choices) / float64(f.dims)
+	}
+	return f
+}
+
+const (
+	// autoMaxGPDims is the most dimensions Auto gives a GP: beyond, its
+	// length scales are more than the trials of a tuning budget can fit.
+	autoMaxGPDims = 32
+	// autoMaxGPTrials is the trial from which Auto's model is TPE: the
+	// GP's cost grows with the cube of the trials.
+	autoMaxGPTrials = 400
+	// The portfolio's window of proposals scored, the proposals a sampler
+	// makes before it is scored, and every how many trials the runner-up
+	// proposes.
+	autoWindow  = 8
+	autoTry     = 2
+	autoRefresh = 6
+)
+
+// autoInitial is the size of the space-filling design: enough points to
+// fit a first model, at most a fifth of the budget.
+func autoInitial(dims, trials int) int {
+	n := min(max(dims+2, 6), 12)
+	if trials > 0 {
+		n = min(n, max(trials/5, 3))
+	}
+	return n
+}
+
+// autoStall is how many trials without a better one count as stagnation.
+func autoStall(dims int) int { return min(max(10, 2*dims), 30) }
+
+// autoModel is the local model Auto runs after the design, and why.
+func autoModel(f spaceFeatures) (string, string) {
+	switch {
+	case f.dims > autoMaxGPDims:
+		return AlgorithmMultivariateTPE, fmt.Sprintf("%d dimensions are more than a GP's length scales can be fitted to in a tuning budget (at most %d), so multivariate TPE", f.dims, autoMaxGPDims)
+	case f.choiceShare > 0.5:
+		return AlgorithmMultivariateTPE, fmt.Sprintf("%d of %d dimensions are Choices, which TPE models by their own counts rather than as one-hot coordinates of a GP, so multivariate TPE", f.choices, f.dims)
+	}
+	return AlgorithmBayesian, fmt.Sprintf("%d dimensions, %d of them Choices: a Gaussian process with expected improvement learns the most from each trial", f.dims, f.choices)
+}
+
+func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
+	f := featuresOf(params)
+	model, why := autoModel(f)
+	initial := autoInitial(f.dims, trials)
+	local := fmt.Sprintf("sobol for %d trials, then a portfolio of %s, tpe (univariate) and, after %d trials without a better one, cmaes from the best trial (IPOP restarts): each trial goes to the one whose last %d proposals did best",
+		initial, model, autoStall(f.dims), autoWindow)
+	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
+		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
+	}
+	reason := why
+	if parallel > 1 {
+		reason += fmt.Sprintf("; %d trials at once: the model counts running trials as bad ones (the constant liar)", parallel)
+	}
+	katib, katibWhy := autoKatib(f, params, trials, parallel)
+	if seed, ok := a.setting("random_state"); ok {
+		katib = katib.Seed(atoi(seed))
+	}
+	return Plan{Local: local, Katib: katib, Reason: reason + ". In Katib: " + katibWhy}
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// autoKatib maps a study to the algorithm Katib v0.19.0 runs best for it
+// among those its suggestion services implement (katib-config's
+// runtime.suggestions; the services under pkg/suggestion/v1beta1):
+//
+//   - cmaes (goptuna, pkg/suggestion/v1beta1/goptuna/converter.go, which
+//     reads restart_strategy) needs two or more Float or Int parameters and
+//     no Log (goptuna ignores it) and, being a local search, a budget of
+//     several generations: a numeric space with at least 100 trials gets it,
+//     with IPOP restarts;
+//   - bayesianoptimization (skopt, pkg/suggestion/v1beta1/skopt/service.py)
+//     samples every Float log-uniformly and ignores steps: a space whose
+//     Floats all have Log, with no Int Log and no Step, a budget up to 100
+//     and at most 4 trials at once (its fit is sequential) gets it;
+//   - multivariate-tpe (optuna, pkg/suggestion/v1beta1/optuna/service.py)
+//     takes every kind, Log and Step and models parameters jointly: every
+//     other study.
+func autoKatib(f spaceFeatures, params []Param, trials, parallel int) (Algorithm, string) {
+	numeric := f.floats + f.ints
+	if numeric == f.dims && numeric >= 2 && f.logs == 0 && (trials == 0 || trials >= 100) {
+		return CMAES().RestartStrategy("ipop"), fmt.Sprintf("cmaes with IPOP restarts: %d Float or Int parameters without Log and a budget of %s trials", numeric, budgetText(trials))
+	}
+	skopt := f.steps == 0 && f.floats > 0 && f.dims <= 10
+	for _, p := range params {
+		if (p.kind == FloatKind && !p.log) || (p.kind == IntKind && p.log) {
+			skopt = false
+		}
+	}
+	if skopt && trials > 0 && trials <= 100 && parallel <= 4 {
+		return Bayesian(), fmt.Sprintf("bayesianoptimization (skopt's GP): every Float has Log, %d dimensions and %d trials", f.dims, trials)
+	}
+	var why []string
+	switch {
+	case f.choices+f.discretes > 0:
+		why = append(why, "Choices or Discretes")
+	case f.logs > 0:
+		why = append(why, "Log parameters goptuna ignores")
+	case numeric < 2:
+		why = append(why, "fewer than two numeric parameters for CMA-ES")
+	default:
+		why = append(why, fmt.Sprintf("a budget of %s trials, too few for CMA-ES's generations", budgetText(trials)))
+	}
+	return MultivariateTPE(), "multivariate-tpe (Optuna): " + strings.Join(why, ", ") + ", which it models jointly with every other kind"
+}
+
+func budgetText(trials int) string {
+	if trials == 0 {
+		return "unlimited"
+	}
+	return strconv.Itoa(trials)
+}
+
+// autoSampler runs Auto's portfolio locally. Which sampler proposes trial
+// j depends only on the trials j may see (those before j-parallel+1), so a
+// seed fixes every trial whatever the timing, and a resumed study
+// recomputes the same choices.
+type autoSampler struct {
+	l        *Local
+	initial  int
+	stall    int
+	model    string
+	sobol    *sobolSampler
+	gp       *gpSampler
+	tpe      *tpeSampler // multivariate
+	tpe1     *tpeSampler // univariate
+	cma      *cmaSampler
+	decided  []string // per trial, the sampler that proposed it
+	cmaTrial []int    // the trials CMA-ES proposed, in order
+}
+
+func newAutoSampler(l *Local) *autoSampler {
+	f := featuresOf(l.params)
+	model, _ := autoModel(f)
+	s := &autoSampler{l: l, initial: autoInitial(f.dims, l.trials), stall: autoStall(f.dims), model: model,
+		gp: &gpSampler{l: l}, tpe: &tpeSampler{l: l, multivariate: true}, tpe1: &tpeSampler{l: l}}
+	if len(l.params) <= len(joeKuo)+1 {
+		s.sobol = newSobolSampler(l)
+	}
+	return s
+}
+
+// since is the number of succeeded trials of history after its best one.
+func (s *autoSampler) since(history []TrialResult) int {
+	bestAt, seen := -1, 0
+	var best float64
+	for _, r := range history {
+		if r.State != cube.Succeeded {
+			continue
+		}
+		if bestAt < 0 || s.l.objective.better(r.Value, best) {
+			best, bestAt = r.Value, seen
+		}
+		seen++
+	}
+	if bestAt < 0 {
+		return 0
+	}
+	return seen - 1 - bestAt
+}
+
+// decide is the sampler of trial j, given the trials it may see. After
+// the design it is a portfolio: each sampler (the model, univariate TPE,
+// and CMA-ES once the search has stagnated) is scored by where its last
+// autoWindow proposals did among the trials seen (1 for a new best, else
+// half the fourth power of its percentile, so that the proposals that
+// improve, then those among the best, count most),
+// a sampler with fewer than autoTry proposals seen goes first, the best
+// scored proposes, and every autoRefresh-th trial one of the others does,
+// in turn, so that no score goes stale. On a smooth objective the model's
+// proposals rank best and it proposes most trials; on a rugged or
+// separable one univariate TPE or CMA-ES takes over.
+func (s *autoSampler) decide(j int, seen []TrialResult) string {
+	succeeded := 0
+	for _, r := range seen {
+		if r.State == cube.Succeeded {
+			succeeded++
+		}
+	}
+	if j < s.initial || succeeded < 2 {
+		if s.sobol != nil {
+			return AlgorithmSobol
+		}
+		return AlgorithmRandom
+	}
+	model := s.model
+	if model == AlgorithmBayesian && j >= autoMaxGPTrials {
+		model = AlgorithmMultivariateTPE
+	}
+	arms := []string{model, AlgorithmTPE}
+	if s.cma != nil || s.since(seen) >= s.stall {
+		arms = append(arms, AlgorithmCMAES)
+	}
+	// The percentile of each seen succeeded trial (1 for the best), and
+	// the trials that improved on every trial before them.
+	ranked := sortByObjective(s.l.objective, seen)
+	pct := make(map[int]float64, len(ranked))
+	for k, r := range ranked {
+		pct[r.Number] = 1 - float64(k)/float64(max(len(ranked)-1, 1))
+	}
+	improved := map[int]bool{}
+	var best *TrialResult
+	for k := range seen {
+		if r := &seen[k]; r.State == cube.Succeeded && (best == nil || s.l.objective.better(r.Value, best.Value)) {
+			improved[r.Number], best = true, r
+		}
+	}
+	type arm struct {
+		name  string
+		seen  int
+		score float64
+	}
+	var scored []arm
+	for _, a := range arms {
+		sum, n := 0.0, 0
+		for k := min(len(seen), len(s.decided)) - 1; k >= 0 && n < autoWindow; k-- {
+			if s.decided[k] != a && !(a == model && s.decided[k] == s.model) {
+				continue
+			}
+			switch p, ok := pct[seen[k].Number]; {
+			case improved[seen[k].Number]:
+				sum++
+			case ok:
+				sum += p * p * p * p / 2 // a proposal among the best counts most
+			}
+			n++
+		}
+		if n < autoTry {
+			return a
+		}
+		scored = append(scored, arm{a, n, sum / float64(n)})
+	}
+	slices.SortStableFunc(scored, func(a, b arm) int { return cmp.Compare(b.score, a.score) })
+	if j%autoRefresh == 0 {
+		// The others in turn.
+		return scored[1+(j/autoRefresh)%(len(scored)-1)].name
+	}
+	return scored[0].name
+}
+
+func (s *autoSampler) sample(i int, history []TrialResult, pending []map[string]any) map[string]any {
+	seenUpTo := func(j int) []TrialResult {
+		return history[:min(max(0, j-s.l.parallel+1), len(history))]
+	}
+	for j := len(s.decided); j <= i; j++ {
+		d := s.decide(j, seenUpTo(j))
+		s.decided = append(s.decided, d)
+		if d == AlgorithmCMAES {
+			if s.cma == nil {
+				s.cma = s.newCMA(seenUpTo(j))
+			}
+			s.cmaTrial = append(s.cmaTrial, j)
+		}
+	}
+	switch s.decided[i] {
+	case AlgorithmSobol:
+		return s.sobol.sample(i, history, pending)
+	case AlgorithmRandom:
+		return (&randomSampler{l: s.l}).sample(i, history, pending)
+	case AlgorithmBayesian:
+		return s.gp.sample(i, history, pending)
+	case AlgorithmMultivariateTPE:
+		return s.tpe.sample(i, history, pending)
+	case AlgorithmTPE:
+		return s.tpe1.sample(i, history, pending)
+	}
+	// CMA-ES sees its own trials only, numbered in its own order.
+	var own []TrialResult
+	k := 0
+	for n, j := range s.cmaTrial {
+		if j < len(history) {
+			own = append(own, history[j])
+		}
+		if j == i {
+			k = n
+		}
+	}
+	return fromUnit(s.l.params, s.cma.sampleUnit(k, own))
+}
+
+// newCMA starts CMA-ES at the best trial seen, with a step size of a
+// fifth of the cube.
+func (s *autoSampler) newCMA(seen []TrialResult) *cmaSampler {
+	c := newCMASampler(s.l)
+	c.sigma0 = 0.2
+	c.stream = 1
+	ranked := sortByObjective(s.l.objective, seen)
+	if len(ranked) > 0 {
+		c.x0 = c.toUnit(ranked[0].params)
+	}
+	return c
+}
+
+// proposer names the sampler that proposed trial i.
+func (s *autoSampler) proposer(i int) string {
+	if i < len(s.decided) {
+		return s.decided[i]
+	}
+	return ""
+}
