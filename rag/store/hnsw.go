@@ -3,9 +3,9 @@ package store
 import (
 	"container/heap"
 	"math"
-	"sync/atomic"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cubestudio/cube/rag/internal/vecmath"
 )
