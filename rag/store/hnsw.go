@@ -20,7 +20,7 @@ type HNSWParams struct {
 	// builds a better graph, slower. Default 100.
 	EfConstruction int
 	// EfSearch is the candidate list size while searching (at least k);
-	// larger finds more of the true neighbours, slower. Default 64.
+	// larger finds more of the true neighbours, slower. Default 256.
 	EfSearch int
 }
 
@@ -32,7 +32,7 @@ func (p HNSWParams) withDefaults() HNSWParams {
 		p.EfConstruction = 100
 	}
 	if p.EfSearch == 0 {
-		p.EfSearch = 64
+		p.EfSearch = 256
 	}
 	return p
 }

@@ -615,7 +615,7 @@ func (s *Local) needsIndex() bool {
 
 // indexBatch bounds how many nodes go into a live graph at once, and so
 // how long a search waits for the graph's lock.
-const indexBatch = 512
+const indexBatch = 128
 
 // indexLoop builds the graph, off every lock, the first time, and then
 // inserts the slots written since, a batch at a time, until it has caught

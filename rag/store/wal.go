@@ -17,15 +17,20 @@ import (
 
 // The log is the embedded store's only file: a header, then frames of
 // [payload length u32][CRC-32C of payload u32][payload], little-endian.
-// A payload is one operation: opPut with a record, or opDelete with IDs.
-// Frames are appended and the file fsynced before Upsert or Delete
-// returns, so an acknowledged write survives a crash.
+// A payload is one operation: a put with a record, a deletion with IDs,
+// or the commit of a batch. A write of one operation is one standalone
+// frame; a write of more is a batch, its operations as parts and then a
+// commit that counts them. The frames of a write are appended and the
+// file fsynced once before Upsert, Delete or Apply returns, so an
+// acknowledged write survives a crash.
 //
 // On open the log is replayed, and it must end in one of two ways. It ends
-// cleanly after a whole frame; or it ends in a torn tail, the beginning of
-// the one frame an append was writing when the process died, which was
-// never acknowledged and is cut off. An append writes its bytes in order,
-// so a torn tail is a strict prefix of a frame as the append encoded it:
+// cleanly after a standalone frame or a commit; or it ends in a torn tail,
+// what the one write an append was doing when the process died left,
+// which was never acknowledged and is cut off: the parts of a batch whose
+// commit is missing, whole or not, and the one frame cut short. An append
+// writes its bytes in order, so the frame cut short is a strict prefix of
+// a frame as the append encoded it:
 //
 //   - fewer than the 8 bytes of a frame header; or
 //   - a header whose length (1 to maxFrame, as appends write them) runs
@@ -33,7 +38,8 @@ import (
 //     of exactly that length: a known operation code, a chunk that fits and
 //     is JSON once all of it is there, and a vector length that makes the
 //     record that long once it is there; a deletion whose IDs all fit in the
-//     bytes present is whole and shorter than the length, so no torn tail;
+//     bytes present is whole and shorter than the length, so no torn tail,
+//     nor is a commit whose count is all there;
 //     and when at most 3 bytes are missing, some ending of the bytes present
 //     must match the frame's checksum (with 4 or more missing, every prefix
 //     has an ending that matches, so the checksum cannot tell).
@@ -42,7 +48,8 @@ import (
 // ErrCorrupt naming the frame's offset, truncating nothing: a frame whose
 // bytes are all there but fail their checksum or do not decode, even the
 // last (an interrupted append leaves a frame short, never whole and
-// wrong); a length of 0 or over maxFrame; and a length past the end of the
+// wrong); a commit whose count is not the parts before it, or a standalone
+// frame among a batch's parts; a length of 0 or over maxFrame; and a length past the end of the
 // file over bytes that hold a whole operation of another length, which is
 // what a damaged length in front of further frames looks like. Such a
 // length once made Open take the whole log for a torn tail and cut it.
