@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/cubestudio/cube/rag/internal/durable"
 )
@@ -276,6 +277,12 @@ func openWAL(dir string, sync bool, apply func([]walOp) error) (*wal, error) {
 	return &wal{f: f, w: bufio.NewWriterSize(f, 1<<20), size: size, sync: sync}, nil
 }
 
+// rawFrame is a frame's payload, checksum verified, not yet decoded.
+type rawFrame struct {
+	off int64
+	p   []byte
+}
+
 // replay applies every whole frame and returns the offset after the last,
 // where a torn tail, if any, begins (see the rule above); the parts of a
 // batch whose commit is missing belong to the torn tail.
@@ -288,23 +295,41 @@ func replay(f *os.File, size int64, apply func([]walOp) error) (int64, error) {
 	off := int64(len(logMagic))
 	var head [8]byte
 	var payload []byte
-	// alone holds standalone operations not yet applied; parts the frames
-	// of the open batch, which began at partsAt.
-	var alone, parts []walOp
+	// alone holds standalone frames not yet applied; parts the frames of
+	// the open batch, which began at partsAt. Frames are decoded a group
+	// at a time, on every core.
+	var alone, parts []rawFrame
 	partsAt := int64(-1)
+	decode := func(frames []rawFrame) ([]walOp, error) {
+		ops := make([]walOp, len(frames))
+		errs := make([]error, len(frames))
+		parallel(len(frames), func(i int) { ops[i], errs[i] = decodeOp(frames[i].p) })
+		for i, err := range errs {
+			if err != nil {
+				return nil, fmt.Errorf("%w: frame at byte %d of %d: %v", ErrCorrupt, frames[i].off, size, err)
+			}
+		}
+		return ops, nil
+	}
 	flush := func() error {
 		if len(alone) == 0 {
 			return nil
 		}
-		err := apply(alone)
+		ops, err := decode(alone)
+		if err != nil {
+			return err
+		}
 		alone = nil
-		return err
+		return apply(ops)
 	}
 	// cut ends the replay at a torn tail that begins at at, or at the open
-	// batch it belongs to.
+	// batch it belongs to; the open batch's whole frames must still decode.
 	cut := func(at int64) (int64, error) {
 		if partsAt >= 0 {
 			at = partsAt
+			if _, err := decode(parts); err != nil {
+				return 0, err
+			}
 		}
 		return at, flush()
 	}
@@ -338,37 +363,44 @@ func replay(f *os.File, size int64, apply func([]walOp) error) (int64, error) {
 		if crc32.Checksum(payload, castagnoli) != sum {
 			return 0, fmt.Errorf("%w: frame at byte %d of %d: checksum mismatch", ErrCorrupt, off, size)
 		}
-		op, err := decodeOp(payload)
-		if err != nil {
-			return 0, fmt.Errorf("%w: frame at byte %d of %d: %v", ErrCorrupt, off, size, err)
-		}
-		switch {
-		case op.op == opCommit:
+		frame := rawFrame{off, slices.Clone(payload)}
+		switch payload[0] {
+		case opCommit:
+			op, err := decodeOp(payload)
+			if err != nil {
+				return 0, fmt.Errorf("%w: frame at byte %d of %d: %v", ErrCorrupt, off, size, err)
+			}
 			if uint64(len(parts)) != op.count {
 				return 0, fmt.Errorf("%w: frame at byte %d of %d: commits %d parts, %d precede it", ErrCorrupt, off, size, op.count, len(parts))
 			}
 			if err := flush(); err != nil {
 				return 0, err
 			}
-			if err := apply(parts); err != nil {
+			ops, err := decode(parts)
+			if err != nil {
+				return 0, err
+			}
+			if err := apply(ops); err != nil {
 				return 0, err
 			}
 			parts, partsAt = nil, -1
-		case op.part:
+		case opPutPart, opDeletePart:
 			if partsAt < 0 {
 				partsAt = off
 			}
-			parts = append(parts, op)
-		default:
+			parts = append(parts, frame)
+		case opPut, opDelete:
 			if partsAt >= 0 {
 				return 0, fmt.Errorf("%w: frame at byte %d of %d: a standalone operation inside a batch", ErrCorrupt, off, size)
 			}
-			alone = append(alone, op)
+			alone = append(alone, frame)
 			if len(alone) == 4096 {
 				if err := flush(); err != nil {
 					return 0, err
 				}
 			}
+		default:
+			return 0, fmt.Errorf("%w: frame at byte %d of %d: unknown operation %d", ErrCorrupt, off, size, payload[0])
 		}
 		off = end
 	}
