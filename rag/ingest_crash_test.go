@@ -97,7 +97,7 @@ func TestCrashMidLargeIngestLeavesAllOrNothing(t *testing.T) {
 	want, err := clean.Store().List(t.Context(), nil)
 	require.NoError(t, err)
 	require.NoError(t, clean.Close())
-	points := 6
+	points := 4
 	if testing.Short() {
 		points = 2
 	}
