@@ -275,7 +275,7 @@ func BenchmarkStore100k(b *testing.B) {
 	}{
 		{fmt.Sprintf("cube-hnsw-ef%d-default", def), vector(def)},
 		{"cube-hnsw-ef128", vector(128)},
-		{"cube-hnsw-ef512", vector(512)},
+		{"cube-hnsw-ef256", vector(256)},
 		{"baseline-exact", func(q []float32) []Hit { h, _ := st.store.SearchExact(ctx, q, 10, nil); return h }},
 		{"baseline-chromem", func(q []float32) []Hit {
 			rs, err := st.chromem.QueryEmbedding(ctx, q, 10, nil, nil)

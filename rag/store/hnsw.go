@@ -20,7 +20,9 @@ type HNSWParams struct {
 	// builds a better graph, slower. Default 100.
 	EfConstruction int
 	// EfSearch is the candidate list size while searching (at least k);
-	// larger finds more of the true neighbours, slower. Default 256.
+	// larger finds more of the true neighbours, slower. Default 512: on
+	// real text embedded with rag/embed's offline default it found 0.949
+	// of the exact top 10 at 100,000 chunks (256: 0.914; 128: 0.852).
 	EfSearch int
 }
 
@@ -32,7 +34,7 @@ func (p HNSWParams) withDefaults() HNSWParams {
 		p.EfConstruction = 100
 	}
 	if p.EfSearch == 0 {
-		p.EfSearch = 256
+		p.EfSearch = 512
 	}
 	return p
 }
