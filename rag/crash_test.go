@@ -87,6 +87,8 @@ func crashChild(mode, dir, round string) {
 		}
 		fmt.Println("done")
 		os.Exit(0)
+	case "kbbatch":
+		ingestOneBatchChild(dir)
 	}
 }
 

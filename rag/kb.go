@@ -112,8 +112,10 @@ type IngestReport struct {
 // rows). A source whose chunks are all stored as they are writes nothing
 // and embeds nothing, so ingesting the same files again is free; a changed
 // source embeds only its new chunks and deletes its chunks that are gone.
-// Each source is applied in one store write of its new chunks before its
-// old ones are deleted, so a search never sees a source empty.
+// The whole call is one store write (store.Batch): the embedded store
+// makes it visible at once, fsyncs it once, and after a crash holds all of
+// it or none of it; a search never sees a source half replaced. An error
+// (a splitter's, an embedder's) writes nothing.
 func (kb *KnowledgeBase) Ingest(ctx context.Context, docs ...Document) (IngestReport, error) {
 	var rep IngestReport
 	if err := kb.validate(); err != nil {
@@ -138,18 +140,26 @@ func (kb *KnowledgeBase) Ingest(ctx context.Context, docs ...Document) (IngestRe
 	kb.ingest.Lock()
 	defer kb.ingest.Unlock()
 	rep.Sources = len(order)
+	var batch store.Batch
 	for _, src := range order {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return IngestReport{}, err
 		}
-		if err := kb.ingestSource(ctx, src, bySource[src], &rep); err != nil {
-			return rep, fmt.Errorf("ingest %s: %w", src, err)
+		if err := kb.ingestSource(ctx, src, bySource[src], &rep, &batch); err != nil {
+			return IngestReport{}, fmt.Errorf("ingest %s: %w", src, err)
 		}
+	}
+	if len(batch.Upsert) == 0 && len(batch.Delete) == 0 {
+		return rep, nil
+	}
+	if err := kb.store.Apply(ctx, batch); err != nil {
+		return IngestReport{}, fmt.Errorf("ingest: %w", err)
 	}
 	return rep, nil
 }
 
-func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Document, rep *IngestReport) error {
+// ingestSource adds to batch what source src needs written and deleted.
+func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Document, rep *IngestReport, batch *store.Batch) error {
 	chunks, err := kb.splitter.Split(docs...)
 	if err != nil {
 		return err
@@ -164,6 +174,7 @@ func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Do
 		}
 		chunks[i].Metadata["embedder"] = kb.embedder.Model()
 	}
+	// The embedded store finds a source's chunks by an index.
 	existing, err := kb.store.List(ctx, Filter{"source": src})
 	if err != nil {
 		return err
@@ -209,20 +220,12 @@ func (kb *KnowledgeBase) ingestSource(ctx context.Context, src string, docs []Do
 			return fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
 		}
 		rep.Embedded += len(texts)
-		records := make([]Record, len(write))
 		for i := range write {
-			records[i] = Record{Chunk: write[i], Vector: vecs[i]}
-		}
-		if err := kb.store.Upsert(ctx, records...); err != nil {
-			return err
+			batch.Upsert = append(batch.Upsert, Record{Chunk: write[i], Vector: vecs[i]})
 		}
 	}
-	if len(gone) > 0 {
-		if err := kb.store.Delete(ctx, gone...); err != nil {
-			return err
-		}
-		rep.Deleted += len(gone)
-	}
+	batch.Delete = append(batch.Delete, gone...)
+	rep.Deleted += len(gone)
 	return nil
 }
 

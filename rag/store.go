@@ -18,4 +18,8 @@ type (
 	// HybridSearcher is a Store that fuses the vector and the keyword
 	// ranking itself; see store.HybridSearcher.
 	HybridSearcher = store.HybridSearcher
+	// Batch is one write of records and deletions; see store.Batch.
+	Batch = store.Batch
+	// StoreStats is what a store holds; see store.Stats.
+	StoreStats = store.Stats
 )

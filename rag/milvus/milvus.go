@@ -17,6 +17,7 @@ import (
 	"github.com/milvus-io/milvus/client/v2/milvusclient"
 
 	"github.com/cubestudio/cube/rag"
+	"github.com/cubestudio/cube/rag/store"
 )
 
 // Field names of the collection.
@@ -247,6 +248,47 @@ func (s *Store) Delete(ctx context.Context, ids ...string) error {
 		return fmt.Errorf("milvus: delete %d chunks from %s: %w", len(ids), s.collection, err)
 	}
 	return nil
+}
+
+// Apply upserts b's records, then deletes its IDs: two Milvus calls, not
+// one atomic write (Milvus has no transaction across them); a failure
+// between them leaves the records written and the IDs not deleted, which
+// applying the batch again repairs.
+func (s *Store) Apply(ctx context.Context, b rag.Batch) error {
+	if err := s.Upsert(ctx, b.Upsert...); err != nil {
+		return err
+	}
+	return s.Delete(ctx, b.Delete...)
+}
+
+// SearchExact is refused: Milvus searches a collection through its index,
+// and cube creates it with an approximate one. Measure recall against a
+// store.Local holding the same records.
+func (s *Store) SearchExact(ctx context.Context, vector []float32, k int, f rag.Filter) ([]rag.Hit, error) {
+	return nil, errors.New("milvus: exact search: not supported: Milvus searches through the collection's index; compare with a store.Local holding the same records")
+}
+
+// Stats counts the collection's chunks with a count(*) query
+// (https://milvus.io/docs/get-and-scalar-query.md); Sources is -1, since
+// Milvus does not count distinct values, and Index is IndexRemote.
+func (s *Store) Stats(ctx context.Context) (rag.StoreStats, error) {
+	if err := s.check(); err != nil {
+		return rag.StoreStats{}, err
+	}
+	rs, err := s.client.Query(ctx, milvusclient.NewQueryOption(s.collection).WithFilter(FieldID+` != ""`).
+		WithOutputFields("count(*)").WithConsistencyLevel(s.cl))
+	if err != nil {
+		return rag.StoreStats{}, fmt.Errorf("milvus: count %s: %w", s.collection, err)
+	}
+	col := rs.GetColumn("count(*)")
+	if col == nil || col.Len() != 1 {
+		return rag.StoreStats{}, fmt.Errorf("milvus: count %s: the result holds no count(*)", s.collection)
+	}
+	n, err := col.GetAsInt64(0)
+	if err != nil {
+		return rag.StoreStats{}, fmt.Errorf("milvus: count %s: %w", s.collection, err)
+	}
+	return rag.StoreStats{Chunks: int(n), Sources: -1, Dimensions: s.dims, Index: store.IndexRemote}, nil
 }
 
 func quote(v string) string { return strconv.Quote(v) }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"math"
+	"slices"
+	"sync"
 
 	"github.com/cubestudio/cube/rag/internal/lex"
 )
@@ -13,88 +15,277 @@ const (
 	bm25B  = 0.75
 )
 
+// KeywordFields weighs the fields of a chunk that keyword search reads, as
+// BM25F does: a term's frequency in a chunk is the weighted sum of its
+// frequencies in the fields, and so is the chunk's length. The zero value
+// (and the default) reads the text alone, which is plain BM25 over the
+// chunk's text.
+type KeywordFields struct {
+	// Text weighs Chunk.Text; 0 means 1.
+	Text float32
+	// Title weighs Chunk.Title and Section weighs Chunk.Section (the
+	// Markdown headings above the chunk); 0 leaves the field out.
+	Title, Section float32
+}
+
+func (w KeywordFields) withDefaults() KeywordFields {
+	if w.Text == 0 {
+		w.Text = 1
+	}
+	return w
+}
+
 type posting struct {
 	slot int32
-	tf   uint32
+	tf   float32 // weighted term frequency
 }
 
-// bm25 is an inverted index over the store's slots. Postings of deleted
-// slots stay until the store is compacted; the caller skips them.
+// bm25 is an inverted index over the store's slots: a term dictionary,
+// one posting list per term in slot order (slots only grow, so appending
+// keeps them sorted), and each slot's length. Postings of deleted slots
+// stay until the store is compacted; search skips them.
 type bm25 struct {
-	postings map[string][]posting
-	df       map[string]int
-	docLen   []int32
-	docTerms [][]string // unique terms per slot, to undo df on delete
+	fields   KeywordFields
+	terms    map[string]int32
+	postings [][]posting // by term ID
+	df       []int32     // live chunks holding the term, by term ID
+	docLen   []float32
+	docTerms [][]int32 // unique term IDs per slot, to undo df on delete
 	alive    int
-	totalLen int64
+	totalLen float64
+	acc      sync.Pool // *accumulator
 }
 
-func newBM25() *bm25 { return &bm25{postings: map[string][]posting{}, df: map[string]int{}} }
+func newBM25(fields KeywordFields) *bm25 {
+	return &bm25{fields: fields.withDefaults(), terms: map[string]int32{}}
+}
 
-func (b *bm25) add(slot int32, text string) {
-	ts := lex.Terms(text)
-	tf := map[string]uint32{}
-	for _, t := range ts {
-		tf[t]++
+// analysis is what indexing a chunk needs from its text, computed without
+// the index (in parallel on replay).
+type analysis struct {
+	terms []string
+	tf    []float32
+	len   float32
+}
+
+func (b *bm25) analyze(c *Chunk) analysis {
+	tf := map[string]float32{}
+	var n float32
+	add := func(text string, w float32) {
+		if w == 0 || text == "" {
+			return
+		}
+		for _, t := range lex.Terms(text) {
+			tf[t] += w
+			n += w
+		}
 	}
+	add(c.Text, b.fields.Text)
+	add(c.Title, b.fields.Title)
+	add(c.Section, b.fields.Section)
+	a := analysis{terms: make([]string, 0, len(tf)), tf: make([]float32, 0, len(tf)), len: n}
+	for t := range tf {
+		a.terms = append(a.terms, t)
+	}
+	slices.Sort(a.terms) // a deterministic term ID order
+	for _, t := range a.terms {
+		a.tf = append(a.tf, tf[t])
+	}
+	return a
+}
+
+func (b *bm25) add(slot int32, a analysis) {
 	for int(slot) >= len(b.docLen) {
 		b.docLen = append(b.docLen, 0)
 		b.docTerms = append(b.docTerms, nil)
 	}
-	uniq := make([]string, 0, len(tf))
-	for t, n := range tf {
-		b.postings[t] = append(b.postings[t], posting{slot, n})
-		b.df[t]++
-		uniq = append(uniq, t)
+	ids := make([]int32, len(a.terms))
+	for i, t := range a.terms {
+		id, ok := b.terms[t]
+		if !ok {
+			id = int32(len(b.postings))
+			b.terms[t] = id
+			b.postings = append(b.postings, nil)
+			b.df = append(b.df, 0)
+		}
+		b.postings[id] = append(b.postings[id], posting{slot, a.tf[i]})
+		b.df[id]++
+		ids[i] = id
 	}
-	b.docLen[slot] = int32(len(ts))
-	b.docTerms[slot] = uniq
+	b.docLen[slot] = a.len
+	b.docTerms[slot] = ids
 	b.alive++
-	b.totalLen += int64(len(ts))
+	b.totalLen += float64(a.len)
 }
 
 func (b *bm25) remove(slot int32) {
 	for _, t := range b.docTerms[slot] {
-		if b.df[t]--; b.df[t] == 0 {
-			delete(b.df, t)
-			delete(b.postings, t)
-		}
+		b.df[t]--
 	}
 	b.docTerms[slot] = nil
 	b.alive--
-	b.totalLen -= int64(b.docLen[slot])
+	b.totalLen -= float64(b.docLen[slot])
 }
 
-// scores returns the BM25 score of every slot that contains a query term
-// and that accept admits.
-func (b *bm25) scores(query string, accept func(int32) bool) map[int32]float64 {
-	out := map[int32]float64{}
-	if b.alive == 0 {
-		return out
-	}
-	avg := float64(b.totalLen) / float64(b.alive)
-	if avg == 0 {
-		avg = 1
-	}
+// accumulator holds one score per slot for term-at-a-time scoring; only
+// the slots in touched are non-zero between queries.
+type accumulator struct {
+	score   []float64
+	touched []int32
+}
+
+// queryTerm is a query term the index knows, with its IDF.
+type queryTerm struct {
+	id  int32
+	idf float64
+}
+
+// query returns the query's distinct known terms in query order (the
+// order scores are summed in) with their IDF.
+func (b *bm25) query(query string) []queryTerm {
+	var out []queryTerm
 	seen := map[string]bool{}
 	for _, t := range lex.Terms(query) {
 		if seen[t] {
 			continue
 		}
 		seen[t] = true
-		df := b.df[t]
-		if df == 0 {
+		id, ok := b.terms[t]
+		if !ok || b.df[id] == 0 {
 			continue
 		}
-		idf := math.Log(1 + (float64(b.alive)-float64(df)+0.5)/(float64(df)+0.5))
-		for _, p := range b.postings[t] {
-			if !accept(p.slot) {
-				continue
-			}
-			tf := float64(p.tf)
-			dl := float64(b.docLen[p.slot])
-			out[p.slot] += idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*dl/avg))
-		}
+		df := float64(b.df[id])
+		out = append(out, queryTerm{id, math.Log(1 + (float64(b.alive)-df+0.5)/(df+0.5))})
 	}
 	return out
+}
+
+func (b *bm25) avgLen() float64 {
+	avg := b.totalLen / float64(b.alive)
+	if avg == 0 {
+		avg = 1
+	}
+	return avg
+}
+
+// termScore is one term's BM25 contribution; every scorer uses it, so
+// that their sums agree to the bit.
+func termScore(idf, tf, dl, avg float64) float64 {
+	return idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*dl/avg))
+}
+
+// topK returns the k best slots that accept admits, best first: highest
+// score, then smallest chunk ID (less reports a smaller ID). It scores
+// term at a time into a dense accumulator, then keeps the k best in a
+// bounded heap; no map and no sort over every scored chunk.
+func (b *bm25) topK(query string, k int, accept func(int32) bool, less func(a, b int32) bool) []scored {
+	if b.alive == 0 || k <= 0 {
+		return nil
+	}
+	qs := b.query(query)
+	if len(qs) == 0 {
+		return nil
+	}
+	avg := b.avgLen()
+	a, _ := b.acc.Get().(*accumulator)
+	if a == nil {
+		a = &accumulator{}
+	}
+	if len(a.score) < len(b.docLen) {
+		a.score = make([]float64, len(b.docLen)+len(b.docLen)/4)
+	}
+	// A slot's admission is decided once, on its first posting; a rejected
+	// slot is marked with -1 and never touched again.
+	for _, q := range qs {
+		for _, p := range b.postings[q.id] {
+			s := a.score[p.slot]
+			if s < 0 {
+				continue
+			}
+			if s == 0 {
+				if !accept(p.slot) {
+					a.score[p.slot] = -1
+					a.touched = append(a.touched, p.slot)
+					continue
+				}
+				a.touched = append(a.touched, p.slot)
+			}
+			a.score[p.slot] = s + termScore(q.idf, float64(p.tf), float64(b.docLen[p.slot]), avg)
+		}
+	}
+	h := topHeap{less: less}
+	for _, slot := range a.touched {
+		if s := a.score[slot]; s > 0 {
+			h.offer(scored{slot, s}, k)
+		}
+		a.score[slot] = 0
+	}
+	a.touched = a.touched[:0]
+	b.acc.Put(a)
+	return h.sorted()
+}
+
+type scored struct {
+	slot  int32
+	score float64
+}
+
+// topHeap keeps the k best offers; its root is the worst of them.
+type topHeap struct {
+	items []scored
+	less  func(a, b int32) bool // a's chunk ID before b's
+}
+
+// better reports whether x ranks before y.
+func (h *topHeap) better(x, y scored) bool {
+	if x.score != y.score {
+		return x.score > y.score
+	}
+	return h.less(x.slot, y.slot)
+}
+
+func (h *topHeap) offer(x scored, k int) {
+	if len(h.items) < k {
+		h.items = append(h.items, x)
+		for i := len(h.items) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !h.better(h.items[p], h.items[i]) {
+				break
+			}
+			h.items[p], h.items[i] = h.items[i], h.items[p]
+			i = p
+		}
+		return
+	}
+	if !h.better(x, h.items[0]) {
+		return
+	}
+	h.items[0] = x
+	for i := 0; ; {
+		l, r, w := 2*i+1, 2*i+2, i
+		if l < len(h.items) && h.better(h.items[w], h.items[l]) {
+			w = l
+		}
+		if r < len(h.items) && h.better(h.items[w], h.items[r]) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		h.items[w], h.items[i] = h.items[i], h.items[w]
+		i = w
+	}
+}
+
+func (h *topHeap) sorted() []scored {
+	slices.SortFunc(h.items, func(x, y scored) int {
+		if h.better(x, y) {
+			return -1
+		}
+		if h.better(y, x) {
+			return 1
+		}
+		return 0
+	})
+	return h.items
 }

@@ -55,3 +55,43 @@ func ExampleOpen_options() {
 	// hnsw.M: 1: must be at least 2
 	// exactBelow: -1: must not be negative
 }
+
+// Apply writes records and deletions as one batch: visible at once, and
+// after a crash there whole or not at all. Stats and SearchExact are on
+// the Store interface.
+func ExampleLocal_Apply() {
+	dir, err := os.MkdirTemp("", "store-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	local, err := store.Open(dir, store.Keyword(store.KeywordFields{Title: 2}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var s store.Store = local
+	defer s.Close()
+	_ = s.Upsert(ctx, store.Record{Chunk: store.Chunk{ID: "old", Source: "quotas.md", Text: "GPU quota"}, Vector: []float32{1, 0}})
+	err = s.Apply(ctx, store.Batch{
+		Upsert: []store.Record{
+			{Chunk: store.Chunk{ID: "q1", Source: "quotas.md", Title: "Quotas", Text: "GPU quota per team"}, Vector: []float32{1, 0}},
+			{Chunk: store.Chunk{ID: "h1", Source: "holidays.md", Title: "Holidays", Text: "the calendar"}, Vector: []float32{0, 1}},
+		},
+		Delete: []string{"old"},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, _ := s.Stats(ctx)
+	fmt.Println(st.Chunks, st.Sources, st.Dimensions, st.Index)
+	exact, _ := s.SearchExact(ctx, []float32{0.2, 1}, 1, nil)
+	kw, _ := s.SearchKeyword(ctx, "holidays", 1, nil) // found by its title
+	fmt.Println(exact[0].Chunk.ID, kw[0].Chunk.ID)
+	// Output:
+	// 2 2 2 Exact
+	// h1 h1
+}

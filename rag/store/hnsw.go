@@ -3,9 +3,9 @@ package store
 import (
 	"container/heap"
 	"math"
-	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cubestudio/cube/rag/internal/vecmath"
 )
@@ -20,7 +20,9 @@ type HNSWParams struct {
 	// builds a better graph, slower. Default 100.
 	EfConstruction int
 	// EfSearch is the candidate list size while searching (at least k);
-	// larger finds more of the true neighbours, slower. Default 64.
+	// larger finds more of the true neighbours, slower. Default 512: on
+	// real text embedded with rag/embed's offline default it found 0.949
+	// of the exact top 10 at 100,000 chunks (256: 0.914; 128: 0.852).
 	EfSearch int
 }
 
@@ -32,7 +34,7 @@ func (p HNSWParams) withDefaults() HNSWParams {
 		p.EfConstruction = 100
 	}
 	if p.EfSearch == 0 {
-		p.EfSearch = 64
+		p.EfSearch = 512
 	}
 	return p
 }
@@ -69,24 +71,34 @@ func (h *maxHeap) Pop() any {
 	return x
 }
 
-// hnsw is the graph over a store's slots. Deleted slots stay in the graph
-// (they still route searches) and are dropped from results by the caller.
+// hnsw is the graph over a store's slots: node i is slot i. Deleted slots
+// stay in the graph (they still route searches) and are dropped from
+// results by the caller. Nodes are inserted in batches by several
+// goroutines at once, each node's lists guarded by its own lock (as
+// hnswlib does); mu keeps searches out while a batch goes in.
 type hnsw struct {
 	p        HNSWParams
 	ml       float64
-	rng      *rand.Rand
-	vec      func(int32) []float32
+	mu       sync.RWMutex
+	vecs     [][]float32 // the nodes' vectors, shared with the slots
 	friends  [][][]int32 // friends[node][level]
+	locks    []sync.Mutex
+	entryMu  sync.Mutex
 	entry    int32
 	maxLevel int
 	visited  sync.Pool
+	// n is how many nodes are linked in: len(vecs) once add returns. It is
+	// read without mu (by the store, to see whether the graph is behind).
+	n atomic.Int64
 }
 
-func newHNSW(p HNSWParams, vec func(int32) []float32) *hnsw {
+func newHNSW(p HNSWParams) *hnsw {
 	p = p.withDefaults()
-	// A fixed seed makes the graph, and so search results, reproducible.
-	return &hnsw{p: p, ml: 1 / math.Log(float64(p.M)), rng: rand.New(rand.NewPCG(1, 2)), vec: vec, entry: -1}
+	return &hnsw{p: p, ml: 1 / math.Log(float64(p.M)), entry: -1}
 }
+
+// size is how many slots the graph covers.
+func (h *hnsw) size() int { return int(h.n.Load()) }
 
 type visitSet struct {
 	marks []uint32
@@ -110,7 +122,7 @@ func (h *hnsw) visitSet() *visitSet {
 	return v
 }
 
-func (h *hnsw) dist(q []float32, id int32) float32 { return 1 - vecmath.Dot(q, h.vec(id)) }
+func (h *hnsw) dist(q []float32, id int32) float32 { return 1 - vecmath.Dot(q, h.vecs[id]) }
 
 func (h *hnsw) maxFriends(level int) int {
 	if level == 0 {
@@ -119,8 +131,31 @@ func (h *hnsw) maxFriends(level int) int {
 	return h.p.M
 }
 
+// level draws node id's top level from a hash of its number, so a graph
+// built again from the same slots gets the same levels.
+func (h *hnsw) level(id int32) int {
+	x := uint64(id) + 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	u := (float64(x>>11) + 0.5) / (1 << 53) // in (0, 1)
+	return int(math.Floor(-math.Log(u) * h.ml))
+}
+
+// neighbours returns node's friends on level; while a batch is being
+// inserted (shared) it copies them under the node's lock into buf.
+func (h *hnsw) neighbours(node int32, level int, shared bool, buf []int32) []int32 {
+	if !shared {
+		return h.friends[node][level]
+	}
+	h.locks[node].Lock()
+	buf = append(buf[:0], h.friends[node][level]...)
+	h.locks[node].Unlock()
+	return buf
+}
+
 // searchLayer returns up to ef nodes nearest q on level, nearest first.
-func (h *hnsw) searchLayer(q []float32, entries []candidate, ef, level int) []candidate {
+func (h *hnsw) searchLayer(q []float32, entries []candidate, ef, level int, shared bool) []candidate {
 	v := h.visitSet()
 	defer h.visited.Put(v)
 	cands := make(minHeap, 0, ef*2)
@@ -133,12 +168,14 @@ func (h *hnsw) searchLayer(q []float32, entries []candidate, ef, level int) []ca
 			heap.Pop(&results)
 		}
 	}
+	var buf []int32
 	for cands.Len() > 0 {
 		c := heap.Pop(&cands).(candidate)
 		if results.Len() >= ef && c.dist > results[0].dist {
 			break
 		}
-		for _, n := range h.friends[c.id][level] {
+		buf = h.neighbours(c.id, level, shared, buf)
+		for _, n := range buf {
 			if v.marks[n] == v.gen {
 				continue
 			}
@@ -170,9 +207,9 @@ func (h *hnsw) selectNeighbors(cands []candidate, m int) []int32 {
 			break
 		}
 		good := true
-		cv := h.vec(c.id)
+		cv := h.vecs[c.id]
 		for _, k := range kept {
-			if 1-vecmath.Dot(cv, h.vec(k)) < c.dist {
+			if 1-vecmath.Dot(cv, h.vecs[k]) < c.dist {
 				good = false
 				break
 			}
@@ -192,59 +229,132 @@ func (h *hnsw) selectNeighbors(cands []candidate, m int) []int32 {
 	return kept
 }
 
-// insert adds node id, whose vector vec(id) returns.
-func (h *hnsw) insert(id int32) {
-	for int(id) >= len(h.friends) {
-		h.friends = append(h.friends, nil)
+// add inserts vecs as the next nodes, with up to workers goroutines; stop
+// is polled between nodes and abandons the batch (the graph is then
+// dropped by its owner). The caller holds mu for writing, or owns a graph
+// no search sees yet.
+func (h *hnsw) add(vecs [][]float32, workers int, stop func() bool) bool {
+	first := int32(len(h.vecs))
+	h.vecs = append(h.vecs, vecs...)
+	for i := range vecs {
+		h.friends = append(h.friends, make([][]int32, h.level(first+int32(i))+1))
 	}
-	level := int(math.Floor(-math.Log(1-h.rng.Float64()) * h.ml))
-	h.friends[id] = make([][]int32, level+1)
-	if h.entry < 0 {
+	if cap(h.locks) < len(h.vecs) {
+		locks := make([]sync.Mutex, len(h.vecs), len(h.vecs)+len(h.vecs)/2)
+		h.locks = locks // no insertion runs now, so no lock is held
+	}
+	h.locks = h.locks[:len(h.vecs)]
+	defer func() { h.n.Store(int64(len(h.vecs))) }()
+	workers = max(1, min(workers, len(vecs)/64))
+	if workers == 1 {
+		for i := range vecs {
+			if stop() {
+				return false
+			}
+			h.insert(first+int32(i), false)
+		}
+		return true
+	}
+	var next atomic.Int64
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(vecs)) || stopped.Load() {
+					return
+				}
+				if i%64 == 0 && stop() {
+					stopped.Store(true)
+					return
+				}
+				h.insert(first+int32(i), true)
+			}
+		}()
+	}
+	wg.Wait()
+	return !stopped.Load()
+}
+
+// insert links node id, whose lists add allocated, into the graph.
+func (h *hnsw) insert(id int32, shared bool) {
+	level := len(h.friends[id]) - 1
+	h.entryMu.Lock()
+	entry, maxLevel := h.entry, h.maxLevel
+	if entry < 0 {
 		h.entry, h.maxLevel = id, level
+		h.entryMu.Unlock()
 		return
 	}
-	q := h.vec(id)
-	ep := candidate{h.entry, h.dist(q, h.entry)}
-	for l := h.maxLevel; l > level; l-- {
-		ep = h.greedy(q, ep, l)
+	top := level > maxLevel
+	if !top {
+		h.entryMu.Unlock()
+	} else {
+		// A new top level: other insertions wait for the new entry point
+		// (rare: one node in M^level).
+		defer h.entryMu.Unlock()
+	}
+	q := h.vecs[id]
+	ep := candidate{entry, h.dist(q, entry)}
+	for l := maxLevel; l > level; l-- {
+		ep = h.greedy(q, ep, l, shared)
 	}
 	eps := []candidate{ep}
-	for l := min(level, h.maxLevel); l >= 0; l-- {
-		w := h.searchLayer(q, eps, h.p.EfConstruction, l)
+	for l := min(level, maxLevel); l >= 0; l-- {
+		w := h.searchLayer(q, eps, h.p.EfConstruction, l, shared)
 		neigh := h.selectNeighbors(w, h.p.M)
+		if shared {
+			h.locks[id].Lock()
+		}
 		h.friends[id][l] = neigh
+		if shared {
+			h.locks[id].Unlock()
+		}
 		for _, n := range neigh {
-			h.link(n, id, l)
+			h.link(n, id, l, shared)
 		}
 		eps = w
 	}
-	if level > h.maxLevel {
+	if top {
 		h.entry, h.maxLevel = id, level
 	}
 }
 
 // link adds to to from's friends on level, keeping the nearest when full.
-func (h *hnsw) link(from, to int32, level int) {
-	fs := append(h.friends[from][level], to)
-	if len(fs) > h.maxFriends(level) {
-		fv := h.vec(from)
-		cs := make([]candidate, len(fs))
-		for i, f := range fs {
-			cs[i] = candidate{f, 1 - vecmath.Dot(fv, h.vec(f))}
-		}
-		sort.Slice(cs, func(i, j int) bool { return cs[i].dist < cs[j].dist })
-		fs = fs[:h.maxFriends(level)]
-		for i := range fs {
-			fs[i] = cs[i].id
-		}
+func (h *hnsw) link(from, to int32, level int, shared bool) {
+	if shared {
+		h.locks[from].Lock()
+		defer h.locks[from].Unlock()
 	}
-	h.friends[from][level] = fs
+	old := h.friends[from][level]
+	if len(old) < h.maxFriends(level) {
+		// A fresh slice: a search copying the old one under this lock
+		// never sees it change.
+		fs := make([]int32, len(old)+1, max(4, len(old)+1+len(old)/2))
+		copy(fs, old)
+		fs[len(old)] = to
+		h.friends[from][level] = fs
+		return
+	}
+	fv := h.vecs[from]
+	cs := make([]candidate, 0, len(old)+1)
+	for _, f := range old {
+		cs = append(cs, candidate{f, 1 - vecmath.Dot(fv, h.vecs[f])})
+	}
+	cs = append(cs, candidate{to, 1 - vecmath.Dot(fv, h.vecs[to])})
+	sort.Slice(cs, func(i, j int) bool { return cs[i].dist < cs[j].dist })
+	h.friends[from][level] = h.selectNeighbors(cs, h.maxFriends(level))
 }
 
-func (h *hnsw) greedy(q []float32, ep candidate, level int) candidate {
+func (h *hnsw) greedy(q []float32, ep candidate, level int, shared bool) candidate {
+	var buf []int32
 	for changed := true; changed; {
 		changed = false
-		for _, n := range h.friends[ep.id][level] {
+		buf = h.neighbours(ep.id, level, shared, buf)
+		for _, n := range buf {
 			if d := h.dist(q, n); d < ep.dist {
 				ep, changed = candidate{n, d}, true
 			}
@@ -253,14 +363,15 @@ func (h *hnsw) greedy(q []float32, ep candidate, level int) candidate {
 	return ep
 }
 
-// search returns up to ef nodes nearest q, nearest first.
+// search returns up to ef nodes nearest q, nearest first; the caller
+// holds mu for reading.
 func (h *hnsw) search(q []float32, ef int) []candidate {
 	if h.entry < 0 {
 		return nil
 	}
 	ep := candidate{h.entry, h.dist(q, h.entry)}
 	for l := h.maxLevel; l > 0; l-- {
-		ep = h.greedy(q, ep, l)
+		ep = h.greedy(q, ep, l, false)
 	}
-	return h.searchLayer(q, []candidate{ep}, ef, 0)
+	return h.searchLayer(q, []candidate{ep}, ef, 0, false)
 }

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -18,22 +18,36 @@ import (
 
 // Local is the embedded store: every chunk and vector in memory, every
 // write appended to a checksummed log in its directory and fsynced before
-// the call returns (see Open). It searches exactly, through an HNSW graph,
-// and by BM25. It is safe for concurrent use; one process at a time may
-// open a directory.
+// the call returns (see Open). It searches exactly, through an HNSW graph
+// built in the background, and by BM25 over an inverted index. It is safe
+// for concurrent use; one process at a time may open a directory.
 type Local struct {
 	mu    sync.RWMutex
 	dir   string
 	log   *wal
 	slots []slot
 	byID  map[string]int32
-	alive int
-	dims  int
-	bm    *bm25
+	// bySource holds the slots of each source, live ones only.
+	bySource map[string]map[int32]struct{}
+	alive    int
+	dims     int
+	bm       *bm25
+	// graph covers slots[:graph.size()]; the indexer adds the rest. nil
+	// until the store first reaches exactBelow chunks (or BuildIndex).
 	graph *hnsw
+	// gen changes whenever slots are renumbered (Compact): an indexer
+	// working on an older numbering drops its work.
+	gen int
+	// indexing is set while the indexer goroutine runs; wantIndex once
+	// BuildIndex asked for a graph below exactBelow.
+	indexing  bool
+	wantIndex bool
+	indexed   *sync.Cond // signalled (under mu) when the indexer stops or catches up
+	bg        sync.WaitGroup
 	// graphSaved is how many slots the graph snapshot on disk covers.
 	graphSaved int
 	params     HNSWParams
+	fields     KeywordFields
 	exactBelow int
 	sync       bool
 	closed     atomic.Bool
@@ -45,7 +59,8 @@ type slot struct {
 	alive bool
 }
 
-// LocalOption configures Open: what HNSW, ExactBelow and NoSync return.
+// LocalOption configures Open: what HNSW, ExactBelow, Keyword and NoSync
+// return.
 type LocalOption interface {
 	applyLocal(*localOptions)
 }
@@ -57,6 +72,7 @@ func (f localOptionFunc) applyLocal(o *localOptions) { f(o) }
 
 type localOptions struct {
 	params     HNSWParams
+	fields     KeywordFields
 	exactBelow int
 	noSync     bool
 }
@@ -67,10 +83,19 @@ func HNSW(p HNSWParams) LocalOption {
 }
 
 // ExactBelow makes vector search exact while the store holds fewer than n
-// chunks (default 5,000, where a scan takes about a millisecond); from n
-// on it uses the HNSW graph, built on the first such search.
+// chunks (default 5,000, where a scan takes about a millisecond). From n
+// on a background goroutine builds the HNSW graph (on every core) and
+// keeps it up to date as chunks arrive; until it is built, and for chunks
+// it has not reached yet, search scans exactly. No search waits for it.
 func ExactBelow(n int) LocalOption {
 	return localOptionFunc(func(o *localOptions) { o.exactBelow = n })
+}
+
+// Keyword sets the fields keyword search reads and their weights (BM25F;
+// see KeywordFields). The index is built on Open from the log, so the
+// weights may change between opens.
+func Keyword(fields KeywordFields) LocalOption {
+	return localOptionFunc(func(o *localOptions) { o.fields = fields })
 }
 
 // NoSync skips fsync: writes survive a crash of the process but not of the
@@ -78,13 +103,14 @@ func ExactBelow(n int) LocalOption {
 func NoSync() LocalOption { return localOptionFunc(func(o *localOptions) { o.noSync = true }) }
 
 // Open opens, creating if needed, the embedded store in dir. The log is
-// replayed: a last record a crash cut short is cut off (its write was
-// never acknowledged); anything else that is not a whole, valid record, a
+// replayed: a last record a crash cut short, or a batch whose commit a
+// crash kept from being written, is cut off (that write was never
+// acknowledged); anything else that is not a whole, valid record, a
 // damaged last record included, is an ErrCorrupt error naming the byte
-// offset, and the log is left as it was. A cut is told from damage by
-// what an interrupted append leaves: a strict prefix of the frame it was
-// writing, with which the frame's length, operation and (when at most three
-// bytes are missing) checksum agree.
+// offset, and the log is left as it was. A cut is told from damage by what
+// an interrupted append leaves: a strict prefix of the frames it was
+// writing, with which the last frame's length, operation and (when at most
+// three bytes are missing) checksum agree.
 func Open(dir string, opts ...LocalOption) (*Local, error) {
 	o := localOptions{exactBelow: 5000}
 	for _, opt := range opts {
@@ -109,25 +135,22 @@ func Open(dir string, opts ...LocalOption) (*Local, error) {
 	if o.exactBelow < 0 {
 		errs = append(errs, fmt.Errorf("exactBelow: %d: must not be negative", o.exactBelow))
 	}
+	for _, w := range []struct {
+		name string
+		v    float32
+	}{{"keyword.Text", o.fields.Text}, {"keyword.Title", o.fields.Title}, {"keyword.Section", o.fields.Section}} {
+		if !(w.v >= 0) || w.v > 1e6 {
+			errs = append(errs, fmt.Errorf("%s: %v: must be between 0 and 1e6", w.name, w.v))
+		}
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("open store: %w", errors.Join(errs...))
 	}
-	s := &Local{dir: dir, byID: map[string]int32{}, bm: newBM25(), params: p.withDefaults(),
+	s := &Local{dir: dir, byID: map[string]int32{}, bySource: map[string]map[int32]struct{}{},
+		bm: newBM25(o.fields), params: p.withDefaults(), fields: o.fields,
 		exactBelow: o.exactBelow, sync: !o.noSync}
-	log, err := openWAL(dir, s.sync, func(op walOp) error {
-		switch op.op {
-		case opPut:
-			if s.dims != 0 && len(op.record.Vector) != s.dims {
-				return fmt.Errorf("%w: record %s has %d dimensions, earlier ones %d", ErrCorrupt, op.record.Chunk.ID, len(op.record.Vector), s.dims)
-			}
-			s.put(op.record)
-		case opDelete:
-			for _, id := range op.ids {
-				s.remove(id)
-			}
-		}
-		return nil
-	})
+	s.indexed = sync.NewCond(&s.mu)
+	log, err := openWAL(dir, s.sync, s.replayBatch)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
@@ -135,7 +158,64 @@ func Open(dir string, opts ...LocalOption) (*Local, error) {
 	// A saved graph that matches the log spares rebuilding it; any other
 	// is ignored (see snapshot.go).
 	_ = s.loadGraph()
+	s.mu.Lock()
+	s.kickIndex()
+	s.mu.Unlock()
 	return s, nil
+}
+
+// replayBatch applies one committed batch of the log: records are decoded
+// and analysed on every core, then applied in log order.
+func (s *Local) replayBatch(ops []walOp) error {
+	as := make([]analysis, len(ops))
+	parallel(len(ops), func(i int) {
+		if ops[i].op == opPut {
+			as[i] = s.bm.analyze(&ops[i].record.Chunk)
+		}
+	})
+	for i, op := range ops {
+		switch op.op {
+		case opPut:
+			if s.dims != 0 && len(op.record.Vector) != s.dims {
+				return fmt.Errorf("%w: record %s has %d dimensions, earlier ones %d", ErrCorrupt, op.record.Chunk.ID, len(op.record.Vector), s.dims)
+			}
+			s.put(op.record, as[i])
+		case opDelete:
+			for _, id := range op.ids {
+				s.remove(id)
+			}
+		}
+	}
+	return nil
+}
+
+// parallel runs f(0..n-1) on every core.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/256)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(256)) - 256
+				if i >= n {
+					return
+				}
+				for j := i; j < min(n, i+256); j++ {
+					f(j)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (s *Local) check() error {
@@ -158,17 +238,20 @@ func (s *Local) ready(ctx context.Context) error {
 }
 
 // put applies a record in memory; the vector is already unit length.
-func (s *Local) put(r Record) {
+func (s *Local) put(r Record, a analysis) {
 	s.remove(r.Chunk.ID)
 	id := int32(len(s.slots))
 	s.slots = append(s.slots, slot{chunk: r.Chunk, vec: r.Vector, alive: true})
 	s.byID[r.Chunk.ID] = id
+	src := s.bySource[r.Chunk.Source]
+	if src == nil {
+		src = map[int32]struct{}{}
+		s.bySource[r.Chunk.Source] = src
+	}
+	src[id] = struct{}{}
 	s.alive++
 	s.dims = len(r.Vector)
-	s.bm.add(id, r.Chunk.Text)
-	if s.graph != nil {
-		s.graph.insert(id)
-	}
+	s.bm.add(id, a)
 }
 
 func (s *Local) remove(id string) {
@@ -178,98 +261,150 @@ func (s *Local) remove(id string) {
 	}
 	delete(s.byID, id)
 	s.slots[i].alive = false
+	src := s.bySource[s.slots[i].chunk.Source]
+	delete(src, i)
+	if len(src) == 0 {
+		delete(s.bySource, s.slots[i].chunk.Source)
+	}
 	s.alive--
 	s.bm.remove(i)
 }
 
 // Upsert validates every record (all problems are reported together,
-// naming records[i]), appends them to the log, fsyncs, and only then makes
-// them visible. A record equal to the stored one is not written again.
+// naming records[i]), appends them to the log as one batch, fsyncs, and
+// only then makes them visible. A record equal to the stored one is not
+// written again.
 func (s *Local) Upsert(ctx context.Context, records ...Record) error {
-	if err := s.ready(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	dims := s.dims
-	var errs []error
-	batch := make([]Record, 0, len(records))
-	seen := map[string]int{}
-	for i, r := range records {
-		switch {
-		case r.Chunk.ID == "":
-			errs = append(errs, fmt.Errorf("records[%d].chunk.id: required", i))
-		case seen[r.Chunk.ID] > 0:
-			errs = append(errs, fmt.Errorf("records[%d].chunk.id: %s: duplicate of records[%d]", i, r.Chunk.ID, seen[r.Chunk.ID]-1))
-		}
-		seen[r.Chunk.ID] = i + 1
-		if len(r.Vector) == 0 {
-			errs = append(errs, fmt.Errorf("records[%d].vector: required", i))
-			continue
-		}
-		if dims == 0 {
-			dims = len(r.Vector)
-		}
-		if len(r.Vector) != dims {
-			errs = append(errs, fmt.Errorf("records[%d].vector: %d dimensions, the store holds %d", i, len(r.Vector), dims))
-			continue
-		}
-		v := slices.Clone(r.Vector)
-		if !vecmath.Normalize(v) {
-			errs = append(errs, fmt.Errorf("records[%d].vector: zero, NaN or infinite: has no direction to compare", i))
-			continue
-		}
-		if j, ok := s.byID[r.Chunk.ID]; ok && slices.Equal(s.slots[j].vec, v) && s.slots[j].chunk.Equal(r.Chunk) {
-			continue
-		}
-		batch = append(batch, Record{Chunk: r.Chunk.clone(), Vector: v})
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("upsert: %w", errors.Join(errs...))
-	}
-	payloads := make([][]byte, len(batch))
-	for i, r := range batch {
-		p, err := encodePut(r)
-		if err != nil {
-			return fmt.Errorf("upsert: records[%d]: %w", i, err)
-		}
-		payloads[i] = p
-	}
-	if err := s.log.append(payloads...); err != nil {
-		return fmt.Errorf("upsert: write log: %w", err)
-	}
-	for _, r := range batch {
-		s.put(r)
+	if err := s.apply(ctx, Batch{Upsert: records}, "records"); err != nil {
+		return fmt.Errorf("upsert: %w", err)
 	}
 	return nil
 }
 
 // Delete removes chunks by ID, durably before it returns.
 func (s *Local) Delete(ctx context.Context, ids ...string) error {
-	if err := s.ready(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var known []string
-	for _, id := range ids {
-		if _, ok := s.byID[id]; ok {
-			known = append(known, id)
-		}
-	}
-	if len(known) == 0 {
-		return nil
-	}
-	if err := s.log.append(encodeDelete(known)); err != nil {
-		return fmt.Errorf("delete: write log: %w", err)
-	}
-	for _, id := range known {
-		s.remove(id)
+	if err := s.Apply(ctx, Batch{Delete: ids}); err != nil {
+		return fmt.Errorf("delete: %w", err)
 	}
 	return nil
 }
 
-// List returns copies of the chunks matching f.
+// Apply writes b atomically: its records and deletions are appended to
+// the log as one batch that ends in a commit frame, fsynced once, and
+// only then made visible, all at once. A crash before the commit is on
+// disk leaves none of the batch on reopen; after Apply returns, all of it.
+// Records are validated first (every problem reported together, naming
+// upsert[i] and delete[i]); a record equal to the stored one is not
+// written again, and deletions of unknown IDs are ignored. Deletions apply
+// after the records, so a batch can replace a source's chunks by writing
+// the new ones and deleting the old.
+func (s *Local) Apply(ctx context.Context, b Batch) error {
+	return s.apply(ctx, b, "upsert")
+}
+
+// apply is Apply, naming the records name[i] in errors.
+func (s *Local) apply(ctx context.Context, b Batch, name string) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	var errs []error
+	batch := make([]Record, 0, len(b.Upsert))
+	seen := make(map[string]int, len(b.Upsert))
+	s.mu.RLock()
+	dims, held := s.dims, "the store holds"
+	s.mu.RUnlock()
+	for i, r := range b.Upsert {
+		switch {
+		case r.Chunk.ID == "":
+			errs = append(errs, fmt.Errorf("%s[%d].chunk.id: required", name, i))
+		case seen[r.Chunk.ID] > 0:
+			errs = append(errs, fmt.Errorf("%s[%d].chunk.id: %s: duplicate of %s[%d]", name, i, r.Chunk.ID, name, seen[r.Chunk.ID]-1))
+		}
+		seen[r.Chunk.ID] = i + 1
+		if len(r.Vector) == 0 {
+			errs = append(errs, fmt.Errorf("%s[%d].vector: required", name, i))
+			continue
+		}
+		if dims == 0 {
+			dims, held = len(r.Vector), fmt.Sprintf("%s[%d] has", name, i)
+		}
+		if len(r.Vector) != dims {
+			errs = append(errs, fmt.Errorf("%s[%d].vector: %d dimensions, %s %d", name, i, len(r.Vector), held, dims))
+			continue
+		}
+		v := slices.Clone(r.Vector)
+		if !vecmath.Normalize(v) {
+			errs = append(errs, fmt.Errorf("%s[%d].vector: zero, NaN or infinite: has no direction to compare", name, i))
+			continue
+		}
+		batch = append(batch, Record{Chunk: r.Chunk.clone(), Vector: v})
+	}
+	for i, id := range b.Delete {
+		if id == "" {
+			errs = append(errs, fmt.Errorf("delete[%d]: empty ID", i))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// Encoding and analysis need no lock: on every core, before it.
+	payloads := make([][]byte, len(batch))
+	as := make([]analysis, len(batch))
+	encErrs := make([]error, len(batch))
+	parallel(len(batch), func(i int) {
+		payloads[i], encErrs[i] = encodePut(batch[i])
+		as[i] = s.bm.analyze(&batch[i].Chunk)
+	})
+	for i, err := range encErrs {
+		if err != nil {
+			return fmt.Errorf("%s[%d]: %w", name, i, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(batch) > 0 && s.dims != 0 && dims != s.dims {
+		return fmt.Errorf("%s[0].vector: %d dimensions, the store holds %d", name, dims, s.dims)
+	}
+	// Unchanged records and unknown deletions are dropped.
+	keep := batch[:0]
+	kept := payloads[:0]
+	keptA := as[:0]
+	for i, r := range batch {
+		if j, ok := s.byID[r.Chunk.ID]; ok && slices.Equal(s.slots[j].vec, r.Vector) && s.slots[j].chunk.Equal(r.Chunk) {
+			continue
+		}
+		keep, kept, keptA = append(keep, r), append(kept, payloads[i]), append(keptA, as[i])
+	}
+	var gone []string
+	for _, id := range b.Delete {
+		if _, ok := s.byID[id]; ok || seen[id] > 0 {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		kept = append(kept, encodeDelete(gone))
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	if err := s.log.appendBatch(kept); err != nil {
+		return fmt.Errorf("write log: %w", err)
+	}
+	for i, r := range keep {
+		s.put(r, keptA[i])
+	}
+	for _, id := range gone {
+		s.remove(id)
+	}
+	s.kickIndex()
+	return nil
+}
+
+// List returns copies of the chunks matching f. A filter on "source" reads
+// that source's chunks only.
 func (s *Local) List(ctx context.Context, f Filter) ([]Chunk, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -280,9 +415,17 @@ func (s *Local) List(ctx context.Context, f Filter) ([]Chunk, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []Chunk
-	for i := range s.slots {
-		if s.slots[i].alive && f.Match(&s.slots[i].chunk) {
-			out = append(out, s.slots[i].chunk.clone())
+	if src, ok := f["source"]; ok {
+		for i := range s.bySource[src] {
+			if f.Match(&s.slots[i].chunk) {
+				out = append(out, s.slots[i].chunk.clone())
+			}
+		}
+	} else {
+		for i := range s.slots {
+			if s.slots[i].alive && f.Match(&s.slots[i].chunk) {
+				out = append(out, s.slots[i].chunk.clone())
+			}
 		}
 	}
 	sortChunks(out)
@@ -309,6 +452,32 @@ func (s *Local) Dimensions() int {
 	return s.dims
 }
 
+// Stats reports what the store holds and how far its vector index is.
+func (s *Local) Stats(ctx context.Context) (Stats, error) {
+	if err := s.ready(ctx); err != nil {
+		return Stats{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := Stats{Chunks: s.alive, Sources: len(s.bySource), Dimensions: s.dims, LogBytes: s.log.size,
+		Index: IndexExact}
+	if s.graph != nil {
+		// Deleted slots stay in the graph; count the live ones it covers.
+		for i := range s.graph.size() {
+			if s.slots[i].alive {
+				st.Indexed++
+			}
+		}
+	}
+	switch {
+	case s.graph != nil && s.graph.size() == len(s.slots):
+		st.Index = IndexReady
+	case s.indexing:
+		st.Index = IndexBuilding
+	}
+	return st, nil
+}
+
 func (s *Local) searchArgs(vector []float32, k int, f Filter) ([]float32, error) {
 	var errs []error
 	if k <= 0 {
@@ -332,47 +501,50 @@ func (s *Local) searchArgs(vector []float32, k int, f Filter) ([]float32, error)
 }
 
 // SearchVector returns the k chunks matching f with the highest cosine
-// similarity to vector: exactly below ExactBelow chunks, through the HNSW
-// graph above. A filtered search through the graph that finds fewer than
-// k matches falls back to the exact scan of the matching chunks.
+// similarity to vector: exactly below ExactBelow chunks and while the
+// graph is being built, through the HNSW graph (and exactly over the
+// chunks written since the graph last caught up) above. A filtered search
+// through the graph that finds fewer than k matches falls back to the
+// exact scan of the matching chunks.
 func (s *Local) SearchVector(ctx context.Context, vector []float32, k int, f Filter) ([]Hit, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	q, err := s.searchArgs(vector, k, f)
 	if err != nil {
-		s.mu.RUnlock()
 		return nil, err
 	}
-	if s.alive < s.exactBelow || s.alive <= k {
-		defer s.mu.RUnlock()
-		return s.exact(q, k, f), nil
+	g := s.graph
+	if s.alive < s.exactBelow || s.alive <= k || g == nil {
+		return s.exact(q, k, f, 0), nil
 	}
-	for s.graph == nil { // a Compact between the unlock and the lock may drop it again
-		s.mu.RUnlock()
-		s.buildGraph()
-		s.mu.RLock()
-	}
-	defer s.mu.RUnlock()
 	ef := max(s.params.EfSearch, k)
 	if len(f) > 0 {
 		ef *= 4
 	}
-	var hits []Hit
-	for _, c := range s.graph.search(q, ef) {
+	g.mu.RLock()
+	n := g.size()
+	cands := g.search(q, ef)
+	g.mu.RUnlock()
+	h := make(minHeap, 0, k+1)
+	for _, c := range cands {
 		sl := &s.slots[c.id]
 		if sl.alive && f.Match(&sl.chunk) {
-			hits = append(hits, Hit{Chunk: sl.chunk.clone(), Score: float64(1 - c.dist)})
-			if len(hits) == k {
+			h = append(h, candidate{c.id, 1 - c.dist})
+			if len(h) == k {
 				break
 			}
 		}
 	}
-	if len(hits) < k && len(hits) < s.alive {
-		return s.exact(q, k, f), nil
+	if len(h) < k {
+		return s.exact(q, k, f, 0), nil
 	}
-	return hits, nil
+	heap.Init(&h)
+	// Chunks the indexer has not reached yet are scanned.
+	s.scan(q, k, f, n, &h)
+	return s.hits(h), nil
 }
 
 // SearchExact scans every chunk: the reference the HNSW results are
@@ -387,54 +559,34 @@ func (s *Local) SearchExact(ctx context.Context, vector []float32, k int, f Filt
 	if err != nil {
 		return nil, err
 	}
-	return s.exact(q, k, f), nil
+	return s.exact(q, k, f, 0), nil
 }
 
-func (s *Local) buildGraph() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.graph != nil {
-		return
-	}
-	g := newHNSW(s.params, func(i int32) []float32 { return s.slots[i].vec })
-	for i := range s.slots {
-		g.insert(int32(i))
-	}
-	s.graph = g
-}
-
-// BuildIndex builds the HNSW graph now rather than on the first search
-// that needs it (see ExactBelow), and saves it beside the log so that the
-// next Open need not build it again.
-func (s *Local) BuildIndex() error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	s.buildGraph()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.saveGraph(); err != nil {
-		return fmt.Errorf("save graph: %w", err)
-	}
-	return nil
-}
-
-func (s *Local) exact(q []float32, k int, f Filter) []Hit {
+func (s *Local) exact(q []float32, k int, f Filter, from int) []Hit {
 	h := make(minHeap, 0, k+1)
-	for i := range s.slots {
+	s.scan(q, k, f, from, &h)
+	return s.hits(h)
+}
+
+// scan offers slots[from:] to the min-heap of the k most similar.
+func (s *Local) scan(q []float32, k int, f Filter, from int, h *minHeap) {
+	for i := from; i < len(s.slots); i++ {
 		sl := &s.slots[i]
 		if !sl.alive || (len(f) > 0 && !f.Match(&sl.chunk)) {
 			continue
 		}
-		// The min-heap of similarities keeps the k largest.
 		sim := vecmath.Dot(q, sl.vec)
 		if h.Len() < k {
-			heap.Push(&h, candidate{int32(i), sim})
-		} else if sim > h[0].dist {
-			h[0] = candidate{int32(i), sim}
-			heap.Fix(&h, 0)
+			heap.Push(h, candidate{int32(i), sim})
+		} else if sim > (*h)[0].dist {
+			(*h)[0] = candidate{int32(i), sim}
+			heap.Fix(h, 0)
 		}
 	}
+}
+
+// hits empties the min-heap of similarities into hits, most similar first.
+func (s *Local) hits(h minHeap) []Hit {
 	out := make([]Hit, h.Len())
 	for i := len(out) - 1; i >= 0; i-- {
 		c := heap.Pop(&h).(candidate)
@@ -443,8 +595,113 @@ func (s *Local) exact(q []float32, k int, f Filter) []Hit {
 	return out
 }
 
+// kickIndex starts the indexer if the graph is wanted and behind; the
+// caller holds mu for writing.
+func (s *Local) kickIndex() {
+	if s.indexing || s.closed.Load() || !s.needsIndex() {
+		return
+	}
+	s.indexing = true
+	s.bg.Add(1)
+	go s.indexLoop()
+}
+
+func (s *Local) needsIndex() bool {
+	if s.graph == nil {
+		return (s.alive >= s.exactBelow || s.wantIndex) && len(s.slots) > 0
+	}
+	return s.graph.size() < len(s.slots)
+}
+
+// indexBatch bounds how many nodes go into a live graph at once, and so
+// how long a search waits for the graph's lock.
+const indexBatch = 128
+
+// indexLoop builds the graph, off every lock, the first time, and then
+// inserts the slots written since, a batch at a time, until it has caught
+// up; it stops when the store closes.
+func (s *Local) indexLoop() {
+	defer s.bg.Done()
+	workers := runtime.GOMAXPROCS(0)
+	stop := func() bool { return s.closed.Load() }
+	for {
+		s.mu.Lock()
+		if s.closed.Load() || !s.needsIndex() {
+			s.indexing = false
+			s.indexed.Broadcast()
+			s.mu.Unlock()
+			return
+		}
+		g, gen, from := s.graph, s.gen, 0
+		if g != nil {
+			from = g.size()
+		}
+		to := len(s.slots)
+		if g != nil {
+			to = min(to, from+indexBatch)
+		}
+		vecs := make([][]float32, to-from)
+		for i := range vecs {
+			vecs[i] = s.slots[from+i].vec
+		}
+		s.mu.Unlock()
+		if g == nil {
+			g = newHNSW(s.params)
+			if !g.add(vecs, workers, stop) {
+				continue
+			}
+			s.mu.Lock()
+			if s.gen == gen && s.graph == nil {
+				s.graph = g
+				s.indexed.Broadcast()
+			}
+			s.mu.Unlock()
+			continue
+		}
+		// A batch into the live graph is short and always finished, so
+		// that Close can save the graph it leaves.
+		g.mu.Lock()
+		g.add(vecs, workers, func() bool { return false })
+		g.mu.Unlock()
+		s.mu.Lock()
+		s.indexed.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// BuildIndex builds the HNSW graph now, even below ExactBelow, waits
+// until it covers every chunk, and saves it beside the log so that the
+// next Open need not build it again. The graph is otherwise built in the
+// background (see ExactBelow); BuildIndex only waits for it.
+func (s *Local) BuildIndex() error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wantIndex = true
+	s.kickIndex()
+	for !s.closed.Load() && (s.graph == nil || s.graph.size() < len(s.slots)) {
+		if !s.indexing {
+			s.kickIndex()
+			if !s.indexing {
+				break
+			}
+		}
+		s.indexed.Wait()
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := s.saveGraph(); err != nil {
+		return fmt.Errorf("save graph: %w", err)
+	}
+	return nil
+}
+
 // SearchKeyword ranks the chunks matching f by BM25 (k1 1.2, b 0.75) for
-// query's words.
+// query's words through the inverted index, keeping the k best in a
+// bounded heap; ties go to the smaller chunk ID.
 func (s *Local) SearchKeyword(ctx context.Context, query string, k int, f Filter) ([]Hit, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -461,23 +718,12 @@ func (s *Local) SearchKeyword(ctx context.Context, query string, k int, f Filter
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	scores := s.bm.scores(query, func(i int32) bool {
+	top := s.bm.topK(query, k, func(i int32) bool {
 		return s.slots[i].alive && (len(f) == 0 || f.Match(&s.slots[i].chunk))
-	})
-	ids := make([]int32, 0, len(scores))
-	for id := range scores {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool {
-		if scores[ids[a]] != scores[ids[b]] {
-			return scores[ids[a]] > scores[ids[b]]
-		}
-		return s.slots[ids[a]].chunk.ID < s.slots[ids[b]].chunk.ID
-	})
-	ids = ids[:min(k, len(ids))]
-	out := make([]Hit, len(ids))
-	for i, id := range ids {
-		out[i] = Hit{Chunk: s.slots[id].chunk.clone(), Score: scores[id]}
+	}, func(a, b int32) bool { return s.slots[a].chunk.ID < s.slots[b].chunk.ID })
+	out := make([]Hit, len(top))
+	for i, t := range top {
+		out[i] = Hit{Chunk: s.slots[t.slot].chunk.clone(), Score: t.score}
 	}
 	return out, nil
 }
@@ -485,6 +731,7 @@ func (s *Local) SearchKeyword(ctx context.Context, query string, k int, f Filter
 // Compact rewrites the log with only the live chunks (replaced and deleted
 // ones drop out). The new log is written beside the old, fsynced and
 // renamed over it, so a crash during Compact leaves one or the other whole.
+// The graph is built again in the background over the new numbering.
 func (s *Local) Compact(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return err
@@ -495,11 +742,17 @@ func (s *Local) Compact(ctx context.Context) error {
 	if err := os.RemoveAll(tmpDir); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
-	tmp, err := openWAL(tmpDir, s.sync, func(walOp) error { return nil })
+	tmp, err := openWAL(tmpDir, s.sync, func([]walOp) error { return nil })
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
 	var live []slot
+	var payloads [][]byte
+	flush := func() error {
+		err := tmp.appendBatch(payloads)
+		payloads = payloads[:0]
+		return err
+	}
 	for _, sl := range s.slots {
 		if !sl.alive {
 			continue
@@ -510,13 +763,22 @@ func (s *Local) Compact(ctx context.Context) error {
 		}
 		p, err := encodePut(Record{Chunk: sl.chunk, Vector: sl.vec})
 		if err == nil {
-			err = tmp.append(p)
+			payloads = append(payloads, p)
+			if len(payloads) == 4096 {
+				err = flush()
+			}
 		}
 		if err != nil {
 			tmp.close()
 			return fmt.Errorf("compact: %w", err)
 		}
 		live = append(live, sl)
+	}
+	if len(payloads) > 0 {
+		if err := flush(); err != nil {
+			tmp.close()
+			return fmt.Errorf("compact: %w", err)
+		}
 	}
 	if err := tmp.close(); err != nil {
 		return fmt.Errorf("compact: %w", err)
@@ -531,24 +793,20 @@ func (s *Local) Compact(ctx context.Context) error {
 	}
 	_ = os.RemoveAll(tmpDir)
 	old := s.log
-	log, err := openWAL(s.dir, s.sync, func(walOp) error { return nil })
+	log, err := openWAL(s.dir, s.sync, func([]walOp) error { return nil })
 	if err != nil {
 		return fmt.Errorf("compact: reopen: %w", err)
 	}
 	_ = old.f.Close()
 	s.log = log
-	hadGraph := s.graph != nil
-	s.slots, s.byID, s.alive, s.bm, s.graph, s.graphSaved = nil, map[string]int32{}, 0, newBM25(), nil, 0
-	for _, sl := range live {
-		s.put(Record{Chunk: sl.chunk, Vector: sl.vec})
+	s.slots, s.byID, s.bySource, s.alive, s.bm, s.graph, s.graphSaved = nil, map[string]int32{}, map[string]map[int32]struct{}{}, 0, newBM25(s.fields), nil, 0
+	s.gen++
+	as := make([]analysis, len(live))
+	parallel(len(live), func(i int) { as[i] = s.bm.analyze(&live[i].chunk) })
+	for i, sl := range live {
+		s.put(Record{Chunk: sl.chunk, Vector: sl.vec}, as[i])
 	}
-	if hadGraph {
-		g := newHNSW(s.params, func(i int32) []float32 { return s.slots[i].vec })
-		for i := range s.slots {
-			g.insert(int32(i))
-		}
-		s.graph = g
-	}
+	s.kickIndex()
 	return nil
 }
 
@@ -562,16 +820,19 @@ func (s *Local) LogBytes() int64 {
 	return s.log.size
 }
 
-// Close flushes and closes the log; the store cannot be used after.
+// Close stops the indexer, saves a graph that covers every chunk, and
+// flushes and closes the log; the store cannot be used after.
 func (s *Local) Close() error {
 	if s == nil || s.log == nil {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.bg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.indexed.Broadcast()
 	err := s.saveGraph()
 	return errors.Join(err, s.log.close())
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -250,4 +251,64 @@ func TestHNSWRecallAgainstExactWithDeletesAndFilters(t *testing.T) {
 	t.Logf("recall@10 %.3f, filtered %.3f", total/100, filtered/100)
 	assert.GreaterOrEqual(t, total/100, 0.95, "recall@10")
 	assert.GreaterOrEqual(t, filtered/100, 0.95, "filtered recall@10")
+}
+
+func TestLocalStatsFollowTheBackgroundIndex(t *testing.T) {
+	ctx := t.Context()
+	s := openLocal(t, t.TempDir(), NoSync(), ExactBelow(300))
+	var st Store = s // no type assertion needed
+	vecs := clustered(1000, 16, 10, 1.0, 9, 1)
+	recs := make([]Record, len(vecs))
+	for i, v := range vecs {
+		recs[i] = Record{Chunk: Chunk{ID: fmt.Sprint(i), Source: fmt.Sprint("s", i%7), Text: "t"}, Vector: v}
+	}
+	require.NoError(t, st.Apply(ctx, Batch{Upsert: recs[:200]}))
+	stats, err := st.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, Stats{Chunks: 200, Sources: 7, Dimensions: 16, Index: IndexExact, LogBytes: s.LogBytes()}, stats)
+	require.NoError(t, st.Apply(ctx, Batch{Upsert: recs[200:], Delete: []string{"0", "1", "2"}}))
+	// Searches never wait for the graph: they are exact until it is built.
+	for _, q := range vecs[:20] {
+		got, err := st.SearchVector(ctx, q, 5, nil)
+		require.NoError(t, err)
+		want, err := st.SearchExact(ctx, q, 5, nil)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, recallAt(want, got), 0.6)
+	}
+	require.NoError(t, s.BuildIndex())
+	stats, err = st.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, IndexReady, stats.Index)
+	assert.Equal(t, 997, stats.Chunks)
+	assert.Equal(t, 997, stats.Indexed, "deleted chunks stay in the graph but are not counted")
+	list, err := st.List(ctx, Filter{"source": "s3"})
+	require.NoError(t, err)
+	assert.Len(t, list, 143, "the source index finds the source's live chunks") // 3, 10, …, 997
+	var byScan int
+	all, err := st.List(ctx, nil)
+	require.NoError(t, err)
+	for _, c := range all {
+		if c.Source == "s3" {
+			byScan++
+		}
+	}
+	assert.Equal(t, byScan, len(list))
+}
+
+func TestLocalApplyReportsEveryProblem(t *testing.T) {
+	s := openLocal(t, t.TempDir(), NoSync())
+	err := s.Apply(t.Context(), Batch{Upsert: []Record{rec("", "s", "t", 1), rec("a", "s", "t")}, Delete: []string{"x", ""}})
+	require.Error(t, err)
+	for _, want := range []string{"upsert[0].chunk.id: required", "upsert[1].vector: required", "delete[1]: empty ID"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.Zero(t, s.Count())
+	_, err = Open(t.TempDir(), Keyword(KeywordFields{Title: -1, Section: float32(math.NaN())}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "keyword.Title: -1")
+	assert.Contains(t, err.Error(), "keyword.Section: NaN")
+	var zero *Local
+	assert.Error(t, zero.Apply(t.Context(), Batch{}))
+	_, err = zero.Stats(t.Context())
+	assert.Error(t, err)
 }

@@ -8,16 +8,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/cubestudio/cube/rag/internal/durable"
 )
 
 // The HNSW graph is saved beside the log (graph.snap) when BuildIndex
 // builds it and when the store closes, so that a reopened store does not
-// rebuild it (minutes at 100,000 chunks). The snapshot is a cache: it
+// rebuild it (a minute of both cores at 100,000 chunks). The snapshot is a cache: it
 // names how many slots it covers and a hash of their IDs and vectors'
 // first coordinates, and Open uses it only when the replayed log begins
-// with those same slots; the slots the log has beyond it are inserted.
+// with those same slots; the indexer inserts the slots the log has beyond it.
 // Anything else (damage, a compacted log, other parameters) is ignored and
 // the graph is built again on demand. Even a stale graph could only route
 // a search worse: hits are scored with the stored vectors.
@@ -46,20 +47,23 @@ func (s *Local) slotsHash(n int) [32]byte {
 // saveGraph writes the graph's snapshot; the caller holds the write lock.
 func (s *Local) saveGraph() error {
 	g := s.graph
-	if g == nil || len(g.friends) != len(s.slots) || s.graphSaved == len(s.slots) {
+	if g == nil || g.size() <= s.graphSaved {
 		return nil
 	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := g.size()
 	le := binary.LittleEndian
 	b := []byte(snapMagic)
 	put := func(v uint32) { b = le.AppendUint32(b, v) }
-	put(uint32(len(s.slots)))
-	hash := s.slotsHash(len(s.slots))
+	put(uint32(n))
+	hash := s.slotsHash(n)
 	b = append(b, hash[:]...)
 	put(uint32(g.p.M))
 	put(uint32(g.p.EfConstruction))
 	put(uint32(g.entry))
 	put(uint32(g.maxLevel))
-	for _, levels := range g.friends {
+	for _, levels := range g.friends[:n] {
 		put(uint32(len(levels)))
 		for _, fs := range levels {
 			put(uint32(len(fs)))
@@ -87,7 +91,7 @@ func (s *Local) saveGraph() error {
 	if err := os.Rename(tmp, filepath.Join(s.dir, snapName)); err != nil {
 		return err
 	}
-	s.graphSaved = len(s.slots)
+	s.graphSaved = n
 	if s.sync {
 		return durable.SyncDir(s.dir)
 	}
@@ -137,7 +141,7 @@ func (s *Local) loadGraph() error {
 	if !ok || int(m) != s.params.M || int(efc) != s.params.EfConstruction || entry >= n || maxLevel > 64 {
 		return errBadSnapshot
 	}
-	g := newHNSW(s.params, func(i int32) []float32 { return s.slots[i].vec })
+	g := newHNSW(s.params)
 	g.friends = make([][][]int32, n)
 	for node := range g.friends {
 		levels, ok := next()
@@ -175,9 +179,13 @@ func (s *Local) loadGraph() error {
 		}
 	}
 	g.entry, g.maxLevel = int32(entry), int(maxLevel)
-	for i := int(n); i < len(s.slots); i++ {
-		g.insert(int32(i))
+	g.vecs = make([][]float32, n)
+	for i := range g.vecs {
+		g.vecs[i] = s.slots[i].vec
 	}
+	g.locks = make([]sync.Mutex, n)
+	g.n.Store(int64(n))
+	// The slots written after the snapshot are left to the indexer.
 	s.graph = g
 	s.graphSaved = int(n)
 	return nil

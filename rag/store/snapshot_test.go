@@ -45,7 +45,8 @@ func TestSavedGraphIsReusedOnlyWhenItMatchesTheLog(t *testing.T) {
 	assert.Equal(t, before, search(s), "the loaded graph routes as the saved one did")
 	// Slots written after the snapshot are inserted into the loaded graph.
 	require.NoError(t, s.Upsert(ctx, recs(2000, 3000)...))
-	require.NoError(t, s.Close()) // saves the larger graph
+	require.NoError(t, s.BuildIndex()) // waits for the indexer, saves the larger graph
+	require.NoError(t, s.Close())
 
 	s, err = Open(dir, ExactBelow(0))
 	require.NoError(t, err)

@@ -36,9 +36,58 @@ type Store interface {
 	SearchVector(ctx context.Context, vector []float32, k int, f Filter) ([]Hit, error)
 	// SearchKeyword returns the k chunks that match f ranked by BM25 for query.
 	SearchKeyword(ctx context.Context, query string, k int, f Filter) ([]Hit, error)
+	// Apply writes a batch atomically where the store can: see Batch.
+	Apply(ctx context.Context, b Batch) error
+	// SearchExact returns the k chunks most similar to vector that match
+	// f by comparing with every chunk, without the approximate index: the
+	// reference an index's recall is measured against.
+	SearchExact(ctx context.Context, vector []float32, k int, f Filter) ([]Hit, error)
+	// Stats reports what the store holds and the state of its index.
+	Stats(ctx context.Context) (Stats, error)
 	// Close releases the store.
 	Close() error
 }
+
+// Batch is one write of records and deletions. Local applies it
+// atomically: after a crash either all of it is there or none, and a
+// search sees it whole or not at all; deletions apply after the records.
+// A store that cannot (Milvus) says so in its Apply.
+type Batch struct {
+	Upsert []Record
+	Delete []string
+}
+
+// Stats is what a store holds and how far its vector index is.
+type Stats struct {
+	Chunks  int // live chunks
+	Sources int // distinct sources among them; -1 when the store cannot count them (Milvus)
+	// Dimensions of the vectors; 0 while the store is empty.
+	Dimensions int
+	// Index is how vector search runs now; Indexed is how many live chunks
+	// the approximate index covers (search scans the others exactly).
+	Index   IndexState
+	Indexed int
+	// LogBytes is the size of the store's log on disk; 0 for a remote
+	// store.
+	LogBytes int64
+}
+
+// IndexState says how vector search runs.
+type IndexState string
+
+// The index states.
+const (
+	// IndexExact: no approximate index (the store is below ExactBelow):
+	// every search compares with every chunk.
+	IndexExact IndexState = "Exact"
+	// IndexBuilding: the graph is being built or catching up with recent
+	// writes; meanwhile search is exact over what it does not cover.
+	IndexBuilding IndexState = "Building"
+	// IndexReady: the graph covers every chunk.
+	IndexReady IndexState = "Ready"
+	// IndexRemote: a server keeps the index (Milvus).
+	IndexRemote IndexState = "Remote"
+)
 
 // HybridSearcher is a Store that fuses the vector and the keyword ranking
 // itself, by unweighted reciprocal rank fusion with rank constant rrfK

@@ -11,21 +11,27 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/cubestudio/cube/rag/internal/durable"
 )
 
 // The log is the embedded store's only file: a header, then frames of
 // [payload length u32][CRC-32C of payload u32][payload], little-endian.
-// A payload is one operation: opPut with a record, or opDelete with IDs.
-// Frames are appended and the file fsynced before Upsert or Delete
-// returns, so an acknowledged write survives a crash.
+// A payload is one operation: a put with a record, a deletion with IDs,
+// or the commit of a batch. A write of one operation is one standalone
+// frame; a write of more is a batch, its operations as parts and then a
+// commit that counts them. The frames of a write are appended and the
+// file fsynced once before Upsert, Delete or Apply returns, so an
+// acknowledged write survives a crash.
 //
 // On open the log is replayed, and it must end in one of two ways. It ends
-// cleanly after a whole frame; or it ends in a torn tail, the beginning of
-// the one frame an append was writing when the process died, which was
-// never acknowledged and is cut off. An append writes its bytes in order,
-// so a torn tail is a strict prefix of a frame as the append encoded it:
+// cleanly after a standalone frame or a commit; or it ends in a torn tail,
+// what the one write an append was doing when the process died left,
+// which was never acknowledged and is cut off: the parts of a batch whose
+// commit is missing, whole or not, and the one frame cut short. An append
+// writes its bytes in order, so the frame cut short is a strict prefix of
+// a frame as the append encoded it:
 //
 //   - fewer than the 8 bytes of a frame header; or
 //   - a header whose length (1 to maxFrame, as appends write them) runs
@@ -33,7 +39,8 @@ import (
 //     of exactly that length: a known operation code, a chunk that fits and
 //     is JSON once all of it is there, and a vector length that makes the
 //     record that long once it is there; a deletion whose IDs all fit in the
-//     bytes present is whole and shorter than the length, so no torn tail;
+//     bytes present is whole and shorter than the length, so no torn tail,
+//     nor is a commit whose count is all there;
 //     and when at most 3 bytes are missing, some ending of the bytes present
 //     must match the frame's checksum (with 4 or more missing, every prefix
 //     has an ending that matches, so the checksum cannot tell).
@@ -42,7 +49,8 @@ import (
 // ErrCorrupt naming the frame's offset, truncating nothing: a frame whose
 // bytes are all there but fail their checksum or do not decode, even the
 // last (an interrupted append leaves a frame short, never whole and
-// wrong); a length of 0 or over maxFrame; and a length past the end of the
+// wrong); a commit whose count is not the parts before it, or a standalone
+// frame among a batch's parts; a length of 0 or over maxFrame; and a length past the end of the
 // file over bytes that hold a whole operation of another length, which is
 // what a damaged length in front of further frames looks like. Such a
 // length once made Open take the whole log for a torn tail and cut it.
@@ -57,10 +65,31 @@ const (
 	maxFrame = 64 << 20
 )
 
+// Operations. opPut and opDelete stand alone: each frame is applied as
+// replay reads it (logs written before batches, and one-frame writes).
+// A write of more frames marks them as parts (opPutPart, opDeletePart)
+// and ends with an opCommit frame that counts them; replay applies the
+// parts only at their commit, so a crash before the commit leaves none of
+// the batch, and the parts after the last commit are cut off with the
+// torn tail.
 const (
-	opPut    byte = 1
-	opDelete byte = 2
+	opPut        byte = 1
+	opDelete     byte = 2
+	opPutPart    byte = 3
+	opDeletePart byte = 4
+	opCommit     byte = 5
 )
+
+// baseOp maps a part's operation to the standalone one.
+func baseOp(op byte) byte {
+	switch op {
+	case opPutPart:
+		return opPut
+	case opDeletePart:
+		return opDelete
+	}
+	return op
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -78,9 +107,15 @@ type wal struct {
 }
 
 type walOp struct {
-	op     byte
+	op     byte // opPut, opDelete or opCommit
+	part   bool // of a batch that a commit ends
 	record Record
 	ids    []string
+	count  uint64 // of a commit: the parts it commits
+}
+
+func encodeCommit(parts int) []byte {
+	return binary.AppendUvarint([]byte{opCommit}, uint64(parts))
 }
 
 func encodePut(r Record) ([]byte, error) {
@@ -113,7 +148,14 @@ func decodeOp(p []byte) (walOp, error) {
 	if len(p) == 0 {
 		return walOp{}, errors.New("empty payload")
 	}
-	switch p[0] {
+	part := p[0] == opPutPart || p[0] == opDeletePart
+	switch baseOp(p[0]) {
+	case opCommit:
+		n, w := binary.Uvarint(p[1:])
+		if w <= 0 || 1+w != len(p) || n < 2 {
+			return walOp{}, errors.New("bad commit")
+		}
+		return walOp{op: opCommit, count: n}, nil
 	case opPut:
 		rest := p[1:]
 		n, w := binary.Uvarint(rest)
@@ -137,7 +179,7 @@ func decodeOp(p []byte) (walOp, error) {
 		for i := range r.Vector {
 			r.Vector[i] = math.Float32frombits(binary.LittleEndian.Uint32(rest[4*i:]))
 		}
-		return walOp{op: opPut, record: r}, nil
+		return walOp{op: opPut, part: part, record: r}, nil
 	case opDelete:
 		rest := p[1:]
 		n, w := binary.Uvarint(rest)
@@ -154,13 +196,18 @@ func decodeOp(p []byte) (walOp, error) {
 			ids = append(ids, string(rest[w:w+int(l)]))
 			rest = rest[w+int(l):]
 		}
-		return walOp{op: opDelete, ids: ids}, nil
+		if len(rest) != 0 {
+			return walOp{}, errors.New("bytes after the last id")
+		}
+		return walOp{op: opDelete, part: part, ids: ids}, nil
 	}
 	return walOp{}, fmt.Errorf("unknown operation %d", p[0])
 }
 
-// openWAL opens (creating) the log in dir and replays it through apply.
-func openWAL(dir string, sync bool, apply func(walOp) error) (*wal, error) {
+// openWAL opens (creating) the log in dir and replays it through apply,
+// which receives the operations in order, in groups: a committed batch
+// whole, standalone operations several at a time.
+func openWAL(dir string, sync bool, apply func([]walOp) error) (*wal, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -230,9 +277,16 @@ func openWAL(dir string, sync bool, apply func(walOp) error) (*wal, error) {
 	return &wal{f: f, w: bufio.NewWriterSize(f, 1<<20), size: size, sync: sync}, nil
 }
 
+// rawFrame is a frame's payload, checksum verified, not yet decoded.
+type rawFrame struct {
+	off int64
+	p   []byte
+}
+
 // replay applies every whole frame and returns the offset after the last,
-// where a torn tail, if any, begins (see the rule above).
-func replay(f *os.File, size int64, apply func(walOp) error) (int64, error) {
+// where a torn tail, if any, begins (see the rule above); the parts of a
+// batch whose commit is missing belong to the torn tail.
+func replay(f *os.File, size int64, apply func([]walOp) error) (int64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
 	magic := make([]byte, len(logMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != logMagic {
@@ -241,9 +295,47 @@ func replay(f *os.File, size int64, apply func(walOp) error) (int64, error) {
 	off := int64(len(logMagic))
 	var head [8]byte
 	var payload []byte
+	// alone holds standalone frames not yet applied; parts the frames of
+	// the open batch, which began at partsAt. Frames are decoded a group
+	// at a time, on every core.
+	var alone, parts []rawFrame
+	partsAt := int64(-1)
+	decode := func(frames []rawFrame) ([]walOp, error) {
+		ops := make([]walOp, len(frames))
+		errs := make([]error, len(frames))
+		parallel(len(frames), func(i int) { ops[i], errs[i] = decodeOp(frames[i].p) })
+		for i, err := range errs {
+			if err != nil {
+				return nil, fmt.Errorf("%w: frame at byte %d of %d: %v", ErrCorrupt, frames[i].off, size, err)
+			}
+		}
+		return ops, nil
+	}
+	flush := func() error {
+		if len(alone) == 0 {
+			return nil
+		}
+		ops, err := decode(alone)
+		if err != nil {
+			return err
+		}
+		alone = nil
+		return apply(ops)
+	}
+	// cut ends the replay at a torn tail that begins at at, or at the open
+	// batch it belongs to; the open batch's whole frames must still decode.
+	cut := func(at int64) (int64, error) {
+		if partsAt >= 0 {
+			at = partsAt
+			if _, err := decode(parts); err != nil {
+				return 0, err
+			}
+		}
+		return at, flush()
+	}
 	for off < size {
 		if size-off < int64(len(head)) {
-			return off, nil // a header cut short
+			return cut(off) // a header cut short
 		}
 		if _, err := io.ReadFull(r, head[:]); err != nil {
 			return 0, err
@@ -266,21 +358,53 @@ func replay(f *os.File, size int64, apply func(walOp) error) (int64, error) {
 			if why := notTorn(payload, n, sum); why != "" {
 				return 0, fmt.Errorf("%w: frame at byte %d of %d: its length %d runs past the end, but %s", ErrCorrupt, off, size, n, why)
 			}
-			return off, nil // the frame an interrupted append was writing
+			return cut(off) // the frame an interrupted append was writing
 		}
 		if crc32.Checksum(payload, castagnoli) != sum {
 			return 0, fmt.Errorf("%w: frame at byte %d of %d: checksum mismatch", ErrCorrupt, off, size)
 		}
-		op, err := decodeOp(payload)
-		if err != nil {
-			return 0, fmt.Errorf("%w: frame at byte %d of %d: %v", ErrCorrupt, off, size, err)
-		}
-		if err := apply(op); err != nil {
-			return 0, err
+		frame := rawFrame{off, slices.Clone(payload)}
+		switch payload[0] {
+		case opCommit:
+			op, err := decodeOp(payload)
+			if err != nil {
+				return 0, fmt.Errorf("%w: frame at byte %d of %d: %v", ErrCorrupt, off, size, err)
+			}
+			if uint64(len(parts)) != op.count {
+				return 0, fmt.Errorf("%w: frame at byte %d of %d: commits %d parts, %d precede it", ErrCorrupt, off, size, op.count, len(parts))
+			}
+			if err := flush(); err != nil {
+				return 0, err
+			}
+			ops, err := decode(parts)
+			if err != nil {
+				return 0, err
+			}
+			if err := apply(ops); err != nil {
+				return 0, err
+			}
+			parts, partsAt = nil, -1
+		case opPutPart, opDeletePart:
+			if partsAt < 0 {
+				partsAt = off
+			}
+			parts = append(parts, frame)
+		case opPut, opDelete:
+			if partsAt >= 0 {
+				return 0, fmt.Errorf("%w: frame at byte %d of %d: a standalone operation inside a batch", ErrCorrupt, off, size)
+			}
+			alone = append(alone, frame)
+			if len(alone) == 4096 {
+				if err := flush(); err != nil {
+					return 0, err
+				}
+			}
+		default:
+			return 0, fmt.Errorf("%w: frame at byte %d of %d: unknown operation %d", ErrCorrupt, off, size, payload[0])
 		}
 		off = end
 	}
-	return off, nil
+	return cut(off)
 }
 
 // notTorn says why p, the bytes present of a frame of length n and
@@ -290,7 +414,17 @@ func notTorn(p []byte, n, sum uint32) string {
 	if len(p) == 0 {
 		return ""
 	}
-	switch p[0] {
+	switch baseOp(p[0]) {
+	case opCommit:
+		// A commit is a count, 1 + its varint's bytes long.
+		if n > 1+binary.MaxVarintLen64 {
+			return fmt.Sprintf("a commit is at most %d bytes", 1+binary.MaxVarintLen64)
+		}
+		if _, w := binary.Uvarint(p[1:]); w < 0 {
+			return "its part count overflows"
+		} else if w > 0 {
+			return fmt.Sprintf("the bytes present hold a whole commit of %d bytes", 1+w)
+		}
 	case opPut:
 		m, w := binary.Uvarint(p[1:])
 		if w < 0 {
@@ -382,10 +516,23 @@ var crcIndexByTop = func() (idx [256]byte) {
 	return idx
 }()
 
-// append writes payloads as frames and, when the log syncs, fsyncs them.
-// On error the log is cut back to where it was, so no half frame is left
-// for the next append to follow.
-func (l *wal) append(payloads ...[]byte) error {
+// appendBatch writes payloads (each an operation as encodePut and
+// encodeDelete write it) as one batch: a single payload as a standalone
+// frame, more as parts followed by a commit. When the log syncs it fsyncs
+// once, after the commit. On error the log is cut back to where it was, so
+// no half batch is left for the next append to follow.
+func (l *wal) appendBatch(payloads [][]byte) error {
+	if len(payloads) > 1 {
+		for _, p := range payloads {
+			switch p[0] {
+			case opPut:
+				p[0] = opPutPart
+			case opDelete:
+				p[0] = opDeletePart
+			}
+		}
+		payloads = append(payloads[:len(payloads):len(payloads)], encodeCommit(len(payloads)))
+	}
 	start := l.size
 	var head [8]byte
 	for _, p := range payloads {
