@@ -24,6 +24,8 @@ type Embedder interface {
 // words weighted 1 and the character trigrams of each word weighted 0.5,
 // each feature's count damped to 1+ln(count), signed by a second hash so
 // that collisions cancel on average, and the vector scaled to unit length.
+// Identical text embeds to bit-identical vectors (features are summed in
+// the order they occur), so a knowledge base's unchanged check matches.
 // Cosine similarity between two such vectors measures shared words and
 // word parts, so it finds "indexing" for "index" where BM25 would not; it
 // knows nothing of synonyms. It is the embedded default because no neural
