@@ -20,6 +20,6 @@
 // Text, Markdown, CSV and JSON lines are streamed, so a file of any size
 // loads (a text or Markdown file past MaxFileSize in pieces); HTML, PDF
 // and DOCX are parsed whole and refused past MaxFileSize. A JSON line with
-// an id (IDKeys: "id", "_id", "doc_id") is a source of its own,
+// an id ("id", "_id" or "doc_id") is a source of its own,
 // "file.jsonl#id".
 package load

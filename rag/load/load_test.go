@@ -136,7 +136,7 @@ func TestLoadJSONLLinesWithAnIDAreTheirOwnSources(t *testing.T) {
 		sources = append(sources, d.Source)
 	}
 	assert.Equal(t, []string{"d.jsonl#a-1", "d.jsonl#7", "d.jsonl#12345678901234567890", "d.jsonl", "d.jsonl", "d.jsonl"}, sources,
-		"IDKeys in order; a large number keeps every digit; a boolean or empty id is no id")
+		"the id keys in order; a large number keeps every digit; a boolean or empty id is no id")
 }
 
 // TestLoadJSONLOffsetsCountInTheDecodedText splits a line whose text has

@@ -83,18 +83,18 @@ func CSV(source string, r io.Reader, metadataColumns ...string) ([]Document, err
 	return docs, nil
 }
 
-// IDKeys are the JSON keys, in order, whose value names a JSON line as a
-// source of its own: a line with a string or number under the first of
-// them it has becomes the source "<source>#<id>", so a knowledge base
-// replaces, deletes and cites each record by itself. Lines without one
-// share the file's source.
-var IDKeys = []string{"id", "_id", "doc_id"}
+// idKeys are the JSON keys, in order, whose value names a JSON line as a
+// source of its own (see JSONL).
+var idKeys = []string{"id", "_id", "doc_id"}
 
 // JSONL reads JSON lines, one object per line, as one Document per line,
 // streaming the file (only a line longer than MaxFileSize is an error).
 // The text is the string field textField ("text" when empty); the
 // object's other string, number and boolean fields go to Metadata, and a
-// "title" field becomes Title. A line with an id (see IDKeys) is its own
+// "title" field becomes Title. A line with a non-empty string or number
+// under "id", "_id" or "doc_id" (the first it has, in that order) is a
+// source of its own, "<source>#<id>", so a knowledge base replaces,
+// deletes and cites each record by itself; lines without one share
 // source. The text is the decoded JSON string, which the file does not
 // hold byte for byte (escapes), so offsets count in the text (Offset is
 // 0) and Metadata "line" holds the line's 1-based number in the file. A
@@ -151,7 +151,7 @@ func JSONL(source string, r io.Reader, textField string) ([]Document, error) {
 			}
 		}
 		src := source
-		for _, k := range IDKeys {
+		for _, k := range idKeys {
 			if id, ok := m[k]; ok && k != textField && strings.TrimSpace(id) != "" {
 				if _, isBool := obj[k].(bool); !isBool {
 					src = source + "#" + id
