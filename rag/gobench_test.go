@@ -111,6 +111,14 @@ func newGoBench(tb testing.TB, pages []goPage, questions []goQuestion, engines b
 	}
 	g.add("baseline/bm25-pages", newPageBM25(pages).rank)
 	if engines {
+		g.add("cube/hybrid-rrf", func(ctx context.Context, q string) ([]string, error) {
+			docs, err := kb.RetrieveDocuments(ctx, q, RRF(1, 1, DefaultRRFK), TopK(10))
+			out := make([]string, len(docs))
+			for i, d := range docs {
+				out[i] = d.Source
+			}
+			return out, err
+		})
 		g.add("baseline/bleve", newBleve(tb, pages))
 		g.add("baseline/chromem", newChromem(tb, kb))
 	}
