@@ -72,3 +72,30 @@ func ExampleKnowledgeBase_Retrieve() {
 	// retrieve: topK: 0: must be positive
 	// rrf: weights -1 and 1: must not be negative and not both zero
 }
+
+// Ten documents, not ten chunks: a long page's many matching chunks come
+// back as one source with its best passages.
+func ExampleKnowledgeBase_RetrieveDocuments() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "store")
+	defer os.RemoveAll(dir)
+	store, _ := store.Open(dir)
+	kb := rag.New("docs", store, embed.HashedFeatures(256))
+	defer kb.Close()
+	page := "# GPU quotas\n\nEach team has a GPU quota.\n\n## Raising the quota\n\nAsk the platform group to raise the GPU quota.\n\n" +
+		"## Fractional GPUs\n\nA fractional GPU counts against the quota by its share.\n"
+	docs, _ := load.Markdown("quotas.md", strings.NewReader(page))
+	_, _ = kb.Ingest(ctx, docs...)
+	_, _ = kb.Ingest(ctx, rag.Document{Source: "storage.txt", Text: "Each team has a storage quota of 10 TiB."})
+
+	found, err := kb.RetrieveDocuments(ctx, "raise the GPU quota of a team", rag.TopK(2), rag.Passages(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range found {
+		fmt.Printf("%s (%d passages), best: %s\n", d.Source, len(d.Passages), d.Passages[0].Chunk.Section)
+	}
+	// Output:
+	// quotas.md (2 passages), best: GPU quotas > Raising the quota
+	// storage.txt (1 passages), best:
+}

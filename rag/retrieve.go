@@ -17,8 +17,9 @@ import (
 type Mode int
 
 const (
-	// Hybrid fuses the vector and the keyword ranking by weighted
-	// reciprocal rank fusion (see RRF); the default.
+	// Hybrid fuses the vector and the keyword ranking by a convex
+	// combination of normalised scores (see Blend), or by reciprocal rank
+	// fusion when RRF is given; the default.
 	Hybrid Mode = iota
 	// Vector ranks by cosine similarity of the query's embedding.
 	Vector
@@ -46,9 +47,9 @@ const (
 	DefaultRRFK = 60
 )
 
-// QueryOption configures Retrieve, Answer and AnswerStream: a Mode, or
-// what TopK, MinScore, MinSimilarity, Where, RRF, Candidates, Rerank and
-// History return. Defaults come first, then the caller's options in order.
+// QueryOption configures Retrieve, RetrieveDocuments, Answer and
+// AnswerStream: a Mode, or what TopK, MinScore, MinSimilarity, Where,
+// Blend, RRF, Candidates, Passages, Rerank and History return. Defaults come first, then the caller's options in order.
 type QueryOption interface {
 	applyQuery(*queryOptions)
 }
@@ -68,17 +69,21 @@ type queryOptions struct {
 	mode                        Mode
 	vectorWeight, keywordWeight float64
 	rrfK                        int
+	rrf                         bool // fuse by RRF rather than Blend
+	documents                   bool // RetrieveDocuments: more candidates
+	passages                    int
 	candidates                  int
 	reranker                    Reranker
 	history                     []openai.ChatCompletionMessage
 	setMinScore, setMinSim      bool
 }
 
-// TopK sets how many chunks come back (default 5).
+// TopK sets how many chunks (Retrieve) or sources (RetrieveDocuments) come
+// back (default 5).
 func TopK(k int) QueryOption { return queryOptionFunc(func(o *queryOptions) { o.topK = k }) }
 
-// MinScore drops hits whose final score (cosine, BM25, RRF or the
-// reranker's, whichever ranks last) is below s.
+// MinScore drops hits whose final score (cosine, BM25, the fused score or
+// the reranker's, whichever ranks last) is below s.
 func MinScore(s float64) QueryOption {
 	return queryOptionFunc(func(o *queryOptions) { o.minScore, o.setMinScore = s, true })
 }
@@ -100,18 +105,21 @@ func Where(f Filter) QueryOption {
 	})
 }
 
-// RRF sets the weights of hybrid fusion: a chunk's fused score is
-// vectorWeight/(k+r_v) + keywordWeight/(k+r_k), where r_v and r_k are its
-// 1-based ranks in the vector and keyword lists (a list it is missing from
-// adds nothing). Defaults: weights 1 and 1, k 60.
+// RRF sets hybrid retrieval to fuse by weighted reciprocal rank fusion
+// instead of Blend: a chunk's fused score is vectorWeight/(k+r_v) +
+// keywordWeight/(k+r_k), where r_v and r_k are its 1-based ranks in the
+// vector and keyword lists (a list it is missing from adds nothing);
+// DefaultRRFK is the usual k. A store that fuses itself (HybridSearcher,
+// Milvus) does so when both weights are equal.
 func RRF(vectorWeight, keywordWeight float64, k int) QueryOption {
 	return queryOptionFunc(func(o *queryOptions) {
-		o.vectorWeight, o.keywordWeight, o.rrfK = vectorWeight, keywordWeight, k
+		o.vectorWeight, o.keywordWeight, o.rrfK, o.rrf = vectorWeight, keywordWeight, k, true
 	})
 }
 
 // Candidates sets how many chunks each ranking contributes to fusion and
-// reranking (default max(4·TopK, 20)).
+// reranking (default max(4·TopK, 20), and max(10·TopK, 50) for
+// RetrieveDocuments).
 func Candidates(n int) QueryOption {
 	return queryOptionFunc(func(o *queryOptions) { o.candidates = n })
 }
@@ -126,7 +134,8 @@ func History(messages ...openai.ChatCompletionMessage) QueryOption {
 }
 
 func buildQueryOptions(opts []QueryOption) (queryOptions, error) {
-	o := queryOptions{topK: DefaultTopK, vectorWeight: 1, keywordWeight: 1, rrfK: DefaultRRFK}
+	o := queryOptions{topK: DefaultTopK, vectorWeight: DefaultVectorWeight, keywordWeight: DefaultKeywordWeight,
+		rrfK: DefaultRRFK, passages: DefaultPassages}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.applyQuery(&o)
@@ -141,10 +150,17 @@ func buildQueryOptions(opts []QueryOption) (queryOptions, error) {
 	}
 	if o.vectorWeight < 0 || o.keywordWeight < 0 || o.vectorWeight+o.keywordWeight == 0 ||
 		math.IsNaN(o.vectorWeight) || math.IsNaN(o.keywordWeight) {
-		errs = append(errs, fmt.Errorf("rrf: weights %g and %g: must not be negative and not both zero", o.vectorWeight, o.keywordWeight))
+		name := "blend"
+		if o.rrf {
+			name = "rrf"
+		}
+		errs = append(errs, fmt.Errorf("%s: weights %g and %g: must not be negative and not both zero", name, o.vectorWeight, o.keywordWeight))
 	}
 	if o.rrfK < 0 {
 		errs = append(errs, fmt.Errorf("rrf: k %d: must not be negative", o.rrfK))
+	}
+	if o.passages <= 0 {
+		errs = append(errs, fmt.Errorf("passages: %d: must be positive", o.passages))
 	}
 	if o.candidates < 0 {
 		errs = append(errs, fmt.Errorf("candidates: %d: must not be negative", o.candidates))
@@ -163,6 +179,9 @@ func buildQueryOptions(opts []QueryOption) (queryOptions, error) {
 	}
 	if o.candidates == 0 {
 		o.candidates = max(4*o.topK, 20)
+		if o.documents {
+			o.candidates = max(10*o.topK, 50)
+		}
 	}
 	o.candidates = max(o.candidates, o.topK)
 	return o, nil
@@ -170,7 +189,7 @@ func buildQueryOptions(opts []QueryOption) (queryOptions, error) {
 
 // retrieve runs the search o describes against store.
 func retrieve(ctx context.Context, store Store, embedder Embedder, query string, o queryOptions) ([]Hit, error) {
-	if hs, ok := store.(HybridSearcher); ok && o.mode == Hybrid && o.vectorWeight == o.keywordWeight && !o.setMinSim {
+	if hs, ok := store.(HybridSearcher); ok && o.mode == Hybrid && o.rrf && o.vectorWeight == o.keywordWeight && !o.setMinSim {
 		if hits, done, err := retrieveHybridInStore(ctx, hs, embedder, query, o); done {
 			return hits, err
 		}
@@ -208,7 +227,11 @@ func retrieve(ctx context.Context, store Store, embedder Embedder, query string,
 	case Keyword:
 		hits = keyword
 	default:
-		hits = fuse(vector, keyword, o.vectorWeight, o.keywordWeight, o.rrfK)
+		if o.rrf {
+			hits = fuse(vector, keyword, o.vectorWeight, o.keywordWeight, o.rrfK)
+		} else {
+			hits = blend(vector, keyword, o.vectorWeight, o.keywordWeight)
+		}
 	}
 	return finish(ctx, hits, query, o)
 }

@@ -24,6 +24,8 @@ type Embedder interface {
 // words weighted 1 and the character trigrams of each word weighted 0.5,
 // each feature's count damped to 1+ln(count), signed by a second hash so
 // that collisions cancel on average, and the vector scaled to unit length.
+// Identical text embeds to bit-identical vectors (features are summed in
+// the order they occur), so a knowledge base's unchanged check matches.
 // Cosine similarity between two such vectors measures shared words and
 // word parts, so it finds "indexing" for "index" where BM25 would not; it
 // knows nothing of synonyms. It is the embedded default because no neural
@@ -76,31 +78,50 @@ func (h *FeatureHasher) Embed(ctx context.Context, texts []string) ([][]float32,
 	return out, nil
 }
 
+// vector hashes text. Features are summed in the order they first occur
+// in the text, never in map order: float addition is not associative, so
+// map order made the same text embed to different vectors from one call
+// to the next, and a knowledge base's unchanged-record check then missed.
 func (h *FeatureHasher) vector(text string) []float32 {
-	counts := map[string]float64{}
+	type feature struct {
+		name  string
+		count float64
+	}
+	var features []feature
+	index := map[string]int{}
+	add := func(name string, c float64) {
+		i, ok := index[name]
+		if !ok {
+			i = len(features)
+			index[name] = i
+			features = append(features, feature{name: name})
+		}
+		features[i].count += c
+	}
 	for _, w := range lex.Terms(text) {
 		if lex.Stop(w) {
-			counts["w:"+w] += 0.1
+			add("w:"+w, 0.1)
 			continue
 		}
-		counts["w:"+w]++
+		add("w:"+w, 1)
 		if len(w) > 3 {
 			p := "^" + w + "$"
 			for i := 0; i+3 <= len(p); i++ {
-				counts["t:"+p[i:i+3]] += 0.5
+				add("t:"+p[i:i+3], 0.5)
 			}
 		}
 	}
 	v := make([]float32, h.dims)
-	for f, c := range counts {
+	for _, f := range features {
 		hf := fnv.New64a()
-		hf.Write([]byte(f))
+		hf.Write([]byte(f.name))
 		sum := hf.Sum64()
+		c := f.count
 		weight := 1 + math.Log(c)
 		if c < 1 { // stop words only
 			weight = c
 		}
-		if f[0] == 't' {
+		if f.name[0] == 't' {
 			weight = 0.5 * (1 + math.Log(2*c))
 		}
 		if sum>>63 == 1 {

@@ -2,6 +2,7 @@ package embed
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -164,4 +165,37 @@ func TestOpenAIDefaultRetryDoublesFromHalfASecond(t *testing.T) {
 	assert.Equal(t, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second},
 		[]time.Duration{p.Delay(1), p.Delay(2), p.Delay(3)})
 	assert.NoError(t, p.Err())
+}
+
+// TestHashedFeaturesAreBitIdentical embeds the same text 50 times, in
+// separate calls and in one batch, and compares the bits: before features
+// were summed in text order, map order gave 21 distinct vectors of 50.
+func TestHashedFeaturesAreBitIdentical(t *testing.T) {
+	h := HashedFeatures(64) // few dimensions: many features collide, so summation order shows
+	text := "TrimSpace returns a slice of the string s, with all leading and trailing white space removed, " +
+		"as defined by Unicode; trimming, trims, trimmed, spaces and spacing collide in 64 dimensions."
+	batch := make([]string, 50)
+	for i := range batch {
+		batch[i] = text
+	}
+	first, err := h.Embed(t.Context(), []string{text})
+	require.NoError(t, err)
+	bits := func(v []float32) []uint32 {
+		out := make([]uint32, len(v))
+		for i, x := range v {
+			out[i] = math.Float32bits(x)
+		}
+		return out
+	}
+	want := bits(first[0])
+	for i := 0; i < 50; i++ {
+		again, err := h.Embed(t.Context(), []string{text})
+		require.NoError(t, err)
+		require.Equal(t, want, bits(again[0]), "call %d", i)
+	}
+	vs, err := h.Embed(t.Context(), batch)
+	require.NoError(t, err)
+	for i, v := range vs {
+		require.Equal(t, want, bits(v), "batch item %d", i)
+	}
 }

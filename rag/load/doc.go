@@ -17,5 +17,9 @@
 // 1,000, object streams inside object streams, counts past what the file
 // holds, decompression bombs are errors), and Markdown block quotes and
 // lists nest at most 32 deep, so parsing takes time linear in the input.
-// One call reads at most MaxFileSize bytes.
+// Text, Markdown, CSV and JSON lines are streamed, so a file of any size
+// loads (a text or Markdown file past MaxFileSize in pieces); HTML, PDF
+// and DOCX are parsed whole and refused past MaxFileSize. A JSON line with
+// an id ("id", "_id" or "doc_id") is a source of its own,
+// "file.jsonl#id".
 package load

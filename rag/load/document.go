@@ -1,8 +1,9 @@
 package load
 
 // Document is text a loader read from one source, with where it came from.
-// A loader returns one Document per file, or per page (PDF), row (CSV) or
-// line (JSON lines).
+// A loader returns one Document per file, or per page (PDF), row (CSV),
+// line (JSON lines) or piece of a text or Markdown file larger than
+// MaxFileSize.
 type Document struct {
 	// Source names where the text came from: a path relative to the loaded
 	// directory, a URL, or any name the caller gives. Chunks keep it, answers
@@ -18,10 +19,14 @@ type Document struct {
 	Section string
 	// Page is the 1-based page of a PDF, 0 for formats without pages.
 	Page int
-	// Offset is the byte offset of Text in the source file for formats that
-	// keep the text as it is stored (text, Markdown, CSV rows, JSON lines);
-	// for formats whose text is extracted (HTML, PDF, DOCX) chunk offsets
-	// count in the extracted text and Offset is 0.
+	// Offset is the byte offset of Text in the source file for the formats
+	// whose Text is a stretch of the file as stored (text and Markdown, read
+	// in pieces past MaxFileSize, each with its offset), so that a chunk's
+	// Start and End index the file. Where Text is built from what the file
+	// holds (HTML, PDF and DOCX text is extracted, a CSV row becomes
+	// "column: value" lines, a JSON line's text is a decoded JSON string)
+	// Offset is 0 and chunk offsets count in Text; Page (PDF) or
+	// Metadata "line" (CSV, JSON lines) says where in the file it is.
 	Offset int
 	// Metadata holds more facts to filter on (the CSV columns and JSON
 	// fields a loader was asked to keep, "format").

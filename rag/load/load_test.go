@@ -2,8 +2,11 @@ package load
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,15 +30,17 @@ func TestLoadHTMLKeepsVisibleTextByBlock(t *testing.T) {
 	assert.Equal(t, "Quotas\nA team gets 8 GPUs.\none\ntwo", docs[0].Text)
 }
 
-func TestLoadCSVOneDocumentPerRowWithOffsets(t *testing.T) {
+func TestLoadCSVOneDocumentPerRowWithLines(t *testing.T) {
 	in := "name,team,note\nqwen,nlp,\"chat model,\nmultiline\"\nbge,search,embeddings\n"
 	docs, err := CSV("models.csv", strings.NewReader(in), "team")
 	require.NoError(t, err)
 	require.Len(t, docs, 2)
 	assert.Equal(t, "name: qwen\nteam: nlp\nnote: chat model,\nmultiline", docs[0].Text)
 	assert.Equal(t, "nlp", docs[0].Metadata["team"])
-	assert.Equal(t, len("name,team,note\n"), docs[0].Offset)
-	assert.Equal(t, strings.Index(in, "bge"), docs[1].Offset)
+	assert.Equal(t, 0, docs[0].Offset, "the text is rebuilt from the row: offsets count in it")
+	assert.Equal(t, "2", docs[0].Metadata["line"])
+	assert.Equal(t, "4", docs[1].Metadata["line"])
+	assert.Equal(t, "2", docs[1].Metadata["row"])
 	assert.Equal(t, "models.csv line 4", docs[1].Title)
 
 	_, err = CSV("models.csv", strings.NewReader(in), "owner", "size")
@@ -50,8 +55,9 @@ func TestLoadJSONL(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, docs, 2)
 	assert.Equal(t, "One", docs[0].Title)
-	assert.Equal(t, map[string]string{"format": "jsonl", "lang": "en", "n": "3"}, docs[0].Metadata)
-	assert.Equal(t, strings.Index(in, `{"text":"second"`), docs[1].Offset)
+	assert.Equal(t, map[string]string{"format": "jsonl", "lang": "en", "n": "3", "line": "1"}, docs[0].Metadata)
+	assert.Equal(t, "3", docs[1].Metadata["line"])
+	assert.Equal(t, []string{"d.jsonl", "d.jsonl"}, []string{docs[0].Source, docs[1].Source}, "lines without an id share the file's source")
 
 	_, err = JSONL("d.jsonl", strings.NewReader("[1]\n{\"body\":1}\n"), "")
 	require.Error(t, err)
@@ -117,4 +123,79 @@ func TestLoadDirWalksKnownFormatsAndReportsEveryFailure(t *testing.T) {
 		sources = append(sources, d.Source)
 	}
 	assert.Equal(t, []string{"a.md", "sub/b.txt"}, sources)
+}
+
+func TestLoadJSONLLinesWithAnIDAreTheirOwnSources(t *testing.T) {
+	in := `{"id":"a-1","text":"first"}` + "\n" + `{"_id":7,"text":"second"}` + "\n" +
+		`{"doc_id":"x","id":12345678901234567890,"text":"third"}` + "\n" + `{"id":true,"text":"no id"}` + "\n" +
+		`{"id":"","text":"empty id"}` + "\n" + `{"text":"plain"}`
+	docs, err := JSONL("d.jsonl", strings.NewReader(in), "")
+	require.NoError(t, err)
+	var sources []string
+	for _, d := range docs {
+		sources = append(sources, d.Source)
+	}
+	assert.Equal(t, []string{"d.jsonl#a-1", "d.jsonl#7", "d.jsonl#12345678901234567890", "d.jsonl", "d.jsonl", "d.jsonl"}, sources,
+		"the id keys in order; a large number keeps every digit; a boolean or empty id is no id")
+}
+
+// TestLoadJSONLOffsetsCountInTheDecodedText splits a line whose text has
+// escapes: the file does not hold the text byte for byte, so a chunk's
+// offsets must index the document's Text, which they do.
+func TestLoadJSONLOffsetsCountInTheDecodedText(t *testing.T) {
+	in := `{"text":"caf\u00e9 \"quoted\"\nsecond line"}` + "\n"
+	docs, err := JSONL("d.jsonl", strings.NewReader(in), "")
+	require.NoError(t, err)
+	require.Len(t, docs, 1)
+	assert.Equal(t, "café \"quoted\"\nsecond line", docs[0].Text)
+	assert.Equal(t, 0, docs[0].Offset)
+}
+
+// TestLoadStreamsLargeText reads text and Markdown past the piece size:
+// no refusal, pieces cut at line ends (Markdown before a heading) whose
+// offsets put them back together into the file.
+func TestLoadStreamsLargeText(t *testing.T) {
+	defer func(n int) { pieceSize = n }(pieceSize)
+	pieceSize = 64
+	var b strings.Builder
+	for i := 0; b.Len() < 1000; i++ {
+		fmt.Fprintf(&b, "# Part %d\n\nThe quota of team %d is %d GPUs, é.\n\n", i, i, i%8)
+	}
+	in := b.String()
+	for _, load := range []func(string, io.Reader) ([]Document, error){Text, Markdown} {
+		docs, err := load("big", strings.NewReader(in))
+		require.NoError(t, err)
+		require.Greater(t, len(docs), 10)
+		var joined strings.Builder
+		for _, d := range docs {
+			require.LessOrEqual(t, len(d.Text), pieceSize)
+			require.Equal(t, joined.Len(), d.Offset)
+			require.True(t, strings.HasSuffix(d.Text, "\n"), "%q", d.Text)
+			joined.WriteString(d.Text)
+		}
+		assert.Equal(t, in, joined.String())
+		if docs[0].Metadata["format"] == "markdown" {
+			for _, d := range docs {
+				assert.Equal(t, "Part 0", d.Title)
+				assert.True(t, strings.HasPrefix(d.Text, "# Part"), "%q", d.Text)
+			}
+		}
+	}
+	// A line longer than a piece is cut inside it, never inside a character.
+	docs, err := Text("long", strings.NewReader(strings.Repeat("é", 100)))
+	require.NoError(t, err)
+	for _, d := range docs {
+		assert.True(t, utf8.ValidString(d.Text))
+	}
+}
+
+// TestLoadRefusesOnlyARecordOverTheLimit streams a JSON lines file and a
+// CSV file whose second record is larger than MaxFileSize.
+func TestLoadRefusesOnlyARecordOverTheLimit(t *testing.T) {
+	huge := strings.Repeat("x", MaxFileSize+1)
+	_, err := JSONL("d.jsonl", io.MultiReader(strings.NewReader(`{"text":"ok"}`+"\n"+`{"text":"`), strings.NewReader(huge)), "")
+	require.ErrorIs(t, err, ErrTooLarge)
+	assert.Contains(t, err.Error(), "line 2")
+	_, err = CSV("d.csv", io.MultiReader(strings.NewReader("a\nok\n"), strings.NewReader(huge)))
+	require.ErrorIs(t, err, ErrTooLarge)
 }

@@ -3,6 +3,7 @@ package lex
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Terms returns the lower-cased words of text: maximal runs of letters and
@@ -25,6 +26,34 @@ func Terms(text string) []string {
 		out = append(out, strings.ToLower(text[start:]))
 	}
 	return out
+}
+
+// Each calls fn with each lower-cased word of text, the words Terms
+// returns, in a buffer fn must not keep; it allocates only for words
+// longer than 64 bytes.
+func Each(text string, fn func(word []byte)) {
+	var buf [64]byte
+	emit := func(w string) {
+		b := buf[:0]
+		for _, r := range w {
+			b = utf8.AppendRune(b, unicode.ToLower(r))
+		}
+		fn(b)
+	}
+	start := -1
+	for i, r := range text {
+		word := unicode.IsLetter(r) || unicode.IsDigit(r)
+		if word && start < 0 {
+			start = i
+		}
+		if !word && start >= 0 {
+			emit(text[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		emit(text[start:])
+	}
 }
 
 // stopWords are English function words; the hashed-feature embedder
