@@ -206,6 +206,12 @@ func (r *ClusterTrainingRuntime) render() (*trainer.ClusterTrainingRuntime, fiel
 		}
 		tmpl.Spec.SchedulerName = VolcanoScheduler
 	}
+	// The runtime's pods are every TrainJob's that names it, not the
+	// runtime's own release's: they carry none of its identity labels
+	// (each cube TrainJob patches in its own).
+	for k := range b.Identity().Labels() {
+		delete(tmpl.Labels, k)
+	}
 	errs = append(errs, checkTemplatePorts(tmpl, jobsPath.Index(0).Child("template", "spec", "template"))...)
 	job := func(name string, t corev1.PodTemplateSpec, ancestor bool) jobsetv1alpha2.ReplicatedJob {
 		rj := jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: 1}
