@@ -314,4 +314,3 @@ func TestTrainJobRendersTwiceAlike(t *testing.T) {
 	yb, _ := yaml.Marshal(b)
 	assert.True(t, bytes.Equal(ya, yb))
 }
-
