@@ -111,15 +111,21 @@ func TestTrainJobTakesPyTorchJobSettings(t *testing.T) {
 // What a TrainJob cannot carry is refused by name, all at once.
 func TestTrainJobRefuses(t *testing.T) {
 	_, err := train.Trainer("x").Scheduler("foo").PriorityClass("p").Port("http", 8080).
-		Elastic(1, 2).Env("PET_NNODES", "3").Runtime("", train.Framework("caffe")).Build()
+		Elastic(1, 2).Env("PET_NNODES", "3").Build()
 	require.Error(t, err)
 	for _, want := range []string{
 		"spec.trainer.schedulerName", "spec.trainer.priorityClassName", "spec.trainer.ports",
 		"elastic: Forbidden", "spec.trainer.env[0].name", "PET_NNODES",
-		"spec.runtimeRef.framework", "spec.runtimeRef.name",
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
+	_, err = train.Trainer("x").Runtime("", train.Framework("caffe")).Build()
+	require.Error(t, err)
+	for _, want := range []string{"spec.runtimeRef.framework", "spec.runtimeRef.name"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = train.Trainer("x").Runtime("deepspeed-distributed", train.FrameworkDeepSpeed).Env("OMPI_MCA_orte_default_hostfile", "/x").Build()
+	assert.ErrorContains(t, err, "OMPI_MCA_orte_default_hostfile")
 	_, err = train.Trainer("x").Runtime("jax-distributed", train.FrameworkJAX).NprocPerNode(2).Build()
 	assert.ErrorContains(t, err, "spec.trainer.numProcPerNode")
 	_, err = train.Trainer("x").Nodes(0).Build()
@@ -133,7 +139,9 @@ func TestTrainJobRefuses(t *testing.T) {
 	_, err = zero.Image("x").Build()
 	assert.ErrorContains(t, err, "train.Trainer(name)")
 	var nilJob *train.TrainJob
-	_, err = nilJob.Nodes(2).Build()
+	_, err = nilJob.Runtime("r", train.FrameworkTorch).Build()
+	assert.ErrorContains(t, err, "train.Trainer(name)")
+	_, err = nilJob.Objects()
 	assert.ErrorContains(t, err, "train.Trainer(name)")
 
 	_, err = train.ClusterRuntime("r", train.FrameworkTorchTune).Image("x").Namespace("ns").NprocPerNode(2).Retry(retry.Policy{Limit: 1, Backoff: time.Second}).Build()
@@ -143,6 +151,9 @@ func TestTrainJobRefuses(t *testing.T) {
 	}
 	var nilRuntime *train.ClusterTrainingRuntime
 	_, err = nilRuntime.Gang().Build()
+	assert.ErrorContains(t, err, "train.ClusterRuntime(name)")
+	var zeroRuntime train.ClusterTrainingRuntime
+	_, err = zeroRuntime.Gang().Nodes(2).Build()
 	assert.ErrorContains(t, err, "train.ClusterRuntime(name)")
 	_, err = train.ClusterRuntime("r", train.FrameworkTorch).Build()
 	assert.ErrorContains(t, err, "image")
@@ -158,7 +169,9 @@ func TestTrainJobCarriesTheHardware(t *testing.T) {
 	require.NoError(t, err)
 	res := j.Spec.Trainer.ResourcesPerNode
 	require.NotNil(t, res)
-	assert.Equal(t, resource.MustParse("8"), res.Limits[hardware.ResourceNVIDIAGPU])
+	gpus := res.Limits[hardware.ResourceNVIDIAGPU]
+	want := resource.MustParse("8")
+	assert.Equal(t, 0, want.Cmp(gpus), "limit %s", gpus.String())
 	require.Len(t, j.Spec.RuntimePatches, 1)
 	p := j.Spec.RuntimePatches[0]
 	assert.Equal(t, train.RuntimePatchManager, p.Manager)
