@@ -27,6 +27,7 @@ func ExampleAll() {
 	// Experiment.kubeflow.org (runs to completion)
 	// HTTPRoute.gateway.networking.k8s.io
 	// Job.batch.volcano.sh (runs to completion)
+	// JobSet.jobset.x-k8s.io (runs to completion)
 	// LeaderWorkerSet.leaderworkerset.x-k8s.io
 	// MPIJob.kubeflow.org (runs to completion)
 	// MXJob.kubeflow.org (runs to completion)
@@ -35,6 +36,7 @@ func ExampleAll() {
 	// Queue.scheduling.volcano.sh
 	// RayJob.ray.io (runs to completion)
 	// TFJob.kubeflow.org (runs to completion)
+	// TrainJob.trainer.kubeflow.org (runs to completion)
 	// Workflow.argoproj.io (runs to completion)
 	// XGBoostJob.kubeflow.org (runs to completion)
 }

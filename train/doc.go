@@ -12,6 +12,8 @@
 //	MXNet          MXJob                                     Scheduler, Servers, Workers
 //	Ray            KubeRay RayJob                            head + worker groups
 //	Volcano        Volcano batch.volcano.sh/v1alpha1 Job     tasks
+//	Trainer        Kubeflow Trainer v2 TrainJob               numNodes pods of a runtime's JobSet
+//	ClusterRuntime Trainer v2 ClusterTrainingRuntime          (the JobSet template TrainJobs name)
 //
 // Every builder embeds pod.Builder by name, so image, command, env, secrets,
 // volumes, resources, node placement, the hardware profile (On), vGPU
@@ -88,6 +90,22 @@
 // and its exported validation (ValidateV1MpiJobSpec, ValidateV1MXJob) runs
 // as a backstop once cube's own checks pass: it stops at its first finding,
 // and cube's checks report every problem with its field path.
+//
+// # Training-operator v1 or Kubeflow Trainer v2
+//
+// The training-operator v1 jobs (PyTorch, DeepSpeed, MPI…) are what Cube
+// Studio's users and most running clusters have; Kubeflow Trainer v2
+// (Trainer, a TrainJob naming a ClusterTrainingRuntime, run on JobSet) is
+// the API Kubeflow develops, and the one Kueue admits as a TrainJob. Pick
+// the operator the cluster runs; on a new platform pick Trainer v2 and
+// install its runtimes with ClusterRuntime. The two take the same settings
+// (the embedded Torch: Nodes, Workers, NprocPerNode; every pod setting), so
+// moving a job is changing its constructor; what Trainer v2.3.0 leaves to
+// the runtime (the scheduler, priority class, gang, retries, TTL) is
+// refused on the TrainJob and set on the runtime, and it has no elastic
+// jobs. The TrainJob and runtime types are package trainerv1alpha1's
+// mirror of Trainer v2.3.0's API (its own package does not compile with
+// the Kubernetes libraries cube uses).
 //
 // Kinds returns, for every kind the package builds, how to read its phase
 // and the Argo resource-template success and failure conditions

@@ -64,14 +64,14 @@ var (
 )
 
 // Kinds returns how a cube.Client reads the kinds this package builds
-// (cube.Kinds): the training-operator jobs, RayJob and Volcano's Job,
-// all of them run to completion, with the conditions a pipeline step
-// waits on.
+// (cube.Kinds): the training-operator jobs, RayJob, Volcano's Job,
+// Kubeflow Trainer v2's TrainJob and the JobSet it runs on, all of them run
+// to completion, with the conditions a pipeline step waits on.
 func Kinds() []cube.Kind {
 	job := func(gk schema.GroupKind, read cube.StatusFunc) cube.Kind {
 		return cube.Kind{GroupKind: gk, Status: read, Completes: true, Completion: trainingJobCompletion}
 	}
-	return []cube.Kind{
+	return append([]cube.Kind{
 		job(PyTorchJobKind, cube.TypedStatus(func(j *kubeflowv1.PyTorchJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
 		job(TFJobKind, cube.TypedStatus(func(j *kubeflowv1.TFJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
 		job(MPIJobKind, cube.TypedStatus(func(j *kubeflowv1.MPIJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
@@ -80,7 +80,7 @@ func Kinds() []cube.Kind {
 		job(MXJobKind, cube.TypedStatus(func(j *kubeflowv1.MXJob) cube.ObjectStatus { return TrainingJobStatus(j.Status) })),
 		{GroupKind: RayJobKind, Status: cube.TypedStatus(RayJobStatus), Completes: true, Completion: rayCompletion},
 		{GroupKind: VolcanoJobKind, Status: cube.TypedStatus(VolcanoJobStatus), Completes: true, Completion: volcanoCompletion},
-	}
+	}, trainerKinds()...)
 }
 
 // TrainingJobStatus reads the phase of a training-operator job from its

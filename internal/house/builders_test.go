@@ -43,6 +43,8 @@ var builders = []any{
 	(*train.PyTorchJob)(nil),
 	(*train.RayJob)(nil),
 	(*train.TFJob)(nil),
+	(*train.TrainJob)(nil),
+	(*train.ClusterTrainingRuntime)(nil),
 	(*train.VolcanoJob)(nil),
 	(*train.XGBoostJob)(nil),
 	(*tune.Experiment)(nil),

@@ -222,6 +222,10 @@ func TestInstalledKindsAreServed(t *testing.T) {
 		{schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRoute"}, "httproutes", true},
 		{schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "Gateway"}, "gateways", true},
 		{schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "GatewayClass"}, "gatewayclasses", false},
+		{schema.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"}, "trainjobs", true},
+		{schema.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainingRuntime"}, "trainingruntimes", true},
+		{schema.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "ClusterTrainingRuntime"}, "clustertrainingruntimes", false},
+		{schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}, "jobsets", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.gvk.Kind+"."+tc.gvk.Group, func(t *testing.T) {
