@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -306,3 +307,41 @@ func (t *Spec) kueueObjects(id cube.Identity, hard corev1.ResourceList) ([]clien
 	}
 	return append(flavors, cq, lq), errs
 }
+
+// kueueActive reads a ClusterQueue or LocalQueue as Kueue reports it: its
+// Active condition (apis/kueue/v1beta2 clusterqueue_types.go
+// ClusterQueueActive; the LocalQueue's is the same type). True is Ready;
+// False is in progress with Kueue's reason (FlavorNotFound until the
+// flavors exist, Stopped, ClusterQueueDoesNotExist for a LocalQueue);
+// no condition yet is in progress: Kueue has not seen it.
+func kueueActive(kind string) cube.Kind {
+	return cube.Kind{
+		GroupKind: kueue.GroupVersion.WithKind(kind).GroupKind(),
+		Status: func(u *unstructured.Unstructured) cube.ObjectStatus {
+			conds, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
+			if err != nil {
+				return cube.ObjectStatus{Phase: cube.Failed, Reason: "Unreadable", Message: err.Error()}
+			}
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["type"] != kueue.ClusterQueueActive {
+					continue
+				}
+				reason, _ := m["reason"].(string)
+				message, _ := m["message"].(string)
+				switch m["status"] {
+				case string(metav1.ConditionTrue):
+					return cube.ObjectStatus{Phase: cube.Ready, Reason: reason}
+				case string(metav1.ConditionFalse):
+					return cube.ObjectStatus{Phase: cube.InProgress, Reason: reason, Message: message}
+				}
+				return cube.ObjectStatus{Phase: cube.Unknown, Reason: reason, Message: message}
+			}
+			return cube.ObjectStatus{Phase: cube.InProgress, Reason: "NotActive", Message: "Kueue has not activated it yet"}
+		},
+	}
+}
+
+// kueueFlavorKind reads a ResourceFlavor Ready once it exists: it has no
+// status.
+var kueueFlavorKind = cube.ExistsKind(kueue.GroupVersion.WithKind("ResourceFlavor").GroupKind())
