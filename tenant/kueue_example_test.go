@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
@@ -31,8 +32,13 @@ func ExampleSpec_Queueing() {
 		fmt.Println(o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
 	}
 	fmt.Println("quota:", len(objs[1].(*corev1.ResourceQuota).Spec.Hard), "entries")
-	cq, _ := yaml.Marshal(objs[5])
-	fmt.Printf("%s", cq)
+	cq, err := runtime.DefaultUnstructuredConverter.ToUnstructured(objs[5])
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	spec, _ := yaml.Marshal(cq["spec"])
+	fmt.Printf("%s", spec)
 	// Output:
 	// Namespace team-a
 	// ResourceQuota team-a
@@ -42,4 +48,33 @@ func ExampleSpec_Queueing() {
 	// ClusterQueue team-a
 	// LocalQueue team-a
 	// quota: 0 entries
+	// cohortName: research
+	// fairSharing:
+	//   weight: "2"
+	// namespaceSelector:
+	//   matchLabels:
+	//     kubernetes.io/metadata.name: team-a
+	// preemption:
+	//   reclaimWithinCohort: Any
+	//   withinClusterQueue: LowerPriority
+	// resourceGroups:
+	// - coveredResources:
+	//   - cpu
+	//   - memory
+	//   flavors:
+	//   - name: cube-default
+	//     resources:
+	//     - name: cpu
+	//       nominalQuota: "64"
+	//     - name: memory
+	//       nominalQuota: 512Gi
+	// - coveredResources:
+	//   - nvidia.com/gpu
+	//   flavors:
+	//   - name: cube-h100-sxm-80gb
+	//     resources:
+	//     - borrowingLimit: "2"
+	//       lendingLimit: "4"
+	//       name: nvidia.com/gpu
+	//       nominalQuota: "8"
 }
