@@ -173,6 +173,9 @@ func (r *Release) Status(ctx context.Context) (Status, error) {
 		if st.Refusals, err = r.refusals(ctx, created); err != nil {
 			return Status{}, err
 		}
+		if st.Queue, err = r.queueWaits(ctx); err != nil {
+			return Status{}, err
+		}
 	}
 	return st, nil
 }

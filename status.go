@@ -69,6 +69,12 @@ type Status struct {
 	// admission webhook, a missing ServiceAccount), as their controllers
 	// reported them, while the release is neither Ready nor Succeeded.
 	Refusals []Refusal
+	// Queue says why the release's jobs wait in Kueue, or that Kueue
+	// preempted them, while the release is neither Ready nor Succeeded:
+	// "Queued: waiting for quota in ClusterQueue team-a (nvidia.com/gpu:
+	// 4 of 4 in use, borrowing 0 of 2)". Release.Status and Wait fill it
+	// from Kueue's Workloads, whose owner is the job.
+	Queue []QueueWait
 }
 
 func (s Status) String() string {
@@ -86,6 +92,9 @@ func (s Status) String() string {
 		if len(s.Refusals) > 1 {
 			fmt.Fprintf(&b, "; and %d more refusals", len(s.Refusals)-1)
 		}
+	}
+	for _, q := range s.Queue {
+		b.WriteString("; " + q.String())
 	}
 	if len(s.Pods) > 0 {
 		if first := s.Pods[0].String(); first != s.Reason {

@@ -268,6 +268,11 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 			if !st.settled() && st.Phase != Missing {
 				st.Pods = pods
 				st.Refusals = refusalsOf(r.Objects, created, events)
+				// Kueue's Workloads carry no release label to watch them
+				// by; they are read when the release's objects, pods or
+				// events change, as a job does when Kueue suspends,
+				// admits or preempts it. A failed read leaves them out.
+				st.Queue, _ = r.queueWaits(ctx)
 				if o.failOnStuck {
 					failOnStuck(&st)
 				}
@@ -359,7 +364,7 @@ func troubles(feeds map[feedKey]*feed, extra ...*feed) []error {
 
 func sameStatus(a, b Status) bool {
 	if a.Phase != b.Phase || a.Reason != b.Reason || len(a.Objects) != len(b.Objects) || !slices.Equal(a.Pods, b.Pods) ||
-		!slices.EqualFunc(a.Refusals, b.Refusals, sameRefusal) {
+		!slices.EqualFunc(a.Refusals, b.Refusals, sameRefusal) || !slices.Equal(a.Queue, b.Queue) {
 		return false
 	}
 	for i := range a.Objects {

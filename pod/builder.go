@@ -196,6 +196,14 @@ func (b *Builder[T]) Scheduler(name string) *T { return podspec.Of(&b.Handle).Sc
 // queue (pkg/webhooks/admission/jobs/validate/admit_job.go).
 func (b *Builder[T]) Queue(name string) *T { return podspec.Of(&b.Handle).Queue(name) }
 
+// LocalQueue puts the workload in Kueue's LocalQueue name of its
+// namespace (a tenant with Queueing(tenant.Kueue) has one named after
+// it): the label kueue.x-k8s.io/queue-name on its top-level objects.
+// Kueue keeps the workload suspended until its ClusterQueue has quota for
+// all of its pods and then admits it whole, never part of it. Queue is
+// the same for Volcano.
+func (b *Builder[T]) LocalQueue(name string) *T { return podspec.Of(&b.Handle).LocalQueue(name) }
+
 // PodLabel adds a label to the pods only.
 func (b *Builder[T]) PodLabel(key, value string) *T {
 	return podspec.Of(&b.Handle).PodLabel(key, value)

@@ -62,6 +62,11 @@ var editOnly = []rbacv1.PolicyRule{
 	{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}},
 }
 
+// kueueReads: both editors and viewers read the namespace's Kueue
+// Workloads and LocalQueues, which say why a job waits (Release.Status and
+// Wait: Status.Queue). Kueue writes them; members never do.
+var kueueReads = rbacv1.PolicyRule{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"workloads", "localqueues"}, Verbs: []string{"get", "list", "watch"}}
+
 // logs: both editors and viewers read pod logs (Release.Logs).
 var logs = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get", "list", "watch"}}
 
@@ -150,8 +155,8 @@ func (t *Spec) memberRoles(id cube.Identity) []client.Object {
 	edit := append(withVerbs(cubeResources, editVerbs, true), withVerbs(editOnly, editVerbs, false)...)
 	view := withVerbs(cubeResources, viewVerbs, true)
 	return []client.Object{
-		role(id, t.name+"-cube-edit", t.name, append(edit, *logs.DeepCopy(), *events.DeepCopy(), ownNamespace(t.name))),
-		role(id, t.name+"-cube-view", t.name, append(view, *logs.DeepCopy(), *events.DeepCopy())),
+		role(id, t.name+"-cube-edit", t.name, append(edit, *logs.DeepCopy(), *events.DeepCopy(), *kueueReads.DeepCopy(), ownNamespace(t.name))),
+		role(id, t.name+"-cube-view", t.name, append(view, *logs.DeepCopy(), *events.DeepCopy(), *kueueReads.DeepCopy())),
 	}
 }
 

@@ -62,6 +62,11 @@ type Spec struct {
 	defaults    map[corev1.ResourceName][2]string // request, limit ("": none)
 	weight      int
 	reclaimable *bool
+	queueing    QueueSystem
+	cohort      string
+	borrowing   map[corev1.ResourceName]string
+	lending     map[corev1.ResourceName]string
+	profiles    []accelQuota // Accelerators' calls, one per profile name, for Kueue's flavors
 	allowFrom   []string
 	exceptions  []IngressException
 }
@@ -200,7 +205,9 @@ func (t *Spec) Storage(q string) *Spec {
 // Accelerators(hardware.Ascend910B3, 32): the quota gets
 // requests.<p.ResourceName> and the Volcano queue's capability
 // <p.ResourceName>. Profiles that share a resource name (every NVIDIA card
-// is nvidia.com/gpu) share one limit: the last call for it sets it. A card
+// is nvidia.com/gpu) share one limit: the last call for it sets it. With
+// Queueing(Kueue) each profile is a ResourceFlavor of its own (FlavorName,
+// the profile's node labels) with n devices of quota in the ClusterQueue. A card
 // the catalogue lacks is a Profile value with its ResourceName; a profile
 // without one (hardware.CPU) is reported by Objects.
 func (t *Spec) Accelerators(p hardware.Profile, n int) *Spec {
@@ -212,6 +219,11 @@ func (t *Spec) Accelerators(p hardware.Profile, n int) *Spec {
 		return t
 	}
 	t.setHard(corev1.ResourceName(corev1.DefaultResourceRequestsPrefix+string(p.ResourceName)), fmt.Sprint(n))
+	if i := slices.IndexFunc(t.profiles, func(a accelQuota) bool { return a.profile.Name == p.Name }); i >= 0 {
+		t.profiles[i] = accelQuota{p, n}
+	} else {
+		t.profiles = append(t.profiles, accelQuota{p, n})
+	}
 	if !slices.Contains(t.accels, p.ResourceName) {
 		t.accels = append(t.accels, p.ResourceName)
 	}
@@ -262,7 +274,10 @@ func (t *Spec) DefaultMemory(request, limit string) *Spec {
 }
 
 // QueueWeight sets the weight of the tenant's Volcano queue: its share of
-// the cluster relative to the other queues (default 1).
+// the cluster relative to the other queues (default 1). With
+// Queueing(Kueue) it is the ClusterQueue's fair-sharing weight in its
+// cohort: the share of the cohort's unused quota it may borrow, and which
+// borrower gives back first.
 func (t *Spec) QueueWeight(n int) *Spec {
 	if t == nil {
 		return nil
@@ -359,7 +374,10 @@ var errNotMade = errors.New("tenant: Spec is nil or zero: start it with tenant.N
 
 // Objects validates the tenant and returns, in a fresh slice of fresh
 // objects: the Namespace, a ResourceQuota and a LimitRange named after the
-// tenant, its Volcano Queue, the pipeline ServiceAccount, Role and
+// tenant, its Volcano Queue (with Queueing(Kueue) instead: the
+// ResourceFlavors DefaultFlavor and one per accelerator profile, the
+// ClusterQueue and the LocalQueue named after the tenant; with
+// Queueing(NoQueue) none), the pipeline ServiceAccount, Role and
 // RoleBinding (PipelineServiceAccount), the Roles <name>-cube-edit and
 // <name>-cube-view, RoleBindings <name>-edit, <name>-cube-edit, <name>-view
 // and <name>-cube-view (when they have members), the NetworkPolicy
@@ -401,6 +419,16 @@ func (t *Spec) Objects() ([]client.Object, error) {
 	}
 	hard, hardErrs := quantity.ParseResourceList(t.hard, field.NewPath("spec", "hard"))
 	errs = append(errs, hardErrs...)
+	errs = append(errs, t.checkQueueing()...)
+	quotaHard := corev1.ResourceList{}
+	for name, q := range hard {
+		if !t.kueueManaged(name) {
+			quotaHard[name] = q
+		}
+	}
+	if len(quotaHard) == 0 && len(hard) > 0 {
+		quotaHard = nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(t.hard)) {
 		for _, msg := range validation.IsQualifiedName(string(name)) {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "hard").Key(string(name)), string(name), msg))
@@ -409,15 +437,22 @@ func (t *Spec) Objects() ([]client.Object, error) {
 	quota := &corev1.ResourceQuota{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
 		ObjectMeta: id.ObjectMeta(t.name, t.name, nil, nil),
-		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+		Spec:       corev1.ResourceQuotaSpec{Hard: quotaHard},
 	}
 
 	limitRange, lrErrs := t.limitRange(id, hard)
 	errs = append(errs, lrErrs...)
-	queue, qErrs := t.queue(id, hard)
-	errs = append(errs, qErrs...)
-
-	objs := []client.Object{ns, quota, limitRange, queue}
+	objs := []client.Object{ns, quota, limitRange}
+	switch t.queueSystem() {
+	case Volcano:
+		queue, qErrs := t.queue(id, hard)
+		errs = append(errs, qErrs...)
+		objs = append(objs, queue)
+	case Kueue:
+		queues, qErrs := t.kueueObjects(id, hard)
+		errs = append(errs, qErrs...)
+		objs = append(objs, queues...)
+	}
 	objs = append(objs, t.pipelineAccount(id)...)
 	objs = append(objs, t.memberRoles(id)...)
 	bindings, bErrs := t.memberBindings(id)

@@ -16,6 +16,12 @@ import (
 // VolcanoQueueAnnotation puts a pod or PodGroup in a Volcano queue.
 const VolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name"
 
+// KueueQueueLabel puts a job in a Kueue LocalQueue of its namespace
+// (sigs.k8s.io/kueue v0.17.0 pkg/controller/constants/constants.go,
+// QueueLabel): Kueue's webhook suspends a job that carries it until its
+// ClusterQueue admits the whole job.
+const KueueQueueLabel = "kueue.x-k8s.io/queue-name"
+
 // Builder is the state behind pod.Builder and pod.Meta: the pod settings
 // every cube workload shares, and the plumbing that renders them (Init,
 // Template, SettingErrors, the metadata and the reads). Its setters are the
@@ -332,6 +338,26 @@ func (b *Builder[T]) Queue(name string) *T {
 		b.problems = append(b.problems, field.Invalid(p, name, "Volcano accepts no jobs in the root queue; use a leaf queue"))
 	}
 	b.queue = name
+	return b.ret()
+}
+
+// LocalQueue puts the workload in Kueue's LocalQueue name of its
+// namespace: the label KueueQueueLabel on its top-level objects (the job,
+// Deployment, StatefulSet or LeaderWorkerSet Kueue manages; Kueue ignores
+// it on the rest). Kueue then admits the whole workload when its
+// ClusterQueue has quota for every pod, or none of it. The name is an
+// object name and a label value.
+func (b *Builder[T]) LocalQueue(name string) *T {
+	p := field.NewPath("metadata", "labels").Key(KueueQueueLabel)
+	if name != "" { // empty: no queue
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			b.problems = append(b.problems, field.Invalid(p, name, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(name) {
+			b.problems = append(b.problems, field.Invalid(p, name, msg))
+		}
+	}
+	b.localQueue = name
 	return b.ret()
 }
 

@@ -23,6 +23,7 @@ type Meta[T any] struct {
 	partOf      string
 	labels      map[string]string
 	annotations map[string]string
+	localQueue  string // Kueue's LocalQueue, set with Builder.LocalQueue
 }
 
 // InitMeta binds m to the builder that embeds it. kind is the builder kind
@@ -87,7 +88,15 @@ func (m *Meta[T]) Identity() identity.ID {
 // ObjectMeta returns fresh metadata for one object of the release: its name,
 // the namespace, the extra labels under the standard ones, the annotations.
 func (m *Meta[T]) ObjectMeta(name string) metav1.ObjectMeta {
-	return m.Identity().ObjectMeta(name, m.namespace, m.labels, m.annotations)
+	labels := m.labels
+	if m.localQueue != "" {
+		labels = maps.Clone(m.labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[KueueQueueLabel] = m.localQueue
+	}
+	return m.Identity().ObjectMeta(name, m.namespace, labels, m.annotations)
 }
 
 // PodLabels returns the labels of the release's pods: the extra labels, the

@@ -52,6 +52,10 @@ var crdSources = []crdSource{
 	{"lws", "sigs.k8s.io/lws", "v0.8.0", "config/crd/bases"},
 	{"kuberay", "github.com/ray-project/kuberay/ray-operator", "v1.5.0", "config/crd/bases"},
 	{"gateway-api", "sigs.k8s.io/gateway-api", "v1.6.3", "config/crd/standard"},
+	// Kueue's bases, without the conversion webhooks of its kustomization:
+	// the test API server serves v1beta2, the storage version, to cube
+	// without Kueue running; the test cluster adds the webhooks (startKueue).
+	{"kueue", "sigs.k8s.io/kueue", "v0.17.0", "config/components/crd/bases"},
 }
 
 const volcanoCRDDir = "volcano"

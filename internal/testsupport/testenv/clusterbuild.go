@@ -18,7 +18,7 @@ import (
 type clusterTool struct {
 	name string
 	// module is where it is built: a directory under tools (".", the
-	// node's module next to kube-apiserver; "argo"; "lws"; "kubectl"),
+	// node's module next to kube-apiserver; "argo"; "lws"; "kueue"; "kubectl"),
 	// "main" for this module's own programs (they go into images), or ""
 	// for go install pkg@version with the project's own go.mod (none of
 	// those has a replace directive).
@@ -67,6 +67,9 @@ var clusterTools = []clusterTool{
 	{name: "katib-suggestion-goptuna", pkg: "github.com/kubeflow/katib/cmd/suggestion/goptuna/v1beta1", version: "v0.19.0", static: true},
 	{name: "katib-file-metricscollector", pkg: "github.com/kubeflow/katib/cmd/metricscollector/v1beta1/file-metricscollector", version: "v0.19.0", static: true},
 	{name: "lws-controller", module: "lws", pkg: "sigs.k8s.io/lws/cmd"},
+	// Kueue's manager, in a module of its own with the Kubernetes
+	// libraries of Kueue's go.mod (see startKueue).
+	{name: "kueue-manager", module: "kueue", pkg: "sigs.k8s.io/kueue/cmd/kueue"},
 	{name: "workflow-controller", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller"},
 	// In argo-workflows v3.7.6, workflow/executor/osspecific/signal_linux.go
 	// is a symbolic link to signal_darwin.go (Setpgid, Kill, Term); without

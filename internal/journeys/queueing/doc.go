@@ -1,0 +1,10 @@
+// Package queueing checks, on the test cluster, that tenants queued by
+// Kueue v0.17.0 behave as cube promises: a job is admitted whole or not at
+// all, a job that does not fit waits and reads "Queued: waiting for quota
+// in ClusterQueue …" through Release.Status and Wait, a second job runs
+// when the first has finished, and a tenant that borrowed its cohort's
+// idle GPUs is preempted when their owner submits, which reads "Preempted
+// by a workload of ClusterQueue …". The node advertises four
+// nvidia.com/gpu of the Tesla-T4 product (hardware.T4). It has no non-test
+// code.
+package queueing

@@ -1,0 +1,4 @@
+//go:build tools
+
+// Package tools pins Kueue's manager command.
+package tools

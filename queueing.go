@@ -1,0 +1,313 @@
+package cube
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "github.com/cubestudio/cube/internal/kueue/v1beta2"
+)
+
+// QueueWait says why a job of a release is not running although nothing
+// is wrong with it: Kueue holds it in a queue, or took it off its nodes.
+type QueueWait struct {
+	// Object is the release's object Kueue manages (its Workload's owner).
+	Object ObjectRef
+	// Workload is the name of Kueue's Workload for it.
+	Workload string
+	// Reason is Queued (waiting for quota), Inadmissible (it cannot be
+	// admitted as it is: no such LocalQueue, a stopped ClusterQueue, a
+	// request no flavor covers), Preempted or Evicted (it ran and Kueue
+	// suspended it again; it queues anew).
+	Reason string
+	// Message explains it, e.g. "waiting for quota in ClusterQueue
+	// team-a (nvidia.com/gpu: 4 of 4 in use, borrowing 0 of 2)" or "by a
+	// workload of ClusterQueue team-b (reclamation within the cohort)".
+	Message string
+}
+
+// The reasons of a QueueWait.
+const (
+	QueueQueued       = "Queued"
+	QueueInadmissible = "Inadmissible"
+	QueuePreempted    = "Preempted"
+	QueueEvicted      = "Evicted"
+)
+
+func (q QueueWait) String() string {
+	if strings.HasPrefix(q.Message, "by ") {
+		return q.Reason + " " + q.Message
+	}
+	return q.Reason + ": " + q.Message
+}
+
+var (
+	workloadListGVK = kueue.GroupVersion.WithKind("WorkloadList")
+	clusterQueueGVK = kueue.GroupVersion.WithKind("ClusterQueue")
+)
+
+// queueWaits reads the Kueue Workloads of the release's objects in its
+// namespace and explains those that wait or were preempted. Without Kueue
+// (no Workload kind) or the right to read Workloads there is nothing to
+// explain; the ClusterQueue's usage is added when the caller may read it.
+func (r *Release) queueWaits(ctx context.Context) ([]QueueWait, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(workloadListGVK)
+	err := r.client.retrying(ctx, func(ctx context.Context) error {
+		return r.client.c.List(ctx, list, client.InNamespace(r.Namespace))
+	})
+	switch {
+	case meta.IsNoMatchError(err), apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list kueue workloads in %s: %w", r.Namespace, err)
+	}
+	owned := map[schema.GroupKind]map[string]ObjectRef{}
+	for _, ref := range r.Objects {
+		if ref.Namespace != r.Namespace {
+			continue
+		}
+		gk := ref.GroupKind()
+		if owned[gk] == nil {
+			owned[gk] = map[string]ObjectRef{}
+		}
+		owned[gk][ref.Name] = ref
+	}
+	queues := map[string]*kueue.ClusterQueue{}
+	var out []QueueWait
+	for i := range list.Items {
+		var w kueue.Workload
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &w); err != nil {
+			return nil, fmt.Errorf("read kueue workload %s/%s: %w", r.Namespace, list.Items[i].GetName(), err)
+		}
+		ref, ok := ownerIn(w.OwnerReferences, owned)
+		if !ok {
+			continue
+		}
+		name, err := r.clusterQueueOf(ctx, &w)
+		if err != nil {
+			return nil, err
+		}
+		cq, seen := queues[name]
+		if !seen && name != "" {
+			cq, err = r.clusterQueue(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			queues[name] = cq
+		}
+		if q, waits := explainWorkload(&w, name, cq); waits {
+			q.Object = ref
+			out = append(out, q)
+		}
+	}
+	slices.SortFunc(out, func(a, b QueueWait) int { return strings.Compare(a.Workload, b.Workload) })
+	return out, nil
+}
+
+// ownerIn finds the release object that owns a Workload.
+func ownerIn(owners []metav1.OwnerReference, owned map[schema.GroupKind]map[string]ObjectRef) (ObjectRef, bool) {
+	for _, o := range owners {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			continue
+		}
+		if ref, ok := owned[schema.GroupKind{Group: gv.Group, Kind: o.Kind}][o.Name]; ok {
+			return ref, true
+		}
+	}
+	return ObjectRef{}, false
+}
+
+// clusterQueue reads a ClusterQueue; nil when the caller may not read it
+// or it does not exist.
+func (r *Release) clusterQueue(ctx context.Context, name string) (*kueue.ClusterQueue, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(clusterQueueGVK)
+	err := r.client.retrying(ctx, func(ctx context.Context) error {
+		return r.client.c.Get(ctx, client.ObjectKey{Name: name}, u)
+	})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get kueue clusterqueue %s: %w", name, err)
+	}
+	cq := &kueue.ClusterQueue{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cq); err != nil {
+		return nil, fmt.Errorf("read kueue clusterqueue %s: %w", name, err)
+	}
+	return cq, nil
+}
+
+// clusterQueueOf is the ClusterQueue a Workload was admitted to or, while
+// it waits, the one its LocalQueue (spec.queueName) points at; "" when
+// neither is known (no such LocalQueue, or the caller may not read it).
+func (r *Release) clusterQueueOf(ctx context.Context, w *kueue.Workload) (string, error) {
+	if w.Status.Admission != nil {
+		return string(w.Status.Admission.ClusterQueue), nil
+	}
+	if w.Spec.QueueName == "" {
+		return "", nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kueue.GroupVersion.WithKind("LocalQueue"))
+	err := r.client.retrying(ctx, func(ctx context.Context) error {
+		return r.client.c.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Spec.QueueName}, u)
+	})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), meta.IsNoMatchError(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("get kueue localqueue %s/%s: %w", w.Namespace, w.Spec.QueueName, err)
+	}
+	cq, _, _ := unstructured.NestedString(u.Object, "spec", "clusterQueue")
+	return cq, nil
+}
+
+// explainWorkload says why w waits, from its conditions (Kueue v0.17.0
+// apis/kueue/v1beta2/workload_types.go: QuotaReserved, Admitted, Evicted,
+// Preempted, Finished), with the usage of its ClusterQueue cq when known.
+// A workload admitted and running, or finished, does not wait.
+func explainWorkload(w *kueue.Workload, cqName string, cq *kueue.ClusterQueue) (QueueWait, bool) {
+	q := QueueWait{Workload: w.Name}
+	if meta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadFinished) {
+		return q, false
+	}
+	reserved := meta.FindStatusCondition(w.Status.Conditions, kueue.WorkloadQuotaReserved)
+	evicted := meta.FindStatusCondition(w.Status.Conditions, kueue.WorkloadEvicted)
+	preempted := meta.FindStatusCondition(w.Status.Conditions, kueue.WorkloadPreempted)
+	switch {
+	case preempted != nil && preempted.Status == metav1.ConditionTrue:
+		q.Reason, q.Message = QueuePreempted, preemptionMessage(preempted)
+		return q, true
+	case evicted != nil && evicted.Status == metav1.ConditionTrue:
+		q.Reason, q.Message = QueueEvicted, evicted.Reason+": "+evicted.Message
+		return q, true
+	case meta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadAdmitted):
+		return q, false
+	case reserved != nil && reserved.Status == metav1.ConditionTrue:
+		// Quota reserved, admission checks pending.
+		q.Reason, q.Message = QueueQueued, "quota reserved in ClusterQueue "+cqName+", waiting for admission checks"
+		return q, true
+	case reserved != nil && reserved.Reason == kueue.WorkloadInadmissible:
+		q.Reason, q.Message = QueueInadmissible, reserved.Message
+		return q, true
+	}
+	q.Reason = QueueQueued
+	where := "waiting for quota"
+	switch {
+	case cq != nil:
+		where += " in ClusterQueue " + cq.Name
+		if usage := quotaUsage(w, cq); usage != "" {
+			where += " (" + usage + ")"
+		}
+	case cqName != "":
+		where += " in ClusterQueue " + cqName
+	}
+	if reserved != nil && reserved.Message != "" {
+		where += ": " + reserved.Message
+	}
+	q.Message = where
+	return q, true
+}
+
+// preemptionMessage turns Kueue's "Preempted to accommodate a workload
+// (UID: …, JobUID: …) due to <reason>; preemptor path: /cohort/cq;
+// preemptee path: …" (pkg/scheduler/preemption/preemption.go,
+// preemptionMessage) into "by a workload of ClusterQueue cq (<reason>)";
+// a message of another shape is kept whole.
+func preemptionMessage(c *metav1.Condition) string {
+	msg := c.Message
+	_, afterDue, ok1 := strings.Cut(msg, " due to ")
+	reason, rest, ok2 := strings.Cut(afterDue, "; preemptor path: ")
+	path, _, _ := strings.Cut(rest, ";")
+	if !ok1 || !ok2 || path == "" {
+		if msg == "" {
+			return "by Kueue (" + c.Reason + ")"
+		}
+		return "by Kueue: " + msg
+	}
+	queue := path[strings.LastIndex(path, "/")+1:]
+	return "by a workload of ClusterQueue " + queue + " (" + reason + ")"
+}
+
+// quotaUsage renders, for each resource w requests, the ClusterQueue's
+// use of it over all its flavors against their nominal quota, and what it
+// borrows against its borrowing limit: "nvidia.com/gpu: 4 of 4 in use,
+// borrowing 0 of 2". A resource without a borrowing limit borrows "of
+// what the cohort lends"; one outside a cohort says nothing of borrowing.
+func quotaUsage(w *kueue.Workload, cq *kueue.ClusterQueue) string {
+	wanted := map[corev1.ResourceName]bool{}
+	for _, ps := range w.Spec.PodSets {
+		for _, c := range append(slices.Clone(ps.Template.Spec.InitContainers), ps.Template.Spec.Containers...) {
+			for r := range c.Resources.Requests {
+				wanted[r] = true
+			}
+		}
+	}
+	type sums struct {
+		nominal, used, borrowed, limit resource.Quantity
+		unlimited, covered             bool
+	}
+	by := map[corev1.ResourceName]*sums{}
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, f := range g.Flavors {
+			for _, rq := range f.Resources {
+				s := by[rq.Name]
+				if s == nil {
+					s = &sums{}
+					by[rq.Name] = s
+				}
+				s.covered = true
+				s.nominal.Add(rq.NominalQuota)
+				if rq.BorrowingLimit == nil {
+					s.unlimited = true
+				} else {
+					s.limit.Add(*rq.BorrowingLimit)
+				}
+			}
+		}
+	}
+	usage := cq.Status.FlavorsReservation
+	if len(usage) == 0 {
+		usage = cq.Status.FlavorsUsage
+	}
+	for _, f := range usage {
+		for _, ru := range f.Resources {
+			if s := by[ru.Name]; s != nil {
+				s.used.Add(ru.Total)
+				s.borrowed.Add(ru.Borrowed)
+			}
+		}
+	}
+	var parts []string
+	for _, r := range slices.Sorted(maps.Keys(wanted)) {
+		s := by[r]
+		if s == nil || !s.covered {
+			continue
+		}
+		part := fmt.Sprintf("%s: %s of %s in use", r, s.used.String(), s.nominal.String())
+		if cq.Spec.CohortName != "" {
+			if s.unlimited {
+				part += fmt.Sprintf(", borrowing %s of what cohort %s lends", s.borrowed.String(), cq.Spec.CohortName)
+			} else {
+				part += fmt.Sprintf(", borrowing %s of %s", s.borrowed.String(), s.limit.String())
+			}
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,128 @@
+package cube_test
+
+// Kueue's Workloads explain a waiting job, against the real kube-apiserver
+// with Kueue v0.17.0's CRDs and hand-made status (no Kueue runs there).
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/kinds"
+	"github.com/cubestudio/cube/tenant"
+	"github.com/cubestudio/cube/train"
+)
+
+// kueueObject is an object of Kueue's v1beta2 API.
+func kueueObject(kind, namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("kueue.x-k8s.io/v1beta2")
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
+}
+
+// A Kueue tenant's objects are stored by the real CRDs as cube rendered
+// them (the mirrored field names are Kueue's: a wrong one would be pruned
+// or refused by strict field validation), and a job of the tenant that
+// Kueue holds reads, through Status and Wait, why it waits, then that it
+// was preempted.
+func TestKueueWorkloadExplainsTheWait(t *testing.T) {
+	_, env, ns := newClient(t)
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Kinds(kinds.All()...))
+	team := tenant.New(ns).CPU("8").Memory("16Gi").Accelerators(hardware.T4, 4).
+		Queueing(tenant.Kueue).Cohort("research").BorrowingLimit("nvidia.com/gpu", "2")
+	_, err := c.Apply(t.Context(), team)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), kueueObject("ClusterQueue", "", ns)) })
+
+	cq := kueueObject("ClusterQueue", "", ns)
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKeyFromObject(cq), cq))
+	groups, _, _ := unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
+	require.Len(t, groups, 2, "cpu and memory, then the GPUs")
+	gpu := groups[1].(map[string]any)["flavors"].([]any)[0].(map[string]any)
+	assert.Equal(t, "cube-t4", gpu["name"])
+	quota := gpu["resources"].([]any)[0].(map[string]any)
+	assert.Equal(t, map[string]any{"name": "nvidia.com/gpu", "nominalQuota": "4", "borrowingLimit": "2"}, quota)
+	cohort, _, _ := unstructured.NestedString(cq.Object, "spec", "cohortName")
+	assert.Equal(t, "research", cohort)
+	flavor := kueueObject("ResourceFlavor", "", "cube-t4")
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKeyFromObject(flavor), flavor))
+	labels, _, _ := unstructured.NestedStringMap(flavor.Object, "spec", "nodeLabels")
+	assert.Equal(t, hardware.T4.NodeLabels(), labels)
+
+	// Kueue's usage of the queue: all four GPUs reserved, none borrowed.
+	require.NoError(t, unstructured.SetNestedSlice(cq.Object, []any{
+		map[string]any{"name": "cube-default", "resources": []any{map[string]any{"name": "cpu", "total": "2"}, map[string]any{"name": "memory", "total": "1Gi"}}},
+		map[string]any{"name": "cube-t4", "resources": []any{map[string]any{"name": "nvidia.com/gpu", "total": "4", "borrowed": "0"}}},
+	}, "status", "flavorsReservation"))
+	require.NoError(t, env.Client.Status().Update(t.Context(), cq))
+
+	rel, err := c.Apply(t.Context(), train.PyTorch("sft").Namespace(ns).LocalQueue(ns).Image("busybox:1.36").Command("true").
+		Workers(1).On(hardware.T4).Accelerators(2))
+	require.NoError(t, err)
+	job := &unstructured.Unstructured{}
+	job.SetGroupVersionKind(rel.Objects[0].GroupVersionKind)
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "sft"}, job))
+	assert.Equal(t, ns, job.GetLabels()["kueue.x-k8s.io/queue-name"], "the job carries its LocalQueue")
+
+	// The Workload Kueue would make for it, owned by the job.
+	w := kueueObject("Workload", ns, "pytorchjob-sft-a1b2c")
+	w.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: job.GetAPIVersion(), Kind: job.GetKind(), Name: job.GetName(), UID: job.GetUID(), Controller: ptrTo(true)}})
+	w.Object["spec"] = map[string]any{"queueName": ns, "podSets": []any{map[string]any{
+		"name": "worker", "count": int64(2),
+		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+			"name": "pytorch", "image": "busybox:1.36",
+			"resources": map[string]any{"requests": map[string]any{"nvidia.com/gpu": "2", "cpu": "100m"}},
+		}}}},
+	}}}
+	require.NoError(t, env.Client.Create(t.Context(), w))
+	now := metav1.Now().Rfc3339Copy().UTC().Format("2006-01-02T15:04:05Z")
+	setConditions := func(conds ...map[string]any) {
+		t.Helper()
+		list := make([]any, 0, len(conds))
+		for _, c := range conds {
+			c["lastTransitionTime"] = now
+			list = append(list, c)
+		}
+		require.NoError(t, unstructured.SetNestedSlice(w.Object, list, "status", "conditions"))
+		require.NoError(t, env.Client.Status().Update(t.Context(), w))
+	}
+	setConditions(map[string]any{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+		"message": "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor cube-t4, 4 more needed"})
+
+	st, err := rel.Status(t.Context())
+	require.NoError(t, err)
+	require.Len(t, st.Queue, 1, "%s", st)
+	assert.Equal(t, rel.Objects[0], st.Queue[0].Object)
+	assert.Equal(t, "Queued: waiting for quota in ClusterQueue "+ns+
+		" (cpu: 2 of 8 in use, borrowing 0 of what cohort research lends; nvidia.com/gpu: 4 of 4 in use, borrowing 0 of 2)"+
+		": couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor cube-t4, 4 more needed", st.Queue[0].String())
+	assert.Contains(t, st.String(), "; Queued: waiting for quota in ClusterQueue "+ns)
+
+	// Wait reports the same while it waits.
+	var seen cube.Status
+	_, err = rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(3e9), cube.OnProgress(func(s cube.Status) { seen = s }))
+	require.ErrorIs(t, err, cube.ErrTimeout)
+	require.Len(t, seen.Queue, 1, "%s", seen)
+	assert.Equal(t, st.Queue[0], seen.Queue[0])
+
+	preempted := "Preempted to accommodate a workload (UID: 9f1, JobUID: 7c2) due to reclamation within the cohort; preemptor path: /research/team-b; preemptee path: /research/" + ns
+	setConditions(
+		map[string]any{"type": "Evicted", "status": "True", "reason": "Preempted", "message": preempted},
+		map[string]any{"type": "Preempted", "status": "True", "reason": "InCohortReclamation", "message": preempted},
+	)
+	st, err = rel.Status(t.Context())
+	require.NoError(t, err)
+	require.Len(t, st.Queue, 1, "%s", st)
+	assert.Equal(t, "Preempted by a workload of ClusterQueue team-b (reclamation within the cohort)", st.Queue[0].String())
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,80 @@
+package tenant_test
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/tenant"
+)
+
+// A tenant queued by Kueue: its CPU, memory and accelerator quota is a
+// ClusterQueue's, one ResourceFlavor per accelerator profile, in a cohort
+// where it may borrow two more H100s and lends at most four of its own.
+// Its jobs enter the LocalQueue named after it (LocalQueue("team-a") on the
+// builder).
+func ExampleSpec_Queueing() {
+	team := tenant.New("team-a").
+		CPU("64").Memory("512Gi").
+		Accelerators(hardware.H100, 8).
+		Queueing(tenant.Kueue).Cohort("research").
+		BorrowingLimit("nvidia.com/gpu", "2").LendingLimit("nvidia.com/gpu", "4").
+		QueueWeight(2)
+	objs, err := team.Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range objs[:7] {
+		fmt.Println(o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+	}
+	fmt.Println("quota:", len(objs[1].(*corev1.ResourceQuota).Spec.Hard), "entries")
+	cq, err := runtime.DefaultUnstructuredConverter.ToUnstructured(objs[5])
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	spec, _ := yaml.Marshal(cq["spec"])
+	fmt.Printf("%s", spec)
+	// Output:
+	// Namespace team-a
+	// ResourceQuota team-a
+	// LimitRange team-a
+	// ResourceFlavor cube-default
+	// ResourceFlavor cube-h100-sxm-80gb
+	// ClusterQueue team-a
+	// LocalQueue team-a
+	// quota: 0 entries
+	// cohortName: research
+	// fairSharing:
+	//   weight: "2"
+	// namespaceSelector:
+	//   matchLabels:
+	//     kubernetes.io/metadata.name: team-a
+	// preemption:
+	//   reclaimWithinCohort: Any
+	//   withinClusterQueue: LowerPriority
+	// resourceGroups:
+	// - coveredResources:
+	//   - cpu
+	//   - memory
+	//   flavors:
+	//   - name: cube-default
+	//     resources:
+	//     - name: cpu
+	//       nominalQuota: "64"
+	//     - name: memory
+	//       nominalQuota: 512Gi
+	// - coveredResources:
+	//   - nvidia.com/gpu
+	//   flavors:
+	//   - name: cube-h100-sxm-80gb
+	//     resources:
+	//     - borrowingLimit: "2"
+	//       lendingLimit: "4"
+	//       name: nvidia.com/gpu
+	//       nominalQuota: "8"
+}
