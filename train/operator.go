@@ -354,6 +354,19 @@ func objects[J client.Object](obj J, err error) ([]client.Object, error) {
 	return []client.Object{obj}, nil
 }
 
+// appendClaims appends the object the pods' DRA claim comes from, if any
+// (podspec.Builder.Claims).
+func appendClaims[T any](objs []client.Object, b *pod.Builder[T]) []client.Object {
+	tmpl, claim := podspec.Of(&b.Handle).Claims()
+	if tmpl != nil {
+		objs = append(objs, tmpl)
+	}
+	if claim != nil {
+		objs = append(objs, claim)
+	}
+	return objs
+}
+
 // result returns obj, or nil and every problem at once.
 func result[J any](obj J, errs field.ErrorList) (J, error) {
 	if err := errs.ToAggregate(); err != nil {

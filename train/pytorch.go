@@ -241,8 +241,16 @@ func (j *PyTorchJob) Build() (*kubeflowv1.PyTorchJob, error) {
 	return result(buildPyTorchJob(j.operator(), &j.Torch.torch, nil))
 }
 
-// Objects returns the PyTorchJob; it implements cube.Workload.
-func (j *PyTorchJob) Objects() ([]client.Object, error) { return objects(j.Build()) }
+// Objects returns the PyTorchJob and, when the profile's flavour is a DRA
+// driver, the ResourceClaimTemplate (or shared ResourceClaim) its pods'
+// devices come from; it implements cube.Workload.
+func (j *PyTorchJob) Objects() ([]client.Object, error) {
+	objs, err := objects(j.Build())
+	if err != nil {
+		return nil, err
+	}
+	return appendClaims(objs, &j.Builder), nil
+}
 
 // Torch holds the torchrun settings that PyTorchJob, DeepSpeedJob and
 // ColossalAIJob share, written once: Workers, Nodes, Elastic, Rendezvous,
