@@ -241,15 +241,12 @@ func (j *PyTorchJob) Build() (*kubeflowv1.PyTorchJob, error) {
 	return result(buildPyTorchJob(j.operator(), &j.Torch.torch, nil))
 }
 
-// Objects returns the PyTorchJob and, when the profile's flavour is a DRA
-// driver, the ResourceClaimTemplate (or shared ResourceClaim) its pods'
-// devices come from; it implements cube.Workload.
+// Objects returns the PyTorchJob; it implements cube.Workload.
 func (j *PyTorchJob) Objects() ([]client.Object, error) {
-	objs, err := objects(j.Build())
-	if err != nil {
+	if err := noClaims(&j.Builder); err != nil {
 		return nil, err
 	}
-	return appendClaims(objs, &j.Builder), nil
+	return objects(j.Build())
 }
 
 // Torch holds the torchrun settings that PyTorchJob, DeepSpeedJob and

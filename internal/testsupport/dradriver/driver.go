@@ -3,6 +3,7 @@ package dradriver
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -35,13 +36,20 @@ func Start(ctx context.Context, client kubernetes.Interface, node, kubeletRoot s
 			return nil, fmt.Errorf("create device class %s: %w", c.Name, err)
 		}
 	}
+	registry := filepath.Join(kubeletRoot, "plugins_registry")
+	data := filepath.Join(kubeletRoot, "plugins", hardware.DriverNVIDIAGPU)
+	for _, dir := range []string{registry, data} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, err
+		}
+	}
 	d := &Driver{prepared: map[types.UID][]string{}}
 	h, err := kubeletplugin.Start(ctx, d,
 		kubeletplugin.DriverName(hardware.DriverNVIDIAGPU),
 		kubeletplugin.KubeClient(client),
 		kubeletplugin.NodeName(node),
-		kubeletplugin.RegistrarDirectoryPath(filepath.Join(kubeletRoot, "plugins_registry")),
-		kubeletplugin.PluginDataDirectoryPath(filepath.Join(kubeletRoot, "plugins", hardware.DriverNVIDIAGPU)),
+		kubeletplugin.RegistrarDirectoryPath(registry),
+		kubeletplugin.PluginDataDirectoryPath(data),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("start kubelet plugin %s: %w", hardware.DriverNVIDIAGPU, err)
