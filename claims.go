@@ -226,4 +226,3 @@ func sameKind(d resourcev1.Device, driver, class string) bool {
 	t := attribute(d, driver, hardware.AttributeType)
 	return t != nil && *t == want
 }
-
