@@ -69,4 +69,3 @@ func attribute(d resourcev1.Device, driver, name string) *string {
 	}
 	return nil
 }
-
