@@ -243,8 +243,10 @@ func (j *PyTorchJob) Build() (*kubeflowv1.PyTorchJob, error) {
 
 // Objects returns the PyTorchJob; it implements cube.Workload.
 func (j *PyTorchJob) Objects() ([]client.Object, error) {
-	if err := noClaims(&j.Builder); err != nil {
-		return nil, err
+	if j != nil {
+		if err := noClaims(&j.Builder); err != nil {
+			return nil, err
+		}
 	}
 	return objects(j.Build())
 }
