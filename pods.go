@@ -145,7 +145,22 @@ func (r *Release) podProblems(ctx context.Context) ([]PodProblem, error) {
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	var out []PodProblem
 	for i := range pods.Items {
-		out = append(out, PodProblems(&pods.Items[i])...)
+		probs := PodProblems(&pods.Items[i])
+		for j := range probs {
+			if probs[j].Reason != corev1.PodReasonUnschedulable || probs[j].Container != "" {
+				continue
+			}
+			// A pod waiting for devices: say which claim and why, before
+			// the scheduler's count of nodes.
+			why, err := r.claimProblems(ctx, &pods.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			if len(why) > 0 {
+				probs[j].Message = joinNonEmpty("; ", strings.Join(why, "; "), probs[j].Message)
+			}
+		}
+		out = append(out, probs...)
 	}
 	return out, nil
 }

@@ -227,8 +227,9 @@ func newKindTable(kinds ...Kind) kindTable {
 // CoreKinds returns the kinds every Client reads: the Kubernetes API's own
 // that cube creates (a Tenant's Volcano Queue is read with tenant.Kinds).
 // Deployment, StatefulSet, DaemonSet, Job, Pod,
-// PersistentVolumeClaim, Service, Namespace and ResourceQuota are read
-// from their status; ConfigMap, Secret, ServiceAccount, the RBAC kinds,
+// PersistentVolumeClaim, Service, Namespace, ResourceQuota and
+// ResourceClaim (Ready once allocated) are read from their status;
+// ResourceClaimTemplate, ConfigMap, Secret, ServiceAccount, the RBAC kinds,
 // NetworkPolicy, LimitRange, PodDisruptionBudget, HorizontalPodAutoscaler,
 // PriorityClass, CronJob and Lease have no state beyond existing and are
 // Ready once they exist.
@@ -310,6 +311,7 @@ var coreKinds = func() []Kind {
 		{GroupKind: schema.GroupKind{Kind: "Namespace"}, Status: TypedStatus(namespaceStatus)},
 		{GroupKind: schema.GroupKind{Kind: "ResourceQuota"}, Status: TypedStatus(resourceQuotaStatus)},
 	}
+	out = append(out, claimKinds...)
 	for _, gk := range []schema.GroupKind{
 		{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "ServiceAccount"}, {Kind: "LimitRange"},
 		{Group: "rbac.authorization.k8s.io", Kind: "Role"}, {Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"},

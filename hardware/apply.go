@@ -69,11 +69,16 @@ type Placement struct {
 	// per device (at least MinSharedMemory) when devices or a fabric are
 	// used, and no /dev/shm volume otherwise.
 	SharedMemory resource.Quantity
+	// Claim names the ResourceClaimTemplate (or shared ResourceClaim) the
+	// devices come from when the profile's flavour is a DRA driver
+	// (Profile.DRA); WholeClaim is what that object must ask for. It is
+	// ignored under a device plugin.
+	Claim ClaimRef
 }
 
 // IsZero reports whether p asks for nothing.
 func (p Placement) IsZero() bool {
-	return p.Profile.IsZero() && p.Accelerators == 0 && p.Fabric.IsZero() && p.SharedMemory.IsZero()
+	return p.Profile.IsZero() && p.Accelerators == 0 && p.Fabric.IsZero() && p.SharedMemory.IsZero() && p.Claim.IsZero()
 }
 
 // Apply changes tmpl for placement p: whole-device resources on the named
@@ -123,6 +128,10 @@ type DeviceRequest struct {
 	NodeSelector map[string]string
 	// Env is set on the container, replacing variables of the same name.
 	Env []corev1.EnvVar
+	// Claim, under a DRA flavour, makes the pod use the claim its
+	// ClaimRef names (the object rendered from Claim.Spec) in place of
+	// Resources.
+	Claim *DeviceClaim
 }
 
 // ApplyDevices sets r on the named container of tmpl. Like Apply it never
@@ -154,6 +163,9 @@ func ApplyDevices(tmpl *corev1.PodTemplateSpec, container string, r DeviceReques
 		m.setLabel(k, r.Labels[k])
 	}
 	m.setEnv(r.Env...)
+	if r.Claim != nil {
+		m.applyClaim(r.Claim.ClaimRef)
+	}
 	if len(m.errs) > 0 {
 		return m.errs
 	}
@@ -187,7 +199,7 @@ func validatePlacement(p Placement, path *field.Path) field.ErrorList {
 		case !prof.Accelerated():
 			errs = append(errs, field.Invalid(path.Child("accelerators"), p.Accelerators,
 				fmt.Sprintf("%s has no accelerators to request", prof.Name)))
-		case prof.ResourceName == "":
+		case prof.ResourceName == "" && !prof.DRA():
 			errs = append(errs, field.Required(profPath.Child("resourceName"),
 				fmt.Sprintf("%s has no resource name under flavour %q; set one with Resource", prof.Name, prof.Flavour)))
 		}

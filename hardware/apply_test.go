@@ -181,7 +181,7 @@ func TestApplyPlacementErrors(t *testing.T) {
 		{"no profile", hardware.Placement{Accelerators: 1},
 			[]string{"spec.template.profile: Required value: a hardware profile is required for devices or a fabric"}},
 		{"flavour of another vendor", hardware.Placement{Profile: hardware.H100.Plugin(hardware.HuaweiDevicePlugin), Accelerators: 1},
-			[]string{`spec.template.profile.flavour: Unsupported value: "huawei-device-plugin": supported values: "nvidia-device-plugin", "nvidia-mig-single", "nvidia-mig-mixed", "hami"`,
+			[]string{`spec.template.profile.flavour: Unsupported value: "huawei-device-plugin": supported values: "nvidia-device-plugin", "nvidia-mig-single", "nvidia-mig-mixed", "hami", "nvidia-dra", "hami-dra"`,
 				`spec.template.profile.resourceName: Required value: H100-SXM-80GB has no resource name under flavour "huawei-device-plugin"; set one with Resource`}},
 		{"MIG on a card without MIG", hardware.Placement{Profile: hardware.T4.Plugin(hardware.MIGMixed), Accelerators: 1},
 			[]string{`spec.template.profile.flavour: Invalid value: "nvidia-mig-mixed": T4 has no MIG; use nvidia-device-plugin`}},

@@ -102,6 +102,26 @@
 // A CPU profile has no collective library: an InfiniBand or RoCE fabric,
 // or NCCL/HCCL options, on it are errors.
 //
+// # Dynamic Resource Allocation
+//
+// The flavours NVIDIADRA (NVIDIA's k8s-dra-driver-gpu) and HAMiDRA (HAMi's
+// k8s-dra-driver) are the one setting that moves a profile from extended
+// resources to resource.k8s.io/v1 claims; set it on the profile
+// (hardware.H100.Plugin(hardware.NVIDIADRA)) or for a whole cluster
+// (Cluster.NVIDIA). A pod then refers to a claim (ClaimRef: a
+// ResourceClaimTemplate per pod, or one shared ResourceClaim) instead of
+// requesting nvidia.com/gpu, and DeviceClaim renders what that claim asks:
+// the driver's DeviceClass (gpu.nvidia.com, mig.nvidia.com,
+// hami-core-gpu.project-hami.io), a CEL selector on the productName
+// attribute, for MIG the profile attribute, for HAMi slices the memory and
+// cores capacities. The names are read from the drivers' source at
+// NVIDIA v25.8.1 and HAMi v0.1.0 (see DriverNVIDIAGPU). The workload
+// builders render the claim's object beside their own (pod.Builder's
+// SharedClaim chooses the shared claim); the training-operator's jobs
+// refuse a DRA flavour, because its v1.8.1 CRDs predate
+// resource.k8s.io/v1. InventoryFromResourceSlices reads the GPUs DRA
+// drivers publish into an Inventory for the planner.
+//
 // InventoryFromNodes reads a cluster's Nodes (allocatable
 // resources, GPU Feature Discovery and Ascend labels, MIG counts from
 // nvidia.com/mig-<profile>.count, the other vendors' accelerator labels

@@ -35,7 +35,9 @@ func (m *mutator) apply(p Placement) {
 	huawei := prof.Vendor == Huawei && prof.Flavour == HuaweiDevicePlugin
 
 	// Devices.
-	if p.Accelerators > 0 {
+	if p.Accelerators > 0 && prof.DRA() {
+		m.applyClaim(p.Claim)
+	} else if p.Accelerators > 0 {
 		m.setResource(prof.ResourceName, int64(p.Accelerators))
 		if prof.Flavour == HAMi {
 			extras := HAMiWholeResources(prof, int64(p.Accelerators))
@@ -127,6 +129,11 @@ func nodeSelectorFor(prof Profile) map[string]string {
 		if _, ok := sel[LabelArch]; !ok {
 			sel[LabelArch] = prof.Arch
 		}
+	}
+	if prof.DRA() {
+		// The claim's selectors choose the card and the scheduler the
+		// node that has it; GPU Feature Discovery need not run.
+		delete(sel, LabelGPUProduct)
 	}
 	if prof.Vendor == NVIDIA && prof.Flavour == MIGSingle {
 		delete(sel, LabelGPUProduct)

@@ -70,6 +70,17 @@ const (
 	// mthreads.com/gpu, enflame.com/gcu, iluvatar.com/gpu). It is the
 	// default for their profiles.
 	VendorDevicePlugin Flavour = "vendor-device-plugin"
+	// NVIDIADRA is NVIDIA's DRA driver (k8s-dra-driver-gpu): a pod's GPUs
+	// (or MIG devices) come from a ResourceClaim of DeviceClass
+	// gpu.nvidia.com (mig.nvidia.com) selected by the attributes the
+	// driver publishes, instead of the extended resource nvidia.com/gpu.
+	// See DeviceClaim.
+	NVIDIADRA Flavour = "nvidia-dra"
+	// HAMiDRA is HAMi's DRA driver (Project-HAMi/k8s-dra-driver): a pod's
+	// share of a GPU is a ResourceClaim of DeviceClass
+	// hami-core-gpu.project-hami.io consuming the device's memory and
+	// cores capacities.
+	HAMiDRA Flavour = "hami-dra"
 )
 
 // Architectures of nodes, as the kubernetes.io/arch label spells them.
@@ -459,6 +470,7 @@ func resourceFor(p Profile, f Flavour) corev1.ResourceName {
 		case NVIDIADevicePlugin, MIGSingle, MIGMixed, HAMi:
 			return ResourceNVIDIAGPU
 		}
+		// A DRA flavour has no extended resource: devices come from a claim.
 	case Huawei:
 		switch f {
 		case HuaweiDevicePlugin:
@@ -493,7 +505,7 @@ func flavoursOf(v Vendor) []string {
 	case NoAccelerator:
 		return []string{""}
 	case NVIDIA:
-		return []string{string(NVIDIADevicePlugin), string(MIGSingle), string(MIGMixed), string(HAMi)}
+		return []string{string(NVIDIADevicePlugin), string(MIGSingle), string(MIGMixed), string(HAMi), string(NVIDIADRA), string(HAMiDRA)}
 	case Huawei:
 		return []string{string(HuaweiDevicePlugin), string(HAMi)}
 	default:

@@ -235,5 +235,12 @@ func (b *Builder[T]) Port(name string, port int32) *T { return podspec.Of(&b.Han
 // It replaces an earlier Edge.
 func (b *Builder[T]) Edge(e hardware.Edge) *T { return podspec.Of(&b.Handle).Edge(e) }
 
+// SharedClaim makes the pods of the workload share one ResourceClaim (one
+// set of devices, on the node that holds them) instead of each getting its
+// own claim from a ResourceClaimTemplate, when the profile's flavour is a
+// DRA driver (hardware.NVIDIADRA, hardware.HAMiDRA): a serving group or a
+// gang on one GPU. Under a device plugin it changes nothing.
+func (b *Builder[T]) SharedClaim(on bool) *T { return podspec.Of(&b.Handle).SharedClaim(on) }
+
 // HostNetwork runs the pods in the node's network namespace.
 func (b *Builder[T]) HostNetwork(on bool) *T { return podspec.Of(&b.Handle).HostNetwork(on) }

@@ -36,6 +36,14 @@ func (s *Service) objects(r *rendering) ([]client.Object, field.ErrorList) {
 		objs = append(objs, dep)
 	}
 	objs = append(objs, s.service(r))
+	// The DRA claim of the serving pods, when the profile's flavour is a
+	// DRA driver: a template (a claim per pod) or, with SharedClaim, one
+	// claim the whole group shares.
+	if tmpl, claim := podspec.Of(&s.Handle).Claims(); tmpl != nil {
+		objs = append(objs, tmpl)
+	} else if claim != nil {
+		objs = append(objs, claim)
+	}
 	if pdb := s.disruptionBudget(); pdb != nil {
 		objs = append(objs, pdb)
 	}

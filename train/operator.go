@@ -354,6 +354,35 @@ func objects[J client.Object](obj J, err error) ([]client.Object, error) {
 	return []client.Object{obj}, nil
 }
 
+// appendClaims appends the object the pods' DRA claim comes from, if any
+// (podspec.Builder.Claims).
+func appendClaims[T any](objs []client.Object, b *pod.Builder[T]) []client.Object {
+	tmpl, claim := podspec.Of(&b.Handle).Claims()
+	if tmpl != nil {
+		objs = append(objs, tmpl)
+	}
+	if claim != nil {
+		objs = append(objs, claim)
+	}
+	return objs
+}
+
+// noClaims refuses a DRA flavour on a job of the training-operator: its
+// v1.8.1 CRDs (manifests/base/crds/kubeflow.org_pytorchjobs.yaml and the
+// others) describe a pod's resourceClaims in the shape before Kubernetes
+// 1.28 (resourceClaims[].source.resourceClaimTemplateName), so the API
+// server refuses the resource.k8s.io/v1 shape
+// (resourceClaims[].resourceClaimTemplateName) as a field not declared in
+// the schema, and the operator's pod types would drop it.
+func noClaims[T any](b *pod.Builder[T]) error {
+	p, ok := podspec.Of(&b.Handle).Profile()
+	if !ok || !p.DRA() {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec", "profile", "flavour"), p.Flavour,
+		"the training-operator (v1.8.1) cannot carry DRA claims in its pod templates: its CRDs predate resource.k8s.io/v1; use a device plugin flavour, or a RayJob")}.ToAggregate()
+}
+
 // result returns obj, or nil and every problem at once.
 func result[J any](obj J, errs field.ErrorList) (J, error) {
 	if err := errs.ToAggregate(); err != nil {

@@ -242,7 +242,14 @@ func (j *PyTorchJob) Build() (*kubeflowv1.PyTorchJob, error) {
 }
 
 // Objects returns the PyTorchJob; it implements cube.Workload.
-func (j *PyTorchJob) Objects() ([]client.Object, error) { return objects(j.Build()) }
+func (j *PyTorchJob) Objects() ([]client.Object, error) {
+	if j != nil {
+		if err := noClaims(&j.Builder); err != nil {
+			return nil, err
+		}
+	}
+	return objects(j.Build())
+}
 
 // Torch holds the torchrun settings that PyTorchJob, DeepSpeedJob and
 // ColossalAIJob share, written once: Workers, Nodes, Elastic, Rendezvous,

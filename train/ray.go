@@ -384,4 +384,10 @@ func (j *RayJob) rayResources(t corev1.PodTemplateSpec) map[string]string {
 func (j *RayJob) Build() (*rayv1.RayJob, error) { return result(j.build()) }
 
 // Objects returns the RayJob; it implements cube.Workload.
-func (j *RayJob) Objects() ([]client.Object, error) { return objects(j.Build()) }
+func (j *RayJob) Objects() ([]client.Object, error) {
+	objs, err := objects(j.Build())
+	if err != nil {
+		return nil, err
+	}
+	return appendClaims(objs, &j.Builder), nil
+}

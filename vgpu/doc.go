@@ -23,7 +23,17 @@
 //	s := vgpu.Slice(hardware.A100_80G).Memory("10Gi").Cores(30)
 //	job := train.PyTorch("ft").Image("pytorch:2.4").Slice(s)
 //
-// Pack assigns demands to the devices of a hardware.Inventory with a
+// Under a DRA flavour of the profile (hardware.NVIDIADRA, HAMiDRA) a Spec
+// renders as a device claim instead of extended resources: whole devices
+// of the driver's GPU class, a MIG instance of NVIDIA's mig.nvidia.com
+// class selected by its profile, a slice as HAMi's consumable memory and
+// cores. A slice under NVIDIA's driver, a MIG instance under HAMi's, a MIG
+// strategy or a Volcano backend are errors: the DRA driver shares devices
+// itself.
+//
+// Pack assigns demands to the devices of a hardware.Inventory (read from
+// Nodes, or from the ResourceSlices DRA drivers publish with
+// hardware.InventoryFromResourceSlices) with a
 // Policy: WholeDevice, FirstFit, HAMi-style Binpack and Spread, or this
 // package's Planner. Every policy respects memory and compute of slices,
 // HAMi's shares per device and MIG placement geometry (an instance occupies

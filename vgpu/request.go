@@ -15,6 +15,9 @@ func (s *Spec) request(path *field.Path) (hardware.DeviceRequest, field.ErrorLis
 		return hardware.DeviceRequest{}, errs
 	}
 	p := s.profile
+	if p.DRA() {
+		return s.claimRequest(path, d)
+	}
 	n := int64(s.devices)
 	r := hardware.DeviceRequest{Resources: map[corev1.ResourceName]int64{}}
 	switch s.kind {

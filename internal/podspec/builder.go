@@ -60,6 +60,7 @@ type Builder[T any] struct {
 	ports           []corev1.ContainerPort
 	hostNetwork     bool
 	edge            *hardware.Edge
+	sharedClaim     bool
 	problems        field.ErrorList
 }
 

@@ -355,12 +355,21 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 	if noDevices || b.slice != nil || count < 0 {
 		count = 0 // a negative count is reported by Accelerators, once
 	}
-	placement := hardware.Placement{Profile: *b.profile, Accelerators: count, Fabric: b.fabric, SharedMemory: shm}
+	placement := hardware.Placement{Profile: *b.profile, Accelerators: count, Fabric: b.fabric, SharedMemory: shm, Claim: b.ClaimRef()}
 	if noDevices {
 		placement.Fabric = hardware.Fabric{} // a role without devices does not join the collective
 	}
 	errs = append(errs, hardware.Apply(tmpl, container, placement, p)...)
-	if b.slice != nil && !noDevices {
+	switch {
+	case b.slice == nil || noDevices:
+	case b.profile.DRA():
+		// The slice's claim, named as the object Claims renders.
+		r, rErrs := vgpuspec.Of(b.slice).Request(p)
+		if errs = append(errs, rErrs...); len(rErrs) == 0 && r.Claim != nil {
+			r.Claim.ClaimRef = b.ClaimRef()
+			errs = append(errs, hardware.ApplyDevices(tmpl, container, r, p)...)
+		}
+	default:
 		errs = append(errs, vgpuspec.Of(b.slice).Apply(tmpl, container, p)...)
 	}
 	return errs

@@ -178,6 +178,14 @@
 // nothing in a pod can use one. Any other accelerator request stays
 // unschedulable.
 //
+// Beside them, a DRA driver (package dradriver, run by the daemon)
+// publishes under NVIDIA's driver name gpu.nvidia.com four Tesla T4s and
+// an A100-SXM4-80GB partitionable into MIG devices by shared counters, and
+// creates NVIDIA's device classes, so that the real scheduler allocates
+// the ResourceClaims of hardware.NVIDIADRA placements. The node's
+// containerd (1.6) has no CDI: the allocation shows in the claims' status,
+// not in the containers.
+//
 // One cluster serves every test binary of a run: the first GetCluster
 // starts a daemon (this test binary started again, in a session of its
 // own) and every binary that uses it holds a shared lock on

@@ -130,6 +130,7 @@ func startNode(parent context.Context) (*node, error) {
 		{"operators", n.startOperators},
 		{"node ready", n.waitReady},
 		{"accelerators", n.advertiseGPUs},
+		{"dra driver", n.startDRADriver},
 	}
 	for _, s := range steps {
 		if err := step(s.name, s.f); err != nil {
