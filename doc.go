@@ -93,8 +93,8 @@
 // ClientRules lists the RBAC a program running cube needs, each rule
 // shown needed by a test on the API server.
 //
-// A team's namespace — quota, default requests, Volcano queue, Roles,
-// network isolation — is a workload of package tenant.
+// A team's namespace — quota, default requests, queueing (Kueue, Volcano or
+// none), Roles, network isolation — is a workload of package tenant.
 //
 // Nothing in this package panics on a nil or zero value: a nil or typed-nil
 // Workload, a nil Client or Release, a Client made from a nil
@@ -141,6 +141,14 @@
 // pulled, a missing Secret key, a crash loop with the last exit reason
 // (OOMKilled…). FailOnStuckPods makes Wait fail on a refusal or a stuck
 // pod at once instead of at the controller's deadline.
+//
+// A job held by Kueue reads why (Status.Queue: queued for quota in a
+// ClusterQueue, with what is in use and borrowed, inadmissible, preempted
+// or evicted, from its Workload), and a pod the scheduler cannot place
+// because no device matches its ResourceClaim says which claim, what it
+// needs and what the node's devices have. Apply returns what the API
+// server warned about objects it accepted (Release.Warnings: a Pod
+// Security level in warn mode, a deprecated API).
 //
 // # Names
 //

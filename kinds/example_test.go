@@ -23,18 +23,21 @@ func ExampleAll() {
 		fmt.Println(n)
 	}
 	// Output:
+	// ClusterQueue.kueue.x-k8s.io
 	// CronWorkflow.argoproj.io
 	// Experiment.kubeflow.org (runs to completion)
 	// HTTPRoute.gateway.networking.k8s.io
 	// Job.batch.volcano.sh (runs to completion)
 	// JobSet.jobset.x-k8s.io (runs to completion)
 	// LeaderWorkerSet.leaderworkerset.x-k8s.io
+	// LocalQueue.kueue.x-k8s.io
 	// MPIJob.kubeflow.org (runs to completion)
 	// MXJob.kubeflow.org (runs to completion)
 	// PaddleJob.kubeflow.org (runs to completion)
 	// PyTorchJob.kubeflow.org (runs to completion)
 	// Queue.scheduling.volcano.sh
 	// RayJob.ray.io (runs to completion)
+	// ResourceFlavor.kueue.x-k8s.io
 	// TFJob.kubeflow.org (runs to completion)
 	// TrainJob.trainer.kubeflow.org (runs to completion)
 	// Workflow.argoproj.io (runs to completion)
