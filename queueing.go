@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -211,7 +212,11 @@ func explainWorkload(w *kueue.Workload, cqName string, cq *kueue.ClusterQueue) (
 	switch {
 	case cq != nil:
 		where += " in ClusterQueue " + cq.Name
-		if usage := quotaUsage(w, cq); usage != "" {
+		message := ""
+		if reserved != nil {
+			message = reserved.Message
+		}
+		if usage := quotaUsage(w, cq, short(message)); usage != "" {
 			where += " (" + usage + ")"
 		}
 	case cqName != "":
@@ -244,14 +249,39 @@ func preemptionMessage(c *metav1.Condition) string {
 	return "by a workload of ClusterQueue " + queue + " (" + reason + ")"
 }
 
-// quotaUsage renders, for each resource w requests, the ClusterQueue's
+// insufficient finds the resources Kueue's message says the quota is
+// short of: "couldn't assign flavors to pod set worker: insufficient
+// quota for nvidia.com/gpu in flavor cube-t4, …"
+// (pkg/scheduler/flavorassigner/flavorassigner.go).
+var insufficient = regexp.MustCompile(`insufficient (?:unused )?quota (?:in cohort )?for ([^\s,]+)`)
+
+// short returns the resources a message of Kueue's says the quota is
+// short of, each once, in order.
+func short(message string) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	for _, m := range insufficient.FindAllStringSubmatch(message, -1) {
+		if r := corev1.ResourceName(m[1]); !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// quotaUsage renders, for each resource w requests (or only those the
+// ClusterQueue is short of, when Kueue's message names them), the ClusterQueue's
 // use of it over all its flavors against their nominal quota, and what it
 // borrows against its borrowing limit: "nvidia.com/gpu: 4 of 4 in use,
 // borrowing 0 of 2". A resource without a borrowing limit borrows "of
 // what the cohort lends"; one outside a cohort says nothing of borrowing.
-func quotaUsage(w *kueue.Workload, cq *kueue.ClusterQueue) string {
+func quotaUsage(w *kueue.Workload, cq *kueue.ClusterQueue, only []corev1.ResourceName) string {
 	wanted := map[corev1.ResourceName]bool{}
+	for _, r := range only {
+		wanted[r] = true
+	}
 	for _, ps := range w.Spec.PodSets {
+		if len(only) > 0 {
+			break
+		}
 		for _, c := range append(slices.Clone(ps.Template.Spec.InitContainers), ps.Template.Spec.Containers...) {
 			for r := range c.Resources.Requests {
 				wanted[r] = true

@@ -480,3 +480,20 @@ func FuzzBaseURL(f *testing.F) {
 		require.Contains(t, sts.Spec.Template.Spec.Containers[0].Args, "--ServerApp.base_url="+base)
 	})
 }
+
+// A notebook does not create DRA claims yet, so a profile whose devices
+// come through one is refused, naming the setting, rather than rendering a
+// pod that refers to a claim template nobody creates.
+func TestNotebookRefusesADRAProfile(t *testing.T) {
+	nb := notebook.Jupyter("lab", "alice").Namespace("team").On(hardware.T4.Plugin(hardware.NVIDIADRA)).Accelerators(1).
+		Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"})
+	_, err := nb.Objects()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.template.on: Forbidden: profile T4 asks for its devices through a DRA claim")
+	assert.Contains(t, err.Error(), "does not create yet")
+
+	withoutDevices, err := notebook.Jupyter("lab", "alice").Namespace("team").On(hardware.T4.Plugin(hardware.NVIDIADRA)).
+		Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).AllowNamespace(map[string]string{"kubernetes.io/metadata.name": "ingress"}).Objects()
+	require.NoError(t, err, "no accelerators, no claim")
+	assert.NotEmpty(t, withoutDevices)
+}

@@ -82,6 +82,7 @@ const maxNameLength = 52
 func newService(e *engine, name, model string) *Service {
 	s := &Service{engine: e, model: model, set: map[string]bool{}}
 	podspec.Of(&s.Handle).Init(s, e.kind, name)
+	podspec.Of(&s.Handle).RendersClaims() // serve/workload.go appends them
 	return s
 }
 

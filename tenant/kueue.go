@@ -174,9 +174,10 @@ func (t *Spec) kueueManaged(name corev1.ResourceName) bool {
 	return false
 }
 
-// kueueObjects are a Kueue tenant's ResourceFlavors, ClusterQueue and
-// LocalQueue, all named after the tenant but the flavors, which are
-// shared by every tenant that uses the profile.
+// kueueObjects are a Kueue tenant's ClusterQueue and LocalQueue, both
+// named after the tenant. The ResourceFlavors they name are cluster-wide
+// and shared by every tenant, so a tenant does not create them: the
+// platform applies Flavors once.
 func (t *Spec) kueueObjects(id cube.Identity, hard corev1.ResourceList) ([]client.Object, field.ErrorList) {
 	var errs field.ErrorList
 	cqPath := field.NewPath("clusterQueue", "spec")
@@ -236,10 +237,6 @@ func (t *Spec) kueueObjects(id cube.Identity, hard corev1.ResourceList) ([]clien
 
 	meta := func(name, namespace string) metav1.ObjectMeta { return id.ObjectMeta(name, namespace, nil, nil) }
 	gv := kueue.GroupVersion.String()
-	flavors := []client.Object{&kueue.ResourceFlavor{
-		TypeMeta:   metav1.TypeMeta{APIVersion: gv, Kind: "ResourceFlavor"},
-		ObjectMeta: meta(DefaultFlavor, ""),
-	}}
 	var cpu, mem resource.Quantity
 	if q, ok := hard[corev1.ResourceRequestsCPU]; ok {
 		cpu = q.DeepCopy()
@@ -269,11 +266,6 @@ func (t *Spec) kueueObjects(id cube.Identity, hard corev1.ResourceList) ([]clien
 			if a.n < 0 {
 				errs = append(errs, field.Invalid(cqPath.Child("resourceGroups").Key(string(r)), a.n, "must not be negative"))
 			}
-			flavors = append(flavors, &kueue.ResourceFlavor{
-				TypeMeta:   metav1.TypeMeta{APIVersion: gv, Kind: "ResourceFlavor"},
-				ObjectMeta: meta(name, ""),
-				Spec:       kueue.ResourceFlavorSpec{NodeLabels: a.profile.NodeLabels(), Tolerations: a.profile.Tolerations()},
-			})
 			g.Flavors = append(g.Flavors, kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(name), Resources: []kueue.ResourceQuota{
 				quota(r, *resource.NewQuantity(int64(max(a.n, 0)), resource.DecimalSI)),
 			}})
@@ -305,7 +297,51 @@ func (t *Spec) kueueObjects(id cube.Identity, hard corev1.ResourceList) ([]clien
 		ObjectMeta: meta(t.name, t.name),
 		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(t.name)},
 	}
-	return append(flavors, cq, lq), errs
+	return []client.Object{cq, lq}, errs
+}
+
+// Flavors is the platform's workload of Kueue ResourceFlavors: DefaultFlavor
+// for CPU and memory and one flavor per profile (FlavorName), with the
+// profile's node labels and tolerations, so that Kueue places an admitted
+// job's pods on the nodes of the profile its quota came from. Flavors are
+// cluster-wide and every Kueue tenant's ClusterQueue names them, so they
+// belong to one release of their own, which the platform applies once
+// (in the namespace its cluster-wide releases are recorded in) before the
+// tenants, and never with a tenant: deleting a tenant must not delete what
+// the others use. release names that release.
+func Flavors(release string, profiles ...hardware.Profile) cube.Workload {
+	return cube.WorkloadFunc(func() ([]client.Object, error) {
+		var errs field.ErrorList
+		for _, msg := range validation.IsDNS1123Label(release) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), release, msg))
+		}
+		id := cube.Identity{Kind: "kueue-flavors", Release: release}
+		gv := kueue.GroupVersion.String()
+		objs := []client.Object{&kueue.ResourceFlavor{
+			TypeMeta:   metav1.TypeMeta{APIVersion: gv, Kind: "ResourceFlavor"},
+			ObjectMeta: id.ObjectMeta(DefaultFlavor, "", nil, nil),
+		}}
+		seen := map[string]bool{DefaultFlavor: true}
+		for i, p := range profiles {
+			name := FlavorName(p)
+			for _, msg := range validation.IsDNS1123Subdomain(name) {
+				errs = append(errs, field.Invalid(field.NewPath("profiles").Index(i), name, msg))
+			}
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			objs = append(objs, &kueue.ResourceFlavor{
+				TypeMeta:   metav1.TypeMeta{APIVersion: gv, Kind: "ResourceFlavor"},
+				ObjectMeta: id.ObjectMeta(name, "", nil, nil),
+				Spec:       kueue.ResourceFlavorSpec{NodeLabels: p.NodeLabels(), Tolerations: p.Tolerations()},
+			})
+		}
+		if len(errs) > 0 {
+			return nil, errs.ToAggregate()
+		}
+		return objs, nil
+	})
 }
 
 // kueueActive reads a ClusterQueue or LocalQueue as Kueue reports it: its

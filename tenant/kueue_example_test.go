@@ -23,16 +23,23 @@ func ExampleSpec_Queueing() {
 		Queueing(tenant.Kueue).Cohort("research").
 		BorrowingLimit("nvidia.com/gpu", "2").LendingLimit("nvidia.com/gpu", "4").
 		QueueWeight(2)
+	// The flavors the ClusterQueue names are the platform's, applied once
+	// for every tenant.
+	flavors, err := tenant.Flavors("kueue-flavors", hardware.H100).Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	objs, err := team.Objects()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for _, o := range objs[:7] {
+	for _, o := range append(flavors, objs[:5]...) {
 		fmt.Println(o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
 	}
 	fmt.Println("quota:", len(objs[1].(*corev1.ResourceQuota).Spec.Hard), "entries")
-	cq, err := runtime.DefaultUnstructuredConverter.ToUnstructured(objs[5])
+	cq, err := runtime.DefaultUnstructuredConverter.ToUnstructured(objs[3])
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -40,11 +47,11 @@ func ExampleSpec_Queueing() {
 	spec, _ := yaml.Marshal(cq["spec"])
 	fmt.Printf("%s", spec)
 	// Output:
+	// ResourceFlavor cube-default
+	// ResourceFlavor cube-h100-sxm-80gb
 	// Namespace team-a
 	// ResourceQuota team-a
 	// LimitRange team-a
-	// ResourceFlavor cube-default
-	// ResourceFlavor cube-h100-sxm-80gb
 	// ClusterQueue team-a
 	// LocalQueue team-a
 	// quota: 0 entries

@@ -69,6 +69,7 @@ type RayJob struct {
 func Ray(name string) *RayJob {
 	j := &RayJob{}
 	podspec.Of(&j.Handle).Init(j, "rayjob", name)
+	podspec.Of(&j.Handle).RendersClaims() // Objects appends them
 	j.Lifecycle.self = j
 	return j
 }

@@ -61,6 +61,7 @@ type Builder[T any] struct {
 	hostNetwork     bool
 	edge            *hardware.Edge
 	sharedClaim     bool
+	rendersClaims   bool // the workload appends Claims to its objects
 	problems        field.ErrorList
 }
 

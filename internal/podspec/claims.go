@@ -16,6 +16,12 @@ import (
 // devices, on the one node that holds them.
 func (b *Builder[T]) SharedClaim(on bool) *T { b.sharedClaim = on; return b.ret() }
 
+// RendersClaims says that the workload appends the object Claims renders
+// to its objects. Pods of a workload that does not refuse a DRA profile
+// with a field error (applyHardware), so that no pod refers to a claim
+// template nobody creates.
+func (b *Builder[T]) RendersClaims() { b.rendersClaims = true }
+
 // ClaimRef names the ResourceClaimTemplate (or, with SharedClaim, the
 // ResourceClaim) the pods' DRA devices come from: the workload's name and
 // "-" + hardware.ClaimName.

@@ -355,6 +355,10 @@ func (b *Builder[T]) applyHardware(tmpl *corev1.PodTemplateSpec, container strin
 	if noDevices || b.slice != nil || count < 0 {
 		count = 0 // a negative count is reported by Accelerators, once
 	}
+	if b.profile.DRA() && !noDevices && (count > 0 || b.slice != nil) && !b.rendersClaims {
+		return append(errs, field.Forbidden(p.Child("on"), fmt.Sprintf(
+			"profile %s asks for its devices through a DRA claim (flavour %s), which this kind of workload does not create yet: use a device-plugin flavour", b.profile.Name, b.profile.Flavour)))
+	}
 	placement := hardware.Placement{Profile: *b.profile, Accelerators: count, Fabric: b.fabric, SharedMemory: shm, Claim: b.ClaimRef()}
 	if noDevices {
 		placement.Fabric = hardware.Fabric{} // a role without devices does not join the collective

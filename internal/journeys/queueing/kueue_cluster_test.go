@@ -43,6 +43,12 @@ func kueueTenant(t *testing.T, gpus int, cohort string) (*testenv.Cluster, *cube
 			t.Errorf("delete clusterqueue %s: %v", ns, err)
 		}
 	})
+	// The platform's flavors, one release recorded in Kueue's namespace
+	// that every test applies again alike; never deleted, as a platform
+	// keeps them.
+	platform, err := cube.New(c.Config, cube.Namespace("kueue-system"), cube.Kinds(kinds.All()...))
+	require.NoError(t, err)
+	journeys.Apply(t, platform, tenant.Flavors("kueue-flavors", hardware.T4))
 	team := tenant.New(ns).CPU("8").Memory("8Gi").Accelerators(hardware.T4, gpus).Queueing(tenant.Kueue).Cohort(cohort)
 	rel := journeys.Apply(t, cl, team)
 	_, err = rel.Wait(t.Context(), cube.Ready, cube.Timeout(2*time.Minute), journeys.Progress(t))

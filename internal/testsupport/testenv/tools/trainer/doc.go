@@ -1,5 +1,0 @@
-//go:build tools
-
-// Package tools pins the JobSet controller's and the Kubeflow Trainer v2
-// controller manager's commands.
-package tools
