@@ -65,9 +65,10 @@ func gpuJob(c *testenv.Cluster, name, ns string, workers, gpus int, seconds stri
 		CPU("100m").Memory("64Mi")
 }
 
-// waitQueued waits until rel's status explains that Kueue holds it, and
-// returns that status.
-func waitQueued(t *testing.T, rel *cube.Release, reason string) cube.Status {
+// waitQueued waits until rel's status explains that Kueue holds it for
+// reason, saying each of says (Kueue updates a ClusterQueue's usage a
+// moment after it admits a workload), and returns that status.
+func waitQueued(t *testing.T, rel *cube.Release, reason string, says ...string) cube.Status {
 	t.Helper()
 	var got cube.Status
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -75,13 +76,13 @@ func waitQueued(t *testing.T, rel *cube.Release, reason string) cube.Status {
 	for {
 		st, err := rel.Status(ctx)
 		require.NoError(t, err)
-		if len(st.Queue) > 0 && st.Queue[0].Reason == reason {
+		if len(st.Queue) > 0 && st.Queue[0].Reason == reason && containsAll(st.Queue[0].String(), says) {
 			return st
 		}
 		got = st
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s never reads %s: last status %s", rel.Name, reason, got)
+			t.Fatalf("%s never reads %s saying %q: last status %s", rel.Name, reason, says, got)
 		case <-time.After(time.Second):
 		}
 	}
@@ -117,8 +118,8 @@ func TestKueueSecondJobQueuesThenRuns(t *testing.T) {
 	c, cl, ns := kueueTenant(t, 4, "")
 	first := journeys.Apply(t, cl, gpuJob(c, "first", ns, 1, 2, "20"))
 	second := journeys.Apply(t, cl, gpuJob(c, "second", ns, 1, 2, "1"))
-	st := waitQueued(t, second, cube.QueueQueued)
-	assert.Contains(t, st.Queue[0].String(), "nvidia.com/gpu: 4 of 4 in use")
+	st := waitQueued(t, second, cube.QueueQueued, "nvidia.com/gpu: 4 of 4 in use")
+	t.Logf("second: %s", st)
 	_, err := first.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
 	require.NoError(t, err)
 	_, err = second.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
@@ -144,4 +145,13 @@ func TestKueueBorrowThenReclaim(t *testing.T) {
 	assert.Equal(t, "Preempted by a workload of ClusterQueue "+owner+" (reclamation within the cohort)", st.Queue[0].String())
 	_, err = mine.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), journeys.Progress(t))
 	require.NoError(t, err, "the owner's job runs on the GPUs it took back")
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -354,40 +354,70 @@ state = %q
 
 func (n *node) startControllers() error {
 	bin := n.cache.binary
-	kcmPort, err := freePort()
-	if err != nil {
+	if err := n.startOnFreePort("kube-controller-manager", bin("kube-controller-manager"), func(port int) []string {
+		return []string{
+			"--kubeconfig=" + n.admin,
+			"--authentication-kubeconfig=" + n.admin,
+			"--authorization-kubeconfig=" + n.admin,
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(port),
+			"--leader-elect=false",
+			"--service-account-private-key-file=" + filepath.Join(n.dir, "service-account.key"),
+			"--root-ca-file=" + n.config.CAFile,
+			"--service-cluster-ip-range=" + serviceCIDR,
+			"--use-service-account-credentials=false",
+			// Pods get addresses from host-local IPAM: no node CIDRs are
+			// allocated (--allocate-node-cidrs stays off).
+			"--node-monitor-grace-period=40s",
+		}
+	}); err != nil {
 		return err
 	}
-	if _, err := n.start("kube-controller-manager", bin("kube-controller-manager"), []string{
-		"--kubeconfig=" + n.admin,
-		"--authentication-kubeconfig=" + n.admin,
-		"--authorization-kubeconfig=" + n.admin,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(kcmPort),
-		"--leader-elect=false",
-		"--service-account-private-key-file=" + filepath.Join(n.dir, "service-account.key"),
-		"--root-ca-file=" + n.config.CAFile,
-		"--service-cluster-ip-range=" + serviceCIDR,
-		"--use-service-account-credentials=false",
-		// Pods get addresses from host-local IPAM: no node CIDRs are
-		// allocated (--allocate-node-cidrs stays off).
-		"--node-monitor-grace-period=40s",
-	}, nil); err != nil {
-		return err
+	return n.startOnFreePort("kube-scheduler", bin("kube-scheduler"), func(port int) []string {
+		return []string{
+			"--kubeconfig=" + n.admin,
+			"--authentication-kubeconfig=" + n.admin,
+			"--authorization-kubeconfig=" + n.admin,
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(port),
+			"--leader-elect=false",
+		}
+	})
+}
+
+// startOnFreePort starts a component that serves on a loopback port
+// chosen by freePort and waits until it listens there. The port is free
+// when chosen but may be taken before the component binds it (another
+// component chose it too): a component that exits because the address is
+// in use is started again on another port, as etcd and the API server
+// are.
+func (n *node) startOnFreePort(name, bin string, args func(port int) []string) error {
+	var lastErr error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		p, err := n.start(name, bin, args(port), nil)
+		if err != nil {
+			return err
+		}
+		err = waitUntil(n.ctx, p, 200*time.Millisecond, func(ctx context.Context) bool {
+			c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		})
+		if err == nil {
+			return nil
+		}
+		lastErr = p.failure(err)
+		if !p.bindFailed() {
+			break
+		}
 	}
-	schedPort, err := freePort()
-	if err != nil {
-		return err
-	}
-	_, err = n.start("kube-scheduler", bin("kube-scheduler"), []string{
-		"--kubeconfig=" + n.admin,
-		"--authentication-kubeconfig=" + n.admin,
-		"--authorization-kubeconfig=" + n.admin,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(schedPort),
-		"--leader-elect=false",
-	}, nil)
-	return err
+	return lastErr
 }
 
 func (n *node) startKubelet() error {
