@@ -63,9 +63,11 @@ func TestExplainWorkload(t *testing.T) {
 		sentence string
 	}{
 		{"queued in a cohort", gpuWorkload(pending), "team-a", teamQueue("research"), true, QueueQueued,
-			"Queued: waiting for quota in ClusterQueue team-a (cpu: 3 of 8 in use, borrowing 0 of what cohort research lends; nvidia.com/gpu: 4 of 4 in use, borrowing 0 of 2): couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor cube-t4, 4 more needed"},
+			"Queued: waiting for quota in ClusterQueue team-a (nvidia.com/gpu: 4 of 4 in use, borrowing 0 of 2): couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor cube-t4, 4 more needed"},
+		{"queued before Kueue says what is short", gpuWorkload(), "team-a", teamQueue("research"), true, QueueQueued,
+			"Queued: waiting for quota in ClusterQueue team-a (cpu: 3 of 8 in use, borrowing 0 of what cohort research lends; nvidia.com/gpu: 4 of 4 in use, borrowing 0 of 2)"},
 		{"queued alone", gpuWorkload(pending), "team-a", teamQueue(""), true, QueueQueued,
-			"Queued: waiting for quota in ClusterQueue team-a (cpu: 3 of 8 in use; nvidia.com/gpu: 4 of 4 in use): couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor cube-t4, 4 more needed"},
+			"Queued: waiting for quota in ClusterQueue team-a (nvidia.com/gpu: 4 of 4 in use): couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor cube-t4, 4 more needed"},
 		{"queue not readable", gpuWorkload(pending), "team-a", nil, true, QueueQueued,
 			"Queued: waiting for quota in ClusterQueue team-a: couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor cube-t4, 4 more needed"},
 		{"no condition yet", gpuWorkload(), "", nil, true, QueueQueued, "Queued: waiting for quota"},
