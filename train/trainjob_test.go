@@ -2,11 +2,11 @@ package train_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -196,14 +196,18 @@ func TestTrainJobCarriesTheHardware(t *testing.T) {
 	assert.Equal(t, int32(8), *ds.Spec.Trainer.NumProcPerNode)
 }
 
-// upstreamDir is where the module cache holds module@version.
-func upstreamDir(t *testing.T, module string) string {
+// upstreamDir downloads module@version (it need not be in go.mod: cube
+// mirrors the Trainer's types rather than importing them) and returns
+// where the module cache holds it.
+func upstreamDir(t *testing.T, moduleAtVersion string) string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
-	require.NoError(t, err, "go list -m %s", module)
-	dir := strings.TrimSpace(string(out))
-	require.NotEmpty(t, dir, "%s is not in the module cache: go mod download %s", module, module)
-	return dir
+	out, err := exec.Command("go", "mod", "download", "-json", moduleAtVersion).Output()
+	require.NoError(t, err, "go mod download %s", moduleAtVersion)
+	var info struct{ Dir, Error string }
+	require.NoError(t, json.Unmarshal(out, &info))
+	require.Empty(t, info.Error, "go mod download %s", moduleAtVersion)
+	require.NotEmpty(t, info.Dir, "go mod download %s gave no directory", moduleAtVersion)
+	return info.Dir
 }
 
 // Every runtime Trainer v2.3.0 ships decodes strictly into the mirrored
@@ -212,7 +216,7 @@ func upstreamDir(t *testing.T, module string) string {
 // the trainer step overrides, the ML policy and the MPI launcher's
 // settings.
 func TestClusterRuntimeMatchesUpstream(t *testing.T) {
-	dir := upstreamDir(t, "github.com/kubeflow/trainer/v2")
+	dir := upstreamDir(t, "github.com/kubeflow/trainer/v2@v2.3.0")
 	files, err := filepath.Glob(filepath.Join(dir, "manifests", "base", "runtimes", "*.yaml"))
 	require.NoError(t, err)
 	more, err := filepath.Glob(filepath.Join(dir, "manifests", "base", "runtimes", "torchtune", "*", "*.yaml"))

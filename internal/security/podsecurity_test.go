@@ -2,6 +2,7 @@ package security_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
@@ -339,6 +342,7 @@ func TestGoldenPodsMeetPodSecurity(t *testing.T) {
 		require.NoError(t, err)
 		for _, tm := range tmpls {
 			templates++
+			withTrainerResources(t, g.obj, &tm)
 			for _, problem := range verdict(tm, true) {
 				t.Errorf("%s: %s %s (%s): %s", g.file, g.obj.GetKind(), g.obj.GetName(), tm.Path, problem)
 			}
@@ -346,4 +350,35 @@ func TestGoldenPodsMeetPodSecurity(t *testing.T) {
 	}
 	assert.Greater(t, templates, 300, "the golden files hold the pods of every builder")
 	t.Logf("%d pod templates of %d objects in %d golden files", templates, len(objs), files)
+}
+
+// withTrainerResources gives the containers of a TrainJob's runtime patch
+// the resources the TrainJob asks for per node (spec.trainer.
+// resourcesPerNode), which the Trainer sets on the node's trainer
+// container (v2.3.0 pkg/runtime/framework/plugins/jobset/builder.go), so
+// that a template is judged as the pod will run: an RDMA device there
+// goes with the IPC_LOCK the patch adds.
+func withTrainerResources(t *testing.T, obj *unstructured.Unstructured, tm *cube.PodTemplate) {
+	t.Helper()
+	if obj.GetKind() != "TrainJob" {
+		return
+	}
+	raw, found, err := unstructured.NestedMap(obj.Object, "spec", "trainer", "resourcesPerNode")
+	require.NoError(t, err)
+	if !found {
+		return
+	}
+	var perNode corev1.ResourceRequirements
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &perNode))
+	for i := range tm.Spec.Containers {
+		c := &tm.Spec.Containers[i]
+		if c.Resources.Requests == nil {
+			c.Resources.Requests = corev1.ResourceList{}
+		}
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = corev1.ResourceList{}
+		}
+		maps.Copy(c.Resources.Requests, perNode.Requests)
+		maps.Copy(c.Resources.Limits, perNode.Limits)
+	}
 }
