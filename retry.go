@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +43,10 @@ func transient(err error) bool {
 		}
 		return s.Code > http.StatusInternalServerError
 	}
+	// A broken pipe is a request written to a connection the server closed
+	// (it stopped or restarted meanwhile): the next one dials afresh.
 	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
+		errors.Is(err, syscall.EPIPE) ||
 		utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)
 }
 

@@ -34,6 +34,8 @@ func TestTransient(t *testing.T) {
 		{"connection refused", refused, true},
 		{"EOF", &url.Error{Op: "Patch", URL: "https://x", Err: io.EOF}, true},
 		{"connection reset", &url.Error{Op: "Get", URL: "https://x", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
+		// A watch written while the API server stopped (seen in CI).
+		{"broken pipe", &url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}}, true},
 		{"503", apierrors.NewServiceUnavailable("busy"), true},
 		{"500 InternalError", apierrors.NewInternalError(errors.New("etcd")), true},
 		{"500 ServerTimeout", apierrors.NewServerTimeout(gr, "patch", 0), true},
