@@ -50,12 +50,6 @@ func Blend(vectorWeight, keywordWeight float64) QueryOption {
 // blend fuses two rankings as Blend says; ties keep the keyword ranking's
 // order, then the vector ranking's.
 func blend(vector, keyword []Hit, wv, wk float64) []Hit {
-	type fused struct {
-		hit    Hit
-		score  float64
-		order  int
-		inList [2]bool
-	}
 	byID := map[string]*fused{}
 	var all []*fused
 	var missing [2]float64
@@ -93,6 +87,20 @@ func blend(vector, keyword []Hit, wv, wk float64) []Hit {
 			}
 		}
 	}
+	return ranked(all)
+}
+
+// fused is a chunk of either ranking with its fused score and the order
+// it was first seen in, which breaks ties.
+type fused struct {
+	hit    Hit
+	score  float64
+	order  int
+	inList [2]bool // blend: which rankings hold it
+}
+
+// ranked orders fused hits by score, ties by first sight, as Hits.
+func ranked(all []*fused) []Hit {
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].score != all[j].score {
 			return all[i].score > all[j].score

@@ -292,11 +292,6 @@ func finish(ctx context.Context, hits []Hit, query string, o queryOptions) ([]Hi
 // fuse merges two rankings by weighted reciprocal rank fusion; ties keep
 // the vector ranking's order, then the keyword ranking's.
 func fuse(vector, keyword []Hit, wv, wk float64, k int) []Hit {
-	type fused struct {
-		hit   Hit
-		score float64
-		order int
-	}
 	byID := map[string]*fused{}
 	var all []*fused
 	add := func(list []Hit, w float64) {
@@ -312,15 +307,5 @@ func fuse(vector, keyword []Hit, wv, wk float64, k int) []Hit {
 	}
 	add(vector, wv)
 	add(keyword, wk)
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].score != all[j].score {
-			return all[i].score > all[j].score
-		}
-		return all[i].order < all[j].order
-	})
-	out := make([]Hit, len(all))
-	for i, f := range all {
-		out[i] = Hit{Chunk: f.hit.Chunk, Score: f.score}
-	}
-	return out
+	return ranked(all)
 }
