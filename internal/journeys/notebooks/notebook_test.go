@@ -56,9 +56,10 @@ type kernel struct {
 	ExecutionState string `json:"execution_state"`
 }
 
-// execute sends code to the kernel on its shell channel (Jupyter's
-// messaging protocol, v5.3) and returns at once.
-func (j jupyter) execute(t *testing.T, id, code string) *websocket.Conn {
+// connect opens the kernel's channels websocket. Jupyter Server answers
+// the upgrade once the kernel has replied to kernel_info (or its
+// kernel_info_timeout passed), so the kernel has published a status by then.
+func (j jupyter) connect(t *testing.T, id string) *websocket.Conn {
 	u, err := url.Parse(j.root + "api/kernels/" + id + "/channels")
 	require.NoError(t, err)
 	u.Scheme = "ws"
@@ -67,6 +68,12 @@ func (j jupyter) execute(t *testing.T, id, code string) *websocket.Conn {
 	cfg.Header = http.Header{"Authorization": {"token " + j.token}}
 	ws, err := websocket.DialConfig(cfg)
 	require.NoError(t, err)
+	return ws
+}
+
+// execute sends code to the kernel on its shell channel (Jupyter's
+// messaging protocol, v5.3) and returns at once.
+func execute(t *testing.T, ws *websocket.Conn, code string) {
 	msg := map[string]any{
 		"header": map[string]any{
 			"msg_id": "cube-1", "msg_type": "execute_request", "username": "cube",
@@ -77,7 +84,6 @@ func (j jupyter) execute(t *testing.T, id, code string) *websocket.Conn {
 			"user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true},
 	}
 	require.NoError(t, websocket.JSON.Send(ws, msg))
-	return ws
 }
 
 func (j jupyter) kernelState(ctx context.Context, id string) (string, error) {
@@ -109,7 +115,9 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 		Launch(notebook.LaunchJupyterServer).
 		Credential(pod.SecretKeyRef{Name: "lab-token", Key: "token"}).
 		Storage("1Gi", "").
-		CPU("250m").Memory("1Gi")
+		// A request without a CPU limit: under a loaded CI machine a
+		// 250m quota throttled the kernel's start past the test's wait.
+		Request(corev1.ResourceCPU, "250m").Memory("1Gi")
 	rel := journeys.Apply(t, cl, nb)
 	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	require.NoError(t, err, journeys.LogsOf(t, rel))
@@ -153,12 +161,25 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 
 	var k kernel
 	require.NoError(t, j.do(ctx, http.MethodPost, "api/kernels", &k))
-	ws := j.execute(t, k.ID, "import time\ntime.sleep(600)")
+	// awaitState polls the kernel until it reports want, and says what it
+	// last saw when it does not.
+	awaitState := func(want string, within time.Duration) {
+		t.Helper()
+		var last string
+		var lastErr error
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
+			last, lastErr = j.kernelState(ctx, k.ID)
+			return lastErr == nil && last == want, nil
+		})
+		require.NoError(t, err, "kernel %s: want %q, last saw %q (%v)\n%s", k.ID, want, last, lastErr, journeys.LogsOf(t, rel))
+	}
+	ws := j.connect(t, k.ID)
 	defer ws.Close()
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		s, err := j.kernelState(ctx, k.ID)
-		return err == nil && s == "busy", nil
-	}), "the kernel runs the cell")
+	// The kernel has answered the server's kernel_info nudge: it has
+	// started and takes the cell.
+	awaitState("idle", 2*time.Minute)
+	execute(t, ws, "import time\ntime.sleep(600)")
+	awaitState("busy", 2*time.Minute)
 
 	later := func() time.Time { return time.Now().Add(3 * time.Hour) }
 	culled, err := notebook.Cull(ctx, c.Client, ns, time.Hour, notebook.FindServiceURL(serviceURL), notebook.Clock(later))
@@ -166,10 +187,7 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 	assert.Empty(t, culled, "a busy kernel is activity")
 
 	require.NoError(t, j.do(ctx, http.MethodPost, "api/kernels/"+k.ID+"/interrupt", nil))
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		s, err := j.kernelState(ctx, k.ID)
-		return err == nil && s == "idle", nil
-	}), "the interrupted kernel goes idle")
+	awaitState("idle", 2*time.Minute) // the interrupted kernel goes idle
 
 	culled, err = notebook.Cull(ctx, c.Client, ns, time.Hour, notebook.FindServiceURL(serviceURL), notebook.Clock(later))
 	require.NoError(t, err)
