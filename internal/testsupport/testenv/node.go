@@ -392,32 +392,23 @@ func (n *node) startControllers() error {
 // in use is started again on another port, as etcd and the API server
 // are.
 func (n *node) startOnFreePort(name, bin string, args func(port int) []string) error {
-	var lastErr error
-	for range 5 {
+	return startUntilBound(func(int) (*process, error, error) {
 		port, err := freePort()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		p, err := n.start(name, bin, args(port), nil)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		err = waitUntil(n.ctx, p, 200*time.Millisecond, func(ctx context.Context) bool {
+		return p, waitUntil(n.ctx, p, 200*time.Millisecond, func(ctx context.Context) bool {
 			c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
 			if err == nil {
 				c.Close()
 			}
 			return err == nil
-		})
-		if err == nil {
-			return nil
-		}
-		lastErr = p.failure(err)
-		if !p.bindFailed() {
-			break
-		}
-	}
-	return lastErr
+		}), nil
+	})
 }
 
 func (n *node) startKubelet() error {

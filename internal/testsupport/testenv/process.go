@@ -32,6 +32,32 @@ import (
 // someone else before the process bound it.
 const startAttempts = 3
 
+// startUntilBound runs try up to startAttempts times. try starts a process
+// on ports it picks and waits for it: an error starting it is returned at
+// once; a process that did not become ready (ready != nil) is killed, and
+// tried again only when it died because another process took its port
+// between picking and binding. It returns the last failure, with the
+// process's log.
+func startUntilBound(try func(attempt int) (p *process, ready, err error)) error {
+	var lastErr error
+	for attempt := range startAttempts {
+		p, ready, err := try(attempt)
+		if err != nil {
+			return err
+		}
+		if ready == nil {
+			return nil
+		}
+		lastErr = p.failure(ready)
+		retry := p.bindFailed()
+		p.kill()
+		if !retry {
+			break
+		}
+	}
+	return lastErr
+}
+
 // startTimeout bounds the wait for one process to become ready. A cold
 // kube-apiserver on two busy cores takes well under a minute.
 const startTimeout = 3 * time.Minute
@@ -245,22 +271,22 @@ type etcdServer struct {
 // healthy. Its data directory starts as a copy of template, or empty when
 // template is "".
 func startEtcd(ctx context.Context, l *launcher, bin, dir, template string, extraArgs ...string) (*etcdServer, error) {
-	var lastErr error
-	for attempt := range startAttempts {
+	var server *etcdServer
+	err := startUntilBound(func(attempt int) (*process, error, error) {
 		clientPort, err := freePort()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		peerPort, err := freePort()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 		peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 		dataDir := filepath.Join(dir, fmt.Sprintf("etcd-data-%d", attempt))
 		if template != "" {
 			if err := copyDir(template, dataDir); err != nil {
-				return nil, fmt.Errorf("copy etcd template: %w", err)
+				return nil, nil, fmt.Errorf("copy etcd template: %w", err)
 			}
 		}
 		args := []string{
@@ -289,7 +315,7 @@ func startEtcd(ctx context.Context, l *launcher, bin, dir, template string, extr
 		args = append(args, extraArgs...)
 		p, err := startProcess(l, "etcd", bin, args, filepath.Join(dir, "etcd.log"))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		httpClient := &http.Client{Timeout: time.Second}
 		err = waitUntil(ctx, p, 50*time.Millisecond, func(ctx context.Context) bool {
@@ -305,17 +331,13 @@ func startEtcd(ctx context.Context, l *launcher, bin, dir, template string, extr
 			_ = resp.Body.Close()
 			return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`)
 		})
-		if err == nil {
-			return &etcdServer{proc: p, url: clientURL, dataDir: dataDir}, nil
-		}
-		retry := p.bindFailed()
-		lastErr = p.failure(err)
-		p.kill()
-		if !retry {
-			break
-		}
+		server = &etcdServer{proc: p, url: clientURL, dataDir: dataDir}
+		return p, err, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return server, nil
 }
 
 // servers are an etcd and a kube-apiserver that keep their data,
@@ -376,27 +398,16 @@ func (s *servers) startAPIServerAgain(ctx context.Context) error {
 	if !s.apiServer.hasExited() {
 		return errors.New("kube-apiserver is running")
 	}
-	var lastErr error
 	// The port was this server's a moment ago; another process may bind it
 	// in between, and then nothing helps but trying again.
-	for range startAttempts {
+	return startUntilBound(func(int) (*process, error, error) {
 		p, err := startProcess(s.launcher, "kube-apiserver", s.apiServerBin, s.apiServerArgs, s.apiServer.logPath)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		s.apiServer = p
-		if err := waitAPIServerReady(ctx, p, s.config); err != nil {
-			lastErr = p.failure(err)
-			retry := p.bindFailed()
-			p.kill()
-			if !retry {
-				break
-			}
-			continue
-		}
-		return nil
-	}
-	return lastErr
+		return p, waitAPIServerReady(ctx, p, s.config), nil
+	})
 }
 
 // kill ends both processes at once.
@@ -437,11 +448,11 @@ func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string, 
 	}
 	certDir := filepath.Join(dir, "certs")
 
-	var lastErr error
-	for range startAttempts {
+	var server *apiServer
+	err = startUntilBound(func(int) (*process, error, error) {
 		port, err := freePort()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		address := opts.address
 		if address == "" {
@@ -470,7 +481,7 @@ func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string, 
 		args := mergeFlags(defaults, opts.args)
 		p, err := startProcess(l, "kube-apiserver", bin, args, filepath.Join(dir, "kube-apiserver.log"))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		config := &rest.Config{
 			Host:        "https://" + net.JoinHostPort(address, strconv.Itoa(port)),
@@ -483,17 +494,13 @@ func startAPIServer(ctx context.Context, l *launcher, bin, dir, etcdURL string, 
 			QPS:   1000,
 			Burst: 2000,
 		}
-		if err = waitAPIServerReady(ctx, p, config); err == nil {
-			return &apiServer{proc: p, config: config, args: args}, nil
-		}
-		retry := p.bindFailed()
-		lastErr = p.failure(err)
-		p.kill()
-		if !retry {
-			break
-		}
+		server = &apiServer{proc: p, config: config, args: args}
+		return p, waitAPIServerReady(ctx, p, config), nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return server, nil
 }
 
 // waitAPIServerReady waits until kube-apiserver p answers /readyz.
