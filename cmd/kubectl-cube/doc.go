@@ -9,8 +9,8 @@
 //
 // Usage:
 //
-//	kubectl cube list [--kind K] [--state S] [-n NS | -A]
-//	kubectl cube status NAME [-n NS]
+//	kubectl cube list [--kind K] [--state S] [-n NS | -A] [-o json]
+//	kubectl cube status NAME [-n NS] [-o json]
 //	kubectl cube logs NAME [-n NS] [-f] [-c CONTAINER] [--tail N] [--since D] [-p]
 //	kubectl cube wait NAME --for Ready|Succeeded [--timeout D] [--fail-on-stuck-pods]
 //	kubectl cube delete NAME [-n NS]
@@ -25,6 +25,10 @@
 // context's). render and plan need no cluster. A profile is a hardware
 // catalogue name (H100-SXM-80GB) or a prefix that names one profile (H100);
 // a model is a catalogue name or a Hugging Face id.
+//
+// list and status print tables; -o json prints the same as data (the
+// release, its phase and reason, each object's phase, the refused pods,
+// the stuck pods and why its jobs wait in Kueue) for scripts and jq.
 //
 // The exit code is 0 on success and 1 on any error, which is written to
 // stderr naming the flag or argument at fault. wait exits 1 when the release

@@ -9,6 +9,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -162,6 +163,36 @@ func TestListOnTheAPIServer(t *testing.T) {
 	assert.Contains(t, lines[1], "BackoffLimitExceeded")
 	assert.Equal(t, "InProgress", row(t, r.stdout, c.ns, "qwen-chat")[3])
 
+	// -o json: the same releases and phases, for scripts.
+	r = c.run(t, "list", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var listed struct {
+		Items []releaseView `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed), r.stdout)
+	require.Len(t, listed.Items, 3, r.stdout)
+	for i, rel := range []*cube.Release{failed, done, chat} {
+		st, err := rel.Status(t.Context())
+		require.NoError(t, err)
+		got := listed.Items[i]
+		assert.Equal(t, []string{c.ns, rel.Name, rel.Kind, rel.UID}, []string{got.Namespace, got.Name, got.Kind, got.UID})
+		require.NotNil(t, got.Status, r.stdout)
+		assert.Equal(t, st.Phase, got.Status.Phase)
+		assert.Equal(t, st.Reason, got.Status.Reason)
+		require.Len(t, got.Status.Objects, len(st.Objects))
+		for j, o := range st.Objects {
+			assert.Equal(t, objectView{Object: o.Ref.String(), Phase: o.Phase, Reason: o.Reason, Message: o.Message}, got.Status.Objects[j])
+		}
+		require.NotNil(t, got.Created)
+		assert.True(t, got.Created.Equal(rel.Created), "%v vs %v", got.Created, rel.Created)
+	}
+	r = c.run(t, "list", "-o", "json", "--state", "Failed")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed), r.stdout)
+	require.Len(t, listed.Items, 1, r.stdout)
+	assert.Equal(t, "broken", listed.Items[0].Name)
+	assert.Contains(t, listed.Items[0].Status.Reason+listed.Items[0].Status.Objects[0].Reason, "BackoffLimitExceeded")
+
 	r = c.run(t, "list", "--kind", "pytorchjob", "--state", "succeeded")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Len(t, strings.Split(strings.TrimSpace(r.stdout), "\n"), 2, r.stdout)
@@ -272,6 +303,19 @@ func TestStatusSaysWhyOnTheAPIServer(t *testing.T) {
 	assert.Regexp(t, `(?m)^`+regexpQuote(ref.Object.String())+` +QuotaExceeded +4 +[0-9]+s ago +`+regexpQuote(ref.Quota.Error())+`$`, out)
 	assert.Contains(t, ref.Quota.Error(), "team-gpus", "the server named the quota")
 	assert.Regexp(t, `(?m)^`+rs+`-abcde +vllm +ImagePullBackOff +0 +true +Back-off pulling image "vllm/vllm-openai:typo"$`, out)
+
+	// -o json says the same, as data.
+	r = c.run(t, "status", "qwen-chat", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var view releaseView
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &view), r.stdout)
+	require.NotNil(t, view.Status, r.stdout)
+	assert.Equal(t, st.Phase, view.Status.Phase)
+	require.Len(t, view.Status.Refusals, 1)
+	assert.Equal(t, refusalView{Object: ref.Object.String(), Reason: "QuotaExceeded", Message: ref.Quota.Error(), Count: 4, Last: view.Status.Refusals[0].Last}, view.Status.Refusals[0])
+	require.NotNil(t, view.Status.Refusals[0].Last)
+	assert.True(t, view.Status.Refusals[0].Last.Equal(ref.Last))
+	assert.Equal(t, []podView{{Pod: rs + "-abcde", Container: "vllm", Reason: "ImagePullBackOff", Message: `Back-off pulling image "vllm/vllm-openai:typo"`, Stuck: true}}, view.Status.Pods)
 
 	// wait gives up at once on the refusal, naming the quota.
 	start := time.Now()

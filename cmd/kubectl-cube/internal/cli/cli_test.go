@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -169,6 +171,8 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 		{[]string{"wait", "x", "--for", "Ready", "--timeout", "-1s"}, []string{"--timeout -1s: must not be negative"}},
 		{[]string{"list", "--state", "Running"}, []string{`--state "Running": not a phase`}},
 		{[]string{"list", "extra"}, []string{`kubectl cube list: unexpected argument "extra"`}},
+		{[]string{"list", "-o", "yaml"}, []string{`-o/--output "yaml": not a format; one of json`}},
+		{[]string{"status", "x", "--output", "wide"}, []string{`-o/--output "wide": not a format`}},
 		{[]string{"logs", "x", "--tail", "-3"}, []string{"--tail -3: must not be negative"}},
 		{[]string{"status"}, []string{"kubectl cube status: missing NAME"}},
 		{[]string{"delete", "a", "b"}, []string{`unexpected argument "b" after NAME (the release name) "a"`}},
@@ -271,4 +275,26 @@ func TestProgressLines(t *testing.T) {
 		assert.LessOrEqual(t, len([]rune(strings.TrimSuffix(line, "\x1b[K"))), 39, "%q", line)
 	}
 	assert.False(t, isTerminal(&live))
+}
+
+// status lays out why the release's jobs wait in Kueue, a row each, and
+// -o json carries the same.
+func TestStatusShowsTheQueue(t *testing.T) {
+	rel := &cube.Release{Name: "mnist", Namespace: "team-a", Kind: "pytorchjob"}
+	job := cube.ObjectRef{GroupVersionKind: kubeflowv1.SchemeGroupVersion.WithKind("PyTorchJob"), Namespace: "team-a", Name: "mnist"}
+	wait := cube.QueueWait{Object: job, Workload: "pytorchjob-mnist-1a2b3", Reason: cube.QueueQueued,
+		Message: "waiting for quota in ClusterQueue team-a (nvidia.com/gpu: 4 of 4 in use, borrowing 0 of 2)"}
+	st := cube.Status{Phase: cube.InProgress, Reason: "queued", Queue: []cube.QueueWait{wait}}
+	var b strings.Builder
+	require.NoError(t, writeStatus(&b, rel, st, time.Now()))
+	assert.Regexp(t, `(?m)^QUEUED +WORKLOAD +REASON +MESSAGE$`, b.String())
+	assert.Regexp(t, `(?m)^`+regexpQuote(job.String())+` +pytorchjob-mnist-1a2b3 +Queued +`+regexpQuote(wait.Message)+`$`, b.String())
+
+	v := viewOf(rel, st, nil)
+	require.NotNil(t, v.Status)
+	assert.Equal(t, []queueWaitView{{Object: job.String(), Workload: wait.Workload, Reason: "Queued", Message: wait.Message}}, v.Status.Queue)
+	assert.Nil(t, v.Created, "a release never applied has no creation time")
+	v = viewOf(rel, cube.Status{}, errors.New("forbidden"))
+	assert.Nil(t, v.Status, "a status that could not be read is not guessed")
+	assert.Equal(t, "forbidden", v.Error)
 }

@@ -36,6 +36,7 @@ const statusParallelism = 8
 func (a *app) listCmd() *cobra.Command {
 	var kind, state string
 	var all bool
+	var output outputFlag
 	cmd := &cobra.Command{
 		Use:   "list [--kind K] [--state S] [-n NS | -A]",
 		Short: "List releases with their kind, phase, age and reason",
@@ -51,6 +52,9 @@ Succeeded, Failed, Missing, Unknown).`,
   kubectl cube list --kind vllm --state InProgress -n team-a`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := output.check(); err != nil {
+				return err
+			}
 			var want cube.Phase
 			if state != "" {
 				var err error
@@ -61,12 +65,13 @@ Succeeded, Failed, Missing, Unknown).`,
 			if all && cmd.Flags().Changed("namespace") {
 				return fmt.Errorf("-A/--all-namespaces and -n/--namespace %q: give one of them", a.kube.namespace)
 			}
-			return a.list(cmd.Context(), kind, want, all)
+			return a.list(cmd.Context(), kind, want, all, output)
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "list only releases of this builder kind (vllm, pytorchjob, tenant…)")
 	cmd.Flags().StringVar(&state, "state", "", "list only releases in this phase (InProgress, Ready, Succeeded, Failed, Missing, Unknown)")
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the releases of every namespace")
+	output.add(cmd.Flags())
 	return cmd
 }
 
@@ -78,7 +83,7 @@ type listed struct {
 	err error
 }
 
-func (a *app) list(ctx context.Context, kind string, want cube.Phase, all bool) error {
+func (a *app) list(ctx context.Context, kind string, want cube.Phase, all bool, output outputFlag) error {
 	c, ns, err := a.client()
 	if err != nil {
 		return err
@@ -108,16 +113,55 @@ func (a *app) list(ctx context.Context, kind string, want cube.Phase, all bool) 
 	}
 	wg.Wait()
 
+	failed := 0
+	for _, r := range rows {
+		if r.err != nil {
+			failed++
+		}
+	}
+	write := func() error { return a.listTable(rows, want, ns, kind) }
+	if output == "json" {
+		write = func() error { return a.listJSON(rows, want) }
+	}
+	if err := write(); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("could not read the status of %d of %d releases (their rows say why)", failed, len(rows))
+	}
+	return nil
+}
+
+// listJSON writes the rows in phase want (all when empty) as {"items":
+// [...]}; a release whose status could not be read has its error and no
+// status, and is kept only when want is Unknown or empty.
+func (a *app) listJSON(rows []listed, want cube.Phase) error {
+	items := []releaseView{}
+	for _, r := range rows {
+		phase := r.st.Phase
+		if r.err != nil {
+			phase = cube.Unknown
+		}
+		if want != "" && phase != want {
+			continue
+		}
+		items = append(items, viewOf(r.rel, r.st, r.err))
+	}
+	return writeJSON(a.stdout, struct {
+		Items []releaseView `json:"items"`
+	}{items})
+}
+
+func (a *app) listTable(rows []listed, want cube.Phase, ns, kind string) error {
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 3, ' ', 0)
-	shown, failed := 0, 0
+	shown := 0
 	for _, r := range rows {
 		phase, reason := r.st.Phase, reasonOf(r.st)
 		if r.err != nil {
 			// A status that cannot be read is not guessed: the row says
 			// so, and the command fails after the table.
 			phase, reason = cube.Unknown, "status: "+oneLine(r.err.Error())
-			failed++
 		}
 		if want != "" && phase != want {
 			continue
@@ -133,9 +177,6 @@ func (a *app) list(ctx context.Context, kind string, want cube.Phase, all bool) 
 	}
 	if shown == 0 {
 		fmt.Fprintln(a.stderr, noReleases(ns, kind, want))
-	}
-	if failed > 0 {
-		return fmt.Errorf("could not read the status of %d of %d releases (their rows say why)", failed, len(rows))
 	}
 	return nil
 }

@@ -12,19 +12,25 @@ import (
 )
 
 func (a *app) statusCmd() *cobra.Command {
-	return &cobra.Command{
+	var output outputFlag
+	cmd := &cobra.Command{
 		Use:   "status NAME [-n NS]",
 		Short: "Say where a release stands and why",
 		Long: `status reads the release once, as Release.Status does, and prints its phase
-and reason, each object's phase with its controller's reason and message, the
-pods the cluster refused to create (a quota exceeded, Pod Security, a
+and reason, each object's phase with its controller's reason and message, why
+its jobs wait in Kueue (queued for quota, inadmissible, preempted), the pods
+the cluster refused to create (a quota exceeded, Pod Security, a
 LimitRange, a webhook, a missing ServiceAccount: read from the controllers'
 events) and what its pods are stuck on (unschedulable, an image that cannot be
 pulled, a missing Secret key, a crash loop), while it is neither Ready nor
 Succeeded.`,
-		Example: `  kubectl cube status qwen-chat -n team-a`,
-		Args:    oneArg("NAME (the release name)"),
+		Example: `  kubectl cube status qwen-chat -n team-a
+  kubectl cube status qwen-chat -n team-a -o json | jq .status.phase`,
+		Args: oneArg("NAME (the release name)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := output.check(); err != nil {
+				return err
+			}
 			rel, err := a.release(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -33,9 +39,14 @@ Succeeded.`,
 			if err != nil {
 				return err
 			}
+			if output == "json" {
+				return writeJSON(a.stdout, viewOf(rel, st, nil))
+			}
 			return writeStatus(a.stdout, rel, st, time.Now())
 		},
 	}
+	output.add(cmd.Flags())
+	return cmd
 }
 
 // writeStatus prints a release's status the way `kubectl describe` lays
@@ -67,6 +78,13 @@ func writeStatus(w io.Writer, rel *cube.Release, st cube.Status, now time.Time) 
 				message = r.Quota.Error()
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.Object, r.Reason, r.Count, last, oneLine(message))
+		}
+	}
+	if len(st.Queue) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "QUEUED\tWORKLOAD\tREASON\tMESSAGE")
+		for _, q := range st.Queue {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", q.Object, q.Workload, q.Reason, dash(oneLine(q.Message)))
 		}
 	}
 	if len(st.Pods) > 0 {
