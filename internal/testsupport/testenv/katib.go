@@ -235,12 +235,8 @@ func (n *node) startKatibController() error {
 	cfg := n.katibConfig(port, metrics, probe)
 	initOnly := cfg
 	initOnly.RuntimeConfig = katibconfig.RuntimeConfig{}
-	initData, err := yaml.Marshal(initOnly)
+	configFile, err := n.writeConfig("katib-config.yaml", initOnly)
 	if err != nil {
-		return err
-	}
-	configFile := filepath.Join(n.dir, "katib-config.yaml")
-	if err := os.WriteFile(configFile, initData, 0o644); err != nil {
 		return err
 	}
 	all, err := yaml.Marshal(cfg)

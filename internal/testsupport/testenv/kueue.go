@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 )
 
 // Kueue v0.17.0 in the test cluster. Its manager runs on the host like the
@@ -183,12 +181,8 @@ func (n *node) startKueue() error {
 		FairSharing:      kueueFairSharing{PreemptionStrategies: []string{"LessThanOrEqualToFinalShare", "LessThanInitialShare"}},
 		ClientConnection: kueueClientConnection{QPS: 50, Burst: 100},
 	}
-	data, err := yaml.Marshal(config)
+	configFile, err := n.writeConfig("kueue-config.yaml", config)
 	if err != nil {
-		return err
-	}
-	configFile := filepath.Join(n.dir, "kueue-config.yaml")
-	if err := os.WriteFile(configFile, data, 0o644); err != nil {
 		return err
 	}
 	p, err := n.start("kueue-manager", n.cache.binary("kueue-manager"), []string{

@@ -277,6 +277,17 @@ func writeKubeconfig(path, host, caFile, token string) error {
 
 // startProcess starts a component with its log in the log directory and
 // remembers it for stop.
+// writeConfig writes a component's configuration v as YAML to name in the
+// node's directory and returns the file's path.
+func (n *node) writeConfig(name string, v any) (string, error) {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	path := filepath.Join(n.dir, name)
+	return path, os.WriteFile(path, data, 0o644)
+}
+
 func (n *node) start(name, bin string, args, env []string) (*process, error) {
 	p, err := startProcessEnv(n.servers.launcher, name, bin, args, env, filepath.Join(n.logDir, name+".log"))
 	if err != nil {
@@ -447,12 +458,8 @@ func (n *node) startKubelet() error {
 		SyncFrequency:      metav1.Duration{Duration: 10 * time.Second},
 		FileCheckFrequency: metav1.Duration{Duration: 5 * time.Second},
 	}
-	data, err := yaml.Marshal(config)
+	configFile, err := n.writeConfig("kubelet.yaml", config)
 	if err != nil {
-		return err
-	}
-	configFile := filepath.Join(n.dir, "kubelet.yaml")
-	if err := os.WriteFile(configFile, data, 0o644); err != nil {
 		return err
 	}
 	_, err = n.start("kubelet", n.cache.binary("kubelet"), []string{

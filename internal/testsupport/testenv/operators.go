@@ -323,12 +323,8 @@ func (n *node) startLWS() error {
 		InternalCertManagement: &lwsconfig.InternalCertManagement{Enable: ptr.To(true), WebhookServiceName: ptr.To(service), WebhookSecretName: ptr.To(secret)},
 	}
 	config.LeaderElection = nil
-	data, err := yaml.Marshal(config)
+	configFile, err := n.writeConfig("lws-config.yaml", config)
 	if err != nil {
-		return err
-	}
-	configFile := filepath.Join(n.dir, "lws-config.yaml")
-	if err := os.WriteFile(configFile, data, 0o644); err != nil {
 		return err
 	}
 	p, err := n.start("lws-controller", n.cache.binary("lws-controller"), []string{
