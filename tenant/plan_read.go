@@ -3,6 +3,7 @@ package tenant
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,7 +91,14 @@ func readKueue(ctx context.Context, r client.Reader, wls []kueueWorkload) (*kueu
 			if err := r.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil && !apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("get namespace %s: %w", ns, err)
 			}
-			st.namespaces[ns] = n.Labels
+			// The API server sets kubernetes.io/metadata.name on every
+			// namespace (the label a tenant's ClusterQueue selects).
+			nsLabels := maps.Clone(n.Labels)
+			if nsLabels == nil {
+				nsLabels = map[string]string{}
+			}
+			nsLabels[corev1.LabelMetadataName] = ns
+			st.namespaces[ns] = nsLabels
 			var lrs corev1.LimitRangeList
 			if err := r.List(ctx, &lrs, client.InNamespace(ns)); err != nil {
 				return nil, fmt.Errorf("list limitranges in %s: %w", ns, err)
