@@ -87,6 +87,7 @@ func (r *Release) queueWaits(ctx context.Context) ([]QueueWait, error) {
 		owned[gk][ref.Name] = ref
 	}
 	queues := map[string]*kueue.ClusterQueue{}
+	var pods map[string]ObjectRef // the release's pods, read when a Workload is a pod's
 	var out []QueueWait
 	for i := range list.Items {
 		var w kueue.Workload
@@ -94,6 +95,21 @@ func (r *Release) queueWaits(ctx context.Context) ([]QueueWait, error) {
 			return nil, fmt.Errorf("read kueue workload %s/%s: %w", r.Namespace, list.Items[i].GetName(), err)
 		}
 		ref, ok := ownerIn(w.OwnerReferences, owned)
+		if !ok && ownedByPod(w.OwnerReferences) {
+			if pods == nil {
+				if pods, err = r.podParents(ctx, owned); err != nil {
+					return nil, err
+				}
+			}
+			for _, o := range w.OwnerReferences {
+				if o.Kind != "Pod" {
+					continue
+				}
+				if ref, ok = pods[o.Name]; ok {
+					break
+				}
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -130,6 +146,70 @@ func ownerIn(owners []metav1.OwnerReference, owned map[schema.GroupKind]map[stri
 		}
 	}
 	return ObjectRef{}, false
+}
+
+// ownedByPod says whether a Workload is a pod's: Kueue's pod integration
+// makes one Workload per pod of a Deployment (pkg/controller/jobs/pod,
+// the pod owns it; deployment_webhook.go gives the pods the queue label).
+func ownedByPod(owners []metav1.OwnerReference) bool {
+	return slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.Kind == "Pod" && o.APIVersion == "v1" })
+}
+
+// podParents maps the names of the release's pods to the release object
+// they belong to: the Deployment of their ReplicaSet, or the object that
+// controls them. It reads metadata only; a pod of no release object, or
+// what the caller may not read, is left out.
+func (r *Release) podParents(ctx context.Context, owned map[schema.GroupKind]map[string]ObjectRef) (map[string]ObjectRef, error) {
+	out := map[string]ObjectRef{}
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	err := r.client.retrying(ctx, func(ctx context.Context) error {
+		return r.client.c.List(ctx, pods, client.InNamespace(r.Namespace), client.MatchingLabels{LabelRelease: r.Name})
+	})
+	switch {
+	case apierrors.IsForbidden(err):
+		return out, nil
+	case err != nil:
+		return nil, fmt.Errorf("list pods of release %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	replicaSets := map[string]*metav1.OwnerReference{} // a ReplicaSet's controller, nil when unreadable
+	for _, p := range pods.Items {
+		c := metav1.GetControllerOf(&p)
+		if c == nil {
+			continue
+		}
+		gv, _ := schema.ParseGroupVersion(c.APIVersion)
+		if ref, ok := owned[schema.GroupKind{Group: gv.Group, Kind: c.Kind}][c.Name]; ok {
+			out[p.Name] = ref
+			continue
+		}
+		if c.Kind != "ReplicaSet" || gv.Group != "apps" {
+			continue
+		}
+		parent, seen := replicaSets[c.Name]
+		if !seen {
+			rs := &metav1.PartialObjectMetadata{}
+			rs.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"})
+			err := r.client.retrying(ctx, func(ctx context.Context) error {
+				return r.client.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: c.Name}, rs)
+			})
+			switch {
+			case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+			case err != nil:
+				return nil, fmt.Errorf("get replicaset %s/%s: %w", r.Namespace, c.Name, err)
+			default:
+				parent = metav1.GetControllerOf(rs)
+			}
+			replicaSets[c.Name] = parent
+		}
+		if parent == nil {
+			continue
+		}
+		if ref, ok := owned[schema.GroupKind{Group: "apps", Kind: parent.Kind}][parent.Name]; ok {
+			out[p.Name] = ref
+		}
+	}
+	return out, nil
 }
 
 // clusterQueue reads a ClusterQueue; nil when the caller may not read it
