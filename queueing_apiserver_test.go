@@ -217,3 +217,67 @@ func TestKueueWorkloadsOfPodsAndGroupsExplainTheWait(t *testing.T) {
 	assert.Equal(t, "Queued: waiting for quota: couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor cube-t4, 1 more needed", st.Queue[1].String(),
 		"no LocalQueue of that name exists: Kueue's own message alone")
 }
+
+// podGroup creates a Volcano PodGroup of minMember pods in queue, owned by
+// owner, with the status Volcano's scheduler would write (its CRD has no
+// status subresource).
+func podGroup(t *testing.T, env *testenv.Env, ns, name, queue string, owner metav1.OwnerReference, phase string, conds ...any) {
+	t.Helper()
+	pg := &unstructured.Unstructured{}
+	pg.SetAPIVersion("scheduling.volcano.sh/v1beta1")
+	pg.SetKind("PodGroup")
+	pg.SetNamespace(ns)
+	pg.SetName(name)
+	pg.SetOwnerReferences([]metav1.OwnerReference{owner})
+	pg.Object["spec"] = map[string]any{"minMember": int64(3), "queue": queue}
+	pg.Object["status"] = map[string]any{"phase": phase, "conditions": conds}
+	require.NoError(t, env.Client.Create(t.Context(), pg))
+}
+
+// Volcano's gangs explain the wait the same way: the PodGroup the training
+// operator makes for a gang job (owned by the job) and the one KubeRay
+// makes for a RayJob (owned by its RayCluster, which the RayJob owns).
+func TestVolcanoPodGroupsExplainTheWait(t *testing.T) {
+	_, env, ns := newClient(t)
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns), cube.Kinds(kinds.All()...))
+	rel, err := c.Apply(t.Context(), train.PyTorch("sft").Image("busybox:1.36").Command("true").Workers(2).Queue("team-a").Gang())
+	require.NoError(t, err)
+	job := &unstructured.Unstructured{}
+	job.SetGroupVersionKind(rel.Objects[0].GroupVersionKind)
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "sft"}, job))
+	podGroup(t, env, ns, "sft", "team-a",
+		metav1.OwnerReference{APIVersion: job.GetAPIVersion(), Kind: job.GetKind(), Name: "sft", UID: job.GetUID(), Controller: ptrTo(true)},
+		"Pending", map[string]any{"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "transitionID": "t1",
+			"lastTransitionTime": "2026-01-01T00:00:00Z", "message": "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable"})
+
+	st, err := rel.Status(t.Context())
+	require.NoError(t, err)
+	require.Len(t, st.Queue, 1, "%s", st)
+	assert.Equal(t, rel.Objects[0], st.Queue[0].Object)
+	assert.Equal(t, "Queued: waiting in Volcano queue team-a (gang of 3): 3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable", st.Queue[0].String())
+
+	ray, err := c.Apply(t.Context(), train.Ray("ray").Image("rayproject/ray:2.9.0").Entrypoint("python -c 'print(1)'").WorkerGroup("cpu", 2).Gang())
+	require.NoError(t, err)
+	rayJob := &unstructured.Unstructured{}
+	rayJob.SetGroupVersionKind(ray.Objects[0].GroupVersionKind)
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "ray"}, rayJob))
+	// What KubeRay would make (it does not run on the test API server):
+	// the RayCluster, owned by the RayJob, and its PodGroup.
+	cluster := &unstructured.Unstructured{}
+	cluster.SetAPIVersion("ray.io/v1")
+	cluster.SetKind("RayCluster")
+	cluster.SetNamespace(ns)
+	cluster.SetName("ray-x7k2p")
+	cluster.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "ray", UID: rayJob.GetUID(), Controller: ptrTo(true)}})
+	cluster.Object["spec"] = map[string]any{"headGroupSpec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "head", "image": "rayproject/ray:2.9.0"}}}}}}
+	require.NoError(t, env.Client.Create(t.Context(), cluster))
+	podGroup(t, env, ns, "ray-ray-x7k2p-pg", "default",
+		metav1.OwnerReference{APIVersion: "ray.io/v1", Kind: "RayCluster", Name: cluster.GetName(), UID: cluster.GetUID(), Controller: ptrTo(true)},
+		"Unknown", map[string]any{"type": "Unschedulable", "status": "True", "reason": "NotEnoughTasks", "transitionID": "t2",
+			"lastTransitionTime": "2026-01-01T00:00:00Z", "message": "1/3 tasks in gang unschedulable: pod group is not ready, 1 Pending, 3 minAvailable"})
+	st, err = ray.Status(t.Context())
+	require.NoError(t, err)
+	require.Len(t, st.Queue, 1, "%s", st)
+	assert.Equal(t, "RayJob", st.Queue[0].Object.Kind)
+	assert.Equal(t, "Unschedulable: 0 of the gang of 3 run, the rest cannot be placed: 1/3 tasks in gang unschedulable: pod group is not ready, 1 Pending, 3 minAvailable", st.Queue[0].String())
+}
