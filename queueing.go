@@ -19,19 +19,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "github.com/cubestudio/cube/internal/kueue/v1beta2"
+	volcano "github.com/cubestudio/cube/internal/volcano/v1beta1"
 )
 
 // QueueWait says why a job of a release is not running although nothing
-// is wrong with it: Kueue holds it in a queue, or took it off its nodes.
+// is wrong with it: Kueue holds it in a queue, or took it off its nodes;
+// or Volcano has not scheduled its gang.
 type QueueWait struct {
-	// Object is the release's object Kueue manages (its Workload's owner).
+	// Object is the release's object Kueue manages (its Workload's owner)
+	// or whose gang Volcano schedules (its PodGroup's owner, or the owner
+	// of that: a RayJob's RayCluster).
 	Object ObjectRef
-	// Workload is the name of Kueue's Workload for it.
+	// Workload is the name of Kueue's Workload for it, or of Volcano's
+	// PodGroup.
 	Workload string
-	// Reason is Queued (waiting for quota), Inadmissible (it cannot be
-	// admitted as it is: no such LocalQueue, a stopped ClusterQueue, a
-	// request no flavor covers), Preempted or Evicted (it ran and Kueue
-	// suspended it again; it queues anew).
+	// Reason is Queued (waiting for quota, or in a Volcano queue),
+	// Inadmissible (it cannot be admitted as it is: no such LocalQueue, a
+	// stopped ClusterQueue, a request no flavor covers), Preempted or
+	// Evicted (it ran and Kueue suspended it again; it queues anew), or
+	// Unschedulable (Volcano let the gang in but cannot place all of its
+	// pods).
 	Reason string
 	// Message explains it, e.g. "waiting for quota in ClusterQueue
 	// team-a (nvidia.com/gpu: 4 of 4 in use, borrowing 0 of 2)" or "by a
@@ -41,10 +48,11 @@ type QueueWait struct {
 
 // The reasons of a QueueWait.
 const (
-	QueueQueued       = "Queued"
-	QueueInadmissible = "Inadmissible"
-	QueuePreempted    = "Preempted"
-	QueueEvicted      = "Evicted"
+	QueueQueued        = "Queued"
+	QueueInadmissible  = "Inadmissible"
+	QueuePreempted     = "Preempted"
+	QueueEvicted       = "Evicted"
+	QueueUnschedulable = "Unschedulable"
 )
 
 func (q QueueWait) String() string {
@@ -87,6 +95,7 @@ func (r *Release) queueWaits(ctx context.Context) ([]QueueWait, error) {
 		owned[gk][ref.Name] = ref
 	}
 	queues := map[string]*kueue.ClusterQueue{}
+	var pods map[string]ObjectRef // the release's pods, read when a Workload is a pod's
 	var out []QueueWait
 	for i := range list.Items {
 		var w kueue.Workload
@@ -94,6 +103,21 @@ func (r *Release) queueWaits(ctx context.Context) ([]QueueWait, error) {
 			return nil, fmt.Errorf("read kueue workload %s/%s: %w", r.Namespace, list.Items[i].GetName(), err)
 		}
 		ref, ok := ownerIn(w.OwnerReferences, owned)
+		if !ok && ownedByPod(w.OwnerReferences) {
+			if pods == nil {
+				if pods, err = r.podParents(ctx, owned); err != nil {
+					return nil, err
+				}
+			}
+			for _, o := range w.OwnerReferences {
+				if o.Kind != "Pod" {
+					continue
+				}
+				if ref, ok = pods[o.Name]; ok {
+					break
+				}
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -114,8 +138,134 @@ func (r *Release) queueWaits(ctx context.Context) ([]QueueWait, error) {
 			out = append(out, q)
 		}
 	}
+	gangs, err := r.podGroupWaits(ctx, owned)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, gangs...)
 	slices.SortFunc(out, func(a, b QueueWait) int { return strings.Compare(a.Workload, b.Workload) })
 	return out, nil
+}
+
+// podGroupWaits reads the Volcano PodGroups of the release's objects (the
+// training operator's and Volcano's own jobs own theirs; KubeRay's
+// RayCluster, which the release's RayJob owns, owns its RayJob's) and
+// explains those that wait. Without Volcano (no PodGroup kind) or the
+// right to read them there is nothing to explain.
+func (r *Release) podGroupWaits(ctx context.Context, owned map[schema.GroupKind]map[string]ObjectRef) ([]QueueWait, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(volcano.GroupVersion.WithKind("PodGroupList"))
+	err := r.client.retrying(ctx, func(ctx context.Context) error {
+		return r.client.c.List(ctx, list, client.InNamespace(r.Namespace))
+	})
+	switch {
+	case meta.IsNoMatchError(err), apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list volcano podgroups in %s: %w", r.Namespace, err)
+	}
+	parents := map[metav1.OwnerReference][]metav1.OwnerReference{} // an owner's own owners, read once
+	var out []QueueWait
+	for i := range list.Items {
+		var pg volcano.PodGroup
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &pg); err != nil {
+			return nil, fmt.Errorf("read volcano podgroup %s/%s: %w", r.Namespace, list.Items[i].GetName(), err)
+		}
+		ref, ok := ownerIn(pg.OwnerReferences, owned)
+		for _, o := range pg.OwnerReferences {
+			if ok {
+				break
+			}
+			up, seen := parents[o]
+			if !seen {
+				if up, err = r.ownersOf(ctx, o); err != nil {
+					return nil, err
+				}
+				parents[o] = up
+			}
+			ref, ok = ownerIn(up, owned)
+		}
+		if !ok {
+			continue
+		}
+		if q, waits := explainPodGroup(&pg); waits {
+			q.Object = ref
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// ownersOf reads the owners of the object o refers to, in the release's
+// namespace; none when it is gone or the caller may not read it.
+func (r *Release) ownersOf(ctx context.Context, o metav1.OwnerReference) ([]metav1.OwnerReference, error) {
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return nil, nil
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gv.WithKind(o.Kind))
+	err = r.client.retrying(ctx, func(ctx context.Context) error {
+		return r.client.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: o.Name}, m)
+	})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get %s %s/%s: %w", o.Kind, r.Namespace, o.Name, err)
+	}
+	return m.OwnerReferences, nil
+}
+
+// explainPodGroup says why a Volcano gang waits, from its phase and its
+// last Unschedulable condition (volcano.sh/apis v1.14.0
+// pkg/apis/scheduling/v1beta1/types.go; the scheduler's message reads
+// "3/4 tasks in gang unschedulable: pod group is not ready, …"). A gang
+// that runs or has completed does not wait, nor one in its queue whose
+// pods are being created.
+func explainPodGroup(pg *volcano.PodGroup) (QueueWait, bool) {
+	q := QueueWait{Workload: pg.Name}
+	var unschedulable *volcano.PodGroupCondition
+	for i := range pg.Status.Conditions {
+		if c := &pg.Status.Conditions[i]; c.Type == volcano.PodGroupUnschedulableType && c.Status == corev1.ConditionTrue {
+			unschedulable = c
+		}
+	}
+	why := ""
+	if unschedulable != nil {
+		why = unschedulable.Message
+		if why == "" {
+			why = unschedulable.Reason
+		}
+	}
+	queue := pg.Spec.Queue
+	if queue == "" {
+		queue = "default" // Volcano's default queue (the PodGroup CRD's default)
+	}
+	gang := fmt.Sprintf("gang of %d", pg.Spec.MinMember)
+	switch pg.Status.Phase {
+	case volcano.PodGroupRunning, volcano.PodGroupCompleted:
+		return q, false
+	case volcano.PodGroupInqueue:
+		if unschedulable == nil {
+			return q, false
+		}
+		q.Reason, q.Message = QueueUnschedulable, "Volcano queue "+queue+" let the "+gang+" in, but its pods cannot all be placed: "+why
+	case volcano.PodGroupUnknown:
+		q.Reason = QueueUnschedulable
+		q.Message = fmt.Sprintf("%d of the %s run, the rest cannot be placed", pg.Status.Running, gang)
+		if why != "" {
+			q.Message += ": " + why
+		}
+	case volcano.PodGroupPending:
+		q.Reason, q.Message = QueueQueued, "waiting in Volcano queue "+queue+" ("+gang+")"
+		if why != "" {
+			q.Message += ": " + why
+		}
+	default:
+		q.Reason, q.Message = QueueQueued, "Volcano's scheduler has not taken up the "+gang+" in queue "+queue+" yet"
+	}
+	return q, true
 }
 
 // ownerIn finds the release object that owns a Workload.
@@ -130,6 +280,70 @@ func ownerIn(owners []metav1.OwnerReference, owned map[schema.GroupKind]map[stri
 		}
 	}
 	return ObjectRef{}, false
+}
+
+// ownedByPod says whether a Workload is a pod's: Kueue's pod integration
+// makes one Workload per pod of a Deployment (pkg/controller/jobs/pod,
+// the pod owns it; deployment_webhook.go gives the pods the queue label).
+func ownedByPod(owners []metav1.OwnerReference) bool {
+	return slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.Kind == "Pod" && o.APIVersion == "v1" })
+}
+
+// podParents maps the names of the release's pods to the release object
+// they belong to: the Deployment of their ReplicaSet, or the object that
+// controls them. It reads metadata only; a pod of no release object, or
+// what the caller may not read, is left out.
+func (r *Release) podParents(ctx context.Context, owned map[schema.GroupKind]map[string]ObjectRef) (map[string]ObjectRef, error) {
+	out := map[string]ObjectRef{}
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	err := r.client.retrying(ctx, func(ctx context.Context) error {
+		return r.client.c.List(ctx, pods, client.InNamespace(r.Namespace), client.MatchingLabels{LabelRelease: r.Name})
+	})
+	switch {
+	case apierrors.IsForbidden(err):
+		return out, nil
+	case err != nil:
+		return nil, fmt.Errorf("list pods of release %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	replicaSets := map[string]*metav1.OwnerReference{} // a ReplicaSet's controller, nil when unreadable
+	for _, p := range pods.Items {
+		c := metav1.GetControllerOf(&p)
+		if c == nil {
+			continue
+		}
+		gv, _ := schema.ParseGroupVersion(c.APIVersion)
+		if ref, ok := owned[schema.GroupKind{Group: gv.Group, Kind: c.Kind}][c.Name]; ok {
+			out[p.Name] = ref
+			continue
+		}
+		if c.Kind != "ReplicaSet" || gv.Group != "apps" {
+			continue
+		}
+		parent, seen := replicaSets[c.Name]
+		if !seen {
+			rs := &metav1.PartialObjectMetadata{}
+			rs.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"})
+			err := r.client.retrying(ctx, func(ctx context.Context) error {
+				return r.client.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: c.Name}, rs)
+			})
+			switch {
+			case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+			case err != nil:
+				return nil, fmt.Errorf("get replicaset %s/%s: %w", r.Namespace, c.Name, err)
+			default:
+				parent = metav1.GetControllerOf(rs)
+			}
+			replicaSets[c.Name] = parent
+		}
+		if parent == nil {
+			continue
+		}
+		if ref, ok := owned[schema.GroupKind{Group: "apps", Kind: parent.Kind}][parent.Name]; ok {
+			out[p.Name] = ref
+		}
+	}
+	return out, nil
 }
 
 // clusterQueue reads a ClusterQueue; nil when the caller may not read it

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kueue "github.com/cubestudio/cube/internal/kueue/v1beta2"
+	volcano "github.com/cubestudio/cube/internal/volcano/v1beta1"
 )
 
 // gpuWorkload is a Workload of one pod set asking for GPUs, CPU and
@@ -93,6 +94,47 @@ func TestExplainWorkload(t *testing.T) {
 			assert.Equal(t, c.reason, q.Reason)
 			assert.Equal(t, c.sentence, q.String())
 			assert.Equal(t, "pytorchjob-sft-1a2b3", q.Workload)
+		})
+	}
+}
+
+func TestExplainPodGroup(t *testing.T) {
+	unschedulable := volcano.PodGroupCondition{Type: volcano.PodGroupUnschedulableType, Status: corev1.ConditionTrue, Reason: volcano.NotEnoughResourcesReason,
+		Message: "4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; Pending: 4 Unschedulable"}
+	gang := func(phase volcano.PodGroupPhase, queue string, running int32, conds ...volcano.PodGroupCondition) *volcano.PodGroup {
+		return &volcano.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: "sft"},
+			Spec:       volcano.PodGroupSpec{MinMember: 4, Queue: queue},
+			Status:     volcano.PodGroupStatus{Phase: phase, Running: running, Conditions: conds},
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		pg    *volcano.PodGroup
+		waits bool
+		want  string
+	}{
+		{"pending in its queue", gang(volcano.PodGroupPending, "team-a", 0, unschedulable), true,
+			"Queued: waiting in Volcano queue team-a (gang of 4): 4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; Pending: 4 Unschedulable"},
+		{"pending without a condition, in the default queue", gang(volcano.PodGroupPending, "", 0), true,
+			"Queued: waiting in Volcano queue default (gang of 4)"},
+		{"let in, not placed", gang(volcano.PodGroupInqueue, "team-a", 0, unschedulable), true,
+			"Unschedulable: Volcano queue team-a let the gang of 4 in, but its pods cannot all be placed: 4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; Pending: 4 Unschedulable"},
+		{"let in, pods being made", gang(volcano.PodGroupInqueue, "team-a", 0), false, ""},
+		{"part of it runs", gang(volcano.PodGroupUnknown, "team-a", 2, volcano.PodGroupCondition{Type: volcano.PodGroupUnschedulableType, Status: corev1.ConditionTrue, Reason: volcano.NotEnoughPodsReason}), true,
+			"Unschedulable: 2 of the gang of 4 run, the rest cannot be placed: NotEnoughTasks"},
+		{"an old condition that no longer holds", gang(volcano.PodGroupInqueue, "team-a", 0, volcano.PodGroupCondition{Type: volcano.PodGroupUnschedulableType, Status: corev1.ConditionFalse, Message: "old"}), false, ""},
+		{"not taken up yet", gang("", "team-a", 0), true, "Queued: Volcano's scheduler has not taken up the gang of 4 in queue team-a yet"},
+		{"running", gang(volcano.PodGroupRunning, "team-a", 4, unschedulable), false, ""},
+		{"completed", gang(volcano.PodGroupCompleted, "team-a", 0), false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, waits := explainPodGroup(c.pg)
+			assert.Equal(t, c.waits, waits)
+			if c.waits {
+				assert.Equal(t, c.want, q.String())
+				assert.Equal(t, "sft", q.Workload)
+			}
 		})
 	}
 }

@@ -70,10 +70,13 @@ type Status struct {
 	// reported them, while the release is neither Ready nor Succeeded.
 	Refusals []Refusal
 	// Queue says why the release's jobs wait in Kueue, or that Kueue
-	// preempted them, while the release is neither Ready nor Succeeded:
-	// "Queued: waiting for quota in ClusterQueue team-a (nvidia.com/gpu:
-	// 4 of 4 in use, borrowing 0 of 2)". Release.Status and Wait fill it
-	// from Kueue's Workloads, whose owner is the job.
+	// preempted them, or why Volcano has not scheduled their gang, while
+	// the release is neither Ready nor Succeeded: "Queued: waiting for
+	// quota in ClusterQueue team-a (nvidia.com/gpu: 4 of 4 in use,
+	// borrowing 0 of 2)", "Queued: waiting in Volcano queue team-a (gang
+	// of 4): …". Release.Status and Wait fill it from Kueue's Workloads
+	// (owned by the job, the LeaderWorkerSet or StatefulSet, or each pod
+	// of a Deployment) and Volcano's PodGroups.
 	Queue []QueueWait
 }
 

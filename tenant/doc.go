@@ -17,6 +17,16 @@
 // pods of given workloads, and LevelFor chooses the strictest level that
 // does.
 //
+// With Queueing(Kueue) the tenant's quota is a Kueue ClusterQueue, and
+// Plan says before submitting whether and where Kueue would admit a
+// workload now: the flavor of each pod set, what it would borrow from
+// the cohort, or what it waits for.
+//
+//	plans, err := tenant.Plan(ctx, reader, "team-a", job)
+//	// PyTorchJob.kubeflow.org team-a/sft: Waits: waits in ClusterQueue
+//	// team-a for nvidia.com/gpu on flavor cube-h100-sxm-80gb (needs 8,
+//	// 4 free now, at most 12)
+//
 // A cube.Client reads the tenant's Volcano Queue once it is given
 // Kinds (or kinds.All()); without them the queue reads Unknown.
 package tenant

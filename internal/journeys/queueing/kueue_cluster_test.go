@@ -98,11 +98,21 @@ func podsOf(t *testing.T, c *testenv.Cluster, rel *cube.Release) int {
 
 // A job of three pods with two GPUs each does not fit a tenant of four:
 // Kueue keeps it suspended, no pod of it is created, and its status says
-// it waits for quota in the tenant's ClusterQueue.
+// it waits for quota in the tenant's ClusterQueue. tenant.Plan said so
+// before: more than the ClusterQueue can ever have.
 func TestKueueGangNotPartlyStarted(t *testing.T) {
 	c, cl, ns := kueueTenant(t, 4, "")
-	rel := journeys.Apply(t, cl, gpuJob(c, "gang", ns, 2, 2, "30"))
-	st := waitQueued(t, rel, cube.QueueQueued)
+	gang := gpuJob(c, "gang", ns, 2, 2, "30")
+	plans, err := tenant.Plan(t.Context(), c.Client, ns, gang)
+	require.NoError(t, err)
+	require.Len(t, plans, 1)
+	assert.Equal(t, tenant.Inadmissible, plans[0].Verdict, "%s", plans[0])
+	assert.Equal(t, "6", plans[0].Short[0].Needed.String())
+	assert.Equal(t, "4", plans[0].Short[0].Most.String())
+	rel := journeys.Apply(t, cl, gang)
+	// Kueue's message names what is short once it has tried the job; the
+	// status before it lists every resource the job requests.
+	st := waitQueued(t, rel, cube.QueueQueued, "couldn't assign flavors")
 	t.Logf("status: %s", st)
 	assert.True(t, strings.HasPrefix(st.Queue[0].String(), "Queued: waiting for quota in ClusterQueue "+ns+" (nvidia.com/gpu: 0 of 4 in use"), "%s", st.Queue[0])
 	assert.Equal(t, "PyTorchJob", st.Queue[0].Object.Kind)
