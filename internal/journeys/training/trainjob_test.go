@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -140,4 +141,24 @@ func TestTrainJobDeadlineFails(t *testing.T) {
 	assert.Equal(t, cube.Failed, s.Phase)
 	assert.Equal(t, trainer.TrainJobDeadlineExceededReason, s.Reason)
 	assert.NotEmpty(t, s.Message)
+}
+
+// The validating webhooks on TrainJobs run: a TrainJob naming a runtime
+// that does not exist is refused at Apply with the reason, and no TrainJob
+// is left behind. Two webhooks refuse it and the API server reports the
+// first answer: Kueue v0.17.0's (vtrainjob.kb.io: "runtime '…' not
+// found", pkg/controller/jobs/trainjob/trainjob_controller.go) or the
+// Trainer v2.3.0's (validator.trainjob.trainer.kubeflow.org,
+// pkg/runtime/core/clustertrainingruntime.go ValidateObjects).
+func TestTrainJobOnMissingRuntimeIsRefused(t *testing.T) {
+	c, cl, ns := journeys.NewClient(t)
+	runtime := "no-such-runtime-" + ns
+	_, err := cl.Apply(t.Context(), train.Trainer("orphan").Runtime(runtime, train.FrameworkTorch).Command("true"))
+	require.Error(t, err)
+	assert.Regexp(t, `admission webhook "(vtrainjob\.kb\.io" denied the request: runtime '`+runtime+`' not found|`+
+		`validator\.trainjob\.trainer\.kubeflow\.org" denied the request: .*`+runtime+`.*specified clusterTrainingRuntime must be created before the TrainJob is created)`, err.Error())
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.TrainJobKind))
+	err = c.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "orphan"}, u)
+	assert.True(t, apierrors.IsNotFound(err), "the refused TrainJob exists: %v", err)
 }
