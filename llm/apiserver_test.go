@@ -9,6 +9,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
+	"github.com/cubestudio/cube/train"
 )
 
 // TestAppliedStrictly applies every builder on H100 with InfiniBand,
@@ -27,5 +28,13 @@ func TestAppliedStrictly(t *testing.T) {
 				fuzzcorpus.Stored(t, c, env, ns, f)
 			})
 		}
+		// The same fine-tune as a TrainJob, against the Trainer v2.3.0
+		// CRD the test API server serves.
+		name := b.name + "-trainer"
+		t.Run(name, func(t *testing.T) {
+			f := b.build(name).Runtime("torch-h100", train.FrameworkTorch)
+			setups[0].on(f)
+			fuzzcorpus.Stored(t, c, env, ns, f)
+		})
 	}
 }

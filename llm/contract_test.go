@@ -21,6 +21,7 @@ import (
 	"github.com/cubestudio/cube/internal/testsupport/contract"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/train"
+	trainer "github.com/cubestudio/cube/train/trainerv1alpha1"
 )
 
 // llamaFactory is testdata/contracts/llamafactory.tsv: what LLaMA-Factory
@@ -46,11 +47,13 @@ func checkFineTune(t *testing.T, c *contract.Contract, objs []client.Object) err
 	var doc map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(cm.Data[llm.ConfigKey]), &doc))
 	cfg := contract.Flatten(doc)
-	var job *kubeflowv1.PyTorchJob
+	var image string
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *kubeflowv1.PyTorchJob:
-			job = o
+			image = o.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0].Image
+		case *trainer.TrainJob:
+			image = *o.Spec.Trainer.Image
 		case *corev1.ConfigMap:
 			if js, ok := o.Data[train.DeepSpeedConfigKey]; ok {
 				var ds map[string]any
@@ -61,12 +64,11 @@ func checkFineTune(t *testing.T, c *contract.Contract, objs []client.Object) err
 			}
 		}
 	}
-	require.NotNil(t, job)
+	require.NotEmpty(t, image, "no PyTorchJob or TrainJob with an image")
 	errs := []error{c.CheckKeys("train.yaml", cfg)}
 
 	var info map[string]map[string]any
 	require.NoError(t, json.Unmarshal([]byte(cm.Data[llm.DatasetsKey]), &info))
-	image := job.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0].Image
 	defaultImage := image == llm.DefaultImage || image == llm.DefaultAscendImage
 	for _, name := range slices.Sorted(maps.Keys(info)) {
 		entry := map[string]string{}
@@ -107,6 +109,15 @@ func TestRenderedConfigsKeepTheContract(t *testing.T) {
 				assert.NoError(t, checkFineTune(t, c, objs))
 			})
 		}
+	}
+	for _, b := range builders {
+		t.Run(b.name+"/trainer", func(t *testing.T) {
+			f := b.build(b.name).Runtime("torch-h100", train.FrameworkTorch)
+			setups[0].on(f)
+			objs, err := f.Objects()
+			require.NoError(t, err)
+			assert.NoError(t, checkFineTune(t, c, objs))
+		})
 	}
 	for name, f := range contractCases() {
 		t.Run(name, func(t *testing.T) {

@@ -27,7 +27,19 @@
 // NODE_RANK and NPROC_PER_NODE its launcher reads taken from the
 // operator's PET_* variables (MASTER_ADDR and MASTER_PORT the operator
 // sets under those names), so a run of several nodes starts torchrun on
-// every pod. Every key rendered is a field of LLaMA-Factory's argument
+// every pod.
+//
+// Runtime runs the same fine-tune as a Kubeflow Trainer v2 TrainJob on a
+// torch ClusterTrainingRuntime (train.ClusterRuntime) instead of a
+// PyTorchJob: the job's pod settings and node counts become the TrainJob's,
+// the ConfigMaps are mounted through its runtime patch, and the launcher's
+// variables come from the Trainer's PET_* names, MASTER_ADDR and
+// MASTER_PORT included (TrainerLaunchCommand). What a TrainJob cannot
+// carry (the run policy, RoleResources) is refused and belongs on the
+// runtime. Pick the operator the cluster runs (go doc train, "Training-
+// operator v1 or Kubeflow Trainer v2").
+//
+// Every key rendered is a field of LLaMA-Factory's argument
 // dataclasses at v0.9.5, and every template one it registers (Templates);
 // testdata/contracts/llamafactory.tsv states them, with the columns each
 // dataset format needs, the combinations LLaMA-Factory refuses and what its

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/llm"
+	"github.com/cubestudio/cube/train"
+	trainer "github.com/cubestudio/cube/train/trainerv1alpha1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -147,4 +150,35 @@ func ExampleFineTune_RewardServer() {
 	// reward_model_type: api
 	// stage: ppo
 	// reward_model: Invalid value: "http://support-rm.team-a.svc:8000/v1/chat/completions": must be the URL of a route that answers LLaMA-Factory's scoring request ({"model", "messages"} in, {"scores"} out), such as a LLaMA-Factory API server's /v1/score/evaluation; the serving engines of package serve answer none
+}
+
+// A fine-tune on Kubeflow Trainer v2: the same ConfigMaps, and a TrainJob
+// on the platform's torch runtime in place of the PyTorchJob.
+func ExampleFineTune_Runtime() {
+	sft := llm.SFT("support-bot", "Qwen/Qwen2.5-7B-Instruct").
+		AddDataset(datasets.InstructionData("support", "pvc://datasets/support.json", datasets.Alpaca)).
+		Output("pvc://models/support-bot").
+		Runtime("torch-h100", train.FrameworkTorch)
+	sft.Job().On(hardware.H100).Accelerators(8).Nodes(2)
+	objs, err := sft.Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range objs {
+		fmt.Println(o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+	}
+	job := objs[2].(*trainer.TrainJob)
+	fmt.Println(*job.Spec.Trainer.NumNodes, "nodes of", *job.Spec.Trainer.NumProcPerNode, "processes:", strings.Join(job.Spec.Trainer.Command, " "))
+
+	// What a TrainJob cannot carry is refused.
+	sft.Job().TTLAfterFinished(time.Hour)
+	_, err = sft.Objects()
+	fmt.Println(err)
+	// Output:
+	// ConfigMap support-bot-llamafactory
+	// ConfigMap support-bot-deepspeed
+	// TrainJob support-bot
+	// 2 nodes of 8 processes: env NNODES=$(PET_NNODES) NODE_RANK=$(PET_NODE_RANK) NPROC_PER_NODE=$(PET_NPROC_PER_NODE) MASTER_ADDR=$(PET_MASTER_ADDR) MASTER_PORT=$(PET_MASTER_PORT) llamafactory-cli train /etc/llamafactory/train.yaml
+	// job.spec.runPolicy.ttlSecondsAfterFinished: Forbidden: a TrainJob of Kubeflow Trainer v2.3.0 has no TTLAfterFinished: set it on the runtime (train.ClusterRuntime TTLAfterFinished)
 }

@@ -82,8 +82,12 @@ type Adapter struct {
 type FineTune struct {
 	job   *train.DeepSpeedJob
 	stage Stage
-	model string
-	facts *models.Model
+	// runtime and framework, when runtime is set, run the job as a
+	// Kubeflow Trainer v2 TrainJob (Runtime).
+	runtime   string
+	framework train.Framework
+	model     string
+	facts     *models.Model
 
 	method      Method
 	freezeLayer int

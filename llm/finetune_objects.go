@@ -130,6 +130,19 @@ func (f *FineTune) build() ([]client.Object, field.ErrorList) {
 		return nil, field.ErrorList{field.Forbidden(field.NewPath("job", "spec", "elasticPolicy"), "LLaMA-Factory runs are not elastic here: use Nodes, not Elastic")}
 	}
 	volumes, mounts := configAndClaims(cm.Name, r.claims)
+	if f.runtime != "" {
+		tj, tjErrs := f.trainJob(&job, pytorchJob, volumes, mounts, r.env)
+		if len(tjErrs) > 0 {
+			return nil, tjErrs
+		}
+		out := []client.Object{cm}
+		for _, o := range objs {
+			if _, ok := o.(*kubeflowv1.PyTorchJob); !ok {
+				out = append(out, o) // the DeepSpeed ConfigMap
+			}
+		}
+		return append(out, tj), nil
+	}
 	errs = append(errs, addToReplicas(pytorchJob, volumes, mounts, r.env)...)
 	if len(errs) > 0 {
 		return nil, errs

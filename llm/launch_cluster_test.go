@@ -13,6 +13,7 @@ package llm_test
 // arguments, and runs a gloo all-reduce across the two pods.
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -70,13 +71,13 @@ print(f"stage {cfg['stage']} rank {rank} world {world} node_rank {os.environ['GR
 dist.destroy_process_group()
 `
 
-func TestLaunchPathOnTheCluster(t *testing.T) {
-	c := testenv.GetCluster(t)
+// launchStandin applies the stand-in launcher's ConfigMap and the output
+// claim in a fresh namespace and returns a client there.
+func launchStandin(t *testing.T, c *testenv.Cluster) (*cube.Client, *corev1.ConfigMap) {
+	t.Helper()
 	ns := c.Namespace(t)
 	cl, err := cube.New(c.Config, cube.Namespace(ns), cube.Kinds(train.Kinds()...))
 	require.NoError(t, err)
-	ctx := t.Context()
-
 	standin := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: "llamafactory-standin", Labels: map[string]string{"cube.dev/release": "llamafactory-standin"}},
@@ -90,9 +91,14 @@ func TestLaunchPathOnTheCluster(t *testing.T) {
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
 	}
-	_, err = cl.Apply(ctx, cube.Objects(standin, claim))
+	_, err = cl.Apply(t.Context(), cube.Objects(standin, claim))
 	require.NoError(t, err)
+	return cl, standin
+}
 
+// standinSFT is the fine-tune both launch paths run: two CPU pods on the
+// test image, the stand-in launcher first on the PATH.
+func standinSFT(c *testenv.Cluster, standin *corev1.ConfigMap) *llm.FineTune {
 	mode := int32(0o755)
 	sft := llm.SFT("launch", "Qwen/Qwen2.5-7B-Instruct").
 		AddDataset(datasets.InstructionData("support", "hf://org/support", datasets.Alpaca)).
@@ -103,10 +109,14 @@ func TestLaunchPathOnTheCluster(t *testing.T) {
 		Env("PATH", "/opt/standin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin").
 		AddVolume(corev1.Volume{Name: "standin", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: standin.Name}, DefaultMode: &mode}}}, "/opt/standin")
-	// Keep the Worker's pod once the Master succeeds, so that its log can
-	// be read: with the operator's default (Running) a worker still
-	// closing its process group is deleted with the job's success.
-	sft.Job().CleanPodPolicy(kubeflowv1.CleanPodPolicyNone)
+	return sft
+}
+
+// runStandin applies sft, waits for it to succeed and checks that both
+// nodes launched torchrun with the whole environment and all-reduced.
+func runStandin(t *testing.T, cl *cube.Client, sft *llm.FineTune) {
+	t.Helper()
+	ctx := t.Context()
 	rel, err := cl.Apply(ctx, sft)
 	require.NoError(t, err)
 	st, err := rel.Wait(ctx, cube.Succeeded, cube.Timeout(5*time.Minute), cube.FailOnStuckPods)
@@ -132,4 +142,37 @@ func TestLaunchPathOnTheCluster(t *testing.T) {
 	assert.Contains(t, logs, "launch --nnodes 2 --node_rank 1 --nproc_per_node 1")
 	assert.Contains(t, logs, "stage sft rank 0 world 2 node_rank 0 sum 3.0 zero 2")
 	assert.Contains(t, logs, "stage sft rank 1 world 2 node_rank 1 sum 3.0 zero 2")
+}
+
+func TestLaunchPathOnTheCluster(t *testing.T) {
+	c := testenv.GetCluster(t)
+	cl, standin := launchStandin(t, c)
+	sft := standinSFT(c, standin)
+	// Keep the Worker's pod once the Master succeeds, so that its log can
+	// be read: with the operator's default (Running) a worker still
+	// closing its process group is deleted with the job's success.
+	sft.Job().CleanPodPolicy(kubeflowv1.CleanPodPolicyNone)
+	runStandin(t, cl, sft)
+}
+
+// The same fine-tune as a Kubeflow Trainer v2 TrainJob on a torch
+// ClusterTrainingRuntime of the test image: the Trainer's PET_ variables
+// reach the launcher as the names it reads, and the ConfigMaps and the
+// claim are mounted through the runtime patch. (A JobSet keeps the pods
+// of its finished Jobs, so both nodes' logs stay.)
+func TestLaunchPathOnTrainer(t *testing.T) {
+	c := testenv.GetCluster(t)
+	cl, standin := launchStandin(t, c)
+	runtime := "cube-llm-torch-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	rt, err := cl.Apply(t.Context(), train.ClusterRuntime(runtime, train.FrameworkTorch).Image(c.Images.Python))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		// t.Context() is done by the time cleanups run.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := rt.Delete(ctx); err != nil {
+			t.Errorf("delete runtime: %v", err)
+		}
+	})
+	runStandin(t, cl, standinSFT(c, standin).Runtime(runtime, train.FrameworkTorch))
 }

@@ -2,9 +2,7 @@ package train_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
 	"github.com/cubestudio/cube/internal/testsupport/golden"
 	"github.com/cubestudio/cube/pod"
 	"github.com/cubestudio/cube/retry"
@@ -196,18 +195,12 @@ func TestTrainJobCarriesTheHardware(t *testing.T) {
 	assert.Equal(t, int32(8), *ds.Spec.Trainer.NumProcPerNode)
 }
 
-// upstreamDir downloads module@version (it need not be in go.mod: cube
-// mirrors the Trainer's types rather than importing them) and returns
-// where the module cache holds it.
+// upstreamDir is where the module cache holds module@version.
 func upstreamDir(t *testing.T, moduleAtVersion string) string {
 	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", moduleAtVersion).Output()
-	require.NoError(t, err, "go mod download %s", moduleAtVersion)
-	var info struct{ Dir, Error string }
-	require.NoError(t, json.Unmarshal(out, &info))
-	require.Empty(t, info.Error, "go mod download %s", moduleAtVersion)
-	require.NotEmpty(t, info.Dir, "go mod download %s gave no directory", moduleAtVersion)
-	return info.Dir
+	dir, err := contract.ModuleDir(moduleAtVersion)
+	require.NoError(t, err)
+	return dir
 }
 
 // Every runtime Trainer v2.3.0 ships decodes strictly into the mirrored

@@ -2,9 +2,11 @@ package contract
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -573,4 +575,26 @@ func flatten(prefix string, v any, out map[string]string) {
 	default:
 		out[prefix] = fmt.Sprint(v)
 	}
+}
+
+// ModuleDir downloads the Go module at moduleAtVersion
+// ("github.com/kubeflow/trainer/v2@v2.3.0") into the module cache, whether
+// or not cube requires it, and returns its directory there: for the facts
+// of an engine written in Go, read from its source at the version cube
+// pins.
+func ModuleDir(moduleAtVersion string) (string, error) {
+	out, err := exec.Command("go", "mod", "download", "-json", moduleAtVersion).Output()
+	var info struct{ Dir, Error string }
+	if jsonErr := json.Unmarshal(out, &info); jsonErr != nil && err == nil {
+		err = jsonErr
+	}
+	switch {
+	case info.Error != "":
+		return "", fmt.Errorf("go mod download %s: %s", moduleAtVersion, info.Error)
+	case err != nil:
+		return "", fmt.Errorf("go mod download %s: %w", moduleAtVersion, err)
+	case info.Dir == "":
+		return "", fmt.Errorf("go mod download %s gave no directory", moduleAtVersion)
+	}
+	return info.Dir, nil
 }

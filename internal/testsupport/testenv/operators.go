@@ -28,7 +28,7 @@ import (
 // would reach an in-cluster webhook.
 
 func (n *node) startOperators() error {
-	for _, start := range []func() error{n.startTrainingOperator, n.startLWS, n.startArgo, n.startKubeRay, n.startKatib, n.startKueue} {
+	for _, start := range []func() error{n.startTrainingOperator, n.startLWS, n.startArgo, n.startKubeRay, n.startKatib, n.startTrainerV2, n.startKueue} {
 		if err := start(); err != nil {
 			return err
 		}
