@@ -44,8 +44,10 @@ type Local struct {
 	wantIndex bool
 	indexed   *sync.Cond // signalled (under mu) when the indexer stops or catches up
 	bg        sync.WaitGroup
-	// graphSaved is how many slots the graph snapshot on disk covers.
+	// graphSaved is how many slots the graph snapshot on disk covers;
+	// stateSaved how many bytes of the log the checkpoint does.
 	graphSaved int
+	stateSaved int64
 	params     HNSWParams
 	fields     KeywordFields
 	exactBelow int
@@ -150,7 +152,16 @@ func Open(dir string, opts ...LocalOption) (*Local, error) {
 		bm: newBM25(o.fields), params: p.withDefaults(), fields: o.fields,
 		exactBelow: o.exactBelow, sync: !o.noSync}
 	s.indexed = sync.NewCond(&s.mu)
-	log, err := openWAL(dir, s.sync, s.replayBatch)
+	// A checkpoint that matches the log's beginning spares replaying it;
+	// any other is ignored (see checkpoint.go).
+	resume := func(f *os.File, size int64) int64 {
+		at, err := s.loadState(f, size)
+		if err != nil {
+			return 0
+		}
+		return at
+	}
+	log, err := openWAL(dir, s.sync, resume, s.replayBatch)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
@@ -696,6 +707,9 @@ func (s *Local) BuildIndex() error {
 	if err := s.saveGraph(); err != nil {
 		return fmt.Errorf("save graph: %w", err)
 	}
+	if err := s.saveState(); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
 	return nil
 }
 
@@ -742,7 +756,7 @@ func (s *Local) Compact(ctx context.Context) error {
 	if err := os.RemoveAll(tmpDir); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
-	tmp, err := openWAL(tmpDir, s.sync, func([]walOp) error { return nil })
+	tmp, err := openWAL(tmpDir, s.sync, nil, func([]walOp) error { return nil })
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
@@ -783,6 +797,12 @@ func (s *Local) Compact(ctx context.Context) error {
 	if err := tmp.close(); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
+	// The checkpoint describes the old log; its checksum would tell, but
+	// it is of no more use.
+	if err := os.Remove(filepath.Join(s.dir, stateName)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("compact: %w", err)
+	}
+	s.stateSaved = 0
 	if err := os.Rename(filepath.Join(tmpDir, logName), filepath.Join(s.dir, logName)); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
@@ -793,7 +813,7 @@ func (s *Local) Compact(ctx context.Context) error {
 	}
 	_ = os.RemoveAll(tmpDir)
 	old := s.log
-	log, err := openWAL(s.dir, s.sync, func([]walOp) error { return nil })
+	log, err := openWAL(s.dir, s.sync, nil, func([]walOp) error { return nil })
 	if err != nil {
 		return fmt.Errorf("compact: reopen: %w", err)
 	}
@@ -834,5 +854,8 @@ func (s *Local) Close() error {
 	defer s.mu.Unlock()
 	s.indexed.Broadcast()
 	err := s.saveGraph()
+	if err == nil {
+		err = s.saveState()
+	}
 	return errors.Join(err, s.log.close())
 }
