@@ -68,29 +68,46 @@ type analysis struct {
 	len   float32
 }
 
+// analyzer is the scratch space of one analysis: each distinct word's
+// position in terms and tf.
+type analyzer struct {
+	index map[string]int32
+	terms []string
+	tf    []float32
+}
+
+var analyzers = sync.Pool{New: func() any { return &analyzer{index: map[string]int32{}} }}
+
+// analyze counts the chunk's words, weighted by field, in the order they
+// first occur (a deterministic term ID order); a word seen before costs a
+// map lookup and no allocation.
 func (b *bm25) analyze(c *Chunk) analysis {
-	tf := map[string]float32{}
+	z := analyzers.Get().(*analyzer)
 	var n float32
 	add := func(text string, w float32) {
 		if w == 0 || text == "" {
 			return
 		}
-		for _, t := range lex.Terms(text) {
-			tf[t] += w
+		lex.Each(text, func(word []byte) {
+			i, ok := z.index[string(word)]
+			if !ok {
+				t := string(word)
+				i = int32(len(z.terms))
+				z.index[t] = i
+				z.terms = append(z.terms, t)
+				z.tf = append(z.tf, 0)
+			}
+			z.tf[i] += w
 			n += w
-		}
+		})
 	}
 	add(c.Text, b.fields.Text)
 	add(c.Title, b.fields.Title)
 	add(c.Section, b.fields.Section)
-	a := analysis{terms: make([]string, 0, len(tf)), tf: make([]float32, 0, len(tf)), len: n}
-	for t := range tf {
-		a.terms = append(a.terms, t)
-	}
-	slices.Sort(a.terms) // a deterministic term ID order
-	for _, t := range a.terms {
-		a.tf = append(a.tf, tf[t])
-	}
+	a := analysis{terms: slices.Clone(z.terms), tf: slices.Clone(z.tf), len: n}
+	clear(z.index)
+	z.terms, z.tf = z.terms[:0], z.tf[:0]
+	analyzers.Put(z)
 	return a
 }
 

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"hash"
@@ -58,31 +57,48 @@ func logPrefixCRC(f *os.File, n int64) (uint32, error) {
 	return h.Sum32(), nil
 }
 
-// stateWriter streams the checkpoint through a buffer and its checksum.
+// stateWriter streams the checkpoint to a file through a buffer and its
+// checksum.
 type stateWriter struct {
-	w   *bufio.Writer
+	f   io.Writer
 	crc hash.Hash32
-	n   int64
-	buf [binary.MaxVarintLen64]byte
+	buf []byte
+	n   int64 // bytes written before buf
 	err error
 }
 
-func (w *stateWriter) write(b []byte) {
-	if w.err != nil {
+// flush writes the buffer once it holds a megabyte, or when all is true.
+func (w *stateWriter) flush(all bool) {
+	if w.err != nil || (!all && len(w.buf) < 1<<20) {
 		return
 	}
-	w.crc.Write(b)
-	_, w.err = w.w.Write(b)
-	w.n += int64(len(b))
+	w.crc.Write(w.buf)
+	_, w.err = w.f.Write(w.buf)
+	w.n += int64(len(w.buf))
+	w.buf = w.buf[:0]
 }
 
-func (w *stateWriter) u32(v uint32) { w.write(binary.LittleEndian.AppendUint32(w.buf[:0], v)) }
-func (w *stateWriter) u64(v uint64) { w.write(binary.LittleEndian.AppendUint64(w.buf[:0], v)) }
-func (w *stateWriter) f32(v float32) {
-	w.u32(math.Float32bits(v))
+func (w *stateWriter) offset() int64 { return w.n + int64(len(w.buf)) }
+
+func (w *stateWriter) write(b []byte) { w.buf = append(w.buf, b...); w.flush(false) }
+func (w *stateWriter) str(s string)   { w.buf = append(w.buf, s...); w.flush(false) }
+func (w *stateWriter) u32(v uint32) {
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, v)
+	w.flush(false)
 }
-func (w *stateWriter) uvarint(v uint64) { w.write(binary.AppendUvarint(w.buf[:0], v)) }
-func (w *stateWriter) varint(v int64)   { w.write(binary.AppendVarint(w.buf[:0], v)) }
+func (w *stateWriter) u64(v uint64) {
+	w.buf = binary.LittleEndian.AppendUint64(w.buf, v)
+	w.flush(false)
+}
+func (w *stateWriter) f32(v float32) { w.u32(math.Float32bits(v)) }
+func (w *stateWriter) uvarint(v uint64) {
+	w.buf = binary.AppendUvarint(w.buf, v)
+	w.flush(false)
+}
+func (w *stateWriter) varint(v int64) {
+	w.buf = binary.AppendVarint(w.buf, v)
+	w.flush(false)
+}
 
 // saveState writes the checkpoint of the store as the log now holds it;
 // the caller holds the write lock. It does nothing when the checkpoint on
@@ -101,7 +117,7 @@ func (s *Local) saveState() error {
 		return err
 	}
 	defer f.Close()
-	w := &stateWriter{w: bufio.NewWriterSize(f, 1<<20), crc: crc32.New(castagnoli)}
+	w := &stateWriter{f: f, crc: crc32.New(castagnoli), buf: make([]byte, 0, 1<<20+64<<10)}
 	w.write([]byte(stateMagic))
 	w.u64(uint64(s.log.size))
 	w.u32(logCRC)
@@ -171,26 +187,24 @@ func (s *Local) saveState() error {
 	}
 	w.u32(uint32(bm.alive))
 	w.u64(math.Float64bits(bm.totalLen))
-	heapAt := w.n
+	heapAt := w.offset()
 	for i := range s.slots {
 		c := &s.slots[i].chunk
 		for _, str := range []string{c.ID, c.Source, c.Title, c.Section, c.Text} {
-			w.write([]byte(str))
+			w.str(str)
 		}
 		for _, k := range keys[i] {
-			w.write([]byte(k))
-			w.write([]byte(c.Metadata[k]))
+			w.str(k)
+			w.str(c.Metadata[k])
 		}
 	}
 	for _, t := range terms {
-		w.write([]byte(t))
+		w.str(t)
 	}
 	w.u64(uint64(heapAt))
+	w.flush(true)
 	if w.err == nil {
-		_, w.err = w.w.Write(binary.LittleEndian.AppendUint32(nil, w.crc.Sum32()))
-	}
-	if w.err == nil {
-		w.err = w.w.Flush()
+		_, w.err = f.Write(binary.LittleEndian.AppendUint32(nil, w.crc.Sum32()))
 	}
 	if w.err == nil && s.sync {
 		w.err = f.Sync()

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cubestudio/cube/rag/internal/durable"
 	"github.com/cubestudio/cube/rag/internal/vecmath"
@@ -53,6 +54,10 @@ type Local struct {
 	exactBelow int
 	sync       bool
 	closed     atomic.Bool
+	// writing counts the writes under way and lastWrite is when the last
+	// one ended (UnixNano): the indexer waits for a pause in writes.
+	writing   atomic.Int32
+	lastWrite atomic.Int64
 }
 
 type slot struct {
@@ -318,6 +323,11 @@ func (s *Local) apply(ctx context.Context, b Batch, name string) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
+	s.writing.Add(1)
+	defer func() {
+		s.lastWrite.Store(time.Now().UnixNano())
+		s.writing.Add(-1)
+	}()
 	var errs []error
 	batch := make([]Record, 0, len(b.Upsert))
 	seen := make(map[string]int, len(b.Upsert))
@@ -628,6 +638,26 @@ func (s *Local) needsIndex() bool {
 // how long a search waits for the graph's lock.
 const indexBatch = 128
 
+// writePause is how long the indexer waits after a write before it
+// takes the CPU: writes that follow each other closer than this (a bulk
+// load) run first, and the graph catches up in the pause after them.
+const writePause = 20 * time.Millisecond
+
+// awaitPause returns once no write is under way and none ended in the
+// last writePause, or the store closes.
+func (s *Local) awaitPause() {
+	for !s.closed.Load() {
+		wait := writePause - time.Since(time.Unix(0, s.lastWrite.Load()))
+		if s.writing.Load() > 0 {
+			wait = writePause
+		}
+		if wait <= 0 {
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
 // indexLoop builds the graph, off every lock, the first time, and then
 // inserts the slots written since, a batch at a time, until it has caught
 // up; it stops when the store closes.
@@ -636,6 +666,7 @@ func (s *Local) indexLoop() {
 	workers := runtime.GOMAXPROCS(0)
 	stop := func() bool { return s.closed.Load() }
 	for {
+		s.awaitPause()
 		s.mu.Lock()
 		if s.closed.Load() || !s.needsIndex() {
 			s.indexing = false
