@@ -18,17 +18,24 @@ const (
 // KeywordFields weighs the fields of a chunk that keyword search reads, as
 // BM25F does: a term's frequency in a chunk is the weighted sum of its
 // frequencies in the fields, and so is the chunk's length. The zero value
-// (and the default) reads the text alone, which is plain BM25 over the
-// chunk's text.
+// (and the default) reads the text and the title at weight 1 each: on the
+// Go reference benchmark of package rag (600 questions) the title added
+// 0.005 recall@10 and MRR@10 to keyword search and made hybrid documents
+// rank above plain BM25 over whole pages. KeywordFields{Text: 1} reads the
+// text alone, plain BM25 over the chunk's text.
 type KeywordFields struct {
 	// Text weighs Chunk.Text; 0 means 1.
 	Text float32
 	// Title weighs Chunk.Title and Section weighs Chunk.Section (the
-	// Markdown headings above the chunk); 0 leaves the field out.
+	// Markdown headings above the chunk); 0 leaves the field out, unless
+	// every field is 0 (the default above).
 	Title, Section float32
 }
 
 func (w KeywordFields) withDefaults() KeywordFields {
+	if w == (KeywordFields{}) {
+		return KeywordFields{Text: 1, Title: 1}
+	}
 	if w.Text == 0 {
 		w.Text = 1
 	}

@@ -357,6 +357,13 @@ func (s *Local) loadState(f *os.File, size int64) (int64, error) {
 	}
 	s.slots, s.byID, s.bySource, s.alive, s.dims, s.bm = st.slots, st.byID, st.bySource, st.alive, st.dims, st.bm
 	s.bm.fields = s.fields.withDefaults()
+	s.sources = sourceIndex{}
+	for i := range s.slots {
+		s.sources.add(int32(i), s.slots[i].chunk.Source, s.bm.docLen[i])
+		if !s.slots[i].alive {
+			s.sources.remove(int32(i), s.bm.docLen[i])
+		}
+	}
 	s.stateSaved = logSize
 	return logSize, nil
 }

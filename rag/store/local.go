@@ -30,9 +30,11 @@ type Local struct {
 	byID  map[string]int32
 	// bySource holds the slots of each source, live ones only.
 	bySource map[string]map[int32]struct{}
-	alive    int
-	dims     int
-	bm       *bm25
+	// sources numbers the sources for keyword search over whole sources.
+	sources sourceIndex
+	alive   int
+	dims    int
+	bm      *bm25
 	// graph covers slots[:graph.size()]; the indexer adds the rest. nil
 	// until the store first reaches exactBelow chunks (or BuildIndex).
 	graph *hnsw
@@ -268,6 +270,7 @@ func (s *Local) put(r Record, a analysis) {
 	s.alive++
 	s.dims = len(r.Vector)
 	s.bm.add(id, a)
+	s.sources.add(id, r.Chunk.Source, a.len)
 }
 
 func (s *Local) remove(id string) {
@@ -283,6 +286,7 @@ func (s *Local) remove(id string) {
 		delete(s.bySource, s.slots[i].chunk.Source)
 	}
 	s.alive--
+	s.sources.remove(i, s.bm.docLen[i])
 	s.bm.remove(i)
 }
 
@@ -851,6 +855,7 @@ func (s *Local) Compact(ctx context.Context) error {
 	_ = old.f.Close()
 	s.log = log
 	s.slots, s.byID, s.bySource, s.alive, s.bm, s.graph, s.graphSaved = nil, map[string]int32{}, map[string]map[int32]struct{}{}, 0, newBM25(s.fields), nil, 0
+	s.sources = sourceIndex{}
 	s.gen++
 	as := make([]analysis, len(live))
 	parallel(len(live), func(i int) { as[i] = s.bm.analyze(&live[i].chunk) })
