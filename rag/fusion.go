@@ -120,8 +120,11 @@ func ranked(all []*fused) []Hit {
 type DocumentHit struct {
 	Source string
 	Title  string
-	// Score is the score of the document's best passage, plus, in the
-	// default hybrid mode, its coverage of the question (at most 0.5).
+	// Score is the score of the document's best passage; in the default
+	// hybrid mode, PageWeight times its keyword score as a whole page plus
+	// the rest times its best passage's, each divided by the best (at most
+	// 1), or, where the store cannot rank whole sources, the best
+	// passage's plus its coverage of the question (at most 0.5).
 	Score float64
 	// Passages are the source's best chunks, best first: at most
 	// DefaultPassages unless Passages sets it.
@@ -224,6 +227,10 @@ func fuseDocuments(docs []DocumentHit, pages []store.SourceHit, topK int) []Docu
 			passage[i] = max(d.Score, 0) / docs[0].Score
 		}
 	}
+	lowestPassage := 0.0
+	if len(passage) > 0 {
+		lowestPassage = passage[len(passage)-1]
+	}
 	page := make([]float64, len(docs))
 	lowest := 0.0
 	if len(pages) > 0 && pages[0].Score > 0 {
@@ -242,7 +249,7 @@ func fuseDocuments(docs []DocumentHit, pages []store.SourceHit, topK int) []Docu
 			i = len(docs)
 			index[p.Source] = i
 			docs = append(docs, DocumentHit{Source: p.Source})
-			passage = append(passage, passage[len(passage)-1:]...)
+			passage = append(passage, lowestPassage)
 			page = append(page, 0)
 		}
 		page[i] = norm
