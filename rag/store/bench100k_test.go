@@ -387,9 +387,10 @@ func BenchmarkIngestReopen100k(b *testing.B) {
 	vecs := embedChunks(b, texts)
 	dirs := map[string]string{}
 	for _, name := range []string{"cube", "baseline-indexer-alongside"} {
+		parent := b.TempDir() // a sub-benchmark's goes when it ends
 		b.Run("ingest/"+name, func(b *testing.B) {
-			for range b.N {
-				dir := b.TempDir()
+			for i := range b.N {
+				dir := filepath.Join(parent, fmt.Sprint(i))
 				s, err := Open(dir)
 				if err != nil {
 					b.Fatal(err)
