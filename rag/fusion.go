@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/cubestudio/cube/rag/internal/lex"
+	"github.com/cubestudio/cube/rag/store"
 )
 
 // Default weights of hybrid fusion (see Blend). On the Go reference
@@ -119,8 +120,11 @@ func ranked(all []*fused) []Hit {
 type DocumentHit struct {
 	Source string
 	Title  string
-	// Score is the score of the document's best passage, plus, in the
-	// default hybrid mode, its coverage of the question (at most 0.5).
+	// Score is the score of the document's best passage; in the default
+	// hybrid mode, PageWeight times its keyword score as a whole page plus
+	// the rest times its best passage's, each divided by the best (at most
+	// 1), or, where the store cannot rank whole sources, the best
+	// passage's plus its coverage of the question (at most 0.5).
 	Score float64
 	// Passages are the source's best chunks, best first: at most
 	// DefaultPassages unless Passages sets it.
@@ -143,7 +147,11 @@ func Passages(n int) QueryOption {
 // match. A source ranks by its best chunk; in the default hybrid mode
 // (Blend, no reranker) it also gains for the question's words its
 // matching chunks, their titles and section paths hold together, each
-// word weighed by how rare it is among the candidates.
+// word weighed by how rare it is among the candidates. When the store
+// ranks whole sources by keyword (store.SourceSearcher, as Local does),
+// the default hybrid mode ranks a source by PageWeight times its BM25
+// score as one document plus the rest times its best passage's fused
+// score, each divided by the best of its list (see PageWeight).
 func (kb *KnowledgeBase) RetrieveDocuments(ctx context.Context, query string, opts ...QueryOption) ([]DocumentHit, error) {
 	if err := kb.validate(); err != nil {
 		return nil, fmt.Errorf("retrieve documents: %w", err)
@@ -158,11 +166,105 @@ func (kb *KnowledgeBase) RetrieveDocuments(ctx context.Context, query string, op
 	if err != nil {
 		return nil, fmt.Errorf("retrieve documents: %w", err)
 	}
-	var ev *evidence
-	if o.mode == Hybrid && !o.rrf && o.reranker == nil {
-		ev = newEvidence(query, hits)
+	if o.mode != Hybrid || o.rrf || o.reranker != nil {
+		return groupDocuments(hits, topK, o.passages, nil), nil
 	}
-	return groupDocuments(hits, topK, o.passages, ev), nil
+	ss, ok := kb.store.(store.SourceSearcher)
+	if !ok {
+		return groupDocuments(hits, topK, o.passages, newEvidence(query, hits)), nil
+	}
+	pages, err := ss.SearchKeywordSources(ctx, query, o.candidates, o.filter)
+	if err != nil {
+		return nil, fmt.Errorf("retrieve documents: %w", err)
+	}
+	docs := fuseDocuments(groupDocuments(hits, len(hits), o.passages, nil), pages, topK)
+	// A source found as a page but by none of its chunks gets its best
+	// passages by keyword.
+	for i := range docs {
+		if len(docs[i].Passages) > 0 {
+			continue
+		}
+		f := Filter{"source": docs[i].Source}
+		for k, v := range o.filter {
+			f[k] = v
+		}
+		passages, err := kb.store.SearchKeyword(ctx, query, o.passages, f)
+		if err != nil {
+			return nil, fmt.Errorf("retrieve documents: %w", err)
+		}
+		docs[i].Passages = passages
+		if len(passages) > 0 {
+			docs[i].Title = passages[0].Chunk.Title
+		}
+	}
+	return docs, nil
+}
+
+// PageWeight is the share of a source's rank that its keyword score as a
+// whole page takes in hybrid RetrieveDocuments, the rest going to its best
+// passage's fused score: BM25 over a whole page sees the question's words
+// spread over its sections, which no one chunk holds, and combining a
+// document's score with its best passage's is Callan's passage-level
+// evidence ("Passage-level evidence in document retrieval", SIGIR 1994).
+// On the 26-package subset of the Go reference benchmark
+// (TestHybridRetrievalOnGoReference) shares from 0.6 to 0.8 ranked within
+// 0.002 of each other; 0.7 is the middle.
+const PageWeight = 0.7
+
+// fuseDocuments ranks docs (sources with their best passage's fused
+// score) and pages (sources by keyword as whole pages) together: a
+// source's score is PageWeight·page + (1−PageWeight)·passage, each divided
+// by the best of its list; a source one list lacks gets that list's
+// lowest normalised score. Ties keep the passage ranking's order.
+func fuseDocuments(docs []DocumentHit, pages []store.SourceHit, topK int) []DocumentHit {
+	index := make(map[string]int, len(docs))
+	for i, d := range docs {
+		index[d.Source] = i
+	}
+	passage := make([]float64, len(docs))
+	if len(docs) > 0 && docs[0].Score > 0 {
+		for i, d := range docs {
+			passage[i] = max(d.Score, 0) / docs[0].Score
+		}
+	}
+	lowestPassage := 0.0
+	if len(passage) > 0 {
+		lowestPassage = passage[len(passage)-1]
+	}
+	page := make([]float64, len(docs))
+	lowest := 0.0
+	if len(pages) > 0 && pages[0].Score > 0 {
+		lowest = pages[len(pages)-1].Score / pages[0].Score
+	}
+	for i := range page {
+		page[i] = lowest
+	}
+	for _, p := range pages {
+		norm := 0.0
+		if pages[0].Score > 0 {
+			norm = p.Score / pages[0].Score
+		}
+		i, ok := index[p.Source]
+		if !ok {
+			i = len(docs)
+			index[p.Source] = i
+			docs = append(docs, DocumentHit{Source: p.Source})
+			passage = append(passage, lowestPassage)
+			page = append(page, 0)
+		}
+		page[i] = norm
+	}
+	order := make([]int, len(docs))
+	for i := range docs {
+		order[i] = i
+		docs[i].Score = PageWeight*page[i] + (1-PageWeight)*passage[i]
+	}
+	sort.SliceStable(order, func(a, b int) bool { return docs[order[a]].Score > docs[order[b]].Score })
+	out := make([]DocumentHit, 0, min(topK, len(order)))
+	for _, i := range order[:min(topK, len(order))] {
+		out = append(out, docs[i])
+	}
+	return out
 }
 
 // groupDocuments groups ranked hits by source. A source ranks by its best

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/rag/store"
 )
 
 func hit(id, source string, score float64) Hit {
@@ -91,4 +93,25 @@ func TestRetrieveDocumentsOnTheCorpus(t *testing.T) {
 	var nilKB *KnowledgeBase
 	_, err = nilKB.RetrieveDocuments(t.Context(), "GPU")
 	assert.Error(t, err)
+}
+
+// Sources rank by PageWeight times their page score plus the rest times
+// their best passage's, each divided by the best of its list; a source one
+// list lacks gets that list's lowest; a source found only as a page joins.
+func TestFuseDocumentsWeighsPagesAndPassages(t *testing.T) {
+	docs := []DocumentHit{{Source: "a", Score: 0.8}, {Source: "b", Score: 0.4}, {Source: "c", Score: 0.2}}
+	pages := []store.SourceHit{{Source: "c", Score: 10}, {Source: "d", Score: 8}, {Source: "a", Score: 2}}
+	got := fuseDocuments(docs, pages, 3)
+	var names []string
+	for _, d := range got {
+		names = append(names, d.Source)
+	}
+	// a: 0.7·0.2 + 0.3·1 = 0.44; b: 0.7·0.2 (the lowest page) + 0.3·0.5 = 0.29;
+	// c: 0.7·1 + 0.3·0.25 = 0.775; d: 0.7·0.8 + 0.3·0.25 (the lowest passage) = 0.635.
+	require.Equal(t, []string{"c", "d", "a"}, names)
+	require.InDelta(t, 0.775, got[0].Score, 1e-12)
+	require.InDelta(t, 0.635, got[1].Score, 1e-12)
+	require.InDelta(t, 0.44, got[2].Score, 1e-12)
+	require.Empty(t, fuseDocuments(nil, nil, 3))
+	require.Len(t, fuseDocuments(nil, pages, 10), 3, "pages alone still rank")
 }

@@ -3,12 +3,15 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/cubestudio/cube/internal/testsupport/cputime"
 	chromem "github.com/philippgille/chromem-go"
 )
 
@@ -19,7 +22,9 @@ import (
 //
 //   - ingest into a fresh store, fsync on, 1,000 chunks per Apply (one
 //     fsync each), the background indexer running meanwhile; the time
-//     until the graph covers every chunk; and reopen (replay + saved graph);
+//     until the graph covers every chunk; and reopen, wall and CPU time,
+//     from the checkpoint and the saved graph (cube) against a replay of the
+//     whole log that rebuilds the keyword index (baseline);
 //   - keyword search: the inverted index (cube) against the scorer this
 //     store had before (baseline/exhaustive: a map of every scored chunk,
 //     then a sort of all of them) and bleve v2.6.3 (an in-memory index of
@@ -37,18 +42,20 @@ const (
 )
 
 type realBench struct {
-	store    *Local
-	chunks   []Chunk
-	queries  []string
-	qvecs    [][]float32
-	exact    [][]Hit
-	bleve    bleve.Index
-	chromem  *chromem.Collection
-	ingest   time.Duration // Apply of every chunk, fsync per batch
-	indexed  time.Duration // after ingest, until the graph covers every chunk
-	reopen   time.Duration
-	bleveIdx time.Duration
-	chromAdd time.Duration
+	store                *Local
+	chunks               []Chunk
+	queries              []string
+	qvecs                [][]float32
+	exact                [][]Hit
+	bleve                bleve.Index
+	chromem              *chromem.Collection
+	ingest               time.Duration // Apply of every chunk, fsync per batch
+	indexed              time.Duration // after ingest, until the graph covers every chunk
+	reopen               time.Duration // from the checkpoint
+	replay               time.Duration // of the whole log, without the checkpoint
+	reopenCPU, replayCPU time.Duration
+	bleveIdx             time.Duration
+	chromAdd             time.Duration
 }
 
 var (
@@ -102,13 +109,42 @@ func setupReal(b *testing.B) *realBench {
 			realErr = err
 			return
 		}
-		start = time.Now()
-		s, err = Open(dir)
+		// Reopen without the checkpoint (the whole log replayed, the
+		// keyword index rebuilt: the baseline), then with it (cube).
+		reopen := func() (*Local, time.Duration, time.Duration, error) {
+			start, cpu := time.Now(), cputime.Start()
+			s, err := Open(dir)
+			wall := time.Since(start)
+			used, _ := cpu.Elapsed()
+			return s, wall, used, err
+		}
+		if err := os.Rename(filepath.Join(dir, stateName), filepath.Join(dir, "keep.snap")); err != nil {
+			realErr = err
+			return
+		}
+		s, st.replay, st.replayCPU, err = reopen()
 		if err != nil {
 			realErr = err
 			return
 		}
-		st.reopen = time.Since(start)
+		s.stateSaved = s.log.size // Close writes no checkpoint: the kept one goes back
+		if err := s.Close(); err != nil {
+			realErr = err
+			return
+		}
+		if err := os.Rename(filepath.Join(dir, "keep.snap"), filepath.Join(dir, stateName)); err != nil {
+			realErr = err
+			return
+		}
+		s, st.reopen, st.reopenCPU, err = reopen()
+		if err != nil {
+			realErr = err
+			return
+		}
+		if s.stateSaved != s.log.size {
+			realErr = fmt.Errorf("the reopen did not resume from the checkpoint")
+			return
+		}
 		st.store = s
 		if stats, _ := s.Stats(ctx); stats.Index != IndexReady {
 			realErr = fmt.Errorf("reopened store's index is %s, not Ready", stats.Index)
@@ -210,6 +246,9 @@ func BenchmarkStore100k(b *testing.B) {
 		b.ReportMetric(realN/st.ingest.Seconds(), "ingest-chunks/s")
 		b.ReportMetric(st.indexed.Seconds(), "graph-after-ingest-s")
 		b.ReportMetric(st.reopen.Seconds(), "reopen-s")
+		b.ReportMetric(st.reopenCPU.Seconds(), "reopen-cpu-s")
+		b.ReportMetric(st.replay.Seconds(), "baseline-replay-s")
+		b.ReportMetric(st.replayCPU.Seconds(), "baseline-replay-cpu-s")
 		b.ReportMetric(realN/st.bleveIdx.Seconds(), "bleve-index-chunks/s")
 		b.ReportMetric(realN/st.chromAdd.Seconds(), "chromem-add-chunks/s")
 	})
@@ -324,4 +363,97 @@ func overlapAt(want, got []string) float64 {
 		}
 	}
 	return float64(n) / float64(len(want))
+}
+
+// BenchmarkIngestReopen100k measures, in one run, at 100,000 chunks of
+// real text (goCorpus, embedded beforehand; fsync on, 1,000 chunks per
+// Apply): ingest with the indexer waiting for a pause in writes (cube)
+// against the indexer running alongside the writes, as it did before
+// (baseline); and reopen from the checkpoint (cube) against a replay of
+// the whole log that rebuilds the keyword index (baseline). Wall times
+// depend on the machine's load; CPU times (all threads) less so.
+//
+//	go test -run '^$' -bench IngestReopen100k -benchtime 1x ./rag/store/
+func BenchmarkIngestReopen100k(b *testing.B) {
+	ctx := context.Background()
+	chunks := goCorpus(b, realN)
+	if len(chunks) < realN {
+		b.Fatalf("the corpus has %d chunks, not %d", len(chunks), realN)
+	}
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = c.Text
+	}
+	vecs := embedChunks(b, texts)
+	dirs := map[string]string{}
+	for _, name := range []string{"cube", "baseline-indexer-alongside"} {
+		parent := b.TempDir() // a sub-benchmark's goes when it ends
+		b.Run("ingest/"+name, func(b *testing.B) {
+			for i := range b.N {
+				dir := filepath.Join(parent, fmt.Sprint(i))
+				s, err := Open(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.indexAlongside = name != "cube"
+				start, cpu := time.Now(), cputime.Start()
+				for i := 0; i < realN; i += 1000 {
+					var batch Batch
+					for j := i; j < i+1000; j++ {
+						batch.Upsert = append(batch.Upsert, Record{Chunk: chunks[j], Vector: vecs[j]})
+					}
+					if err := s.Apply(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				wall := time.Since(start)
+				used, _ := cpu.Elapsed()
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				dirs[name] = dir
+				b.ReportMetric(realN/wall.Seconds(), "chunks/s")
+				b.ReportMetric(used.Seconds(), "cpu-s")
+			}
+		})
+	}
+	dir := dirs["cube"]
+	if dir == "" {
+		b.Fatal("no store was ingested")
+	}
+	for _, name := range []string{"cube", "baseline-replay"} {
+		b.Run("reopen/"+name, func(b *testing.B) {
+			for range b.N {
+				if name != "cube" {
+					if err := os.Rename(filepath.Join(dir, stateName), filepath.Join(dir, "keep.snap")); err != nil {
+						b.Fatal(err)
+					}
+				}
+				start, cpu := time.Now(), cputime.Start()
+				s, err := Open(dir)
+				wall := time.Since(start)
+				used, _ := cpu.Elapsed()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if resumed := s.stateSaved > 0; resumed != (name == "cube") {
+					b.Fatalf("resumed from the checkpoint: %v", resumed)
+				}
+				if n := s.Count(); n != realN {
+					b.Fatalf("reopened with %d chunks", n)
+				}
+				s.stateSaved = s.log.size // Close writes no checkpoint: the kept one goes back
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				if name != "cube" {
+					if err := os.Rename(filepath.Join(dir, "keep.snap"), filepath.Join(dir, stateName)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(wall.Seconds(), "wall-s")
+				b.ReportMetric(used.Seconds(), "cpu-s")
+			}
+		})
+	}
 }

@@ -18,17 +18,24 @@ const (
 // KeywordFields weighs the fields of a chunk that keyword search reads, as
 // BM25F does: a term's frequency in a chunk is the weighted sum of its
 // frequencies in the fields, and so is the chunk's length. The zero value
-// (and the default) reads the text alone, which is plain BM25 over the
-// chunk's text.
+// (and the default) reads the text and the title at weight 1 each: on the
+// Go reference benchmark of package rag (600 questions) the title added
+// 0.005 recall@10 and MRR@10 to keyword search and made hybrid documents
+// rank above plain BM25 over whole pages. KeywordFields{Text: 1} reads the
+// text alone, plain BM25 over the chunk's text.
 type KeywordFields struct {
 	// Text weighs Chunk.Text; 0 means 1.
 	Text float32
 	// Title weighs Chunk.Title and Section weighs Chunk.Section (the
-	// Markdown headings above the chunk); 0 leaves the field out.
+	// Markdown headings above the chunk); 0 leaves the field out, unless
+	// every field is 0 (the default above).
 	Title, Section float32
 }
 
 func (w KeywordFields) withDefaults() KeywordFields {
+	if w == (KeywordFields{}) {
+		return KeywordFields{Text: 1, Title: 1}
+	}
 	if w.Text == 0 {
 		w.Text = 1
 	}
@@ -68,29 +75,46 @@ type analysis struct {
 	len   float32
 }
 
+// analyzer is the scratch space of one analysis: each distinct word's
+// position in terms and tf.
+type analyzer struct {
+	index map[string]int32
+	terms []string
+	tf    []float32
+}
+
+var analyzers = sync.Pool{New: func() any { return &analyzer{index: map[string]int32{}} }}
+
+// analyze counts the chunk's words, weighted by field, in the order they
+// first occur (a deterministic term ID order); a word seen before costs a
+// map lookup and no allocation.
 func (b *bm25) analyze(c *Chunk) analysis {
-	tf := map[string]float32{}
+	z := analyzers.Get().(*analyzer)
 	var n float32
 	add := func(text string, w float32) {
 		if w == 0 || text == "" {
 			return
 		}
-		for _, t := range lex.Terms(text) {
-			tf[t] += w
+		lex.Each(text, func(word []byte) {
+			i, ok := z.index[string(word)]
+			if !ok {
+				t := string(word)
+				i = int32(len(z.terms))
+				z.index[t] = i
+				z.terms = append(z.terms, t)
+				z.tf = append(z.tf, 0)
+			}
+			z.tf[i] += w
 			n += w
-		}
+		})
 	}
 	add(c.Text, b.fields.Text)
 	add(c.Title, b.fields.Title)
 	add(c.Section, b.fields.Section)
-	a := analysis{terms: make([]string, 0, len(tf)), tf: make([]float32, 0, len(tf)), len: n}
-	for t := range tf {
-		a.terms = append(a.terms, t)
-	}
-	slices.Sort(a.terms) // a deterministic term ID order
-	for _, t := range a.terms {
-		a.tf = append(a.tf, tf[t])
-	}
+	a := analysis{terms: slices.Clone(z.terms), tf: slices.Clone(z.tf), len: n}
+	clear(z.index)
+	z.terms, z.tf = z.terms[:0], z.tf[:0]
+	analyzers.Put(z)
 	return a
 }
 

@@ -78,6 +78,17 @@ func crashChild(dir, roundArg string) {
 			os.Exit(2)
 		}
 		fmt.Println("ack", b)
+		if b%3 == 2 {
+			// A checkpoint now and then, so that kills also land while
+			// one is written and reopens resume from one.
+			s.mu.Lock()
+			err := s.saveState()
+			s.mu.Unlock()
+			if err != nil {
+				fmt.Println("error", err)
+				os.Exit(2)
+			}
+		}
 	}
 }
 
@@ -132,7 +143,7 @@ func TestCrashMidBatchLeavesEachBatchWholeOrAbsent(t *testing.T) {
 		rounds = 3
 	}
 	applied := map[int]int{} // batches of each round found on reopen
-	cuts := 0
+	cuts, resumed := 0, 0
 	for round := range rounds {
 		last := killAfter(t, dir, round, time.Duration(r.IntN(150))*time.Millisecond)
 		before, err := os.Stat(filepath.Join(dir, logName))
@@ -141,6 +152,9 @@ func TestCrashMidBatchLeavesEachBatchWholeOrAbsent(t *testing.T) {
 		require.NoError(t, err, "round %d: the killed store reopens", round)
 		if s.LogBytes() < before.Size() {
 			cuts++ // the kill tore a batch, which Open cut off
+		}
+		if s.stateSaved > 0 {
+			resumed++
 		}
 		chunks, err := s.List(t.Context(), nil)
 		require.NoError(t, err)
@@ -185,5 +199,6 @@ func TestCrashMidBatchLeavesEachBatchWholeOrAbsent(t *testing.T) {
 	// A batch goes to the file in 1 MiB writes, so a kill rarely lands
 	// between two of them; TestOpenTellsATornTailFromDamage cuts a batch at
 	// every byte.
-	t.Logf("%d of %d kills tore a batch", cuts, rounds)
+	t.Logf("%d of %d kills tore a batch; %d reopens resumed from a checkpoint", cuts, rounds, resumed)
+	require.Positive(t, resumed, "a reopen resumed from a checkpoint")
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cubestudio/cube/rag/internal/durable"
 	"github.com/cubestudio/cube/rag/internal/vecmath"
@@ -29,9 +30,11 @@ type Local struct {
 	byID  map[string]int32
 	// bySource holds the slots of each source, live ones only.
 	bySource map[string]map[int32]struct{}
-	alive    int
-	dims     int
-	bm       *bm25
+	// sources numbers the sources for keyword search over whole sources.
+	sources sourceIndex
+	alive   int
+	dims    int
+	bm      *bm25
 	// graph covers slots[:graph.size()]; the indexer adds the rest. nil
 	// until the store first reaches exactBelow chunks (or BuildIndex).
 	graph *hnsw
@@ -44,13 +47,22 @@ type Local struct {
 	wantIndex bool
 	indexed   *sync.Cond // signalled (under mu) when the indexer stops or catches up
 	bg        sync.WaitGroup
-	// graphSaved is how many slots the graph snapshot on disk covers.
+	// graphSaved is how many slots the graph snapshot on disk covers;
+	// stateSaved how many bytes of the log the checkpoint does.
 	graphSaved int
+	stateSaved int64
 	params     HNSWParams
 	fields     KeywordFields
 	exactBelow int
 	sync       bool
 	closed     atomic.Bool
+	// writing counts the writes under way and lastWrite is when the last
+	// one ended (UnixNano): the indexer waits for a pause in writes.
+	writing   atomic.Int32
+	lastWrite atomic.Int64
+	// indexAlongside makes the indexer run during writes, as it did
+	// before it waited for a pause: the ingest benchmark's baseline.
+	indexAlongside bool
 }
 
 type slot struct {
@@ -150,7 +162,16 @@ func Open(dir string, opts ...LocalOption) (*Local, error) {
 		bm: newBM25(o.fields), params: p.withDefaults(), fields: o.fields,
 		exactBelow: o.exactBelow, sync: !o.noSync}
 	s.indexed = sync.NewCond(&s.mu)
-	log, err := openWAL(dir, s.sync, s.replayBatch)
+	// A checkpoint that matches the log's beginning spares replaying it;
+	// any other is ignored (see checkpoint.go).
+	resume := func(f *os.File, size int64) int64 {
+		at, err := s.loadState(f, size)
+		if err != nil {
+			return 0
+		}
+		return at
+	}
+	log, err := openWAL(dir, s.sync, resume, s.replayBatch)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
@@ -252,6 +273,7 @@ func (s *Local) put(r Record, a analysis) {
 	s.alive++
 	s.dims = len(r.Vector)
 	s.bm.add(id, a)
+	s.sources.add(id, r.Chunk.Source, a.len)
 }
 
 func (s *Local) remove(id string) {
@@ -267,6 +289,7 @@ func (s *Local) remove(id string) {
 		delete(s.bySource, s.slots[i].chunk.Source)
 	}
 	s.alive--
+	s.sources.remove(i, s.bm.docLen[i])
 	s.bm.remove(i)
 }
 
@@ -307,6 +330,11 @@ func (s *Local) apply(ctx context.Context, b Batch, name string) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
+	s.writing.Add(1)
+	defer func() {
+		s.lastWrite.Store(time.Now().UnixNano())
+		s.writing.Add(-1)
+	}()
 	var errs []error
 	batch := make([]Record, 0, len(b.Upsert))
 	seen := make(map[string]int, len(b.Upsert))
@@ -617,6 +645,26 @@ func (s *Local) needsIndex() bool {
 // how long a search waits for the graph's lock.
 const indexBatch = 128
 
+// writePause is how long the indexer waits after a write before it
+// takes the CPU: writes that follow each other closer than this (a bulk
+// load) run first, and the graph catches up in the pause after them.
+const writePause = 20 * time.Millisecond
+
+// awaitPause returns once no write is under way and none ended in the
+// last writePause, or the store closes.
+func (s *Local) awaitPause() {
+	for !s.closed.Load() && !s.indexAlongside {
+		wait := writePause - time.Since(time.Unix(0, s.lastWrite.Load()))
+		if s.writing.Load() > 0 {
+			wait = writePause
+		}
+		if wait <= 0 {
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
 // indexLoop builds the graph, off every lock, the first time, and then
 // inserts the slots written since, a batch at a time, until it has caught
 // up; it stops when the store closes.
@@ -625,6 +673,7 @@ func (s *Local) indexLoop() {
 	workers := runtime.GOMAXPROCS(0)
 	stop := func() bool { return s.closed.Load() }
 	for {
+		s.awaitPause()
 		s.mu.Lock()
 		if s.closed.Load() || !s.needsIndex() {
 			s.indexing = false
@@ -696,6 +745,9 @@ func (s *Local) BuildIndex() error {
 	if err := s.saveGraph(); err != nil {
 		return fmt.Errorf("save graph: %w", err)
 	}
+	if err := s.saveState(); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
 	return nil
 }
 
@@ -742,7 +794,7 @@ func (s *Local) Compact(ctx context.Context) error {
 	if err := os.RemoveAll(tmpDir); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
-	tmp, err := openWAL(tmpDir, s.sync, func([]walOp) error { return nil })
+	tmp, err := openWAL(tmpDir, s.sync, nil, func([]walOp) error { return nil })
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
@@ -783,6 +835,12 @@ func (s *Local) Compact(ctx context.Context) error {
 	if err := tmp.close(); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
+	// The checkpoint describes the old log; its checksum would tell, but
+	// it is of no more use.
+	if err := os.Remove(filepath.Join(s.dir, stateName)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("compact: %w", err)
+	}
+	s.stateSaved = 0
 	if err := os.Rename(filepath.Join(tmpDir, logName), filepath.Join(s.dir, logName)); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
@@ -793,13 +851,14 @@ func (s *Local) Compact(ctx context.Context) error {
 	}
 	_ = os.RemoveAll(tmpDir)
 	old := s.log
-	log, err := openWAL(s.dir, s.sync, func([]walOp) error { return nil })
+	log, err := openWAL(s.dir, s.sync, nil, func([]walOp) error { return nil })
 	if err != nil {
 		return fmt.Errorf("compact: reopen: %w", err)
 	}
 	_ = old.f.Close()
 	s.log = log
 	s.slots, s.byID, s.bySource, s.alive, s.bm, s.graph, s.graphSaved = nil, map[string]int32{}, map[string]map[int32]struct{}{}, 0, newBM25(s.fields), nil, 0
+	s.sources = sourceIndex{}
 	s.gen++
 	as := make([]analysis, len(live))
 	parallel(len(live), func(i int) { as[i] = s.bm.analyze(&live[i].chunk) })
@@ -834,5 +893,8 @@ func (s *Local) Close() error {
 	defer s.mu.Unlock()
 	s.indexed.Broadcast()
 	err := s.saveGraph()
+	if err == nil {
+		err = s.saveState()
+	}
 	return errors.Join(err, s.log.close())
 }

@@ -206,8 +206,11 @@ func decodeOp(p []byte) (walOp, error) {
 
 // openWAL opens (creating) the log in dir and replays it through apply,
 // which receives the operations in order, in groups: a committed batch
-// whole, standalone operations several at a time.
-func openWAL(dir string, sync bool, apply func([]walOp) error) (*wal, error) {
+// whole, standalone operations several at a time. resume, if not nil, is
+// asked first where to begin: an offset past the header, at the end of a
+// write, up to which the caller has restored the log's effect by other
+// means; 0 replays from the beginning.
+func openWAL(dir string, sync bool, resume func(f *os.File, size int64) int64, apply func([]walOp) error) (*wal, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -251,7 +254,11 @@ func openWAL(dir string, sync bool, apply func([]walOp) error) (*wal, error) {
 		}
 		size = int64(len(logMagic))
 	} else {
-		good, err := replay(f, size, apply)
+		from := int64(len(logMagic))
+		if resume != nil {
+			from = max(from, resume(f, size))
+		}
+		good, err := replay(f, size, from, apply)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", path, err)
@@ -283,16 +290,17 @@ type rawFrame struct {
 	p   []byte
 }
 
-// replay applies every whole frame and returns the offset after the last,
-// where a torn tail, if any, begins (see the rule above); the parts of a
-// batch whose commit is missing belong to the torn tail.
-func replay(f *os.File, size int64, apply func([]walOp) error) (int64, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
+// replay applies every whole frame from the offset from (the end of a
+// write) and returns the offset after the last, where a torn tail, if any,
+// begins (see the rule above); the parts of a batch whose commit is
+// missing belong to the torn tail.
+func replay(f *os.File, size, from int64, apply func([]walOp) error) (int64, error) {
 	magic := make([]byte, len(logMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != logMagic {
+	if _, err := f.ReadAt(magic, 0); err != nil || string(magic) != logMagic {
 		return 0, fmt.Errorf("%w: not a cube rag log (header %q)", ErrCorrupt, magic)
 	}
-	off := int64(len(logMagic))
+	off := max(from, int64(len(logMagic)))
+	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 1<<20)
 	var head [8]byte
 	var payload []byte
 	// alone holds standalone frames not yet applied; parts the frames of

@@ -1,0 +1,228 @@
+package store
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// checkpointCorpus writes n random chunks (titles, sections, metadata,
+// duplicates), then replaces and deletes a tenth of them in a second batch.
+func checkpointCorpus(t *testing.T, s *Local, r *rand.Rand, prefix string, n int) {
+	t.Helper()
+	words := func(k int) string {
+		ws := make([]string, k)
+		for i := range ws {
+			ws[i] = fmt.Sprintf("w%d", r.IntN(300))
+		}
+		return strings.Join(ws, " ")
+	}
+	var recs []Record
+	for i := range n {
+		c := Chunk{ID: fmt.Sprintf("%s%04d", prefix, i), Source: fmt.Sprint("s", r.IntN(7)), Title: words(2),
+			Section: words(r.IntN(3)), Text: words(1 + r.IntN(40)), Page: r.IntN(3), Start: i, End: i + 10}
+		if r.IntN(3) == 0 {
+			c.Metadata = map[string]string{"team": fmt.Sprint("t", r.IntN(3)), "lang": "en"}
+		}
+		recs = append(recs, Record{Chunk: c, Vector: []float32{float32(r.NormFloat64()), float32(r.NormFloat64()), float32(r.NormFloat64()), 1}})
+	}
+	require.NoError(t, s.Upsert(t.Context(), recs...))
+	var b Batch
+	for i := 0; i < n; i += 10 {
+		c := recs[i].Chunk
+		c.Text = words(5)
+		b.Upsert = append(b.Upsert, Record{Chunk: c, Vector: []float32{1, 2, 3, float32(i)}})
+		b.Delete = append(b.Delete, recs[i+1].Chunk.ID)
+	}
+	require.NoError(t, s.Apply(t.Context(), b))
+}
+
+// storeView is what a reader sees of a store: every chunk, keyword hits
+// with their scores, exact vector hits, and the statistics.
+func storeView(t *testing.T, s *Local) string {
+	t.Helper()
+	var out strings.Builder
+	chunks, err := s.List(t.Context(), nil)
+	require.NoError(t, err)
+	fmt.Fprintln(&out, chunks)
+	for q := range 20 {
+		hits, err := s.SearchKeyword(t.Context(), fmt.Sprintf("w%d w%d w%d", q, q*7, q*13), 8, nil)
+		require.NoError(t, err)
+		for _, h := range hits {
+			fmt.Fprintf(&out, "%s %.12g ", h.Chunk.ID, h.Score)
+		}
+		hits, err = s.SearchExact(t.Context(), []float32{float32(q), 1, -1, 0.5}, 5, Filter{"source": fmt.Sprint("s", q%7)})
+		require.NoError(t, err)
+		fmt.Fprintln(&out, hitIDs(hits))
+	}
+	st, err := s.Stats(t.Context())
+	require.NoError(t, err)
+	fmt.Fprintln(&out, st.Chunks, st.Sources, st.Dimensions, st.LogBytes)
+	return out.String()
+}
+
+// A store reopened from its checkpoint and the writes after it (left as a
+// crash leaves them: the store never closed) is the store a replay of the
+// whole log gives: the same chunks, keyword scores to the bit, vector hits
+// and statistics, under default and weighted keyword fields.
+func TestCheckpointReopenIsTheFullReplay(t *testing.T) {
+	for _, fields := range []KeywordFields{{}, {Text: 1, Title: 2, Section: 0.5}} {
+		r := rand.New(rand.NewPCG(1, uint64(fields.Title)))
+		dir := t.TempDir()
+		s, err := Open(dir, NoSync(), Keyword(fields))
+		require.NoError(t, err)
+		checkpointCorpus(t, s, r, "a", 600)
+		require.NoError(t, s.Close())
+		_, err = os.Stat(filepath.Join(dir, stateName))
+		require.NoError(t, err, "Close writes the checkpoint")
+
+		s, err = Open(dir, NoSync(), Keyword(fields))
+		require.NoError(t, err)
+		require.Equal(t, s.log.size, s.stateSaved, "the checkpoint covers the whole log and is used")
+		checkpointCorpus(t, s, r, "b", 300) // after the checkpoint
+		require.NoError(t, s.Delete(t.Context(), "a0005", "b0007"))
+		crashed := copyDir(t, dir, logName, stateName)
+		replayed := copyDir(t, dir, logName)
+		live := storeView(t, s)
+		require.NoError(t, s.Close())
+
+		fromCheckpoint, err := Open(crashed, NoSync(), Keyword(fields))
+		require.NoError(t, err)
+		assert.Greater(t, fromCheckpoint.stateSaved, int64(0), "the checkpoint is used")
+		assert.Less(t, fromCheckpoint.stateSaved, fromCheckpoint.log.size, "and the log after it replayed")
+		full, err := Open(replayed, NoSync(), Keyword(fields))
+		require.NoError(t, err)
+		assert.Zero(t, full.stateSaved)
+		want := storeView(t, full)
+		assert.Equal(t, want, live)
+		assert.Equal(t, want, storeView(t, fromCheckpoint))
+		// Both accept writes that reopen the same.
+		for _, st := range []*Local{fromCheckpoint, full} {
+			require.NoError(t, st.Upsert(t.Context(), rec("late", "s1", "w1 w2 late", 1, 1, 1, 1)))
+		}
+		assert.Equal(t, storeView(t, full), storeView(t, fromCheckpoint))
+		require.NoError(t, fromCheckpoint.Close())
+		require.NoError(t, full.Close())
+	}
+}
+
+// A checkpoint is never trusted blindly: a torn tail after it is cut, a
+// checkpoint of another log of the same length, of the log before
+// compaction, a damaged one and one for other keyword weights are
+// ignored, and damage in the log it covers is reported, not hidden.
+func TestCheckpointIsUsedOnlyForTheLogItDescribes(t *testing.T) {
+	ctx := t.Context()
+	build := func(text string) string {
+		dir := t.TempDir()
+		s, err := Open(dir, NoSync())
+		require.NoError(t, err)
+		for i := range 50 {
+			require.NoError(t, s.Upsert(ctx, rec(fmt.Sprint("c", i), fmt.Sprint("s", i%3), fmt.Sprintf("%s %d", text, i), 1, float32(i), 0, 1)))
+		}
+		require.NoError(t, s.Close())
+		return dir
+	}
+	reopen := func(dir string, opts ...LocalOption) (*Local, string) {
+		s, err := Open(dir, append([]LocalOption{NoSync()}, opts...)...)
+		require.NoError(t, err)
+		view := storeView(t, s)
+		return s, view
+	}
+	fullView := func(dir string, opts ...LocalOption) string {
+		s, view := reopen(copyDir(t, dir, logName), opts...)
+		require.NoError(t, s.Close())
+		return view
+	}
+
+	t.Run("torn tail after it", func(t *testing.T) {
+		dir := build("alpha")
+		s, _ := reopen(dir)
+		require.NoError(t, s.Upsert(ctx, rec("x", "s", "alpha x", 1, 1, 0, 1), rec("y", "s", "alpha y", 1, 2, 0, 1)))
+		acked := s.log.size
+		require.NoError(t, s.Upsert(ctx, rec("z", "s", "alpha z", 1, 3, 0, 1), rec("w", "s", "alpha w", 1, 4, 0, 1)))
+		crashed := copyDir(t, dir, logName, stateName)
+		require.NoError(t, s.Close())
+		log, err := os.ReadFile(filepath.Join(crashed, logName))
+		require.NoError(t, err)
+		// The last batch torn: its commit and part of a record missing.
+		require.NoError(t, os.WriteFile(filepath.Join(crashed, logName), log[:len(log)-30], 0o644))
+		s, view := reopen(crashed)
+		assert.Positive(t, s.stateSaved, "the checkpoint is used")
+		assert.Equal(t, acked, s.log.size, "the torn batch is cut, and nothing acknowledged")
+		assert.Equal(t, 52, s.Count())
+		require.NoError(t, s.Close())
+		assert.Equal(t, fullView(crashed), view)
+	})
+	t.Run("another log of the same length", func(t *testing.T) {
+		a, b := build("alpha"), build("gamma")
+		require.NoError(t, os.Rename(filepath.Join(a, stateName), filepath.Join(b, stateName)))
+		s, view := reopen(b)
+		assert.Zero(t, s.stateSaved, "the checkpoint of another log is ignored")
+		require.NoError(t, s.Close())
+		assert.Equal(t, fullView(b), view)
+		assert.Contains(t, view, "gamma 7")
+		assert.NotContains(t, view, "alpha")
+	})
+	t.Run("the log before compaction", func(t *testing.T) {
+		dir := build("alpha")
+		old, err := os.ReadFile(filepath.Join(dir, stateName))
+		require.NoError(t, err)
+		s, _ := reopen(dir)
+		require.NoError(t, s.Delete(ctx, "c1", "c2", "c3"))
+		require.NoError(t, s.Compact(ctx))
+		require.NoError(t, s.Upsert(ctx, rec("c51", "s", "alpha 51", 1, 51, 0, 1)))
+		require.NoError(t, s.Close())
+		require.NoError(t, os.WriteFile(filepath.Join(dir, stateName), old, 0o644))
+		s, view := reopen(dir)
+		assert.Zero(t, s.stateSaved, "a checkpoint of the log before compaction is ignored")
+		assert.Equal(t, 48, s.Count())
+		require.NoError(t, s.Close())
+		assert.Equal(t, fullView(dir), view)
+	})
+	t.Run("damaged", func(t *testing.T) {
+		dir := build("alpha")
+		path := filepath.Join(dir, stateName)
+		good, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for _, at := range []int{3, len(good) / 3, len(good) / 2, len(good) - 2} {
+			bad := append([]byte(nil), good...)
+			bad[at] ^= 0x10
+			require.NoError(t, os.WriteFile(path, bad, 0o644))
+			s, view := reopen(dir)
+			assert.Zero(t, s.stateSaved, "a checkpoint damaged at byte %d is ignored", at)
+			require.NoError(t, s.Close())
+			assert.Equal(t, fullView(dir), view)
+		}
+		require.NoError(t, os.WriteFile(path, good[:len(good)/2], 0o644))
+		s, _ := reopen(dir)
+		assert.Zero(t, s.stateSaved, "a checkpoint cut short is ignored")
+		require.NoError(t, s.Close())
+	})
+	t.Run("other keyword weights", func(t *testing.T) {
+		dir := build("alpha")
+		weighted := Keyword(KeywordFields{Text: 1, Title: 3})
+		s, view := reopen(dir, weighted)
+		assert.Zero(t, s.stateSaved, "a checkpoint for other weights is ignored")
+		require.NoError(t, s.Close())
+		assert.Equal(t, fullView(dir, weighted), view)
+	})
+	t.Run("damage in the log it covers", func(t *testing.T) {
+		dir := build("alpha")
+		path := filepath.Join(dir, logName)
+		log, err := os.ReadFile(path)
+		require.NoError(t, err)
+		log[len(log)/2] ^= 0x01
+		require.NoError(t, os.WriteFile(path, log, 0o644))
+		_, err = Open(dir, NoSync())
+		assert.ErrorIs(t, err, ErrCorrupt, "damage under a checkpoint is reported")
+		after, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, log, after, "and the log is left as it was")
+	})
+}
