@@ -336,6 +336,11 @@ func benchConfig(tb testing.TB) (first, seeds int, names []string, fs []benchFun
 //	go test ./tune -run '^$' -bench AgainstOptuna -benchtime 1x
 //
 // It skips when /usr/bin/python3 has no optuna (and fails under CI=true).
+// With TUNE_BENCH_OPTUNA_RUNS=FILE the Optuna studies are written to FILE
+// (JSON lines), and read from the files it matches (a glob) instead of run
+// again when there are any, to compare changes on the cube side against
+// the same Optuna studies; it prints how many seeds it read. With
+// TUNE_BENCH_CUBE_RUNS=FILE the local studies are appended to FILE.
 func BenchmarkAgainstOptuna(b *testing.B) {
 	py := optunaPython(b)
 	budgets := []int{25, 50, 100}
@@ -344,9 +349,14 @@ func BenchmarkAgainstOptuna(b *testing.B) {
 	// Optuna's studies run in their own processes while cube's run: the
 	// time per suggestion is measured inside each study, on both sides.
 	var wait func() []run
+	cache := os.Getenv("TUNE_BENCH_OPTUNA_RUNS")
 	b.Run("baseline", func(sb *testing.B) {
 		sb.ReportAllocs()
 		for range sb.N {
+			if cached, ok := readRuns(b, cache, fs, first, seeds); ok {
+				wait = func() []run { return cached }
+				continue
+			}
 			// The outer benchmark's: the sub-benchmark's context and
 			// temporary directory end with it, before the studies do.
 			wait = startOptuna(b, py, fs, first, seeds, budgets)
@@ -359,8 +369,87 @@ func BenchmarkAgainstOptuna(b *testing.B) {
 		}
 	})
 	optuna = wait()
+	writeRuns(b, cache, optuna)
+	appendRuns(b, os.Getenv("TUNE_BENCH_CUBE_RUNS"), local)
 	// Printed, not logged: the benchmark log keeps only its first lines.
 	fmt.Print(summarize(fs, append(local, optuna...), budgets).table(budgets))
+}
+
+// readRuns reads the Optuna studies of fs and the seeds from the files
+// TUNE_BENCH_OPTUNA_RUNS matches (a glob; JSON lines as
+// testdata/optuna_bench.py prints them), if any, and says how many seeds
+// of each objective it found.
+func readRuns(tb testing.TB, pattern string, fs []benchFunction, first, seeds int) ([]run, bool) {
+	if pattern == "" {
+		return nil, false
+	}
+	paths, err := filepath.Glob(pattern)
+	require.NoError(tb, err)
+	var out []run
+	have := map[string]map[int]int{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		require.NoError(tb, err)
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			var r run
+			require.NoError(tb, json.Unmarshal(sc.Bytes(), &r), path)
+			if r.Seed >= first && r.Seed < first+seeds && slices.ContainsFunc(fs, func(f benchFunction) bool { return f.name == r.Function }) {
+				out = append(out, r)
+				if have[r.Function] == nil {
+					have[r.Function] = map[int]int{}
+				}
+				have[r.Function][r.Seed]++
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, false
+	}
+	for _, f := range fs {
+		full := 0
+		for _, n := range have[f.name] {
+			if n == len(optunaSamplers) {
+				full++
+			}
+		}
+		fmt.Printf("Optuna studies read from %s: %s, %d of %d seeds\n", pattern, f.name, full, seeds)
+	}
+	return out, true
+}
+
+// writeRuns keeps the Optuna studies in path (JSON lines) for a later run.
+func writeRuns(tb testing.TB, path string, runs []run) {
+	if path == "" || strings.ContainsAny(path, "*?[") {
+		return
+	}
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	var buf bytes.Buffer
+	for _, r := range runs {
+		data, err := json.Marshal(r)
+		require.NoError(tb, err)
+		buf.Write(append(data, '\n'))
+	}
+	require.NoError(tb, os.WriteFile(path, buf.Bytes(), 0o600))
+}
+
+// appendRuns appends the local studies to path (TUNE_BENCH_CUBE_RUNS), as
+// JSON lines, to summarise them later beside Optuna's.
+func appendRuns(tb testing.TB, path string, runs []run) {
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	require.NoError(tb, err)
+	defer f.Close()
+	for _, r := range runs {
+		data, err := json.Marshal(r)
+		require.NoError(tb, err)
+		_, err = f.Write(append(data, '\n'))
+		require.NoError(tb, err)
+	}
 }
 
 // BenchmarkLocalSamplers is the local half, for a quick look without
@@ -383,5 +472,6 @@ func BenchmarkLocalSamplers(b *testing.B) {
 			runs = append(runs, got...)
 		})
 	}
+	appendRuns(b, os.Getenv("TUNE_BENCH_CUBE_RUNS"), runs)
 	fmt.Print(summarize(fs, runs, budgets).table(budgets))
 }
