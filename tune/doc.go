@@ -123,9 +123,10 @@
 //
 // The default sampler is Auto: it reads the space (how many dimensions,
 // how many of them Choices), the budget and the parallelism, and runs a
-// Sobol design, then a portfolio of a Gaussian process (multivariate TPE
-// when most dimensions are Choices or there are more than 32), univariate
-// TPE and, once the search has stagnated, CMA-ES from the best trial (with
+// design (the centre of the space, where users mostly put what they expect
+// to work, then Sobol points), then a portfolio of a Gaussian process
+// (multivariate TPE when most dimensions are Choices or there are more than
+// 32), univariate TPE and CMA-ES started at the best trial so far (with
 // IPOP restarts): each trial goes to the sampler whose recent proposals
 // rank best among the trials so far, so the GP proposes most trials of a
 // smooth objective and TPE or CMA-ES take over a rugged one. Local.Plan
@@ -136,9 +137,10 @@
 //
 // The other samplers: Random; Grid (every combination, in a seeded order);
 // Sobol (Joe and Kuo's direction numbers, a seeded digital shift, up to 32
-// parameters); TPE, univariate as hyperopt's, and MultivariateTPE, one
-// product kernel per trial (bandwidths from the neighbour gaps, Optuna's
-// magic clip, a Choice's kernel inside each component as Optuna's); CMAES
+// parameters); TPE, univariate as hyperopt's with Optuna 3.1's bandwidths,
+// and MultivariateTPE, one product kernel per trial (bandwidths from the
+// neighbour gaps, Optuna's magic clip, a Choice's kernel inside each
+// component as Optuna's); CMAES
 // (Hansen's tutorial, generations of 4+⌊3 ln n⌋ trials over the unit cube,
 // started at a seeded point, IPOP restarts, and an integer mutation that
 // keeps Choices and Ints moving); and Bayesian, a Gaussian process with a
