@@ -24,7 +24,8 @@ const AlgorithmAuto = "auto"
 // dimensions are Choices or there are too many for a GP), univariate TPE
 // (Optuna's estimator: strong on separable objectives), and CMA-ES started
 // at the best trial so far (with IPOP restarts: strong on multimodal and
-// ill-conditioned ones); each trial goes to the sampler whose recent
+// ill-conditioned ones; not when the model is TPE, on mostly Choices or
+// very many dimensions); each trial goes to the sampler whose recent
 // proposals rank best among the trials so far. TrialResult.Sampler says
 // which one proposed each trial (the centre counts as the design's, sobol). In an Experiment it renders the Katib algorithm Plan names
 // (Katib's suggestion services run one algorithm per Experiment). Seed is
@@ -142,8 +143,12 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	f := featuresOf(params)
 	model, why := autoModel(f)
 	initial := autoInitial(f.dims, trials)
-	local := fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then a portfolio of %s, tpe (univariate) and cmaes started at the best trial so far (IPOP restarts): each trial goes to the one whose last %d proposals did best",
-		initial, model, autoWindow)
+	portfolio := model + ", tpe (univariate) and cmaes started at the best trial so far (IPOP restarts)"
+	if model != AlgorithmBayesian {
+		portfolio = model + " and tpe (univariate)"
+	}
+	local := fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then a portfolio of %s: each trial goes to the one whose last %d proposals did best",
+		initial, portfolio, autoWindow)
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
 	}
@@ -266,7 +271,14 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	if model == AlgorithmBayesian && j >= autoMaxGPTrials {
 		model = AlgorithmMultivariateTPE
 	}
-	arms := []string{model, AlgorithmTPE, AlgorithmCMAES}
+	arms := []string{model, AlgorithmTPE}
+	if s.model == AlgorithmBayesian {
+		// CMA-ES samples a continuous Gaussian: on a space of mostly
+		// Choices (or too many dimensions for its covariance in a tuning
+		// budget) it wastes its trials, as Optuna's CmaEsSampler, which
+		// leaves Choices to independent sampling (optuna/samplers/_cmaes.py).
+		arms = append(arms, AlgorithmCMAES)
+	}
 	// The percentile of each seen succeeded trial (1 for the best), and
 	// the trials that improved on every trial before them.
 	ranked := sortByObjective(s.l.objective, seen)

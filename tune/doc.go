@@ -126,8 +126,8 @@
 // design (the centre of the space, where users mostly put what they expect
 // to work, then Sobol points), then a portfolio of a Gaussian process
 // (multivariate TPE when most dimensions are Choices or there are more than
-// 32), univariate TPE and CMA-ES started at the best trial so far (with
-// IPOP restarts): each trial goes to the sampler whose recent proposals
+// 32), univariate TPE and, with the GP, CMA-ES started at the best trial so
+// far (with IPOP restarts): each trial goes to the sampler whose recent proposals
 // rank best among the trials so far, so the GP proposes most trials of a
 // smooth objective and TPE or CMA-ES take over a rugged one. Local.Plan
 // (and Algorithm.Plan, for an Experiment) says what it runs and why, and
