@@ -19,17 +19,17 @@ const AlgorithmAuto = "auto"
 //
 // Locally it runs a design first: the centre of the space (the middle of
 // every range on its own scale, where users mostly set what they expect to
-// work), then space-filling Sobol points. Then a portfolio: a model (a
-// Gaussian process with expected improvement, or multivariate TPE when most
-// dimensions are Choices or there are too many for a GP), univariate TPE
-// (Optuna's estimator: strong on separable objectives), and CMA-ES started
+// work), then space-filling Sobol points. On a mostly numeric space, then a
+// portfolio: a Gaussian process with expected improvement, univariate TPE
+// (Optuna's estimator: strong on separable objectives) and CMA-ES started
 // at the best trial so far (with IPOP restarts: strong on multimodal and
-// ill-conditioned ones; not when the model is TPE, on mostly Choices or
-// very many dimensions); each trial goes to the sampler whose recent
-// proposals rank best among the trials so far. TrialResult.Sampler says
-// which one proposed each trial (the centre counts as the design's, sobol). In an Experiment it renders the Katib algorithm Plan names
-// (Katib's suggestion services run one algorithm per Experiment). Seed is
-// its only setting.
+// ill-conditioned ones); each trial goes to the sampler whose recent
+// proposals rank best among the trials so far. When most dimensions are
+// Choices, or there are too many for a GP, multivariate TPE alone.
+// TrialResult.Sampler says which one proposed each trial (the centre
+// counts as the design's, sobol). In an Experiment it renders the Katib
+// algorithm Plan names (Katib's suggestion services run one algorithm per
+// Experiment). Seed is its only setting.
 func Auto() Algorithm { return Algorithm{name: AlgorithmAuto} }
 
 // autoRules are Auto's settings: only the seed, which the Katib algorithm
@@ -143,12 +143,11 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	f := featuresOf(params)
 	model, why := autoModel(f)
 	initial := autoInitial(f.dims, trials)
-	portfolio := model + ", tpe (univariate) and cmaes started at the best trial so far (IPOP restarts)"
-	if model != AlgorithmBayesian {
-		portfolio = model + " and tpe (univariate)"
+	local := fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s", initial, model)
+	if model == AlgorithmBayesian {
+		local = fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then a portfolio of %s, tpe (univariate) and cmaes started at the best trial so far (IPOP restarts): each trial goes to the one whose last %d proposals did best",
+			initial, model, autoWindow)
 	}
-	local := fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then a portfolio of %s: each trial goes to the one whose last %d proposals did best",
-		initial, portfolio, autoWindow)
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
 	}
@@ -271,14 +270,16 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	if model == AlgorithmBayesian && j >= autoMaxGPTrials {
 		model = AlgorithmMultivariateTPE
 	}
-	arms := []string{model, AlgorithmTPE}
-	if s.model == AlgorithmBayesian {
-		// CMA-ES samples a continuous Gaussian: on a space of mostly
-		// Choices (or too many dimensions for its covariance in a tuning
-		// budget) it wastes its trials, as Optuna's CmaEsSampler, which
-		// leaves Choices to independent sampling (optuna/samplers/_cmaes.py).
-		arms = append(arms, AlgorithmCMAES)
+	if s.model != AlgorithmBayesian {
+		// On a space of mostly Choices (or too many dimensions for a GP)
+		// multivariate TPE alone: CMA-ES samples a continuous Gaussian and
+		// wastes its trials on Choices (Optuna's CmaEsSampler leaves them
+		// to independent sampling, optuna/samplers/_cmaes.py), and
+		// univariate TPE loses the interactions between Choices that the
+		// multivariate one keeps.
+		return model
 	}
+	arms := []string{model, AlgorithmTPE, AlgorithmCMAES}
 	// The percentile of each seen succeeded trial (1 for the best), and
 	// the trials that improved on every trial before them.
 	ranked := sortByObjective(s.l.objective, seen)
