@@ -181,7 +181,7 @@
 // BenchmarkTableFromRuns renders the table again from both. The last
 // 20-seed table, with the machine and command that produced it, is in
 // testdata/benchmark-2026-12-05.md. TestAutoNeverLosesToRandom is the fast
-// check run with every test: on five objectives and three seeds the
+// check run with every test: on five objectives and seven seeds the
 // default's median regret is at or below random search's at 25 and 50
 // trials, and at or below the best Optuna sampler's on some cells.
 package tune
