@@ -17,16 +17,19 @@ const AlgorithmAuto = "auto"
 // of which kinds), the budget (MaxTrials) and the parallelism, and is the
 // default of NewLocal and New. Plan says what it chose and why.
 //
-// Locally it runs a portfolio: a space-filling Sobol design first, then a
-// portfolio: a model (a Gaussian process with expected improvement, or
-// multivariate TPE when most dimensions are Choices or there are too many
-// for a GP), univariate TPE, and, once the search has stagnated (no better
-// trial for a while), CMA-ES started at the best trial (with IPOP
-// restarts); each trial goes to the sampler whose recent proposals rank
-// best among the trials so far. TrialResult.Sampler says which one proposed
-// each trial. In an Experiment it renders the Katib algorithm Plan names
-// (Katib's suggestion services run one algorithm per Experiment). Seed is
-// its only setting.
+// Locally it runs a design first: the centre of the space (the middle of
+// every range on its own scale, where users mostly set what they expect to
+// work), then space-filling Sobol points. On a mostly numeric space, then a
+// portfolio: a Gaussian process with expected improvement, univariate TPE
+// (Optuna's estimator: strong on separable objectives) and CMA-ES started
+// at the best trial so far (with IPOP restarts: strong on multimodal and
+// ill-conditioned ones); each trial goes to the sampler whose recent
+// proposals rank best among the trials so far. When most dimensions are
+// Choices, or there are too many for a GP, multivariate TPE alone.
+// TrialResult.Sampler says which one proposed each trial (the centre
+// counts as the design's, sobol). In an Experiment it renders the Katib
+// algorithm Plan names (Katib's suggestion services run one algorithm per
+// Experiment). Seed is its only setting.
 func Auto() Algorithm { return Algorithm{name: AlgorithmAuto} }
 
 // autoRules are Auto's settings: only the seed, which the Katib algorithm
@@ -125,9 +128,6 @@ func autoInitial(dims, trials int) int {
 	return n
 }
 
-// autoStall is how many trials without a better one count as stagnation.
-func autoStall(dims int) int { return min(max(10, 2*dims), 30) }
-
 // autoModel is the local model Auto runs after the design, and why.
 func autoModel(f spaceFeatures) (string, string) {
 	switch {
@@ -143,8 +143,11 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	f := featuresOf(params)
 	model, why := autoModel(f)
 	initial := autoInitial(f.dims, trials)
-	local := fmt.Sprintf("sobol for %d trials, then a portfolio of %s, tpe (univariate) and, after %d trials without a better one, cmaes from the best trial (IPOP restarts): each trial goes to the one whose last %d proposals did best",
-		initial, model, autoStall(f.dims), autoWindow)
+	local := fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s", initial, model)
+	if model == AlgorithmBayesian {
+		local = fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then a portfolio of %s, tpe (univariate) and cmaes started at the best trial so far (IPOP restarts): each trial goes to the one whose last %d proposals did best",
+			initial, model, autoWindow)
+	}
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
 	}
@@ -219,7 +222,6 @@ func budgetText(trials int) string {
 type autoSampler struct {
 	l        *Local
 	initial  int
-	stall    int
 	model    string
 	sobol    *sobolSampler
 	gp       *gpSampler
@@ -233,7 +235,7 @@ type autoSampler struct {
 func newAutoSampler(l *Local) *autoSampler {
 	f := featuresOf(l.params)
 	model, _ := autoModel(f)
-	s := &autoSampler{l: l, initial: autoInitial(f.dims, l.trials), stall: autoStall(f.dims), model: model,
+	s := &autoSampler{l: l, initial: autoInitial(f.dims, l.trials), model: model,
 		gp: &gpSampler{l: l}, tpe: &tpeSampler{l: l, multivariate: true}, tpe1: &tpeSampler{l: l}}
 	if len(l.params) <= len(joeKuo)+1 {
 		s.sobol = newSobolSampler(l)
@@ -241,29 +243,9 @@ func newAutoSampler(l *Local) *autoSampler {
 	return s
 }
 
-// since is the number of succeeded trials of history after its best one.
-func (s *autoSampler) since(history []TrialResult) int {
-	bestAt, seen := -1, 0
-	var best float64
-	for _, r := range history {
-		if r.State != cube.Succeeded {
-			continue
-		}
-		if bestAt < 0 || s.l.objective.better(r.Value, best) {
-			best, bestAt = r.Value, seen
-		}
-		seen++
-	}
-	if bestAt < 0 {
-		return 0
-	}
-	return seen - 1 - bestAt
-}
-
 // decide is the sampler of trial j, given the trials it may see. After
-// the design it is a portfolio: each sampler (the model, univariate TPE,
-// and CMA-ES once the search has stagnated) is scored by where its last
-// autoWindow proposals did among the trials seen (1 for a new best, else
+// the design it is a portfolio: each sampler (the model, univariate TPE
+// and CMA-ES) is scored by where its last autoWindow proposals did among the trials seen (1 for a new best, else
 // half the fourth power of its percentile, so that the proposals that
 // improve, then those among the best, count most),
 // a sampler with fewer than autoTry proposals seen goes first, the best
@@ -288,10 +270,16 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	if model == AlgorithmBayesian && j >= autoMaxGPTrials {
 		model = AlgorithmMultivariateTPE
 	}
-	arms := []string{model, AlgorithmTPE}
-	if s.cma != nil || s.since(seen) >= s.stall {
-		arms = append(arms, AlgorithmCMAES)
+	if s.model != AlgorithmBayesian {
+		// On a space of mostly Choices (or too many dimensions for a GP)
+		// multivariate TPE alone: CMA-ES samples a continuous Gaussian and
+		// wastes its trials on Choices (Optuna's CmaEsSampler leaves them
+		// to independent sampling, optuna/samplers/_cmaes.py), and
+		// univariate TPE loses the interactions between Choices that the
+		// multivariate one keeps.
+		return model
 	}
+	arms := []string{model, AlgorithmTPE, AlgorithmCMAES}
 	// The percentile of each seen succeeded trial (1 for the best), and
 	// the trials that improved on every trial before them.
 	ranked := sortByObjective(s.l.objective, seen)
@@ -353,11 +341,15 @@ func (s *autoSampler) sample(i int, history []TrialResult, pending []map[string]
 			s.cmaTrial = append(s.cmaTrial, j)
 		}
 	}
-	switch s.decided[i] {
-	case AlgorithmSobol:
+	switch d := s.decided[i]; {
+	case i == 0 && (d == AlgorithmSobol || d == AlgorithmRandom):
+		return s.centre()
+	case d == AlgorithmSobol:
 		return s.sobol.sample(i, history, pending)
-	case AlgorithmRandom:
+	case d == AlgorithmRandom:
 		return (&randomSampler{l: s.l}).sample(i, history, pending)
+	}
+	switch s.decided[i] {
 	case AlgorithmBayesian:
 		return s.gp.sample(i, history, pending)
 	case AlgorithmMultivariateTPE:
@@ -377,6 +369,25 @@ func (s *autoSampler) sample(i int, history []TrialResult, pending []map[string]
 		}
 	}
 	return fromUnit(s.l.params, s.cma.sampleUnit(k, own))
+}
+
+// centre is the design's first trial: the middle of every numeric range on
+// its own scale (the geometric middle of a Log one) and of a Discrete's
+// values, and a Choice drawn from the seed (its values have no middle).
+// A user's ranges are mostly set around the values they expect to work
+// (Optuna's CMA-ES starts at the same point, optuna/samplers/_cmaes.py
+// _init_optimizer: mean = lower_bounds + (upper_bounds-lower_bounds)/2);
+// when they are not, it costs one trial of the design.
+func (s *autoSampler) centre() map[string]any {
+	u := make([]float64, len(s.l.params))
+	rng := s.l.rngFor(0, 5)
+	for d, p := range s.l.params {
+		u[d] = 0.5
+		if p.kind == ChoiceKind {
+			u[d] = rng.Float64()
+		}
+	}
+	return fromUnit(s.l.params, u)
 }
 
 // newCMA starts CMA-ES at the best trial seen, with a step size of a

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -240,22 +239,31 @@ func (s summary) verdict(f string, b, smallest int) (bool, bool) {
 	return auto.median <= bar.median, auto.median <= random.median
 }
 
-// table prints, per objective and budget, the default's regret, the best
-// Optuna sampler's, Optuna TPE's and random search's, and whether the
-// default meets the bar.
+// table prints, as markdown, per objective and budget, the default's
+// regret (median and interquartile range), the best Optuna sampler's,
+// Optuna TPE's and CMA-ES's, random search's, and whether the default meets
+// the bar (Optuna's TPE at the smallest budget, the best Optuna sampler at
+// the others) and is at or below random search; then the other local
+// samplers' medians, if any ran, and the median time per suggestion.
 func (s summary) table(budgets []int) string {
 	var buf bytes.Buffer
-	w := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "objective\ttrials\tcube default median [IQR]\tbest Optuna median [IQR]\tOptuna TPE\tcube random\toptuna random\t≤ Optuna\t≤ random")
+	fmt.Fprintln(&buf, "| objective | trials | cube default | best Optuna | Optuna TPE | Optuna CMA-ES | cube random | Optuna random | ≤ bar | ≤ random |")
+	fmt.Fprintln(&buf, "|---|---:|---|---|---|---|---|---|---|---|")
+	met, cells := 0, 0
 	for _, f := range s.fs {
 		for _, b := range budgets {
 			k := func(sampler string) [3]string { return [3]string{f.name, sampler, strconv.Itoa(b)} }
 			bestName, best := s.bestOptuna(f.name, b)
 			beats, beatsRandom := s.verdict(f.name, b, budgets[0])
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s (%s)\t%.3g\t%.3g\t%.3g\t%s\t%s\n", f.name, b, s.regret[k("cube-auto")], best, strings.TrimPrefix(bestName, "optuna-"),
-				s.regret[k("optuna-tpe")].median, s.regret[k("cube-random")].median, s.regret[k("optuna-random")].median, yes(beats), yes(beatsRandom))
+			cells++
+			if beats {
+				met++
+			}
+			fmt.Fprintf(&buf, "| %s | %d | %s | %s (%s) | %s | %s | %.3g | %.3g | %s | %s |\n", f.name, b, s.regret[k("cube-auto")], best, strings.TrimPrefix(bestName, "optuna-"),
+				s.regret[k("optuna-tpe")], s.regret[k("optuna-cmaes")], s.regret[k("cube-random")].median, s.regret[k("optuna-random")].median, yes(beats), yes(beatsRandom))
 		}
 	}
+	fmt.Fprintf(&buf, "\nThe default meets the bar in %d of %d cells.\n", met, cells)
 	var others []string
 	for _, name := range []string{"cube-gp", "cube-tpe", "cube-mvtpe", "cube-cmaes", "cube-sobol"} {
 		if _, ok := s.perTrial[name]; ok {
@@ -263,24 +271,23 @@ func (s summary) table(budgets []int) string {
 		}
 	}
 	if len(others) > 0 {
-		fmt.Fprintf(w, "\nobjective\ttrials\t%s\n", strings.Join(append(slices.Clone(others), optunaSamplers...), "\t"))
+		fmt.Fprintf(&buf, "\n| objective | trials | %s |\n|---|---:|%s\n", strings.Join(others, " | "), strings.Repeat("---|", len(others)))
 		for _, f := range s.fs {
 			for _, b := range budgets {
-				fmt.Fprintf(w, "%s\t%d", f.name, b)
-				for _, name := range append(slices.Clone(others), optunaSamplers...) {
-					fmt.Fprintf(w, "\t%.3g", s.regret[[3]string{f.name, name, strconv.Itoa(b)}].median)
+				fmt.Fprintf(&buf, "| %s | %d |", f.name, b)
+				for _, name := range others {
+					fmt.Fprintf(&buf, " %.3g |", s.regret[[3]string{f.name, name, strconv.Itoa(b)}].median)
 				}
-				fmt.Fprintln(w)
+				fmt.Fprintln(&buf)
 			}
 		}
 	}
-	fmt.Fprintln(w, "\nsampler\tmedian time per suggestion")
+	fmt.Fprintln(&buf, "\n| sampler | median time per suggestion |\n|---|---:|")
 	for _, name := range append([]string{"cube-auto", "cube-gp", "cube-tpe", "cube-mvtpe", "cube-cmaes", "cube-sobol", "cube-random"}, optunaSamplers...) {
 		if t, ok := s.perTrial[name]; ok {
-			fmt.Fprintf(w, "%s\t%.3gms\n", name, t*1000)
+			fmt.Fprintf(&buf, "| %s | %.3g ms |\n", name, t*1000)
 		}
 	}
-	w.Flush()
 	return buf.String()
 }
 
@@ -336,6 +343,11 @@ func benchConfig(tb testing.TB) (first, seeds int, names []string, fs []benchFun
 //	go test ./tune -run '^$' -bench AgainstOptuna -benchtime 1x
 //
 // It skips when /usr/bin/python3 has no optuna (and fails under CI=true).
+// With TUNE_BENCH_OPTUNA_RUNS=FILE the Optuna studies are written to FILE
+// (JSON lines), and read from the files it matches (a glob) instead of run
+// again when there are any, to compare changes on the cube side against
+// the same Optuna studies; it prints how many seeds it read. With
+// TUNE_BENCH_CUBE_RUNS=FILE the local studies are appended to FILE.
 func BenchmarkAgainstOptuna(b *testing.B) {
 	py := optunaPython(b)
 	budgets := []int{25, 50, 100}
@@ -344,9 +356,14 @@ func BenchmarkAgainstOptuna(b *testing.B) {
 	// Optuna's studies run in their own processes while cube's run: the
 	// time per suggestion is measured inside each study, on both sides.
 	var wait func() []run
+	cache := os.Getenv("TUNE_BENCH_OPTUNA_RUNS")
 	b.Run("baseline", func(sb *testing.B) {
 		sb.ReportAllocs()
 		for range sb.N {
+			if cached, ok := readRuns(b, cache, fs, first, seeds); ok {
+				wait = func() []run { return cached }
+				continue
+			}
 			// The outer benchmark's: the sub-benchmark's context and
 			// temporary directory end with it, before the studies do.
 			wait = startOptuna(b, py, fs, first, seeds, budgets)
@@ -359,8 +376,86 @@ func BenchmarkAgainstOptuna(b *testing.B) {
 		}
 	})
 	optuna = wait()
+	writeRuns(b, cache, optuna)
+	appendRuns(b, os.Getenv("TUNE_BENCH_CUBE_RUNS"), local)
 	// Printed, not logged: the benchmark log keeps only its first lines.
 	fmt.Print(summarize(fs, append(local, optuna...), budgets).table(budgets))
+}
+
+// readRuns reads the studies of fs and the seeds from the files pattern
+// matches (a glob; JSON lines as testdata/optuna_bench.py prints them),
+// if any, and says how many seeds of each objective it found.
+func readRuns(tb testing.TB, pattern string, fs []benchFunction, first, seeds int) ([]run, bool) {
+	if pattern == "" {
+		return nil, false
+	}
+	paths, err := filepath.Glob(pattern)
+	require.NoError(tb, err)
+	var out []run
+	have := map[string]map[int]int{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		require.NoError(tb, err)
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			var r run
+			require.NoError(tb, json.Unmarshal(sc.Bytes(), &r), path)
+			if r.Seed >= first && r.Seed < first+seeds && slices.ContainsFunc(fs, func(f benchFunction) bool { return f.name == r.Function }) {
+				out = append(out, r)
+				if have[r.Function] == nil {
+					have[r.Function] = map[int]int{}
+				}
+				have[r.Function][r.Seed]++
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, false
+	}
+	for _, f := range fs {
+		fmt.Printf("studies read from %s: %s, %d seeds of %d (%d studies)\n", pattern, f.name, len(have[f.name]), seeds, func() int {
+			n := 0
+			for _, c := range have[f.name] {
+				n += c
+			}
+			return n
+		}())
+	}
+	return out, true
+}
+
+// writeRuns keeps the Optuna studies in path (JSON lines) for a later run.
+func writeRuns(tb testing.TB, path string, runs []run) {
+	if path == "" || strings.ContainsAny(path, "*?[") {
+		return
+	}
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	var buf bytes.Buffer
+	for _, r := range runs {
+		data, err := json.Marshal(r)
+		require.NoError(tb, err)
+		buf.Write(append(data, '\n'))
+	}
+	require.NoError(tb, os.WriteFile(path, buf.Bytes(), 0o600))
+}
+
+// appendRuns appends the local studies to path (TUNE_BENCH_CUBE_RUNS), as
+// JSON lines, to summarise them later beside Optuna's.
+func appendRuns(tb testing.TB, path string, runs []run) {
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	require.NoError(tb, err)
+	defer f.Close()
+	for _, r := range runs {
+		data, err := json.Marshal(r)
+		require.NoError(tb, err)
+		_, err = f.Write(append(data, '\n'))
+		require.NoError(tb, err)
+	}
 }
 
 // BenchmarkLocalSamplers is the local half, for a quick look without
@@ -383,5 +478,33 @@ func BenchmarkLocalSamplers(b *testing.B) {
 			runs = append(runs, got...)
 		})
 	}
+	appendRuns(b, os.Getenv("TUNE_BENCH_CUBE_RUNS"), runs)
 	fmt.Print(summarize(fs, runs, budgets).table(budgets))
+}
+
+// BenchmarkTableFromRuns prints the table of BenchmarkAgainstOptuna from
+// studies written before (TUNE_BENCH_OPTUNA_RUNS and TUNE_BENCH_CUBE_RUNS,
+// globs of JSON-lines files), without running any: to render a long run
+// again. The local time (baseline) reads the files, the cube one
+// summarises them.
+func BenchmarkTableFromRuns(b *testing.B) {
+	budgets := []int{25, 50, 100}
+	first, seeds, _, fs := benchConfig(b)
+	var runs []run
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			optuna, _ := readRuns(b, os.Getenv("TUNE_BENCH_OPTUNA_RUNS"), fs, first, seeds)
+			local, _ := readRuns(b, os.Getenv("TUNE_BENCH_CUBE_RUNS"), fs, first, seeds)
+			runs = append(optuna, local...)
+		}
+	})
+	var table string
+	b.Run("cube", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			table = summarize(fs, runs, budgets).table(budgets)
+		}
+	})
+	fmt.Print(table)
 }

@@ -123,22 +123,24 @@
 //
 // The default sampler is Auto: it reads the space (how many dimensions,
 // how many of them Choices), the budget and the parallelism, and runs a
-// Sobol design, then a portfolio of a Gaussian process (multivariate TPE
-// when most dimensions are Choices or there are more than 32), univariate
-// TPE and, once the search has stagnated, CMA-ES from the best trial (with
-// IPOP restarts): each trial goes to the sampler whose recent proposals
-// rank best among the trials so far, so the GP proposes most trials of a
-// smooth objective and TPE or CMA-ES take over a rugged one. Local.Plan
-// (and Algorithm.Plan, for an Experiment) says what it runs and why, and
-// the Katib algorithm an Experiment renders for the same study (cmaes,
-// bayesianoptimization or multivariate-tpe); TrialResult.Sampler says
-// which sampler proposed each trial.
+// design (the centre of the space, where users mostly put what they expect
+// to work, then Sobol points), then a portfolio of a Gaussian process,
+// univariate TPE and CMA-ES started at the best trial so far (with IPOP
+// restarts): each trial goes to the sampler whose recent proposals rank
+// best among the trials so far, so the GP proposes most trials of a smooth
+// objective and TPE or CMA-ES take over a rugged one. When most dimensions
+// are Choices, or there are more than 32, multivariate TPE alone follows
+// the design. Local.Plan (and Algorithm.Plan, for an Experiment) says what
+// it runs and why, and the Katib algorithm an Experiment renders for the
+// same study (cmaes, bayesianoptimization or multivariate-tpe);
+// TrialResult.Sampler says which sampler proposed each trial.
 //
 // The other samplers: Random; Grid (every combination, in a seeded order);
 // Sobol (Joe and Kuo's direction numbers, a seeded digital shift, up to 32
-// parameters); TPE, univariate as hyperopt's, and MultivariateTPE, one
-// product kernel per trial (bandwidths from the neighbour gaps, Optuna's
-// magic clip, a Choice's kernel inside each component as Optuna's); CMAES
+// parameters); TPE, univariate as hyperopt's with Optuna 3.1's bandwidths,
+// and MultivariateTPE, one product kernel per trial (bandwidths from the
+// neighbour gaps, Optuna's magic clip, a Choice's kernel inside each
+// component as Optuna's); CMAES
 // (Hansen's tutorial, generations of 4+⌊3 ln n⌋ trials over the unit cube,
 // started at a seeded point, IPOP restarts, and an integer mutation that
 // keeps Choices and Ints moving); and Bayesian, a Gaussian process with a
@@ -174,8 +176,12 @@
 //	go test ./tune -run '^$' -bench AgainstOptuna -benchtime 1x
 //
 // TUNE_BENCH_SEEDS, TUNE_BENCH_FIRST_SEED, TUNE_BENCH_SAMPLERS and
-// TUNE_BENCH_FUNCTIONS narrow it. TestAutoNeverLosesToRandom is the fast
-// check run with every test: on five objectives and three seeds the
+// TUNE_BENCH_FUNCTIONS narrow it; TUNE_BENCH_OPTUNA_RUNS keeps Optuna's
+// studies in a file (or reads them back), TUNE_BENCH_CUBE_RUNS cube's, and
+// BenchmarkTableFromRuns renders the table again from both. The last
+// 20-seed table, with the machine and command that produced it, is in
+// testdata/benchmark-2026-12-05.md. TestAutoNeverLosesToRandom is the fast
+// check run with every test: on five objectives and seven seeds the
 // default's median regret is at or below random search's at 25 and 50
 // trials, and at or below the best Optuna sampler's on some cells.
 package tune

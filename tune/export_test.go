@@ -6,3 +6,18 @@ func SpaceOf(e *Experiment) []Param { return e.space() }
 
 // LocalAlgorithms are the algorithm names Local.Algorithm accepts.
 var LocalAlgorithms = localAlgorithms
+
+// ParzenSigmas1D are the bandwidths univariate TPE gives the points xs of
+// a Float in [lo, hi] (the prior's last).
+func ParzenSigmas1D(xs []float64, lo, hi float64) []float64 {
+	points := make([][]float64, len(xs))
+	for i, x := range xs {
+		points[i] = []float64{x}
+	}
+	pz := fitParzen(dimsOf([]Param{Float("x", lo, hi)}), points, 1)
+	out := make([]float64, len(pz.sigmas))
+	for i, s := range pz.sigmas {
+		out[i] = s[0]
+	}
+	return out
+}

@@ -144,3 +144,30 @@ func TestLocalConstantLiar(t *testing.T) {
 		assert.Greater(t, with, 1.2*without, "%s: nearest running trial %.4f with the liar, %.4f without", alg.Name(), with, without)
 	}
 }
+
+// TestTPEBandwidthsAreOptunas: univariate TPE's kernels have the widths
+// Optuna 3.1's estimator gives the same points (printed by
+// optuna.samplers._tpe.parzen_estimator._ParzenEstimator with TPESampler's
+// defaults: prior, magic clip, consider_endpoints=False); a good point
+// near a bound gets its inner gap, not the distance to the bound.
+func TestTPEBandwidthsAreOptunas(t *testing.T) {
+	for _, c := range []struct {
+		xs, want []float64
+	}{
+		{[]float64{0.1, 0.7}, []float64{0.4, 0.25, 1}},
+		{[]float64{0.9}, []float64{0.4, 1}},
+		{[]float64{0.05, 0.1, 0.12, 0.95}, []float64{1.0 / 6, 1.0 / 6, 0.38, 0.45, 1}},
+	} {
+		assert.InDeltaSlice(t, c.want, tune.ParzenSigmas1D(c.xs, 0, 1), 1e-9, "%v", c.xs)
+		// The same on another range, scaled.
+		scaled := make([]float64, len(c.xs))
+		for i, x := range c.xs {
+			scaled[i] = -5 + 10*x
+		}
+		got := tune.ParzenSigmas1D(scaled, -5, 5)
+		for i := range got {
+			got[i] /= 10
+		}
+		assert.InDeltaSlice(t, c.want, got, 1e-9, "%v on [-5, 5]", c.xs)
+	}
+}

@@ -89,14 +89,15 @@ func suiteSubset(t *testing.T, names ...string) []benchFunction {
 }
 
 // TestAutoNeverLosesToRandom: on a few objectives of the suite (smooth,
-// mixed, categorical-heavy, multimodal, conditional) and a few seeds, the
+// mixed, categorical-heavy, multimodal, conditional) and seven seeds (with
+// three, the median of a 25-trial cell is one lucky or unlucky study), the
 // default's median regret is at or below random search's at 25 and 50
 // trials; where /usr/bin/python3 has optuna, it is also at or below the
 // best of Optuna's samplers on some cells, computed in the same run.
 func TestAutoNeverLosesToRandom(t *testing.T) {
 	budgets := []int{25, 50}
 	fs := suiteSubset(t, "branin", "mixed", "categorical8", "rastrigin6", "conditional")
-	runs := localRuns(t, fs, []string{"cube-auto", "cube-random"}, 100, 3, budgets)
+	runs := localRuns(t, fs, []string{"cube-auto", "cube-random"}, 100, 7, budgets)
 	s := summarize(fs, runs, budgets)
 	for _, f := range fs {
 		for _, b := range budgets {

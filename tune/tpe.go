@@ -3,6 +3,7 @@ package tune
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -151,7 +152,8 @@ func (pz parzen) catLog(c, d, k int) float64 {
 // gap to the point's neighbours along that dimension (the prior's centre
 // and the bounds included), clipped to [range/min(100, 1+n), range]: the
 // estimator of Bergstra et al. and Optuna's "magic clip", per dimension of
-// a product kernel.
+// a product kernel. In one dimension (univariate TPE) it is Optuna's
+// estimator exactly (optunaSigmas).
 func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 	n := len(points)
 	pz := parzen{dims: dims, eps: priorWeight / float64(n+1)}
@@ -178,6 +180,22 @@ func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 			order[i] = i
 		}
 		sort.SliceStable(order, func(a, b int) bool { return points[order[a]][d] < points[order[b]][d] })
+		if len(dims) == 1 {
+			// Univariate: Optuna 3.1's estimator (optuna/samplers/_tpe/
+			// parzen_estimator.py, _calculate_numerical_params, with
+			// consider_endpoints=False): each point's gap to its
+			// neighbours among the points and the prior's centre, the
+			// outermost ones their inner gap only, so that a lone good
+			// point near one bound does not get a kernel as wide as the
+			// distance to the other. The clip counts the prior too.
+			sigmas := optunaSigmas(column1(points), prior[d], dm.lo, dm.hi)
+			minSigma = width / math.Min(100, 2+float64(n))
+			for idx := range n {
+				pz.sigmas[idx][d] = math.Min(math.Max(sigmas[idx], minSigma), width)
+			}
+			pz.sigmas[n][d] = width
+			continue
+		}
 		// The sorted positions with the prior centre and both bounds.
 		for k, idx := range order {
 			x := points[idx][d]
@@ -218,6 +236,48 @@ func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 		pz.logConst[c] = lc
 	}
 	return pz
+}
+
+// optunaSigmas are the bandwidths of Optuna's univariate estimator for
+// the points xs with the prior centred at prior, before the clip: sorted
+// with the prior between the bounds, each point's wider gap to its
+// neighbours, the first and last of the points and prior their inner gap.
+func optunaSigmas(xs []float64, prior, lo, hi float64) []float64 {
+	mus := append(slices.Clone(xs), prior)
+	order := make([]int, len(mus))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return mus[order[a]] < mus[order[b]] })
+	with := make([]float64, 0, len(mus)+2)
+	with = append(with, lo)
+	for _, i := range order {
+		with = append(with, mus[i])
+	}
+	with = append(with, hi)
+	sorted := make([]float64, len(mus))
+	for k := range sorted {
+		sorted[k] = math.Max(with[k+1]-with[k], with[k+2]-with[k+1])
+	}
+	if len(with) >= 4 {
+		sorted[0] = with[2] - with[1]
+		sorted[len(sorted)-1] = with[len(with)-2] - with[len(with)-3]
+	}
+	out := make([]float64, len(xs))
+	for k, i := range order {
+		if i < len(xs) {
+			out[i] = sorted[k]
+		}
+	}
+	return out
+}
+
+func column1(points [][]float64) []float64 {
+	out := make([]float64, len(points))
+	for i, p := range points {
+		out[i] = p[0]
+	}
+	return out
 }
 
 // sample draws one point: a component, then each dim from its kernel.
