@@ -8,8 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testsupport/golden"
 )
 
 func edgeTemplate() corev1.PodTemplateSpec {
@@ -73,4 +75,21 @@ func FuzzApplyEdge(f *testing.F) {
 		}
 		_ = hardware.ApplyEdge(&tmpl, "main", e, nil)
 	})
+}
+
+func TestApplyGolden(t *testing.T) {
+	for _, c := range applyCases() {
+		t.Run(c.name, func(t *testing.T) {
+			tmpl, errs := render(c)
+			var got []byte
+			if len(errs) > 0 {
+				got = []byte(errorText(errs))
+			} else {
+				var err error
+				got, err = yaml.Marshal(tmpl)
+				require.NoError(t, err)
+			}
+			golden.Assert(t, c.name+".golden", got)
+		})
+	}
 }
