@@ -1,10 +1,9 @@
 package market_test
 
 import (
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/cubestudio/cube/pod"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,10 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cubestudio/cube"
+	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/internal/podspec"
+	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/market"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pod"
 )
 
 // finishJob plays the Job controller and the kubelet, which the test API
@@ -100,4 +102,130 @@ func TestDownloadAppliesAndRegisters(t *testing.T) {
 	all, err := reg.Versions(ctx, "qwen2-5-7b-instruct")
 	require.NoError(t, err)
 	assert.Len(t, all, 1)
+}
+
+// Argument dictionaries for generated FuzzDownloadBuild inputs: valid
+// values first (the generator favours them), then hostile ones.
+var (
+	corpusNames   = []string{"qwen", "glm-4", "x", "", "Bad_Name", strings.Repeat("a", 60), "-x"}
+	corpusSources = []string{"hf://Qwen/Qwen2.5-7B-Instruct", "modelscope://ZhipuAI/glm-4-9b-chat", "s3://bucket/a/b", "hf://org/m@main", "hf://", "s3://bucket", "ftp://x", "", "pvc://models/x", "hf://a/b/c", "modelscope://0/"}
+	corpusClaims  = []string{"models", "m", "", "Bad Claim", strings.Repeat("c", 300)}
+	corpusInto    = []string{"", "sub/dir", "Qwen", "../../etc", "/abs", "a b", "../..0/0"}
+	corpusRevs    = []string{"", "main", "a09a35458c702b33eeacc393d103063234e8bc28", "-rf", "v1.0", "with space"}
+	corpusPattern = []string{"", "*.json", "*.safetensors", "--all", "a\nb", "-"}
+)
+
+// downloadCorpus is FuzzDownloadBuild's seeds, the inputs go test -fuzz
+// saved, and n inputs drawn from the dictionaries with a fixed seed.
+func downloadCorpus(t *testing.T, n int) []downloadInput {
+	corpus := append([]downloadInput{}, downloadSeeds...)
+	for _, v := range fuzzcorpus.Saved(t, "FuzzDownloadBuild") {
+		var s [6]string
+		for i := range s {
+			s[i] = v[i].(string)
+		}
+		corpus = append(corpus, downloadInput{s[0], s[1], s[2], s[3], s[4], s[5]})
+	}
+	for _, b := range fuzzcorpus.Programs(11, n, 6, 6) {
+		pick := func(i int, values []string) string { return values[int(b[i])%len(values)] }
+		corpus = append(corpus, downloadInput{pick(0, corpusNames), pick(1, corpusSources), pick(2, corpusClaims),
+			pick(3, corpusInto), pick(4, corpusRevs), pick(5, corpusPattern)})
+	}
+	return corpus
+}
+
+// TestFuzzCorpusApplies applies every download Job of the FuzzDownloadBuild
+// corpus that Build accepts to the API server (strict field validation)
+// and checks it is stored as rendered: what cube accepts, the server
+// accepts.
+func TestFuzzCorpusApplies(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	c := cube.NewFromClient(env.Client, cube.Namespace(ns))
+	fuzzcorpus.StoredAll(t, c, env, ns, downloadCorpus(t, 400), 60,
+		func(in downloadInput) cube.Workload { return in.job() }, nil)
+}
+
+// TestEvaluationAppliesAndRecords applies evaluation Jobs (an endpoint, and
+// local weights on NVIDIA and Ascend) with strict field validation, then
+// writes a "succeeded" Job's scores back to the version. The harness itself
+// does not run here: the test API server runs no pods, and the test
+// cluster cannot fetch benchmark datasets; finishJob stands in for it.
+func TestEvaluationAppliesAndRecords(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	store, err := market.NewKubernetesStore(env.Client, ns)
+	require.NoError(t, err)
+	reg := market.NewRegistry(store)
+	v, err := reg.Register(ctx, sampleVersion("support-bot"))
+	require.NoError(t, err)
+
+	cl := cube.NewFromClient(env.Client, cube.Namespace(ns))
+	for _, e := range []*market.EvaluationJob{
+		market.Evaluate("eval-gpu", v, "mmlu").On(hardware.H100).Accelerators(1),
+		market.Evaluate("eval-npu", v, "ceval-valid").On(hardware.Ascend910B3).Accelerators(1),
+	} {
+		_, err := cl.Apply(ctx, e.Namespace(ns))
+		require.NoError(t, err, podspec.Of(&e.Handle).Name())
+	}
+	e := market.Evaluate("eval-bot", v, "mmlu", "gsm8k").Endpoint("http://support-bot-api:8000/v1", "support-bot").Namespace(ns)
+	_, err = cl.Apply(ctx, e)
+	require.NoError(t, err)
+	_, err = market.RecordEvaluation(ctx, env.Client, reg, e)
+	require.ErrorIs(t, err, market.ErrNotFinished)
+
+	finishJob(t, env, ns, "eval-bot", "evaluate",
+		`{"results":{"gsm8k":{"exact_match,strict-match":0.82},"mmlu":{"acc,none":0.7183,"acc_stderr,none":0.0036}},"dropped":0}`)
+	got, err := market.RecordEvaluation(ctx, env.Client, reg, e)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"mmlu/acc": 0.7183, "gsm8k/exact_match/strict-match": 0.82}, got.Metrics)
+	stored, err := reg.Get(ctx, "support-bot@1")
+	require.NoError(t, err)
+	assert.Equal(t, got.Metrics, stored.Metrics)
+}
+
+// TestKubernetesStoreConformance runs the store suite against ConfigMaps
+// on a real kube-apiserver and etcd (internal/testsupport/testenv): the API server's
+// resourceVersion is the compare-and-swap, AlreadyExists the number lock.
+func TestKubernetesStoreConformance(t *testing.T) {
+	env := testenv.Get(t)
+	testStoreConformance(t, func(t *testing.T) market.Store {
+		s, err := market.NewKubernetesStore(env.Client, env.Namespace(t))
+		require.NoError(t, err)
+		return s
+	})
+}
+
+// TestKubernetesStoreObjects checks what the API server holds for a
+// version: one labelled ConfigMap, tags and stage as labels, and a version
+// too large for one object refused before it is sent.
+func TestKubernetesStoreObjects(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	s, err := market.NewKubernetesStore(env.Client, ns)
+	require.NoError(t, err)
+	reg := market.NewRegistry(s)
+	_, err = reg.Register(ctx, sampleVersion("support-bot"))
+	require.NoError(t, err)
+	_, err = reg.Tag(ctx, "support-bot@1", "lora")
+	require.NoError(t, err)
+	_, err = reg.Promote(ctx, "support-bot@1", market.StageStaging, market.Promotion{By: "ci"})
+	require.NoError(t, err)
+
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "support-bot-v1"}, cm))
+	assert.Equal(t, map[string]string{
+		cube.LabelName: "support-bot", cube.LabelManagedBy: "cube", cube.LabelPartOf: "market",
+		cube.LabelKind: "modelversion", cube.LabelRelease: "support-bot",
+		market.LabelModel: "support-bot", market.LabelVersion: "1", market.LabelStage: "staging",
+		market.LabelTagPrefix + "lora": "true",
+	}, cm.Labels)
+	assert.Contains(t, cm.Data["version.json"], `"uri":"pvc://models/support-bot"`)
+
+	big := sampleVersion("support-bot")
+	big.Description = strings.Repeat("x", market.MaxObjectBytes)
+	_, err = reg.Register(ctx, big)
+	assert.ErrorIs(t, err, market.ErrTooLarge)
 }

@@ -1,6 +1,9 @@
 package ops_test
 
 import (
+	"bytes"
+	"encoding/xml"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -19,7 +23,9 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/vgpuspec"
 	"github.com/cubestudio/cube/ops"
+	"github.com/cubestudio/cube/vgpu"
 )
 
 // flat is a series of one pod's device at value v every minute over the
@@ -187,4 +193,73 @@ func TestUtilisationRefusesPlaceholderTimes(t *testing.T) {
 	assert.Contains(t, err.Error(), "query utilisation: from: must be set")
 	assert.Contains(t, err.Error(), "to: 9999-01-01T00:00:00Z is outside")
 	assert.NotContains(t, err.Error(), "127.0.0.1", "refused before asking Prometheus")
+}
+
+var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// renderedPod is a pod whose container resources, node selectors and
+// annotations come from the appliers the builders use: hardware.Apply for
+// whole devices, the vgpu.Spec reads (internal/vgpuspec) for shares.
+func renderedPod(t testing.TB, ns, release, kind string, p hardware.Profile, whole int, spec *vgpu.Spec, start time.Time, run time.Duration) corev1.Pod {
+	t.Helper()
+	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+	require.Empty(t, hardware.Apply(&tmpl, "main", hardware.Placement{Profile: p, Accelerators: whole}, nil))
+	if spec != nil {
+		require.Empty(t, vgpuspec.Of(spec).Apply(&tmpl, "main", nil))
+	}
+	pod := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: release + "-" + start.Format("150405"), Namespace: ns,
+			Labels:      cube.Identity{Kind: kind, Release: release}.Labels(),
+			Annotations: tmpl.Annotations,
+		},
+		Spec: tmpl.Spec,
+	}
+	pod.Status.StartTime = &metav1.Time{Time: start}
+	pod.Status.Phase = corev1.PodRunning
+	if run > 0 {
+		pod.Status.Phase = corev1.PodSucceeded
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.Time{Time: start.Add(run)}}}}}
+	}
+	return pod
+}
+
+func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }
+
+func TestWriteUtilisationSVG(t *testing.T) {
+	var idle, busy []ops.Sample
+	for i := range 60 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		idle = append(idle, ops.Sample{At: at, Value: 2})
+		busy = append(busy, ops.Sample{At: at, Value: float64(50 + i%40)})
+	}
+	series := []ops.DeviceSeries{
+		{Exporter: "dcgm", Namespace: "team-a", Pod: "qwen-0", Device: "GPU-0000-<&>", Utilisation: idle},
+		{Exporter: "dcgm", Namespace: "team-a", Pod: "chat-0", Device: "GPU-1", Utilisation: busy},
+	}
+	var out bytes.Buffer
+	require.NoError(t, ops.WriteUtilisationSVG(&out, series, t0, t0.Add(time.Hour), 15))
+	svg := out.String()
+	// Well-formed XML.
+	d := xml.NewDecoder(strings.NewReader(svg))
+	rects := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
+			rects++
+		}
+	}
+	// Background, two row backgrounds, and one cell per bucket with samples
+	// (60 minutes over 130 buckets: 60 buckets per row).
+	assert.Equal(t, 1+2+2*60, rects)
+	assert.Contains(t, svg, "2 devices, 1 idle (peak under 15%)")
+	assert.Contains(t, svg, "mean   2%  peak   2%  idle")
+	assert.Contains(t, svg, "GPU-0000-&lt;&amp;&gt;")
+	assert.Contains(t, svg, `fill="hsl(54,85%,88%)"`, "idle is pale")
+	assert.ErrorContains(t, ops.WriteUtilisationSVG(&out, nil, t0, t0, 15), "to: must be after from")
 }

@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cubestudio/cube/pipeline/argo"
-	"github.com/cubestudio/cube/retry"
-
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,6 +23,8 @@ import (
 	"github.com/cubestudio/cube/internal/testsupport/flows"
 	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
+	"github.com/cubestudio/cube/retry"
 )
 
 // apiServerPipelines are compiled and applied to a real API server with
@@ -278,4 +277,26 @@ func TestAPIServerWaitSeesTheWorkloadsPods(t *testing.T) {
 	assert.Equal(t, "trainer-x7k2p", st.Pods[0].Pod)
 	assert.Equal(t, "main", st.Pods[0].Container)
 	assert.Equal(t, "ImagePullBackOff", st.Pods[0].Reason)
+}
+
+// The serving pipeline's Workflow, RBAC and Service apply strictly to the
+// real API server with Argo's CRDs, and the Deployment its serving step
+// applies is one the server accepts (strict field validation), as Argo's
+// executor would apply it.
+func TestAPIServerAcceptsServeStep(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	w := argo.Workflow(servePipeline(ns, "busybox")).ExecutorRBAC()
+	rel, err := cube.NewFromClient(env.Client, cube.Namespace(ns)).Apply(ctx, w)
+	require.NoError(t, err, "strict server-side apply")
+	require.NotEmpty(t, rel.Objects)
+	wf, err := w.Build()
+	require.NoError(t, err)
+	tm := template(t, wf, "serve")
+	var content map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(tm.Resource.Manifest), &content))
+	dep := &unstructured.Unstructured{Object: content}
+	require.NoError(t, env.Client.Create(ctx, dep, client.FieldValidation(metav1.FieldValidationStrict)))
+	require.Equal(t, ns, dep.GetNamespace(), "the manifest names the pipeline's namespace")
 }
