@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -78,9 +78,9 @@ func countingClient(tb testing.TB, env *testenv.Env) (client.WithWatch, *countin
 }
 
 func heapInUse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
+	goruntime.GC()
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
 	return m.HeapInuse
 }
 

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -377,7 +377,7 @@ func TestRenderYAMLRoundTrips(t *testing.T) {
 // order, as on one core; go test -race checks the steps share nothing.
 func TestCompileOnEveryCoreIsCompileOnOne(t *testing.T) {
 	build := func(procs int, p *pipeline.Pipeline) (string, error) {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
 		wf, err := argo.Workflow(p).Build()
 		if err != nil {
 			return "", err
