@@ -17,8 +17,9 @@
 // pods of given workloads, and LevelFor chooses the strictest level that
 // does.
 //
-// With Queueing(Kueue) the tenant's quota is a Kueue ClusterQueue, and
-// Plan says before submitting whether and where Kueue would admit a
+// With Queueing(Kueue) the tenant's quota is a Kueue ClusterQueue, its
+// Namespace carries LabelQueueing=Kueue (the selector to give Kueue's
+// managedJobsNamespaceSelector), and Plan says before submitting whether and where Kueue would admit a
 // workload now: the flavor of each pod set, what it would borrow from
 // the cohort, or what it waits for.
 //

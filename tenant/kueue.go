@@ -42,6 +42,18 @@ const (
 
 var queueSystems = []QueueSystem{Volcano, Kueue, NoQueue}
 
+// LabelQueueing is the label a tenant's Namespace carries with its queue
+// system (Kueue, Volcano or None). A platform running Kueue sets Kueue's
+// managedJobsNamespaceSelector to cube.dev/queueing=Kueue
+// (sigs.k8s.io/kueue v0.17.0 apis/config/v1beta2/configuration_types.go):
+// Kueue's pod-based integrations then manage pods, Deployments and
+// StatefulSets only in Kueue tenants' namespaces, and its pod webhook
+// leaves every other namespace's pods alone. Without it that webhook
+// looks up each pod's owning job in Kueue's cache
+// (jobframework.FindAncestorJobManagedByKueue), and a job created a
+// moment before is refused as not found.
+const LabelQueueing = "cube.dev/queueing"
+
 // DefaultFlavor is the ResourceFlavor of a Kueue tenant's CPU and memory:
 // any node. Accelerators get one flavor per hardware profile (FlavorName).
 const DefaultFlavor = "cube-default"

@@ -38,6 +38,9 @@ func ExampleSpec_Queueing() {
 	for _, o := range append(flavors, objs[:5]...) {
 		fmt.Println(o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
 	}
+	// Kueue's managedJobsNamespaceSelector picks the namespaces by this
+	// label.
+	fmt.Println(tenant.LabelQueueing + "=" + objs[0].GetLabels()[tenant.LabelQueueing])
 	fmt.Println("quota:", len(objs[1].(*corev1.ResourceQuota).Spec.Hard), "entries")
 	cq, err := runtime.DefaultUnstructuredConverter.ToUnstructured(objs[3])
 	if err != nil {
@@ -54,6 +57,7 @@ func ExampleSpec_Queueing() {
 	// LimitRange team-a
 	// ClusterQueue team-a
 	// LocalQueue team-a
+	// cube.dev/queueing=Kueue
 	// quota: 0 entries
 	// cohortName: research
 	// fairSharing:

@@ -40,6 +40,7 @@ func (t *Spec) namespaceLabels() map[string]string {
 		out[k] = string(t.level())
 	}
 	out[LabelPodSecurityEnforceVersion] = "latest"
+	out[LabelQueueing] = string(t.queueSystem())
 	return out
 }
 

@@ -56,6 +56,7 @@ func TestTenantObjects(t *testing.T) {
 	assert.Equal(t, "team-a", ns.Name)
 	assert.Equal(t, map[string]string{
 		"cost-center":                                "ml-42",
+		tenant.LabelQueueing:                         "Volcano",
 		"pod-security.kubernetes.io/enforce":         "baseline",
 		"pod-security.kubernetes.io/enforce-version": "latest",
 		"pod-security.kubernetes.io/warn":            "baseline",

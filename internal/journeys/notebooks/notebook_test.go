@@ -117,7 +117,7 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 		Storage("1Gi", "").
 		// A request without a CPU limit: under a loaded CI machine a
 		// 250m quota throttled the kernel's start past the test's wait.
-		Request(corev1.ResourceCPU, "250m").Memory("1Gi")
+		Request(corev1.ResourceCPU, "250m").Memory("2Gi")
 	rel := journeys.Apply(t, cl, nb)
 	st, err := rel.Wait(ctx, cube.Ready, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
 	require.NoError(t, err, journeys.LogsOf(t, rel))
@@ -184,7 +184,8 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 	later := func() time.Time { return time.Now().Add(3 * time.Hour) }
 	culled, err := notebook.Cull(ctx, c.Client, ns, time.Hour, notebook.FindServiceURL(serviceURL), notebook.Clock(later))
 	require.NoError(t, err)
-	assert.Empty(t, culled, "a busy kernel is activity")
+	state, stateErr := j.kernelState(ctx, k.ID)
+	require.Empty(t, culled, "a busy kernel is activity (the kernel is now %q, %v)\n%s", state, stateErr, journeys.LogsOf(t, rel))
 
 	require.NoError(t, j.do(ctx, http.MethodPost, "api/kernels/"+k.ID+"/interrupt", nil))
 	awaitState("idle", 2*time.Minute) // the interrupted kernel goes idle

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cubestudio/cube/tenant"
 )
 
 func TestNamespaceBase(t *testing.T) {
@@ -241,4 +243,12 @@ func TestReportResources(t *testing.T) {
 		return ""
 	}
 	t.Logf("started in %s; kube-apiserver RSS %s, etcd RSS %s", env.StartupTime.Round(time.Millisecond), rss(env.servers.apiServer), rss(env.servers.etcd.proc))
+}
+
+// The test cluster's Kueue manages the namespaces a Kueue tenant labels.
+func TestKueueManagesKueueTenants(t *testing.T) {
+	objs, err := tenant.New("team-a").CPU("8").Memory("8Gi").Queueing(tenant.Kueue).Objects()
+	require.NoError(t, err)
+	assert.Equal(t, tenant.LabelQueueing, kueueTenantLabel)
+	assert.Equal(t, "Kueue", objs[0].GetLabels()[kueueTenantLabel], "the tenant's Namespace")
 }

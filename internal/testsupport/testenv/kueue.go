@@ -65,6 +65,10 @@ var kueueConversionCRDs = []string{
 	"multikueueclusters.kueue.x-k8s.io",
 }
 
+// kueueTenantLabel is tenant.LabelQueueing, which a Kueue tenant's
+// Namespace carries with the value Kueue.
+const kueueTenantLabel = "cube.dev/queueing"
+
 // kueueConfig mirrors the fields of Kueue's Configuration
 // (sigs.k8s.io/kueue v0.17.0 apis/config/v1beta2/configuration_types.go)
 // the cluster sets. Importing the package would put sigs.k8s.io/kueue in
@@ -79,6 +83,7 @@ type kueueConfig struct {
 	Metrics                kueueBind             `json:"metrics"`
 	Health                 kueueHealth           `json:"health"`
 	ManageJobsWithoutQueue bool                  `json:"manageJobsWithoutQueueName"`
+	ManagedJobsNamespaces  *metav1.LabelSelector `json:"managedJobsNamespaceSelector,omitempty"`
 	InternalCertManagement kueueInternalCerts    `json:"internalCertManagement"`
 	WaitForPodsReady       kueueWaitForPodsReady `json:"waitForPodsReady"`
 	Integrations           kueueIntegrations     `json:"integrations"`
@@ -177,6 +182,11 @@ func (n *node) startKueue() error {
 		// pulls no image over the network.
 		WaitForPodsReady: kueueWaitForPodsReady{Timeout: metav1.Duration{Duration: 5 * time.Minute}, BlockAdmission: false},
 		Integrations:     kueueIntegrations{Frameworks: kueueFrameworks},
+		// Kueue manages pod-based workloads only in Kueue tenants'
+		// namespaces (tenant.LabelQueueing), as a platform sets it up:
+		// elsewhere its pod webhook would look up each pod's owning job in
+		// its cache and refuse a pod whose job it has not seen yet.
+		ManagedJobsNamespaces: &metav1.LabelSelector{MatchLabels: map[string]string{kueueTenantLabel: "Kueue"}},
 		// The two strategies of Kueue's sample configuration, in its order.
 		FairSharing:      kueueFairSharing{PreemptionStrategies: []string{"LessThanOrEqualToFinalShare", "LessThanInitialShare"}},
 		ClientConnection: kueueClientConnection{QPS: 50, Burst: 100},
