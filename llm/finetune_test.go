@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -19,12 +23,17 @@ import (
 
 	"github.com/cubestudio/cube/datasets"
 	"github.com/cubestudio/cube/hardware"
+	"github.com/cubestudio/cube/internal/testsupport/contract"
 	"github.com/cubestudio/cube/internal/testsupport/fuzzcorpus"
 	"github.com/cubestudio/cube/llm"
 	"github.com/cubestudio/cube/models"
+	"github.com/cubestudio/cube/pipeline"
+	"github.com/cubestudio/cube/pipeline/argo"
 	"github.com/cubestudio/cube/pod"
+	"github.com/cubestudio/cube/retry"
 	"github.com/cubestudio/cube/serve"
 	"github.com/cubestudio/cube/train"
+	trainer "github.com/cubestudio/cube/train/trainerv1alpha1"
 )
 
 func mustLookup(name string) models.Model {
@@ -518,4 +527,375 @@ func trainYAML(f *llm.FineTune) (string, error) {
 		return "", err
 	}
 	return objs[0].(*corev1.ConfigMap).Data[llm.ConfigKey], nil
+}
+
+const verlContract = "testdata/contracts/verl.tsv"
+
+// verlImageContract is the verl contract with what a run's Ray runtime
+// environment installs added to the image's contents: the contract has no
+// rule for packages installed at run time, so each requirement that pins
+// verl's source commit becomes an image fact for this check.
+func verlImageContract(t *testing.T, ref string, job *rayv1.RayJob) *contract.Contract {
+	t.Helper()
+	text, err := os.ReadFile(verlContract)
+	require.NoError(t, err)
+	base, err := contract.Parse(verlContract, string(text))
+	require.NoError(t, err)
+	var env train.RuntimeEnv
+	require.NoError(t, yaml.Unmarshal([]byte(job.Spec.RuntimeEnvYAML), &env))
+	extra := string(text)
+	_, commit, _ := strings.Cut(base.Source, "@")
+	for _, req := range env.Pip {
+		// "verl @ git+https://github.com/volcengine/verl.git@<commit>"
+		if name, url, ok := strings.Cut(req, " @ "); ok && strings.HasSuffix(url, "@"+commit) {
+			extra += fmt.Sprintf("image\t%s\t%s=%s\trendered runtimeEnvYAML.pip\n", ref, name, strings.TrimPrefix(base.Version, "v"))
+		}
+	}
+	c, err := contract.Parse(verlContract, extra)
+	require.NoError(t, err)
+	return c
+}
+
+// TestVerlRunsKeepTheContract checks every verl run llm renders (the
+// golden runs and the builder cases) against verl v0.7.0's contract: every
+// Hydra override a key of verl's configuration with a value it accepts,
+// the combinations it refuses or ignores absent, and the default image,
+// with what the runtime environment installs, holding verl and the
+// rollout engine the run names.
+func TestVerlRunsKeepTheContract(t *testing.T) {
+	c, err := contract.Load(verlContract)
+	require.NoError(t, err)
+	assert.Equal(t, "v"+llm.VerlVersion, c.Version)
+	assert.Equal(t, "volcengine/verl@f9c855f7cf04d603c9546bc01776c74806a879c1", c.Source)
+	runs := rlBuilders()
+	runs["ppo-sglang-rm"] = rlBuilders()["ppo"].Rollout("sglang", 1, 0.5)
+	runs["ppo-no-kl"] = rlBuilders()["ppo-offload"].KLCoefficient(0)
+	runs["grpo-lora-head"] = grpo("lora-head").LoRA(16, 32).Batch(240, 48, 2)
+	runs["grpo-lora-head"].Job().HeadAccelerators(8)
+	checkedImages := map[string]bool{}
+	for name, r := range runs {
+		t.Run(name, func(t *testing.T) {
+			objs, err := r.Objects()
+			require.NoError(t, err)
+			job := objs[0].(*rayv1.RayJob)
+			cfg := overrides(t, job.Spec.Entrypoint)
+			assert.NoError(t, c.CheckKeys(name, cfg))
+			image := job.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Image
+			if image != llm.DefaultVerlImage && image != llm.DefaultVerlSGLangImage {
+				return // the caller's image: its content is the caller's to know
+			}
+			checkedImages[image] = true
+			assert.NoError(t, verlImageContract(t, image, job).CheckImage(name, image, cfg))
+		})
+	}
+	assert.Len(t, checkedImages, 2, "both default images are checked")
+}
+
+// The contract catches what the stand-ins accept: each configuration
+// below is one verl v0.7.0 refuses, ignores or cannot run.
+func TestVerlContractFindsTheDefects(t *testing.T) {
+	c, err := contract.Load(verlContract)
+	require.NoError(t, err)
+	valid := func() map[string]string {
+		return map[string]string{
+			"algorithm.adv_estimator": "gae", "data.train_files": "[/d/t.parquet]", "data.val_files": "[/d/v.parquet]",
+			"actor_rollout_ref.rollout.name": "vllm", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "4",
+			"critic.ppo_micro_batch_size_per_gpu": "4", "algorithm.use_kl_in_reward": "true", "algorithm.kl_ctrl.kl_coef": "0.001",
+			"actor_rollout_ref.model.path": "Qwen/Qwen2.5-7B-Instruct", "critic.model.path": "Qwen/Qwen2.5-7B-Instruct",
+			"actor_rollout_ref.actor.use_kl_loss": "false",
+		}
+	}
+	require.NoError(t, c.CheckKeys("valid", valid()))
+	for name, tc := range map[string]struct {
+		edit func(map[string]string)
+		want string
+	}{
+		"no validation files": {func(m map[string]string) { delete(m, "data.val_files") }, "requires data.val_files"},
+		"KL coefficient with the KL loss off": {func(m map[string]string) {
+			m["actor_rollout_ref.actor.kl_loss_coef"] = "0.001"
+			delete(m, "algorithm.kl_ctrl.kl_coef")
+			m["algorithm.use_kl_in_reward"] = "false"
+		}, "requires actor_rollout_ref.actor.use_kl_loss=true"},
+		"KL coefficient with the reward KL off": {func(m map[string]string) { m["algorithm.use_kl_in_reward"] = "false" }, "requires algorithm.use_kl_in_reward=true"},
+		"reward model without a server":         {func(m map[string]string) { m["reward_model.enable"] = "true" }, "requires reward_model.rollout.name"},
+		"PPO without a critic":                  {func(m map[string]string) { delete(m, "critic.model.path") }, "requires critic.model.path"},
+		"rollout without an engine":             {func(m map[string]string) { delete(m, "actor_rollout_ref.rollout.name") }, "requires actor_rollout_ref.rollout.name"},
+		"PPO without a critic micro batch":      {func(m map[string]string) { delete(m, "critic.ppo_micro_batch_size_per_gpu") }, "requires critic.ppo_micro_batch_size_per_gpu"},
+		"rollout engine verl has not":           {func(m map[string]string) { m["actor_rollout_ref.rollout.name"] = "hf" }, `"hf" is not one of vllm,sglang`},
+		"estimator verl has not":                {func(m map[string]string) { m["algorithm.adv_estimator"] = "dapo" }, "is not one of gae,grpo"},
+		"misplaced key":                         {func(m map[string]string) { m["trainer.hybrid_engine"] = "true" }, "trainer.hybrid_engine is not a key"},
+	} {
+		cfg := valid()
+		tc.edit(cfg)
+		assert.ErrorContains(t, c.CheckKeys(name, cfg), tc.want, name)
+	}
+
+	// The images verl publishes hold no verl: without the run-time install,
+	// every run fails at its first import.
+	cfg := valid()
+	for _, image := range []string{llm.DefaultVerlImage, llm.DefaultVerlSGLangImage, "docker.io/verlai/verl:vllm011.latest"} {
+		assert.ErrorContains(t, c.CheckImage(image, image, cfg), "needs verl, which "+image+" does not contain", image)
+	}
+	// The SGLang image has no vLLM, and the vLLM image no SGLang.
+	cfg["actor_rollout_ref.rollout.name"] = "sglang"
+	assert.ErrorContains(t, c.CheckImage("sglang", llm.DefaultVerlImage, cfg), "needs sglang")
+	cfg["actor_rollout_ref.rollout.name"] = "vllm"
+	assert.ErrorContains(t, c.CheckImage("vllm", llm.DefaultVerlSGLangImage, cfg), "needs vllm")
+}
+
+// TestFuzzedVerlRunsKeepTheContract checks every run the FuzzRL corpus
+// (seeds, saved inputs and 300 fixed-seed programs) gets accepted against
+// the contract: whatever combination of settings Objects lets through,
+// verl accepts.
+func TestFuzzedVerlRunsKeepTheContract(t *testing.T) {
+	c, err := contract.Load(verlContract)
+	require.NoError(t, err)
+	corpus := append(append([][]byte{}, rlSeeds...), fuzzcorpus.Bytes(t, "FuzzRL")...)
+	corpus = append(corpus, fuzzcorpus.Programs(10, 300, 2, 10)...)
+	accepted := 0
+	for i, data := range corpus {
+		objs, err := runRL(data).Objects()
+		if err != nil {
+			continue
+		}
+		accepted++
+		job := objs[0].(*rayv1.RayJob)
+		cfg := overrides(t, job.Spec.Entrypoint)
+		name := fmt.Sprintf("input %d %x", i, data)
+		assert.NoError(t, c.CheckKeys(name, cfg))
+		if image := job.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Image; image == llm.DefaultVerlImage || image == llm.DefaultVerlSGLangImage {
+			assert.NoError(t, verlImageContract(t, image, job).CheckImage(name, image, cfg))
+		}
+	}
+	assert.GreaterOrEqual(t, accepted, 30, "the corpus exercises accepted runs, not only refusals")
+}
+
+// A fine-tune, its merge and a GRPO run are pipeline steps: each has one
+// job whose completion (from train.Kinds) the step waits on, its
+// ConfigMaps applied beside.
+func TestFineTuneIsAPipelineStep(t *testing.T) {
+	sft := builders[0].build("sft")
+	tune := pipeline.Workload("sft", sft)
+	merge := pipeline.Workload("merge", sft.Merge("merge", "pvc://models/merged")).After(tune)
+	rl := pipeline.Workload("grpo", grpo("grpo")).After(merge)
+	wf, err := argo.Workflow(pipeline.New("tune-and-merge").Kinds(train.Kinds()...).Step(tune, merge, rl)).Build()
+	require.NoError(t, err)
+	created := map[string]bool{}
+	for _, tmpl := range wf.Spec.Templates {
+		if tmpl.Resource != nil && tmpl.Resource.Action == "create" {
+			for _, kind := range []string{"kind: PyTorchJob", "kind: RayJob"} {
+				if strings.Contains(tmpl.Resource.Manifest, kind) {
+					created[tmpl.Name+" "+kind] = true
+				}
+			}
+		}
+	}
+	assert.Len(t, created, 3, "%v", created)
+}
+
+// launcherEnv is what LLaMA-Factory's launcher reads to start torchrun
+// itself when FORCE_TORCHRUN is set (launch(): NNODES, NODE_RANK,
+// NPROC_PER_NODE, MASTER_ADDR, MASTER_PORT; src/llamafactory/launcher.py
+// at v0.9.5, cli.py in later versions, which read the same names).
+var launcherEnv = []string{"NNODES", "NODE_RANK", "NPROC_PER_NODE", "MASTER_ADDR", "MASTER_PORT"}
+
+// trainerTorchEnv reads the names of the variables Kubeflow Trainer
+// v2.3.0's torch plugin sets on the trainer's container from its source
+// (pkg/constants/constants.go, TorchEnv*), downloaded at that version.
+func trainerTorchEnv(t *testing.T) []string {
+	t.Helper()
+	dir, err := contract.ModuleDir("github.com/kubeflow/trainer/v2@v2.3.0")
+	require.NoError(t, err)
+	src, err := os.ReadFile(filepath.Join(dir, "pkg", "constants", "constants.go"))
+	require.NoError(t, err)
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*TorchEnv\w+\s+string\s*=\s*"(\w+)"`).FindAllStringSubmatch(string(src), -1) {
+		names = append(names, m[1])
+	}
+	require.NotEmpty(t, names, "no TorchEnv constants in pkg/constants/constants.go")
+	return names
+}
+
+// launchProblems checks a launch command against the launcher's and the
+// Trainer's variables: every $(VAR) it expands must be one the Trainer
+// sets, and `env` must give the launcher every variable it reads.
+func launchProblems(cmd []string, setByTrainer []string) []string {
+	var problems []string
+	given := map[string]bool{}
+	for _, a := range cmd[1:] {
+		name, value, ok := strings.Cut(a, "=")
+		if !ok {
+			break
+		}
+		given[name] = true
+		for _, m := range regexp.MustCompile(`\$\((\w+)\)`).FindAllStringSubmatch(value, -1) {
+			if !slices.Contains(setByTrainer, m[1]) {
+				problems = append(problems, name+" expands $("+m[1]+"), which the Trainer does not set")
+			}
+		}
+	}
+	for _, v := range launcherEnv {
+		if !given[v] {
+			problems = append(problems, "the launcher reads "+v+", which the command does not set")
+		}
+	}
+	return problems
+}
+
+// trainJobOf returns the TrainJob among a fine-tune's objects.
+func trainJobOf(t *testing.T, objs []client.Object) *trainer.TrainJob {
+	t.Helper()
+	for _, o := range objs {
+		if j, ok := o.(*trainer.TrainJob); ok {
+			return j
+		}
+	}
+	t.Fatalf("no TrainJob among %d objects", len(objs))
+	return nil
+}
+
+// A fine-tune on Trainer v2 starts LLaMA-Factory's launcher with the
+// torchrun variables it reads, each taken from one the Trainer's torch
+// plugin sets; the training-operator's launch command would leave
+// MASTER_ADDR and MASTER_PORT to the launcher's defaults (127.0.0.1 and a
+// random port), and the check says so.
+func TestTrainerLaunchKeepsTheContract(t *testing.T) {
+	setByTrainer := trainerTorchEnv(t)
+	assert.Subset(t, setByTrainer, []string{"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"})
+	f := llm.SFT("sft", qwen).AddDataset(alpaca).Output("pvc://models/sft").Runtime("torch-h100", train.FrameworkTorch)
+	f.Job().On(hardware.H100).Accelerators(8).Nodes(2)
+	objs, err := f.Objects()
+	require.NoError(t, err)
+	j := trainJobOf(t, objs)
+	assert.Equal(t, llm.TrainerLaunchCommand("train", llm.ConfigFile), j.Spec.Trainer.Command)
+	assert.Empty(t, launchProblems(j.Spec.Trainer.Command, setByTrainer))
+	assert.Equal(t, []string{
+		"NNODES expands $(PET_NNODES), which the Trainer does not set",
+	}, launchProblems([]string{"env", "NNODES=$(PET_NNODES)", "NODE_RANK=$(PET_NODE_RANK)", "NPROC_PER_NODE=$(PET_NPROC_PER_NODE)",
+		"MASTER_ADDR=$(PET_MASTER_ADDR)", "MASTER_PORT=$(PET_MASTER_PORT)", "llamafactory-cli"}, []string{"PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_MASTER_ADDR", "PET_MASTER_PORT"}))
+	assert.Equal(t, []string{
+		"the launcher reads MASTER_ADDR, which the command does not set",
+		"the launcher reads MASTER_PORT, which the command does not set",
+	}, launchProblems(llm.LaunchCommand("train", llm.ConfigFile), setByTrainer))
+}
+
+// What the PyTorchJob and the TrainJob of the same fine-tune share: the
+// two ConfigMaps, the image, the pod counts, the resources, the env; the
+// TrainJob mounts the ConfigMaps and the output claim on the trainer's
+// node container through cube's runtime patch.
+func TestTrainerTargetMatchesThePyTorchJob(t *testing.T) {
+	build := func(runtime bool) []client.Object {
+		f := builders[0].build("sft")
+		if runtime {
+			f.Runtime("torch-h100", train.FrameworkTorch)
+		}
+		f.Job().On(hardware.H100).Accelerators(8).CPU("96").Memory("1600Gi").Nodes(3).Namespace("team").LocalQueue("team-a")
+		objs, err := f.Objects()
+		require.NoError(t, err)
+		return objs
+	}
+	v1, v2 := build(false), build(true)
+	require.Len(t, v2, 3)
+	assert.Equal(t, v1[:2], v2[:2], "the LLaMA-Factory and DeepSpeed ConfigMaps")
+	pj := v1[2].(*kubeflowv1.PyTorchJob)
+	master := pj.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec
+	j := trainJobOf(t, v2)
+
+	assert.Equal(t, "team", j.Namespace)
+	assert.Equal(t, "team-a", j.Labels["kueue.x-k8s.io/queue-name"])
+	assert.Equal(t, "torch-h100", j.Spec.RuntimeRef.Name)
+	assert.Equal(t, master.Containers[0].Image, *j.Spec.Trainer.Image)
+	assert.Equal(t, int32(3), *j.Spec.Trainer.NumNodes)
+	assert.Equal(t, int32(8), *j.Spec.Trainer.NumProcPerNode)
+	assert.Equal(t, master.Containers[0].Resources, *j.Spec.Trainer.ResourcesPerNode)
+	for _, e := range j.Spec.Trainer.Env {
+		assert.Contains(t, master.Containers[0].Env, e)
+	}
+	var envNames []string
+	for _, e := range j.Spec.Trainer.Env {
+		envNames = append(envNames, e.Name)
+	}
+	assert.Contains(t, envNames, "FORCE_TORCHRUN")
+	assert.Contains(t, envNames, "HF_TOKEN")
+
+	require.Len(t, j.Spec.RuntimePatches, 1)
+	rjs := j.Spec.RuntimePatches[0].TrainingRuntimeSpec.Template.Spec.ReplicatedJobs
+	require.Len(t, rjs, 1)
+	ps := rjs[0].Template.Spec.Template.Spec
+	require.Len(t, ps.Containers, 1)
+	assert.Equal(t, trainer.Node, ps.Containers[0].Name)
+	assert.Empty(t, ps.Containers[0].Env, "the Trainer's webhook refuses env on the node container's patch")
+	mounts := map[string]string{}
+	for _, m := range ps.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	for _, m := range master.Containers[0].VolumeMounts {
+		assert.Equal(t, m.Name, mounts[m.MountPath], "mount %s", m.MountPath)
+	}
+	assert.ElementsMatch(t, master.Volumes, ps.Volumes)
+}
+
+// What a TrainJob cannot carry is refused, under the job's field paths,
+// all at once; nothing panics on a nil fine-tune.
+func TestTrainerTargetRefusals(t *testing.T) {
+	base := func() *llm.FineTune {
+		return llm.SFT("sft", qwen).AddDataset(alpaca).Output("pvc://models/sft").Runtime("torch-cpu", train.FrameworkTorch)
+	}
+	cases := map[string]struct {
+		f    func() *llm.FineTune
+		want []string
+	}{
+		"a deepspeed runtime": {func() *llm.FineTune { return base().Runtime("ds", train.FrameworkDeepSpeed) },
+			[]string{"runtime.framework: Invalid value: \"deepspeed\": LLaMA-Factory starts torchrun itself"}},
+		"run policy": {func() *llm.FineTune {
+			f := base()
+			f.Job().CleanPodPolicy(kubeflowv1.CleanPodPolicyNone).TTLAfterFinished(time.Hour).Retry(retry.Policy{Limit: 2}).Gang()
+			return f
+		}, []string{
+			"job.spec.runPolicy.ttlSecondsAfterFinished: Forbidden: a TrainJob of Kubeflow Trainer v2.3.0 has no TTLAfterFinished",
+			"job.spec.runPolicy.backoffLimit: Forbidden: a TrainJob of Kubeflow Trainer v2.3.0 has no Retry",
+			"job.spec.runPolicy.schedulingPolicy: Forbidden",
+			"job.spec.runPolicy.cleanPodPolicy: Forbidden",
+		}},
+		"restart policy and role resources": {func() *llm.FineTune {
+			f := base()
+			f.Job().RestartPolicy(kubeflowv1.RestartPolicyNever).RoleResources(kubeflowv1.PyTorchJobReplicaTypeWorker, "4", "8Gi")
+			return f
+		}, []string{
+			"job.spec.pytorchReplicaSpecs[Master].restartPolicy: Forbidden",
+			"job.spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].resources: Forbidden",
+		}},
+		"a pod setting the TrainJob refuses": {func() *llm.FineTune {
+			f := base()
+			f.Job().Scheduler("volcano").PriorityClass("high")
+			return f
+		}, []string{"job.spec.trainer.schedulerName: Forbidden", "job.spec.trainer.priorityClassName: Forbidden"}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.f().Objects()
+			require.Error(t, err)
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+	var nilFT *llm.FineTune
+	_, err := nilFT.Runtime("x", train.FrameworkTorch).Objects()
+	assert.ErrorContains(t, err, "llm.FineTune: Required value")
+
+	// ActiveDeadline and Suspend are a TrainJob's own.
+	f := base()
+	f.Job().ActiveDeadline(90 * time.Minute).Suspend(true)
+	objs, err := f.Objects()
+	require.NoError(t, err)
+	j := trainJobOf(t, objs)
+	assert.Equal(t, int64(5400), j.Spec.ActiveDeadlineSeconds)
+	assert.True(t, *j.Spec.Suspend)
+	// A command of the caller's is kept.
+	f = base()
+	f.Job().Command("python3", "-m", "mine")
+	objs, err = f.Objects()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"python3", "-m", "mine"}, trainJobOf(t, objs).Spec.Trainer.Command)
 }

@@ -88,3 +88,19 @@ func TestSavedGraphIsReusedOnlyWhenItMatchesTheLog(t *testing.T) {
 	assert.Nil(t, s.graph)
 	require.NoError(t, s.Close())
 }
+
+// A zero Local and bad options report what is missing; none panics.
+func TestZeroLocalAndBadOptionsReportInsteadOfPanicking(t *testing.T) {
+	ctx := t.Context()
+	var zeroStore Local
+	_, err := zeroStore.SearchVector(ctx, []float32{1}, 1, nil)
+	assert.ErrorContains(t, err, "not opened")
+	assert.ErrorContains(t, zeroStore.Compact(ctx), "not opened")
+	assert.ErrorContains(t, zeroStore.BuildIndex(), "not opened")
+	assert.Zero(t, zeroStore.LogBytes())
+	_, err = Open("", HNSW(HNSWParams{M: 1, EfConstruction: -1, EfSearch: -2}), ExactBelow(-1), nil)
+	require.Error(t, err)
+	for _, want := range []string{"dir: required", "hnsw.M: 1", "hnsw.EfConstruction: -1", "hnsw.EfSearch: -2", "exactBelow: -1"} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
