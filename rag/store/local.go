@@ -506,7 +506,9 @@ func (s *Local) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-func (s *Local) searchArgs(vector []float32, k int, f Filter) ([]float32, error) {
+// searchLimits are the problems of a search's k and filter, for every
+// search to report with its own.
+func searchLimits(k int, f Filter) []error {
 	var errs []error
 	if k <= 0 {
 		errs = append(errs, fmt.Errorf("k: %d: must be positive", k))
@@ -514,6 +516,11 @@ func (s *Local) searchArgs(vector []float32, k int, f Filter) ([]float32, error)
 	if err := f.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	return errs
+}
+
+func (s *Local) searchArgs(vector []float32, k int, f Filter) ([]float32, error) {
+	errs := searchLimits(k, f)
 	q := slices.Clone(vector)
 	if len(q) == 0 {
 		errs = append(errs, errors.New("vector: required"))
@@ -758,14 +765,7 @@ func (s *Local) SearchKeyword(ctx context.Context, query string, k int, f Filter
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	var errs []error
-	if k <= 0 {
-		errs = append(errs, fmt.Errorf("k: %d: must be positive", k))
-	}
-	if err := f.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
+	if errs := searchLimits(k, f); len(errs) > 0 {
 		return nil, fmt.Errorf("search: %w", errors.Join(errs...))
 	}
 	s.mu.RLock()

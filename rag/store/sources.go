@@ -88,14 +88,7 @@ func (s *Local) SearchKeywordSources(ctx context.Context, query string, k int, f
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	var errs []error
-	if k <= 0 {
-		errs = append(errs, fmt.Errorf("k: %d: must be positive", k))
-	}
-	if err := f.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
+	if errs := searchLimits(k, f); len(errs) > 0 {
 		return nil, fmt.Errorf("search sources: %w", errors.Join(errs...))
 	}
 	s.mu.RLock()
