@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	jobsetconfig "sigs.k8s.io/jobset/api/config/v1alpha1"
-	"sigs.k8s.io/yaml"
 )
 
 // Kubeflow Trainer v2 and the JobSet controller it runs on. Both are built
@@ -112,12 +111,13 @@ func (n *node) startJobSet() error {
 		validating = "jobset-validating-webhook-configuration"
 		mutating   = "jobset-mutating-webhook-configuration"
 	)
-	port, err := n.serveWebhooks(operatorWebhooks{
+	hooks := operatorWebhooks{
 		namespace: namespace, service: service, secret: secret,
 		module: "sigs.k8s.io/jobset", version: jobsetVersion, manifest: "config/components/webhook/manifests.yaml",
 		validating: validating, mutating: mutating,
 		selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "jobset.sigs.k8s.io/jobset-name", Operator: metav1.LabelSelectorOpExists}}},
-	})
+	}
+	port, err := n.serveWebhooks(hooks)
 	if err != nil {
 		return err
 	}
@@ -140,29 +140,34 @@ func (n *node) startJobSet() error {
 		},
 		InternalCertManagement: &jobsetconfig.InternalCertManagement{Enable: ptr.To(true), WebhookServiceName: ptr.To(service), WebhookSecretName: ptr.To(secret)},
 	}
-	data, err := yaml.Marshal(config)
+	return n.startRotating("jobset", "jobset-controller", config, hooks, port, "--leader-elect=false")
+}
+
+// startRotating runs a controller whose certificate rotator waits for its
+// Secret's certificate in the fixed webhookCertRoot: with config written
+// to name-config.yaml and passed as --config, in its own mount namespace
+// (privateCerts) with the Secret's certificate copied into it; then it
+// waits for the webhook port and the CA in the webhook configurations.
+func (n *node) startRotating(name, binary string, config any, hooks operatorWebhooks, port int, args ...string) error {
+	configFile, err := n.writeConfig(name+"-config.yaml", config)
 	if err != nil {
 		return err
 	}
-	configFile := filepath.Join(n.dir, "jobset-config.yaml")
-	if err := os.WriteFile(configFile, data, 0o644); err != nil {
-		return err
-	}
-	own, args, err := n.privateCerts("jobset", n.cache.binary("jobset-controller"), "--config="+configFile, "--leader-elect=false")
+	own, args, err := n.privateCerts(name, n.cache.binary(binary), append([]string{"--config=" + configFile}, args...)...)
 	if err != nil {
 		return err
 	}
-	p, err := n.start("jobset-controller", "/usr/bin/unshare", args, []string{"KUBECONFIG=" + n.admin, "TMPDIR=/tmp"})
+	p, err := n.start(binary, "/usr/bin/unshare", args, []string{"KUBECONFIG=" + n.admin, "TMPDIR=/tmp"})
 	if err != nil {
 		return err
 	}
-	if err := n.copyCerts(namespace, secret, filepath.Join(own, "serving-certs")); err != nil {
+	if err := n.copyCerts(hooks.namespace, hooks.secret, filepath.Join(own, "serving-certs")); err != nil {
 		return p.failure(err)
 	}
 	if err := n.waitListening(p, port); err != nil {
 		return err
 	}
-	return n.waitCA(p, validating, mutating)
+	return n.waitCA(p, hooks.validating, hooks.mutating)
 }
 
 // trainerConfig mirrors the fields of the Trainer's Configuration
@@ -208,11 +213,12 @@ func (n *node) startTrainer() error {
 		validating = "validator.trainer.kubeflow.org"
 		mutating   = "defaulter.trainer.kubeflow.org"
 	)
-	port, err := n.serveWebhooks(operatorWebhooks{
+	hooks := operatorWebhooks{
 		namespace: namespace, service: service, secret: secret,
 		module: "github.com/kubeflow/trainer/v2", version: trainerVersion, manifest: "manifests/base/webhook/manifests.yaml",
 		validating: validating, mutating: mutating,
-	})
+	}
+	port, err := n.serveWebhooks(hooks)
 	if err != nil {
 		return err
 	}
@@ -229,27 +235,5 @@ func (n *node) startTrainer() error {
 		Health:         kueueHealth{HealthProbeBindAddress: "127.0.0.1:" + strconv.Itoa(probe)},
 		CertManagement: trainerCertManagement{Enable: true, WebhookServiceName: service, WebhookSecretName: secret},
 	}
-	data, err := yaml.Marshal(config)
-	if err != nil {
-		return err
-	}
-	configFile := filepath.Join(n.dir, "trainer-config.yaml")
-	if err := os.WriteFile(configFile, data, 0o644); err != nil {
-		return err
-	}
-	own, args, err := n.privateCerts("trainer", n.cache.binary("trainer-controller-manager"), "--config="+configFile)
-	if err != nil {
-		return err
-	}
-	p, err := n.start("trainer-controller-manager", "/usr/bin/unshare", args, []string{"KUBECONFIG=" + n.admin, "TMPDIR=/tmp"})
-	if err != nil {
-		return err
-	}
-	if err := n.copyCerts(namespace, secret, filepath.Join(own, "serving-certs")); err != nil {
-		return p.failure(err)
-	}
-	if err := n.waitListening(p, port); err != nil {
-		return err
-	}
-	return n.waitCA(p, validating, mutating)
+	return n.startRotating("trainer", "trainer-controller-manager", config, hooks, port)
 }
