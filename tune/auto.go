@@ -19,18 +19,25 @@ const AlgorithmAuto = "auto"
 //
 // Locally it runs a design first: the centre of the space (the middle of
 // every range on its own scale, where users mostly set what they expect to
-// work), then space-filling Sobol points. On a mostly numeric space, then a
-// portfolio: a Gaussian process with expected improvement, univariate TPE
-// (Optuna's estimator: strong on separable objectives) and CMA-ES started
-// at the best trial so far (with IPOP restarts: strong on multimodal and
-// ill-conditioned ones); each trial goes to the sampler whose recent
-// proposals rank best among the trials so far. When most dimensions are
-// Choices, or there are too many for a GP, multivariate TPE alone.
-// TrialResult.Sampler says which one proposed each trial (the centre
-// counts as the design's, sobol). In an Experiment it renders the Katib
-// algorithm Plan names (Katib's suggestion services run one algorithm per
-// Experiment). Seed is its only setting.
+// work), then space-filling Sobol points. On a mostly numeric space a
+// Gaussian process with expected improvement follows, alone while it
+// improves; once autoPatience of its proposals in a row have not, a
+// portfolio opens: the GP, univariate TPE (Optuna's estimator: strong on
+// separable objectives), CMA-ES started at the best trial so far (with
+// IPOP restarts: strong on multimodal and ill-conditioned ones) and, on a
+// space without Choices, a quadratic model of the best trials while it
+// fits them (the curvature of a rotated, ill-conditioned basin); each
+// trial goes to the sampler whose recent proposals rank best among the
+// trials so far. When most dimensions are Choices, or there are too many
+// for a GP, multivariate TPE alone. TrialResult.Sampler says which one
+// proposed each trial (the centre counts as the design's, sobol). In an
+// Experiment it renders the Katib algorithm Plan names (Katib's suggestion
+// services run one algorithm per Experiment). Seed is its only setting.
 func Auto() Algorithm { return Algorithm{name: AlgorithmAuto} }
+
+// samplerQuadratic names the proposals of Auto's quadratic model
+// (TrialResult.Sampler); it is not an Algorithm of its own.
+const samplerQuadratic = "quadratic"
 
 // autoRules are Auto's settings: only the seed, which the Katib algorithm
 // it maps to takes too.
@@ -116,6 +123,9 @@ const (
 	autoWindow  = 8
 	autoTry     = 2
 	autoRefresh = 6
+	// autoPatience is how many proposals in a row the model makes without
+	// a new best before the portfolio opens to the other samplers.
+	autoPatience = 3
 )
 
 // autoInitial is the size of the space-filling design: enough points to
@@ -145,8 +155,8 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	initial := autoInitial(f.dims, trials)
 	local := fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s", initial, model)
 	if model == AlgorithmBayesian {
-		local = fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then a portfolio of %s, tpe (univariate) and cmaes started at the best trial so far (IPOP restarts): each trial goes to the one whose last %d proposals did best",
-			initial, model, autoWindow)
+		local = fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s until %d of its proposals in a row do not improve, then a portfolio of %s, tpe (univariate), cmaes started at the best trial so far (IPOP restarts)%s: each trial goes to the one whose last %d proposals did best",
+			initial, model, autoPatience, model, quadText(params), autoWindow)
 	}
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
@@ -160,6 +170,16 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 		katib = katib.Seed(atoi(seed))
 	}
 	return Plan{Local: local, Katib: katib, Reason: reason + ". In Katib: " + katibWhy}
+}
+
+// quadText names the quadratic model in Plan when the space can have it.
+func quadText(params []Param) string {
+	for _, p := range params {
+		if p.kind == ChoiceKind {
+			return ""
+		}
+	}
+	return " and a quadratic model of the best trials while it fits them"
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
@@ -227,8 +247,10 @@ type autoSampler struct {
 	gp       *gpSampler
 	tpe      *tpeSampler // multivariate
 	tpe1     *tpeSampler // univariate
+	quad     *quadSampler
 	cma      *cmaSampler
 	decided  []string // per trial, the sampler that proposed it
+	opened   int      // the trial from which the portfolio is open; -1 while the model runs alone
 	cmaTrial []int    // the trials CMA-ES proposed, in order
 }
 
@@ -236,7 +258,7 @@ func newAutoSampler(l *Local) *autoSampler {
 	f := featuresOf(l.params)
 	model, _ := autoModel(f)
 	s := &autoSampler{l: l, initial: autoInitial(f.dims, l.trials), model: model,
-		gp: &gpSampler{l: l}, tpe: &tpeSampler{l: l, multivariate: true}, tpe1: &tpeSampler{l: l}}
+		gp: &gpSampler{l: l}, tpe: &tpeSampler{l: l, multivariate: true}, tpe1: &tpeSampler{l: l}, quad: newQuadSampler(l), opened: -1}
 	if len(l.params) <= len(joeKuo)+1 {
 		s.sobol = newSobolSampler(l)
 	}
@@ -244,15 +266,19 @@ func newAutoSampler(l *Local) *autoSampler {
 }
 
 // decide is the sampler of trial j, given the trials it may see. After
-// the design it is a portfolio: each sampler (the model, univariate TPE
-// and CMA-ES) is scored by where its last autoWindow proposals did among the trials seen (1 for a new best, else
-// half the fourth power of its percentile, so that the proposals that
-// improve, then those among the best, count most),
-// a sampler with fewer than autoTry proposals seen goes first, the best
-// scored proposes, and every autoRefresh-th trial one of the others does,
-// in turn, so that no score goes stale. On a smooth objective the model's
-// proposals rank best and it proposes most trials; on a rugged or
-// separable one univariate TPE or CMA-ES takes over.
+// the design the model proposes alone until autoPatience of its proposals
+// in a row have not improved on the best trial; then the portfolio opens.
+// Each sampler (the model, univariate TPE, CMA-ES and, while it fits the
+// trials, the quadratic) is scored by where its last autoWindow proposals
+// since the opening did among the trials seen (1 for a new best, else half
+// the fourth power of its percentile, so that the proposals that improve,
+// then those among the best, count most); a sampler with fewer than
+// autoTry proposals scored goes first (the model last: it has just had its
+// turn), the best scored proposes, and every autoRefresh-th trial one of
+// the others does, in turn, so that no score goes stale. On a smooth
+// objective the model's proposals rank best and it proposes most trials;
+// on a rugged or separable one univariate TPE or CMA-ES takes over, in an
+// ill-conditioned basin the quadratic.
 func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	succeeded := 0
 	for _, r := range seen {
@@ -279,7 +305,16 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		// multivariate one keeps.
 		return model
 	}
+	if s.opened < 0 {
+		if !s.stalled(model, seen) {
+			return model
+		}
+		s.opened = j
+	}
 	arms := []string{model, AlgorithmTPE, AlgorithmCMAES}
+	if s.quad.useful(seen) {
+		arms = append(arms, samplerQuadratic)
+	}
 	// The percentile of each seen succeeded trial (1 for the best), and
 	// the trials that improved on every trial before them.
 	ranked := sortByObjective(s.l.objective, seen)
@@ -300,9 +335,12 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		score float64
 	}
 	var scored []arm
-	for _, a := range arms {
+	// Only proposals since the portfolio opened count: the model's
+	// proposals before it, made on a handful of trials, explored. The
+	// others get their first proposals before the model's are scored.
+	for _, a := range append(slices.Clone(arms[1:]), model) {
 		sum, n := 0.0, 0
-		for k := min(len(seen), len(s.decided)) - 1; k >= 0 && n < autoWindow; k-- {
+		for k := min(len(seen), len(s.decided)) - 1; k >= s.opened && n < autoWindow; k-- {
 			if s.decided[k] != a && !(a == model && s.decided[k] == s.model) {
 				continue
 			}
@@ -319,12 +357,43 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		}
 		scored = append(scored, arm{a, n, sum / float64(n)})
 	}
-	slices.SortStableFunc(scored, func(a, b arm) int { return cmp.Compare(b.score, a.score) })
+	slices.SortStableFunc(scored, func(a, b arm) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(b2f(b.name == model), b2f(a.name == model))
+	})
 	if j%autoRefresh == 0 {
 		// The others in turn.
 		return scored[1+(j/autoRefresh)%(len(scored)-1)].name
 	}
 	return scored[0].name
+}
+
+// stalled says whether the model's last autoPatience proposals among the
+// seen trials all failed to improve on the best trial before them.
+func (s *autoSampler) stalled(model string, seen []TrialResult) bool {
+	var best *TrialResult
+	since := 0
+	for k := range seen {
+		r := &seen[k]
+		if r.State != cube.Succeeded {
+			continue
+		}
+		improves := best == nil || s.l.objective.better(r.Value, best.Value)
+		if improves {
+			best = r
+		}
+		if k >= len(s.decided) || (s.decided[k] != model && s.decided[k] != s.model) {
+			continue
+		}
+		if improves {
+			since = 0
+		} else {
+			since++
+		}
+	}
+	return since >= autoPatience
 }
 
 func (s *autoSampler) sample(i int, history []TrialResult, pending []map[string]any) map[string]any {
@@ -356,6 +425,8 @@ func (s *autoSampler) sample(i int, history []TrialResult, pending []map[string]
 		return s.tpe.sample(i, history, pending)
 	case AlgorithmTPE:
 		return s.tpe1.sample(i, history, pending)
+	case samplerQuadratic:
+		return s.quad.sample(i, history, pending)
 	}
 	// CMA-ES sees its own trials only, numbered in its own order.
 	var own []TrialResult

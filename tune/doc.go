@@ -124,13 +124,16 @@
 // The default sampler is Auto: it reads the space (how many dimensions,
 // how many of them Choices), the budget and the parallelism, and runs a
 // design (the centre of the space, where users mostly put what they expect
-// to work, then Sobol points), then a portfolio of a Gaussian process,
-// univariate TPE and CMA-ES started at the best trial so far (with IPOP
-// restarts): each trial goes to the sampler whose recent proposals rank
-// best among the trials so far, so the GP proposes most trials of a smooth
-// objective and TPE or CMA-ES take over a rugged one. When most dimensions
-// are Choices, or there are more than 32, multivariate TPE alone follows
-// the design. Local.Plan (and Algorithm.Plan, for an Experiment) says what
+// to work, then Sobol points), then a Gaussian process alone while it
+// improves, and once three of its proposals in a row have not, a portfolio
+// of the GP, univariate TPE, CMA-ES started at the best trial so far (with
+// IPOP restarts) and, on a space without Choices, a quadratic model of the
+// best trials while it fits them (adjusted R² of 0.9): each trial goes to
+// the sampler whose recent proposals rank best among the trials so far, so
+// the GP proposes most trials of a smooth objective, TPE or CMA-ES take
+// over a rugged one and the quadratic an ill-conditioned basin. When most
+// dimensions are Choices, or there are more than 32, multivariate TPE
+// alone follows the design. Local.Plan (and Algorithm.Plan, for an Experiment) says what
 // it runs and why, and the Katib algorithm an Experiment renders for the
 // same study (cmaes, bayesianoptimization or multivariate-tpe);
 // TrialResult.Sampler says which sampler proposed each trial.

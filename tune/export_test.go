@@ -1,5 +1,7 @@
 package tune
 
+import "github.com/cubestudio/cube"
+
 // SpaceOf gives the external tests an experiment's search space, which
 // the builder keeps to itself.
 func SpaceOf(e *Experiment) []Param { return e.space() }
@@ -20,4 +22,17 @@ func ParzenSigmas1D(xs []float64, lo, hi float64) []float64 {
 		out[i] = s[0]
 	}
 	return out
+}
+
+// QuadraticProposal is what Auto's quadratic model proposes after the
+// succeeded trials values (minimised objective ys) over params, and
+// whether it fits them well enough to join Auto's portfolio.
+func QuadraticProposal(params []Param, values []map[string]any, ys []float64) (map[string]any, bool) {
+	l := NewLocal(Minimize("y"), params...)
+	h := make([]TrialResult, len(values))
+	for i := range values {
+		h[i] = TrialResult{Number: i, State: cube.Succeeded, Value: ys[i], params: values[i]}
+	}
+	q := newQuadSampler(l)
+	return q.sample(len(h), h, nil), q.useful(h)
 }

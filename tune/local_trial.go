@@ -140,7 +140,8 @@ type TrialResult struct {
 	Err     error
 	// Sampler is the algorithm that proposed the trial: the one set with
 	// Algorithm, or under Auto the sampler it chose for this trial
-	// ("sobol", "bayesianoptimization", "multivariate-tpe", "cmaes").
+	// ("sobol", "bayesianoptimization", "tpe", "cmaes", "quadratic",
+	// "multivariate-tpe").
 	Sampler string
 	params  map[string]any
 }

@@ -358,7 +358,10 @@ func TestAutoPlan(t *testing.T) {
 			plan := tune.NewLocal(tune.Minimize("loss"), c.params...).MaxTrials(c.trials).Parallelism(c.parallel).Seed(5).Plan()
 			assert.Equal(t, c.katib, plan.Katib.Name())
 			if c.localModel == "bayesianoptimization" {
-				assert.Contains(t, plan.Local, "then a portfolio of bayesianoptimization, tpe (univariate) and cmaes")
+				assert.Contains(t, plan.Local, "then bayesianoptimization until 3 of its proposals in a row do not improve, then a portfolio of bayesianoptimization, tpe (univariate), cmaes")
+				// The quadratic model only on a space without Choices.
+				assert.Equal(t, !slices.ContainsFunc(c.params, func(p tune.Param) bool { return p.Kind() == tune.ChoiceKind }),
+					strings.Contains(plan.Local, "quadratic model"), plan.Local)
 			} else {
 				// On a space of mostly Choices, multivariate TPE alone.
 				assert.True(t, strings.HasSuffix(plan.Local, "then "+c.localModel), plan.Local)
@@ -408,7 +411,7 @@ func TestAutoAdapts(t *testing.T) {
 	assert.Equal(t, "bayesianoptimization", samplers[8])
 	assert.Contains(t, samplers, "cmaes", "CMA-ES is one of the portfolio's samplers: %v", samplers)
 	assert.Equal(t, 0.0, res.Trials[0].Float("x0"), "the first trial is the centre of the space")
-	assert.True(t, strings.HasPrefix(study().Plan().Local, "a design of 8 trials (the centre of the space, then sobol), then a portfolio of bayesianoptimization, tpe"))
+	assert.True(t, strings.HasPrefix(study().Plan().Local, "a design of 8 trials (the centre of the space, then sobol), then bayesianoptimization until 3 of its proposals"))
 
 	// Stop after 40 trials, then resume from the study file.
 	path := filepath.Join(t.TempDir(), "study.jsonl")

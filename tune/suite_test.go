@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cubestudio/cube/internal/testsupport/ci"
+	"github.com/cubestudio/cube/tune"
 )
 
 // TestSuiteFormulasAgree: the Python side of the benchmark computes the
@@ -123,4 +125,116 @@ func TestAutoNeverLosesToRandom(t *testing.T) {
 		}
 		assert.Positive(t, wins, "the default at or below Optuna's best sampler on no cell:\n%s", s.table(budgets))
 	})
+}
+
+// TestQuadraticModel: Auto's quadratic model finds the bottom of a
+// rotated, ill-conditioned basin from random trials (far below the best of
+// them), and stays out of the portfolio where it does not describe the
+// trials: a rugged objective, pure noise, too few trials, a space with a
+// Choice.
+func TestQuadraticModel(t *testing.T) {
+	const n = 4
+	params := make([]tune.Param, n)
+	for i := range params {
+		params[i] = tune.Float(fmt.Sprintf("x%d", i), -5, 5)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	rot := rotation(rng, n)
+	shift := []float64{1, -2, 0.5, 3}
+	ellipsoid := func(v map[string]any) float64 {
+		out := 0.0
+		for i := range n {
+			z := 0.0
+			for j := range n {
+				z += rot[i*n+j] * (v[fmt.Sprintf("x%d", j)].(float64) - shift[j])
+			}
+			out += math.Pow(1e3, float64(i)/(n-1)) * z * z
+		}
+		return out
+	}
+	rastrigin := func(v map[string]any) float64 {
+		out := 10.0 * n
+		for j := range n {
+			x := v[fmt.Sprintf("x%d", j)].(float64) - shift[j]
+			out += x*x - 10*math.Cos(2*math.Pi*x)
+		}
+		return out
+	}
+	noise := func(map[string]any) float64 { return rng.Float64() }
+	draw := func(trials int, f func(map[string]any) float64) ([]map[string]any, []float64, float64) {
+		var vs []map[string]any
+		var ys []float64
+		best := math.Inf(1)
+		for range trials {
+			v := map[string]any{}
+			for j := range n {
+				v[fmt.Sprintf("x%d", j)] = -5 + 10*rng.Float64()
+			}
+			vs, ys = append(vs, v), append(ys, f(v))
+			best = math.Min(best, ys[len(ys)-1])
+		}
+		return vs, ys, best
+	}
+
+	vs, ys, best := draw(40, ellipsoid)
+	next, useful := tune.QuadraticProposal(params, vs, ys)
+	assert.True(t, useful, "an exact quadratic fits its trials")
+	assert.Less(t, ellipsoid(next), best/100, "the model's minimum against the best of 40 random trials (%v)", best)
+
+	vs, ys, _ = draw(40, rastrigin)
+	_, useful = tune.QuadraticProposal(params, vs, ys)
+	assert.False(t, useful, "Rastrigin's ripples are no quadratic")
+	vs, ys, _ = draw(40, noise)
+	_, useful = tune.QuadraticProposal(params, vs, ys)
+	assert.False(t, useful, "noise is no quadratic")
+	// 1+4+10 coefficients: 19 trials fit, 18 are too few.
+	vs, ys, _ = draw(18, ellipsoid)
+	_, useful = tune.QuadraticProposal(params, vs, ys)
+	assert.False(t, useful, "18 trials for 15 coefficients")
+	vs, ys, _ = draw(19, ellipsoid)
+	_, useful = tune.QuadraticProposal(params, vs, ys)
+	assert.True(t, useful, "19 trials for 15 coefficients")
+	vs, ys, _ = draw(40, ellipsoid)
+	for _, v := range vs {
+		v["kind"] = "a"
+	}
+	_, useful = tune.QuadraticProposal(append(slices.Clone(params), tune.Choice("kind", "a", "b")), vs, ys)
+	assert.False(t, useful, "a space with a Choice has no quadratic")
+}
+
+// TestAutoPortfolio: after its design Auto runs the GP alone until three
+// of its proposals in a row fail to improve on the best trial, then opens
+// the portfolio; on the rotated ellipsoid the quadratic model joins it and
+// finds new bests.
+func TestAutoPortfolio(t *testing.T) {
+	for _, f := range suiteSubset(t, "hartmann6", "ellipsoid8") {
+		res, err := tune.NewLocal(tune.Minimize("y"), f.params...).MaxTrials(100).Seed(2).Run(t.Context(), objectiveOf(f))
+		require.NoError(t, err)
+		first := slices.IndexFunc(res.Trials, func(r tune.TrialResult) bool {
+			return r.Sampler != "sobol" && r.Sampler != "bayesianoptimization"
+		})
+		require.Positive(t, first, "%s: the portfolio never opened", f.name)
+		best := math.Inf(1)
+		for _, r := range res.Trials[:first-3] {
+			best = math.Min(best, r.Value)
+		}
+		for _, r := range res.Trials[first-3 : first] {
+			assert.Equal(t, "bayesianoptimization", r.Sampler, "%s: trial %d", f.name, r.Number)
+			assert.GreaterOrEqual(t, r.Value, best, "%s: trial %d improved, so the GP would have kept going", f.name, r.Number)
+		}
+		if f.name != "ellipsoid8" {
+			continue
+		}
+		best = math.Inf(1)
+		improved := 0
+		for _, r := range res.Trials {
+			if r.Value < best {
+				best = r.Value
+				if r.Sampler == "quadratic" {
+					improved++
+				}
+			}
+		}
+		assert.Positive(t, improved, "%s: no new best from the quadratic model", f.name)
+	}
 }
