@@ -42,11 +42,16 @@ func (s *quadSampler) terms() int {
 	return 1 + q + q*(q+1)/2
 }
 
+// quadMaxDims is the most parameters the quadratic takes: 20 have 231
+// coefficients, fitted from 462 trials on every proposal.
+const quadMaxDims = 20
+
 // ready says whether succeeded trials are enough to fit the model with
 // some left over (a fit through exactly as many points as coefficients
-// interpolates the noise): at least terms+q, and q of at least 2.
+// interpolates the noise): at least terms+q, for 2 to quadMaxDims
+// parameters.
 func (s *quadSampler) ready(succeeded int) bool {
-	return len(s.num) >= 2 && succeeded >= s.terms()+len(s.num)
+	return len(s.num) >= 2 && len(s.num) <= quadMaxDims && succeeded >= s.terms()+len(s.num)
 }
 
 // unit is a trial's numeric coordinates in the unit cube.

@@ -394,39 +394,48 @@ func TestAutoPlan(t *testing.T) {
 }
 
 // TestAutoAdapts: Auto starts with a design (the centre, then Sobol
-// points), then its portfolio, the GP first, CMA-ES among its samplers; each trial says which sampler proposed it, and
-// a resumed study proposes what an uninterrupted one does.
+// points), then the GP, then its portfolio (CMA-ES among its samplers
+// and, on the rotated ellipsoid, the quadratic model); each trial says
+// which sampler proposed it, and a resumed study proposes what an
+// uninterrupted one does.
 func TestAutoAdapts(t *testing.T) {
-	rastrigin := suiteSubset(t, "rastrigin6")[0]
-	study := func() *tune.Local {
-		return tune.NewLocal(tune.Minimize("y"), rastrigin.params...).MaxTrials(90).Parallelism(2).Seed(3)
-	}
-	res, err := study().Run(t.Context(), objectiveOf(rastrigin))
-	require.NoError(t, err)
-	var samplers []string
-	for _, r := range res.Trials {
-		samplers = append(samplers, r.Sampler)
-	}
-	assert.Equal(t, slices.Repeat([]string{"sobol"}, 8), samplers[:8], "a Sobol design of dims+2 trials")
-	assert.Equal(t, "bayesianoptimization", samplers[8])
-	assert.Contains(t, samplers, "cmaes", "CMA-ES is one of the portfolio's samplers: %v", samplers)
-	assert.Equal(t, 0.0, res.Trials[0].Float("x0"), "the first trial is the centre of the space")
-	assert.True(t, strings.HasPrefix(study().Plan().Local, "a design of 8 trials (the centre of the space, then sobol), then bayesianoptimization until 3 of its proposals"))
+	for _, f := range suiteSubset(t, "rastrigin6", "ellipsoid8") {
+		t.Run(f.name, func(t *testing.T) {
+			study := func() *tune.Local {
+				return tune.NewLocal(tune.Minimize("y"), f.params...).MaxTrials(90).Parallelism(2).Seed(3)
+			}
+			res, err := study().Run(t.Context(), objectiveOf(f))
+			require.NoError(t, err)
+			var samplers []string
+			for _, r := range res.Trials {
+				samplers = append(samplers, r.Sampler)
+			}
+			design := len(f.params) + 2
+			assert.Equal(t, slices.Repeat([]string{"sobol"}, design), samplers[:design], "a Sobol design of dims+2 trials")
+			assert.Equal(t, "bayesianoptimization", samplers[design])
+			assert.Contains(t, samplers, "cmaes", "CMA-ES is one of the portfolio's samplers: %v", samplers)
+			if f.name == "ellipsoid8" {
+				assert.Contains(t, samplers, "quadratic", "the quadratic model fits the ellipsoid: %v", samplers)
+			}
+			assert.Equal(t, 0.0, res.Trials[0].Float("x0"), "the first trial is the centre of the space")
+			assert.True(t, strings.HasPrefix(study().Plan().Local, fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then bayesianoptimization until 3 of its proposals", design)))
 
-	// Stop after 40 trials, then resume from the study file.
-	path := filepath.Join(t.TempDir(), "study.jsonl")
-	ctx, cancel := context.WithCancel(t.Context())
-	_, err = study().StudyFile(path).OnProgress(func(p tune.LocalProgress) {
-		if p.Finished >= 40 {
-			cancel()
-		}
-	}).Run(ctx, objectiveOf(rastrigin))
-	require.ErrorIs(t, err, context.Canceled)
-	resumed, err := study().StudyFile(path).Run(t.Context(), objectiveOf(rastrigin))
-	require.NoError(t, err)
-	for i := range res.Trials {
-		assert.Equal(t, res.Trials[i].Values, resumed.Trials[i].Values, "trial %d", i)
-		assert.Equal(t, res.Trials[i].Sampler, resumed.Trials[i].Sampler, "trial %d", i)
+			// Stop after 60 trials, then resume from the study file.
+			path := filepath.Join(t.TempDir(), "study.jsonl")
+			ctx, cancel := context.WithCancel(t.Context())
+			_, err = study().StudyFile(path).OnProgress(func(p tune.LocalProgress) {
+				if p.Finished >= 60 {
+					cancel()
+				}
+			}).Run(ctx, objectiveOf(f))
+			require.ErrorIs(t, err, context.Canceled)
+			resumed, err := study().StudyFile(path).Run(t.Context(), objectiveOf(f))
+			require.NoError(t, err)
+			for i := range res.Trials {
+				assert.Equal(t, res.Trials[i].Values, resumed.Trials[i].Values, "trial %d", i)
+				assert.Equal(t, res.Trials[i].Sampler, resumed.Trials[i].Sampler, "trial %d", i)
+			}
+			assert.False(t, math.IsNaN(resumed.Best.Value))
+		})
 	}
-	assert.False(t, math.IsNaN(resumed.Best.Value))
 }

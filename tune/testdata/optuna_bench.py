@@ -102,6 +102,36 @@ def evaluate(f, get):
             v = 0.3 + ((float(get("depth")) - 7) / 5) ** 2 + (math.log2(float(get("leaves"))) - 5) ** 2 / 10
         else:
             v = (math.log10(float(get("lr"))) + 3.5) ** 2 / 4 + (math.log2(float(get("width"))) - 7) ** 2 / 20 + (float(get("dropout")) - 0.25) ** 2
+    elif fam == "camel":
+        x, y = float(get("x0")), float(get("x1"))
+        v = (4 - 2.1 * x * x + x * x * x * x / 3) * x * x + x * y + (-4 + 4 * y * y) * y * y
+    elif fam == "levy":
+        x = vec()
+        w = [1 + (x[i] - c["shift"][i]) / 4 for i in range(len(x))]
+        n = len(w)
+        v = math.sin(math.pi * w[0]) ** 2
+        for i in range(n - 1):
+            v += (w[i] - 1) * (w[i] - 1) * (1 + 10 * math.sin(math.pi * w[i] + 1) ** 2)
+        v += (w[n - 1] - 1) * (w[n - 1] - 1) * (1 + math.sin(2 * math.pi * w[n - 1]) ** 2)
+    elif fam == "griewank":
+        x = vec()
+        total, prod = 0.0, 1.0
+        for i in range(len(x)):
+            z = x[i] - c["shift"][i]
+            total += z * z / 4000
+            prod *= math.cos(z / math.sqrt(i + 1))
+        v = 1 + total - prod
+    elif fam == "zakharov":
+        x = vec()
+        sq = sum(xi * xi for xi in x)
+        lin = sum(0.5 * (i + 1) * x[i] for i in range(len(x)))
+        v = sq + lin * lin + lin * lin * lin * lin
+    elif fam == "intheavy":
+        batch = float(get("batch"))
+        v = ((float(get("layers")) - 5) / 4) ** 2 + math.log2(float(get("units")) / 300) ** 2 / 4 \
+            + math.log2(batch / 64) ** 2 / 8 + ((float(get("epochs")) - 30) / 15) ** 2 \
+            + ((float(get("heads")) - 6) / 5) ** 2 \
+            + (math.log10(float(get("lr"))) - math.log10(3e-3) - 0.5 * math.log10(batch / 64)) ** 2
     elif fam == "noisy-hartmann6":
         x = vec()
         v = hartmann6(x)
