@@ -35,6 +35,22 @@ func Apply(t testing.TB, c *cube.Client, w cube.Workload) *cube.Release {
 	return rel
 }
 
+// Succeeds waits for the release to succeed, failing fast on pods that
+// cannot start, and returns its logs; a release that does not succeed
+// fails the test with its error and its logs.
+func Succeeds(t testing.TB, rel *cube.Release) string {
+	t.Helper()
+	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(WaitFor), cube.FailOnStuckPods, Progress(t))
+	logs := LogsOf(t, rel)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	if st.Phase != cube.Succeeded {
+		t.Fatalf("phase %s, want Succeeded\n%s", st.Phase, logs)
+	}
+	return logs
+}
+
 // LogsOf reads every pod's logs of the release, as Release.Logs merges them.
 func LogsOf(t testing.TB, rel *cube.Release, opts ...cube.LogOption) string {
 	t.Helper()

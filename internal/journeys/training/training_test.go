@@ -181,10 +181,7 @@ func TestPyTorchDDPAllReduce(t *testing.T) {
 		// deletes pods still running when the Master succeeds.
 		CleanPodPolicy(kubeflowv1.CleanPodPolicyNone)
 	rel := journeys.Apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel)
-	require.NoError(t, err, logs)
-	assert.Equal(t, cube.Succeeded, st.Phase)
+	logs := journeys.Succeeds(t, rel)
 	assert.Contains(t, logs, "rank 0 world 2 sum 3.0")
 	assert.Contains(t, logs, "rank 1 world 2 sum 3.0")
 }
@@ -199,10 +196,7 @@ func TestPyTorchOnePod(t *testing.T) {
 		Workers(0).
 		CPU("500m").Memory("1Gi")
 	rel := journeys.Apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel)
-	require.NoError(t, err, logs)
-	assert.Equal(t, cube.Succeeded, st.Phase)
+	logs := journeys.Succeeds(t, rel)
 	assert.Contains(t, logs, "rank 0 world 1 sum 1.0")
 }
 
@@ -222,10 +216,7 @@ print(f"mpi rank {c.Get_rank()} size {c.Get_size()} sum {s}", flush=True)`
 		Workers(2).
 		CPU("250m").Memory("512Mi")
 	rel := journeys.Apply(t, cl, job)
-	st, err := rel.Wait(t.Context(), cube.Succeeded, cube.Timeout(journeys.WaitFor), cube.FailOnStuckPods, journeys.Progress(t))
-	logs := journeys.LogsOf(t, rel)
-	require.NoError(t, err, logs)
-	assert.Equal(t, cube.Succeeded, st.Phase)
+	logs := journeys.Succeeds(t, rel)
 	assert.Contains(t, logs, "mpi rank 0 size 2 sum 3")
 	assert.Contains(t, logs, "mpi rank 1 size 2 sum 3")
 
@@ -233,7 +224,7 @@ print(f"mpi rank {c.Get_rank()} size {c.Get_size()} sum {s}", flush=True)`
 	// sleep as PID 1 and ignore SIGTERM, so they go at the end of their
 	// grace period); under the operator's default None they would run on.
 	var left []string
-	err = wait.PollUntilContextTimeout(t.Context(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "training.kubeflow.org/replica-type=worker"})
 		if err != nil {
 			return false, err
