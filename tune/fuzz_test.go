@@ -3,6 +3,7 @@ package tune_test
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,6 +158,87 @@ func FuzzLocal(f *testing.F) {
 			require.True(t, r.Int("n") >= imin && r.Int("n") <= imax, "n=%d outside [%d, %d]", r.Int("n"), imin, imax)
 			require.Contains(t, []string{"a", "b", "c"}, r.String("c"))
 		}
+	})
+}
+
+// FuzzAuto runs the default over numeric spaces (where its quadratic
+// model can join the portfolio) and arbitrary quadratic-ish objectives,
+// with huge, tiny and failing values: Run never panics, and every trial's
+// values lie in the space.
+func FuzzAuto(f *testing.F) {
+	f.Add(-5.0, 10.0, false, 0, 20, 1.0, -3.0, 0.5, 30, 1, uint64(1))
+	f.Add(1e-6, 1.0, true, 1, 1, 1e300, 1e-300, 0.0, 40, 2, uint64(2))
+	f.Add(0.0, 0.0, false, -4, 4, 0.0, 0.0, 0.0, 25, 3, uint64(3))
+	f.Add(-1.0, 1.0, false, 0, 9, 1.0, 1.0, math.Inf(1), 35, 1, uint64(4))
+	f.Fuzz(func(t *testing.T, lo, hi float64, log bool, imin, imax int, a, b, c float64, trials, parallel int, seed uint64) {
+		if trials > 60 || parallel > 4 || imax-imin > 1000 {
+			return // keep each run short
+		}
+		fp := tune.Float("x", lo, hi)
+		if log {
+			fp = fp.Log()
+		}
+		study := tune.NewLocal(tune.Minimize("loss"), fp, tune.Int("n", imin, imax), tune.Float("y", -1, 1)).
+			MaxTrials(trials).Parallelism(parallel).Seed(int(seed &^ (1 << 63)))
+		res, err := study.Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
+			x, n, y := tr.Float("x"), float64(tr.Int("n")), tr.Float("y")
+			return a*x*x + b*n*n + c*x*y + y*y, nil
+		})
+		if res == nil {
+			require.Error(t, err, "a study refused says why")
+			return
+		}
+		if err != nil {
+			// A study that ran, where no trial succeeded (every value NaN
+			// or infinite).
+			for _, r := range res.Trials {
+				require.NotEqual(t, cube.Succeeded, r.State, "trial %d succeeded, yet Run says %v", r.Number, err)
+			}
+		}
+		require.Len(t, res.Trials, trials)
+		for _, r := range res.Trials {
+			x, y := r.Float("x"), r.Float("y")
+			require.True(t, x >= math.Min(lo, hi) && x <= math.Max(lo, hi), "x=%v outside [%v, %v]", x, lo, hi)
+			require.True(t, y >= -1 && y <= 1, "y=%v outside [-1, 1]", y)
+			require.True(t, r.Int("n") >= imin && r.Int("n") <= imax, "n=%d outside [%d, %d]", r.Int("n"), imin, imax)
+		}
+	})
+}
+
+// FuzzQuadratic fits Auto's quadratic model to arbitrary trials and
+// values (huge, tiny, equal, at the bounds): it never panics, and what it
+// proposes lies in the space.
+func FuzzQuadratic(f *testing.F) {
+	f.Add(uint64(1), 20, 1.0, -2.0, 0.5, false)
+	f.Add(uint64(2), 9, 1e300, -1e300, 1e-300, true)
+	f.Add(uint64(3), 40, 0.0, 0.0, 0.0, false)
+	f.Add(uint64(4), 15, math.MaxFloat64, 1.0, -math.MaxFloat64, true)
+	f.Fuzz(func(t *testing.T, seed uint64, n int, a, b, c float64, bounds bool) {
+		if n < 0 || n > 200 || math.IsNaN(a+b+c) || math.IsInf(a, 0) || math.IsInf(b, 0) || math.IsInf(c, 0) {
+			return
+		}
+		params := []tune.Param{tune.Float("x", -3, 7), tune.Float("lr", 1e-5, 1).Log(), tune.Int("k", 1, 9)}
+		rng := rand.New(rand.NewPCG(seed, 7))
+		var values []map[string]any
+		var ys []float64
+		for range n {
+			x, lr, k := -3+10*rng.Float64(), math.Pow(10, -5+5*rng.Float64()), 1+rng.IntN(9)
+			if bounds && rng.IntN(2) == 0 {
+				x, lr, k = 7, 1, 9
+			}
+			y := a*x*x + b*math.Log10(lr)*float64(k) + c*x
+			if math.IsNaN(y) || math.IsInf(y, 0) {
+				continue
+			}
+			values, ys = append(values, map[string]any{"x": x, "lr": lr, "k": k}), append(ys, y)
+		}
+		next, _ := tune.QuadraticProposal(params, values, ys)
+		x, _ := next["x"].(float64)
+		lr, _ := next["lr"].(float64)
+		k, _ := next["k"].(int)
+		require.True(t, x >= -3 && x <= 7, "x=%v", next["x"])
+		require.True(t, lr >= 1e-5 && lr <= 1, "lr=%v", next["lr"])
+		require.True(t, k >= 1 && k <= 9, "k=%v", next["k"])
 	})
 }
 
