@@ -204,6 +204,17 @@ func (b *Builder[T]) Queue(name string) *T { return podspec.Of(&b.Handle).Queue(
 // the same for Volcano.
 func (b *Builder[T]) LocalQueue(name string) *T { return podspec.Of(&b.Handle).LocalQueue(name) }
 
+// WorkloadPriority gives the workload Kueue's WorkloadPriorityClass name
+// (one of the platform's tenant.Priorities): the label
+// kueue.x-k8s.io/priority-class on its top-level objects. Kueue admits
+// the queue's workloads in priority order and, within a tenant's
+// ClusterQueue, preempts admitted ones of lower priority for it; unlike
+// PriorityClass it is Kueue's alone, so kube-scheduler does not preempt
+// pods for it. Unset, Kueue takes the pods' PriorityClass.
+func (b *Builder[T]) WorkloadPriority(name string) *T {
+	return podspec.Of(&b.Handle).WorkloadPriority(name)
+}
+
 // PodLabel adds a label to the pods only.
 func (b *Builder[T]) PodLabel(key, value string) *T {
 	return podspec.Of(&b.Handle).PodLabel(key, value)

@@ -417,3 +417,43 @@ func fmtAmounts(as []tenant.Amount) string {
 	}
 	return out + "]"
 }
+
+// The platform's priorities are stored by Kueue v0.17.0's CRD as built,
+// the release reads Ready (they have no status), and a job carrying one
+// is stored with its label.
+func TestPrioritiesAreStored(t *testing.T) {
+	env := testenv.Get(t)
+	platform := cube.NewFromClient(env.Client, cube.Namespace("default"), cube.Kinds(tenant.Kinds()...))
+	names := []string{"batch-stored", "urgent-stored"}
+	rel, err := platform.Apply(t.Context(), tenant.Priorities("priorities-stored",
+		tenant.Priority{Name: names[0], Value: -5, Description: "preemptible"}, tenant.Priority{Name: names[1], Value: 1000}))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, n := range names {
+			if err := env.Client.Delete(ctx, kueueObject("WorkloadPriorityClass", n)); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete %s: %v", n, err)
+			}
+		}
+	})
+	st, err := rel.Status(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, cube.Ready, st.Phase, "%s", st)
+	for i, want := range []int64{-5, 1000} {
+		got := kueueObject("WorkloadPriorityClass", names[i])
+		require.NoError(t, env.Client.Get(t.Context(), client.ObjectKeyFromObject(got), got))
+		value, _, _ := unstructured.NestedInt64(got.Object, "value")
+		assert.Equal(t, want, value, names[i])
+	}
+
+	ns := env.Namespace(t)
+	job, err := cube.NewFromClient(env.Client, cube.Namespace(ns)).Apply(t.Context(),
+		train.PyTorch("urgent").WorkloadPriority(names[1]).Image("busybox:1.36").Command("sleep", "1"))
+	require.NoError(t, err)
+	stored := &unstructured.Unstructured{}
+	stored.SetAPIVersion("kubeflow.org/v1")
+	stored.SetKind("PyTorchJob")
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: job.Name}, stored))
+	assert.Equal(t, names[1], stored.GetLabels()["kueue.x-k8s.io/priority-class"])
+}

@@ -28,6 +28,14 @@
 //	// team-a for nvidia.com/gpu on flavor cube-h100-sxm-80gb (needs 8,
 //	// 4 free now, at most 12)
 //
+// The platform applies, once and in a release of their own, the Kueue
+// objects every tenant shares: Flavors (a ResourceFlavor per accelerator
+// profile) and Priorities (WorkloadPriorityClasses). A job takes a
+// priority with WorkloadPriority on its builder; within a tenant a
+// waiting job preempts admitted jobs of lower priority, and Status says
+// so ("Preempted by a workload of ClusterQueue team-a (prioritization in
+// the ClusterQueue)").
+//
 // A cube.Client reads the tenant's Volcano Queue once it is given
 // Kinds (or kinds.All()); without them the queue reads Unknown.
 package tenant

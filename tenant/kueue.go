@@ -356,6 +356,63 @@ func Flavors(release string, profiles ...hardware.Profile) cube.Workload {
 	})
 }
 
+// Priority is one of the platform's Kueue WorkloadPriorityClasses: the
+// name a workload gives itself with WorkloadPriority (pod.Builder), and
+// its value, higher first.
+type Priority struct {
+	Name        string
+	Value       int32
+	Description string
+}
+
+// Priorities is the platform's workload of Kueue WorkloadPriorityClasses
+// (kueue.x-k8s.io/v1beta2, sigs.k8s.io/kueue v0.17.0
+// apis/kueue/v1beta2/workloadpriorityclass_types.go): the priorities
+// Kueue admits a queue's workloads by and, within a tenant's
+// ClusterQueue (whose policy is LowerPriority), preempts admitted
+// workloads of lower priority for. They are Kueue's alone:
+// kube-scheduler does not preempt pods for them, as it does for a
+// PriorityClass. Like Flavors they are cluster-wide and shared by every
+// tenant, so they belong to one release of their own that the platform
+// applies once, never with a tenant. release names that release; every
+// name is an object name and a label value, and named once.
+func Priorities(release string, ps ...Priority) cube.Workload {
+	return cube.WorkloadFunc(func() ([]client.Object, error) {
+		var errs field.ErrorList
+		for _, msg := range validation.IsDNS1123Label(release) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), release, msg))
+		}
+		if len(ps) == 0 {
+			errs = append(errs, field.Required(field.NewPath("priorities"), "at least one priority"))
+		}
+		id := cube.Identity{Kind: "kueue-priorities", Release: release}
+		gv := kueue.GroupVersion.String()
+		seen := map[string]bool{}
+		var objs []client.Object
+		for i, p := range ps {
+			path := field.NewPath("priorities").Index(i).Child("name")
+			msgs := append(validation.IsDNS1123Subdomain(p.Name), validation.IsValidLabelValue(p.Name)...)
+			for _, msg := range msgs {
+				errs = append(errs, field.Invalid(path, p.Name, msg))
+			}
+			if seen[p.Name] {
+				errs = append(errs, field.Duplicate(path, p.Name))
+			}
+			seen[p.Name] = true
+			objs = append(objs, &kueue.WorkloadPriorityClass{
+				TypeMeta:    metav1.TypeMeta{APIVersion: gv, Kind: "WorkloadPriorityClass"},
+				ObjectMeta:  id.ObjectMeta(p.Name, "", nil, nil),
+				Value:       p.Value,
+				Description: p.Description,
+			})
+		}
+		if len(errs) > 0 {
+			return nil, errs.ToAggregate()
+		}
+		return objs, nil
+	})
+}
+
 // kueueActive reads a ClusterQueue or LocalQueue as Kueue reports it: its
 // Active condition (apis/kueue/v1beta2 clusterqueue_types.go
 // ClusterQueueActive; the LocalQueue's is the same type). True is Ready;
@@ -393,3 +450,7 @@ func kueueActive(kind string) cube.Kind {
 // kueueFlavorKind reads a ResourceFlavor Ready once it exists: it has no
 // status.
 var kueueFlavorKind = cube.ExistsKind(kueue.GroupVersion.WithKind("ResourceFlavor").GroupKind())
+
+// kueuePriorityKind reads a WorkloadPriorityClass Ready once it exists:
+// it has no status either.
+var kueuePriorityKind = cube.ExistsKind(kueue.GroupVersion.WithKind("WorkloadPriorityClass").GroupKind())

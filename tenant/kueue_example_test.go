@@ -9,6 +9,7 @@ import (
 
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/tenant"
+	"github.com/cubestudio/cube/train"
 )
 
 // A tenant queued by Kueue: its CPU, memory and accelerator quota is a
@@ -88,4 +89,32 @@ func ExampleSpec_Queueing() {
 	//       lendingLimit: "4"
 	//       name: nvidia.com/gpu
 	//       nominalQuota: "8"
+}
+
+// Two priorities for Kueue, applied once by the platform like the
+// flavors; a job takes one with WorkloadPriority. Within a tenant a
+// waiting "urgent" job preempts an admitted "batch" one.
+func ExamplePriorities() {
+	objs, err := tenant.Priorities("kueue-priorities",
+		tenant.Priority{Name: "batch", Value: 100, Description: "preemptible"},
+		tenant.Priority{Name: "urgent", Value: 1000},
+	).Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range objs {
+		u, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		fmt.Println(o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), u["value"])
+	}
+	job, err := train.PyTorch("sft").LocalQueue("team-a").WorkloadPriority("urgent").Image("trainer:1").Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(job[0].GetLabels()["kueue.x-k8s.io/priority-class"])
+	// Output:
+	// WorkloadPriorityClass batch 100
+	// WorkloadPriorityClass urgent 1000
+	// urgent
 }

@@ -49,11 +49,11 @@ func (t *Spec) queue(id cube.Identity, hard corev1.ResourceList) (*vcscheduling.
 
 // Kinds returns how a cube.Client reads the kinds a tenant makes beyond
 // the Kubernetes API's own: its Volcano Queue, or Kueue's ResourceFlavors,
-// ClusterQueue and LocalQueue. Give them to the client
+// WorkloadPriorityClasses, ClusterQueue and LocalQueue. Give them to the client
 // (cube.Kinds(tenant.Kinds()...), or kinds.All()): without them the queue
 // reads Unknown and the tenant's release never Ready.
 func Kinds() []cube.Kind {
-	return []cube.Kind{queueKind, kueueActive("ClusterQueue"), kueueActive("LocalQueue"), kueueFlavorKind}
+	return []cube.Kind{queueKind, kueueActive("ClusterQueue"), kueueActive("LocalQueue"), kueueFlavorKind, kueuePriorityKind}
 }
 
 // queueKind is how a Client reads the Volcano Queue of a Tenant: Volcano's

@@ -15,6 +15,7 @@ import (
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/hardware"
 	"github.com/cubestudio/cube/tenant"
+	"github.com/cubestudio/cube/train"
 )
 
 func tenantQuantities(l corev1.ResourceList) map[string]string {
@@ -209,4 +210,31 @@ func TestTenantValidation(t *testing.T) {
 		`roleBindings[Team_A-view].subjects[0].name: Required value: a user or group name is required`,
 		`networkPolicy.spec.ingress[0].from[1]: Invalid value: "Other_NS": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
 	}, got)
+}
+
+// Priorities refuses, all at once, a bad release name, names that are no
+// object name or label value, a name given twice and an empty list; a
+// job's WorkloadPriority is checked as an object name and label value.
+func TestPrioritiesValidation(t *testing.T) {
+	_, err := tenant.Priorities("Bad_Release",
+		tenant.Priority{Name: "ok", Value: 1},
+		tenant.Priority{Name: "Not_A_Name", Value: 2},
+		tenant.Priority{Name: "ok", Value: 3},
+	).Objects()
+	require.Error(t, err)
+	for _, want := range []string{
+		`metadata.name: Invalid value: "Bad_Release"`,
+		`priorities[1].name: Invalid value: "Not_A_Name"`,
+		`priorities[2].name: Duplicate value: "ok"`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = tenant.Priorities("p").Objects()
+	assert.ErrorContains(t, err, "priorities: Required value: at least one priority")
+
+	_, err = train.PyTorch("j").Image("busybox").WorkloadPriority("Urgent!").Objects()
+	assert.ErrorContains(t, err, `metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "Urgent!"`)
+	objs, err := train.PyTorch("j").Image("busybox").WorkloadPriority("").Objects()
+	require.NoError(t, err)
+	assert.NotContains(t, objs[0].GetLabels(), "kueue.x-k8s.io/priority-class", "empty: no priority label")
 }

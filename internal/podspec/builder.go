@@ -22,6 +22,14 @@ const VolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name"
 // ClusterQueue admits the whole job.
 const KueueQueueLabel = "kueue.x-k8s.io/queue-name"
 
+// KueuePriorityLabel gives a job Kueue's WorkloadPriorityClass of that
+// name (sigs.k8s.io/kueue v0.17.0 pkg/controller/constants/constants.go,
+// WorkloadPriorityClassLabel, read from the job's own labels by
+// jobframework.WorkloadPriorityClassName; the Deployment, StatefulSet and
+// LeaderWorkerSet webhooks copy it to their pods): the priority Kueue
+// orders and preempts by, which kube-scheduler does not see.
+const KueuePriorityLabel = "kueue.x-k8s.io/priority-class"
+
 // Builder is the state behind pod.Builder and pod.Meta: the pod settings
 // every cube workload shares, and the plumbing that renders them (Init,
 // Template, SettingErrors, the metadata and the reads). Its setters are the
@@ -360,6 +368,23 @@ func (b *Builder[T]) LocalQueue(name string) *T {
 		}
 	}
 	b.localQueue = name
+	return b.ret()
+}
+
+// WorkloadPriority gives the workload Kueue's WorkloadPriorityClass name:
+// the label KueuePriorityLabel on its top-level objects, beside
+// LocalQueue's. The name is an object name and a label value.
+func (b *Builder[T]) WorkloadPriority(name string) *T {
+	p := field.NewPath("metadata", "labels").Key(KueuePriorityLabel)
+	if name != "" { // empty: the pods' PriorityClass, or none
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			b.problems = append(b.problems, field.Invalid(p, name, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(name) {
+			b.problems = append(b.problems, field.Invalid(p, name, msg))
+		}
+	}
+	b.workloadPriority = name
 	return b.ret()
 }
 

@@ -16,7 +16,7 @@ import (
 // dst's Objects reports them.
 func CopySettings[T, U any](dst *Builder[U], src *Builder[T]) {
 	m, s := &dst.Meta, &src.Meta
-	m.namespace, m.partOf, m.localQueue = s.namespace, s.partOf, s.localQueue
+	m.namespace, m.partOf, m.localQueue, m.workloadPriority = s.namespace, s.partOf, s.localQueue, s.workloadPriority
 	m.labels, m.annotations = maps.Clone(s.labels), maps.Clone(s.annotations)
 
 	dst.image, dst.pullPolicy = src.image, src.pullPolicy

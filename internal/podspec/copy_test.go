@@ -22,7 +22,7 @@ var (
 		"priorityClass", "serviceAccount", "pullSecrets", "scheduler", "queue", "podLabels", "podAnnotations", "podSecurity",
 		"containerSecure", "ports", "hostNetwork", "edge", "sharedClaim", "problems"}
 	ownBuilder = []string{"rendersClaims"}
-	copiedMeta = []string{"namespace", "partOf", "labels", "annotations", "localQueue"}
+	copiedMeta = []string{"namespace", "partOf", "labels", "annotations", "localQueue", "workloadPriority"}
 	ownMeta    = []string{"self", "kind", "name"}
 )
 
@@ -60,6 +60,8 @@ func TestCopySettings(t *testing.T) {
 	src.PodLabel("p", "1")
 	src.AddVolume(corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, "/data")
 	src.Port("bad name", 1)
+	src.LocalQueue("team")
+	src.WorkloadPriority("high")
 	var b kindB
 	dst := Of(&b.Handle)
 	dst.Init(&b, "kindb", "to")
@@ -87,7 +89,8 @@ func TestCopySettings(t *testing.T) {
 		t.Errorf("pod: %+v", got)
 	}
 	meta := dst.ObjectMeta("to")
-	if meta.Namespace != "ns" || meta.Labels["team"] != "x" || meta.Labels["later"] != "" {
+	if meta.Namespace != "ns" || meta.Labels["team"] != "x" || meta.Labels["later"] != "" ||
+		meta.Labels[KueueQueueLabel] != "team" || meta.Labels[KueuePriorityLabel] != "high" {
 		t.Errorf("metadata: %+v", meta)
 	}
 	if meta.Labels["cube.dev/kind"] != "kindb" || meta.Labels["cube.dev/release"] != "to" {

@@ -24,6 +24,9 @@ type Meta[T any] struct {
 	labels      map[string]string
 	annotations map[string]string
 	localQueue  string // Kueue's LocalQueue, set with Builder.LocalQueue
+	// workloadPriority is Kueue's WorkloadPriorityClass, set with
+	// Builder.WorkloadPriority.
+	workloadPriority string
 }
 
 // InitMeta binds m to the builder that embeds it. kind is the builder kind
@@ -89,12 +92,17 @@ func (m *Meta[T]) Identity() identity.ID {
 // the namespace, the extra labels under the standard ones, the annotations.
 func (m *Meta[T]) ObjectMeta(name string) metav1.ObjectMeta {
 	labels := m.labels
-	if m.localQueue != "" {
+	if m.localQueue != "" || m.workloadPriority != "" {
 		labels = maps.Clone(m.labels)
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[KueueQueueLabel] = m.localQueue
+		if m.localQueue != "" {
+			labels[KueueQueueLabel] = m.localQueue
+		}
+		if m.workloadPriority != "" {
+			labels[KueuePriorityLabel] = m.workloadPriority
+		}
 	}
 	return m.Identity().ObjectMeta(name, m.namespace, labels, m.annotations)
 }

@@ -157,6 +157,30 @@ func TestKueueBorrowThenReclaim(t *testing.T) {
 	require.NoError(t, err, "the owner's job runs on the GPUs it took back")
 }
 
+// Within one tenant, a job of the platform's higher WorkloadPriority
+// preempts an admitted job of a lower one that holds the quota it needs,
+// and runs; the preempted job's status says why, in Kueue's words.
+func TestKueuePriorityPreemptsWithinTenant(t *testing.T) {
+	c, cl, ns := kueueTenant(t, 2, "")
+	// The platform's priorities, like its flavors: one release in Kueue's
+	// namespace that every test applies alike, never deleted.
+	platform, err := cube.New(c.Config, cube.Namespace("kueue-system"), cube.Kinds(kinds.All()...))
+	require.NoError(t, err)
+	prios := journeys.Apply(t, platform, tenant.Priorities("kueue-priorities",
+		tenant.Priority{Name: "cube-batch", Value: 100}, tenant.Priority{Name: "cube-urgent", Value: 1000}))
+	_, err = prios.Wait(t.Context(), cube.Ready, cube.Timeout(time.Minute))
+	require.NoError(t, err)
+
+	low := journeys.Apply(t, cl, gpuJob(c, "low", ns, 0, 2, "600").WorkloadPriority("cube-batch"))
+	require.Eventually(t, func() bool { return podsOf(t, c, low) == 1 }, 2*time.Minute, time.Second, "the batch job runs on the tenant's two GPUs")
+
+	urgent := journeys.Apply(t, cl, gpuJob(c, "urgent", ns, 0, 2, "5").WorkloadPriority("cube-urgent"))
+	st := waitQueued(t, low, cube.QueuePreempted)
+	t.Logf("batch: %s", st)
+	assert.Equal(t, "Preempted by a workload of ClusterQueue "+ns+" (prioritization in the ClusterQueue)", st.Queue[0].String())
+	journeys.Succeeds(t, urgent)
+}
+
 func containsAll(s string, parts []string) bool {
 	for _, p := range parts {
 		if !strings.Contains(s, p) {
