@@ -181,19 +181,22 @@ func TestQuadraticModel(t *testing.T) {
 	assert.True(t, useful, "an exact quadratic fits its trials")
 	assert.Less(t, ellipsoid(next), best/100, "the model's minimum against the best of 40 random trials (%v)", best)
 
-	vs, ys, _ = draw(40, rastrigin)
-	_, useful = tune.QuadraticProposal(params, vs, ys)
-	assert.False(t, useful, "Rastrigin's ripples are no quadratic")
-	vs, ys, _ = draw(40, noise)
-	_, useful = tune.QuadraticProposal(params, vs, ys)
-	assert.False(t, useful, "noise is no quadratic")
-	// 1+4+10 coefficients: 19 trials fit, 18 are too few.
-	vs, ys, _ = draw(18, ellipsoid)
-	_, useful = tune.QuadraticProposal(params, vs, ys)
-	assert.False(t, useful, "18 trials for 15 coefficients")
-	vs, ys, _ = draw(19, ellipsoid)
-	_, useful = tune.QuadraticProposal(params, vs, ys)
-	assert.True(t, useful, "19 trials for 15 coefficients")
+	for _, c := range []struct {
+		why    string
+		trials int
+		f      func(map[string]any) float64
+		useful bool
+	}{
+		{"Rastrigin's ripples are no quadratic", 40, rastrigin, false},
+		{"noise is no quadratic", 40, noise, false},
+		// 1+4+10 coefficients: 19 trials fit, 18 are too few.
+		{"18 trials for 15 coefficients", 18, ellipsoid, false},
+		{"19 trials for 15 coefficients", 19, ellipsoid, true},
+	} {
+		vs, ys, _ = draw(c.trials, c.f)
+		_, useful = tune.QuadraticProposal(params, vs, ys)
+		assert.Equal(t, c.useful, useful, c.why)
+	}
 	vs, ys, _ = draw(40, ellipsoid)
 	for _, v := range vs {
 		v["kind"] = "a"

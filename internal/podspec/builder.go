@@ -358,14 +358,8 @@ func (b *Builder[T]) Queue(name string) *T {
 // ClusterQueue has quota for every pod, or none of it. The name is an
 // object name and a label value.
 func (b *Builder[T]) LocalQueue(name string) *T {
-	p := field.NewPath("metadata", "labels").Key(KueueQueueLabel)
 	if name != "" { // empty: no queue
-		for _, msg := range validation.IsDNS1123Subdomain(name) {
-			b.problems = append(b.problems, field.Invalid(p, name, msg))
-		}
-		for _, msg := range validation.IsValidLabelValue(name) {
-			b.problems = append(b.problems, field.Invalid(p, name, msg))
-		}
+		b.kueueName(KueueQueueLabel, name)
 	}
 	b.localQueue = name
 	return b.ret()
@@ -375,17 +369,21 @@ func (b *Builder[T]) LocalQueue(name string) *T {
 // the label KueuePriorityLabel on its top-level objects, beside
 // LocalQueue's. The name is an object name and a label value.
 func (b *Builder[T]) WorkloadPriority(name string) *T {
-	p := field.NewPath("metadata", "labels").Key(KueuePriorityLabel)
 	if name != "" { // empty: the pods' PriorityClass, or none
-		for _, msg := range validation.IsDNS1123Subdomain(name) {
-			b.problems = append(b.problems, field.Invalid(p, name, msg))
-		}
-		for _, msg := range validation.IsValidLabelValue(name) {
-			b.problems = append(b.problems, field.Invalid(p, name, msg))
-		}
+		b.kueueName(KueuePriorityLabel, name)
 	}
 	b.workloadPriority = name
 	return b.ret()
+}
+
+// kueueName records the problems of name, the value of the Kueue label
+// key that names one of Kueue's objects: an object name and a label
+// value.
+func (b *Builder[T]) kueueName(key, name string) {
+	p := field.NewPath("metadata", "labels").Key(key)
+	for _, msg := range append(validation.IsDNS1123Subdomain(name), validation.IsValidLabelValue(name)...) {
+		b.problems = append(b.problems, field.Invalid(p, name, msg))
+	}
 }
 
 // PodLabel adds a label to the pods only.
