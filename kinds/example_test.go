@@ -41,5 +41,6 @@ func ExampleAll() {
 	// TFJob.kubeflow.org (runs to completion)
 	// TrainJob.trainer.kubeflow.org (runs to completion)
 	// Workflow.argoproj.io (runs to completion)
+	// WorkloadPriorityClass.kueue.x-k8s.io
 	// XGBoostJob.kubeflow.org (runs to completion)
 }
