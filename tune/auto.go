@@ -156,7 +156,7 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	local := fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s", initial, model)
 	if model == AlgorithmBayesian {
 		local = fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s until %d of its proposals in a row do not improve, then a portfolio of %s, tpe (univariate), cmaes started at the best trial so far (IPOP restarts)%s: each trial goes to the one whose last %d proposals did best",
-			initial, model, autoPatience, model, quadText(params), autoWindow)
+			initial, model, autoPatience, model, quadText(f), autoWindow)
 	}
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
@@ -173,11 +173,9 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 }
 
 // quadText names the quadratic model in Plan when the space can have it.
-func quadText(params []Param) string {
-	for _, p := range params {
-		if p.kind == ChoiceKind {
-			return ""
-		}
+func quadText(f spaceFeatures) string {
+	if !quadSpace(f) {
+		return ""
 	}
 	return " and a quadratic model of the best trials while it fits them"
 }

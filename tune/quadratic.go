@@ -22,18 +22,27 @@ import (
 type quadSampler struct {
 	l    *Local
 	dims []dim
-	num  []int // the parameters' dimensions; nil with a Choice
+	num  []int // the parameters' dimensions; nil unless quadSpace
+	// The fit to the first lastN trials (fitFirst).
+	lastN  int
+	last   quadFit
+	lastOK bool
 }
 
 func newQuadSampler(l *Local) *quadSampler {
 	s := &quadSampler{l: l, dims: dimsOf(l.params)}
-	for d, dm := range s.dims {
-		if dm.category {
-			return &quadSampler{l: l, dims: s.dims}
+	if quadSpace(featuresOf(l.params)) {
+		for d := range s.dims {
+			s.num = append(s.num, d)
 		}
-		s.num = append(s.num, d)
 	}
 	return s
+}
+
+// quadSpace says whether a space can have the quadratic model: no Choice,
+// and 2 to quadMaxDims parameters.
+func quadSpace(f spaceFeatures) bool {
+	return f.choices == 0 && f.dims >= 2 && f.dims <= quadMaxDims
 }
 
 // terms is the number of coefficients of the quadratic.
@@ -48,10 +57,9 @@ const quadMaxDims = 20
 
 // ready says whether succeeded trials are enough to fit the model with
 // some left over (a fit through exactly as many points as coefficients
-// interpolates the noise): at least terms+q, for 2 to quadMaxDims
-// parameters.
+// interpolates the noise): at least terms+q, on a quadSpace.
 func (s *quadSampler) ready(succeeded int) bool {
-	return len(s.num) >= 2 && len(s.num) <= quadMaxDims && succeeded >= s.terms()+len(s.num)
+	return len(s.num) > 0 && succeeded >= s.terms()+len(s.num)
 }
 
 // unit is a trial's numeric coordinates in the unit cube.
@@ -199,13 +207,24 @@ func (s *quadSampler) useful(seen []TrialResult) bool {
 	if !s.ready(len(seen)) {
 		return false
 	}
-	q, ok := s.fit(sortByObjective(s.l.objective, seen))
+	q, ok := s.fitFirst(seen)
 	return ok && q.adjR2 >= quadMinR2
 }
 
+// fitFirst fits the model to the trials history holds, the study's first
+// len(history): Auto's decide asks useful of the trials a proposal may
+// see, and sample then fits the same trials, so the last fit is kept (a
+// pure function of the first trials, as the GP's hyperparameters are).
+func (s *quadSampler) fitFirst(history []TrialResult) (quadFit, bool) {
+	if s.lastN != len(history) || s.lastN == 0 {
+		s.last, s.lastOK = s.fit(sortByObjective(s.l.objective, history))
+		s.lastN = len(history)
+	}
+	return s.last, s.lastOK
+}
+
 func (s *quadSampler) sample(i int, history []TrialResult, _ []map[string]any) map[string]any {
-	ranked := sortByObjective(s.l.objective, history)
-	qf, ok := s.fit(ranked)
+	qf, ok := s.fitFirst(history)
 	if !ok {
 		return (&randomSampler{l: s.l}).sample(i, history, nil)
 	}
