@@ -121,6 +121,48 @@ def evaluate(f, get):
             total += z * z / 4000
             prod *= math.cos(z / math.sqrt(i + 1))
         v = 1 + total - prod
+    elif fam == "schwefel":
+        x = vec()
+        v = 418.9828872724338 * len(x)
+        for xi in x:
+            v -= xi * math.sin(math.sqrt(abs(xi)))
+    elif fam == "michalewicz":
+        for i, xi in enumerate(vec()):
+            v -= math.sin(xi) * math.sin((i + 1) * xi * xi / math.pi) ** 20
+    elif fam == "shekel":
+        x = vec()
+        for i in range(10):
+            d = c["beta"][i]
+            for j in range(4):
+                d += (x[j] - c["C"][j * 10 + i]) ** 2
+            v -= 1 / d
+    elif fam == "goldstein":
+        x, y = float(get("x0")), float(get("x1"))
+        a = 1 + (x + y + 1) ** 2 * (19 - 14 * x + 3 * x * x - 14 * y + 6 * x * y + 3 * y * y)
+        b = 30 + (2 * x - 3 * y) ** 2 * (18 - 32 * x + 12 * x * x + 48 * y - 36 * x * y + 27 * y * y)
+        v = a * b
+    elif fam == "hartmann3":
+        x = vec()
+        for i in range(4):
+            inner = 0.0
+            for j in range(3):
+                d = x[j] - 1e-4 * c["P"][i * 3 + j]
+                inner += c["A"][i * 3 + j] * d * d
+            v -= c["alpha"][i] * math.exp(-inner)
+    elif fam == "eggholder":
+        x, y = float(get("x0")), float(get("x1"))
+        v = -(y + 47) * math.sin(math.sqrt(abs(x / 2 + y + 47))) - x * math.sin(math.sqrt(abs(x - (y + 47))))
+    elif fam == "ruggedmixed":
+        a = {"relu": 0, "tanh": 1, "gelu": 2}[get("act")]
+        for i, name in enumerate(["x0", "x1"]):
+            z = float(get(name)) - c["shift"][a * 2 + i]
+            v += (z * z + 10 - 10 * math.cos(2 * math.pi * z)) / 10
+        layers = float(get("layers"))
+        v += c["offset"][a] + (math.log10(float(get("lr"))) + 2.5 + 0.05 * (layers - 8)) ** 2 + ((layers - 11) / 5) ** 2
+    elif fam == "logint":
+        for i in range(4):
+            z = math.log2(float(get("n%d" % i))) - c["target"][i]
+            v += z * z / 2 + (1 - math.cos(2 * math.pi * z)) / 2
     elif fam == "zakharov":
         x = vec()
         sq = sum(xi * xi for xi in x)
