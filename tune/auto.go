@@ -5,6 +5,7 @@ import (
 
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,8 +24,9 @@ const AlgorithmAuto = "auto"
 // Gaussian process with expected improvement follows, alone while it
 // improves; once autoPatience of its proposals in a row have not, a
 // portfolio opens: the GP, univariate TPE (Optuna's estimator: strong on
-// separable objectives), CMA-ES started at the best trial so far (with
-// IPOP restarts: strong on multimodal and ill-conditioned ones) and, on a
+// separable objectives), CMA-ES started at the best trial so far with the
+// shape of the better half of the trials (a warm start; with IPOP
+// restarts: strong on multimodal and ill-conditioned ones) and, on a
 // space without Choices, a quadratic model of the best trials while it
 // fits them (the curvature of a rotated, ill-conditioned basin); each
 // trial goes to the sampler whose recent proposals rank best among the
@@ -155,7 +157,7 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	initial := autoInitial(f.dims, trials)
 	local := fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s", initial, model)
 	if model == AlgorithmBayesian {
-		local = fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s until %d of its proposals in a row do not improve, then a portfolio of %s, tpe (univariate), cmaes started at the best trial so far (IPOP restarts)%s: each trial goes to the one whose last %d proposals did best",
+		local = fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s until %d of its proposals in a row do not improve, then a portfolio of %s, tpe (univariate), cmaes started at the best trial so far with the shape of the better half of the trials (IPOP restarts)%s: each trial goes to the one whose last %d proposals did best",
 			initial, model, autoPatience, model, quadText(f), autoWindow)
 	}
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
@@ -459,8 +461,19 @@ func (s *autoSampler) centre() map[string]any {
 	return fromUnit(s.l.params, u)
 }
 
-// newCMA starts CMA-ES at the best trial seen, with a step size of a
-// fifth of the cube.
+// newCMA starts CMA-ES at the best trial seen, with the shape of the
+// better half of the trials seen: a warm start after Nomura et al.,
+// "Warm Starting CMA-ES for Hyperparameter Optimization" (AAAI 2021,
+// arXiv:2012.06932; the cmaes library's get_warm_start_mgd, which Optuna's
+// CmaEsSampler calls for its source_trials, cmaes/_warm_start.py): the
+// covariance Σ of those trials plus α²I (α = 0.1), split into the step
+// size det(Σ)^(1/2n) and the covariance Σ/det(Σ)^(1/n). Here the trials
+// are the study's own, weighted by CMA-ES's recombination weights and
+// taken around the best trial rather than their mean, where the run
+// starts. In a coupled basin (a valley across the axes) the first
+// generation then samples along it rather than out of it. With fewer
+// than three trials seen, and after an IPOP restart, a step of a fifth of
+// the cube.
 func (s *autoSampler) newCMA(seen []TrialResult) *cmaSampler {
 	c := newCMASampler(s.l)
 	c.sigma0 = 0.2
@@ -469,7 +482,46 @@ func (s *autoSampler) newCMA(seen []TrialResult) *cmaSampler {
 	if len(ranked) > 0 {
 		c.x0 = c.toUnit(ranked[0].params)
 	}
+	if len(ranked) >= 3 {
+		top := make([][]float64, max(3, len(ranked)/2))
+		for i := range top {
+			top[i] = c.toUnit(ranked[i].params)
+		}
+		c.sigmaC0, c.c0 = warmStart(c.x0, top, 0.1)
+	}
 	return c
+}
+
+// warmStart returns the step size and covariance of a CMA-ES run started
+// at x0 with the shape of points (best first, weighted by CMA-ES's
+// recombination weights around x0) plus alpha²I.
+func warmStart(x0 []float64, points [][]float64, alpha float64) (float64, [][]float64) {
+	n := len(x0)
+	w, _ := cmaWeights(len(points))
+	cov := make([][]float64, n)
+	for a := range cov {
+		cov[a] = make([]float64, n)
+		cov[a][a] = alpha * alpha
+	}
+	for i, x := range points {
+		for a := range n {
+			for b := range n {
+				cov[a][b] += w[i] * (x[a] - x0[a]) * (x[b] - x0[b])
+			}
+		}
+	}
+	vals, _ := jacobiEigen(cov)
+	logDet := 0.0
+	for _, v := range vals {
+		logDet += math.Log(math.Max(v, 1e-300))
+	}
+	sigma := math.Exp(logDet / float64(2*n))
+	for a := range n {
+		for b := range n {
+			cov[a][b] /= sigma * sigma
+		}
+	}
+	return sigma, cov
 }
 
 // proposer names the sampler that proposed trial i.

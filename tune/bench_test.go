@@ -228,15 +228,28 @@ func (s summary) bestOptuna(f string, b int) (string, stat) {
 
 // verdict checks a cell against the bar: at or below the best
 // Optuna sampler (Optuna's TPE at the smallest budget) and at or below
-// random search.
-func (s summary) verdict(f string, b, smallest int) (bool, bool) {
-	auto := s.regret[[3]string{f, "cube-auto", strconv.Itoa(b)}]
-	random := s.regret[[3]string{f, "cube-random", strconv.Itoa(b)}]
-	bar := s.regret[[3]string{f, "optuna-tpe", strconv.Itoa(b)}]
-	if b != smallest {
-		_, bar = s.bestOptuna(f, b)
+// random search: "yes" or "NO", or "—" when a side of the comparison has
+// no studies (cube-auto or the Optuna samplers did not run).
+func (s summary) verdict(f string, b, smallest int) (string, string) {
+	auto, ok := s.regret[[3]string{f, "cube-auto", strconv.Itoa(b)}]
+	if !ok {
+		return "—", "—"
 	}
-	return auto.median <= bar.median, auto.median <= random.median
+	bar, hasBar := s.regret[[3]string{f, "optuna-tpe", strconv.Itoa(b)}]
+	if b != smallest {
+		var name string
+		name, bar = s.bestOptuna(f, b)
+		hasBar = name != ""
+	}
+	random, hasRandom := s.regret[[3]string{f, "cube-random", strconv.Itoa(b)}]
+	beats, beatsRandom := "—", "—"
+	if hasBar {
+		beats = yes(auto.median <= bar.median)
+	}
+	if hasRandom {
+		beatsRandom = yes(auto.median <= random.median)
+	}
+	return beats, beatsRandom
 }
 
 // table prints, as markdown, per objective and budget, the default's
@@ -255,15 +268,19 @@ func (s summary) table(budgets []int) string {
 			k := func(sampler string) [3]string { return [3]string{f.name, sampler, strconv.Itoa(b)} }
 			bestName, best := s.bestOptuna(f.name, b)
 			beats, beatsRandom := s.verdict(f.name, b, budgets[0])
-			cells++
-			if beats {
+			if beats != "—" {
+				cells++
+			}
+			if beats == "yes" {
 				met++
 			}
 			fmt.Fprintf(&buf, "| %s | %d | %s | %s (%s) | %s | %s | %.3g | %.3g | %s | %s |\n", f.name, b, s.regret[k("cube-auto")], best, strings.TrimPrefix(bestName, "optuna-"),
-				s.regret[k("optuna-tpe")], s.regret[k("optuna-cmaes")], s.regret[k("cube-random")].median, s.regret[k("optuna-random")].median, yes(beats), yes(beatsRandom))
+				s.regret[k("optuna-tpe")], s.regret[k("optuna-cmaes")], s.regret[k("cube-random")].median, s.regret[k("optuna-random")].median, beats, beatsRandom)
 		}
 	}
-	fmt.Fprintf(&buf, "\nThe default meets the bar in %d of %d cells.\n", met, cells)
+	if cells > 0 {
+		fmt.Fprintf(&buf, "\nThe default meets the bar in %d of %d cells.\n", met, cells)
+	}
 	var others []string
 	for _, name := range []string{"cube-gp", "cube-tpe", "cube-mvtpe", "cube-cmaes", "cube-sobol"} {
 		if _, ok := s.perTrial[name]; ok {

@@ -35,8 +35,12 @@ type cmaSampler struct {
 	n      int
 	sigma0 float64
 	// x0 is the first run's mean; nil draws it from the seed.
-	x0     []float64
-	states []*cmaState
+	x0 []float64
+	// c0 and sigmaC0 are the first run's covariance and step size; nil
+	// is the identity with sigma0 (restarts always are).
+	c0      [][]float64
+	sigmaC0 float64
+	states  []*cmaState
 	// restarts is off under RestartStrategy("none").
 	restarts bool
 	// stream separates the random streams of separate CMA-ES instances
@@ -235,7 +239,16 @@ func (s *cmaSampler) sample(i int, history []TrialResult, _ []map[string]any) ma
 func (s *cmaSampler) sampleUnit(i int, history []TrialResult) []float64 {
 	if len(s.states) == 0 {
 		lambda := 4 + int(math.Floor(3*math.Log(float64(s.n))))
-		s.states = []*cmaState{s.fresh(0, 0, lambda, s.startMean(0), s.sigma0)}
+		st := s.fresh(0, 0, lambda, s.startMean(0), s.sigma0)
+		if s.c0 != nil {
+			st.sigma, st.c = s.sigmaC0, s.c0
+			vals, vecs := jacobiEigen(s.c0)
+			st.b = vecs
+			for k, v := range vals {
+				st.d[k] = math.Sqrt(math.Max(v, 1e-20))
+			}
+		}
+		s.states = []*cmaState{st}
 	}
 	// The distribution after every generation both before trial i's own and
 	// wholly seen.

@@ -126,8 +126,9 @@
 // design (the centre of the space, where users mostly put what they expect
 // to work, then Sobol points), then a Gaussian process alone while it
 // improves, and once three of its proposals in a row have not, a portfolio
-// of the GP, univariate TPE, CMA-ES started at the best trial so far (with
-// IPOP restarts) and, on a space without Choices, a quadratic model of the
+// of the GP, univariate TPE, CMA-ES started at the best trial so far with
+// the shape of the better half of the trials (a warm start; IPOP restarts)
+// and, on a space without Choices, a quadratic model of the
 // best trials while it fits them (adjusted R² of 0.9): each trial goes to
 // the sampler whose recent proposals rank best among the trials so far, so
 // the GP proposes most trials of a smooth objective, TPE or CMA-ES take

@@ -36,3 +36,22 @@ func QuadraticProposal(params []Param, values []map[string]any, ys []float64) (m
 	q := newQuadSampler(l)
 	return q.sample(len(h), h, nil), q.useful(h)
 }
+
+// CMAStart draws count points (in the unit cube) from the first
+// distribution of the CMA-ES that Auto's portfolio starts after the
+// succeeded trials values (minimised objective ys) over params, and
+// returns them with its step size.
+func CMAStart(params []Param, values []map[string]any, ys []float64, count int) ([][]float64, float64) {
+	l := NewLocal(Minimize("y"), params...).Seed(3)
+	h := make([]TrialResult, len(values))
+	for i := range values {
+		h[i] = TrialResult{Number: i, State: cube.Succeeded, Value: ys[i], params: values[i]}
+	}
+	c := (&autoSampler{l: l}).newCMA(h)
+	var gen [][]float64
+	for k := range count {
+		gen = append(gen, c.sampleUnit(k, nil))
+	}
+	st := c.states[0]
+	return gen, st.sigma
+}
