@@ -220,14 +220,20 @@ func (s *cmaSampler) tell(st *cmaState, history []TrialResult) *cmaState {
 			c[a][b] = (1-c1-cmu)*st.c[a][b] + c1*(pc[a]*pc[b]+(1-hs)*cc*(2-cc)*st.c[a][b]) + cmu*rankMu
 		}
 	}
-	next.mean, next.ps, next.pc, next.c = mean, ps, pc, c
+	next.mean, next.ps, next.pc = mean, ps, pc
 	next.sigma = st.sigma * math.Exp(math.Min(1, (cs/ds)*(psNorm/chiN-1)))
-	vals, vecs := jacobiEigen(c)
-	next.b, next.d = vecs, make([]float64, s.n)
-	for k, v := range vals {
-		next.d[k] = math.Sqrt(math.Max(v, 1e-20))
-	}
+	next.setCovariance(c)
 	return next
+}
+
+// setCovariance sets st's covariance c and its eigendecomposition: the
+// eigenvectors as columns of b, the square roots of the eigenvalues in d.
+func (st *cmaState) setCovariance(c [][]float64) {
+	vals, vecs := jacobiEigen(c)
+	st.c, st.b, st.d = c, vecs, make([]float64, len(vals))
+	for k, v := range vals {
+		st.d[k] = math.Sqrt(math.Max(v, 1e-20))
+	}
 }
 
 func (s *cmaSampler) sample(i int, history []TrialResult, _ []map[string]any) map[string]any {
@@ -241,12 +247,8 @@ func (s *cmaSampler) sampleUnit(i int, history []TrialResult) []float64 {
 		lambda := 4 + int(math.Floor(3*math.Log(float64(s.n))))
 		st := s.fresh(0, 0, lambda, s.startMean(0), s.sigma0)
 		if s.c0 != nil {
-			st.sigma, st.c = s.sigmaC0, s.c0
-			vals, vecs := jacobiEigen(s.c0)
-			st.b = vecs
-			for k, v := range vals {
-				st.d[k] = math.Sqrt(math.Max(v, 1e-20))
-			}
+			st.sigma = s.sigmaC0
+			st.setCovariance(s.c0)
 		}
 		s.states = []*cmaState{st}
 	}
