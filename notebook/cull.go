@@ -117,7 +117,12 @@ func ServiceURL(svc *corev1.Service) (string, error) {
 //     Authorization header and never logged or returned. A kernel whose
 //     execution_state is busy (or starting, restarting: anything but idle
 //     and dead) counts as activity now, as in Kubeflow's culler: a long
-//     cell that prints nothing leaves last_activity at its start.
+//     cell that prints nothing leaves last_activity at its start. Jupyter
+//     Server 1.23 can report a new kernel as starting until the kernel's
+//     next status message when its own iopub subscription missed the
+//     first ones (seen on the test cluster), so a kernel that a client
+//     started and never used again keeps its notebook running: Cull errs
+//     on the side of a cell it cannot see.
 //   - VS Code: lastHeartbeat from code-server's GET /healthz, which
 //     code-server serves without authentication, so the password is neither
 //     read nor sent. code-server's heart beats on every request but

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 
 	"github.com/cubestudio/cube"
 	"github.com/cubestudio/cube/internal/journeys"
+	"github.com/cubestudio/cube/internal/testsupport/testenv"
 	"github.com/cubestudio/cube/notebook"
 	"github.com/cubestudio/cube/pod"
 )
@@ -31,9 +34,8 @@ type jupyter struct {
 	root, token string // root: http://host:port/base/
 }
 
-// jupyterHTTP bounds each request and opens a connection for each: a
-// request on a kept-alive connection to a Service IP was seen to hang
-// until the test's deadline on a loaded CI node.
+// jupyterHTTP bounds each request and opens a connection for each, so
+// that one stalled connection cannot hold a poll until its deadline.
 var jupyterHTTP = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 func (j jupyter) do(ctx context.Context, method, path string, out any) error {
@@ -76,19 +78,24 @@ func (j jupyter) connect(t *testing.T, id string) *websocket.Conn {
 	return ws
 }
 
-// execute sends code to the kernel on its shell channel (Jupyter's
-// messaging protocol, v5.3) and returns at once.
-func execute(t *testing.T, ws *websocket.Conn, code string) {
+// send sends a request of type msgType on the kernel's shell channel
+// (Jupyter's messaging protocol, v5.3) and returns at once.
+func send(t *testing.T, ws *websocket.Conn, msgType string, content map[string]any) {
 	msg := map[string]any{
 		"header": map[string]any{
-			"msg_id": "cube-1", "msg_type": "execute_request", "username": "cube",
+			"msg_id": fmt.Sprintf("cube-%d", time.Now().UnixNano()), "msg_type": msgType, "username": "cube",
 			"session": "cube-journey", "version": "5.3", "date": time.Now().UTC().Format(time.RFC3339),
 		},
 		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell",
-		"content": map[string]any{"code": code, "silent": false, "store_history": false,
-			"user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true},
+		"content": content,
 	}
 	require.NoError(t, websocket.JSON.Send(ws, msg))
+}
+
+// execute sends code to the kernel and returns at once.
+func execute(t *testing.T, ws *websocket.Conn, code string) {
+	send(t, ws, "execute_request", map[string]any{"code": code, "silent": false, "store_history": false,
+		"user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true})
 }
 
 func (j jupyter) kernelState(ctx context.Context, id string) (string, error) {
@@ -165,17 +172,50 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 	assert.Error(t, jupyter{root: j.root, token: "wrong"}.do(ctx, http.MethodGet, "api/status", nil), "a wrong token is refused")
 
 	var k kernel
+	var ws *websocket.Conn
+	var received messages
 	// awaitState polls the kernel until it reports want, and says what it
 	// last saw when it does not.
+	//
+	// Jupyter Server 1.23 keeps a kernel's execution_state from the status
+	// messages its own iopub subscription receives, and that subscription
+	// can miss the kernel's first ones (the journey has seen the kernel
+	// publish busy and idle to the websocket within a second while the
+	// server reported "starting" for two minutes after). The state then
+	// changes only with the kernel's next status message; so while it reads
+	// "starting", a kernel_info_request every two seconds makes the kernel
+	// publish busy and idle again, as JupyterLab's kernel_info on connect
+	// does.
 	awaitState := func(want string, within time.Duration) {
 		t.Helper()
 		var last string
 		var lastErr error
+		var nudged time.Time
+		answered, failed, nudges := 0, 0, 0
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-			last, lastErr = j.kernelState(ctx, k.ID)
-			return lastErr == nil && last == want, nil
+			state, err := j.kernelState(ctx, k.ID)
+			if err != nil {
+				failed, lastErr = failed+1, err
+				return false, nil
+			}
+			answered, last = answered+1, state
+			if state == "starting" && ws != nil && time.Since(nudged) > 2*time.Second {
+				send(t, ws, "kernel_info_request", map[string]any{})
+				nudged, nudges = time.Now(), nudges+1
+			}
+			return state == want, nil
 		})
-		require.NoError(t, err, "kernel %s: want %q, last saw %q (%v)\n%s", k.ID, want, last, lastErr, journeys.LogsOf(t, rel))
+		if nudges > 0 {
+			t.Logf("kernel %s: %d kernel_info requests while it read \"starting\"", k.ID, nudges)
+		}
+		if err != nil {
+			// Tell a kernel that never reached the state from a server
+			// that stopped answering, and the Service's path from the pod's.
+			t.Logf("kernel %s: %d answers, the last %q; %d requests failed, the last: %v", k.ID, answered, last, failed, lastErr)
+			t.Log(probe(t, c, ns, j, "api/kernels/"+k.ID))
+			t.Logf("what the kernel's websocket received:\n%s", strings.Join(received.all(), "\n"))
+		}
+		require.NoError(t, err, "kernel %s: want %q, last saw %q\n%s", k.ID, want, last, journeys.LogsOf(t, rel))
 	}
 	later := func() time.Time { return time.Now().Add(3 * time.Hour) }
 	cullOpts := []notebook.CullOption{notebook.FindServiceURL(serviceURL), notebook.Clock(later), notebook.HTTPClient(jupyterHTTP)}
@@ -187,14 +227,26 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 	// twice) with the evidence logged.
 	for attempt := 1; ; attempt++ {
 		require.NoError(t, j.do(ctx, http.MethodPost, "api/kernels", &k))
-		ws := j.connect(t, k.ID)
+		received.add(time.Now().UTC().Format("15:04:05.000") + " kernel " + k.ID + " created")
+		ws = j.connect(t, k.ID)
+		received.add(time.Now().UTC().Format("15:04:05.000") + " websocket open")
 		defer ws.Close()
 		// Reading answers the server's pings and drains the kernel's
 		// output, as a browser does.
 		go func() {
-			var msg json.RawMessage
-			for websocket.JSON.Receive(ws, &msg) == nil {
+			var msg struct {
+				Channel string `json:"channel"`
+				Header  struct {
+					MsgType string `json:"msg_type"`
+				} `json:"header"`
+				Content struct {
+					ExecutionState string `json:"execution_state"`
+				} `json:"content"`
 			}
+			for websocket.JSON.Receive(ws, &msg) == nil {
+				received.add(fmt.Sprintf("%s %s %s %s", time.Now().UTC().Format("15:04:05.000"), msg.Channel, msg.Header.MsgType, msg.Content.ExecutionState))
+			}
+			received.add(time.Now().UTC().Format("15:04:05.000") + " websocket closed")
 		}()
 		// The kernel has answered the server's kernel_info nudge: it has
 		// started and takes the cell.
@@ -232,4 +284,51 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 	}), "the notebook's pod is gone")
 	_, err = c.Clientset.CoreV1().PersistentVolumeClaims(ns).Get(ctx, notebook.HomeClaimName("lab"), metav1.GetOptions{})
 	assert.NoError(t, err, "the home claim stays")
+}
+
+// probe reads path once through the Service and once from the pod's own
+// address, and describes the pod's conditions: what a failure needs to
+// tell the server from the path to it.
+func probe(t *testing.T, c *testenv.Cluster, ns string, j jupyter, path string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var b strings.Builder
+	fmt.Fprintf(&b, "through the Service: %v\n", j.do(ctx, http.MethodGet, path, nil))
+	p, err := c.Clientset.CoreV1().Pods(ns).Get(ctx, "lab-0", metav1.GetOptions{})
+	if err != nil {
+		fmt.Fprintf(&b, "pod lab-0: %v\n", err)
+		return b.String()
+	}
+	for _, cond := range p.Status.Conditions {
+		fmt.Fprintf(&b, "pod lab-0 %s=%s %s %s\n", cond.Type, cond.Status, cond.Reason, cond.LastTransitionTime.UTC().Format(time.RFC3339))
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		fmt.Fprintf(&b, "container %s ready=%t restarts=%d\n", cs.Name, cs.Ready, cs.RestartCount)
+	}
+	root, err := url.Parse(j.root)
+	if err != nil {
+		return b.String()
+	}
+	direct := jupyter{root: "http://" + p.Status.PodIP + ":" + root.Port() + root.Path, token: j.token}
+	fmt.Fprintf(&b, "from the pod's address %s: %v\n", p.Status.PodIP, direct.do(ctx, http.MethodGet, path, nil))
+	return b.String()
+}
+
+// messages is a log that goroutines append to.
+type messages struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (m *messages) add(line string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lines = append(m.lines, line)
+}
+
+func (m *messages) all() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.lines)
 }
