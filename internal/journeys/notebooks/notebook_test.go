@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -173,7 +171,15 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 
 	var k kernel
 	var ws *websocket.Conn
-	var received messages
+	// received is what happened on the kernel's websocket, for a failure's
+	// message: its reader appends, and a full log drops the rest.
+	received := make(chan string, 1024)
+	note := func(what string) {
+		select {
+		case received <- time.Now().UTC().Format("15:04:05.000 ") + what:
+		default:
+		}
+	}
 	// awaitState polls the kernel until it reports want, and says what it
 	// last saw when it does not.
 	//
@@ -213,7 +219,11 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 			// that stopped answering, and the Service's path from the pod's.
 			t.Logf("kernel %s: %d answers, the last %q; %d requests failed, the last: %v", k.ID, answered, last, failed, lastErr)
 			t.Log(probe(t, c, ns, j, "api/kernels/"+k.ID))
-			t.Logf("what the kernel's websocket received:\n%s", strings.Join(received.all(), "\n"))
+			var lines []string
+			for len(received) > 0 {
+				lines = append(lines, <-received)
+			}
+			t.Logf("what the kernel's websocket received:\n%s", strings.Join(lines, "\n"))
 		}
 		require.NoError(t, err, "kernel %s: want %q, last saw %q\n%s", k.ID, want, last, journeys.LogsOf(t, rel))
 	}
@@ -227,27 +237,30 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 	// twice) with the evidence logged.
 	for attempt := 1; ; attempt++ {
 		require.NoError(t, j.do(ctx, http.MethodPost, "api/kernels", &k))
-		received.add(time.Now().UTC().Format("15:04:05.000") + " kernel " + k.ID + " created")
+		note("kernel " + k.ID + " created")
 		ws = j.connect(t, k.ID)
-		received.add(time.Now().UTC().Format("15:04:05.000") + " websocket open")
+		note("websocket open")
 		defer ws.Close()
 		// Reading answers the server's pings and drains the kernel's
 		// output, as a browser does.
-		go func() {
-			var msg struct {
-				Channel string `json:"channel"`
-				Header  struct {
-					MsgType string `json:"msg_type"`
-				} `json:"header"`
-				Content struct {
-					ExecutionState string `json:"execution_state"`
-				} `json:"content"`
+		go func(ws *websocket.Conn) {
+			for {
+				var msg struct {
+					Channel string `json:"channel"`
+					Header  struct {
+						MsgType string `json:"msg_type"`
+					} `json:"header"`
+					Content struct {
+						ExecutionState string `json:"execution_state"`
+					} `json:"content"`
+				}
+				if websocket.JSON.Receive(ws, &msg) != nil {
+					break
+				}
+				note(strings.TrimSpace(msg.Channel + " " + msg.Header.MsgType + " " + msg.Content.ExecutionState))
 			}
-			for websocket.JSON.Receive(ws, &msg) == nil {
-				received.add(fmt.Sprintf("%s %s %s %s", time.Now().UTC().Format("15:04:05.000"), msg.Channel, msg.Header.MsgType, msg.Content.ExecutionState))
-			}
-			received.add(time.Now().UTC().Format("15:04:05.000") + " websocket closed")
-		}()
+			note("websocket closed")
+		}(ws)
 		// The kernel has answered the server's kernel_info nudge: it has
 		// started and takes the cell.
 		awaitState("idle", 2*time.Minute)
@@ -313,22 +326,4 @@ func probe(t *testing.T, c *testenv.Cluster, ns string, j jupyter, path string) 
 	direct := jupyter{root: "http://" + p.Status.PodIP + ":" + root.Port() + root.Path, token: j.token}
 	fmt.Fprintf(&b, "from the pod's address %s: %v\n", p.Status.PodIP, direct.do(ctx, http.MethodGet, path, nil))
 	return b.String()
-}
-
-// messages is a log that goroutines append to.
-type messages struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (m *messages) add(line string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.lines = append(m.lines, line)
-}
-
-func (m *messages) all() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.lines)
 }
