@@ -7,6 +7,7 @@ package tenant_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,10 +18,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -456,4 +459,91 @@ func TestPrioritiesAreStored(t *testing.T) {
 	stored.SetKind("PyTorchJob")
 	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: job.Name}, stored))
 	assert.Equal(t, names[1], stored.GetLabels()["kueue.x-k8s.io/priority-class"])
+}
+
+// The platform's PriorityClasses are stored as built and read Ready; the
+// API server's Priority admission plugin gives a pod that names one its
+// value and preemption policy, and a pod that names none the default
+// class's; it refuses a second default, from another release, and the
+// API server refuses the release applied again with a changed value,
+// each with its reason; deleting the release deletes its classes only.
+func TestPodPrioritiesAreStoredAndAdmitted(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	platform := cube.NewFromClient(env.Client, cube.Namespace("default"))
+	names := []string{"batch-pods-stored", "urgent-pods-stored", "other-default-stored", "kept-pods-stored"}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// This API server runs no garbage collector to finish a
+		// foreground deletion: the finalizer goes by hand.
+		for _, n := range names {
+			var pc schedulingv1.PriorityClass
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: n}, &pc); apierrors.IsNotFound(err) {
+				continue
+			}
+			pc.Finalizers = nil
+			if err := env.Client.Update(ctx, &pc); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("drop the finalizers of %s: %v", n, err)
+			}
+			if err := env.Client.Delete(ctx, &pc); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete %s: %v", n, err)
+			}
+		}
+	})
+	// A class the release did not create: deleting the release keeps it.
+	require.NoError(t, env.Client.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: names[3]}, Value: 7}))
+
+	classes := []tenant.PodPriority{
+		{Name: names[0], Value: 100, NoPreemption: true, Default: true, Description: "waits for room"},
+		{Name: names[1], Value: 100000},
+	}
+	rel, err := platform.Apply(ctx, tenant.PodPriorities("pod-priorities-stored", classes...))
+	require.NoError(t, err)
+	st, err := rel.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, cube.Ready, st.Phase, "%s", st)
+	var got schedulingv1.PriorityClass
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: names[0]}, &got))
+	assert.Equal(t, int32(100), got.Value)
+	assert.True(t, got.GlobalDefault)
+	assert.Equal(t, "waits for room", got.Description)
+	require.NotNil(t, got.PreemptionPolicy)
+	assert.Equal(t, corev1.PreemptNever, *got.PreemptionPolicy)
+
+	ns := env.Namespace(t)
+	for _, c := range []struct {
+		class  string
+		value  int32
+		policy corev1.PreemptionPolicy
+	}{{names[1], 100000, corev1.PreemptLowerPriority}, {"", 100, corev1.PreemptNever}} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("prio-%d", c.value)},
+			Spec:       corev1.PodSpec{PriorityClassName: c.class, Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}},
+		}
+		require.NoError(t, env.Client.Create(ctx, p))
+		assert.Equal(t, c.value, ptr.Deref(p.Spec.Priority, -1), "priority of a pod naming %q", c.class)
+		assert.Equal(t, c.policy, ptr.Deref(p.Spec.PreemptionPolicy, ""), "preemption policy of a pod naming %q", c.class)
+	}
+
+	_, err = platform.Apply(ctx, tenant.PodPriorities("pod-priorities-other", tenant.PodPriority{Name: names[2], Value: 1, Default: true}))
+	assert.ErrorContains(t, err, "is already marked as default")
+
+	classes[1].Value = 200000
+	_, err = platform.Apply(ctx, tenant.PodPriorities("pod-priorities-stored", classes...))
+	assert.ErrorContains(t, err, "may not be changed in an update")
+
+	require.NoError(t, rel.Delete(ctx))
+	for i, n := range names {
+		var pc schedulingv1.PriorityClass
+		err := env.Client.Get(ctx, client.ObjectKey{Name: n}, &pc)
+		switch {
+		case i == len(names)-1:
+			require.NoError(t, err, "a class the release did not create stays")
+			assert.Nil(t, pc.DeletionTimestamp, "a class the release did not create stays")
+		case !apierrors.IsNotFound(err):
+			require.NoError(t, err)
+			assert.NotNil(t, pc.DeletionTimestamp, "%s is deleted with its release", n)
+		}
+	}
 }

@@ -36,6 +36,12 @@
 // so ("Preempted by a workload of ClusterQueue team-a (prioritization in
 // the ClusterQueue)").
 //
+// PodPriorities are kube-scheduler's PriorityClasses, applied once by
+// the platform in a release of their own like Flavors and Priorities: a
+// pod takes one with PriorityClass on its builder, a class may be every
+// pod's default, and a class may wait for room instead of evicting pods
+// of lower priority.
+//
 // A cube.Client reads the tenant's Volcano Queue once it is given
 // Kinds (or kinds.All()); without them the queue reads Unknown.
 package tenant

@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/cubestudio/cube"
@@ -219,4 +221,80 @@ func TestTenantFuzzSeedsApply(t *testing.T) {
 		assert.Len(t, rel.Objects, len(objs), "seed %d: every object stored", i)
 	}
 	assert.GreaterOrEqual(t, accepted, 13, "the valid seeds")
+}
+
+// podPrioritySeeds are lists of classes a byte string encodes: each class
+// takes a name from the vocabulary below or the free string, a value and
+// its two flags.
+var podPrioritySeeds = []struct {
+	release string
+	code    []byte
+	free    string
+}{
+	{"pod-priorities", []byte{0, 10, 3, 1, 200, 0}, "x"},
+	{"pod-priorities", []byte{2, 255, 1}, "system-node-critical"},
+	{"Bad", []byte{0, 1, 0, 0, 1, 0}, ""},
+	{"pp", []byte{5, 127, 2, 5, 128, 2}, "dup"},
+	{"pp", []byte{6, 0, 0}, "a-very-long-name.with.dots"},
+	{"pp", nil, ""},
+}
+
+func podPrioritiesOf(code []byte, free string) []tenant.PodPriority {
+	names := []string{"batch", "urgent", "system-mine", "", "Not_A_Name", free, "x.y-z"}
+	var ps []tenant.PodPriority
+	for len(code) >= 3 {
+		c, v, flags := code[0], code[1], code[2]
+		code = code[3:]
+		value := int32(int8(v)) * 16_000_000 // spans the highest user value, 1e9
+		ps = append(ps, tenant.PodPriority{Name: names[int(c)%len(names)], Value: value, Default: flags&1 != 0, NoPreemption: flags&2 != 0})
+	}
+	return ps
+}
+
+// FuzzPodPriorities: no list of classes panics; a list Objects refuses,
+// Render refuses too; an accepted one renders a PriorityClass per class,
+// labelled with the release. That the API server accepts what Objects
+// accepts is TestPodPrioritiesFuzzSeedsApply's part.
+func FuzzPodPriorities(f *testing.F) {
+	for _, s := range podPrioritySeeds {
+		f.Add(s.release, s.code, s.free)
+	}
+	f.Fuzz(func(t *testing.T, release string, code []byte, free string) {
+		ps := podPrioritiesOf(code, free)
+		w := tenant.PodPriorities(release, ps...)
+		objs, err := w.Objects()
+		var buf bytes.Buffer
+		if err != nil {
+			require.Nil(t, objs)
+			require.Error(t, cube.Render(&buf, w), "Render refuses what Objects refuses")
+			return
+		}
+		require.Len(t, objs, len(ps))
+		for i, o := range objs {
+			pc, ok := o.(*schedulingv1.PriorityClass)
+			require.True(t, ok, "%T", o)
+			require.Equal(t, ps[i].Name, pc.Name)
+			require.Equal(t, release, pc.Labels[cube.LabelRelease])
+		}
+		require.NoError(t, cube.Render(&buf, w))
+	})
+}
+
+// TestPodPrioritiesFuzzSeedsApply creates every seed's classes that
+// Objects accepts on the real API server, as a dry run: what the builder
+// accepts, the server's validation accepts too.
+func TestPodPrioritiesFuzzSeedsApply(t *testing.T) {
+	env := testenv.Get(t)
+	accepted := 0
+	for i, s := range podPrioritySeeds {
+		objs, err := tenant.PodPriorities(s.release, podPrioritiesOf(s.code, s.free)...).Objects()
+		if err != nil {
+			continue
+		}
+		accepted++
+		for _, o := range objs {
+			require.NoError(t, env.Client.Create(t.Context(), o, client.DryRunAll), "seed %d: %s", i, o.GetName())
+		}
+	}
+	assert.GreaterOrEqual(t, accepted, 2, "the valid seeds")
 }

@@ -378,27 +378,17 @@ type Priority struct {
 // name is an object name and a label value, and named once.
 func Priorities(release string, ps ...Priority) cube.Workload {
 	return cube.WorkloadFunc(func() ([]client.Object, error) {
-		var errs field.ErrorList
-		for _, msg := range validation.IsDNS1123Label(release) {
-			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), release, msg))
+		names := make([]string, len(ps))
+		for i, p := range ps {
+			names[i] = p.Name
 		}
-		if len(ps) == 0 {
-			errs = append(errs, field.Required(field.NewPath("priorities"), "at least one priority"))
-		}
+		errs := priorityNames(release, names, func(name string) []string {
+			return append(validation.IsDNS1123Subdomain(name), validation.IsValidLabelValue(name)...)
+		})
 		id := cube.Identity{Kind: "kueue-priorities", Release: release}
 		gv := kueue.GroupVersion.String()
-		seen := map[string]bool{}
 		var objs []client.Object
-		for i, p := range ps {
-			path := field.NewPath("priorities").Index(i).Child("name")
-			msgs := append(validation.IsDNS1123Subdomain(p.Name), validation.IsValidLabelValue(p.Name)...)
-			for _, msg := range msgs {
-				errs = append(errs, field.Invalid(path, p.Name, msg))
-			}
-			if seen[p.Name] {
-				errs = append(errs, field.Duplicate(path, p.Name))
-			}
-			seen[p.Name] = true
+		for _, p := range ps {
 			objs = append(objs, &kueue.WorkloadPriorityClass{
 				TypeMeta:    metav1.TypeMeta{APIVersion: gv, Kind: "WorkloadPriorityClass"},
 				ObjectMeta:  id.ObjectMeta(p.Name, "", nil, nil),

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -116,5 +118,36 @@ func ExamplePriorities() {
 	// Output:
 	// WorkloadPriorityClass batch 100
 	// WorkloadPriorityClass urgent 1000
+	// urgent
+}
+
+// Two PriorityClasses for kube-scheduler, applied once by the platform:
+// "batch" is every pod's default and waits for room instead of evicting
+// anything; "urgent" evicts pods of lower priority. A pod takes one with
+// PriorityClass.
+func ExamplePodPriorities() {
+	objs, err := tenant.PodPriorities("pod-priorities",
+		tenant.PodPriority{Name: "batch", Value: 100, NoPreemption: true, Default: true},
+		tenant.PodPriority{Name: "urgent", Value: 100000, Description: "on-call inference"},
+	).Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range objs {
+		pc := o.(*schedulingv1.PriorityClass)
+		fmt.Println(pc.Name, pc.Value, *pc.PreemptionPolicy, pc.GlobalDefault)
+	}
+	job, err := train.PyTorch("sft").PriorityClass("urgent").Image("trainer:1").Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	u, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(job[0])
+	spec, _, _ := unstructured.NestedString(u, "spec", "pytorchReplicaSpecs", "Master", "template", "spec", "priorityClassName")
+	fmt.Println(spec)
+	// Output:
+	// batch 100 Never true
+	// urgent 100000 PreemptLowerPriority false
 	// urgent
 }

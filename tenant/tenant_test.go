@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	vcscheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -237,4 +238,45 @@ func TestPrioritiesValidation(t *testing.T) {
 	objs, err := train.PyTorch("j").Image("busybox").WorkloadPriority("").Objects()
 	require.NoError(t, err)
 	assert.NotContains(t, objs[0].GetLabels(), "kueue.x-k8s.io/priority-class", "empty: no priority label")
+}
+
+// PodPriorities refuses, all at once, a bad release name, a name that is
+// no object name, a name in the system's reserved prefix, a value above
+// the highest a user's class may have, a second default and a name given
+// twice; it renders each class's preemption policy.
+func TestPodPrioritiesValidation(t *testing.T) {
+	_, err := tenant.PodPriorities("Bad_Release",
+		tenant.PodPriority{Name: "ok", Value: 1, Default: true},
+		tenant.PodPriority{Name: "Not_A_Name", Value: 2},
+		tenant.PodPriority{Name: "system-mine", Value: 3},
+		tenant.PodPriority{Name: "huge", Value: 1_000_000_001, Default: true},
+		tenant.PodPriority{Name: "ok", Value: 5},
+	).Objects()
+	require.Error(t, err)
+	for _, want := range []string{
+		`metadata.name: Invalid value: "Bad_Release"`,
+		`priorities[1].name: Invalid value: "Not_A_Name"`,
+		`priorities[2].name: Invalid value: "system-mine": the prefix "system-" is reserved for the system's classes`,
+		`priorities[3].value: Invalid value: 1000000001: must be at most 1000000000`,
+		`priorities[3].default: Invalid value: true: only one class may be the default`,
+		`priorities[4].name: Duplicate value: "ok"`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = tenant.PodPriorities("p").Objects()
+	assert.ErrorContains(t, err, "priorities: Required value: at least one priority")
+
+	objs, err := tenant.PodPriorities("p",
+		tenant.PodPriority{Name: "batch", Value: -10, NoPreemption: true},
+		tenant.PodPriority{Name: "urgent", Value: 1_000_000_000},
+	).Objects()
+	require.NoError(t, err)
+	require.Len(t, objs, 2)
+	for i, want := range []corev1.PreemptionPolicy{corev1.PreemptNever, corev1.PreemptLowerPriority} {
+		pc, ok := objs[i].(*schedulingv1.PriorityClass)
+		require.True(t, ok, "%T", objs[i])
+		require.NotNil(t, pc.PreemptionPolicy)
+		assert.Equal(t, want, *pc.PreemptionPolicy, pc.Name)
+		assert.Equal(t, "p", pc.Labels[cube.LabelRelease], pc.Name)
+	}
 }
