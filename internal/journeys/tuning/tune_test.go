@@ -287,10 +287,27 @@ func diagnose(t *testing.T, cs kubernetes.Interface, cl client.Client, ns string
 		return
 	}
 	for _, pod := range pods.Items {
+		// A pod the kubelet refused, or one whose containers never
+		// started, has no logs: its status says why.
+		t.Logf("pod %s on %q: phase %s, reason %q, message %q, conditions %s, containers %s",
+			pod.Name, pod.Spec.NodeName, pod.Status.Phase, pod.Status.Reason, pod.Status.Message,
+			dump(pod.Status.Conditions), dump(pod.Status.ContainerStatuses))
 		for _, ctr := range pod.Spec.Containers {
-			data, _ := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: ctr.Name}).DoRaw(ctx)
+			data, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: ctr.Name}).DoRaw(ctx)
+			if err != nil {
+				t.Logf("pod %s container %s: no log: %v", pod.Name, ctr.Name, err)
+				continue
+			}
 			t.Logf("pod %s container %s (command %q args %q):\n%s", pod.Name, ctr.Name, ctr.Command, ctr.Args, data)
 		}
+	}
+	events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("events: %v", err)
+		return
+	}
+	for _, e := range events.Items {
+		t.Logf("event %s %s/%s: %s %s (%s, %d times)", e.LastTimestamp.Format("15:04:05"), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Type, e.Reason, e.Message, e.Count)
 	}
 }
 

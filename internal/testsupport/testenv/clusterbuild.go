@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // clusterTool is one program of the test cluster, built from the Go
@@ -25,7 +27,9 @@ type clusterTool struct {
 	module  string
 	pkg     string
 	version string // for go install
-	static  bool   // for an image: no C library there
+	// static: built with cgo off, for an image (no C library there), or
+	// to share the compiled packages of its module's static tools.
+	static bool
 	stamp   bool   // the Kubernetes version in k8s.io/component-base/version
 	// links are files that are symbolic links in the upstream repository.
 	// Module zips leave symbolic links out, so a package that needs one
@@ -49,33 +53,38 @@ type upstreamLink struct {
 // that go into images. Argo and LWS are built in modules of their own:
 // Argo's go.mod has a replace directive, which go install refuses, and go
 // install of LWS checks its deprecation through a version list the module
-// proxy here refuses.
+// proxy here refuses. Tools of one module with the same flags build one
+// after another, so that the later ones find the module's packages
+// compiled; the batches of different modules build side by side (see
+// ensure), the heaviest declared first.
 var clusterTools = []clusterTool{
+	// Argo's two: the executor goes into an image, so both are static and
+	// the controller shares the executor's compiled packages.
+	{name: "workflow-controller", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller", static: true,
+		links: argoLinks},
+	{name: "argoexec", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/argoexec", static: true, links: argoLinks},
+	// Kueue's manager, in a module of its own with the Kubernetes
+	// libraries of Kueue's go.mod (see startKueue).
+	{name: "kueue-manager", module: "kueue", pkg: "sigs.k8s.io/kueue/cmd/kueue"},
+	// Katib v0.19.0 (its go.mod has no replace directive): the controller
+	// and db-manager run on the host; the goptuna suggestion service
+	// (random, tpe, cmaes, sobol) and the file metrics collector go into
+	// images. All four are static, so that they share one build of
+	// Katib's packages.
+	{name: "katib-controller", pkg: "github.com/kubeflow/katib/cmd/katib-controller/v1beta1", version: "v0.19.0", static: true},
+	{name: "katib-db-manager", pkg: "github.com/kubeflow/katib/cmd/db-manager/v1beta1", version: "v0.19.0", static: true},
+	{name: "katib-suggestion-goptuna", pkg: "github.com/kubeflow/katib/cmd/suggestion/goptuna/v1beta1", version: "v0.19.0", static: true},
+	{name: "katib-file-metricscollector", pkg: "github.com/kubeflow/katib/cmd/metricscollector/v1beta1/file-metricscollector", version: "v0.19.0", static: true},
+	{name: "kuberay-operator", pkg: "github.com/ray-project/kuberay/ray-operator", version: "v1.5.0"},
+	{name: "training-operator", pkg: "github.com/kubeflow/training-operator/cmd/training-operator.v1", version: "v1.8.1"},
+	{name: "lws-controller", module: "lws", pkg: "sigs.k8s.io/lws/cmd"},
+	{name: "coredns", pkg: "github.com/coredns/coredns", version: "v1.12.1"},
+	// The node's four share the packages kube-apiserver compiled (the same
+	// module, with cgo as it was built).
 	{name: "kubelet", module: ".", pkg: "k8s.io/kubernetes/cmd/kubelet", stamp: true},
 	{name: "kube-controller-manager", module: ".", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", stamp: true},
 	{name: "kube-scheduler", module: ".", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", stamp: true},
 	{name: "kube-proxy", module: ".", pkg: "k8s.io/kubernetes/cmd/kube-proxy", stamp: true},
-	{name: "training-operator", pkg: "github.com/kubeflow/training-operator/cmd/training-operator.v1", version: "v1.8.1"},
-	{name: "kuberay-operator", pkg: "github.com/ray-project/kuberay/ray-operator", version: "v1.5.0"},
-	{name: "coredns", pkg: "github.com/coredns/coredns", version: "v1.12.1"},
-	// Katib v0.19.0 (its go.mod has no replace directive): the controller
-	// and db-manager run on the host; the goptuna suggestion service
-	// (random, tpe, cmaes, sobol) and the file metrics collector go into
-	// images.
-	{name: "katib-controller", pkg: "github.com/kubeflow/katib/cmd/katib-controller/v1beta1", version: "v0.19.0"},
-	{name: "katib-db-manager", pkg: "github.com/kubeflow/katib/cmd/db-manager/v1beta1", version: "v0.19.0"},
-	{name: "katib-suggestion-goptuna", pkg: "github.com/kubeflow/katib/cmd/suggestion/goptuna/v1beta1", version: "v0.19.0", static: true},
-	{name: "katib-file-metricscollector", pkg: "github.com/kubeflow/katib/cmd/metricscollector/v1beta1/file-metricscollector", version: "v0.19.0", static: true},
-	{name: "lws-controller", module: "lws", pkg: "sigs.k8s.io/lws/cmd"},
-	// Kueue's manager, in a module of its own with the Kubernetes
-	// libraries of Kueue's go.mod (see startKueue).
-	{name: "kueue-manager", module: "kueue", pkg: "sigs.k8s.io/kueue/cmd/kueue"},
-	{name: "workflow-controller", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller"},
-	// In argo-workflows v3.7.6, workflow/executor/osspecific/signal_linux.go
-	// is a symbolic link to signal_darwin.go (Setpgid, Kill, Term); without
-	// it argoexec does not build for Linux.
-	{name: "argoexec", module: "argo", pkg: "github.com/argoproj/argo-workflows/v3/cmd/argoexec", static: true,
-		links: []upstreamLink{{module: "github.com/argoproj/argo-workflows/v3", path: "workflow/executor/osspecific/signal_linux.go", target: "signal_darwin.go"}}},
 	{name: "kubectl", module: "kubectl", pkg: ".", static: true, stamp: true},
 	// The stand-in serves package servetest's API, so its source is part
 	// of the image key.
@@ -88,9 +97,16 @@ var clusterTools = []clusterTool{
 	{name: "label-mlbackend", module: "main", pkg: "./label/labeltest/cmd/mlbackend", static: true, sources: []string{"label", "inference", "datasets", "retry"}},
 }
 
+// argoLinks: in argo-workflows v3.7.6,
+// workflow/executor/osspecific/signal_linux.go is a symbolic link to
+// signal_darwin.go (Setpgid, Kill, Term); without it argoexec does not
+// build for Linux. Both Argo tools build in the copy that restores it, so
+// that they share one build of Argo's packages.
+var argoLinks = []upstreamLink{{module: "github.com/argoproj/argo-workflows/v3", path: "workflow/executor/osspecific/signal_linux.go", target: "signal_darwin.go"}}
+
 // clusterFormat changes whenever what the cluster build puts in its cache
 // changes.
-const clusterFormat = "2"
+const clusterFormat = "3"
 
 // clusterArtifacts are the cached binaries and images of the test cluster.
 type clusterArtifacts struct {
@@ -206,7 +222,10 @@ func (c *clusterLayout) missingBinaries() []string {
 
 // ensure builds what the cluster's cache lacks: the API server's artifacts
 // first, then the node's binaries, the operators and the images, under one
-// file lock.
+// file lock. The batches of tools (see toolBatches) and the images that
+// depend on no tool build side by side, buildParallelism at a time: on 2
+// cores one go command leaves a core idle while it downloads modules, loads
+// packages and links, and mmdebstrap mostly waits for the Debian mirror.
 func (c *clusterLayout) ensure(ctx context.Context) error {
 	if err := c.layout.ensure(ctx); err != nil {
 		return err
@@ -224,38 +243,122 @@ func (c *clusterLayout) ensure(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
-	if missing := c.missingBinaries(); len(missing) > 0 {
+	missing := c.missingBinaries()
+	if len(missing) > 0 {
 		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes 20-30 minutes on 2 cores (run go run ./internal/testsupport/testenv/cmd/prebuild first)\n",
 			strings.Join(missing, ", "), c.artifacts.dir)
 	}
+	jobs := []func(context.Context) error{c.buildMachineImages}
+	for _, batch := range toolBatches(missing) {
+		jobs = append(jobs, func(ctx context.Context) error { return c.buildBatch(ctx, batch) })
+	}
+	if err := runJobs(ctx, buildParallelism(), jobs); err != nil {
+		return err
+	}
+	return c.buildImages(ctx)
+}
+
+// buildParallelism is how many builds run at once: half the cores, and
+// at least two.
+func buildParallelism() int { return max(2, runtime.NumCPU()/2) }
+
+// toolBatches groups the named tools, in clusterTools' order, into batches
+// of one module at one version built with the same flags.
+func toolBatches(names []string) [][]clusterTool {
+	var batches [][]clusterTool
+	index := map[string]int{}
 	for _, t := range clusterTools {
-		dst := c.binary(t.name)
-		if exists(dst) {
+		if !slices.Contains(names, t.name) {
 			continue
 		}
-		var err error
-		if t.module == "" {
-			err = c.install(ctx, dst, t.pkg, t.version, t.static)
-		} else {
-			ldflags := ""
-			if t.stamp {
-				ldflags = c.versionLDFlags()
-			}
-			dir := c.moduleDir(t.module)
-			if len(t.links) > 0 {
-				var cleanup func()
-				if dir, cleanup, err = c.restoreLinks(ctx, dir, t.links); err != nil {
-					return fmt.Errorf("build %s: %w", t.name, err)
-				}
-				defer cleanup()
-			}
-			err = c.buildIn(ctx, dir, dst, t.pkg, ldflags, t.static)
+		key := fmt.Sprintf("%s %s %s %v %v %v", t.module, t.version, installRoot(t), t.static, t.stamp, t.links)
+		i, ok := index[key]
+		if !ok {
+			i = len(batches)
+			index[key] = i
+			batches = append(batches, nil)
 		}
-		if err != nil {
+		batches[i] = append(batches[i], t)
+	}
+	return batches
+}
+
+// installRoot is the repository of a tool built with go install
+// pkg@version: its package path up to the repository's name.
+func installRoot(t clusterTool) string {
+	if t.module != "" {
+		return ""
+	}
+	parts := strings.SplitN(t.pkg, "/", 4)
+	return strings.Join(parts[:min(3, len(parts))], "/")
+}
+
+// runJobs runs jobs, n at a time, until all have finished or one has
+// failed; a failure cancels the others, and every failure is returned.
+func runJobs(ctx context.Context, n int, jobs []func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queue := make(chan func(context.Context) error, len(jobs))
+	for _, j := range jobs {
+		queue <- j
+	}
+	close(queue)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range min(n, len(jobs)) {
+		wg.Go(func() {
+			for job := range queue {
+				if ctx.Err() != nil {
+					return
+				}
+				if err := job(ctx); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					cancel()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// buildBatch builds the tools of one batch, one after another.
+func (c *clusterLayout) buildBatch(ctx context.Context, batch []clusterTool) error {
+	first := batch[0]
+	if first.module == "" {
+		for _, t := range batch {
+			if err := c.install(ctx, c.binary(t.name), t.pkg, t.version, t.static); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ldflags := ""
+	if first.stamp {
+		ldflags = c.versionLDFlags()
+	}
+	dir := c.moduleDir(first.module)
+	if len(first.links) > 0 {
+		var (
+			cleanup func()
+			err     error
+		)
+		if dir, cleanup, err = c.restoreLinks(ctx, dir, first.links); err != nil {
+			return fmt.Errorf("build %s: %w", first.name, err)
+		}
+		defer cleanup()
+	}
+	for _, t := range batch {
+		if err := c.buildIn(ctx, dir, c.binary(t.name), t.pkg, ldflags, t.static); err != nil {
 			return err
 		}
 	}
-	return c.buildImages(ctx)
+	return nil
 }
 
 func exists(path string) bool {

@@ -202,33 +202,58 @@ func (c *clusterLayout) readImages() (Images, error) {
 // buildImages builds every image the index lacks and writes the index.
 func (c *clusterLayout) buildImages(ctx context.Context) error {
 	images, _ := c.readImages()
-	if err := os.MkdirAll(c.sharedImages(), 0o755); err != nil {
-		return err
-	}
 	for _, r := range c.recipes(&images) {
-		if r.tag != "" {
-			// Built once per machine: found by its tag.
-			*r.field = "cube.test/" + r.name + ":" + r.tag
+		if err := c.ensureImage(ctx, r); err != nil {
+			return err
 		}
-		if *r.field != "" && exists(c.imageArchive(*r.field)) {
-			continue
-		}
-		tmp, err := os.MkdirTemp(c.artifacts.images, ".build-")
-		if err != nil {
-			return fmt.Errorf("build image %s: %w", r.name, err)
-		}
-		ref, err := c.buildImage(ctx, tmp, r)
-		os.RemoveAll(tmp)
-		if err != nil {
-			return fmt.Errorf("build image %s: %w", r.name, err)
-		}
-		*r.field = ref
 	}
 	data, err := json.MarshalIndent(images, "", "  ")
 	if err != nil {
 		return err
 	}
 	return writeFileAtomic(c.imageIndex(), data)
+}
+
+// buildMachineImages builds the images built once per machine (those with
+// a tag), which need none of the cluster's programs, so that they can build
+// beside them; buildImages then finds them by their tags.
+func (c *clusterLayout) buildMachineImages(ctx context.Context) error {
+	var images Images
+	for _, r := range c.recipes(&images) {
+		if r.tag == "" {
+			continue
+		}
+		if err := c.ensureImage(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureImage sets the recipe's field to its image, which it builds unless
+// the cache has it.
+func (c *clusterLayout) ensureImage(ctx context.Context, r imageRecipe) error {
+	if r.tag != "" {
+		// Built once per machine: found by its tag.
+		*r.field = "cube.test/" + r.name + ":" + r.tag
+	}
+	if *r.field != "" && exists(c.imageArchive(*r.field)) {
+		return nil
+	}
+	if err := os.MkdirAll(c.sharedImages(), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(c.artifacts.images, ".build-")
+	if err != nil {
+		return fmt.Errorf("build image %s: %w", r.name, err)
+	}
+	defer os.RemoveAll(tmp)
+	ref, err := c.buildImage(ctx, tmp, r)
+	if err != nil {
+		return fmt.Errorf("build image %s: %w", r.name, err)
+	}
+	*r.field = ref
+	return nil
 }
 
 // buildImage writes the OCI image layout archive of one recipe and returns

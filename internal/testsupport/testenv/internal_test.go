@@ -2,10 +2,14 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -251,4 +255,76 @@ func TestKueueManagesKueueTenants(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tenant.LabelQueueing, kueueTenantLabel)
 	assert.Equal(t, "Kueue", objs[0].GetLabels()[kueueTenantLabel], "the tenant's Namespace")
+}
+
+// The cluster's tools build in batches of one module, version and set of
+// flags: Katib's four go install runs share one build of Katib's packages,
+// Argo's two build in the one copy that restores its link, and a batch
+// keeps clusterTools' order.
+func TestToolBatches(t *testing.T) {
+	var all []string
+	for _, tool := range clusterTools {
+		all = append(all, tool.name)
+	}
+	batches := toolBatches(all)
+	names := map[string][]string{}
+	seen := 0
+	for _, b := range batches {
+		var ns []string
+		for _, tool := range b {
+			ns = append(ns, tool.name)
+		}
+		names[b[0].name] = ns
+		seen += len(b)
+	}
+	assert.Equal(t, len(clusterTools), seen, "every tool in one batch")
+	assert.Equal(t, []string{"workflow-controller", "argoexec"}, names["workflow-controller"])
+	assert.Equal(t, []string{"katib-controller", "katib-db-manager", "katib-suggestion-goptuna", "katib-file-metricscollector"}, names["katib-controller"])
+	assert.Equal(t, []string{"kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy"}, names["kubelet"])
+	assert.Equal(t, []string{"kuberay-operator"}, names["kuberay-operator"], "go install of another repository is a batch of its own")
+	assert.Equal(t, []string{"jobset-controller", "trainer-controller-manager"}, names["jobset-controller"])
+
+	// Only the named tools, still by module.
+	assert.Equal(t, [][]clusterTool{{clusterTools[1]}, {clusterTools[3]}}, toolBatches([]string{"katib-controller", "argoexec"}))
+}
+
+// runJobs runs every job at most n at a time; the first failure cancels
+// the jobs running and those not started, and every failure comes back.
+func TestRunJobs(t *testing.T) {
+	var (
+		mu                  sync.Mutex
+		running, peak, done int
+	)
+	job := func(ctx context.Context) error {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		running--
+		done++
+		mu.Unlock()
+		return nil
+	}
+	require.NoError(t, runJobs(t.Context(), 2, []func(context.Context) error{job, job, job, job, job}))
+	assert.Equal(t, 5, done)
+	assert.Equal(t, 2, peak)
+
+	var started atomic.Int32
+	failA := errors.New("a failed")
+	fail := func(err error) func(context.Context) error {
+		return func(context.Context) error { started.Add(1); return err }
+	}
+	blocked := func(ctx context.Context) error {
+		started.Add(1)
+		<-ctx.Done() // cancelled by the other worker's failure
+		return fmt.Errorf("blocked: %w", ctx.Err())
+	}
+	later := func(context.Context) error { started.Add(1); return nil }
+	err := runJobs(t.Context(), 2, []func(context.Context) error{blocked, fail(failA), later, later})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, failA)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.EqualValues(t, 2, started.Load(), "no job starts after a failure")
 }
