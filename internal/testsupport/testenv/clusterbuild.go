@@ -30,7 +30,7 @@ type clusterTool struct {
 	// static: built with cgo off, for an image (no C library there), or
 	// to share the compiled packages of its module's static tools.
 	static bool
-	stamp   bool   // the Kubernetes version in k8s.io/component-base/version
+	stamp  bool // the Kubernetes version in k8s.io/component-base/version
 	// links are files that are symbolic links in the upstream repository.
 	// Module zips leave symbolic links out, so a package that needs one
 	// does not build from the module proxy's copy; the build restores them
