@@ -378,11 +378,7 @@ type Priority struct {
 // name is an object name and a label value, and named once.
 func Priorities(release string, ps ...Priority) cube.Workload {
 	return cube.WorkloadFunc(func() ([]client.Object, error) {
-		names := make([]string, len(ps))
-		for i, p := range ps {
-			names[i] = p.Name
-		}
-		errs := priorityNames(release, names, func(name string) []string {
+		errs := priorityNames(release, ps, func(name string) []string {
 			return append(validation.IsDNS1123Subdomain(name), validation.IsValidLabelValue(name)...)
 		})
 		id := cube.Identity{Kind: "kueue-priorities", Release: release}

@@ -58,11 +58,7 @@ const systemPriorityPrefix = "system-"
 // ExtractPriority).
 func PodPriorities(release string, ps ...PodPriority) cube.Workload {
 	return cube.WorkloadFunc(func() ([]client.Object, error) {
-		names := make([]string, len(ps))
-		for i, p := range ps {
-			names[i] = p.Name
-		}
-		errs := priorityNames(release, names, func(name string) []string {
+		errs := priorityNames(release, ps, func(name string) []string {
 			msgs := validation.IsDNS1123Subdomain(name)
 			if strings.HasPrefix(name, systemPriorityPrefix) {
 				msgs = append(msgs, fmt.Sprintf("the prefix %q is reserved for the system's classes", systemPriorityPrefix))
@@ -102,19 +98,26 @@ func PodPriorities(release string, ps ...PodPriority) cube.Workload {
 	})
 }
 
+// named is a cluster-wide priority: Priority or PodPriority.
+type named interface{ name() string }
+
+func (p Priority) name() string    { return p.Name }
+func (p PodPriority) name() string { return p.Name }
+
 // priorityNames checks what every list of cluster-wide priorities needs:
 // the release name, at least one priority, each name valid by nameErrs
 // and given once.
-func priorityNames(release string, names []string, nameErrs func(string) []string) field.ErrorList {
+func priorityNames[P named](release string, ps []P, nameErrs func(string) []string) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Label(release) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), release, msg))
 	}
-	if len(names) == 0 {
+	if len(ps) == 0 {
 		errs = append(errs, field.Required(field.NewPath("priorities"), "at least one priority"))
 	}
 	seen := map[string]bool{}
-	for i, name := range names {
+	for i, p := range ps {
+		name := p.name()
 		path := field.NewPath("priorities").Index(i).Child("name")
 		for _, msg := range nameErrs(name) {
 			errs = append(errs, field.Invalid(path, name, msg))
