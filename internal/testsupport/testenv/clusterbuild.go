@@ -106,7 +106,7 @@ var argoLinks = []upstreamLink{{module: "github.com/argoproj/argo-workflows/v3",
 
 // clusterFormat changes whenever what the cluster build puts in its cache
 // changes.
-const clusterFormat = "3"
+const clusterFormat = "4"
 
 // clusterArtifacts are the cached binaries and images of the test cluster.
 type clusterArtifacts struct {
@@ -245,7 +245,7 @@ func (c *clusterLayout) ensure(ctx context.Context) error {
 	defer unlock()
 	missing := c.missingBinaries()
 	if len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes 20-30 minutes on 2 cores (run go run ./internal/testsupport/testenv/cmd/prebuild first)\n",
+		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes about 45 minutes on 2 cores (run go run ./internal/testsupport/testenv/cmd/prebuild first)\n",
 			strings.Join(missing, ", "), c.artifacts.dir)
 	}
 	jobs := []func(context.Context) error{c.buildMachineImages}
@@ -366,17 +366,20 @@ func exists(path string) bool {
 	return err == nil
 }
 
+// stripFlags link the cluster's programs without their symbol table and
+// DWARF (go tool link -s -w, as Kubernetes' release builds do): nobody
+// debugs them, a panic still prints its stack (from the pclntab), and on
+// a cold machine the links of some twenty large programs cost minutes of
+// the build.
+const stripFlags = "-s -w"
+
 // buildIn builds pkg in the module at dir to dst through a temporary name.
 // Static binaries (for images, which have no C library) are built with cgo
 // off.
 func (c *clusterLayout) buildIn(ctx context.Context, dir, dst, pkg, ldflags string, static bool) error {
 	tmp := fmt.Sprintf("%s.tmp-%d", dst, os.Getpid())
 	defer os.Remove(tmp)
-	args := []string{"build", "-o", tmp}
-	if ldflags != "" {
-		args = append(args, "-ldflags="+ldflags)
-	}
-	args = append(args, pkg)
+	args := []string{"build", "-o", tmp, "-ldflags=" + strings.TrimSpace(stripFlags+" "+ldflags), pkg}
 	var extra []string
 	if static {
 		extra = append(extra, "CGO_ENABLED=0")
@@ -402,7 +405,7 @@ func (c *clusterLayout) install(ctx context.Context, dst, pkg, version string, s
 	if static {
 		extra = append(extra, "CGO_ENABLED=0")
 	}
-	if _, err := c.runGo(ctx, tmp, goEnv("-buildvcs=false", extra...), "install", pkg+"@"+version); err != nil {
+	if _, err := c.runGo(ctx, tmp, goEnv("-buildvcs=false", extra...), "install", "-ldflags="+stripFlags, pkg+"@"+version); err != nil {
 		return fmt.Errorf("install %s: %w", pkg, err)
 	}
 	entries, err := os.ReadDir(tmp)

@@ -203,9 +203,12 @@
 // is missing GetCluster skips, naming it, except under CI=true, where it
 // fails. Its binaries are cached under $(os.UserCacheDir)/cube-testcluster
 // keyed by the tools modules' go.sum files, and its images by their
-// recipes; cmd/prebuild builds both. On this project's 2-core machines a
-// cold build of the node and the operators takes about 20 minutes and the
-// Python image about 4; a warm start of the cluster takes under a minute.
+// recipes; cmd/prebuild builds both, two modules' tools (or the Python
+// image) at a time. On this project's 2-core machines a cold build of the
+// node, the operators and the images takes about 45 minutes (the
+// compiler keeps both cores busy, so building side by side gains little
+// there; it does on more cores); a warm start of the cluster takes under a
+// minute.
 //
 // Katib v0.19.0 runs as its controller (with its webhooks and cert
 // generator; it injects the metrics collector into trial pods in

@@ -448,10 +448,14 @@ func (n *node) startKubelet() error {
 		HealthzPort:        ptr.To[int32](0),
 		ReadOnlyPort:       0,
 		// Images cannot be pulled again: never collect them; and evict
-		// only when the machine is really short.
+		// only when the machine is really short. The disk's thresholds
+		// are sizes, not shares: 1% of a 250 GB disk is 2.5 GB, and a
+		// machine whose caches had left less than that free tainted the
+		// node with DiskPressure in the middle of a run, rejecting pods
+		// that needed a few megabytes.
 		ImageGCHighThresholdPercent: ptr.To[int32](100),
 		ImageGCLowThresholdPercent:  ptr.To[int32](99),
-		EvictionHard:                map[string]string{"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
+		EvictionHard:                map[string]string{"memory.available": "100Mi", "nodefs.available": "512Mi", "imagefs.available": "512Mi", "nodefs.inodesFree": "1%"},
 		MaxPods:                     200,
 		SerializeImagePulls:         ptr.To(false),
 		// Pods' volumes and status update quickly in tests.

@@ -3,9 +3,10 @@
 // and prints the cache directory; it also fetches the go.mod file of every
 // module in cube's module graph, which a module that requires cube resolves
 // (TestAdopterModule runs one without the network), and builds the test
-// cluster where the machine can run it. Run it before go test on a fresh machine
-// so that the build, about 8 minutes on two cores, does not count against
-// go test's timeout:
+// cluster where the machine can run it. Run it before go test on a fresh
+// machine so that the build (on two cores about 9 minutes for the API
+// server and 45 more for the cluster) does not count against go test's
+// timeout:
 //
 //	go run ./internal/testsupport/testenv/cmd/prebuild
 package main
