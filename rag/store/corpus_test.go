@@ -151,10 +151,15 @@ func corpusQueries(chunks []Chunk, q int, seed uint64) []string {
 	return out
 }
 
-// The default HNSW parameters find at least 0.95 of the exact top 10 on
+// The default HNSW parameters find at least 0.94 of the exact top 10 on
 // real text embedded with the default offline embedder (6,000 chunks of
 // Go's documentation and comments, queries drawn from them), the graph
-// built in parallel in the background while the store is written.
+// built in parallel in the background while the store is written. The
+// parallel build links nodes in whatever order the workers reach them,
+// so the recall differs from one build to the next: 0.949 to 0.962 over
+// seven builds of this corpus (2026-12-06), one of them in CI below the
+// bar of 0.95 this test had. The bar sits under that spread; a graph
+// whose neighbour selection or search broke falls far below it.
 func TestHNSWRecallOnRealTextEmbeddings(t *testing.T) {
 	n := 6_000
 	if testing.Short() {
@@ -193,7 +198,7 @@ func TestHNSWRecallOnRealTextEmbeddings(t *testing.T) {
 	}
 	recall := total / float64(len(qv))
 	t.Logf("recall@10 %.3f over %d chunks (efSearch %d)", recall, n, s.params.EfSearch)
-	require.GreaterOrEqual(t, recall, 0.95)
+	require.GreaterOrEqual(t, recall, 0.94)
 }
 
 // recallTies is recall@k that counts a hit tied with the exact k-th (real
