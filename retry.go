@@ -44,10 +44,16 @@ func transient(err error) bool {
 		return s.Code > http.StatusInternalServerError
 	}
 	// A broken pipe is a request written to a connection the server closed
-	// (it stopped or restarted meanwhile): the next one dials afresh.
+	// (it stopped or restarted meanwhile): the next one dials afresh. So
+	// is a request whose HTTP/2 connection the transport closed under it
+	// once the server went away (net/http's bundled http2,
+	// ClientConn.Close: "http2: client connection force closed via
+	// ClientConn.Close"; apimachinery's IsHTTP2ConnectionLost matches
+	// only the health check's "client connection lost").
 	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
 		errors.Is(err, syscall.EPIPE) ||
-		utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)
+		utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err) ||
+		strings.Contains(err.Error(), "http2: client connection force closed")
 }
 
 // serverTrouble reports whether a 500 with reason is the server's own

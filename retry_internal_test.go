@@ -44,6 +44,10 @@ func TestTransient(t *testing.T) {
 		{"connection reset", &url.Error{Op: "Get", URL: "https://x", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
 		// A watch written while the API server stopped (seen in CI).
 		{"broken pipe", &url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}}, true},
+		// A watch whose HTTP/2 connection the transport closed once the
+		// API server stopped (seen in CI).
+		{"http2 connection force closed", &url.Error{Op: "Get", URL: "https://x", Err: errors.New("http2: client connection force closed via ClientConn.Close")}, true},
+		{"http2 connection lost", &url.Error{Op: "Get", URL: "https://x", Err: errors.New("http2: client connection lost")}, true},
 		{"503", apierrors.NewServiceUnavailable("busy"), true},
 		{"500 InternalError", apierrors.NewInternalError(errors.New("etcd")), true},
 		{"500 ServerTimeout", apierrors.NewServerTimeout(gr, "patch", 0), true},
