@@ -1,6 +1,10 @@
 package tune
 
-import "github.com/cubestudio/cube"
+import (
+	"fmt"
+
+	"github.com/cubestudio/cube"
+)
 
 // SpaceOf gives the external tests an experiment's search space, which
 // the builder keeps to itself.
@@ -54,4 +58,38 @@ func CMAStart(params []Param, values []map[string]any, ys []float64, count int) 
 	}
 	st := c.states[0]
 	return gen, st.sigma
+}
+
+// GPDirection fits the GP to the succeeded trials values (minimised
+// objective ys) over params as the sampler does, and returns the learned
+// direction's weight on each parameter's feature (a Choice's by value,
+// "name=value") and whether the fit kept it.
+func GPDirection(params []Param, values []map[string]any, ys []float64) (map[string]float64, bool) {
+	l := NewLocal(Minimize("y"), params...)
+	h := make([]TrialResult, len(values))
+	for i := range values {
+		h[i] = TrialResult{Number: i, State: cube.Succeeded, Value: ys[i], params: values[i]}
+	}
+	s := &gpSampler{l: l}
+	dims := dimsOf(params)
+	m, y, _ := s.model(dims, h, nil)
+	hyper := s.fitHyper(m, y)
+	dir := regressionDirection(m, y)
+	if dir == nil {
+		return nil, hyper.dir != nil
+	}
+	out := map[string]float64{}
+	f := 0
+	for _, dm := range dims {
+		if dm.category {
+			for _, c := range dm.p.choices {
+				out[fmt.Sprintf("%s=%v", dm.p.name, c)] = dir[f]
+				f++
+			}
+			continue
+		}
+		out[dm.p.name] = dir[f]
+		f++
+	}
+	return out, hyper.dir != nil
 }

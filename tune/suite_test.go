@@ -351,3 +351,75 @@ func TestAutoPortfolio(t *testing.T) {
 		assert.Positive(t, improved, "%s: no new best from the quadratic model", f.name)
 	}
 }
+
+// TestGPLearnsAValleyAcrossTheAxes: on a valley whose walls rise with a
+// weighted sum of every parameter (Zakharov's), the GP's fit finds that
+// sum's direction and keeps it; on a separable objective (Rastrigin's) and
+// on noise it keeps none; a Choice gets no weight in it.
+func TestGPLearnsAValleyAcrossTheAxes(t *testing.T) {
+	const n = 6
+	params := make([]tune.Param, n)
+	for i := range params {
+		params[i] = tune.Float(fmt.Sprintf("x%d", i), -5, 10)
+	}
+	weights := make([]float64, n) // Zakharov's: 0.5·i
+	for i := range weights {
+		weights[i] = 0.5 * float64(i+1)
+	}
+	zakharov := func(v map[string]any) float64 {
+		sq, sum := 0.0, 0.0
+		for i := range n {
+			x := v[fmt.Sprintf("x%d", i)].(float64)
+			sq += x * x
+			sum += weights[i] * x
+		}
+		return sq + sum*sum + sum*sum*sum*sum
+	}
+	rastrigin := func(v map[string]any) float64 {
+		out := 10.0 * n
+		for i := range n {
+			x := v[fmt.Sprintf("x%d", i)].(float64) - 1
+			out += x*x - 10*math.Cos(2*math.Pi*x)
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	noise := func(map[string]any) float64 { return rng.Float64() }
+	draw := func(trials int, f func(map[string]any) float64) ([]map[string]any, []float64) {
+		var vs []map[string]any
+		var ys []float64
+		for range trials {
+			v := map[string]any{"kind": []string{"a", "b"}[rng.IntN(2)]}
+			for i := range n {
+				v[fmt.Sprintf("x%d", i)] = -5 + 15*rng.Float64()
+			}
+			vs, ys = append(vs, v), append(ys, f(v))
+		}
+		return vs, ys
+	}
+	space := append(slices.Clone(params), tune.Choice("kind", "a", "b"))
+	for seed := range 3 {
+		vs, ys := draw(30, zakharov)
+		dir, kept := tune.GPDirection(space, vs, ys)
+		require.True(t, kept, "seed %d: the fit keeps the valley's direction", seed)
+		cos, norm := 0.0, 0.0
+		for i, w := range weights {
+			cos += w * dir[fmt.Sprintf("x%d", i)]
+			norm += w * w
+		}
+		assert.Greater(t, math.Abs(cos)/math.Sqrt(norm), 0.9, "seed %d: cosine between the learned direction %v and Zakharov's weights", seed, dir)
+		assert.Zero(t, dir["kind=a"], "a Choice has no weight")
+		assert.Zero(t, dir["kind=b"], "a Choice has no weight")
+
+		for name, f := range map[string]func(map[string]any) float64{"Rastrigin": rastrigin, "noise": noise} {
+			vs, ys = draw(30, f)
+			_, kept = tune.GPDirection(space, vs, ys)
+			assert.False(t, kept, "seed %d: %s has no direction to keep", seed, name)
+		}
+	}
+	// Too few trials for the regression: none.
+	vs, ys := draw(len(space)+1, zakharov)
+	dir, kept := tune.GPDirection(space, vs, ys)
+	assert.Nil(t, dir)
+	assert.False(t, kept)
+}
