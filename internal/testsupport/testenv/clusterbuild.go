@@ -373,13 +373,24 @@ func exists(path string) bool {
 // the build.
 const stripFlags = "-s -w"
 
+// noDWARF compiles a program's packages without DWARF (go tool compile
+// -dwarf=false): some tenth less compiler work for the operators, whose
+// packages (at their own Kubernetes versions, or without cgo) nothing
+// else shares. The node's programs of module "." keep the default, so
+// that they share the packages kube-apiserver and the tests compiled.
+const noDWARF = "-gcflags=all=-dwarf=false"
+
 // buildIn builds pkg in the module at dir to dst through a temporary name.
 // Static binaries (for images, which have no C library) are built with cgo
 // off.
 func (c *clusterLayout) buildIn(ctx context.Context, dir, dst, pkg, ldflags string, static bool) error {
 	tmp := fmt.Sprintf("%s.tmp-%d", dst, os.Getpid())
 	defer os.Remove(tmp)
-	args := []string{"build", "-o", tmp, "-ldflags=" + strings.TrimSpace(stripFlags+" "+ldflags), pkg}
+	args := []string{"build", "-o", tmp, "-ldflags=" + strings.TrimSpace(stripFlags+" "+ldflags)}
+	if dir != c.moduleDir(".") {
+		args = append(args, noDWARF)
+	}
+	args = append(args, pkg)
 	var extra []string
 	if static {
 		extra = append(extra, "CGO_ENABLED=0")
@@ -405,7 +416,7 @@ func (c *clusterLayout) install(ctx context.Context, dst, pkg, version string, s
 	if static {
 		extra = append(extra, "CGO_ENABLED=0")
 	}
-	if _, err := c.runGo(ctx, tmp, goEnv("-buildvcs=false", extra...), "install", "-ldflags="+stripFlags, pkg+"@"+version); err != nil {
+	if _, err := c.runGo(ctx, tmp, goEnv("-buildvcs=false", extra...), "install", "-ldflags="+stripFlags, noDWARF, pkg+"@"+version); err != nil {
 		return fmt.Errorf("install %s: %w", pkg, err)
 	}
 	entries, err := os.ReadDir(tmp)
