@@ -415,17 +415,30 @@ func (l *layout) runGo(ctx context.Context, dir string, env []string, args ...st
 	return stdout.Bytes(), nil
 }
 
+// timed runs one step of a cold build and says on standard error how long
+// it took, so that a first run shows where its minutes go.
+func timed(what string, step func() error) error {
+	start := time.Now()
+	err := step()
+	if err == nil {
+		fmt.Fprintf(os.Stderr, "testenv: built %s in %s\n", what, time.Since(start).Round(time.Second))
+	}
+	return err
+}
+
 // buildBinary builds pkg of the tools module to dst, through a temporary
-// name so that dst appears complete or not at all.
+// name so that dst appears complete or not at all, linked without symbol
+// table and DWARF (stripFlags). The compile flags stay the default, so
+// that kube-apiserver shares its compiled packages with the node's
+// programs and the tests.
 func (l *layout) buildBinary(ctx context.Context, dst, pkg, ldflags string) error {
 	tmp := fmt.Sprintf("%s.tmp-%d", dst, os.Getpid())
 	defer os.Remove(tmp)
-	args := []string{"build", "-o", tmp}
-	if ldflags != "" {
-		args = append(args, "-ldflags="+ldflags)
-	}
-	args = append(args, pkg)
-	if _, err := l.runGo(ctx, l.toolsDir, goEnv("-mod=readonly -buildvcs=false"), args...); err != nil {
+	args := []string{"build", "-o", tmp, "-ldflags=" + strings.TrimSpace(stripFlags+" "+ldflags), pkg}
+	if err := timed(filepath.Base(dst), func() error {
+		_, err := l.runGo(ctx, l.toolsDir, goEnv("-mod=readonly -buildvcs=false"), args...)
+		return err
+	}); err != nil {
 		return fmt.Errorf("build %s: %w", filepath.Base(dst), err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
@@ -442,7 +455,7 @@ func (l *layout) installControllerGen(ctx context.Context) error {
 		return fmt.Errorf("install controller-gen: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := l.runGo(ctx, tmp, goEnv("-buildvcs=false", "GOBIN="+tmp), "install", controllerGenModule+"@"+controllerGenVersion); err != nil {
+	if _, err := l.runGo(ctx, tmp, goEnv("-buildvcs=false", "GOBIN="+tmp), "install", "-ldflags="+stripFlags, controllerGenModule+"@"+controllerGenVersion); err != nil {
 		return fmt.Errorf("install controller-gen: %w", err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "controller-gen"), l.artifacts.controllerGen); err != nil {

@@ -20,7 +20,8 @@ import (
 type clusterTool struct {
 	name string
 	// module is where it is built: a directory under tools (".", the
-	// node's module next to kube-apiserver; "argo"; "lws"; "kueue"; "kubectl"),
+	// node's module next to kube-apiserver; "argo"; "lws"; "kueue"; "kubectl";
+	// "coredns"),
 	// "main" for this module's own programs (they go into images), or ""
 	// for go install pkg@version with the project's own go.mod (none of
 	// those has a replace directive).
@@ -50,10 +51,11 @@ type upstreamLink struct {
 }
 
 // clusterTools are the node's commands, the operators and the programs
-// that go into images. Argo and LWS are built in modules of their own:
-// Argo's go.mod has a replace directive, which go install refuses, and go
+// that go into images. Argo, LWS and CoreDNS are built in modules of their
+// own: Argo's go.mod has a replace directive, which go install refuses, go
 // install of LWS checks its deprecation through a version list the module
-// proxy here refuses. Tools of one module with the same flags build one
+// proxy here refuses, and CoreDNS is built with only the plugins the node
+// uses. Tools of one module with the same flags build one
 // after another, so that the later ones find the module's packages
 // compiled; the batches of different modules build side by side (see
 // ensure), the heaviest declared first.
@@ -78,7 +80,10 @@ var clusterTools = []clusterTool{
 	{name: "kuberay-operator", pkg: "github.com/ray-project/kuberay/ray-operator", version: "v1.5.0"},
 	{name: "training-operator", pkg: "github.com/kubeflow/training-operator/cmd/training-operator.v1", version: "v1.8.1"},
 	{name: "lws-controller", module: "lws", pkg: "sigs.k8s.io/lws/cmd"},
-	{name: "coredns", pkg: "github.com/coredns/coredns", version: "v1.12.1"},
+	// CoreDNS v1.12.1 with the six plugins the node's Corefile uses, in a
+	// module of its own (tools/coredns): go install of the release builds
+	// all seventy, the clouds' SDKs among them.
+	{name: "coredns", module: "coredns", pkg: "."},
 	// The node's four share the packages kube-apiserver compiled (the same
 	// module, with cgo as it was built).
 	{name: "kubelet", module: ".", pkg: "k8s.io/kubernetes/cmd/kubelet", stamp: true},
@@ -160,6 +165,13 @@ func newClusterLayout(l *layout) (*clusterLayout, error) {
 				return nil, fmt.Errorf("cluster cache key: %w", err)
 			}
 			h.Write(sum)
+			if t.pkg == "." {
+				// The program is the module's own (kubectl, CoreDNS):
+				// its source is part of what it is built from.
+				if err := hashTree(h, c.moduleDir(t.module)); err != nil {
+					return nil, fmt.Errorf("cluster cache key: %w", err)
+				}
+			}
 		}
 		c.artifacts.paths[t.name] = filepath.Join(dir, "bin", t.name+"-"+hex.EncodeToString(h.Sum(nil))[:12])
 	}
@@ -220,18 +232,18 @@ func (c *clusterLayout) missingBinaries() []string {
 	return out
 }
 
-// ensure builds what the cluster's cache lacks: the API server's artifacts
-// first, then the node's binaries, the operators and the images, under one
-// file lock. The batches of tools (see toolBatches) and the images that
-// depend on no tool build side by side, buildParallelism at a time: on 2
-// cores one go command leaves a core idle while it downloads modules, loads
-// packages and links, and mmdebstrap mostly waits for the Debian mirror.
+// ensure builds what the cluster's cache lacks: the API server's artifacts,
+// the node's binaries, the operators and the images, under one file lock.
+// The batches of tools (see toolBatches) and the images that depend on no
+// tool build side by side, buildParallelism at a time, beside the API
+// server's artifacts: on 2 cores one go command leaves a core idle while it
+// downloads modules, loads packages and links, installing the CRDs into the
+// etcd template mostly waits on the API server, and mmdebstrap mostly
+// waits for the Debian mirror. Only the node's programs wait for
+// kube-apiserver, whose compiled packages they share.
 func (c *clusterLayout) ensure(ctx context.Context) error {
-	if err := c.layout.ensure(ctx); err != nil {
-		return err
-	}
 	if len(c.missingBinaries()) == 0 && len(c.missingImages()) == 0 {
-		return nil
+		return c.layout.ensure(ctx)
 	}
 	for _, d := range []string{filepath.Join(c.artifacts.dir, "bin"), filepath.Join(c.artifacts.images, "programs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -245,12 +257,23 @@ func (c *clusterLayout) ensure(ctx context.Context) error {
 	defer unlock()
 	missing := c.missingBinaries()
 	if len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes about 45 minutes on 2 cores (run go run ./internal/testsupport/testenv/cmd/prebuild first)\n",
+		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes about 45 minutes on 2 cores, the test API server's included (run go run ./internal/testsupport/testenv/cmd/prebuild first)\n",
 			strings.Join(missing, ", "), c.artifacts.dir)
 	}
-	jobs := []func(context.Context) error{c.buildMachineImages}
+	var node []clusterTool
+	jobs := []func(context.Context) error{nil, c.buildMachineImages}
 	for _, batch := range toolBatches(missing) {
+		if batch[0].module == "." {
+			node = batch
+			continue
+		}
 		jobs = append(jobs, func(ctx context.Context) error { return c.buildBatch(ctx, batch) })
+	}
+	jobs[0] = func(ctx context.Context) error {
+		if err := c.layout.ensure(ctx); err != nil || node == nil {
+			return err
+		}
+		return c.buildBatch(ctx, node)
 	}
 	if err := runJobs(ctx, buildParallelism(), jobs); err != nil {
 		return err
@@ -366,11 +389,11 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// stripFlags link the cluster's programs without their symbol table and
-// DWARF (go tool link -s -w, as Kubernetes' release builds do): nobody
-// debugs them, a panic still prints its stack (from the pclntab), and on
-// a cold machine the links of some twenty large programs cost minutes of
-// the build.
+// stripFlags link the test API server's and the cluster's programs
+// without their symbol table and DWARF (go tool link -s -w, as Kubernetes'
+// release builds do): nobody debugs them, a panic still prints its stack
+// (from the pclntab), and on a cold machine the links of some twenty
+// large programs cost minutes of the build.
 const stripFlags = "-s -w"
 
 // noDWARF compiles a program's packages without DWARF (go tool compile
@@ -395,7 +418,10 @@ func (c *clusterLayout) buildIn(ctx context.Context, dir, dst, pkg, ldflags stri
 	if static {
 		extra = append(extra, "CGO_ENABLED=0")
 	}
-	if _, err := c.runGo(ctx, dir, goEnv("-mod=readonly -buildvcs=false", extra...), args...); err != nil {
+	if err := timed(filepath.Base(dst), func() error {
+		_, err := c.runGo(ctx, dir, goEnv("-mod=readonly -buildvcs=false", extra...), args...)
+		return err
+	}); err != nil {
 		return fmt.Errorf("build %s: %w", filepath.Base(dst), err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
@@ -416,7 +442,10 @@ func (c *clusterLayout) install(ctx context.Context, dst, pkg, version string, s
 	if static {
 		extra = append(extra, "CGO_ENABLED=0")
 	}
-	if _, err := c.runGo(ctx, tmp, goEnv("-buildvcs=false", extra...), "install", "-ldflags="+stripFlags, noDWARF, pkg+"@"+version); err != nil {
+	if err := timed(filepath.Base(dst), func() error {
+		_, err := c.runGo(ctx, tmp, goEnv("-buildvcs=false", extra...), "install", "-ldflags="+stripFlags, noDWARF, pkg+"@"+version)
+		return err
+	}); err != nil {
 		return fmt.Errorf("install %s: %w", pkg, err)
 	}
 	entries, err := os.ReadDir(tmp)

@@ -248,7 +248,11 @@ func (c *clusterLayout) ensureImage(ctx context.Context, r imageRecipe) error {
 		return fmt.Errorf("build image %s: %w", r.name, err)
 	}
 	defer os.RemoveAll(tmp)
-	ref, err := c.buildImage(ctx, tmp, r)
+	var ref string
+	err = timed("image "+r.name, func() (err error) {
+		ref, err = c.buildImage(ctx, tmp, r)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("build image %s: %w", r.name, err)
 	}

@@ -328,3 +328,30 @@ func TestRunJobs(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.EqualValues(t, 2, started.Load(), "no job starts after a failure")
 }
+
+// A tool whose program is its module's own (CoreDNS with the node's
+// plugins, kubectl) is keyed by that program's source as well as go.sum:
+// another plugin list builds another binary, and the other tools keep
+// theirs.
+func TestProgramSourceIsInItsKey(t *testing.T) {
+	l, err := newLayout(t.Context())
+	require.NoError(t, err)
+	before, err := newClusterLayout(l)
+	require.NoError(t, err)
+
+	tools := filepath.Join(t.TempDir(), "tools")
+	require.NoError(t, copyDir(l.toolsDir, tools))
+	main := filepath.Join(tools, "coredns", "main.go")
+	src, err := os.ReadFile(main)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(main, append(src, "\n// another plugin list\n"...), 0o644))
+	moved := *l
+	moved.toolsDir = tools
+	after, err := newClusterLayout(&moved)
+	require.NoError(t, err)
+
+	assert.NotEqual(t, filepath.Base(before.binary("coredns")), filepath.Base(after.binary("coredns")))
+	for _, name := range []string{"kubectl", "kubelet", "lws-controller", "katib-controller"} {
+		assert.Equal(t, filepath.Base(before.binary(name)), filepath.Base(after.binary(name)), name)
+	}
+}

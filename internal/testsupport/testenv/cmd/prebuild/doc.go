@@ -4,8 +4,9 @@
 // module in cube's module graph, which a module that requires cube resolves
 // (TestAdopterModule runs one without the network), and builds the test
 // cluster where the machine can run it. Run it before go test on a fresh
-// machine so that the build (on two cores about 9 minutes for the API
-// server and 45 more for the cluster) does not count against go test's
+// machine so that the build (on two cores about 10 minutes for the API
+// server alone, about 45 for the API server and the cluster, whose
+// operators build beside the API server) does not count against go test's
 // timeout:
 //
 //	go run ./internal/testsupport/testenv/cmd/prebuild
