@@ -33,10 +33,7 @@ func ParzenSigmas1D(xs []float64, lo, hi float64) []float64 {
 // whether it fits them well enough to join Auto's portfolio.
 func QuadraticProposal(params []Param, values []map[string]any, ys []float64) (map[string]any, bool) {
 	l := NewLocal(Minimize("y"), params...)
-	h := make([]TrialResult, len(values))
-	for i := range values {
-		h[i] = TrialResult{Number: i, State: cube.Succeeded, Value: ys[i], params: values[i]}
-	}
+	h := historyOf(values, ys)
 	q := newQuadSampler(l)
 	return q.sample(len(h), h, nil), q.useful(h)
 }
@@ -47,10 +44,7 @@ func QuadraticProposal(params []Param, values []map[string]any, ys []float64) (m
 // returns them with its step size.
 func CMAStart(params []Param, values []map[string]any, ys []float64, count int) ([][]float64, float64) {
 	l := NewLocal(Minimize("y"), params...).Seed(3)
-	h := make([]TrialResult, len(values))
-	for i := range values {
-		h[i] = TrialResult{Number: i, State: cube.Succeeded, Value: ys[i], params: values[i]}
-	}
+	h := historyOf(values, ys)
 	c := (&autoSampler{l: l}).newCMA(h)
 	var gen [][]float64
 	for k := range count {
@@ -66,10 +60,7 @@ func CMAStart(params []Param, values []map[string]any, ys []float64, count int) 
 // "name=value") and whether the fit kept it.
 func GPDirection(params []Param, values []map[string]any, ys []float64) (map[string]float64, bool) {
 	l := NewLocal(Minimize("y"), params...)
-	h := make([]TrialResult, len(values))
-	for i := range values {
-		h[i] = TrialResult{Number: i, State: cube.Succeeded, Value: ys[i], params: values[i]}
-	}
+	h := historyOf(values, ys)
 	s := &gpSampler{l: l}
 	dims := dimsOf(params)
 	m, y, _ := s.model(dims, h, nil)
@@ -92,4 +83,14 @@ func GPDirection(params []Param, values []map[string]any, ys []float64) (map[str
 		f++
 	}
 	return out, hyper.dir != nil
+}
+
+// historyOf is the succeeded trials of values with objective values ys,
+// numbered in order.
+func historyOf(values []map[string]any, ys []float64) []TrialResult {
+	h := make([]TrialResult, len(values))
+	for i := range values {
+		h[i] = TrialResult{Number: i, State: cube.Succeeded, Value: ys[i], params: values[i]}
+	}
+	return h
 }

@@ -142,14 +142,20 @@ func (m *gpModel) corr(a, b []float64) float64 {
 		}
 	}
 	if m.dirInv > 0 {
-		along := 0.0
-		for f, w := range m.dir {
-			along += w * (a[f] - b[f])
-		}
-		along *= m.dirInv
+		along := m.alongDir(a, b) * m.dirInv
 		r2 += along * along
 	}
 	return matern52(r2)
+}
+
+// alongDir is the component along the learned direction of the step from
+// b to a.
+func (m *gpModel) alongDir(a, b []float64) float64 {
+	p := 0.0
+	for f, w := range m.dir {
+		p += w * (a[f] - b[f])
+	}
+	return p
 }
 
 // fit factors the correlation matrix and returns the log marginal
@@ -548,10 +554,7 @@ func (s *gpSampler) maximizeEI(m *gpModel, dims []dim, best float64, ranked []Tr
 	// along removes from the step from→x its component along the learned
 	// direction: a step along the valley.
 	along := func(from, x []float64) []float64 {
-		p := 0.0
-		for f, w := range m.dir {
-			p += w * (x[f] - from[f])
-		}
+		p := m.alongDir(x, from)
 		for f, w := range m.dir {
 			x[f] = reflect(x[f] - p*w)
 		}
