@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,9 +22,16 @@ import (
 // MPIJob, whose controller drops the API server's answer from its
 // FailedCreatePod event, its MPIJobFailed "worker pod created failed: …"
 // or "launcher pod created failed: …" (training-operator v1.8.1
-// pkg/controller.v1/mpi/mpijob_controller.go). Controllers retry such
-// pods with backoff and set no condition, so without the events a job
-// refused by its quota reads as merely not started.
+// pkg/controller.v1/mpi/mpijob_controller.go), Volcano's FailedCreate on
+// its Job, "Error creating pods: [failed to create pod <pod>, err:
+// <the API server's error as %#v prints it>]" (volcano v1.14.0
+// pkg/controllers/job/job_controller_actions.go, syncJob, and constant.go),
+// and KubeRay's FailedToCreateHeadPod and FailedToCreateWorkerPod on the
+// RayCluster, reported on the RayJob that made it (KubeRay v1.5.0
+// ray-operator/controllers/ray/raycluster_controller.go, createHeadPod and
+// createWorkerPod). Controllers retry such pods with backoff and set no
+// condition, so without the events a job refused by its quota reads as
+// merely not started.
 type Refusal struct {
 	// Object is the release's object whose pods were refused (for a
 	// Deployment, the Deployment, although its ReplicaSet reported it).
@@ -51,10 +59,12 @@ func (r Refusal) String() string {
 	return out + r.Reason + ": " + r.Message
 }
 
-// The reasons controllers give for creating a pod and failing to.
+// The reasons controllers give for creating a pod and failing to; KubeRay
+// v1.5.0's are its own (ray-operator/controllers/ray/utils/constant.go).
+// Volcano v1.14.0 records no event for a pod it created.
 var (
-	failedCreate     = []string{"FailedCreate", "FailedCreatePod"}
-	successfulCreate = []string{"SuccessfulCreate", "SuccessfulCreatePod"}
+	failedCreate     = []string{"FailedCreate", "FailedCreatePod", "FailedToCreateHeadPod", "FailedToCreateWorkerPod"}
+	successfulCreate = []string{"SuccessfulCreate", "SuccessfulCreatePod", "CreatedHeadPod", "CreatedWorkerPod"}
 )
 
 // createEvent is what a feed keeps of one event about creating pods.
@@ -150,20 +160,38 @@ func telling(ev createEvent) int {
 }
 
 // ownerOfEvent finds the object of objs an event is about: the object
-// itself, or the Deployment whose ReplicaSet it is. The Deployment
-// controller names a ReplicaSet "<deployment>-<pod-template-hash>"
-// (k8s.io/kubernetes pkg/controller/deployment/sync.go, getNewReplicaSet),
-// and the hash has no '-'.
+// itself or, when none of objs is, the object that made the one it is
+// about:
+//
+//   - a Deployment's ReplicaSet: the Deployment controller names it
+//     "<deployment>-<pod-template-hash>" (k8s.io/kubernetes
+//     pkg/controller/deployment/sync.go, getNewReplicaSet), and the hash
+//     has no '-';
+//   - a RayJob's RayCluster, "<rayjob>-<5 random characters>" (KubeRay
+//     v1.5.0 ray-operator/controllers/ray/utils/util.go,
+//     GenerateRayClusterName, called by rayjob_controller.go), and its
+//     submitter Job, named as the RayJob (rayjob_controller.go,
+//     createNewK8sJob).
 func ownerOfEvent(objs []ObjectRef, ev createEvent) (ObjectRef, bool) {
 	for _, ref := range objs {
-		switch {
-		case ref.Group == ev.group && ref.Kind == ev.kind && ref.Name == ev.name:
+		if ref.Group == ev.group && ref.Kind == ev.kind && ref.Name == ev.name {
 			return ref, true
+		}
+	}
+	for _, ref := range objs {
+		switch {
 		case ref.Kind == "Deployment" && ref.Group == "apps" && ev.group == "apps" && ev.kind == "ReplicaSet":
 			hash, ok := strings.CutPrefix(ev.name, ref.Name+"-")
 			if ok && hash != "" && !strings.Contains(hash, "-") {
 				return ref, true
 			}
+		case ref.Kind == "RayJob" && ref.Group == "ray.io" && ev.group == "ray.io" && ev.kind == "RayCluster":
+			suffix, ok := strings.CutPrefix(ev.name, ref.Name+"-")
+			if ok && len(suffix) == 5 && !strings.Contains(suffix, "-") {
+				return ref, true
+			}
+		case ref.Kind == "RayJob" && ref.Group == "ray.io" && ev.group == "batch" && ev.kind == "Job" && ev.name == ref.Name:
+			return ref, true
 		}
 	}
 	return ObjectRef{}, false
@@ -176,7 +204,7 @@ func refusal(ref ObjectRef, ev createEvent) Refusal {
 	switch {
 	case strings.Contains(msg, "exceeded quota: "):
 		r.Reason = "QuotaExceeded"
-		r.Quota, _ = parseQuotaExceeded(msg)
+		r.Quota, _ = parseQuotaExceeded(quotedAnswer(msg))
 	case strings.Contains(msg, "status unknown for quota: "):
 		r.Reason = "QuotaNotCounted"
 	case strings.Contains(msg, "violates PodSecurity"):
@@ -190,6 +218,32 @@ func refusal(ref ObjectRef, ev createEvent) Refusal {
 		r.Reason = "LimitRange"
 	}
 	return r
+}
+
+// quotedAnswer reads the API server's answer about a quota out of a
+// message that quotes the error as %#v prints it, as Volcano's does
+// (v1.14.0 pkg/controllers/job/job_controller_actions.go: "failed to
+// create pod %s, err: %#v"): &errors.StatusError{ErrStatus:v1.Status{…,
+// Message:"pods \"p\" is forbidden: exceeded quota: …", Reason:…}}. Any
+// other message comes back as it is.
+func quotedAnswer(msg string) string {
+	at := strings.Index(msg, "exceeded quota: ")
+	if at < 0 {
+		return msg
+	}
+	open := strings.LastIndex(msg[:at], `Message:"`)
+	if open < 0 {
+		return msg
+	}
+	quoted, err := strconv.QuotedPrefix(msg[open+len("Message:"):])
+	if err != nil {
+		return msg
+	}
+	answer, err := strconv.Unquote(quoted)
+	if err != nil || !strings.Contains(answer, "exceeded quota: ") {
+		return msg
+	}
+	return answer
 }
 
 // refusals lists the events of the release's namespace once and returns

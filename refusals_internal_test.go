@@ -1,6 +1,8 @@
 package cube
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The messages are the API server's, as controllers quote them after
@@ -132,4 +136,88 @@ func TestPassingFailuresAreNoRefusals(t *testing.T) {
 		_, ok := createEventOf(ev)
 		assert.False(t, ok, ev.Message)
 	}
+}
+
+// Volcano v1.14.0 quotes the API server's error as %#v prints it
+// (pkg/controllers/job/job_controller_actions.go, syncJob: "failed to
+// create pod %s, err: %#v", joined into "Error creating pods: %+v"): the
+// message is built here the same way from the error client-go returns,
+// and the quota is read out of its Go quotes.
+func TestVolcanoRefusalQuotesTheAnswer(t *testing.T) {
+	vc := ObjectRef{GroupVersionKind: metav1.SchemeGroupVersion.WithKind("Job"), Namespace: "t", Name: "vc"}
+	vc.Group, vc.Version = "batch.volcano.sh", "v1alpha1"
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	quota := "exceeded quota: q, requested: requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=1"
+	var creationErrs []error
+	for _, pod := range []string{"vc-worker-0", "vc-worker-1"} {
+		err := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, pod, errors.New(quota))
+		creationErrs = append(creationErrs, fmt.Errorf("failed to create pod %s, err: %#v", pod, err))
+	}
+	msg := fmt.Sprintf("Error creating pods: %+v", creationErrs)
+	require.Contains(t, msg, `Message:"pods \"vc-worker-0\" is forbidden: exceeded quota: q,`, "the answer is Go-quoted")
+
+	ev, ok := createEventOf(&corev1.Event{Reason: "FailedCreate", Message: msg, LastTimestamp: metav1.NewTime(at),
+		InvolvedObject: corev1.ObjectReference{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "vc"}})
+	require.True(t, ok)
+	got := refusalsOf([]ObjectRef{vc}, nil, []createEvent{ev})
+	require.Len(t, got, 1)
+	assert.Equal(t, "QuotaExceeded", got[0].Reason)
+	assert.Equal(t, msg, got[0].Message, "the message as Volcano recorded it")
+	assert.Equal(t, &QuotaExceededError{Quota: "q", Requested: "requests.nvidia.com/gpu=2", Used: "requests.nvidia.com/gpu=0", Limited: "requests.nvidia.com/gpu=1"}, got[0].Quota)
+
+	// A quoted Message that is not the quota's, or quotes cut short, leave
+	// the message as it is.
+	for _, m := range []string{
+		`Message:"something else", then exceeded quota: q, requested: cpu=2, used: cpu=0, limited: cpu=1`,
+		`Message:"pods \"p\" is forbidden: exceeded quota: q, requested: cpu=2, used: cpu=0, limited: cpu=1`,
+	} {
+		assert.Equal(t, m, quotedAnswer(m))
+	}
+}
+
+// KubeRay v1.5.0 records a refused head or worker pod on the RayCluster a
+// RayJob made, "<rayjob>-<5 random characters>"
+// (ray-operator/controllers/ray/raycluster_controller.go, createHeadPod,
+// createWorkerPod; utils/util.go, GenerateRayClusterName), and the Job
+// controller a refused submitter pod on the Job named as the RayJob: both
+// are the RayJob's refusals, and a pod created after clears them.
+func TestRayJobRefusalsAreItsClusters(t *testing.T) {
+	ray := ObjectRef{GroupVersionKind: metav1.SchemeGroupVersion.WithKind("RayJob"), Namespace: "t", Name: "over"}
+	ray.Group = "ray.io"
+	created := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	answer := `pods "over-x2v4z-head-7bqhm" is forbidden: exceeded quota: q, requested: requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=1`
+	event := func(kind, apiVersion, name, reason, message string, at time.Time) createEvent {
+		ev, ok := createEventOf(&corev1.Event{Reason: reason, Message: message, LastTimestamp: metav1.NewTime(at),
+			InvolvedObject: corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Name: name}})
+		require.True(t, ok, reason)
+		return ev
+	}
+	head := func(cluster string, at time.Time) createEvent {
+		return event("RayCluster", "ray.io/v1", cluster, "FailedToCreateHeadPod", "Failed to create head Pod t/, "+answer, at)
+	}
+	since := map[ObjectRef]time.Time{ray: created}
+	objs := []ObjectRef{ray}
+
+	got := refusalsOf(objs, since, []createEvent{head("over-x2v4z", created.Add(time.Second))})
+	require.Len(t, got, 1, "the RayJob's cluster")
+	assert.Equal(t, ray, got[0].Object)
+	assert.Equal(t, "QuotaExceeded", got[0].Reason)
+	assert.Equal(t, "requests.nvidia.com/gpu=2", got[0].Quota.Requested)
+	worker := event("RayCluster", "ray.io/v1", "over-x2v4z", "FailedToCreateWorkerPod", "Failed to create worker Pod for the cluster t/over-x2v4z, "+answer, created.Add(time.Second))
+	assert.Len(t, refusalsOf(objs, since, []createEvent{worker}), 1, "a refused worker")
+	submitter := event("Job", "batch/v1", "over", "FailedCreate", "Error creating: "+answer, created.Add(time.Second))
+	assert.Len(t, refusalsOf(objs, since, []createEvent{submitter}), 1, "a refused submitter")
+
+	for _, other := range []string{"over-canary-x2v4z", "over-x2v4", "over-x2v4z9", "overx-x2v4z"} {
+		assert.Empty(t, refusalsOf(objs, since, []createEvent{head(other, created.Add(time.Second))}), "another RayJob's cluster %s", other)
+	}
+	made := event("RayCluster", "ray.io/v1", "over-x2v4z", "CreatedHeadPod", "Created head Pod t/over-x2v4z-head-7bqhm", created.Add(2*time.Second))
+	assert.Empty(t, refusalsOf(objs, since, []createEvent{head("over-x2v4z", created.Add(time.Second)), made}), "a head created after the refusal")
+
+	// A Job of the release named as the RayJob is its own.
+	job := ObjectRef{GroupVersionKind: metav1.SchemeGroupVersion.WithKind("Job"), Namespace: "t", Name: "over"}
+	job.Group = "batch"
+	got = refusalsOf([]ObjectRef{ray, job}, nil, []createEvent{submitter})
+	require.Len(t, got, 1)
+	assert.Equal(t, job, got[0].Object)
 }

@@ -554,3 +554,60 @@ func TestEveryBuilderAppliesWaitsAndReacts(t *testing.T) {
 		})
 	}
 }
+
+// A Volcano job's tasks and a RayJob's head and workers count against the
+// quota like any workload's pods. In an 8-H100 tenant a Volcano job of two
+// 8-H100 workers has its second refused, as Volcano records it (the
+// answer quoted as %#v prints it, which cube reads); a RayJob whose head
+// takes no GPU and whose two workers take 8 each has its second worker
+// refused on the RayCluster KubeRay would make, which cube reports on the
+// RayJob. Ended, a job counts nothing.
+func TestQuotaRefusesVolcanoAndRayJobsPods(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
+	_, err := cluster.Client.Apply(ctx, tenant.New("team-a").Accelerators(hardware.H100, 8))
+	require.NoError(t, err)
+
+	vc := train.Volcano("vc").Image("pytorch/pytorch:2.4.0").Command("python", "w.py").Task("worker", 2).On(hardware.H100).Accelerators(8)
+	rel, err := cluster.Client.Apply(ctx, vc)
+	require.NoError(t, err)
+	st, err := rel.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Refusals, 1, "%s", st)
+	r := st.Refusals[0]
+	assert.Equal(t, "Job", r.Object.Kind)
+	assert.Equal(t, "batch.volcano.sh", r.Object.Group)
+	assert.Equal(t, "QuotaExceeded", r.Reason)
+	assert.Equal(t, &cube.QuotaExceededError{Quota: "team-a", Requested: "requests.nvidia.com/gpu=8",
+		Used: "requests.nvidia.com/gpu=8", Limited: "requests.nvidia.com/gpu=8"}, r.Quota)
+	assert.Regexp(t, `^Error creating pods: \[failed to create pod vc-worker-1, err: &errors.StatusError\{ErrStatus:v1.Status\{.*Message:"pods \\"vc-worker-1\\" is forbidden: exceeded quota: team-a, `, r.Message)
+	assert.ErrorContains(t, cluster.MarkSucceeded(ctx, rel), "a workload whose pods were refused cannot run")
+	require.NoError(t, cluster.MarkFailed(ctx, rel, "Refused", "no room"))
+
+	ray := train.Ray("rl").Image("rayproject/ray:2.41.0").Entrypoint("python rl.py").WorkerGroup("gpu", 2).
+		On(hardware.H100).Accelerators(8).HeadResources("1", "4Gi")
+	rel, err = cluster.Client.Apply(ctx, ray)
+	require.NoError(t, err)
+	st, err = rel.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Refusals, 1, "%s", st)
+	r = st.Refusals[0]
+	assert.Equal(t, "RayJob", r.Object.Kind)
+	assert.Equal(t, "QuotaExceeded", r.Reason)
+	assert.Equal(t, "requests.nvidia.com/gpu=8", r.Quota.Used, "the first worker holds the 8 GPUs")
+	assert.Regexp(t, `^Failed to create worker Pod for the cluster team-a/(rl-[a-z0-9]{5}), pods "rl-[a-z0-9]{5}-gpu-worker-[a-z0-9]{5}" is forbidden: exceeded quota: team-a, `, r.Message)
+	var events corev1.EventList
+	require.NoError(t, cluster.Fake.List(ctx, &events, client.InNamespace("team-a")))
+	var on []string
+	for _, ev := range events.Items {
+		if ev.Reason == "FailedToCreateWorkerPod" {
+			on = append(on, ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name+" "+ev.Source.Component)
+		}
+	}
+	require.Len(t, on, 1)
+	assert.Regexp(t, `^RayCluster/rl-[a-z0-9]{5} raycluster-controller$`, on[0])
+	require.NoError(t, cluster.MarkFailed(ctx, rel, "Refused", "no room"))
+
+	// Both ended, the tenant's 8 GPUs are free.
+	require.NoError(t, cluster.Fake.Create(ctx, gpuPod("probe", "team-a", "8")))
+}

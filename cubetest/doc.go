@@ -47,12 +47,12 @@
 //     PodSecurity …"); cube.AsQuotaExceeded reads a quota's. A Pod takes
 //     its LimitRange defaults;
 //   - a workload (Deployment, StatefulSet, Job, the training-operator
-//     jobs) is stored, as on a cluster, and its controller's pods
-//     (template × replicas, role after role) go through the same
-//     admission: those that fit count against the quota from then on,
-//     and at the first one refused the controller records what it records
-//     (a FailedCreate or FailedCreatePod event with the server's answer,
-//     as RefusePods does). Release.Status lists the refusal
+//     jobs, LeaderWorkerSet, Volcano Job, RayJob) is stored, as on a
+//     cluster, and its controller's pods (template × replicas, role after
+//     role) go through the same admission: those that fit count against
+//     the quota from then on, and at the first one refused the controller
+//     records what it records (its event with the server's answer, as
+//     RefusePods does). Release.Status lists the refusal
 //     (Status.Refusals, with the quota, what was requested, used and
 //     limited), Wait with cube.FailOnStuckPods fails on it, and the
 //     workload cannot be marked Ready or Succeeded: Mark says why, and
@@ -76,9 +76,10 @@
 // select. A pod that has ended and a job that has succeeded or failed
 // count nothing. cubetest counts a quota at once, as the quota controller
 // does soon after: the API server's "status unknown for quota" while it
-// has not is not played. The pods of LeaderWorkerSets, Volcano jobs,
-// RayJobs and Argo workflows are not played (their controllers create
-// them through other objects); RefusePods plays their refusals by hand.
+// has not is not played. A RayJob's pods are its RayCluster's head and
+// workers as its spec gives them (KubeRay's injected init container and
+// the submitter Job are not counted). The pods of Argo workflows are not
+// played: which pods a workflow makes depends on how its steps run.
 //
 // # Play the controllers by hand
 //

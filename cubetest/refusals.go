@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +47,9 @@ import (
 //     <name> failed error: <apiError>"
 //     (pkg/controller/statefulset/stateful_pod_control.go, recordPodEvent,
 //     which title-cases the verb);
+//   - LeaderWorkerSet: the same, on the StatefulSet of the pod the answer
+//     names (a leader's, "<name>", or a group's workers', "<name>-<group>"),
+//     else on the leaders' for "<name>-0";
 //   - the training-operator's PyTorchJob, TFJob, PaddleJob, XGBoostJob and
 //     MXJob: FailedCreatePod on the job, "Error creating: <apiError>"
 //     (training-operator v1.8.1 pkg/controller.v1/control/pod_control.go,
@@ -53,7 +59,18 @@ import (
 //     (pkg/controller.v1/mpi/mpijob_controller.go, getOrCreateWorker):
 //     FailedCreatePod "Created worker pod: ", without the API server's
 //     answer, and MPIJobFailed "worker pod created failed: <apiError>".
-//     cube reads the first, so it says that the pods were refused, not why.
+//     cube reads the second, which says why;
+//   - Volcano's Job: FailedCreate on the job, "Error creating pods:
+//     [failed to create pod <job>-<task>-0, err: <the error as %#v prints
+//     it>]" (volcano v1.14.0 pkg/controllers/job/job_controller_actions.go,
+//     syncJob; the pod the answer names, else the first task's first);
+//   - RayJob: on the RayCluster KubeRay makes for it, "<rayjob>-<5
+//     random>", FailedToCreateHeadPod "Failed to create head Pod
+//     <namespace>/, <apiError>", or FailedToCreateWorkerPod "Failed to
+//     create worker Pod for the cluster <namespace>/<cluster>, <apiError>"
+//     when the answer names a worker of the cluster (KubeRay v1.5.0
+//     ray-operator/controllers/ray/raycluster_controller.go, createHeadPod
+//     and createWorkerPod). The cluster is not created.
 //
 // Other objects are left alone; a release with none of those kinds is an
 // error, as is an empty apiError (a refused create always has one).
@@ -89,7 +106,7 @@ func (c *Cluster) RefusePods(ctx context.Context, rel *cube.Release, apiError st
 		refused++
 	}
 	if refused == 0 {
-		return fmt.Errorf("cubetest: refuse pods of release %s/%s: it has no Deployment, StatefulSet, Job or training-operator job", rel.Namespace, rel.Name)
+		return fmt.Errorf("cubetest: refuse pods of release %s/%s: it has no Deployment, StatefulSet, Job, training-operator job, LeaderWorkerSet, Volcano Job or RayJob", rel.Namespace, rel.Name)
 	}
 	return nil
 }
@@ -116,7 +133,8 @@ var trainingOperatorJobs = []string{"PyTorchJob", "TFJob", "PaddleJob", "XGBoost
 func createsPods(gk schema.GroupKind) bool {
 	switch gk {
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
-		schema.GroupKind{Group: "batch", Kind: "Job"}, schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}, lwsKind:
+		schema.GroupKind{Group: "batch", Kind: "Job"}, schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}, lwsKind,
+		volcanoJobKind, rayJobKind:
 		return true
 	}
 	return gk.Group == "kubeflow.org" && slices.Contains(trainingOperatorJobs, gk.Kind)
@@ -156,6 +174,33 @@ func refusalEvents(u *unstructured.Unstructured, apiError string) ([]*corev1.Eve
 		sts := corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Namespace: u.GetNamespace(), Name: set}
 		return []*corev1.Event{warning(sts, "statefulset-controller", "FailedCreate",
 			fmt.Sprintf("Create Pod %s in StatefulSet %s failed error: %s", pod, set, apiError))}, nil
+	case gk == volcanoJobKind:
+		// Volcano joins the errors of the pods it failed to create, each
+		// the API server's error as %#v prints client-go's StatusError.
+		pod := ""
+		if m := refusedPodName.FindStringSubmatch(apiError); m != nil {
+			pod = m[1]
+		} else if tasks, _, _ := unstructured.NestedSlice(u.Object, "spec", "tasks"); len(tasks) > 0 {
+			task, _ := tasks[0].(map[string]any)
+			pod = fmt.Sprintf("%s-%v-0", u.GetName(), task["name"])
+		}
+		status := &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Message: apiError, Reason: metav1.StatusReasonForbidden,
+			Details: &metav1.StatusDetails{Name: pod, Kind: "pods"}, Code: http.StatusForbidden,
+		}}
+		errs := []error{fmt.Errorf("failed to create pod %s, err: %#v", pod, status)}
+		return []*corev1.Event{warning(involved, "vc-controller-manager", "FailedCreate", fmt.Sprintf("Error creating pods: %+v", errs))}, nil
+	case gk == rayJobKind:
+		// KubeRay records on the RayCluster; a head pod's name is still
+		// empty in its message, as the pod's name is generated.
+		cluster := rayCluster(u)
+		rc := corev1.ObjectReference{Kind: "RayCluster", APIVersion: rayv1.GroupVersion.String(), Namespace: u.GetNamespace(), Name: cluster}
+		if m := refusedPodName.FindStringSubmatch(apiError); m != nil && strings.HasPrefix(m[1], cluster+"-") && strings.Contains(m[1], "-worker-") {
+			return []*corev1.Event{warning(rc, "raycluster-controller", "FailedToCreateWorkerPod",
+				fmt.Sprintf("Failed to create worker Pod for the cluster %s/%s, %s", u.GetNamespace(), cluster, apiError))}, nil
+		}
+		return []*corev1.Event{warning(rc, "raycluster-controller", "FailedToCreateHeadPod",
+			fmt.Sprintf("Failed to create head Pod %s/, %s", u.GetNamespace(), apiError))}, nil
 	case gk.Kind == "StatefulSet":
 		return []*corev1.Event{warning(involved, "statefulset-controller", "FailedCreate",
 			fmt.Sprintf("Create Pod %s-0 in StatefulSet %s failed error: %s", u.GetName(), u.GetName(), apiError))}, nil

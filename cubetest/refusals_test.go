@@ -206,7 +206,7 @@ func TestRefusePodsErrors(t *testing.T) {
 	}
 	only, err := cluster.Client.Apply(ctx, cube.Objects(config))
 	require.NoError(t, err)
-	assert.EqualError(t, cluster.RefusePods(ctx, only, "x"), "cubetest: refuse pods of release team-a/settings: it has no Deployment, StatefulSet, Job or training-operator job")
+	assert.EqualError(t, cluster.RefusePods(ctx, only, "x"), "cubetest: refuse pods of release team-a/settings: it has no Deployment, StatefulSet, Job, training-operator job, LeaderWorkerSet, Volcano Job or RayJob")
 
 	require.NoError(t, rel.Delete(ctx))
 	assert.ErrorContains(t, cluster.RefusePods(ctx, rel, "x"), "cubetest: refuse pods of Deployment.apps team-a/shop: ")
@@ -230,4 +230,67 @@ func TestQuotaExceededMessage(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, st.Refusals, 1)
 	assert.Equal(t, &cube.QuotaExceededError{Quota: "team-a", Requested: "requests.memory=1Gi", Used: "requests.memory=15Gi", Limited: "requests.memory=16Gi"}, st.Refusals[0].Quota)
+}
+
+// RefusePods records a Volcano job's refusal on the job as Volcano does,
+// the answer inside the %#v of client-go's error, and a RayJob's on the
+// RayCluster KubeRay makes for it, for the head unless the answer names a
+// worker; cube reads both as the quota's refusal of the release's job.
+func TestRefusePodsOfVolcanoAndRayJobs(t *testing.T) {
+	const ns = "team-a"
+	for _, tc := range []struct {
+		name     string
+		workload cube.Workload
+		kind     string
+		answer   string
+		reason   string
+		message  string // a pattern
+		on       string // a pattern: the involved object
+	}{
+		{"volcano", train.Volcano("vc").Image("pytorch/pytorch:2.4.0").Command("python", "w.py").Task("worker", 2).On(hardware.H100).Accelerators(2),
+			"Job", overQuota("vc-worker-1"), "FailedCreate",
+			`^Error creating pods: \[failed to create pod vc-worker-1, err: &errors.StatusError\{ErrStatus:v1.Status\{.*Status:"Failure", Message:"pods \\"vc-worker-1\\" is forbidden: exceeded quota: `,
+			`^Job/vc$`},
+		{"volcano, an answer that names no pod", train.Volcano("vc").Image("pytorch/pytorch:2.4.0").Command("python", "w.py").Task("worker", 2).On(hardware.H100).Accelerators(2),
+			"Job", "exceeded quota: q, requested: requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=1", "FailedCreate",
+			`^Error creating pods: \[failed to create pod vc-worker-0, err: `, `^Job/vc$`},
+		{"ray head", train.Ray("rl").Image("rayproject/ray:2.41.0").Entrypoint("python rl.py").WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(2),
+			"RayJob", overQuota("p-0"), "FailedToCreateHeadPod",
+			`^Failed to create head Pod team-a/, pods "p-0" is forbidden: exceeded quota: `, `^RayCluster/rl-[a-z0-9]{5}$`},
+		{"ray worker", train.Ray("rl").Image("rayproject/ray:2.41.0").Entrypoint("python rl.py").WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(2),
+			"RayJob", "", "FailedToCreateWorkerPod",
+			`^Failed to create worker Pod for the cluster team-a/rl-[a-z0-9]{5}, pods "rl-[a-z0-9]{5}-gpu-worker-x2v4z" is forbidden: exceeded quota: `, `^RayCluster/rl-[a-z0-9]{5}$`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			cluster := cubetest.NewCluster(nil, cube.Namespace(ns))
+			rel, err := cluster.Client.Apply(ctx, tc.workload)
+			require.NoError(t, err)
+			answer := tc.answer
+			if answer == "" {
+				// A worker of the cluster RefusePods names for a head.
+				require.NoError(t, cluster.RefusePods(ctx, rel, overQuota("p-0")))
+				events := eventsOf(t, cluster, ns)
+				require.Len(t, events, 1)
+				answer = overQuota(events[0].InvolvedObject.Name + "-gpu-worker-x2v4z")
+				require.NoError(t, cluster.Fake.Delete(ctx, &events[0]))
+			}
+			require.NoError(t, cluster.RefusePods(ctx, rel, answer))
+
+			events := eventsOf(t, cluster, ns)
+			require.Len(t, events, 1, "%v", events)
+			ev := events[0]
+			assert.Equal(t, tc.reason, ev.Reason)
+			assert.Regexp(t, tc.message, ev.Message)
+			assert.Regexp(t, tc.on, ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name)
+
+			st, err := rel.Status(ctx)
+			require.NoError(t, err)
+			require.Len(t, st.Refusals, 1, "%s", st)
+			assert.Equal(t, tc.kind, st.Refusals[0].Object.Kind)
+			assert.Equal(t, "QuotaExceeded", st.Refusals[0].Reason)
+			assert.Equal(t, "requests.nvidia.com/gpu=2", st.Refusals[0].Quota.Requested)
+			assert.Equal(t, "requests.nvidia.com/gpu=1", st.Refusals[0].Quota.Limited, "read out of Volcano's quotes too")
+		})
+	}
 }

@@ -3,10 +3,12 @@ package cubetest
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
 // podRole is one pod template of a workload, the number of pods its
@@ -44,7 +47,18 @@ type podRole struct {
 //     "<name>-<group>-<index>" from workerTemplate, pods of the group's
 //     StatefulSet "<name>-<group>" (sigs.k8s.io/lws v0.8.0
 //     pkg/controllers/leaderworkerset_controller.go, the leader
-//     StatefulSet named after the set; pod_controller.go, the workers').
+//     StatefulSet named after the set; pod_controller.go, the workers');
+//   - Volcano Job: each of spec.tasks, its replicas, "<job>-<task>-<index>"
+//     (volcano v1.14.0 pkg/controllers/job/helpers/helpers.go,
+//     MakePodName);
+//   - RayJob: the pods of the RayCluster it makes, "<rayjob>-<5 random>"
+//     (rayCluster): the head "<cluster>-head-<5 random>", then each worker
+//     group's replicas "<cluster>-<group>-worker-<5 random>" (KubeRay
+//     v1.5.0 ray-operator/controllers/ray/raycluster_controller.go,
+//     buildHeadPod and buildWorkerPod; utils/util.go, PodName). The
+//     templates are taken as they are: the init container KubeRay adds to
+//     workers to wait for the head is not counted, nor the submitter Job,
+//     which KubeRay creates once the cluster is up.
 func podRoles(u *unstructured.Unstructured) ([]podRole, error) {
 	name := u.GetName()
 	random := func(prefix string) func(int32) string {
@@ -96,6 +110,30 @@ func podRoles(u *unstructured.Unstructured) ([]podRole, error) {
 			}
 		}
 		return roles, nil
+	case gk == volcanoJobKind:
+		j := &vcbatch.Job{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, j); err != nil {
+			return nil, err
+		}
+		var roles []podRole
+		for _, task := range j.Spec.Tasks {
+			roles = append(roles, podRole{task.Template, task.Replicas, func(i int32) string { return fmt.Sprintf("%s-%s-%d", name, task.Name, i) }})
+		}
+		return roles, nil
+	case gk == rayJobKind:
+		j := &rayv1.RayJob{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, j); err != nil {
+			return nil, err
+		}
+		if j.Spec.RayClusterSpec == nil {
+			return nil, nil // it runs on a cluster that exists (clusterSelector)
+		}
+		cluster := rayCluster(u)
+		roles := []podRole{{j.Spec.RayClusterSpec.HeadGroupSpec.Template, 1, random(cluster + "-head")}}
+		for _, g := range j.Spec.RayClusterSpec.WorkerGroupSpecs {
+			roles = append(roles, podRole{g.Template, replicasOf(g.Replicas), random(cluster + "-" + g.GroupName + "-worker")})
+		}
+		return roles, nil
 	case gk.Group == "kubeflow.org":
 		spec, _, _ := unstructured.NestedMap(u.Object, "spec")
 		var roles []podRole
@@ -127,12 +165,35 @@ func podRoles(u *unstructured.Unstructured) ([]podRole, error) {
 // runsToCompletion are the kinds whose pods end when the workload does:
 // they count no more once it has succeeded or failed.
 func runsToCompletion(gk schema.GroupKind) bool {
-	return createsPods(gk) && (gk.Group == "batch" || gk.Group == "kubeflow.org")
+	return createsPods(gk) && (gk.Group == "batch" || gk.Group == "kubeflow.org" || gk == volcanoJobKind || gk == rayJobKind)
 }
 
-// lwsKind is LeaderWorkerSet's, a serving workload: its pods run until it
-// is deleted.
-var lwsKind = schema.GroupKind{Group: lwsv1.GroupVersion.Group, Kind: "LeaderWorkerSet"}
+// The kinds of the workloads played here beside Kubernetes' own and the
+// training-operator's: LeaderWorkerSet, a serving workload whose pods run
+// until it is deleted, Volcano's Job and KubeRay's RayJob.
+var (
+	lwsKind        = schema.GroupKind{Group: lwsv1.GroupVersion.Group, Kind: "LeaderWorkerSet"}
+	volcanoJobKind = schema.GroupKind{Group: vcbatch.SchemeGroupVersion.Group, Kind: "Job"}
+	rayJobKind     = schema.GroupKind{Group: rayv1.GroupVersion.Group, Kind: "RayJob"}
+)
+
+// rayCluster is the name of the RayCluster KubeRay makes for the RayJob
+// u, "<rayjob>-<5 random characters>" (KubeRay v1.5.0
+// ray-operator/controllers/ray/utils/util.go, GenerateRayClusterName):
+// here the characters come from the RayJob's UID, so that its pods and
+// its refusals name the same cluster.
+func rayCluster(u *unstructured.Unstructured) string {
+	h := fnv.New32a()
+	h.Write([]byte(u.GetUID()))
+	sum := h.Sum32()
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789" // k8s.io/apimachinery/pkg/util/rand
+	suffix := make([]byte, 5)
+	for i := range suffix {
+		suffix[i] = alphabet[sum%uint32(len(alphabet))]
+		sum /= uint32(len(alphabet))
+	}
+	return u.GetName() + "-" + string(suffix)
+}
 
 // makePods plays the controller of u creating its pods through the
 // admission chain: each pod takes the namespace's LimitRange defaults and

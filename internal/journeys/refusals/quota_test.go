@@ -212,3 +212,25 @@ func TestQuotaRefusesMPIJobWorkers(t *testing.T) {
 	assert.Equal(t, refOf(t, rel, "MPIJob").Name, events.Items[i].InvolvedObject.Name)
 	assert.Equal(t, "worker pod created failed: "+overQuota("over-worker-0", ns), events.Items[i].Message, "cubetest records what the cluster recorded")
 }
+
+// KubeRay v1.5.0 creates the head pod of a RayJob's RayCluster itself and
+// records a refusal on the RayCluster, FailedToCreateHeadPod "Failed to
+// create head Pod <namespace>/<name>, <answer>", the name still empty
+// because the pod's is generated (ray-operator/controllers/ray/
+// raycluster_controller.go, createHeadPod): cube reports it on the
+// RayJob that made the cluster.
+func TestQuotaRefusesRayJobHead(t *testing.T) {
+	c, cl, ns := quotaTenant(t)
+	job := train.Ray("over").Image(c.Images.Python).Entrypoint("python3 -c 'print(1)'").
+		WorkerGroup("gpu", 1).On(hardware.H100).Accelerators(2).HeadAccelerators(2).
+		CPU("100m").Memory("128Mi").HeadResources("100m", "128Mi")
+	rel, st := applyRefused(t, cl, job, cube.Succeeded, "RayJob")
+	checkQuotaRefused(t, rel, st, func(string) string { return "Failed to create head Pod " + ns + "/, " })
+
+	var events corev1.EventList
+	require.NoError(t, c.Client.List(t.Context(), &events, client.InNamespace(ns)))
+	i := slices.IndexFunc(events.Items, func(ev corev1.Event) bool { return ev.Reason == "FailedToCreateHeadPod" })
+	require.GreaterOrEqual(t, i, 0, "KubeRay records the refusal on the RayCluster")
+	assert.Equal(t, "RayCluster", events.Items[i].InvolvedObject.Kind)
+	assert.Regexp(t, `^over-[a-z0-9]{5}$`, events.Items[i].InvolvedObject.Name, "the cluster KubeRay named after the RayJob")
+}
