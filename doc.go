@@ -135,7 +135,8 @@
 // which pods the cluster refused to create (Refusals: a quota exceeded,
 // naming the ResourceQuota and the resources, Pod Security, a LimitRange,
 // a webhook, a missing ServiceAccount), read from the events the
-// controllers record, and what its pods (found by the release label) are
+// controllers record (Kubernetes' own, the training-operator's, Volcano's,
+// and KubeRay's on the RayCluster a RayJob made), and what its pods (found by the release label) are
 // stuck on, as PodProblems:
 // unschedulable with the scheduler's message, an image that cannot be
 // pulled, a missing Secret key, a crash loop with the last exit reason
