@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -132,19 +133,22 @@ func joinNonEmpty(sep string, parts ...string) string {
 }
 
 // podProblems lists the release's pods (by the release label) and returns
-// their problems, pods in name order; none when listing pods is forbidden.
-func (r *Release) podProblems(ctx context.Context) ([]PodProblem, error) {
+// their problems, pods in name order, and when each pod was created; none
+// when listing pods is forbidden.
+func (r *Release) podProblems(ctx context.Context) ([]PodProblem, map[string]time.Time, error) {
 	pods := &corev1.PodList{}
 	err := r.client.c.List(ctx, pods, client.InNamespace(r.Namespace), client.MatchingLabels{LabelRelease: r.Name})
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, nil // pods are diagnostics; a caller who may not read them still gets the objects' status
+		return nil, nil, nil // pods are diagnostics; a caller who may not read them still gets the objects' status
 	case err != nil:
-		return nil, fmt.Errorf("list pods of release %s: %w", r.Name, err)
+		return nil, nil, fmt.Errorf("list pods of release %s: %w", r.Name, err)
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	var out []PodProblem
+	created := make(map[string]time.Time, len(pods.Items))
 	for i := range pods.Items {
+		created[pods.Items[i].Name] = pods.Items[i].CreationTimestamp.Time
 		probs := PodProblems(&pods.Items[i])
 		for j := range probs {
 			if probs[j].Reason != corev1.PodReasonUnschedulable || probs[j].Container != "" {
@@ -154,7 +158,7 @@ func (r *Release) podProblems(ctx context.Context) ([]PodProblem, error) {
 			// the scheduler's count of nodes.
 			why, err := r.claimProblems(ctx, &pods.Items[i])
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if len(why) > 0 {
 				probs[j].Message = joinNonEmpty("; ", strings.Join(why, "; "), probs[j].Message)
@@ -162,5 +166,5 @@ func (r *Release) podProblems(ctx context.Context) ([]PodProblem, error) {
 		}
 		out = append(out, probs...)
 	}
-	return out, nil
+	return out, created, nil
 }

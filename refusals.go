@@ -3,6 +3,7 @@ package cube
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,6 +144,48 @@ func refusalsOf(objs []ObjectRef, created map[ObjectRef]time.Time, events []crea
 		out = append(out, refusal(ref, ev))
 	}
 	return out
+}
+
+// refusedPodNames find the pods a refusal's message names: the API
+// server's `pods "<name>" is forbidden`, and Volcano's "failed to create
+// pod <name>, err: " (v1.14.0 pkg/controllers/job/job_controller_actions.go),
+// whose answers are Go-quoted.
+var refusedPodNames = []*regexp.Regexp{
+	regexp.MustCompile(`pods "([^"]+)" is forbidden`),
+	regexp.MustCompile(`failed to create pod ([^ ,]+), err: `),
+}
+
+// stillRefused drops the refusals whose pods have all been created since:
+// each pod the message names exists now, created no earlier than the
+// second the refusal was last seen. A controller that records no event
+// for a pod it creates (Volcano) leaves its last refusal the latest word
+// although the pods run; a pod that exists cannot be the one refused, as
+// creating it again would find it there. A refusal that names no pod (a
+// pod of a generated name) stands.
+func stillRefused(refusals []Refusal, pods map[string]time.Time) []Refusal {
+	var out []Refusal
+	for _, r := range refusals {
+		if !createdSince(r, pods) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// createdSince reports whether r names pods and all of them exist in pods,
+// created no earlier than the second r was last seen.
+func createdSince(r Refusal, pods map[string]time.Time) bool {
+	named := false
+	for _, re := range refusedPodNames {
+		for _, m := range re.FindAllStringSubmatch(r.Message, -1) {
+			at, ok := pods[m[1]]
+			if !ok || at.Before(r.Last.Truncate(time.Second)) {
+				return false
+			}
+			named = true
+		}
+	}
+	return named
 }
 
 // telling ranks events of the same second: a refusal over a creation (so

@@ -221,3 +221,38 @@ func TestRayJobRefusalsAreItsClusters(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, job, got[0].Object)
 }
+
+// A refusal whose pods all exist now, created since it was last seen, is
+// over, whether or not the controller recorded their creation (Volcano
+// does not); one that names a pod still missing, an older pod, or no pod
+// at all stands.
+func TestStillRefusedDropsRefusalsWhosePodsExist(t *testing.T) {
+	at := time.Date(2026, 12, 4, 12, 0, 0, 500_000_000, time.UTC)
+	quoted := func(pods ...string) string {
+		var errs []error
+		for _, p := range pods {
+			err := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, p, errors.New("exceeded quota: q, requested: cpu=2, used: cpu=0, limited: cpu=1"))
+			errs = append(errs, fmt.Errorf("failed to create pod %s, err: %#v", p, err))
+		}
+		return fmt.Sprintf("Error creating pods: %+v", errs)
+	}
+	plain := `Error creating: pods "sft-worker-0" is forbidden: exceeded quota: q, requested: cpu=2, used: cpu=0, limited: cpu=1`
+	for _, c := range []struct {
+		name    string
+		message string
+		pods    map[string]time.Time
+		stands  bool
+	}{
+		{"created in the refusal's second", plain, map[string]time.Time{"sft-worker-0": at.Truncate(time.Second)}, false},
+		{"created after", plain, map[string]time.Time{"sft-worker-0": at.Add(time.Minute)}, false},
+		{"missing", plain, map[string]time.Time{"sft-worker-1": at.Add(time.Minute)}, true},
+		{"older than the refusal", plain, map[string]time.Time{"sft-worker-0": at.Add(-time.Minute)}, true},
+		{"no pods listed", plain, nil, true},
+		{"Volcano's, all created", quoted("vc-worker-0", "vc-worker-1"), map[string]time.Time{"vc-worker-0": at, "vc-worker-1": at}, false},
+		{"Volcano's, one missing", quoted("vc-worker-0", "vc-worker-1"), map[string]time.Time{"vc-worker-0": at}, true},
+		{"no pod named", "Created worker pod: ", map[string]time.Time{"hvd-worker-0": at}, true},
+	} {
+		got := stillRefused([]Refusal{{Message: c.message, Last: at}}, c.pods)
+		assert.Equal(t, c.stands, len(got) == 1, c.name)
+	}
+}

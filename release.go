@@ -165,7 +165,7 @@ func (r *Release) Status(ctx context.Context) (Status, error) {
 	}
 	st := Summarize(objs)
 	if !st.settled() && st.Phase != Missing {
-		pods, err := r.podProblems(ctx)
+		pods, podsCreated, err := r.podProblems(ctx)
 		if err != nil {
 			return Status{}, err
 		}
@@ -173,6 +173,7 @@ func (r *Release) Status(ctx context.Context) (Status, error) {
 		if st.Refusals, err = r.refusals(ctx, created); err != nil {
 			return Status{}, err
 		}
+		st.Refusals = stillRefused(st.Refusals, podsCreated)
 		if st.Queue, err = r.queueWaits(ctx); err != nil {
 			return Status{}, err
 		}

@@ -249,7 +249,7 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 				}
 				listed = listed && ok
 			}
-			podsListed, pods, err := podFeed.podProblems(r.Name)
+			podsListed, pods, podsCreated, err := podFeed.podProblems(r.Name)
 			if err != nil {
 				return fail(err)
 			}
@@ -267,7 +267,7 @@ func (r *Release) Wait(ctx context.Context, until Phase, opts ...WaitOption) (St
 			st := Summarize(objs)
 			if !st.settled() && st.Phase != Missing {
 				st.Pods = pods
-				st.Refusals = refusalsOf(r.Objects, created, events)
+				st.Refusals = stillRefused(refusalsOf(r.Objects, created, events), podsCreated)
 				// Kueue's Workloads carry no release label to watch them
 				// by; they are read when the release's objects, pods or
 				// events change, as a job does when Kueue suspends,

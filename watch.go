@@ -411,19 +411,22 @@ func (f *feed) statuses(rel *Release, refs []ObjectRef, into map[ObjectRef]Objec
 	return true, nil
 }
 
-// podProblems are the problems of release's pods, by pod name.
-func (f *feed) podProblems(release string) (listed bool, problems []PodProblem, err error) {
+// podProblems are the problems of release's pods, by pod name, and when
+// each pod was created.
+func (f *feed) podProblems(release string) (listed bool, problems []PodProblem, created map[string]time.Time, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil || !f.listed {
-		return false, nil, f.err
+		return false, nil, nil, f.err
 	}
+	created = map[string]time.Time{}
 	for _, name := range slices.Sorted(maps.Keys(f.entries)) {
 		if e := f.entries[name]; e.release == release {
 			problems = append(problems, e.problems...)
+			created[name] = e.created
 		}
 	}
-	return true, problems, nil
+	return true, problems, created, nil
 }
 
 // createEvents are the feed's events about creating pods.

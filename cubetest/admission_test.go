@@ -582,6 +582,17 @@ func TestQuotaRefusesVolcanoAndRayJobsPods(t *testing.T) {
 		Used: "requests.nvidia.com/gpu=8", Limited: "requests.nvidia.com/gpu=8"}, r.Quota)
 	assert.Regexp(t, `^Error creating pods: \[failed to create pod vc-worker-1, err: &errors.StatusError\{ErrStatus:v1.Status\{.*Message:"pods \\"vc-worker-1\\" is forbidden: exceeded quota: team-a, `, r.Message)
 	assert.ErrorContains(t, cluster.MarkSucceeded(ctx, rel), "a workload whose pods were refused cannot run")
+	// Volcano records no event for a pod it creates: once the refused pod
+	// exists (the quota was raised), the refusal is over, for Status and
+	// for Wait.
+	require.NoError(t, cluster.AddPod(ctx, rel, "vc-worker-1", "", ""))
+	st, err = rel.Status(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, st.Refusals, "%s", st)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = rel.Wait(short, cube.Succeeded, cube.FailOnStuckPods)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "no refusal fails the wait: %v", err)
 	require.NoError(t, cluster.MarkFailed(ctx, rel, "Refused", "no room"))
 
 	ray := train.Ray("rl").Image("rayproject/ray:2.41.0").Entrypoint("python rl.py").WorkerGroup("gpu", 2).

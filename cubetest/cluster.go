@@ -232,7 +232,8 @@ func (c *Cluster) AddPod(ctx context.Context, rel *cube.Release, name, reason, m
 		return fmt.Errorf("cubetest: add pod %q: not a pod name: %s", name, strings.Join(msgs, "; "))
 	}
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: map[string]string{
+		// Created now, as the API server stamps a pod it creates.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, CreationTimestamp: now(), Labels: map[string]string{
 			cube.LabelRelease: rel.Name, cube.LabelManagedBy: cube.ManagedBy,
 		}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "cubetest"}}},
