@@ -622,3 +622,30 @@ func TestQuotaRefusesVolcanoAndRayJobsPods(t *testing.T) {
 	// Both ended, the tenant's 8 GPUs are free.
 	require.NoError(t, cluster.Fake.Create(ctx, gpuPod("probe", "team-a", "8")))
 }
+
+// A suspended job has no pods, as its controller keeps it while Kueue
+// holds it: its pods count once it is resumed.
+func TestSuspendedJobsHaveNoPods(t *testing.T) {
+	ctx := t.Context()
+	cluster := cubetest.NewCluster(nil, cube.Namespace("team-a"))
+	_, err := cluster.Client.Apply(ctx, tenant.New("team-a").Accelerators(hardware.H100, 8))
+	require.NoError(t, err)
+	job := func(suspend bool) cube.Workload {
+		return train.PyTorch("ddp").Image("pytorch/pytorch:2.4.0").Command("python", "train.py").Workers(1).
+			On(hardware.H100).Accelerators(8).Suspend(suspend)
+	}
+	rel, err := cluster.Client.Apply(ctx, job(true))
+	require.NoError(t, err)
+	st, err := rel.Status(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, st.Refusals, "%s", st)
+	require.NoError(t, cluster.Fake.Create(ctx, gpuPod("probe", "team-a", "8")), "the suspended job holds no GPU")
+	require.NoError(t, cluster.Fake.Delete(ctx, gpuPod("probe", "team-a", "8")))
+
+	rel, err = cluster.Client.Apply(ctx, job(false))
+	require.NoError(t, err)
+	st, err = rel.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Refusals, 1, "resumed, its worker does not fit: %s", st)
+	assert.Equal(t, "QuotaExceeded", st.Refusals[0].Reason)
+}

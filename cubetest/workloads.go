@@ -177,6 +177,15 @@ var (
 	rayJobKind     = schema.GroupKind{Group: rayv1.GroupVersion.Group, Kind: "RayJob"}
 )
 
+// suspended reports whether u is a job its controller keeps without pods:
+// spec.suspend (a Job, a RayJob, a JobSet) or spec.runPolicy.suspend (the
+// training-operator's jobs), as Kueue sets them while a job waits.
+func suspended(u *unstructured.Unstructured) bool {
+	s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+	r, _, _ := unstructured.NestedBool(u.Object, "spec", "runPolicy", "suspend")
+	return s || r
+}
+
 // rayCluster is the name of the RayCluster KubeRay makes for the RayJob
 // u, "<rayjob>-<5 random characters>" (KubeRay v1.5.0
 // ray-operator/controllers/ray/utils/util.go, GenerateRayClusterName):
@@ -203,7 +212,7 @@ func rayCluster(u *unstructured.Unstructured) string {
 // (RefusePods' events, with the server's answer) and the workload is
 // refused: Mark and the reactions will not make it Ready or Succeeded.
 // An apply of a workload that exists recounts its pods, unless it ran to
-// completion.
+// completion; a suspended job has none.
 func (a *admission) makePods(ctx context.Context, u *unstructured.Unstructured) error {
 	roles, err := podRoles(u)
 	if err != nil {
@@ -220,6 +229,9 @@ func (a *admission) makePods(ctx context.Context, u *unstructured.Unstructured) 
 	}
 	w := &workloadPods{usage: corev1.ResourceList{}}
 	a.workloads[keyOf(u)] = w
+	if suspended(u) {
+		return nil // a suspended job has no pods (Kueue holds it)
+	}
 	refused := ""
 roles:
 	for _, r := range roles {
