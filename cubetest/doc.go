@@ -49,7 +49,7 @@
 //   - a workload (Deployment, StatefulSet, Job, the training-operator
 //     jobs, LeaderWorkerSet, Volcano Job, RayJob) is stored, as on a
 //     cluster, and its controller's pods (template × replicas, role after
-//     role) go through the same admission: those that fit count against
+//     role; none while the job is suspended) go through the same admission: those that fit count against
 //     the quota from then on, and at the first one refused the controller
 //     records what it records (its event with the server's answer, as
 //     RefusePods does). Release.Status lists the refusal
