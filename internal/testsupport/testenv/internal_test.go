@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -353,5 +354,23 @@ func TestProgramSourceIsInItsKey(t *testing.T) {
 	assert.NotEqual(t, filepath.Base(before.binary("coredns")), filepath.Base(after.binary("coredns")))
 	for _, name := range []string{"kubectl", "kubelet", "lws-controller", "katib-controller"} {
 		assert.Equal(t, filepath.Base(before.binary(name)), filepath.Base(after.binary(name)), name)
+	}
+}
+
+// freePort gives a port free on every address: never one that a listener
+// holds on another address than loopback (the node's components listen
+// on the gateway's), which a port asked of loopback alone can be.
+func TestFreePortIsFreeOnEveryAddress(t *testing.T) {
+	held := map[int]bool{}
+	for range 300 {
+		ln, err := net.Listen("tcp4", "127.0.0.2:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { ln.Close() })
+		held[ln.Addr().(*net.TCPAddr).Port] = true
+	}
+	for range 2000 {
+		port, err := freePort()
+		require.NoError(t, err)
+		require.False(t, held[port], "port %d is held on 127.0.0.2", port)
 	}
 }

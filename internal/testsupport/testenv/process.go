@@ -218,9 +218,16 @@ func logTail(path string, n int) string {
 	return lastLines(string(data), n)
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
+// freePort returns a TCP port that was free a moment ago on every IPv4
+// address of the host. The cluster's components listen on the node's
+// gateway address, not on loopback: a port asked of loopback alone can be
+// one kube-apiserver already holds on the gateway, and a webhook server
+// given it then cannot bind while its readiness check reaches the API
+// server instead (a cold run saw Katib's webhook calls answered with the
+// API server's certificate). A wildcard bind conflicts with a port bound
+// on any address, so the kernel picks one free on all of them.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp4", "0.0.0.0:0")
 	if err != nil {
 		return 0, fmt.Errorf("find free port: %w", err)
 	}
