@@ -257,7 +257,7 @@ func (c *clusterLayout) ensure(ctx context.Context) error {
 	defer unlock()
 	missing := c.missingBinaries()
 	if len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes about 45 minutes on 2 cores, the test API server's included (run go run ./internal/testsupport/testenv/cmd/prebuild first)\n",
+		fmt.Fprintf(os.Stderr, "testenv: building the test cluster's %s into %s; on a machine's first run this takes 50 to 60 minutes on 2 cores, the test API server's included (run go run ./internal/testsupport/testenv/cmd/prebuild first)\n",
 			strings.Join(missing, ", "), c.artifacts.dir)
 	}
 	var node []clusterTool

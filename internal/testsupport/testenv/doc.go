@@ -204,11 +204,13 @@
 // fails. Its binaries are cached under $(os.UserCacheDir)/cube-testcluster
 // keyed by the tools modules' go.sum files, and its images by their
 // recipes; cmd/prebuild builds both, two modules' tools (or the Python
-// image) at a time. On this project's 2-core machines a cold build of the
-// node, the operators and the images takes about 45 minutes (the
-// compiler keeps both cores busy, so building side by side gains little
-// there; it does on more cores); a warm start of the cluster takes under a
-// minute.
+// image) at a time, beside the test API server's build (only the node's
+// programs wait for kube-apiserver, whose packages they share). On this
+// project's 2-core machines a cold build of the API server, the node, the
+// operators and the images takes 50 to 60 minutes (the compiler keeps
+// both cores busy, so building side by side gains little there; it does
+// on more cores), and says how long each program and image took; a warm
+// start of the cluster takes under a minute.
 //
 // Katib v0.19.0 runs as its controller (with its webhooks and cert
 // generator; it injects the metrics collector into trial pods in

@@ -5,7 +5,7 @@
 // (TestAdopterModule runs one without the network), and builds the test
 // cluster where the machine can run it. Run it before go test on a fresh
 // machine so that the build (on two cores about 10 minutes for the API
-// server alone, about 45 for the API server and the cluster, whose
+// server alone, 50 to 60 for the API server and the cluster, whose
 // operators build beside the API server) does not count against go test's
 // timeout:
 //
