@@ -189,19 +189,13 @@ func suspended(u *unstructured.Unstructured) bool {
 // rayCluster is the name of the RayCluster KubeRay makes for the RayJob
 // u, "<rayjob>-<5 random characters>" (KubeRay v1.5.0
 // ray-operator/controllers/ray/utils/util.go, GenerateRayClusterName):
-// here the characters come from the RayJob's UID, so that its pods and
-// its refusals name the same cluster.
+// here the characters come from a hash of the RayJob's UID in
+// rand.SafeEncodeString's alphabet, as templateHash's do, so that its pods
+// and its refusals name the same cluster.
 func rayCluster(u *unstructured.Unstructured) string {
 	h := fnv.New32a()
 	h.Write([]byte(u.GetUID()))
-	sum := h.Sum32()
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789" // k8s.io/apimachinery/pkg/util/rand
-	suffix := make([]byte, 5)
-	for i := range suffix {
-		suffix[i] = alphabet[sum%uint32(len(alphabet))]
-		sum /= uint32(len(alphabet))
-	}
-	return u.GetName() + "-" + string(suffix)
+	return u.GetName() + "-" + rand.SafeEncodeString(fmt.Sprintf("%010d", h.Sum32()))[5:]
 }
 
 // makePods plays the controller of u creating its pods through the
