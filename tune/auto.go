@@ -28,9 +28,12 @@ const AlgorithmAuto = "auto"
 // shape of the better half of the trials (a warm start; with IPOP
 // restarts: strong on multimodal and ill-conditioned ones) and, on a
 // space without Choices, a quadratic model of the best trials while it
-// fits them (the curvature of a rotated, ill-conditioned basin); each
-// trial goes to the sampler whose recent proposals rank best among the
-// trials so far. When most dimensions are Choices, or there are too many
+// fits them (the curvature of a rotated, ill-conditioned basin), and in
+// the second half of the budget (from trial 50 without MaxTrials) a trust
+// region: expected improvement within a box around the best trial that
+// grows after new bests and shrinks without them (TuRBO-1), which refines
+// the basin the study has found; each trial goes to the sampler whose
+// recent proposals rank best among the trials so far. When most dimensions are Choices, or there are too many
 // for a GP, multivariate TPE alone. TrialResult.Sampler says which one
 // proposed each trial (the centre counts as the design's, sobol). In an
 // Experiment it renders the Katib algorithm Plan names (Katib's suggestion
@@ -40,6 +43,11 @@ func Auto() Algorithm { return Algorithm{name: AlgorithmAuto} }
 // samplerQuadratic names the proposals of Auto's quadratic model
 // (TrialResult.Sampler); it is not an Algorithm of its own.
 const samplerQuadratic = "quadratic"
+
+// samplerTrust names the proposals of Auto's trust region: expected
+// improvement within a box around the best trial (TrialResult.Sampler); it
+// is not an Algorithm of its own.
+const samplerTrust = "trust-region"
 
 // autoRules are Auto's settings: only the seed, which the Katib algorithm
 // it maps to takes too.
@@ -128,7 +136,25 @@ const (
 	// autoPatience is how many proposals in a row the model makes without
 	// a new best before the portfolio opens to the other samplers.
 	autoPatience = 3
+	// autoTrustUnbounded is the trial from which the trust region joins
+	// the portfolio when MaxTrials is unset.
+	autoTrustUnbounded = 50
+	// trustOffsetQ is the quantile of the values whose tenth offsets the
+	// trust region model's log warping (the global GP's is the median's):
+	// around the best trial the values differ by less than a tenth of the
+	// median, and that offset flattens the basin the region searches.
+	trustOffsetQ = 0.25
 )
+
+// autoTrustFrom is the trial from which the trust region joins the
+// portfolio: the second half of the budget, where a study refines the
+// best basin it has found rather than looks for another.
+func autoTrustFrom(trials int) int {
+	if trials <= 0 {
+		return autoTrustUnbounded
+	}
+	return trials / 2
+}
 
 // autoInitial is the size of the space-filling design: enough points to
 // fit a first model, at most a fifth of the budget.
@@ -159,6 +185,7 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	if model == AlgorithmBayesian {
 		local = fmt.Sprintf("a design of %d trials (the centre of the space, then sobol), then %s until %d of its proposals in a row do not improve, then a portfolio of %s, tpe (univariate), cmaes started at the best trial so far with the shape of the better half of the trials (IPOP restarts)%s: each trial goes to the one whose last %d proposals did best",
 			initial, model, autoPatience, model, quadText(f), autoWindow)
+		local += fmt.Sprintf("; from trial %d a trust region joins it: the GP's expected improvement within a box around the best trial, larger after new bests and smaller without them", autoTrustFrom(trials))
 	}
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
@@ -245,6 +272,7 @@ type autoSampler struct {
 	model    string
 	sobol    *sobolSampler
 	gp       *gpSampler
+	trust    *gpSampler  // the trust region's model: the GP with a local warping
 	tpe      *tpeSampler // multivariate
 	tpe1     *tpeSampler // univariate
 	quad     *quadSampler
@@ -258,7 +286,7 @@ func newAutoSampler(l *Local) *autoSampler {
 	f := featuresOf(l.params)
 	model, _ := autoModel(f)
 	s := &autoSampler{l: l, initial: autoInitial(f.dims, l.trials), model: model,
-		gp: &gpSampler{l: l}, tpe: &tpeSampler{l: l, multivariate: true}, tpe1: &tpeSampler{l: l}, quad: newQuadSampler(l), opened: -1}
+		gp: &gpSampler{l: l}, trust: &gpSampler{l: l, offsetQ: trustOffsetQ}, tpe: &tpeSampler{l: l, multivariate: true}, tpe1: &tpeSampler{l: l}, quad: newQuadSampler(l), opened: -1}
 	if len(l.params) <= len(joeKuo)+1 {
 		s.sobol = newSobolSampler(l)
 	}
@@ -268,8 +296,8 @@ func newAutoSampler(l *Local) *autoSampler {
 // decide is the sampler of trial j, given the trials it may see. After
 // the design the model proposes alone until autoPatience of its proposals
 // in a row have not improved on the best trial; then the portfolio opens.
-// Each sampler (the model, univariate TPE, CMA-ES and, while it fits the
-// trials, the quadratic) is scored by where its last autoWindow proposals
+// Each sampler (the model, univariate TPE, CMA-ES, while it fits the
+// trials the quadratic, and from autoTrustFrom the trust region) is scored by where its last autoWindow proposals
 // since the opening did among the trials seen (1 for a new best, else half
 // the fourth power of its percentile, so that the proposals that improve,
 // then those among the best, count most); a sampler with fewer than
@@ -312,6 +340,9 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		s.opened = j
 	}
 	arms := []string{model, AlgorithmTPE, AlgorithmCMAES}
+	if j >= autoTrustFrom(s.l.trials) && j < autoMaxGPTrials {
+		arms = append(arms, samplerTrust)
+	}
 	if s.quad.useful(seen) {
 		arms = append(arms, samplerQuadratic)
 	}
@@ -368,6 +399,46 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		return scored[1+(j/autoRefresh)%(len(scored)-1)].name
 	}
 	return scored[0].name
+}
+
+// trustLength is the side of the trust region after its proposals among
+// the seen trials, by TuRBO-1's rule (Eriksson et al., NeurIPS 2019, for
+// one trial at a time): 0.8 at first, doubled (up to 1.6) after 3 new bests
+// in a row, halved after max(4, d) proposals in a row without one, and
+// back to 0.8 once below 2⁻⁷ (TuRBO restarts there).
+func (s *autoSampler) trustLength(seen []TrialResult) float64 {
+	const initial, most, least = 0.8, 1.6, 1.0 / 128
+	length, succ, fail := initial, 0, 0
+	tauFail := max(4, len(s.l.params))
+	var best *TrialResult
+	for k := range seen {
+		r := &seen[k]
+		if r.State != cube.Succeeded {
+			continue
+		}
+		improves := best == nil || s.l.objective.better(r.Value, best.Value)
+		if improves {
+			best = r
+		}
+		if k >= len(s.decided) || s.decided[k] != samplerTrust {
+			continue
+		}
+		if improves {
+			succ, fail = succ+1, 0
+		} else {
+			succ, fail = 0, fail+1
+		}
+		if succ == 3 {
+			length, succ = min(2*length, most), 0
+		}
+		if fail == tauFail {
+			length, fail = length/2, 0
+		}
+		if length < least {
+			length = initial
+		}
+	}
+	return length
 }
 
 // stalled says whether the model's last autoPatience proposals among the
@@ -427,6 +498,8 @@ func (s *autoSampler) sample(i int, history []TrialResult, pending []map[string]
 		return s.tpe1.sample(i, history, pending)
 	case samplerQuadratic:
 		return s.quad.sample(i, history, pending)
+	case samplerTrust:
+		return s.trust.sampleWithin(i, history, pending, s.trustLength(seenUpTo(i)))
 	}
 	// CMA-ES sees its own trials only, numbered in its own order.
 	var own []TrialResult

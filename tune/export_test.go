@@ -94,3 +94,31 @@ func historyOf(values []map[string]any, ys []float64) []TrialResult {
 	}
 	return h
 }
+
+// TrustLength is the side of Auto's trust region after trials with the
+// values ys (minimised) over params, trust saying which of them the trust
+// region proposed.
+func TrustLength(params []Param, ys []float64, trust []bool) float64 {
+	s := newAutoSampler(NewLocal(Minimize("y"), params...))
+	for _, t := range trust {
+		s.decided = append(s.decided, map[bool]string{true: samplerTrust, false: AlgorithmBayesian}[t])
+	}
+	return s.trustLength(historyOf(make([]map[string]any, len(ys)), ys))
+}
+
+// TrustProposal is what Auto's trust region of side length proposes after
+// the succeeded trials values (ys minimised) over numeric params, and the
+// box it searched, all in the unit cube of the parameters.
+func TrustProposal(params []Param, values []map[string]any, ys []float64, length float64) (x, lo, hi []float64) {
+	l := NewLocal(Minimize("y"), params...)
+	h := historyOf(values, ys)
+	g := &gpSampler{l: l, offsetQ: trustOffsetQ}
+	proposal := g.sampleWithin(len(h), h, nil, length)
+	dims := dimsOf(params)
+	m, _, _ := g.model(dims, h, nil)
+	for _, hyper := range g.fitted {
+		m.setHyper(hyper)
+	}
+	lo, hi = m.trustBox(length)
+	return gpFeatures(dims, proposal), lo, hi
+}

@@ -42,6 +42,9 @@ type gpSampler struct {
 	// fitted caches the hyperparameters fitted at a history length: a pure
 	// function of the first trials, so a resumed study refits the same.
 	fitted map[int]gpHyper
+	// offsetQ is the quantile of the values whose tenth offsets the log
+	// warping: the median's (0) or a lower one, for a local model.
+	offsetQ float64
 }
 
 // gpHyper is a fit's log length scales and log noise.
@@ -270,6 +273,13 @@ func logExpectedImprovement(best, mean, sd float64) float64 {
 }
 
 func (s *gpSampler) sample(i int, history []TrialResult, pending []map[string]any) map[string]any {
+	return s.sampleWithin(i, history, pending, 0)
+}
+
+// sampleWithin is sample with expected improvement maximised over the
+// whole cube when length is 0, else within the trust region of that side
+// around the best trial (maximizeLocalEI).
+func (s *gpSampler) sampleWithin(i int, history []TrialResult, pending []map[string]any, length float64) map[string]any {
 	initial := gpInitial
 	if v, ok := s.l.algorithm.setting("n_initial_points"); ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
@@ -302,6 +312,9 @@ func (s *gpSampler) sample(i int, history []TrialResult, pending []map[string]an
 	m.setHyper(h)
 	m.fit(y, math.Exp(h.logNoise))
 	rng := s.l.rngFor(i, 4)
+	if length > 0 {
+		return s.decode(dims, s.maximizeLocalEI(m, best, length, rng))
+	}
 	x := s.maximizeEI(m, dims, best, ranked, rng)
 	return s.decode(dims, x)
 }
@@ -326,7 +339,7 @@ func (s *gpSampler) model(dims []dim, history []TrialResult, pending []map[strin
 		m.x = append(m.x, gpFeatures(dims, p))
 		raw = append(raw, worst)
 	}
-	y, best := standardize(warp(raw), len(ranked))
+	y, best := standardize(warpAt(raw, s.offsetQ), len(ranked))
 	return m, y, best
 }
 
@@ -338,17 +351,24 @@ func (m *gpModel) setHyper(h gpHyper) {
 	m.dir, m.dirInv = h.dir, h.dirInv
 }
 
-// warp takes the log of the values above the lowest, offset by a tenth of
+// warpAt takes the log of the values above the lowest, offset by a tenth of
 // their median: monotone, so EI's ranking of trials is kept, it tames the
 // heavy upper tail of objectives like Rosenbrock's that otherwise makes
 // the GP fit the worst trials and smooth over the basin.
-func warp(v []float64) []float64 {
+//
+// With q above 0 the offset is a tenth of the values' q-quantile instead.
+func warpAt(v []float64, q float64) []float64 {
 	lo := slices.Min(v)
 	above := make([]float64, len(v))
 	for j, e := range v {
 		above[j] = e - lo
 	}
 	offset := medianOf(above) / 10
+	if q > 0 {
+		srt := slices.Clone(above)
+		slices.Sort(srt)
+		offset = srt[int(q*float64(len(srt)-1))] / 10
+	}
 	if offset <= 0 || math.IsNaN(offset) || math.IsInf(offset, 0) {
 		return v
 	}
@@ -603,6 +623,103 @@ func (s *gpSampler) maximizeEI(m *gpModel, dims []dim, best float64, ranked []Tr
 		}
 	}
 	return top.x
+}
+
+// trustBox is the trust region of side length around the best trial
+// (m.x[0]), per feature: along each parameter length times its length
+// scale over their geometric mean, cut to [0, 1].
+func (m *gpModel) trustBox(length float64) (lo, hi []float64) {
+	centre := m.x[0]
+	logMean := 0.0
+	for _, v := range m.inv {
+		logMean -= math.Log(v)
+	}
+	logMean /= float64(len(m.inv))
+	lo, hi = make([]float64, len(centre)), make([]float64, len(centre))
+	for p, g := range m.groups {
+		w := length * math.Exp(-math.Log(m.inv[p])-logMean)
+		for _, f := range g {
+			lo[f], hi[f] = math.Max(centre[f]-w/2, 0), math.Min(centre[f]+w/2, 1)
+		}
+	}
+	return lo, hi
+}
+
+// maximizeLocalEI maximises expected improvement within a box around the
+// best trial (m.x[0]), TuRBO-1's trust region (Eriksson et al., "Scalable
+// Global Optimization via Local Bayesian Optimization", NeurIPS 2019): its
+// side along each parameter is length times that parameter's length scale
+// over their geometric mean, cut to the cube. A candidate changes each
+// parameter with probability min(1, 20/d) (a Choice to a random value one
+// time in five); with a learned direction one in four has its step's
+// component along it removed (a step along the valley). The best is then
+// refined by steps of a tenth to a fiftieth of the box.
+func (s *gpSampler) maximizeLocalEI(m *gpModel, best, length float64, rng *rand.Rand) []float64 {
+	centre := m.x[0]
+	groups := m.groups
+	lo, hi := m.trustBox(length)
+	clamp := func(x []float64) []float64 {
+		for _, g := range groups {
+			if len(g) == 1 {
+				x[g[0]] = math.Min(math.Max(x[g[0]], lo[g[0]]), hi[g[0]])
+			}
+		}
+		return x
+	}
+	prob := math.Min(1, 20/float64(len(groups)))
+	draw := func() []float64 {
+		out := slices.Clone(centre)
+		changed := false
+		for !changed {
+			for _, g := range groups {
+				if rng.Float64() >= prob {
+					continue
+				}
+				changed = true
+				if len(g) > 1 {
+					if rng.Float64() < 0.2 {
+						c := rng.IntN(len(g))
+						for j, f := range g {
+							out[f] = b2f(j == c)
+						}
+					}
+					continue
+				}
+				out[g[0]] = lo[g[0]] + rng.Float64()*(hi[g[0]]-lo[g[0]])
+			}
+		}
+		return out
+	}
+	topScore, top := math.Inf(-1), centre
+	consider := func(x []float64) {
+		mean, sd := m.predict(x)
+		if sc := logExpectedImprovement(best, mean, sd); sc > topScore {
+			topScore, top = sc, x
+		}
+	}
+	for k := range gpRandom {
+		x := draw()
+		if m.dirInv > 0 && k%4 == 0 {
+			p := m.alongDir(x, centre)
+			for f, w := range m.dir {
+				x[f] -= p * w
+			}
+			x = clamp(x)
+		}
+		consider(x)
+	}
+	for _, frac := range []float64{0.1, 0.05, 0.02} {
+		for range 16 {
+			x := slices.Clone(top)
+			for _, g := range groups {
+				if len(g) == 1 {
+					x[g[0]] += frac * (hi[g[0]] - lo[g[0]]) * rng.NormFloat64()
+				}
+			}
+			consider(clamp(x))
+		}
+	}
+	return top
 }
 
 // reflect folds x back into [0, 1] at the bounds. Clipping instead put

@@ -423,3 +423,70 @@ func TestGPLearnsAValleyAcrossTheAxes(t *testing.T) {
 	assert.Nil(t, dir)
 	assert.False(t, kept)
 }
+
+// TestTrustRegion: the trust region's side follows TuRBO-1's rule (doubled
+// after three new bests in a row, halved after max(4, d) proposals in a
+// row without one, from 0.8 again below 2⁻⁷), only its own proposals
+// count, and its proposal lies in a box around the best trial that
+// shrinks with the side.
+func TestTrustRegion(t *testing.T) {
+	params := []tune.Param{tune.Float("a", 0, 1), tune.Float("b", 0, 1), tune.Float("c", 0, 1)}
+	var ys []float64
+	var trust []bool
+	add := func(y float64, own bool) { ys, trust = append(ys, y), append(trust, own) }
+	add(10, false)
+	assert.InDelta(t, 0.8, tune.TrustLength(params, ys, trust), 1e-12, "before any proposal")
+	add(9, true)
+	add(8, true)
+	add(7.5, false) // another sampler's new best: no count
+	add(7, true)
+	assert.InDelta(t, 1.6, tune.TrustLength(params, ys, trust), 1e-12, "three new bests in a row")
+	add(6, true)
+	add(5, true)
+	add(4, true)
+	assert.InDelta(t, 1.6, tune.TrustLength(params, ys, trust), 1e-12, "at most 1.6")
+	for range 4 { // max(4, 3 dimensions)
+		add(20, true)
+	}
+	assert.InDelta(t, 0.8, tune.TrustLength(params, ys, trust), 1e-12, "four proposals without a new best")
+	for range 3 {
+		add(20, false) // others' failures: no count
+	}
+	assert.InDelta(t, 0.8, tune.TrustLength(params, ys, trust), 1e-12)
+	for range 4 * 6 {
+		add(20, true)
+	}
+	assert.InDelta(t, 0.8/64, tune.TrustLength(params, ys, trust), 1e-12, "halved six times")
+	for range 4 {
+		add(20, true)
+	}
+	assert.InDelta(t, 0.8, tune.TrustLength(params, ys, trust), 1e-12, "0.8/128 is below 2⁻⁷: started again")
+
+	rng := rand.New(rand.NewPCG(5, 6))
+	var values []map[string]any
+	ys = nil
+	for range 30 {
+		v := map[string]any{}
+		y := 0.0
+		for _, name := range []string{"a", "b", "c"} {
+			x := rng.Float64()
+			v[name] = x
+			y += (x - 0.3) * (x - 0.3)
+		}
+		values, ys = append(values, v), append(ys, y)
+	}
+	best := slices.Index(ys, slices.Min(ys))
+	var sides []float64
+	for _, length := range []float64{1.0 / 128, 0.1, 0.8} {
+		x, lo, hi := tune.TrustProposal(params, values, ys, length)
+		side := 0.0
+		for d, name := range []string{"a", "b", "c"} {
+			b := values[best][name].(float64)
+			assert.True(t, lo[d] <= b && b <= hi[d], "length %g: the best trial's %s %g outside [%g, %g]", length, name, b, lo[d], hi[d])
+			assert.True(t, lo[d] <= x[d] && x[d] <= hi[d], "length %g: the proposal's %s %g outside [%g, %g]", length, name, x[d], lo[d], hi[d])
+			side += hi[d] - lo[d]
+		}
+		sides = append(sides, side)
+	}
+	assert.True(t, sides[0] < sides[1] && sides[1] < sides[2], "the box grows with the side: %v", sides)
+}
