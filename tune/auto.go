@@ -410,20 +410,8 @@ func (s *autoSampler) trustLength(seen []TrialResult) float64 {
 	const initial, most, least = 0.8, 1.6, 1.0 / 128
 	length, succ, fail := initial, 0, 0
 	tauFail := max(4, len(s.l.params))
-	var best *TrialResult
-	for k := range seen {
-		r := &seen[k]
-		if r.State != cube.Succeeded {
-			continue
-		}
-		improves := best == nil || s.l.objective.better(r.Value, best.Value)
-		if improves {
-			best = r
-		}
-		if k >= len(s.decided) || s.decided[k] != samplerTrust {
-			continue
-		}
-		if improves {
+	for _, improved := range s.outcomes(seen, func(d string) bool { return d == samplerTrust }) {
+		if improved {
 			succ, fail = succ+1, 0
 		} else {
 			succ, fail = 0, fail+1
@@ -444,8 +432,23 @@ func (s *autoSampler) trustLength(seen []TrialResult) float64 {
 // stalled says whether the model's last autoPatience proposals among the
 // seen trials all failed to improve on the best trial before them.
 func (s *autoSampler) stalled(model string, seen []TrialResult) bool {
-	var best *TrialResult
 	since := 0
+	for _, improved := range s.outcomes(seen, func(d string) bool { return d == model || d == s.model }) {
+		if improved {
+			since = 0
+		} else {
+			since++
+		}
+	}
+	return since >= autoPatience
+}
+
+// outcomes says, in order, for each succeeded seen trial that a sampler
+// proposedBy accepts proposed, whether it improved on every trial before
+// it.
+func (s *autoSampler) outcomes(seen []TrialResult, proposedBy func(string) bool) []bool {
+	var out []bool
+	var best *TrialResult
 	for k := range seen {
 		r := &seen[k]
 		if r.State != cube.Succeeded {
@@ -455,16 +458,11 @@ func (s *autoSampler) stalled(model string, seen []TrialResult) bool {
 		if improves {
 			best = r
 		}
-		if k >= len(s.decided) || (s.decided[k] != model && s.decided[k] != s.model) {
-			continue
-		}
-		if improves {
-			since = 0
-		} else {
-			since++
+		if k < len(s.decided) && proposedBy(s.decided[k]) {
+			out = append(out, improves)
 		}
 	}
-	return since >= autoPatience
+	return out
 }
 
 func (s *autoSampler) sample(i int, history []TrialResult, pending []map[string]any) map[string]any {
