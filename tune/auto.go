@@ -33,8 +33,9 @@ const AlgorithmAuto = "auto"
 // region: expected improvement within a box around the best trial that
 // grows after new bests and shrinks without them (TuRBO-1), which refines
 // the basin the study has found; each trial goes to the sampler whose
-// recent proposals rank best among the trials so far. When most dimensions are Choices, or there are too many
-// for a GP, multivariate TPE alone. TrialResult.Sampler says which one
+// recent proposals rank best among the trials so far. When most
+// dimensions are Choices, or there are too many for a GP, multivariate TPE
+// alone. TrialResult.Sampler says which one
 // proposed each trial (the centre counts as the design's, sobol). In an
 // Experiment it renders the Katib algorithm Plan names (Katib's suggestion
 // services run one algorithm per Experiment). Seed is its only setting.
@@ -297,8 +298,9 @@ func newAutoSampler(l *Local) *autoSampler {
 // the design the model proposes alone until autoPatience of its proposals
 // in a row have not improved on the best trial; then the portfolio opens.
 // Each sampler (the model, univariate TPE, CMA-ES, while it fits the
-// trials the quadratic, and from autoTrustFrom the trust region) is scored by where its last autoWindow proposals
-// since the opening did among the trials seen (1 for a new best, else half
+// trials the quadratic, and from autoTrustFrom the trust region) is scored
+// by where its last autoWindow proposals since the opening did among the
+// trials seen (1 for a new best, else half
 // the fourth power of its percentile, so that the proposals that improve,
 // then those among the best, count most); a sampler with fewer than
 // autoTry proposals scored goes first (the model last: it has just had its
