@@ -228,8 +228,9 @@ func (s summary) bestOptuna(f string, b int) (string, stat) {
 
 // verdict checks a cell against the bar: at or below the best
 // Optuna sampler (Optuna's TPE at the smallest budget) and at or below
-// random search: "yes" or "NO", or "—" when a side of the comparison has
-// no studies (cube-auto or the Optuna samplers did not run).
+// random search, cube's and Optuna's both (the lower of their medians):
+// "yes" or "NO", or "—" when a side of the comparison has no studies
+// (cube-auto, the Optuna samplers or both random samplers did not run).
 func (s summary) verdict(f string, b, smallest int) (string, string) {
 	auto, ok := s.regret[[3]string{f, "cube-auto", strconv.Itoa(b)}]
 	if !ok {
@@ -241,13 +242,18 @@ func (s summary) verdict(f string, b, smallest int) (string, string) {
 		name, bar = s.bestOptuna(f, b)
 		hasBar = name != ""
 	}
-	random, hasRandom := s.regret[[3]string{f, "cube-random", strconv.Itoa(b)}]
+	random, hasRandom := math.Inf(1), false
+	for _, name := range []string{"cube-random", "optuna-random"} {
+		if st, ok := s.regret[[3]string{f, name, strconv.Itoa(b)}]; ok {
+			random, hasRandom = math.Min(random, st.median), true
+		}
+	}
 	beats, beatsRandom := "—", "—"
 	if hasBar {
 		beats = yes(auto.median <= bar.median)
 	}
 	if hasRandom {
-		beatsRandom = yes(auto.median <= random.median)
+		beatsRandom = yes(auto.median <= random)
 	}
 	return beats, beatsRandom
 }
@@ -256,8 +262,9 @@ func (s summary) verdict(f string, b, smallest int) (string, string) {
 // regret (median and interquartile range), the best Optuna sampler's,
 // Optuna TPE's and CMA-ES's, random search's, and whether the default meets
 // the bar (Optuna's TPE at the smallest budget, the best Optuna sampler at
-// the others) and is at or below random search; then the other local
-// samplers' medians, if any ran, and the median time per suggestion.
+// the others) and is at or below random search, with the count of cells
+// that meet both; then the other local samplers' medians, if any ran, and
+// the median time per suggestion.
 func (s summary) table(budgets []int) string {
 	var buf bytes.Buffer
 	fmt.Fprintln(&buf, "| objective | trials | cube default | best Optuna | Optuna TPE | Optuna CMA-ES | cube random | Optuna random | ≤ bar | ≤ random |")
@@ -271,7 +278,7 @@ func (s summary) table(budgets []int) string {
 			if beats != "—" {
 				cells++
 			}
-			if beats == "yes" {
+			if beats == "yes" && beatsRandom != "NO" {
 				met++
 			}
 			fmt.Fprintf(&buf, "| %s | %d | %s | %s (%s) | %s | %s | %.3g | %.3g | %s | %s |\n", f.name, b, s.regret[k("cube-auto")], best, strings.TrimPrefix(bestName, "optuna-"),
