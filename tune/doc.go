@@ -145,8 +145,9 @@
 //
 // The other samplers: Random; Grid (every combination, in a seeded order);
 // Sobol (Joe and Kuo's direction numbers, a seeded digital shift, up to 32
-// parameters); TPE, univariate as hyperopt's with Optuna 3.1's bandwidths,
-// and MultivariateTPE, one product kernel per trial (bandwidths from the
+// parameters); TPE, univariate as hyperopt's with Optuna 3.1's estimator
+// (its bandwidths, its weights by trial age and its kernels, which leave
+// the bandwidth out of their density), and MultivariateTPE, one product kernel per trial (bandwidths from the
 // neighbour gaps, Optuna's magic clip, a Choice's kernel inside each
 // component as Optuna's); CMAES
 // (Hansen's tutorial, generations of 4+⌊3 ln n⌋ trials over the unit cube,
@@ -189,13 +190,13 @@
 // rugged mixed space (a Choice moves a Rastrigin's minimum) and log-scale
 // Ints with ripples. A cell is met when the default is at or below its
 // bar and at or below both random samplers, cube's and Optuna's. Over
-// seeds 0 to 39, which every change to Auto was measured on, the default
-// meets 70 of the 72 cells, missing Zakharov-10D at 100 trials (61.9
-// against Optuna CMA-ES's 58.7) and Eggholder's random-search bar at 25
-// (305 against Optuna random's 302). On seeds 40 to 79, held out, it meets
-// 66; over seeds 0 to 79, 68. Two gaps hold over 80 seeds beyond the seed
-// sample: Zakharov-10D at 100 trials (66.8 against 56.4) and the rugged
-// mixed space at 25 (2.11 against Optuna TPE's 1.77).
+// seeds 0 to 39 the default meets 70 of the 72 cells, missing
+// Zakharov-10D at 50 and 100 trials (86.9 and 71.2 against Optuna
+// CMA-ES's 86.9 and 58.7); on seeds 40 to 79, held out from the design
+// of Auto's portfolio, 66; over seeds 0 to 79, 68. One gap holds over 80
+// seeds beyond the seed sample: Zakharov-10D at 100 trials (69.0 against
+// 56.4), where only CMA-ES proposing nearly every trial from the
+// portfolio's opening reaches Optuna's CMA-ES.
 //
 //	go test ./tune -run '^$' -bench AgainstOptuna -benchtime 1x
 //

@@ -28,6 +28,26 @@ func ParzenSigmas1D(xs []float64, lo, hi float64) []float64 {
 	return out
 }
 
+// ParzenLogDensity1D is the log density of univariate TPE's mixture for
+// the points xs of a Float in [lo, hi], in the order they ran, at each of
+// at.
+func ParzenLogDensity1D(xs []float64, lo, hi float64, at []float64) []float64 {
+	points := make([][]float64, len(xs))
+	for i, x := range xs {
+		points[i] = []float64{x}
+	}
+	pz := fitParzen(dimsOf([]Param{Float("x", lo, hi)}), points, 1)
+	out := make([]float64, len(at))
+	for i, x := range at {
+		out[i] = pz.logDensity([]float64{x})
+	}
+	return out
+}
+
+// TPEAgeWeights are the weights univariate TPE gives n trials in the order
+// they ran.
+var TPEAgeWeights = ageWeights
+
 // QuadraticProposal is what Auto's quadratic model proposes after the
 // succeeded trials values (minimised objective ys) over params, and
 // whether it fits them well enough to join Auto's portfolio.

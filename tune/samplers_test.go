@@ -171,3 +171,45 @@ func TestTPEBandwidthsAreOptunas(t *testing.T) {
 		assert.InDeltaSlice(t, c.want, got, 1e-9, "%v on [-5, 5]", c.xs)
 	}
 }
+
+// TestTPEDensityIsOptunas: univariate TPE's mixture has the log density
+// Optuna 3.1's estimator gives the same trials (printed by
+// optuna.samplers._tpe.parzen_estimator._ParzenEstimator(...).log_pdf with
+// TPESampler's defaults and default_weights): its kernels leave out the
+// log of the bandwidth, and from 25 trials the older ones weigh less.
+func TestTPEDensityIsOptunas(t *testing.T) {
+	for _, c := range []struct {
+		xs, at, want []float64
+		lo, hi       float64
+	}{
+		{xs: []float64{0.551, 0.708, 0.291}, lo: 0, hi: 1, at: []float64{0, 0.3, 0.5, 0.77, 1},
+			want: []float64{-1.2962368612939574, -0.8594901308552138, -0.7194458463965282, -0.8744750500316678, -1.289603482600154}},
+		{xs: []float64{4.662, 0.711, 4.946, -2.545, 9.439, 0.2, 9.876, -1.474, 3.785, 1.1, -2.956, 3.162, 2.773, 6.503, 9.008,
+			-3.654, -2.063, 9.913, -1.472, -1.415, 4.436, 6.024, 5.325, -4.533, 8.538, -0.703, 3.334, 0.646, -4.601, 2.412},
+			lo: -5, hi: 10, at: []float64{-5, -0.5, 2.5, 6.55, 10},
+			want: []float64{-2.7131248427165255, -2.524037505732893, -2.4872407166064567, -2.593252371341358, -2.253070406723051}},
+	} {
+		assert.InDeltaSlice(t, c.want, tune.ParzenLogDensity1D(c.xs, c.lo, c.hi, c.at), 1e-9, "%d trials", len(c.xs))
+	}
+}
+
+// TestTPEAgeWeightsAreOptunas: the weights by age are Optuna 3.1's
+// default_weights (optuna/samplers/_tpe/sampler.py), as it printed them.
+func TestTPEAgeWeightsAreOptunas(t *testing.T) {
+	ones := func(n int) []float64 {
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = 1
+		}
+		return w
+	}
+	for n, want := range map[int][]float64{
+		0:  {},
+		3:  ones(3),
+		25: ones(25),
+		26: append([]float64{0.038461538461538464}, ones(25)...),
+		28: append([]float64{0.03571428571428571, 0.5178571428571429, 1}, ones(25)...),
+	} {
+		assert.InDeltaSlice(t, want, tune.TPEAgeWeights(n), 1e-12, "%d trials", n)
+	}
+}
