@@ -191,8 +191,8 @@
 // Ints with ripples. A cell is met when the default is at or below its
 // bar and at or below both random samplers, cube's and Optuna's. Over
 // seeds 0 to 39 the default meets 70 of the 72 cells, missing
-// Zakharov-10D at 50 and 100 trials (86.9 and 71.2 against Optuna
-// CMA-ES's 86.9 and 58.7); on seeds 40 to 79, held out from the design
+// Zakharov-10D at 50 and 100 trials (86.92 and 71.2 against Optuna
+// CMA-ES's 86.88 and 58.7); on seeds 40 to 79, held out from the design
 // of Auto's portfolio, 66; over seeds 0 to 79, 68. One gap holds over 80
 // seeds beyond the seed sample: Zakharov-10D at 100 trials (69.0 against
 // 56.4), where only CMA-ES proposing nearly every trial from the
@@ -204,8 +204,8 @@
 // TUNE_BENCH_SAMPLERS and TUNE_BENCH_FUNCTIONS narrow it;
 // TUNE_BENCH_OPTUNA_RUNS keeps Optuna's studies in a file (or reads them
 // back), TUNE_BENCH_CUBE_RUNS cube's, and BenchmarkTableFromRuns renders
-// the table again from both. The last tables, of 20, 40 and the held-out
-// 40 seeds, with the machine and command that produced them, are in
+// the table again from both. The last tables, of 20, 40 and 80 seeds,
+// with the machine and command that produced them, are in
 // testdata/benchmark-2026-12-05.md. TestAutoNeverLosesToRandom is the fast
 // check run with every test: on five objectives and seven seeds the
 // default's median regret is at or below random search's at 25 and 50
