@@ -162,12 +162,12 @@ func (pz parzen) catLog(c, d, k int) float64 {
 // normal's log density at (x-μ)/σ less the log of the mass inside the
 // bounds). That makes a wide kernel, a trial far from the others, weigh
 // more than its share. Optuna corrected it later (optuna/optuna#5110,
-// November 2023), but on this package's benchmark (seeds 0 to 79) univariate TPE with
-// the normalised kernels was behind Optuna 3.1's TPE (its median regret
-// 1.11 times Optuna's, geometric mean over 72 cells) and with Optuna
-// 3.1's estimator even with it (0.99). A product kernel keeps the
-// normalised density: without it multivariate TPE was 1.05 times worse
-// (seeds 0 to 39).
+// November 2023), but on this package's benchmark (seeds 0 to 79)
+// univariate TPE with the normalised kernels was behind Optuna 3.1's TPE
+// (its median regret 1.11 times Optuna's, geometric mean over 72 cells)
+// and with Optuna 3.1's estimator even with it (0.99). A product kernel
+// keeps the normalised density: without it multivariate TPE was 1.05
+// times worse (seeds 0 to 39).
 func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 	n := len(points)
 	pz := parzen{dims: dims, eps: priorWeight / float64(n+1)}
