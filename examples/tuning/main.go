@@ -31,7 +31,7 @@ func experiment() *tune.Experiment {
 	return tune.New("mnist-search").
 		Namespace("team-a").
 		Objective(tune.Minimize("loss").Also("accuracy")).
-		Algorithm(tune.TPE().Seed(42)).
+		Algorithm(tune.TPE().Seed(7)).
 		EarlyStop(tune.MedianStop().MinTrials(5).StartStep(3)).
 		Param(
 			tune.Float("lr", 1e-5, 1e-1).Log(),
