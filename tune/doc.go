@@ -147,9 +147,9 @@
 // Sobol (Joe and Kuo's direction numbers, a seeded digital shift, up to 32
 // parameters); TPE, univariate as hyperopt's with Optuna 3.1's estimator
 // (its bandwidths, its weights by trial age and its kernels, which leave
-// the bandwidth out of their density), and MultivariateTPE, one product kernel per trial (bandwidths from the
-// neighbour gaps, Optuna's magic clip, a Choice's kernel inside each
-// component as Optuna's); CMAES
+// the bandwidth out of their density), and MultivariateTPE, one product
+// kernel per trial (bandwidths from the neighbour gaps, Optuna's magic
+// clip, a Choice's kernel inside each component as Optuna's); CMAES
 // (Hansen's tutorial, generations of 4+⌊3 ln n⌋ trials over the unit cube,
 // started at a seeded point, IPOP restarts, and an integer mutation that
 // keeps Choices and Ints moving); and Bayesian, a Gaussian process with a

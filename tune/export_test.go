@@ -16,11 +16,7 @@ var LocalAlgorithms = localAlgorithms
 // ParzenSigmas1D are the bandwidths univariate TPE gives the points xs of
 // a Float in [lo, hi] (the prior's last).
 func ParzenSigmas1D(xs []float64, lo, hi float64) []float64 {
-	points := make([][]float64, len(xs))
-	for i, x := range xs {
-		points[i] = []float64{x}
-	}
-	pz := fitParzen(dimsOf([]Param{Float("x", lo, hi)}), points, 1)
+	pz := parzen1D(xs, lo, hi)
 	out := make([]float64, len(pz.sigmas))
 	for i, s := range pz.sigmas {
 		out[i] = s[0]
@@ -32,16 +28,22 @@ func ParzenSigmas1D(xs []float64, lo, hi float64) []float64 {
 // the points xs of a Float in [lo, hi], in the order they ran, at each of
 // at.
 func ParzenLogDensity1D(xs []float64, lo, hi float64, at []float64) []float64 {
-	points := make([][]float64, len(xs))
-	for i, x := range xs {
-		points[i] = []float64{x}
-	}
-	pz := fitParzen(dimsOf([]Param{Float("x", lo, hi)}), points, 1)
+	pz := parzen1D(xs, lo, hi)
 	out := make([]float64, len(at))
 	for i, x := range at {
 		out[i] = pz.logDensity([]float64{x})
 	}
 	return out
+}
+
+// parzen1D is univariate TPE's mixture (prior weight 1) for the points xs
+// of a Float in [lo, hi].
+func parzen1D(xs []float64, lo, hi float64) parzen {
+	points := make([][]float64, len(xs))
+	for i, x := range xs {
+		points[i] = []float64{x}
+	}
+	return fitParzen(dimsOf([]Param{Float("x", lo, hi)}), points, 1)
 }
 
 // TPEAgeWeights are the weights univariate TPE gives n trials in the order

@@ -438,7 +438,7 @@ func (s *tpeSampler) sample(i int, history []TrialResult, pending []map[string]a
 		}
 		return out
 	}
-	good, bad := slices.Clone(ranked[:nGood]), slices.Clone(ranked[nGood:])
+	good, bad := ranked[:nGood], ranked[nGood:] // ranked is sortByObjective's own copy
 	if !s.multivariate || len(dims) == 1 {
 		// In the order they ran, which the weights by age read (Optuna
 		// sorts each side's trials by number: _split_observation_pairs in
