@@ -202,7 +202,8 @@ var benchFunctions = func() []benchFunction {
 	}
 	fs = append(fs, newBench("noisy-hartmann6", "noisy-hartmann6", boxSpecs(6, 0, 1), noisy, -3.32236801141551))
 	fs = append(fs, heldOutFunctions()...)
-	return append(fs, secondHeldOut()...)
+	fs = append(fs, secondHeldOut()...)
+	return append(fs, thirdHeldOut()...)
 }()
 
 // heldOutFunctions were added after Auto's design and settings were fixed
@@ -279,6 +280,37 @@ func secondHeldOut() []benchFunction {
 		{Name: "n2", Kind: "int", Lo: 1, Hi: 4096, Log: true},
 		{Name: "n3", Kind: "int", Lo: 1, Hi: 4096, Log: true},
 	}, map[string][]float64{"target": {3, 9, 6, 11}}, 0))
+	return fs
+}
+
+// thirdHeldOut were added after the default was fixed at d1c3588 (commit
+// 2afb03f), as a third check of the same kind: the suite's families at
+// other dimensions (3 to 16) and conditionings, none of them tuned on.
+// Their constants come from a stream of their own.
+func thirdHeldOut() []benchFunction {
+	rng := rand.New(rand.NewPCG(34, 2026))
+	var fs []benchFunction
+	// Coupled and curved: Rosenbrock's valley in 8 dimensions.
+	fs = append(fs, newBench("rosenbrock8", "rosenbrock", boxSpecs(8, -5, 10), nil, 0))
+	// Zakharov in 5 dimensions.
+	fs = append(fs, newBench("zakharov5", "zakharov", boxSpecs(5, -5, 10), nil, 0))
+	// Ill-conditioned: rotated ellipsoids, condition number 1e6 in 16
+	// dimensions and 1e3 in 4.
+	fs = append(fs, newBench("ellipsoid16", "ellipsoid", boxSpecs(16, -5, 5), map[string][]float64{
+		"shift": uniformVec(rng, 16, -3, 3), "rotation": rotation(rng, 16), "log10cond": {6},
+	}, 0))
+	fs = append(fs, newBench("ellipsoid4", "ellipsoid", boxSpecs(4, -5, 5), map[string][]float64{
+		"shift": uniformVec(rng, 4, -3, 3), "rotation": rotation(rng, 4), "log10cond": {3},
+	}, 0))
+	// Multimodal: shifted Levy (10-D), Rastrigin (3-D), Ackley (4-D).
+	fs = append(fs, newBench("levy10", "levy", boxSpecs(10, -10, 10), map[string][]float64{"shift": uniformVec(rng, 10, -4, 4)}, 0))
+	fs = append(fs, newBench("rastrigin3", "rastrigin", boxSpecs(3, -5.12, 5.12), map[string][]float64{"shift": uniformVec(rng, 3, -2.5, 2.5)}, 0))
+	fs = append(fs, newBench("ackley4", "ackley", boxSpecs(4, -32.768, 32.768), map[string][]float64{"shift": uniformVec(rng, 4, -10, 10)}, 0))
+	// Deceptive and separable, more dimensions: Schwefel (8-D),
+	// Styblinski-Tang (8-D), Michalewicz (10-D).
+	fs = append(fs, newBench("schwefel8", "schwefel", boxSpecs(8, -500, 500), nil, 0))
+	fs = append(fs, newBench("styblinski8", "styblinski", boxSpecs(8, -5, 5), nil, -39.16616570377142*8))
+	fs = append(fs, newBench("michalewicz10", "michalewicz", boxSpecs(10, 0, math.Pi), nil, -9.660151715641349))
 	return fs
 }
 
