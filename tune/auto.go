@@ -137,13 +137,14 @@ const (
 	// autoPatience is how many proposals in a row the model makes without
 	// a new best before the portfolio opens to the other samplers.
 	autoPatience = 3
-	// autoMinInitial is the smallest design before the model, Optuna's
-	// TPESampler n_startup_trials default (optuna/samplers/_tpe/sampler.py)
-	// and the GP's own (gpInitial). With 6 points on a 3-D Rastrigin the
-	// GP's first fit takes one ripple for the basin: Auto's median regret
-	// at 25 trials was 1.23 times Optuna TPE's over 40 seeds, 0.97 with 10
-	// (testdata/benchmark-2026-12-05.md, the third held-out set).
-	autoMinInitial = 10
+	// autoMinInitial is the smallest design before the model: the GP's own
+	// random start, which is Optuna's TPESampler n_startup_trials default
+	// too (optuna/samplers/_tpe/sampler.py). With 6 points on a 3-D
+	// Rastrigin the GP's first fit takes one ripple for the basin: Auto's
+	// median regret at 25 trials was 1.23 times Optuna TPE's over 40
+	// seeds, 0.97 with 10 (testdata/benchmark-2026-12-05.md, the third
+	// held-out set).
+	autoMinInitial = gpInitial
 	// autoTrustUnbounded is the trial from which the trust region joins
 	// the portfolio when MaxTrials is unset.
 	autoTrustUnbounded = 50

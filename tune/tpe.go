@@ -231,11 +231,12 @@ func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 		pz.sigmas[n][d] = width
 	}
 	pz.weights = make([]float64, len(pz.centers))
+	oneD := len(dims) == 1 // univariate TPE: Optuna 3.1's estimator
 	age := make([]float64, n)
 	for i := range age {
 		age[i] = 1
 	}
-	if len(dims) == 1 {
+	if oneD {
 		age = ageWeights(n)
 	}
 	total := priorWeight
@@ -256,7 +257,7 @@ func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 			mu, sigma := pz.centers[c][d], pz.sigmas[c][d]
 			mass := normCDF((dm.hi-mu)/sigma) - normCDF((dm.lo-mu)/sigma)
 			lc -= math.Log(math.Sqrt(2*math.Pi)) + math.Log(math.Max(mass, 1e-300))
-			if len(dims) > 1 {
+			if !oneD {
 				lc -= math.Log(sigma)
 			}
 		}
