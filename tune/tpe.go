@@ -170,6 +170,7 @@ func (pz parzen) catLog(c, d, k int) float64 {
 // times worse (seeds 0 to 39).
 func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 	n := len(points)
+	oneD := len(dims) == 1 // univariate TPE: Optuna 3.1's estimator
 	pz := parzen{dims: dims, eps: priorWeight / float64(n+1)}
 	prior := make([]float64, len(dims))
 	for d, dm := range dims {
@@ -194,7 +195,7 @@ func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 			order[i] = i
 		}
 		sort.SliceStable(order, func(a, b int) bool { return points[order[a]][d] < points[order[b]][d] })
-		if len(dims) == 1 {
+		if oneD {
 			// Univariate: Optuna 3.1's estimator (optuna/samplers/_tpe/
 			// parzen_estimator.py, _calculate_numerical_params, with
 			// consider_endpoints=False): each point's gap to its
@@ -231,13 +232,11 @@ func fitParzen(dims []dim, points [][]float64, priorWeight float64) parzen {
 		pz.sigmas[n][d] = width
 	}
 	pz.weights = make([]float64, len(pz.centers))
-	oneD := len(dims) == 1 // univariate TPE: Optuna 3.1's estimator
-	age := make([]float64, n)
-	for i := range age {
-		age[i] = 1
-	}
-	if oneD {
-		age = ageWeights(n)
+	age := ageWeights(n)
+	if !oneD {
+		for i := range age {
+			age[i] = 1
+		}
 	}
 	total := priorWeight
 	for _, w := range age {
