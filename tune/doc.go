@@ -129,10 +129,13 @@
 // of the GP, univariate TPE, CMA-ES started at the best trial so far with
 // the shape of the better half of the trials (a warm start; IPOP restarts)
 // and, on a space without Choices, a quadratic model of the
-// best trials while it fits them (adjusted R² of 0.9), and in the second
-// half of the budget a trust region (TuRBO-1: the GP's expected
-// improvement within a box around the best trial that doubles after three
-// new bests in a row and halves after max(4, d) proposals without one):
+// best trials while it fits them (adjusted R² of 0.9), and in the last
+// two thirds of the budget a trust region (TuRBO-1: the expected
+// improvement of a GP fitted to the basin, the values above their lower
+// quartile cut to it, within a box around the best trial and a Gaussian
+// with the shape of the better half of the trials, which double after
+// three new bests in a row and halve after max(4, d) proposals without
+// one):
 // each trial goes to the sampler whose recent proposals rank best among
 // the trials so far, so the GP proposes most trials of a smooth objective,
 // TPE or CMA-ES take over a rugged one, the quadratic an ill-conditioned

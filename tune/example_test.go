@@ -295,7 +295,7 @@ func ExampleLocal_Plan() {
 	fmt.Printf("first trial by %s, trial 10 by %s; best %s with %s\n", res.Trials[0].Sampler, res.Trials[10].Sampler,
 		res.Best.Values["optimizer"], res.Best.Sampler)
 	// Output:
-	// a design of 10 trials (the centre of the space, then sobol), then bayesianoptimization until 3 of its proposals in a row do not improve, then a portfolio of bayesianoptimization, tpe (univariate), cmaes started at the best trial so far with the shape of the better half of the trials (IPOP restarts): each trial goes to the one whose last 8 proposals did best; from trial 30 a trust region joins it: the GP's expected improvement within a box around the best trial, larger after new bests and smaller without them
+	// a design of 10 trials (the centre of the space, then sobol), then bayesianoptimization until 3 of its proposals in a row do not improve, then a portfolio of bayesianoptimization, tpe (univariate), cmaes started at the best trial so far with the shape of the better half of the trials (IPOP restarts): each trial goes to the one whose last 8 proposals did best; from trial 20 a trust region joins it: the expected improvement of a GP fitted to the basin within a box around the best trial and a Gaussian with the shape of the better half of the trials, larger after new bests and smaller without them
 	// multivariate-tpe
 	// 4 dimensions, 1 of them Choices: a Gaussian process with expected improvement learns the most from each trial; 2 trials at once: the model counts running trials as bad ones (the constant liar). In Katib: multivariate-tpe (Optuna): Choices or Discretes, which it models jointly with every other kind
 	// first trial by sobol, trial 10 by bayesianoptimization; best adam with trust-region

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/cubestudio/cube"
 )
@@ -143,4 +144,31 @@ func TrustProposal(params []Param, values []map[string]any, ys []float64, length
 	}
 	lo, hi = m.trustBox(length)
 	return gpFeatures(dims, proposal), lo, hi
+}
+
+// WarpAt is the GP's warping of the values v at quantile q: 0 for the
+// global model, TrustQuantile for the trust region's.
+var WarpAt = warpAt
+
+// TrustQuantile is the quantile of the values at which the trust region's
+// model cuts them.
+const TrustQuantile = trustOffsetQ
+
+// TrustDraws are count draws, in the unit cube, of the trust region's
+// Gaussian of side length after the succeeded trials values (ys
+// minimised) over numeric params, around the best trial; nil when the
+// trials give it no shape.
+func TrustDraws(params []Param, values []map[string]any, ys []float64, length float64, count int) [][]float64 {
+	g := &gpSampler{l: NewLocal(Minimize("y"), params...), offsetQ: trustOffsetQ}
+	m, _, _ := g.model(dimsOf(params), historyOf(values, ys), nil)
+	shape := m.betterShape()
+	if shape == nil {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	out := make([][]float64, count)
+	for k := range out {
+		out[k] = shape.draw(m.x[0], gpShapeScale*length, rng)
+	}
+	return out
 }

@@ -330,8 +330,10 @@ func TestQuadraticModel(t *testing.T) {
 
 // TestAutoPortfolio: after its design Auto runs the GP alone until three
 // of its proposals in a row fail to improve on the best trial, then opens
-// the portfolio; on the rotated ellipsoid the quadratic model joins it and
-// finds new bests.
+// the portfolio; on the rotated ellipsoid the quadratic model joins it,
+// and the trust region, whose draws take the ellipsoid's shape from the
+// better trials, finds more new bests than any other sampler once it has
+// joined.
 func TestAutoPortfolio(t *testing.T) {
 	for _, f := range suiteSubset(t, "hartmann6", "ellipsoid8") {
 		res, err := tune.NewLocal(tune.Minimize("y"), f.params...).MaxTrials(100).Seed(2).Run(t.Context(), objectiveOf(f))
@@ -352,17 +354,106 @@ func TestAutoPortfolio(t *testing.T) {
 			continue
 		}
 		best = math.Inf(1)
-		improved := 0
+		proposed, improved := map[string]int{}, map[string]int{}
+		joined := slices.IndexFunc(res.Trials, func(r tune.TrialResult) bool { return r.Sampler == "trust-region" })
+		require.Positive(t, joined, "%s: the trust region never proposed", f.name)
 		for _, r := range res.Trials {
+			proposed[r.Sampler]++
 			if r.Value < best {
 				best = r.Value
-				if r.Sampler == "quadratic" {
-					improved++
+				if r.Number >= joined {
+					improved[r.Sampler]++
 				}
 			}
 		}
-		assert.Positive(t, improved, "%s: no new best from the quadratic model", f.name)
+		assert.Positive(t, proposed["quadratic"], "%s: the quadratic model never joined", f.name)
+		for name, n := range improved {
+			if name != "trust-region" {
+				assert.Greater(t, improved["trust-region"], n, "%s: new bests after trial %d: %v", f.name, joined, improved)
+			}
+		}
 	}
+}
+
+// TestTrustRegionModelCutsItsValues: the trust region's model sees the
+// values above their lower quartile as that quartile (the basin's rim),
+// in order below it; the global model keeps every value apart.
+func TestTrustRegionModelCutsItsValues(t *testing.T) {
+	// A valley's values: a floor of a few hundred, walls to 1e8.
+	var v []float64
+	for k := range 40 {
+		v = append(v, 200+10*float64(k)+math.Pow(10, float64(k)/5))
+	}
+	global := tune.WarpAt(v, 0)
+	local := tune.WarpAt(v, tune.TrustQuantile)
+	rim := int(tune.TrustQuantile * float64(len(v)-1))
+	for k := 1; k < len(v); k++ {
+		assert.Greater(t, global[k], global[k-1], "the global model: value %d", k)
+		if k <= rim {
+			assert.Greater(t, local[k], local[k-1], "the trust region's model below the rim: value %d", k)
+		} else {
+			assert.Equal(t, local[rim], local[k], "the trust region's model above the rim: value %d", k)
+		}
+	}
+	// The floor's share of the spread: what the GP's standardised values
+	// give the slope the region follows.
+	share := func(w []float64) float64 { return (w[rim] - w[0]) / (slices.Max(w) - w[0]) }
+	assert.Less(t, share(global), 0.25, "the global model")
+	assert.Equal(t, 1.0, share(local), "the trust region's model")
+}
+
+// TestTrustRegionFollowsAValley: the trust region's Gaussian takes the
+// shape of the better half of the trials; in a valley across the axes its
+// draws move along the floor and barely across it, where uniform draws
+// in a box move as much across as along; with fewer than three trials it
+// has no shape.
+func TestTrustRegionFollowsAValley(t *testing.T) {
+	const n = 6
+	params := make([]tune.Param, n)
+	w := make([]float64, n) // the valley's steep direction, unit length
+	for i := range params {
+		params[i] = tune.Float(fmt.Sprintf("x%d", i), 0, 1)
+		w[i] = float64(i+1) / math.Sqrt(91)
+	}
+	valley := func(x []float64) float64 {
+		across, sq := -0.5*2.3, 0.0 // the floor passes through the centre
+		for i := range x {
+			across += w[i] * x[i]
+			sq += (x[i] - 0.4) * (x[i] - 0.4)
+		}
+		return 1e4*across*across + sq
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	var vs []map[string]any
+	var ys []float64
+	for range 40 {
+		x := make([]float64, n)
+		v := map[string]any{}
+		for i := range x {
+			x[i] = rng.Float64()
+			v[fmt.Sprintf("x%d", i)] = x[i]
+		}
+		vs, ys = append(vs, v), append(ys, valley(x))
+	}
+	best := slices.Index(ys, slices.Min(ys))
+	draws := tune.TrustDraws(params, vs, ys, 0.8, 400)
+	require.Len(t, draws, 400)
+	along, across := 0.0, 0.0
+	for _, d := range draws {
+		step := make([]float64, n)
+		proj := 0.0
+		for i := range step {
+			step[i] = d[i] - vs[best][fmt.Sprintf("x%d", i)].(float64)
+			proj += w[i] * step[i]
+		}
+		across += proj * proj
+		for i := range step {
+			r := step[i] - proj*w[i]
+			along += r * r / (n - 1) // per direction along the floor
+		}
+	}
+	assert.Less(t, math.Sqrt(across/along), 0.3, "spread across the valley over spread along it (uniform draws in a box: about 1)")
+	assert.Nil(t, tune.TrustDraws(params, vs[:2], ys[:2], 0.8, 1), "two trials give no shape")
 }
 
 // TestGPLearnsAValleyAcrossTheAxes: on a valley whose walls rise with a
