@@ -153,7 +153,8 @@ const (
 	// trustOffsetQ is the quantile of the values whose tenth offsets the
 	// trust region model's log warping (the global GP's is the median's):
 	// around the best trial the values differ by less than a tenth of the
-	// median, and that offset flattens the basin the region searches.
+	// median, and that offset flattens the basin the region searches. The
+	// values above it are cut to it (warpAt), the basin's rim.
 	trustOffsetQ = 0.25
 )
 
