@@ -500,6 +500,20 @@ func (s *gpSampler) fitHyper(m *gpModel, y []float64) gpHyper {
 	return h
 }
 
+// numericFeatures are the features of the parameters with one feature
+// each. Reading a one-feature group as numeric is right: a Choice with
+// one value has a constant feature, which a regression's centring zeroes
+// and which decodes to that value wherever a draw moves it.
+func (m *gpModel) numericFeatures() []int {
+	var numeric []int
+	for _, g := range m.groups {
+		if len(g) == 1 {
+			numeric = append(numeric, g[0])
+		}
+	}
+	return numeric
+}
+
 // regressionDirection is the unit direction of a ridge regression of y on
 // the numeric features of m (a Choice's get zero), or nil with fewer than
 // two points more than features, or when the values do not change along
@@ -509,14 +523,7 @@ func regressionDirection(m *gpModel, y []float64) []float64 {
 	if n == 0 || n < len(m.x[0])+2 {
 		return nil
 	}
-	var numeric []int
-	for _, g := range m.groups {
-		if len(g) == 1 {
-			numeric = append(numeric, g[0])
-		}
-	}
-	// Reading a one-feature group as numeric is right: a Choice with one
-	// value has a constant feature, which the centring zeroes.
+	numeric := m.numericFeatures()
 	k := len(numeric)
 	if k == 0 {
 		return nil
@@ -798,12 +805,7 @@ func (m *gpModel) betterShape() *gpShape {
 	if m.observed < 3 {
 		return nil
 	}
-	var numeric []int
-	for _, g := range m.groups {
-		if len(g) == 1 {
-			numeric = append(numeric, g[0])
-		}
-	}
+	numeric := m.numericFeatures()
 	if len(numeric) == 0 {
 		return nil
 	}
@@ -826,7 +828,7 @@ func (m *gpModel) betterShape() *gpShape {
 }
 
 // draw is centre with its numeric features moved by a draw from the
-// Gaussian scaled by scale, cut to [0, 1].
+// Gaussian scaled by scale; the caller cuts it to its region.
 func (g *gpShape) draw(centre []float64, scale float64, rng *rand.Rand) []float64 {
 	z := make([]float64, len(g.numeric))
 	for a := range z {
@@ -838,7 +840,7 @@ func (g *gpShape) draw(centre []float64, scale float64, rng *rand.Rand) []float6
 		for b, l := range g.chol[a] {
 			v += l * z[b]
 		}
-		x[f] = math.Min(math.Max(x[f]+scale*v, 0), 1)
+		x[f] += scale * v
 	}
 	return x
 }
