@@ -174,6 +174,50 @@ def evaluate(f, get):
             + math.log2(batch / 64) ** 2 / 8 + ((float(get("epochs")) - 30) / 15) ** 2 \
             + ((float(get("heads")) - 6) / 5) ** 2 \
             + (math.log10(float(get("lr"))) - math.log10(3e-3) - 0.5 * math.log10(batch / 64)) ** 2
+    elif fam == "svmlike":
+        k = {"rbf": 0, "poly": 1, "sigmoid": 2, "linear": 3}[get("kernel")]
+        lc = math.log10(float(get("C")))
+        v = c["offset"][k] + (lc - c["a"][k]) ** 2 / 4 + (1 - math.cos(2 * math.pi * lc)) / 10
+        if k != 3:
+            v += (math.log10(float(get("gamma"))) - c["b"][k] + 0.5 * (lc - c["a"][k])) ** 2
+    elif fam == "xgblike":
+        k = {"gbtree": 0, "dart": 1, "gblinear": 2}[get("booster")]
+        v = c["offset"][k] + 2 * (float(get("subsample")) - 0.8) ** 2 + (float(get("colsample")) - 0.7) ** 2 \
+            + (math.log2(float(get("minchild"))) - 3) ** 2 / 16
+        if k == 2:
+            v += (math.log10(float(get("eta"))) + 1) ** 2
+        else:
+            depth = float(get("depth"))
+            v += (math.log10(float(get("eta"))) + 1 + 0.08 * (depth - 6)) ** 2 + ((depth - 6) / 4) ** 2 / 2
+    elif fam == "ruggedchoice":
+        levels = {"a": 0, "b": 1, "c": 2}
+        i0, i1 = levels[get("c0")], levels[get("c1")]
+        sq = cs = 0.0
+        for j, name in enumerate(["x0", "x1"]):
+            z = float(get(name)) - c["shift"][(i0 * 3 + i1) * 2 + j]
+            sq += z * z
+            cs += math.cos(2 * math.pi * z)
+        v = -20 * math.exp(-0.2 * math.sqrt(sq / 2)) - math.exp(cs / 2) + 20 + math.e + c["t0"][i0] + c["t1"][i1]
+    elif fam == "logrosen":
+        x = [math.log10(float(get(n))) for n in ["p0", "p1", "p2"]]
+        for i in range(len(x) - 1):
+            v += 100 * (x[i + 1] - x[i] * x[i]) ** 2 + (1 - x[i]) ** 2
+    elif fam == "condnet":
+        layers = float(get("layers"))
+        opt = get("optimizer")
+        if opt == "sgd":
+            v = 0.1 + (math.log10(float(get("lr"))) + 1.5) ** 2 / 2 + 4 * (float(get("momentum")) - 0.9) ** 2 + ((layers - 4) / 3) ** 2
+        elif opt == "adam":
+            v = (math.log10(float(get("lr"))) + 3.3 + 0.1 * (layers - 4)) ** 2 / 2 + 100 * (float(get("beta2")) - 0.995) ** 2 + ((layers - 4) / 3) ** 2
+        else:
+            v = 0.25 + (math.log10(float(get("lr"))) + 3) ** 2 / 2 + ((layers - 5) / 3) ** 2
+    elif fam == "plateau":
+        for i, xi in enumerate(vec()):
+            v += math.floor(2 * abs(xi - c["shift"][i])) / 2
+    elif fam == "intrugged":
+        for i, name in enumerate(["x0", "x1"]):
+            z = float(get(name)) - c["target"][i]
+            v += z * z / 400 + 1 - math.cos(2 * math.pi * z / 9)
     elif fam == "noisy-hartmann6":
         x = vec()
         v = hartmann6(x)
