@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,22 +38,7 @@ func TestSuiteFormulasAgree(t *testing.T) {
 	var want [][2]float64
 	for _, f := range benchFunctions {
 		for range 12 {
-			values := map[string]any{}
-			for _, s := range f.specs {
-				u := rng.Float64()
-				switch s.Kind {
-				case "float":
-					v := s.Lo + u*(s.Hi-s.Lo)
-					if s.Log {
-						v = math.Exp(math.Log(s.Lo) + u*(math.Log(s.Hi)-math.Log(s.Lo)))
-					}
-					values[s.Name] = v
-				case "int":
-					values[s.Name] = int(s.Lo) + rng.IntN(int(s.Hi-s.Lo)+1)
-				case "choice":
-					values[s.Name] = s.Choices[rng.IntN(len(s.Choices))]
-				}
-			}
+			values := randomValues(rng, f.specs)
 			obs, clean := evalBench(f, func(name string) any { return values[name] })
 			require.False(t, math.IsNaN(obs) || math.IsNaN(clean), "%s at %v", f.name, values)
 			points = append(points, point{f.name, values})
@@ -76,6 +62,88 @@ func TestSuiteFormulasAgree(t *testing.T) {
 		i++
 	}
 	assert.Equal(t, len(want), i)
+}
+
+// randomValues draws a point of the space specs describe, uniformly on
+// each parameter's own scale.
+func randomValues(rng *rand.Rand, specs []paramSpec) map[string]any {
+	values := map[string]any{}
+	for _, s := range specs {
+		u := rng.Float64()
+		switch s.Kind {
+		case "float":
+			v := s.Lo + u*(s.Hi-s.Lo)
+			if s.Log {
+				v = math.Exp(math.Log(s.Lo) + u*(math.Log(s.Hi)-math.Log(s.Lo)))
+			}
+			values[s.Name] = v
+		case "int":
+			values[s.Name] = int(s.Lo) + rng.IntN(int(s.Hi-s.Lo)+1)
+		case "choice":
+			values[s.Name] = s.Choices[rng.IntN(len(s.Choices))]
+		}
+	}
+	return values
+}
+
+// TestFourthHeldOutOptima: each objective of the fourth held-out set
+// reaches the optimum it states at the point its formula puts it (so a
+// regret is the distance to the true minimum, which the table clips at 0),
+// and no other point of the space is lower: 4,000 random points per
+// objective.
+func TestFourthHeldOutOptima(t *testing.T) {
+	zeroOf := func(table []float64) string {
+		i := slices.Index(table, 0)
+		require.GreaterOrEqual(t, i, 0, "a table with a zero level")
+		return []string{"a", "b", "c"}[i]
+	}
+	argmin := map[string]func(f benchFunction) map[string]any{
+		"svmlike": func(benchFunction) map[string]any {
+			return map[string]any{"C": 10.0, "gamma": 0.01, "kernel": "rbf"}
+		},
+		"xgblike": func(benchFunction) map[string]any {
+			return map[string]any{"depth": 6, "eta": 0.1, "subsample": 0.8, "colsample": 0.7, "minchild": 8, "booster": "gbtree"}
+		},
+		"ruggedchoice": func(f benchFunction) map[string]any {
+			c0, c1 := zeroOf(f.consts["t0"]), zeroOf(f.consts["t1"])
+			k := (strings.Index("abc", c0)*3 + strings.Index("abc", c1)) * 2
+			return map[string]any{"c0": c0, "c1": c1, "x0": f.consts["shift"][k], "x1": f.consts["shift"][k+1]}
+		},
+		"logrosen": func(benchFunction) map[string]any {
+			return map[string]any{"p0": 10.0, "p1": 10.0, "p2": 10.0}
+		},
+		"intstyblinski": func(benchFunction) map[string]any {
+			// The Float coordinates' minimum: the root of 4x³ - 32x + 5.
+			x := -2.903534027771178
+			return map[string]any{"x0": -3, "x1": -3, "x2": -3, "x3": x, "x4": x}
+		},
+		"condnet": func(benchFunction) map[string]any {
+			return map[string]any{"optimizer": "adam", "lr": math.Pow(10, -3.3), "momentum": 0.5, "beta2": 0.995, "layers": 4}
+		},
+		"plateau4": func(f benchFunction) map[string]any {
+			out := map[string]any{}
+			for i, v := range f.consts["shift"] {
+				out[fmt.Sprintf("x%d", i)] = v
+			}
+			return out
+		},
+		"intrugged2": func(f benchFunction) map[string]any {
+			return map[string]any{"x0": int(f.consts["target"][0]), "x1": int(f.consts["target"][1])}
+		},
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, f := range fourthHeldOut() {
+		at, ok := argmin[f.name]
+		require.True(t, ok, "%s has no stated argmin", f.name)
+		values := at(f)
+		_, clean := evalBench(f, func(name string) any { return values[name] })
+		assert.InDelta(t, f.optimum, clean, 1e-9, "%s at %v", f.name, values)
+		for range 4000 {
+			random := randomValues(rng, f.specs)
+			_, v := evalBench(f, func(name string) any { return random[name] })
+			require.GreaterOrEqual(t, v, f.optimum-1e-9, "%s at %v is below its optimum", f.name, random)
+		}
+	}
 }
 
 // suiteSubset returns the named objectives of the suite.
