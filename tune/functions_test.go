@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/cubestudio/cube/tune"
 )
@@ -70,6 +71,12 @@ func newBench(name, family string, specs []paramSpec, consts map[string][]float6
 	}
 	return f
 }
+
+// choiceLevels are the values of the suite's lettered Choices, in the
+// order their tables index them; levelOf is a value's index.
+var choiceLevels = []string{"a", "b", "c", "d", "e"}
+
+func levelOf(v string) int { return slices.Index(choiceLevels, v) }
 
 func boxSpecs(n int, lo, hi float64) []paramSpec {
 	out := make([]paramSpec, n)
@@ -177,7 +184,7 @@ var benchFunctions = func() []benchFunction {
 	inter[zero[0]*5+zero[1]] = 0
 	var catSpecs []paramSpec
 	for i := range 6 {
-		catSpecs = append(catSpecs, paramSpec{Name: fmt.Sprintf("c%d", i), Kind: "choice", Choices: []string{"a", "b", "c", "d", "e"}})
+		catSpecs = append(catSpecs, paramSpec{Name: fmt.Sprintf("c%d", i), Kind: "choice", Choices: choiceLevels})
 	}
 	catSpecs = append(catSpecs, paramSpec{Name: "u0", Kind: "float", Lo: 0, Hi: 1}, paramSpec{Name: "u1", Kind: "float", Lo: 0, Hi: 1})
 	fs = append(fs, newBench("categorical8", "categorical", catSpecs, map[string][]float64{
@@ -349,8 +356,8 @@ func fourthHeldOut() []benchFunction {
 	fs = append(fs, newBench("ruggedchoice", "ruggedchoice", []paramSpec{
 		{Name: "x0", Kind: "float", Lo: -5, Hi: 5},
 		{Name: "x1", Kind: "float", Lo: -5, Hi: 5},
-		{Name: "c0", Kind: "choice", Choices: []string{"a", "b", "c"}},
-		{Name: "c1", Kind: "choice", Choices: []string{"a", "b", "c"}},
+		{Name: "c0", Kind: "choice", Choices: choiceLevels[:3:3]},
+		{Name: "c1", Kind: "choice", Choices: choiceLevels[:3:3]},
 	}, map[string][]float64{"shift": uniformVec(rng, 18, -3, 3), "t0": t0, "t1": t1}, 0))
 	// A curved valley on log scales: Rosenbrock on the log10 of three
 	// parameters spanning six decades.
@@ -473,10 +480,9 @@ func evalBench(f benchFunction, get func(name string) any) (observed, clean floa
 			v += (xi*xi*xi*xi - 16*xi*xi + 5*xi) / 2
 		}
 	case "categorical":
-		levels := map[string]int{"a": 0, "b": 1, "c": 2, "d": 3, "e": 4}
 		var idx []int
 		for i := range 6 {
-			l := levels[get(fmt.Sprintf("c%d", i)).(string)]
+			l := levelOf(get(fmt.Sprintf("c%d", i)).(string))
 			idx = append(idx, l)
 			v += c["tables"][i*5+l]
 		}
@@ -597,8 +603,7 @@ func evalBench(f benchFunction, get func(name string) any) (observed, clean floa
 			v += math.Pow(math.Log10(fl("eta"))+1+0.08*(depth-6), 2) + math.Pow((depth-6)/4, 2)/2
 		}
 	case "ruggedchoice":
-		levels := map[string]int{"a": 0, "b": 1, "c": 2}
-		i0, i1 := levels[get("c0").(string)], levels[get("c1").(string)]
+		i0, i1 := levelOf(get("c0").(string)), levelOf(get("c1").(string))
 		sq, cs := 0.0, 0.0
 		for j, name := range []string{"x0", "x1"} {
 			z := fl(name) - c["shift"][(i0*3+i1)*2+j]

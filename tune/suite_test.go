@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -95,7 +94,7 @@ func TestFourthHeldOutOptima(t *testing.T) {
 	zeroOf := func(table []float64) string {
 		i := slices.Index(table, 0)
 		require.GreaterOrEqual(t, i, 0, "a table with a zero level")
-		return []string{"a", "b", "c"}[i]
+		return choiceLevels[i]
 	}
 	argmin := map[string]func(f benchFunction) map[string]any{
 		"svmlike": func(benchFunction) map[string]any {
@@ -106,7 +105,7 @@ func TestFourthHeldOutOptima(t *testing.T) {
 		},
 		"ruggedchoice": func(f benchFunction) map[string]any {
 			c0, c1 := zeroOf(f.consts["t0"]), zeroOf(f.consts["t1"])
-			k := (strings.Index("abc", c0)*3 + strings.Index("abc", c1)) * 2
+			k := (levelOf(c0)*3 + levelOf(c1)) * 2
 			return map[string]any{"c0": c0, "c1": c1, "x0": f.consts["shift"][k], "x1": f.consts["shift"][k+1]}
 		},
 		"logrosen": func(benchFunction) map[string]any {

@@ -23,6 +23,10 @@ import math
 import sys
 import time
 
+# The values of the suite's lettered Choices, in the order their tables
+# index them (choiceLevels in functions_test.go).
+LEVELS = ["a", "b", "c", "d", "e"]
+
 
 def evaluate(f, get):
     """Return (observed, clean) for the objective f at the values get reads."""
@@ -85,10 +89,9 @@ def evaluate(f, get):
         for xi in vec():
             v += (xi * xi * xi * xi - 16 * xi * xi + 5 * xi) / 2
     elif fam == "categorical":
-        levels = {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4}
         idx = []
         for i in range(6):
-            level = levels[get("c%d" % i)]
+            level = LEVELS.index(get("c%d" % i))
             idx.append(level)
             v += c["tables"][i * 5 + level]
         v += c["interaction"][idx[0] * 5 + idx[1]]
@@ -190,8 +193,7 @@ def evaluate(f, get):
             depth = float(get("depth"))
             v += (math.log10(float(get("eta"))) + 1 + 0.08 * (depth - 6)) ** 2 + ((depth - 6) / 4) ** 2 / 2
     elif fam == "ruggedchoice":
-        levels = {"a": 0, "b": 1, "c": 2}
-        i0, i1 = levels[get("c0")], levels[get("c1")]
+        i0, i1 = LEVELS.index(get("c0")), LEVELS.index(get("c1"))
         sq = cs = 0.0
         for j, name in enumerate(["x0", "x1"]):
             z = float(get(name)) - c["shift"][(i0 * 3 + i1) * 2 + j]
