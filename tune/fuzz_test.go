@@ -2,6 +2,7 @@ package tune_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -201,6 +202,45 @@ func FuzzAuto(f *testing.F) {
 			require.True(t, x >= math.Min(lo, hi) && x <= math.Max(lo, hi), "x=%v outside [%v, %v]", x, lo, hi)
 			require.True(t, y >= -1 && y <= 1, "y=%v outside [-1, 1]", y)
 			require.True(t, r.Int("n") >= imin && r.Int("n") <= imax, "n=%d outside [%d, %d]", r.Int("n"), imin, imax)
+		}
+	})
+}
+
+// FuzzAutoGrid runs Auto on small spaces of Ints, Choices, Discretes and
+// stepped Floats with arbitrary values (NaN and infinities fail their
+// trials): its values stay in the space, and no configuration runs twice
+// while the space has one left, one trial at a time or several.
+func FuzzAutoGrid(f *testing.F) {
+	f.Add(0, 3, 2, 0.5, 1.0, -2.0, 0.5, 30, 1, uint64(1))
+	f.Add(-2, 0, 1, 0.25, 0.0, 0.0, 0.0, 40, 3, uint64(2))
+	f.Add(5, 9, 4, 1e-9, math.NaN(), 1.0, 1.0, 25, 2, uint64(3))
+	f.Add(1, 1, 3, 2.0, math.Inf(-1), 3.0, -1.0, 12, 4, uint64(4))
+	f.Fuzz(func(t *testing.T, imin, imax, choices int, step, a, b, c float64, trials, parallel int, seed uint64) {
+		if trials < 1 || trials > 60 || parallel < 1 || parallel > 4 || imax-imin > 20 || choices < 1 || choices > 4 || !(step >= 0.05) || step > 1 {
+			return // a valid space, and each run short
+		}
+		values := []string{"p", "q", "r", "s"}[:choices]
+		params := []tune.Param{tune.Int("n", imin, imax), tune.Choice("c", values...), tune.Float("y", 0, 1).Step(step), tune.Discrete("d", 1, 2, 4)}
+		study := tune.NewLocal(tune.Minimize("loss"), params...).MaxTrials(trials).Parallelism(parallel).Seed(int(seed &^ (1 << 63)))
+		res, err := study.Run(t.Context(), func(_ context.Context, tr *tune.Trial) (float64, error) {
+			n, y := float64(tr.Int("n")), tr.Float("y")
+			return a*n*n + b*y + c*tr.Float("d") + float64(slices.Index(values, tr.String("c"))), nil
+		})
+		if res == nil {
+			require.Error(t, err, "a study refused says why")
+			return
+		}
+		size := (imax - imin + 1) * choices * (int(math.Floor(1/step+1e-9)) + 1) * 3
+		seen := map[string]int{}
+		for _, r := range res.Trials {
+			require.True(t, r.Int("n") >= imin && r.Int("n") <= imax, "n=%d outside [%d, %d]", r.Int("n"), imin, imax)
+			require.Contains(t, values, r.String("c"))
+			require.True(t, r.Float("y") >= 0 && r.Float("y") <= 1, "y=%v outside [0, 1]", r.Float("y"))
+			key := fmt.Sprint(r.Values)
+			if k, ok := seen[key]; ok && r.Number < size {
+				t.Fatalf("trial %d (%s) runs %s again, as trial %d did, with %d of %d configurations run", r.Number, r.Sampler, key, k, len(seen), size)
+			}
+			seen[key] = r.Number
 		}
 	})
 }

@@ -140,8 +140,8 @@ type TrialResult struct {
 	Err     error
 	// Sampler is the algorithm that proposed the trial: the one set with
 	// Algorithm, or under Auto the sampler it chose for this trial
-	// ("sobol", "bayesianoptimization", "tpe", "cmaes", "quadratic",
-	// "multivariate-tpe").
+	// ("sobol", "random", "bayesianoptimization", "tpe", "cmaes",
+	// "quadratic", "trust-region", "multivariate-tpe").
 	Sampler string
 	params  map[string]any
 }

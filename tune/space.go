@@ -298,3 +298,49 @@ func formatNumber(v float64) string {
 	}
 	return formatFloat(v)
 }
+
+// adjacent returns p's values one step from v on its grid, below and
+// above, within the range; for a Choice its other values; none for a Float
+// without Step, which has no grid.
+func (p Param) adjacent(v any) []any {
+	var out []any
+	switch p.kind {
+	case ChoiceKind:
+		for _, c := range p.choices {
+			if c != v {
+				out = append(out, c)
+			}
+		}
+	case DiscreteKind:
+		f, _ := v.(float64)
+		if k := slices.Index(p.values, f); k >= 0 {
+			for _, j := range []int{k - 1, k + 1} {
+				if j >= 0 && j < len(p.values) {
+					out = append(out, p.values[j])
+				}
+			}
+		}
+	case IntKind, FloatKind:
+		n := p.gridSize()
+		if n == 0 {
+			return nil
+		}
+		step, x := p.step, 0.0
+		if step == 0 {
+			step = 1
+		}
+		switch v := v.(type) {
+		case int:
+			x = float64(v)
+		case float64:
+			x = v
+		}
+		k := int(math.Round((x - p.min) / step))
+		for _, j := range []int{k - 1, k + 1} {
+			if j >= 0 && j < n {
+				out = append(out, p.snap(p.min+float64(j)*step))
+			}
+		}
+	}
+	return out
+}

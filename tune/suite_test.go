@@ -3,6 +3,7 @@ package tune_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -660,4 +661,53 @@ func TestTrustRegion(t *testing.T) {
 		sides = append(sides, side)
 	}
 	assert.True(t, sides[0] < sides[1] && sides[1] < sides[2], "the box grows with the side: %v", sides)
+}
+
+// TestAutoRunsEachConfigurationOnce: on a space with few configurations
+// Auto does not run one again while another is left, whichever sampler
+// proposes (multivariate TPE on a space of Choices; the GP, CMA-ES and
+// the trust region on a numeric grid), one trial at a time or three; so
+// a budget as large as the space runs all of it. Its models concentrate
+// near the best trial, where their proposals round onto trials already
+// run.
+func TestAutoRunsEachConfigurationOnce(t *testing.T) {
+	sq := func(x float64) float64 { return x * x }
+	spaces := map[string]struct {
+		params []tune.Param
+		size   int
+		fn     tune.Func
+	}{
+		"choices": {[]tune.Param{tune.Choice("opt", "adam", "sgd", "lion"), tune.Int("a", 1, 4), tune.Discrete("c", 0, 0.5)}, 24,
+			func(_ context.Context, tr *tune.Trial) (float64, error) {
+				return sq(float64(tr.Int("a"))-2.2) + tr.Float("c") + b2f(tr.String("opt") == "sgd"), nil
+			}},
+		"numeric": {[]tune.Param{tune.Int("a", 0, 4), tune.Int("b", 0, 4), tune.Float("c", 0, 1).Step(0.5)}, 75,
+			func(_ context.Context, tr *tune.Trial) (float64, error) {
+				return sq(float64(tr.Int("a"))-2.2) + sq(float64(tr.Int("b"))-1.7) + tr.Float("c"), nil
+			}},
+	}
+	for name, sp := range spaces {
+		for _, parallel := range []int{1, 3} {
+			for seed := range 3 {
+				res, err := tune.NewLocal(tune.Minimize("y"), sp.params...).MaxTrials(sp.size+5).Parallelism(parallel).Seed(seed).Run(t.Context(), sp.fn)
+				require.NoError(t, err)
+				seen := map[string]int{}
+				for _, r := range res.Trials[:sp.size] {
+					key := fmt.Sprint(r.Values)
+					if n, ok := seen[key]; ok {
+						t.Errorf("%s, %d at once, seed %d: trial %d (%s) runs %s again, as trial %d did", name, parallel, seed, r.Number, r.Sampler, key, n)
+					}
+					seen[key] = r.Number
+				}
+				assert.Len(t, seen, sp.size, "%s, %d at once, seed %d", name, parallel, seed)
+			}
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
