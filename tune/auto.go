@@ -214,6 +214,9 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	if model == AlgorithmBayesian && (trials == 0 || trials > autoMaxGPTrials) {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
 	}
+	if f.ints+f.choices+f.discretes+f.steps > 0 {
+		local += "; a proposal that repeats a trial run or running moves to the nearest configuration not yet run"
+	}
 	reason := why
 	if parallel > 1 {
 		reason += fmt.Sprintf("; %d trials at once: the model counts running trials as bad ones (the constant liar)", parallel)

@@ -364,10 +364,12 @@ func TestAutoPlan(t *testing.T) {
 					strings.Contains(plan.Local, "quadratic model"), plan.Local)
 			} else {
 				// On a space of mostly Choices, multivariate TPE alone.
-				assert.True(t, strings.HasSuffix(plan.Local, "then "+c.localModel), plan.Local)
+				assert.Contains(t, plan.Local, "then "+c.localModel+"; ", plan.Local)
 			}
 			assert.Contains(t, plan.Reason, c.reason)
 			assert.Contains(t, plan.Reason, c.katibWords)
+			// Every space here has an Int or a Choice: a grid to step along.
+			assert.True(t, strings.HasSuffix(plan.Local, "moves to the nearest configuration not yet run"), plan.Local)
 			assert.Equal(t, plan, tune.Auto().Seed(5).Plan(c.params, c.trials, c.parallel))
 
 			refs := []string{}
@@ -381,6 +383,8 @@ func TestAutoPlan(t *testing.T) {
 			assert.Contains(t, exp.Spec.Algorithm.AlgorithmSettings, common.AlgorithmSetting{Name: "random_state", Value: "5"})
 		})
 	}
+	// A space of Floats without Step has no grid, so no repeats to move.
+	assert.NotContains(t, tune.NewLocal(tune.Minimize("l"), tune.Float("a", 0, 1), tune.Float("b", 0, 1)).Plan().Local, "nearest configuration")
 	// Without Algorithm an Experiment runs Auto too; without MaxTrials the
 	// budget is unlimited.
 	exp, err := tune.New("auto").Objective(tune.Minimize("loss")).Param(numeric...).Trial(pytorch("t").Torchrun("m.py", tune.Ref("a"), tune.Ref("b"), tune.Ref("c"))).Build()
