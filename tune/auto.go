@@ -471,18 +471,18 @@ func (s *autoSampler) stalled(model string, seen []TrialResult) bool {
 	return since >= autoPatience
 }
 
-// outcomes says, in order, for each succeeded seen trial that a sampler
-// proposedBy accepts proposed, whether it improved on every trial before
-// it.
+// outcomes says, in order, for each seen trial that a sampler proposedBy
+// accepts proposed, whether it improved on every trial before it: one
+// that failed or stopped early did not.
 func (s *autoSampler) outcomes(seen []TrialResult, proposedBy func(string) bool) []bool {
 	var out []bool
 	var best *TrialResult
 	for k := range seen {
 		r := &seen[k]
-		if r.State != cube.Succeeded {
-			continue
+		improves := false
+		if r.State == cube.Succeeded {
+			improves = best == nil || s.l.objective.better(r.Value, best.Value)
 		}
-		improves := best == nil || s.l.objective.better(r.Value, best.Value)
 		if improves {
 			best = r
 		}

@@ -111,7 +111,11 @@
 // sampled from, and judged against, exactly the trials 0..i-parallel,
 // waiting for them if needed, and the trials between (running, or not yet
 // seen) are the same ones every time. A trial's error or panic fails that
-// trial, not the study; Run returns an error when every trial failed.
+// trial, not the study; Run returns an error when every trial failed. The
+// model-based samplers (TPE, the GP, Auto's) count a trial that failed or
+// was stopped early as a bad one, so a study leaves the region where
+// trials fail (out of memory at a large batch) instead of exploring it as
+// if no trial had been there.
 // Reading a parameter the space lacks (or of another kind) with
 // Trial.Float, Int or String, and a Report of NaN or an infinity, fail the
 // trial too, naming the mistake. StudyFile keeps the study in a file, one fsynced

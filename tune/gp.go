@@ -30,8 +30,9 @@ import (
 // fit's objective by at least gpDirGain; the candidates then include
 // steps near the best trials with their component along it removed, that
 // is along the valley. The first
-// InitialPoints trials (10 unless set) are random. With the constant liar a
-// running trial counts as having the worst value seen so far.
+// InitialPoints trials (10 unless set) are random. A trial that failed or
+// stopped early (unranked) counts as having the worst value seen so far,
+// and with the constant liar a running one.
 //
 // A GP rather than a tree ensemble or TPE: with the tens to hundreds of
 // trials a tuning budget allows, the GP's smooth posterior is what finds
@@ -323,9 +324,10 @@ func (s *gpSampler) sampleWithin(i int, history []TrialResult, pending []map[str
 	return s.decode(dims, x)
 }
 
-// model puts the succeeded trials of history (best first) and the pending
-// ones, with the worst value seen, into an unfitted model, and returns the
-// warped, standardised values and the best of them.
+// model puts the succeeded trials of history (best first), and those that
+// failed or stopped early and the pending ones with the worst value seen,
+// into an unfitted model, and returns the warped, standardised values and
+// the best of them.
 func (s *gpSampler) model(dims []dim, history []TrialResult, pending []map[string]any) (*gpModel, []float64, float64) {
 	ranked := sortByObjective(s.l.objective, history)
 	m := &gpModel{groups: gpGroups(dims)}
@@ -339,6 +341,10 @@ func (s *gpSampler) model(dims []dim, history []TrialResult, pending []map[strin
 		raw = append(raw, v)
 	}
 	worst := slices.Max(raw)
+	for _, r := range unranked(history) {
+		m.x = append(m.x, gpFeatures(dims, r.params))
+		raw = append(raw, worst)
+	}
 	for _, p := range pending {
 		m.x = append(m.x, gpFeatures(dims, p))
 		raw = append(raw, worst)

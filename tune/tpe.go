@@ -18,8 +18,8 @@ import (
 // its own, with 24 candidates; multivariate ("multivariate-tpe", as
 // Optuna's multivariate TPE) numeric parameters share one truncated
 // Gaussian product kernel per trial, a Choice's kernel part of it, and 128
-// candidates are scored jointly. With the constant liar, running trials
-// join the bad trials.
+// candidates are scored jointly. Trials that failed or stopped early
+// (unranked) join the bad trials, and with the constant liar running ones.
 type tpeSampler struct {
 	l            *Local
 	multivariate bool
@@ -439,6 +439,8 @@ func (s *tpeSampler) sample(i int, history []TrialResult, pending []map[string]a
 		return out
 	}
 	good, bad := ranked[:nGood], ranked[nGood:] // ranked is sortByObjective's own copy
+	// Trials that failed or stopped early are bad ones (unranked).
+	bad = slices.Concat(bad, unranked(history))
 	if !s.multivariate || len(dims) == 1 {
 		// In the order they ran, which the weights by age read (Optuna
 		// sorts each side's trials by number: _split_observation_pairs in
