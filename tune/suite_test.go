@@ -750,3 +750,56 @@ func TestAutoLeavesWhereTrialsFail(t *testing.T) {
 		assert.Less(t, regret[10], 1e-2, "%v: median regret", end)
 	}
 }
+
+// TestAutoSearchesAFlatSpace: while every trial has had the same value (a
+// loss at chance level wherever training diverges) Auto's design goes on,
+// rather than a model ranking ties; on a needle (a disc of radius 0.1 in a
+// flat 3-D cube) it finds the disc on at least as many seeds as random
+// search and sooner on the median seed.
+func TestAutoSearchesAFlatSpace(t *testing.T) {
+	firstHit := func(alg tune.Algorithm, seed int) int {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		hit := -1
+		res, _ := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Float("y", 0, 1), tune.Float("z", 0, 1)).
+			Algorithm(alg).MaxTrials(100).Seed(seed).Run(ctx, func(_ context.Context, tr *tune.Trial) (float64, error) {
+			if math.Pow(tr.Float("x")-0.7, 2)+math.Pow(tr.Float("y")-0.2, 2) < 0.01 {
+				cancel() // found: the rest of the study does not matter here
+				return 0, nil
+			}
+			return 1, nil
+		})
+		for _, r := range res.Trials {
+			if r.State == cube.Succeeded && r.Value == 0 {
+				hit = r.Number
+				break
+			}
+		}
+		return hit
+	}
+	var auto, random []int
+	for seed := range 50 {
+		for _, run := range []struct {
+			alg tune.Algorithm
+			at  *[]int
+		}{{tune.Auto(), &auto}, {tune.Random(), &random}} {
+			if n := firstHit(run.alg, seed); n >= 0 {
+				*run.at = append(*run.at, n)
+			} else {
+				*run.at = append(*run.at, 100)
+			}
+		}
+	}
+	count := func(at []int) (n int) {
+		for _, v := range at {
+			if v < 100 {
+				n++
+			}
+		}
+		return n
+	}
+	slices.Sort(auto)
+	slices.Sort(random)
+	assert.GreaterOrEqual(t, count(auto), count(random), "seeds on which the needle was found")
+	assert.LessOrEqual(t, auto[25], random[25], "median first trial on the needle: Auto %v, random %v", auto, random)
+}
