@@ -382,19 +382,13 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		arms = append(arms, samplerQuadratic)
 	}
 	// The percentile of each seen succeeded trial (1 for the best), and
-	// the trials that improved on every trial before them.
+	// the trials that improved on every trial their proposer knew.
 	ranked := sortByObjective(s.l.objective, seen)
 	pct := make(map[int]float64, len(ranked))
 	for k, r := range ranked {
 		pct[r.Number] = 1 - float64(k)/float64(max(len(ranked)-1, 1))
 	}
-	improved := map[int]bool{}
-	var best *TrialResult
-	for k := range seen {
-		if r := &seen[k]; r.State == cube.Succeeded && (best == nil || s.l.objective.better(r.Value, best.Value)) {
-			improved[r.Number], best = true, r
-		}
-	}
+	improved := s.improvements(seen)
 	type arm struct {
 		name  string
 		seen  int
@@ -403,25 +397,41 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	var scored []arm
 	// Only proposals since the portfolio opened count: the model's
 	// proposals before it, made on a handful of trials, explored. The
-	// others get their first proposals before the model's are scored.
+	// others get their first proposals before the model's are scored. A
+	// sampler's first autoTry proposals are made whether or not they have
+	// been seen yet; with several trials at once, one whose proposals are
+	// all still running is not ranked (counting only seen proposals, TPE
+	// and CMA-ES each took five trials in a row when the portfolio opened
+	// with four at once, their first ones still running).
 	for _, a := range append(slices.Clone(arms[1:]), model) {
+		made := 0
+		for k := s.opened; k < len(s.decided); k++ {
+			if s.decided[k] == a || (a == model && s.decided[k] == s.model) {
+				made++
+			}
+		}
+		if made < autoTry {
+			return a
+		}
 		sum, n := 0.0, 0
 		for k := min(len(seen), len(s.decided)) - 1; k >= s.opened && n < autoWindow; k-- {
 			if s.decided[k] != a && !(a == model && s.decided[k] == s.model) {
 				continue
 			}
 			switch p, ok := pct[seen[k].Number]; {
-			case improved[seen[k].Number]:
+			case improved[k]:
 				sum++
 			case ok:
 				sum += p * p * p * p / 2 // a proposal among the best counts most
 			}
 			n++
 		}
-		if n < autoTry {
-			return a
+		if n > 0 {
+			scored = append(scored, arm{a, n, sum / float64(n)})
 		}
-		scored = append(scored, arm{a, n, sum / float64(n)})
+	}
+	if len(scored) == 0 {
+		return model
 	}
 	slices.SortStableFunc(scored, func(a, b arm) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
@@ -429,7 +439,7 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		}
 		return cmp.Compare(b2f(b.name == model), b2f(a.name == model))
 	})
-	if j%autoRefresh == 0 {
+	if j%autoRefresh == 0 && len(scored) > 1 {
 		// The others in turn.
 		return scored[1+(j/autoRefresh)%(len(scored)-1)].name
 	}
@@ -479,23 +489,37 @@ func (s *autoSampler) stalled(model string, seen []TrialResult) bool {
 }
 
 // outcomes says, in order, for each seen trial that a sampler proposedBy
-// accepts proposed, whether it improved on every trial before it: one
-// that failed or stopped early did not.
+// accepts proposed, whether it improved on every trial its proposer knew
+// (improvements).
 func (s *autoSampler) outcomes(seen []TrialResult, proposedBy func(string) bool) []bool {
 	var out []bool
-	var best *TrialResult
-	for k := range seen {
-		r := &seen[k]
-		improves := false
-		if r.State == cube.Succeeded {
-			improves = best == nil || s.l.objective.better(r.Value, best.Value)
-		}
-		if improves {
-			best = r
-		}
+	for k, improves := range s.improvements(seen) {
 		if k < len(s.decided) && proposedBy(s.decided[k]) {
 			out = append(out, improves)
 		}
+	}
+	return out
+}
+
+// improvements says, for each seen trial, whether it succeeded with a
+// value better than every trial seen when it was proposed: trial k saw
+// those before k-parallel+1, as its proposer did. Against every trial
+// before it instead, of trials proposed together at most one counts (the
+// others ran beside it without its value), so with four at once the GP's
+// proposals stalled three times as often and the portfolio opened early.
+func (s *autoSampler) improvements(seen []TrialResult) []bool {
+	out := make([]bool, len(seen))
+	// known[m] is the best of the first m seen trials (nil: none yet).
+	known := make([]*TrialResult, len(seen)+1)
+	for k := range seen {
+		known[k+1] = known[k]
+		if r := &seen[k]; r.State == cube.Succeeded && (known[k] == nil || s.l.objective.better(r.Value, known[k].Value)) {
+			known[k+1] = r
+		}
+	}
+	for k := range seen {
+		ref := known[max(0, k-s.l.parallel+1)]
+		out[k] = seen[k].State == cube.Succeeded && (ref == nil || s.l.objective.better(seen[k].Value, ref.Value))
 	}
 	return out
 }

@@ -172,3 +172,17 @@ func TrustDraws(params []Param, values []map[string]any, ys []float64, length fl
 	}
 	return out
 }
+
+// Improvements says, for trials with values ys (minimised; NaN: failed)
+// run parallel at a time, which improved on every trial their proposer
+// could see (Auto's portfolio and stall counts).
+func Improvements(ys []float64, parallel int) []bool {
+	s := newAutoSampler(NewLocal(Minimize("y"), Float("x", 0, 1)).Parallelism(parallel))
+	h := historyOf(make([]map[string]any, len(ys)), ys)
+	for i := range h {
+		if ys[i] != ys[i] {
+			h[i].State = cube.Failed
+		}
+	}
+	return s.improvements(h)
+}

@@ -803,3 +803,35 @@ func TestAutoSearchesAFlatSpace(t *testing.T) {
 	assert.GreaterOrEqual(t, count(auto), count(random), "seeds on which the needle was found")
 	assert.LessOrEqual(t, auto[25], random[25], "median first trial on the needle: Auto %v, random %v", auto, random)
 }
+
+// TestAutoImprovementsWithTrialsAtOnce: a trial improves when it beats
+// every trial its proposer could see; with four at once that excludes the
+// three proposed beside it, which ran without its value. Counting against
+// every earlier trial, at most one of trials proposed together could
+// improve, the model stalled three times as often, and the portfolio's
+// new samplers took five trials in a row while their first ran.
+func TestAutoImprovementsWithTrialsAtOnce(t *testing.T) {
+	nan := math.NaN()
+	ys := []float64{5, 4, 6, 3, 3.5, 2, 4.5, nan, 1}
+	// One at a time: a new best of every trial before it.
+	assert.Equal(t, []bool{true, true, false, true, false, true, false, false, true}, tune.Improvements(ys, 1))
+	// Four at once: trial k saw trials before k-3. Trial 4 (3.5) saw only
+	// trial 0 (5); trial 6 (4.5) saw 0 to 2 (best 4); the failed one never
+	// improves.
+	assert.Equal(t, []bool{true, true, true, true, true, true, false, false, true}, tune.Improvements(ys, 4))
+
+	// When the portfolio opens with four at once, TPE and CMA-ES make
+	// their first two proposals each, then wait for them to be seen.
+	f := suiteSubset(t, "hartmann6")[0]
+	for seed := range 3 {
+		res, err := tune.NewLocal(tune.Minimize("y"), f.params...).MaxTrials(40).Parallelism(4).Seed(seed).Run(t.Context(), objectiveOf(f))
+		require.NoError(t, err)
+		opened := slices.IndexFunc(res.Trials, func(r tune.TrialResult) bool { return r.Sampler == "tpe" || r.Sampler == "cmaes" })
+		require.Positive(t, opened, "seed %d: the portfolio never opened", seed)
+		var first []string
+		for _, r := range res.Trials[opened : opened+4] {
+			first = append(first, r.Sampler)
+		}
+		assert.Equal(t, []string{"tpe", "tpe", "cmaes", "cmaes"}, first, "seed %d", seed)
+	}
+}
