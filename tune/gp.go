@@ -1,7 +1,6 @@
 package tune
 
 import (
-	"os"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -346,22 +345,9 @@ func (s *gpSampler) model(dims []dim, history []TrialResult, pending []map[strin
 		m.x = append(m.x, gpFeatures(dims, r.params))
 		raw = append(raw, worst)
 	}
-	lie := worst
-	switch os.Getenv("CUBE_X_LIE") {
-	case "best":
-		lie = slices.Min(raw[:len(ranked)])
-	case "median":
-		lie = medianOf(raw[:len(ranked)])
-	case "mean":
-		lie = 0
-		for _, v := range raw[:len(ranked)] {
-			lie += v
-		}
-		lie /= float64(len(ranked))
-	}
 	for _, p := range pending {
 		m.x = append(m.x, gpFeatures(dims, p))
-		raw = append(raw, lie)
+		raw = append(raw, worst)
 	}
 	m.observed = len(ranked)
 	y, best := standardize(warpAt(raw, s.offsetQ), len(ranked))
