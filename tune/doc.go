@@ -150,7 +150,10 @@
 // one left: a proposal that repeats one (a model's optimum rounded onto
 // the grid of Ints, Choices, Discretes or Steps) moves to the nearest
 // configuration not yet run, so a budget as large as a small space runs
-// all of it. Local.Plan (and Algorithm.Plan, for an Experiment) says what
+// all of it. The design goes on while every trial has had the same value
+// (nothing to model), and with trials at once a proposal is judged
+// against the trials its proposer saw, not those running beside it.
+// Local.Plan (and Algorithm.Plan, for an Experiment) says what
 // it runs and why, and the Katib algorithm an Experiment renders for the
 // same study (cmaes, bayesianoptimization or multivariate-tpe);
 // TrialResult.Sampler says which sampler proposed each trial.
