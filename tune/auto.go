@@ -22,9 +22,9 @@ const AlgorithmAuto = "auto"
 // Locally it runs a design first: the centre of the space (the middle of
 // every range on its own scale, where users mostly set what they expect to
 // work), then space-filling Sobol points, for as long as every trial has
-// had the same value (a flat region has nothing to model). On a mostly numeric space a
-// Gaussian process with expected improvement follows, alone while it
-// improves; once autoPatience of its proposals in a row have not, a
+// had the same value (a flat region has nothing to model). On a mostly
+// numeric space a Gaussian process with expected improvement follows,
+// alone while it improves; once autoPatience of its proposals in a row have not, a
 // portfolio opens: the GP, univariate TPE (Optuna's estimator: strong on
 // separable objectives), CMA-ES started at the best trial so far with the
 // shape of the better half of the trials (a warm start; with IPOP

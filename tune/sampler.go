@@ -178,8 +178,6 @@ func (p Param) gridValue(k int) any {
 	return math.Min(p.min+float64(k)*p.step, p.max) // the last point may round past the bound
 }
 
-// sortByObjective returns the succeeded trials, best first (ties by
-// number, so the order is deterministic).
 // unranked returns the trials of history that ended without a value to
 // rank: failed (an error, a panic, NaN or an infinity) or stopped early.
 // The model-based samplers count them as bad ones, as the constant liar
@@ -188,8 +186,8 @@ func (p Param) gridValue(k int) any {
 // because no value was seen there. Optuna 3.1's TPE ranks a pruned trial
 // below every complete one (optuna/samplers/_tpe/sampler.py,
 // _get_observation_pairs: (-step, value) against (-inf, value)) but leaves
-// failed ones out; SMAC models crashed trials at a crash cost (smac/scenario.py
-// crash_cost; considered_states in
+// failed ones out; SMAC3 models crashed trials at a crash cost
+// (smac/scenario.py crash_cost; considered_states in
 // smac/runhistory/encoder/abstract_encoder.py). Left out, a region where
 // every trial fails looked unexplored to the GP's expected improvement:
 // on Branin with x > 5 failing, Auto sent a median 20 of the 48 trials
@@ -204,6 +202,8 @@ func unranked(history []TrialResult) []TrialResult {
 	return out
 }
 
+// sortByObjective returns the succeeded trials, best first (ties by
+// number, so the order is deterministic).
 func sortByObjective(o Objective, history []TrialResult) []TrialResult {
 	var ok []TrialResult
 	for _, r := range history {
