@@ -300,3 +300,35 @@ func ExampleLocal_Plan() {
 	// 4 dimensions, 1 of them Choices: a Gaussian process with expected improvement learns the most from each trial; 2 trials at once: the model counts running trials as bad ones (the constant liar). In Katib: multivariate-tpe (Optuna): Choices or Discretes, which it models jointly with every other kind
 	// first trial by sobol, trial 10 by bayesianoptimization; best adam with trust-region
 }
+
+// A trial that fails is a bad trial to the models: here every batch above
+// 384 runs out of memory, the best batch is just below, and after its
+// design Auto sends few trials above (when failed trials were left out of
+// the models, all 30 went there: nothing had been seen there to avoid).
+func ExampleLocal_Run_failedTrials() {
+	study := tune.NewLocal(tune.Minimize("loss"),
+		tune.Float("lr", 1e-4, 1e-1).Log(),
+		tune.Int("batch", 16, 1024).Log(),
+	).MaxTrials(40).Seed(3)
+	res, err := study.Run(context.Background(), func(_ context.Context, t *tune.Trial) (float64, error) {
+		if t.Int("batch") > 384 {
+			return 0, errors.New("CUDA out of memory")
+		}
+		return math.Pow(math.Log10(t.Float("lr"))+2.5, 2) - math.Log2(float64(t.Int("batch")))/10, nil
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	failed := 0
+	for _, r := range res.Trials[10:] {
+		if r.State == cube.Failed {
+			failed++
+		}
+	}
+	fmt.Printf("out of memory after the design: %d of 30\n", failed)
+	fmt.Printf("best: batch %d, lr %.1e\n", res.Best.Int("batch"), res.Best.Float("lr"))
+	// Output:
+	// out of memory after the design: 7 of 30
+	// best: batch 378, lr 3.6e-03
+}
