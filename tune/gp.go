@@ -345,9 +345,11 @@ func (s *gpSampler) model(dims []dim, history []TrialResult, pending []map[strin
 		m.x = append(m.x, gpFeatures(dims, r.params))
 		raw = append(raw, worst)
 	}
-	for _, p := range pending {
-		m.x = append(m.x, gpFeatures(dims, p))
-		raw = append(raw, worst)
+	if s.l.constantLiar {
+		for _, p := range pending {
+			m.x = append(m.x, gpFeatures(dims, p))
+			raw = append(raw, worst)
+		}
 	}
 	m.observed = len(ranked)
 	y, best := standardize(warpAt(raw, s.offsetQ), len(ranked))

@@ -122,7 +122,8 @@ func (l *Local) Seed(seed int) *Local {
 // trials spread out instead of all sampling the same promising spot (on by
 // default; it only matters with Parallelism above 1). TPE puts the running
 // trials among the bad ones (Optuna's constant_liar); the Gaussian process
-// takes their value to be the worst seen so far.
+// takes their value to be the worst seen so far. Either way Auto does not
+// propose a configuration a running trial has.
 func (l *Local) ConstantLiar(on bool) *Local {
 	if l == nil {
 		return nil
@@ -313,10 +314,7 @@ func (l *Local) Run(ctx context.Context, fn Func) (*Result, error) {
 		history := slices.Clone(results[:seen])
 		// The trials between are running (or, after a resume, may have
 		// finished): the same ones whatever the timing.
-		var pending []map[string]any
-		if l.constantLiar {
-			pending = slices.Clone(params[seen:i])
-		}
+		pending := slices.Clone(params[seen:i])
 		running++
 		mu.Unlock()
 

@@ -11,7 +11,8 @@ import (
 
 // sampler proposes trial i's values from the finished trials it may see.
 // pending holds the values of the trials sampled before i that it may not
-// see (they are running), when the constant liar is on.
+// see (they are running); the models count them as bad ones only when the
+// constant liar is on.
 type sampler interface {
 	sample(i int, history []TrialResult, pending []map[string]any) map[string]any
 }

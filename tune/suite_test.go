@@ -668,7 +668,8 @@ func TestTrustRegion(t *testing.T) {
 // TestAutoRunsEachConfigurationOnce: on a space with few configurations
 // Auto does not run one again while another is left, whichever sampler
 // proposes (multivariate TPE on a space of Choices; the GP, CMA-ES and
-// the trust region on a numeric grid), one trial at a time or three; so
+// the trust region on a numeric grid), one trial at a time or three (with
+// the constant liar or without: Auto sees the running trials either way); so
 // a budget as large as the space runs all of it. Its models concentrate
 // near the best trial, where their proposals round onto trials already
 // run.
@@ -689,9 +690,9 @@ func TestAutoRunsEachConfigurationOnce(t *testing.T) {
 			}},
 	}
 	for name, sp := range spaces {
-		for _, parallel := range []int{1, 3} {
+		for _, parallel := range []int{1, 3, -3} { // -3: three at once without the constant liar
 			for seed := range 3 {
-				res, err := tune.NewLocal(tune.Minimize("y"), sp.params...).MaxTrials(sp.size+5).Parallelism(parallel).Seed(seed).Run(t.Context(), sp.fn)
+				res, err := tune.NewLocal(tune.Minimize("y"), sp.params...).MaxTrials(sp.size+5).Parallelism(max(parallel, -parallel)).ConstantLiar(parallel > 0).Seed(seed).Run(t.Context(), sp.fn)
 				require.NoError(t, err)
 				seen := map[string]int{}
 				for _, r := range res.Trials[:sp.size] {

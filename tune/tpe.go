@@ -457,7 +457,9 @@ func (s *tpeSampler) sample(i int, history []TrialResult, pending []map[string]a
 		badValues = append(badValues, r.params)
 	}
 	// The constant liar: a running trial counts as a bad one.
-	badValues = append(badValues, pending...)
+	if s.l.constantLiar {
+		badValues = append(badValues, pending...)
+	}
 	goodPts, badPts := encode(goodValues), encode(badValues)
 	rng := s.l.rngFor(i, 1)
 	var best []float64
