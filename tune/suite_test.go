@@ -758,11 +758,11 @@ func TestAutoLeavesWhereTrialsFail(t *testing.T) {
 // flat 3-D cube) it finds the disc on at least as many seeds as random
 // search and sooner on the median seed.
 func TestAutoSearchesAFlatSpace(t *testing.T) {
+	// firstHit is the first trial on the needle, or 100 if none is.
 	firstHit := func(alg tune.Algorithm, seed int) int {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		hit := -1
-		res, _ := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Float("y", 0, 1), tune.Float("z", 0, 1)).
+		res, err := tune.NewLocal(tune.Minimize("loss"), tune.Float("x", 0, 1), tune.Float("y", 0, 1), tune.Float("z", 0, 1)).
 			Algorithm(alg).MaxTrials(100).Seed(seed).Run(ctx, func(_ context.Context, tr *tune.Trial) (float64, error) {
 			if math.Pow(tr.Float("x")-0.7, 2)+math.Pow(tr.Float("y")-0.2, 2) < 0.01 {
 				cancel() // found: the rest of the study does not matter here
@@ -770,38 +770,25 @@ func TestAutoSearchesAFlatSpace(t *testing.T) {
 			}
 			return 1, nil
 		})
+		require.NotNil(t, res, "%v", err)
 		for _, r := range res.Trials {
 			if r.State == cube.Succeeded && r.Value == 0 {
-				hit = r.Number
-				break
+				return r.Number
 			}
 		}
-		return hit
+		return 100
 	}
 	var auto, random []int
 	for seed := range 50 {
-		for _, run := range []struct {
-			alg tune.Algorithm
-			at  *[]int
-		}{{tune.Auto(), &auto}, {tune.Random(), &random}} {
-			if n := firstHit(run.alg, seed); n >= 0 {
-				*run.at = append(*run.at, n)
-			} else {
-				*run.at = append(*run.at, 100)
-			}
-		}
+		auto = append(auto, firstHit(tune.Auto(), seed))
+		random = append(random, firstHit(tune.Random(), seed))
 	}
-	count := func(at []int) (n int) {
-		for _, v := range at {
-			if v < 100 {
-				n++
-			}
-		}
-		return n
+	found := func(at []int) int {
+		return len(at) - len(slices.DeleteFunc(slices.Clone(at), func(n int) bool { return n < 100 }))
 	}
 	slices.Sort(auto)
 	slices.Sort(random)
-	assert.GreaterOrEqual(t, count(auto), count(random), "seeds on which the needle was found")
+	assert.GreaterOrEqual(t, found(auto), found(random), "seeds on which the needle was found")
 	assert.LessOrEqual(t, auto[25], random[25], "median first trial on the needle: Auto %v, random %v", auto, random)
 }
 
