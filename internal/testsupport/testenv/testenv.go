@@ -254,7 +254,33 @@ func (e *Env) Namespace(tb testing.TB) string {
 				tb.Errorf("testenv: %v", err)
 			}
 		})
+		e.awaitWebhooksSee(tb, name)
 		return name
+	}
+}
+
+// awaitWebhooksSee waits, for up to 30 seconds, until the admission
+// webhooks admit a Pod in the new namespace name without saying that the
+// namespace does not exist. In the test cluster Kueue's pod webhook
+// (mpod.kb.io) looks namespaces up in its informer's cache, and for a few
+// milliseconds after the namespace is created it denies every Pod there
+// ("Namespace ... not found"); a CI run failed that way once. The probe is
+// a dry run, so nothing is created; any other answer ends the wait (on an
+// API server without those webhooks, the first).
+func (e *Env) awaitWebhooksSee(tb testing.TB, name string) {
+	tb.Helper()
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "testenv-probe-"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "probe"}}},
+	}
+	unseen := fmt.Sprintf("Namespace %q not found", name)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := e.Clientset.CoreV1().Pods(name).Create(tb.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil || !strings.Contains(err.Error(), "admission webhook") || !strings.Contains(err.Error(), unseen) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
