@@ -404,9 +404,11 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 	// and CMA-ES each took five trials in a row when the portfolio opened
 	// with four at once, their first ones still running).
 	for _, a := range append(slices.Clone(arms[1:]), model) {
+		// The model's proposals count under either of its names.
+		by := func(k int) bool { return s.decided[k] == a || (a == model && s.decided[k] == s.model) }
 		made := 0
 		for k := s.opened; k < len(s.decided); k++ {
-			if s.decided[k] == a || (a == model && s.decided[k] == s.model) {
+			if by(k) {
 				made++
 			}
 		}
@@ -415,7 +417,7 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		}
 		sum, n := 0.0, 0
 		for k := min(len(seen), len(s.decided)) - 1; k >= s.opened && n < autoWindow; k-- {
-			if s.decided[k] != a && !(a == model && s.decided[k] == s.model) {
+			if !by(k) {
 				continue
 			}
 			switch p, ok := pct[seen[k].Number]; {
