@@ -42,7 +42,9 @@ const AlgorithmAuto = "auto"
 // alone. Whichever proposes, Auto does not run a configuration again that
 // a trial has run or is running while one is left: on a space with a grid
 // (Ints, Choices, Discretes, Steps) a proposal that repeats one moves to
-// the nearest configuration not yet run. TrialResult.Sampler says which one
+// the configuration not yet run, of its nearest and those along one
+// parameter, that the GP expects best (a nearest one drawn from the seed
+// where no GP runs). TrialResult.Sampler says which one
 // proposed each trial (the centre counts as the design's, sobol). In an
 // Experiment it renders the Katib algorithm Plan names (Katib's suggestion
 // services run one algorithm per Experiment). Seed is its only setting.
@@ -144,6 +146,10 @@ const (
 	// autoPatience is how many proposals in a row the model makes without
 	// a new best before the portfolio opens to the other samplers.
 	autoPatience = 3
+	// autoAxis is about how many values along each parameter's grid a
+	// repeated proposal may move to (moveTo): all of a grid of up to 64
+	// values, else the nearest 64.
+	autoAxis = 64
 	// autoMinInitial is the smallest design before the model: the GP's own
 	// random start, which is Optuna's TPESampler n_startup_trials default
 	// too (optuna/samplers/_tpe/sampler.py). With 6 points on a 3-D
@@ -216,7 +222,15 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 		local += fmt.Sprintf("; from trial %d, %s", autoMaxGPTrials, AlgorithmMultivariateTPE)
 	}
 	if f.ints+f.choices+f.discretes+f.steps > 0 {
-		local += "; a proposal that repeats a trial run or running moves to the nearest configuration not yet run"
+		local += "; a proposal that repeats a trial run or running moves to "
+		switch {
+		case model != AlgorithmBayesian:
+			local += "a nearest configuration not yet run"
+		case trials == 0 || trials > autoMaxGPTrials:
+			local += fmt.Sprintf("the configuration not yet run, of its nearest and those along one parameter, that the GP expects best (from trial %d a nearest one)", autoMaxGPTrials)
+		default:
+			local += "the configuration not yet run, of its nearest and those along one parameter, that the GP expects best"
+		}
 	}
 	reason := why
 	if parallel > 1 {
@@ -579,16 +593,16 @@ func (s *autoSampler) propose(i int, history []TrialResult, pending []map[string
 }
 
 // fresh returns values, unless a trial seen or running has them already:
-// then the nearest configuration none has, by steps along the parameters
-// with a grid (an Int, a Float with Step, a Discrete; a Choice's other
-// values are one step away), drawn from the seed among those as near. On
-// a grid a model's best proposal often rounds onto a trial it has run (its
-// continuous optimum lies between grid points; on a 2-D Int grid a tenth
-// of Auto's proposals did), and running it again learns nothing of a
-// deterministic objective; its neighbours are where the model expects the
-// next best. The search walks out from values through configurations that
-// have run only, so it visits at most their neighbours. A space without a
-// grid, or one whose every configuration has run, keeps values.
+// then a configuration none has (moveTo), of the nearest ones, by steps
+// along the parameters with a grid (an Int, a Float with Step, a
+// Discrete; a Choice's other values are one step away), and those along
+// one parameter. On a grid a model's best proposal often rounds onto a
+// trial it has run (its continuous optimum lies between grid points; on a
+// 2-D Int grid a tenth of Auto's proposals did), and running it again
+// learns nothing of a deterministic objective. The search for the nearest
+// walks out from values through configurations that have run only, so it
+// visits at most their neighbours. A space without a grid, or one whose
+// every configuration has run, keeps values.
 func (s *autoSampler) fresh(i int, values map[string]any, history []TrialResult, pending []map[string]any) map[string]any {
 	taken := make(map[string]bool, len(history)+len(pending))
 	for _, r := range history {
@@ -621,11 +635,66 @@ func (s *autoSampler) fresh(i int, values map[string]any, history []TrialResult,
 			}
 		}
 		if len(near) > 0 {
-			return near[s.l.rngFor(i, 6).IntN(len(near))]
+			return s.moveTo(i, values, near, taken, history, pending)
 		}
 		frontier = next
 	}
 	return values
+}
+
+// moveTo is where a proposal (values) that repeats a configuration
+// already run or running goes: of near, the nearest configurations not
+// yet run, and those that differ from values in one parameter only (up to
+// autoAxis values along its grid, nearest first), the one whose value the
+// GP's posterior mean expects best. A repeat means the proposer has
+// settled on a configuration that has run. Its nearest neighbours are
+// where a local search goes next; the configurations along one parameter
+// are where an objective that is separable, or nearly so, keeps its other
+// basins. On Styblinski-Tang over three Ints in [-5, 5] (100 trials, 200
+// seeds) one coordinate stayed in the wrong basin on 130 seeds when a
+// repeat moved to a nearest configuration drawn from the seed, and on
+// none this way. The mean rather than expected improvement: EI favoured
+// the uncertain far ends of the axes, and on a rugged 2-D Int grid it
+// found the exact optimum within 100 trials on 41 of 200 seeds instead of
+// 61 (the mean: 57, a difference within the sample). Where Auto runs no GP,
+// and before the GP can be fitted, a nearest configuration drawn from the
+// seed.
+func (s *autoSampler) moveTo(i int, values map[string]any, near []map[string]any, taken map[string]bool, history []TrialResult, pending []map[string]any) map[string]any {
+	if s.model == AlgorithmBayesian && i < autoMaxGPTrials {
+		if c := s.gp.lowestMean(history, pending, slices.Concat(near, s.along(values, taken))); c != nil {
+			return c
+		}
+	}
+	return near[s.l.rngFor(i, 6).IntN(len(near))]
+}
+
+// along returns the configurations not taken that differ from values in
+// one parameter, for each parameter its values along its grid nearest
+// first, until about autoAxis of them have been visited.
+func (s *autoSampler) along(values map[string]any, taken map[string]bool) []map[string]any {
+	var out []map[string]any
+	for _, p := range s.l.params {
+		visited := map[any]bool{values[p.name]: true}
+		for front := []any{values[p.name]}; len(front) > 0 && len(visited) < autoAxis; {
+			var next []any
+			for _, v := range front {
+				for _, w := range p.adjacent(v) {
+					if visited[w] {
+						continue
+					}
+					visited[w] = true
+					next = append(next, w)
+					c := maps.Clone(values)
+					c[p.name] = w
+					if !taken[s.key(c)] {
+						out = append(out, c)
+					}
+				}
+			}
+			front = next
+		}
+	}
+	return out
 }
 
 // key is a configuration's identity: its values in the order of the

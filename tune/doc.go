@@ -148,9 +148,11 @@
 // alone follows the design. Whichever sampler proposes, Auto does not run
 // a configuration that a trial has run or is running while the space has
 // one left: a proposal that repeats one (a model's optimum rounded onto
-// the grid of Ints, Choices, Discretes or Steps) moves to the nearest
-// configuration not yet run, so a budget as large as a small space runs
-// all of it. The design goes on while every trial has had the same value
+// the grid of Ints, Choices, Discretes or Steps) moves to the
+// configuration not yet run, of its nearest and those along one
+// parameter, that the GP expects best, so a budget as large as a small
+// space runs all of it, and a coordinate settled in the wrong basin of a
+// separable objective is tried in the other. The design goes on while every trial has had the same value
 // (nothing to model), and with trials at once a proposal is judged
 // against the trials its proposer saw, not those running beside it.
 // Local.Plan (and Algorithm.Plan, for an Experiment) says what

@@ -285,6 +285,41 @@ func (s *gpSampler) sample(i int, history []TrialResult, pending []map[string]an
 // whole cube when length is 0, else within the trust region of that side
 // around the best trial (maximizeLocalEI).
 func (s *gpSampler) sampleWithin(i int, history []TrialResult, pending []map[string]any, length float64) map[string]any {
+	m, dims, best, ranked := s.fit(history, pending)
+	if m == nil {
+		return (&randomSampler{l: s.l}).sample(i, history, pending)
+	}
+	rng := s.l.rngFor(i, 4)
+	if length > 0 {
+		return s.decode(dims, s.maximizeLocalEI(m, best, length, rng))
+	}
+	x := s.maximizeEI(m, dims, best, ranked, rng)
+	return s.decode(dims, x)
+}
+
+// lowestMean returns the candidate whose value the GP fitted to history
+// (and pending) expects best, its posterior mean, or nil while too few
+// trials have succeeded to fit it.
+func (s *gpSampler) lowestMean(history []TrialResult, pending []map[string]any, candidates []map[string]any) map[string]any {
+	m, dims, _, _ := s.fit(history, pending)
+	if m == nil {
+		return nil
+	}
+	var out map[string]any
+	lowest := math.Inf(1)
+	for _, c := range candidates {
+		if mean, _ := m.predict(gpFeatures(dims, c)); mean < lowest {
+			out, lowest = c, mean
+		}
+	}
+	return out
+}
+
+// fit is the GP fitted to history (and pending), the dims it encodes,
+// its best standardised value and the succeeded trials best first; a nil
+// model while fewer than the initial points (n_initial_points, at least
+// two) have succeeded.
+func (s *gpSampler) fit(history []TrialResult, pending []map[string]any) (*gpModel, []dim, float64, []TrialResult) {
 	initial := gpInitial
 	if v, ok := s.l.algorithm.setting("n_initial_points"); ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
@@ -293,7 +328,7 @@ func (s *gpSampler) sampleWithin(i int, history []TrialResult, pending []map[str
 	}
 	ranked := sortByObjective(s.l.objective, history)
 	if len(ranked) < max(initial, 2) {
-		return (&randomSampler{l: s.l}).sample(i, history, pending)
+		return nil, nil, 0, nil
 	}
 	dims := dimsOf(s.l.params)
 	// The hyperparameters are refitted every trial at first and then every
@@ -316,12 +351,7 @@ func (s *gpSampler) sampleWithin(i int, history []TrialResult, pending []map[str
 	m, y, best := s.model(dims, history, pending)
 	m.setHyper(h)
 	m.fit(y, math.Exp(h.logNoise))
-	rng := s.l.rngFor(i, 4)
-	if length > 0 {
-		return s.decode(dims, s.maximizeLocalEI(m, best, length, rng))
-	}
-	x := s.maximizeEI(m, dims, best, ranked, rng)
-	return s.decode(dims, x)
+	return m, dims, best, ranked
 }
 
 // model puts the succeeded trials of history (best first), and those that

@@ -368,8 +368,13 @@ func TestAutoPlan(t *testing.T) {
 			}
 			assert.Contains(t, plan.Reason, c.reason)
 			assert.Contains(t, plan.Reason, c.katibWords)
-			// Every space here has an Int or a Choice: a grid to step along.
-			assert.True(t, strings.HasSuffix(plan.Local, "moves to the nearest configuration not yet run"), plan.Local)
+			// Every space here has an Int or a Choice: a grid to step along,
+			// with the GP's expectation where it runs.
+			moves := "moves to a nearest configuration not yet run"
+			if c.localModel == "bayesianoptimization" {
+				moves = "moves to the configuration not yet run, of its nearest and those along one parameter, that the GP expects best"
+			}
+			assert.True(t, strings.HasSuffix(plan.Local, moves), plan.Local)
 			assert.Equal(t, plan, tune.Auto().Seed(5).Plan(c.params, c.trials, c.parallel))
 
 			refs := []string{}
@@ -384,7 +389,7 @@ func TestAutoPlan(t *testing.T) {
 		})
 	}
 	// A space of Floats without Step has no grid, so no repeats to move.
-	assert.NotContains(t, tune.NewLocal(tune.Minimize("l"), tune.Float("a", 0, 1), tune.Float("b", 0, 1)).Plan().Local, "nearest configuration")
+	assert.NotContains(t, tune.NewLocal(tune.Minimize("l"), tune.Float("a", 0, 1), tune.Float("b", 0, 1)).Plan().Local, "repeats")
 	// Without Algorithm an Experiment runs Auto too; without MaxTrials the
 	// budget is unlimited.
 	exp, err := tune.New("auto").Objective(tune.Minimize("loss")).Param(numeric...).Trial(pytorch("t").Torchrun("m.py", tune.Ref("a"), tune.Ref("b"), tune.Ref("c"))).Build()
