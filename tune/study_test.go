@@ -388,6 +388,10 @@ func TestAutoPlan(t *testing.T) {
 			assert.Contains(t, exp.Spec.Algorithm.AlgorithmSettings, common.AlgorithmSetting{Name: "random_state", Value: "5"})
 		})
 	}
+	// With more than 400 trials the GP hands over to multivariate TPE at
+	// trial 400, and repeats move to a nearest configuration from there.
+	long := tune.NewLocal(tune.Minimize("l"), numeric...).MaxTrials(500).Plan().Local
+	assert.True(t, strings.HasSuffix(long, "that the GP expects best (from trial 400 a nearest one)"), long)
 	// A space of Floats without Step has no grid, so no repeats to move.
 	assert.NotContains(t, tune.NewLocal(tune.Minimize("l"), tune.Float("a", 0, 1), tune.Float("b", 0, 1)).Plan().Local, "repeats")
 	// Without Algorithm an Experiment runs Auto too; without MaxTrials the
