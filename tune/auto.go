@@ -223,13 +223,13 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	}
 	if f.ints+f.choices+f.discretes+f.steps > 0 {
 		local += "; a proposal that repeats a trial run or running moves to "
-		switch {
-		case model != AlgorithmBayesian:
+		if model != AlgorithmBayesian {
 			local += "a nearest configuration not yet run"
-		case trials == 0 || trials > autoMaxGPTrials:
-			local += fmt.Sprintf("the configuration not yet run, of its nearest and those along one parameter, that the GP expects best (from trial %d a nearest one)", autoMaxGPTrials)
-		default:
+		} else {
 			local += "the configuration not yet run, of its nearest and those along one parameter, that the GP expects best"
+			if trials == 0 || trials > autoMaxGPTrials {
+				local += fmt.Sprintf(" (from trial %d a nearest one)", autoMaxGPTrials)
+			}
 		}
 	}
 	reason := why
@@ -369,10 +369,7 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		}
 		return AlgorithmRandom
 	}
-	model := s.model
-	if model == AlgorithmBayesian && j >= autoMaxGPTrials {
-		model = AlgorithmMultivariateTPE
-	}
+	model := s.modelAt(j)
 	if s.model != AlgorithmBayesian {
 		// On a space of mostly Choices (or too many dimensions for a GP)
 		// multivariate TPE alone: CMA-ES samples a continuous Gaussian and
@@ -460,6 +457,15 @@ func (s *autoSampler) decide(j int, seen []TrialResult) string {
 		return scored[1+(j/autoRefresh)%(len(scored)-1)].name
 	}
 	return scored[0].name
+}
+
+// modelAt is Auto's model at trial j: the GP hands over to multivariate
+// TPE at autoMaxGPTrials.
+func (s *autoSampler) modelAt(j int) string {
+	if s.model == AlgorithmBayesian && j >= autoMaxGPTrials {
+		return AlgorithmMultivariateTPE
+	}
+	return s.model
 }
 
 // trustLength is the side of the trust region after its proposals among
@@ -653,14 +659,14 @@ func (s *autoSampler) fresh(i int, values map[string]any, history []TrialResult,
 // basins. On Styblinski-Tang over three Ints in [-5, 5] (100 trials, 200
 // seeds), with a repeat moved to a nearest configuration drawn from the
 // seed, 130 studies ended above the minimum, most with one coordinate in
-// the wrong basin; with this rule, none did. The mean rather than expected improvement: EI favoured
-// the uncertain far ends of the axes, and on a rugged 2-D Int grid it
-// found the exact optimum within 100 trials on 41 of 200 seeds instead of
-// 61 (the mean: 57, a difference within the sample). Where Auto runs no GP,
-// and before the GP can be fitted, a nearest configuration drawn from the
-// seed.
+// the wrong basin; with this rule, none did. The mean rather than
+// expected improvement: EI favoured the uncertain far ends of the axes,
+// and on a rugged 2-D Int grid it found the exact optimum within 100
+// trials on 41 of 200 seeds instead of 61 (the mean: 57, a difference
+// within the sample). Where Auto runs no GP (modelAt), and before the GP
+// can be fitted, a nearest configuration drawn from the seed.
 func (s *autoSampler) moveTo(i int, values map[string]any, near []map[string]any, taken map[string]bool, history []TrialResult, pending []map[string]any) map[string]any {
-	if s.model == AlgorithmBayesian && i < autoMaxGPTrials {
+	if s.modelAt(i) == AlgorithmBayesian {
 		if c := s.gp.lowestMean(history, pending, slices.Concat(near, s.along(values, taken))); c != nil {
 			return c
 		}

@@ -406,10 +406,11 @@ func fourthHeldOut() []benchFunction {
 // come from a stream of their own.
 func fifthHeldOut() []benchFunction {
 	rng := rand.New(rand.NewPCG(53, 2026))
-	box := func(kind string, lo, hi float64, names ...string) []paramSpec {
-		var s []paramSpec
-		for _, n := range names {
-			s = append(s, paramSpec{Name: n, Kind: kind, Lo: lo, Hi: hi})
+	// ints is boxSpecs with its first k coordinates Ints.
+	ints := func(k, n int, lo, hi float64) []paramSpec {
+		s := boxSpecs(n, lo, hi)
+		for i := range k {
+			s[i].Kind = "int"
 		}
 		return s
 	}
@@ -424,15 +425,15 @@ func fifthHeldOut() []benchFunction {
 	// Deceptive and separable, on Ints: Schwefel's best Int coordinate is
 	// 421 (418.98276 against the Float minimum's 418.98289).
 	const schwefelInt = 418.9828872724338 - 418.9827640161443
-	fs = append(fs, newBench("intschwefel4", "schwefel", slices.Concat(box("int", -500, 500, "x0", "x1"), box("float", -500, 500, "x2", "x3")), nil, 2*schwefelInt))
-	fs = append(fs, newBench("intschwefel3", "schwefel", box("int", -500, 500, "x0", "x1", "x2"), nil, 3*schwefelInt))
+	fs = append(fs, newBench("intschwefel4", "schwefel", ints(2, 4, -500, 500), nil, 2*schwefelInt))
+	fs = append(fs, newBench("intschwefel3", "schwefel", ints(3, 3, -500, 500), nil, 3*schwefelInt))
 	// Griewank and Levy on Ints, their minima at an Int shift: Griewank's
 	// ripples have periods of 2π√i, Levy's of 4.
-	fs = append(fs, newBench("intgriewank4", "griewank", box("int", -100, 100, "x0", "x1", "x2", "x3"), map[string][]float64{"shift": intShift(4, -50, 50)}, 0))
-	fs = append(fs, newBench("intlevy4", "levy", box("int", -10, 10, "x0", "x1", "x2", "x3"), map[string][]float64{"shift": intShift(4, -4, 4)}, 0))
+	fs = append(fs, newBench("intgriewank4", "griewank", ints(4, 4, -100, 100), map[string][]float64{"shift": intShift(4, -50, 50)}, 0))
+	fs = append(fs, newBench("intlevy4", "levy", ints(4, 4, -10, 10), map[string][]float64{"shift": intShift(4, -4, 4)}, 0))
 	// Styblinski-Tang on four Ints and two Floats, and on three Ints.
-	fs = append(fs, newBench("intstyblinski6", "styblinski", slices.Concat(box("int", -5, 5, "x0", "x1", "x2", "x3"), box("float", -5, 5, "x4", "x5")), nil, -39*4-39.16616570377142*2))
-	fs = append(fs, newBench("intstyblinski3", "styblinski", box("int", -5, 5, "x0", "x1", "x2"), nil, -39*3))
+	fs = append(fs, newBench("intstyblinski6", "styblinski", ints(4, 6, -5, 5), nil, -39*4-39.16616570377142*2))
+	fs = append(fs, newBench("intstyblinski3", "styblinski", ints(3, 3, -5, 5), nil, -39*3))
 	return fs
 }
 
