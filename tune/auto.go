@@ -23,8 +23,9 @@ const AlgorithmAuto = "auto"
 // every range on its own scale, where users mostly set what they expect to
 // work), then space-filling Sobol points, for as long as every trial has
 // had the same value (a flat region has nothing to model). On a mostly
-// numeric space a Gaussian process with expected improvement follows,
-// alone while it improves; once autoPatience of its proposals in a row have not, a
+// numeric space a Gaussian process with expected improvement follows (its
+// kernel a product over the parameters, or their sum where that fits the
+// trials better, as on a separable objective), alone while it improves; once autoPatience of its proposals in a row have not, a
 // portfolio opens: the GP, univariate TPE (Optuna's estimator: strong on
 // separable objectives), CMA-ES started at the best trial so far with the
 // shape of the better half of the trials (a warm start; with IPOP
@@ -205,7 +206,11 @@ func autoModel(f spaceFeatures) (string, string) {
 	case f.choiceShare > 0.5:
 		return AlgorithmMultivariateTPE, fmt.Sprintf("%d of %d dimensions are Choices, which TPE models by their own counts rather than as one-hot coordinates of a GP, so multivariate TPE", f.choices, f.dims)
 	}
-	return AlgorithmBayesian, fmt.Sprintf("%d dimensions, %d of them Choices: a Gaussian process with expected improvement learns the most from each trial", f.dims, f.choices)
+	why := fmt.Sprintf("%d dimensions, %d of them Choices: a Gaussian process with expected improvement learns the most from each trial", f.dims, f.choices)
+	if f.dims > 1 {
+		why += " (its kernel a product over the parameters, or their sum where that fits the trials better: an objective that is a sum of one term per parameter)"
+	}
+	return AlgorithmBayesian, why
 }
 
 func planFor(params []Param, trials, parallel int, a Algorithm) Plan {

@@ -129,7 +129,10 @@
 // how many of them Choices), the budget and the parallelism, and runs a
 // design (the centre of the space, where users mostly put what they expect
 // to work, then Sobol points), then a Gaussian process alone while it
-// improves, and once three of its proposals in a row have not, a portfolio
+// improves (its kernel a product over the parameters, or their sum where
+// that fits the trials better: on a separable objective the sum learns
+// each parameter's effect from every trial, and proposes each parameter's
+// best value although different trials found them), and once three of its proposals in a row have not, a portfolio
 // of the GP, univariate TPE, CMA-ES started at the best trial so far with
 // the shape of the better half of the trials (a warm start; IPOP restarts)
 // and, on a space without Choices, a quadratic model of the
@@ -173,7 +176,9 @@
 // Matérn 5/2 kernel and expected improvement, its objective log-warped and
 // standardised, which also learns a direction across the axes when the
 // values change fastest along a mix of parameters (a narrow valley such
-// as Zakharov's) and then steps along the valley. With Parallelism above 1 the model-based ones use a
+// as Zakharov's) and then steps along the valley, and which fits a sum of
+// one Matérn kernel per parameter to the values unwarped instead when that
+// fits them better (a first-order additive GP). With Parallelism above 1 the model-based ones use a
 // constant liar (ConstantLiar, on by default). Settings are checked as
 // Katib's services check them, and those a local sampler cannot honour (a
 // CMA-ES restart strategy other than ipop or none, a Bayesian estimator

@@ -86,8 +86,8 @@ func GPDirection(params []Param, values []map[string]any, ys []float64) (map[str
 	h := historyOf(values, ys)
 	s := &gpSampler{l: l}
 	dims := dimsOf(params)
-	m, y, _ := s.model(dims, h, nil)
-	hyper := s.fitHyper(m, y)
+	m, y, _ := s.model(dims, h, nil, true)
+	hyper, _ := s.fitHyper(m, y)
 	dir := regressionDirection(m, y)
 	if dir == nil {
 		return nil, hyper.dir != nil
@@ -106,6 +106,20 @@ func GPDirection(params []Param, values []map[string]any, ys []float64) (map[str
 		f++
 	}
 	return out, hyper.dir != nil
+}
+
+// GPAdditive fits the GP to the succeeded trials values (minimised
+// objective ys) over params as the sampler does, and says whether it
+// chose the additive kernel, and the parameter values of the additive
+// mean's minimum then (nil otherwise).
+func GPAdditive(params []Param, values []map[string]any, ys []float64) (bool, map[string]any) {
+	s := &gpSampler{l: NewLocal(Minimize("y"), params...)}
+	h := historyOf(values, ys)
+	m, dims, _, _ := s.fit(h, nil)
+	if !m.additive {
+		return false, nil
+	}
+	return true, s.decode(dims, m.additiveMinimum(dims))
 }
 
 // historyOf is the succeeded trials of values with objective values ys,
@@ -138,7 +152,7 @@ func TrustProposal(params []Param, values []map[string]any, ys []float64, length
 	g := &gpSampler{l: l, offsetQ: trustOffsetQ}
 	proposal := g.sampleWithin(len(h), h, nil, length)
 	dims := dimsOf(params)
-	m, _, _ := g.model(dims, h, nil)
+	m, _, _ := g.model(dims, h, nil, true)
 	for _, hyper := range g.fitted {
 		m.setHyper(hyper)
 	}
@@ -148,7 +162,10 @@ func TrustProposal(params []Param, values []map[string]any, ys []float64, length
 
 // WarpAt is the GP's warping of the values v at quantile q: 0 for the
 // global model, TrustQuantile for the trust region's.
-var WarpAt = warpAt
+func WarpAt(v []float64, q float64) []float64 {
+	w, _ := warpAt(v, q)
+	return w
+}
 
 // TrustQuantile is the quantile of the values at which the trust region's
 // model cuts them.
@@ -160,7 +177,7 @@ const TrustQuantile = trustOffsetQ
 // trials give it no shape.
 func TrustDraws(params []Param, values []map[string]any, ys []float64, length float64, count int) [][]float64 {
 	g := &gpSampler{l: NewLocal(Minimize("y"), params...), offsetQ: trustOffsetQ}
-	m, _, _ := g.model(dimsOf(params), historyOf(values, ys), nil)
+	m, _, _ := g.model(dimsOf(params), historyOf(values, ys), nil, true)
 	shape := m.betterShape()
 	if shape == nil {
 		return nil
