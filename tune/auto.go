@@ -240,6 +240,9 @@ func planFor(params []Param, trials, parallel int, a Algorithm) Plan {
 	reason := why
 	if parallel > 1 {
 		reason += fmt.Sprintf("; %d trials at once: the model counts running trials as bad ones (the constant liar)", parallel)
+		if model == AlgorithmBayesian && f.dims > 1 {
+			reason += ", with the product kernel while any are running"
+		}
 	}
 	katib, katibWhy := autoKatib(f, params, trials, parallel)
 	if seed, ok := a.setting("random_state"); ok {

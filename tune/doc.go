@@ -178,7 +178,9 @@
 // values change fastest along a mix of parameters (a narrow valley such
 // as Zakharov's) and then steps along the valley, and which fits a sum of
 // one Matérn kernel per parameter to the values unwarped instead when that
-// fits them better (a first-order additive GP). With Parallelism above 1 the model-based ones use a
+// fits them better (a first-order additive GP; not while trials are
+// running, whose constant liar's worst value it cannot absorb). With
+// Parallelism above 1 the model-based ones use a
 // constant liar (ConstantLiar, on by default). Settings are checked as
 // Katib's services check them, and those a local sampler cannot honour (a
 // CMA-ES restart strategy other than ipop or none, a Bayesian estimator

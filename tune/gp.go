@@ -52,7 +52,8 @@ import (
 // additive model's minimum, where the trials found each parameter's best
 // value in different trials (Kandasamy, Schneider and Póczos, "High
 // Dimensional Bayesian Optimisation and Bandits via Additive Models",
-// ICML 2015, optimise the acquisition per group likewise). The first
+// ICML 2015, optimise the acquisition per group likewise). While trials
+// are running the product kernel proposes (gpHyper.product). The first
 // InitialPoints trials (10 unless set) are random. A trial that failed or
 // stopped early (unranked) counts as having the worst value seen so far,
 // and with the constant liar a running one.
@@ -82,8 +83,13 @@ type gpHyper struct {
 	dir    []float64
 	dirInv float64
 	// additive says the kernel is the mean of one per parameter, fitted
-	// to the values unwarped (hyper).
+	// to the values unwarped (hyper); product is then the product
+	// kernel's fit, which runs while trials are running (the constant
+	// liar's worst value, unwarped, pulls an additive fit's whole axis up
+	// to it: four trials at once on a 2-D bowl reached 5e-2 in 60 trials,
+	// against 1e-5 with the product kernel, and 7e-3 lying with the median).
 	additive bool
+	product  *gpHyper
 }
 
 const (
@@ -399,6 +405,9 @@ func (s *gpSampler) fit(history []TrialResult, pending []map[string]any) (*gpMod
 		}
 		s.fitted[at] = h
 	}
+	if h.additive && len(pending) > 0 && s.l.constantLiar {
+		h = *h.product
+	}
 	m, y, best := s.model(dims, history, pending, !h.additive)
 	m.setHyper(h)
 	m.fit(y, math.Exp(h.logNoise))
@@ -427,7 +436,7 @@ func (s *gpSampler) hyper(dims []dim, history []TrialResult) gpHyper {
 	rawProduct, _, _ := s.search(a, ay, false)
 	sum, logLen, logNoise := s.search(a, ay, true)
 	if sum > rawProduct && sum+a.logJacobian > product+m.logJacobian {
-		return gpHyper{logLen: logLen, logNoise: logNoise, additive: true}
+		return gpHyper{logLen: logLen, logNoise: logNoise, additive: true, product: &h}
 	}
 	return h
 }
