@@ -433,12 +433,14 @@ func (s *gpSampler) hyper(dims []dim, history []TrialResult) gpHyper {
 		product, _, _ = global.search(m, y, false)
 	}
 	a, ay, _ := s.model(dims, history, nil, false)
-	rawProduct, _, _ := s.search(a, ay, false)
 	sum, logLen, logNoise := s.search(a, ay, true)
-	if sum > rawProduct && sum+a.logJacobian > product+m.logJacobian {
-		return gpHyper{logLen: logLen, logNoise: logNoise, additive: true, product: &h}
+	if !(sum+a.logJacobian > product+m.logJacobian) { // NaN: no density to compare
+		return h
 	}
-	return h
+	if rawProduct, _, _ := s.search(a, ay, false); !(sum > rawProduct) {
+		return h
+	}
+	return gpHyper{logLen: logLen, logNoise: logNoise, additive: true, product: &h}
 }
 
 // model puts the succeeded trials of history (best first), and those that
