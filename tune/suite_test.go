@@ -632,7 +632,7 @@ func TestGPLearnsAValleyAcrossTheAxes(t *testing.T) {
 // parameter (Styblinski-Tang on three Ints and two Floats, 2⁵ basins) Auto
 // reaches the minimum within 100 trials on most seeds; with the product
 // kernel alone 6 of these 8 studies ended with a parameter in its other
-// basin (regret 14 to 43).
+// basin (regret 14 to 35).
 func TestAutoSeparable(t *testing.T) {
 	f := suiteSubset(t, "intstyblinski")[0]
 	var missed []int
