@@ -87,7 +87,7 @@ func GPDirection(params []Param, values []map[string]any, ys []float64) (map[str
 	s := &gpSampler{l: l}
 	dims := dimsOf(params)
 	m, y, _ := s.model(dims, h, nil, true)
-	hyper, _ := s.fitHyper(m, y)
+	hyper, _ := m.fitHyper(y)
 	dir := regressionDirection(m, y)
 	if dir == nil {
 		return nil, hyper.dir != nil

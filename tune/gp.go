@@ -422,7 +422,7 @@ func (s *gpSampler) fit(history []TrialResult, pending []map[string]any) (*gpMod
 // plus the log of its transform's derivatives, model's logJacobian).
 func (s *gpSampler) hyper(dims []dim, history []TrialResult) gpHyper {
 	m, y, _ := s.model(dims, history, nil, true)
-	h, product := s.fitHyper(m, y)
+	h, product := m.fitHyper(y)
 	if len(dims) < 2 {
 		return h // one parameter: the two kernels are one
 	}
@@ -431,14 +431,14 @@ func (s *gpSampler) hyper(dims []dim, history []TrialResult) gpHyper {
 		// global model's warping.
 		global := &gpSampler{l: s.l}
 		m, y, _ = global.model(dims, history, nil, true)
-		product, _, _ = global.search(m, y, false)
+		product, _, _ = m.search(y, false)
 	}
 	a, ay, _ := s.model(dims, history, nil, false)
-	sum, logLen, logNoise := s.search(a, ay, true)
+	sum, logLen, logNoise := a.search(ay, true)
 	if !(sum+a.logJacobian > product+m.logJacobian) { // NaN: no density to compare
 		return h
 	}
-	if rawProduct, _, _ := s.search(a, ay, false); !(sum > rawProduct) {
+	if rawProduct, _, _ := a.search(ay, false); !(sum > rawProduct) {
 		return h
 	}
 	return gpHyper{logLen: logLen, logNoise: logNoise, additive: true, product: &h}
@@ -598,7 +598,7 @@ func lengthPrior(logLen ...float64) float64 {
 // scales and the log noise: an isotropic grid first, then coordinate
 // steps of halving size. It returns the objective and where it is
 // highest.
-func (s *gpSampler) search(m *gpModel, y []float64, additive bool) (float64, []float64, float64) {
+func (m *gpModel) search(y []float64, additive bool) (float64, []float64, float64) {
 	p := len(m.groups)
 	score := func(logLen []float64, logNoise float64) float64 {
 		m.setHyper(gpHyper{logLen: logLen, additive: additive})
@@ -640,8 +640,8 @@ func (s *gpSampler) search(m *gpModel, y []float64, additive bool) (float64, []f
 // fitHyper fits the product kernel (search), then, with its length
 // scales, the learned direction at a few length scales under the same
 // prior; product is the search's objective.
-func (s *gpSampler) fitHyper(m *gpModel, y []float64) (h gpHyper, product float64) {
-	best, bestLen, bestNoise := s.search(m, y, false)
+func (m *gpModel) fitHyper(y []float64) (h gpHyper, product float64) {
+	best, bestLen, bestNoise := m.search(y, false)
 	product = best
 	h = gpHyper{logLen: bestLen, logNoise: bestNoise}
 	dir := regressionDirection(m, y)
