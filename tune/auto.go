@@ -24,8 +24,8 @@ const AlgorithmAuto = "auto"
 // work), then space-filling Sobol points, for as long as every trial has
 // had the same value (a flat region has nothing to model). On a mostly
 // numeric space a Gaussian process with expected improvement follows (its
-// kernel a product over the parameters, or their sum where that fits the
-// trials better, as on a separable objective), alone while it improves; once autoPatience of its proposals in a row have not, a
+// kernel a product over the parameters, or from the 20th trial their sum
+// where that fits the trials better, as on a separable objective), alone while it improves; once autoPatience of its proposals in a row have not, a
 // portfolio opens: the GP, univariate TPE (Optuna's estimator: strong on
 // separable objectives), CMA-ES started at the best trial so far with the
 // shape of the better half of the trials (a warm start; with IPOP
@@ -208,7 +208,7 @@ func autoModel(f spaceFeatures) (string, string) {
 	}
 	why := fmt.Sprintf("%d dimensions, %d of them Choices: a Gaussian process with expected improvement learns the most from each trial", f.dims, f.choices)
 	if f.dims > 1 {
-		why += " (its kernel a product over the parameters, or their sum where that fits the trials better: an objective that is a sum of one term per parameter)"
+		why += fmt.Sprintf(" (its kernel a product over the parameters, or from trial %d their sum where that fits the trials better: an objective that is a sum of one term per parameter)", gpAdditiveFrom)
 	}
 	return AlgorithmBayesian, why
 }

@@ -129,8 +129,8 @@
 // how many of them Choices), the budget and the parallelism, and runs a
 // design (the centre of the space, where users mostly put what they expect
 // to work, then Sobol points), then a Gaussian process alone while it
-// improves (its kernel a product over the parameters, or their sum where
-// that fits the trials better: on a separable objective the sum learns
+// improves (its kernel a product over the parameters, or from the 20th
+// trial their sum where that fits the trials better: on a separable objective the sum learns
 // each parameter's effect from every trial, and proposes each parameter's
 // best value although different trials found them), and once three of its proposals in a row have not, a portfolio
 // of the GP, univariate TPE, CMA-ES started at the best trial so far with
@@ -178,8 +178,9 @@
 // values change fastest along a mix of parameters (a narrow valley such
 // as Zakharov's) and then steps along the valley, and which fits a sum of
 // one Matérn kernel per parameter to the values unwarped instead when that
-// fits them better (a first-order additive GP; not while trials are
-// running, whose constant liar's worst value it cannot absorb). With
+// fits them better (a first-order additive GP; from the 20th trial, as
+// on fewer the evidence between the two is noise, and not while trials
+// are running, whose constant liar's worst value it cannot absorb). With
 // Parallelism above 1 the model-based ones use a
 // constant liar (ConstantLiar, on by default). Settings are checked as
 // Katib's services check them, and those a local sampler cannot honour (a

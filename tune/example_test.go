@@ -297,7 +297,7 @@ func ExampleLocal_Plan() {
 	// Output:
 	// a design of 10 trials (the centre of the space, then sobol), then bayesianoptimization until 3 of its proposals in a row do not improve, then a portfolio of bayesianoptimization, tpe (univariate), cmaes started at the best trial so far with the shape of the better half of the trials (IPOP restarts): each trial goes to the one whose last 8 proposals did best; from trial 20 a trust region joins it: the expected improvement of a GP fitted to the basin within a box around the best trial and a Gaussian with the shape of the better half of the trials, larger after new bests and smaller without them; a proposal that repeats a trial run or running moves to the configuration not yet run, of its nearest and those along one parameter, that the GP expects best
 	// multivariate-tpe
-	// 4 dimensions, 1 of them Choices: a Gaussian process with expected improvement learns the most from each trial (its kernel a product over the parameters, or their sum where that fits the trials better: an objective that is a sum of one term per parameter); 2 trials at once: the model counts running trials as bad ones (the constant liar), with the product kernel while any are running. In Katib: multivariate-tpe (Optuna): Choices or Discretes, which it models jointly with every other kind
+	// 4 dimensions, 1 of them Choices: a Gaussian process with expected improvement learns the most from each trial (its kernel a product over the parameters, or from trial 20 their sum where that fits the trials better: an objective that is a sum of one term per parameter); 2 trials at once: the model counts running trials as bad ones (the constant liar), with the product kernel while any are running. In Katib: multivariate-tpe (Optuna): Choices or Discretes, which it models jointly with every other kind
 	// first trial by sobol, trial 10 by bayesianoptimization; best adam with trust-region
 }
 
@@ -330,5 +330,5 @@ func ExampleLocal_Run_failedTrials() {
 	fmt.Printf("best: batch %d, lr %.1e\n", res.Best.Int("batch"), res.Best.Float("lr"))
 	// Output:
 	// out of memory after the design: 7 of 30
-	// best: batch 368, lr 2.9e-03
+	// best: batch 378, lr 3.6e-03
 }
