@@ -179,8 +179,9 @@
 // as Zakharov's) and then steps along the valley, and which fits a sum of
 // one Matérn kernel per parameter to the values unwarped instead when that
 // fits them better (a first-order additive GP; from the 20th trial, as
-// on fewer the evidence between the two is noise, and not while trials
-// are running, whose constant liar's worst value it cannot absorb). With
+// on fewer the evidence between the two is noise, not in Auto's trust
+// region, which follows the basin's own shape, and not while trials are
+// running, whose constant liar's worst value it cannot absorb). With
 // Parallelism above 1 the model-based ones use a
 // constant liar (ConstantLiar, on by default). Settings are checked as
 // Katib's services check them, and those a local sampler cannot honour (a

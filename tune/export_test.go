@@ -113,7 +113,16 @@ func GPDirection(params []Param, values []map[string]any, ys []float64) (map[str
 // chose the additive kernel, and the parameter values of the additive
 // mean's minimum then (nil otherwise).
 func GPAdditive(params []Param, values []map[string]any, ys []float64) (bool, map[string]any) {
-	s := &gpSampler{l: NewLocal(Minimize("y"), params...)}
+	return gpAdditive(&gpSampler{l: NewLocal(Minimize("y"), params...)}, values, ys)
+}
+
+// TrustAdditive is GPAdditive for the model of Auto's trust region.
+func TrustAdditive(params []Param, values []map[string]any, ys []float64) bool {
+	additive, _ := gpAdditive(&gpSampler{l: NewLocal(Minimize("y"), params...), offsetQ: trustOffsetQ}, values, ys)
+	return additive
+}
+
+func gpAdditive(s *gpSampler, values []map[string]any, ys []float64) (bool, map[string]any) {
 	h := historyOf(values, ys)
 	m, dims, _, _ := s.fit(h, nil)
 	if !m.additive {
