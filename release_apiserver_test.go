@@ -733,8 +733,15 @@ func TestWaitResumesAfterWatchesExpireAndFail(t *testing.T) {
 		return !r.Watch && r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/jobs")
 	})
 	t.Logf("%d job lists", jobLists)
-	assert.Equal(t, 3, jobWatches, "the three expired; the list after the third saw the job succeed")
-	assert.Equal(t, 3, jobLists, "503, 429, then the list that saw the success")
+	// Unloaded, the three watches expired and the list after the third saw
+	// the job succeed (3 watches, 3 lists: 503, 429, then that list). On a
+	// loaded machine the success can be written after that list, and a
+	// fourth watch or list sees it; more than one extra is a wait that
+	// re-lists in a loop.
+	assert.GreaterOrEqual(t, jobWatches, 3, "the three expired watches")
+	assert.LessOrEqual(t, jobWatches, 4, "job watches")
+	assert.GreaterOrEqual(t, jobLists, 3, "503, 429, then the list that saw the success")
+	assert.LessOrEqual(t, jobLists, 4, "job lists")
 }
 
 // TestWaitFailsOnRefusal keeps a wait from retrying what will never pass:
