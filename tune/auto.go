@@ -208,7 +208,7 @@ func autoModel(f spaceFeatures) (string, string) {
 	}
 	why := fmt.Sprintf("%d dimensions, %d of them Choices: a Gaussian process with expected improvement learns the most from each trial", f.dims, f.choices)
 	if f.dims > 1 {
-		why += fmt.Sprintf(" (its kernel a product over the parameters, or from trial %d their sum where that fits the trials better: an objective that is a sum of one term per parameter)", gpAdditiveFrom)
+		why += fmt.Sprintf(" (its kernel a product over the parameters, or from trial %d their sum where that fits the trials better: an objective that is a sum of one term per parameter, per value of the Choices where they move the others' best values)", gpAdditiveFrom)
 	}
 	return AlgorithmBayesian, why
 }

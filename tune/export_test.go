@@ -108,27 +108,37 @@ func GPDirection(params []Param, values []map[string]any, ys []float64) (map[str
 	return out, hyper.dir != nil
 }
 
-// GPAdditive fits the GP to the succeeded trials values (minimised
-// objective ys) over params as the sampler does, and says whether it
-// chose the additive kernel, and the parameter values of the additive
-// mean's minimum then (nil otherwise).
-func GPAdditive(params []Param, values []map[string]any, ys []float64) (bool, map[string]any) {
-	return gpAdditive(&gpSampler{l: NewLocal(Minimize("y"), params...)}, values, ys)
+// The kernels GPKernel names.
+const (
+	KernelProduct  = "product"
+	KernelAdditive = "additive"
+	KernelByChoice = "additive by Choice"
+)
+
+// GPKernel fits the GP to the succeeded trials values (minimised
+// objective ys) over params as the sampler does, and names the kernel it
+// chose, with the parameter values of the additive mean's minimum when
+// that is additive (nil otherwise).
+func GPKernel(params []Param, values []map[string]any, ys []float64) (string, map[string]any) {
+	return gpKernel(&gpSampler{l: NewLocal(Minimize("y"), params...)}, values, ys)
 }
 
-// TrustAdditive is GPAdditive for the model of Auto's trust region.
-func TrustAdditive(params []Param, values []map[string]any, ys []float64) bool {
-	additive, _ := gpAdditive(&gpSampler{l: NewLocal(Minimize("y"), params...), offsetQ: trustOffsetQ}, values, ys)
-	return additive
+// TrustKernel is GPKernel's name for the model of Auto's trust region.
+func TrustKernel(params []Param, values []map[string]any, ys []float64) string {
+	kernel, _ := gpKernel(&gpSampler{l: NewLocal(Minimize("y"), params...), offsetQ: trustOffsetQ}, values, ys)
+	return kernel
 }
 
-func gpAdditive(s *gpSampler, values []map[string]any, ys []float64) (bool, map[string]any) {
+func gpKernel(s *gpSampler, values []map[string]any, ys []float64) (string, map[string]any) {
 	h := historyOf(values, ys)
 	m, dims, _, _ := s.fit(h, nil)
-	if !m.additive {
-		return false, nil
+	switch {
+	case !m.additive:
+		return KernelProduct, nil
+	case m.byChoice:
+		return KernelByChoice, s.decode(dims, m.additiveMinimum(dims))
 	}
-	return true, s.decode(dims, m.additiveMinimum(dims))
+	return KernelAdditive, s.decode(dims, m.additiveMinimum(dims))
 }
 
 // historyOf is the succeeded trials of values with objective values ys,

@@ -34,31 +34,32 @@ import (
 // A separable objective (a sum of one term per parameter: Styblinski-Tang,
 // Schwefel) is the opposite case: a product kernel learns what a value of
 // one parameter does only near the values the others had with it, and a
-// study that has one coordinate in a worse basin stays there. So each fit of the
-// global model from the 20th trial (gpAdditiveFrom; not the trust
-// region's, hyper) also tries the first-order additive kernel, the mean of one Matérn 5/2
-// kernel per parameter (Duvenaud, Nickisch and Rasmussen, "Additive
-// Gaussian Processes", NeurIPS 2011), on the values without the log
-// warping (whose log of a sum is no longer a sum), and keeps it when it
-// explains the values better than the product kernel, on those values
-// and on the warped ones: its fit's objective is higher, as densities of
-// the values (the log of the warping's and the standardisation's
-// derivatives added; hyper). Rosenbrock-8D's raw values are dominated by
-// a sum of quartics, and the additive kernel fits them better than the
-// product kernel does, but as densities the warped product kernel
-// explains them better by 20 to 77 nats from 32 trials on; the additive
-// kernel explains Styblinski-Tang better by 13 to 43 (one study each).
-// The candidates then include the best trials with one parameter moved
-// along its axis, and the point that takes, parameter by parameter, the
-// value whose term of the posterior mean is lowest: the
-// additive model's minimum, where the trials found each parameter's best
-// value in different trials (Kandasamy, Schneider and Póczos, "High
-// Dimensional Bayesian Optimisation and Bandits via Additive Models",
-// ICML 2015, optimise the acquisition per group likewise). While trials
-// are running the product kernel proposes (gpHyper.product). The first
-// InitialPoints trials (10 unless set) are random. A trial that failed or
-// stopped early (unranked) counts as having the worst value seen so far,
-// and with the constant liar a running one.
+// study that has one coordinate in a worse basin stays there. So each fit of
+// the global model from the 20th trial (gpAdditiveFrom; not the trust
+// region's, hyper) also tries the first-order additive kernel, the mean of
+// one Matérn 5/2 kernel per parameter (Duvenaud, Nickisch and Rasmussen,
+// "Additive Gaussian Processes", NeurIPS 2011), on the values without the
+// log warping (whose log of a sum is no longer a sum), and keeps it when it
+// explains the values better than the product kernel, on those values and on
+// the warped ones: its fit's objective is higher, as densities of the values
+// (the log of the warping's and the standardisation's derivatives added;
+// hyper). Rosenbrock-8D's raw values are dominated by a sum of quartics, and
+// the additive kernel fits them better than the product kernel does, but as
+// densities the warped product kernel explains them better by 20 to 77 nats
+// from 32 trials on; the additive kernel explains Styblinski-Tang better by
+// 13 to 43 (one study each). The candidates then include the best trials
+// with one parameter moved along its axis, and the point that takes,
+// parameter by parameter, the value whose term of the posterior mean is
+// lowest: the additive model's minimum, where the trials found each
+// parameter's best value in different trials (Kandasamy, Schneider and
+// Póczos, "High Dimensional Bayesian Optimisation and Bandits via Additive
+// Models", ICML 2015, optimise the acquisition per group likewise). On a
+// space with Choices the sum may run over the numeric parameters only,
+// multiplied by the Choices' kernels (hyper), and its minimum is then taken
+// per Choice value. While trials are running the product kernel proposes
+// (gpHyper.product). The first InitialPoints trials (10 unless set) are
+// random. A trial that failed or stopped early (unranked) counts as having
+// the worst value seen so far, and with the constant liar a running one.
 //
 // A GP rather than a tree ensemble or TPE: with the tens to hundreds of
 // trials a tuning budget allows, the GP's smooth posterior is what finds
@@ -91,6 +92,9 @@ type gpHyper struct {
 	// to it: four trials at once on a 2-D bowl reached 5e-2 in 60 trials,
 	// against 1e-5 with the product kernel, and 7e-3 lying with the median).
 	additive bool
+	// byChoice says the additive kernel's sum runs over the numeric
+	// parameters and the Choices' kernels multiply it (hyper).
+	byChoice bool
 	product  *gpHyper
 }
 
@@ -133,8 +137,11 @@ type gpModel struct {
 	scale  float64     // profiled signal variance
 	dir    []float64   // gpHyper's
 	dirInv float64
-	// additive is gpHyper's: corr is the mean of the parameters' own.
-	additive bool
+	// additive and byChoice are gpHyper's: corr is the mean of the
+	// parameters' own, or of the numeric ones' times the Choices'.
+	additive, byChoice bool
+	// choice says which parameters are Choices of more than one value.
+	choice []bool
 	// logJacobian is the log of |dy/dv| summed over the standardised
 	// values y the model is fitted to and the values v they come from,
 	// so that the log likelihoods of fits to differently transformed
@@ -196,11 +203,14 @@ func matern52(r2 float64) float64 {
 
 func (m *gpModel) corr(a, b []float64) float64 {
 	if m.additive {
-		sum := 0.0
+		sum, n := 0.0, 0
 		for p := range m.groups {
-			sum += m.term(p, a, b)
+			if !m.byChoice || !m.choice[p] {
+				sum += m.term(p, a, b)
+				n++
+			}
 		}
-		return sum / float64(len(m.groups))
+		return sum / float64(n) * m.choiceFactor(a, b)
 	}
 	r2 := 0.0
 	for p, g := range m.groups {
@@ -224,6 +234,21 @@ func (m *gpModel) term(p int, a, b []float64) float64 {
 		r2 += d * d
 	}
 	return matern52(r2)
+}
+
+// choiceFactor is the product of the Choices' kernels at a and b under
+// the by-Choice additive kernel, 1 otherwise.
+func (m *gpModel) choiceFactor(a, b []float64) float64 {
+	out := 1.0
+	if !m.byChoice {
+		return out
+	}
+	for p, c := range m.choice {
+		if c {
+			out *= m.term(p, a, b)
+		}
+	}
+	return out
 }
 
 // alongDir is the component along the learned direction of the step from
@@ -433,6 +458,18 @@ func (s *gpSampler) fit(history []TrialResult, pending []map[string]any) (*gpMod
 // plus the log of its transform's derivatives, model's logJacobian), from
 // gpAdditiveFrom trials and for the global model only.
 //
+// On a space with Choices and at least two numeric parameters the
+// additive kernel is fitted twice, its sum over every parameter and its
+// sum over the numeric ones times the Choices' kernels (byChoice), and
+// the better fit is the one compared: a Choice that moves where the
+// numeric parameters are best (an activation that moves a learning
+// rate's best value) makes the terms differ per Choice value, which a
+// sum with the Choice as one more term cannot express. On the suite's
+// rugged mixed space (a Choice moves a 2-D Rastrigin's minimum) Auto's
+// median regret on seeds 40 to 79 at 50 and 100 trials went from 1.13
+// and 0.70 to 0.98 and 0.44 (testdata/benchmark-2026-12-05.md,
+// 2026-12-07).
+//
 // The trust region's model keeps the product kernel: it follows the basin
 // around the best trial, whose shape near its floor a sum of per-parameter
 // terms does not give (a ripple's floor on Rastrigin, a valley across the
@@ -450,14 +487,22 @@ func (s *gpSampler) hyper(dims []dim, history []TrialResult) gpHyper {
 		return h // one parameter (the two kernels are one), too few trials, or the trust region
 	}
 	a, ay, _ := s.model(dims, history, nil, false)
-	sum, logLen, logNoise := a.search(ay, true)
-	if !(sum+a.logJacobian > product+m.logJacobian) { // false too on NaN
+	kernel := gpHyper{additive: true}
+	sum, logLen, logNoise := a.search(ay, kernel)
+	if numeric := len(a.choice) - countTrue(a.choice); numeric >= 2 && numeric < len(a.choice) {
+		byChoice := gpHyper{additive: true, byChoice: true}
+		if sc, ll, ln := a.search(ay, byChoice); sc > sum {
+			kernel, sum, logLen, logNoise = byChoice, sc, ll, ln
+		}
+	}
+	if !(sum+a.logJacobian > product+m.logJacobian) { // false too on NaN fits
 		return h
 	}
-	if rawProduct, _, _ := a.search(ay, false); !(sum > rawProduct) {
+	if rawProduct, _, _ := a.search(ay, gpHyper{}); !(sum > rawProduct) {
 		return h
 	}
-	return gpHyper{logLen: logLen, logNoise: logNoise, additive: true, product: &h}
+	kernel.logLen, kernel.logNoise, kernel.product = logLen, logNoise, &h
+	return kernel
 }
 
 // model puts the succeeded trials of history (best first), and those that
@@ -467,6 +512,9 @@ func (s *gpSampler) hyper(dims []dim, history []TrialResult) gpHyper {
 func (s *gpSampler) model(dims []dim, history []TrialResult, pending []map[string]any, warped bool) (*gpModel, []float64, float64) {
 	ranked := sortByObjective(s.l.objective, history)
 	m := &gpModel{groups: gpGroups(dims)}
+	for _, d := range dims {
+		m.choice = append(m.choice, d.category && d.k > 1)
+	}
 	var raw []float64
 	for _, r := range ranked {
 		m.x = append(m.x, gpFeatures(dims, r.params))
@@ -490,15 +538,13 @@ func (s *gpSampler) model(dims []dim, history []TrialResult, pending []map[strin
 	m.observed = len(ranked)
 	// The log of |dy/dv| summed over the values v: the log warping's
 	// derivative is 1/(v - lowest + offset), the exponential of minus the
-	// warped value; a cut (the trust region's) has none.
+	// warped value. Only the global model's is read (hyper): the trust
+	// region's values are cut and never compared.
 	m.logJacobian = 0
 	if warped {
 		var logged bool
 		raw, logged = warpAt(raw, s.offsetQ)
-		switch {
-		case logged && s.offsetQ > 0:
-			m.logJacobian = math.NaN()
-		case logged:
+		if logged && s.offsetQ == 0 {
 			for _, e := range raw {
 				m.logJacobian -= e
 			}
@@ -514,7 +560,7 @@ func (m *gpModel) setHyper(h gpHyper) {
 	for _, e := range h.logLen {
 		m.inv = append(m.inv, math.Exp(-e))
 	}
-	m.dir, m.dirInv, m.additive = h.dir, h.dirInv, h.additive
+	m.dir, m.dirInv, m.additive, m.byChoice = h.dir, h.dirInv, h.additive, h.byChoice
 }
 
 // warpAt takes the log of the values above the lowest, offset by a tenth of
@@ -614,10 +660,10 @@ func lengthPrior(logLen ...float64) float64 {
 // scales and the log noise: an isotropic grid first, then coordinate
 // steps of halving size. It returns the objective and where it is
 // highest.
-func (m *gpModel) search(y []float64, additive bool) (float64, []float64, float64) {
+func (m *gpModel) search(y []float64, kernel gpHyper) (float64, []float64, float64) {
 	p := len(m.groups)
 	score := func(logLen []float64, logNoise float64) float64 {
-		m.setHyper(gpHyper{logLen: logLen, additive: additive})
+		m.setHyper(gpHyper{logLen: logLen, additive: kernel.additive, byChoice: kernel.byChoice})
 		return m.fit(y, math.Exp(logNoise)) + lengthPrior(logLen...)
 	}
 	best := math.Inf(-1)
@@ -657,7 +703,7 @@ func (m *gpModel) search(y []float64, additive bool) (float64, []float64, float6
 // scales, the learned direction at a few length scales under the same
 // prior; product is the search's objective.
 func (m *gpModel) fitHyper(y []float64) (h gpHyper, product float64) {
-	best, bestLen, bestNoise := m.search(y, false)
+	best, bestLen, bestNoise := m.search(y, gpHyper{})
 	product = best
 	h = gpHyper{logLen: bestLen, logNoise: bestNoise}
 	dir := regressionDirection(m, y)
@@ -854,6 +900,16 @@ func (s *gpSampler) maximizeEI(m *gpModel, dims []dim, best float64, ranked []Tr
 	return top.x
 }
 
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
 // setCategory sets a Choice's one-hot features g in x to category c.
 func setCategory(x []float64, g []int, c int) {
 	for j, f := range g {
@@ -872,14 +928,49 @@ func (m *gpModel) withCategory(x []float64, p, c int) []float64 {
 // parameter takes the value, of its Choice's values or 4·gpAxis evenly
 // spaced ones and the best trial's, whose term of the posterior mean is
 // lowest: the mean's minimum over those values, as the mean is the sum
-// of the terms.
+// of the terms. Under the by-Choice kernel the sum is over the numeric
+// parameters at fixed Choices; the Choices are the best trial's, or
+// theirs with one Choice set to one of its values, whichever minimum has
+// the lowest mean.
 func (m *gpModel) additiveMinimum(dims []dim) []float64 {
-	x := slices.Clone(m.x[0])
+	if !m.byChoice {
+		return m.termsMinimum(dims, m.x[0])
+	}
+	mean := func(y []float64) float64 {
+		sum := 0.0
+		for i := range m.x {
+			sum += m.alpha[i] * m.corr(y, m.x[i])
+		}
+		return sum
+	}
+	x := m.termsMinimum(dims, m.x[0])
+	lowest := mean(x)
+	for p, c := range m.choice {
+		for v := range dims[p].k {
+			if !c {
+				break
+			}
+			y := m.termsMinimum(dims, m.withCategory(m.x[0], p, v))
+			if mv := mean(y); mv < lowest {
+				lowest, x = mv, y
+			}
+		}
+	}
+	return x
+}
+
+// termsMinimum is additiveMinimum from x, each parameter in turn taking
+// its lowest term's value (under the by-Choice kernel the numeric ones).
+func (m *gpModel) termsMinimum(dims []dim, x []float64) []float64 {
+	x = slices.Clone(x)
 	for p, g := range m.groups {
+		if m.byChoice && m.choice[p] {
+			continue
+		}
 		term := func(y []float64) float64 {
 			sum := 0.0
 			for i := range m.x {
-				sum += m.alpha[i] * m.term(p, y, m.x[i])
+				sum += m.alpha[i] * m.term(p, y, m.x[i]) * m.choiceFactor(y, m.x[i])
 			}
 			return sum
 		}

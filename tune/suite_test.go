@@ -715,8 +715,8 @@ func TestGPAdditiveKernel(t *testing.T) {
 	}
 	for seed := range 3 {
 		vs, ys := draw(60, styblinski)
-		additive, best := tune.GPAdditive(space, vs, ys)
-		require.True(t, additive, "seed %d: Styblinski-Tang is a sum of one term per parameter", seed)
+		kernel, best := tune.GPKernel(space, vs, ys)
+		require.Equal(t, tune.KernelAdditive, kernel, "seed %d: Styblinski-Tang is a sum of one term per parameter", seed)
 		assert.Equal(t, "b", best["kind"], "seed %d: the Choice's best value", seed)
 		for i := range n {
 			assert.InDelta(t, -2.9035, best[fmt.Sprintf("x%d", i)], 0.3, "seed %d: x%d of the additive mean's minimum", seed, i)
@@ -729,11 +729,61 @@ func TestGPAdditiveKernel(t *testing.T) {
 			}
 			assert.False(t, near, "seed %d: a trial already had the minimum", seed)
 		}
-		assert.False(t, tune.TrustAdditive(space, vs, ys), "seed %d: the trust region's model keeps the product kernel", seed)
+		assert.Equal(t, tune.KernelProduct, tune.TrustKernel(space, vs, ys), "seed %d: the trust region's model keeps the product kernel", seed)
 		for name, f := range map[string]func(map[string]any) float64{"a valley across the axes": valley, "a product": product} {
 			vs, ys = draw(60, f)
-			additive, _ = tune.GPAdditive(space, vs, ys)
-			assert.False(t, additive, "seed %d: %s is not a sum of one term per parameter", seed, name)
+			kernel, _ = tune.GPKernel(space, vs, ys)
+			assert.Equal(t, tune.KernelProduct, kernel, "seed %d: %s is not a sum of one term per parameter", seed, name)
+		}
+	}
+}
+
+// TestGPAdditiveByChoice: where a Choice moves each parameter's best value
+// (Styblinski-Tang's terms shifted per Choice value, as an activation
+// moves a learning rate's best value), the fit chooses the additive kernel
+// over the numeric parameters times the Choice's kernel, and the additive
+// mean's minimum takes the best Choice value and the numeric values best
+// for it, although no trial had them together.
+func TestGPAdditiveByChoice(t *testing.T) {
+	const n = 3
+	space := []tune.Param{tune.Choice("kind", "a", "b", "c")}
+	for i := range n {
+		space = append(space, tune.Float(fmt.Sprintf("x%d", i), -5, 5))
+	}
+	shift := map[string][]float64{"a": {1.5, -1, 0.5}, "b": {-1, 1, 1.5}, "c": {0.5, 1.5, -1.5}}
+	offset := map[string]float64{"a": 6, "b": 0, "c": 3}
+	term := func(x float64) float64 { return (x*x*x*x - 16*x*x + 5*x) / 2 }
+	f := func(v map[string]any) float64 {
+		kind := v["kind"].(string)
+		out := offset[kind]
+		for i := range n {
+			out += term(v[fmt.Sprintf("x%d", i)].(float64) - shift[kind][i])
+		}
+		return out
+	}
+	for seed := range 3 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		var vs []map[string]any
+		var ys []float64
+		for range 100 {
+			v := map[string]any{"kind": []string{"a", "b", "c"}[rng.IntN(3)]}
+			for i := range n {
+				v[fmt.Sprintf("x%d", i)] = -5 + 10*rng.Float64()
+			}
+			vs, ys = append(vs, v), append(ys, f(v))
+		}
+		kernel, best := tune.GPKernel(space, vs, ys)
+		require.Equal(t, tune.KernelByChoice, kernel, "seed %d", seed)
+		assert.Equal(t, "b", best["kind"], "seed %d: the Choice's best value", seed)
+		for i := range n {
+			assert.InDelta(t, shift["b"][i]-2.9035, best[fmt.Sprintf("x%d", i)], 0.3, "seed %d: x%d of the additive mean's minimum", seed, i)
+		}
+		for _, v := range vs {
+			near := v["kind"] == "b"
+			for i := range n {
+				near = near && math.Abs(v[fmt.Sprintf("x%d", i)].(float64)-shift["b"][i]+2.9035) < 0.6
+			}
+			assert.False(t, near, "seed %d: a trial already had the minimum", seed)
 		}
 	}
 }
@@ -758,9 +808,9 @@ func TestGPAdditiveFrom20(t *testing.T) {
 			}
 			vs, ys = append(vs, v), append(ys, y)
 		}
-		few, _ := tune.GPAdditive(space, vs[:19], ys[:19])
-		assert.False(t, few, "seed %d: 19 trials", seed)
-		if additive, _ := tune.GPAdditive(space, vs, ys); additive {
+		few, _ := tune.GPKernel(space, vs[:19], ys[:19])
+		assert.Equal(t, tune.KernelProduct, few, "seed %d: 19 trials", seed)
+		if kernel, _ := tune.GPKernel(space, vs, ys); kernel == tune.KernelAdditive {
 			chosen++
 		}
 	}
