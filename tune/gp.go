@@ -936,23 +936,16 @@ func (m *gpModel) additiveMinimum(dims []dim) []float64 {
 	if !m.byChoice {
 		return m.termsMinimum(dims, m.x[0])
 	}
-	mean := func(y []float64) float64 {
-		sum := 0.0
-		for i := range m.x {
-			sum += m.alpha[i] * m.corr(y, m.x[i])
-		}
-		return sum
-	}
 	x := m.termsMinimum(dims, m.x[0])
-	lowest := mean(x)
+	lowest, _ := m.predict(x)
 	for p, c := range m.choice {
+		if !c {
+			continue
+		}
 		for v := range dims[p].k {
-			if !c {
-				break
-			}
 			y := m.termsMinimum(dims, m.withCategory(m.x[0], p, v))
-			if mv := mean(y); mv < lowest {
-				lowest, x = mv, y
+			if mean, _ := m.predict(y); mean < lowest {
+				lowest, x = mean, y
 			}
 		}
 	}
