@@ -205,7 +205,7 @@ func (m *gpModel) corr(a, b []float64) float64 {
 	if m.additive {
 		sum, n := 0.0, 0
 		for p := range m.groups {
-			if !m.byChoice || !m.choice[p] {
+			if !m.multiplies(p) {
 				sum += m.term(p, a, b)
 				n++
 			}
@@ -236,15 +236,16 @@ func (m *gpModel) term(p int, a, b []float64) float64 {
 	return matern52(r2)
 }
 
+// multiplies says parameter p's kernel multiplies the additive kernel's
+// sum rather than being one of its terms: a Choice under byChoice.
+func (m *gpModel) multiplies(p int) bool { return m.byChoice && m.choice[p] }
+
 // choiceFactor is the product of the Choices' kernels at a and b under
 // the by-Choice additive kernel, 1 otherwise.
 func (m *gpModel) choiceFactor(a, b []float64) float64 {
 	out := 1.0
-	if !m.byChoice {
-		return out
-	}
-	for p, c := range m.choice {
-		if c {
+	for p := range m.groups {
+		if m.multiplies(p) {
 			out *= m.term(p, a, b)
 		}
 	}
@@ -953,17 +954,22 @@ func (m *gpModel) additiveMinimum(dims []dim) []float64 {
 }
 
 // termsMinimum is additiveMinimum from x, each parameter in turn taking
-// its lowest term's value (under the by-Choice kernel the numeric ones).
+// its lowest term's value (under the by-Choice kernel the numeric ones,
+// whose terms the Choices' kernels at x's Choices, fixed here, scale).
 func (m *gpModel) termsMinimum(dims []dim, x []float64) []float64 {
 	x = slices.Clone(x)
+	factor := make([]float64, len(m.x))
+	for i := range m.x {
+		factor[i] = m.choiceFactor(x, m.x[i])
+	}
 	for p, g := range m.groups {
-		if m.byChoice && m.choice[p] {
+		if m.multiplies(p) {
 			continue
 		}
 		term := func(y []float64) float64 {
 			sum := 0.0
 			for i := range m.x {
-				sum += m.alpha[i] * m.term(p, y, m.x[i]) * m.choiceFactor(y, m.x[i])
+				sum += m.alpha[i] * m.term(p, y, m.x[i]) * factor[i]
 			}
 			return sum
 		}

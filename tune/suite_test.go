@@ -702,16 +702,7 @@ func TestGPAdditiveKernel(t *testing.T) {
 	product := func(v map[string]any) float64 { return x(v, 0) * x(v, 1) * x(v, 2) * x(v, 3) }
 	rng := rand.New(rand.NewPCG(5, 6))
 	draw := func(trials int, f func(map[string]any) float64) ([]map[string]any, []float64) {
-		var vs []map[string]any
-		var ys []float64
-		for range trials {
-			v := map[string]any{"kind": []string{"a", "b", "c"}[rng.IntN(3)]}
-			for i := range n {
-				v[fmt.Sprintf("x%d", i)] = -5 + 10*rng.Float64()
-			}
-			vs, ys = append(vs, v), append(ys, f(v))
-		}
-		return vs, ys
+		return kindTrials(rng, n, trials, f)
 	}
 	for seed := range 3 {
 		vs, ys := draw(60, styblinski)
@@ -762,16 +753,7 @@ func TestGPAdditiveByChoice(t *testing.T) {
 		return out
 	}
 	for seed := range 3 {
-		rng := rand.New(rand.NewPCG(uint64(seed), 7))
-		var vs []map[string]any
-		var ys []float64
-		for range 100 {
-			v := map[string]any{"kind": []string{"a", "b", "c"}[rng.IntN(3)]}
-			for i := range n {
-				v[fmt.Sprintf("x%d", i)] = -5 + 10*rng.Float64()
-			}
-			vs, ys = append(vs, v), append(ys, f(v))
-		}
+		vs, ys := kindTrials(rand.New(rand.NewPCG(uint64(seed), 7)), n, 100, f)
 		kernel, best := tune.GPKernel(space, vs, ys)
 		require.Equal(t, tune.KernelByChoice, kernel, "seed %d", seed)
 		assert.Equal(t, "b", best["kind"], "seed %d: the Choice's best value", seed)
@@ -786,6 +768,22 @@ func TestGPAdditiveByChoice(t *testing.T) {
 			assert.False(t, near, "seed %d: a trial already had the minimum", seed)
 		}
 	}
+}
+
+// kindTrials draws trials random trials over the space of
+// TestGPAdditiveKernel and TestGPAdditiveByChoice (a Choice "kind" of a,
+// b and c, then n Floats x0... on [-5, 5]) and their values under f.
+func kindTrials(rng *rand.Rand, n, trials int, f func(map[string]any) float64) ([]map[string]any, []float64) {
+	var vs []map[string]any
+	var ys []float64
+	for range trials {
+		v := map[string]any{"kind": []string{"a", "b", "c"}[rng.IntN(3)]}
+		for i := range n {
+			v[fmt.Sprintf("x%d", i)] = -5 + 10*rng.Float64()
+		}
+		vs, ys = append(vs, v), append(ys, f(v))
+	}
+	return vs, ys
 }
 
 // TestGPAdditiveFrom20: the fit tries the additive kernel from the 20th
