@@ -314,11 +314,17 @@ func TestRunJobs(t *testing.T) {
 
 	var started atomic.Int32
 	failA := errors.New("a failed")
+	// The failure waits until blocked runs: otherwise, on a loaded
+	// machine, it can cancel before the other worker, which has taken
+	// blocked from the queue, starts it, and that worker then rightly
+	// starts nothing (one job started, no cancelled one).
+	blockedRuns := make(chan struct{})
 	fail := func(err error) func(context.Context) error {
-		return func(context.Context) error { started.Add(1); return err }
+		return func(context.Context) error { <-blockedRuns; started.Add(1); return err }
 	}
 	blocked := func(ctx context.Context) error {
 		started.Add(1)
+		close(blockedRuns)
 		<-ctx.Done() // cancelled by the other worker's failure
 		return fmt.Errorf("blocked: %w", ctx.Err())
 	}
