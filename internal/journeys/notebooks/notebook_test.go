@@ -77,22 +77,26 @@ func (j jupyter) connect(t *testing.T, id string) *websocket.Conn {
 }
 
 // send sends a request of type msgType on the kernel's shell channel
-// (Jupyter's messaging protocol, v5.3) and returns at once.
-func send(t *testing.T, ws *websocket.Conn, msgType string, content map[string]any) {
+// (Jupyter's messaging protocol, v5.3) and returns its msg_id at once: the
+// kernel's replies and status messages carry it as their parent's.
+func send(t *testing.T, ws *websocket.Conn, msgType string, content map[string]any) string {
+	id := fmt.Sprintf("cube-%d", time.Now().UnixNano())
 	msg := map[string]any{
 		"header": map[string]any{
-			"msg_id": fmt.Sprintf("cube-%d", time.Now().UnixNano()), "msg_type": msgType, "username": "cube",
+			"msg_id": id, "msg_type": msgType, "username": "cube",
 			"session": "cube-journey", "version": "5.3", "date": time.Now().UTC().Format(time.RFC3339),
 		},
 		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell",
 		"content": content,
 	}
 	require.NoError(t, websocket.JSON.Send(ws, msg))
+	return id
 }
 
-// execute sends code to the kernel and returns at once.
-func execute(t *testing.T, ws *websocket.Conn, code string) {
-	send(t, ws, "execute_request", map[string]any{"code": code, "silent": false, "store_history": false,
+// execute sends code to the kernel and returns the request's msg_id at
+// once.
+func execute(t *testing.T, ws *websocket.Conn, code string) string {
+	return send(t, ws, "execute_request", map[string]any{"code": code, "silent": false, "store_history": false,
 		"user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true})
 }
 
@@ -241,6 +245,9 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 		ws = j.connect(t, k.ID)
 		note("websocket open")
 		defer ws.Close()
+		// busyFor receives the msg_id of each request the kernel publishes
+		// busy for on iopub (its status message's parent).
+		busyFor := make(chan string, 1024)
 		// Reading answers the server's pings and drains the kernel's
 		// output, as a browser does.
 		go func(ws *websocket.Conn) {
@@ -250,6 +257,9 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 					Header  struct {
 						MsgType string `json:"msg_type"`
 					} `json:"header"`
+					ParentHeader struct {
+						MsgID string `json:"msg_id"`
+					} `json:"parent_header"`
 					Content struct {
 						ExecutionState string `json:"execution_state"`
 					} `json:"content"`
@@ -257,14 +267,39 @@ func TestJupyterServesAndIsCulled(t *testing.T) {
 				if websocket.JSON.Receive(ws, &msg) != nil {
 					break
 				}
-				note(strings.TrimSpace(msg.Channel + " " + msg.Header.MsgType + " " + msg.Content.ExecutionState))
+				note(strings.TrimSpace(msg.Channel + " " + msg.Header.MsgType + " " + msg.Content.ExecutionState + " " + msg.ParentHeader.MsgID))
+				if msg.Channel == "iopub" && msg.Header.MsgType == "status" && msg.Content.ExecutionState == "busy" {
+					select {
+					case busyFor <- msg.ParentHeader.MsgID:
+					default:
+					}
+				}
 			}
 			note("websocket closed")
 		}(ws)
 		// The kernel has answered the server's kernel_info nudge: it has
 		// started and takes the cell.
 		awaitState("idle", 2*time.Minute)
-		execute(t, ws, "import time\ntime.sleep(600)")
+		cell := execute(t, ws, "import time\ntime.sleep(600)")
+		note("cell " + cell + " sent")
+		// Nudges the kernel had not yet read when the server first read
+		// idle run before the cell, each busy then idle: the server's
+		// state reads busy for one of them as well as for the cell. The
+		// cell's own busy status is the start of its sleep; from then the
+		// kernel stays busy.
+		timeout := time.After(2 * time.Minute)
+		for started := false; !started; {
+			select {
+			case id := <-busyFor:
+				started = id == cell
+			case <-timeout:
+				var lines []string
+				for len(received) > 0 {
+					lines = append(lines, <-received)
+				}
+				require.FailNow(t, "the kernel did not publish busy for the cell", "kernel %s, cell %s; what the kernel's websocket received:\n%s", k.ID, cell, strings.Join(lines, "\n"))
+			}
+		}
 		awaitState("busy", 2*time.Minute)
 		culled, err := notebook.Cull(ctx, c.Client, ns, time.Hour, append(cullOpts, notebook.CullDryRun)...)
 		require.NoError(t, err)
