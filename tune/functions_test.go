@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/cubestudio/cube/tune"
 )
@@ -212,7 +213,8 @@ var benchFunctions = func() []benchFunction {
 	fs = append(fs, secondHeldOut()...)
 	fs = append(fs, thirdHeldOut()...)
 	fs = append(fs, fourthHeldOut()...)
-	return append(fs, fifthHeldOut()...)
+	fs = append(fs, fifthHeldOut()...)
+	return append(fs, sixthHeldOut()...)
 }()
 
 // heldOutFunctions were added after Auto's design and settings were fixed
@@ -437,12 +439,126 @@ func fifthHeldOut() []benchFunction {
 	return fs
 }
 
+// sixthHeldOut is the sixth set, added on 2026-12-08 after the default
+// was fixed at ba0b20f, with families the suite did not have: ten on/off
+// flags interacting in pairs, a 12-way Choice that moves the optimum of
+// the rest, a wide space of 15 mixed parameters, noise on a tuning-like
+// space of Ints, and rotated (non-separable) multimodal and
+// ill-conditioned shapes, 3 to 20 dimensions. Its constants come from a
+// stream of their own.
+func sixthHeldOut() []benchFunction {
+	rng := rand.New(rand.NewPCG(36, 2026))
+	var fs []benchFunction
+	// Ten on/off flags, each with its own cost, and each pair of them
+	// (f0 with f1, f2 with f3, ...) with a cost of their combination that
+	// can overturn their own; and a learning rate.
+	var flagSpecs []paramSpec
+	for i := range 10 {
+		flagSpecs = append(flagSpecs, paramSpec{Name: fmt.Sprintf("f%d", i), Kind: "choice", Choices: onOff})
+	}
+	flagSpecs = append(flagSpecs, paramSpec{Name: "lr", Kind: "float", Lo: 1e-5, Hi: 1, Log: true})
+	own, pair := uniformVec(rng, 20, 0, 1), uniformVec(rng, 20, 0, 1.5)
+	fs = append(fs, newBench("flags10", "flags", flagSpecs, map[string][]float64{"own": own, "pair": pair}, flagsOptimum(own, pair)))
+	// One 12-way Choice (a model family), each value with its own offset
+	// (one of them 0) and its own best place for two Floats and a
+	// learning rate.
+	models := make([]string, 12)
+	for i := range models {
+		models[i] = fmt.Sprintf("m%d", i)
+	}
+	offset, _ := categoricalTables(rng, 1, 12)
+	fs = append(fs, newBench("choice12", "manychoice", []paramSpec{
+		{Name: "model", Kind: "choice", Choices: models},
+		{Name: "x0", Kind: "float", Lo: 0, Hi: 1},
+		{Name: "x1", Kind: "float", Lo: 0, Hi: 1},
+		{Name: "lr", Kind: "float", Lo: 1e-5, Hi: 1, Log: true},
+	}, map[string][]float64{"offset": offset, "at": uniformVec(rng, 24, 0.1, 0.9), "lr": uniformVec(rng, 12, -4, -1)}, 0))
+	// A wide tuning space: five Floats (the first two coupled), five
+	// log-scale Ints and five 3-way Choices, each with its own cost.
+	var wide []paramSpec
+	for i := range 5 {
+		wide = append(wide, paramSpec{Name: fmt.Sprintf("u%d", i), Kind: "float", Lo: 0, Hi: 1})
+	}
+	for i := range 5 {
+		wide = append(wide, paramSpec{Name: fmt.Sprintf("k%d", i), Kind: "int", Lo: 1, Hi: 256, Log: true})
+	}
+	for i := range 5 {
+		wide = append(wide, paramSpec{Name: fmt.Sprintf("c%d", i), Kind: "choice", Choices: choiceLevels[:3:3]})
+	}
+	wideTables, _ := categoricalTables(rng, 5, 3)
+	fs = append(fs, newBench("wide15", "wide", wide, map[string][]float64{
+		"u": uniformVec(rng, 5, 0.1, 0.9), "k": {1, 3, 4, 6, 7}, "tables": wideTables,
+	}, 0))
+	// Noisy: the training-run-like space of mostly Ints (intheavy) with a
+	// deterministic pseudo-noise of sd about 0.1.
+	held := heldOutFunctions()
+	heavy := held[slices.IndexFunc(held, func(f benchFunction) bool { return f.name == "intheavy" })]
+	fs = append(fs, newBench("noisyheavy", "noisy/intheavy", heavy.specs, map[string][]float64{"sigma": {0.1}, "w": uniformVec(rng, 18, -50, 50)}, 0))
+	// Rotated, so not separable: Rastrigin (5-D) and BBOB's different
+	// powers (6-D, an ill-conditioned cusp: exponents 2 to 6).
+	fs = append(fs, newBench("rotrastrigin5", "rotrastrigin", boxSpecs(5, -5.12, 5.12), map[string][]float64{
+		"shift": uniformVec(rng, 5, -2, 2), "rotation": rotation(rng, 5),
+	}, 0))
+	fs = append(fs, newBench("diffpowers6", "diffpowers", boxSpecs(6, -5, 5), map[string][]float64{
+		"shift": uniformVec(rng, 6, -3, 3), "rotation": rotation(rng, 6),
+	}, 0))
+	// High-dimensional and multimodal: shifted Levy (20-D).
+	fs = append(fs, newBench("levy20", "levy", boxSpecs(20, -10, 10), map[string][]float64{"shift": uniformVec(rng, 20, -4, 4)}, 0))
+	return fs
+}
+
+// onOff are the values of the flags family's Choices, off first.
+var onOff = []string{"off", "on"}
+
+// flagsOptimum is the flags family's minimum: the best combination of
+// each pair of flags (the learning rate's term is 0 at its best).
+func flagsOptimum(own, pair []float64) float64 {
+	sum := 0.0
+	for k := range 5 {
+		best := math.Inf(1)
+		for a := range 2 {
+			for b := range 2 {
+				best = min(best, own[4*k+a]+own[4*k+2+b]+pair[4*k+2*a+b])
+			}
+		}
+		sum += best
+	}
+	return sum
+}
+
 // evalBench returns the observed and the clean value of f at the values
 // get reads (get reads a parameter by name; the conditional family reads
 // only its branch's parameters). The formulas are the ones in
 // testdata/optuna_bench.py.
 func evalBench(f benchFunction, get func(name string) any) (observed, clean float64) {
 	c := f.consts
+	if base, ok := strings.CutPrefix(f.family, "noisy/"); ok {
+		// A deterministic pseudo-noise (three hashed sines of the numeric
+		// parameters, each scaled to [0, 1] over its range) of sd about
+		// sigma on the base family's value.
+		g := f
+		g.family = base
+		_, clean = evalBench(g, get)
+		var x []float64
+		for _, s := range f.specs {
+			switch v := get(s.Name).(type) {
+			case float64:
+				x = append(x, (v-s.Lo)/(s.Hi-s.Lo))
+			case int:
+				x = append(x, (float64(v)-s.Lo)/(s.Hi-s.Lo))
+			}
+		}
+		noise := 0.0
+		for k := range 3 {
+			dot := float64(k + 1)
+			for j := range x {
+				dot += c["w"][k*len(x)+j] * x[j]
+			}
+			h := math.Sin(dot) * 43758.5453
+			noise += h - math.Floor(h)
+		}
+		return clean + c["sigma"][0]*2*(noise-1.5), clean
+	}
 	fl := func(name string) float64 {
 		switch v := get(name).(type) {
 		case float64:
@@ -677,6 +793,43 @@ func evalBench(f benchFunction, get func(name string) any) (observed, clean floa
 		for i, name := range []string{"x0", "x1"} {
 			z := fl(name) - c["target"][i]
 			v += z*z/400 + 1 - math.Cos(2*math.Pi*z/9)
+		}
+	case "flags":
+		var on [10]int
+		for i := range on {
+			on[i] = slices.Index(onOff, get(fmt.Sprintf("f%d", i)).(string))
+			v += c["own"][2*i+on[i]]
+		}
+		for k := range 5 {
+			v += c["pair"][4*k+2*on[2*k]+on[2*k+1]]
+		}
+		v += math.Pow(math.Log10(fl("lr"))+2.5, 2) / 2
+	case "manychoice":
+		k := slices.Index(f.specs[0].Choices, get("model").(string))
+		v = c["offset"][k] + 4*(math.Pow(fl("x0")-c["at"][2*k], 2)+math.Pow(fl("x1")-c["at"][2*k+1], 2)) + math.Pow(math.Log10(fl("lr"))-c["lr"][k], 2)/4
+	case "wide":
+		for i := range 5 {
+			v += 2 * math.Pow(fl(fmt.Sprintf("u%d", i))-c["u"][i], 2)
+			v += math.Pow((math.Log2(fl(fmt.Sprintf("k%d", i)))-c["k"][i])/2, 2)
+			v += c["tables"][3*i+levelOf(get(fmt.Sprintf("c%d", i)).(string))]
+		}
+		v += 2 * math.Pow(fl("u0")-c["u"][0]+fl("u1")-c["u"][1], 2)
+	case "rotrastrigin", "diffpowers":
+		x := vec()
+		n := len(x)
+		for i := range n {
+			z := 0.0
+			for j := range n {
+				z += c["rotation"][i*n+j] * (x[j] - c["shift"][j])
+			}
+			if f.family == "rotrastrigin" {
+				v += 10 + z*z - 10*math.Cos(2*math.Pi*z)
+			} else {
+				v += math.Pow(math.Abs(z), 2+4*float64(i)/float64(n-1))
+			}
+		}
+		if f.family == "diffpowers" {
+			v = math.Sqrt(v)
 		}
 	case "noisy-hartmann6":
 		x := vec()

@@ -88,8 +88,8 @@ func randomValues(rng *rand.Rand, specs []paramSpec) map[string]any {
 	return values
 }
 
-// TestHeldOutOptima: each objective of the fourth and fifth held-out
-// sets reaches the optimum it states at the point its formula puts it (so
+// TestHeldOutOptima: each objective of the fourth, fifth and sixth
+// held-out sets reaches the optimum it states at the point its formula puts it (so
 // a regret is the distance to the true minimum, which the table clips at
 // 0), and no other point of the space is lower: 4,000 random points per
 // objective.
@@ -163,8 +163,48 @@ func TestHeldOutOptima(t *testing.T) {
 	argmin["intstyblinski3"] = func(benchFunction) map[string]any {
 		return map[string]any{"x0": -3, "x1": -3, "x2": -3}
 	}
+	// The sixth set.
+	atShiftFloat := func(f benchFunction) map[string]any {
+		out := map[string]any{}
+		for i, v := range f.consts["shift"] {
+			out[fmt.Sprintf("x%d", i)] = v
+		}
+		return out
+	}
+	argmin["rotrastrigin5"], argmin["diffpowers6"], argmin["levy20"] = atShiftFloat, atShiftFloat, atShiftFloat
+	argmin["flags10"] = func(f benchFunction) map[string]any {
+		out := map[string]any{"lr": math.Pow(10, -2.5)}
+		for k := range 5 {
+			best, at := math.Inf(1), [2]int{}
+			for a := range 2 {
+				for b := range 2 {
+					if v := f.consts["own"][4*k+a] + f.consts["own"][4*k+2+b] + f.consts["pair"][4*k+2*a+b]; v < best {
+						best, at = v, [2]int{a, b}
+					}
+				}
+			}
+			out[fmt.Sprintf("f%d", 2*k)], out[fmt.Sprintf("f%d", 2*k+1)] = onOff[at[0]], onOff[at[1]]
+		}
+		return out
+	}
+	argmin["choice12"] = func(f benchFunction) map[string]any {
+		k := slices.Index(f.consts["offset"], 0)
+		return map[string]any{"model": f.specs[0].Choices[k], "x0": f.consts["at"][2*k], "x1": f.consts["at"][2*k+1], "lr": math.Pow(10, f.consts["lr"][k])}
+	}
+	argmin["wide15"] = func(f benchFunction) map[string]any {
+		out := map[string]any{}
+		for i := range 5 {
+			out[fmt.Sprintf("u%d", i)] = f.consts["u"][i]
+			out[fmt.Sprintf("k%d", i)] = 1 << int(f.consts["k"][i])
+			out[fmt.Sprintf("c%d", i)] = zeroOf(f.consts["tables"][3*i : 3*i+3])
+		}
+		return out
+	}
+	argmin["noisyheavy"] = func(benchFunction) map[string]any {
+		return map[string]any{"layers": 5, "units": 300, "batch": 64, "epochs": 30, "heads": 6, "lr": 3e-3}
+	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, f := range slices.Concat(fourthHeldOut(), fifthHeldOut()) {
+	for _, f := range slices.Concat(fourthHeldOut(), fifthHeldOut(), sixthHeldOut()) {
 		at, ok := argmin[f.name]
 		require.True(t, ok, "%s has no stated argmin", f.name)
 		values := at(f)

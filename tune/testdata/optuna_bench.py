@@ -33,6 +33,20 @@ def evaluate(f, get):
     c = f.get("consts") or {}
     fam = f["family"]
     names = [p["name"] for p in f["params"]]
+    if fam.startswith("noisy/"):
+        # A deterministic pseudo-noise (three hashed sines of the numeric
+        # parameters, each scaled to [0, 1] over its range) of sd about
+        # sigma on the base family's value.
+        _, clean = evaluate(dict(f, family=fam[len("noisy/"):]), get)
+        x = [(float(get(p["name"])) - p["lo"]) / (p["hi"] - p["lo"]) for p in f["params"] if p["kind"] in ("float", "int")]
+        noise = 0.0
+        for k in range(3):
+            dot = float(k + 1)
+            for j in range(len(x)):
+                dot += c["w"][k * len(x) + j] * x[j]
+            h = math.sin(dot) * 43758.5453
+            noise += h - math.floor(h)
+        return clean + c["sigma"][0] * 2 * (noise - 1.5), clean
 
     def vec():
         return [float(get(n)) for n in names]
@@ -220,6 +234,36 @@ def evaluate(f, get):
         for i, name in enumerate(["x0", "x1"]):
             z = float(get(name)) - c["target"][i]
             v += z * z / 400 + 1 - math.cos(2 * math.pi * z / 9)
+    elif fam == "flags":
+        on = [["off", "on"].index(get("f%d" % i)) for i in range(10)]
+        for i in range(10):
+            v += c["own"][2 * i + on[i]]
+        for k in range(5):
+            v += c["pair"][4 * k + 2 * on[2 * k] + on[2 * k + 1]]
+        v += (math.log10(float(get("lr"))) + 2.5) ** 2 / 2
+    elif fam == "manychoice":
+        k = f["params"][0]["choices"].index(get("model"))
+        v = (c["offset"][k] + 4 * ((float(get("x0")) - c["at"][2 * k]) ** 2 + (float(get("x1")) - c["at"][2 * k + 1]) ** 2)
+             + (math.log10(float(get("lr"))) - c["lr"][k]) ** 2 / 4)
+    elif fam == "wide":
+        for i in range(5):
+            v += 2 * (float(get("u%d" % i)) - c["u"][i]) ** 2
+            v += ((math.log2(float(get("k%d" % i))) - c["k"][i]) / 2) ** 2
+            v += c["tables"][3 * i + LEVELS.index(get("c%d" % i))]
+        v += 2 * (float(get("u0")) - c["u"][0] + float(get("u1")) - c["u"][1]) ** 2
+    elif fam in ("rotrastrigin", "diffpowers"):
+        x = vec()
+        n = len(x)
+        for i in range(n):
+            z = 0.0
+            for j in range(n):
+                z += c["rotation"][i * n + j] * (x[j] - c["shift"][j])
+            if fam == "rotrastrigin":
+                v += 10 + z * z - 10 * math.cos(2 * math.pi * z)
+            else:
+                v += abs(z) ** (2 + 4 * i / (n - 1))
+        if fam == "diffpowers":
+            v = math.sqrt(v)
     elif fam == "noisy-hartmann6":
         x = vec()
         v = hartmann6(x)
