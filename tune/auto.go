@@ -480,7 +480,10 @@ func (s *autoSampler) modelAt(j int) string {
 // the seen trials, by TuRBO-1's rule (Eriksson et al., NeurIPS 2019, for
 // one trial at a time): 0.8 at first, doubled (up to 1.6) after 3 new bests
 // in a row, halved after max(4, d) proposals in a row without one, and
-// back to 0.8 once below 2⁻⁷ (TuRBO restarts there).
+// back to 0.8 once below 2⁻⁷ (TuRBO restarts there). Unlike TuRBO, any new
+// best counts: TuRBO's success is an improvement by more than 1e-3 of the
+// best value's magnitude (uber-research/TuRBO turbo/turbo_1.py,
+// Turbo1._adjust_length), which depends on where the objective's zero is.
 func (s *autoSampler) trustLength(seen []TrialResult) float64 {
 	const initial, most, least = 0.8, 1.6, 1.0 / 128
 	length, succ, fail := initial, 0, 0
