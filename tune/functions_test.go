@@ -575,6 +575,19 @@ func evalBench(f benchFunction, get func(name string) any) (observed, clean floa
 		}
 		return x
 	}
+	// rotated is the rotation of the parameters' offset from the shift:
+	// R(x - shift), R row-major.
+	rotated := func() []float64 {
+		x := vec()
+		n := len(x)
+		z := make([]float64, n)
+		for i := range n {
+			for j := range n {
+				z[i] += c["rotation"][i*n+j] * (x[j] - c["shift"][j])
+			}
+		}
+		return z
+	}
 	hartmann6 := func(x []float64) float64 {
 		sum := 0.0
 		for i := range 4 {
@@ -622,14 +635,9 @@ func evalBench(f benchFunction, get func(name string) any) (observed, clean floa
 		}
 		v = -20*math.Exp(-0.2*math.Sqrt(sq/n)) - math.Exp(cs/n) + 20 + math.E
 	case "ellipsoid":
-		x := vec()
-		n := len(x)
-		for i := range n {
-			z := 0.0
-			for j := range n {
-				z += c["rotation"][i*n+j] * (x[j] - c["shift"][j])
-			}
-			v += math.Pow(10, c["log10cond"][0]*float64(i)/float64(n-1)) * z * z
+		z := rotated()
+		for i := range z {
+			v += math.Pow(10, c["log10cond"][0]*float64(i)/float64(len(z)-1)) * z[i] * z[i]
 		}
 	case "styblinski":
 		for _, xi := range vec() {
@@ -814,23 +822,16 @@ func evalBench(f benchFunction, get func(name string) any) (observed, clean floa
 			v += c["tables"][3*i+levelOf(get(fmt.Sprintf("c%d", i)).(string))]
 		}
 		v += 2 * math.Pow(fl("u0")-c["u"][0]+fl("u1")-c["u"][1], 2)
-	case "rotrastrigin", "diffpowers":
-		x := vec()
-		n := len(x)
-		for i := range n {
-			z := 0.0
-			for j := range n {
-				z += c["rotation"][i*n+j] * (x[j] - c["shift"][j])
-			}
-			if f.family == "rotrastrigin" {
-				v += 10 + z*z - 10*math.Cos(2*math.Pi*z)
-			} else {
-				v += math.Pow(math.Abs(z), 2+4*float64(i)/float64(n-1))
-			}
+	case "rotrastrigin":
+		for _, z := range rotated() {
+			v += 10 + z*z - 10*math.Cos(2*math.Pi*z)
 		}
-		if f.family == "diffpowers" {
-			v = math.Sqrt(v)
+	case "diffpowers":
+		z := rotated()
+		for i := range z {
+			v += math.Pow(math.Abs(z[i]), 2+4*float64(i)/float64(len(z)-1))
 		}
+		v = math.Sqrt(v)
 	case "noisy-hartmann6":
 		x := vec()
 		v = hartmann6(x)

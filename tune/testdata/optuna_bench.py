@@ -51,6 +51,16 @@ def evaluate(f, get):
     def vec():
         return [float(get(n)) for n in names]
 
+    def rotated():
+        """R(x - shift), R row-major."""
+        x = vec()
+        n = len(x)
+        z = [0.0] * n
+        for i in range(n):
+            for j in range(n):
+                z[i] += c["rotation"][i * n + j] * (x[j] - c["shift"][j])
+        return z
+
     def hartmann6(x):
         s = 0.0
         for i in range(4):
@@ -92,13 +102,9 @@ def evaluate(f, get):
             cs += math.cos(2 * math.pi * z)
         v = -20 * math.exp(-0.2 * math.sqrt(sq / n)) - math.exp(cs / n) + 20 + math.e
     elif fam == "ellipsoid":
-        x = vec()
-        n = len(x)
-        for i in range(n):
-            z = 0.0
-            for j in range(n):
-                z += c["rotation"][i * n + j] * (x[j] - c["shift"][j])
-            v += math.pow(10, c["log10cond"][0] * i / (n - 1)) * z * z
+        z = rotated()
+        for i in range(len(z)):
+            v += math.pow(10, c["log10cond"][0] * i / (len(z) - 1)) * z[i] * z[i]
     elif fam == "styblinski":
         for xi in vec():
             v += (xi * xi * xi * xi - 16 * xi * xi + 5 * xi) / 2
@@ -251,19 +257,14 @@ def evaluate(f, get):
             v += ((math.log2(float(get("k%d" % i))) - c["k"][i]) / 2) ** 2
             v += c["tables"][3 * i + LEVELS.index(get("c%d" % i))]
         v += 2 * (float(get("u0")) - c["u"][0] + float(get("u1")) - c["u"][1]) ** 2
-    elif fam in ("rotrastrigin", "diffpowers"):
-        x = vec()
-        n = len(x)
-        for i in range(n):
-            z = 0.0
-            for j in range(n):
-                z += c["rotation"][i * n + j] * (x[j] - c["shift"][j])
-            if fam == "rotrastrigin":
-                v += 10 + z * z - 10 * math.cos(2 * math.pi * z)
-            else:
-                v += abs(z) ** (2 + 4 * i / (n - 1))
-        if fam == "diffpowers":
-            v = math.sqrt(v)
+    elif fam == "rotrastrigin":
+        for z in rotated():
+            v += 10 + z * z - 10 * math.cos(2 * math.pi * z)
+    elif fam == "diffpowers":
+        z = rotated()
+        for i in range(len(z)):
+            v += abs(z[i]) ** (2 + 4 * i / (len(z) - 1))
+        v = math.sqrt(v)
     elif fam == "noisy-hartmann6":
         x = vec()
         v = hartmann6(x)
