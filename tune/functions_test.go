@@ -208,7 +208,7 @@ var benchFunctions = func() []benchFunction {
 	for k, v := range hartmann {
 		noisy[k] = v
 	}
-	fs = append(fs, newBench("noisy-hartmann6", "noisy-hartmann6", boxSpecs(6, 0, 1), noisy, -3.32236801141551))
+	fs = append(fs, newBench("noisy-hartmann6", "noisy/hartmann6", boxSpecs(6, 0, 1), noisy, -3.32236801141551))
 	fs = append(fs, heldOutFunctions()...)
 	fs = append(fs, secondHeldOut()...)
 	fs = append(fs, thirdHeldOut()...)
@@ -458,7 +458,8 @@ func sixthHeldOut() []benchFunction {
 	}
 	flagSpecs = append(flagSpecs, paramSpec{Name: "lr", Kind: "float", Lo: 1e-5, Hi: 1, Log: true})
 	own, pair := uniformVec(rng, 20, 0, 1), uniformVec(rng, 20, 0, 1.5)
-	fs = append(fs, newBench("flags10", "flags", flagSpecs, map[string][]float64{"own": own, "pair": pair}, flagsOptimum(own, pair)))
+	optimum, _ := flagsBest(own, pair)
+	fs = append(fs, newBench("flags10", "flags", flagSpecs, map[string][]float64{"own": own, "pair": pair}, optimum))
 	// One 12-way Choice (a model family), each value with its own offset
 	// (one of them 0) and its own best place for two Floats and a
 	// learning rate.
@@ -510,20 +511,23 @@ func sixthHeldOut() []benchFunction {
 // onOff are the values of the flags family's Choices, off first.
 var onOff = []string{"off", "on"}
 
-// flagsOptimum is the flags family's minimum: the best combination of
-// each pair of flags (the learning rate's term is 0 at its best).
-func flagsOptimum(own, pair []float64) float64 {
-	sum := 0.0
+// flagsBest is the flags family's minimum and where it is: per pair of
+// flags (f0 with f1, ...) the combination, off 0 and on 1, whose own and
+// pair costs sum lowest (the learning rate's term is 0 at its best).
+func flagsBest(own, pair []float64) (float64, [5][2]int) {
+	sum, at := 0.0, [5][2]int{}
 	for k := range 5 {
 		best := math.Inf(1)
 		for a := range 2 {
 			for b := range 2 {
-				best = min(best, own[4*k+a]+own[4*k+2+b]+pair[4*k+2*a+b])
+				if v := own[4*k+a] + own[4*k+2+b] + pair[4*k+2*a+b]; v < best {
+					best, at[k] = v, [2]int{a, b}
+				}
 			}
 		}
 		sum += best
 	}
-	return sum
+	return sum, at
 }
 
 // evalBench returns the observed and the clean value of f at the values
@@ -832,19 +836,6 @@ func evalBench(f benchFunction, get func(name string) any) (observed, clean floa
 			v += math.Pow(math.Abs(z[i]), 2+4*float64(i)/float64(len(z)-1))
 		}
 		v = math.Sqrt(v)
-	case "noisy-hartmann6":
-		x := vec()
-		v = hartmann6(x)
-		noise := 0.0
-		for k := range 3 {
-			dot := float64(k + 1)
-			for j := range 6 {
-				dot += c["w"][k*6+j] * x[j]
-			}
-			s := math.Sin(dot) * 43758.5453
-			noise += s - math.Floor(s)
-		}
-		return v + c["sigma"][0]*2*(noise-1.5), v
 	default:
 		panic("unknown family " + f.family)
 	}

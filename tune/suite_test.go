@@ -99,7 +99,16 @@ func TestHeldOutOptima(t *testing.T) {
 		require.GreaterOrEqual(t, i, 0, "a table with a zero level")
 		return choiceLevels[i]
 	}
+	// atShiftFloat puts every coordinate at the objective's shift.
+	atShiftFloat := func(f benchFunction) map[string]any {
+		out := map[string]any{}
+		for i, v := range f.consts["shift"] {
+			out[fmt.Sprintf("x%d", i)] = v
+		}
+		return out
+	}
 	argmin := map[string]func(f benchFunction) map[string]any{
+		"plateau4": atShiftFloat,
 		"svmlike": func(benchFunction) map[string]any {
 			return map[string]any{"C": 10.0, "gamma": 0.01, "kernel": "rbf"}
 		},
@@ -121,13 +130,6 @@ func TestHeldOutOptima(t *testing.T) {
 		},
 		"condnet": func(benchFunction) map[string]any {
 			return map[string]any{"optimizer": "adam", "lr": math.Pow(10, -3.3), "momentum": 0.5, "beta2": 0.995, "layers": 4}
-		},
-		"plateau4": func(f benchFunction) map[string]any {
-			out := map[string]any{}
-			for i, v := range f.consts["shift"] {
-				out[fmt.Sprintf("x%d", i)] = v
-			}
-			return out
 		},
 		"intrugged2": func(f benchFunction) map[string]any {
 			return map[string]any{"x0": int(f.consts["target"][0]), "x1": int(f.consts["target"][1])}
@@ -164,26 +166,12 @@ func TestHeldOutOptima(t *testing.T) {
 		return map[string]any{"x0": -3, "x1": -3, "x2": -3}
 	}
 	// The sixth set.
-	atShiftFloat := func(f benchFunction) map[string]any {
-		out := map[string]any{}
-		for i, v := range f.consts["shift"] {
-			out[fmt.Sprintf("x%d", i)] = v
-		}
-		return out
-	}
 	argmin["rotrastrigin5"], argmin["diffpowers6"], argmin["levy20"] = atShiftFloat, atShiftFloat, atShiftFloat
 	argmin["flags10"] = func(f benchFunction) map[string]any {
 		out := map[string]any{"lr": math.Pow(10, -2.5)}
-		for k := range 5 {
-			best, at := math.Inf(1), [2]int{}
-			for a := range 2 {
-				for b := range 2 {
-					if v := f.consts["own"][4*k+a] + f.consts["own"][4*k+2+b] + f.consts["pair"][4*k+2*a+b]; v < best {
-						best, at = v, [2]int{a, b}
-					}
-				}
-			}
-			out[fmt.Sprintf("f%d", 2*k)], out[fmt.Sprintf("f%d", 2*k+1)] = onOff[at[0]], onOff[at[1]]
+		_, at := flagsBest(f.consts["own"], f.consts["pair"])
+		for k, ab := range at {
+			out[fmt.Sprintf("f%d", 2*k)], out[fmt.Sprintf("f%d", 2*k+1)] = onOff[ab[0]], onOff[ab[1]]
 		}
 		return out
 	}

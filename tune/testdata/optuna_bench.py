@@ -265,17 +265,6 @@ def evaluate(f, get):
         for i in range(len(z)):
             v += abs(z[i]) ** (2 + 4 * i / (len(z) - 1))
         v = math.sqrt(v)
-    elif fam == "noisy-hartmann6":
-        x = vec()
-        v = hartmann6(x)
-        noise = 0.0
-        for k in range(3):
-            dot = float(k + 1)
-            for j in range(6):
-                dot += c["w"][k * 6 + j] * x[j]
-            s = math.sin(dot) * 43758.5453
-            noise += s - math.floor(s)
-        return v + c["sigma"][0] * 2 * (noise - 1.5), v
     else:
         raise ValueError("unknown family " + fam)
     return v, v
